@@ -1,0 +1,131 @@
+/* core: status values, dtypes, shapes, host tensors, the Philox RNG.
+ * Knows nothing about graphs or devices. */
+#ifndef BRISK_CORE_H
+#define BRISK_CORE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- errors
+ * Errors are values. A function that can fail returns a brisk_status and, when
+ * given a non-NULL brisk_error*, fills its message: one line that names the file,
+ * the field and what was expected. Library code never aborts. */
+typedef enum brisk_status {
+    BRISK_OK = 0,
+    BRISK_ERR_INVALID,     /* a bad argument, config value or flag */
+    BRISK_ERR_IO,          /* open/read/write/rename failed */
+    BRISK_ERR_FORMAT,      /* a malformed file */
+    BRISK_ERR_SHAPE,       /* shapes or dtypes that do not fit */
+    BRISK_ERR_NOMEM,       /* an allocation failed or a plan does not fit */
+    BRISK_ERR_UNSUPPORTED, /* valid but not implemented here (dtype, backend) */
+    BRISK_ERR_NUMERIC,     /* NaN or inf where a number was needed */
+    BRISK_ERR_INTERNAL
+} brisk_status;
+
+typedef struct brisk_error {
+    brisk_status code;
+    char msg[1024];
+} brisk_error;
+
+/* Fills err (when non-NULL) with a printf-formatted message and returns code. */
+brisk_status brisk_errorf(brisk_error *err, brisk_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Prepends "prefix: " to an error already filled (adds context on the way up). */
+brisk_status brisk_error_prefix(brisk_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+const char *brisk_status_name(brisk_status s);
+
+/* ---------------------------------------------------------------- dtypes */
+typedef enum brisk_dtype {
+    BRISK_F32 = 0,
+    BRISK_I32,
+    BRISK_F16,  /* storage type, declared for mixed precision */
+    BRISK_BF16, /* storage type, declared for mixed precision */
+    BRISK_U8,
+    BRISK_DTYPE_COUNT
+} brisk_dtype;
+
+size_t brisk_dtype_size(brisk_dtype t);
+const char *brisk_dtype_name(brisk_dtype t); /* "f32", "i32", ... */
+/* safetensors spelling: "F32", "I32", "F16", "BF16", "U8". */
+const char *brisk_dtype_st_name(brisk_dtype t);
+int brisk_dtype_from_st_name(const char *s, brisk_dtype *out); /* 0 on success */
+
+float brisk_bf16_to_f32(uint16_t h);
+uint16_t brisk_f32_to_bf16(float f); /* round to nearest even */
+float brisk_f16_to_f32(uint16_t h);
+uint16_t brisk_f32_to_f16(float f);
+
+/* ---------------------------------------------------------------- shapes */
+#define BRISK_MAX_DIMS 6
+
+typedef struct brisk_shape {
+    int ndim;                       /* 0 is a scalar */
+    int64_t d[BRISK_MAX_DIMS];
+} brisk_shape;
+
+brisk_shape brisk_shape_make(int ndim, const int64_t *dims);
+brisk_shape brisk_shape1(int64_t a);
+brisk_shape brisk_shape2(int64_t a, int64_t b);
+brisk_shape brisk_shape3(int64_t a, int64_t b, int64_t c);
+brisk_shape brisk_shape4(int64_t a, int64_t b, int64_t c, int64_t e);
+int64_t brisk_shape_numel(const brisk_shape *s);
+int brisk_shape_equal(const brisk_shape *a, const brisk_shape *b);
+/* "[16, 256]" into buf; returns buf. */
+char *brisk_shape_str(const brisk_shape *s, char *buf, size_t n);
+
+/* ---------------------------------------------------------------- host tensors
+ * A named host array as readers produce it and checkpoints consume it. Always
+ * C-contiguous. `data` is owned by whoever allocated it (brisk_tensor_free frees
+ * data allocated by brisk_tensor_alloc). */
+typedef struct brisk_tensor {
+    brisk_dtype dtype;
+    brisk_shape shape;
+    void *data;
+} brisk_tensor;
+
+brisk_status brisk_tensor_alloc(brisk_tensor *t, brisk_dtype dt, brisk_shape s, brisk_error *err);
+void brisk_tensor_free(brisk_tensor *t);
+size_t brisk_tensor_bytes(const brisk_tensor *t);
+
+/* ---------------------------------------------------------------- Philox 4x32-10
+ * Counter-based RNG: the same (key, counter) gives the same numbers on every
+ * backend and thread, so dropout masks and diffusion noise are reproducible from
+ * the seed and the step alone (resume needs no RNG state beyond the step).
+ *
+ * Convention for random ops (shared by every backend): key = seed (lo, hi);
+ * counter = {block lo, block hi, stream, rng_step} where block = element / 4,
+ * stream is the op's own id and rng_step the micro-step counter. Element i takes
+ * word i % 4 of its block. */
+void brisk_philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
+/* Uniform in (0, 1]: never 0, so log() is safe. */
+static inline float brisk_u32_to_unit(uint32_t x) {
+    return ((float)(x >> 8) + 1.0f) * (1.0f / 16777216.0f);
+}
+/* One block of 4 normals from one block of 4 uniforms (Box-Muller on pairs). */
+void brisk_philox_normal4(const uint32_t ctr[4], const uint32_t key[2], float out[4]);
+
+/* ---------------------------------------------------------------- logging
+ * Library code never writes to stdout; it reports through a sink. NULL sink: silent. */
+typedef enum { BRISK_LOG_ERROR, BRISK_LOG_WARN, BRISK_LOG_INFO, BRISK_LOG_DEBUG } brisk_log_level;
+typedef void (*brisk_log_fn)(void *user, brisk_log_level level, const char *msg);
+typedef struct brisk_logger {
+    brisk_log_fn fn;
+    void *user;
+    brisk_log_level max_level;
+} brisk_logger;
+void brisk_log(const brisk_logger *lg, brisk_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Monotonic wall clock in seconds. */
+double brisk_now(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,331 @@
+/* graph: the static graph builder, the op table, autodiff, the memory planner and
+ * the executor over a backend. Contains no kernel.
+ *
+ * A graph is a list of nodes in topological order (the builder appends). Each node
+ * has exactly one output, always C-contiguous, of a static shape and dtype. Builder
+ * functions check shapes, return the new node's id, and on error return -1 and
+ * record the first error in the graph (later calls return -1 at once), so model code
+ * reads straight and checks brisk_graph_error() once at the end. */
+#ifndef BRISK_GRAPH_H
+#define BRISK_GRAPH_H
+
+#include "brisk/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BRISK_MAX_INPUTS 8
+#define BRISK_NAME_MAX 96
+
+/* Ops. Attribute fields each op uses are listed beside it (see brisk_attr).
+ * Inputs are x, y, ... in order. "rows" = all leading dims flattened; "last" =
+ * the last dim. Unless said, inputs and output are f32. */
+typedef enum brisk_op {
+    /* leaves */
+    BRISK_OP_INPUT = 0, /* fed each step by the loader; storage INPUT */
+    BRISK_OP_PARAM,     /* a slice of the parameter arena; storage PARAM */
+    BRISK_OP_CONST,     /* constant data in the graph's const blob; storage CONST; i0 = byte offset */
+    /* linear algebra */
+    BRISK_OP_MATMUL,    /* (a, b): trans_a, trans_b. a [..., M, K] (or [...,K,M] if trans_a),
+                           b [K, N] or batched [..., K, N] with equal batch dims. out [..., M, N] */
+    BRISK_OP_BIAS_ADD,  /* (x [rows, N], b [N]) */
+    /* broadcasting binary (NumPy rules, out = broadcast shape) */
+    BRISK_OP_ADD,
+    BRISK_OP_SUB,
+    BRISK_OP_MUL,
+    BRISK_OP_DIV,
+    BRISK_OP_SCALE,     /* (x): out = f0 * x + f1 */
+    /* activations, elementwise */
+    BRISK_OP_RELU,
+    BRISK_OP_GELU,      /* kind: BRISK_GELU_ERF or BRISK_GELU_TANH */
+    BRISK_OP_SILU,
+    BRISK_OP_TANH,
+    BRISK_OP_SIGMOID,
+    BRISK_OP_ACT_GRAD,  /* (dy, x, y): kind = the forward op (BRISK_OP_RELU, ...), i1 = gelu form;
+                           out = dy * f'(x); kernels may use x or y, both are given */
+    BRISK_OP_DROPOUT,   /* (x): f0 = p, rng = stream; out = x * mask / (1 - p); identity when
+                           not training. Its backward is DROPOUT of dy with the same stream. */
+    /* reductions */
+    BRISK_OP_SUM,       /* (x): axes = bitmask of dims reduced, keepdim */
+    BRISK_OP_MEAN,      /* (x): axes, keepdim */
+    BRISK_OP_SUM_TO,    /* (x): shape2 = target shape x broadcasts from; sums the broadcast dims */
+    BRISK_OP_EXPAND,    /* (x): shape2 = target shape, NumPy broadcast of x to it */
+    /* normalisation and losses (over the last dim) */
+    BRISK_OP_SOFTMAX,
+    BRISK_OP_LOG_SOFTMAX,
+    BRISK_OP_SOFTMAX_GRAD,     /* (dy, y): y = softmax output; dx = y * (dy - sum(dy*y)) */
+    BRISK_OP_LOG_SOFTMAX_GRAD, /* (dy, y): y = log_softmax output; dx = dy - exp(y) * sum(dy) */
+    BRISK_OP_CROSS_ENTROPY,    /* (logits [rows, C], labels i32 [rows]): scalar mean over rows of
+                                  -log softmax(logits)[label]; a label outside [0, C) is a
+                                  run-time error */
+    BRISK_OP_CROSS_ENTROPY_GRAD, /* (dloss scalar, logits, labels): (softmax - onehot) * dloss / rows */
+    BRISK_OP_MSE,              /* (pred, target) equal shapes: scalar mean((pred - target)^2) */
+    BRISK_OP_MSE_GRAD,         /* (dloss scalar, pred, target): 2 (pred - target) dloss / n */
+    BRISK_OP_LAYERNORM,        /* (x [rows, N], gamma [N], beta [N]): f0 = eps */
+    BRISK_OP_LAYERNORM_GRAD_X, /* (dy, x, gamma): f0 = eps; dx of layernorm */
+    BRISK_OP_LAYERNORM_XHAT,   /* (x): f0 = eps; (x - mean) / sqrt(var + eps), for dgamma */
+    /* shape and data movement */
+    BRISK_OP_CONCAT,    /* (x0..xn-1): axis; other dims equal */
+    BRISK_OP_SLICE,     /* (x): axis, i0 = start, i1 = length */
+    BRISK_OP_SLICE_GRAD,/* (dy): axis, i0 = start, shape2 = full shape; zeros elsewhere */
+    BRISK_OP_RESHAPE,   /* (x): shape2; a view, no copy (the planner aliases it) */
+    BRISK_OP_TRANSPOSE, /* (x): perm[ndim] (out dim i = x dim perm[i]) */
+    BRISK_OP_GATHER,    /* (table [V, D...], idx i32 [I...]): out [I..., D...] = table[idx];
+                           out-of-range index is a run-time error */
+    BRISK_OP_SCATTER_ADD, /* (dy [I..., D...], idx i32 [I...]): shape2 = table shape; zeros then
+                             out[idx[i]] += dy[i]; deterministic */
+    BRISK_OP_SINUSOIDAL,  /* (t [N] i32 or f32): i0 = dim (even); out [N, dim] =
+                             [sin(t f_k) | cos(t f_k)], f_k = exp(-ln(10000) k / (dim/2)) */
+    BRISK_OP_SINUSOIDAL_GRAD, /* (dy [N, dim], t f32 [N]): i0 = dim; dt [N] */
+    /* random (no gradient); the per-step counter comes from the step state */
+    BRISK_OP_RANDN,       /* (): shape2; standard normal; rng = stream */
+    BRISK_OP_RAND_UNIFORM,/* (): shape2; uniform in [f0, f1); rng = stream */
+    BRISK_OP_RANDINT,     /* (): shape2; i32 uniform in [i0, i1); rng = stream */
+    BRISK_OP_CAST,        /* (x): out dtype = node dtype */
+    /* training glue */
+    BRISK_OP_GRAD_ACCUM,  /* (g): storage GRAD at the param's offset; out = g on the first
+                             micro-batch of a step, out += g on the others */
+    BRISK_OP_COUNT
+} brisk_op;
+
+enum { BRISK_GELU_ERF = 0, BRISK_GELU_TANH = 1 };
+
+typedef struct brisk_attr {
+    int trans_a, trans_b;      /* MATMUL */
+    int axis;                  /* CONCAT, SLICE, SLICE_GRAD */
+    uint32_t axes;             /* SUM, MEAN: bit i set = reduce dim i */
+    int keepdim;               /* SUM, MEAN */
+    int kind;                  /* GELU form; ACT_GRAD: forward op */
+    int perm[BRISK_MAX_DIMS];  /* TRANSPOSE */
+    float f0, f1;              /* SCALE, DROPOUT p, LAYERNORM eps, RAND_UNIFORM range */
+    int64_t i0, i1;            /* SLICE, RANDINT, SINUSOIDAL dim, CONST offset, ACT_GRAD gelu form */
+    uint32_t rng;              /* random ops and DROPOUT: the stream id (unique per op) */
+    brisk_shape shape2;        /* RESHAPE, SUM_TO, EXPAND, SLICE_GRAD, SCATTER_ADD, RAND* */
+} brisk_attr;
+
+/* Where a node's output lives. */
+typedef enum brisk_storage {
+    BRISK_STORE_ARENA = 0, /* the activation arena, offset by the planner */
+    BRISK_STORE_INPUT,     /* the input area, offset at build time */
+    BRISK_STORE_PARAM,     /* the parameter arena */
+    BRISK_STORE_GRAD,      /* the gradient arena (GRAD_ACCUM outputs) */
+    BRISK_STORE_CONST,     /* the const blob */
+    BRISK_STORE_ALIAS      /* a view of another node's buffer (RESHAPE) */
+} brisk_storage;
+
+typedef struct brisk_node {
+    brisk_op op;
+    int n_in;
+    int in[BRISK_MAX_INPUTS];
+    brisk_dtype dtype;
+    brisk_shape shape;
+    brisk_attr attr;
+    char name[BRISK_NAME_MAX];   /* params, inputs, consts; "" for others */
+    uint8_t requires_grad;       /* depends on a PARAM (or a float INPUT marked as needing grad) */
+    /* placement (builder for leaves, planner for ARENA) */
+    brisk_storage storage;
+    size_t offset;               /* bytes into its storage */
+    size_t bytes;                /* numel * dtype size */
+    int alias_of;                /* ALIAS: the node whose buffer this views */
+} brisk_node;
+
+/* How a parameter starts. */
+typedef enum brisk_init_kind {
+    BRISK_INIT_ZEROS = 0,
+    BRISK_INIT_ONES,
+    BRISK_INIT_UNIFORM,  /* U(-a, a) with a = init_scale */
+    BRISK_INIT_NORMAL    /* N(0, init_scale^2) */
+} brisk_init_kind;
+
+typedef struct brisk_param_info {
+    char name[BRISK_NAME_MAX];  /* stable, PyTorch-style: "net.0.weight" */
+    int node;
+    brisk_shape shape;
+    size_t offset;              /* floats into the param (and grad, m, v) arenas */
+    int64_t numel;
+    brisk_init_kind init;
+    float init_scale;
+    int decay;                  /* 1: weight decay applies (weights), 0: biases, norms */
+    int grad_node;              /* after autodiff: the GRAD_ACCUM node, else -1 */
+} brisk_param_info;
+
+typedef struct brisk_input_info {
+    char name[BRISK_NAME_MAX];
+    int node;
+    brisk_dtype dtype;
+    brisk_shape shape;          /* whole batch, batch dim first */
+    size_t offset, bytes;       /* in the input area */
+} brisk_input_info;
+
+typedef struct brisk_graph {
+    brisk_node *nodes;
+    int n_nodes, cap_nodes;
+    brisk_param_info *params;
+    int n_params, cap_params;
+    int64_t n_param_floats;     /* size of the param, grad, m and v arenas, in floats */
+    brisk_input_info *inputs;
+    int n_inputs, cap_inputs;
+    size_t input_bytes;
+    unsigned char *const_data;  /* host copy of all CONST data */
+    size_t const_bytes, const_cap;
+    uint32_t next_rng_stream;
+    int loss;                   /* scalar loss node, -1 until set */
+    int output;                 /* prediction node, -1 until set */
+    int *grad_of;               /* after autodiff: gradient node of each node, or -1 */
+    int n_forward;              /* nodes [0, n_forward) are the forward graph */
+    brisk_error err;            /* first builder error; err.code == BRISK_OK if none */
+} brisk_graph;
+
+brisk_graph *brisk_graph_new(void);
+void brisk_graph_free(brisk_graph *g);
+/* The first error a builder call recorded (BRISK_OK if none); copies it to err. */
+brisk_status brisk_graph_error(const brisk_graph *g, brisk_error *err);
+const char *brisk_op_name(brisk_op op);
+
+/* ---- leaves */
+int brisk_input(brisk_graph *g, const char *name, brisk_dtype dt, brisk_shape s);
+int brisk_param(brisk_graph *g, const char *name, brisk_shape s, brisk_init_kind init,
+                float init_scale, int decay);
+int brisk_const(brisk_graph *g, const char *name, brisk_dtype dt, brisk_shape s, const void *data);
+
+/* ---- ops (return node id, -1 on error) */
+int brisk_matmul(brisk_graph *g, int a, int b, int trans_a, int trans_b);
+int brisk_bias_add(brisk_graph *g, int x, int b);
+int brisk_add(brisk_graph *g, int x, int y);
+int brisk_sub(brisk_graph *g, int x, int y);
+int brisk_mul(brisk_graph *g, int x, int y);
+int brisk_div(brisk_graph *g, int x, int y);
+int brisk_scale(brisk_graph *g, int x, float a, float b);
+int brisk_relu(brisk_graph *g, int x);
+int brisk_gelu(brisk_graph *g, int x, int form);
+int brisk_silu(brisk_graph *g, int x);
+int brisk_tanh(brisk_graph *g, int x);
+int brisk_sigmoid(brisk_graph *g, int x);
+int brisk_dropout(brisk_graph *g, int x, float p);
+int brisk_sum(brisk_graph *g, int x, uint32_t axes, int keepdim);
+int brisk_mean(brisk_graph *g, int x, uint32_t axes, int keepdim);
+int brisk_sum_to(brisk_graph *g, int x, brisk_shape target);
+int brisk_expand(brisk_graph *g, int x, brisk_shape target);
+int brisk_softmax(brisk_graph *g, int x);
+int brisk_log_softmax(brisk_graph *g, int x);
+int brisk_cross_entropy(brisk_graph *g, int logits, int labels);
+int brisk_mse(brisk_graph *g, int pred, int target);
+int brisk_layernorm(brisk_graph *g, int x, int gamma, int beta, float eps);
+int brisk_concat(brisk_graph *g, const int *xs, int n, int axis);
+int brisk_slice(brisk_graph *g, int x, int axis, int64_t start, int64_t len);
+int brisk_reshape(brisk_graph *g, int x, brisk_shape s);
+int brisk_transpose(brisk_graph *g, int x, const int *perm);
+int brisk_gather(brisk_graph *g, int table, int idx);
+int brisk_sinusoidal(brisk_graph *g, int t, int dim);
+int brisk_randn(brisk_graph *g, brisk_shape s);
+int brisk_rand_uniform(brisk_graph *g, brisk_shape s, float lo, float hi);
+int brisk_randint(brisk_graph *g, brisk_shape s, int64_t lo, int64_t hi);
+int brisk_cast(brisk_graph *g, int x, brisk_dtype dt);
+/* Generic append used by the builders and backward rules: checks nothing beyond
+ * input ids; the caller has computed shape and dtype. */
+int brisk_graph_append(brisk_graph *g, brisk_op op, const int *in, int n_in, brisk_dtype dt,
+                       brisk_shape s, const brisk_attr *attr);
+/* Records a builder error (first one wins) and returns -1. */
+int brisk_graph_fail(brisk_graph *g, brisk_status code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- op table (ggml style: one entry per op, a static assertion on the count) */
+typedef struct brisk_op_info {
+    const char *name;
+    /* Appends nodes for the gradient of `node` with respect to its input `which`,
+     * given dy (the gradient of its output); returns the gradient node, or -1 with
+     * no error recorded when that input takes no gradient. NULL: no gradient. */
+    int (*backward)(brisk_graph *g, int node, int dy, int which);
+} brisk_op_info;
+extern const brisk_op_info brisk_op_table[BRISK_OP_COUNT];
+
+/* ---- autodiff
+ * Appends, in reverse order, the gradient nodes of every node the loss depends on,
+ * summing contributions of nodes with several consumers, then one GRAD_ACCUM node
+ * per parameter (storage GRAD). Sets g->loss, g->grad_of and params[].grad_node.
+ * The loss must be a scalar f32. A parameter the loss does not depend on gets a
+ * zero gradient (its GRAD_ACCUM writes zeros). */
+brisk_status brisk_backward(brisk_graph *g, int loss, brisk_error *err);
+
+/* ---- memory plan */
+typedef struct brisk_plan {
+    int *train_order;   /* nodes one micro-step runs: forward + backward + GRAD_ACCUM */
+    int n_train;
+    int *eval_order;    /* nodes the loss (and output) needs, forward only */
+    int n_eval;
+    int *predict_order; /* nodes g->output needs */
+    int n_predict;
+    size_t arena_bytes;      /* size of the activation arena (exact) */
+    size_t peak_live_bytes;  /* max over the schedule of the bytes live at once */
+    size_t param_bytes;      /* each of params, grads, m, v */
+    size_t input_bytes, const_bytes;
+} brisk_plan;
+
+/* Orders nodes, computes lifetimes over train_order (a node lives from its
+ * definition to its last use; aliases extend their base), and assigns arena
+ * offsets greedily by size into the best-fitting gap, 64-byte aligned. */
+brisk_status brisk_plan_build(brisk_graph *g, brisk_plan *plan, brisk_error *err);
+void brisk_plan_free(brisk_plan *plan);
+/* Total bytes a run needs on the device: arena + 4 param arenas + inputs + consts. */
+size_t brisk_plan_total_bytes(const brisk_plan *plan);
+
+/* ---- per-step values. On the CPU a host struct; on CUDA it lives in device memory
+ * so that a captured graph never needs re-capture. */
+typedef struct brisk_step_state {
+    uint64_t seed;
+    uint32_t rng_step;     /* counts micro-steps; random ops use it as counter word 3 */
+    uint32_t first_micro;  /* 1 on the first micro-batch of an optimizer step */
+    uint32_t training;     /* 0 in eval and predict: dropout is identity */
+    uint32_t pad;
+} brisk_step_state;
+
+/* ---- backend: a small vtable. A backend runs one node at a time over resolved
+ * buffer pointers; the executor owns the schedule. */
+typedef struct brisk_backend brisk_backend;
+struct brisk_backend {
+    const char *name;  /* "cpu", "cuda" */
+    void *impl;
+    brisk_status (*alloc)(brisk_backend *be, size_t bytes, void **out, brisk_error *err);
+    void (*free)(brisk_backend *be, void *p);
+    brisk_status (*upload)(brisk_backend *be, void *dst, const void *src, size_t bytes, brisk_error *err);
+    brisk_status (*download)(brisk_backend *be, void *dst, const void *src, size_t bytes, brisk_error *err);
+    brisk_status (*memset0)(brisk_backend *be, void *dst, size_t bytes, brisk_error *err);
+    /* Runs node `id`: in[i] points at input i's buffer, out at the node's buffer. */
+    brisk_status (*run_node)(brisk_backend *be, const brisk_graph *g, int id, const void *const *in,
+                             void *out, const brisk_step_state *st, brisk_error *err);
+    int (*supports_op)(brisk_backend *be, const brisk_node *node);
+    brisk_status (*sync)(brisk_backend *be, brisk_error *err);
+    void (*destroy)(brisk_backend *be);
+};
+
+brisk_backend *brisk_backend_cpu_new(int threads); /* threads 0: OpenMP's default */
+
+/* ---- executor: device buffers for one planned graph, and runs of its schedules */
+typedef struct brisk_exec {
+    brisk_graph *g;
+    brisk_plan *plan;
+    brisk_backend *be;
+    void *arena, *params, *grads, *m, *v, *inputs, *consts; /* device pointers */
+    void **ptr;           /* per node: its resolved output pointer */
+    brisk_step_state step;
+} brisk_exec;
+
+typedef enum { BRISK_RUN_TRAIN = 0, BRISK_RUN_EVAL, BRISK_RUN_PREDICT } brisk_run_kind;
+
+brisk_status brisk_exec_create(brisk_graph *g, brisk_plan *plan, brisk_backend *be,
+                               brisk_exec **out, brisk_error *err);
+void brisk_exec_free(brisk_exec *ex);
+/* Fills the param arena from each param's init (Philox from seed), zeroes m, v, grads. */
+brisk_status brisk_exec_init_params(brisk_exec *ex, uint64_t seed, brisk_error *err);
+/* Copies a whole batch into input i (host pointer, g->inputs[i].bytes bytes). */
+brisk_status brisk_exec_set_input(brisk_exec *ex, int input, const void *host, brisk_error *err);
+/* Runs one schedule with the step state in ex->step. */
+brisk_status brisk_exec_run(brisk_exec *ex, brisk_run_kind kind, brisk_error *err);
+/* Copies a node's output to host memory (node bytes). */
+brisk_status brisk_exec_read(brisk_exec *ex, int node, void *host, brisk_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,43 @@
+/* Errors as values: a status code plus one line of context. */
+#include "brisk/core.h"
+
+#include <stdio.h>
+#include <string.h>
+
+brisk_status brisk_errorf(brisk_error *err, brisk_status code, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        err->code = code;
+    }
+    return code;
+}
+
+brisk_status brisk_error_prefix(brisk_error *err, const char *fmt, ...) {
+    if (!err) return BRISK_ERR_INTERNAL;
+    char head[512], old[sizeof err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(head, sizeof head, fmt, ap);
+    va_end(ap);
+    memcpy(old, err->msg, sizeof old);
+    snprintf(err->msg, sizeof err->msg, "%s: %s", head, old);
+    return err->code;
+}
+
+const char *brisk_status_name(brisk_status s) {
+    switch (s) {
+    case BRISK_OK: return "ok";
+    case BRISK_ERR_INVALID: return "invalid";
+    case BRISK_ERR_IO: return "i/o error";
+    case BRISK_ERR_FORMAT: return "format error";
+    case BRISK_ERR_SHAPE: return "shape error";
+    case BRISK_ERR_NOMEM: return "out of memory";
+    case BRISK_ERR_UNSUPPORTED: return "unsupported";
+    case BRISK_ERR_NUMERIC: return "numeric error";
+    case BRISK_ERR_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
