@@ -280,6 +280,21 @@ typedef struct brisk_step_state {
     uint32_t pad;
 } brisk_step_state;
 
+/* ---- optimizer update over the parameter arena (one fused pass) */
+typedef enum { BRISK_OPTIM_SGD = 0, BRISK_OPTIM_ADAMW } brisk_optim_kind;
+typedef struct brisk_optim_args {
+    brisk_optim_kind kind;
+    float lr;
+    float beta1, beta2, eps;   /* AdamW */
+    float momentum;            /* SGD; 0 = plain SGD */
+    int nesterov;              /* SGD */
+    float weight_decay;        /* AdamW: decoupled (p -= lr*wd*p); SGD: added to the gradient */
+    int64_t t;                 /* 1-based optimizer step, for Adam's bias correction */
+    float grad_scale;          /* multiplies every gradient first: 1/accumulate (and 1/loss scale) */
+    float clip_norm;           /* > 0: scale gradients by min(1, clip/(norm + 1e-6)) as PyTorch's
+                                  clip_grad_norm_, norm = sqrt(*sumsq) * grad_scale */
+} brisk_optim_args;
+
 /* ---- backend: a small vtable. A backend runs one node at a time over resolved
  * buffer pointers; the executor owns the schedule. */
 typedef struct brisk_backend brisk_backend;
@@ -295,6 +310,16 @@ struct brisk_backend {
     brisk_status (*run_node)(brisk_backend *be, const brisk_graph *g, int id, const void *const *in,
                              void *out, const brisk_step_state *st, brisk_error *err);
     int (*supports_op)(brisk_backend *be, const brisk_node *node);
+    /* *sumsq_out (backend memory, one float) = sum of g[i]^2; deterministic. */
+    brisk_status (*grad_sumsq)(brisk_backend *be, const float *g, int64_t n, float *sumsq_out,
+                               brisk_error *err);
+    /* One fused update of p[0, n) (and m, v: SGD uses m as the momentum buffer). sumsq is
+     * backend memory written by grad_sumsq (read only when clip_norm > 0). Elements with
+     * decay_mask == NULL or decay_mask[i] != 0 get weight decay; the mask is per element
+     * (u8) only when some parameters are excluded. */
+    brisk_status (*optim_update)(brisk_backend *be, float *p, const float *g, float *m, float *v,
+                                 int64_t n, const brisk_optim_args *args, const float *sumsq,
+                                 const uint8_t *decay_mask, brisk_error *err);
     brisk_status (*sync)(brisk_backend *be, brisk_error *err);
     void (*destroy)(brisk_backend *be);
 };
