@@ -1,0 +1,91 @@
+/* nn: model builders. A model is described by a spec (parsed from the config's
+ * "model" section) and built into a graph for a fixed batch size. Builders only
+ * compose graph ops; autodiff writes every backward pass. Parameter names follow
+ * the PyTorch modules of ../shared/workloads/torch_ref.py ("net.0.weight"), so a
+ * brisk checkpoint loads into those modules with load_state_dict. */
+#ifndef BRISK_NN_H
+#define BRISK_NN_H
+
+#include "brisk/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BRISK_MAX_LAYERS 32
+#define BRISK_MAX_FIELDS 8
+
+typedef enum brisk_activation {
+    BRISK_ACT_RELU = 0,
+    BRISK_ACT_GELU,      /* erf form, PyTorch's default */
+    BRISK_ACT_GELU_TANH,
+    BRISK_ACT_SILU,
+    BRISK_ACT_TANH,
+    BRISK_ACT_SIGMOID,
+    BRISK_ACT_COUNT
+} brisk_activation;
+const char *brisk_activation_name(brisk_activation a);
+int brisk_activation_parse(const char *s, brisk_activation *out); /* 0 on success */
+
+typedef enum { BRISK_TASK_CLASSIFY = 0, BRISK_TASK_REGRESS } brisk_task;
+typedef enum { BRISK_MODEL_MLP = 0, BRISK_MODEL_DIFFUSION } brisk_model_type;
+
+typedef struct brisk_model_spec {
+    brisk_model_type type;
+    /* mlp: inputs -> hidden... -> outputs; classify = cross-entropy on integer labels,
+     * regress = MSE on float targets */
+    int64_t inputs, outputs;
+    int64_t hidden[BRISK_MAX_LAYERS];
+    int n_hidden;
+    brisk_activation activation;
+    float dropout;
+    brisk_task task;
+    /* diffusion: the conditional DDPM noise predictor of WORKLOADS.md */
+    int64_t fine, coarse, time_embedding;
+    int noise_steps;
+    float beta_start, beta_end; /* linear schedule */
+} brisk_model_spec;
+
+/* What the data must provide per sample, in the order of the graph's inputs. */
+typedef struct brisk_model_field {
+    char name[32];       /* the config's data.fields key: "x", "y", "coarse", "fine" */
+    brisk_dtype dtype;
+    brisk_shape sample;  /* per-sample shape (no batch dim) */
+} brisk_model_field;
+
+typedef enum { BRISK_BUILD_TRAIN = 0, BRISK_BUILD_PREDICT } brisk_build_mode;
+
+typedef struct brisk_model_io {
+    brisk_model_field fields[BRISK_MAX_FIELDS];
+    int input_node[BRISK_MAX_FIELDS]; /* graph input index (g->inputs[]) per field */
+    int n_fields;
+    int loss;     /* train: scalar loss node */
+    int output;   /* the prediction: logits / regression output / predicted noise; the
+                     trainer reads it in validation for accuracy */
+} brisk_model_io;
+
+/* The fields a model needs: for TRAIN all of them, for PREDICT the inputs only. */
+brisk_status brisk_model_fields(const brisk_model_spec *spec, brisk_build_mode mode,
+                                brisk_model_io *io, brisk_error *err);
+/* Builds the model for `batch` samples into g (forward only; the caller runs
+ * brisk_backward on io->loss for training). */
+brisk_status brisk_model_build(const brisk_model_spec *spec, int64_t batch, brisk_build_mode mode,
+                               brisk_graph *g, brisk_model_io *io, brisk_error *err);
+int64_t brisk_model_param_count(const brisk_model_spec *spec);
+
+/* Layers, shared by the builders. A linear layer named `prefix` owns
+ * prefix.weight [out, in] and prefix.bias [out], initialised as torch.nn.Linear. */
+int brisk_nn_linear(brisk_graph *g, int x, int64_t in, int64_t out, const char *prefix);
+int brisk_nn_activation(brisk_graph *g, int x, brisk_activation a);
+/* An MLP stack as nn.Sequential(Linear, act, [Dropout], ..., Linear): the Sequential
+ * index of each Linear gives its name ("<prefix>.<index>"). */
+int brisk_nn_mlp(brisk_graph *g, int x, int64_t in, const int64_t *widths, int n_widths,
+                 brisk_activation a, float dropout, const char *prefix);
+
+/* DDPM linear beta schedule as torch_ref.py computes it in float32: abar = cumprod(1 - beta). */
+void brisk_ddpm_alpha_bar(int steps, float beta_start, float beta_end, float *abar);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

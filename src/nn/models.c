@@ -1,0 +1,137 @@
+/* The model families of this release: a configurable MLP (classification or
+ * regression) and the conditional diffusion denoiser of WORKLOADS.md. */
+#include "brisk/nn.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void field(brisk_model_io *io, const char *name, brisk_dtype dt, brisk_shape s) {
+    brisk_model_field *f = &io->fields[io->n_fields++];
+    memset(f, 0, sizeof *f);
+    snprintf(f->name, sizeof f->name, "%s", name);
+    f->dtype = dt;
+    f->sample = s;
+}
+
+brisk_status brisk_model_fields(const brisk_model_spec *spec, brisk_build_mode mode,
+                                brisk_model_io *io, brisk_error *err) {
+    memset(io, 0, sizeof *io);
+    io->loss = io->output = -1;
+    switch (spec->type) {
+    case BRISK_MODEL_MLP:
+        field(io, "x", BRISK_F32, brisk_shape1(spec->inputs));
+        if (mode == BRISK_BUILD_TRAIN) {
+            if (spec->task == BRISK_TASK_CLASSIFY) field(io, "y", BRISK_I32, brisk_shape_make(0, NULL));
+            else field(io, "y", BRISK_F32, brisk_shape1(spec->outputs));
+        }
+        return BRISK_OK;
+    case BRISK_MODEL_DIFFUSION:
+        field(io, "coarse", BRISK_F32, brisk_shape1(spec->coarse));
+        /* predict: the denoiser itself, given x_t and the timestep */
+        if (mode == BRISK_BUILD_TRAIN) field(io, "fine", BRISK_F32, brisk_shape1(spec->fine));
+        else {
+            field(io, "x_t", BRISK_F32, brisk_shape1(spec->fine));
+            field(io, "t", BRISK_I32, brisk_shape_make(0, NULL));
+        }
+        return BRISK_OK;
+    }
+    return brisk_errorf(err, BRISK_ERR_INVALID, "unknown model type %d", (int)spec->type);
+}
+
+static int batch_input(brisk_graph *g, const brisk_model_field *f, int64_t batch) {
+    int64_t dims[BRISK_MAX_DIMS];
+    dims[0] = batch;
+    for (int i = 0; i < f->sample.ndim; i++) dims[i + 1] = f->sample.d[i];
+    return brisk_input(g, f->name, f->dtype, brisk_shape_make(f->sample.ndim + 1, dims));
+}
+
+static int mlp_forward(const brisk_model_spec *s, brisk_graph *g, int x) {
+    int64_t widths[BRISK_MAX_LAYERS + 1];
+    memcpy(widths, s->hidden, (size_t)s->n_hidden * sizeof widths[0]);
+    widths[s->n_hidden] = s->outputs;
+    return brisk_nn_mlp(g, x, s->inputs, widths, s->n_hidden + 1, s->activation, s->dropout, "net");
+}
+
+/* DDPM noise-prediction loss: x_t = sqrt(abar_t) x0 + sqrt(1 - abar_t) eps, predict eps
+ * from [x_t | coarse | sinusoidal(t)]. The per-timestep factors are constant tables
+ * gathered by t, so no square root runs per step. */
+static int diffusion_train(const brisk_model_spec *s, brisk_graph *g, int64_t batch, int coarse,
+                           int x0, int *pred_out) {
+    int T = s->noise_steps;
+    float *tab = malloc(sizeof(float) * 3 * (size_t)T);
+    if (!tab) return brisk_graph_fail(g, BRISK_ERR_NOMEM, "diffusion: out of memory");
+    float *abar = tab, *sa = tab + T, *s1 = tab + 2 * T;
+    brisk_ddpm_alpha_bar(T, s->beta_start, s->beta_end, abar);
+    for (int i = 0; i < T; i++) {
+        sa[i] = sqrtf(abar[i]);
+        s1[i] = sqrtf(1.0f - abar[i]);
+    }
+    int c_sa = brisk_const(g, "ddpm.sqrt_alpha_bar", BRISK_F32, brisk_shape1(T), sa);
+    int c_s1 = brisk_const(g, "ddpm.sqrt_one_minus_alpha_bar", BRISK_F32, brisk_shape1(T), s1);
+    free(tab);
+    int t = brisk_randint(g, brisk_shape1(batch), 0, T);
+    int eps = brisk_randn(g, brisk_shape2(batch, s->fine));
+    int a = brisk_reshape(g, brisk_gather(g, c_sa, t), brisk_shape2(batch, 1));
+    int b = brisk_reshape(g, brisk_gather(g, c_s1, t), brisk_shape2(batch, 1));
+    int xt = brisk_add(g, brisk_mul(g, a, x0), brisk_mul(g, b, eps));
+    int parts[3] = {xt, coarse, brisk_sinusoidal(g, t, (int)s->time_embedding)};
+    int h = brisk_concat(g, parts, 3, 1);
+    int64_t widths[BRISK_MAX_LAYERS + 1];
+    memcpy(widths, s->hidden, (size_t)s->n_hidden * sizeof widths[0]);
+    widths[s->n_hidden] = s->fine;
+    int pred = brisk_nn_mlp(g, h, s->fine + s->coarse + s->time_embedding, widths, s->n_hidden + 1,
+                            s->activation, 0.0f, "net");
+    *pred_out = pred;
+    return brisk_mse(g, pred, eps);
+}
+
+static int diffusion_predict(const brisk_model_spec *s, brisk_graph *g, int coarse, int xt, int t) {
+    int parts[3] = {xt, coarse, brisk_sinusoidal(g, t, (int)s->time_embedding)};
+    int h = brisk_concat(g, parts, 3, 1);
+    int64_t widths[BRISK_MAX_LAYERS + 1];
+    memcpy(widths, s->hidden, (size_t)s->n_hidden * sizeof widths[0]);
+    widths[s->n_hidden] = s->fine;
+    return brisk_nn_mlp(g, h, s->fine + s->coarse + s->time_embedding, widths, s->n_hidden + 1,
+                        s->activation, 0.0f, "net");
+}
+
+brisk_status brisk_model_build(const brisk_model_spec *spec, int64_t batch, brisk_build_mode mode,
+                               brisk_graph *g, brisk_model_io *io, brisk_error *err) {
+    brisk_status st = brisk_model_fields(spec, mode, io, err);
+    if (st) return st;
+    int in[BRISK_MAX_FIELDS];
+    for (int i = 0; i < io->n_fields; i++) {
+        in[i] = batch_input(g, &io->fields[i], batch);
+        io->input_node[i] = g->n_inputs - 1;
+    }
+    if (spec->type == BRISK_MODEL_MLP) {
+        io->output = mlp_forward(spec, g, in[0]);
+        if (mode == BRISK_BUILD_TRAIN) {
+            if (spec->task == BRISK_TASK_CLASSIFY) {
+                io->loss = brisk_cross_entropy(g, io->output, in[1]);
+            } else {
+                io->loss = brisk_mse(g, io->output, in[1]);
+            }
+        }
+    } else if (mode == BRISK_BUILD_TRAIN) {
+        io->loss = diffusion_train(spec, g, batch, in[0], in[1], &io->output);
+    } else {
+        io->output = diffusion_predict(spec, g, in[0], in[1], in[2]);
+    }
+    g->loss = io->loss;
+    g->output = io->output;
+    return brisk_graph_error(g, err);
+}
+
+int64_t brisk_model_param_count(const brisk_model_spec *s) {
+    int64_t in = s->type == BRISK_MODEL_MLP ? s->inputs : s->fine + s->coarse + s->time_embedding;
+    int64_t out = s->type == BRISK_MODEL_MLP ? s->outputs : s->fine, n = 0;
+    for (int i = 0; i <= s->n_hidden; i++) {
+        int64_t w = i < s->n_hidden ? s->hidden[i] : out;
+        n += in * w + w;
+        in = w;
+    }
+    return n;
+}
