@@ -1,0 +1,15 @@
+/* brisk: fast neural-network training in C. One include for the whole library. */
+#ifndef BRISK_H
+#define BRISK_H
+
+#include "brisk/core.h"
+#include "brisk/json.h"
+#include "brisk/graph.h"
+#include "brisk/nn.h"
+#include "brisk/optim.h"
+#include "brisk/data.h"
+#include "brisk/safetensors.h"
+#include "brisk/train.h"
+#include "brisk/system.h"
+
+#endif

@@ -1,0 +1,30 @@
+/* What brisk sees of the machine: CPU, threads, BLAS, and whether a GPU could be used
+ * (and exactly why not). Used by `brisk check` and the run report. */
+#ifndef BRISK_SYSTEM_H
+#define BRISK_SYSTEM_H
+
+#include "brisk/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct brisk_system_info {
+    char cpu_model[128];
+    int cpu_cores;            /* online processors */
+    int omp_threads;          /* OpenMP's default team size */
+    char simd[64];            /* widest vector extension the build uses: "avx512f", "avx2", ... */
+    int blas;                 /* 1 if sgemm goes to a CPU BLAS */
+    char blas_name[64];
+    int cuda_built;           /* the CUDA backend is compiled in */
+    int gpu_usable;           /* a GPU can be used by this build now */
+    char gpu_reason[256];     /* why not, when !gpu_usable */
+    char version[32];
+} brisk_system_info;
+
+void brisk_system_probe(brisk_system_info *info);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,104 @@
+/* train: the configuration of a run, the trainer loop, checkpoints, metrics and the
+ * report. Independent of any particular model: it sees a model spec, the fields the
+ * model asks for, and a graph. */
+#ifndef BRISK_TRAIN_H
+#define BRISK_TRAIN_H
+
+#include "brisk/nn.h"
+#include "brisk/optim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BRISK_PATH_MAX 1024
+
+typedef struct brisk_data_spec {
+    char train[BRISK_PATH_MAX];         /* .npz or .csv */
+    char field_names[BRISK_MAX_FIELDS][32];            /* model field ("x") ... */
+    char field_sources[BRISK_MAX_FIELDS][8][64];       /* ... from npz members or CSV columns */
+    int field_n_sources[BRISK_MAX_FIELDS];
+    int n_fields;
+    float validation_fraction;
+    int shuffle;
+} brisk_data_spec;
+
+typedef enum { BRISK_DEVICE_AUTO = 0, BRISK_DEVICE_CPU, BRISK_DEVICE_CUDA } brisk_device_kind;
+typedef enum {
+    BRISK_PREC_AUTO = 0, BRISK_PREC_FP32, BRISK_PREC_TF32, BRISK_PREC_BF16, BRISK_PREC_FP16
+} brisk_precision;
+
+typedef struct brisk_train_spec {
+    int64_t batch_size;
+    int epochs;
+    int64_t max_steps;        /* 0: epochs decide */
+    uint64_t seed;
+    int accumulate;           /* micro-batches per optimizer step */
+    int64_t checkpoint_every; /* optimizer steps; 0: only at epoch ends and the end */
+    int log_every;            /* optimizer steps between progress lines */
+    char out_dir[BRISK_PATH_MAX];
+} brisk_train_spec;
+
+typedef struct brisk_speed_spec {
+    brisk_device_kind device;
+    brisk_precision precision;
+    int prefetch;             /* batches prepared ahead by the loader thread; 0: none */
+    int threads;              /* CPU threads; 0: all cores */
+} brisk_speed_spec;
+
+typedef struct brisk_config {
+    char path[BRISK_PATH_MAX]; /* where it came from, for messages */
+    char name[128];            /* run name: the config file's stem */
+    brisk_model_spec model;
+    brisk_data_spec data;
+    brisk_optim_spec optim;
+    brisk_train_spec train;
+    brisk_speed_spec speed;
+    char *json;                /* the effective config (after overrides), compact; owned */
+} brisk_config;
+
+/* Loads a config file (JSON with comments), applies "a.b=value" overrides in order, and
+ * validates every section; unknown keys are errors naming them. */
+brisk_status brisk_config_load(const char *path, const char *const *overrides, int n_overrides,
+                               brisk_config *cfg, brisk_error *err);
+/* The same from a JSON string (checkpoints carry their config); label names it in errors. */
+brisk_status brisk_config_parse(const char *json, const char *label, const char *const *overrides,
+                                int n_overrides, brisk_config *cfg, brisk_error *err);
+void brisk_config_free(brisk_config *cfg);
+
+/* ---- trainer */
+typedef struct brisk_run_summary {
+    int64_t steps;            /* optimizer steps done in total (including before a resume) */
+    int epochs_done;
+    double final_loss;        /* mean training loss over the last epoch (or logging window) */
+    double best_val_loss;     /* NaN when there is no validation split */
+    double best_val_accuracy; /* classification only, else NaN */
+    double wall_s, data_wait_s, compute_s;
+    double ms_per_step_median;
+    double samples_per_s;
+    size_t arena_bytes, total_bytes;
+    int64_t params;
+} brisk_run_summary;
+
+typedef struct brisk_trainer brisk_trainer;
+
+brisk_status brisk_trainer_create(const brisk_config *cfg, const brisk_logger *log,
+                                  brisk_trainer **out, brisk_error *err);
+/* Loads parameters, optimizer moments and position from a checkpoint written by a run of the
+ * same model; refuses one from another model, naming the first tensor that differs. */
+brisk_status brisk_trainer_resume(brisk_trainer *t, const char *checkpoint, brisk_error *err);
+brisk_status brisk_trainer_run(brisk_trainer *t, brisk_run_summary *summary, brisk_error *err);
+/* Writes a checkpoint of the current state (atomically: temp file, fsync, rename). */
+brisk_status brisk_trainer_save(brisk_trainer *t, const char *path, brisk_error *err);
+/* The per-step loss history of this process (for tests): count and pointer. */
+const float *brisk_trainer_losses(const brisk_trainer *t, int64_t *n);
+void brisk_trainer_free(brisk_trainer *t);
+
+/* ---- inference from a checkpoint (device-agnostic) */
+brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, const char *output_npy,
+                                const brisk_logger *log, brisk_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

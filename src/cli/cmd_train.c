@@ -1,0 +1,92 @@
+/* brisk train CONFIG [flags]: every flag is a config override, so the config's own
+ * validation names the key of a bad value. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const char help[] =
+    "usage: brisk train CONFIG [options]\n"
+    "\n"
+    "Trains the model a JSON config describes (see examples/). Options override the config:\n"
+    "  --device auto|cpu|cuda     where to train (auto: the GPU when present)   speed.device\n"
+    "  --precision auto|fp32|tf32|bf16|fp16                                    speed.precision\n"
+    "  --batch-size N                                                          train.batch_size\n"
+    "  --epochs N                                                              train.epochs\n"
+    "  --max-steps N              stop after N optimizer steps                 train.max_steps\n"
+    "  --accumulate K             sum gradients over K micro-batches per step  train.accumulate\n"
+    "  --seed N                                                                train.seed\n"
+    "  --out DIR                  run directory (checkpoints, metrics)         train.out_dir\n"
+    "  --checkpoint-every N       also checkpoint every N steps                train.checkpoint_every\n"
+    "  --log-every N              progress line every N steps                  train.log_every\n"
+    "  --lr X                                                                  optim.lr\n"
+    "  --clip-norm X              clip gradients to this global norm           optim.clip_norm\n"
+    "  --prefetch N               batches the loader prepares ahead            speed.prefetch\n"
+    "  --no-prefetch              load each batch when needed (prefetch 0)\n"
+    "  --threads N                CPU threads (0: all cores)                   speed.threads\n"
+    "  --set KEY=VALUE            any config value, e.g. --set optim.weight_decay=0\n"
+    "  --resume CKPT              continue a run from its checkpoint\n"
+    "  --quiet                    no progress lines\n";
+
+static const struct { const char *flag, *key; } flag_keys[] = {
+    {"--device", "speed.device"},       {"--precision", "speed.precision"},
+    {"--batch-size", "train.batch_size"}, {"--epochs", "train.epochs"},
+    {"--max-steps", "train.max_steps"}, {"--accumulate", "train.accumulate"},
+    {"--seed", "train.seed"},           {"--out", "train.out_dir"},
+    {"--checkpoint-every", "train.checkpoint_every"}, {"--log-every", "train.log_every"},
+    {"--lr", "optim.lr"},               {"--clip-norm", "optim.clip_norm"},
+    {"--prefetch", "speed.prefetch"},   {"--threads", "speed.threads"},
+};
+
+int cmd_train(int argc, char **argv) {
+    const char *config = NULL, *resume = NULL;
+    int quiet = 0, n_over = 0, rc = 1;
+    char **over = calloc((size_t)argc + 1, sizeof *over);
+    if (!over) return cli_fail("out of memory");
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (cli_is_help(a)) { fputs(help, stdout); rc = 0; goto done; }
+        if (strcmp(a, "--no-prefetch") == 0) { over[n_over++] = strdup("speed.prefetch=0"); continue; }
+        if (strcmp(a, "--quiet") == 0) { quiet = 1; continue; }
+        if (strcmp(a, "--resume") == 0 || strcmp(a, "--set") == 0) {
+            if (i + 1 >= argc) { rc = cli_fail("train: %s needs a value", a); goto done; }
+            if (a[2] == 'r') resume = argv[++i];
+            else over[n_over++] = strdup(argv[++i]);
+            continue;
+        }
+        size_t k = 0, nk = sizeof flag_keys / sizeof flag_keys[0];
+        for (; k < nk; k++)
+            if (strcmp(a, flag_keys[k].flag) == 0) break;
+        if (k < nk) {
+            if (i + 1 >= argc) { rc = cli_fail("train: %s needs a value", a); goto done; }
+            size_t n = strlen(flag_keys[k].key) + strlen(argv[i + 1]) + 2;
+            over[n_over] = malloc(n);
+            snprintf(over[n_over++], n, "%s=%s", flag_keys[k].key, argv[++i]);
+            continue;
+        }
+        if (a[0] == '-') { rc = cli_fail("train: unknown option '%s' (see brisk train --help)", a); goto done; }
+        if (config) { rc = cli_fail("train: one config file expected, got '%s' and '%s'", config, a); goto done; }
+        config = a;
+    }
+    if (!config) { fputs(help, stderr); rc = 2; goto done; }
+
+    brisk_error err = {0};
+    brisk_config cfg;
+    if (brisk_config_load(config, (const char *const *)over, n_over, &cfg, &err)) { rc = cli_fail_err(&err); goto done; }
+    brisk_logger lg = {cli_log, NULL, quiet ? BRISK_LOG_WARN : BRISK_LOG_INFO};
+    brisk_trainer *t = NULL;
+    brisk_run_summary sum;
+    if (brisk_trainer_create(&cfg, &lg, &t, &err) ||
+        (resume && brisk_trainer_resume(t, resume, &err)) ||
+        brisk_trainer_run(t, &sum, &err))
+        rc = cli_fail_err(&err);
+    else
+        rc = 0;
+    brisk_trainer_free(t);
+    brisk_config_free(&cfg);
+done:
+    for (int i = 0; i < n_over; i++) free(over[i]);
+    free(over);
+    return rc;
+}

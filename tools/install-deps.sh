@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what brisk needs on Debian 12, when it is missing (idempotent; root or sudo).
+#   tools/install-deps.sh          build + run: compiler, CMake, OpenMP, cJSON, zlib, OpenBLAS
+#   tools/install-deps.sh --test   also what the tests compare against: NumPy, PyTorch (Debian's
+#                                  python3-torch), clang's sanitizer runtime, and the safetensors
+#                                  Python package from PyPI into build/pydeps
+set -euo pipefail
+pkgs=(build-essential cmake libcjson-dev zlib1g-dev libopenblas-dev)
+if [ "${1:-}" = "--test" ]; then
+  pkgs+=(python3 python3-numpy python3-torch python3-pip clang libclang-rt-14-dev)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  echo "brisk: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if [ "${1:-}" = "--test" ] && [ -x tools/install-python-deps.sh ]; then
+  tools/install-python-deps.sh build/pydeps
+fi
