@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark: brisk vs ../shared/workloads/torch_ref.py on the same workload and
+# machine, in one invocation. Prints each JSON line, then a table of medians and ratios
+# (PyTorch's faster of --threads 1 and 2 divided by brisk's ms/step at 2 threads).
+#   bench/run.sh [--steps N] [--repeat R] [workload ...]     (default: diffusion tabular)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+steps=50 repeat=2 list=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --steps) steps=$2; shift ;;
+    --repeat) repeat=$2; shift ;;
+    *) list+=("$1") ;;
+  esac
+  shift
+done
+[ ${#list[@]} -gt 0 ] || list=(diffusion tabular)
+ref=${TORCH_REF:-../shared/workloads/torch_ref.py}
+py=${PYTHON:-/usr/bin/python3}
+[ -x build/brisk_bench ] || { cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j"$(nproc)" >/dev/null; }
+log=$(mktemp)
+for w in "${list[@]}"; do
+  for r in $(seq "$repeat"); do
+    for th in 1 2; do
+      OMP_NUM_THREADS=$th "$py" "$ref" --workload "$w" --mode eager --device cpu --steps "$steps" --threads "$th" 2>/dev/null \
+        | tail -1 | sed "s/^{/{\"impl\": \"torch\", \"rep\": $r, /" | tee -a "$log"
+    done
+    OMP_NUM_THREADS=2 build/brisk_bench --workload "$w" --steps "$steps" --threads 2 \
+      | sed "s/^{/{\"rep\": $r, /" | tee -a "$log"
+  done
+done
+"$py" - "$log" <<'PY'
+import json, sys, statistics
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]
+print()
+print(f"{'workload':<12}{'torch 1 thr':>13}{'torch 2 thr':>13}{'brisk 2 thr':>13}{'speedup':>9}")
+for w in dict.fromkeys(r["workload"] for r in rows):
+    t1 = [r["ms_per_step_median"] for r in rows if r["workload"] == w and r["impl"] == "torch" and r["threads"] == 1]
+    t2 = [r["ms_per_step_median"] for r in rows if r["workload"] == w and r["impl"] == "torch" and r["threads"] == 2]
+    b = [r["ms_per_step_median"] for r in rows if r["workload"] == w and r["impl"] == "brisk"]
+    if not (t1 and t2 and b):
+        print(f"{w:<12} incomplete"); continue
+    m1, m2, mb = statistics.median(t1), statistics.median(t2), statistics.median(b)
+    print(f"{w:<12}{m1:>11.3f}ms{m2:>11.3f}ms{mb:>11.3f}ms{min(m1, m2) / mb:>8.2f}x")
+print("(ms/step medians over the repeats of each run's median; speedup = faster torch / brisk)")
+PY
+rm -f "$log"

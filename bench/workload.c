@@ -1,0 +1,124 @@
+/* brisk's side of the benchmark: times training steps of one workload of
+ * ../shared/workloads/WORKLOADS.md the way torch_ref.py does (synthetic batches already
+ * in memory, warm-up steps, then the median of timed steps) and prints one JSON line
+ * with the same keys, so bench/run.sh can set the two side by side.
+ *
+ *   brisk_bench --workload diffusion --steps 50 [--threads N] [--warmup 5] */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "brisk/brisk.h"
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int spec_for(const char *w, brisk_model_spec *s, int64_t *batch, float *lr) {
+    memset(s, 0, sizeof *s);
+    *lr = 1e-3f;
+    if (strcmp(w, "diffusion") == 0) {
+        *s = (brisk_model_spec){.type = BRISK_MODEL_DIFFUSION, .fine = 256, .coarse = 7,
+                                .time_embedding = 32, .n_hidden = 3, .activation = BRISK_ACT_SILU,
+                                .noise_steps = 50, .beta_start = 1e-4f, .beta_end = 0.02f};
+        s->hidden[0] = s->hidden[1] = s->hidden[2] = 256;
+        *batch = 16;
+        return 0;
+    }
+    if (strcmp(w, "tabular") == 0) {
+        *s = (brisk_model_spec){.type = BRISK_MODEL_MLP, .inputs = 64, .outputs = 3, .n_hidden = 3,
+                                .activation = BRISK_ACT_RELU, .dropout = 0.1f, .task = BRISK_TASK_CLASSIFY};
+        s->hidden[0] = 512, s->hidden[1] = 256, s->hidden[2] = 128;
+        *batch = 512;
+        return 0;
+    }
+    return -1;
+}
+
+int main(int argc, char **argv) {
+    const char *workload = "diffusion";
+    int steps = 50, warmup = 5, threads = 0, n_batches = 8;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--workload") && i + 1 < argc) workload = argv[++i];
+        else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else { fprintf(stderr, "usage: brisk_bench --workload diffusion|tabular [--steps N] [--warmup N] [--threads N]\n"); return 2; }
+    }
+    if (steps < 1) steps = 1;
+    brisk_model_spec spec;
+    int64_t batch;
+    float lr;
+    if (spec_for(workload, &spec, &batch, &lr)) {
+        fprintf(stderr, "brisk_bench: workload '%s' is not built yet (diffusion, tabular)\n", workload);
+        return 2;
+    }
+    if (threads > 0) omp_set_num_threads(threads);
+    brisk_error err = {0};
+    brisk_graph *g = brisk_graph_new();
+    brisk_model_io io;
+    brisk_plan plan;
+    brisk_exec *ex = NULL;
+    brisk_backend *be = brisk_backend_cpu_new(threads);
+    brisk_optim_spec os;
+    brisk_optim_spec_default(&os);
+    os.lr = lr;
+    brisk_optimizer opt;
+    if (brisk_model_build(&spec, batch, BRISK_BUILD_TRAIN, g, &io, &err) ||
+        brisk_backward(g, io.loss, &err) || brisk_plan_build(g, &plan, &err) ||
+        brisk_exec_create(g, &plan, be, &ex, &err) || brisk_exec_init_params(ex, 0, &err) ||
+        brisk_optimizer_create(&opt, &os, ex, &err)) {
+        fprintf(stderr, "brisk_bench: %s\n", err.msg);
+        return 1;
+    }
+    /* Synthetic batches resident in memory, as torch_ref.py keeps them on the device. */
+    void *data[8][BRISK_MAX_FIELDS];
+    uint32_t key[2] = {1, 0};
+    for (int b = 0; b < n_batches; b++)
+        for (int f = 0; f < io.n_fields; f++) {
+            const brisk_input_info *in = &g->inputs[io.input_node[f]];
+            int64_t n = brisk_shape_numel(&in->shape);
+            data[b][f] = malloc(in->bytes);
+            for (int64_t i = 0; i < n; i += 4) {
+                uint32_t ctr[4] = {(uint32_t)(i / 4), (uint32_t)b, (uint32_t)f, 0}, u[4];
+                float nv[4];
+                brisk_philox4x32(ctr, key, u);
+                brisk_philox_normal4(ctr, key, nv);
+                for (int k = 0; k < 4 && i + k < n; k++) {
+                    if (in->dtype == BRISK_I32) ((int32_t *)data[b][f])[i + k] = (int32_t)(u[k] % 3);
+                    else ((float *)data[b][f])[i + k] = nv[k];
+                }
+            }
+        }
+    double *times = malloc(sizeof(double) * (size_t)steps);
+    float loss = 0, first_loss = 0;
+    for (int s = 0; s < warmup + steps; s++) {
+        double t0 = brisk_now();
+        int b = s % n_batches;
+        for (int f = 0; f < io.n_fields; f++)
+            if (brisk_exec_set_input(ex, io.input_node[f], data[b][f], &err)) goto fail;
+        ex->step.rng_step = (uint32_t)s;
+        ex->step.first_micro = 1;
+        ex->step.training = 1;
+        if (brisk_exec_run(ex, BRISK_RUN_TRAIN, &err) || brisk_optimizer_step(&opt, s + 1, lr, 1, &err) ||
+            brisk_exec_read(ex, io.loss, &loss, &err))
+            goto fail;
+        if (s == warmup) first_loss = loss;
+        if (s >= warmup) times[s - warmup] = brisk_now() - t0;
+    }
+    qsort(times, (size_t)steps, sizeof times[0], cmp_double);
+    double med = times[steps / 2];
+    if (steps % 2 == 0) med = 0.5 * (times[steps / 2 - 1] + times[steps / 2]);
+    printf("{\"workload\": \"%s\", \"impl\": \"brisk\", \"device\": \"cpu\", \"batch\": %lld, "
+           "\"params\": %lld, \"threads\": %d, \"ms_per_step_median\": %.4f, \"ms_per_step_min\": %.4f, "
+           "\"samples_per_s\": %.1f, \"arena_bytes\": %zu, \"losses\": [%.5f, %.5f]}\n",
+           workload, (long long)batch, (long long)g->n_param_floats > 0 ? (long long)brisk_model_param_count(&spec) : 0LL,
+           omp_get_max_threads(), med * 1e3, times[0] * 1e3, (double)batch / med, plan.arena_bytes,
+           first_loss, loss);
+    return 0;
+fail:
+    fprintf(stderr, "brisk_bench: %s\n", err.msg);
+    return 1;
+}
