@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
     printf("{\"workload\": \"%s\", \"impl\": \"brisk\", \"device\": \"cpu\", \"batch\": %lld, "
            "\"params\": %lld, \"threads\": %d, \"ms_per_step_median\": %.4f, \"ms_per_step_min\": %.4f, "
            "\"samples_per_s\": %.1f, \"arena_bytes\": %zu, \"losses\": [%.5f, %.5f]}\n",
-           workload, (long long)batch, (long long)g->n_param_floats > 0 ? (long long)brisk_model_param_count(&spec) : 0LL,
+           workload, (long long)batch, (long long)brisk_model_param_count(&spec),
            omp_get_max_threads(), med * 1e3, times[0] * 1e3, (double)batch / med, plan.arena_bytes,
            first_loss, loss);
     return 0;

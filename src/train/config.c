@@ -1,0 +1,243 @@
+/* The run configuration: JSON (with comments) -> brisk_config, strictly. Every
+ * section is read with typed getters, so a bad value or an unknown key is an error
+ * naming the file and the key path. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "brisk/json.h"
+#include "brisk/train.h"
+
+static const char *const model_types[] = {"mlp", "diffusion", NULL};
+static const char *const tasks[] = {"classify", "regress", NULL};
+static const char *const activations[] = {"relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid", NULL};
+static const char *const optimizers[] = {"sgd", "adamw", NULL};
+static const char *const schedules[] = {"constant", "linear", "cosine", NULL};
+static const char *const devices[] = {"auto", "cpu", "cuda", NULL};
+static const char *const precisions[] = {"auto", "fp32", "tf32", "bf16", "fp16", NULL};
+static const char *const noise_schedules[] = {"linear", NULL};
+
+static void read_hidden(brisk_json_reader *r, brisk_model_spec *m, int def_n, int64_t def_w) {
+    int *w = NULL;
+    size_t n = 0;
+    if (!brisk_json_has(r, "hidden")) {
+        m->n_hidden = def_n;
+        for (int i = 0; i < def_n; i++) m->hidden[i] = def_w;
+        return;
+    }
+    if (brisk_json_ints(r, "hidden", false, 1, 1 << 20, &w, &n) == BRISK_OK) {
+        if (n > BRISK_MAX_LAYERS) brisk_json_fail(r, "hidden", "at most %d layers, got %zu", BRISK_MAX_LAYERS, n);
+        else {
+            m->n_hidden = (int)n;
+            for (size_t i = 0; i < n; i++) m->hidden[i] = w[i];
+        }
+    }
+    free(w);
+}
+
+static void read_model(brisk_json_reader *root, brisk_model_spec *m) {
+    brisk_json_reader r;
+    int v = 0;
+    memset(m, 0, sizeof *m);
+    brisk_json_object(root, "model", &r);
+    brisk_json_enum(&r, "type", model_types, &v);
+    m->type = (brisk_model_type)v;
+    brisk_json_enum_or(&r, "activation", activations, m->type == BRISK_MODEL_DIFFUSION ? BRISK_ACT_SILU : BRISK_ACT_RELU, &v);
+    m->activation = (brisk_activation)v;
+    if (m->type == BRISK_MODEL_MLP) {
+        brisk_json_int64(&r, "inputs", 1, 1 << 24, &m->inputs);
+        brisk_json_int64(&r, "outputs", 1, 1 << 24, &m->outputs);
+        read_hidden(&r, m, 0, 0);
+        double d;
+        brisk_json_number_or(&r, "dropout", 0.0, BRISK_IN(0.0, 0.99), &d);
+        m->dropout = (float)d;
+        brisk_json_enum_or(&r, "task", tasks, BRISK_TASK_CLASSIFY, &v);
+        m->task = (brisk_task)v;
+    } else {
+        brisk_json_int64_or(&r, "fine", 256, 1, 1 << 24, &m->fine);
+        brisk_json_int64_or(&r, "coarse", 7, 1, 1 << 24, &m->coarse);
+        brisk_json_int64_or(&r, "time_embedding", 32, 2, 1 << 16, &m->time_embedding);
+        if (m->time_embedding % 2) brisk_json_fail(&r, "time_embedding", "expected an even number, got %lld", (long long)m->time_embedding);
+        read_hidden(&r, m, 3, 256);
+        brisk_json_reader n;
+        brisk_json_object_opt(&r, "noise", &n, NULL);
+        brisk_json_int_or(&n, "steps", 50, 1, 100000, &m->noise_steps);
+        brisk_json_enum_or(&n, "schedule", noise_schedules, 0, &v);
+        double b0, b1;
+        brisk_json_number_or(&n, "beta_start", 1e-4, BRISK_IN_LO_OPEN(0.0, 1.0), &b0);
+        brisk_json_number_or(&n, "beta_end", 0.02, BRISK_IN_LO_OPEN(0.0, 1.0), &b1);
+        if (b1 >= 1.0 || b0 > b1) brisk_json_fail(&n, "beta_end", "expected beta_start <= beta_end < 1");
+        m->beta_start = (float)b0;
+        m->beta_end = (float)b1;
+    }
+}
+
+static void copy_str(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src ? src : ""); }
+
+static void read_data(brisk_json_reader *root, brisk_data_spec *d) {
+    brisk_json_reader r, f;
+    memset(d, 0, sizeof *d);
+    brisk_json_object(root, "data", &r);
+    const char *s;
+    brisk_json_string(&r, "train", &s);
+    copy_str(d->train, sizeof d->train, s);
+    double vf;
+    brisk_json_number_or(&r, "validation_fraction", 0.1, BRISK_IN(0.0, 0.9), &vf);
+    d->validation_fraction = (float)vf;
+    bool sh;
+    brisk_json_bool_or(&r, "shuffle", true, &sh);
+    d->shuffle = sh;
+    bool present;
+    brisk_json_object_opt(&r, "fields", &f, &present);
+    if (!present || !f.obj) return;
+    /* "fields": {"x": "features", "y": "label"} for npz members, or
+     *           {"x": ["open", "close"], "y": "label"} for CSV columns */
+    for (const cJSON *c = f.obj->child; c; c = c->next) {
+        if (d->n_fields == BRISK_MAX_FIELDS) {
+            brisk_json_fail(&f, c->string, "at most %d fields", BRISK_MAX_FIELDS);
+            return;
+        }
+        int i = d->n_fields++;
+        copy_str(d->field_names[i], sizeof d->field_names[i], c->string);
+        if (cJSON_IsString(c)) {
+            brisk_json_string(&f, c->string, &s);
+            copy_str(d->field_sources[i][0], sizeof d->field_sources[i][0], s);
+            d->field_n_sources[i] = 1;
+        } else {
+            const char **cols = NULL;
+            size_t n = 0;
+            if (brisk_json_strings(&f, c->string, true, &cols, &n) == BRISK_OK) {
+                if (n == 0 || n > 8) brisk_json_fail(&f, c->string, "expected 1 to 8 column names, got %zu", n);
+                for (size_t k = 0; k < n && k < 8; k++)
+                    copy_str(d->field_sources[i][k], sizeof d->field_sources[i][k], cols[k]);
+                d->field_n_sources[i] = (int)(n < 8 ? n : 8);
+            }
+            free(cols);
+        }
+    }
+}
+
+static void read_optim(brisk_json_reader *root, brisk_optim_spec *o) {
+    brisk_json_reader r, s;
+    int v;
+    double x;
+    bool b;
+    brisk_optim_spec_default(o);
+    brisk_json_object_opt(root, "optim", &r, NULL);
+    brisk_json_enum_or(&r, "type", optimizers, BRISK_OPTIM_ADAMW, &v);
+    o->kind = (brisk_optim_kind)v;
+    brisk_json_number_or(&r, "lr", 1e-3, BRISK_GT(0), &x), o->lr = (float)x;
+    double *betas = NULL;
+    size_t nb = 0;
+    if (brisk_json_numbers(&r, "betas", false, BRISK_IN(0.0, 0.999999), &betas, &nb) == BRISK_OK && nb) {
+        if (nb != 2) brisk_json_fail(&r, "betas", "expected 2 numbers, got %zu", nb);
+        else o->beta1 = (float)betas[0], o->beta2 = (float)betas[1];
+    }
+    free(betas);
+    brisk_json_number_or(&r, "eps", 1e-8, BRISK_GT(0), &x), o->eps = (float)x;
+    brisk_json_number_or(&r, "weight_decay", o->kind == BRISK_OPTIM_ADAMW ? 0.01 : 0.0, BRISK_GE(0), &x);
+    o->weight_decay = (float)x;
+    brisk_json_number_or(&r, "momentum", 0.0, BRISK_IN(0.0, 0.999999), &x), o->momentum = (float)x;
+    brisk_json_bool_or(&r, "nesterov", false, &b), o->nesterov = b;
+    brisk_json_bool_or(&r, "decay_biases", true, &b), o->decay_all = b;
+    brisk_json_number_or(&r, "clip_norm", 0.0, BRISK_GE(0), &x), o->clip_norm = (float)x;
+    brisk_json_object_opt(&r, "schedule", &s, NULL);
+    brisk_json_enum_or(&s, "type", schedules, BRISK_SCHED_CONSTANT, &v);
+    o->schedule = (brisk_sched_kind)v;
+    brisk_json_int64_or(&s, "warmup_steps", 0, 0, INT64_C(1) << 40, &o->warmup_steps);
+    brisk_json_number_or(&s, "min_lr_ratio", 0.0, BRISK_IN(0.0, 1.0), &x), o->min_lr_ratio = (float)x;
+}
+
+static void read_train(brisk_json_reader *root, const char *name, brisk_train_spec *t) {
+    brisk_json_reader r;
+    memset(t, 0, sizeof *t);
+    brisk_json_object_opt(root, "train", &r, NULL);
+    brisk_json_int64_or(&r, "batch_size", 32, 1, 1 << 24, &t->batch_size);
+    brisk_json_int_or(&r, "epochs", 1, 1, 1 << 24, &t->epochs);
+    brisk_json_int64_or(&r, "max_steps", 0, 0, INT64_C(1) << 40, &t->max_steps);
+    int64_t seed;
+    brisk_json_int64_or(&r, "seed", 0, 0, INT64_C(1) << 53, &seed);
+    t->seed = (uint64_t)seed;
+    brisk_json_int_or(&r, "accumulate", 1, 1, 1 << 16, &t->accumulate);
+    brisk_json_int64_or(&r, "checkpoint_every", 0, 0, INT64_C(1) << 40, &t->checkpoint_every);
+    brisk_json_int_or(&r, "log_every", 50, 1, 1 << 30, &t->log_every);
+    char def[BRISK_PATH_MAX];
+    snprintf(def, sizeof def, "runs/%s", name);
+    const char *s;
+    brisk_json_string_or(&r, "out_dir", def, &s);
+    copy_str(t->out_dir, sizeof t->out_dir, s);
+}
+
+static void read_speed(brisk_json_reader *root, brisk_speed_spec *sp) {
+    brisk_json_reader r;
+    int v;
+    memset(sp, 0, sizeof *sp);
+    brisk_json_object_opt(root, "speed", &r, NULL);
+    brisk_json_enum_or(&r, "device", devices, BRISK_DEVICE_AUTO, &v), sp->device = (brisk_device_kind)v;
+    brisk_json_enum_or(&r, "precision", precisions, BRISK_PREC_AUTO, &v), sp->precision = (brisk_precision)v;
+    brisk_json_int_or(&r, "prefetch", 4, 0, 1024, &sp->prefetch);
+    brisk_json_int_or(&r, "threads", 0, 0, 4096, &sp->threads);
+}
+
+static void stem(const char *path, char *out, size_t n) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    snprintf(out, n, "%s", base);
+    char *dot = strrchr(out, '.');
+    if (dot && dot != out) *dot = 0;
+}
+
+static brisk_status from_doc(brisk_json *doc, const char *label, const char *const *overrides,
+                             int n_overrides, brisk_config *cfg, brisk_error *err) {
+    brisk_status st = BRISK_OK;
+    for (int i = 0; i < n_overrides && !st; i++) st = brisk_json_override(doc, overrides[i], err);
+    if (st) return st;
+    brisk_json_reader root = brisk_json_root(doc);
+    copy_str(cfg->path, sizeof cfg->path, label);
+    stem(label, cfg->name, sizeof cfg->name);
+    read_model(&root, &cfg->model);
+    read_data(&root, &cfg->data);
+    read_optim(&root, &cfg->optim);
+    read_train(&root, cfg->name, &cfg->train);
+    read_speed(&root, &cfg->speed);
+    if ((st = brisk_json_finish(doc, err))) return st;
+    return brisk_json_dump(doc, &cfg->json, err);
+}
+
+brisk_status brisk_config_load(const char *path, const char *const *overrides, int n_overrides,
+                               brisk_config *cfg, brisk_error *err) {
+    memset(cfg, 0, sizeof *cfg);
+    brisk_json *doc = NULL;
+    brisk_status st = brisk_json_load(path, &doc, err);
+    if (!st) st = from_doc(doc, path, overrides, n_overrides, cfg, err);
+    brisk_json_free(doc);
+    /* A relative data path is taken from the working directory, else beside the config. */
+    if (!st && cfg->data.train[0] != '/' && access(cfg->data.train, F_OK) != 0) {
+        const char *slash = strrchr(path, '/');
+        if (slash) {
+            char alt[BRISK_PATH_MAX];
+            snprintf(alt, sizeof alt, "%.*s/%s", (int)(slash - path), path, cfg->data.train);
+            if (access(alt, F_OK) == 0) copy_str(cfg->data.train, sizeof cfg->data.train, alt);
+        }
+    }
+    if (st) brisk_config_free(cfg);
+    return st;
+}
+
+brisk_status brisk_config_parse(const char *json, const char *label, const char *const *overrides,
+                                int n_overrides, brisk_config *cfg, brisk_error *err) {
+    memset(cfg, 0, sizeof *cfg);
+    brisk_json *doc = NULL;
+    brisk_status st = brisk_json_parse(json, strlen(json), label, &doc, err);
+    if (!st) st = from_doc(doc, label, overrides, n_overrides, cfg, err);
+    brisk_json_free(doc);
+    if (st) brisk_config_free(cfg);
+    return st;
+}
+
+void brisk_config_free(brisk_config *cfg) {
+    free(cfg->json);
+    cfg->json = NULL;
+}
