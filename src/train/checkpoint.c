@@ -1,0 +1,184 @@
+/* Checkpoints as safetensors: parameters under their PyTorch names (fp32), the AdamW
+ * moments as "optim.exp_avg.<name>" / "optim.exp_avg_sq.<name>" (SGD momentum as
+ * "optim.momentum_buffer.<name>"), and the training state in the metadata: step,
+ * epoch, position, seed and the effective config. Device-agnostic: everything is
+ * copied to the host first. Written atomically by brisk_safetensors_write. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "brisk/safetensors.h"
+#include "train/trainer_internal.h"
+
+#define CKPT_FORMAT "brisk-checkpoint-1"
+
+static brisk_status download_arena(brisk_exec *ex, const void *dev, float *host, brisk_error *err) {
+    return ex->be->download(ex->be, host, dev, (size_t)ex->g->n_param_floats * sizeof(float), err);
+}
+
+brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_error *err) {
+    brisk_graph *g = t->g;
+    size_t n = (size_t)g->n_param_floats, np = (size_t)g->n_params;
+    float *host = malloc(3 * n * sizeof(float) + 1);
+    brisk_st_entry *e = calloc(3 * np + 1, sizeof *e);
+    char **names = calloc(2 * np + 1, sizeof *names);
+    brisk_status st = BRISK_OK;
+    if (!host || !e || !names) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path); goto out; }
+    if ((st = download_arena(t->ex, t->ex->params, host, err)) ||
+        (st = download_arena(t->ex, t->ex->m, host + n, err)) ||
+        (st = download_arena(t->ex, t->ex->v, host + 2 * n, err)))
+        goto out;
+    int sgd = t->cfg.optim.kind == BRISK_OPTIM_SGD;
+    size_t k = 0;
+    for (size_t i = 0; i < np; i++) {
+        const brisk_param_info *p = &g->params[i];
+        e[k++] = (brisk_st_entry){p->name, BRISK_F32, p->shape, host + p->offset};
+    }
+    for (size_t i = 0; i < np; i++) {
+        const brisk_param_info *p = &g->params[i];
+        size_t len = strlen(p->name) + 32;
+        names[2 * i] = malloc(len);
+        names[2 * i + 1] = malloc(len);
+        if (!names[2 * i] || !names[2 * i + 1]) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path); goto out; }
+        snprintf(names[2 * i], len, sgd ? "optim.momentum_buffer.%s" : "optim.exp_avg.%s", p->name);
+        e[k++] = (brisk_st_entry){names[2 * i], BRISK_F32, p->shape, host + n + p->offset};
+        if (!sgd) {
+            snprintf(names[2 * i + 1], len, "optim.exp_avg_sq.%s", p->name);
+            e[k++] = (brisk_st_entry){names[2 * i + 1], BRISK_F32, p->shape, host + 2 * n + p->offset};
+        }
+    }
+    char step[32], epoch[32], pos[32], seed[32], best[64];
+    snprintf(step, sizeof step, "%" PRId64, t->step);
+    snprintf(epoch, sizeof epoch, "%" PRId64, t->epoch);
+    snprintf(pos, sizeof pos, "%" PRId64, t->position);
+    snprintf(seed, sizeof seed, "%" PRIu64, t->cfg.train.seed);
+    snprintf(best, sizeof best, "%.9g", t->best_val);
+    brisk_st_meta meta[] = {
+        {"format", CKPT_FORMAT}, {"brisk_version", BRISK_VERSION}, {"step", step}, {"epoch", epoch},
+        {"position", pos},       {"seed", seed},                   {"best_val_loss", best},
+        {"optimizer", sgd ? "sgd" : "adamw"}, {"config", t->cfg.json},
+    };
+    st = brisk_safetensors_write(path, e, k, meta, sizeof meta / sizeof meta[0], err);
+out:
+    if (names)
+        for (size_t i = 0; i < 2 * np; i++) free(names[i]);
+    free(names);
+    free(e);
+    free(host);
+    return st;
+}
+
+static int64_t meta_int(const brisk_safetensors *st, const char *key, int *bad) {
+    const char *v = brisk_safetensors_meta(st, key);
+    char *end;
+    if (!v) { *bad = 1; return 0; }
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || *end || end == v || x < 0) *bad = 1;
+    return x;
+}
+
+static brisk_status open_checkpoint(const char *path, brisk_safetensors **out, brisk_error *err) {
+    brisk_status st = brisk_safetensors_open(path, out, err);
+    if (st) return st;
+    const char *fmt = brisk_safetensors_meta(*out, "format");
+    if (!fmt || strcmp(fmt, CKPT_FORMAT) != 0) {
+        brisk_safetensors_free(*out);
+        *out = NULL;
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: not a brisk checkpoint (metadata 'format' is %s%s%s, expected '%s')",
+                            path, fmt ? "'" : "", fmt ? fmt : "missing", fmt ? "'" : "", CKPT_FORMAT);
+    }
+    return BRISK_OK;
+}
+
+/* Reads every parameter (and, when m/v are given, the moments) into host arenas. */
+static brisk_status read_tensors(const brisk_safetensors *st, const brisk_graph *g, float *p, float *m,
+                                 float *v, int sgd, brisk_error *err) {
+    char name[BRISK_NAME_MAX + 32];
+    for (int i = 0; i < g->n_params; i++) {
+        const brisk_param_info *pi = &g->params[i];
+        brisk_status s = brisk_safetensors_read(st, pi->name, BRISK_F32, pi->shape, p + pi->offset, err);
+        if (s) return brisk_error_prefix(err, "checkpoint from another model?");
+        if (!m) continue;
+        snprintf(name, sizeof name, sgd ? "optim.momentum_buffer.%s" : "optim.exp_avg.%s", pi->name);
+        if ((s = brisk_safetensors_read(st, name, BRISK_F32, pi->shape, m + pi->offset, err))) return s;
+        if (sgd) continue;
+        snprintf(name, sizeof name, "optim.exp_avg_sq.%s", pi->name);
+        if ((s = brisk_safetensors_read(st, name, BRISK_F32, pi->shape, v + pi->offset, err))) return s;
+    }
+    /* A checkpoint with parameters this model lacks is another model, too. */
+    for (size_t i = 0; i < brisk_safetensors_count(st); i++) {
+        const char *nm = brisk_safetensors_at(st, i)->name;
+        if (strncmp(nm, "optim.", 6) == 0) continue;
+        int found = 0;
+        for (int j = 0; j < g->n_params && !found; j++) found = strcmp(g->params[j].name, nm) == 0;
+        if (!found)
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: checkpoint from another model? it has tensor '%s', which this model lacks",
+                                brisk_safetensors_name(st), nm);
+    }
+    return BRISK_OK;
+}
+
+brisk_status brisk_checkpoint_load(brisk_trainer *t, const char *path, brisk_error *err) {
+    brisk_safetensors *st = NULL;
+    brisk_status s = open_checkpoint(path, &st, err);
+    if (s) return s;
+    size_t n = (size_t)t->g->n_param_floats;
+    float *host = calloc(3 * n + 1, sizeof(float));
+    int bad = 0;
+    if (!host) { s = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path); goto out; }
+    int sgd = t->cfg.optim.kind == BRISK_OPTIM_SGD;
+    const char *opt = brisk_safetensors_meta(st, "optimizer");
+    if (!opt || strcmp(opt, sgd ? "sgd" : "adamw") != 0) {
+        s = brisk_errorf(err, BRISK_ERR_INVALID, "%s: written with optimizer '%s', this run uses '%s'", path,
+                         opt ? opt : "?", sgd ? "sgd" : "adamw");
+        goto out;
+    }
+    if ((s = read_tensors(st, t->g, host, host + n, host + 2 * n, sgd, err))) goto out;
+    int64_t step = meta_int(st, "step", &bad), epoch = meta_int(st, "epoch", &bad),
+            pos = meta_int(st, "position", &bad);
+    if (bad) { s = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: metadata step/epoch/position missing or not integers", path); goto out; }
+    brisk_backend *be = t->ex->be;
+    size_t bytes = n * sizeof(float);
+    if ((s = be->upload(be, t->ex->params, host, bytes, err)) || (s = be->upload(be, t->ex->m, host + n, bytes, err)) ||
+        (s = be->upload(be, t->ex->v, host + 2 * n, bytes, err)))
+        goto out;
+    t->step = step;
+    t->epoch = epoch;
+    t->position = pos;
+    const char *best = brisk_safetensors_meta(st, "best_val_loss");
+    t->best_val = best ? strtod(best, NULL) : t->best_val;
+out:
+    free(host);
+    brisk_safetensors_free(st);
+    return s;
+}
+
+brisk_status brisk_checkpoint_load_params(const char *path, brisk_exec *ex, brisk_error *err) {
+    brisk_safetensors *st = NULL;
+    brisk_status s = open_checkpoint(path, &st, err);
+    if (s) return s;
+    size_t n = (size_t)ex->g->n_param_floats;
+    float *host = calloc(n + 1, sizeof(float));
+    if (!host) s = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
+    else if (!(s = read_tensors(st, ex->g, host, NULL, NULL, 0, err)))
+        s = ex->be->upload(ex->be, ex->params, host, n * sizeof(float), err);
+    free(host);
+    brisk_safetensors_free(st);
+    return s;
+}
+
+brisk_status brisk_checkpoint_config(const char *path, brisk_config *cfg, brisk_error *err) {
+    brisk_safetensors *st = NULL;
+    brisk_status s = open_checkpoint(path, &st, err);
+    if (s) return s;
+    const char *json = brisk_safetensors_meta(st, "config");
+    char label[BRISK_PATH_MAX + 16];
+    snprintf(label, sizeof label, "%s:config", path);
+    if (!json) s = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: metadata 'config' is missing", path);
+    else s = brisk_config_parse(json, label, NULL, 0, cfg, err);
+    brisk_safetensors_free(st);
+    return s;
+}

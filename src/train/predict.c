@@ -1,0 +1,87 @@
+/* Inference from a checkpoint: the model is rebuilt from the config stored inside it,
+ * so a checkpoint is all `brisk predict` needs, on any device. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train/trainer_internal.h"
+
+#define PREDICT_BATCH 256
+
+static void softmax_rows(float *x, int64_t rows, int64_t c) {
+    for (int64_t r = 0; r < rows; r++) {
+        float *p = x + r * c, mx = p[0], s = 0;
+        for (int64_t j = 1; j < c; j++) mx = p[j] > mx ? p[j] : mx;
+        for (int64_t j = 0; j < c; j++) s += (p[j] = expf(p[j] - mx));
+        for (int64_t j = 0; j < c; j++) p[j] /= s;
+    }
+}
+
+brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, const char *output_npy,
+                                const brisk_logger *log, brisk_error *err) {
+    brisk_config cfg;
+    brisk_status st = brisk_checkpoint_config(checkpoint, &cfg, err);
+    if (st) return st;
+    const brisk_model_spec *m = &cfg.model;
+    brisk_tensor x = {0}, y = {0};
+    brisk_graph *g = NULL;
+    brisk_plan plan = {0};
+    brisk_exec *ex = NULL;
+    brisk_backend *be = NULL;
+    float *buf = NULL;
+    if (m->type != BRISK_MODEL_MLP) {
+        st = brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: predict takes one input array, and a diffusion model needs "
+                          "coarse fields, x_t and t: it predicts by sampling, which this release does not have yet", checkpoint);
+        goto out;
+    }
+    if ((st = brisk_npy_load(input_npy, BRISK_F32, &x, err))) goto out;
+    if (x.shape.ndim != 2 || x.shape.d[1] != m->inputs) {
+        char a[64];
+        st = brisk_errorf(err, BRISK_ERR_SHAPE, "%s: expected an array of shape [N, %lld] (the model's inputs), got %s",
+                          input_npy, (long long)m->inputs, brisk_shape_str(&x.shape, a, sizeof a));
+        goto out;
+    }
+    const float *xv = x.data;
+    for (int64_t i = 0; i < brisk_shape_numel(&x.shape); i++)
+        if (!isfinite(xv[i])) {
+            st = brisk_errorf(err, BRISK_ERR_NUMERIC, "%s: row %lld, column %lld: %s is not a finite number", input_npy,
+                              (long long)(i / m->inputs), (long long)(i % m->inputs), isnan(xv[i]) ? "NaN" : "inf");
+            goto out;
+        }
+    int64_t N = x.shape.d[0], B = N < PREDICT_BATCH ? (N > 0 ? N : 1) : PREDICT_BATCH, C = m->outputs;
+    brisk_model_io io;
+    g = brisk_graph_new();
+    be = brisk_backend_cpu_new(cfg.speed.threads);
+    if (!g || !be) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto out; }
+    if ((st = brisk_model_build(m, B, BRISK_BUILD_PREDICT, g, &io, err)) || (st = brisk_plan_build(g, &plan, err)) ||
+        (st = brisk_exec_create(g, &plan, be, &ex, err)) || (st = brisk_checkpoint_load_params(checkpoint, ex, err)) ||
+        (st = brisk_tensor_alloc(&y, BRISK_F32, brisk_shape2(N, C), err)))
+        goto out;
+    buf = calloc((size_t)(B * (m->inputs > C ? m->inputs : C)), sizeof(float));
+    if (!buf) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto out; }
+    ex->step.training = 0;
+    for (int64_t r = 0; r < N; r += B) {
+        int64_t n = N - r < B ? N - r : B;
+        /* The graph has a fixed batch: the last chunk is zero-padded and only its rows kept. */
+        memset(buf, 0, sizeof(float) * (size_t)(B * m->inputs));
+        memcpy(buf, xv + r * m->inputs, sizeof(float) * (size_t)(n * m->inputs));
+        if ((st = brisk_exec_set_input(ex, io.input_node[0], buf, err)) ||
+            (st = brisk_exec_run(ex, BRISK_RUN_PREDICT, err)) || (st = brisk_exec_read(ex, io.output, buf, err)))
+            goto out;
+        memcpy((float *)y.data + r * C, buf, sizeof(float) * (size_t)(n * C));
+    }
+    if (m->task == BRISK_TASK_CLASSIFY) softmax_rows(y.data, N, C);
+    if ((st = brisk_npy_write(output_npy, &y, err))) goto out;
+    brisk_log(log, BRISK_LOG_INFO, "predict   %lld rows -> %s [%lld, %lld] (%s)", (long long)N, output_npy, (long long)N,
+              (long long)C, m->task == BRISK_TASK_CLASSIFY ? "class probabilities" : "regression outputs");
+out:
+    free(buf);
+    brisk_tensor_free(&x);
+    brisk_tensor_free(&y);
+    if (ex) brisk_exec_free(ex);
+    brisk_plan_free(&plan);
+    if (g) brisk_graph_free(g);
+    if (be) be->destroy(be);
+    brisk_config_free(&cfg);
+    return st;
+}

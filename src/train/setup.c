@@ -1,0 +1,175 @@
+/* Building a trainer: backend, data (fields mapped to the model's), split, graph,
+ * plan, executor, optimizer. Every mismatch between config, data and model is an
+ * error naming the file and field. */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "brisk/system.h"
+#include "train/trainer_internal.h"
+
+static int ends_with(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+static brisk_status pick_backend(brisk_trainer *t, brisk_error *err) {
+    brisk_system_info si;
+    brisk_system_probe(&si);
+    if (t->cfg.speed.device == BRISK_DEVICE_CUDA && !si.gpu_usable)
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: speed.device is \"cuda\", but %s", t->cfg.path, si.gpu_reason);
+    int threads = t->cfg.speed.threads;
+    if (threads > 0) omp_set_num_threads(threads);
+    t->be = brisk_backend_cpu_new(threads);
+    if (!t->be) return brisk_errorf(err, BRISK_ERR_NOMEM, "cannot create the CPU backend");
+    brisk_log(&t->log, BRISK_LOG_INFO, "device    cpu: %s, %d threads, %s, BLAS %s%s%s", si.cpu_model,
+              threads > 0 ? threads : omp_get_max_threads(), si.simd, si.blas_name,
+              t->cfg.speed.device == BRISK_DEVICE_AUTO ? "; no GPU: " : "",
+              t->cfg.speed.device == BRISK_DEVICE_AUTO ? si.gpu_reason : "");
+    return BRISK_OK;
+}
+
+/* Which source (npz member or CSV columns) feeds each model field. */
+static brisk_status load_data(brisk_trainer *t, brisk_error *err) {
+    const brisk_data_spec *d = &t->cfg.data;
+    brisk_field_spec specs[BRISK_MAX_FIELDS];
+    const char *cols[BRISK_MAX_FIELDS][8];
+    int csv = ends_with(d->train, ".csv");
+    for (int j = 0; j < d->n_fields; j++) {
+        int known = 0;
+        for (int i = 0; i < t->io.n_fields; i++) known |= strcmp(d->field_names[j], t->io.fields[i].name) == 0;
+        if (!known) {
+            char list[256] = "";
+            for (int i = 0; i < t->io.n_fields; i++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", t->io.fields[i].name);
+            return brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.fields: unknown field \"%s\" (this model takes %s)",
+                                t->cfg.path, d->field_names[j], list);
+        }
+    }
+    for (int i = 0; i < t->io.n_fields; i++) {
+        const brisk_model_field *f = &t->io.fields[i];
+        int j = 0;
+        while (j < d->n_fields && strcmp(d->field_names[j], f->name) != 0) j++;
+        specs[i] = (brisk_field_spec){.name = f->name, .dtype = f->dtype};
+        if (j < d->n_fields) {
+            for (int k = 0; k < d->field_n_sources[j]; k++) cols[i][k] = d->field_sources[j][k];
+            specs[i].member = cols[i][0];
+            specs[i].columns = cols[i];
+            specs[i].ncolumns = d->field_n_sources[j];
+        } else {
+            cols[i][0] = f->name;
+            specs[i].columns = cols[i];
+            specs[i].ncolumns = 1;
+        }
+        if (!csv && j < d->n_fields && d->field_n_sources[j] > 1)
+            return brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.fields.%s: a list of columns needs a .csv file, %s is not one",
+                                t->cfg.path, f->name, d->train);
+    }
+    brisk_status st = csv ? brisk_dataset_load_csv(&t->data, d->train, specs, t->io.n_fields, err)
+                          : brisk_dataset_load_npz(&t->data, d->train, specs, t->io.n_fields, err);
+    if (st) return st;
+    /* Per-sample shapes must be what the model was configured for. */
+    for (int i = 0; i < t->io.n_fields; i++) {
+        const brisk_model_field *f = &t->io.fields[i];
+        const brisk_tensor *x = brisk_dataset_get(&t->data, f->name);
+        if (!x) return brisk_errorf(err, BRISK_ERR_INTERNAL, "%s: field %s not loaded", d->train, f->name);
+        brisk_shape s = brisk_shape_make(x->shape.ndim - 1, x->shape.d + 1);
+        if (!brisk_shape_equal(&s, &f->sample)) {
+            char a[64], b[64];
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' has samples of shape %s, the model (%s) expects %s",
+                                d->train, f->name, brisk_shape_str(&s, a, sizeof a), t->cfg.path,
+                                brisk_shape_str(&f->sample, b, sizeof b));
+        }
+        t->field_of_input[i] = 0;
+        for (int k = 0; k < t->data.nfields; k++)
+            if (strcmp(t->data.fields[k].name, f->name) == 0) t->field_of_input[i] = k;
+    }
+    return BRISK_OK;
+}
+
+brisk_status brisk_trainer_create(const brisk_config *cfg, const brisk_logger *log, brisk_trainer **out,
+                                  brisk_error *err) {
+    *out = NULL;
+    brisk_trainer *t = calloc(1, sizeof *t);
+    if (!t) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+    t->cfg = *cfg;
+    t->cfg.json = strdup(cfg->json ? cfg->json : "{}");
+    if (log) t->log = *log;
+    t->best_val = NAN;
+    brisk_status st;
+    const brisk_train_spec *tr = &t->cfg.train;
+    if ((st = pick_backend(t, err)) || (st = brisk_model_fields(&cfg->model, BRISK_BUILD_TRAIN, &t->io, err)) ||
+        (st = load_data(t, err)) ||
+        (st = brisk_split_make(t->data.count, cfg->data.validation_fraction, tr->seed, &t->split, err)))
+        goto fail;
+    t->batches_per_epoch = t->split.ntrain / tr->batch_size;
+    if (t->batches_per_epoch == 0) {
+        st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: train.batch_size is %lld, but the training split of %s has only %lld samples",
+                          cfg->path, (long long)tr->batch_size, cfg->data.train, (long long)t->split.ntrain);
+        goto fail;
+    }
+    t->total_steps = tr->max_steps > 0 ? tr->max_steps : (int64_t)tr->epochs * t->batches_per_epoch / tr->accumulate;
+    if (t->total_steps < 1) t->total_steps = 1;
+    t->g = brisk_graph_new();
+    if (!t->g) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto fail; }
+    if ((st = brisk_model_build(&cfg->model, tr->batch_size, BRISK_BUILD_TRAIN, t->g, &t->io, err)) ||
+        (st = brisk_backward(t->g, t->io.loss, err)) || (st = brisk_plan_build(t->g, &t->plan, err)))
+        goto fail;
+    if ((st = brisk_exec_create(t->g, &t->plan, t->be, &t->ex, err)) ||
+        (st = brisk_exec_init_params(t->ex, tr->seed, err)) ||
+        (st = brisk_optimizer_create(&t->opt, &cfg->optim, t->ex, err)))
+        goto fail;
+    brisk_log(&t->log, BRISK_LOG_INFO,
+              "model     %s, %lld parameters; data %s: %lld train / %lld validation samples",
+              cfg->model.type == BRISK_MODEL_MLP ? "mlp" : "diffusion", (long long)brisk_model_param_count(&cfg->model),
+              cfg->data.train, (long long)t->split.ntrain, (long long)t->split.nval);
+    brisk_log(&t->log, BRISK_LOG_INFO,
+              "memory    planned before running: activations %.2f MiB (peak live %.2f MiB), "
+              "parameters+gradients+moments %.2f MiB, total %.2f MiB",
+              t->plan.arena_bytes / 1048576.0, t->plan.peak_live_bytes / 1048576.0,
+              4.0 * t->plan.param_bytes / 1048576.0, brisk_plan_total_bytes(&t->plan) / 1048576.0);
+    brisk_log(&t->log, BRISK_LOG_INFO,
+              "active    fp32 (CPU); fused %s over one parameter arena; loader prefetch %d%s; "
+              "grad accumulation %d; clip %s",
+              cfg->optim.kind == BRISK_OPTIM_ADAMW ? "AdamW" : "SGD", cfg->speed.prefetch,
+              cfg->speed.prefetch ? " (background thread)" : " (off)", tr->accumulate,
+              cfg->optim.clip_norm > 0 ? "on" : "off");
+    *out = t;
+    return BRISK_OK;
+fail:
+    brisk_trainer_free(t);
+    return st;
+}
+
+void brisk_trainer_free(brisk_trainer *t) {
+    if (!t) return;
+    if (t->opt.ex) brisk_optimizer_free(&t->opt);
+    if (t->ex) brisk_exec_free(t->ex);
+    brisk_plan_free(&t->plan);
+    if (t->g) brisk_graph_free(t->g);
+    if (t->be) t->be->destroy(t->be);
+    brisk_split_free(&t->split);
+    brisk_dataset_free(&t->data);
+    if (t->metrics) fclose(t->metrics);
+    free(t->losses);
+    free(t->cfg.json);
+    free(t);
+}
+
+brisk_status brisk_trainer_resume(brisk_trainer *t, const char *checkpoint, brisk_error *err) {
+    brisk_status st = brisk_checkpoint_load(t, checkpoint, err);
+    if (!st)
+        brisk_log(&t->log, BRISK_LOG_INFO, "resume    %s: step %lld, epoch %lld, batch %lld of the epoch", checkpoint,
+                  (long long)t->step, (long long)t->epoch + 1, (long long)(t->position / t->cfg.train.batch_size));
+    return st;
+}
+
+brisk_status brisk_trainer_save(brisk_trainer *t, const char *path, brisk_error *err) {
+    return brisk_checkpoint_save(t, path, err);
+}
+
+const float *brisk_trainer_losses(const brisk_trainer *t, int64_t *n) {
+    *n = t->n_losses;
+    return t->losses;
+}
