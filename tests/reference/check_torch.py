@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Replays brisk's 20 AdamW steps (ref_dump's .npz) with the PyTorch modules of
+../shared/workloads/torch_ref.py on identical weights and batches, and checks losses,
+every gradient and the final parameters to 1e-5 relative (fp32, CPU, dropout off).
+
+  check_torch.py tabular|diffusion DUMP.npz WORKLOADS_DIR
+Exit 77 (skip) when PyTorch or torch_ref.py is unavailable."""
+import sys
+
+def main():
+    kind, dump, wl_dir = sys.argv[1], sys.argv[2], sys.argv[3]
+    try:
+        import numpy as np
+        import torch
+        import torch.nn.functional as F
+    except ImportError as e:
+        print(f"SKIP: {e} (install python3-torch and python3-numpy)")
+        return 77
+    sys.path.insert(0, wl_dir)
+    try:
+        import torch_ref
+    except ImportError as e:
+        print(f"SKIP: torch_ref.py not found in {wl_dir}: {e}")
+        return 77
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    d = np.load(dump)
+    model = torch_ref.Denoiser() if kind == "diffusion" else torch_ref.Tabular()
+    model.eval()  # dropout off; brisk ran with dropout 0
+    state = {k[3:]: torch.from_numpy(d[k]) for k in d.files if k.startswith("p0.")}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing = [m for m in missing if m != "abar"]
+    if missing or unexpected:
+        print(f"FAIL: parameter names differ: missing {missing}, unexpected {unexpected}")
+        return 1
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+    params = dict(model.named_parameters())
+    worst = {"loss": 0.0, "grad": 0.0, "final": 0.0}
+
+    def rel(a, b):
+        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+        return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
+
+    steps = len(d["losses"])
+    for s in range(steps):
+        opt.zero_grad(set_to_none=True)
+        if kind == "diffusion":
+            coarse, x0 = torch.from_numpy(d[f"batch{s}.coarse"]), torch.from_numpy(d[f"batch{s}.fine"])
+            t, eps = torch.from_numpy(d[f"t{s}"]).long(), torch.from_numpy(d[f"eps{s}"])
+            ab = model.abar[t][:, None]
+            xt = ab.sqrt() * x0 + (1 - ab).sqrt() * eps
+            pred = model.net(torch.cat([xt, coarse, torch_ref.sinusoidal(t, model.temb)], dim=1))
+            loss = F.mse_loss(pred, eps)
+        else:
+            x, y = torch.from_numpy(d[f"batch{s}.x"]), torch.from_numpy(d[f"batch{s}.y"]).long()
+            loss = model.loss(x, y)
+        loss.backward()
+        worst["loss"] = max(worst["loss"], abs(float(loss) - float(d["losses"][s])) / abs(float(loss)))
+        for name, p in params.items():
+            worst["grad"] = max(worst["grad"], rel(d[f"grad{s}.{name}"], p.grad.numpy()))
+        opt.step()
+    for name, p in params.items():
+        worst["final"] = max(worst["final"], rel(d[f"final.{name}"], p.detach().numpy()))
+    print(f"{kind}: {steps} AdamW steps, torch {torch.__version__}: max relative error "
+          f"loss {worst['loss']:.2e}, gradients {worst['grad']:.2e}, final parameters {worst['final']:.2e}")
+    bad = {k: v for k, v in worst.items() if not v <= 1e-5}
+    if bad:
+        print(f"FAIL: above 1e-5: {bad}")
+        return 1
+    print("PASS")
+    return 0
+
+if __name__ == "__main__":
+    sys.exit(main())

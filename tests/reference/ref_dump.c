@@ -1,0 +1,124 @@
+/* Runs 20 AdamW steps of a model (tabular MLP or diffusion denoiser, dropout off) in
+ * fp32 on the CPU and writes everything PyTorch needs to replay them to an .npz: the
+ * initial parameters, every step's batch (and, for diffusion, the sampled timesteps
+ * and noise), losses, every step's gradients, and the final parameters.
+ * check_torch.py replays the same steps with the modules of torch_ref.py.
+ *
+ *   ref_dump tabular|diffusion OUT.npz */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "brisk/brisk.h"
+
+#define STEPS 20
+#define MAX_OUT 4096
+
+static const char *names[MAX_OUT];
+static brisk_tensor tensors[MAX_OUT];
+static int n_out;
+
+static int add(const char *fmt, int step, const char *pname, brisk_dtype dt, brisk_shape s, const void *src) {
+    if (n_out == MAX_OUT) return -1;
+    char buf[256];
+    snprintf(buf, sizeof buf, fmt, step, pname);
+    brisk_tensor *t = &tensors[n_out];
+    if (brisk_tensor_alloc(t, dt, s, NULL)) return -1;
+    memcpy(t->data, src, brisk_tensor_bytes(t));
+    names[n_out++] = strdup(buf);
+    return 0;
+}
+
+static int find_op(const brisk_graph *g, brisk_op op) {
+    for (int i = 0; i < g->n_forward; i++)
+        if (g->nodes[i].op == op) return i;
+    return -1;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) { fprintf(stderr, "usage: ref_dump tabular|diffusion OUT.npz\n"); return 2; }
+    int diffusion = strcmp(argv[1], "diffusion") == 0;
+    brisk_model_spec spec;
+    int64_t B;
+    if (diffusion) {
+        spec = (brisk_model_spec){.type = BRISK_MODEL_DIFFUSION, .fine = 256, .coarse = 7, .time_embedding = 32,
+                                  .n_hidden = 3, .activation = BRISK_ACT_SILU, .noise_steps = 50,
+                                  .beta_start = 1e-4f, .beta_end = 0.02f};
+        spec.hidden[0] = spec.hidden[1] = spec.hidden[2] = 256;
+        B = 16;
+    } else {
+        spec = (brisk_model_spec){.type = BRISK_MODEL_MLP, .inputs = 64, .outputs = 3, .n_hidden = 3,
+                                  .activation = BRISK_ACT_RELU, .dropout = 0.0f, .task = BRISK_TASK_CLASSIFY};
+        spec.hidden[0] = 512, spec.hidden[1] = 256, spec.hidden[2] = 128;
+        B = 128;
+    }
+    brisk_error err = {0};
+    brisk_graph *g = brisk_graph_new();
+    brisk_model_io io;
+    brisk_plan plan;
+    brisk_exec *ex;
+    brisk_backend *be = brisk_backend_cpu_new(0);
+    brisk_optim_spec os;
+    brisk_optim_spec_default(&os);
+    brisk_optimizer opt;
+    if (brisk_model_build(&spec, B, BRISK_BUILD_TRAIN, g, &io, &err) || brisk_backward(g, io.loss, &err) ||
+        brisk_plan_build(g, &plan, &err) || brisk_exec_create(g, &plan, be, &ex, &err) ||
+        brisk_exec_init_params(ex, 3, &err) || brisk_optimizer_create(&opt, &os, ex, &err)) {
+        fprintf(stderr, "ref_dump: %s\n", err.msg);
+        return 1;
+    }
+    size_t n = (size_t)g->n_param_floats;
+    float *host = malloc(n * sizeof(float));
+    int t_node = find_op(g, BRISK_OP_RANDINT), eps_node = find_op(g, BRISK_OP_RANDN);
+    uint32_t key[2] = {42, 0};
+#define DUMP_PARAMS(fmt, step, arena)                                                        \
+    do {                                                                                     \
+        if (be->download(be, host, (arena), n * sizeof(float), &err)) goto fail;             \
+        for (int i = 0; i < g->n_params; i++)                                                \
+            add(fmt, step, g->params[i].name, BRISK_F32, g->params[i].shape, host + g->params[i].offset); \
+    } while (0)
+    DUMP_PARAMS("p0.%.0d%s", 0, ex->params);
+    float losses[STEPS];
+    for (int s = 0; s < STEPS; s++) {
+        for (int f = 0; f < io.n_fields; f++) {
+            const brisk_input_info *in = &g->inputs[io.input_node[f]];
+            int64_t k = brisk_shape_numel(&in->shape);
+            void *buf = malloc(in->bytes);
+            for (int64_t i = 0; i < k; i += 4) {
+                uint32_t ctr[4] = {(uint32_t)(i / 4), (uint32_t)s, (uint32_t)f, 7}, u[4];
+                float v[4];
+                brisk_philox4x32(ctr, key, u);
+                brisk_philox_normal4(ctr, key, v);
+                for (int j = 0; j < 4 && i + j < k; j++) {
+                    if (in->dtype == BRISK_I32) ((int32_t *)buf)[i + j] = (int32_t)(u[j] % (uint32_t)spec.outputs);
+                    else ((float *)buf)[i + j] = v[j];
+                }
+            }
+            if (brisk_exec_set_input(ex, io.input_node[f], buf, &err)) goto fail;
+            char nm[64];
+            snprintf(nm, sizeof nm, "batch%%d.%%s");
+            add(nm, s, in->name, in->dtype, in->shape, buf);
+            free(buf);
+        }
+        ex->step = (brisk_step_state){.seed = 5, .rng_step = (uint32_t)s, .first_micro = 1, .training = 1};
+        if (brisk_exec_run(ex, BRISK_RUN_TRAIN, &err) || brisk_exec_read(ex, io.loss, &losses[s], &err)) goto fail;
+        if (diffusion) {
+            void *tmp = malloc(g->nodes[eps_node].bytes);
+            if (brisk_exec_read(ex, t_node, tmp, &err)) goto fail;
+            add("t%d%s", s, "", BRISK_I32, g->nodes[t_node].shape, tmp);
+            if (brisk_exec_read(ex, eps_node, tmp, &err)) goto fail;
+            add("eps%d%s", s, "", BRISK_F32, g->nodes[eps_node].shape, tmp);
+            free(tmp);
+        }
+        DUMP_PARAMS("grad%d.%s", s, ex->grads);
+        if (brisk_optimizer_step(&opt, s + 1, os.lr, 1, &err)) goto fail;
+    }
+    add("losses%.0d%s", 0, "", BRISK_F32, brisk_shape1(STEPS), losses);
+    DUMP_PARAMS("final.%.0d%s", 0, ex->params);
+    if (brisk_npz_write(argv[2], n_out, names, tensors, &err)) goto fail;
+    printf("ref_dump: %s: %d arrays, losses %.6f .. %.6f\n", argv[2], n_out, losses[0], losses[STEPS - 1]);
+    return 0;
+fail:
+    fprintf(stderr, "ref_dump: %s\n", err.msg);
+    return 1;
+}
