@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Bad input never crashes brisk: each case must exit with status 1 or 2 (not a signal) and print
+# one error line naming the file and what was expected.
+#   bad_inputs.sh BRISK_BINARY WORKDIR
+set -u
+brisk=$1 work=$2
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
+pass=0 fail=0
+expect() { # expect NAME PATTERN -- command...
+  local name=$1 pat=$2; shift 3
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  if [ $rc -ge 1 ] && [ $rc -le 3 ] && printf '%s' "$out" | grep -qE -- "$pat"; then
+    pass=$((pass + 1)); echo "ok   $name"
+  else
+    fail=$((fail + 1)); echo "FAIL $name (exit $rc): $out"
+  fi
+}
+"$brisk" synth tabular tab.npz --samples 1024 >/dev/null || { echo "synth failed"; exit 1; }
+cat > good.json <<'J'
+{"model": {"type": "mlp", "inputs": 64, "hidden": [32], "outputs": 3},
+ "data": {"train": "tab.npz"}, "train": {"batch_size": 64, "epochs": 1, "out_dir": "run"}}
+J
+"$brisk" train good.json --quiet >/dev/null || { echo "a good run failed"; exit 1; }
+
+# configs
+echo '{"model": {"type": "mlp", "inputs": 64, "outputs": 3,}' > syntax.json
+expect json-syntax 'syntax.json: line 1' -- "$brisk" train syntax.json
+sed 's/"hidden"/"hiden"/' good.json > typo.json
+expect unknown-key 'typo.json: model: unknown key "hiden"' -- "$brisk" train typo.json
+expect bad-value 'optim.lr: expected a number > 0' -- "$brisk" train good.json --lr fast
+expect bad-flag "unknown option '--frobnicate'" -- "$brisk" train good.json --frobnicate
+expect bad-set 'train.batch_size' -- "$brisk" train good.json --set train.batch_size=-3
+expect missing-config 'nope.json' -- "$brisk" train nope.json
+expect wrong-inputs "field 'x' has samples of shape \[64\], the model .* expects \[63\]" -- "$brisk" train good.json --set model.inputs=63
+expect batch-too-big 'batch_size is 100000' -- "$brisk" train good.json --batch-size 100000
+expect unknown-field 'data.fields: unknown field "z"' -- "$brisk" train good.json --set 'data.fields={"z": "x"}'
+expect missing-member 'tab.npz' -- "$brisk" train good.json --set 'data.fields={"x": "features"}'
+
+# data files
+head -c 100 tab.npz > trunc.npz
+expect truncated-npz 'trunc.npz' -- "$brisk" train good.json --set data.train=trunc.npz
+printf 'not a zip at all' > garbage.npz
+expect garbage-npz 'garbage.npz' -- "$brisk" train good.json --set data.train=garbage.npz
+printf 'a,b\n1,2\n3,x\n' > bad.csv
+expect csv-cell "bad.csv: line 3, column 'b'" -- "$brisk" train good.json --set data.train=bad.csv --set 'data.fields={"x": ["a", "b"], "y": "a"}' --set model.inputs=2
+/usr/bin/python3 - <<'P' 2>/dev/null && expect nan-in-data 'nan.npz.*(NaN|nan)' -- "$brisk" train good.json --set data.train=nan.npz
+import numpy as np
+x = np.random.randn(1024, 64).astype(np.float32); x[5, 7] = np.nan
+np.savez("nan.npz", x=x, y=np.zeros(1024, np.int32))
+P
+/usr/bin/python3 - <<'P' 2>/dev/null && expect count-mismatch 'count.npz' -- "$brisk" train good.json --set data.train=count.npz
+import numpy as np
+np.savez("count.npz", x=np.zeros((1024, 64), np.float32), y=np.zeros(1000, np.int32))
+P
+/usr/bin/python3 - <<'P' 2>/dev/null && expect label-range 'label|class|range' -- "$brisk" train good.json --set data.train=labels.npz
+import numpy as np
+np.savez("labels.npz", x=np.zeros((1024, 64), np.float32), y=np.full(1024, 7, np.int32))
+P
+
+# checkpoints
+head -c 50 run/last.safetensors > trunc.safetensors
+expect truncated-ckpt 'trunc.safetensors' -- "$brisk" info trunc.safetensors
+expect resume-truncated 'trunc.safetensors' -- "$brisk" train good.json --resume trunc.safetensors
+sed 's/"hidden": \[32\]/"hidden": [16]/' good.json > other.json
+expect other-model 'another model|net.0.weight' -- "$brisk" train other.json --resume run/last.safetensors
+expect predict-missing 'nope.npy' -- "$brisk" predict run/last.safetensors --input nope.npy --output y.npy
+/usr/bin/python3 -c 'import numpy as np; np.save("wide.npy", np.zeros((4, 65), np.float32))' 2>/dev/null &&
+  expect predict-shape 'wide.npy: expected an array of shape \[N, 64\]' -- "$brisk" predict run/last.safetensors --input wide.npy --output y.npy
+/usr/bin/python3 -c 'import numpy as np; np.save("fortran.npy", np.asfortranarray(np.zeros((4, 64), np.float32)))' 2>/dev/null &&
+  expect fortran-order 'fortran.npy' -- "$brisk" predict run/last.safetensors --input fortran.npy --output y.npy
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
