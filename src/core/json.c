@@ -262,23 +262,36 @@ brisk_status brisk_json_dump(const brisk_json *doc, char **out, brisk_error *err
 
 /* ---------------------------------------------------------------- overrides */
 
-/* Keys separated by dots, each optionally followed by [digits]. */
-static int path_ok(const char *p, size_t n) {
+/* Keys separated by dots, each optionally followed by [digits]. Returns the number
+ * of levels (keys and indices), 0 for a malformed path. */
+static int path_levels(const char *p, size_t n) {
     size_t i = 0;
+    int levels = 0;
     for (;;) {
         size_t k = i;
         while (i < n && p[i] != '.' && p[i] != '[') i++;
         if (i == k) return 0;
+        levels++;
         while (i < n && p[i] == '[') {
             size_t d = ++i;
             while (i < n && p[i] >= '0' && p[i] <= '9') i++;
             if (i == d || i - d > 9 || i >= n || p[i] != ']') return 0;
             i++;
+            levels++;
         }
-        if (i == n) return 1;
+        if (i == n) return levels;
         if (p[i] != '.') return 0;
         i++;
     }
+}
+
+static int json_depth(const cJSON *v) {
+    int d = 0;
+    for (const cJSON *c = v->child; c; c = c->next) {
+        int k = json_depth(c);
+        if (k > d) d = k;
+    }
+    return d + 1;
 }
 
 /* Puts `val` (owned; freed on error) at `path` under doc's root. `what` names the
@@ -293,7 +306,13 @@ static brisk_status set_path(brisk_json *doc, const char *path, size_t plen, cJS
     cJSON *cur = doc->root;
     size_t i = 0;
     char key[256], done[BRISK_JSON_PATH_MAX] = "";
-    if (!path_ok(path, plen)) goto bad_path;
+    int levels = path_levels(path, plen);
+    if (!levels) goto bad_path;
+    /* Deeper than cJSON parses, the dump stored in a checkpoint would not load back. */
+    if (levels + json_depth(val) > CJSON_NESTING_LIMIT) {
+        cJSON_Delete(val);
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: nested more than %d levels deep", what, CJSON_NESTING_LIMIT);
+    }
     while (i < plen) {
         size_t k = 0;
         while (i < plen && path[i] != '.' && path[i] != '[') {

@@ -340,6 +340,12 @@ static void test_overrides(void) {
         CHECKF(brisk_json_override(doc, bad[i], &e) == BRISK_ERR_INVALID, "%s", bad[i]);
         CHECKF(strstr(e.msg, "bad key path") != NULL, "%s -> %s", bad[i], e.msg);
     }
+    /* Deeper than a dump could be parsed back (cJSON's nesting limit). */
+    char deep[2100];
+    for (int i = 0; i < 1000; i++) memcpy(deep + 2 * i, "a.", 2);
+    memcpy(deep + 2000, "b=1", 4);
+    CHECK(brisk_json_override(doc, deep, &e) == BRISK_ERR_INVALID);
+    CHECK(strstr(e.msg, ": nested more than 1000 levels deep") != NULL);
     CHECK(brisk_json_set_number(doc, "x", NAN, &e) == BRISK_ERR_INVALID);
     CHECK(brisk_json_set_int(doc, "x", INT64_MAX, &e) == BRISK_ERR_INVALID);
 
