@@ -22,8 +22,9 @@
  * Messages read "examples/tabular.json: optim.lr: expected a number > 0, got \"fast\""
  * and "examples/tabular.json: model: unknown key \"hiden\" (known: type, hidden, ...)".
  *
- * A document holds no global state and is not shared between threads while in use;
- * separate documents may be used from separate threads. */
+ * A document holds no global state of brisk's and is not shared between threads
+ * while in use. (cJSON itself records its last parse error in a global that brisk
+ * never reads; parsing on two threads at once races on that write.) */
 #ifndef BRISK_JSON_H
 #define BRISK_JSON_H
 

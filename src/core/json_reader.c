@@ -89,8 +89,14 @@ static void describe(const cJSON *v, char *buf, size_t cap) {
     if (cJSON_IsNumber(v) && !isfinite(v->valuedouble)) { snprintf(buf, cap, "a number out of range"); return; }
     char *s = cJSON_PrintUnformatted(v);
     if (!s) { snprintf(buf, cap, "%s", brisk_json_kind(v)); return; }
-    if (strlen(s) > 48) snprintf(buf, cap, "%.40s...", s);
-    else snprintf(buf, cap, "%s", s);
+    size_t n = strlen(s);
+    if (n > 48) {
+        n = 40;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--; /* not inside a UTF-8 character */
+        snprintf(buf, cap, "%.*s...", (int)n, s);
+    } else {
+        snprintf(buf, cap, "%s", s);
+    }
     cJSON_free(s);
 }
 

@@ -160,6 +160,10 @@ static void test_getter_errors(void) {
                  brisk_json_string_or(&m, "out", "d", &s));
     CHECK_MSG(msg, "cfg.json: m.out: expected a string, got {\"a\":\"0123456789012345678901234567890123...");
 
+    /* Shortening never cuts a UTF-8 character in half. */
+    GETTER_ERROR("{\"m\": {\"lr\": \"01234567890123456789012345678901234567\u00e9\u00e9\u00e9\u00e9\u00e9\"}}",
+                 brisk_json_number(&m, "lr", BRISK_ANY, &d));
+    CHECK_MSG(msg, "cfg.json: m.lr: expected a number, got \"01234567890123456789012345678901234567...");
     GETTER_ERROR("{\"m\": {\"type\": \"mlpp\"}}", brisk_json_enum(&m, "type", kinds, &i));
     CHECK_MSG(msg, "cfg.json: m.type: expected one of \"mlp\", \"lstm\", \"transformer\", got \"mlpp\"");
     GETTER_ERROR("{\"m\": {}}", brisk_json_enum(&m, "type", kinds, &i));
