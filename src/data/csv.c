@@ -24,6 +24,25 @@ typedef struct csv_reader {
     int nf, fcap;
 } csv_reader;
 
+static int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+/* Trims white space (a quoted field may hold line ends) in place; returns the start. */
+static char *trim(char *s) {
+    while (is_space(*s)) s++;
+    size_t k = strlen(s);
+    while (k && is_space(s[k - 1])) s[--k] = 0;
+    return s;
+}
+
+/* Up to 40 bytes of a field for a one-line message: control bytes shown as '?'. */
+static const char *shown(const char *s, char *buf, size_t cap) {
+    size_t k = 0;
+    for (; s[k] && k + 4 < cap && k < 40; k++) buf[k] = (unsigned char)s[k] < 32 ? '?' : s[k];
+    if (s[k]) { memcpy(buf + k, "...", 3); k += 3; }
+    buf[k] = 0;
+    return buf;
+}
+
 static int put_char(csv_reader *r, char c) {
     if (r->tlen == r->tcap) {
         size_t cap = r->tcap ? r->tcap * 2 : 256;
@@ -110,7 +129,7 @@ static int read_record(csv_reader *r, brisk_status *st, brisk_error *err) {
             break;
         }
         /* A line holding nothing (or only spaces) is not a record. */
-        if (r->nf == 1 && !quoted_any && r->text[r->start[0] + strspn(r->text + r->start[0], " \t")] == 0) continue;
+        if (r->nf == 1 && !quoted_any && *trim(r->text + r->start[0]) == 0) continue;
         return 1;
     }
 nomem:
@@ -119,14 +138,6 @@ nomem:
 }
 
 static const char *field(const csv_reader *r, int k) { return r->text + r->start[k]; }
-
-/* Trims spaces in place and returns the trimmed start. */
-static char *trim(char *s) {
-    while (*s == ' ' || *s == '\t') s++;
-    size_t k = strlen(s);
-    while (k && (s[k - 1] == ' ' || s[k - 1] == '\t')) s[--k] = 0;
-    return s;
-}
 
 /* ---------------------------------------------------------------- table */
 
@@ -148,11 +159,11 @@ static brisk_status select_columns(csv_reader *r, const char *const *columns, in
                 idx[c] = k;
             }
         if (idx[c] < 0) {
-            char avail[600];
+            char avail[600], sb[48];
             size_t a = 0;
             avail[0] = 0;
             for (int k = 0; k < r->nf && a < sizeof avail - 8; k++) {
-                int w = snprintf(avail + a, sizeof avail - a, "%s'%.40s'", k ? ", " : "", field(r, k));
+                int w = snprintf(avail + a, sizeof avail - a, "%s'%s'", k ? ", " : "", shown(field(r, k), sb, sizeof sb));
                 if (w < 0) break;
                 a += (size_t)w;
             }
@@ -169,12 +180,13 @@ static brisk_status parse_number(csv_reader *r, int k, const char *colname, int 
     char *s = trim(r->text + r->start[k]);
     char *end = NULL;
     double v = *s ? strtod(s, &end) : 0.0;
+    char sb[48];
     if (!*s || end == s || *end)
-        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: line %lld, column '%.100s': expected a number, got '%.40s'",
-                            r->name, (long long)r->fline[k], colname, s);
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: line %lld, column '%.100s': expected a number, got '%s'",
+                            r->name, (long long)r->fline[k], colname, shown(s, sb, sizeof sb));
     if (integral && !(v == floor(v) && v >= -2147483648.0 && v <= 2147483647.0))
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: line %lld, column '%.100s': expected an integer label (i32), "
-                            "got '%.40s'", r->name, (long long)r->fline[k], colname, s);
+                            "got '%s'", r->name, (long long)r->fline[k], colname, shown(s, sb, sizeof sb));
     *out = v;
     return BRISK_OK;
 }

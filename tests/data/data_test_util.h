@@ -14,7 +14,7 @@
 #pragma GCC diagnostic ignored "-Waddress"
 
 /* BRISK_BINARY_DIR/data_tmp/<pid>/<name> into buf: one scratch folder per test process. */
-static const char *tpath(char *buf, size_t cap, const char *name) {
+static inline const char *tpath(char *buf, size_t cap, const char *name) {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/data_tmp", BRISK_BINARY_DIR);
     mkdir(dir, 0755);
@@ -24,19 +24,20 @@ static const char *tpath(char *buf, size_t cap, const char *name) {
     return buf;
 }
 
-static const char *fixture(char *buf, size_t cap, const char *name) {
+static inline const char *fixture(char *buf, size_t cap, const char *name) {
     snprintf(buf, cap, "%s/tests/data/fixtures/%s", BRISK_SOURCE_DIR, name);
     return buf;
 }
 
-static int write_file(const char *path, const void *p, size_t n) {
+static inline int write_file(const char *path, const void *p, size_t n) {
     FILE *f = fopen(path, "wb");
     if (!f) return -1;
     size_t w = fwrite(p, 1, n, f);
     return (fclose(f) == 0 && w == n) ? 0 : -1;
 }
 
-static uint8_t *read_file(const char *path, size_t *n) {
+static inline uint8_t *read_file(const char *path, size_t *n) {
+    *n = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     fseek(f, 0, SEEK_END);
@@ -50,7 +51,7 @@ static uint8_t *read_file(const char *path, size_t *n) {
 }
 
 /* 1 when /usr/bin/python3 can import numpy; says so once when it cannot. */
-static int have_numpy(void) {
+static inline int have_numpy(void) {
     static int known = -1;
     if (known < 0) {
         known = access("/usr/bin/python3", X_OK) == 0 &&
@@ -61,7 +62,7 @@ static int have_numpy(void) {
 }
 
 /* Runs a Python script (written to a scratch file) with cwd = the scratch directory. */
-static int run_python(const char *script) {
+static inline int run_python(const char *script) {
     char path[1200], dir[1200], cmd[3000];
     tpath(path, sizeof path, "script.py");
     if (write_file(path, script, strlen(script))) return -1;
