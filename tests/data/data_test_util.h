@@ -13,13 +13,25 @@
 /* REQUIRE_OK(call, &err) is the idiom; GCC warns that &err is never NULL. */
 #pragma GCC diagnostic ignored "-Waddress"
 
-/* BRISK_BINARY_DIR/data_tmp/<pid>/<name> into buf: one scratch folder per test process. */
+static void remove_scratch(void) {
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s/data_tmp/%ld'", BRISK_BINARY_DIR, (long)getpid());
+    if (system(cmd) != 0) fprintf(stderr, "could not remove the scratch folder\n");
+}
+
+/* BRISK_BINARY_DIR/data_tmp/<pid>/<name> into buf: one scratch folder per test process,
+ * removed at exit unless BRISK_KEEP_TMP is set. */
 static inline const char *tpath(char *buf, size_t cap, const char *name) {
+    static int made;
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/data_tmp", BRISK_BINARY_DIR);
     mkdir(dir, 0755);
     snprintf(dir, sizeof dir, "%s/data_tmp/%ld", BRISK_BINARY_DIR, (long)getpid());
-    mkdir(dir, 0755);
+    if (!made) {
+        made = 1;
+        mkdir(dir, 0755);
+        if (!getenv("BRISK_KEEP_TMP")) atexit(remove_scratch);
+    }
     snprintf(buf, cap, "%s/%s", dir, name);
     return buf;
 }
