@@ -73,8 +73,9 @@ brisk_status brisk_npz_read_one(const char *path, const char *member, brisk_npy_
 const brisk_npy_array *brisk_npz_find(const brisk_npz *z, const char *member);
 void brisk_npz_free(brisk_npz *z);
 
-/* Writes an uncompressed .npz of `count` F32/I32 tensors named names[i] (each member
- * below 4 GiB: the writer does not emit ZIP64). */
+/* Writes an uncompressed .npz of `count` F32/I32 tensors named names[i], with a fixed
+ * timestamp (same arrays, same bytes). The archive must stay below 4 GiB: the writer does
+ * not emit ZIP64 (the reader does read it). */
 brisk_status brisk_npz_write(const char *path, int count, const char *const *names,
                              const brisk_tensor *tensors, brisk_error *err);
 
@@ -136,12 +137,15 @@ void brisk_dataset_free(brisk_dataset *ds);
  * Both are pure functions of their arguments: a Fisher-Yates permutation driven by
  * Philox with key = seed, so resuming needs no RNG state. */
 
-/* The permutation of 0..n-1 for (seed, stream, epoch). */
+/* The permutation of 0..n-1 for (seed, stream, epoch): Philox key = seed, counter =
+ * {block lo, block hi, stream, epoch mod 2^32}, draw t taking 64 bits of block t/2. The
+ * split and the sampler use their own fixed streams. */
 brisk_status brisk_permutation(int64_t n, uint64_t seed, uint32_t stream, uint64_t epoch,
                                int64_t *out, brisk_error *err);
 
 /* Splits 0..n-1: a permutation from the seed; the first n - round(n * validation_fraction)
- * entries are train, the rest validation. Free the two arrays with free(). */
+ * entries are train, the rest validation (train keeps at least one sample).
+ * validation_fraction must lie in [0, 1). brisk_split_free releases the arrays. */
 typedef struct brisk_split {
     int64_t *train, ntrain;
     int64_t *val, nval;
@@ -217,7 +221,9 @@ double brisk_loader_wait_seconds(const brisk_loader *l);
  *                small-scale waves whose amplitude and frequency depend on them, plus
  *                noise) and coarse f32 [n, 7] (block means of fine);
  *   "tabular":   x f32 [n, 64] standard normal and y i32 [n] in {0, 1, 2}: the argmax of
- *                a fixed random tanh network of x, with 5% of labels redrawn at random. */
+ *                a fixed random tanh network of x (the same for every seed), with 5% of
+ *                labels replaced by a different class at random.
+ * Sample i depends only on (seed, i). */
 brisk_status brisk_synth_write(const char *kind, const char *path, int64_t n, uint64_t seed,
                                brisk_error *err);
 /* The same data in memory, as a dataset. */
