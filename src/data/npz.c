@@ -51,7 +51,9 @@ static brisk_status find_directory(const uint8_t *buf, size_t len, const char *f
                             "record (truncated or not a zip)", fname);
     brisk_rd r = brisk_rd_make(buf, len);
     brisk_rd_seek(&r, at + 4);
-    uint16_t disk = brisk_rd_u16(&r), cd_disk = brisk_rd_u16(&r), n_here = brisk_rd_u16(&r), n_all = brisk_rd_u16(&r);
+    uint16_t disk = brisk_rd_u16(&r), cd_disk = brisk_rd_u16(&r);
+    brisk_rd_skip(&r, 2); /* entries on this disk: single-volume archives only */
+    uint16_t n_all = brisk_rd_u16(&r);
     uint32_t size32 = brisk_rd_u32(&r), off32 = brisk_rd_u32(&r);
     *count = n_all;
     *cd_size = size32;
@@ -70,14 +72,12 @@ static brisk_status find_directory(const uint8_t *buf, size_t len, const char *f
         brisk_rd_skip(&r, 8 + 2 + 2);
         disk = brisk_rd_u32(&r) ? 1 : 0;
         cd_disk = brisk_rd_u32(&r) ? 1 : 0;
-        n_here = 0;
         brisk_rd_skip(&r, 8);
         *count = brisk_rd_u64(&r);
         *cd_size = brisk_rd_u64(&r);
         *cd_off = brisk_rd_u64(&r);
         if (r.bad) return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: truncated ZIP64 end record", fname);
     }
-    (void)n_here;
     if (disk != 0 || cd_disk != 0)
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: zip: multi-volume archives are not supported", fname);
     if (*cd_off > len || *cd_size > len - *cd_off)
@@ -241,7 +241,7 @@ static brisk_status read_member(const uint8_t *buf, size_t len, const char *fnam
         if (st) { free(owned); return st; }
         plain = owned;
 #else
-        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: is deflated (np.savez_compressed) but brisk was built "
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s is deflated (np.savez_compressed) but brisk was built "
                             "without zlib; install zlib and rebuild, or save with np.savez", what);
 #endif
     }

@@ -236,7 +236,7 @@ static void test_hostile(void) {
     put32(b + cd + 24, 0x7FFFFFF0u);
     brisk_status st = brisk_npz_parse(b, n, "d.npz", &z, &err);
     CHECK(st == BRISK_ERR_FORMAT || st == BRISK_ERR_UNSUPPORTED);
-    CHECK(has(&err, "impossible for deflate") || has(&err, "without zlib"));
+    CHECK(strstr(err.msg, "impossible for deflate") || strstr(err.msg, "without zlib"));
     memcpy(b, good, n);
     put32(b + cd + 24, 40000 + 64); /* claims more than it inflates to */
     CHECK(brisk_npz_parse(b, n, "d.npz", &z, &err) != BRISK_OK);
