@@ -1,0 +1,236 @@
+/* data: array readers and writers (NPY, NPZ, CSV), datasets of named arrays, the seeded
+ * split and per-epoch sampler, the prefetching batch loader, and the synthetic example
+ * data. Every reader parses from a memory buffer (what the fuzzers drive) and from a
+ * path; every error names the file, the field and what was expected. */
+#ifndef BRISK_DATA_H
+#define BRISK_DATA_H
+
+#include "brisk/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- NPY
+ * NumPy's .npy format, versions 1.0, 2.0 and 3.0, C order, rank <= BRISK_MAX_DIMS,
+ * numeric dtypes only: |b1, i1/u1, i2/u2, i4/u4, i8/u8, f2, f4, f8, each with byte
+ * order '<', '>', '|' or '='. */
+typedef struct brisk_npy_dtype {
+    char kind;        /* 'b' bool, 'i' signed int, 'u' unsigned int, 'f' IEEE float */
+    int size;         /* bytes per element: 1, 2, 4 or 8 */
+    char descr[8];    /* as the file spelled it, e.g. ">i4"; for messages */
+} brisk_npy_dtype;
+
+/* An array as the file holds it, except that `data` is always in host byte order
+ * (big-endian files are swapped on read) and bools are 0 or 1. */
+typedef struct brisk_npy_array {
+    brisk_npy_dtype dtype;
+    brisk_shape shape;
+    void *data;       /* numel * dtype.size bytes, malloc'd; brisk_npy_free releases it */
+    size_t nbytes;
+} brisk_npy_array;
+
+/* Parses a whole .npy image. `name` (a path, or "x.npz:member") prefixes every error.
+ * The data are copied out of `buf`. */
+brisk_status brisk_npy_parse(const void *buf, size_t len, const char *name, brisk_npy_array *out,
+                             brisk_error *err);
+brisk_status brisk_npy_read(const char *path, brisk_npy_array *out, brisk_error *err);
+void brisk_npy_free(brisk_npy_array *a);
+
+/* Converts to a brisk tensor of dtype BRISK_F32 (from any dtype; f8 rounds to f32,
+ * wide integers may round) or BRISK_I32 (from bool and integer dtypes only; every value
+ * must fit in i32, else the error names the element). `name` prefixes errors. */
+brisk_status brisk_npy_to_tensor(const brisk_npy_array *a, brisk_dtype want, const char *name,
+                                 brisk_tensor *out, brisk_error *err);
+/* brisk_npy_read + brisk_npy_to_tensor. */
+brisk_status brisk_npy_load(const char *path, brisk_dtype want, brisk_tensor *out, brisk_error *err);
+
+/* Writes an F32 or I32 tensor as a little-endian version 1.0 .npy (via a temporary file
+ * renamed into place). brisk_npy_encode produces the same bytes in a malloc'd buffer. */
+brisk_status brisk_npy_write(const char *path, const brisk_tensor *t, brisk_error *err);
+brisk_status brisk_npy_encode(const brisk_tensor *t, void **buf, size_t *len, brisk_error *err);
+
+/* ---------------------------------------------------------------- NPZ
+ * A zip of .npy members (np.savez, np.savez_compressed): stored or deflated (deflate
+ * needs zlib at build time), ZIP64 extents understood, CRC-32 verified. Member names
+ * are given without the ".npy" suffix. */
+typedef struct brisk_npz_member {
+    char *name;
+    brisk_npy_array array;
+} brisk_npz_member;
+
+typedef struct brisk_npz {
+    int count;
+    brisk_npz_member *members;
+} brisk_npz;
+
+brisk_status brisk_npz_parse(const void *buf, size_t len, const char *name, brisk_npz *out,
+                             brisk_error *err);
+brisk_status brisk_npz_read(const char *path, brisk_npz *out, brisk_error *err);
+/* Reads only the member `member`; the error for a missing one lists those present. */
+brisk_status brisk_npz_read_one(const char *path, const char *member, brisk_npy_array *out,
+                                brisk_error *err);
+const brisk_npy_array *brisk_npz_find(const brisk_npz *z, const char *member);
+void brisk_npz_free(brisk_npz *z);
+
+/* Writes an uncompressed .npz of `count` F32/I32 tensors named names[i], with a fixed
+ * timestamp (same arrays, same bytes). The archive must stay below 4 GiB: the writer does
+ * not emit ZIP64 (the reader does read it). */
+brisk_status brisk_npz_write(const char *path, int count, const char *const *names,
+                             const brisk_tensor *tensors, brisk_error *err);
+
+/* ---------------------------------------------------------------- CSV
+ * Comma-separated text with a header row: RFC 4180 quoting ("" inside quotes), LF or
+ * CRLF line ends, a UTF-8 byte-order mark, blank lines and spaces around fields are
+ * tolerated. Numbers are what strtod reads (ints, decimals, exponents, nan, inf); an
+ * I32 result also needs integral values in i32's range. Errors read
+ * "t.csv: line 17, column 'price': expected a number, got 'abc'".
+ *
+ * Selects `ncolumns` columns by header name (columns == NULL: all, in file order) into
+ * a [rows, ncolumns] tensor of dtype BRISK_F32 or BRISK_I32. NaN and inf are returned
+ * as read; the dataset loader rejects them. */
+brisk_status brisk_csv_parse(const void *buf, size_t len, const char *name,
+                             const char *const *columns, int ncolumns, brisk_dtype dtype,
+                             brisk_tensor *out, brisk_error *err);
+brisk_status brisk_csv_read(const char *path, const char *const *columns, int ncolumns,
+                            brisk_dtype dtype, brisk_tensor *out, brisk_error *err);
+
+/* ---------------------------------------------------------------- datasets
+ * N named fields, each a C-contiguous host tensor whose dim 0 is the sample count. All
+ * fields have the same sample count; F32 fields hold no NaN or inf (checked at load). */
+#define BRISK_FIELD_NAME_MAX 64
+
+typedef struct brisk_dataset_field {
+    char name[BRISK_FIELD_NAME_MAX];
+    brisk_tensor tensor;
+} brisk_dataset_field;
+
+typedef struct brisk_dataset {
+    int nfields;
+    brisk_dataset_field *fields;
+    int64_t count;            /* samples */
+    char source[256];         /* the file it came from, for messages */
+} brisk_dataset;
+
+/* What the model wants of one field. */
+typedef struct brisk_field_spec {
+    const char *name;         /* the field's name in the model */
+    brisk_dtype dtype;        /* BRISK_F32, or BRISK_I32 (class labels) */
+    const char *member;       /* NPZ: the member to read; NULL means `name` */
+    const char *const *columns; /* CSV: the columns, in order */
+    int ncolumns;             /* CSV: a field is [rows, ncolumns], except that an I32
+                                 field of one column is [rows] (labels) */
+} brisk_field_spec;
+
+brisk_status brisk_dataset_load_npz(brisk_dataset *ds, const char *path,
+                                    const brisk_field_spec *specs, int nspecs, brisk_error *err);
+brisk_status brisk_dataset_load_csv(brisk_dataset *ds, const char *path,
+                                    const brisk_field_spec *specs, int nspecs, brisk_error *err);
+/* Adds a field built in memory; the dataset takes ownership of t->data (also when it
+ * fails, it frees it). Runs the same count and NaN checks as the loaders. */
+brisk_status brisk_dataset_add(brisk_dataset *ds, const char *name, brisk_tensor *t, brisk_error *err);
+/* The field called `name`, or NULL. */
+const brisk_tensor *brisk_dataset_get(const brisk_dataset *ds, const char *name);
+void brisk_dataset_free(brisk_dataset *ds);
+
+/* ---------------------------------------------------------------- split and sampler
+ * Both are pure functions of their arguments: a Fisher-Yates permutation driven by
+ * Philox with key = seed, so resuming needs no RNG state. */
+
+/* The permutation of 0..n-1 for (seed, stream, epoch): Philox key = seed, counter =
+ * {block lo, block hi, stream, epoch mod 2^32}, draw t taking 64 bits of block t/2. The
+ * split and the sampler use their own fixed streams. */
+brisk_status brisk_permutation(int64_t n, uint64_t seed, uint32_t stream, uint64_t epoch,
+                               int64_t *out, brisk_error *err);
+
+/* Splits 0..n-1: a permutation from the seed; the first n - round(n * validation_fraction)
+ * entries are train, the rest validation (train keeps at least one sample).
+ * validation_fraction must lie in [0, 1). brisk_split_free releases the arrays. */
+typedef struct brisk_split {
+    int64_t *train, ntrain;
+    int64_t *val, nval;
+} brisk_split;
+brisk_status brisk_split_make(int64_t n, double validation_fraction, uint64_t seed,
+                              brisk_split *out, brisk_error *err);
+void brisk_split_free(brisk_split *s);
+
+/* The sample order of `epoch`: subset[perm[k]] (subset NULL: the identity 0..n-1) where
+ * perm is the permutation for (seed, epoch), or subset itself when shuffle is 0. */
+brisk_status brisk_sampler_order(const int64_t *subset, int64_t n, uint64_t seed, uint64_t epoch,
+                                 int shuffle, int64_t *out, brisk_error *err);
+
+/* ---------------------------------------------------------------- loader
+ * Fills batches of a dataset: one contiguous batch-major buffer per field, in the
+ * field's dtype. With prefetch > 0 a loader thread fills a ring of `prefetch` slots
+ * while the caller trains; with prefetch 0 next() fills in the caller's thread.
+ * Batches run across epoch boundaries; an epoch's last incomplete batch is dropped. */
+typedef struct brisk_host_allocator {
+    /* Batch memory; the CUDA backend passes pinned-memory functions here. NULL: 64-byte
+     * aligned malloc/free. */
+    void *(*alloc)(void *user, size_t bytes);
+    void (*free)(void *user, void *ptr, size_t bytes);
+    void *user;
+} brisk_host_allocator;
+
+typedef struct brisk_batch {
+    int nfields;
+    const brisk_tensor *fields; /* [nfields], in the dataset's field order; shape [batch, ...] */
+    int64_t epoch, position;    /* where the batch starts: its first sample's index in the
+                                   epoch's order */
+    int64_t next_epoch, next_position; /* where the following batch starts: what a checkpoint
+                                          written after this batch records, to resume */
+    double wait_s;              /* time next() spent waiting for this batch */
+    int slot;                   /* the ring slot, for release */
+} brisk_batch;
+
+/* Called in the loader thread after a batch is gathered (augmentation, scaling);
+ * an error it returns is reported by next(). */
+typedef brisk_status (*brisk_batch_fn)(void *user, brisk_batch *b, brisk_error *err);
+
+typedef struct brisk_loader_config {
+    const brisk_dataset *dataset; /* must outlive the loader; read only */
+    const int64_t *indices;       /* the samples to draw from (copied); NULL: all */
+    int64_t nindices;
+    int64_t batch_size;
+    uint64_t seed;
+    int shuffle;
+    int64_t start_epoch, start_position; /* resume point (a batch's next_epoch/next_position) */
+    int prefetch;                 /* ring slots filled ahead; 0: synchronous */
+    brisk_host_allocator allocator;
+    brisk_batch_fn transform;     /* optional */
+    void *transform_user;
+} brisk_loader_config;
+
+typedef struct brisk_loader brisk_loader;
+
+brisk_status brisk_loader_create(brisk_loader **out, const brisk_loader_config *cfg, brisk_error *err);
+/* The next batch; blocks until it is ready. Up to max(prefetch, 1) batches may be held
+ * unreleased at once. */
+brisk_status brisk_loader_next(brisk_loader *l, brisk_batch *b, brisk_error *err);
+/* Hands a batch's slot back for refilling; its buffers must not be used after. */
+void brisk_loader_release(brisk_loader *l, brisk_batch *b);
+/* Stops and joins the loader thread (also mid-epoch) and frees the ring. */
+void brisk_loader_destroy(brisk_loader *l);
+int64_t brisk_loader_batches_per_epoch(const brisk_loader *l);
+/* Total time callers of next() waited for data. */
+double brisk_loader_wait_seconds(const brisk_loader *l);
+
+/* ---------------------------------------------------------------- synthetic data
+ * Writes an example dataset of n samples as an uncompressed .npz, from the seed:
+ *   "diffusion": fine f32 [n, 256] (a smooth field interpolated from 7 coarse values plus
+ *                small-scale waves whose amplitude and frequency depend on them, plus
+ *                noise) and coarse f32 [n, 7] (block means of fine);
+ *   "tabular":   x f32 [n, 64] standard normal and y i32 [n] in {0, 1, 2}: the argmax of
+ *                a fixed random tanh network of x (the same for every seed), with 5% of
+ *                labels replaced by a different class at random.
+ * Sample i depends only on (seed, i). */
+brisk_status brisk_synth_write(const char *kind, const char *path, int64_t n, uint64_t seed,
+                               brisk_error *err);
+/* The same data in memory, as a dataset. */
+brisk_status brisk_synth_make(const char *kind, int64_t n, uint64_t seed, brisk_dataset *ds,
+                              brisk_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

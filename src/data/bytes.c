@@ -1,0 +1,131 @@
+/* data-internal: CRC-32, whole-file loading (mmap) and atomic file writing. */
+#include "data/bytes.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+uint32_t brisk_crc32(uint32_t crc, const void *p, size_t n) {
+    /* The table is rebuilt per call (256 steps) instead of held in a global, which keeps
+     * the library free of mutable global state; it is noise next to a member's bytes. */
+    uint32_t table[256];
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        table[i] = c;
+    }
+    const uint8_t *b = (const uint8_t *)p;
+    crc = ~crc;
+    for (size_t i = 0; i < n; i++) crc = table[(crc ^ b[i]) & 0xff] ^ (crc >> 8);
+    return ~crc;
+}
+
+brisk_status brisk_file_load(const char *path, brisk_file *f, brisk_error *err) {
+    memset(f, 0, sizeof *f);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return brisk_errorf(err, BRISK_ERR_IO, "%s: not a regular file", path);
+    }
+    size_t len = (size_t)st.st_size;
+    if (len == 0) {
+        close(fd);
+        f->data = (const uint8_t *)"";
+        return BRISK_OK;
+    }
+    void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m != MAP_FAILED) {
+        close(fd);
+        f->data = m;
+        f->len = len;
+        f->mem = m;
+        f->mapped = 1;
+        return BRISK_OK;
+    }
+    /* Some filesystems cannot map; read instead. */
+    uint8_t *buf = malloc(len);
+    if (!buf) {
+        close(fd);
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: cannot allocate %zu bytes to read it", path, len);
+    }
+    size_t got = 0;
+    while (got < len) {
+        ssize_t k = read(fd, buf + got, len - got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    close(fd);
+    if (got != len) {
+        free(buf);
+        return brisk_errorf(err, BRISK_ERR_IO, "%s: read %zu of %zu bytes", path, got, len);
+    }
+    f->data = buf;
+    f->len = len;
+    f->mem = buf;
+    return BRISK_OK;
+}
+
+void brisk_file_release(brisk_file *f) {
+    if (f->mapped) munmap(f->mem, f->len);
+    else free(f->mem);
+    memset(f, 0, sizeof *f);
+}
+
+brisk_status brisk_out_open(brisk_out *o, const char *path, brisk_error *err) {
+    memset(o, 0, sizeof *o);
+    o->path = path;
+    if ((size_t)snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof o->tmp)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: path too long", path);
+    o->fp = fopen(o->tmp, "wb");
+    if (!o->fp) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot create: %s", o->tmp, strerror(errno));
+    return BRISK_OK;
+}
+
+void brisk_out_write(brisk_out *o, const void *p, size_t n) {
+    if (o->failed || n == 0) return;
+    if (fwrite(p, 1, n, o->fp) != n) { o->failed = 1; o->err_no = errno; }
+}
+
+void brisk_out_write_le(brisk_out *o, const void *p, size_t count, int size) {
+    if (brisk_host_is_le() || size == 1) { brisk_out_write(o, p, count * (size_t)size); return; }
+    const uint8_t *b = (const uint8_t *)p;
+    uint8_t tmp[4096];
+    size_t per = sizeof tmp / (size_t)size;
+    for (size_t i = 0; i < count; i += per) {
+        size_t k = count - i < per ? count - i : per;
+        for (size_t j = 0; j < k; j++)
+            for (int c = 0; c < size; c++) tmp[j * size + c] = b[(i + j) * size + (size - 1 - c)];
+        brisk_out_write(o, tmp, k * (size_t)size);
+    }
+}
+
+brisk_status brisk_out_commit(brisk_out *o, brisk_error *err) {
+    if (!o->failed && fflush(o->fp) != 0) { o->failed = 1; o->err_no = errno; }
+    if (!o->failed && fsync(fileno(o->fp)) != 0 && errno != EINVAL) { o->failed = 1; o->err_no = errno; }
+    if (fclose(o->fp) != 0 && !o->failed) { o->failed = 1; o->err_no = errno; }
+    o->fp = NULL;
+    if (o->failed) {
+        remove(o->tmp);
+        return brisk_errorf(err, BRISK_ERR_IO, "%s: write failed: %s", o->path, strerror(o->err_no));
+    }
+    if (rename(o->tmp, o->path) != 0) {
+        int e = errno;
+        remove(o->tmp);
+        return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot rename %s into place: %s", o->path, o->tmp,
+                            strerror(e));
+    }
+    return BRISK_OK;
+}
+
+void brisk_out_abort(brisk_out *o) {
+    if (o->fp) fclose(o->fp);
+    o->fp = NULL;
+    remove(o->tmp);
+}

@@ -1,0 +1,90 @@
+/* data-internal: a bounds-checked little-endian byte reader, CRC-32, and whole-file
+ * load/store shared by the NPY, NPZ and CSV readers and writers. Not public API. */
+#ifndef BRISK_DATA_BYTES_H
+#define BRISK_DATA_BYTES_H
+
+#include "brisk/core.h"
+
+#include <stdio.h>
+
+/* A cursor over untrusted bytes. A read past the end returns zeros and sets `bad`, so a
+ * parser reads a whole record and checks once, and can never step outside [p, p+n). */
+typedef struct brisk_rd {
+    const uint8_t *p;
+    size_t n, pos;
+    int bad;
+} brisk_rd;
+
+static inline brisk_rd brisk_rd_make(const void *p, size_t n) {
+    brisk_rd r = {(const uint8_t *)p, n, 0, 0};
+    return r;
+}
+/* 1 when k more bytes exist at the cursor. */
+static inline int brisk_rd_has(const brisk_rd *r, size_t k) { return !r->bad && k <= r->n - r->pos; }
+/* Moves the cursor to an absolute offset; out of range sets bad. */
+static inline void brisk_rd_seek(brisk_rd *r, uint64_t off) {
+    if (off > r->n) r->bad = 1;
+    else r->pos = (size_t)off;
+}
+static inline void brisk_rd_skip(brisk_rd *r, uint64_t k) {
+    if (r->bad || k > r->n - r->pos) r->bad = 1;
+    else r->pos += (size_t)k;
+}
+/* Returns a pointer to the next k bytes and advances, or NULL (and sets bad). */
+static inline const uint8_t *brisk_rd_bytes(brisk_rd *r, uint64_t k) {
+    if (r->bad || k > r->n - r->pos) { r->bad = 1; return NULL; }
+    const uint8_t *q = r->p + r->pos;
+    r->pos += (size_t)k;
+    return q;
+}
+static inline uint64_t brisk_rd_le(brisk_rd *r, int k) {
+    const uint8_t *q = brisk_rd_bytes(r, (uint64_t)k);
+    uint64_t v = 0;
+    if (q)
+        for (int i = k - 1; i >= 0; i--) v = (v << 8) | q[i];
+    return v;
+}
+static inline uint16_t brisk_rd_u16(brisk_rd *r) { return (uint16_t)brisk_rd_le(r, 2); }
+static inline uint32_t brisk_rd_u32(brisk_rd *r) { return (uint32_t)brisk_rd_le(r, 4); }
+static inline uint64_t brisk_rd_u64(brisk_rd *r) { return brisk_rd_le(r, 8); }
+
+/* Little-endian stores for writers. */
+static inline void brisk_put_le(uint8_t *p, uint64_t v, int k) {
+    for (int i = 0; i < k; i++) { p[i] = (uint8_t)v; v >>= 8; }
+}
+
+static inline int brisk_host_is_le(void) {
+    const uint16_t one = 1;
+    return *(const uint8_t *)&one == 1;
+}
+
+/* CRC-32 (IEEE 802.3, as zip uses), continuing from `crc` (start with 0). */
+uint32_t brisk_crc32(uint32_t crc, const void *p, size_t n);
+
+/* A whole file in memory (mapped read-only where possible). */
+typedef struct brisk_file {
+    const uint8_t *data;
+    size_t len;
+    void *mem;   /* what to unmap or free */
+    int mapped;
+} brisk_file;
+brisk_status brisk_file_load(const char *path, brisk_file *f, brisk_error *err);
+void brisk_file_release(brisk_file *f);
+
+/* A file written to "<path>.tmp.<pid>" and renamed into place on commit, so a reader
+ * never sees half a file. Write errors are sticky and reported by commit. */
+typedef struct brisk_out {
+    FILE *fp;
+    const char *path;
+    char tmp[4096];
+    int failed;
+    int err_no;
+} brisk_out;
+brisk_status brisk_out_open(brisk_out *o, const char *path, brisk_error *err);
+void brisk_out_write(brisk_out *o, const void *p, size_t n);
+/* Writes n bytes of p little-endian element by element (size 1, 2, 4 or 8). */
+void brisk_out_write_le(brisk_out *o, const void *p, size_t count, int size);
+brisk_status brisk_out_commit(brisk_out *o, brisk_error *err);
+void brisk_out_abort(brisk_out *o);
+
+#endif

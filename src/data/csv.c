@@ -1,0 +1,292 @@
+/* CSV: a header row, then numeric records. One pass: a record reader (RFC 4180 quoting,
+ * LF/CRLF/CR line ends, line numbers kept for messages) feeding a table of the selected
+ * columns as doubles, which the public reader and the dataset loader turn into tensors. */
+#include "brisk/data.h"
+#include "data/bytes.h"
+#include "data/csv_internal.h"
+
+#include <locale.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- record reader */
+
+typedef struct csv_reader {
+    const char *s;
+    size_t n, i;
+    int64_t line;          /* current physical line, 1-based */
+    const char *name;
+    char *text;            /* the record's fields, each NUL-terminated */
+    size_t tlen, tcap;
+    size_t *start;         /* field offsets into text */
+    int64_t *fline;        /* the line each field starts on */
+    int nf, fcap;
+} csv_reader;
+
+static int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+/* Trims white space (a quoted field may hold line ends) in place; returns the start. */
+static char *trim(char *s) {
+    while (is_space(*s)) s++;
+    size_t k = strlen(s);
+    while (k && is_space(s[k - 1])) s[--k] = 0;
+    return s;
+}
+
+/* Up to 40 bytes of a field for a one-line message: control bytes shown as '?'. */
+static const char *shown(const char *s, char *buf, size_t cap) {
+    size_t k = 0;
+    for (; s[k] && k + 4 < cap && k < 40; k++) buf[k] = (unsigned char)s[k] < 32 ? '?' : s[k];
+    if (s[k]) { memcpy(buf + k, "...", 3); k += 3; }
+    buf[k] = 0;
+    return buf;
+}
+
+static int put_char(csv_reader *r, char c) {
+    if (r->tlen == r->tcap) {
+        size_t cap = r->tcap ? r->tcap * 2 : 256;
+        char *t = realloc(r->text, cap);
+        if (!t) return -1;
+        r->text = t;
+        r->tcap = cap;
+    }
+    r->text[r->tlen++] = c;
+    return 0;
+}
+
+static int begin_field(csv_reader *r) {
+    if (r->nf == r->fcap) {
+        int cap = r->fcap ? r->fcap * 2 : 16;
+        size_t *s = realloc(r->start, (size_t)cap * sizeof *s);
+        if (s) r->start = s;
+        int64_t *l = realloc(r->fline, (size_t)cap * sizeof *l);
+        if (l) r->fline = l;
+        if (!s || !l) return -1;
+        r->fcap = cap;
+    }
+    r->start[r->nf] = r->tlen;
+    r->fline[r->nf++] = r->line;
+    return 0;
+}
+
+/* Consumes a line end at the cursor if there is one ("\n", "\r\n" or "\r"). */
+static int eat_eol(csv_reader *r) {
+    if (r->i < r->n && r->s[r->i] == '\r') {
+        r->i++;
+        if (r->i < r->n && r->s[r->i] == '\n') r->i++;
+        r->line++;
+        return 1;
+    }
+    if (r->i < r->n && r->s[r->i] == '\n') { r->i++; r->line++; return 1; }
+    return 0;
+}
+
+/* Reads one record into r->text/r->start. Returns 1 for a record, 0 at the end of the
+ * input, or an error status (negated) through *st. Blank lines are skipped. */
+static int read_record(csv_reader *r, brisk_status *st, brisk_error *err) {
+    *st = BRISK_OK;
+    for (;;) {
+        if (r->i >= r->n) return 0;
+        r->tlen = 0;
+        r->nf = 0;
+        int quoted_any = 0;
+        for (;;) {
+            if (begin_field(r)) goto nomem;
+            size_t j = r->i;
+            while (j < r->n && (r->s[j] == ' ' || r->s[j] == '\t')) j++;
+            if (j < r->n && r->s[j] == '"') {
+                int64_t qline = r->line;
+                quoted_any = 1;
+                r->i = j + 1;
+                for (;;) {
+                    if (r->i >= r->n) {
+                        *st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: line %lld: unterminated quoted field", r->name,
+                                           (long long)qline);
+                        return 0;
+                    }
+                    char c = r->s[r->i++];
+                    if (c == '"') {
+                        if (r->i < r->n && r->s[r->i] == '"') r->i++;
+                        else break;
+                    }
+                    if (c == '\n' || (c == '\r' && !(r->i < r->n && r->s[r->i] == '\n'))) r->line++;
+                    if (put_char(r, c)) goto nomem;
+                }
+                while (r->i < r->n && (r->s[r->i] == ' ' || r->s[r->i] == '\t')) r->i++;
+                if (r->i < r->n && r->s[r->i] != ',' && r->s[r->i] != '\n' && r->s[r->i] != '\r') {
+                    *st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: line %lld: text after a closing quote", r->name,
+                                       (long long)r->line);
+                    return 0;
+                }
+            } else {
+                while (r->i < r->n && r->s[r->i] != ',' && r->s[r->i] != '\n' && r->s[r->i] != '\r')
+                    if (put_char(r, r->s[r->i++])) goto nomem;
+            }
+            if (put_char(r, 0)) goto nomem;
+            if (r->i < r->n && r->s[r->i] == ',') { r->i++; continue; }
+            eat_eol(r);
+            break;
+        }
+        /* A line holding nothing (or only spaces) is not a record. */
+        if (r->nf == 1 && !quoted_any && *trim(r->text + r->start[0]) == 0) continue;
+        return 1;
+    }
+nomem:
+    *st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory reading line %lld", r->name, (long long)r->line);
+    return 0;
+}
+
+static const char *field(const csv_reader *r, int k) { return r->text + r->start[k]; }
+
+/* ---------------------------------------------------------------- table */
+
+void brisk_csv_table_free(brisk_csv_table *t) {
+    free(t->v);
+    free(t->lines);
+    memset(t, 0, sizeof *t);
+}
+
+static brisk_status select_columns(csv_reader *r, const char *const *columns, int ncolumns, int *idx,
+                                   brisk_error *err) {
+    for (int c = 0; c < ncolumns; c++) {
+        idx[c] = -1;
+        for (int k = 0; k < r->nf; k++)
+            if (strcmp(trim(r->text + r->start[k]), columns[c]) == 0) {
+                if (idx[c] >= 0)
+                    return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: column '%s' appears twice in the header", r->name,
+                                        columns[c]);
+                idx[c] = k;
+            }
+        if (idx[c] < 0) {
+            char avail[600], sb[48];
+            size_t a = 0;
+            avail[0] = 0;
+            for (int k = 0; k < r->nf && a < sizeof avail - 8; k++) {
+                int w = snprintf(avail + a, sizeof avail - a, "%s'%s'", k ? ", " : "", shown(field(r, k), sb, sizeof sb));
+                if (w < 0) break;
+                a += (size_t)w;
+            }
+            if (a >= sizeof avail - 8) snprintf(avail + sizeof avail - 8, 8, ", ...");
+            return brisk_errorf(err, BRISK_ERR_INVALID, "%s: no column '%.100s' in the header (available: %s)",
+                                r->name, columns[c], avail);
+        }
+    }
+    return BRISK_OK;
+}
+
+static brisk_status parse_number(csv_reader *r, int k, const char *colname, int integral, double *out,
+                                 brisk_error *err) {
+    char *s = trim(r->text + r->start[k]);
+    char *end = NULL;
+    double v = *s ? strtod(s, &end) : 0.0;
+    char sb[48];
+    if (!*s || end == s || *end)
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: line %lld, column '%.100s': expected a number, got '%s'",
+                            r->name, (long long)r->fline[k], colname, shown(s, sb, sizeof sb));
+    if (integral && !(v == floor(v) && v >= -2147483648.0 && v <= 2147483647.0))
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: line %lld, column '%.100s': expected an integer label (i32), "
+                            "got '%s'", r->name, (long long)r->fline[k], colname, shown(s, sb, sizeof sb));
+    *out = v;
+    return BRISK_OK;
+}
+
+static brisk_status parse_table(csv_reader *r, const char *const *columns, int ncolumns, const int *integral,
+                                int all_integral, brisk_csv_table *out, brisk_error *err) {
+    brisk_status st;
+    if (!read_record(r, &st, err))
+        return st ? st : brisk_errorf(err, BRISK_ERR_FORMAT, "%s: empty file; expected a header row", r->name);
+    int nheader = r->nf;
+    /* The header is overwritten by the next record: keep the selected names. */
+    char **names = calloc((size_t)(ncolumns > 0 ? ncolumns : nheader), sizeof *names);
+    int *idx = malloc((size_t)(ncolumns > 0 ? ncolumns : nheader) * sizeof *idx);
+    if (!names || !idx) { free(names); free(idx); return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", r->name); }
+    int nsel = columns ? ncolumns : nheader;
+    if (columns) st = select_columns(r, columns, ncolumns, idx, err);
+    else for (int k = 0; k < nheader; k++) idx[k] = k;
+    for (int c = 0; c < nsel && !st; c++)
+        if (!(names[c] = strdup(trim(r->text + r->start[idx[c]]))))
+            st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", r->name);
+    size_t cap = 0;
+    while (!st) {
+        if (!read_record(r, &st, err)) break;
+        if (r->nf != nheader) {
+            st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: line %lld: expected %d fields as in the header, got %d",
+                              r->name, (long long)r->fline[0], nheader, r->nf);
+            break;
+        }
+        if ((size_t)out->rows == cap) {
+            cap = cap ? cap * 2 : 1024;
+            double *v = realloc(out->v, cap * (size_t)(nsel ? nsel : 1) * sizeof *v);
+            if (v) out->v = v;
+            int64_t *l = realloc(out->lines, cap * sizeof *l);
+            if (l) out->lines = l;
+            if (!v || !l) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory at line %lld", r->name,
+                                              (long long)r->line); break; }
+        }
+        double *row = out->v + out->rows * nsel;
+        for (int c = 0; c < nsel && !st; c++)
+            st = parse_number(r, idx[c], names[c], all_integral || (integral && integral[c]), &row[c], err);
+        out->lines[out->rows++] = r->fline[0];
+    }
+    if (!st && out->rows == 0) st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: no data rows after the header", r->name);
+    out->ncols = nsel;
+    for (int c = 0; c < nsel; c++) free(names[c]);
+    free(names);
+    free(idx);
+    return st;
+}
+
+brisk_status brisk_csv_table_parse(const void *buf, size_t len, const char *name, const char *const *columns,
+                                   int ncolumns, const int *integral, int all_integral, brisk_csv_table *out,
+                                   brisk_error *err) {
+    memset(out, 0, sizeof *out);
+    if (columns && ncolumns <= 0) return brisk_errorf(err, BRISK_ERR_INVALID, "%s: no columns selected", name);
+    csv_reader r;
+    memset(&r, 0, sizeof r);
+    r.s = (const char *)buf;
+    r.n = len;
+    r.line = 1;
+    r.name = name;
+    if (len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0) r.i = 3;
+    /* Numbers are read in the C locale whatever the program set (a decimal comma would
+     * otherwise misread every value); uselocale is per thread. */
+    locale_t c_loc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    locale_t old = c_loc ? uselocale(c_loc) : (locale_t)0;
+    brisk_status st = parse_table(&r, columns, ncolumns, integral, all_integral, out, err);
+    if (c_loc) { uselocale(old); freelocale(c_loc); }
+    free(r.text);
+    free(r.start);
+    free(r.fline);
+    if (st) brisk_csv_table_free(out);
+    return st;
+}
+
+brisk_status brisk_csv_parse(const void *buf, size_t len, const char *name, const char *const *columns, int ncolumns,
+                             brisk_dtype dtype, brisk_tensor *out, brisk_error *err) {
+    memset(out, 0, sizeof *out);
+    if (dtype != BRISK_F32 && dtype != BRISK_I32)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: CSV reads into f32 or i32, not %s", name, brisk_dtype_name(dtype));
+    brisk_csv_table t;
+    brisk_status st = brisk_csv_table_parse(buf, len, name, columns, ncolumns, NULL, dtype == BRISK_I32, &t, err);
+    if (st) return st;
+    st = brisk_tensor_alloc(out, dtype, brisk_shape2(t.rows, t.ncols), err);
+    if (!st) {
+        int64_t n = t.rows * t.ncols;
+        if (dtype == BRISK_F32) for (int64_t i = 0; i < n; i++) ((float *)out->data)[i] = (float)t.v[i];
+        else for (int64_t i = 0; i < n; i++) ((int32_t *)out->data)[i] = (int32_t)t.v[i];
+    }
+    brisk_csv_table_free(&t);
+    return st;
+}
+
+brisk_status brisk_csv_read(const char *path, const char *const *columns, int ncolumns, brisk_dtype dtype,
+                            brisk_tensor *out, brisk_error *err) {
+    brisk_file f;
+    memset(out, 0, sizeof *out);
+    brisk_status st = brisk_file_load(path, &f, err);
+    if (st) return st;
+    st = brisk_csv_parse(f.data, f.len, path, columns, ncolumns, dtype, out, err);
+    brisk_file_release(&f);
+    return st;
+}

@@ -1,0 +1,22 @@
+/* data-internal: the CSV table the dataset loader builds fields from. */
+#ifndef BRISK_DATA_CSV_INTERNAL_H
+#define BRISK_DATA_CSV_INTERNAL_H
+
+#include "brisk/core.h"
+
+typedef struct brisk_csv_table {
+    int64_t rows;
+    int ncols;
+    double *v;       /* [rows, ncols]; doubles hold every i32 exactly */
+    int64_t *lines;  /* [rows]: the line each row starts on, for messages */
+} brisk_csv_table;
+
+/* Reads the header and the selected columns (columns NULL: all). A column with
+ * integral[c] set (or every column when all_integral) must hold integers in i32's
+ * range; the error names line and column. */
+brisk_status brisk_csv_table_parse(const void *buf, size_t len, const char *name, const char *const *columns,
+                                   int ncolumns, const int *integral, int all_integral, brisk_csv_table *out,
+                                   brisk_error *err);
+void brisk_csv_table_free(brisk_csv_table *t);
+
+#endif

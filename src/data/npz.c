@@ -1,0 +1,437 @@
+/* NPZ: a zip archive of .npy members. The reader walks the zip's end record and central
+ * directory itself (ZIP64 extents included, as NumPy's savez always writes them in the
+ * local headers), takes sizes and offsets from the central directory, bounds every one
+ * against the buffer, inflates deflated members with zlib when built with it, and
+ * verifies CRC-32. The writer emits stored members. */
+#include "brisk/data.h"
+#include "data/bytes.h"
+#include "data/npy_internal.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef BRISK_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
+enum {
+    SIG_LOCAL = 0x04034b50u,
+    SIG_CENTRAL = 0x02014b50u,
+    SIG_EOCD = 0x06054b50u,
+    SIG_EOCD64 = 0x06064b50u,
+    SIG_LOC64 = 0x07064b50u,
+    EOCD_LEN = 22,
+    CENTRAL_LEN = 46,
+    LOCAL_LEN = 30,
+};
+
+typedef struct zentry {
+    const char *name;   /* into the archive buffer, not NUL-terminated */
+    size_t name_len;    /* without a ".npy" suffix */
+    uint16_t flags, method;
+    uint32_t crc;
+    uint64_t csize, usize, local_off;
+} zentry;
+
+/* ---------------------------------------------------------------- directory */
+
+/* Finds the end of central directory record, and the ZIP64 one when the classic
+ * fields are saturated; returns the central directory's offset, size and entry count. */
+static brisk_status find_directory(const uint8_t *buf, size_t len, const char *fname, uint64_t *cd_off,
+                                   uint64_t *cd_size, uint64_t *count, brisk_error *err) {
+    if (len < EOCD_LEN)
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: not a zip archive (.npz): %zu bytes is too short", fname, len);
+    size_t lo = len - EOCD_LEN > 65535 ? len - EOCD_LEN - 65535 : 0, at = SIZE_MAX;
+    for (size_t i = len - EOCD_LEN + 1; i-- > lo;) {
+        brisk_rd r = brisk_rd_make(buf + i, len - i);
+        if (brisk_rd_u32(&r) == SIG_EOCD) { at = i; break; }
+    }
+    if (at == SIZE_MAX)
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: not a zip archive (.npz): no end of central directory "
+                            "record (truncated or not a zip)", fname);
+    brisk_rd r = brisk_rd_make(buf, len);
+    brisk_rd_seek(&r, at + 4);
+    uint16_t disk = brisk_rd_u16(&r), cd_disk = brisk_rd_u16(&r);
+    brisk_rd_skip(&r, 2); /* entries on this disk: single-volume archives only */
+    uint16_t n_all = brisk_rd_u16(&r);
+    uint32_t size32 = brisk_rd_u32(&r), off32 = brisk_rd_u32(&r);
+    *count = n_all;
+    *cd_size = size32;
+    *cd_off = off32;
+    if (n_all == 0xFFFF || size32 == 0xFFFFFFFFu || off32 == 0xFFFFFFFFu) {
+        if (at < 20) return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: saturated end record but no ZIP64 locator", fname);
+        brisk_rd_seek(&r, at - 20);
+        if (brisk_rd_u32(&r) != SIG_LOC64)
+            return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: saturated end record but no ZIP64 locator", fname);
+        brisk_rd_skip(&r, 4);
+        uint64_t e64 = brisk_rd_u64(&r);
+        brisk_rd_seek(&r, e64);
+        if (brisk_rd_u32(&r) != SIG_EOCD64 || r.bad)
+            return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: ZIP64 end record missing at offset %llu", fname,
+                                (unsigned long long)e64);
+        brisk_rd_skip(&r, 8 + 2 + 2);
+        disk = brisk_rd_u32(&r) ? 1 : 0;
+        cd_disk = brisk_rd_u32(&r) ? 1 : 0;
+        brisk_rd_skip(&r, 8);
+        *count = brisk_rd_u64(&r);
+        *cd_size = brisk_rd_u64(&r);
+        *cd_off = brisk_rd_u64(&r);
+        if (r.bad) return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: truncated ZIP64 end record", fname);
+    }
+    if (disk != 0 || cd_disk != 0)
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: zip: multi-volume archives are not supported", fname);
+    if (*cd_off > len || *cd_size > len - *cd_off)
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: central directory (offset %llu, %llu bytes) lies outside "
+                            "the %zu-byte file (truncated?)", fname, (unsigned long long)*cd_off,
+                            (unsigned long long)*cd_size, len);
+    if (*count > *cd_size / CENTRAL_LEN)
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: %llu entries cannot fit a %llu-byte central directory",
+                            fname, (unsigned long long)*count, (unsigned long long)*cd_size);
+    return BRISK_OK;
+}
+
+/* The ZIP64 extended-information extra field holds, in order, only those of usize,
+ * csize and local_off whose 32-bit field is saturated. */
+static int read_zip64_extra(const uint8_t *extra, size_t n, zentry *e, int need_u, int need_c, int need_o) {
+    brisk_rd r = brisk_rd_make(extra, n);
+    while (brisk_rd_has(&r, 4)) {
+        uint16_t id = brisk_rd_u16(&r), sz = brisk_rd_u16(&r);
+        const uint8_t *body = brisk_rd_bytes(&r, sz);
+        if (!body) return -1;
+        if (id != 0x0001) continue;
+        brisk_rd b = brisk_rd_make(body, sz);
+        if (need_u) e->usize = brisk_rd_u64(&b);
+        if (need_c) e->csize = brisk_rd_u64(&b);
+        if (need_o) e->local_off = brisk_rd_u64(&b);
+        return b.bad ? -1 : 0;
+    }
+    return (need_u || need_c || need_o) ? -1 : 0;
+}
+
+static brisk_status read_directory(const uint8_t *buf, size_t len, const char *fname, zentry **out, int *nout,
+                                   brisk_error *err) {
+    *out = NULL;
+    *nout = 0;
+    uint64_t cd_off = 0, cd_size = 0, count = 0;
+    brisk_status st = find_directory(buf, len, fname, &cd_off, &cd_size, &count, err);
+    if (st) return st;
+    if (count > INT_MAX) return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: too many entries", fname);
+    zentry *es = calloc(count ? (size_t)count : 1, sizeof *es);
+    if (!es) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: zip: cannot allocate the directory", fname);
+    brisk_rd r = brisk_rd_make(buf + cd_off, (size_t)cd_size);
+    for (uint64_t i = 0; i < count; i++) {
+        zentry *e = &es[i];
+        if (brisk_rd_u32(&r) != SIG_CENTRAL) {
+            free(es);
+            return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: central directory entry %llu: bad signature", fname,
+                                (unsigned long long)i);
+        }
+        brisk_rd_skip(&r, 4);
+        e->flags = brisk_rd_u16(&r);
+        e->method = brisk_rd_u16(&r);
+        brisk_rd_skip(&r, 4);
+        e->crc = brisk_rd_u32(&r);
+        uint32_t c32 = brisk_rd_u32(&r), u32 = brisk_rd_u32(&r);
+        uint16_t nl = brisk_rd_u16(&r), xl = brisk_rd_u16(&r), cl = brisk_rd_u16(&r);
+        brisk_rd_skip(&r, 8);
+        uint32_t o32 = brisk_rd_u32(&r);
+        e->name = (const char *)brisk_rd_bytes(&r, nl);
+        const uint8_t *extra = brisk_rd_bytes(&r, xl);
+        brisk_rd_skip(&r, cl);
+        e->csize = c32;
+        e->usize = u32;
+        e->local_off = o32;
+        if (r.bad || read_zip64_extra(extra, xl, e, u32 == 0xFFFFFFFFu, c32 == 0xFFFFFFFFu, o32 == 0xFFFFFFFFu)) {
+            free(es);
+            return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: central directory entry %llu is truncated or has a bad "
+                                "ZIP64 field", fname, (unsigned long long)i);
+        }
+        e->name_len = nl;
+        if (nl > 4 && memcmp(e->name + nl - 4, ".npy", 4) == 0) e->name_len -= 4;
+        if (memchr(e->name, 0, nl)) {
+            free(es);
+            return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: entry %llu's name contains a NUL byte", fname,
+                                (unsigned long long)i);
+        }
+    }
+    *out = es;
+    *nout = (int)count;
+    return BRISK_OK;
+}
+
+/* ---------------------------------------------------------------- members */
+
+#ifdef BRISK_HAVE_ZLIB
+static brisk_status inflate_member(const uint8_t *src, uint64_t csize, uint8_t *dst, uint64_t usize,
+                                   const char *what, brisk_error *err) {
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit2(&z, -MAX_WBITS) != Z_OK)
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: cannot start zlib", what);
+    uint64_t in_left = csize, out_left = usize;
+    int rc = Z_OK;
+    z.next_in = (Bytef *)src;
+    z.next_out = dst;
+    /* zlib counts in uInt; feed members beyond 4 GiB in pieces. */
+    while (rc == Z_OK) {
+        if (z.avail_in == 0 && in_left) {
+            z.avail_in = in_left > UINT_MAX ? UINT_MAX : (uInt)in_left;
+            in_left -= z.avail_in;
+        }
+        if (z.avail_out == 0 && out_left) {
+            z.avail_out = out_left > UINT_MAX ? UINT_MAX : (uInt)out_left;
+            out_left -= z.avail_out;
+        }
+        rc = inflate(&z, Z_NO_FLUSH);
+        if (rc == Z_BUF_ERROR && (z.avail_in || in_left) && (z.avail_out || out_left)) rc = Z_OK;
+        if (rc == Z_BUF_ERROR) break;
+    }
+    uint64_t produced = usize - out_left - z.avail_out;
+    inflateEnd(&z);
+    if (rc != Z_STREAM_END) {
+        if (produced == usize && (z.avail_in || in_left))
+            return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: inflates to more than the %llu bytes the directory says",
+                                what, (unsigned long long)usize);
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: corrupt or truncated deflate data (%s)", what,
+                            z.msg ? z.msg : "ended early");
+    }
+    if (produced != usize)
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: inflates to %llu bytes, the directory says %llu", what,
+                            (unsigned long long)produced, (unsigned long long)usize);
+    return BRISK_OK;
+}
+#endif
+
+static brisk_status read_member(const uint8_t *buf, size_t len, const char *fname, const zentry *e,
+                                brisk_npy_array *out, brisk_error *err) {
+    char what[512];
+    snprintf(what, sizeof what, "%s: member '%.*s'", fname, (int)e->name_len, e->name);
+    if (e->flags & 1) return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: encrypted members are not supported", what);
+    if (e->method != 0 && e->method != 8)
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: compression method %u; expected 0 (stored) or 8 "
+                            "(deflate)", what, e->method);
+    brisk_rd r = brisk_rd_make(buf, len);
+    brisk_rd_seek(&r, e->local_off);
+    if (brisk_rd_u32(&r) != SIG_LOCAL || r.bad)
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: no local header at offset %llu (truncated or corrupt zip)",
+                            what, (unsigned long long)e->local_off);
+    brisk_rd_skip(&r, 22);
+    uint16_t nl = brisk_rd_u16(&r), xl = brisk_rd_u16(&r);
+    brisk_rd_skip(&r, (uint64_t)nl + xl);
+    const uint8_t *data = brisk_rd_bytes(&r, e->csize);
+    if (!data)
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: truncated: its %llu bytes of data run past the end of the "
+                            "%zu-byte file", what, (unsigned long long)e->csize, len);
+    const uint8_t *plain = data;
+    uint8_t *owned = NULL;
+    if (e->method == 0) {
+        if (e->csize != e->usize)
+            return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: stored member with compressed size %llu != size %llu", what,
+                                (unsigned long long)e->csize, (unsigned long long)e->usize);
+    } else {
+#ifdef BRISK_HAVE_ZLIB
+        /* Deflate expands at most ~1032:1; a larger claim is a lie (or a bomb). */
+        if (e->usize / 1032 > e->csize + 64)
+            return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: claims %llu bytes from %llu compressed; impossible for "
+                                "deflate", what, (unsigned long long)e->usize, (unsigned long long)e->csize);
+        if (e->usize > SIZE_MAX - 1 || !(owned = malloc(e->usize ? (size_t)e->usize : 1)))
+            return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: cannot allocate %llu bytes to inflate it", what,
+                                (unsigned long long)e->usize);
+        brisk_status st = inflate_member(data, e->csize, owned, e->usize, what, err);
+        if (st) { free(owned); return st; }
+        plain = owned;
+#else
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s is deflated (np.savez_compressed) but brisk was built "
+                            "without zlib; install zlib and rebuild, or save with np.savez", what);
+#endif
+    }
+    uint32_t crc = brisk_crc32(0, plain, (size_t)e->usize);
+    if (crc != e->crc) {
+        free(owned);
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: CRC-32 mismatch (directory 0x%08x, data 0x%08x): corrupt file",
+                            what, e->crc, crc);
+    }
+    char npyname[512];
+    snprintf(npyname, sizeof npyname, "%s:%.*s", fname, (int)e->name_len, e->name);
+    brisk_status st = brisk_npy_parse(plain, (size_t)e->usize, npyname, out, err);
+    free(owned);
+    return st;
+}
+
+static void list_members(const zentry *es, int n, char *buf, size_t cap) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && k + 1 < cap; i++) {
+        int w = snprintf(buf + k, cap - k, "%s%.*s", i ? ", " : "", (int)es[i].name_len, es[i].name);
+        if (w < 0) break;
+        k += (size_t)w;
+    }
+    if (n == 0) snprintf(buf, cap, "none");
+}
+
+/* ---------------------------------------------------------------- API */
+
+void brisk_npz_free(brisk_npz *z) {
+    if (!z) return;
+    for (int i = 0; i < z->count; i++) {
+        free(z->members[i].name);
+        brisk_npy_free(&z->members[i].array);
+    }
+    free(z->members);
+    memset(z, 0, sizeof *z);
+}
+
+brisk_status brisk_npz_parse(const void *buf, size_t len, const char *name, brisk_npz *out, brisk_error *err) {
+    memset(out, 0, sizeof *out);
+    zentry *es;
+    int n;
+    brisk_status st = read_directory(buf, len, name, &es, &n, err);
+    if (st) return st;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (es[i].name_len == es[j].name_len && memcmp(es[i].name, es[j].name, es[i].name_len) == 0) {
+                st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: member '%.*s' appears twice", name,
+                                  (int)es[i].name_len, es[i].name);
+                free(es);
+                return st;
+            }
+    out->members = calloc(n ? (size_t)n : 1, sizeof *out->members);
+    if (!out->members) { free(es); return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", name); }
+    for (int i = 0; i < n; i++) {
+        brisk_npz_member *m = &out->members[i];
+        m->name = malloc(es[i].name_len + 1);
+        if (!m->name) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", name); break; }
+        memcpy(m->name, es[i].name, es[i].name_len);
+        m->name[es[i].name_len] = 0;
+        out->count = i + 1;
+        if ((st = read_member(buf, len, name, &es[i], &m->array, err))) break;
+    }
+    free(es);
+    if (st) brisk_npz_free(out);
+    return st;
+}
+
+brisk_status brisk_npz_read(const char *path, brisk_npz *out, brisk_error *err) {
+    brisk_file f;
+    memset(out, 0, sizeof *out);
+    brisk_status st = brisk_file_load(path, &f, err);
+    if (st) return st;
+    st = brisk_npz_parse(f.data, f.len, path, out, err);
+    brisk_file_release(&f);
+    return st;
+}
+
+brisk_status brisk_npz_read_one(const char *path, const char *member, brisk_npy_array *out, brisk_error *err) {
+    memset(out, 0, sizeof *out);
+    brisk_file f;
+    brisk_status st = brisk_file_load(path, &f, err);
+    if (st) return st;
+    zentry *es;
+    int n;
+    if ((st = read_directory(f.data, f.len, path, &es, &n, err))) { brisk_file_release(&f); return st; }
+    size_t ml = strlen(member);
+    int found = -1;
+    for (int i = 0; i < n && found < 0; i++)
+        if (es[i].name_len == ml && memcmp(es[i].name, member, ml) == 0) found = i;
+    if (found < 0) {
+        char list[512];
+        list_members(es, n, list, sizeof list);
+        st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: no member '%s' (members: %s)", path, member, list);
+    } else {
+        st = read_member(f.data, f.len, path, &es[found], out, err);
+    }
+    free(es);
+    brisk_file_release(&f);
+    return st;
+}
+
+const brisk_npy_array *brisk_npz_find(const brisk_npz *z, const char *member) {
+    for (int i = 0; i < z->count; i++)
+        if (strcmp(z->members[i].name, member) == 0) return &z->members[i].array;
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- write */
+
+brisk_status brisk_npz_write(const char *path, int count, const char *const *names, const brisk_tensor *tensors,
+                             brisk_error *err) {
+    if (count < 0 || count > 0xFFFF) return brisk_errorf(err, BRISK_ERR_INVALID, "%s: %d members", path, count);
+    for (int i = 0; i < count; i++) {
+        size_t nl = strlen(names[i]);
+        if (nl == 0 || nl > 1000) return brisk_errorf(err, BRISK_ERR_INVALID, "%s: member %d: bad name", path, i);
+        for (int j = 0; j < i; j++)
+            if (strcmp(names[i], names[j]) == 0)
+                return brisk_errorf(err, BRISK_ERR_INVALID, "%s: member '%s' given twice", path, names[i]);
+    }
+    uint8_t *central = malloc((size_t)count * (CENTRAL_LEN + 1004) + 1);
+    if (!central) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
+    brisk_out o;
+    brisk_status st = brisk_out_open(&o, path, err);
+    if (st) { free(central); return st; }
+    uint64_t off = 0;
+    size_t cl = 0;
+    for (int i = 0; i < count && !st; i++) {
+        void *npy;
+        size_t len;
+        if ((st = brisk_npy_encode(&tensors[i], &npy, &len, err))) {
+            brisk_error_prefix(err, "%s: member '%s'", path, names[i]);
+            break;
+        }
+        if (len >= 0xFFFFFFFFu || off + len + 2048 >= 0xFFFFFFFFu) {
+            free(npy);
+            st = brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: member '%s': the archive would pass 4 GiB, which "
+                              "needs ZIP64 (not written by brisk)", path, names[i]);
+            break;
+        }
+        uint32_t crc = brisk_crc32(0, npy, len);
+        char fn[1024];
+        size_t nl = (size_t)snprintf(fn, sizeof fn, "%s.npy", names[i]);
+        uint8_t h[LOCAL_LEN];
+        /* Fixed DOS timestamp (1980-01-01) so the same arrays give the same bytes. */
+        brisk_put_le(h, SIG_LOCAL, 4);
+        brisk_put_le(h + 4, 20, 2);
+        brisk_put_le(h + 6, 0, 2);
+        brisk_put_le(h + 8, 0, 2);
+        brisk_put_le(h + 10, 0, 2);
+        brisk_put_le(h + 12, 0x21, 2);
+        brisk_put_le(h + 14, crc, 4);
+        brisk_put_le(h + 18, len, 4);
+        brisk_put_le(h + 22, len, 4);
+        brisk_put_le(h + 26, nl, 2);
+        brisk_put_le(h + 28, 0, 2);
+        brisk_out_write(&o, h, sizeof h);
+        brisk_out_write(&o, fn, nl);
+        brisk_out_write(&o, npy, len);
+        free(npy);
+        uint8_t *c = central + cl;
+        memset(c, 0, CENTRAL_LEN);
+        brisk_put_le(c, SIG_CENTRAL, 4);
+        brisk_put_le(c + 4, 20, 2);
+        brisk_put_le(c + 6, 20, 2);
+        brisk_put_le(c + 14, 0x21, 2);
+        brisk_put_le(c + 16, crc, 4);
+        brisk_put_le(c + 20, len, 4);
+        brisk_put_le(c + 24, len, 4);
+        brisk_put_le(c + 28, nl, 2);
+        brisk_put_le(c + 42, off, 4);
+        memcpy(c + CENTRAL_LEN, fn, nl);
+        cl += CENTRAL_LEN + nl;
+        off += LOCAL_LEN + nl + len;
+    }
+    if (st) {
+        brisk_out_abort(&o);
+        free(central);
+        return st;
+    }
+    brisk_out_write(&o, central, cl);
+    uint8_t e[EOCD_LEN];
+    memset(e, 0, sizeof e);
+    brisk_put_le(e, SIG_EOCD, 4);
+    brisk_put_le(e + 8, (uint64_t)count, 2);
+    brisk_put_le(e + 10, (uint64_t)count, 2);
+    brisk_put_le(e + 12, cl, 4);
+    brisk_put_le(e + 16, off, 4);
+    brisk_out_write(&o, e, sizeof e);
+    free(central);
+    return brisk_out_commit(&o, err);
+}

@@ -1,0 +1,137 @@
+/* Datasets: loading named fields from NPZ and CSV with dtype conversion, and the checks:
+ * equal sample counts, finite floats (the message names file, field, row and column). */
+#include "brisk/data.h"
+#include "data_test_util.h"
+#include "test.h"
+
+static int has(const brisk_error *e, const char *s) {
+    if (strstr(e->msg, s)) return 1;
+    fprintf(stderr, "  message was: %s\n  expected it to contain: %s\n", e->msg, s);
+    return 0;
+}
+
+static void test_npz_fields(void) {
+    brisk_error err;
+    char p[1200];
+    brisk_dataset ds;
+    /* stored.npz: x f32 [4, 3], y i64 [4]. */
+    brisk_field_spec specs[] = {{"features", BRISK_F32, "x", NULL, 0}, {"y", BRISK_I32, NULL, NULL, 0}};
+    REQUIRE_OK(brisk_dataset_load_npz(&ds, fixture(p, sizeof p, "stored.npz"), specs, 2, &err), &err);
+    CHECK(ds.nfields == 2 && ds.count == 4);
+    const brisk_tensor *x = brisk_dataset_get(&ds, "features"), *y = brisk_dataset_get(&ds, "y");
+    REQUIRE(x && y && !brisk_dataset_get(&ds, "x"));
+    CHECK(x->dtype == BRISK_F32 && x->shape.d[1] == 3 && ((float *)x->data)[7] == 7.0f);
+    CHECK(y->dtype == BRISK_I32 && y->shape.ndim == 1 && ((int32_t *)y->data)[2] == 2);
+    brisk_dataset_free(&ds);
+    /* The i64 labels as f32 (a regression target) work too; f32 as i32 does not. */
+    brisk_field_spec as_f32[] = {{"y", BRISK_F32, NULL, NULL, 0}};
+    REQUIRE_OK(brisk_dataset_load_npz(&ds, p, as_f32, 1, &err), &err);
+    CHECK(((float *)ds.fields[0].tensor.data)[3] == 1.0f);
+    brisk_dataset_free(&ds);
+    brisk_field_spec as_i32[] = {{"x", BRISK_I32, NULL, NULL, 0}};
+    CHECK(brisk_dataset_load_npz(&ds, p, as_i32, 1, &err) == BRISK_ERR_SHAPE);
+    CHECK(has(&err, "stored.npz: field 'x' (member 'x'): expected an integer array for i32, got float32"));
+    CHECK(ds.nfields == 0 && ds.fields == NULL);
+    brisk_field_spec missing[] = {{"x", BRISK_F32, NULL, NULL, 0}, {"t", BRISK_F32, "target", NULL, 0}};
+    CHECK(brisk_dataset_load_npz(&ds, p, missing, 2, &err) == BRISK_ERR_INVALID);
+    CHECK(has(&err, "field 't': ") && has(&err, "stored.npz: no member 'target' (members: x, y)"));
+    brisk_field_spec twice[] = {{"x", BRISK_F32, NULL, NULL, 0}, {"x", BRISK_F32, NULL, NULL, 0}};
+    CHECK(brisk_dataset_load_npz(&ds, p, twice, 2, &err) == BRISK_ERR_INVALID && has(&err, "field 'x' defined twice"));
+    brisk_field_spec bad_dt[] = {{"x", BRISK_F16, NULL, NULL, 0}};
+    CHECK(brisk_dataset_load_npz(&ds, p, bad_dt, 1, &err) == BRISK_ERR_INVALID && has(&err, "expected f32 or i32"));
+}
+
+static void test_counts_and_nan(void) {
+    brisk_error err;
+    char p[1200];
+    float a[4 * 6];
+    int32_t lab[3] = {0, 1, 2};
+    for (int i = 0; i < 24; i++) a[i] = (float)i;
+    brisk_tensor t[2] = {{BRISK_F32, brisk_shape3(4, 2, 3), a}, {BRISK_I32, brisk_shape1(3), lab}};
+    const char *names[2] = {"x", "y"};
+    REQUIRE_OK(brisk_npz_write(tpath(p, sizeof p, "mismatch.npz"), 2, names, t, &err), &err);
+    brisk_dataset ds;
+    brisk_field_spec specs[] = {{"x", BRISK_F32, NULL, NULL, 0}, {"y", BRISK_I32, NULL, NULL, 0}};
+    CHECK(brisk_dataset_load_npz(&ds, p, specs, 2, &err) == BRISK_ERR_SHAPE);
+    CHECK(has(&err, "mismatch.npz: field 'y' has 3 samples (shape [3]) but field 'x' has 4"));
+
+    a[1 * 6 + 4] = NAN; /* sample 1, feature (1, 1) = flat 4 */
+    REQUIRE_OK(brisk_npz_write(tpath(p, sizeof p, "nan.npz"), 1, names, t, &err), &err);
+    CHECK(brisk_dataset_load_npz(&ds, p, specs, 1, &err) == BRISK_ERR_NUMERIC);
+    CHECK(has(&err, "nan.npz: field 'x': NaN at row 1 (sample index), column 4 (flat feature index)"));
+    a[1 * 6 + 4] = 0;
+    a[3 * 6 + 5] = -INFINITY;
+    REQUIRE_OK(brisk_npz_write(tpath(p, sizeof p, "inf.npz"), 1, names, t, &err), &err);
+    CHECK(brisk_dataset_load_npz(&ds, p, specs, 1, &err) == BRISK_ERR_NUMERIC);
+    CHECK(has(&err, "inf.npz: field 'x': inf at row 3 (sample index), column 5 (flat feature index)"));
+
+    /* f8 values beyond f32's range become inf and are caught too. */
+    if (have_numpy()) {
+        REQUIRE(run_python("import numpy as np\nnp.savez('f8.npz', x=np.array([[1.0, 1e300]]))\n") == 0);
+        CHECK(brisk_dataset_load_npz(&ds, tpath(p, sizeof p, "f8.npz"), specs, 1, &err) == BRISK_ERR_NUMERIC);
+        CHECK(has(&err, "f8.npz: field 'x': inf at row 0 (sample index), column 1"));
+    }
+
+    /* Built in memory. */
+    memset(&ds, 0, sizeof ds);
+    brisk_tensor m;
+    REQUIRE_OK(brisk_tensor_alloc(&m, BRISK_F32, brisk_shape2(5, 2), &err), &err);
+    memset(m.data, 0, 40);
+    REQUIRE_OK(brisk_dataset_add(&ds, "a", &m, &err), &err);
+    REQUIRE_OK(brisk_tensor_alloc(&m, BRISK_I32, brisk_shape1(4), &err), &err);
+    CHECK(brisk_dataset_add(&ds, "b", &m, &err) == BRISK_ERR_SHAPE && has(&err, "field 'b' has 4 samples"));
+    REQUIRE_OK(brisk_tensor_alloc(&m, BRISK_F32, brisk_shape_make(0, NULL), &err), &err);
+    CHECK(brisk_dataset_add(&ds, "s", &m, &err) == BRISK_ERR_SHAPE && has(&err, "scalar"));
+    REQUIRE_OK(brisk_tensor_alloc(&m, BRISK_F32, brisk_shape1(5), &err), &err);
+    for (int i = 0; i < 5; i++) ((float *)m.data)[i] = i == 2 ? NAN : 0;
+    CHECK(brisk_dataset_add(&ds, "c", &m, &err) == BRISK_ERR_NUMERIC && has(&err, "(memory): field 'c': NaN at row 2"));
+    CHECK(ds.nfields == 1 && ds.count == 5);
+    brisk_dataset_free(&ds);
+}
+
+static void test_csv_fields(void) {
+    brisk_error err;
+    char p[1200];
+    const char *text = "date,open,close,volume,label\n"
+                       "d1,1,2,300,0\n"
+                       "d2,1.5,2.5,400,2\n"
+                       "d3,2,3,500,1\n";
+    REQUIRE(write_file(tpath(p, sizeof p, "prices.csv"), text, strlen(text)) == 0);
+    const char *xc[] = {"open", "close", "volume"}, *yc[] = {"label"}, *both[] = {"close", "label"};
+    brisk_field_spec specs[] = {
+        {"x", BRISK_F32, NULL, xc, 3}, {"y", BRISK_I32, NULL, yc, 1}, {"z", BRISK_F32, NULL, both, 2}};
+    brisk_dataset ds;
+    REQUIRE_OK(brisk_dataset_load_csv(&ds, p, specs, 3, &err), &err);
+    CHECK(ds.count == 3 && ds.nfields == 3);
+    const brisk_tensor *x = brisk_dataset_get(&ds, "x"), *y = brisk_dataset_get(&ds, "y"), *z = brisk_dataset_get(&ds, "z");
+    REQUIRE(x && y && z);
+    CHECK(x->shape.ndim == 2 && x->shape.d[1] == 3 && ((float *)x->data)[4] == 2.5f && ((float *)x->data)[8] == 500);
+    CHECK(y->dtype == BRISK_I32 && y->shape.ndim == 1 && ((int32_t *)y->data)[1] == 2);
+    CHECK(z->shape.d[1] == 2 && ((float *)z->data)[5] == 1.0f);
+    brisk_dataset_free(&ds);
+
+    const char *bad[] = {"open", "high"};
+    brisk_field_spec s2[] = {{"x", BRISK_F32, NULL, bad, 2}};
+    CHECK(brisk_dataset_load_csv(&ds, p, s2, 1, &err) == BRISK_ERR_INVALID);
+    CHECK(has(&err, "prices.csv: no column 'high' in the header (available: 'date', 'open', 'close', 'volume', 'label')"));
+    brisk_field_spec s3[] = {{"x", BRISK_F32, NULL, NULL, 0}};
+    CHECK(brisk_dataset_load_csv(&ds, p, s3, 1, &err) == BRISK_ERR_INVALID && has(&err, "no CSV columns"));
+    const char *dc[] = {"date"};
+    brisk_field_spec s4[] = {{"d", BRISK_F32, NULL, dc, 1}};
+    CHECK(brisk_dataset_load_csv(&ds, p, s4, 1, &err) == BRISK_ERR_FORMAT);
+    CHECK(has(&err, "prices.csv: line 2, column 'date': expected a number, got 'd1'"));
+
+    const char *nan_text = "a,b,c\n1,2,3\n4, nan ,6\n";
+    REQUIRE(write_file(tpath(p, sizeof p, "nan.csv"), nan_text, strlen(nan_text)) == 0);
+    const char *cb[] = {"c", "b"};
+    brisk_field_spec s5[] = {{"feat", BRISK_F32, NULL, cb, 2}};
+    CHECK(brisk_dataset_load_csv(&ds, p, s5, 1, &err) == BRISK_ERR_NUMERIC);
+    CHECK(has(&err, "nan.csv: field 'feat': NaN at row 1 (sample index), column 1 (flat feature index) = CSV column "
+                    "'b', line 3"));
+    const char *lb[] = {"b"};
+    brisk_field_spec s6[] = {{"lab", BRISK_I32, NULL, lb, 1}};
+    CHECK(brisk_dataset_load_csv(&ds, p, s6, 1, &err) == BRISK_ERR_FORMAT);
+    CHECK(has(&err, "nan.csv: line 3, column 'b': expected an integer label (i32), got 'nan'"));
+}
+
+TEST_MAIN(T(test_npz_fields), T(test_counts_and_nan), T(test_csv_fields))
