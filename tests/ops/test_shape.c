@@ -146,4 +146,23 @@ static void test_cast(void) {
     oc_free(&c);
 }
 
-TEST_MAIN(T(test_concat), T(test_slice), T(test_reshape), T(test_transpose), T(test_cast))
+/* f32 -> i32 truncates toward zero (the CPU backend's documented rule); an integer
+ * path carries no gradient, so x's gradient is zero. */
+static void test_cast_int(void) {
+    oc c;
+    oc_init(&c, 105);
+    int x = oc_param(&c, "x", brisk_shape1(6));
+    int out = brisk_cast(c.g, brisk_cast(c.g, x, BRISK_I32), BRISK_F32);
+    float xv[6] = {2.7f, -2.7f, 0.0f, 41.0f, -0.5f, 1e3f};
+    memcpy(c.pval[0], xv, sizeof xv);
+    REQUIRE(oc_build(&c, out) == 0);
+    float *got = oc_read(&c, out), *gx = oc_read(&c, c.g->params[0].grad_node);
+    REQUIRE(got && gx);
+    float want[6] = {2, -2, 0, 41, 0, 1000};
+    for (int i = 0; i < 6; i++) CHECKF(got[i] == want[i] && gx[i] == 0, "[%d] %g %g", i, got[i], gx[i]);
+    free(got);
+    free(gx);
+    oc_free(&c);
+}
+
+TEST_MAIN(T(test_concat), T(test_slice), T(test_reshape), T(test_transpose), T(test_cast), T(test_cast_int))
