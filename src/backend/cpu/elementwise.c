@@ -2,7 +2,7 @@
  *   ADD/SUB/MUL/DIV  out = x op y with NumPy broadcasting (out = broadcast shape)
  *   BIAS_ADD         out[r, j] = x[r, j] + b[j]          (x [rows, N], b [N])
  *   SCALE            out = f0 x + f1
- *   RELU, GELU (erf or tanh form, as PyTorch), SILU, TANH, SIGMOID
+ *   RELU, GELU (erf or tanh form, as PyTorch defines them), SILU, TANH, SIGMOID
  *   ACT_GRAD         out = dy * f'(x) for the forward op in attr.kind (y = f(x) given too)
  *   GRAD_ACCUM       out = g on the first micro-batch, out += g after
  * and the strided broadcast copy behind EXPAND.
@@ -230,10 +230,12 @@ static void unary_range(const void *vctx, int64_t i0, int64_t i1) {
         break;
     case BRISK_OP_GELU:
         if (c->kind == BRISK_GELU_TANH) {
+            /* 0.5 x (1 + tanh u) written as x sigmoid(2u): equal, without the
+             * cancellation of 1 + tanh u for x << 0 */
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 float v = x[i];
-                o[i] = 0.5f * v * (1.0f + cpu_tanhf(GELU_K * (v + GELU_C * v * v * v)));
+                o[i] = v * cpu_sigmoidf(2.0f * GELU_K * (v + GELU_C * v * v * v));
             }
         } else {
 #pragma omp simd
@@ -281,12 +283,13 @@ static void act_grad_range(const void *vctx, int64_t i0, int64_t i1) {
         break;
     case BRISK_OP_GELU:
         if (c->a != 0.0f) { /* tanh form (a carries attr.i1 == BRISK_GELU_TANH) */
+            /* with s = sigmoid(2u) = (1 + tanh u) / 2 and 1 - tanh^2 u = 4 s (1 - s):
+             * d/dx = s + 2 x s (1 - s) u'(x), u' = k (1 + 3 c x^2) */
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) {
                 float v = x[i], v2 = v * v;
-                float t = cpu_tanhf(GELU_K * (v + GELU_C * v2 * v));
-                float dt = (1.0f - t * t) * GELU_K * (1.0f + 3.0f * GELU_C * v2);
-                o[i] = dy[i] * (0.5f * (1.0f + t) + 0.5f * v * dt);
+                float s = cpu_sigmoidf(2.0f * GELU_K * (v + GELU_C * v2 * v));
+                o[i] = dy[i] * (s + 2.0f * v * s * (1.0f - s) * GELU_K * (1.0f + 3.0f * GELU_C * v2));
             }
         } else {
 #pragma omp simd
