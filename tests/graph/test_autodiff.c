@@ -11,8 +11,8 @@ static void test_param_used_twice_gets_sum(void) {
     int w = brisk_param(g, "w", brisk_shape1(8), BRISK_INIT_NORMAL, 1, 1);
     int a = brisk_mul(g, x, w), b = brisk_mul(g, a, w);
     int loss = brisk_sum(g, b, 3, 0);
-    brisk_error e;
-    REQUIRE_OK(brisk_backward(g, loss, &e), &e);
+    brisk_error e, *ep = &e;
+    REQUIRE_OK(brisk_backward(g, loss, &e), ep);
     CHECK(g->n_forward == loss + 1 && g->loss == loss && g->grad_of);
     int gw = g->grad_of[w];
     REQUIRE(gw >= 0);
@@ -35,8 +35,8 @@ static void test_unreached_param_gets_zeros(void) {
     int w = brisk_param(g, "w", brisk_shape1(5), BRISK_INIT_NORMAL, 1, 1);
     int u = brisk_param(g, "unused", brisk_shape2(3, 7), BRISK_INIT_NORMAL, 1, 1);
     int loss = brisk_sum(g, brisk_relu(g, w), 1, 0);
-    brisk_error e;
-    REQUIRE_OK(brisk_backward(g, loss, &e), &e);
+    brisk_error e, *ep = &e;
+    REQUIRE_OK(brisk_backward(g, loss, &e), ep);
     int ga = g->params[1].grad_node;
     REQUIRE(ga >= 0);
     const brisk_node *src = &g->nodes[g->nodes[ga].in[0]];
@@ -92,9 +92,9 @@ static void test_every_rule_builds(void) {
     int sin = brisk_sinusoidal(g, tf, 6);
     int mse = brisk_mse(g, brisk_sum_to(g, sin, brisk_shape1(6)), brisk_mean(g, brisk_cast(g, sin, BRISK_F32), 1, 0));
     int loss = brisk_add(g, ce, mse);
-    brisk_error e;
+    brisk_error e, *ep = &e;
     REQUIRE(brisk_graph_error(g, &e) == BRISK_OK);
-    REQUIRE_OK(brisk_backward(g, loss, &e), &e);
+    REQUIRE_OK(brisk_backward(g, loss, &e), ep);
     for (int k = 0; k < g->n_params; k++) {
         int gn = g->grad_of[g->params[k].node];
         CHECKF(gn >= 0, "param %s got no gradient", g->params[k].name);
@@ -111,8 +111,8 @@ static void test_dropout_rule(void) {
     int w = brisk_param(g, "w", brisk_shape1(16), BRISK_INIT_NORMAL, 1, 1);
     int d = brisk_dropout(g, w, 0.25f);
     int loss = brisk_sum(g, d, 1, 0);
-    brisk_error e;
-    REQUIRE_OK(brisk_backward(g, loss, &e), &e);
+    brisk_error e, *ep = &e;
+    REQUIRE_OK(brisk_backward(g, loss, &e), ep);
     int gw = g->grad_of[w];
     REQUIRE(gw >= 0);
     CHECK(g->nodes[gw].op == BRISK_OP_DROPOUT && g->nodes[gw].attr.rng == g->nodes[d].attr.rng);

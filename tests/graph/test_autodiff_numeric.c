@@ -24,12 +24,12 @@ static void test_unreached_param_zero_and_accumulate(void) {
     (void)u;
     int out = brisk_scale(c.g, w, 3.0f, 0.0f);
     REQUIRE(oc_build(&c, out) == 0);
-    brisk_error e;
+    brisk_error e, *ep = &e;
     /* Garbage in the gradient arena: the first micro-batch overwrites it. */
     float junk[64];
     for (int i = 0; i < 64; i++) junk[i] = 1e3f + (float)i;
-    REQUIRE_OK(c.be->upload(c.be, c.ex->grads, junk, c.plan.param_bytes, &e), &e);
-    REQUIRE_OK(brisk_exec_run(c.ex, BRISK_RUN_TRAIN, &e), &e);
+    REQUIRE_OK(c.be->upload(c.be, c.ex->grads, junk, c.plan.param_bytes, &e), ep);
+    REQUIRE_OK(brisk_exec_run(c.ex, BRISK_RUN_TRAIN, &e), ep);
     float *gu = oc_read(&c, c.g->params[1].grad_node), *gw = oc_read(&c, c.g->params[0].grad_node);
     REQUIRE(gu && gw);
     for (int i = 0; i < 9; i++) CHECK(gu[i] == 0.0f);
@@ -38,7 +38,7 @@ static void test_unreached_param_zero_and_accumulate(void) {
     free(gw);
     /* A second micro-batch adds its gradient. */
     c.ex->step.first_micro = 0;
-    REQUIRE_OK(brisk_exec_run(c.ex, BRISK_RUN_TRAIN, &e), &e);
+    REQUIRE_OK(brisk_exec_run(c.ex, BRISK_RUN_TRAIN, &e), ep);
     gw = oc_read(&c, c.g->params[0].grad_node);
     REQUIRE(gw);
     for (int i = 0; i < 8; i++) CHECK_NEAR(gw[i], 6.0 * c.w[i], 1e-6);

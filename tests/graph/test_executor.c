@@ -87,12 +87,12 @@ static void test_buffers_and_runs(void) {
     model m = build();
     brisk_graph *g = m.g;
     brisk_plan p;
-    brisk_error e;
-    REQUIRE_OK(brisk_plan_build(g, &p, &e), &e);
+    brisk_error e, *ep = &e;
+    REQUIRE_OK(brisk_plan_build(g, &p, &e), ep);
     fake f;
     brisk_backend be = fake_backend(&f);
     brisk_exec *ex;
-    REQUIRE_OK(brisk_exec_create(g, &p, &be, &ex, &e), &e);
+    REQUIRE_OK(brisk_exec_create(g, &p, &be, &ex, &e), ep);
     CHECK(f.allocs == 7);
     CHECK(ex->ptr[m.w] == (char *)ex->params && ex->ptr[m.b] == (char *)ex->params + 4 * 32);
     CHECK(ex->ptr[m.x] == ex->inputs && ex->ptr[m.c] == ex->consts);
@@ -105,11 +105,11 @@ static void test_buffers_and_runs(void) {
 
     float xin[24];
     for (int i = 0; i < 24; i++) xin[i] = (float)i;
-    REQUIRE_OK(brisk_exec_set_input(ex, 0, xin, &e), &e);
+    REQUIRE_OK(brisk_exec_set_input(ex, 0, xin, &e), ep);
     CHECK(memcmp(ex->inputs, xin, sizeof xin) == 0);
     CHECK(brisk_exec_set_input(ex, 1, xin, &e) == BRISK_ERR_INVALID);
 
-    REQUIRE_OK(brisk_exec_run(ex, BRISK_RUN_TRAIN, &e), &e);
+    REQUIRE_OK(brisk_exec_run(ex, BRISK_RUN_TRAIN, &e), ep);
     CHECK(f.n_calls == p.n_train);
     for (int s = 0; s < f.n_calls && s < p.n_train; s++) {
         CHECK(f.calls[s] == p.train_order[s] && f.training[s] == 1);
@@ -117,17 +117,17 @@ static void test_buffers_and_runs(void) {
         if (g->nodes[f.calls[s]].n_in) CHECK(f.in0[s] == ex->ptr[g->nodes[f.calls[s]].in[0]]);
     }
     f.n_calls = 0;
-    REQUIRE_OK(brisk_exec_run(ex, BRISK_RUN_EVAL, &e), &e);
+    REQUIRE_OK(brisk_exec_run(ex, BRISK_RUN_EVAL, &e), ep);
     CHECK(f.n_calls == p.n_eval && p.n_eval > 0);
     for (int s = 0; s < f.n_calls; s++) CHECK(f.calls[s] == p.eval_order[s] && f.training[s] == 0);
     CHECK(ex->step.training == 1); /* eval does not change the stored step state */
     f.n_calls = 0;
-    REQUIRE_OK(brisk_exec_run(ex, BRISK_RUN_PREDICT, &e), &e);
+    REQUIRE_OK(brisk_exec_run(ex, BRISK_RUN_PREDICT, &e), ep);
     CHECK(f.n_calls == p.n_predict && f.calls[f.n_calls - 1] == m.out);
 
     float o[12];
     memset((char *)ex->arena + g->nodes[m.out].offset, 0x3f, 48);
-    REQUIRE_OK(brisk_exec_read(ex, m.out, o, &e), &e);
+    REQUIRE_OK(brisk_exec_read(ex, m.out, o, &e), ep);
     CHECK(memcmp(o, (char *)ex->arena + g->nodes[m.out].offset, 48) == 0);
 
     f.fail_node = p.train_order[2];
@@ -144,14 +144,14 @@ static void test_init_params(void) {
     model m = build();
     brisk_graph *g = m.g;
     brisk_plan p;
-    brisk_error e;
-    REQUIRE_OK(brisk_plan_build(g, &p, &e), &e);
+    brisk_error e, *ep = &e;
+    REQUIRE_OK(brisk_plan_build(g, &p, &e), ep);
     fake f;
     brisk_backend be = fake_backend(&f);
     brisk_exec *ex;
-    REQUIRE_OK(brisk_exec_create(g, &p, &be, &ex, &e), &e);
+    REQUIRE_OK(brisk_exec_create(g, &p, &be, &ex, &e), ep);
     memset(ex->grads, 0x7f, p.param_bytes);
-    REQUIRE_OK(brisk_exec_init_params(ex, 0x123456789abcull, &e), &e);
+    REQUIRE_OK(brisk_exec_init_params(ex, 0x123456789abcull, &e), ep);
     const float *pw = (const float *)ex->params, *pb = pw + g->params[1].offset, *pu = pw + g->params[2].offset;
     uint32_t key[2] = {0x56789abcu, 0x1234u};
     for (int i = 0; i < 18; i++) {
@@ -173,9 +173,9 @@ static void test_init_params(void) {
     CHECK(ex->step.seed == 0x123456789abcull);
     /* The same seed gives the same values; another seed does not. */
     float first = pw[0];
-    REQUIRE_OK(brisk_exec_init_params(ex, 0x123456789abcull, &e), &e);
+    REQUIRE_OK(brisk_exec_init_params(ex, 0x123456789abcull, &e), ep);
     CHECK(pw[0] == first);
-    REQUIRE_OK(brisk_exec_init_params(ex, 7, &e), &e);
+    REQUIRE_OK(brisk_exec_init_params(ex, 7, &e), ep);
     CHECK(pw[0] != first);
     brisk_exec_free(ex);
     brisk_plan_free(&p);
@@ -185,8 +185,8 @@ static void test_init_params(void) {
 static void test_create_errors(void) {
     model m = build();
     brisk_plan p;
-    brisk_error e;
-    REQUIRE_OK(brisk_plan_build(m.g, &p, &e), &e);
+    brisk_error e, *ep = &e;
+    REQUIRE_OK(brisk_plan_build(m.g, &p, &e), ep);
     fake f;
     brisk_backend be = fake_backend(&f);
     f.refuse_op = BRISK_OP_MATMUL;

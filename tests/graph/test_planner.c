@@ -142,8 +142,8 @@ static void test_pruning(void) {
     int out = brisk_relu(g, h);
     int loss = brisk_sum(g, h, 1, 0);
     g->output = out;
-    brisk_error e;
-    REQUIRE_OK(brisk_backward(g, loss, &e), &e);
+    brisk_error e, *ep = &e;
+    REQUIRE_OK(brisk_backward(g, loss, &e), ep);
     brisk_plan p;
     plan_ok(g, &p);
     for (int s = 0; s < p.n_train; s++) CHECK(p.train_order[s] != dead);

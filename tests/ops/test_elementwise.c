@@ -147,8 +147,8 @@ static void test_dropout_mask_shared(void) {
     CHECKF(bad == 0, "%d mismatches between forward and backward masks", bad);
     CHECK_NEAR((double)dropped / n, p, 0.05);
     /* Eval is the identity. */
-    brisk_error e;
-    REQUIRE_OK(brisk_exec_run(r.c.ex, BRISK_RUN_EVAL, &e), &e);
+    brisk_error e, *ep = &e;
+    REQUIRE_OK(brisk_exec_run(r.c.ex, BRISK_RUN_EVAL, &e), ep);
     float *ev = oc_read(&r.c, r.d);
     REQUIRE(ev);
     for (int i = 0; i < n; i++) CHECK(ev[i] == vx[i]);
