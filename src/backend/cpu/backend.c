@@ -1,0 +1,258 @@
+/* The CPU backend: the brisk_backend vtable over host memory. Buffers are plain
+ * 64-byte-aligned heap blocks (one cache line, one AVX-512 vector), so upload and
+ * download are memcpy. run_node is one switch over the op into the kernel
+ * families (matmul.c, elementwise.c, reduce.c, softmax_loss.c, layernorm.c,
+ * shape.c, gather.c, random.c); the optimizer lives in optim.c.
+ *
+ * Threads: fixed at creation (0 = OpenMP's default) and passed to every parallel
+ * region with num_threads(), so two backends in one process do not fight over a
+ * global setting. OpenBLAS, when linked, is set to one thread here: brisk splits
+ * GEMMs itself so only one thread pool spins on the cores. */
+#include "backend/cpu/cpu_internal.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if BRISK_HAVE_BLAS
+#include <cblas.h>
+#endif
+
+static const char *const op_names[BRISK_OP_COUNT] = {
+    [BRISK_OP_INPUT] = "input", [BRISK_OP_PARAM] = "param", [BRISK_OP_CONST] = "const",
+    [BRISK_OP_MATMUL] = "matmul", [BRISK_OP_BIAS_ADD] = "bias_add", [BRISK_OP_ADD] = "add",
+    [BRISK_OP_SUB] = "sub", [BRISK_OP_MUL] = "mul", [BRISK_OP_DIV] = "div",
+    [BRISK_OP_SCALE] = "scale", [BRISK_OP_RELU] = "relu", [BRISK_OP_GELU] = "gelu",
+    [BRISK_OP_SILU] = "silu", [BRISK_OP_TANH] = "tanh", [BRISK_OP_SIGMOID] = "sigmoid",
+    [BRISK_OP_ACT_GRAD] = "act_grad", [BRISK_OP_DROPOUT] = "dropout", [BRISK_OP_SUM] = "sum",
+    [BRISK_OP_MEAN] = "mean", [BRISK_OP_SUM_TO] = "sum_to", [BRISK_OP_EXPAND] = "expand",
+    [BRISK_OP_SOFTMAX] = "softmax", [BRISK_OP_LOG_SOFTMAX] = "log_softmax",
+    [BRISK_OP_SOFTMAX_GRAD] = "softmax_grad", [BRISK_OP_LOG_SOFTMAX_GRAD] = "log_softmax_grad",
+    [BRISK_OP_CROSS_ENTROPY] = "cross_entropy", [BRISK_OP_CROSS_ENTROPY_GRAD] = "cross_entropy_grad",
+    [BRISK_OP_MSE] = "mse", [BRISK_OP_MSE_GRAD] = "mse_grad", [BRISK_OP_LAYERNORM] = "layernorm",
+    [BRISK_OP_LAYERNORM_GRAD_X] = "layernorm_grad_x", [BRISK_OP_LAYERNORM_XHAT] = "layernorm_xhat",
+    [BRISK_OP_CONCAT] = "concat", [BRISK_OP_SLICE] = "slice", [BRISK_OP_SLICE_GRAD] = "slice_grad",
+    [BRISK_OP_RESHAPE] = "reshape", [BRISK_OP_TRANSPOSE] = "transpose", [BRISK_OP_GATHER] = "gather",
+    [BRISK_OP_SCATTER_ADD] = "scatter_add", [BRISK_OP_SINUSOIDAL] = "sinusoidal",
+    [BRISK_OP_SINUSOIDAL_GRAD] = "sinusoidal_grad", [BRISK_OP_RANDN] = "randn",
+    [BRISK_OP_RAND_UNIFORM] = "rand_uniform", [BRISK_OP_RANDINT] = "randint", [BRISK_OP_CAST] = "cast",
+    [BRISK_OP_GRAD_ACCUM] = "grad_accum",
+};
+
+/* The graph module owns brisk_op_name(); the backend keeps its own table so that it
+ * builds and links without src/graph (and a missing entry shows up in tests). */
+const char *cpu_op_name(brisk_op op) {
+    return (unsigned)op < BRISK_OP_COUNT && op_names[op] ? op_names[op] : "?";
+}
+
+double *cpu_partials(cpu_backend *cb, size_t n) {
+    if (n > cb->partials_cap) {
+        double *p = realloc(cb->partials, n * sizeof(double));
+        if (!p) return NULL;
+        cb->partials = p;
+        cb->partials_cap = n;
+    }
+    return cb->partials;
+}
+
+void cpu_parallel(const cpu_backend *cb, int64_t n, int64_t grain, cpu_range_fn fn, const void *ctx) {
+    if (n <= 0) return;
+    int64_t nt = grain > 0 ? n / grain : n;
+    if (nt > cb->threads) nt = cb->threads;
+    if (nt <= 1) {
+        fn(ctx, 0, n);
+        return;
+    }
+#pragma omp parallel num_threads((int)nt)
+    {
+        int64_t t = omp_get_thread_num(), k = omp_get_num_threads();
+        int64_t i0 = n * t / k, i1 = n * (t + 1) / k;
+        if (n >= 16 * k) { /* align interior boundaries to 16 items */
+            i0 = t ? (i0 + 15) / 16 * 16 : 0;
+            i1 = t + 1 < k ? (i1 + 15) / 16 * 16 : n;
+        }
+        if (i0 < i1) fn(ctx, i0, i1);
+    }
+}
+
+static brisk_status cpu_alloc(brisk_backend *be, size_t bytes, void **out, brisk_error *err) {
+    (void)be;
+    size_t rounded = (bytes + 63) / 64 * 64;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, rounded ? rounded : 64) != 0 || !p) {
+        *out = NULL;
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "cpu backend: cannot allocate %zu bytes", bytes);
+    }
+    *out = p;
+    return BRISK_OK;
+}
+
+static void cpu_free(brisk_backend *be, void *p) { (void)be; free(p); }
+
+static brisk_status cpu_copy(brisk_backend *be, void *dst, const void *src, size_t bytes,
+                             brisk_error *err) {
+    (void)be; (void)err;
+    if (bytes && dst != src) memmove(dst, src, bytes);
+    return BRISK_OK;
+}
+
+static brisk_status cpu_memset0(brisk_backend *be, void *dst, size_t bytes, brisk_error *err) {
+    (void)be; (void)err;
+    if (bytes) memset(dst, 0, bytes);
+    return BRISK_OK;
+}
+
+static int is_float_op(brisk_op op) {
+    switch (op) {
+    case BRISK_OP_INPUT: case BRISK_OP_PARAM: case BRISK_OP_CONST: case BRISK_OP_RESHAPE:
+    case BRISK_OP_CONCAT: case BRISK_OP_SLICE: case BRISK_OP_SLICE_GRAD: case BRISK_OP_TRANSPOSE:
+    case BRISK_OP_EXPAND: case BRISK_OP_GATHER: case BRISK_OP_RANDINT: case BRISK_OP_CAST:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+static int cpu_supports_op(brisk_backend *be, const brisk_node *node) {
+    (void)be;
+    if ((unsigned)node->op >= BRISK_OP_COUNT) return 0;
+    if ((unsigned)node->dtype >= BRISK_DTYPE_COUNT) return 0;
+    if (node->op == BRISK_OP_RANDINT) return node->dtype == BRISK_I32;
+    /* every float op computes in f32; data movement takes any dtype */
+    if (is_float_op(node->op)) return node->dtype == BRISK_F32;
+    return 1;
+}
+
+static brisk_status check_inputs(const brisk_graph *g, int id, brisk_error *err) {
+    const brisk_node *n = NODE(g, id);
+    if (n->n_in < 0 || n->n_in > BRISK_MAX_INPUTS)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): %d inputs", cpu_op_name(n->op), id,
+                            n->n_in);
+    for (int i = 0; i < n->n_in; i++)
+        if (n->in[i] < 0 || n->in[i] >= g->n_nodes)
+            return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): input %d is node %d of %d",
+                                cpu_op_name(n->op), id, i, n->in[i], g->n_nodes);
+    /* float ops read f32 inputs, except these index/label inputs */
+    if (!is_float_op(n->op)) return BRISK_OK;
+    for (int i = 0; i < n->n_in; i++) {
+        brisk_dtype want = BRISK_F32, got = g->nodes[n->in[i]].dtype;
+        if ((n->op == BRISK_OP_CROSS_ENTROPY && i == 1) || (n->op == BRISK_OP_CROSS_ENTROPY_GRAD && i == 2) ||
+            (n->op == BRISK_OP_SCATTER_ADD && i == 1))
+            want = BRISK_I32;
+        if (n->op == BRISK_OP_SINUSOIDAL && got == BRISK_I32) want = BRISK_I32;
+        if (got != want)
+            return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): input %d is %s, expected %s",
+                                cpu_op_name(n->op), id, i, brisk_dtype_name(got), brisk_dtype_name(want));
+    }
+    return BRISK_OK;
+}
+
+static brisk_status cpu_run_node(brisk_backend *be, const brisk_graph *g, int id,
+                                 const void *const *in, void *out, const brisk_step_state *st,
+                                 brisk_error *err) {
+    cpu_backend *cb = be->impl;
+    if (!g || id < 0 || id >= g->n_nodes)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "cpu backend: node %d out of range", id);
+    brisk_status s = check_inputs(g, id, err);
+    if (s != BRISK_OK) return s;
+    const brisk_node *n = NODE(g, id);
+    if (!cpu_supports_op(be, n))
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cpu backend: %s (node %d) in %s",
+                            cpu_op_name(n->op), id, brisk_dtype_name(n->dtype));
+    static const brisk_step_state eval_state = {0, 0, 1, 0, 0};
+    if (!st) st = &eval_state;
+    switch (n->op) {
+    case BRISK_OP_INPUT: case BRISK_OP_PARAM: case BRISK_OP_CONST:
+        return BRISK_OK; /* leaves: their buffers are filled by the executor */
+    case BRISK_OP_RESHAPE: /* the planner aliases reshapes; a copy covers a non-aliased one */
+        if (out != in[0]) memmove(out, in[0], n->bytes ? n->bytes
+                                  : (size_t)cpu_numel(&n->shape) * brisk_dtype_size(n->dtype));
+        return BRISK_OK;
+    case BRISK_OP_MATMUL: s = cpu_matmul(cb, g, id, in, out, err); break;
+    case BRISK_OP_BIAS_ADD: s = cpu_bias_add(cb, g, id, in, out, err); break;
+    case BRISK_OP_ADD: case BRISK_OP_SUB: case BRISK_OP_MUL: case BRISK_OP_DIV:
+        s = cpu_binary(cb, g, id, in, out, err);
+        break;
+    case BRISK_OP_SCALE: case BRISK_OP_RELU: case BRISK_OP_GELU: case BRISK_OP_SILU:
+    case BRISK_OP_TANH: case BRISK_OP_SIGMOID:
+        s = cpu_unary(cb, g, id, in, out, err);
+        break;
+    case BRISK_OP_ACT_GRAD: s = cpu_act_grad(cb, g, id, in, out, err); break;
+    case BRISK_OP_DROPOUT: case BRISK_OP_RANDN: case BRISK_OP_RAND_UNIFORM: case BRISK_OP_RANDINT:
+        s = cpu_random(cb, g, id, in, out, st, err);
+        break;
+    case BRISK_OP_SUM: case BRISK_OP_MEAN: case BRISK_OP_SUM_TO:
+        s = cpu_reduce(cb, g, id, in, out, err);
+        break;
+    case BRISK_OP_SOFTMAX: case BRISK_OP_LOG_SOFTMAX:
+        s = cpu_softmax(cb, g, id, in, out, err);
+        break;
+    case BRISK_OP_SOFTMAX_GRAD: case BRISK_OP_LOG_SOFTMAX_GRAD:
+        s = cpu_softmax_grad(cb, g, id, in, out, err);
+        break;
+    case BRISK_OP_CROSS_ENTROPY: case BRISK_OP_CROSS_ENTROPY_GRAD:
+        s = cpu_cross_entropy(cb, g, id, in, out, err);
+        break;
+    case BRISK_OP_MSE: case BRISK_OP_MSE_GRAD: s = cpu_mse(cb, g, id, in, out, err); break;
+    case BRISK_OP_LAYERNORM: case BRISK_OP_LAYERNORM_GRAD_X: case BRISK_OP_LAYERNORM_XHAT:
+        s = cpu_layernorm(cb, g, id, in, out, err);
+        break;
+    case BRISK_OP_EXPAND: case BRISK_OP_CONCAT: case BRISK_OP_SLICE: case BRISK_OP_SLICE_GRAD:
+    case BRISK_OP_TRANSPOSE:
+        s = cpu_shape_op(cb, g, id, in, out, err);
+        break;
+    case BRISK_OP_CAST: s = cpu_cast(cb, g, id, in, out, err); break;
+    case BRISK_OP_GATHER: case BRISK_OP_SCATTER_ADD: case BRISK_OP_SINUSOIDAL:
+    case BRISK_OP_SINUSOIDAL_GRAD:
+        s = cpu_gather_op(cb, g, id, in, out, err);
+        break;
+    case BRISK_OP_GRAD_ACCUM: s = cpu_grad_accum(cb, g, id, in, out, st, err); break;
+    default:
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cpu backend: no kernel for %s (node %d)",
+                            cpu_op_name(n->op), id);
+    }
+    return s;
+}
+
+static brisk_status cpu_sync(brisk_backend *be, brisk_error *err) { (void)be; (void)err; return BRISK_OK; }
+
+static void cpu_destroy(brisk_backend *be) {
+    if (!be) return;
+    cpu_backend *cb = be->impl;
+    if (cb) {
+        free(cb->gemm_scratch);
+        free(cb->partials);
+        free(cb);
+    }
+    free(be);
+}
+
+brisk_backend *brisk_backend_cpu_new(int threads) {
+    brisk_backend *be = calloc(1, sizeof *be);
+    cpu_backend *cb = calloc(1, sizeof *cb);
+    if (!be || !cb) { free(be); free(cb); return NULL; }
+    cb->threads = threads > 0 ? threads : omp_get_max_threads();
+    if (cb->threads < 1) cb->threads = 1;
+    size_t bytes = cpu_sgemm_scratch_floats() * sizeof(float) * (size_t)cb->threads;
+    if (posix_memalign((void **)&cb->gemm_scratch, 64, bytes) != 0) {
+        free(be); free(cb);
+        return NULL;
+    }
+#if BRISK_HAVE_BLAS
+    openblas_set_num_threads(1);
+#endif
+    be->name = "cpu";
+    be->impl = cb;
+    be->alloc = cpu_alloc;
+    be->free = cpu_free;
+    be->upload = cpu_copy;
+    be->download = cpu_copy;
+    be->memset0 = cpu_memset0;
+    be->run_node = cpu_run_node;
+    be->supports_op = cpu_supports_op;
+    be->grad_sumsq = cpu_grad_sumsq;
+    be->optim_update = cpu_optim_update;
+    be->sync = cpu_sync;
+    be->destroy = cpu_destroy;
+    return be;
+}

@@ -1,0 +1,142 @@
+/* The CPU backend's internal interface: the backend's private state and the
+ * kernel entry points each family file (matmul.c, elementwise.c, ...) exports to
+ * backend.c's dispatch switch. Not a public header.
+ *
+ * Conventions shared by every kernel here:
+ * - tensors are C-contiguous, row-major; "rows" = all leading dims flattened;
+ * - a kernel receives the graph and the node id, reads its inputs' shapes from
+ *   g->nodes[in[i]] and its own shape/attr from g->nodes[id];
+ * - parallel loops use schedule(static) over fixed partitions and never a
+ *   reduction(+) clause, so a result depends on the data only, not on timing;
+ *   global sums go through fixed-size chunks combined in order (cpu_chunk_sum),
+ *   so they do not even depend on the thread count;
+ * - loops over fewer than CPU_PAR_MIN elements stay serial: a fork/join costs
+ *   about 1-3 us here, which is the whole runtime of a 4K-float elementwise op. */
+#ifndef BRISK_CPU_INTERNAL_H
+#define BRISK_CPU_INTERNAL_H
+
+#include "brisk/graph.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Below this many elements an elementwise loop runs on one thread. Measured with
+ * bench/cpu_kernels.c on the 2-core Zen box: SiLU over 16K floats takes ~4 us
+ * serial; splitting it saves less than the ~2 us fork/join until ~32K. */
+#define CPU_PAR_MIN 32768
+/* Heavier per-element work (exp, erf, Philox) pays for threads earlier. */
+#define CPU_PAR_MIN_HEAVY 8192
+
+/* Private state behind brisk_backend.impl. */
+typedef struct cpu_backend {
+    int threads;            /* fixed at creation; every parallel region uses exactly this */
+    /* Scratch grown on demand and kept (run_node is never called concurrently on
+     * one backend): per-thread sgemm packing buffers and per-chunk partial sums. */
+    float *gemm_scratch;    /* threads * cpu_sgemm_scratch_floats() floats */
+    double *partials;
+    size_t partials_cap;    /* in doubles */
+} cpu_backend;
+
+/* Returns a buffer of at least n doubles from the backend's scratch, or NULL. */
+double *cpu_partials(cpu_backend *cb, size_t n);
+
+/* Runs fn over [0, n) split into static contiguous ranges, one per thread, on at most
+ * cb->threads threads and only as many as give each at least `grain` items (so a
+ * small n runs inline, with no fork/join). Ranges start at multiples of 16 items
+ * where n allows, so threads do not share a cache line of f32 output. */
+typedef void (*cpu_range_fn)(const void *ctx, int64_t i0, int64_t i1);
+void cpu_parallel(const cpu_backend *cb, int64_t n, int64_t grain, cpu_range_fn fn, const void *ctx);
+
+/* Shorthands for kernels. */
+#define NODE(g, id) (&(g)->nodes[(id)])
+#define IN_NODE(g, id, i) (&(g)->nodes[(g)->nodes[(id)].in[(i)]])
+
+static inline int64_t cpu_numel(const brisk_shape *s) {
+    int64_t n = 1;
+    for (int i = 0; i < s->ndim; i++) n *= s->d[i];
+    return n;
+}
+
+/* ---- matmul.c: C[M,N] (+)= op(A)[M,K] op(B)[K,N], row-major with leading dims.
+ * brisk's own packed, cache-blocked kernel; threads > 1 splits C into static
+ * column (or row) bands. scratch: threads * cpu_sgemm_scratch_floats() floats,
+ * 64-byte aligned, or NULL to allocate (tests only; the backend passes its own). */
+size_t cpu_sgemm_scratch_floats(void);
+void cpu_sgemm(int threads, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
+               const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
+               int accumulate, float *scratch);
+/* The same product through the BLAS when built with one (returns 0 if not). */
+int cpu_sgemm_blas(int threads, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
+                   const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
+/* The backend's choice between the two, by shape (see the rule in matmul.c). */
+int cpu_sgemm_use_blas(int64_t M, int64_t N, int64_t K);
+brisk_status cpu_matmul(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
+                        void *out, brisk_error *err);
+
+/* ---- elementwise.c */
+brisk_status cpu_binary(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
+                        void *out, brisk_error *err);
+brisk_status cpu_bias_add(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
+                          void *out, brisk_error *err);
+brisk_status cpu_unary(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
+                       void *out, brisk_error *err);
+brisk_status cpu_act_grad(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
+                          void *out, brisk_error *err);
+brisk_status cpu_grad_accum(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
+                            void *out, const brisk_step_state *st, brisk_error *err);
+/* Strided broadcast copy used by EXPAND (and binary ops): out[shape] = x broadcast,
+ * elements of esize bytes. xs: x's shape right-aligned to out's. */
+void cpu_broadcast_copy(const void *x, const brisk_shape *xs, void *out, const brisk_shape *os,
+                        size_t esize);
+
+/* ---- reduce.c: SUM, MEAN, SUM_TO over a dimension mask */
+brisk_status cpu_reduce(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
+                        void *out, brisk_error *err);
+/* Sums x (shape xs) over the dims whose bit is set in mask, into out (those dims
+ * of size 1, others as in xs), times `scale`. */
+void cpu_reduce_sum(cpu_backend *cb, const float *x, const brisk_shape *xs, uint32_t mask,
+                    float scale, float *out);
+/* Deterministic sum of f(i) over [0, n) in fixed chunks of `chunk` (independent of
+ * the thread count); fn fills partial[c] for chunk c. */
+double cpu_chunk_sum(cpu_backend *cb, int64_t n, int64_t chunk,
+                     double (*fn)(const void *ctx, int64_t i0, int64_t i1), const void *ctx);
+
+/* ---- softmax_loss.c */
+brisk_status cpu_softmax(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
+                         void *out, brisk_error *err);
+brisk_status cpu_softmax_grad(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
+                              void *out, brisk_error *err);
+brisk_status cpu_cross_entropy(cpu_backend *cb, const brisk_graph *g, int id,
+                               const void *const *in, void *out, brisk_error *err);
+brisk_status cpu_mse(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
+                     void *out, brisk_error *err);
+
+/* ---- layernorm.c */
+brisk_status cpu_layernorm(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
+                           void *out, brisk_error *err);
+
+/* ---- shape.c */
+brisk_status cpu_shape_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
+                          void *out, brisk_error *err);
+brisk_status cpu_cast(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
+                      void *out, brisk_error *err);
+
+/* ---- gather.c: GATHER, SCATTER_ADD, SINUSOIDAL(_GRAD) */
+brisk_status cpu_gather_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
+                           void *out, brisk_error *err);
+
+/* ---- random.c: RANDN, RAND_UNIFORM, RANDINT, DROPOUT */
+brisk_status cpu_random(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
+                        void *out, const brisk_step_state *st, brisk_error *err);
+
+/* ---- optim.c */
+brisk_status cpu_grad_sumsq(brisk_backend *be, const float *g, int64_t n, float *sumsq_out,
+                            brisk_error *err);
+brisk_status cpu_optim_update(brisk_backend *be, float *p, const float *g, float *m, float *v,
+                              int64_t n, const brisk_optim_args *args, const float *sumsq,
+                              const uint8_t *decay_mask, brisk_error *err);
+
+/* ---- backend.c */
+const char *cpu_op_name(brisk_op op);
+
+#endif

@@ -1,0 +1,93 @@
+/* Layer normalisation over the last dim of x [rows, N], f32, eps = attr.f0:
+ *   mean = sum x / N, var = sum (x - mean)^2 / N (biased, as PyTorch),
+ *   rstd = 1 / sqrt(var + eps), xhat = (x - mean) rstd
+ *   LAYERNORM        (x, gamma [N], beta [N]): y = xhat * gamma + beta
+ *   LAYERNORM_GRAD_X (dy, x, gamma): g = dy * gamma;
+ *                    dx = rstd (g - mean(g) - xhat mean(g xhat))
+ *   LAYERNORM_XHAT   (x): xhat (the graph multiplies it by dy and sums for dgamma)
+ * Statistics are recomputed per row rather than saved: the op table has one output
+ * per node, and a row of a few hundred floats is in L1 when its stats are needed.
+ * Two passes (mean, then centred squares) rather than E[x^2] - E[x]^2, which
+ * cancels badly when |mean| >> std. Rows are independent and run in parallel. */
+#include "backend/cpu/cpu_internal.h"
+
+#include <math.h>
+
+typedef struct ln_ctx {
+    brisk_op op;
+    const float *x, *dy, *gamma, *beta;
+    float *out;
+    int64_t N;
+    float eps;
+} ln_ctx;
+
+static void row_stats(const float *restrict x, int64_t N, float eps, float *mean, float *rstd) {
+    float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+    for (int64_t j = 0; j < N; j++) s += x[j];
+    float mu = s / (float)N, q = 0.0f;
+#pragma omp simd reduction(+ : q)
+    for (int64_t j = 0; j < N; j++) {
+        float d = x[j] - mu;
+        q += d * d;
+    }
+    *mean = mu;
+    *rstd = 1.0f / sqrtf(q / (float)N + eps);
+}
+
+static void ln_range(const void *vctx, int64_t r0, int64_t r1) {
+    const ln_ctx *c = vctx;
+    int64_t N = c->N;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *restrict x = c->x + r * N;
+        float *restrict o = c->out + r * N;
+        float mu, rs;
+        row_stats(x, N, c->eps, &mu, &rs);
+        if (c->op == BRISK_OP_LAYERNORM) {
+            const float *restrict ga = c->gamma, *restrict be = c->beta;
+#pragma omp simd
+            for (int64_t j = 0; j < N; j++) o[j] = (x[j] - mu) * rs * ga[j] + be[j];
+        } else if (c->op == BRISK_OP_LAYERNORM_XHAT) {
+#pragma omp simd
+            for (int64_t j = 0; j < N; j++) o[j] = (x[j] - mu) * rs;
+        } else {
+            const float *restrict dy = c->dy + r * N, *restrict ga = c->gamma;
+            float sg = 0.0f, sgx = 0.0f;
+#pragma omp simd reduction(+ : sg, sgx)
+            for (int64_t j = 0; j < N; j++) {
+                float gj = dy[j] * ga[j];
+                sg += gj;
+                sgx += gj * (x[j] - mu) * rs;
+            }
+            float mg = sg / (float)N, mgx = sgx / (float)N;
+#pragma omp simd
+            for (int64_t j = 0; j < N; j++) o[j] = rs * (dy[j] * ga[j] - mg - (x[j] - mu) * rs * mgx);
+        }
+    }
+}
+
+brisk_status cpu_layernorm(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
+                           void *out, brisk_error *err) {
+    const brisk_node *n = NODE(g, id);
+    int64_t N = n->shape.ndim ? n->shape.d[n->shape.ndim - 1] : 1, len = cpu_numel(&n->shape);
+    int xi = n->op == BRISK_OP_LAYERNORM_GRAD_X ? 1 : 0;
+    if (cpu_numel(&IN_NODE(g, id, xi)->shape) != len)
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input and output sizes differ", cpu_op_name(n->op));
+    if (n->op == BRISK_OP_LAYERNORM_GRAD_X && cpu_numel(&IN_NODE(g, id, 0)->shape) != len)
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "layernorm_grad_x: dy and x sizes differ");
+    if (n->op != BRISK_OP_LAYERNORM_XHAT) {
+        int gi = n->op == BRISK_OP_LAYERNORM ? 1 : 2;
+        for (int k = gi; k < 3; k++)
+            if (cpu_numel(&IN_NODE(g, id, k)->shape) != N)
+                return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input %d has %lld elements, expected %lld",
+                                    cpu_op_name(n->op), k, (long long)cpu_numel(&IN_NODE(g, id, k)->shape),
+                                    (long long)N);
+    }
+    if (N == 0 || len == 0) return BRISK_OK;
+    ln_ctx c = {.op = n->op, .N = N, .eps = n->attr.f0, .out = out};
+    if (n->op == BRISK_OP_LAYERNORM) { c.x = in[0]; c.gamma = in[1]; c.beta = in[2]; }
+    else if (n->op == BRISK_OP_LAYERNORM_XHAT) { c.x = in[0]; }
+    else { c.dy = in[0]; c.x = in[1]; c.gamma = in[2]; }
+    cpu_parallel(cb, len / N, (CPU_PAR_MIN + N - 1) / N, ln_range, &c);
+    return BRISK_OK;
+}

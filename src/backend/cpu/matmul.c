@@ -1,0 +1,303 @@
+/* MATMUL: out[b] = op(a[b]) @ op(b[b]), row-major, op = transpose when trans_a/b.
+ * a [..., M, K] (or [..., K, M] with trans_a), b [K, N] (or [N, K] with trans_b), or
+ * batched [..., K, N] with the same batch dims as a; out [..., M, N].
+ *
+ * brisk's own sgemm is the Goto/BLIS scheme: C is cut into NC-wide column blocks
+ * and K into KC-deep slices; for each slice a KC x NC block of op(B) is packed into
+ * NR-wide column strips (contiguous per k) and an MC x KC block of op(A) into
+ * MR-tall row strips, so the micro-kernel reads both with unit stride whatever the
+ * transposes were, and keeps an MR x NR tile of C in registers (8 x 32 floats =
+ * 16 zmm accumulators with AVX-512; 6 x 16 = 12 ymm with AVX2). The micro-kernel is
+ * written with GCC vector extensions, not intrinsics, so it compiles (slower) on
+ * any target. Threads take static bands of C's columns (or rows when C is narrow):
+ * every element of C is computed by one thread in the same order, so the result
+ * does not depend on timing.
+ *
+ * BLAS or own, per shape: see cpu_sgemm_use_blas() below. */
+#include "backend/cpu/cpu_internal.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if BRISK_HAVE_BLAS
+#include <cblas.h>
+#endif
+
+#if defined(__AVX512F__)
+#define VL 16
+#define MR 8
+#else
+#define VL 8
+#define MR 6
+#endif
+#define NR (2 * VL)
+#define KC 256
+#define MC (MR * 16)
+#define NC 512
+
+typedef float vf __attribute__((vector_size(VL * 4)));
+
+size_t cpu_sgemm_scratch_floats(void) { return (size_t)MC * KC + (size_t)KC * NC + 64; }
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Packs op(A)[m0:m0+mc, k0:k0+kc] into MR-row strips: strip s holds, for each k,
+ * the MR values of rows s*MR .. s*MR+MR-1 (zero past M). */
+static void pack_a(int trans_a, const float *A, int64_t lda, int64_t m0, int64_t mc, int64_t k0,
+                   int64_t kc, float *dst) {
+    for (int64_t s = 0; s < mc; s += MR) {
+        int64_t rows = min64(MR, mc - s);
+        float *d = dst + s * kc;
+        if (!trans_a) {
+            for (int64_t r = 0; r < rows; r++) {
+                const float *src = A + (m0 + s + r) * lda + k0;
+                for (int64_t k = 0; k < kc; k++) d[k * MR + r] = src[k];
+            }
+        } else {
+            for (int64_t k = 0; k < kc; k++) {
+                const float *src = A + (k0 + k) * lda + m0 + s;
+                for (int64_t r = 0; r < rows; r++) d[k * MR + r] = src[r];
+            }
+        }
+        if (rows < MR)
+            for (int64_t k = 0; k < kc; k++)
+                for (int64_t r = rows; r < MR; r++) d[k * MR + r] = 0.0f;
+    }
+}
+
+/* Packs op(B)[k0:k0+kc, n0:n0+nc] into NR-column strips (zero past N). */
+static void pack_b(int trans_b, const float *B, int64_t ldb, int64_t k0, int64_t kc, int64_t n0,
+                   int64_t nc, float *dst) {
+    for (int64_t s = 0; s < nc; s += NR) {
+        int64_t cols = min64(NR, nc - s);
+        float *d = dst + s * kc;
+        if (!trans_b) {
+            for (int64_t k = 0; k < kc; k++) {
+                const float *src = B + (k0 + k) * ldb + n0 + s;
+                float *dk = d + k * NR;
+                if (cols == NR) {
+                    for (int j = 0; j < NR; j++) dk[j] = src[j];
+                } else {
+                    int64_t j = 0;
+                    for (; j < cols; j++) dk[j] = src[j];
+                    for (; j < NR; j++) dk[j] = 0.0f;
+                }
+            }
+        } else {
+            for (int64_t j = 0; j < cols; j++) {
+                const float *src = B + (n0 + s + j) * ldb + k0;
+                for (int64_t k = 0; k < kc; k++) d[k * NR + j] = src[k];
+            }
+            for (int64_t j = cols; j < NR; j++)
+                for (int64_t k = 0; k < kc; k++) d[k * NR + j] = 0.0f;
+        }
+    }
+}
+
+/* The MR x NR register tile: C[0:mr, 0:nr] (+)= a_strip^T b_strip over kc. */
+static void micro_kernel(int64_t kc, const float *restrict a, const float *restrict b,
+                         float *restrict c, int64_t ldc, int mr, int nr, int add) {
+    vf c0[MR], c1[MR];
+    for (int i = 0; i < MR; i++) { c0[i] = (vf){0}; c1[i] = (vf){0}; }
+    for (int64_t k = 0; k < kc; k++) {
+        vf b0 = *(const vf *)(b + k * NR), b1 = *(const vf *)(b + k * NR + VL);
+        const float *ak = a + k * MR;
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++) {
+            c0[i] += ak[i] * b0;
+            c1[i] += ak[i] * b1;
+        }
+    }
+    if (mr == MR && nr == NR) {
+        for (int i = 0; i < MR; i++) {
+            float *ci = c + i * ldc;
+            vf o0, o1;
+            if (add) {
+                memcpy(&o0, ci, sizeof o0);
+                memcpy(&o1, ci + VL, sizeof o1);
+                o0 += c0[i];
+                o1 += c1[i];
+            } else {
+                o0 = c0[i];
+                o1 = c1[i];
+            }
+            memcpy(ci, &o0, sizeof o0);
+            memcpy(ci + VL, &o1, sizeof o1);
+        }
+    } else {
+        float tile[MR][NR] __attribute__((aligned(64)));
+        for (int i = 0; i < MR; i++) {
+            memcpy(&tile[i][0], &c0[i], sizeof c0[i]);
+            memcpy(&tile[i][VL], &c1[i], sizeof c1[i]);
+        }
+        for (int i = 0; i < mr; i++)
+            for (int j = 0; j < nr; j++) c[i * ldc + j] = add ? c[i * ldc + j] + tile[i][j] : tile[i][j];
+    }
+}
+
+/* C[m0:m1, n0:n1] on one thread, with its own packing scratch. */
+static void sgemm_band(int trans_a, int trans_b, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
+                       int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+                       float *C, int64_t ldc, int accumulate, float *scratch) {
+    float *pa = scratch, *pb = scratch + (size_t)MC * KC;
+    /* even K slices: 295 = 148 + 147 rather than 256 + 39 */
+    int64_t nk = (K + KC - 1) / KC, kstep = nk ? (K + nk - 1) / nk : 0;
+    for (int64_t jc = n0; jc < n1; jc += NC) {
+        int64_t nc = min64(NC, n1 - jc);
+        if (K == 0) {
+            if (!accumulate)
+                for (int64_t i = m0; i < m1; i++) memset(C + i * ldc + jc, 0, (size_t)nc * sizeof(float));
+            continue;
+        }
+        for (int64_t pc = 0; pc < K; pc += kstep) {
+            int64_t kc = min64(kstep, K - pc);
+            int add = accumulate || pc > 0;
+            pack_b(trans_b, B, ldb, pc, kc, jc, nc, pb);
+            for (int64_t ic = m0; ic < m1; ic += MC) {
+                int64_t mc = min64(MC, m1 - ic);
+                pack_a(trans_a, A, lda, ic, mc, pc, kc, pa);
+                for (int64_t jr = 0; jr < nc; jr += NR)
+                    for (int64_t ir = 0; ir < mc; ir += MR)
+                        micro_kernel(kc, pa + ir * kc, pb + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc,
+                                     (int)min64(MR, mc - ir), (int)min64(NR, nc - jr), add);
+            }
+        }
+    }
+}
+
+/* Below this many multiply-adds a GEMM runs on one thread (fork/join ~2 us). */
+#define GEMM_PAR_MIN (1 << 17)
+
+/* Static split of C among `nt` threads: bands of whole NR strips across N when N is
+ * wide enough, else bands of MR strips across M. Thread t gets [*b0, *b1) of M or N. */
+static int band_split(int64_t M, int64_t N, int nt, int t, int64_t *m0, int64_t *m1, int64_t *n0,
+                      int64_t *n1) {
+    int64_t ns = (N + NR - 1) / NR, ms = (M + MR - 1) / MR;
+    *m0 = 0; *m1 = M; *n0 = 0; *n1 = N;
+    if (ns >= nt || ns >= ms) {
+        int64_t a = ns * t / nt, b = ns * (t + 1) / nt;
+        *n0 = min64(a * NR, N);
+        *n1 = min64(b * NR, N);
+    } else {
+        int64_t a = ms * t / nt, b = ms * (t + 1) / nt;
+        *m0 = min64(a * MR, M);
+        *m1 = min64(b * MR, M);
+    }
+    return *m0 < *m1 && *n0 < *n1;
+}
+
+void cpu_sgemm(int threads, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
+               const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
+               int accumulate, float *scratch) {
+    if (M <= 0 || N <= 0) return;
+    size_t per = cpu_sgemm_scratch_floats();
+    int nt = threads < 1 ? 1 : threads;
+    if ((double)M * N * K < GEMM_PAR_MIN) nt = 1;
+    float *own = NULL;
+    if (!scratch) {
+        own = aligned_alloc(64, ((per * (size_t)nt * sizeof(float)) + 63) / 64 * 64);
+        if (!own) return; /* only tests pass NULL */
+        scratch = own;
+    }
+    if (nt == 1) {
+        sgemm_band(trans_a, trans_b, 0, M, 0, N, K, A, lda, B, ldb, C, ldc, accumulate, scratch);
+    } else {
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int t = 0; t < nt; t++) {
+            int64_t m0, m1, n0, n1;
+            if (band_split(M, N, nt, t, &m0, &m1, &n0, &n1))
+                sgemm_band(trans_a, trans_b, m0, m1, n0, n1, K, A, lda, B, ldb, C, ldc, accumulate,
+                           scratch + per * (size_t)t);
+        }
+    }
+    free(own);
+}
+
+#if BRISK_HAVE_BLAS
+static void blas_band(int trans_a, int trans_b, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
+                      int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
+                      int64_t ldc) {
+    const float *a = trans_a ? A + m0 : A + m0 * lda;
+    const float *b = trans_b ? B + n0 * ldb : B + n0;
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+                (blasint)(m1 - m0), (blasint)(n1 - n0), (blasint)K, 1.0f, a, (blasint)lda, b,
+                (blasint)ldb, 0.0f, C + m0 * ldc + n0, (blasint)ldc);
+}
+#endif
+
+int cpu_sgemm_blas(int threads, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
+                   const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc) {
+#if BRISK_HAVE_BLAS
+    if (M <= 0 || N <= 0) return 1;
+    int nt = threads < 1 ? 1 : threads;
+    if ((double)M * N * K < GEMM_PAR_MIN) nt = 1;
+    /* OpenBLAS is pinned to one thread at backend creation; brisk splits C itself so
+     * that only OpenMP's pool runs (two pools spinning on 2 cores thrash). */
+    if (nt == 1) {
+        blas_band(trans_a, trans_b, 0, M, 0, N, K, A, lda, B, ldb, C, ldc);
+    } else {
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int t = 0; t < nt; t++) {
+            int64_t m0, m1, n0, n1;
+            if (band_split(M, N, nt, t, &m0, &m1, &n0, &n1))
+                blas_band(trans_a, trans_b, m0, m1, n0, n1, K, A, lda, B, ldb, C, ldc);
+        }
+    }
+    return 1;
+#else
+    (void)threads; (void)trans_a; (void)trans_b; (void)M; (void)N; (void)K;
+    (void)A; (void)lda; (void)B; (void)ldb; (void)C; (void)ldc;
+    return 0;
+#endif
+}
+
+int cpu_sgemm_use_blas(int64_t M, int64_t N, int64_t K) {
+    (void)M; (void)N; (void)K;
+    return 0; /* set from measurements below */
+}
+
+brisk_status cpu_matmul(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
+                        void *out, brisk_error *err) {
+    const brisk_node *n = NODE(g, id), *na = IN_NODE(g, id, 0), *nb = IN_NODE(g, id, 1);
+    int ta = n->attr.trans_a, tb = n->attr.trans_b;
+    if (n->shape.ndim < 2 || na->shape.ndim < 2 || nb->shape.ndim < 2)
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "matmul: operands need at least 2 dims");
+    int64_t M = n->shape.d[n->shape.ndim - 2], N = n->shape.d[n->shape.ndim - 1];
+    int64_t K = ta ? na->shape.d[na->shape.ndim - 2] : na->shape.d[na->shape.ndim - 1];
+    int64_t kb = tb ? nb->shape.d[nb->shape.ndim - 1] : nb->shape.d[nb->shape.ndim - 2];
+    if (kb != K)
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "matmul: inner dims %lld and %lld differ",
+                            (long long)K, (long long)kb);
+    int64_t batch = (M * N) != 0 ? cpu_numel(&n->shape) / (M * N) : 0;
+    const float *A = in[0], *B = in[1];
+    float *C = out;
+    int64_t lda = ta ? M : K, ldb = tb ? K : N;
+    int64_t sa = na->shape.ndim > 2 ? M * K : 0, sb = nb->shape.ndim > 2 ? K * N : 0;
+    if (batch > 1 && sb == 0 && !ta) { /* a shared 2-D b: one tall GEMM */
+        M *= batch;
+        batch = 1;
+    }
+    if (batch <= 0) return BRISK_OK;
+    int nt = cb->threads;
+    if (batch > 1 && nt > 1 && batch >= nt && (double)M * N * K * batch >= GEMM_PAR_MIN) {
+        /* many small products: one thread per batch element, static */
+        size_t per = cpu_sgemm_scratch_floats();
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t i = 0; i < batch; i++) {
+            int t = omp_get_thread_num();
+            if (!cpu_sgemm_use_blas(M, N, K) ||
+                !cpu_sgemm_blas(1, ta, tb, M, N, K, A + i * sa, lda, B + i * sb, ldb, C + i * M * N, N))
+                cpu_sgemm(1, ta, tb, M, N, K, A + i * sa, lda, B + i * sb, ldb, C + i * M * N, N, 0,
+                          cb->gemm_scratch + per * (size_t)t);
+        }
+        return BRISK_OK;
+    }
+    for (int64_t i = 0; i < batch; i++) {
+        if (!cpu_sgemm_use_blas(M, N, K) ||
+            !cpu_sgemm_blas(nt, ta, tb, M, N, K, A + i * sa, lda, B + i * sb, ldb, C + i * M * N, N))
+            cpu_sgemm(nt, ta, tb, M, N, K, A + i * sa, lda, B + i * sb, ldb, C + i * M * N, N, 0,
+                      cb->gemm_scratch);
+    }
+    return BRISK_OK;
+}

@@ -1,0 +1,155 @@
+/* Random ops and dropout, from Philox 4x32-10 (core.h's convention, shared with
+ * every backend so that CUDA can reproduce these bits):
+ *   key     = {seed lo, seed hi}
+ *   counter = {block lo, block hi, attr.rng (the op's stream), st->rng_step}
+ *   element i uses word i % 4 of block i / 4.
+ * Per op, with u the element's word and unit(u) = brisk_u32_to_unit(u) in (0, 1]:
+ *   RANDN        (): shape2; element i = brisk_philox_normal4(block)[i % 4]
+ *   RAND_UNIFORM (): shape2; f0 + (f1 - f0) * (1 - unit(u)), in [f0, f1) (a value that
+ *                rounds up to f1 is replaced by the largest float below f1)
+ *   RANDINT      (): shape2, i32; i0 + floor(u * (i1 - i0) / 2^32) (multiply-shift;
+ *                needs 1 <= i1 - i0 <= 2^32)
+ *   DROPOUT      (x): p = f0 in [0, 1]; element kept iff unit(u) > p, and then
+ *                out = x * scale with scale = 1.0f / (1.0f - p) computed in f32,
+ *                else out = 0. Identity when !st->training. Its backward is DROPOUT
+ *                of dy with the same stream and step, hence the same mask.
+ * The 4-word blocks are generated 64 at a time by a loop GCC vectorises
+ * (the 32x32->64 multiplies map to vpmuludq), bit-identical to brisk_philox4x32
+ * (tests/backend/test_cpu_random.c checks that); threads take static ranges of
+ * blocks, so a value depends on its index only. */
+#include "backend/cpu/cpu_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+#define PHILOX_BATCH 64
+
+/* Words of blocks b0 .. b0 + nb - 1 (nb <= PHILOX_BATCH), element-major: u[4 j + w]. */
+static void philox_blocks(uint64_t b0, int nb, uint32_t stream, uint32_t step, uint32_t k0,
+                          uint32_t k1, uint32_t *restrict u) {
+    uint32_t w0[PHILOX_BATCH], w1[PHILOX_BATCH], w2[PHILOX_BATCH], w3[PHILOX_BATCH];
+#pragma omp simd
+    for (int j = 0; j < nb; j++) {
+        uint64_t b = b0 + (uint64_t)j;
+        uint32_t c0 = (uint32_t)b, c1 = (uint32_t)(b >> 32), c2 = stream, c3 = step;
+        uint32_t ka = k0, kb = k1;
+        for (int r = 0; r < 10; r++) {
+            uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+            uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ ka, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ kb;
+            c1 = (uint32_t)p1;
+            c3 = (uint32_t)p0;
+            c0 = n0;
+            c2 = n2;
+            ka += 0x9E3779B9u;
+            kb += 0xBB67AE85u;
+        }
+        w0[j] = c0; w1[j] = c1; w2[j] = c2; w3[j] = c3;
+    }
+    for (int j = 0; j < nb; j++) {
+        u[4 * j] = w0[j];
+        u[4 * j + 1] = w1[j];
+        u[4 * j + 2] = w2[j];
+        u[4 * j + 3] = w3[j];
+    }
+}
+
+typedef struct rng_ctx {
+    brisk_op op;
+    uint32_t k0, k1, stream, step;
+    int64_t n;          /* elements */
+    const float *x;
+    void *out;
+    float a, b, p, scale;
+    int64_t lo;
+    uint64_t range;
+} rng_ctx;
+
+static float unit_to_uniform(uint32_t u, float a, float b) {
+    float v = a + (b - a) * (1.0f - brisk_u32_to_unit(u));
+    return v < b ? v : nextafterf(b, a);
+}
+
+/* blocks [b0, b1) */
+static void rng_range(const void *vctx, int64_t b0, int64_t b1) {
+    const rng_ctx *c = vctx;
+    uint32_t u[4 * PHILOX_BATCH];
+    for (int64_t bb = b0; bb < b1; bb += PHILOX_BATCH) {
+        int nb = (int)(b1 - bb < PHILOX_BATCH ? b1 - bb : PHILOX_BATCH);
+        int64_t e0 = bb * 4, e1 = e0 + 4 * (int64_t)nb < c->n ? e0 + 4 * (int64_t)nb : c->n;
+        int ne = (int)(e1 - e0);
+        if (c->op == BRISK_OP_RANDN) {
+            /* the Box-Muller of brisk_philox_normal4, on the words computed above */
+            float *o = (float *)c->out + e0;
+            philox_blocks((uint64_t)bb, nb, c->stream, c->step, c->k0, c->k1, u);
+            for (int j = 0; j < nb; j++) {
+                float v[4];
+                for (int i = 0; i < 4; i += 2) {
+                    float r = sqrtf(-2.0f * logf(brisk_u32_to_unit(u[4 * j + i])));
+                    float th = 6.2831853071795864f * brisk_u32_to_unit(u[4 * j + i + 1]);
+                    v[i] = r * cosf(th);
+                    v[i + 1] = r * sinf(th);
+                }
+                for (int i = 0; i < 4 && 4 * j + i < ne; i++) o[4 * j + i] = v[i];
+            }
+            continue;
+        }
+        philox_blocks((uint64_t)bb, nb, c->stream, c->step, c->k0, c->k1, u);
+        if (c->op == BRISK_OP_DROPOUT) {
+            const float *restrict x = c->x + e0;
+            float *restrict o = (float *)c->out + e0;
+            float p = c->p, s = c->scale;
+#pragma omp simd
+            for (int i = 0; i < ne; i++) o[i] = brisk_u32_to_unit(u[i]) > p ? x[i] * s : 0.0f;
+        } else if (c->op == BRISK_OP_RAND_UNIFORM) {
+            float *o = (float *)c->out + e0;
+            for (int i = 0; i < ne; i++) o[i] = unit_to_uniform(u[i], c->a, c->b);
+        } else { /* RANDINT */
+            int32_t *o = (int32_t *)c->out + e0;
+            for (int i = 0; i < ne; i++) o[i] = (int32_t)(c->lo + (int64_t)(((uint64_t)u[i] * c->range) >> 32));
+        }
+    }
+}
+
+brisk_status cpu_random(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
+                        void *out, const brisk_step_state *st, brisk_error *err) {
+    const brisk_node *n = NODE(g, id);
+    rng_ctx c = {.op = n->op, .k0 = (uint32_t)st->seed, .k1 = (uint32_t)(st->seed >> 32),
+                 .stream = n->attr.rng, .step = st->rng_step, .n = cpu_numel(&n->shape), .out = out};
+    if (n->op == BRISK_OP_DROPOUT) {
+        float p = n->attr.f0;
+        if (!(p >= 0.0f && p <= 1.0f))
+            return brisk_errorf(err, BRISK_ERR_INVALID, "dropout (node %d): p = %g is outside [0, 1]", id, p);
+        if (cpu_numel(&IN_NODE(g, id, 0)->shape) != c.n)
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "dropout: input and output sizes differ");
+        if (!st->training || p == 0.0f) {
+            if (out != in[0]) memmove(out, in[0], (size_t)c.n * sizeof(float));
+            return BRISK_OK;
+        }
+        c.x = in[0];
+        c.p = p;
+        c.scale = 1.0f / (1.0f - p);
+    } else {
+        if (!brisk_shape_equal(&n->attr.shape2, &n->shape))
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: shape2 must equal the output shape",
+                                cpu_op_name(n->op));
+        if (n->op == BRISK_OP_RAND_UNIFORM) {
+            c.a = n->attr.f0;
+            c.b = n->attr.f1;
+            if (!(c.a < c.b) || !isfinite(c.a) || !isfinite(c.b))
+                return brisk_errorf(err, BRISK_ERR_INVALID, "rand_uniform (node %d): need finite f0 < f1, "
+                                    "got [%g, %g)", id, c.a, c.b);
+        } else if (n->op == BRISK_OP_RANDINT) {
+            int64_t r = n->attr.i1 - n->attr.i0;
+            if (r < 1 || r > ((int64_t)1 << 32) || n->attr.i0 < INT32_MIN || n->attr.i1 - 1 > INT32_MAX)
+                return brisk_errorf(err, BRISK_ERR_INVALID, "randint (node %d): range [%lld, %lld) must be "
+                                    "non-empty, at most 2^32 wide and within i32", id,
+                                    (long long)n->attr.i0, (long long)n->attr.i1);
+            c.lo = n->attr.i0;
+            c.range = (uint64_t)r;
+        }
+    }
+    int64_t blocks = (c.n + 3) / 4;
+    int64_t grain = n->op == BRISK_OP_RANDN ? 256 : CPU_PAR_MIN_HEAVY / 4;
+    cpu_parallel(cb, blocks, grain, rng_range, &c);
+    return BRISK_OK;
+}

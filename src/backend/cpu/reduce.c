@@ -1,0 +1,209 @@
+/* Sum reductions over a set of dims, f32, C-contiguous:
+ *   SUM, MEAN  (x): attr.axes = bitmask of x's dims reduced (keepdim changes the
+ *              shape only, not the layout); MEAN divides by the reduced count
+ *   SUM_TO     (x): attr.shape2 = the target shape x broadcasts from; sums x over
+ *              its leading extra dims and the dims where the target has size 1
+ *              (the backward of broadcasting: bias gradients, [R, C] + [R, 1])
+ * and cpu_chunk_sum, the thread-count-independent sum every global reduction
+ * (losses, gradient norm) goes through.
+ *
+ * Layout: dims of size 1 are dropped and neighbours with the same reduced/kept flag
+ * merged, so x reads as alternating kept/reduced groups. Output element order is x's
+ * with reduced dims removed, which is also the order of the target/keepdim shape.
+ * Row sums ([K, R]) accumulate in double; column sums ([R, K], bias gradients) add
+ * whole rows into the output in f32, vectorised over K. */
+#include "backend/cpu/cpu_internal.h"
+
+#include <string.h>
+
+typedef struct red_plan {
+    int nd;
+    int64_t d[BRISK_MAX_DIMS], xs[BRISK_MAX_DIMS], os[BRISK_MAX_DIMS];
+    int red[BRISK_MAX_DIMS];
+} red_plan;
+
+static void red_plan_build(red_plan *p, const brisk_shape *xs, uint32_t mask) {
+    p->nd = 0;
+    for (int i = 0; i < xs->ndim; i++) {
+        if (xs->d[i] == 1) continue;
+        int r = (mask >> i) & 1;
+        if (p->nd && p->red[p->nd - 1] == r) {
+            p->d[p->nd - 1] *= xs->d[i];
+        } else {
+            p->d[p->nd] = xs->d[i];
+            p->red[p->nd] = r;
+            p->nd++;
+        }
+    }
+    int64_t sx = 1, so = 1;
+    for (int i = p->nd - 1; i >= 0; i--) {
+        p->xs[i] = sx;
+        sx *= p->d[i];
+        p->os[i] = p->red[i] ? 0 : so;
+        if (!p->red[i]) so *= p->d[i];
+    }
+}
+
+/* out (already zeroed) += x summed over the reduced groups, from group `lv` down. */
+static void red_serial(const red_plan *p, int lv, const float *x, float *o) {
+    int64_t n = p->d[lv];
+    if (lv == p->nd - 1) {
+        if (p->red[lv]) {
+            double s = 0.0;
+#pragma omp simd reduction(+ : s)
+            for (int64_t j = 0; j < n; j++) s += x[j];
+            *o += (float)s;
+        } else {
+#pragma omp simd
+            for (int64_t j = 0; j < n; j++) o[j] += x[j];
+        }
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) red_serial(p, lv + 1, x + i * p->xs[lv], o + i * p->os[lv]);
+}
+
+typedef struct red_ctx {
+    const red_plan *p;
+    const float *x;
+    float *out;
+    int64_t inner_out; /* output elements per index of group 0 */
+} red_ctx;
+
+/* group 0 kept: each index of it owns a disjoint block of the output */
+static void red_outer_range(const void *vctx, int64_t i0, int64_t i1) {
+    const red_ctx *c = vctx;
+    const red_plan *p = c->p;
+    for (int64_t i = i0; i < i1; i++) {
+        float *o = c->out + i * p->os[0];
+        memset(o, 0, (size_t)c->inner_out * sizeof(float));
+        if (p->nd == 1) o[0] = c->x[i];
+        else red_serial(p, 1, c->x + i * p->xs[0], o);
+    }
+}
+
+/* [R, K]: a range of columns, summing every row into it in row order */
+static void red_cols_range(const void *vctx, int64_t j0, int64_t j1) {
+    const red_ctx *c = vctx;
+    int64_t R = c->p->d[0], K = c->p->d[1];
+    float *restrict o = c->out;
+    memset(o + j0, 0, (size_t)(j1 - j0) * sizeof(float));
+    for (int64_t r = 0; r < R; r++) {
+        const float *restrict x = c->x + r * K;
+#pragma omp simd
+        for (int64_t j = j0; j < j1; j++) o[j] += x[j];
+    }
+}
+
+typedef struct flat_ctx { const float *x; } flat_ctx;
+
+static double sum_range(const void *vctx, int64_t i0, int64_t i1) {
+    const float *x = ((const flat_ctx *)vctx)->x;
+    double s = 0.0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t i = i0; i < i1; i++) s += x[i];
+    return s;
+}
+
+void cpu_reduce_sum(cpu_backend *cb, const float *x, const brisk_shape *xs, uint32_t mask,
+                    float scale, float *out) {
+    red_plan p;
+    red_plan_build(&p, xs, mask);
+    int64_t total = cpu_numel(xs), outn = 1;
+    for (int i = 0; i < p.nd; i++)
+        if (!p.red[i]) outn *= p.d[i];
+    if (total == 0) {
+        for (int64_t i = 0; i < outn; i++) out[i] = 0.0f * scale;
+        return;
+    }
+    red_ctx c = {&p, x, out, 0};
+    if (p.nd == 0) { /* one element */
+        out[0] = x[0];
+    } else if (p.nd == 1 && p.red[0]) { /* everything: a fixed-chunk sum */
+        flat_ctx f = {x};
+        out[0] = (float)cpu_chunk_sum(cb, total, 16384, sum_range, &f);
+    } else if (!p.red[0]) {
+        c.inner_out = p.d[0] ? outn / p.d[0] : 0;
+        int64_t per = total / p.d[0];
+        cpu_parallel(cb, p.d[0], (CPU_PAR_MIN + per - 1) / per, red_outer_range, &c);
+    } else if (p.nd == 2) {
+        cpu_parallel(cb, p.d[1], (CPU_PAR_MIN + p.d[0] - 1) / p.d[0], red_cols_range, &c);
+    } else {
+        memset(out, 0, (size_t)outn * sizeof(float));
+        red_serial(&p, 0, x, out);
+    }
+    if (scale != 1.0f)
+        for (int64_t i = 0; i < outn; i++) out[i] *= scale;
+}
+
+/* ---------------------------------------------------------------- chunked global sums */
+
+typedef struct chunk_ctx {
+    double (*fn)(const void *, int64_t, int64_t);
+    const void *ctx;
+    double *part;
+    int64_t n, chunk;
+} chunk_ctx;
+
+static void chunk_range(const void *vctx, int64_t c0, int64_t c1) {
+    const chunk_ctx *c = vctx;
+    for (int64_t k = c0; k < c1; k++) {
+        int64_t i0 = k * c->chunk, i1 = i0 + c->chunk < c->n ? i0 + c->chunk : c->n;
+        c->part[k] = c->fn(c->ctx, i0, i1);
+    }
+}
+
+double cpu_chunk_sum(cpu_backend *cb, int64_t n, int64_t chunk,
+                     double (*fn)(const void *ctx, int64_t i0, int64_t i1), const void *ctx) {
+    if (n <= 0) return 0.0;
+    int64_t nchunks = (n + chunk - 1) / chunk;
+    double *part = cpu_partials(cb, (size_t)nchunks);
+    double s = 0.0;
+    if (!part) { /* same chunks, same order, one thread */
+        for (int64_t k = 0; k < nchunks; k++)
+            s += fn(ctx, k * chunk, (k + 1) * chunk < n ? (k + 1) * chunk : n);
+        return s;
+    }
+    chunk_ctx c = {fn, ctx, part, n, chunk};
+    cpu_parallel(cb, nchunks, (CPU_PAR_MIN + chunk - 1) / chunk, chunk_range, &c);
+    for (int64_t k = 0; k < nchunks; k++) s += part[k];
+    return s;
+}
+
+/* ---------------------------------------------------------------- ops */
+
+brisk_status cpu_reduce(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
+                        void *out, brisk_error *err) {
+    const brisk_node *n = NODE(g, id), *nx = IN_NODE(g, id, 0);
+    const brisk_shape *xs = &nx->shape;
+    uint32_t mask = 0;
+    float scale = 1.0f;
+    if (n->op == BRISK_OP_SUM_TO) {
+        const brisk_shape *t = &n->attr.shape2;
+        int off = xs->ndim - t->ndim;
+        if (off < 0)
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "sum_to: target has more dims than the input");
+        for (int i = 0; i < xs->ndim; i++) {
+            int j = i - off;
+            if (j < 0 || (t->d[j] == 1 && xs->d[i] != 1)) mask |= 1u << i;
+            else if (t->d[j] != xs->d[i])
+                return brisk_errorf(err, BRISK_ERR_SHAPE, "sum_to: input dim %d is %lld, target %lld",
+                                    i, (long long)xs->d[i], (long long)t->d[j]);
+        }
+    } else {
+        mask = n->attr.axes & ((xs->ndim >= 32) ? 0xffffffffu : ((1u << xs->ndim) - 1));
+        if (n->op == BRISK_OP_MEAN) {
+            double cnt = 1.0;
+            for (int i = 0; i < xs->ndim; i++)
+                if ((mask >> i) & 1) cnt *= (double)xs->d[i];
+            scale = (float)(1.0 / cnt);
+        }
+    }
+    int64_t outn = 1;
+    for (int i = 0; i < xs->ndim; i++)
+        if (!((mask >> i) & 1)) outn *= xs->d[i];
+    if (outn != cpu_numel(&n->shape))
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: output has %lld elements, expected %lld",
+                            cpu_op_name(n->op), (long long)cpu_numel(&n->shape), (long long)outn);
+    cpu_reduce_sum(cb, in[0], xs, mask, scale, out);
+    return BRISK_OK;
+}
