@@ -24,7 +24,7 @@ static int t_cur_failed;
 /* A brisk call that must succeed; prints the error message otherwise. */
 #define REQUIRE_OK(call, errp) do { brisk_status s_ = (call); if (s_ != BRISK_OK) { \
     fprintf(stderr, "%s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #call, brisk_status_name(s_), \
-            (errp) ? (errp)->msg : ""); t_failed_checks++; t_cur_failed = 1; return; } } while (0)
+            (errp)->msg); t_failed_checks++; t_cur_failed = 1; return; } } while (0)
 #define CHECK_NEAR(a, b, tol) CHECKF(fabs((double)(a) - (double)(b)) <= (tol), \
     "%.9g vs %.9g (tol %.3g)", (double)(a), (double)(b), (double)(tol))
 

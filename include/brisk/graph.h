@@ -123,6 +123,8 @@ typedef struct brisk_node {
     brisk_attr attr;
     char name[BRISK_NAME_MAX];   /* params, inputs, consts; "" for others */
     uint8_t requires_grad;       /* depends on a PARAM (or a float INPUT marked as needing grad) */
+    uint8_t keep;                /* stays live to the end of a run, so brisk_exec_read can read it
+                                    afterwards (the loss and output always do); set before planning */
     /* placement (builder for leaves, planner for ARENA) */
     brisk_storage storage;
     size_t offset;               /* bytes into its storage; SIZE_MAX for an ARENA node no

@@ -88,6 +88,10 @@ brisk_status brisk_trainer_create(const brisk_config *cfg, const brisk_logger *l
  * same model; refuses one from another model, naming the first tensor that differs. */
 brisk_status brisk_trainer_resume(brisk_trainer *t, const char *checkpoint, brisk_error *err);
 brisk_status brisk_trainer_run(brisk_trainer *t, brisk_run_summary *summary, brisk_error *err);
+/* The same, stopping after at most max_new_steps more optimizer steps (0: no limit), with
+ * the learning-rate schedule of the whole run; writes last.safetensors where it stops. */
+brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, brisk_run_summary *summary,
+                                     brisk_error *err);
 /* Writes a checkpoint of the current state (atomically: temp file, fsync, rename). */
 brisk_status brisk_trainer_save(brisk_trainer *t, const char *path, brisk_error *err);
 /* The per-step loss history of this process (for tests): count and pointer. */

@@ -135,10 +135,12 @@ static brisk_status plan_arena(brisk_graph *g, brisk_plan *plan, brisk_error *er
             if (b >= 0 && bufs[b].last < s) bufs[b].last = s;
         }
     }
-    /* The executor reads the loss and the output after a run: keep them to the end. */
-    int roots[2] = {g->loss, g->output};
-    for (int r = 0; r < 2; r++) {
-        int b = roots[r] >= 0 ? pos[base_of(g, roots[r])] : -1;
+    /* The executor reads the loss, the output and nodes marked `keep` after a run: keep them
+     * to the end. */
+    for (int s = 0; s < T; s++) {
+        int id = plan->train_order[s];
+        if (id != g->loss && id != g->output && !g->nodes[id].keep) continue;
+        int b = pos[base_of(g, id)];
         if (b >= 0) bufs[b].last = T - 1;
     }
     size_t peak = 0;

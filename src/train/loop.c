@@ -105,6 +105,11 @@ static void ckpt_path(const brisk_trainer *t, const char *name, char *out, size_
 }
 
 brisk_status brisk_trainer_run(brisk_trainer *t, brisk_run_summary *sum, brisk_error *err) {
+    return brisk_trainer_run_steps(t, 0, sum, err);
+}
+
+brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, brisk_run_summary *sum,
+                                     brisk_error *err) {
     const brisk_train_spec *tr = &t->cfg.train;
     const int K = tr->accumulate;
     const int64_t B = tr->batch_size;
@@ -123,7 +128,9 @@ brisk_status brisk_trainer_run(brisk_trainer *t, brisk_run_summary *sum, brisk_e
     brisk_loader *l = NULL;
     if ((st = brisk_loader_create(&l, &lc, err))) return st;
 
-    int64_t todo = t->total_steps - t->step;
+    int64_t end = t->total_steps;
+    if (max_new_steps > 0 && t->step + max_new_steps < end) end = t->step + max_new_steps;
+    int64_t todo = end - t->step;
     double *step_times = malloc(sizeof(double) * (size_t)(todo > 0 ? todo : 1));
     double t_start = brisk_now(), wait_total = 0, compute_total = 0, win_loss = 0, win_wait = 0, win_time = 0;
     double epoch_loss = 0, last_epoch_loss = NAN;
@@ -132,7 +139,7 @@ brisk_status brisk_trainer_run(brisk_trainer *t, brisk_run_summary *sum, brisk_e
     sum->best_val_loss = sum->best_val_accuracy = NAN;
     if (!step_times) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto out; }
 
-    while (t->step < t->total_steps) {
+    while (t->step < end) {
         double t0 = brisk_now(), wait = 0, loss = 0;
         int epoch_ended = 0;
         for (int micro = 0; micro < K; micro++) {

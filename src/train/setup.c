@@ -109,6 +109,11 @@ brisk_status brisk_trainer_create(const brisk_config *cfg, const brisk_logger *l
                           cfg->path, (long long)tr->batch_size, cfg->data.train, (long long)t->split.ntrain);
         goto fail;
     }
+    if (t->split.nval > 0 && t->split.nval < tr->batch_size)
+        brisk_log(&t->log, BRISK_LOG_WARN,
+                  "%s: the validation split has %lld samples, fewer than one batch of %lld: no validation "
+                  "(raise data.validation_fraction or lower train.batch_size)",
+                  cfg->path, (long long)t->split.nval, (long long)tr->batch_size);
     t->total_steps = tr->max_steps > 0 ? tr->max_steps : (int64_t)tr->epochs * t->batches_per_epoch / tr->accumulate;
     if (t->total_steps < 1) t->total_steps = 1;
     t->g = brisk_graph_new();

@@ -48,7 +48,7 @@ int main(int argc, char **argv) {
         B = 16;
     } else {
         spec = (brisk_model_spec){.type = BRISK_MODEL_MLP, .inputs = 64, .outputs = 3, .n_hidden = 3,
-                                  .activation = BRISK_ACT_RELU, .dropout = 0.0f, .task = BRISK_TASK_CLASSIFY};
+                                  .activation = BRISK_ACT_RELU, .dropout = 0.1f, .task = BRISK_TASK_CLASSIFY};
         spec.hidden[0] = 512, spec.hidden[1] = 256, spec.hidden[2] = 128;
         B = 128;
     }
@@ -61,15 +61,18 @@ int main(int argc, char **argv) {
     brisk_optim_spec os;
     brisk_optim_spec_default(&os);
     brisk_optimizer opt;
-    if (brisk_model_build(&spec, B, BRISK_BUILD_TRAIN, g, &io, &err) || brisk_backward(g, io.loss, &err) ||
-        brisk_plan_build(g, &plan, &err) || brisk_exec_create(g, &plan, be, &ex, &err) ||
+    if (brisk_model_build(&spec, B, BRISK_BUILD_TRAIN, g, &io, &err) || brisk_backward(g, io.loss, &err)) goto fail;
+    /* the sampled timesteps and noise are read after each run */
+    for (int i = 0; i < g->n_forward; i++)
+        if (g->nodes[i].op == BRISK_OP_RANDINT || g->nodes[i].op == BRISK_OP_RANDN) g->nodes[i].keep = 1;
+    if (brisk_plan_build(g, &plan, &err) || brisk_exec_create(g, &plan, be, &ex, &err) ||
         brisk_exec_init_params(ex, 3, &err) || brisk_optimizer_create(&opt, &os, ex, &err)) {
         fprintf(stderr, "ref_dump: %s\n", err.msg);
         return 1;
     }
     size_t n = (size_t)g->n_param_floats;
-    float *host = malloc(n * sizeof(float));
     int t_node = find_op(g, BRISK_OP_RANDINT), eps_node = find_op(g, BRISK_OP_RANDN);
+    float *host = malloc(n * sizeof(float));
     uint32_t key[2] = {42, 0};
 #define DUMP_PARAMS(fmt, step, arena)                                                        \
     do {                                                                                     \
@@ -100,7 +103,9 @@ int main(int argc, char **argv) {
             add(nm, s, in->name, in->dtype, in->shape, buf);
             free(buf);
         }
-        ex->step = (brisk_step_state){.seed = 5, .rng_step = (uint32_t)s, .first_micro = 1, .training = 1};
+        /* training = 0 makes dropout the identity (forward and backward) while the graph keeps
+         * torch_ref's Dropout layers, so parameter names line up with nn.Sequential's indices. */
+        ex->step = (brisk_step_state){.seed = 5, .rng_step = (uint32_t)s, .first_micro = 1, .training = 0};
         if (brisk_exec_run(ex, BRISK_RUN_TRAIN, &err) || brisk_exec_read(ex, io.loss, &losses[s], &err)) goto fail;
         if (diffusion) {
             void *tmp = malloc(g->nodes[eps_node].bytes);
