@@ -207,9 +207,11 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             if (better) t->best_val = vl;
             if (!isnan(vl) && (isnan(sum->best_val_loss) || vl < sum->best_val_loss)) sum->best_val_loss = vl;
             if (!isnan(va) && (isnan(sum->best_val_accuracy) || va > sum->best_val_accuracy)) sum->best_val_accuracy = va;
-            brisk_log(&t->log, BRISK_LOG_INFO, "epoch %lld done  train loss %.5f  val loss %.5f%s%.4f%s", (long long)t->epoch,
-                      last_epoch_loss, vl, isnan(va) ? "" : "  val accuracy ", isnan(va) ? 0.0 : va,
-                      better ? "  (best)" : "");
+            char vtxt[96] = "";
+            if (!isnan(vl)) snprintf(vtxt, sizeof vtxt, "  val loss %.5f", vl);
+            if (!isnan(va)) snprintf(vtxt + strlen(vtxt), sizeof vtxt - strlen(vtxt), "  val accuracy %.4f", va);
+            brisk_log(&t->log, BRISK_LOG_INFO, "epoch %lld done  train loss %.5f%s%s", (long long)t->epoch,
+                      last_epoch_loss, vtxt, better ? "  (best)" : "");
             char vbuf[32] = "null", abuf[48] = "";
             if (!isnan(vl)) snprintf(vbuf, sizeof vbuf, "%.7g", vl);
             if (!isnan(va)) snprintf(abuf, sizeof abuf, ", \"val_accuracy\": %.7g", va);
@@ -243,17 +245,19 @@ out:
         sum->total_bytes = brisk_plan_total_bytes(&t->plan);
         sum->params = brisk_model_param_count(&t->cfg.model);
         double w = sum->wall_s > 0 ? sum->wall_s : 1;
+        char val[96] = "none (no validation split)";
+        if (!isnan(sum->best_val_loss)) snprintf(val, sizeof val, "%.5f", sum->best_val_loss);
+        if (!isnan(sum->best_val_accuracy))
+            snprintf(val + strlen(val), sizeof val - strlen(val), ", best val accuracy %.4f", sum->best_val_accuracy);
         brisk_log(&t->log, BRISK_LOG_INFO,
                   "\nsummary   %lld steps in %.2f s (%d epochs this run)\n"
                   "  train loss        %.5f (last epoch)\n"
-                  "  best val loss     %.5f%s%.4f\n"
+                  "  best val loss     %s\n"
                   "  speed             %.3f ms/step median, %.0f samples/s\n"
                   "  time              data wait %.2f s (%.1f%%), compute %.2f s (%.1f%%), other %.2f s\n"
                   "  memory            %.2f MiB planned (activations %.2f MiB)\n"
                   "  checkpoints       %s/last.safetensors%s",
-                  (long long)sum->steps, sum->wall_s, epochs_done, sum->final_loss, sum->best_val_loss,
-                  isnan(sum->best_val_accuracy) ? "" : ", best val accuracy ",
-                  isnan(sum->best_val_accuracy) ? 0.0 : sum->best_val_accuracy, sum->ms_per_step_median,
+                  (long long)sum->steps, sum->wall_s, epochs_done, sum->final_loss, val, sum->ms_per_step_median,
                   sum->samples_per_s, wait_total, 100 * wait_total / w, compute_total, 100 * compute_total / w,
                   sum->wall_s - wait_total - compute_total, sum->total_bytes / 1048576.0, sum->arena_bytes / 1048576.0,
                   tr->out_dir, isnan(t->best_val) ? "" : ", best.safetensors");
