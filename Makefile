@@ -21,11 +21,11 @@ deps:
 	@tools/install-deps.sh
 
 test-deps:
-	@tools/install-deps.sh --test
+	@BUILD=$(BUILD) tools/install-deps.sh --test
 
 # ASan + UBSan over the whole CPU suite (CI runs this too).
 sanitize: test-deps
-	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=Debug -DBRISK_SANITIZE=ON -DBRISK_NATIVE=OFF"
+	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRISK_SANITIZE=ON"
 
 bench: build
 	bench/run.sh

@@ -21,5 +21,5 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 if [ "${1:-}" = "--test" ] && [ -x tools/install-python-deps.sh ]; then
-  tools/install-python-deps.sh build/pydeps
+  tools/install-python-deps.sh "${BUILD:-build}/pydeps" >/dev/null
 fi

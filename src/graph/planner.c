@@ -137,8 +137,7 @@ static brisk_status plan_arena(brisk_graph *g, brisk_plan *plan, brisk_error *er
     }
     /* The executor reads the loss, the output and nodes marked `keep` after a run: keep them
      * to the end. */
-    for (int s = 0; s < T; s++) {
-        int id = plan->train_order[s];
+    for (int id = 0; id < n; id++) {
         if (id != g->loss && id != g->output && !g->nodes[id].keep) continue;
         int b = pos[base_of(g, id)];
         if (b >= 0) bufs[b].last = T - 1;

@@ -46,7 +46,7 @@ static int replay(const char *target, int (*one)(const uint8_t *, size_t)) {
 }
 
 static void test_replay(void) {
-    int a = replay("fuzz_npy", fuzz_npy_one), b = replay("fuzz_npz", fuzz_npz_one), c = replay("fuzz_csv", fuzz_csv_one);
+    int a = replay("npy", fuzz_npy_one), b = replay("npz", fuzz_npz_one), c = replay("csv", fuzz_csv_one);
     printf("replayed %d npy, %d npz, %d csv corpus files\n", a, b, c);
     CHECK(a > 0 && b > 0 && c > 0);
 }
