@@ -169,6 +169,10 @@ int main(int argc, char **argv) {
     size_t per = cpu_sgemm_scratch_floats();
     float *scratch = aligned_alloc(64, per * sizeof(float) * (size_t)(threads > 0 ? threads : 1));
     srand(1);
+    /* creating a backend pins OpenBLAS to one thread, as in real runs: brisk splits
+     * GEMMs between its own OpenMP threads */
+    brisk_backend *pin = brisk_backend_cpu_new(1);
+    pin->destroy(pin);
     bench_gemm(1, scratch);
     if (threads > 1) bench_gemm(threads, scratch);
     free(scratch);
