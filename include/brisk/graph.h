@@ -125,7 +125,8 @@ typedef struct brisk_node {
     uint8_t requires_grad;       /* depends on a PARAM (or a float INPUT marked as needing grad) */
     /* placement (builder for leaves, planner for ARENA) */
     brisk_storage storage;
-    size_t offset;               /* bytes into its storage */
+    size_t offset;               /* bytes into its storage; SIZE_MAX for an ARENA node no
+                                    schedule runs (the planner places only those) */
     size_t bytes;                /* numel * dtype size */
     int alias_of;                /* ALIAS: the node whose buffer this views */
 } brisk_node;
@@ -187,6 +188,8 @@ const char *brisk_op_name(brisk_op op);
 int brisk_input(brisk_graph *g, const char *name, brisk_dtype dt, brisk_shape s);
 int brisk_param(brisk_graph *g, const char *name, brisk_shape s, brisk_init_kind init,
                 float init_scale, int decay);
+/* Names are unique per kind. A const's name may be NULL or "" (anonymous, never
+ * clashes); its data is copied. */
 int brisk_const(brisk_graph *g, const char *name, brisk_dtype dt, brisk_shape s, const void *data);
 
 /* ---- ops (return node id, -1 on error) */
@@ -249,8 +252,12 @@ extern const brisk_op_info brisk_op_table[BRISK_OP_COUNT];
 brisk_status brisk_backward(brisk_graph *g, int loss, brisk_error *err);
 
 /* ---- memory plan */
+/* Orders hold compute nodes only: no leaves (INPUT, PARAM, CONST) and no RESHAPE
+ * (a view: it runs nothing). train_order also computes g->output, so eval and
+ * predict, subsequences of it, run only nodes the plan has placed. */
 typedef struct brisk_plan {
-    int *train_order;   /* nodes one micro-step runs: forward + backward + GRAD_ACCUM */
+    int *train_order;   /* nodes one micro-step runs: forward + backward + GRAD_ACCUM, each
+                           GRAD_ACCUM right after its gradient is computed */
     int n_train;
     int *eval_order;    /* nodes the loss (and output) needs, forward only */
     int n_eval;
@@ -341,7 +348,10 @@ typedef enum { BRISK_RUN_TRAIN = 0, BRISK_RUN_EVAL, BRISK_RUN_PREDICT } brisk_ru
 brisk_status brisk_exec_create(brisk_graph *g, brisk_plan *plan, brisk_backend *be,
                                brisk_exec **out, brisk_error *err);
 void brisk_exec_free(brisk_exec *ex);
-/* Fills the param arena from each param's init (Philox from seed), zeroes m, v, grads. */
+/* Fills the param arena from each param's init (Philox from seed, on the host, so every
+ * backend starts from the same bits; param k, element i: word i % 4 of the block under
+ * counter {i / 4, 0, k, 0xFFFFFFFF}; UNIFORM = (2 unit(u) - 1) a), zeroes m, v, grads, and
+ * sets ex->step.seed = seed. */
 brisk_status brisk_exec_init_params(brisk_exec *ex, uint64_t seed, brisk_error *err);
 /* Copies a whole batch into input i (host pointer, g->inputs[i].bytes bytes). */
 brisk_status brisk_exec_set_input(brisk_exec *ex, int input, const void *host, brisk_error *err);

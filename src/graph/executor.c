@@ -1,0 +1,224 @@
+/* The executor: allocates a planned graph's device buffers through the backend
+ * (activation arena, params, grads, Adam moments, inputs, consts), resolves every
+ * node's output pointer once, initialises parameters from the seed, and runs a
+ * schedule by handing each node to the backend. It owns no kernel and no policy:
+ * the trainer decides the step state, accumulation and the optimizer. */
+#include "ops/ops_internal.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Backends get at least this much per buffer, so an empty area is still a valid,
+ * distinct pointer. */
+#define MIN_ALLOC 64
+
+static brisk_status alloc_area(brisk_exec *ex, size_t bytes, void **out, const char *what, brisk_error *err) {
+    size_t n = bytes < MIN_ALLOC ? MIN_ALLOC : (bytes + MIN_ALLOC - 1) / MIN_ALLOC * MIN_ALLOC;
+    brisk_status st = ex->be->alloc(ex->be, n, out, err);
+    if (st != BRISK_OK) brisk_error_prefix(err, "exec: %s (%zu bytes)", what, n);
+    return st;
+}
+
+void brisk_exec_free(brisk_exec *ex) {
+    if (!ex) return;
+    void *areas[] = {ex->arena, ex->params, ex->grads, ex->m, ex->v, ex->inputs, ex->consts};
+    for (size_t i = 0; i < sizeof areas / sizeof areas[0]; i++)
+        if (areas[i]) ex->be->free(ex->be, areas[i]);
+    free(ex->ptr);
+    free(ex);
+}
+
+/* Checks that the plan still describes the graph (nodes appended or re-planned
+ * after the plan would otherwise read and write outside the arena). */
+static brisk_status check_plan(const brisk_graph *g, const brisk_plan *plan, brisk_error *err) {
+    for (int s = 0; s < plan->n_train; s++) {
+        int id = plan->train_order[s];
+        if (id < 0 || id >= g->n_nodes) return brisk_errorf(err, BRISK_ERR_INVALID, "exec: plan names node %d, not in the graph", id);
+        const brisk_node *n = &g->nodes[id];
+        if (n->storage == BRISK_STORE_ARENA &&
+            (n->offset == SIZE_MAX || n->offset + n->bytes > plan->arena_bytes))
+            return brisk_errorf(err, BRISK_ERR_INVALID,
+                                "exec: node %d (%s) lies outside the planned arena; re-plan after changing the graph",
+                                id, brisk_op_name(n->op));
+    }
+    if (plan->param_bytes != (size_t)g->n_param_floats * sizeof(float) || plan->input_bytes != g->input_bytes ||
+        plan->const_bytes != g->const_bytes)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "exec: the plan's area sizes do not match the graph; re-plan");
+    return BRISK_OK;
+}
+
+brisk_status brisk_exec_create(brisk_graph *g, brisk_plan *plan, brisk_backend *be, brisk_exec **out,
+                               brisk_error *err) {
+    if (!out) return brisk_errorf(err, BRISK_ERR_INVALID, "exec: out is NULL");
+    *out = NULL;
+    if (!g || !plan || !be) return brisk_errorf(err, BRISK_ERR_INVALID, "exec: graph, plan and backend are required");
+    brisk_status st = check_plan(g, plan, err);
+    if (st != BRISK_OK) return st;
+    if (be->supports_op)
+        for (int s = 0; s < plan->n_train; s++) {
+            const brisk_node *n = &g->nodes[plan->train_order[s]];
+            if (!be->supports_op(be, n)) {
+                char b[BRISK_SHAPE_STR];
+                return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "exec: backend %s does not run %s on %s %s (node %d)",
+                                    be->name, brisk_op_name(n->op), brisk_dtype_name(n->dtype),
+                                    brisk_shape_str(&n->shape, b, sizeof b), plan->train_order[s]);
+            }
+        }
+    brisk_exec *ex = calloc(1, sizeof *ex);
+    if (!ex) return brisk_errorf(err, BRISK_ERR_NOMEM, "exec: out of memory");
+    ex->g = g;
+    ex->plan = plan;
+    ex->be = be;
+    ex->ptr = calloc((size_t)g->n_nodes + 1, sizeof *ex->ptr);
+    if (!ex->ptr) {
+        free(ex);
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "exec: out of memory");
+    }
+    if ((st = alloc_area(ex, plan->arena_bytes, &ex->arena, "activation arena", err)) ||
+        (st = alloc_area(ex, plan->param_bytes, &ex->params, "parameters", err)) ||
+        (st = alloc_area(ex, plan->param_bytes, &ex->grads, "gradients", err)) ||
+        (st = alloc_area(ex, plan->param_bytes, &ex->m, "first moments", err)) ||
+        (st = alloc_area(ex, plan->param_bytes, &ex->v, "second moments", err)) ||
+        (st = alloc_area(ex, plan->input_bytes, &ex->inputs, "inputs", err)) ||
+        (st = alloc_area(ex, plan->const_bytes, &ex->consts, "consts", err)))
+        goto fail;
+    /* Zero everything a run may read before it is written, so results never
+     * depend on leftover device memory. */
+    void *zero[] = {ex->params, ex->grads, ex->m, ex->v, ex->inputs};
+    for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
+        if ((st = be->memset0(be, zero[i], i == 4 ? plan->input_bytes : plan->param_bytes, err))) goto fail;
+    if (plan->const_bytes && (st = be->upload(be, ex->consts, g->const_data, plan->const_bytes, err))) goto fail;
+
+    for (int i = 0; i < g->n_nodes; i++) {
+        const brisk_node *n = &g->nodes[i];
+        char *base = NULL;
+        switch (n->storage) {
+        case BRISK_STORE_ARENA: base = n->offset == SIZE_MAX ? NULL : (char *)ex->arena; break;
+        case BRISK_STORE_INPUT: base = ex->inputs; break;
+        case BRISK_STORE_PARAM: base = ex->params; break;
+        case BRISK_STORE_GRAD: base = ex->grads; break;
+        case BRISK_STORE_CONST: base = ex->consts; break;
+        case BRISK_STORE_ALIAS: ex->ptr[i] = ex->ptr[n->alias_of]; continue; /* alias_of < i */
+        }
+        ex->ptr[i] = base ? base + n->offset : NULL;
+    }
+    ex->step = (brisk_step_state){.seed = 0, .rng_step = 0, .first_micro = 1, .training = 1};
+    *out = ex;
+    return BRISK_OK;
+fail:
+    brisk_exec_free(ex);
+    return st;
+}
+
+/* Element i of a param takes word i % 4 of Philox block i / 4 under counter
+ * {block, 0, param index, 0xFFFFFFFF}: word 3 set apart from the rng_step values
+ * random ops use, so initialisation never repeats a dropout draw. */
+static void init_values(const brisk_param_info *p, int index, uint64_t seed, float *host) {
+    uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    float a = p->init_scale;
+    for (int64_t b = 0; b * 4 < p->numel; b++) {
+        uint32_t ctr[4] = {(uint32_t)b, (uint32_t)((uint64_t)b >> 32), (uint32_t)index, 0xFFFFFFFFu};
+        float v[4];
+        if (p->init == BRISK_INIT_NORMAL) {
+            brisk_philox_normal4(ctr, key, v);
+            for (int w = 0; w < 4; w++) v[w] *= a;
+        } else if (p->init == BRISK_INIT_UNIFORM) {
+            uint32_t u[4];
+            brisk_philox4x32(ctr, key, u);
+            for (int w = 0; w < 4; w++) v[w] = (2.0f * brisk_u32_to_unit(u[w]) - 1.0f) * a;
+        } else {
+            for (int w = 0; w < 4; w++) v[w] = p->init == BRISK_INIT_ONES ? 1.0f : 0.0f;
+        }
+        for (int w = 0; w < 4 && b * 4 + w < p->numel; w++) host[b * 4 + w] = v[w];
+    }
+}
+
+brisk_status brisk_exec_init_params(brisk_exec *ex, uint64_t seed, brisk_error *err) {
+    if (!ex) return brisk_errorf(err, BRISK_ERR_INVALID, "exec: NULL executor");
+    const brisk_graph *g = ex->g;
+    int64_t most = 1;
+    for (int k = 0; k < g->n_params; k++)
+        if (g->params[k].numel > most) most = g->params[k].numel;
+    float *host = malloc((size_t)most * sizeof *host);
+    if (!host) return brisk_errorf(err, BRISK_ERR_NOMEM, "init params: out of memory for %lld floats", (long long)most);
+    brisk_status st = BRISK_OK;
+    size_t bytes = ex->plan->param_bytes;
+    for (int k = 0; k < g->n_params && st == BRISK_OK; k++) {
+        const brisk_param_info *p = &g->params[k];
+        init_values(p, k, seed, host);
+        st = ex->be->upload(ex->be, (char *)ex->params + p->offset * sizeof(float), host,
+                            (size_t)p->numel * sizeof(float), err);
+        if (st != BRISK_OK) brisk_error_prefix(err, "init param \"%s\"", p->name);
+    }
+    free(host);
+    if (st == BRISK_OK) st = ex->be->memset0(ex->be, ex->grads, bytes, err);
+    if (st == BRISK_OK) st = ex->be->memset0(ex->be, ex->m, bytes, err);
+    if (st == BRISK_OK) st = ex->be->memset0(ex->be, ex->v, bytes, err);
+    if (st == BRISK_OK) ex->step.seed = seed;
+    return st;
+}
+
+brisk_status brisk_exec_set_input(brisk_exec *ex, int input, const void *host, brisk_error *err) {
+    if (!ex || !host) return brisk_errorf(err, BRISK_ERR_INVALID, "set input: NULL executor or data");
+    if (input < 0 || input >= ex->g->n_inputs)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "set input: %d is not an input (the graph has %d)", input,
+                            ex->g->n_inputs);
+    const brisk_input_info *in = &ex->g->inputs[input];
+    brisk_status st = ex->be->upload(ex->be, (char *)ex->inputs + in->offset, host, in->bytes, err);
+    if (st != BRISK_OK) brisk_error_prefix(err, "set input \"%s\"", in->name);
+    return st;
+}
+
+brisk_status brisk_exec_run(brisk_exec *ex, brisk_run_kind kind, brisk_error *err) {
+    if (!ex) return brisk_errorf(err, BRISK_ERR_INVALID, "run: NULL executor");
+    const brisk_graph *g = ex->g;
+    const brisk_plan *p = ex->plan;
+    const int *order;
+    int n;
+    brisk_step_state st = ex->step;
+    switch (kind) {
+    case BRISK_RUN_TRAIN:
+        if (g->loss < 0) return brisk_errorf(err, BRISK_ERR_INVALID, "run train: the graph has no loss");
+        order = p->train_order, n = p->n_train;
+        break;
+    case BRISK_RUN_EVAL:
+        if (g->loss < 0 && g->output < 0)
+            return brisk_errorf(err, BRISK_ERR_INVALID, "run eval: the graph has neither loss nor output");
+        order = p->eval_order, n = p->n_eval, st.training = 0;
+        break;
+    case BRISK_RUN_PREDICT:
+        if (g->output < 0) return brisk_errorf(err, BRISK_ERR_INVALID, "run predict: the graph has no output");
+        order = p->predict_order, n = p->n_predict, st.training = 0;
+        break;
+    default:
+        return brisk_errorf(err, BRISK_ERR_INVALID, "run: kind %d is not a run kind", (int)kind);
+    }
+    for (int s = 0; s < n; s++) {
+        int id = order[s];
+        const brisk_node *nd = &g->nodes[id];
+        const void *in[BRISK_MAX_INPUTS];
+        int ok = ex->ptr[id] != NULL;
+        for (int j = 0; j < nd->n_in; j++) ok &= (in[j] = ex->ptr[nd->in[j]]) != NULL;
+        if (!ok)
+            return brisk_errorf(err, BRISK_ERR_INTERNAL, "run: node %d (%s) or one of its inputs has no buffer",
+                                id, brisk_op_name(nd->op));
+        brisk_status rs = ex->be->run_node(ex->be, g, id, in, ex->ptr[id], &st, err);
+        if (rs != BRISK_OK) {
+            brisk_error_prefix(err, "node %d (%s)", id, brisk_op_name(nd->op));
+            return rs;
+        }
+    }
+    return BRISK_OK;
+}
+
+brisk_status brisk_exec_read(brisk_exec *ex, int node, void *host, brisk_error *err) {
+    if (!ex || !host) return brisk_errorf(err, BRISK_ERR_INVALID, "read: NULL executor or destination");
+    if (node < 0 || node >= ex->g->n_nodes)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "read: %d is not a node", node);
+    if (!ex->ptr[node])
+        return brisk_errorf(err, BRISK_ERR_INVALID, "read: node %d (%s) is not in any schedule, so it has no buffer",
+                            node, brisk_op_name(ex->g->nodes[node].op));
+    const brisk_node *n = &ex->g->nodes[node];
+    return ex->be->download(ex->be, host, ex->ptr[node], n->bytes, err);
+}

@@ -1,0 +1,64 @@
+/* Internal to graph and ops: helpers the op builders share (input checks, NumPy
+ * broadcasting, shape printing) and the backward rules that registry.c puts in
+ * brisk_op_table. Not part of the public API. */
+#ifndef BRISK_OPS_INTERNAL_H
+#define BRISK_OPS_INTERNAL_H
+
+#include "brisk/graph.h"
+
+#include <string.h>
+
+/* Room for one printed shape: "[" + 6 x "-9223372036854775808, " + "]". */
+#define BRISK_SHAPE_STR 160
+
+/* Returns 0 when the graph holds no earlier error and every id names a node;
+ * otherwise -1 (recording "op: input i (id) is not a node" if that was the cause). */
+int brisk_ops_check(brisk_graph *g, const char *op, const int *ids, int n);
+/* Same as brisk_ops_check, plus every input must have dtype dt. */
+int brisk_ops_check_dtype(brisk_graph *g, const char *op, const int *ids, int n, brisk_dtype dt);
+
+/* NumPy broadcast of a and b into out; -1 when they do not broadcast. */
+int brisk_ops_broadcast(const brisk_shape *a, const brisk_shape *b, brisk_shape *out);
+/* 1 when `from` broadcasts to exactly `to`. */
+int brisk_ops_broadcasts_to(const brisk_shape *from, const brisk_shape *to);
+
+/* dx reduced to `shape` with SUM_TO when an input was broadcast, else dx itself. */
+int brisk_ops_sum_to_shape(brisk_graph *g, int dx, const brisk_shape *shape);
+/* SUM over every dim but the last ("rows"), no keepdim: [rows..., N] -> [N]. */
+int brisk_ops_sum_rows(brisk_graph *g, int x);
+
+/* Zero-initialised attributes (a named function keeps builders short). */
+static inline brisk_attr brisk_attr_none(void) {
+    brisk_attr a;
+    memset(&a, 0, sizeof a);
+    return a;
+}
+
+/* Backward rules (see brisk_op_info.backward). One per differentiable op. */
+int brisk_bw_matmul(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_bias_add(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_add(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_sub(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_mul(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_div(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_scale(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_activation(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_dropout(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_sum(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_mean(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_sum_to(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_expand(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_softmax(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_log_softmax(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_cross_entropy(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_mse(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_layernorm(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_concat(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_slice(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_reshape(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_transpose(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_gather(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_sinusoidal(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_cast(brisk_graph *g, int node, int dy, int which);
+
+#endif

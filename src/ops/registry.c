@@ -1,0 +1,65 @@
+/* The op table: one entry per op with its name and backward rule (ggml style).
+ * Adding an op means one enum value in graph.h, one entry here, its builder and
+ * backward rule in the op family's file, its kernels, and its test. */
+#include "ops/ops_internal.h"
+
+const brisk_op_info brisk_op_table[BRISK_OP_COUNT] = {
+    [BRISK_OP_INPUT] = {"input", NULL},
+    [BRISK_OP_PARAM] = {"param", NULL},
+    [BRISK_OP_CONST] = {"const", NULL},
+    [BRISK_OP_MATMUL] = {"matmul", brisk_bw_matmul},
+    [BRISK_OP_BIAS_ADD] = {"bias_add", brisk_bw_bias_add},
+    [BRISK_OP_ADD] = {"add", brisk_bw_add},
+    [BRISK_OP_SUB] = {"sub", brisk_bw_sub},
+    [BRISK_OP_MUL] = {"mul", brisk_bw_mul},
+    [BRISK_OP_DIV] = {"div", brisk_bw_div},
+    [BRISK_OP_SCALE] = {"scale", brisk_bw_scale},
+    [BRISK_OP_RELU] = {"relu", brisk_bw_activation},
+    [BRISK_OP_GELU] = {"gelu", brisk_bw_activation},
+    [BRISK_OP_SILU] = {"silu", brisk_bw_activation},
+    [BRISK_OP_TANH] = {"tanh", brisk_bw_activation},
+    [BRISK_OP_SIGMOID] = {"sigmoid", brisk_bw_activation},
+    [BRISK_OP_ACT_GRAD] = {"act_grad", NULL},
+    [BRISK_OP_DROPOUT] = {"dropout", brisk_bw_dropout},
+    [BRISK_OP_SUM] = {"sum", brisk_bw_sum},
+    [BRISK_OP_MEAN] = {"mean", brisk_bw_mean},
+    [BRISK_OP_SUM_TO] = {"sum_to", brisk_bw_sum_to},
+    [BRISK_OP_EXPAND] = {"expand", brisk_bw_expand},
+    [BRISK_OP_SOFTMAX] = {"softmax", brisk_bw_softmax},
+    [BRISK_OP_LOG_SOFTMAX] = {"log_softmax", brisk_bw_log_softmax},
+    [BRISK_OP_SOFTMAX_GRAD] = {"softmax_grad", NULL},
+    [BRISK_OP_LOG_SOFTMAX_GRAD] = {"log_softmax_grad", NULL},
+    [BRISK_OP_CROSS_ENTROPY] = {"cross_entropy", brisk_bw_cross_entropy},
+    [BRISK_OP_CROSS_ENTROPY_GRAD] = {"cross_entropy_grad", NULL},
+    [BRISK_OP_MSE] = {"mse", brisk_bw_mse},
+    [BRISK_OP_MSE_GRAD] = {"mse_grad", NULL},
+    [BRISK_OP_LAYERNORM] = {"layernorm", brisk_bw_layernorm},
+    [BRISK_OP_LAYERNORM_GRAD_X] = {"layernorm_grad_x", NULL},
+    [BRISK_OP_LAYERNORM_XHAT] = {"layernorm_xhat", NULL},
+    [BRISK_OP_CONCAT] = {"concat", brisk_bw_concat},
+    [BRISK_OP_SLICE] = {"slice", brisk_bw_slice},
+    [BRISK_OP_SLICE_GRAD] = {"slice_grad", NULL},
+    [BRISK_OP_RESHAPE] = {"reshape", brisk_bw_reshape},
+    [BRISK_OP_TRANSPOSE] = {"transpose", brisk_bw_transpose},
+    [BRISK_OP_GATHER] = {"gather", brisk_bw_gather},
+    [BRISK_OP_SCATTER_ADD] = {"scatter_add", NULL},
+    [BRISK_OP_SINUSOIDAL] = {"sinusoidal", brisk_bw_sinusoidal},
+    [BRISK_OP_SINUSOIDAL_GRAD] = {"sinusoidal_grad", NULL},
+    [BRISK_OP_RANDN] = {"randn", NULL},
+    [BRISK_OP_RAND_UNIFORM] = {"rand_uniform", NULL},
+    [BRISK_OP_RANDINT] = {"randint", NULL},
+    [BRISK_OP_CAST] = {"cast", brisk_bw_cast},
+    [BRISK_OP_GRAD_ACCUM] = {"grad_accum", NULL},
+};
+
+/* C cannot check at compile time that each designated slot was filled, so, as in
+ * ggml, the op count is pinned here: whoever adds an op lands on this line and the
+ * table above. test_registry checks at run time that every entry has a name. */
+_Static_assert(BRISK_OP_COUNT == 46, "an op was added or removed: update brisk_op_table and this count");
+_Static_assert(sizeof brisk_op_table / sizeof brisk_op_table[0] == BRISK_OP_COUNT,
+               "brisk_op_table must have one entry per op");
+
+const char *brisk_op_name(brisk_op op) {
+    if ((unsigned)op >= BRISK_OP_COUNT || !brisk_op_table[op].name) return "?";
+    return brisk_op_table[op].name;
+}

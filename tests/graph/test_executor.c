@@ -1,0 +1,206 @@
+/* The executor over a recording fake backend (host memory, no kernels): buffer
+ * resolution, parameter initialisation from the seed, inputs, the schedules each
+ * run kind walks and the step state it passes, and error propagation. */
+#include "brisk/graph.h"
+#include "test.h"
+
+#include <stdint.h>
+
+typedef struct fake {
+    int calls[4096], n_calls;
+    uint32_t training[4096];
+    const void *in0[4096];
+    void *out[4096];
+    int refuse_op;   /* supports_op says no to this op (-1: none) */
+    int fail_node;   /* run_node fails on this node (-1: none) */
+    int allocs;
+} fake;
+
+static brisk_status f_alloc(brisk_backend *be, size_t bytes, void **out, brisk_error *err) {
+    ((fake *)be->impl)->allocs++;
+    *out = malloc(bytes);
+    return *out ? BRISK_OK : brisk_errorf(err, BRISK_ERR_NOMEM, "fake alloc");
+}
+static void f_free(brisk_backend *be, void *p) { ((fake *)be->impl)->allocs--; free(p); }
+static brisk_status f_copy(brisk_backend *be, void *dst, const void *src, size_t n, brisk_error *err) {
+    memcpy(dst, src, n);
+    return BRISK_OK;
+}
+static brisk_status f_memset0(brisk_backend *be, void *dst, size_t n, brisk_error *err) {
+    memset(dst, 0, n);
+    return BRISK_OK;
+}
+static brisk_status f_run(brisk_backend *be, const brisk_graph *g, int id, const void *const *in, void *out,
+                          const brisk_step_state *st, brisk_error *err) {
+    fake *f = be->impl;
+    if (id == f->fail_node) return brisk_errorf(err, BRISK_ERR_NUMERIC, "fake failure");
+    f->calls[f->n_calls] = id;
+    f->training[f->n_calls] = st->training;
+    f->in0[f->n_calls] = g->nodes[id].n_in ? in[0] : NULL;
+    f->out[f->n_calls] = out;
+    f->n_calls++;
+    return BRISK_OK;
+}
+static int f_supports(brisk_backend *be, const brisk_node *n) { return (int)n->op != ((fake *)be->impl)->refuse_op; }
+
+static brisk_backend fake_backend(fake *f) {
+    memset(f, 0, sizeof *f);
+    f->refuse_op = -1;
+    f->fail_node = -1;
+    brisk_backend be;
+    memset(&be, 0, sizeof be);
+    be.name = "fake";
+    be.impl = f;
+    be.alloc = f_alloc;
+    be.free = f_free;
+    be.upload = f_copy;
+    be.download = f_copy;
+    be.memset0 = f_memset0;
+    be.run_node = f_run;
+    be.supports_op = f_supports;
+    return be;
+}
+
+typedef struct { brisk_graph *g; int x, w, b, u, c, h, r, out, loss; } model;
+
+static model build(void) {
+    model m;
+    m.g = brisk_graph_new();
+    brisk_graph *g = m.g;
+    m.x = brisk_input(g, "x", BRISK_F32, brisk_shape2(4, 6));
+    m.w = brisk_param(g, "w", brisk_shape2(6, 3), BRISK_INIT_UNIFORM, 0.5f, 1);
+    m.b = brisk_param(g, "b", brisk_shape1(3), BRISK_INIT_ONES, 0, 0);
+    m.u = brisk_param(g, "u", brisk_shape1(4001), BRISK_INIT_NORMAL, 2.0f, 1);
+    float cv[3] = {1, 2, 3};
+    m.c = brisk_const(g, "c", BRISK_F32, brisk_shape1(3), cv);
+    m.h = brisk_bias_add(g, brisk_matmul(g, m.x, m.w, 0, 0), m.b);
+    m.r = brisk_reshape(g, m.h, brisk_shape1(12));
+    m.out = brisk_mul(g, brisk_relu(g, m.h), m.c);
+    m.loss = brisk_mean(g, brisk_sum(g, m.out, 2, 0), 1, 0);
+    g->output = m.out;
+    brisk_error e;
+    if (brisk_backward(g, m.loss, &e)) fprintf(stderr, "backward: %s\n", e.msg);
+    return m;
+}
+
+static void test_buffers_and_runs(void) {
+    model m = build();
+    brisk_graph *g = m.g;
+    brisk_plan p;
+    brisk_error e, *ep = &e;
+    REQUIRE_OK(brisk_plan_build(g, &p, &e), ep);
+    fake f;
+    brisk_backend be = fake_backend(&f);
+    brisk_exec *ex;
+    REQUIRE_OK(brisk_exec_create(g, &p, &be, &ex, &e), ep);
+    CHECK(f.allocs == 7);
+    CHECK(ex->ptr[m.w] == (char *)ex->params && ex->ptr[m.b] == (char *)ex->params + 4 * 32);
+    CHECK(ex->ptr[m.x] == ex->inputs && ex->ptr[m.c] == ex->consts);
+    CHECK(memcmp(ex->consts, g->const_data, g->const_bytes) == 0);
+    CHECK(ex->ptr[m.h] == (char *)ex->arena + g->nodes[m.h].offset);
+    CHECK(ex->ptr[m.r] == ex->ptr[m.h]);
+    int ga = g->params[1].grad_node;
+    CHECK(ex->ptr[ga] == (char *)ex->grads + 4 * 32);
+    CHECK(ex->step.training == 1 && ex->step.first_micro == 1);
+
+    float xin[24];
+    for (int i = 0; i < 24; i++) xin[i] = (float)i;
+    REQUIRE_OK(brisk_exec_set_input(ex, 0, xin, &e), ep);
+    CHECK(memcmp(ex->inputs, xin, sizeof xin) == 0);
+    CHECK(brisk_exec_set_input(ex, 1, xin, &e) == BRISK_ERR_INVALID);
+
+    REQUIRE_OK(brisk_exec_run(ex, BRISK_RUN_TRAIN, &e), ep);
+    CHECK(f.n_calls == p.n_train);
+    for (int s = 0; s < f.n_calls && s < p.n_train; s++) {
+        CHECK(f.calls[s] == p.train_order[s] && f.training[s] == 1);
+        CHECK(f.out[s] == ex->ptr[f.calls[s]]);
+        if (g->nodes[f.calls[s]].n_in) CHECK(f.in0[s] == ex->ptr[g->nodes[f.calls[s]].in[0]]);
+    }
+    f.n_calls = 0;
+    REQUIRE_OK(brisk_exec_run(ex, BRISK_RUN_EVAL, &e), ep);
+    CHECK(f.n_calls == p.n_eval && p.n_eval > 0);
+    for (int s = 0; s < f.n_calls; s++) CHECK(f.calls[s] == p.eval_order[s] && f.training[s] == 0);
+    CHECK(ex->step.training == 1); /* eval does not change the stored step state */
+    f.n_calls = 0;
+    REQUIRE_OK(brisk_exec_run(ex, BRISK_RUN_PREDICT, &e), ep);
+    CHECK(f.n_calls == p.n_predict && f.calls[f.n_calls - 1] == m.out);
+
+    float o[12];
+    memset((char *)ex->arena + g->nodes[m.out].offset, 0x3f, 48);
+    REQUIRE_OK(brisk_exec_read(ex, m.out, o, &e), ep);
+    CHECK(memcmp(o, (char *)ex->arena + g->nodes[m.out].offset, 48) == 0);
+
+    f.fail_node = p.train_order[2];
+    brisk_status st = brisk_exec_run(ex, BRISK_RUN_TRAIN, &e);
+    CHECK(st == BRISK_ERR_NUMERIC && strstr(e.msg, "fake failure") && strstr(e.msg, "node "));
+
+    brisk_exec_free(ex);
+    CHECK(f.allocs == 0);
+    brisk_plan_free(&p);
+    brisk_graph_free(g);
+}
+
+static void test_init_params(void) {
+    model m = build();
+    brisk_graph *g = m.g;
+    brisk_plan p;
+    brisk_error e, *ep = &e;
+    REQUIRE_OK(brisk_plan_build(g, &p, &e), ep);
+    fake f;
+    brisk_backend be = fake_backend(&f);
+    brisk_exec *ex;
+    REQUIRE_OK(brisk_exec_create(g, &p, &be, &ex, &e), ep);
+    memset(ex->grads, 0x7f, p.param_bytes);
+    REQUIRE_OK(brisk_exec_init_params(ex, 0x123456789abcull, &e), ep);
+    const float *pw = (const float *)ex->params, *pb = pw + g->params[1].offset, *pu = pw + g->params[2].offset;
+    uint32_t key[2] = {0x56789abcu, 0x1234u};
+    for (int i = 0; i < 18; i++) {
+        uint32_t ctr[4] = {(uint32_t)i / 4, 0, 0, 0xFFFFFFFFu}, r[4];
+        brisk_philox4x32(ctr, key, r);
+        float want = (2.0f * brisk_u32_to_unit(r[i % 4]) - 1.0f) * 0.5f;
+        CHECK(pw[i] == want && pw[i] > -0.5f && pw[i] <= 0.5f);
+    }
+    for (int i = 0; i < 3; i++) CHECK(pb[i] == 1.0f);
+    uint32_t ctr[4] = {1000, 0, 2, 0xFFFFFFFFu};
+    float nv[4];
+    brisk_philox_normal4(ctr, key, nv);
+    CHECK(pu[4000] == nv[0] * 2.0f);
+    double s = 0, s2 = 0;
+    for (int i = 0; i < 4001; i++) s += pu[i], s2 += (double)pu[i] * pu[i];
+    CHECK_NEAR(s / 4001, 0.0, 0.15);
+    CHECK_NEAR(sqrt(s2 / 4001), 2.0, 0.15);
+    for (size_t i = 0; i < p.param_bytes; i++) CHECK(((unsigned char *)ex->grads)[i] == 0);
+    CHECK(ex->step.seed == 0x123456789abcull);
+    /* The same seed gives the same values; another seed does not. */
+    float first = pw[0];
+    REQUIRE_OK(brisk_exec_init_params(ex, 0x123456789abcull, &e), ep);
+    CHECK(pw[0] == first);
+    REQUIRE_OK(brisk_exec_init_params(ex, 7, &e), ep);
+    CHECK(pw[0] != first);
+    brisk_exec_free(ex);
+    brisk_plan_free(&p);
+    brisk_graph_free(g);
+}
+
+static void test_create_errors(void) {
+    model m = build();
+    brisk_plan p;
+    brisk_error e, *ep = &e;
+    REQUIRE_OK(brisk_plan_build(m.g, &p, &e), ep);
+    fake f;
+    brisk_backend be = fake_backend(&f);
+    f.refuse_op = BRISK_OP_MATMUL;
+    brisk_exec *ex = (brisk_exec *)&f;
+    CHECK(brisk_exec_create(m.g, &p, &be, &ex, &e) == BRISK_ERR_UNSUPPORTED);
+    CHECK(ex == NULL && strstr(e.msg, "matmul") && strstr(e.msg, "fake"));
+    CHECK(f.allocs == 0);
+    /* A graph changed after planning is refused rather than run out of bounds. */
+    f.refuse_op = -1;
+    brisk_plan stale = p;
+    stale.arena_bytes = 64;
+    CHECK(brisk_exec_create(m.g, &stale, &be, &ex, &e) == BRISK_ERR_INVALID && strstr(e.msg, "re-plan"));
+    brisk_plan_free(&p);
+    brisk_graph_free(m.g);
+}
+
+TEST_MAIN(T(test_buffers_and_runs), T(test_init_params), T(test_create_errors))
