@@ -6,6 +6,7 @@
  *
  *   cmake --build build --target bench_cpu_kernels && OMP_NUM_THREADS=2 build/bench/bench_cpu_kernels */
 #include "backend/cpu/cpu_internal.h"
+#include "backend/cpu/cpu_math.h"
 #include "brisk/graph.h"
 
 #include <math.h>
@@ -164,6 +165,56 @@ static void bench_adamw(brisk_backend *be, int64_t n) {
     free(p); free(g); free(m); free(v);
 }
 
+/* The serial/parallel threshold of elementwise loops: an empty parallel region, and
+ * a ReLU-like and a SiLU-like loop at several sizes, inline vs split on 2 threads. */
+typedef struct thr_ctx { const float *x; float *y; int heavy; } thr_ctx;
+
+static void thr_range(const void *vctx, int64_t i0, int64_t i1) {
+    const thr_ctx *c = vctx;
+    const float *restrict x = c->x;
+    float *restrict y = c->y;
+    if (c->heavy == 2) {
+#pragma omp simd
+        for (int64_t i = i0; i < i1; i++) y[i] = x[i] / (1.0f + cpu_expf(-x[i]));
+    } else if (c->heavy) {
+#pragma omp simd
+        for (int64_t i = i0; i < i1; i++) y[i] = x[i] / (1.0f + expf(-x[i]));
+    } else {
+#pragma omp simd
+        for (int64_t i = i0; i < i1; i++) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+    }
+}
+
+static void noop_range(const void *vctx, int64_t i0, int64_t i1) { (void)vctx; (void)i0; (void)i1; }
+
+static void bench_threshold(void) {
+    brisk_backend *b2 = brisk_backend_cpu_new(2);
+    cpu_backend *cb = b2->impl;
+    double t;
+    TIME_US(t, 15, 2000, cpu_parallel(cb, 1024, 1, noop_range, NULL));
+    printf("\nempty parallel region on 2 threads: %.2f us\n", t);
+    printf("elementwise n       relu 1t   relu 2t   silu(libm expf) 1t   2t   silu(cpu_expf) 1t   2t\n");
+    const int64_t ns[] = {4096, 16384, 32768, 65536, 262144};
+    for (int k = 0; k < 5; k++) {
+        int64_t n = ns[k];
+        float *x = randv(n), *y = randv(n);
+        double r1, r2, s1, s2, v1, v2;
+        thr_ctx c = {x, y, 0};
+        int inner = n < 50000 ? 2000 : 200;
+        TIME_US(r1, 15, inner, thr_range(&c, 0, n));
+        TIME_US(r2, 15, inner, cpu_parallel(cb, n, 1, thr_range, &c));
+        c.heavy = 1;
+        TIME_US(s1, 15, inner, thr_range(&c, 0, n));
+        TIME_US(s2, 15, inner, cpu_parallel(cb, n, 1, thr_range, &c));
+        c.heavy = 2;
+        TIME_US(v1, 15, inner, thr_range(&c, 0, n));
+        TIME_US(v2, 15, inner, cpu_parallel(cb, n, 1, thr_range, &c));
+        printf("%12lld %9.2f %9.2f %17.2f %7.2f %17.2f %7.2f\n", (long long)n, r1, r2, s1, s2, v1, v2);
+        free(x); free(y);
+    }
+    b2->destroy(b2);
+}
+
 int main(int argc, char **argv) {
     int threads = argc > 1 ? atoi(argv[1]) : omp_get_max_threads();
     size_t per = cpu_sgemm_scratch_floats();
@@ -176,6 +227,7 @@ int main(int argc, char **argv) {
     bench_gemm(1, scratch);
     if (threads > 1) bench_gemm(threads, scratch);
     free(scratch);
+    if (threads > 1) bench_threshold();
     for (int nt = 1; nt <= threads; nt += threads > 1 ? threads - 1 : 1) {
         brisk_backend *be = brisk_backend_cpu_new(nt);
         bench_adamw(be, 273152);

@@ -1,9 +1,9 @@
 /* Vectorisable float math for the activation kernels: exp, tanh and the normal
  * CDF Phi (for GELU), written as straight-line arithmetic plus selects so that GCC
  * turns a loop of them into AVX-512 code. glibc's expf/tanhf/erff are scalar
- * calls unless -ffast-math is on (its SIMD declarations sit behind __FAST_MATH__),
- * and a scalar call per element made SiLU over a [16, 256] activation 5x slower
- * than the GEMM beside it (bench/cpu_kernels.c). Accuracy, checked against
+ * calls unless -ffast-math is on (its SIMD declarations sit behind __FAST_MATH__):
+ * SiLU over 4096 floats takes 6.2 us with expf and 1.2 us with cpu_expf, 262144
+ * floats 400 vs 80 us (bench/cpu_kernels.c, one thread). Accuracy, checked against
  * float64 in tests/backend/test_cpu_math.c over [-100, 100]:
  *   cpu_expf  <= 2 ulp over normal results (overflow gives +inf, underflow is
  *             gradual down to 0)
