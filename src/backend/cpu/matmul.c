@@ -395,11 +395,20 @@ brisk_status cpu_matmul(cpu_backend *cb, const brisk_graph *g, int id, const voi
     if (kb != K)
         return brisk_errorf(err, BRISK_ERR_SHAPE, "matmul: inner dims %lld and %lld differ",
                             (long long)K, (long long)kb);
-    int64_t batch = (M * N) != 0 ? cpu_numel(&n->shape) / (M * N) : 0;
+    int64_t ma = ta ? na->shape.d[na->shape.ndim - 1] : na->shape.d[na->shape.ndim - 2];
+    int64_t nbn = tb ? nb->shape.d[nb->shape.ndim - 2] : nb->shape.d[nb->shape.ndim - 1];
+    if (ma != M || nbn != N)
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "matmul: output [.., %lld, %lld] does not match the operands' "
+                            "%lld rows and %lld columns", (long long)M, (long long)N, (long long)ma, (long long)nbn);
+    if (M == 0 || N == 0 || cpu_numel(&n->shape) == 0) return BRISK_OK;
+    int64_t batch = cpu_numel(&n->shape) / (M * N);
     const float *A = in[0], *B = in[1];
     float *C = out;
     int64_t lda = ta ? M : K, ldb = tb ? K : N;
     int64_t sa = na->shape.ndim > 2 ? M * K : 0, sb = nb->shape.ndim > 2 ? K * N : 0;
+    /* the operands must hold exactly what the loops below read */
+    if (cpu_numel(&na->shape) != (sa ? batch : 1) * M * K || cpu_numel(&nb->shape) != (sb ? batch : 1) * K * N)
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "matmul: batch dims of the operands do not match the output");
     if (batch > 1 && sb == 0 && !ta) { /* a shared 2-D b: one tall GEMM */
         M *= batch;
         batch = 1;
