@@ -6,10 +6,15 @@
  * - tensors are C-contiguous, row-major; "rows" = all leading dims flattened;
  * - a kernel receives the graph and the node id, reads its inputs' shapes from
  *   g->nodes[in[i]] and its own shape/attr from g->nodes[id];
- * - parallel loops use schedule(static) over fixed partitions and never a
- *   reduction(+) clause, so a result depends on the data only, not on timing;
- *   global sums go through fixed-size chunks combined in order (cpu_chunk_sum),
- *   so they do not even depend on the thread count;
+ * - parallel loops use static partitions and never a reduction(+) clause, and
+ *   no result depends on the thread count either: every output element is
+ *   computed by the same sequence of operations whichever thread owns it (GEMM
+ *   elements by the same FMA chain over k, tested), and global sums go through
+ *   fixed-size chunks combined in index order (cpu_chunk_sum). A run resumed on
+ *   another thread count gives the same bits;
+ * - exact in-place (out == in[0]) is safe for elementwise and row-wise kernels
+ *   (each reads an element, or its row, before writing it); not for MATMUL,
+ *   TRANSPOSE, CONCAT, GATHER or the reductions;
  * - loops with fewer than 2 * CPU_PAR_MIN elements (CPU_PAR_MIN_HEAVY for exp-like
  *   work) stay serial: a 4K-float elementwise op takes 0.1-1.2 us, about what a
  *   fork/join costs. */
