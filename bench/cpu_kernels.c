@@ -6,8 +6,10 @@
  *
  *   cmake --build build --target bench_cpu_kernels && OMP_NUM_THREADS=2 build/bench/bench_cpu_kernels */
 #include "backend/cpu/cpu_internal.h"
+#include "backend/cpu/cpu_math.h"
 #include "brisk/graph.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,13 +87,152 @@ static void bench_gemm(int threads, float *scratch) {
     }
 }
 
+/* One node on the backend, timed: the op's input shapes are given, inputs random. */
+typedef struct node_case { const char *what; brisk_op op; int n_in; brisk_shape in[3]; brisk_shape out; int kind; float f0; } node_case;
+
+static void bench_nodes(brisk_backend *be) {
+    const node_case cs[] = {
+        {"silu      [16,256]        ", BRISK_OP_SILU, 1, {{2, {16, 256}}}, {2, {16, 256}}, 0, 0},
+        {"act_grad silu [16,256]    ", BRISK_OP_ACT_GRAD, 3, {{2, {16, 256}}, {2, {16, 256}}, {2, {16, 256}}}, {2, {16, 256}}, BRISK_OP_SILU, 0},
+        {"bias_add  [16,256]        ", BRISK_OP_BIAS_ADD, 2, {{2, {16, 256}}, {1, {256}}}, {2, {16, 256}}, 0, 0},
+        {"sum_to [16,256]->[256]    ", BRISK_OP_SUM_TO, 1, {{2, {16, 256}}}, {1, {256}}, 0, 0},
+        {"mse [16,256]              ", BRISK_OP_MSE, 2, {{2, {16, 256}}, {2, {16, 256}}}, {0, {0}}, 0, 0},
+        {"randn [16,256]            ", BRISK_OP_RANDN, 0, {{0, {0}}}, {2, {16, 256}}, 0, 0},
+        {"relu      [512,512]       ", BRISK_OP_RELU, 1, {{2, {512, 512}}}, {2, {512, 512}}, 0, 0},
+        {"dropout   [512,512] p=0.1 ", BRISK_OP_DROPOUT, 1, {{2, {512, 512}}}, {2, {512, 512}}, 0, 0.1f},
+        {"bias_add  [512,512]       ", BRISK_OP_BIAS_ADD, 2, {{2, {512, 512}}, {1, {512}}}, {2, {512, 512}}, 0, 0},
+        {"act_grad relu [512,512]   ", BRISK_OP_ACT_GRAD, 3, {{2, {512, 512}}, {2, {512, 512}}, {2, {512, 512}}}, {2, {512, 512}}, BRISK_OP_RELU, 0},
+        {"sum_to [512,512]->[512]   ", BRISK_OP_SUM_TO, 1, {{2, {512, 512}}}, {1, {512}}, 0, 0},
+        {"gelu erf  [256*60,512]    ", BRISK_OP_GELU, 1, {{2, {15360, 512}}}, {2, {15360, 512}}, BRISK_GELU_ERF, 0},
+        {"softmax   [256*4*60,60]   ", BRISK_OP_SOFTMAX, 1, {{2, {61440, 60}}}, {2, {61440, 60}}, 0, 0},
+    };
+    brisk_node nodes[4];
+    brisk_graph g;
+    memset(&g, 0, sizeof g);
+    g.nodes = nodes;
+    brisk_step_state st = {.seed = 1, .rng_step = 1, .first_micro = 1, .training = 1};
+    brisk_error err;
+    printf("\nnodes (backend threads=%d)          us\n", ((cpu_backend *)be->impl)->threads);
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+        const node_case *k = &cs[c];
+        memset(nodes, 0, sizeof nodes);
+        const void *in[3] = {0};
+        void *bufs[3] = {0};
+        for (int i = 0; i < k->n_in; i++) {
+            nodes[i].op = BRISK_OP_INPUT;
+            nodes[i].dtype = BRISK_F32;
+            nodes[i].shape = k->in[i];
+            bufs[i] = randv(brisk_shape_numel(&k->in[i]));
+            in[i] = bufs[i];
+            nodes[3].in[i] = i;
+        }
+        nodes[3].op = k->op;
+        nodes[3].n_in = k->n_in;
+        nodes[3].dtype = BRISK_F32;
+        nodes[3].shape = k->out;
+        nodes[3].attr.kind = k->kind;
+        nodes[3].attr.f0 = k->f0;
+        nodes[3].attr.rng = 1;
+        nodes[3].attr.shape2 = k->out;
+        g.n_nodes = 4;
+        float *out = randv(brisk_shape_numel(&k->out));
+        int64_t n = brisk_shape_numel(&k->out);
+        int inner = n < 100000 ? 2000 : 50;
+        double t;
+        TIME_US(t, 15, inner, be->run_node(be, &g, 3, in, out, &st, &err));
+        printf("%s %8.2f\n", k->what, t);
+        for (int i = 0; i < k->n_in; i++) free(bufs[i]);
+        free(out);
+    }
+}
+
+static void bench_adamw(brisk_backend *be, int64_t n) {
+    float *p = randv(n), *g = randv(n), *m = randv(n), *v = randv(n), *sumsq;
+    for (int64_t i = 0; i < n; i++) v[i] = fabsf(v[i]);
+    be->alloc(be, 4, (void **)&sumsq, NULL);
+    brisk_optim_args a = {.kind = BRISK_OPTIM_ADAMW, .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
+                          .weight_decay = 0.01f, .t = 10, .grad_scale = 1.0f};
+    brisk_error err;
+    double t_adam, t_sq, t_clip;
+    TIME_US(t_adam, 15, 50, be->optim_update(be, p, g, m, v, n, &a, NULL, NULL, &err));
+    TIME_US(t_sq, 15, 50, be->grad_sumsq(be, g, n, sumsq, &err));
+    a.clip_norm = 1.0f;
+    TIME_US(t_clip, 15, 50, be->optim_update(be, p, g, m, v, n, &a, sumsq, NULL, &err));
+    printf("\nAdamW over %lld floats (threads=%d): update %.1f us (%.1f GB/s), grad_sumsq %.1f us, "
+           "update with clip %.1f us\n", (long long)n, ((cpu_backend *)be->impl)->threads, t_adam,
+           28.0 * n / t_adam * 1e-3, t_sq, t_clip);
+    be->free(be, sumsq);
+    free(p); free(g); free(m); free(v);
+}
+
+/* The serial/parallel threshold of elementwise loops: an empty parallel region, and
+ * a ReLU-like and a SiLU-like loop at several sizes, inline vs split on 2 threads. */
+typedef struct thr_ctx { const float *x; float *y; int heavy; } thr_ctx;
+
+static void thr_range(const void *vctx, int64_t i0, int64_t i1) {
+    const thr_ctx *c = vctx;
+    const float *restrict x = c->x;
+    float *restrict y = c->y;
+    if (c->heavy == 2) {
+#pragma omp simd
+        for (int64_t i = i0; i < i1; i++) y[i] = x[i] / (1.0f + cpu_expf(-x[i]));
+    } else if (c->heavy) {
+#pragma omp simd
+        for (int64_t i = i0; i < i1; i++) y[i] = x[i] / (1.0f + expf(-x[i]));
+    } else {
+#pragma omp simd
+        for (int64_t i = i0; i < i1; i++) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+    }
+}
+
+static void noop_range(const void *vctx, int64_t i0, int64_t i1) { (void)vctx; (void)i0; (void)i1; }
+
+static void bench_threshold(void) {
+    brisk_backend *b2 = brisk_backend_cpu_new(2);
+    cpu_backend *cb = b2->impl;
+    double t;
+    TIME_US(t, 15, 2000, cpu_parallel(cb, 1024, 1, noop_range, NULL));
+    printf("\nempty parallel region on 2 threads: %.2f us\n", t);
+    printf("elementwise n       relu 1t   relu 2t   silu(libm expf) 1t   2t   silu(cpu_expf) 1t   2t\n");
+    const int64_t ns[] = {4096, 16384, 32768, 65536, 262144};
+    for (int k = 0; k < 5; k++) {
+        int64_t n = ns[k];
+        float *x = randv(n), *y = randv(n);
+        double r1, r2, s1, s2, v1, v2;
+        thr_ctx c = {x, y, 0};
+        int inner = n < 50000 ? 2000 : 200;
+        TIME_US(r1, 15, inner, thr_range(&c, 0, n));
+        TIME_US(r2, 15, inner, cpu_parallel(cb, n, 1, thr_range, &c));
+        c.heavy = 1;
+        TIME_US(s1, 15, inner, thr_range(&c, 0, n));
+        TIME_US(s2, 15, inner, cpu_parallel(cb, n, 1, thr_range, &c));
+        c.heavy = 2;
+        TIME_US(v1, 15, inner, thr_range(&c, 0, n));
+        TIME_US(v2, 15, inner, cpu_parallel(cb, n, 1, thr_range, &c));
+        printf("%12lld %9.2f %9.2f %17.2f %7.2f %17.2f %7.2f\n", (long long)n, r1, r2, s1, s2, v1, v2);
+        free(x); free(y);
+    }
+    b2->destroy(b2);
+}
+
 int main(int argc, char **argv) {
     int threads = argc > 1 ? atoi(argv[1]) : omp_get_max_threads();
     size_t per = cpu_sgemm_scratch_floats();
     float *scratch = aligned_alloc(64, per * sizeof(float) * (size_t)(threads > 0 ? threads : 1));
     srand(1);
+    /* creating a backend pins OpenBLAS to one thread, as in real runs: brisk splits
+     * GEMMs between its own OpenMP threads */
+    brisk_backend *pin = brisk_backend_cpu_new(1);
+    pin->destroy(pin);
     bench_gemm(1, scratch);
     if (threads > 1) bench_gemm(threads, scratch);
     free(scratch);
+    if (threads > 1) bench_threshold();
+    for (int nt = 1; nt <= threads; nt += threads > 1 ? threads - 1 : 1) {
+        brisk_backend *be = brisk_backend_cpu_new(nt);
+        bench_adamw(be, 273152);
+        bench_nodes(be);
+        be->destroy(be);
+    }
     return 0;
 }

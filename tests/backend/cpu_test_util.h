@@ -49,15 +49,18 @@ static inline void tg_free(tgraph *t) {
     memset(t->buf, 0, sizeof t->buf);
 }
 
+/* (memcpy: u8 and 16-bit tensors leave the guard unaligned) */
 static inline void tg_guard_fill(void *p, size_t bytes) {
-    uint32_t *gd = (uint32_t *)((unsigned char *)p + bytes);
-    for (int i = 0; i < TG_GUARD; i++) gd[i] = TG_GUARD_BITS;
+    const uint32_t w = TG_GUARD_BITS;
+    for (int i = 0; i < TG_GUARD; i++) memcpy((unsigned char *)p + bytes + 4 * i, &w, 4);
 }
 
 static inline int tg_guard_ok(const void *p, size_t bytes) {
-    const uint32_t *gd = (const uint32_t *)((const unsigned char *)p + bytes);
-    for (int i = 0; i < TG_GUARD; i++)
-        if (gd[i] != TG_GUARD_BITS) return 0;
+    for (int i = 0; i < TG_GUARD; i++) {
+        uint32_t w;
+        memcpy(&w, (const unsigned char *)p + bytes + 4 * i, 4);
+        if (w != TG_GUARD_BITS) return 0;
+    }
     return 1;
 }
 

@@ -32,6 +32,7 @@ typedef struct { int64_t M, N, K; } mnk;
 static const mnk shapes[] = {
     {1, 1, 1}, {7, 13, 5}, {16, 256, 295}, {33, 47, 300}, {130, 70, 19}, {20, 600, 31},
     {3, 3, 600}, {9, 33, 17}, {512, 3, 128}, {3, 128, 64}, {5, 8, 0},
+    {1000, 8, 40}, {77, 1, 33}, {64, 9, 300}, /* narrow C: computed transposed, in chunks */
 };
 
 static void check_sgemm_path(int use_blas) {
@@ -95,6 +96,23 @@ static void test_own_sgemm_deterministic(void) {
     cpu_sgemm(2, 0, 1, M, N, K, A, K, B, K, C2, N, 0, NULL);
     CHECK(memcmp(C1, C2, (size_t)(M * N) * 4) == 0);
     free(A); free(B); free(C1); free(C2);
+}
+
+/* Every element of C is computed by the same chain of FMAs whichever thread band
+ * (or narrow/transposed path) it lands in, so 1 and 2 threads give the same bits. */
+static void test_own_sgemm_thread_independent(void) {
+    const mnk cs[] = {{16, 256, 295}, {40, 40, 600}, {300, 40, 70}, {512, 12, 64}, {64, 1000, 9}};
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                int64_t M = cs[c].M, N = cs[c].N, K = cs[c].K;
+                float *A = rand_buf(M * K), *B = rand_buf(K * N), *C1 = malloc(M * N * 4), *C2 = malloc(M * N * 4);
+                cpu_sgemm(1, ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, C1, N, 0, NULL);
+                cpu_sgemm(2, ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, C2, N, 0, NULL);
+                CHECKF(memcmp(C1, C2, (size_t)(M * N) * 4) == 0, "M=%lld N=%lld K=%lld ta=%d tb=%d differ",
+                       (long long)M, (long long)N, (long long)K, ta, tb);
+                free(A); free(B); free(C1); free(C2);
+            }
 }
 
 /* One MATMUL node: a [batch..., M, K] (or K, M), b 2-D or batched. */
@@ -168,5 +186,6 @@ static void test_matmul_shape_error(void) {
     be->destroy(be);
 }
 
-TEST_MAIN(T(test_own_sgemm), T(test_blas_sgemm), T(test_own_sgemm_deterministic), T(test_matmul_op),
+TEST_MAIN(T(test_own_sgemm), T(test_blas_sgemm), T(test_own_sgemm_deterministic),
+          T(test_own_sgemm_thread_independent), T(test_matmul_op),
           T(test_matmul_shape_error))

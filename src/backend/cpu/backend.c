@@ -159,6 +159,13 @@ static brisk_status cpu_run_node(brisk_backend *be, const brisk_graph *g, int id
     if (!cpu_supports_op(be, n))
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cpu backend: %s (node %d) in %s",
                             cpu_op_name(n->op), id, brisk_dtype_name(n->dtype));
+    if (n->op != BRISK_OP_INPUT && n->op != BRISK_OP_PARAM && n->op != BRISK_OP_CONST) {
+        int ok = out != NULL && (n->n_in == 0 || in != NULL);
+        for (int i = 0; ok && i < n->n_in; i++) ok = in[i] != NULL;
+        if (!ok)
+            return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): NULL input or output buffer",
+                                cpu_op_name(n->op), id);
+    }
     static const brisk_step_state eval_state = {0, 0, 1, 0, 0};
     if (!st) st = &eval_state;
     switch (n->op) {

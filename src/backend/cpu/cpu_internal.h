@@ -6,12 +6,18 @@
  * - tensors are C-contiguous, row-major; "rows" = all leading dims flattened;
  * - a kernel receives the graph and the node id, reads its inputs' shapes from
  *   g->nodes[in[i]] and its own shape/attr from g->nodes[id];
- * - parallel loops use schedule(static) over fixed partitions and never a
- *   reduction(+) clause, so a result depends on the data only, not on timing;
- *   global sums go through fixed-size chunks combined in order (cpu_chunk_sum),
- *   so they do not even depend on the thread count;
- * - loops over fewer than CPU_PAR_MIN elements stay serial: a fork/join costs
- *   about 1-3 us here, which is the whole runtime of a 4K-float elementwise op. */
+ * - parallel loops use static partitions and never a reduction(+) clause, and
+ *   no result depends on the thread count either: every output element is
+ *   computed by the same sequence of operations whichever thread owns it (GEMM
+ *   elements by the same FMA chain over k, tested), and global sums go through
+ *   fixed-size chunks combined in index order (cpu_chunk_sum). A run resumed on
+ *   another thread count gives the same bits;
+ * - exact in-place (out == in[0]) is safe for elementwise and row-wise kernels
+ *   (each reads an element, or its row, before writing it); not for MATMUL,
+ *   TRANSPOSE, CONCAT, GATHER or the reductions;
+ * - loops with fewer than 2 * CPU_PAR_MIN elements (CPU_PAR_MIN_HEAVY for exp-like
+ *   work) stay serial: a 4K-float elementwise op takes 0.1-1.2 us, about what a
+ *   fork/join costs. */
 #ifndef BRISK_CPU_INTERNAL_H
 #define BRISK_CPU_INTERNAL_H
 
@@ -20,12 +26,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Below this many elements an elementwise loop runs on one thread. Measured with
- * bench/cpu_kernels.c on the 2-core Zen box: SiLU over 16K floats takes ~4 us
- * serial; splitting it saves less than the ~2 us fork/join until ~32K. */
-#define CPU_PAR_MIN 32768
+/* Minimum items per thread of an elementwise loop (cpu_parallel's grain), so smaller
+ * loops run inline with no fork/join. Measured with bench/cpu_kernels.c on the
+ * 2-core Zen 5 box (warm pool): an empty parallel region costs 0.26 us; ReLU over
+ * 16K floats takes 0.65 us on one thread and 0.62 on two, over 32K 1.27 vs 0.95;
+ * SiLU (cpu_expf) over 4K takes 1.2 vs 0.9 us, over 16K 4.7 vs 2.7. Under load
+ * from other processes a region costs far more (a descheduled worker stalls the
+ * barrier), so the grains sit at or above the break-even points, not below. */
+#define CPU_PAR_MIN 16384
 /* Heavier per-element work (exp, erf, Philox) pays for threads earlier. */
-#define CPU_PAR_MIN_HEAVY 8192
+#define CPU_PAR_MIN_HEAVY 4096
 
 /* Private state behind brisk_backend.impl. */
 typedef struct cpu_backend {

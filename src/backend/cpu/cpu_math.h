@@ -1,14 +1,14 @@
 /* Vectorisable float math for the activation kernels: exp, tanh and the normal
  * CDF Phi (for GELU), written as straight-line arithmetic plus selects so that GCC
  * turns a loop of them into AVX-512 code. glibc's expf/tanhf/erff are scalar
- * calls unless -ffast-math is on (its SIMD declarations sit behind __FAST_MATH__),
- * and a scalar call per element made SiLU over a [16, 256] activation 5x slower
- * than the GEMM beside it (bench/cpu_kernels.c). Accuracy, checked against
+ * calls unless -ffast-math is on (its SIMD declarations sit behind __FAST_MATH__):
+ * SiLU over 4096 floats takes 6.2 us with expf and 1.2 us with cpu_expf, 262144
+ * floats 400 vs 80 us (bench/cpu_kernels.c, one thread). Accuracy, checked against
  * float64 in tests/backend/test_cpu_math.c over [-100, 100]:
  *   cpu_expf  <= 2 ulp over normal results (overflow gives +inf, underflow is
  *             gradual down to 0)
  *   cpu_tanhf <= 2 ulp (Cephes' tanhf split: odd polynomial below 0.625)
- *   cpu_phif  relative error <= 2e-6 for x >= -5 and <= 1e-5 for x >= -10, where
+ *   cpu_phif  relative error <= 3e-6 for x >= -5 and <= 1e-5 for x >= -10, where
  *             the f32 rounding of the exp argument -x^2/2 dominates (Numerical
  *             Recipes' erfc Chebyshev fit, fractional error 1.2e-7, times an exp);
  *             below -10 Phi < 1e-23 and GELU's absolute error is < 1e-27

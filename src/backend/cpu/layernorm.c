@@ -21,18 +21,28 @@ typedef struct ln_ctx {
     float eps;
 } ln_ctx;
 
-static void row_stats(const float *restrict x, int64_t N, float eps, float *mean, float *rstd) {
-    float s = 0.0f;
+/* mean as hi + lo floats: x - hi is exact for x near the mean (Sterbenz), so
+ * (x - hi) - lo keeps the centring accurate even when |mean| >> std, where a
+ * single f32 mean would shift every xhat by up to half an ulp of the mean */
+typedef struct ln_stats { float hi, lo, rstd; } ln_stats;
+
+static ln_stats row_stats(const float *restrict x, int64_t N, float eps) {
+    /* the sum in double: an f32 sum of N values near 1000 is off by ~sqrt(N) ulps
+     * of the sum; the centred squares are small and sum fine in f32 */
+    double s = 0.0;
 #pragma omp simd reduction(+ : s)
     for (int64_t j = 0; j < N; j++) s += x[j];
-    float mu = s / (float)N, q = 0.0f;
+    double mu = s / (double)N;
+    ln_stats st = {(float)mu, 0.0f, 0.0f};
+    st.lo = (float)(mu - (double)st.hi);
+    float hi = st.hi, lo = st.lo, q = 0.0f;
 #pragma omp simd reduction(+ : q)
     for (int64_t j = 0; j < N; j++) {
-        float d = x[j] - mu;
+        float d = (x[j] - hi) - lo;
         q += d * d;
     }
-    *mean = mu;
-    *rstd = 1.0f / sqrtf(q / (float)N + eps);
+    st.rstd = 1.0f / sqrtf(q / (float)N + eps);
+    return st;
 }
 
 static void ln_range(const void *vctx, int64_t r0, int64_t r1) {
@@ -41,15 +51,15 @@ static void ln_range(const void *vctx, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; r++) {
         const float *restrict x = c->x + r * N;
         float *restrict o = c->out + r * N;
-        float mu, rs;
-        row_stats(x, N, c->eps, &mu, &rs);
+        ln_stats st = row_stats(x, N, c->eps);
+        float hi = st.hi, lo = st.lo, rs = st.rstd;
         if (c->op == BRISK_OP_LAYERNORM) {
             const float *restrict ga = c->gamma, *restrict be = c->beta;
 #pragma omp simd
-            for (int64_t j = 0; j < N; j++) o[j] = (x[j] - mu) * rs * ga[j] + be[j];
+            for (int64_t j = 0; j < N; j++) o[j] = ((x[j] - hi) - lo) * rs * ga[j] + be[j];
         } else if (c->op == BRISK_OP_LAYERNORM_XHAT) {
 #pragma omp simd
-            for (int64_t j = 0; j < N; j++) o[j] = (x[j] - mu) * rs;
+            for (int64_t j = 0; j < N; j++) o[j] = ((x[j] - hi) - lo) * rs;
         } else {
             const float *restrict dy = c->dy + r * N, *restrict ga = c->gamma;
             float sg = 0.0f, sgx = 0.0f;
@@ -57,11 +67,11 @@ static void ln_range(const void *vctx, int64_t r0, int64_t r1) {
             for (int64_t j = 0; j < N; j++) {
                 float gj = dy[j] * ga[j];
                 sg += gj;
-                sgx += gj * (x[j] - mu) * rs;
+                sgx += gj * ((x[j] - hi) - lo) * rs;
             }
             float mg = sg / (float)N, mgx = sgx / (float)N;
 #pragma omp simd
-            for (int64_t j = 0; j < N; j++) o[j] = rs * (dy[j] * ga[j] - mg - (x[j] - mu) * rs * mgx);
+            for (int64_t j = 0; j < N; j++) o[j] = rs * (dy[j] * ga[j] - mg - ((x[j] - hi) - lo) * rs * mgx);
         }
     }
 }

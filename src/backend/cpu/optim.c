@@ -53,6 +53,20 @@ typedef struct opt_ctx {
     int nesterov;
 } opt_ctx;
 
+/* The loops come in two copies, with and without the decay mask, because a
+ * `mask == NULL ||` test inside the loop stops GCC from vectorising it (control
+ * flow); with the mask the choice is a select: x * (mask ? decay : 1), exact. */
+#define ADAMW_LOOP(DECAY)                                                         \
+    _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) {                       \
+        float gi = g[i] * gs;                                                     \
+        float pi = p[i] * (DECAY);                                                \
+        float mi = m[i] + omb1 * (gi - m[i]);                                     \
+        float vi = b2 * v[i] + omb2 * (gi * gi);                                  \
+        m[i] = mi;                                                                \
+        v[i] = vi;                                                                \
+        p[i] = pi - ss * (mi / (sqrtf(vi) / bc2s + eps));                         \
+    }
+
 static void adamw_range(const void *vctx, int64_t i0, int64_t i1) {
     const opt_ctx *c = vctx;
     float *restrict p = c->p, *restrict m = c->m, *restrict v = c->v;
@@ -60,17 +74,32 @@ static void adamw_range(const void *vctx, int64_t i0, int64_t i1) {
     const uint8_t *restrict mask = c->mask;
     float gs = c->gs, decay = c->decay, b2 = c->b2, omb1 = c->omb1, omb2 = c->omb2;
     float ss = c->step_size, bc2s = c->bc2_sqrt, eps = c->eps;
-#pragma omp simd
-    for (int64_t i = i0; i < i1; i++) {
-        float gi = g[i] * gs;
-        float pi = (!mask || mask[i]) ? p[i] * decay : p[i];
-        float mi = m[i] + omb1 * (gi - m[i]);
-        float vi = b2 * v[i] + omb2 * (gi * gi);
-        m[i] = mi;
-        v[i] = vi;
-        p[i] = pi - ss * (mi / (sqrtf(vi) / bc2s + eps));
-    }
+    if (mask) ADAMW_LOOP(mask[i] ? decay : 1.0f)
+    else ADAMW_LOOP(decay)
 }
+
+/* d = g' + wd p (masked), then momentum / Nesterov, p -= lr d */
+#define SGD_LOOP(WD)                                                              \
+    if (mu == 0.0f) {                                                             \
+        _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) {                   \
+            float d = g[i] * gs + (WD) * p[i];                                    \
+            p[i] -= lr * d;                                                       \
+        }                                                                         \
+    } else if (!nesterov) {                                                       \
+        _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) {                   \
+            float d = g[i] * gs + (WD) * p[i];                                    \
+            float b = mu * m[i] + d;                                              \
+            m[i] = b;                                                             \
+            p[i] -= lr * b;                                                       \
+        }                                                                         \
+    } else {                                                                      \
+        _Pragma("omp simd") for (int64_t i = i0; i < i1; i++) {                   \
+            float d = g[i] * gs + (WD) * p[i];                                    \
+            float b = mu * m[i] + d;                                              \
+            m[i] = b;                                                             \
+            p[i] -= lr * (d + mu * b);                                            \
+        }                                                                         \
+    }
 
 static void sgd_range(const void *vctx, int64_t i0, int64_t i1) {
     const opt_ctx *c = vctx;
@@ -78,28 +107,11 @@ static void sgd_range(const void *vctx, int64_t i0, int64_t i1) {
     const float *restrict g = c->g;
     const uint8_t *restrict mask = c->mask;
     float gs = c->gs, wd = c->decay, lr = c->lr, mu = c->mu;
-    if (mu == 0.0f) {
-#pragma omp simd
-        for (int64_t i = i0; i < i1; i++) {
-            float d = g[i] * gs + ((!mask || mask[i]) ? wd * p[i] : 0.0f);
-            p[i] -= lr * d;
-        }
-    } else if (!c->nesterov) {
-#pragma omp simd
-        for (int64_t i = i0; i < i1; i++) {
-            float d = g[i] * gs + ((!mask || mask[i]) ? wd * p[i] : 0.0f);
-            float b = mu * m[i] + d;
-            m[i] = b;
-            p[i] -= lr * b;
-        }
+    int nesterov = c->nesterov;
+    if (mask) {
+        SGD_LOOP(mask[i] ? wd : 0.0f)
     } else {
-#pragma omp simd
-        for (int64_t i = i0; i < i1; i++) {
-            float d = g[i] * gs + ((!mask || mask[i]) ? wd * p[i] : 0.0f);
-            float b = mu * m[i] + d;
-            m[i] = b;
-            p[i] -= lr * (d + mu * b);
-        }
+        SGD_LOOP(wd)
     }
 }
 
