@@ -17,7 +17,7 @@ done
 [ ${#list[@]} -gt 0 ] || list=(diffusion tabular)
 ref=${TORCH_REF:-../shared/workloads/torch_ref.py}
 py=${PYTHON:-/usr/bin/python3}
-[ -x build/brisk_bench ] || { cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j"$(nproc)" >/dev/null; }
+[ -x build/bench/brisk_bench ] || { cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j"$(nproc)" >/dev/null; }
 log=$(mktemp)
 for w in "${list[@]}"; do
   for r in $(seq "$repeat"); do
@@ -25,7 +25,7 @@ for w in "${list[@]}"; do
       OMP_NUM_THREADS=$th "$py" "$ref" --workload "$w" --mode eager --device cpu --steps "$steps" --threads "$th" 2>/dev/null \
         | tail -1 | sed "s/^{/{\"impl\": \"torch\", \"rep\": $r, /" | tee -a "$log"
     done
-    OMP_NUM_THREADS=2 build/brisk_bench --workload "$w" --steps "$steps" --threads 2 \
+    OMP_NUM_THREADS=2 build/bench/brisk_bench --workload "$w" --steps "$steps" --threads 2 \
       | sed "s/^{/{\"rep\": $r, /" | tee -a "$log"
   done
 done
