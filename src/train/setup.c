@@ -21,6 +21,9 @@ static brisk_status pick_backend(brisk_trainer *t, brisk_error *err) {
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: speed.device is \"cuda\", but %s", t->cfg.path, si.gpu_reason);
     int threads = t->cfg.speed.threads;
     if (threads > 0) omp_set_num_threads(threads);
+    if (t->cfg.speed.precision != BRISK_PREC_AUTO && t->cfg.speed.precision != BRISK_PREC_FP32)
+        brisk_log(&t->log, BRISK_LOG_WARN, "%s: speed.precision: the CPU backend trains in fp32 "
+                  "(tf32, bf16 and fp16 are GPU modes)", t->cfg.path);
     t->be = brisk_backend_cpu_new(threads);
     if (!t->be) return brisk_errorf(err, BRISK_ERR_NOMEM, "cannot create the CPU backend");
     brisk_log(&t->log, BRISK_LOG_INFO, "device    cpu: %s, %d threads, %s, BLAS %s%s%s", si.cpu_model,
