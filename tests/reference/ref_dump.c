@@ -53,14 +53,15 @@ int main(int argc, char **argv) {
         B = 128;
     }
     brisk_error err = {0};
+    float *host = NULL;
     brisk_graph *g = brisk_graph_new();
     brisk_model_io io;
-    brisk_plan plan;
-    brisk_exec *ex;
+    brisk_plan plan = {0};
+    brisk_exec *ex = NULL;
     brisk_backend *be = brisk_backend_cpu_new(0);
     brisk_optim_spec os;
     brisk_optim_spec_default(&os);
-    brisk_optimizer opt;
+    brisk_optimizer opt = {0};
     if (brisk_model_build(&spec, B, BRISK_BUILD_TRAIN, g, &io, &err) || brisk_backward(g, io.loss, &err)) goto fail;
     /* the sampled timesteps and noise are read after each run */
     for (int i = 0; i < g->n_forward; i++)
@@ -72,7 +73,7 @@ int main(int argc, char **argv) {
     }
     size_t n = (size_t)g->n_param_floats;
     int t_node = find_op(g, BRISK_OP_RANDINT), eps_node = find_op(g, BRISK_OP_RANDN);
-    float *host = malloc(n * sizeof(float));
+    host = malloc(n * sizeof(float));
     uint32_t key[2] = {42, 0};
 #define DUMP_PARAMS(fmt, step, arena)                                                        \
     do {                                                                                     \
@@ -122,8 +123,21 @@ int main(int argc, char **argv) {
     DUMP_PARAMS("final.%.0d%s", 0, ex->params);
     if (brisk_npz_write(argv[2], n_out, names, tensors, &err)) goto fail;
     printf("ref_dump: %s: %d arrays, losses %.6f .. %.6f\n", argv[2], n_out, losses[0], losses[STEPS - 1]);
-    return 0;
-fail:
-    fprintf(stderr, "ref_dump: %s\n", err.msg);
-    return 1;
+    int rc = 0;
+    if (0) {
+    fail:
+        fprintf(stderr, "ref_dump: %s\n", err.msg);
+        rc = 1;
+    }
+    for (int i = 0; i < n_out; i++) {
+        free((char *)names[i]);
+        brisk_tensor_free(&tensors[i]);
+    }
+    free(host);
+    brisk_optimizer_free(&opt);
+    brisk_exec_free(ex);
+    brisk_plan_free(&plan);
+    brisk_graph_free(g);
+    be->destroy(be);
+    return rc;
 }
