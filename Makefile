@@ -1,4 +1,5 @@
 # The two commands of the README, and a few conveniences. CMake does the real build.
+MAKEFLAGS += --no-print-directory
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
