@@ -43,8 +43,7 @@ static brisk_status nonfinite(const brisk_trainer *t, int64_t step, float loss, 
 brisk_status brisk_step_setup(brisk_trainer *t, brisk_error *err) {
     (void)err;
     brisk_backend *be = t->be;
-    t->prog_step = t->prog_update = -1;
-    t->programs_ready = 0;
+    /* programs captured by an earlier run_steps() of this trainer stay valid: same buffers */
     t->loss_first = t->step;
     t->loss_pending = 0;
     int can = be->capture_begin && be->capture_end && be->replay && be->set_values && on_device(t);

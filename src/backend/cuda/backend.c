@@ -98,8 +98,15 @@ brisk_status cuda_scratch(cuda_backend *cb, size_t bytes, void **out, brisk_erro
                                 "graph (the warm-up step should have sized it)", bytes);
         size_t n = bytes < ((size_t)1 << 20) ? ((size_t)1 << 20) : (bytes + 4095) / 4096 * 4096;
         if (cb->scratch) {
-            CU(cudaStreamSynchronize(cb->compute), "growing the scratch buffer");
-            cudaFree(cb->scratch);
+            if (cb->n_programs > 0) { /* a captured program may point at it: keep it until the end */
+                void **r = realloc(cb->retired, (size_t)(cb->n_retired + 1) * sizeof *r);
+                if (!r) return brisk_errorf(err, BRISK_ERR_NOMEM, "cuda: out of memory");
+                cb->retired = r;
+                cb->retired[cb->n_retired++] = cb->scratch;
+            } else {
+                CU(cudaStreamSynchronize(cb->compute), "growing the scratch buffer");
+                cudaFree(cb->scratch);
+            }
             cb->scratch = NULL;
             cb->scratch_bytes = 0;
         }
@@ -139,6 +146,8 @@ static void cu_destroy(brisk_backend *be) {
         for (int i = 0; i < cb->n_freqs; i++) cudaFree(cb->freqs[i].dev);
         free(cb->freqs);
         cudaFree(cb->scratch);
+        for (int i = 0; i < cb->n_retired; i++) cudaFree(cb->retired[i]);
+        free(cb->retired);
         cudaFree(cb->workspace);
         cudaFree(cb->vals);
         cudaFree(cb->errors);

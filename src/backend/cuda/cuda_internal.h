@@ -86,6 +86,8 @@ typedef struct cuda_backend {
     /* scratch for reductions, loss terms and unprepared operand casts; grown outside capture */
     void *scratch;
     size_t scratch_bytes;
+    void **retired;        /* outgrown scratch buffers a captured program may still use */
+    int n_retired;
     /* per-step values: device block and the host's copy of what was last written */
     cuda_values *vals;
     cuda_values host_vals;
@@ -190,6 +192,8 @@ void cuda_step_install(brisk_backend *be);
 /* The loss ring, staging events and the optimizer state (after the device is selected). */
 brisk_status cuda_step_init(cuda_backend *cb, brisk_error *err);
 void cuda_step_free(cuda_backend *cb);
+/* Destroys every captured program (their buffers are going away). */
+void cuda_programs_clear(cuda_backend *cb);
 brisk_status cuda_grad_sumsq(brisk_backend *be, const float *g, int64_t n, float *sumsq_out, brisk_error *err);
 brisk_status cuda_optim_update(brisk_backend *be, float *p, const float *g, float *m, float *v, int64_t n,
                                const brisk_optim_args *args, const float *sumsq, const uint8_t *decay_mask,

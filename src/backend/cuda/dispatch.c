@@ -59,7 +59,7 @@ static brisk_status check_inputs(const brisk_graph *g, int id, brisk_error *err)
         if ((n->op == BRISK_OP_CROSS_ENTROPY && i == 1) || (n->op == BRISK_OP_CROSS_ENTROPY_GRAD && i == 2) ||
             (n->op == BRISK_OP_SCATTER_ADD && i == 1))
             want = BRISK_I32;
-        if ((n->op == BRISK_OP_SINUSOIDAL || n->op == BRISK_OP_SINUSOIDAL_GRAD) && got == BRISK_I32) want = BRISK_I32;
+        if (n->op == BRISK_OP_SINUSOIDAL && got == BRISK_I32) want = BRISK_I32;
         if (got != want)
             return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): input %d is %s, expected %s",
                                 cuda_op_name(n->op), id, i, brisk_dtype_name(got), brisk_dtype_name(want));

@@ -209,6 +209,21 @@ static brisk_status find_plan(cuda_backend *cb, const cuda_gemm_args *a, cuda_ge
 }
 
 brisk_status cuda_gemm(cuda_backend *cb, const cuda_gemm_args *a, brisk_error *err) {
+    if (a->batch > 1 && (a->sa == 0 || a->sb == 0)) {
+        /* one operand shared by every batch entry (a batch stride of 0, which cuBLASLt's
+         * strided batches are not documented to take): one product per entry */
+        size_t esz = a->in_type ? 2 : 4;
+        cuda_gemm_args one = *a;
+        one.batch = 1;
+        for (int64_t i = 0; i < a->batch; i++) {
+            one.A = (const char *)a->A + (size_t)(i * a->sa) * esz;
+            one.B = (const char *)a->B + (size_t)(i * a->sb) * esz;
+            one.C = a->C + i * a->M * a->N;
+            brisk_status st = cuda_gemm(cb, &one, err);
+            if (st) return st;
+        }
+        return BRISK_OK;
+    }
     cuda_gemm_plan *p = NULL;
     brisk_status st = find_plan(cb, a, &p, err);
     if (st) return st;

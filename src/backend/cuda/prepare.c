@@ -121,15 +121,17 @@ static int life_build(const brisk_exec *ex, life *l) {
 }
 
 /* Writing node y's buffer at step s (before its own step) is safe when no other arena
- * buffer overlapping it is live at any step in [s, pos(y)). */
-static int early_write_ok(const brisk_exec *ex, const life *l, int y, int s) {
+ * buffer overlapping it is live at any step in [s, pos(y)). `gone` is the fused matmul,
+ * whose own buffer the fused GEMM neither writes nor anyone reads. */
+static int early_write_ok(const brisk_exec *ex, const life *l, int y, int s, int gone) {
     const brisk_graph *g = ex->g;
     const brisk_node *ny = &g->nodes[y];
     if (ny->storage != BRISK_STORE_ARENA || l->pos[y] < 0 || ny->offset == SIZE_MAX) return 0;
     size_t lo = ny->offset, hi = ny->offset + ny->bytes;
     for (int t = 0; t < g->n_nodes; t++) {
         const brisk_node *nt = &g->nodes[t];
-        if (t == y || nt->storage != BRISK_STORE_ARENA || nt->offset == SIZE_MAX || l->pos[t] < 0) continue;
+        if (t == y || t == gone || nt->storage != BRISK_STORE_ARENA || nt->offset == SIZE_MAX || l->pos[t] < 0)
+            continue;
         if (nt->offset >= hi || nt->offset + nt->bytes <= lo) continue;
         if (l->last[t] >= s && l->pos[t] < l->pos[y]) return 0;
     }
@@ -197,16 +199,16 @@ static int plan_forward(const brisk_exec *ex, const life *l, cuda_prep *p, int m
                 grads_match &= nt->attr.kind == (int)na->op &&
                                (na->op == BRISK_OP_RELU || nt->attr.i1 == BRISK_GELU_TANH) && nt->in[2] == act;
         }
-        if (grads_match && na->op == BRISK_OP_RELU && early_write_ok(ex, l, act, s)) {
+        if (grads_match && na->op == BRISK_OP_RELU && early_write_ok(ex, l, act, s, m)) {
             f.epi = EPI_RELU_BIAS;
             f.act_node = act;
-        } else if (grads_match && na->op == BRISK_OP_GELU && N % 8 == 0 && early_write_ok(ex, l, act, s) &&
-                   early_write_ok(ex, l, b, s)) {
+        } else if (grads_match && na->op == BRISK_OP_GELU && N % 8 == 0 && early_write_ok(ex, l, act, s, m) &&
+                   early_write_ok(ex, l, b, s, m)) {
             f.epi = EPI_GELU_AUX_BIAS;
             f.act_node = act;
         }
     }
-    if (f.epi == EPI_BIAS && !early_write_ok(ex, l, b, s)) return 0;
+    if (f.epi == EPI_BIAS && !early_write_ok(ex, l, b, s, m)) return 0;
     if (add_fusion(p, f)) return -1;
     p->skip[b] = 1;
     if (f.act_node >= 0) p->skip[f.act_node] = 1;
@@ -231,7 +233,7 @@ static int plan_backward(const brisk_exec *ex, const life *l, cuda_prep *p, int 
             sum = t;
     }
     int s = l->pos[h];
-    if (sum < 0 || !early_write_ok(ex, l, q, s) || !early_write_ok(ex, l, sum, s)) return 0;
+    if (sum < 0 || !early_write_ok(ex, l, q, s, h) || !early_write_ok(ex, l, sum, s, h)) return 0;
     cuda_fusion f = {.epi = EPI_DGELU_BGRAD, .matmul = h, .bias_node = -1, .act_node = -1, .grad_node = q,
                      .sum_node = sum};
     if (add_fusion(p, f)) return -1;
@@ -280,6 +282,7 @@ void cuda_forget(brisk_backend *be, const brisk_exec *ex) {
     cuda_backend *cb = be->impl;
     if (!cb->prep || cb->prep->ex != ex) return;
     cudaStreamSynchronize(cb->compute);
+    cuda_programs_clear(cb); /* captured programs point into this executor's buffers */
     cuda_prep_free(cb->prep);
     cb->prep = NULL;
     cb->inputs = NULL;

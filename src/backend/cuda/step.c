@@ -282,11 +282,15 @@ brisk_status cuda_step_init(cuda_backend *cb, brisk_error *err) {
     return cuda_scaler_init(cb, 0, err);
 }
 
-void cuda_step_free(cuda_backend *cb) {
+void cuda_programs_clear(cuda_backend *cb) {
     for (int i = 0; i < cb->n_programs; i++) cudaGraphExecDestroy((cudaGraphExec_t)cb->programs[i].exec);
     free(cb->programs);
     cb->programs = NULL;
     cb->n_programs = cb->cap_programs = 0;
+}
+
+void cuda_step_free(cuda_backend *cb) {
+    cuda_programs_clear(cb);
     for (int i = 0; i < 2; i++) {
         if (cb->staging[i]) cudaFree(cb->staging[i]);
         if (cb->copied[i]) cudaEventDestroy(cb->copied[i]);
