@@ -177,6 +177,7 @@ static int plan_forward(const brisk_exec *ex, const life *l, cuda_prep *p, int m
             b = t;
     if (b < 0 || !only_reader_is(g, l, m, b)) return 0;
     int s = l->pos[m];
+    if (l->pos[base_of(g, g->nodes[b].in[1])] >= s) return 0; /* the bias must exist when the GEMM runs */
     /* an activation reading B, every other reader of B a matching ACT_GRAD */
     int act = -1, others_ok = 1, n_act = 0;
     for (int t = 0; t < g->n_nodes; t++) {
@@ -233,6 +234,7 @@ static int plan_backward(const brisk_exec *ex, const life *l, cuda_prep *p, int 
             sum = t;
     }
     int s = l->pos[h];
+    if (l->pos[base_of(g, nq->in[1])] >= s || l->pos[base_of(g, nq->in[2])] >= s) return 0;
     if (sum < 0 || !early_write_ok(ex, l, q, s, h) || !early_write_ok(ex, l, sum, s, h)) return 0;
     cuda_fusion f = {.epi = EPI_DGELU_BGRAD, .matmul = h, .bias_node = -1, .act_node = -1, .grad_node = q,
                      .sum_node = sum};
