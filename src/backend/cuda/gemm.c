@@ -162,6 +162,7 @@ static brisk_status plan_choose(cuda_backend *cb, const cuda_gemm_args *a, cuda_
     }
     cublasLtMatmulHeuristicResult_t res[GEMM_CANDIDATES];
     int found = 0;
+    set_pointers(p, a); /* the heuristic reads the epilogue pointers' alignment */
     s = cublasLtMatmulAlgoGetHeuristic(cb->lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, GEMM_CANDIDATES, res, &found);
     cublasLtMatmulPreferenceDestroy(pref);
     if ((s != CUBLAS_STATUS_SUCCESS && s != CUBLAS_STATUS_NOT_SUPPORTED) || (s == CUBLAS_STATUS_SUCCESS && found < 0))
@@ -172,7 +173,6 @@ static brisk_status plan_choose(cuda_backend *cb, const cuda_gemm_args *a, cuda_
     }
     int choice = 0;
     run_ctx ctx = {cb, p, a};
-    set_pointers(p, a);
     if ((st = cuda_autotune(cb, p->key, res, found, run_algo, &ctx, &choice, err))) return st;
     p->algo = res[choice].algo;
     p->ok = 1;
