@@ -215,6 +215,9 @@ static brisk_status create(cuda_backend *cb, brisk_error *err) {
     void *scratch;
     if ((st = cuda_scratch(cb, (size_t)1 << 20, &scratch, err))) return st;
     cuda_cache_load(cb);
+    /* the initial cudaMemsets ran on the legacy stream, which the non-blocking compute
+     * stream does not wait for */
+    CU(cudaDeviceSynchronize(), "initialising the backend");
     return BRISK_OK;
 }
 

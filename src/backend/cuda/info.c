@@ -237,7 +237,7 @@ static brisk_status cu_stats(brisk_backend *be, brisk_backend_stats *out, brisk_
 
 static void cu_describe(brisk_backend *be, char *buf, size_t n) {
     cuda_backend *cb = be->impl;
-    static const char *ops[] = {"fp32", "TF32 tensor cores", "bf16 operands, fp32 accumulate",
+    static const char *ops[] = {"fp32 (TF32 off: --no-tf32)", "TF32 tensor cores", "bf16 operands, fp32 accumulate",
                                 "fp16 operands, fp32 accumulate, dynamic loss scaling"};
     char tune[1300];
     if (cb->opt.deterministic) snprintf(tune, sizeof tune, "off (--deterministic: the heuristic's first choice)");
