@@ -88,6 +88,20 @@ static void mkdirs_for(const char *path) {
 void cuda_cache_save(cuda_backend *cb) {
     if (!cb->cache_dirty || !cb->cache_path[0]) return;
     mkdirs_for(cb->cache_path);
+    /* keep what other processes saved since we loaded (ours win on the same key) */
+    FILE *in = fopen(cb->cache_path, "r");
+    if (in) {
+        char line[700];
+        while (fgets(line, sizeof line, in)) {
+            char *tab = strchr(line, '\t');
+            if (line[0] == '#' || !tab) continue;
+            *tab = 0;
+            int known = 0;
+            for (int i = 0; i < cb->n_cache && !known; i++) known = strcmp(cb->cache_keys[i], line) == 0;
+            if (!known && strlen(line) < 512 && atoi(tab + 1) >= 0) cache_add(cb, line, atoi(tab + 1));
+        }
+        fclose(in);
+    }
     char tmp[1200];
     snprintf(tmp, sizeof tmp, "%s.tmp%ld", cb->cache_path, (long)getpid());
     FILE *f = fopen(tmp, "w");

@@ -149,6 +149,8 @@ int cuda_reduce_dims(const brisk_shape *xs, uint32_t mask, int64_t *d, int *red)
 brisk_status cuda_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *err);
 void cuda_forget(brisk_backend *be, const brisk_exec *ex);
 void cuda_prep_free(cuda_prep *p);
+/* g is the prepared executor's graph. */
+int cuda_prep_covers(const cuda_backend *cb, const brisk_graph *g);
 /* What prepare decided for a node (NULL prep or another graph: nothing). */
 int cuda_prep_skips(const cuda_backend *cb, const brisk_graph *g, int id);
 /* Runs a fused GEMM for matmul node id when prepare planned one: 1 = done, 0 = not fused. */

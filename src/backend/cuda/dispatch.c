@@ -181,11 +181,13 @@ static brisk_status run_matmul(cuda_backend *cb, const brisk_graph *g, int id, c
     a.A = in[0], a.B = in[1], a.C = out;
     a.in_type = cuda_in_type(cb);
     if (a.in_type) {
-        void *scratch;
+        /* a prepared graph has a 16-bit copy of every GEMM operand; a lone node casts into scratch */
+        void *scratch = NULL;
         size_t half = ((size_t)numel(&na->shape) * 2 + 255) / 256 * 256;
-        if ((st = cuda_scratch(cb, half + (size_t)numel(&nb->shape) * 2 + 256, &scratch, err)) ||
+        if ((!cuda_prep_covers(cb, g) &&
+             (st = cuda_scratch(cb, half + (size_t)numel(&nb->shape) * 2 + 256, &scratch, err))) ||
             (st = cuda_prep_operand(cb, g, id, 0, in[0], &a.A, scratch, err)) ||
-            (st = cuda_prep_operand(cb, g, id, 1, in[1], &a.B, (char *)scratch + half, err)))
+            (st = cuda_prep_operand(cb, g, id, 1, in[1], &a.B, scratch ? (char *)scratch + half : NULL, err)))
             return st;
     }
     return cuda_gemm(cb, &a, err);

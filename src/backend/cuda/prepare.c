@@ -361,6 +361,8 @@ fail:
 
 /* ---------------------------------------------------------------- run-time queries */
 
+int cuda_prep_covers(const cuda_backend *cb, const brisk_graph *g) { return prep_for(cb, g) != NULL; }
+
 int cuda_prep_skips(const cuda_backend *cb, const brisk_graph *g, int id) {
     const cuda_prep *p = prep_for(cb, g);
     return p && p->skip[id];
