@@ -51,6 +51,14 @@ static double tail_mean(const brisk_trainer *t, int64_t n) {
     return n > 0 ? s / (double)n : NAN;
 }
 
+/* seconds the device has spent copying batches in, or -1 without a device */
+static double device_copy_s(brisk_trainer *t) {
+    brisk_backend_stats s;
+    brisk_error e;
+    if (!t->be->stats || t->be->stats(t->be, &s, &e)) return -1;
+    return s.copy_s;
+}
+
 /* " gpu 87% 1.2/139.8 GiB" (and the loss scaler) from a device backend, else the plan's size */
 static void device_status(brisk_trainer *t, char *buf, size_t n) {
     brisk_backend_stats s;
@@ -167,7 +175,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     int64_t todo = end - t->step;
     double *step_times = malloc(sizeof(double) * (size_t)(todo > 0 ? todo : 1));
     double t_start = brisk_now(), wait_total = 0, compute_total = 0, win_wait = 0, win_time = 0;
-    double last_epoch_loss = NAN, copy0 = t->copy_s;
+    double last_epoch_loss = NAN, copy0 = t->copy_s, steps_total = 0, dev_copy0 = device_copy_s(t);
     int64_t epoch_steps = 0, win_n = 0, n_timed = 0;
     int epochs_done = 0;
     sum->best_val_loss = sum->best_val_accuracy = NAN;
@@ -192,6 +200,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
         t->step++;
         double dt = brisk_now() - t0, copy = t->copy_s - c0;
         step_times[n_timed++] = dt;
+        steps_total += dt;
         wait_total += wait;
         compute_total += dt - wait - copy;
         win_wait += wait, win_time += dt, win_n++;
@@ -263,6 +272,12 @@ out:
         sum->data_wait_s = wait_total;
         sum->compute_s = compute_total;
         sum->copy_s = t->copy_s - copy0;
+        double dev_copy = device_copy_s(t);
+        if (dev_copy >= 0) { /* the device's own copy time: the host's includes waiting for a free buffer */
+            sum->copy_s = dev_copy - dev_copy0;
+            compute_total = steps_total - wait_total - sum->copy_s;
+            sum->compute_s = compute_total;
+        }
         sum->gpu_util = t->util_n ? t->util_sum / t->util_n : -1.0;
         if (n_timed) {
             qsort(step_times, (size_t)n_timed, sizeof step_times[0], cmp_double);

@@ -107,7 +107,8 @@ typedef struct cuda_backend {
     size_t staging_bytes;
     char *inputs;          /* the prepared executor's input area */
     size_t input_bytes;
-    cudaEvent_t copied[2], consumed[2];
+    cudaEvent_t copied[2], consumed[2], copy_start; /* copy_start and copied are timed */
+    double copy_s;         /* device time of batch copies, summed */
     int parity, staging_open, commit_pending, wait_issued;
     /* GEMM plans and the autotune cache */
     cuda_gemm_plan *plans;

@@ -214,6 +214,7 @@ static brisk_status cu_stats(brisk_backend *be, brisk_backend_stats *out, brisk_
     cuda_backend *cb = be->impl;
     memset(out, 0, sizeof *out);
     out->util_percent = -1;
+    out->copy_s = cb->copy_s;
     if (cb->capturing) return BRISK_OK;
     cuda_optim_state s;
     CU(cudaMemcpyAsync(&s, cb->ostate, sizeof s, cudaMemcpyDeviceToHost, cb->compute), "reading the loss scaler");

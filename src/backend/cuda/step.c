@@ -179,10 +179,14 @@ static brisk_status cu_upload_input(brisk_backend *be, void *dst, const void *sr
         cb->wait_issued = 0;
         CU(cudaStreamWaitEvent(cb->copy, cb->consumed[cb->parity], 0), "staging event");
     }
+    /* copy_start is reached once the buffer is free, so the timed span is the copy alone */
+    CU(cudaEventRecord(cb->copy_start, cb->copy), "staging event");
     CU(cudaMemcpyAsync((char *)cb->staging[cb->parity] + (d - cb->inputs), src, bytes, cudaMemcpyHostToDevice,
                        cb->copy), "copying a batch to the device");
     CU(cudaEventRecord(cb->copied[cb->parity], cb->copy), "staging event");
     CU(cudaEventSynchronize(cb->copied[cb->parity]), "copying a batch to the device");
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, cb->copy_start, cb->copied[cb->parity]) == cudaSuccess) cb->copy_s += 1e-3 * ms;
     return BRISK_OK;
 }
 
@@ -276,9 +280,10 @@ brisk_status cuda_step_init(cuda_backend *cb, brisk_error *err) {
     CU(cudaMemset(cb->loss_ring, 0, CUDA_LOSS_LOG * sizeof(float)), "loss log");
     CU(cudaMallocHost((void **)&cb->loss_host, CUDA_LOSS_LOG * sizeof(float)), "loss log (host)");
     for (int i = 0; i < 2; i++) {
-        CU(cudaEventCreateWithFlags(&cb->copied[i], cudaEventDisableTiming), "staging event");
+        CU(cudaEventCreate(&cb->copied[i]), "staging event");
         CU(cudaEventCreateWithFlags(&cb->consumed[i], cudaEventDisableTiming), "staging event");
     }
+    CU(cudaEventCreate(&cb->copy_start), "staging event");
     return cuda_scaler_init(cb, 0, err);
 }
 
@@ -296,6 +301,7 @@ void cuda_step_free(cuda_backend *cb) {
         if (cb->copied[i]) cudaEventDestroy(cb->copied[i]);
         if (cb->consumed[i]) cudaEventDestroy(cb->consumed[i]);
     }
+    if (cb->copy_start) cudaEventDestroy(cb->copy_start);
     if (cb->loss_ring) cudaFree(cb->loss_ring);
     if (cb->loss_host) cudaFreeHost(cb->loss_host);
 }
