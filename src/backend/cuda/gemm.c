@@ -165,6 +165,11 @@ static brisk_status plan_choose(cuda_backend *cb, const cuda_gemm_args *a, cuda_
     set_pointers(p, a); /* the heuristic reads the epilogue pointers' alignment */
     s = cublasLtMatmulAlgoGetHeuristic(cb->lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, GEMM_CANDIDATES, res, &found);
     cublasLtMatmulPreferenceDestroy(pref);
+    /* an epilogue cuBLASLt cannot do here (whatever the status says) is decomposed by the caller */
+    if (a->epi != EPI_NONE && (s != CUBLAS_STATUS_SUCCESS || found <= 0)) {
+        p->ok = -1;
+        return BRISK_OK;
+    }
     if ((s != CUBLAS_STATUS_SUCCESS && s != CUBLAS_STATUS_NOT_SUPPORTED) || (s == CUBLAS_STATUS_SUCCESS && found < 0))
         return lt_fail(err, s, "cublasLtMatmulAlgoGetHeuristic", a->what);
     if (s == CUBLAS_STATUS_NOT_SUPPORTED || found == 0) {
@@ -236,6 +241,10 @@ brisk_status cuda_gemm(cuda_backend *cb, const cuda_gemm_args *a, brisk_error *e
     set_pointers(p, a);
     run_ctx ctx = {cb, p, a};
     int s = run_algo(&ctx, &p->algo);
+    if (s && a->epi != EPI_NONE && !cb->capturing) { /* refused before launching: decompose from now on */
+        p->ok = -1;
+        return BRISK_ERR_UNSUPPORTED;
+    }
     if (s) return lt_fail(err, (cublasStatus_t)s, "cublasLtMatmul", a->what);
     return BRISK_OK;
 }
