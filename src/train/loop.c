@@ -304,6 +304,11 @@ out:
                   sum->samples_per_s, wait_total, 100 * wait_total / w, sum->copy_s, 100 * sum->copy_s / w, compute_total,
                   100 * compute_total / w, sum->wall_s - wait_total - sum->copy_s - compute_total, sum->total_bytes / 1048576.0, sum->arena_bytes / 1048576.0,
                   tr->out_dir, isnan(t->best_val) ? "" : ", best.safetensors");
+        brisk_backend_stats bs;
+        brisk_error ignored;
+        if (t->be->stats && !t->be->stats(t->be, &bs, &ignored) && bs.loss_scale > 0)
+            brisk_log(&t->log, BRISK_LOG_INFO, "  loss scaler       %lld steps skipped (inf/NaN gradients), scale now %g",
+                      (long long)bs.skipped_steps, bs.loss_scale);
     }
     if (t->metrics) fflush(t->metrics);
     free(step_times);
