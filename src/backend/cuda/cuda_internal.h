@@ -4,6 +4,7 @@
  * Files:
  *   backend.c   the vtable: memory, copies, streams, creation and destruction
  *   dispatch.c  run_node: one switch from op to launcher, GEMM operand and epilogue plumbing
+ *   movement.c  run_node's data-movement and index ops
  *   prepare.c   the per-executor plan: epilogue fusions (checked against the memory plan),
  *               low-precision operand copies, the loss-gradient seed, scratch sizing
  *   gemm.c      cuBLASLt: descriptors and algorithms cached per shape, epilogues
@@ -143,6 +144,13 @@ const char *cuda_op_name(brisk_op op);
 /* A matmul node's GEMM in row-major terms (shared 2-D b folded into one tall product);
  * pointers and precision left for the caller. *empty: nothing to compute. */
 brisk_status cuda_matmul_args(const brisk_graph *g, int id, cuda_gemm_args *a, int *empty, brisk_error *err);
+/* NumPy broadcast of operands xs[k] to os as a collapsed strided view (v->s[k]). */
+void cuda_bcast_view(cuda_strides *v, const brisk_shape *os, const brisk_shape *const *xs, int nops);
+/* movement.c: CONCAT, SLICE, SLICE_GRAD, TRANSPOSE, EXPAND; GATHER, SCATTER_ADD, SINUSOIDAL(_GRAD) */
+brisk_status cuda_run_movement(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                               brisk_error *err);
+brisk_status cuda_run_index(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                            brisk_error *err);
 /* x's shape collapsed for a reduction over mask into alternating groups; returns nd. */
 int cuda_reduce_dims(const brisk_shape *xs, uint32_t mask, int64_t *d, int *red);
 
