@@ -24,9 +24,11 @@ deps:
 test-deps:
 	@BUILD=$(BUILD) tools/install-deps.sh --test
 
-# ASan + UBSan over the whole CPU suite (CI runs this too).
+# ASan + UBSan over the whole CPU suite (CI runs this too). CPU-only: ASan and the CUDA
+# driver do not mix (its shadow memory collides with the driver's mappings), and the CUDA
+# build is tested by `make test`.
 sanitize: test-deps
-	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRISK_SANITIZE=ON"
+	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRISK_SANITIZE=ON -DBRISK_CUDA=OFF"
 
 bench: build
 	bench/run.sh

@@ -11,5 +11,6 @@
 #include "brisk/safetensors.h"
 #include "brisk/train.h"
 #include "brisk/system.h"
+#include "brisk/cuda.h"
 
 #endif

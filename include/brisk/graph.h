@@ -286,7 +286,8 @@ typedef struct brisk_step_state {
     uint32_t rng_step;     /* counts micro-steps; random ops use it as counter word 3 */
     uint32_t first_micro;  /* 1 on the first micro-batch of an optimizer step */
     uint32_t training;     /* 0 in eval and predict: dropout is identity */
-    uint32_t pad;
+    uint32_t loss_slot;    /* where a backend's loss log records this micro-step (loss_log);
+                              ignored by backends without one */
 } brisk_step_state;
 
 /* ---- optimizer update over the parameter arena (one fused pass) */
@@ -304,9 +305,19 @@ typedef struct brisk_optim_args {
                                   clip_grad_norm_, norm = sqrt(*sumsq) * grad_scale */
 } brisk_optim_args;
 
+/* What a backend can report about itself while running (zero/-1 where it has nothing). */
+typedef struct brisk_backend_stats {
+    int64_t skipped_steps;   /* optimizer steps the loss scaler skipped (inf/NaN gradients) */
+    float loss_scale;        /* the dynamic loss scale now; 0 without a scaler */
+    int util_percent;        /* device utilisation, -1 when unknown */
+    size_t mem_used, mem_total; /* device memory in bytes, 0 when unknown */
+    double copy_s;           /* time the device spent copying batches in (upload_input), total */
+} brisk_backend_stats;
+
 /* ---- backend: a small vtable. A backend runs one node at a time over resolved
  * buffer pointers; the executor owns the schedule. */
 typedef struct brisk_backend brisk_backend;
+typedef struct brisk_exec brisk_exec;
 struct brisk_backend {
     const char *name;  /* "cpu", "cuda" */
     void *impl;
@@ -331,22 +342,58 @@ struct brisk_backend {
                                  const uint8_t *decay_mask, brisk_error *err);
     brisk_status (*sync)(brisk_backend *be, brisk_error *err);
     void (*destroy)(brisk_backend *be);
+
+    /* ---- optional: what a device backend adds for a compiled step (NULL on the CPU, and
+     * callers check). Per-step values (the step state, the optimizer's lr and t) live in
+     * backend memory; run_node and optim_update write them there themselves when they run
+     * eagerly, and a caller replaying a program writes them first with set_values. */
+    /* Once per executor, after its buffers are placed: plan fusions and low-precision
+     * operand copies over the whole schedule. forget drops what prepare kept for ex (called
+     * before its buffers are freed). One executor is prepared at a time; runs of graphs
+     * that are not prepared work too, unfused. */
+    brisk_status (*prepare)(brisk_backend *be, const brisk_exec *ex, brisk_error *err);
+    void (*forget)(brisk_backend *be, const brisk_exec *ex);
+    /* Makes st and args (either may be NULL: keep the current) what the next work reads. */
+    brisk_status (*set_values)(brisk_backend *be, const brisk_step_state *st, const brisk_optim_args *args,
+                               brisk_error *err);
+    /* Records the work issued between the two calls as a program (none of it runs), which
+     * replay then runs with the values current at that time. */
+    brisk_status (*capture_begin)(brisk_backend *be, brisk_error *err);
+    brisk_status (*capture_end)(brisk_backend *be, int *program, brisk_error *err);
+    brisk_status (*replay)(brisk_backend *be, int program, brisk_error *err);
+    /* Copies a batch into the input area (dst) on a copy stream, overlapped with work already
+     * issued; the next run waits for it. src may be reused when this returns. */
+    brisk_status (*upload_input)(brisk_backend *be, void *dst, const void *src, size_t bytes, brisk_error *err);
+    /* The loss log: a ring of loss_log_size floats in backend memory. loss_log adds
+     * weight * *loss into slot st.loss_slot % loss_log_size (replacing it on the first
+     * micro-batch); loss_read copies n slots from `first` to host, waiting for them. */
+    brisk_status (*loss_log)(brisk_backend *be, const float *loss, float weight, brisk_error *err);
+    brisk_status (*loss_read)(brisk_backend *be, uint32_t first, int n, float *host, brisk_error *err);
+    int loss_log_size;
+    /* Host memory the device copies from fastest (pinned), for the loader's batches. */
+    void *(*host_alloc)(brisk_backend *be, size_t bytes);
+    void (*host_free)(brisk_backend *be, void *p);
+    brisk_status (*stats)(brisk_backend *be, brisk_backend_stats *out, brisk_error *err);
+    /* One line: the device and which optimizations are on (and why any is off). */
+    void (*describe)(brisk_backend *be, char *buf, size_t n);
 };
 
 brisk_backend *brisk_backend_cpu_new(int threads); /* threads 0: OpenMP's default */
 
 /* ---- executor: device buffers for one planned graph, and runs of its schedules */
-typedef struct brisk_exec {
+struct brisk_exec {
     brisk_graph *g;
     brisk_plan *plan;
     brisk_backend *be;
     void *arena, *params, *grads, *m, *v, *inputs, *consts; /* device pointers */
     void **ptr;           /* per node: its resolved output pointer */
     brisk_step_state step;
-} brisk_exec;
+};
 
 typedef enum { BRISK_RUN_TRAIN = 0, BRISK_RUN_EVAL, BRISK_RUN_PREDICT } brisk_run_kind;
 
+/* Allocates the areas, zeroes what runs read first, uploads the consts, and lets the
+ * backend prepare (be->prepare) when it has that hook. */
 brisk_status brisk_exec_create(brisk_graph *g, brisk_plan *plan, brisk_backend *be,
                                brisk_exec **out, brisk_error *err);
 void brisk_exec_free(brisk_exec *ex);

@@ -41,6 +41,9 @@ typedef struct brisk_optimizer {
 brisk_status brisk_optimizer_create(brisk_optimizer *o, const brisk_optim_spec *spec, brisk_exec *ex,
                                     brisk_error *err);
 void brisk_optimizer_free(brisk_optimizer *o);
+/* The arguments brisk_optimizer_step passes to the backend for step t (a device backend
+ * replaying a captured step is given them with set_values). */
+brisk_optim_args brisk_optimizer_args(const brisk_optimizer *o, int64_t t, float lr, int accumulate);
 /* Applies one update from the accumulated gradients. t is the 1-based optimizer step;
  * accumulate the number of micro-batches summed into the gradient arena. */
 brisk_status brisk_optimizer_step(brisk_optimizer *o, int64_t t, float lr, int accumulate,

@@ -24,6 +24,11 @@ typedef struct brisk_system_info {
 
 void brisk_system_probe(brisk_system_info *info);
 
+/* One training step of a small MLP (forward, backward, AdamW) on the GPU and on the CPU
+ * from the same weights and batch; *gpu_loss and *cpu_loss are the losses of a forward
+ * pass after the step (fp32 without TF32 on the GPU, so they agree to ~1e-6). */
+brisk_status brisk_gpu_smoke_test(double *gpu_loss, double *cpu_loss, brisk_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -44,6 +44,13 @@ typedef struct brisk_speed_spec {
     brisk_precision precision;
     int prefetch;             /* batches prepared ahead by the loader thread; 0: none */
     int threads;              /* CPU threads; 0: all cores */
+    /* GPU only (the CPU ignores them): */
+    int cuda_graph;           /* capture the whole step as a CUDA graph after one eager step */
+    int tf32;                 /* fp32 GEMMs on TF32 tensor cores */
+    int autotune;             /* time GEMM candidates per shape, cache the choice */
+    int fuse;                 /* cuBLASLt epilogues (bias, ReLU/GELU and their gradients) */
+    int deterministic;        /* bit-identical runs: no split-K, no timing-based choices */
+    char autotune_cache[BRISK_PATH_MAX]; /* "" = default place, "-" = none */
 } brisk_speed_spec;
 
 typedef struct brisk_config {
@@ -74,6 +81,8 @@ typedef struct brisk_run_summary {
     double best_val_loss;     /* NaN when there is no validation split */
     double best_val_accuracy; /* classification only, else NaN */
     double wall_s, data_wait_s, compute_s;
+    double copy_s;            /* handing batches to the device (a device backend; 0 on the CPU) */
+    double gpu_util;          /* mean device utilisation (%) at the progress lines; -1: none */
     double ms_per_step_median;
     double samples_per_s;
     size_t arena_bytes, total_bytes;

@@ -1,19 +1,82 @@
-/* brisk check: what hardware and libraries brisk sees, and why there is no GPU. */
+/* brisk check: what hardware and libraries brisk sees, and why there is no GPU. On a GPU:
+ * the device, versions, precision support, measured GEMM and copy rates, and a one-step
+ * training smoke test against the CPU. */
 #include <stdio.h>
 #include <string.h>
 
+#include "brisk/cuda.h"
 #include "cli/cli.h"
 
+static void version(char *buf, size_t n, int v, int major_div) {
+    if (v <= 0) snprintf(buf, n, "not found");
+    else snprintf(buf, n, "%d.%d", v / major_div, v % major_div / (major_div / 100));
+}
+
+static void gpu_report(int measure, int smoke, int *smoke_failed) {
+    brisk_cuda_info gi;
+    brisk_cuda_probe(0, &gi);
+    char cudnn[32], nccl[32];
+    if (gi.cudnn_version > 0)
+        snprintf(cudnn, sizeof cudnn, "%d.%d.%d", gi.cudnn_version / 10000, gi.cudnn_version % 10000 / 100,
+                 gi.cudnn_version % 100);
+    else snprintf(cudnn, sizeof cudnn, "not found");
+    if (gi.nccl_version > 0)
+        snprintf(nccl, sizeof nccl, "%d.%d.%d", gi.nccl_version / 10000, gi.nccl_version % 10000 / 100,
+                 gi.nccl_version % 100);
+    else snprintf(nccl, sizeof nccl, "not found");
+    if (!gi.built) {
+        printf("cuda      not built (CPU-only build)\n");
+        printf("gpu       %s\n", gi.reason);
+        return;
+    }
+    char rt[32], drv[32];
+    version(rt, sizeof rt, gi.runtime_version, 1000);
+    version(drv, sizeof drv, gi.driver_version, 1000);
+    size_t lt = gi.cublaslt_version;
+    printf("cuda      backend built: runtime %s, driver %s, cuBLASLt %zu.%zu.%zu, cuDNN %s, NCCL %s\n", rt, drv,
+           lt / 10000, lt % 10000 / 100, lt % 100, cudnn, nccl);
+    if (!gi.usable) {
+        printf("gpu       %s\n", gi.reason);
+        return;
+    }
+    printf("gpu       %s: compute capability %d.%d, %d SMs, %.1f GiB (%.1f GiB free), PCI %s%s\n", gi.name, gi.cc_major,
+           gi.cc_minor, gi.sms, gi.mem_total / 1073741824.0, gi.mem_free / 1073741824.0, gi.pci_bus_id,
+           gi.device_count > 1 ? " (device 0 of several)" : "");
+    printf("precision bf16 %s, TF32 %s, fp16 %s; training default: %s\n", gi.bf16 ? "yes" : "no", gi.tf32 ? "yes" : "no",
+           gi.fp16 ? "yes" : "no", gi.bf16 ? "bf16 GEMM operands, fp32 master weights" : "fp16 with loss scaling");
+    brisk_error err = {0};
+    if (measure) {
+        brisk_cuda_rates r;
+        if (brisk_cuda_measure(0, &r, &err)) printf("rates     measurement failed: %s\n", err.msg);
+        else
+            printf("rates     bf16 GEMM %.0f TFLOP/s, TF32 GEMM %.0f TFLOP/s (8192^3, random data), device copy %.0f GB/s\n",
+                   r.bf16_tflops, r.tf32_tflops, r.copy_gbs);
+    }
+    if (smoke) {
+        double g = 0, c = 0;
+        if (brisk_gpu_smoke_test(&g, &c, &err)) {
+            printf("smoke     one training step on the GPU FAILED: %s\n", err.msg);
+            *smoke_failed = 1;
+        } else {
+            printf("smoke     one training step on the GPU: loss after the step %.6f (CPU %.6f), ok\n", g, c);
+        }
+    }
+}
+
 int cmd_check(int argc, char **argv) {
-    int require_gpu = 0;
+    int require_gpu = 0, measure = 1, smoke = 1, smoke_failed = 0;
     for (int i = 1; i < argc; i++) {
         if (cli_is_help(argv[i])) {
-            puts("usage: brisk check [--require-gpu]\n\n"
-                 "Prints the CPU, threads, vector extensions, BLAS and GPU status brisk sees.\n"
-                 "  --require-gpu   exit with status 3 when no GPU can be used");
+            puts("usage: brisk check [--require-gpu] [--quick]\n\n"
+                 "Prints the CPU, threads, vector extensions, BLAS and GPU status brisk sees. On a GPU also\n"
+                 "the versions of CUDA, cuBLASLt, cuDNN and NCCL, measured bf16/TF32 GEMM and copy rates, and a\n"
+                 "one-step training smoke test against the CPU.\n"
+                 "  --require-gpu   exit with status 3 when no GPU can be used\n"
+                 "  --quick         skip the rate measurements and the smoke test");
             return 0;
         }
         if (strcmp(argv[i], "--require-gpu") == 0) require_gpu = 1;
+        else if (strcmp(argv[i], "--quick") == 0) measure = smoke = 0;
         else return cli_fail("check: unknown option '%s' (see brisk check --help)", argv[i]);
     }
     brisk_system_info s;
@@ -21,12 +84,12 @@ int cmd_check(int argc, char **argv) {
     printf("brisk %s\n", s.version);
     printf("cpu       %s, %d cores, %d OpenMP threads, %s\n", s.cpu_model, s.cpu_cores, s.omp_threads, s.simd);
     printf("blas      %s\n", s.blas_name);
-    printf("cuda      %s\n", s.cuda_built ? "backend built" : "not built (CPU-only build)");
-    printf("gpu       %s\n", s.gpu_usable ? "usable" : s.gpu_reason);
+    gpu_report(measure, smoke, &smoke_failed);
     printf("device    training runs on the %s\n", s.gpu_usable ? "GPU" : "CPU");
+    fflush(stdout);
     if (require_gpu && !s.gpu_usable) {
         fprintf(stderr, "brisk: check: --require-gpu: %s\n", s.gpu_reason);
         return 3;
     }
-    return 0;
+    return smoke_failed ? 1 : 0;
 }

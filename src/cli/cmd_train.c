@@ -25,6 +25,11 @@ static const char help[] =
     "  --prefetch N               batches the loader prepares ahead            speed.prefetch\n"
     "  --no-prefetch              load each batch when needed (prefetch 0)\n"
     "  --threads N                CPU threads (0: all cores)                   speed.threads\n"
+    "  --no-graph                 GPU: run each step eagerly, no CUDA graph    speed.cuda_graph=false\n"
+    "  --no-tf32                  GPU: fp32 GEMMs in full fp32                 speed.tf32=false\n"
+    "  --no-autotune              GPU: the heuristic's GEMM algorithm          speed.autotune=false\n"
+    "  --no-fuse                  GPU: no cuBLASLt epilogue fusion             speed.fuse=false\n"
+    "  --deterministic            GPU: bit-identical runs for the same seed    speed.deterministic=true\n"
     "  --set KEY=VALUE            any config value, e.g. --set optim.weight_decay=0\n"
     "  --resume CKPT              continue a run from its checkpoint\n"
     "  --quiet                    no progress lines\n";
@@ -47,7 +52,14 @@ int cmd_train(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (cli_is_help(a)) { fputs(help, stdout); rc = 0; goto done; }
-        if (strcmp(a, "--no-prefetch") == 0) { over[n_over++] = strdup("speed.prefetch=0"); continue; }
+        static const struct { const char *flag, *set; } switches[] = {
+            {"--no-prefetch", "speed.prefetch=0"},   {"--no-graph", "speed.cuda_graph=false"},
+            {"--no-tf32", "speed.tf32=false"},       {"--no-autotune", "speed.autotune=false"},
+            {"--no-fuse", "speed.fuse=false"},       {"--deterministic", "speed.deterministic=true"},
+        };
+        size_t w = 0, nw = sizeof switches / sizeof switches[0];
+        while (w < nw && strcmp(a, switches[w].flag) != 0) w++;
+        if (w < nw) { over[n_over++] = strdup(switches[w].set); continue; }
         if (strcmp(a, "--quiet") == 0) { quiet = 1; continue; }
         if (strcmp(a, "--resume") == 0 || strcmp(a, "--set") == 0) {
             if (i + 1 >= argc) { rc = cli_fail("train: %s needs a value", a); goto done; }

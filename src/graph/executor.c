@@ -22,6 +22,7 @@ static brisk_status alloc_area(brisk_exec *ex, size_t bytes, void **out, const c
 
 void brisk_exec_free(brisk_exec *ex) {
     if (!ex) return;
+    if (ex->be->forget) ex->be->forget(ex->be, ex); /* before the buffers it may hold go */
     void *areas[] = {ex->arena, ex->params, ex->grads, ex->m, ex->v, ex->inputs, ex->consts};
     for (size_t i = 0; i < sizeof areas / sizeof areas[0]; i++)
         if (areas[i]) ex->be->free(ex->be, areas[i]);
@@ -104,6 +105,11 @@ brisk_status brisk_exec_create(brisk_graph *g, brisk_plan *plan, brisk_backend *
         ex->ptr[i] = base ? base + n->offset : NULL;
     }
     ex->step = (brisk_step_state){.seed = 0, .rng_step = 0, .first_micro = 1, .training = 1};
+    /* A device backend plans over the whole schedule once (fusions, low-precision copies). */
+    if (be->prepare && (st = be->prepare(be, ex, err))) {
+        brisk_error_prefix(err, "exec: %s backend", be->name);
+        goto fail;
+    }
     *out = ex;
     return BRISK_OK;
 fail:

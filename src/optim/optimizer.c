@@ -38,17 +38,23 @@ void brisk_optimizer_free(brisk_optimizer *o) {
     memset(o, 0, sizeof *o);
 }
 
-brisk_status brisk_optimizer_step(brisk_optimizer *o, int64_t t, float lr, int accumulate,
-                                  brisk_error *err) {
-    brisk_exec *ex = o->ex;
-    brisk_backend *be = ex->be;
-    int64_t n = ex->g->n_param_floats;
+brisk_optim_args brisk_optimizer_args(const brisk_optimizer *o, int64_t t, float lr, int accumulate) {
     const brisk_optim_spec *s = &o->spec;
     brisk_optim_args a = {.kind = s->kind, .lr = lr, .beta1 = s->beta1, .beta2 = s->beta2,
                           .eps = s->eps, .momentum = s->momentum, .nesterov = s->nesterov,
                           .weight_decay = s->weight_decay, .t = t,
                           .grad_scale = 1.0f / (float)(accumulate > 0 ? accumulate : 1),
                           .clip_norm = s->clip_norm};
+    return a;
+}
+
+brisk_status brisk_optimizer_step(brisk_optimizer *o, int64_t t, float lr, int accumulate,
+                                  brisk_error *err) {
+    brisk_exec *ex = o->ex;
+    brisk_backend *be = ex->be;
+    int64_t n = ex->g->n_param_floats;
+    const brisk_optim_spec *s = &o->spec;
+    brisk_optim_args a = brisk_optimizer_args(o, t, lr, accumulate);
     if (s->clip_norm > 0) {
         brisk_status st = be->grad_sumsq(be, ex->grads, n, o->sumsq, err);
         if (st) return st;

@@ -179,6 +179,15 @@ static void read_speed(brisk_json_reader *root, brisk_speed_spec *sp) {
     brisk_json_enum_or(&r, "precision", precisions, BRISK_PREC_AUTO, &v), sp->precision = (brisk_precision)v;
     brisk_json_int_or(&r, "prefetch", 4, 0, 1024, &sp->prefetch);
     brisk_json_int_or(&r, "threads", 0, 0, 4096, &sp->threads);
+    bool b;
+    brisk_json_bool_or(&r, "cuda_graph", true, &b), sp->cuda_graph = b;
+    brisk_json_bool_or(&r, "tf32", true, &b), sp->tf32 = b;
+    brisk_json_bool_or(&r, "autotune", true, &b), sp->autotune = b;
+    brisk_json_bool_or(&r, "fuse", true, &b), sp->fuse = b;
+    brisk_json_bool_or(&r, "deterministic", false, &b), sp->deterministic = b;
+    const char *s;
+    brisk_json_string_or(&r, "autotune_cache", "", &s);
+    copy_str(sp->autotune_cache, sizeof sp->autotune_cache, s);
 }
 
 static void stem(const char *path, char *out, size_t n) {

@@ -43,16 +43,40 @@ static brisk_status feed(brisk_trainer *t, const brisk_batch *b, brisk_error *er
     return BRISK_OK;
 }
 
-static brisk_status push_loss(brisk_trainer *t, float loss, brisk_error *err) {
-    if (t->n_losses == t->cap_losses) {
-        int64_t cap = t->cap_losses ? 2 * t->cap_losses : 1024;
-        float *p = realloc(t->losses, (size_t)cap * sizeof *p);
-        if (!p) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
-        t->losses = p;
-        t->cap_losses = cap;
+/* mean of the last n losses of this process */
+static double tail_mean(const brisk_trainer *t, int64_t n) {
+    double s = 0;
+    if (n > t->n_losses) n = t->n_losses;
+    for (int64_t i = t->n_losses - n; i < t->n_losses; i++) s += t->losses[i];
+    return n > 0 ? s / (double)n : NAN;
+}
+
+/* seconds the device has spent copying batches in, or -1 without a device */
+static double device_copy_s(brisk_trainer *t) {
+    brisk_backend_stats s;
+    brisk_error e;
+    if (!t->be->stats || t->be->stats(t->be, &s, &e)) return -1;
+    return s.copy_s;
+}
+
+/* " gpu 87% 1.2/139.8 GiB" (and the loss scaler) from a device backend, else the plan's size */
+static void device_status(brisk_trainer *t, char *buf, size_t n) {
+    brisk_backend_stats s;
+    brisk_error e;
+    if (!t->be->stats || t->be->stats(t->be, &s, &e)) {
+        snprintf(buf, n, "mem %.1f MiB", brisk_plan_total_bytes(&t->plan) / 1048576.0);
+        return;
     }
-    t->losses[t->n_losses++] = loss;
-    return BRISK_OK;
+    char util[16] = "?";
+    if (s.util_percent >= 0) {
+        snprintf(util, sizeof util, "%d%%", s.util_percent);
+        t->util_sum += s.util_percent;
+        t->util_n++;
+    }
+    snprintf(buf, n, "gpu %s, mem %.2f/%.1f GiB", util, s.mem_used / 1073741824.0, s.mem_total / 1073741824.0);
+    if (s.loss_scale > 0)
+        snprintf(buf + strlen(buf), n - strlen(buf), ", loss scale %g, %lld skipped", s.loss_scale,
+                 (long long)s.skipped_steps);
 }
 
 /* Mean loss (and accuracy for classification) over the validation split. */
@@ -104,6 +128,17 @@ static void ckpt_path(const brisk_trainer *t, const char *name, char *out, size_
     snprintf(out, n, "%s/%s.safetensors", t->cfg.train.out_dir, name);
 }
 
+static void *pinned_alloc(void *user, size_t bytes) {
+    brisk_backend *be = user;
+    return be->host_alloc(be, bytes);
+}
+
+static void pinned_free(void *user, void *ptr, size_t bytes) {
+    (void)bytes;
+    brisk_backend *be = user;
+    be->host_free(be, ptr);
+}
+
 brisk_status brisk_trainer_run(brisk_trainer *t, brisk_run_summary *sum, brisk_error *err) {
     return brisk_trainer_run_steps(t, 0, sum, err);
 }
@@ -125,74 +160,69 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
                               .batch_size = B, .seed = tr->seed, .shuffle = t->cfg.data.shuffle,
                               .start_epoch = t->epoch, .start_position = t->position,
                               .prefetch = t->cfg.speed.prefetch};
+    /* a device backend's pinned memory: batches go to it by DMA on its copy stream */
+    if (t->be->host_alloc && t->be->host_free && t->cfg.speed.prefetch > 0)
+        lc.allocator = (brisk_host_allocator){.alloc = pinned_alloc, .free = pinned_free, .user = t->be};
     brisk_loader *l = NULL;
     if ((st = brisk_loader_create(&l, &lc, err))) return st;
+    if ((st = brisk_step_setup(t, err))) {
+        brisk_loader_destroy(l);
+        return st;
+    }
 
     int64_t end = t->total_steps;
     if (max_new_steps > 0 && t->step + max_new_steps < end) end = t->step + max_new_steps;
     int64_t todo = end - t->step;
     double *step_times = malloc(sizeof(double) * (size_t)(todo > 0 ? todo : 1));
-    double t_start = brisk_now(), wait_total = 0, compute_total = 0, win_loss = 0, win_wait = 0, win_time = 0;
-    double epoch_loss = 0, last_epoch_loss = NAN;
+    double t_start = brisk_now(), wait_total = 0, compute_total = 0, win_wait = 0, win_time = 0;
+    double last_epoch_loss = NAN, copy0 = t->copy_s, steps_total = 0, dev_copy0 = device_copy_s(t);
     int64_t epoch_steps = 0, win_n = 0, n_timed = 0;
     int epochs_done = 0;
     sum->best_val_loss = sum->best_val_accuracy = NAN;
     if (!step_times) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto out; }
 
     while (t->step < end) {
-        double t0 = brisk_now(), wait = 0, loss = 0;
+        double t0 = brisk_now(), wait = 0, c0 = t->copy_s;
         int epoch_ended = 0;
+        float lr = brisk_schedule_lr(&t->cfg.optim, t->step, t->total_steps);
         for (int micro = 0; micro < K; micro++) {
             brisk_batch b;
             if ((st = brisk_loader_next(l, &b, err))) goto out;
             wait += b.wait_s;
-            t->ex->step.seed = tr->seed;
-            t->ex->step.rng_step = (uint32_t)(t->step * K + micro);
-            t->ex->step.first_micro = micro == 0;
-            t->ex->step.training = 1;
-            float v = 0;
-            st = feed(t, &b, err);
-            if (!st) st = brisk_exec_run(t->ex, BRISK_RUN_TRAIN, err);
-            if (!st) st = brisk_exec_read(t->ex, t->io.loss, &v, err);
+            st = brisk_step_micro(t, &b, micro, err);
             epoch_ended |= b.next_epoch != b.epoch;
             t->epoch = b.next_epoch;
             t->position = b.next_position;
             brisk_loader_release(l, &b);
             if (st) goto out;
-            loss += v;
         }
-        loss /= K;
-        if (!isfinite(loss)) {
-            st = brisk_errorf(err, BRISK_ERR_NUMERIC,
-                              "step %lld: the training loss is %s; the last checkpoint is %s/last.safetensors; "
-                              "try a lower optim.lr, optim.clip_norm, or check the data",
-                              (long long)t->step + 1, isnan(loss) ? "NaN" : "infinite", tr->out_dir);
-            goto out;
-        }
-        float lr = brisk_schedule_lr(&t->cfg.optim, t->step, t->total_steps);
-        if ((st = brisk_optimizer_step(&t->opt, t->step + 1, lr, K, err))) goto out;
+        if ((st = brisk_step_update(t, lr, err))) goto out;
         t->step++;
-        double dt = brisk_now() - t0;
+        double dt = brisk_now() - t0, copy = t->copy_s - c0;
         step_times[n_timed++] = dt;
+        steps_total += dt;
         wait_total += wait;
-        compute_total += dt - wait;
-        if ((st = push_loss(t, (float)loss, err))) goto out;
-        win_loss += loss, win_wait += wait, win_time += dt, win_n++;
-        epoch_loss += loss, epoch_steps++;
+        compute_total += dt - wait - copy;
+        win_wait += wait, win_time += dt, win_n++;
+        epoch_steps++;
 
-        if (t->step % tr->log_every == 0 || t->step == t->total_steps) {
-            double ms = 1e3 * win_time / (double)win_n;
+        int log_now = t->step % tr->log_every == 0 || t->step == t->total_steps;
+        /* device losses are read here, every log_every steps (and at epoch ends) */
+        if ((log_now || epoch_ended || t->step == end) && (st = brisk_step_flush(t, err))) goto out;
+        if (log_now) {
+            double ms = 1e3 * win_time / (double)win_n, wl = tail_mean(t, win_n);
+            char dev[160];
+            device_status(t, dev, sizeof dev);
             brisk_log(&t->log, BRISK_LOG_INFO,
-                      "epoch %lld  step %lld/%lld  loss %.5f  lr %.2e  %.0f samples/s  %.3f ms/step (data %.3f, compute %.3f)  mem %.1f MiB",
+                      "epoch %lld  step %lld/%lld  loss %.5f  lr %.2e  %.0f samples/s  %.3f ms/step (data %.3f, compute %.3f)  %s",
                       (long long)(epoch_ended ? t->epoch : t->epoch + 1), (long long)t->step, (long long)t->total_steps,
-                      win_loss / (double)win_n, lr, (double)(B * K) * win_n / win_time, ms,
-                      1e3 * win_wait / (double)win_n, ms - 1e3 * win_wait / (double)win_n,
-                      brisk_plan_total_bytes(&t->plan) / 1048576.0);
+                      wl, lr, (double)(B * K) * win_n / win_time, ms,
+                      1e3 * win_wait / (double)win_n, ms - 1e3 * win_wait / (double)win_n, dev);
             fprintf(t->metrics, "{\"step\": %lld, \"epoch\": %lld, \"loss\": %.7g, \"lr\": %.7g, \"ms_per_step\": %.4f, "
                     "\"data_ms\": %.4f, \"samples_per_s\": %.1f}\n",
-                    (long long)t->step, (long long)t->epoch, win_loss / (double)win_n, lr, ms,
+                    (long long)t->step, (long long)t->epoch, wl, lr, ms,
                     1e3 * win_wait / (double)win_n, (double)(B * K) * win_n / win_time);
-            win_loss = win_wait = win_time = 0, win_n = 0;
+            win_wait = win_time = 0, win_n = 0;
         }
         if (tr->checkpoint_every > 0 && t->step % tr->checkpoint_every == 0) {
             ckpt_path(t, "last", path, sizeof path);
@@ -202,7 +232,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             double vl, va;
             if ((st = validate(t, &vl, &va, err))) goto out;
             epochs_done++;
-            last_epoch_loss = epoch_loss / (double)epoch_steps;
+            last_epoch_loss = tail_mean(t, epoch_steps);
             int better = !isnan(vl) && (isnan(t->best_val) || vl < t->best_val);
             if (better) t->best_val = vl;
             if (!isnan(vl) && (isnan(sum->best_val_loss) || vl < sum->best_val_loss)) sum->best_val_loss = vl;
@@ -222,20 +252,33 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
                 ckpt_path(t, "best", path, sizeof path);
                 if ((st = brisk_checkpoint_save(t, path, err))) goto out;
             }
-            epoch_loss = 0, epoch_steps = 0;
+            epoch_steps = 0;
         }
     }
     ckpt_path(t, "last", path, sizeof path);
     st = brisk_checkpoint_save(t, path, err);
 out:
+    if (!st) st = brisk_step_flush(t, err);
+    else if (t->be->sync) {
+        brisk_error ignored;
+        t->be->sync(t->be, &ignored); /* nothing of this run may still be running on the device */
+    }
     brisk_loader_destroy(l);
     if (!st) {
         sum->steps = t->step;
         sum->epochs_done = epochs_done;
-        sum->final_loss = epoch_steps ? epoch_loss / (double)epoch_steps : last_epoch_loss;
+        sum->final_loss = epoch_steps ? tail_mean(t, epoch_steps) : last_epoch_loss;
         sum->wall_s = brisk_now() - t_start;
         sum->data_wait_s = wait_total;
         sum->compute_s = compute_total;
+        sum->copy_s = t->copy_s - copy0;
+        double dev_copy = device_copy_s(t);
+        if (dev_copy >= 0) { /* the device's own copy time: the host's includes waiting for a free buffer */
+            sum->copy_s = dev_copy - dev_copy0;
+            compute_total = steps_total - wait_total - sum->copy_s;
+            sum->compute_s = compute_total;
+        }
+        sum->gpu_util = t->util_n ? t->util_sum / t->util_n : -1.0;
         if (n_timed) {
             qsort(step_times, (size_t)n_timed, sizeof step_times[0], cmp_double);
             sum->ms_per_step_median = 1e3 * step_times[n_timed / 2];
@@ -254,13 +297,18 @@ out:
                   "  train loss        %.5f (last epoch)\n"
                   "  best val loss     %s\n"
                   "  speed             %.3f ms/step median, %.0f samples/s\n"
-                  "  time              data wait %.2f s (%.1f%%), compute %.2f s (%.1f%%), other %.2f s\n"
+                  "  time              data wait %.2f s (%.1f%%), copy to device %.2f s (%.1f%%), compute %.2f s (%.1f%%), other %.2f s\n"
                   "  memory            %.2f MiB planned (activations %.2f MiB)\n"
                   "  checkpoints       %s/last.safetensors%s",
                   (long long)sum->steps, sum->wall_s, epochs_done, sum->final_loss, val, sum->ms_per_step_median,
-                  sum->samples_per_s, wait_total, 100 * wait_total / w, compute_total, 100 * compute_total / w,
-                  sum->wall_s - wait_total - compute_total, sum->total_bytes / 1048576.0, sum->arena_bytes / 1048576.0,
+                  sum->samples_per_s, wait_total, 100 * wait_total / w, sum->copy_s, 100 * sum->copy_s / w, compute_total,
+                  100 * compute_total / w, sum->wall_s - wait_total - sum->copy_s - compute_total, sum->total_bytes / 1048576.0, sum->arena_bytes / 1048576.0,
                   tr->out_dir, isnan(t->best_val) ? "" : ", best.safetensors");
+        brisk_backend_stats bs;
+        brisk_error ignored;
+        if (t->be->stats && !t->be->stats(t->be, &bs, &ignored) && bs.loss_scale > 0)
+            brisk_log(&t->log, BRISK_LOG_INFO, "  loss scaler       %lld steps skipped (inf/NaN gradients), scale now %g",
+                      (long long)bs.skipped_steps, bs.loss_scale);
     }
     if (t->metrics) fflush(t->metrics);
     free(step_times);

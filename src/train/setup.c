@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "brisk/cuda.h"
 #include "brisk/system.h"
 #include "train/trainer_internal.h"
 
@@ -14,11 +15,45 @@ static int ends_with(const char *s, const char *suf) {
     return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
+/* The GEMM precision a CUDA run uses: auto = bf16 where the GPU has it (else fp16);
+ * fp32 runs on TF32 tensor cores unless speed.tf32 is false. */
+static brisk_gemm_precision gpu_precision(const brisk_speed_spec *sp, const brisk_cuda_info *gi) {
+    switch (sp->precision) {
+    case BRISK_PREC_FP32: return sp->tf32 && gi->tf32 ? BRISK_GEMM_TF32 : BRISK_GEMM_FP32;
+    case BRISK_PREC_TF32: return BRISK_GEMM_TF32;
+    case BRISK_PREC_BF16: return BRISK_GEMM_BF16;
+    case BRISK_PREC_FP16: return BRISK_GEMM_FP16;
+    default: return gi->bf16 ? BRISK_GEMM_BF16 : BRISK_GEMM_FP16;
+    }
+}
+
+static brisk_status pick_gpu(brisk_trainer *t, brisk_error *err) {
+    const brisk_speed_spec *sp = &t->cfg.speed;
+    brisk_cuda_info gi;
+    brisk_cuda_probe(0, &gi);
+    brisk_cuda_options o;
+    brisk_cuda_options_default(&o);
+    o.precision = gpu_precision(sp, &gi);
+    o.autotune = sp->autotune;
+    o.fuse = sp->fuse;
+    o.deterministic = sp->deterministic;
+    snprintf(o.autotune_cache, sizeof o.autotune_cache, "%s", sp->autotune_cache);
+    o.log = t->log;
+    brisk_status st = brisk_backend_cuda_create(&o, &t->be, err);
+    if (st) brisk_error_prefix(err, "%s: speed.device", t->cfg.path);
+    return st;
+}
+
 static brisk_status pick_backend(brisk_trainer *t, brisk_error *err) {
     brisk_system_info si;
     brisk_system_probe(&si);
     if (t->cfg.speed.device == BRISK_DEVICE_CUDA && !si.gpu_usable)
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: speed.device is \"cuda\", but %s", t->cfg.path, si.gpu_reason);
+    if (t->cfg.speed.device != BRISK_DEVICE_CPU && si.gpu_usable) {
+        brisk_status st = pick_gpu(t, err);
+        if (!st || t->cfg.speed.device == BRISK_DEVICE_CUDA) return st;
+        brisk_log(&t->log, BRISK_LOG_WARN, "%s; training on the CPU", err->msg);
+    }
     int threads = t->cfg.speed.threads;
     if (threads > 0) omp_set_num_threads(threads);
     if (t->cfg.speed.precision != BRISK_PREC_AUTO && t->cfg.speed.precision != BRISK_PREC_FP32)
@@ -31,6 +66,31 @@ static brisk_status pick_backend(brisk_trainer *t, brisk_error *err) {
               t->cfg.speed.device == BRISK_DEVICE_AUTO ? "; no GPU: " : "",
               t->cfg.speed.device == BRISK_DEVICE_AUTO ? si.gpu_reason : "");
     return BRISK_OK;
+}
+
+/* The start-of-run report of what is on, and why anything is off. */
+static void report_active(brisk_trainer *t) {
+    const brisk_config *cfg = &t->cfg;
+    const char *opt = cfg->optim.kind == BRISK_OPTIM_ADAMW ? "AdamW" : "SGD";
+    if (!t->be->describe) {
+        brisk_log(&t->log, BRISK_LOG_INFO,
+                  "active    fp32 (CPU); fused %s over one parameter arena; loader prefetch %d%s; "
+                  "grad accumulation %d; clip %s",
+                  opt, cfg->speed.prefetch, cfg->speed.prefetch ? " (background thread)" : " (off)",
+                  cfg->train.accumulate, cfg->optim.clip_norm > 0 ? "on" : "off");
+        return;
+    }
+    char desc[2048];
+    t->be->describe(t->be, desc, sizeof desc);
+    brisk_log(&t->log, BRISK_LOG_INFO, "device    cuda: %s", desc);
+    brisk_log(&t->log, BRISK_LOG_INFO,
+              "active    CUDA graph %s; prefetch %s; fused %s over one parameter arena (one launch)%s; "
+              "grad accumulation %d; clip %s",
+              cfg->speed.cuda_graph ? "on (captured after 1 eager warm-up step)" : "off (--no-graph)",
+              cfg->speed.prefetch ? "on: loader thread into pinned memory, copy stream overlapped with compute"
+                                  : "off (--no-prefetch: each batch copied when needed)",
+              opt, cfg->optim.clip_norm > 0 ? " with global-norm clipping on the device" : "",
+              cfg->train.accumulate, cfg->optim.clip_norm > 0 ? "on" : "off");
 }
 
 /* Which source (npz member or CSV columns) feeds each model field. */
@@ -137,12 +197,7 @@ brisk_status brisk_trainer_create(const brisk_config *cfg, const brisk_logger *l
               "parameters+gradients+moments %.2f MiB, total %.2f MiB",
               t->plan.arena_bytes / 1048576.0, t->plan.peak_live_bytes / 1048576.0,
               4.0 * t->plan.param_bytes / 1048576.0, brisk_plan_total_bytes(&t->plan) / 1048576.0);
-    brisk_log(&t->log, BRISK_LOG_INFO,
-              "active    fp32 (CPU); fused %s over one parameter arena; loader prefetch %d%s; "
-              "grad accumulation %d; clip %s",
-              cfg->optim.kind == BRISK_OPTIM_ADAMW ? "AdamW" : "SGD", cfg->speed.prefetch,
-              cfg->speed.prefetch ? " (background thread)" : " (off)", tr->accumulate,
-              cfg->optim.clip_norm > 0 ? "on" : "off");
+    report_active(t);
     *out = t;
     return BRISK_OK;
 fail:

@@ -1,8 +1,8 @@
 /* Probing the machine for `brisk check` and the run report. The GPU probe loads the
  * driver library at run time, so the binary never needs it to start. */
+#include "brisk/cuda.h"
 #include "brisk/system.h"
 
-#include <dlfcn.h>
 #include <omp.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,28 +27,14 @@ static void cpu_model(char *out, size_t n) {
     fclose(f);
 }
 
+/* The CUDA module's probe (in a CPU-only build its stub still looks for the driver, so the
+ * message says what a CUDA build would find). */
 static void gpu_probe(brisk_system_info *info) {
-    info->cuda_built = 0;
-    info->gpu_usable = 0;
-    /* The driver is what tells us whether a device exists; look for it even in a CPU-only
-     * build, so the message says what a CUDA build would find. */
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(info->gpu_reason, sizeof info->gpu_reason,
-                 "no NVIDIA driver: libcuda.so.1 not found (CPU-only build as well)");
-        return;
-    }
-    typedef int (*init_fn)(unsigned);
-    typedef int (*count_fn)(int *);
-    init_fn cu_init = (init_fn)dlsym(h, "cuInit");
-    count_fn cu_count = (count_fn)dlsym(h, "cuDeviceGetCount");
-    int n = 0;
-    if (!cu_init || !cu_count || cu_init(0) != 0 || cu_count(&n) != 0 || n == 0)
-        snprintf(info->gpu_reason, sizeof info->gpu_reason, "NVIDIA driver found but no usable device");
-    else
-        snprintf(info->gpu_reason, sizeof info->gpu_reason,
-                 "%d NVIDIA device(s) present, but this build has no CUDA backend", n);
-    dlclose(h);
+    brisk_cuda_info ci;
+    brisk_cuda_probe(0, &ci);
+    info->cuda_built = ci.built;
+    info->gpu_usable = ci.built && ci.usable;
+    snprintf(info->gpu_reason, sizeof info->gpu_reason, "%s", info->gpu_usable ? "" : ci.reason);
 }
 
 void brisk_system_probe(brisk_system_info *info) {

@@ -29,7 +29,31 @@ struct brisk_trainer {
     int64_t n_losses, cap_losses;
     FILE *metrics;
     float *host_params; /* staging for checkpoints */
+    /* step.c: how each step runs (eagerly, or replayed from a captured program) */
+    int graph;               /* capture the step once warmed up, then replay it */
+    int programs_ready;
+    int prog_step, prog_update; /* accumulate 1: prog_step is the whole step; else the micro-step */
+    int64_t eager_steps;     /* steps run eagerly by this process (the first is the warm-up) */
+    int64_t loss_first;      /* step whose loss is the first not read yet (device loss log) */
+    int loss_pending;        /* steps whose losses wait in the device loss log */
+    double micro_loss;       /* CPU path: losses of this step's micro-batches, summed */
+    brisk_step_state cur;    /* the micro-batch being run */
+    double copy_s;           /* time spent handing batches to the device */
+    char graph_off[96];      /* why there is no CUDA graph, for the report */
+    double util_sum;         /* device utilisation samples at progress lines */
+    int util_n;
 };
+
+/* step.c: one optimizer step over `accumulate` micro-batches. micro() runs (or, when the
+ * whole step is one program, stages) a micro-batch; update() applies the optimizer; the
+ * batch may be released when micro() returns. Losses reach t->losses through flush()
+ * (at once on the CPU; every N steps from a device's loss log), which fails on a
+ * non-finite loss naming its step. */
+brisk_status brisk_step_setup(brisk_trainer *t, brisk_error *err);
+brisk_status brisk_step_micro(brisk_trainer *t, const brisk_batch *b, int micro, brisk_error *err);
+brisk_status brisk_step_update(brisk_trainer *t, float lr, brisk_error *err);
+brisk_status brisk_step_flush(brisk_trainer *t, brisk_error *err);
+brisk_status brisk_trainer_push_loss(brisk_trainer *t, float loss, brisk_error *err);
 
 /* checkpoint.c */
 brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_error *err);

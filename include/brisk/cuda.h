@@ -1,0 +1,71 @@
+/* backend/cuda: the CUDA backend (kernels for every op, cuBLASLt GEMMs with cached and
+ * autotuned plans, mixed precision, the fused optimizer with a device-side loss scaler,
+ * CUDA graphs, pinned memory and a copy stream), and what `brisk check` reports about the
+ * GPU. C-callable only: no CUDA type appears here, so every module builds without the
+ * CUDA headers. In a build without nvcc these functions exist and say why there is no GPU. */
+#ifndef BRISK_CUDA_H
+#define BRISK_CUDA_H
+
+#include "brisk/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What GEMM operands are computed in. Everything else (reductions, norms, softmax, losses,
+ * the optimizer and its fp32 master weights and moments) stays fp32 in every mode. */
+typedef enum brisk_gemm_precision {
+    BRISK_GEMM_FP32 = 0, /* full fp32 */
+    BRISK_GEMM_TF32,     /* fp32 storage, TF32 tensor cores */
+    BRISK_GEMM_BF16,     /* operands cast once per step to bf16, fp32 accumulate and output */
+    BRISK_GEMM_FP16      /* the same in fp16, with dynamic loss scaling on the device */
+} brisk_gemm_precision;
+const char *brisk_gemm_precision_name(brisk_gemm_precision p); /* "fp32", "tf32", ... */
+
+typedef struct brisk_cuda_options {
+    int device;                     /* CUDA ordinal */
+    brisk_gemm_precision precision;
+    int autotune;                   /* time the top heuristic GEMM candidates once per shape */
+    int deterministic;              /* no split-K reductions, no timing-dependent choices */
+    int fuse;                       /* cuBLASLt epilogues (bias, ReLU/GELU, dGELU + bias grad) */
+    char autotune_cache[1024];      /* the autotune cache file; "" = the default place
+                                       ($BRISK_CACHE_DIR, else $XDG_CACHE_HOME/brisk, else
+                                       ~/.cache/brisk), "-" = none */
+    brisk_logger log;               /* where the backend reports (autotune, fallbacks) */
+} brisk_cuda_options;
+
+/* fp32 + TF32, autotune on, fusion on, device 0, default cache. */
+void brisk_cuda_options_default(brisk_cuda_options *o);
+
+/* A CUDA backend on o->device. Fails with BRISK_ERR_UNSUPPORTED and the reason (CPU-only
+ * build, no driver, no device, too old a GPU) when there is none. */
+brisk_status brisk_backend_cuda_create(const brisk_cuda_options *o, brisk_backend **out, brisk_error *err);
+
+/* What brisk sees of one GPU. Never fails: usable = 0 and reason say why not. */
+typedef struct brisk_cuda_info {
+    int built;                 /* this build has the CUDA backend */
+    int usable;
+    char reason[256];          /* why not usable */
+    int device_count;
+    char name[128];
+    int cc_major, cc_minor, sms;
+    size_t mem_total, mem_free;
+    int driver_version, runtime_version; /* 13000 = 13.0 */
+    size_t cublaslt_version;             /* cublasLtGetVersion() */
+    int cudnn_version, nccl_version;     /* 0: library not found (they are loaded at run time) */
+    int bf16, tf32, fp16;                /* tensor-core support */
+    char pci_bus_id[32];
+} brisk_cuda_info;
+void brisk_cuda_probe(int device, brisk_cuda_info *info);
+
+/* Measured rates: dense GEMM on random data (8192^3 bf16 with fp32 accumulate, 8192^3
+ * fp32 inputs on TF32) and a device-to-device copy (bytes read + written per second). */
+typedef struct brisk_cuda_rates {
+    double bf16_tflops, tf32_tflops, copy_gbs;
+} brisk_cuda_rates;
+brisk_status brisk_cuda_measure(int device, brisk_cuda_rates *out, brisk_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

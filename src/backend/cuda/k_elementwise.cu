@@ -1,0 +1,257 @@
+/* Elementwise kernels, f32, C-contiguous, matching src/backend/cpu/elementwise.c:
+ *   binary ADD/SUB/MUL/DIV with NumPy broadcasting (host collapses dims to a strided view),
+ *   BIAS_ADD (optionally fused with ReLU/GELU: the fallback of a GEMM epilogue), SCALE and
+ *   the activations, ACT_GRAD, GRAD_ACCUM, MSE_GRAD,
+ * and the step plumbing: per-step values, GEMM operand casts to bf16/fp16, input staging,
+ * the loss log. Contiguous equal-shape operands go 4 floats (16 bytes) per load when the
+ * pointers and length allow. */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "backend/cuda/k_common.cuh"
+
+extern "C" {
+
+__global__ void k_set_values(cuda_values *d, cuda_values v) { *d = v; }
+
+cudaError_t cuk_set_values(cuda_values *dst, cuda_values v, cudaStream_t s) {
+    k_set_values<<<1, 1, 0, s>>>(dst, v);
+    return cudaGetLastError();
+}
+
+__global__ void k_fill(float *x, float value, int64_t n) {
+    GRID_STRIDE(i, n) x[i] = value;
+}
+
+cudaError_t cuk_fill(float *x, float value, int64_t n, cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    k_fill<<<cuk_blocks(n, 4), CUK_THREADS, 0, s>>>(x, value, n);
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- binary */
+
+__device__ __forceinline__ float dev_binary(int op, float a, float c) {
+    switch (op) {
+    case BRISK_OP_ADD: return a + c;
+    case BRISK_OP_SUB: return a - c;
+    case BRISK_OP_MUL: return a * c;
+    default: return a / c;
+    }
+}
+
+__global__ void k_binary_same4(int op, const float4 *x, const float4 *y, float4 *o, int64_t n4) {
+    GRID_STRIDE(i, n4) {
+        float4 a = x[i], c = y[i];
+        o[i] = make_float4(dev_binary(op, a.x, c.x), dev_binary(op, a.y, c.y), dev_binary(op, a.z, c.z),
+                           dev_binary(op, a.w, c.w));
+    }
+}
+
+/* general view: element i of the output, offsets per operand from the strides */
+__global__ void k_binary(int op, const float *x, const float *y, float *o, cuda_strides v, int64_t n) {
+    GRID_STRIDE(i, n) {
+        int64_t r = i, ox = 0, oy = 0;
+        for (int k = v.nd - 1; k >= 0; k--) {
+            int64_t q = r % v.d[k];
+            r /= v.d[k];
+            ox += q * v.s[0][k];
+            oy += q * v.s[1][k];
+        }
+        o[i] = dev_binary(op, x[ox], y[oy]);
+    }
+}
+
+cudaError_t cuk_binary(int op, const float *x, const float *y, float *out, const cuda_strides *v, int64_t n,
+                       cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    int same = v->nd == 1 && v->s[0][0] == 1 && v->s[1][0] == 1;
+    if (same && n % 4 == 0 && cuk_aligned16(x) && cuk_aligned16(y) && cuk_aligned16(out))
+        k_binary_same4<<<cuk_blocks(n / 4, 2), CUK_THREADS, 0, s>>>(op, (const float4 *)x, (const float4 *)y,
+                                                                   (float4 *)out, n / 4);
+    else
+        k_binary<<<cuk_blocks(n, 4), CUK_THREADS, 0, s>>>(op, x, y, out, *v, n);
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- bias (+ activation) */
+
+__global__ void k_bias_act4(const float4 *x, const float4 *b, float4 *o, int64_t n4, int64_t cols4, int act,
+                            int gt) {
+    GRID_STRIDE(i, n4) {
+        float4 a = x[i], c = b[i % cols4];
+        o[i] = make_float4(dev_act(act, gt, a.x + c.x), dev_act(act, gt, a.y + c.y), dev_act(act, gt, a.z + c.z),
+                           dev_act(act, gt, a.w + c.w));
+    }
+}
+
+__global__ void k_bias_act(const float *x, const float *b, float *o, int64_t n, int64_t cols, int act, int gt) {
+    GRID_STRIDE(i, n) o[i] = dev_act(act, gt, x[i] + b[i % cols]);
+}
+
+cudaError_t cuk_bias_act(const float *x, const float *b, float *out, int64_t rows, int64_t n, int act,
+                         int gelu_tanh, cudaStream_t s) {
+    int64_t total = rows * n;
+    if (total <= 0) return cudaSuccess;
+    if (n % 4 == 0 && cuk_aligned16(x) && cuk_aligned16(b) && cuk_aligned16(out))
+        k_bias_act4<<<cuk_blocks(total / 4, 2), CUK_THREADS, 0, s>>>((const float4 *)x, (const float4 *)b,
+                                                                     (float4 *)out, total / 4, n / 4, act, gelu_tanh);
+    else
+        k_bias_act<<<cuk_blocks(total, 4), CUK_THREADS, 0, s>>>(x, b, out, total, n, act, gelu_tanh);
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- unary */
+
+__device__ __forceinline__ float dev_unary(int op, int gt, float a, float b, float v) {
+    return op == BRISK_OP_SCALE ? a * v + b : dev_act(op, gt, v);
+}
+
+__global__ void k_unary4(int op, int gt, float a, float b, const float4 *x, float4 *o, int64_t n4) {
+    GRID_STRIDE(i, n4) {
+        float4 v = x[i];
+        o[i] = make_float4(dev_unary(op, gt, a, b, v.x), dev_unary(op, gt, a, b, v.y), dev_unary(op, gt, a, b, v.z),
+                           dev_unary(op, gt, a, b, v.w));
+    }
+}
+
+__global__ void k_unary(int op, int gt, float a, float b, const float *x, float *o, int64_t n) {
+    GRID_STRIDE(i, n) o[i] = dev_unary(op, gt, a, b, x[i]);
+}
+
+cudaError_t cuk_unary(int op, int gelu_tanh, float a, float b, const float *x, float *out, int64_t n,
+                      cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    if (n % 4 == 0 && cuk_aligned16(x) && cuk_aligned16(out))
+        k_unary4<<<cuk_blocks(n / 4, 2), CUK_THREADS, 0, s>>>(op, gelu_tanh, a, b, (const float4 *)x, (float4 *)out,
+                                                              n / 4);
+    else
+        k_unary<<<cuk_blocks(n, 4), CUK_THREADS, 0, s>>>(op, gelu_tanh, a, b, x, out, n);
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- activation gradients */
+
+/* dy * f'(x), as the CPU's act_grad_range (PyTorch's backward formulas) */
+__device__ __forceinline__ float dev_act_grad(int kind, int gt, float dy, float x, float y) {
+    switch (kind) {
+    case BRISK_OP_RELU: return y > 0.0f ? dy : 0.0f; /* y = relu(x) > 0 iff x > 0, NaN too */
+    case BRISK_OP_GELU:
+        if (gt) {
+            float x2 = x * x, sg = dev_sigmoid(2.0f * GELU_K * (x + GELU_C * x2 * x));
+            return dy * (sg + 2.0f * x * sg * (1.0f - sg) * GELU_K * (1.0f + 3.0f * GELU_C * x2));
+        } else {
+            float pdf = INV_SQRT_2PI * expf(-0.5f * x * x);
+            return dy * (dev_phi(x) + x * pdf);
+        }
+    case BRISK_OP_SILU: {
+        float sg = dev_sigmoid(x);
+        return dy * sg * (1.0f + x * (1.0f - sg));
+    }
+    case BRISK_OP_TANH: return dy * (1.0f - y * y);
+    default: return dy * y * (1.0f - y); /* SIGMOID */
+    }
+}
+
+__global__ void k_act_grad(int kind, int gt, const float *dy, const float *x, const float *y, float *o, int64_t n) {
+    GRID_STRIDE(i, n) {
+        /* read only what the formula uses: a fused forward may leave the other unwritten */
+        int need_x = kind == BRISK_OP_GELU || kind == BRISK_OP_SILU;
+        o[i] = dev_act_grad(kind, gt, dy[i], need_x ? x[i] : 0.0f, need_x ? 0.0f : y[i]);
+    }
+}
+
+cudaError_t cuk_act_grad(int kind, int gelu_tanh, const float *dy, const float *x, const float *y, float *out,
+                         int64_t n, cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    k_act_grad<<<cuk_blocks(n, 4), CUK_THREADS, 0, s>>>(kind, gelu_tanh, dy, x, y, out, n);
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- accumulation, losses */
+
+__global__ void k_grad_accum(const float *g, float *o, int64_t n, const cuda_values *v) {
+    int first = v->first_micro != 0;
+    GRID_STRIDE(i, n) o[i] = first ? g[i] : o[i] + g[i];
+}
+
+cudaError_t cuk_grad_accum(const float *g, float *out, int64_t n, const cuda_values *v, cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    k_grad_accum<<<cuk_blocks(n, 4), CUK_THREADS, 0, s>>>(g, out, n, v);
+    return cudaGetLastError();
+}
+
+__global__ void k_mse_grad(const float *dloss, const float *p, const float *t, float *o, int64_t n) {
+    float k = 2.0f * *dloss / (float)n;
+    GRID_STRIDE(i, n) o[i] = k * (p[i] - t[i]);
+}
+
+cudaError_t cuk_mse_grad(const float *dloss, const float *p, const float *t, float *out, int64_t n,
+                         cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    k_mse_grad<<<cuk_blocks(n, 4), CUK_THREADS, 0, s>>>(dloss, p, t, out, n);
+    return cudaGetLastError();
+}
+
+__global__ void k_loss_log(const float *loss, float *ring, int n, float w, const cuda_values *v) {
+    int slot = (int)(v->loss_slot % (uint32_t)n);
+    float add = w * *loss;
+    ring[slot] = v->first_micro ? add : ring[slot] + add;
+}
+
+cudaError_t cuk_loss_log(const float *loss, float *ring, int n, float w, const cuda_values *v, cudaStream_t s) {
+    k_loss_log<<<1, 1, 0, s>>>(loss, ring, n, w, v);
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- casts for GEMM operands */
+
+__global__ void k_cast_bf16(const float4 *x, __nv_bfloat162 *o, int64_t n4) {
+    GRID_STRIDE(i, n4) {
+        float4 v = x[i];
+        o[2 * i] = __floats2bfloat162_rn(v.x, v.y);
+        o[2 * i + 1] = __floats2bfloat162_rn(v.z, v.w);
+    }
+}
+__global__ void k_cast_f16(const float4 *x, __half2 *o, int64_t n4) {
+    GRID_STRIDE(i, n4) {
+        float4 v = x[i];
+        o[2 * i] = __floats2half2_rn(v.x, v.y);
+        o[2 * i + 1] = __floats2half2_rn(v.z, v.w);
+    }
+}
+__global__ void k_cast_lp_tail(const float *x, void *o, int64_t from, int64_t n, int fp16) {
+    for (int64_t i = from + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        if (fp16) ((__half *)o)[i] = __float2half_rn(x[i]);
+        else ((__nv_bfloat16 *)o)[i] = __float2bfloat16_rn(x[i]);
+    }
+}
+
+cudaError_t cuk_cast_lp(const float *x, void *out, int64_t n, int fp16, cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    int64_t n4 = (cuk_aligned16(x) && ((uintptr_t)out & 7u) == 0) ? n / 4 : 0;
+    if (n4) {
+        if (fp16) k_cast_f16<<<cuk_blocks(n4, 2), CUK_THREADS, 0, s>>>((const float4 *)x, (__half2 *)out, n4);
+        else k_cast_bf16<<<cuk_blocks(n4, 2), CUK_THREADS, 0, s>>>((const float4 *)x, (__nv_bfloat162 *)out, n4);
+    }
+    if (4 * n4 < n) k_cast_lp_tail<<<cuk_blocks(n - 4 * n4, 4), CUK_THREADS, 0, s>>>(x, out, 4 * n4, n, fp16);
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- input staging */
+
+__global__ void k_stage(uint4 *dst, const uint4 *s0, const uint4 *s1, int64_t n16, const cuda_values *v) {
+    const uint4 *src = v->parity ? s1 : s0;
+    GRID_STRIDE(i, n16) dst[i] = src[i];
+}
+
+cudaError_t cuk_stage_inputs(void *dst, const void *s0, const void *s1, size_t bytes, const cuda_values *v,
+                             cudaStream_t s) {
+    /* the buffers are allocated in 64-byte units, so copying whole 16-byte words is in bounds */
+    int64_t n16 = (int64_t)((bytes + 15) / 16);
+    if (n16 == 0) return cudaSuccess;
+    k_stage<<<cuk_blocks(n16, 2), CUK_THREADS, 0, s>>>((uint4 *)dst, (const uint4 *)s0, (const uint4 *)s1, n16, v);
+    return cudaGetLastError();
+}
+
+} /* extern "C" */

@@ -1,0 +1,218 @@
+/* Data movement and index ops, matching src/backend/cpu/shape.c and gather.c:
+ *   cuk_strided_copy  one kernel behind TRANSPOSE, EXPAND, SLICE, SLICE_GRAD and CONCAT: the
+ *                     host describes both sides as strided views of one index space (dims
+ *                     collapsed); when the innermost run is contiguous on both sides and
+ *                     16-byte aligned, elements move as 16-byte words;
+ *   cuk_cast          every dtype pair, through the CPU's conversions (bf16/f16 round to
+ *                     nearest even, float to int truncates and saturates, NaN gives 0);
+ *   cuk_gather        whole rows, 16 bytes at a time where rows allow;
+ *   cuk_scatter_add   one thread per column adding rows in index order: deterministic and
+ *                     the same sums as the CPU (no atomics);
+ *   SINUSOIDAL(_GRAD) with the frequency table computed on the host exactly as the CPU
+ *                     does (libm's expf), so both sides take sin/cos of the same arguments. */
+#include <math.h>
+
+#include "backend/cuda/k_common.cuh"
+
+/* ---------------------------------------------------------------- strided copy */
+
+#define STRIDED_KERNEL(NAME, T)                                                                 \
+    __global__ void NAME(T *dst, const T *src, cuda_strides v, int64_t n) {                      \
+        GRID_STRIDE(i, n) {                                                                      \
+            int64_t r = i, so = 0, dof = 0;                                                      \
+            for (int k = v.nd - 1; k >= 0; k--) {                                                \
+                int64_t q = r % v.d[k];                                                          \
+                r /= v.d[k];                                                                     \
+                so += q * v.s[0][k];                                                             \
+                dof += q * v.s[1][k];                                                            \
+            }                                                                                    \
+            dst[dof] = src[so];                                                                  \
+        }                                                                                        \
+    }
+STRIDED_KERNEL(k_copy1, uint8_t)
+STRIDED_KERNEL(k_copy2, uint16_t)
+STRIDED_KERNEL(k_copy4, uint32_t)
+STRIDED_KERNEL(k_copy8, uint2)
+STRIDED_KERNEL(k_copy16, uint4)
+
+/* ---------------------------------------------------------------- cast */
+
+__device__ __forceinline__ double cast_load(const void *p, int t, int64_t i) {
+    switch (t) {
+    case BRISK_F32: return ((const float *)p)[i];
+    case BRISK_I32: return ((const int32_t *)p)[i];
+    case BRISK_F16: return dev_f16_to_f32(((const uint16_t *)p)[i]);
+    case BRISK_BF16: return dev_bf16_to_f32(((const uint16_t *)p)[i]);
+    default: return ((const uint8_t *)p)[i];
+    }
+}
+
+__device__ __forceinline__ double cast_sat(double v, double lo, double hi) {
+    if (v != v) return 0.0;
+    v = trunc(v);
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+__device__ __forceinline__ void cast_store(void *p, int t, int64_t i, double v) {
+    switch (t) {
+    case BRISK_F32: ((float *)p)[i] = (float)v; break;
+    case BRISK_I32: ((int32_t *)p)[i] = (int32_t)cast_sat(v, -2147483648.0, 2147483647.0); break;
+    case BRISK_F16: ((uint16_t *)p)[i] = dev_f32_to_f16((float)v); break;
+    case BRISK_BF16: ((uint16_t *)p)[i] = dev_f32_to_bf16((float)v); break;
+    default: ((uint8_t *)p)[i] = (uint8_t)cast_sat(v, 0.0, 255.0); break;
+    }
+}
+
+__global__ void k_cast(const void *x, int from, void *o, int to, int64_t n) {
+    GRID_STRIDE(i, n) cast_store(o, to, i, cast_load(x, from, i));
+}
+
+/* ---------------------------------------------------------------- gather / scatter */
+
+#define GATHER_KERNEL(NAME, T)                                                                    \
+    __global__ void NAME(const T *table, const int32_t *idx, T *out, int64_t nidx, int64_t v,     \
+                         int64_t units, cuda_errors *e, int node) {                               \
+        GRID_STRIDE(i, nidx * units) {                                                            \
+            int64_t row = i / units, u = i % units;                                               \
+            int32_t k = idx[row];                                                                 \
+            if (k < 0 || (int64_t)k >= v) {                                                       \
+                if (u == 0) dev_report(e, CUK_ERR_INDEX, node, row, k, v);                        \
+                memset(&out[i], 0, sizeof(T));                                                    \
+            } else {                                                                              \
+                out[i] = table[(int64_t)k * units + u];                                           \
+            }                                                                                     \
+        }                                                                                         \
+    }
+GATHER_KERNEL(k_gather1, uint8_t)
+GATHER_KERNEL(k_gather4, uint32_t)
+GATHER_KERNEL(k_gather16, uint4)
+
+__global__ void k_scatter_add(const float *dy, const int32_t *idx, float *out, int64_t nidx, int64_t v, int64_t d,
+                              cuda_errors *e, int node) {
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= d) return;
+    for (int64_t r = 0; r < v; r++) out[r * d + j] = 0.0f;
+    for (int64_t i = 0; i < nidx; i++) {
+        int32_t k = idx[i];
+        if (k < 0 || (int64_t)k >= v) {
+            if (j == 0) dev_report(e, CUK_ERR_INDEX, node, i, k, v);
+            continue;
+        }
+        out[(int64_t)k * d + j] += dy[i * d + j];
+    }
+}
+
+/* ---------------------------------------------------------------- sinusoidal embedding */
+
+__device__ __forceinline__ float t_at(const void *t, int t_i32, int64_t r) {
+    return t_i32 ? (float)((const int32_t *)t)[r] : ((const float *)t)[r];
+}
+
+__global__ void k_sinusoidal(const void *t, int t_i32, const float *freq, float *out, int64_t n, int64_t dim) {
+    int64_t half = dim / 2;
+    GRID_STRIDE(i, n * half) {
+        int64_t r = i / half, k = i % half;
+        float a = t_at(t, t_i32, r) * freq[k];
+        out[r * dim + k] = sinf(a);
+        out[r * dim + half + k] = cosf(a);
+    }
+}
+
+__global__ void k_sinusoidal_grad(const float *dy, const void *t, int t_i32, const float *freq, float *out, int64_t n,
+                                  int64_t dim) {
+    int64_t r = (int64_t)blockIdx.x * (CUK_THREADS / 32) + threadIdx.x / 32;
+    int lane = threadIdx.x & 31;
+    if (r >= n) return;
+    int64_t half = dim / 2;
+    float tv = t_at(t, t_i32, r);
+    double s = 0.0;
+    for (int64_t k = lane; k < half; k += 32) {
+        float a = tv * freq[k];
+        s += (double)freq[k] * ((double)dy[r * dim + k] * cosf(a) - (double)dy[r * dim + half + k] * sinf(a));
+    }
+    s = warp_sum_d(s);
+    if (lane == 0) out[r] = (float)s;
+}
+
+extern "C" {
+
+cudaError_t cuk_strided_copy(void *dst, const void *src, size_t esize, const cuda_strides *v, cudaStream_t s) {
+    cuda_strides w = *v;
+    int64_t n = 1;
+    for (int k = 0; k < w.nd; k++) n *= w.d[k];
+    if (n <= 0) return cudaSuccess;
+    /* 16-byte words when the innermost run is contiguous on both sides and every offset
+     * stays a multiple of 16 bytes */
+    int last = w.nd - 1;
+    if (esize < 16 && w.nd > 0 && w.s[0][last] == 1 && w.s[1][last] == 1 && (w.d[last] * esize) % 16 == 0 &&
+        cuk_aligned16(dst) && cuk_aligned16(src)) {
+        int ok = 1;
+        for (int k = 0; k < last; k++) ok &= (w.s[0][k] * esize) % 16 == 0 && (w.s[1][k] * esize) % 16 == 0;
+        if (ok) {
+            int64_t per = 16 / (int64_t)esize;
+            w.d[last] /= per;
+            for (int k = 0; k < last; k++) w.s[0][k] /= per, w.s[1][k] /= per;
+            n /= per;
+            esize = 16;
+        }
+    }
+    unsigned b = cuk_blocks(n, 4);
+    switch (esize) {
+    case 1: k_copy1<<<b, CUK_THREADS, 0, s>>>((uint8_t *)dst, (const uint8_t *)src, w, n); break;
+    case 2: k_copy2<<<b, CUK_THREADS, 0, s>>>((uint16_t *)dst, (const uint16_t *)src, w, n); break;
+    case 4: k_copy4<<<b, CUK_THREADS, 0, s>>>((uint32_t *)dst, (const uint32_t *)src, w, n); break;
+    case 8: k_copy8<<<b, CUK_THREADS, 0, s>>>((uint2 *)dst, (const uint2 *)src, w, n); break;
+    case 16: k_copy16<<<b, CUK_THREADS, 0, s>>>((uint4 *)dst, (const uint4 *)src, w, n); break;
+    default: return cudaErrorInvalidValue;
+    }
+    return cudaGetLastError();
+}
+
+cudaError_t cuk_cast(const void *x, int from, void *out, int to, int64_t n, cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    k_cast<<<cuk_blocks(n, 4), CUK_THREADS, 0, s>>>(x, from, out, to, n);
+    return cudaGetLastError();
+}
+
+cudaError_t cuk_gather(const void *table, const int32_t *idx, void *out, int64_t nidx, int64_t v,
+                       size_t row_bytes, cuda_errors *e, int node, cudaStream_t s) {
+    if (nidx <= 0 || row_bytes == 0) return cudaSuccess;
+    if (row_bytes % 16 == 0 && cuk_aligned16(table) && cuk_aligned16(out)) {
+        int64_t u = (int64_t)(row_bytes / 16);
+        k_gather16<<<cuk_blocks(nidx * u, 2), CUK_THREADS, 0, s>>>((const uint4 *)table, idx, (uint4 *)out, nidx, v, u, e, node);
+    } else if (row_bytes % 4 == 0 && ((uintptr_t)table & 3u) == 0 && ((uintptr_t)out & 3u) == 0) {
+        int64_t u = (int64_t)(row_bytes / 4);
+        k_gather4<<<cuk_blocks(nidx * u, 4), CUK_THREADS, 0, s>>>((const uint32_t *)table, idx, (uint32_t *)out, nidx,
+                                                                  v, u, e, node);
+    } else {
+        int64_t u = (int64_t)row_bytes;
+        k_gather1<<<cuk_blocks(nidx * u, 4), CUK_THREADS, 0, s>>>((const uint8_t *)table, idx, (uint8_t *)out, nidx,
+                                                                  v, u, e, node);
+    }
+    return cudaGetLastError();
+}
+
+cudaError_t cuk_scatter_add(const float *dy, const int32_t *idx, float *out, int64_t nidx, int64_t v, int64_t d,
+                            cuda_errors *e, int node, cudaStream_t s) {
+    if (d <= 0 || v <= 0) return cudaSuccess;
+    unsigned threads = d < 128 ? 32 : 128;
+    k_scatter_add<<<(unsigned)((d + threads - 1) / threads), threads, 0, s>>>(dy, idx, out, nidx, v, d, e, node);
+    return cudaGetLastError();
+}
+
+cudaError_t cuk_sinusoidal(const void *t, int t_i32, const float *freq, float *out, int64_t n, int64_t dim,
+                           cudaStream_t s) {
+    if (n <= 0 || dim <= 0) return cudaSuccess;
+    k_sinusoidal<<<cuk_blocks(n * (dim / 2), 4), CUK_THREADS, 0, s>>>(t, t_i32, freq, out, n, dim);
+    return cudaGetLastError();
+}
+
+cudaError_t cuk_sinusoidal_grad(const float *dy, const void *t, int t_i32, const float *freq, float *out,
+                                int64_t n, int64_t dim, cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    k_sinusoidal_grad<<<(unsigned)((n + CUK_THREADS / 32 - 1) / (CUK_THREADS / 32)), CUK_THREADS, 0, s>>>(
+        dy, t, t_i32, freq, out, n, dim);
+    return cudaGetLastError();
+}
+
+} /* extern "C" */

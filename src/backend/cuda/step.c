@@ -1,0 +1,318 @@
+/* The compiled step's machinery:
+ *
+ * Per-step values (seed, rng_step, first_micro, training, loss slot, staging parity, lr,
+ * t) live in one device block, written by a one-thread kernel whose arguments carry them
+ * (so no host buffer has to outlive the launch). Eager runs write it when the values
+ * change; before replaying a program the caller writes it with set_values. Kernels read
+ * step-dependent values only from there, so one capture serves every step.
+ *
+ * Programs are CUDA graphs captured from the compute stream (thread-local capture mode,
+ * so the loader thread is unaffected) and replayed with cudaGraphLaunch.
+ *
+ * Input staging: upload_input copies a batch from (pinned) host memory into one of two
+ * device staging buffers on the copy stream, after the last run that read that buffer
+ * (event `consumed`), and returns when the copy is done so the loader may refill its slot.
+ * The compute stream waits on the copy's event (`copied`) and the run's first kernel
+ * copies the staging buffer named by values.parity into the input area; a captured
+ * program contains that kernel, so a copy of batch n+1 overlaps step n.
+ *
+ * The loss log: each micro-step adds weight * loss into slot values.loss_slot of a device
+ * ring; the host reads a run of slots every N steps (one synchronisation per read).
+ *
+ * The optimizer: the gradient sum of squares (when clipping or loss scaling), the
+ * one-thread finalize (skip decision, clip factor, AdamW constants, scaler update), and
+ * the fused update: three launches, no host synchronisation, all capturable. */
+#include "backend/cuda/cuda_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SCALER_INIT 65536.0f
+#define SCALER_GROWTH_INTERVAL 2000
+
+brisk_status cuda_write_values(cuda_backend *cb, const brisk_step_state *st, const brisk_optim_args *args,
+                               brisk_error *err) {
+    cuda_values v = cb->host_vals;
+    if (st) {
+        v.seed = st->seed;
+        v.rng_step = st->rng_step;
+        v.first_micro = st->first_micro;
+        v.training = st->training;
+        v.loss_slot = st->loss_slot;
+    }
+    if (args) {
+        v.lr = args->lr;
+        v.t = args->t;
+    }
+    v.parity = (uint32_t)cb->parity;
+    if (cb->vals_written && memcmp(&v, &cb->host_vals, sizeof v) == 0) return BRISK_OK;
+    if (cb->capturing)
+        return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: per-step values changed while capturing a CUDA graph; "
+                            "write them with set_values before capture_begin");
+    CU(cuk_set_values(cb->vals, v, cb->compute), "writing the per-step values");
+    cb->host_vals = v;
+    cb->vals_written = 1;
+    return BRISK_OK;
+}
+
+/* the compute stream waits for the staged batch (once per batch) */
+static brisk_status commit_wait(cuda_backend *cb, brisk_error *err) {
+    if (!cb->commit_pending || cb->wait_issued) return BRISK_OK;
+    CU(cudaStreamWaitEvent(cb->compute, cb->copied[cb->parity], 0), "waiting for the batch copy");
+    cb->wait_issued = 1;
+    return BRISK_OK;
+}
+
+static void commit_done(cuda_backend *cb) { cb->commit_pending = cb->staging_open = cb->wait_issued = 0; }
+
+brisk_status cuda_begin_work(cuda_backend *cb, const brisk_step_state *st, brisk_error *err) {
+    if (cb->capturing) return BRISK_OK; /* a program reads the values its replay is given */
+    brisk_status s = cuda_write_values(cb, st, NULL, err);
+    if (s || !cb->commit_pending) return s;
+    if ((s = commit_wait(cb, err))) return s;
+    CU(cuk_stage_inputs(cb->inputs, cb->staging[0], cb->staging[1], cb->input_bytes, cb->vals, cb->compute),
+       "copying the staged batch in");
+    CU(cudaEventRecord(cb->consumed[cb->parity], cb->compute), "staging event");
+    commit_done(cb);
+    return BRISK_OK;
+}
+
+static brisk_status cu_set_values(brisk_backend *be, const brisk_step_state *st, const brisk_optim_args *args,
+                                  brisk_error *err) {
+    cuda_backend *cb = be->impl;
+    brisk_status s = cuda_write_values(cb, st, args, err);
+    return s ? s : commit_wait(cb, err);
+}
+
+/* ---------------------------------------------------------------- programs */
+
+static brisk_status cu_capture_begin(brisk_backend *be, brisk_error *err) {
+    cuda_backend *cb = be->impl;
+    if (cb->capturing) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: capture_begin while capturing");
+    brisk_status s = commit_wait(cb, err);
+    if (s) return s;
+    int staging = cb->commit_pending;
+    CU(cudaStreamBeginCapture(cb->compute, cudaStreamCaptureModeThreadLocal), "starting a CUDA graph capture");
+    cb->capturing = 1;
+    if (staging) {
+        cudaError_t e = cuk_stage_inputs(cb->inputs, cb->staging[0], cb->staging[1], cb->input_bytes, cb->vals,
+                                         cb->compute);
+        if (e != cudaSuccess) {
+            cudaGraph_t gr;
+            cudaStreamEndCapture(cb->compute, &gr);
+            if (gr) cudaGraphDestroy(gr);
+            cb->capturing = 0;
+            return cuda_fail(err, e, "cuk_stage_inputs", "capturing the batch copy");
+        }
+    }
+    cb->capture_staging = staging;
+    return BRISK_OK;
+}
+
+static brisk_status cu_capture_end(brisk_backend *be, int *program, brisk_error *err) {
+    cuda_backend *cb = be->impl;
+    *program = -1;
+    if (!cb->capturing) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: capture_end without capture_begin");
+    int staging = cb->capture_staging;
+    cudaGraph_t graph = NULL;
+    cudaError_t e = cudaStreamEndCapture(cb->compute, &graph);
+    cb->capturing = cb->capture_staging = 0;
+    if (e != cudaSuccess) {
+        if (graph) cudaGraphDestroy(graph);
+        return cuda_fail(err, e, "cudaStreamEndCapture", "finishing the CUDA graph capture");
+    }
+    cudaGraphExec_t exec = NULL;
+    e = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (e != cudaSuccess) return cuda_fail(err, e, "cudaGraphInstantiate", "instantiating the captured step");
+    if (cb->n_programs == cb->cap_programs) {
+        int cap = cb->cap_programs ? 2 * cb->cap_programs : 4;
+        cuda_program *grown = realloc(cb->programs, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            cudaGraphExecDestroy(exec);
+            return brisk_errorf(err, BRISK_ERR_NOMEM, "cuda: out of memory for programs");
+        }
+        cb->programs = grown;
+        cb->cap_programs = cap;
+    }
+    cb->programs[cb->n_programs] = (cuda_program){exec, staging};
+    *program = cb->n_programs++;
+    return BRISK_OK;
+}
+
+static brisk_status cu_replay(brisk_backend *be, int program, brisk_error *err) {
+    cuda_backend *cb = be->impl;
+    if (program < 0 || program >= cb->n_programs)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "cuda: program %d does not exist", program);
+    const cuda_program *p = &cb->programs[program];
+    brisk_status s = p->staging ? commit_wait(cb, err) : BRISK_OK;
+    if (s) return s;
+    CU(cudaGraphLaunch((cudaGraphExec_t)p->exec, cb->compute), "replaying the captured step");
+    if (p->staging) {
+        CU(cudaEventRecord(cb->consumed[cb->parity], cb->compute), "staging event");
+        commit_done(cb);
+    }
+    return BRISK_OK;
+}
+
+/* ---------------------------------------------------------------- input staging */
+
+static brisk_status cu_upload_input(brisk_backend *be, void *dst, const void *src, size_t bytes, brisk_error *err) {
+    cuda_backend *cb = be->impl;
+    char *d = dst;
+    if (!cb->inputs || d < cb->inputs || d + bytes > cb->inputs + cb->input_bytes)
+        return be->upload(be, dst, src, bytes, err); /* not the prepared input area: a plain copy */
+    if (cb->capturing) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: upload_input while capturing");
+    size_t need = (cb->input_bytes + 63) / 64 * 64;
+    if (cb->staging_bytes < need) {
+        for (int i = 0; i < 2; i++) {
+            if (cb->staging[i]) cudaFree(cb->staging[i]);
+            cb->staging[i] = NULL;
+        }
+        cb->staging_bytes = 0;
+        for (int i = 0; i < 2; i++) CU(cudaMalloc(&cb->staging[i], need), "input staging buffer");
+        cb->staging_bytes = need;
+    }
+    if (!cb->staging_open) { /* a new micro-batch: the other buffer, once its last reader is done */
+        cb->parity ^= 1;
+        cb->staging_open = cb->commit_pending = 1;
+        cb->wait_issued = 0;
+        CU(cudaStreamWaitEvent(cb->copy, cb->consumed[cb->parity], 0), "staging event");
+    }
+    /* copy_start is reached once the buffer is free, so the timed span is the copy alone */
+    CU(cudaEventRecord(cb->copy_start, cb->copy), "staging event");
+    CU(cudaMemcpyAsync((char *)cb->staging[cb->parity] + (d - cb->inputs), src, bytes, cudaMemcpyHostToDevice,
+                       cb->copy), "copying a batch to the device");
+    CU(cudaEventRecord(cb->copied[cb->parity], cb->copy), "staging event");
+    CU(cudaEventSynchronize(cb->copied[cb->parity]), "copying a batch to the device");
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, cb->copy_start, cb->copied[cb->parity]) == cudaSuccess) cb->copy_s += 1e-3 * ms;
+    return BRISK_OK;
+}
+
+/* ---------------------------------------------------------------- loss log */
+
+static brisk_status cu_loss_log(brisk_backend *be, const float *loss, float weight, brisk_error *err) {
+    cuda_backend *cb = be->impl;
+    CU(cuk_loss_log(loss, cb->loss_ring, CUDA_LOSS_LOG, weight, cb->vals, cb->compute), "logging the loss");
+    return BRISK_OK;
+}
+
+static brisk_status cu_loss_read(brisk_backend *be, uint32_t first, int n, float *host, brisk_error *err) {
+    cuda_backend *cb = be->impl;
+    if (n < 0 || n > CUDA_LOSS_LOG)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "cuda: %d losses asked for, the log holds %d", n, CUDA_LOSS_LOG);
+    uint32_t at = first % CUDA_LOSS_LOG;
+    int a = n < (int)(CUDA_LOSS_LOG - at) ? n : (int)(CUDA_LOSS_LOG - at);
+    if (a > 0)
+        CU(cudaMemcpyAsync(cb->loss_host, cb->loss_ring + at, (size_t)a * sizeof(float), cudaMemcpyDeviceToHost,
+                           cb->compute), "reading the loss log");
+    if (n > a)
+        CU(cudaMemcpyAsync(cb->loss_host + a, cb->loss_ring, (size_t)(n - a) * sizeof(float), cudaMemcpyDeviceToHost,
+                           cb->compute), "reading the loss log");
+    brisk_status s = cuda_sync(cb, err);
+    if (s) return s;
+    memcpy(host, cb->loss_host, (size_t)n * sizeof(float));
+    return BRISK_OK;
+}
+
+/* ---------------------------------------------------------------- optimizer */
+
+brisk_status cuda_scaler_init(cuda_backend *cb, int on, brisk_error *err) {
+    cuda_optim_state s;
+    memset(&s, 0, sizeof s);
+    s.coef = 1.0f;
+    s.scale = on ? SCALER_INIT : 1.0f;
+    s.scaler = on;
+    s.growth_interval = SCALER_GROWTH_INTERVAL;
+    CU(cudaMemcpyAsync(cb->ostate, &s, sizeof s, cudaMemcpyHostToDevice, cb->compute), "initialising the optimizer state");
+    CU(cudaStreamSynchronize(cb->compute), "initialising the optimizer state");
+    float *seed = cuda_prep_seed(cb);
+    if (on && seed) CU(cuk_fill(seed, SCALER_INIT, 1, cb->compute), "setting the loss scale");
+    return BRISK_OK;
+}
+
+brisk_status cuda_grad_sumsq(brisk_backend *be, const float *g, int64_t n, float *sumsq_out, brisk_error *err) {
+    cuda_backend *cb = be->impl;
+    void *scratch;
+    brisk_status s = cuda_scratch(cb, cuk_reduce_scratch_bytes(1, n), &scratch, err);
+    if (s) return s;
+    CU(cuk_sum_global(1, g, NULL, n, 1.0, &cb->ostate->sumsq, sumsq_out, scratch, cb->compute), "gradient norm");
+    cb->sumsq_fresh = 1;
+    return BRISK_OK;
+}
+
+brisk_status cuda_optim_update(brisk_backend *be, float *p, const float *g, float *m, float *v, int64_t n,
+                               const brisk_optim_args *a, const float *sumsq, const uint8_t *decay_mask,
+                               brisk_error *err) {
+    cuda_backend *cb = be->impl;
+    (void)sumsq; /* the device keeps its own (double) copy in the optimizer state */
+    if (!a) return brisk_errorf(err, BRISK_ERR_INVALID, "optim_update: no arguments");
+    if (a->kind != BRISK_OPTIM_ADAMW && a->kind != BRISK_OPTIM_SGD)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "optim_update: unknown optimizer kind %d", (int)a->kind);
+    if (a->kind == BRISK_OPTIM_ADAMW && (a->t < 1 || !v || !m))
+        return brisk_errorf(err, BRISK_ERR_INVALID, "optim_update: AdamW needs t >= 1 (got %lld) and the m, v buffers",
+                            (long long)a->t);
+    if (a->kind == BRISK_OPTIM_SGD && a->momentum != 0.0f && !m)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "optim_update: SGD momentum needs the m buffer");
+    if (n <= 0) return BRISK_OK;
+    brisk_status s;
+    if (!cb->capturing && (s = cuda_write_values(cb, NULL, a, err))) return s;
+    float *seed = cuda_prep_seed(cb);
+    int scaler = seed != NULL && cuda_prep_params_lp(cb, p) != NULL;
+    cuda_optim_consts c = {.adamw = a->kind == BRISK_OPTIM_ADAMW, .beta1 = a->beta1, .beta2 = a->beta2,
+                           .eps = a->eps, .weight_decay = a->weight_decay, .momentum = a->momentum,
+                           .nesterov = a->nesterov, .grad_scale = a->grad_scale, .clip_norm = a->clip_norm,
+                           .use_sumsq = a->clip_norm > 0.0f || scaler};
+    if (c.use_sumsq && !cb->sumsq_fresh && (s = cuda_grad_sumsq(be, g, n, NULL, err))) return s;
+    cb->sumsq_fresh = 0;
+    CU(cuk_optim_finalize(c, cb->vals, cb->ostate, scaler ? seed : NULL, cb->compute), "optimizer step constants");
+    void *lp = cuda_prep_params_lp(cb, p);
+    CU(cuk_optim_update(p, g, m, v, decay_mask, n, c, cb->ostate, lp, cuda_in_type(cb) == 2, cb->compute),
+       a->kind == BRISK_OPTIM_ADAMW ? "fused AdamW" : "fused SGD");
+    return BRISK_OK;
+}
+
+/* ---------------------------------------------------------------- setup */
+
+brisk_status cuda_step_init(cuda_backend *cb, brisk_error *err) {
+    CU(cudaMalloc((void **)&cb->loss_ring, CUDA_LOSS_LOG * sizeof(float)), "loss log");
+    CU(cudaMemset(cb->loss_ring, 0, CUDA_LOSS_LOG * sizeof(float)), "loss log");
+    CU(cudaMallocHost((void **)&cb->loss_host, CUDA_LOSS_LOG * sizeof(float)), "loss log (host)");
+    for (int i = 0; i < 2; i++) {
+        CU(cudaEventCreate(&cb->copied[i]), "staging event");
+        CU(cudaEventCreateWithFlags(&cb->consumed[i], cudaEventDisableTiming), "staging event");
+    }
+    CU(cudaEventCreate(&cb->copy_start), "staging event");
+    return cuda_scaler_init(cb, 0, err);
+}
+
+void cuda_programs_clear(cuda_backend *cb) {
+    for (int i = 0; i < cb->n_programs; i++) cudaGraphExecDestroy((cudaGraphExec_t)cb->programs[i].exec);
+    free(cb->programs);
+    cb->programs = NULL;
+    cb->n_programs = cb->cap_programs = 0;
+}
+
+void cuda_step_free(cuda_backend *cb) {
+    cuda_programs_clear(cb);
+    for (int i = 0; i < 2; i++) {
+        if (cb->staging[i]) cudaFree(cb->staging[i]);
+        if (cb->copied[i]) cudaEventDestroy(cb->copied[i]);
+        if (cb->consumed[i]) cudaEventDestroy(cb->consumed[i]);
+    }
+    if (cb->copy_start) cudaEventDestroy(cb->copy_start);
+    if (cb->loss_ring) cudaFree(cb->loss_ring);
+    if (cb->loss_host) cudaFreeHost(cb->loss_host);
+}
+
+void cuda_step_install(brisk_backend *be) {
+    be->set_values = cu_set_values;
+    be->capture_begin = cu_capture_begin;
+    be->capture_end = cu_capture_end;
+    be->replay = cu_replay;
+    be->upload_input = cu_upload_input;
+    be->loss_log = cu_loss_log;
+    be->loss_read = cu_loss_read;
+    be->loss_log_size = CUDA_LOSS_LOG;
+}

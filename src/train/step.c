@@ -1,0 +1,185 @@
+/* One training step, the way the backend runs it best:
+ *
+ * CPU (no device hooks): each micro-batch is copied in, the schedule runs, the loss is
+ * read back at once; then the fused optimizer step.
+ *
+ * Device (CUDA): batches go in through upload_input (pinned memory, copy stream,
+ * overlapped with the work already queued) when the loader prefetches; each micro-step
+ * adds its loss into the device loss log instead of being read; the host reads the log
+ * every N steps (brisk_step_flush). With speed.cuda_graph, the first step runs eagerly
+ * (it creates and autotunes the GEMM plans and sizes every buffer), the second is
+ * captured into a program (a CUDA graph: forward, backward, optimizer and scaler, and the
+ * copy of the staged batch), and every later step replays it after writing the per-step
+ * values (step state, lr, t) into device memory with set_values. With accumulate K > 1
+ * the micro-step and the update are two programs (the micro-step replayed K times).
+ * Nothing in a step synchronises the host with the device. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train/trainer_internal.h"
+
+static int on_device(const brisk_trainer *t) { return t->be->loss_log != NULL && t->be->loss_read != NULL; }
+
+brisk_status brisk_trainer_push_loss(brisk_trainer *t, float loss, brisk_error *err) {
+    if (t->n_losses == t->cap_losses) {
+        int64_t cap = t->cap_losses ? 2 * t->cap_losses : 1024;
+        float *p = realloc(t->losses, (size_t)cap * sizeof *p);
+        if (!p) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+        t->losses = p;
+        t->cap_losses = cap;
+    }
+    t->losses[t->n_losses++] = loss;
+    return BRISK_OK;
+}
+
+static brisk_status nonfinite(const brisk_trainer *t, int64_t step, float loss, brisk_error *err) {
+    return brisk_errorf(err, BRISK_ERR_NUMERIC,
+                        "step %lld: the training loss is %s; the last checkpoint is %s/last.safetensors; "
+                        "try a lower optim.lr, optim.clip_norm, or check the data",
+                        (long long)step, isnan(loss) ? "NaN" : "infinite", t->cfg.train.out_dir);
+}
+
+brisk_status brisk_step_setup(brisk_trainer *t, brisk_error *err) {
+    (void)err;
+    brisk_backend *be = t->be;
+    /* programs captured by an earlier run_steps() of this trainer stay valid: same buffers */
+    t->loss_first = t->step;
+    t->loss_pending = 0;
+    int can = be->capture_begin && be->capture_end && be->replay && be->set_values && on_device(t);
+    t->graph = can && t->cfg.speed.cuda_graph;
+    if (!can) snprintf(t->graph_off, sizeof t->graph_off, "the %s backend runs eagerly", be->name);
+    else if (!t->cfg.speed.cuda_graph) snprintf(t->graph_off, sizeof t->graph_off, "--no-graph (speed.cuda_graph false)");
+    else t->graph_off[0] = 0;
+    return BRISK_OK;
+}
+
+static brisk_status feed(brisk_trainer *t, const brisk_batch *b, brisk_error *err) {
+    double t0 = brisk_now();
+    brisk_backend *be = t->be;
+    int staged = be->upload_input && t->cfg.speed.prefetch > 0;
+    for (int i = 0; i < t->io.n_fields; i++) {
+        const brisk_input_info *in = &t->g->inputs[t->io.input_node[i]];
+        const void *src = b->fields[t->field_of_input[i]].data;
+        brisk_status st = staged ? be->upload_input(be, (char *)t->ex->inputs + in->offset, src, in->bytes, err)
+                                 : brisk_exec_set_input(t->ex, t->io.input_node[i], src, err);
+        if (st) return st;
+    }
+    t->copy_s += brisk_now() - t0;
+    return BRISK_OK;
+}
+
+/* forward + backward of one micro-batch, and its loss into the log */
+static brisk_status micro_body(brisk_trainer *t, brisk_error *err) {
+    brisk_status st = brisk_exec_run(t->ex, BRISK_RUN_TRAIN, err);
+    if (!st) st = t->be->loss_log(t->be, t->ex->ptr[t->io.loss], 1.0f / (float)t->cfg.train.accumulate, err);
+    return st;
+}
+
+/* Records body() as a program and runs it once (the capture itself runs nothing). */
+static brisk_status capture(brisk_trainer *t, brisk_status (*body)(brisk_trainer *, const brisk_optim_args *,
+                                                                     brisk_error *),
+                            const brisk_optim_args *a, int *program, brisk_error *err) {
+    brisk_backend *be = t->be;
+    brisk_status st = be->capture_begin(be, err);
+    if (st) return st;
+    st = body(t, a, err);
+    brisk_error e2;
+    brisk_status end = be->capture_end(be, program, st ? &e2 : err);
+    if (st) return st;
+    if (end) return end;
+    return be->replay(be, *program, err);
+}
+
+static brisk_status body_micro(brisk_trainer *t, const brisk_optim_args *a, brisk_error *err) {
+    (void)a;
+    return micro_body(t, err);
+}
+
+static brisk_status body_update(brisk_trainer *t, const brisk_optim_args *a, brisk_error *err) {
+    return brisk_optimizer_step(&t->opt, a->t, a->lr, t->cfg.train.accumulate, err);
+}
+
+static brisk_status body_step(brisk_trainer *t, const brisk_optim_args *a, brisk_error *err) {
+    brisk_status st = micro_body(t, err);
+    return st ? st : body_update(t, a, err);
+}
+
+brisk_status brisk_step_micro(brisk_trainer *t, const brisk_batch *b, int micro, brisk_error *err) {
+    const int K = t->cfg.train.accumulate;
+    t->cur = (brisk_step_state){.seed = t->cfg.train.seed, .rng_step = (uint32_t)(t->step * K + micro),
+                                .first_micro = micro == 0, .training = 1, .loss_slot = (uint32_t)t->step};
+    t->ex->step = t->cur;
+    brisk_status st = feed(t, b, err);
+    if (st) return st;
+    if (!on_device(t)) {
+        float v = 0;
+        if ((st = brisk_exec_run(t->ex, BRISK_RUN_TRAIN, err)) || (st = brisk_exec_read(t->ex, t->io.loss, &v, err)))
+            return st;
+        t->micro_loss = micro ? t->micro_loss + v : v;
+        return BRISK_OK;
+    }
+    brisk_backend *be = t->be;
+    int capture_now = t->graph && !t->programs_ready && t->eager_steps >= 1;
+    if (K == 1 && (t->programs_ready || capture_now)) return BRISK_OK; /* update() runs the whole step */
+    if (t->programs_ready) {
+        if ((st = be->set_values(be, &t->cur, NULL, err))) return st;
+        return be->replay(be, t->prog_step, err);
+    }
+    if (capture_now && micro == 0) {
+        if ((st = be->set_values(be, &t->cur, NULL, err))) return st;
+        return capture(t, body_micro, NULL, &t->prog_step, err);
+    }
+    if (capture_now) { /* later micro-batches of the capturing step replay what micro 0 recorded */
+        if ((st = be->set_values(be, &t->cur, NULL, err))) return st;
+        return be->replay(be, t->prog_step, err);
+    }
+    return micro_body(t, err);
+}
+
+brisk_status brisk_step_update(brisk_trainer *t, float lr, brisk_error *err) {
+    const int K = t->cfg.train.accumulate;
+    brisk_backend *be = t->be;
+    brisk_status st;
+    if (!on_device(t)) {
+        float loss = (float)(t->micro_loss / K);
+        if (!isfinite(loss)) return nonfinite(t, t->step + 1, loss, err);
+        if ((st = brisk_optimizer_step(&t->opt, t->step + 1, lr, K, err))) return st;
+        return brisk_trainer_push_loss(t, loss, err);
+    }
+    brisk_optim_args a = brisk_optimizer_args(&t->opt, t->step + 1, lr, K);
+    int capture_now = t->graph && !t->programs_ready && t->eager_steps >= 1;
+    if (t->programs_ready) {
+        if ((st = be->set_values(be, K == 1 ? &t->cur : NULL, &a, err)) ||
+            (st = be->replay(be, K == 1 ? t->prog_step : t->prog_update, err)))
+            return st;
+    } else if (capture_now) {
+        if ((st = be->set_values(be, K == 1 ? &t->cur : NULL, &a, err))) return st;
+        st = K == 1 ? capture(t, body_step, &a, &t->prog_step, err) : capture(t, body_update, &a, &t->prog_update, err);
+        if (st) return st;
+        t->programs_ready = 1;
+    } else {
+        if ((st = brisk_optimizer_step(&t->opt, t->step + 1, lr, K, err))) return st;
+        t->eager_steps++;
+    }
+    /* the log holds loss_log_size steps: read it well before it wraps */
+    if (++t->loss_pending >= be->loss_log_size / 2) return brisk_step_flush(t, err);
+    return BRISK_OK;
+}
+
+brisk_status brisk_step_flush(brisk_trainer *t, brisk_error *err) {
+    if (!on_device(t) || t->loss_pending == 0) return BRISK_OK;
+    int n = t->loss_pending;
+    float *buf = malloc(sizeof(float) * (size_t)n);
+    if (!buf) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+    brisk_status st = t->be->loss_read(t->be, (uint32_t)t->loss_first, n, buf, err);
+    for (int i = 0; i < n && !st; i++) {
+        if (!isfinite(buf[i])) st = nonfinite(t, t->loss_first + i + 1, buf[i], err);
+        else st = brisk_trainer_push_loss(t, buf[i], err);
+    }
+    free(buf);
+    if (st) return st;
+    t->loss_first += n;
+    t->loss_pending = 0;
+    return BRISK_OK;
+}

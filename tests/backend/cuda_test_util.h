@@ -1,0 +1,211 @@
+/* Helpers for the CUDA backend tests: skip without a GPU (exit 77, which ctest reports as
+ * skipped), GPU backends per precision, and "run this graph on the CPU and on the GPU from
+ * the same inputs and compare" with the GPU's output poisoned (NaN bytes) first, so an
+ * element a kernel never writes fails, and its inputs checked afterwards, so a kernel
+ * that writes past its output into them fails too. */
+#ifndef BRISK_CUDA_TEST_UTIL_H
+#define BRISK_CUDA_TEST_UTIL_H
+
+#include "brisk/brisk.h"
+#include "brisk/cuda.h"
+#include "test.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CUDA_SKIP 77
+
+static inline int cuda_present(void) {
+    brisk_cuda_info i;
+    brisk_cuda_probe(0, &i);
+    if (!i.built || !i.usable) {
+        printf("SKIP: no GPU to test the CUDA backend on: %s\n", i.reason);
+        return 0;
+    }
+    printf("GPU: %s (cc %d.%d)\n", i.name, i.cc_major, i.cc_minor);
+    return 1;
+}
+
+#define CUDA_TEST_MAIN(...)                                                  \
+    int main(void) {                                                         \
+        if (!cuda_present()) return CUDA_SKIP;                               \
+        t_case c_[] = {__VA_ARGS__};                                         \
+        return t_run(c_, (int)(sizeof c_ / sizeof c_[0]));                   \
+    }
+
+static inline brisk_backend *cuda_backend_for(brisk_gemm_precision p, int fuse, int deterministic) {
+    brisk_cuda_options o;
+    brisk_cuda_options_default(&o);
+    o.precision = p;
+    o.fuse = fuse;
+    o.autotune = 0;
+    o.deterministic = deterministic;
+    snprintf(o.autotune_cache, sizeof o.autotune_cache, "-");
+    brisk_backend *be = NULL;
+    brisk_error err = {0};
+    if (brisk_backend_cuda_create(&o, &be, &err)) fprintf(stderr, "cuda backend: %s\n", err.msg);
+    return be;
+}
+
+/* ---------------------------------------------------------------- random inputs */
+
+static uint64_t ct_rng = 0x243F6A8885A308D3ull;
+static inline uint32_t ct_u32(void) {
+    ct_rng ^= ct_rng << 13;
+    ct_rng ^= ct_rng >> 7;
+    ct_rng ^= ct_rng << 17;
+    return (uint32_t)(ct_rng >> 16);
+}
+static inline float ct_uniform(float lo, float hi) {
+    return lo + (hi - lo) * (float)((ct_u32() >> 8) * (1.0 / 16777216.0));
+}
+
+/* per input node: the value range its data is drawn from ([lo, hi), integers for i32/u8) */
+#define CT_MAX_NODES 4096
+static float ct_lo[CT_MAX_NODES], ct_hi[CT_MAX_NODES];
+static int ct_names;
+
+static inline int ct_input(brisk_graph *g, brisk_dtype dt, brisk_shape s, float lo, float hi) {
+    char name[32];
+    snprintf(name, sizeof name, "in%d", ct_names++);
+    int id = brisk_input(g, name, dt, s);
+    if (id >= 0 && id < CT_MAX_NODES) ct_lo[id] = lo, ct_hi[id] = hi;
+    return id;
+}
+
+static inline void ct_fill(void *p, brisk_dtype dt, int64_t n, float lo, float hi) {
+    for (int64_t i = 0; i < n; i++) {
+        float v = ct_uniform(lo, hi);
+        switch (dt) {
+        case BRISK_F32: ((float *)p)[i] = v; break;
+        case BRISK_I32: ((int32_t *)p)[i] = (int32_t)floorf(v); break;
+        case BRISK_U8: ((uint8_t *)p)[i] = (uint8_t)floorf(v); break;
+        case BRISK_BF16: ((uint16_t *)p)[i] = brisk_f32_to_bf16(v); break;
+        default: ((uint16_t *)p)[i] = brisk_f32_to_f16(v); break;
+        }
+    }
+}
+
+/* ||a - b|| / ||b|| over f32 arrays; NaN where b has none is infinite error */
+static inline double ct_rel_err(const float *a, const float *b, int64_t n) {
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(a[i]) != isnan(b[i])) return INFINITY;
+        if (isnan(b[i]) || (isinf(b[i]) && a[i] == b[i])) continue;
+        double d = (double)a[i] - (double)b[i];
+        num += d * d;
+        den += (double)b[i] * b[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* ---------------------------------------------------------------- CPU vs GPU */
+
+typedef struct ct_pair {
+    brisk_plan plan_c, plan_g;
+    brisk_exec *cpu, *gpu;
+    brisk_backend *be_cpu;
+} ct_pair;
+
+static inline void ct_pair_free(ct_pair *p) {
+    memset(ct_lo, 0, sizeof ct_lo); /* ranges belong to the graph just used */
+    memset(ct_hi, 0, sizeof ct_hi);
+    if (p->cpu) brisk_exec_free(p->cpu);
+    if (p->gpu) brisk_exec_free(p->gpu);
+    brisk_plan_free(&p->plan_c);
+    brisk_plan_free(&p->plan_g);
+    if (p->be_cpu) p->be_cpu->destroy(p->be_cpu);
+    memset(p, 0, sizeof *p);
+}
+
+/* Plans g (once: both executors share the placement) and creates both executors with the
+ * same parameters (init from seed 5) and the same random inputs. */
+static inline brisk_status ct_pair_make(brisk_graph *g, brisk_backend *gpu, ct_pair *p, brisk_error *err) {
+    memset(p, 0, sizeof *p);
+    p->be_cpu = brisk_backend_cpu_new(2);
+    brisk_status st = brisk_plan_build(g, &p->plan_c, err);
+    if (!st) st = brisk_exec_create(g, &p->plan_c, p->be_cpu, &p->cpu, err);
+    if (!st) st = brisk_exec_create(g, &p->plan_c, gpu, &p->gpu, err);
+    if (!st) st = brisk_exec_init_params(p->cpu, 5, err);
+    if (!st) st = brisk_exec_init_params(p->gpu, 5, err);
+    for (int i = 0; i < g->n_inputs && !st; i++) {
+        const brisk_input_info *in = &g->inputs[i];
+        void *host = malloc(in->bytes + 16);
+        int id = in->node;
+        float lo = id < CT_MAX_NODES ? ct_lo[id] : 0, hi = id < CT_MAX_NODES ? ct_hi[id] : 0;
+        if (lo == hi) /* not made by ct_input: floats in [-2, 2), labels in [0, 5) */
+            lo = in->dtype == BRISK_F32 ? -2.0f : 0.0f, hi = in->dtype == BRISK_F32 ? 2.0f : 5.0f;
+        ct_fill(host, in->dtype, brisk_shape_numel(&in->shape), lo, hi);
+        st = brisk_exec_set_input(p->cpu, i, host, err);
+        if (!st) st = brisk_exec_set_input(p->gpu, i, host, err);
+        free(host);
+    }
+    brisk_step_state s = {.seed = 0x1234567890abcdefull, .rng_step = 11, .first_micro = 1, .training = 1};
+    if (p->cpu) p->cpu->step = s;
+    if (p->gpu) p->gpu->step = s;
+    return st;
+}
+
+/* Fills a node's GPU buffer with 0xFF bytes (NaN for floats). */
+static inline brisk_status ct_poison(brisk_exec *ex, int node, brisk_error *err) {
+    const brisk_node *n = &ex->g->nodes[node];
+    unsigned char *junk = malloc(n->bytes + 1);
+    memset(junk, 0xFF, n->bytes + 1);
+    brisk_status st = ex->be->upload(ex->be, ex->ptr[node], junk, n->bytes, err);
+    free(junk);
+    return st;
+}
+
+/* Compares node `id` of both runs: f32 by relative norm error, other dtypes bit for bit. */
+static inline int ct_compare(ct_pair *p, int id, double tol, const char *what) {
+    const brisk_node *n = &p->cpu->g->nodes[id];
+    brisk_error err = {0};
+    void *a = malloc(n->bytes + 16), *b = malloc(n->bytes + 16);
+    int ok = 1;
+    if (brisk_exec_read(p->gpu, id, a, &err) || brisk_exec_read(p->cpu, id, b, &err)) {
+        fprintf(stderr, "%s: read failed: %s\n", what, err.msg);
+        ok = 0;
+    } else if (n->dtype == BRISK_F32) {
+        double e = ct_rel_err(a, b, (int64_t)(n->bytes / 4));
+        if (!(e <= tol)) {
+            fprintf(stderr, "%s: node %d (%s) relative error %.3g > %.3g\n", what, id, brisk_op_name(n->op), e, tol);
+            int64_t cnt = 0;
+            for (int64_t i = 0; i < (int64_t)(n->bytes / 4) && cnt < 4; i++)
+                if (fabsf(((float *)a)[i] - ((float *)b)[i]) > tol * (fabsf(((float *)b)[i]) + 1e-3f) ||
+                    isnan(((float *)a)[i]) != isnan(((float *)b)[i]))
+                    fprintf(stderr, "  [%lld] gpu %.9g cpu %.9g\n", (long long)i, ((float *)a)[i], ((float *)b)[i]), cnt++;
+            ok = 0;
+        }
+    } else if (memcmp(a, b, n->bytes) != 0) {
+        fprintf(stderr, "%s: node %d (%s, %s) differs from the CPU's\n", what, id, brisk_op_name(n->op),
+                brisk_dtype_name(n->dtype));
+        ok = 0;
+    }
+    free(a);
+    free(b);
+    return ok;
+}
+
+/* The inputs, as the GPU holds them after the run, must still be what was uploaded. */
+static inline int ct_inputs_intact(ct_pair *p) {
+    const brisk_graph *g = p->cpu->g;
+    brisk_error err = {0};
+    int ok = 1;
+    for (int i = 0; i < g->n_inputs; i++) {
+        const brisk_input_info *in = &g->inputs[i];
+        void *a = malloc(in->bytes + 1), *b = malloc(in->bytes + 1);
+        if (brisk_exec_read(p->gpu, in->node, a, &err) || brisk_exec_read(p->cpu, in->node, b, &err) ||
+            memcmp(a, b, in->bytes) != 0) {
+            fprintf(stderr, "input %s was overwritten on the GPU\n", in->name);
+            ok = 0;
+        }
+        free(a);
+        free(b);
+    }
+    return ok;
+}
+
+#endif
