@@ -2,12 +2,13 @@
  * schedule run each, the fused optimizer step, then logging, validation at epoch
  * ends and checkpoints. Randomness (dropout, diffusion noise) is keyed by the step
  * counter, and the loader resumes at (epoch, position), so a resumed run replays
- * the uninterrupted run's losses exactly. */
+ * the uninterrupted run's losses exactly. A stop signal (signals.c) ends the loop after
+ * the step in progress, with a checkpoint; a non-finite loss stops the run or, within
+ * train.skip_nan_steps, skips the update (numeric.c). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "train/trainer_internal.h"
 
@@ -18,21 +19,6 @@
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
-}
-
-static brisk_status mkdirs(const char *path, brisk_error *err) {
-    char buf[BRISK_PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(buf, 0777) && errno != EEXIST)
-            return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot create directory: %s", buf, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(buf, 0777) && errno != EEXIST)
-        return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot create directory: %s", buf, strerror(errno));
-    return BRISK_OK;
 }
 
 static brisk_status feed(brisk_trainer *t, const brisk_batch *b, brisk_error *err) {
@@ -114,7 +100,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     const int K = tr->accumulate;
     const int64_t B = tr->batch_size;
     memset(sum, 0, sizeof *sum);
-    brisk_status st = mkdirs(tr->out_dir, err);
+    brisk_status st = brisk_trainer_open_run_dir(t, err);
     if (st) return st;
     char path[BRISK_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/metrics.jsonl", tr->out_dir);
@@ -134,12 +120,12 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     double *step_times = malloc(sizeof(double) * (size_t)(todo > 0 ? todo : 1));
     double t_start = brisk_now(), wait_total = 0, compute_total = 0, win_loss = 0, win_wait = 0, win_time = 0;
     double epoch_loss = 0, last_epoch_loss = NAN;
-    int64_t epoch_steps = 0, win_n = 0, n_timed = 0;
-    int epochs_done = 0;
+    int64_t epoch_steps = 0, win_n = 0, win_finite = 0, n_timed = 0;
+    int epochs_done = 0, stop_sig = 0;
     sum->best_val_loss = sum->best_val_accuracy = NAN;
     if (!step_times) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto out; }
 
-    while (t->step < end) {
+    while (t->step < end && !(stop_sig = brisk_signal_pending())) {
         double t0 = brisk_now(), wait = 0, loss = 0;
         int epoch_ended = 0;
         for (int micro = 0; micro < K; micro++) {
@@ -162,42 +148,38 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             loss += v;
         }
         loss /= K;
-        if (!isfinite(loss)) {
-            st = brisk_errorf(err, BRISK_ERR_NUMERIC,
-                              "step %lld: the training loss is %s; the last checkpoint is %s/last.safetensors; "
-                              "try a lower optim.lr, optim.clip_norm, or check the data",
-                              (long long)t->step + 1, isnan(loss) ? "NaN" : "infinite", tr->out_dir);
-            goto out;
-        }
+        int finite = isfinite(loss);
+        if (!finite && (st = brisk_numeric_bad_loss(t, loss, err))) goto out;
         float lr = brisk_schedule_lr(&t->cfg.optim, t->step, t->total_steps);
-        if ((st = brisk_optimizer_step(&t->opt, t->step + 1, lr, K, err))) goto out;
+        if (finite && (st = brisk_optimizer_step(&t->opt, t->step + 1, lr, K, err))) goto out;
         t->step++;
         double dt = brisk_now() - t0;
         step_times[n_timed++] = dt;
         wait_total += wait;
         compute_total += dt - wait;
         if ((st = push_loss(t, (float)loss, err))) goto out;
-        win_loss += loss, win_wait += wait, win_time += dt, win_n++;
-        epoch_loss += loss, epoch_steps++;
+        win_wait += wait, win_time += dt, win_n++;
+        if (finite) win_loss += loss, win_finite++, epoch_loss += loss, epoch_steps++;
 
         if (t->step % tr->log_every == 0 || t->step == t->total_steps) {
-            double ms = 1e3 * win_time / (double)win_n;
+            double ms = 1e3 * win_time / (double)win_n, wl = win_finite ? win_loss / (double)win_finite : NAN;
+            char wl_json[32] = "null"; /* a window of skipped steps only has no loss */
+            if (win_finite) snprintf(wl_json, sizeof wl_json, "%.7g", wl);
             brisk_log(&t->log, BRISK_LOG_INFO,
                       "epoch %lld  step %lld/%lld  loss %.5f  lr %.2e  %.0f samples/s  %.3f ms/step (data %.3f, compute %.3f)  mem %.1f MiB",
                       (long long)(epoch_ended ? t->epoch : t->epoch + 1), (long long)t->step, (long long)t->total_steps,
-                      win_loss / (double)win_n, lr, (double)(B * K) * win_n / win_time, ms,
+                      wl, lr, (double)(B * K) * win_n / win_time, ms,
                       1e3 * win_wait / (double)win_n, ms - 1e3 * win_wait / (double)win_n,
                       brisk_plan_total_bytes(&t->plan) / 1048576.0);
-            fprintf(t->metrics, "{\"step\": %lld, \"epoch\": %lld, \"loss\": %.7g, \"lr\": %.7g, \"ms_per_step\": %.4f, "
+            fprintf(t->metrics, "{\"step\": %lld, \"epoch\": %lld, \"loss\": %s, \"lr\": %.7g, \"ms_per_step\": %.4f, "
                     "\"data_ms\": %.4f, \"samples_per_s\": %.1f}\n",
-                    (long long)t->step, (long long)t->epoch, win_loss / (double)win_n, lr, ms,
+                    (long long)t->step, (long long)t->epoch, wl_json, lr, ms,
                     1e3 * win_wait / (double)win_n, (double)(B * K) * win_n / win_time);
-            win_loss = win_wait = win_time = 0, win_n = 0;
+            win_loss = win_wait = win_time = 0, win_n = win_finite = 0;
+            brisk_numeric_check_scaler(t, n_timed);
         }
-        if (tr->checkpoint_every > 0 && t->step % tr->checkpoint_every == 0) {
-            ckpt_path(t, "last", path, sizeof path);
-            if ((st = brisk_checkpoint_save(t, path, err))) goto out;
-        }
+        if (tr->checkpoint_every > 0 && t->step % tr->checkpoint_every == 0 && (st = brisk_rotation_save(t, err)))
+            goto out;
         if (epoch_ended) {
             double vl, va;
             if ((st = validate(t, &vl, &va, err))) goto out;
@@ -225,12 +207,19 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             epoch_loss = 0, epoch_steps = 0;
         }
     }
-    ckpt_path(t, "last", path, sizeof path);
-    st = brisk_checkpoint_save(t, path, err);
+    st = brisk_rotation_save(t, err);
+    brisk_numeric_check_scaler(t, n_timed);
+    if (!st && stop_sig)
+        brisk_log(&t->log, BRISK_LOG_WARN, "stopped by %s after step %lld: checkpoint %s written; run the same "
+                  "command with --resume auto to continue", brisk_signal_name(stop_sig), (long long)t->step, t->last_ckpt);
 out:
     brisk_loader_destroy(l);
     if (!st) {
         sum->steps = t->step;
+        sum->stopped_by_signal = stop_sig;
+        sum->nan_skipped = t->nan_skipped;
+        sum->scaler_skipped = t->scaler_skipped;
+        snprintf(sum->checkpoint, sizeof sum->checkpoint, "%s", t->last_ckpt);
         sum->epochs_done = epochs_done;
         sum->final_loss = epoch_steps ? epoch_loss / (double)epoch_steps : last_epoch_loss;
         sum->wall_s = brisk_now() - t_start;
