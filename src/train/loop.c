@@ -86,10 +86,6 @@ static brisk_status validate(brisk_trainer *t, double *loss, double *acc, brisk_
     return BRISK_OK;
 }
 
-static void ckpt_path(const brisk_trainer *t, const char *name, char *out, size_t n) {
-    snprintf(out, n, "%s/%s.safetensors", t->cfg.train.out_dir, name);
-}
-
 brisk_status brisk_trainer_run(brisk_trainer *t, brisk_run_summary *sum, brisk_error *err) {
     return brisk_trainer_run_steps(t, 0, sum, err);
 }
@@ -178,8 +174,6 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             win_loss = win_wait = win_time = 0, win_n = win_finite = 0;
             brisk_numeric_check_scaler(t, n_timed);
         }
-        if (tr->checkpoint_every > 0 && t->step % tr->checkpoint_every == 0 && (st = brisk_rotation_save(t, err)))
-            goto out;
         if (epoch_ended) {
             double vl, va;
             if ((st = validate(t, &vl, &va, err))) goto out;
@@ -200,12 +194,13 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             fprintf(t->metrics, "{\"epoch\": %lld, \"step\": %lld, \"train_loss\": %.7g, \"val_loss\": %s%s}\n",
                     (long long)t->epoch, (long long)t->step, last_epoch_loss, vbuf, abuf);
             fflush(t->metrics);
-            if (better) {
-                ckpt_path(t, "best", path, sizeof path);
-                if ((st = brisk_checkpoint_save(t, path, err))) goto out;
-            }
+            if (better && (st = brisk_rotation_save_best(t, err))) goto out;
             epoch_loss = 0, epoch_steps = 0;
         }
+        /* After validation, so that a checkpoint at an epoch's end carries its result
+         * (a run resumed from it must know the best loss so far). */
+        if (tr->checkpoint_every > 0 && t->step % tr->checkpoint_every == 0 && (st = brisk_rotation_save(t, err)))
+            goto out;
     }
     st = brisk_rotation_save(t, err);
     brisk_numeric_check_scaler(t, n_timed);

@@ -136,6 +136,23 @@ static void prune(const char *dir, int keep, int64_t now, const brisk_logger *lo
     free(steps);
 }
 
+/* Says what a failed write leaves: the newest checkpoint that is still intact. */
+static brisk_status not_completed(const brisk_trainer *t, const char *what, brisk_error *err) {
+    char prev[BRISK_PATH_MAX + 128] = "no checkpoint was written before it";
+    if (t->last_ckpt[0])
+        snprintf(prev, sizeof prev, "the newest intact checkpoint is %s (step %" PRId64 ")", t->last_ckpt,
+                 t->last_ckpt_step);
+    return brisk_error_prefix(err, "%s at step %" PRId64 " not completed; %s", what, t->step, prev);
+}
+
+brisk_status brisk_rotation_save_best(brisk_trainer *t, brisk_error *err) {
+    char path[BRISK_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/best.safetensors", t->cfg.train.out_dir);
+    brisk_status st = brisk_trainer_open_run_dir(t, err);
+    if (!st && (st = brisk_checkpoint_save(t, path, err))) return not_completed(t, "best checkpoint", err);
+    return st;
+}
+
 brisk_status brisk_rotation_save(brisk_trainer *t, brisk_error *err) {
     if (t->last_saved_step == t->step) return BRISK_OK;
     const char *dir = t->cfg.train.out_dir;
@@ -154,13 +171,7 @@ brisk_status brisk_rotation_save(brisk_trainer *t, brisk_error *err) {
         st = link_into_place(numbered, last, &unsupported, err);
         if (!st && unsupported) st = brisk_checkpoint_save(t, last, err);
     }
-    if (st) {
-        char prev[BRISK_PATH_MAX + 128] = "no checkpoint was written before it";
-        if (t->last_ckpt[0])
-            snprintf(prev, sizeof prev, "the newest intact checkpoint is %s (step %" PRId64 ")", t->last_ckpt,
-                     t->last_ckpt_step);
-        return brisk_error_prefix(err, "checkpoint at step %" PRId64 " not completed; %s", t->step, prev);
-    }
+    if (st) return not_completed(t, "checkpoint", err);
     t->last_saved_step = t->step;
     snprintf(t->last_ckpt, sizeof t->last_ckpt, "%s", last);
     t->last_ckpt_step = t->step;

@@ -89,6 +89,8 @@ brisk_status brisk_trainer_open_run_dir(brisk_trainer *t, brisk_error *err);
  * last, then prunes numbered ones beyond the newest keep_checkpoints. No-op when this
  * process already wrote this step. */
 brisk_status brisk_rotation_save(brisk_trainer *t, brisk_error *err);
+/* Writes best.safetensors (the best validation loss so far). */
+brisk_status brisk_rotation_save_best(brisk_trainer *t, brisk_error *err);
 /* The newest intact checkpoint (last or step-N, by the step recorded inside) in dir;
  * *found 0 when there is none at all; an error when every one there is damaged. */
 brisk_status brisk_checkpoint_find_latest(const char *dir, const brisk_logger *log, char *path, size_t cap,
