@@ -9,6 +9,7 @@
  * file description locks (F_OFD_SETLK) are used where the system has them, so that two
  * trainers in one process exclude each other too. The file is never deleted: deleting a
  * lock file lets a third process lock a new inode while a second holds the old one. */
+#define _GNU_SOURCE /* F_OFD_SETLK */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -19,11 +20,18 @@
 
 #include "train/trainer_internal.h"
 
+/* Kernels before 3.15 lack OFD locks (EINVAL): a process-wide lock then. */
+static int try_lock(int fd) {
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
 #ifdef F_OFD_SETLK
-#define LOCK_CMD F_OFD_SETLK
-#else
-#define LOCK_CMD F_SETLK
+    if (fcntl(fd, F_OFD_SETLK, &fl) == 0) return 0;
+    if (errno != EINVAL) return -1;
 #endif
+    return fcntl(fd, F_SETLK, &fl);
+}
 
 #define LOCK_NAME "brisk.lock"
 
@@ -42,11 +50,7 @@ brisk_status brisk_run_dir_lock(const char *dir, int *fd_out, const brisk_logger
     snprintf(path, sizeof path, "%s/%s", dir, LOCK_NAME);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open the run directory's lock: %s", path, strerror(errno));
-    struct flock fl;
-    memset(&fl, 0, sizeof fl);
-    fl.l_type = F_WRLCK;
-    fl.l_whence = SEEK_SET;
-    if (fcntl(fd, LOCK_CMD, &fl) != 0) {
+    if (try_lock(fd) != 0) {
         int e = errno;
         if (e == EAGAIN || e == EACCES) {
             char holder[256];
