@@ -5,17 +5,19 @@
  * validation loader) and the staging copy of parameters and moments a checkpoint is
  * written from. The dataset itself is loaded by then and already counted as used.
  *
- * Available memory is the smaller of the kernel's MemAvailable and the room left under
- * the cgroup's limit (a SLURM job's real ceiling), unless speed.memory_limit or the
- * BRISK_MEMORY_LIMIT environment variable says otherwise (for tests and for sharing a
- * node). The largest batch that fits is found by re-planning the graph at candidate
- * sizes: a plan is cheap (no allocation), and the bytes grow with the batch, so a
- * binary search needs about log2(batch) plans. */
+ * Available memory is the smallest of the kernel's MemAvailable, the room left under
+ * the cgroup's limit (a SLURM job's real ceiling) and under an address-space limit
+ * (ulimit -v), unless speed.memory_limit or the BRISK_MEMORY_LIMIT environment
+ * variable says otherwise (for tests, and for sharing a node). The largest batch that
+ * fits is found by re-planning the graph at candidate sizes: a plan is cheap (no
+ * allocation), and the bytes grow with the batch, so a binary search needs about
+ * log2(batch) plans. */
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "brisk/json.h"
@@ -93,6 +95,20 @@ static int64_t cgroup_room(void) {
     return cur >= 0 && cur < max ? max - cur : 0;
 }
 
+/* Room left under an address-space limit (ulimit -v); -1 when there is none. */
+static int64_t address_space_room(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return -1;
+    FILE *f = fopen("/proc/self/statm", "r");
+    long long pages = 0;
+    if (f) {
+        if (fscanf(f, "%lld", &pages) != 1) pages = 0;
+        fclose(f);
+    }
+    int64_t used = (int64_t)pages * sysconf(_SC_PAGESIZE);
+    return (int64_t)rl.rlim_cur > used ? (int64_t)rl.rlim_cur - used : 0;
+}
+
 int64_t brisk_memory_available(const brisk_config *cfg, char *source, size_t n) {
     if (cfg->speed.memory_limit > 0) {
         snprintf(source, n, "speed.memory_limit");
@@ -117,6 +133,11 @@ int64_t brisk_memory_available(const brisk_config *cfg, char *source, size_t n) 
     if (room >= 0 && room < avail) {
         avail = room;
         snprintf(source, n, "room under the cgroup's memory limit");
+    }
+    room = address_space_room();
+    if (room >= 0 && room < avail) {
+        avail = room;
+        snprintf(source, n, "room under the address-space limit, ulimit -v");
     }
     return avail;
 }
