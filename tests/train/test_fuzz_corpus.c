@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <stdint.h>
 
+#include "fuzz/replay.h"
 #include "test.h"
 
 #define LLVMFuzzerTestOneInput fuzz_config_one
@@ -14,31 +15,8 @@
 #include "fuzz/fuzz_checkpoint.c"
 #undef LLVMFuzzerTestOneInput
 
-/* Feeds every file of corpus/<name> to fn; returns how many. */
-static int replay(const char *name, int (*fn)(const uint8_t *, size_t)) {
-    char dirpath[512], path[1024];
-    snprintf(dirpath, sizeof dirpath, "%s/tests/fuzz/corpus/%s", BRISK_SOURCE_DIR, name);
-    DIR *d = opendir(dirpath);
-    if (!d) return -1;
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_name[0] == '.') continue;
-        snprintf(path, sizeof path, "%s/%s", dirpath, e->d_name);
-        FILE *f = fopen(path, "rb");
-        if (!f) continue;
-        uint8_t *buf = malloc(1 << 20);
-        size_t len = fread(buf, 1, 1 << 20, f);
-        fclose(f);
-        fn(buf, len);
-        free(buf);
-        n++;
-    }
-    closedir(d);
-    return n;
-}
-
-static void test_config_corpus(void) { CHECK(replay("config", fuzz_config_one) >= 5); }
-static void test_checkpoint_corpus(void) { CHECK(replay("checkpoint", fuzz_checkpoint_one) >= 3); }
+static void test_config_corpus(void) { CHECK(fuzz_replay("config", fuzz_config_one) >= 5); }
+static void test_checkpoint_corpus(void) { CHECK(fuzz_replay("checkpoint", fuzz_checkpoint_one) >= 3); }
 
 /* The seed checkpoints are intact, so the harness reaches the tensor reading with them. */
 static void test_seed_checkpoints_verify(void) {

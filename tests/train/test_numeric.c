@@ -32,15 +32,34 @@ static void write_config(int64_t skip, int64_t max_steps) {
     tu_write(cfg_path, json);
 }
 
-/* A trainer whose step 3 of each epoch sees a NaN input. */
-static brisk_status poisoned(brisk_trainer **t, brisk_config *cfg, const brisk_logger *lg, brisk_error *err) {
-    brisk_status st = brisk_config_load(cfg_path, NULL, 0, cfg, err);
-    if (!st) st = brisk_trainer_create(cfg, lg, t, err);
+/* Trains (fresh, or resumed with --resume auto) with a NaN planted so that step 3 of
+ * every epoch sees it. *nan_pattern (may be NULL): 1 when exactly those steps had NaN losses. */
+static brisk_status run_poisoned(int64_t skip, int64_t max_steps, int resume, brisk_run_summary *s, int *nan_pattern,
+                                 brisk_error *err) {
+    write_config(skip, max_steps);
+    if (!resume) tu_sh("rm -rf '%s/run'", dir);
+    brisk_config cfg;
+    brisk_trainer *t = NULL;
+    brisk_logger quiet = {0};
+    int resumed = 0;
+    brisk_status st = brisk_config_load(cfg_path, NULL, 0, &cfg, err);
     if (st) return st;
-    brisk_tensor *x = &(*t)->data.fields[0].tensor;
-    int64_t row = (*t)->split.train[2 * 32 + 5], width = x->shape.d[1];
-    ((float *)x->data)[row * width + 7] = NAN;
-    return BRISK_OK;
+    if (!(st = brisk_trainer_create(&cfg, &quiet, &t, err))) {
+        brisk_tensor *x = &t->data.fields[0].tensor;
+        int64_t row = t->split.train[2 * 32 + 5], width = x->shape.d[1];
+        ((float *)x->data)[row * width + 7] = NAN;
+        if (resume) st = brisk_trainer_resume_auto(t, &resumed, err);
+        if (!st && resume && !resumed) st = brisk_errorf(err, BRISK_ERR_INTERNAL, "nothing to resume from");
+        if (!st) st = brisk_trainer_run(t, s, err);
+        int64_t n = 0;
+        const float *l = brisk_trainer_losses(t, &n);
+        int ok = 1;
+        for (int64_t i = 0; i < n; i++) ok &= (i % 6 == 2) == (isnan(l[i]) != 0);
+        if (nan_pattern) *nan_pattern = ok;
+    }
+    brisk_trainer_free(t);
+    brisk_config_free(&cfg);
+    return st;
 }
 
 static int params_finite(const char *path) {
@@ -61,75 +80,37 @@ static int params_finite(const char *path) {
 }
 
 static void test_nan_loss_stops_with_step_checkpoint_and_hint(void) {
-    write_config(0, 18);
-    tu_sh("rm -rf '%s/run'", dir);
     brisk_error err = {0};
-    brisk_config cfg;
-    brisk_trainer *t = NULL;
     brisk_run_summary s;
-    brisk_logger quiet = {0};
-    REQUIRE_OK(poisoned(&t, &cfg, &quiet, &err), &err);
-    brisk_status st = brisk_trainer_run(t, &s, &err);
+    brisk_status st = run_poisoned(0, 18, 0, &s, NULL, &err);
     CHECKF(st == BRISK_ERR_NUMERIC && strstr(err.msg, "step 3: the training loss is NaN") &&
                strstr(err.msg, "last.safetensors (step 2)") && strstr(err.msg, "lower optim.lr") &&
                strstr(err.msg, "skip_nan_steps"),
            "%s", err.msg);
-    brisk_trainer_free(t);
-    brisk_config_free(&cfg);
     int64_t at = -1;
     REQUIRE_OK(brisk_checkpoint_check(last_path, &at, &err), &err);
     CHECK(at == 2 && params_finite(last_path));
 }
 
 static void test_nan_steps_skipped_up_to_k(void) {
-    write_config(5, 18);
-    tu_sh("rm -rf '%s/run'", dir);
     brisk_error err = {0};
-    brisk_config cfg;
-    brisk_trainer *t = NULL;
     brisk_run_summary s;
-    brisk_logger quiet = {0};
-    REQUIRE_OK(poisoned(&t, &cfg, &quiet, &err), &err);
-    REQUIRE_OK(brisk_trainer_run(t, &s, &err), &err);
-    int64_t n = 0;
-    const float *l = brisk_trainer_losses(t, &n);
-    CHECK(s.nan_skipped == 3 && s.steps == 18 && n == 18);
-    for (int64_t i = 0; i < n; i++) CHECKF((i % 6 == 2) == (isnan(l[i]) != 0), "step %lld: loss %g", (long long)i + 1, l[i]);
-    brisk_trainer_free(t);
-    brisk_config_free(&cfg);
+    int pattern = 0;
+    REQUIRE_OK(run_poisoned(5, 18, 0, &s, &pattern, &err), &err);
+    CHECK(s.nan_skipped == 3 && s.steps == 18 && pattern);
     CHECK(params_finite(last_path));
     /* Only 2 allowed: the third stops the run. */
-    write_config(2, 18);
-    tu_sh("rm -rf '%s/run'", dir);
-    REQUIRE_OK(poisoned(&t, &cfg, &quiet, &err), &err);
-    brisk_status st = brisk_trainer_run(t, &s, &err);
+    brisk_status st = run_poisoned(2, 18, 0, &s, NULL, &err);
     CHECKF(st == BRISK_ERR_NUMERIC && strstr(err.msg, "step 15") && strstr(err.msg, "after 2 skipped steps"), "%s", err.msg);
-    brisk_trainer_free(t);
-    brisk_config_free(&cfg);
 }
 
 static void test_skips_are_counted_across_resume(void) {
-    write_config(1, 6);
-    tu_sh("rm -rf '%s/run'", dir);
     brisk_error err = {0};
-    brisk_config cfg;
-    brisk_trainer *t = NULL;
     brisk_run_summary s;
-    brisk_logger quiet = {0};
-    REQUIRE_OK(poisoned(&t, &cfg, &quiet, &err), &err);
-    REQUIRE_OK(brisk_trainer_run(t, &s, &err), &err);
+    REQUIRE_OK(run_poisoned(1, 6, 0, &s, NULL, &err), &err);
     CHECK(s.nan_skipped == 1);
-    brisk_trainer_free(t);
-    brisk_config_free(&cfg);
-    write_config(1, 18);
-    int resumed = 0;
-    REQUIRE_OK(poisoned(&t, &cfg, &quiet, &err), &err);
-    REQUIRE_OK(brisk_trainer_resume_auto(t, &resumed, &err), &err);
-    brisk_status st = brisk_trainer_run(t, &s, &err);
-    CHECKF(resumed && st == BRISK_ERR_NUMERIC && strstr(err.msg, "step 9") && strstr(err.msg, "after 1 skipped"), "%s",
-           err.msg);
-    brisk_trainer_free(t);
-    brisk_config_free(&cfg);
+    brisk_status st = run_poisoned(1, 18, 1, &s, NULL, &err);
+    CHECKF(st == BRISK_ERR_NUMERIC && strstr(err.msg, "step 9") && strstr(err.msg, "after 1 skipped"), "%s", err.msg);
 }
 
 /* The loss-scaler hook: a backend reports skipped updates; too many are reported once. */

@@ -27,6 +27,21 @@ static void init_seed(void) {
     fprintf(stderr, "BRISK_TEST_SEED=%u\n", seed);
 }
 
+/* A scratch directory with a tabular data set of n samples, and the paths the tests use. */
+typedef struct {
+    char dir[512], data[600], cfg[600], last[700], ref[700];
+} paths;
+
+static brisk_status make_paths(paths *p, const char *name, int64_t n, brisk_error *err) {
+    init_seed();
+    tu_scratch(p->dir, sizeof p->dir, name);
+    snprintf(p->data, sizeof p->data, "%s/tab.npz", p->dir);
+    snprintf(p->cfg, sizeof p->cfg, "%s/c.json", p->dir);
+    snprintf(p->last, sizeof p->last, "%s/run/last.safetensors", p->dir);
+    snprintf(p->ref, sizeof p->ref, "%s/reference.safetensors", p->dir);
+    return brisk_synth_write("tabular", p->data, n, (uint64_t)n, err);
+}
+
 /* ---------------------------------------------------------------- in this process */
 
 typedef struct {
@@ -64,15 +79,10 @@ static brisk_status run(const char *config, const char *resume, hook *h, brisk_r
 }
 
 static void test_signal_at_random_steps_in_process(void) {
-    init_seed();
-    char dir[512], data[600], cfg[600], json[2048], last[700], ref[700];
-    tu_scratch(dir, sizeof dir, "preempt");
-    snprintf(data, sizeof data, "%s/tab.npz", dir);
-    snprintf(cfg, sizeof cfg, "%s/c.json", dir);
-    snprintf(last, sizeof last, "%s/run/last.safetensors", dir);
-    snprintf(ref, sizeof ref, "%s/reference.safetensors", dir);
+    paths p;
     brisk_error err = {0};
-    REQUIRE_OK(brisk_synth_write("tabular", data, 1024, 5, &err), &err);
+    REQUIRE_OK(make_paths(&p, "preempt", 1024, &err), &err);
+    char *dir = p.dir, *data = p.data, *cfg = p.cfg, *last = p.last, *ref = p.ref, json[2048];
     /* Dropout, accumulation and a cosine schedule: everything a resume must restore. */
     snprintf(json, sizeof json,
              "{\"model\": {\"type\": \"mlp\", \"inputs\": 64, \"hidden\": [16], \"outputs\": 3, \"dropout\": 0.2},"
@@ -151,17 +161,12 @@ static int wait_for_step(FILE *f, int64_t k) {
 }
 
 static void test_signal_to_the_command(void) {
-    init_seed();
-    char dir[512], data[600], cfg[600], json[2048], last[700], ref[700], log[700], log2[700];
-    tu_scratch(dir, sizeof dir, "preempt_cli");
-    snprintf(data, sizeof data, "%s/tab.npz", dir);
-    snprintf(cfg, sizeof cfg, "%s/c.json", dir);
-    snprintf(last, sizeof last, "%s/run/last.safetensors", dir);
-    snprintf(ref, sizeof ref, "%s/reference.safetensors", dir);
+    paths p;
+    brisk_error err = {0};
+    REQUIRE_OK(make_paths(&p, "preempt_cli", 4096, &err), &err);
+    char *dir = p.dir, *data = p.data, *cfg = p.cfg, *last = p.last, *ref = p.ref, json[2048], log[700], log2[700];
     snprintf(log, sizeof log, "%s/stderr.log", dir);
     snprintf(log2, sizeof log2, "%s/second.log", dir);
-    brisk_error err = {0};
-    REQUIRE_OK(brisk_synth_write("tabular", data, 4096, 6, &err), &err);
     snprintf(json, sizeof json,
              "{\"model\": {\"type\": \"mlp\", \"inputs\": 64, \"hidden\": [16], \"outputs\": 3, \"dropout\": 0.1},"
              " \"data\": {\"train\": \"%s\", \"validation_fraction\": 0.1},"
