@@ -71,7 +71,7 @@ static brisk_status run(const char *config, const char *resume, hook *h, brisk_r
     if (!st) {
         const float *l = brisk_trainer_losses(t, n);
         *losses = malloc(sizeof(float) * (size_t)(*n + 1));
-        memcpy(*losses, l, sizeof(float) * (size_t)*n);
+        if (*n) memcpy(*losses, l, sizeof(float) * (size_t)*n);
     }
     brisk_trainer_free(t);
     brisk_config_free(&cfg);
