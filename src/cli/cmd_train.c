@@ -61,6 +61,7 @@ int cmd_train(int argc, char **argv) {
     if (!over) return cli_fail("out of memory");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (n_over && !over[n_over - 1]) { rc = cli_fail("out of memory"); goto done; }
         if (cli_is_help(a)) { fputs(help, stdout); rc = 0; goto done; }
         if (strcmp(a, "--no-prefetch") == 0) { over[n_over++] = strdup("speed.prefetch=0"); continue; }
         if (strcmp(a, "--quiet") == 0) { quiet = 1; continue; }
@@ -76,14 +77,15 @@ int cmd_train(int argc, char **argv) {
         if (k < nk) {
             if (i + 1 >= argc) { rc = usage_fail("train: %s needs a value", a); goto done; }
             size_t n = strlen(flag_keys[k].key) + strlen(argv[i + 1]) + 2;
-            over[n_over] = malloc(n);
-            snprintf(over[n_over++], n, "%s=%s", flag_keys[k].key, argv[++i]);
+            if ((over[n_over++] = malloc(n))) snprintf(over[n_over - 1], n, "%s=%s", flag_keys[k].key, argv[i + 1]);
+            i++;
             continue;
         }
         if (a[0] == '-') { rc = usage_fail("train: unknown option '%s' (see brisk train --help)", a); goto done; }
         if (config) { rc = usage_fail("train: one config file expected, got '%s' and '%s'", config, a); goto done; }
         config = a;
     }
+    if (n_over && !over[n_over - 1]) { rc = cli_fail("out of memory"); goto done; }
     if (!config) { fputs(help, stderr); rc = 2; goto done; }
 
     brisk_error err = {0};

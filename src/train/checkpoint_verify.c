@@ -122,11 +122,13 @@ brisk_status brisk_checkpoint_verify(const brisk_safetensors *st, brisk_error *e
     return BRISK_OK;
 }
 
+int brisk_checkpoint_damaged(brisk_status s) { return s == BRISK_ERR_FORMAT || s == BRISK_ERR_UNSUPPORTED; }
+
 brisk_status brisk_checkpoint_open(const char *path, brisk_safetensors **out, brisk_error *err) {
     *out = NULL;
     brisk_safetensors *st = NULL;
     brisk_status s = brisk_safetensors_open(path, &st, err);
-    if (s) return s == BRISK_ERR_IO ? s : brisk_error_prefix(err, "not a readable checkpoint (truncated or damaged?)");
+    if (s) return brisk_checkpoint_damaged(s) ? brisk_error_prefix(err, "not a readable checkpoint (truncated or damaged?)") : s;
     if ((s = brisk_checkpoint_verify(st, err))) {
         brisk_safetensors_free(st);
         return s;

@@ -56,6 +56,7 @@ static brisk_status validate(brisk_trainer *t, double *loss, double *acc, brisk_
     int64_t C = t->cfg.model.outputs;
     float *logits = classify ? malloc(sizeof(float) * (size_t)(B * C)) : NULL;
     double sum = 0;
+    if (classify && !logits) st = brisk_errorf(err, BRISK_ERR_NOMEM, "validation: out of memory for %lld logits", (long long)(B * C));
     brisk_step_state saved = t->ex->step;
     for (int64_t i = 0; i < nb && !st; i++) {
         brisk_batch b;

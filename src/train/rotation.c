@@ -118,7 +118,10 @@ static void prune(const char *dir, int keep, int64_t now, const brisk_logger *lo
         if (n == cap) {
             size_t c = cap ? 2 * cap : 16;
             int64_t *p = realloc(steps, c * sizeof *p);
-            if (!p) break;
+            if (!p) { /* not knowing them all, remove none */
+                free(steps), closedir(d);
+                return;
+            }
             steps = p, cap = c;
         }
         steps[n++] = s;
@@ -218,7 +221,13 @@ brisk_status brisk_checkpoint_find_latest(const char *dir, const brisk_logger *l
         else if (*found && nums[i - 1] <= *step) break;
         else snprintf(cand, sizeof cand, "%s/step-%08" PRId64 ".safetensors", dir, nums[i - 1]);
         int64_t s = -1;
-        if (brisk_checkpoint_check(cand, &s, &e2)) {
+        brisk_status st = brisk_checkpoint_check(cand, &s, &e2);
+        if (st && !brisk_checkpoint_damaged(st)) { /* out of memory, I/O: not the file's fault */
+            free(nums);
+            if (err) *err = e2;
+            return st;
+        }
+        if (st) {
             brisk_log(log, BRISK_LOG_WARN, "skipping a damaged checkpoint: %s", e2.msg);
             if (!bad++) snprintf(first_bad, sizeof first_bad, "%s", e2.msg);
             continue;

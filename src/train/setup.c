@@ -25,7 +25,7 @@ static brisk_status pick_backend(brisk_trainer *t, brisk_error *err) {
         brisk_log(&t->log, BRISK_LOG_WARN, "%s: speed.precision: the CPU backend trains in fp32 "
                   "(tf32, bf16 and fp16 are GPU modes)", t->cfg.path);
     t->be = brisk_backend_cpu_new(threads);
-    if (!t->be) return brisk_errorf(err, BRISK_ERR_NOMEM, "cannot create the CPU backend");
+    if (!t->be) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory creating the CPU backend");
     brisk_log(&t->log, BRISK_LOG_INFO, "device    cpu: %s, %d threads, %s, BLAS %s%s%s", si.cpu_model,
               threads > 0 ? threads : omp_get_max_threads(), si.simd, si.blas_name,
               t->cfg.speed.device == BRISK_DEVICE_AUTO ? "; no GPU: " : "",

@@ -57,6 +57,9 @@ brisk_status brisk_checkpoint_checksum_entries(const brisk_st_entry *e, size_t n
                                                size_t n_meta, char out[BRISK_CKPT_CHECKSUM_LEN], brisk_error *err);
 /* Checks the format and the checksum of a parsed file. */
 brisk_status brisk_checkpoint_verify(const brisk_safetensors *st, brisk_error *err);
+/* Whether a status from opening a checkpoint means the file itself is damaged (as opposed
+ * to out of memory or an I/O error). */
+int brisk_checkpoint_damaged(brisk_status s);
 /* Opens, validates (brisk_safetensors_open) and verifies a checkpoint file. */
 brisk_status brisk_checkpoint_open(const char *path, brisk_safetensors **st, brisk_error *err);
 /* Reads step, epoch, position, skips, optimizer, best loss and config from the metadata. */

@@ -192,5 +192,60 @@ static void test_address_space_limit(void) {
     free(out);
 }
 
+/* Every allocation site of brisk's own code that a resumed run reaches (config, data,
+ * graph, plan, executor, loader thread, checkpoint reading and writing) fails once, in a
+ * run of its own: each must end in one error line (or be absorbed: two sites have a
+ * fallback), never in a crash. allocshim.c replaces the allocator, so ordinary builds only. */
+static void test_every_allocation_site_fails_cleanly(void) {
+    if (TU_SANITIZED) { fprintf(stderr, "skipped under the sanitizers\n"); return; }
+    setup();
+    char cfg[700], tmpl[700], run[700], log[700], count[700], json[2048];
+    snprintf(cfg, sizeof cfg, "%s/sites.json", dir);
+    snprintf(tmpl, sizeof tmpl, "%s/sites_template", dir);
+    snprintf(run, sizeof run, "%s/sites_run", dir);
+    snprintf(log, sizeof log, "%s/sites.log", dir);
+    snprintf(count, sizeof count, "%s/sites.count", dir);
+    snprintf(json, sizeof json,
+             "{\"model\": {\"type\": \"mlp\", \"inputs\": 64, \"hidden\": [16], \"outputs\": 3, \"dropout\": 0.1},"
+             " \"data\": {\"train\": \"%s\", \"validation_fraction\": 0.5}, \"optim\": {\"clip_norm\": 1,"
+             " \"decay_biases\": false}, \"train\": {\"batch_size\": 256, \"max_steps\": 6, \"checkpoint_every\": 2,"
+             " \"keep_checkpoints\": 1, \"out_dir\": \"%s\"}, \"speed\": {\"threads\": 2, \"prefetch\": 2}}", data_path, run);
+    tu_write(cfg, json);
+    brisk_error err = {0};
+    tu_sh("rm -rf '%s' '%s'", run, tmpl);
+    REQUIRE_OK(tu_train(cfg, NULL, 4, NULL, NULL, &err), &err);
+    tu_sh("mv '%s' '%s'", run, tmpl);
+    char e_site[64], e_count[720];
+    const char *argv[] = {BRISK_EXE, "train", cfg, "--quiet", "--resume", "auto", NULL};
+    const char *env[] = {"LD_PRELOAD=" BRISK_BINARY_DIR "/tests/libbrisk_allocshim.so", e_site, e_count, NULL};
+    snprintf(e_count, sizeof e_count, "BRISK_ALLOC_COUNT=%s", count);
+    snprintf(e_site, sizeof e_site, "BRISK_ALLOC_FAIL_SITE=0");
+    tu_sh("rm -rf '%s' && cp -r '%s' '%s'", run, tmpl, run);
+    tu_child c = {argv, env, log, NULL, 0, 0};
+    REQUIRE(tu_run(&c) == 0);
+    char *n_txt = tu_read(count, NULL);
+    int sites = n_txt ? atoi(n_txt) : 0, errors = 0, absorbed = 0;
+    free(n_txt);
+    REQUIRE(sites > 40);
+    snprintf(e_count, sizeof e_count, "BRISK_ALLOC_COUNT=/dev/null");
+    for (int k = 1; k <= sites; k++) {
+        snprintf(e_site, sizeof e_site, "BRISK_ALLOC_FAIL_SITE=%d", k);
+        tu_sh("rm -rf '%s' && cp -r '%s' '%s'", run, tmpl, run);
+        int rc = tu_run(&c);
+        char *out = tu_read(log, NULL);
+        const char *lastline = out ? strrchr(out, '\n') : NULL;
+        while (lastline && lastline > out && lastline[-1] != '\n' && lastline[0] == '\n') lastline--;
+        int clean = rc == 0 || (rc == 1 && out && strstr(out, "brisk: ") &&
+                                (strstr(out, "out of memory") || strstr(out, "cannot allocate")));
+        if (!clean) fprintf(stderr, "allocation site %d: exit %d: %s\n", k, rc, out ? out : "");
+        errors += rc == 1, absorbed += rc == 0;
+        CHECK(clean);
+        free(out);
+    }
+    fprintf(stderr, "%d allocation sites failed one at a time: %d clean errors, %d absorbed, %d crashes\n", sites,
+            errors, absorbed, sites - errors - absorbed);
+}
+
 TEST_MAIN(T(test_plan_that_does_not_fit_is_refused_with_largest_batch), T(test_limits_parse),
-          T(test_failed_allocation_is_an_error), T(test_address_space_limit))
+          T(test_failed_allocation_is_an_error), T(test_address_space_limit),
+          T(test_every_allocation_site_fails_cleanly))
