@@ -40,6 +40,8 @@ typedef struct brisk_train_spec {
     /* reliability (src/train/rotation.c, numeric.c, memory.c) */
     int batch_auto;           /* train.batch_size "auto": the largest batch the memory fits */
     int keep_checkpoints;     /* numbered step-NNNNNNNN.safetensors kept beside last; 0: none */
+    double checkpoint_minutes; /* also checkpoint when this long has passed since the last one;
+                                  0: off. Bounds the work a killed job loses. */
     int64_t skip_nan_steps;   /* steps with a NaN/inf loss skipped (no update) before the run stops */
     double max_skipped_fraction; /* loss-scaler skips above this fraction of steps are reported */
 } brisk_train_spec;

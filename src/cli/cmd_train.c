@@ -27,6 +27,7 @@ static const char help[] =
     "  --no-prefetch              load each batch when needed (prefetch 0)\n"
     "  --threads N                CPU threads (0: all cores)                   speed.threads\n"
     "  --set KEY=VALUE            any config value, e.g. --set optim.weight_decay=0\n"
+    "  --checkpoint-minutes M     also checkpoint every M minutes (default 30) train.checkpoint_minutes\n"
     "  --keep-checkpoints K       numbered checkpoints kept beside last        train.keep_checkpoints\n"
     "  --memory-limit BYTES       memory the run may use (\"8GiB\"; default: what is available)\n"
     "                                                                          speed.memory_limit\n"
@@ -50,6 +51,7 @@ static const struct { const char *flag, *key; } flag_keys[] = {
     {"--lr", "optim.lr"},               {"--clip-norm", "optim.clip_norm"},
     {"--prefetch", "speed.prefetch"},   {"--threads", "speed.threads"},
     {"--keep-checkpoints", "train.keep_checkpoints"}, {"--memory-limit", "speed.memory_limit"},
+    {"--checkpoint-minutes", "train.checkpoint_minutes"},
 };
 
 #define usage_fail(...) (cli_fail(__VA_ARGS__), BRISK_EXIT_USAGE)

@@ -120,6 +120,10 @@ static brisk_status check_model(brisk_trainer *t, const brisk_safetensors *st, c
                   brisk_safetensors_name(st), diff);
     if (brisk_config_diff(config, t->cfg.json, NULL, "model", diff, sizeof diff))
         brisk_log(&t->log, BRISK_LOG_INFO, "resume    settings changed since the checkpoint: %s", diff);
+    const char *version = brisk_safetensors_meta(st, "brisk_version"), *commit = brisk_safetensors_meta(st, "brisk_commit");
+    if (!version || !commit || strcmp(version, BRISK_VERSION) != 0 || strcmp(commit, brisk_build_commit) != 0)
+        brisk_log(&t->log, BRISK_LOG_INFO, "resume    the checkpoint was written by brisk %.32s (commit %.48s), this is "
+                  "brisk %s (commit %s)", version ? version : "?", commit ? commit : "?", BRISK_VERSION, brisk_build_commit);
     return BRISK_OK;
 }
 

@@ -184,6 +184,7 @@ static void read_train(brisk_json_reader *root, const char *name, brisk_train_sp
     brisk_json_string_or(&r, "out_dir", def, &s);
     copy_str(t->out_dir, sizeof t->out_dir, s);
     brisk_json_int_or(&r, "keep_checkpoints", 3, 0, 1 << 20, &t->keep_checkpoints);
+    brisk_json_number_or(&r, "checkpoint_minutes", 30.0, BRISK_GE(0), &t->checkpoint_minutes);
     brisk_json_int64_or(&r, "skip_nan_steps", 0, 0, INT64_C(1) << 40, &t->skip_nan_steps);
     brisk_json_number_or(&r, "max_skipped_fraction", 0.05, BRISK_IN(0.0, 1.0), &t->max_skipped_fraction);
 }

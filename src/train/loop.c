@@ -200,8 +200,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
         }
         /* After validation, so that a checkpoint at an epoch's end carries its result
          * (a run resumed from it must know the best loss so far). */
-        if (tr->checkpoint_every > 0 && t->step % tr->checkpoint_every == 0 && (st = brisk_rotation_save(t, err)))
-            goto out;
+        if (brisk_rotation_due(t) && (st = brisk_rotation_save(t, err))) goto out;
     }
     st = brisk_rotation_save(t, err);
     brisk_numeric_check_scaler(t, n_timed);

@@ -72,6 +72,7 @@ brisk_status brisk_trainer_open_run_dir(brisk_trainer *t, brisk_error *err) {
     if (st) return st;
     remove_stale_tmp(dir, &t->log);
     t->run_dir_ready = 1;
+    t->last_save_time = brisk_now();
     return BRISK_OK;
 }
 
@@ -139,6 +140,12 @@ static void prune(const char *dir, int keep, int64_t now, const brisk_logger *lo
     free(steps);
 }
 
+int brisk_rotation_due(brisk_trainer *t) {
+    const brisk_train_spec *tr = &t->cfg.train;
+    if (tr->checkpoint_every > 0 && t->step % tr->checkpoint_every == 0) return 1;
+    return tr->checkpoint_minutes > 0 && brisk_now() - t->last_save_time >= 60.0 * tr->checkpoint_minutes;
+}
+
 /* Says what a failed write leaves: the newest checkpoint that is still intact. */
 static brisk_status not_completed(const brisk_trainer *t, const char *what, brisk_error *err) {
     char prev[BRISK_PATH_MAX + 128] = "no checkpoint was written before it";
@@ -176,6 +183,7 @@ brisk_status brisk_rotation_save(brisk_trainer *t, brisk_error *err) {
     }
     if (st) return not_completed(t, "checkpoint", err);
     t->last_saved_step = t->step;
+    t->last_save_time = brisk_now();
     snprintf(t->last_ckpt, sizeof t->last_ckpt, "%s", last);
     t->last_ckpt_step = t->step;
     if (keep > 0) prune(dir, keep, t->step, &t->log);

@@ -37,6 +37,7 @@ struct brisk_trainer {
     int64_t last_saved_step;   /* step of the newest checkpoint this process wrote, -1: none */
     char last_ckpt[BRISK_PATH_MAX + 64]; /* the newest intact checkpoint known (written or resumed from) */
     int64_t last_ckpt_step;
+    double last_save_time;     /* brisk_now() of the last checkpoint, or of the run's start */
     int64_t nan_skipped;       /* steps skipped for a non-finite loss, over all resumed runs */
     int64_t scaler_skipped;    /* loss-scaler skips reported by the backend in this run */
     int scaler_warned;
@@ -92,6 +93,9 @@ brisk_status brisk_trainer_open_run_dir(brisk_trainer *t, brisk_error *err);
  * last, then prunes numbered ones beyond the newest keep_checkpoints. No-op when this
  * process already wrote this step. */
 brisk_status brisk_rotation_save(brisk_trainer *t, brisk_error *err);
+/* Whether a checkpoint is due after the step just done: train.checkpoint_every steps, or
+ * train.checkpoint_minutes since the last one (or since the run started). */
+int brisk_rotation_due(brisk_trainer *t);
 /* Writes best.safetensors (the best validation loss so far). */
 brisk_status brisk_rotation_save_best(brisk_trainer *t, brisk_error *err);
 /* The newest intact checkpoint (last or step-N, by the step recorded inside) in dir;

@@ -26,7 +26,7 @@ static void write_config(const char *model, const char *train_extra) {
     snprintf(json, sizeof json,
              "{\"model\": {\"type\": \"mlp\", \"inputs\": 64, \"outputs\": 3%s},"
              " \"data\": {\"train\": \"%s\", \"validation_fraction\": 0.25},"
-             " \"train\": {\"batch_size\": 32, \"checkpoint_every\": 1, \"out_dir\": \"%s\"%s},"
+             " \"train\": {\"batch_size\": 32, \"out_dir\": \"%s\"%s},"
              " \"speed\": {\"threads\": 1, \"prefetch\": 0}}", model, data_path, run_dir, train_extra);
     tu_write(cfg_path, json);
 }
@@ -65,7 +65,7 @@ static brisk_safetensors *accept(const uint8_t *buf, size_t len) {
 
 static void test_every_bit_flip_and_truncation_is_refused(void) {
     setup();
-    write_config(", \"hidden\": [8]", ", \"max_steps\": 5");
+    write_config(", \"hidden\": [8]", ", \"checkpoint_every\": 1, \"max_steps\": 5");
     tu_sh("rm -rf '%s'", run_dir);
     brisk_error err = {0};
     REQUIRE_OK(tu_train(cfg_path, NULL, 3, NULL, NULL, &err), &err);
@@ -132,7 +132,7 @@ static int count_numbered(const char *d) {
 
 static void test_keep_last_k(void) {
     setup();
-    write_config(", \"hidden\": [8]", ", \"keep_checkpoints\": 2, \"max_steps\": 5");
+    write_config(", \"hidden\": [8]", ", \"keep_checkpoints\": 2, \"checkpoint_every\": 1, \"max_steps\": 5");
     tu_sh("rm -rf '%s'", run_dir);
     brisk_error err = {0};
     REQUIRE_OK(tu_train(cfg_path, NULL, 0, NULL, NULL, &err), &err);
@@ -143,10 +143,20 @@ static void test_keep_last_k(void) {
     CHECK(count_numbered(run_dir) == 2 && access(p4, F_OK) == 0);
     /* last is the newest numbered checkpoint under a second name: written once. */
     CHECK(stat(p5, &a) == 0 && stat(last_path, &b) == 0 && a.st_ino == b.st_ino);
-    write_config(", \"hidden\": [8]", ", \"keep_checkpoints\": 0, \"max_steps\": 5");
+    write_config(", \"hidden\": [8]", ", \"keep_checkpoints\": 0, \"checkpoint_every\": 1, \"max_steps\": 5");
     tu_sh("rm -rf '%s'", run_dir);
     REQUIRE_OK(tu_train(cfg_path, NULL, 0, NULL, NULL, &err), &err);
     CHECK(count_numbered(run_dir) == 0 && access(last_path, F_OK) == 0);
+    /* By time: with a period of a microsecond, every step is due. */
+    write_config(", \"hidden\": [8]",
+                 ", \"keep_checkpoints\": 9, \"max_steps\": 5, \"checkpoint_every\": 0, \"checkpoint_minutes\": 1e-8");
+    tu_sh("rm -rf '%s'", run_dir);
+    REQUIRE_OK(tu_train(cfg_path, NULL, 0, NULL, NULL, &err), &err);
+    CHECK(count_numbered(run_dir) == 5);
+    write_config(", \"hidden\": [8]", ", \"keep_checkpoints\": 9, \"max_steps\": 5, \"checkpoint_every\": 0");
+    tu_sh("rm -rf '%s'", run_dir);
+    REQUIRE_OK(tu_train(cfg_path, NULL, 0, NULL, NULL, &err), &err);
+    CHECK(count_numbered(run_dir) == 1);
 }
 
 typedef struct { char warn[1024], info[4096]; } captured;
@@ -169,7 +179,7 @@ static void flip_byte(const char *path, long from_end) {
 
 static void test_resume_auto_skips_damaged(void) {
     setup();
-    write_config(", \"hidden\": [8]", ", \"keep_checkpoints\": 2, \"max_steps\": 6");
+    write_config(", \"hidden\": [8]", ", \"keep_checkpoints\": 2, \"checkpoint_every\": 1, \"max_steps\": 6");
     tu_sh("rm -rf '%s'", run_dir);
     brisk_error err = {0};
     REQUIRE_OK(tu_train(cfg_path, NULL, 5, NULL, NULL, &err), &err);
@@ -213,11 +223,11 @@ static void test_resume_auto_skips_damaged(void) {
 
 static void test_changed_model_is_refused_with_a_diff(void) {
     setup();
-    write_config(", \"hidden\": [8], \"dropout\": 0.1", ", \"max_steps\": 5");
+    write_config(", \"hidden\": [8], \"dropout\": 0.1", ", \"checkpoint_every\": 1, \"max_steps\": 5");
     tu_sh("rm -rf '%s'", run_dir);
     brisk_error err = {0};
     REQUIRE_OK(tu_train(cfg_path, NULL, 2, NULL, NULL, &err), &err);
-    write_config(", \"hidden\": [8, 8], \"dropout\": 0.1", ", \"max_steps\": 5");
+    write_config(", \"hidden\": [8, 8], \"dropout\": 0.1", ", \"checkpoint_every\": 1, \"max_steps\": 5");
     brisk_status s = tu_train(cfg_path, "auto", 0, NULL, NULL, &err);
     CHECKF(s == BRISK_ERR_SHAPE && strstr(err.msg, "model.hidden: [8] -> [8,8]") && strstr(err.msg, "another shape"),
            "%s", err.msg);
@@ -238,7 +248,7 @@ static void test_changed_model_is_refused_with_a_diff(void) {
 
 static void test_two_trainers_one_run_dir(void) {
     setup();
-    write_config(", \"hidden\": [8]", ", \"max_steps\": 5");
+    write_config(", \"hidden\": [8]", ", \"checkpoint_every\": 1, \"max_steps\": 5");
     tu_sh("rm -rf '%s'", run_dir);
     brisk_error err = {0};
     brisk_config cfg;
