@@ -149,9 +149,10 @@ static void test_second_signal_is_not_caught(void) {
 
 /* ---------------------------------------------------------------- the brisk command */
 
-/* Reads progress lines from the child until step k's. The pipe holds about 64 KiB
- * (some 400 progress lines) and a child that fills it waits, so the run cannot get
- * more than that far beyond step k before the signal arrives: it is still running. */
+/* Reads progress lines from the child until step k's. The pipe holds one page (64 KiB
+ * where it cannot be shrunk: some 550 progress lines of 120 bytes) and a child that
+ * fills it waits, so the run cannot get that far beyond step k <= 600 before the signal
+ * arrives: with 1200 steps it is still running. */
 static int wait_for_step(FILE *f, int64_t k) {
     char line[512], want[48];
     snprintf(want, sizeof want, "  step %lld/", (long long)k);

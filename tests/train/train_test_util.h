@@ -91,10 +91,17 @@ typedef struct tu_child {
     long as_limit;            /* > 0: RLIMIT_AS in bytes */
 } tu_child;
 
-/* Starts the child; its stdout goes to *pipe_out when pipe_out is given. */
+#ifndef F_SETPIPE_SZ
+#define F_SETPIPE_SZ 1031 /* Linux; <fcntl.h> shows it only with _GNU_SOURCE */
+#endif
+
+/* Starts the child; its stdout goes to *pipe_out when pipe_out is given, through a pipe
+ * made as small as the system allows (one page), so that a child writing a line per
+ * step blocks a few dozen steps ahead of a reader that stops reading. */
 __attribute__((unused)) static pid_t tu_spawn(const tu_child *c, int *pipe_out) {
     int p[2] = {-1, -1};
     if (pipe_out && pipe(p) != 0) return -1;
+    if (pipe_out) fcntl(p[1], F_SETPIPE_SZ, 4096);
     pid_t pid = fork();
     if (pid != 0) {
         if (pipe_out) { close(p[1]); *pipe_out = pid > 0 ? p[0] : (close(p[0]), -1); }
