@@ -34,9 +34,16 @@ typedef struct brisk_train_spec {
     int64_t max_steps;        /* 0: epochs decide */
     uint64_t seed;
     int accumulate;           /* micro-batches per optimizer step */
-    int64_t checkpoint_every; /* optimizer steps; 0: only at epoch ends and the end */
+    int64_t checkpoint_every; /* optimizer steps; 0: only at the end (and best.safetensors) */
     int log_every;            /* optimizer steps between progress lines */
     char out_dir[BRISK_PATH_MAX];
+    /* reliability (src/train/rotation.c, numeric.c, memory.c) */
+    int batch_auto;           /* train.batch_size "auto": the largest batch the memory fits */
+    int keep_checkpoints;     /* numbered step-NNNNNNNN.safetensors kept beside last; 0: none */
+    double checkpoint_minutes; /* also checkpoint when this long has passed since the last one;
+                                  0: off. Bounds the work a killed job loses. */
+    int64_t skip_nan_steps;   /* steps with a NaN/inf loss skipped (no update) before the run stops */
+    double max_skipped_fraction; /* loss-scaler skips above this fraction of steps are reported */
 } brisk_train_spec;
 
 typedef struct brisk_speed_spec {
@@ -51,6 +58,7 @@ typedef struct brisk_speed_spec {
     int fuse;                 /* cuBLASLt epilogues (bias, ReLU/GELU and their gradients) */
     int deterministic;        /* bit-identical runs: no split-K, no timing-based choices */
     char autotune_cache[BRISK_PATH_MAX]; /* "" = default place, "-" = none */
+    int64_t memory_limit;     /* bytes the run may use; 0: what the machine has available */
 } brisk_speed_spec;
 
 typedef struct brisk_config {
@@ -87,6 +95,11 @@ typedef struct brisk_run_summary {
     double samples_per_s;
     size_t arena_bytes, total_bytes;
     int64_t params;
+    int stopped_by_signal;    /* the signal (SIGTERM, SIGINT, SIGUSR1) that stopped the run early,
+                                 after a checkpoint was written; 0 when it ran to the end */
+    int64_t nan_skipped;      /* steps skipped for a NaN/inf loss (train.skip_nan_steps), all runs */
+    int64_t scaler_skipped;   /* updates the fp16 loss scaler skipped in this run */
+    char checkpoint[BRISK_PATH_MAX + 64]; /* the newest checkpoint written, "" if none */
 } brisk_run_summary;
 
 typedef struct brisk_trainer brisk_trainer;
@@ -103,9 +116,45 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
                                      brisk_error *err);
 /* Writes a checkpoint of the current state (atomically: temp file, fsync, rename). */
 brisk_status brisk_trainer_save(brisk_trainer *t, const char *path, brisk_error *err);
+/* Checks that a file is an intact brisk checkpoint: it parses, its format is known and its
+ * checksum matches; *step (may be NULL) gets the step it holds. A truncated or bit-flipped
+ * file is an error that says so. */
+brisk_status brisk_checkpoint_check(const char *path, int64_t *step, brisk_error *err);
+/* Resumes from the newest valid checkpoint in the run directory (train.out_dir): last,
+ * best or a numbered step-N file, by the step recorded inside, skipping (with a warning)
+ * any that is truncated or fails its checksum. *resumed is 0 when the directory holds no
+ * checkpoint yet (a fresh start); checkpoints that all fail to load are an error. Takes
+ * the run directory's lock first. */
+brisk_status brisk_trainer_resume_auto(brisk_trainer *t, int *resumed, brisk_error *err);
+/* For backends with a dynamic loss scaler (fp16): adds updates the scaler skipped since
+ * the last call. The trainer reports a run whose skips exceed train.max_skipped_fraction
+ * of its steps. */
+void brisk_trainer_add_scaler_skips(brisk_trainer *t, int64_t skipped);
 /* The per-step loss history of this process (for tests): count and pointer. */
 const float *brisk_trainer_losses(const brisk_trainer *t, int64_t *n);
 void brisk_trainer_free(brisk_trainer *t);
+
+/* ---- preemption (src/train/signals.c)
+ * After brisk_signals_install, SIGTERM, SIGINT and SIGUSR1 (SLURM's warning signal) make
+ * a running trainer finish its current step, write its checkpoint and return BRISK_OK with
+ * summary.stopped_by_signal set. The handler only stores the signal number in one
+ * process-wide sig_atomic_t (the library's only mutable global); it is installed with
+ * SA_RESETHAND, so a second signal of the same kind acts as if brisk had not caught it
+ * (default: terminate; checkpoint files are written atomically either way). Installing
+ * clears a pending signal. Library users that handle these signals themselves do not call
+ * this and may call brisk_signal_request instead. */
+brisk_status brisk_signals_install(brisk_error *err);
+/* The signal that asked for a stop, 0 if none. */
+int brisk_signal_pending(void);
+/* Asks running trainers to stop as if signal `sig` had arrived (async-signal-safe). */
+void brisk_signal_request(int sig);
+
+/* ---- exit statuses of the brisk command (README, brisk train --help) */
+#define BRISK_EXIT_OK 0
+#define BRISK_EXIT_ERROR 1      /* any error: bad input, I/O, NaN loss, memory */
+#define BRISK_EXIT_USAGE 2      /* bad command line */
+#define BRISK_EXIT_PREEMPTED 75 /* stopped by a signal after writing a checkpoint (EX_TEMPFAIL):
+                                   run the same command with --resume auto to continue */
 
 /* ---- inference from a checkpoint (device-agnostic) */
 brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, const char *output_npy,

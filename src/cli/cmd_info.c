@@ -8,7 +8,7 @@
 int cmd_info(int argc, char **argv) {
     if (argc != 2 || cli_is_help(argv[1])) {
         fputs("usage: brisk info CKPT\n\nLists a safetensors file's tensors (name, dtype, shape) and metadata:\n"
-              "for a brisk checkpoint, the step, epoch and position reached and the config.\n",
+              "for a brisk checkpoint, the step, epoch and position reached and the config, after\nchecking its checksum (a damaged checkpoint exits with status 1).\n",
               argc == 2 ? stdout : stderr);
         return argc == 2 ? 0 : 2;
     }
@@ -32,6 +32,13 @@ int cmd_info(int argc, char **argv) {
         brisk_safetensors_meta_at(st, i, &k, &v);
         printf("%-14s %s\n", k, v);
     }
+    /* A brisk checkpoint is also checked against its checksum. */
+    const char *fmt = brisk_safetensors_meta(st, "format");
+    int is_ckpt = fmt && strncmp(fmt, "brisk-checkpoint", 16) == 0;
     brisk_safetensors_free(st);
+    if (is_ckpt) {
+        if (brisk_checkpoint_check(argv[1], NULL, &err)) return cli_fail_err(&err);
+        printf("integrity      checksum verified\n");
+    }
     return 0;
 }

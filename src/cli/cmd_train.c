@@ -1,5 +1,6 @@
 /* brisk train CONFIG [flags]: every flag is a config override, so the config's own
  * validation names the key of a bad value. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,7 @@ static const char help[] =
     "Trains the model a JSON config describes (see examples/). Options override the config:\n"
     "  --device auto|cpu|cuda     where to train (auto: the GPU when present)   speed.device\n"
     "  --precision auto|fp32|tf32|bf16|fp16                                    speed.precision\n"
-    "  --batch-size N                                                          train.batch_size\n"
+    "  --batch-size N|auto       auto: the largest batch the memory fits      train.batch_size\n"
     "  --epochs N                                                              train.epochs\n"
     "  --max-steps N              stop after N optimizer steps                 train.max_steps\n"
     "  --accumulate K             sum gradients over K micro-batches per step  train.accumulate\n"
@@ -31,8 +32,20 @@ static const char help[] =
     "  --no-fuse                  GPU: no cuBLASLt epilogue fusion             speed.fuse=false\n"
     "  --deterministic            GPU: bit-identical runs for the same seed    speed.deterministic=true\n"
     "  --set KEY=VALUE            any config value, e.g. --set optim.weight_decay=0\n"
-    "  --resume CKPT              continue a run from its checkpoint\n"
-    "  --quiet                    no progress lines\n";
+    "  --checkpoint-minutes M     also checkpoint every M minutes (default 30) train.checkpoint_minutes\n"
+    "  --keep-checkpoints K       numbered checkpoints kept beside last        train.keep_checkpoints\n"
+    "  --memory-limit BYTES       memory the run may use (\"8GiB\"; default: what is available)\n"
+    "                                                                          speed.memory_limit\n"
+    "  --resume CKPT|auto         continue a run from its checkpoint; auto: the newest intact one in\n"
+    "                             the run directory, or a fresh start when it has none\n"
+    "  --quiet                    no progress lines\n"
+    "\n"
+    "SIGTERM, SIGINT and SIGUSR1 (SLURM's warning signal) stop the run after the current step,\n"
+    "with a checkpoint; a second one stops at once. Exit status:\n"
+    "  0   done\n"
+    "  1   error (bad config or data, I/O, NaN loss, out of memory; one line on stderr says which)\n"
+    "  2   bad command line\n"
+    "  75  stopped by a signal after writing its checkpoint: rerun with --resume auto\n";
 
 static const struct { const char *flag, *key; } flag_keys[] = {
     {"--device", "speed.device"},       {"--precision", "speed.precision"},
@@ -42,7 +55,11 @@ static const struct { const char *flag, *key; } flag_keys[] = {
     {"--checkpoint-every", "train.checkpoint_every"}, {"--log-every", "train.log_every"},
     {"--lr", "optim.lr"},               {"--clip-norm", "optim.clip_norm"},
     {"--prefetch", "speed.prefetch"},   {"--threads", "speed.threads"},
+    {"--keep-checkpoints", "train.keep_checkpoints"}, {"--memory-limit", "speed.memory_limit"},
+    {"--checkpoint-minutes", "train.checkpoint_minutes"},
 };
+
+#define usage_fail(...) (cli_fail(__VA_ARGS__), BRISK_EXIT_USAGE)
 
 int cmd_train(int argc, char **argv) {
     const char *config = NULL, *resume = NULL;
@@ -51,6 +68,7 @@ int cmd_train(int argc, char **argv) {
     if (!over) return cli_fail("out of memory");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        if (n_over && !over[n_over - 1]) { rc = cli_fail("out of memory"); goto done; }
         if (cli_is_help(a)) { fputs(help, stdout); rc = 0; goto done; }
         static const struct { const char *flag, *set; } switches[] = {
             {"--no-prefetch", "speed.prefetch=0"},   {"--no-graph", "speed.cuda_graph=false"},
@@ -62,7 +80,7 @@ int cmd_train(int argc, char **argv) {
         if (w < nw) { over[n_over++] = strdup(switches[w].set); continue; }
         if (strcmp(a, "--quiet") == 0) { quiet = 1; continue; }
         if (strcmp(a, "--resume") == 0 || strcmp(a, "--set") == 0) {
-            if (i + 1 >= argc) { rc = cli_fail("train: %s needs a value", a); goto done; }
+            if (i + 1 >= argc) { rc = usage_fail("train: %s needs a value", a); goto done; }
             if (a[2] == 'r') resume = argv[++i];
             else over[n_over++] = strdup(argv[++i]);
             continue;
@@ -71,16 +89,17 @@ int cmd_train(int argc, char **argv) {
         for (; k < nk; k++)
             if (strcmp(a, flag_keys[k].flag) == 0) break;
         if (k < nk) {
-            if (i + 1 >= argc) { rc = cli_fail("train: %s needs a value", a); goto done; }
+            if (i + 1 >= argc) { rc = usage_fail("train: %s needs a value", a); goto done; }
             size_t n = strlen(flag_keys[k].key) + strlen(argv[i + 1]) + 2;
-            over[n_over] = malloc(n);
-            snprintf(over[n_over++], n, "%s=%s", flag_keys[k].key, argv[++i]);
+            if ((over[n_over++] = malloc(n))) snprintf(over[n_over - 1], n, "%s=%s", flag_keys[k].key, argv[i + 1]);
+            i++;
             continue;
         }
-        if (a[0] == '-') { rc = cli_fail("train: unknown option '%s' (see brisk train --help)", a); goto done; }
-        if (config) { rc = cli_fail("train: one config file expected, got '%s' and '%s'", config, a); goto done; }
+        if (a[0] == '-') { rc = usage_fail("train: unknown option '%s' (see brisk train --help)", a); goto done; }
+        if (config) { rc = usage_fail("train: one config file expected, got '%s' and '%s'", config, a); goto done; }
         config = a;
     }
+    if (n_over && !over[n_over - 1]) { rc = cli_fail("out of memory"); goto done; }
     if (!config) { fputs(help, stderr); rc = 2; goto done; }
 
     brisk_error err = {0};
@@ -89,12 +108,17 @@ int cmd_train(int argc, char **argv) {
     brisk_logger lg = {cli_log, NULL, quiet ? BRISK_LOG_WARN : BRISK_LOG_INFO};
     brisk_trainer *t = NULL;
     brisk_run_summary sum;
-    if (brisk_trainer_create(&cfg, &lg, &t, &err) ||
-        (resume && brisk_trainer_resume(t, resume, &err)) ||
+    int resumed = 0;
+    /* A file-size limit (ulimit -f) must fail a write with EFBIG, which brisk reports,
+     * rather than kill the process. */
+    signal(SIGXFSZ, SIG_IGN);
+    if (brisk_signals_install(&err) || brisk_trainer_create(&cfg, &lg, &t, &err) ||
+        (resume && strcmp(resume, "auto") == 0 && brisk_trainer_resume_auto(t, &resumed, &err)) ||
+        (resume && strcmp(resume, "auto") != 0 && brisk_trainer_resume(t, resume, &err)) ||
         brisk_trainer_run(t, &sum, &err))
         rc = cli_fail_err(&err);
     else
-        rc = 0;
+        rc = sum.stopped_by_signal ? BRISK_EXIT_PREEMPTED : BRISK_EXIT_OK;
     brisk_trainer_free(t);
     brisk_config_free(&cfg);
 done:

@@ -396,6 +396,13 @@ brisk_status brisk_json_override(brisk_json *doc, const char *assignment, brisk_
     /* JSON when it parses (numbers, bools, arrays, quoted strings); a bare word
      * otherwise, so --set optim.type=adamw needs no quotes. */
     cJSON *val = *text ? cJSON_ParseWithOpts(text, &end, 1) : NULL;
+    /* The same rules as a config file, or the dump (which checkpoints store) would not
+     * parse back: found by fuzz_json (tests/fuzz/corpus/json/override_duplicate_key). */
+    brisk_status s = val ? check_duplicates(val, "", what, err) : BRISK_OK;
+    if (s) {
+        cJSON_Delete(val);
+        return s;
+    }
     if (!val) val = cJSON_CreateString(text);
     return set_path(doc, assignment, (size_t)(eq - assignment), val, what, err);
 }

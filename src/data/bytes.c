@@ -9,6 +9,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#if BRISK_HAVE_ZLIB
+#include <zlib.h>
+/* zlib's is several times faster than a byte loop, which matters for checkpoints: their
+ * whole contents are checksummed on every write and every load. */
+uint32_t brisk_crc32(uint32_t crc, const void *p, size_t n) {
+    const Bytef *b = (const Bytef *)p;
+    while (n > 0) {
+        uInt k = n > (1u << 30) ? (1u << 30) : (uInt)n;
+        crc = (uint32_t)crc32(crc, b, k);
+        b += k;
+        n -= k;
+    }
+    return crc;
+}
+#else
 uint32_t brisk_crc32(uint32_t crc, const void *p, size_t n) {
     /* The table is rebuilt per call (256 steps) instead of held in a global, which keeps
      * the library free of mutable global state; it is noise next to a member's bytes. */
@@ -23,6 +38,7 @@ uint32_t brisk_crc32(uint32_t crc, const void *p, size_t n) {
     for (size_t i = 0; i < n; i++) crc = table[(crc ^ b[i]) & 0xff] ^ (crc >> 8);
     return ~crc;
 }
+#endif
 
 brisk_status brisk_file_load(const char *path, brisk_file *f, brisk_error *err) {
     memset(f, 0, sizeof *f);
@@ -128,4 +144,22 @@ void brisk_out_abort(brisk_out *o) {
     if (o->fp) fclose(o->fp);
     o->fp = NULL;
     remove(o->tmp);
+}
+
+brisk_status brisk_fsync_parent_dir(const char *path, brisk_error *err) {
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+    if (!dir) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    brisk_status s = BRISK_OK;
+    if (fd < 0)
+        s = brisk_errorf(err, BRISK_ERR_IO, "%s: written, but its directory cannot be opened to sync it: %s", path,
+                         strerror(errno));
+    else {
+        if (fsync(fd) != 0 && errno != EINVAL)
+            s = brisk_errorf(err, BRISK_ERR_IO, "%s: written, but syncing its directory failed: %s", path, strerror(errno));
+        close(fd);
+    }
+    free(dir);
+    return s;
 }

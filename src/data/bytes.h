@@ -87,4 +87,8 @@ void brisk_out_write_le(brisk_out *o, const void *p, size_t count, int size);
 brisk_status brisk_out_commit(brisk_out *o, brisk_error *err);
 void brisk_out_abort(brisk_out *o);
 
+/* Makes a rename into `path`'s directory durable by fsyncing the directory. Filesystems
+ * that cannot sync a directory say EINVAL; there is nothing more to do on them. */
+brisk_status brisk_fsync_parent_dir(const char *path, brisk_error *err);
+
 #endif

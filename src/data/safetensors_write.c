@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "brisk/safetensors.h"
+#include "data/bytes.h"
 #include "data/safetensors_internal.h"
 
 /* ---------------------------------------------------------------- header text */
@@ -132,23 +133,6 @@ static brisk_status io_fail(const char *path, const char *what, int e, brisk_err
     return brisk_errorf(err, BRISK_ERR_IO, "%s: %s: %s", path, what, strerror(e));
 }
 
-/* Makes the rename itself durable. Filesystems that cannot sync a directory say
- * EINVAL; there is nothing more to do on them. */
-static brisk_status sync_dir(const char *path, brisk_error *err) {
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    if (!dir) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    brisk_status s = BRISK_OK;
-    if (fd < 0) s = io_fail(path, "written, but its directory cannot be opened to sync it", errno, err);
-    else {
-        if (fsync(fd) != 0 && errno != EINVAL) s = io_fail(path, "written, but syncing its directory failed", errno, err);
-        close(fd);
-    }
-    free(dir);
-    return s;
-}
-
 static brisk_status write_file(const char *path, const char *tmp, const strbuf *hdr, const brisk_st_entry *e,
                                const order_ref *order, const uint64_t *sizes, size_t n, brisk_error *err) {
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -185,7 +169,7 @@ static brisk_status write_file(const char *path, const char *tmp, const strbuf *
         unlink(tmp);
         return io_fail(path, "cannot rename the temporary file over it", en, err);
     }
-    return sync_dir(path, err);
+    return brisk_fsync_parent_dir(path, err);
 }
 
 brisk_status brisk_safetensors_write(const char *path, const brisk_st_entry *entries, size_t n,

@@ -1,18 +1,17 @@
 /* Checkpoints as safetensors: parameters under their PyTorch names (fp32), the AdamW
  * moments as "optim.exp_avg.<name>" / "optim.exp_avg_sq.<name>" (SGD momentum as
  * "optim.momentum_buffer.<name>"), and the training state in the metadata: step,
- * epoch, position, seed and the effective config. Device-agnostic: everything is
- * copied to the host first. Written atomically by brisk_safetensors_write. */
-#include <errno.h>
+ * epoch, position, seed, the effective config, the code version (brisk_version and the
+ * git commit) and a checksum of it all (checkpoint_verify.c). Device-agnostic:
+ * everything is copied to the host first. Written atomically by brisk_safetensors_write. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "brisk/safetensors.h"
 #include "train/trainer_internal.h"
-
-#define CKPT_FORMAT "brisk-checkpoint-1"
 
 static brisk_status download_arena(brisk_exec *ex, const void *dev, float *host, brisk_error *err) {
     return ex->be->download(ex->be, host, dev, (size_t)ex->g->n_param_floats * sizeof(float), err);
@@ -49,18 +48,22 @@ brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_err
             e[k++] = (brisk_st_entry){names[2 * i + 1], BRISK_F32, p->shape, host + 2 * n + p->offset};
         }
     }
-    char step[32], epoch[32], pos[32], seed[32], best[64];
+    char step[32], epoch[32], pos[32], seed[32], best[64], skipped[32], sum[BRISK_CKPT_CHECKSUM_LEN];
+    snprintf(skipped, sizeof skipped, "%" PRId64, t->nan_skipped);
     snprintf(step, sizeof step, "%" PRId64, t->step);
     snprintf(epoch, sizeof epoch, "%" PRId64, t->epoch);
     snprintf(pos, sizeof pos, "%" PRId64, t->position);
     snprintf(seed, sizeof seed, "%" PRIu64, t->cfg.train.seed);
     snprintf(best, sizeof best, "%.9g", t->best_val);
     brisk_st_meta meta[] = {
-        {"format", CKPT_FORMAT}, {"brisk_version", BRISK_VERSION}, {"step", step}, {"epoch", epoch},
-        {"position", pos},       {"seed", seed},                   {"best_val_loss", best},
-        {"optimizer", sgd ? "sgd" : "adamw"}, {"config", t->cfg.json},
+        {"format", BRISK_CKPT_FORMAT}, {"brisk_version", BRISK_VERSION}, {"brisk_commit", brisk_build_commit},
+        {"step", step}, {"epoch", epoch}, {"position", pos}, {"seed", seed}, {"best_val_loss", best},
+        {"nan_skipped", skipped}, {"optimizer", sgd ? "sgd" : "adamw"}, {"config", t->cfg.json},
+        {BRISK_CKPT_CHECKSUM_KEY, sum},
     };
-    st = brisk_safetensors_write(path, e, k, meta, sizeof meta / sizeof meta[0], err);
+    size_t n_meta = sizeof meta / sizeof meta[0];
+    if ((st = brisk_checkpoint_checksum_entries(e, k, meta, n_meta - 1, sum, err))) goto out;
+    st = brisk_safetensors_write(path, e, k, meta, n_meta, err);
 out:
     if (names)
         for (size_t i = 0; i < 2 * np; i++) free(names[i]);
@@ -70,31 +73,8 @@ out:
     return st;
 }
 
-static int64_t meta_int(const brisk_safetensors *st, const char *key, int *bad) {
-    const char *v = brisk_safetensors_meta(st, key);
-    char *end;
-    if (!v) { *bad = 1; return 0; }
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (errno || *end || end == v || x < 0) *bad = 1;
-    return x;
-}
-
-static brisk_status open_checkpoint(const char *path, brisk_safetensors **out, brisk_error *err) {
-    brisk_status st = brisk_safetensors_open(path, out, err);
-    if (st) return st;
-    const char *fmt = brisk_safetensors_meta(*out, "format");
-    if (!fmt || strcmp(fmt, CKPT_FORMAT) != 0) {
-        brisk_safetensors_free(*out);
-        *out = NULL;
-        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: not a brisk checkpoint (metadata 'format' is %s%s%s, expected '%s')",
-                            path, fmt ? "'" : "", fmt ? fmt : "missing", fmt ? "'" : "", CKPT_FORMAT);
-    }
-    return BRISK_OK;
-}
-
 /* Reads every parameter (and, when m/v are given, the moments) into host arenas. */
-static brisk_status read_tensors(const brisk_safetensors *st, const brisk_graph *g, float *p, float *m,
+brisk_status brisk_checkpoint_read_tensors(const brisk_safetensors *st, const brisk_graph *g, float *p, float *m,
                                  float *v, int sgd, brisk_error *err) {
     char name[BRISK_NAME_MAX + 32];
     for (int i = 0; i < g->n_params; i++) {
@@ -121,35 +101,60 @@ static brisk_status read_tensors(const brisk_safetensors *st, const brisk_graph 
     return BRISK_OK;
 }
 
+/* Refuses a checkpoint of another model shape, saying which settings changed; warns
+ * about model settings that changed without changing shapes, and lists the rest. */
+static brisk_status check_model(brisk_trainer *t, const brisk_safetensors *st, const char *config, float *host,
+                                brisk_error *err) {
+    size_t n = (size_t)t->g->n_param_floats;
+    char diff[768], tensors[sizeof err->msg];
+    int changed = brisk_config_diff(config, t->cfg.json, "model", NULL, diff, sizeof diff);
+    brisk_status s = brisk_checkpoint_read_tensors(st, t->g, host, host + n, host + 2 * n, t->cfg.optim.kind == BRISK_OPTIM_SGD, err);
+    if (s && changed) {
+        snprintf(tensors, sizeof tensors, "%s", err->msg);
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: the checkpoint holds a model of another shape; changed since "
+                            "it was written: %s (%s)", brisk_safetensors_name(st), diff, tensors);
+    }
+    if (s) return s;
+    if (changed)
+        brisk_log(&t->log, BRISK_LOG_WARN, "%s: resuming with changed model settings (the shapes still fit): %s",
+                  brisk_safetensors_name(st), diff);
+    if (brisk_config_diff(config, t->cfg.json, NULL, "model", diff, sizeof diff))
+        brisk_log(&t->log, BRISK_LOG_INFO, "resume    settings changed since the checkpoint: %s", diff);
+    const char *version = brisk_safetensors_meta(st, "brisk_version"), *commit = brisk_safetensors_meta(st, "brisk_commit");
+    if (!version || !commit || strcmp(version, BRISK_VERSION) != 0 || strcmp(commit, brisk_build_commit) != 0)
+        brisk_log(&t->log, BRISK_LOG_INFO, "resume    the checkpoint was written by brisk %.32s (commit %.48s), this is "
+                  "brisk %s (commit %s)", version ? version : "?", commit ? commit : "?", BRISK_VERSION, brisk_build_commit);
+    return BRISK_OK;
+}
+
 brisk_status brisk_checkpoint_load(brisk_trainer *t, const char *path, brisk_error *err) {
     brisk_safetensors *st = NULL;
-    brisk_status s = open_checkpoint(path, &st, err);
+    brisk_status s = brisk_checkpoint_open(path, &st, err);
     if (s) return s;
     size_t n = (size_t)t->g->n_param_floats;
     float *host = calloc(3 * n + 1, sizeof(float));
-    int bad = 0;
+    brisk_ckpt_state cs;
     if (!host) { s = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path); goto out; }
+    if ((s = brisk_checkpoint_state(st, &cs, err))) goto out;
     int sgd = t->cfg.optim.kind == BRISK_OPTIM_SGD;
-    const char *opt = brisk_safetensors_meta(st, "optimizer");
-    if (!opt || strcmp(opt, sgd ? "sgd" : "adamw") != 0) {
+    if (cs.sgd != sgd) {
         s = brisk_errorf(err, BRISK_ERR_INVALID, "%s: written with optimizer '%s', this run uses '%s'", path,
-                         opt ? opt : "?", sgd ? "sgd" : "adamw");
+                         cs.sgd ? "sgd" : "adamw", sgd ? "sgd" : "adamw");
         goto out;
     }
-    if ((s = read_tensors(st, t->g, host, host + n, host + 2 * n, sgd, err))) goto out;
-    int64_t step = meta_int(st, "step", &bad), epoch = meta_int(st, "epoch", &bad),
-            pos = meta_int(st, "position", &bad);
-    if (bad) { s = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: metadata step/epoch/position missing or not integers", path); goto out; }
+    if ((s = check_model(t, st, cs.config, host, err))) goto out;
     brisk_backend *be = t->ex->be;
     size_t bytes = n * sizeof(float);
     if ((s = be->upload(be, t->ex->params, host, bytes, err)) || (s = be->upload(be, t->ex->m, host + n, bytes, err)) ||
         (s = be->upload(be, t->ex->v, host + 2 * n, bytes, err)))
         goto out;
-    t->step = step;
-    t->epoch = epoch;
-    t->position = pos;
-    const char *best = brisk_safetensors_meta(st, "best_val_loss");
-    t->best_val = best ? strtod(best, NULL) : t->best_val;
+    t->step = cs.step;
+    t->epoch = cs.epoch;
+    t->position = cs.position;
+    t->nan_skipped = cs.nan_skipped;
+    if (!isnan(cs.best_val)) t->best_val = cs.best_val;
+    snprintf(t->last_ckpt, sizeof t->last_ckpt, "%s", path);
+    t->last_ckpt_step = cs.step;
 out:
     free(host);
     brisk_safetensors_free(st);
@@ -158,12 +163,12 @@ out:
 
 brisk_status brisk_checkpoint_load_params(const char *path, brisk_exec *ex, brisk_error *err) {
     brisk_safetensors *st = NULL;
-    brisk_status s = open_checkpoint(path, &st, err);
+    brisk_status s = brisk_checkpoint_open(path, &st, err);
     if (s) return s;
     size_t n = (size_t)ex->g->n_param_floats;
     float *host = calloc(n + 1, sizeof(float));
     if (!host) s = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
-    else if (!(s = read_tensors(st, ex->g, host, NULL, NULL, 0, err)))
+    else if (!(s = brisk_checkpoint_read_tensors(st, ex->g, host, NULL, NULL, 0, err)))
         s = ex->be->upload(ex->be, ex->params, host, n * sizeof(float), err);
     free(host);
     brisk_safetensors_free(st);
@@ -172,7 +177,7 @@ brisk_status brisk_checkpoint_load_params(const char *path, brisk_exec *ex, bris
 
 brisk_status brisk_checkpoint_config(const char *path, brisk_config *cfg, brisk_error *err) {
     brisk_safetensors *st = NULL;
-    brisk_status s = open_checkpoint(path, &st, err);
+    brisk_status s = brisk_checkpoint_open(path, &st, err);
     if (s) return s;
     const char *json = brisk_safetensors_meta(st, "config");
     char label[BRISK_PATH_MAX + 16];

@@ -9,6 +9,7 @@
 
 #include "brisk/json.h"
 #include "brisk/train.h"
+#include "train/trainer_internal.h"
 
 static const char *const model_types[] = {"mlp", "diffusion", NULL};
 static const char *const tasks[] = {"classify", "regress", NULL};
@@ -150,11 +151,25 @@ static void read_optim(brisk_json_reader *root, brisk_optim_spec *o) {
     brisk_json_number_or(&s, "min_lr_ratio", 0.0, BRISK_IN(0.0, 1.0), &x), o->min_lr_ratio = (float)x;
 }
 
+/* An integer, or "auto": the largest batch the memory fits (src/train/memory.c). */
+static void read_batch_size(brisk_json_reader *r, brisk_train_spec *t) {
+    const cJSON *v = r->obj ? cJSON_GetObjectItemCaseSensitive(r->obj, "batch_size") : NULL;
+    const char *s;
+    if (cJSON_IsString(v)) {
+        t->batch_size = 0;
+        if (brisk_json_string(r, "batch_size", &s) == BRISK_OK && strcmp(s, "auto") != 0)
+            brisk_json_fail(r, "batch_size", "expected an integer in [1, 16777216] or \"auto\", got \"%.40s\"", s);
+        else t->batch_auto = 1;
+    } else {
+        brisk_json_int64_or(r, "batch_size", 32, 1, 1 << 24, &t->batch_size);
+    }
+}
+
 static void read_train(brisk_json_reader *root, const char *name, brisk_train_spec *t) {
     brisk_json_reader r;
     memset(t, 0, sizeof *t);
     brisk_json_object_opt(root, "train", &r, NULL);
-    brisk_json_int64_or(&r, "batch_size", 32, 1, 1 << 24, &t->batch_size);
+    read_batch_size(&r, t);
     brisk_json_int_or(&r, "epochs", 1, 1, 1 << 24, &t->epochs);
     brisk_json_int64_or(&r, "max_steps", 0, 0, INT64_C(1) << 40, &t->max_steps);
     int64_t seed;
@@ -168,6 +183,22 @@ static void read_train(brisk_json_reader *root, const char *name, brisk_train_sp
     const char *s;
     brisk_json_string_or(&r, "out_dir", def, &s);
     copy_str(t->out_dir, sizeof t->out_dir, s);
+    brisk_json_int_or(&r, "keep_checkpoints", 3, 0, 1 << 20, &t->keep_checkpoints);
+    brisk_json_number_or(&r, "checkpoint_minutes", 30.0, BRISK_GE(0), &t->checkpoint_minutes);
+    brisk_json_int64_or(&r, "skip_nan_steps", 0, 0, INT64_C(1) << 40, &t->skip_nan_steps);
+    brisk_json_number_or(&r, "max_skipped_fraction", 0.05, BRISK_IN(0.0, 1.0), &t->max_skipped_fraction);
+}
+
+/* Bytes, as a number or a string with a unit: 536870912, "512MiB", "16G". */
+static void read_memory_limit(brisk_json_reader *r, brisk_speed_spec *sp) {
+    const cJSON *v = r->obj ? cJSON_GetObjectItemCaseSensitive(r->obj, "memory_limit") : NULL;
+    const char *s;
+    if (cJSON_IsString(v)) {
+        if (brisk_json_string(r, "memory_limit", &s) == BRISK_OK && brisk_parse_bytes(s, &sp->memory_limit) != 0)
+            brisk_json_fail(r, "memory_limit", "expected bytes, as a number or with a unit (\"512MiB\", \"16G\"), got \"%.40s\"", s);
+    } else {
+        brisk_json_int64_or(r, "memory_limit", 0, 0, INT64_C(1) << 62, &sp->memory_limit);
+    }
 }
 
 static void read_speed(brisk_json_reader *root, brisk_speed_spec *sp) {
@@ -188,6 +219,7 @@ static void read_speed(brisk_json_reader *root, brisk_speed_spec *sp) {
     const char *s;
     brisk_json_string_or(&r, "autotune_cache", "", &s);
     copy_str(sp->autotune_cache, sizeof sp->autotune_cache, s);
+    read_memory_limit(&r, sp);
 }
 
 static void stem(const char *path, char *out, size_t n) {

@@ -2,12 +2,13 @@
  * schedule run each, the fused optimizer step, then logging, validation at epoch
  * ends and checkpoints. Randomness (dropout, diffusion noise) is keyed by the step
  * counter, and the loader resumes at (epoch, position), so a resumed run replays
- * the uninterrupted run's losses exactly. */
+ * the uninterrupted run's losses exactly. A stop signal (signals.c) ends the loop after
+ * the step in progress, with a checkpoint; a non-finite loss stops the run or, within
+ * train.skip_nan_steps, skips the update (numeric.c). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "train/trainer_internal.h"
 
@@ -20,21 +21,6 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static brisk_status mkdirs(const char *path, brisk_error *err) {
-    char buf[BRISK_PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(buf, 0777) && errno != EEXIST)
-            return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot create directory: %s", buf, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(buf, 0777) && errno != EEXIST)
-        return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot create directory: %s", buf, strerror(errno));
-    return BRISK_OK;
-}
-
 static brisk_status feed(brisk_trainer *t, const brisk_batch *b, brisk_error *err) {
     for (int i = 0; i < t->io.n_fields; i++) {
         brisk_status st = brisk_exec_set_input(t->ex, t->io.input_node[i], b->fields[t->field_of_input[i]].data, err);
@@ -44,11 +30,15 @@ static brisk_status feed(brisk_trainer *t, const brisk_batch *b, brisk_error *er
 }
 
 /* mean of the last n losses of this process */
+/* Mean of the last n losses, leaving out steps skipped for a non-finite loss (numeric.c);
+ * NaN when none of them is finite. */
 static double tail_mean(const brisk_trainer *t, int64_t n) {
     double s = 0;
+    int64_t k = 0;
     if (n > t->n_losses) n = t->n_losses;
-    for (int64_t i = t->n_losses - n; i < t->n_losses; i++) s += t->losses[i];
-    return n > 0 ? s / (double)n : NAN;
+    for (int64_t i = t->n_losses - n; i < t->n_losses; i++)
+        if (isfinite(t->losses[i])) s += t->losses[i], k++;
+    return k > 0 ? s / (double)k : NAN;
 }
 
 /* seconds the device has spent copying batches in, or -1 without a device */
@@ -94,6 +84,7 @@ static brisk_status validate(brisk_trainer *t, double *loss, double *acc, brisk_
     int64_t C = t->cfg.model.outputs;
     float *logits = classify ? malloc(sizeof(float) * (size_t)(B * C)) : NULL;
     double sum = 0;
+    if (classify && !logits) st = brisk_errorf(err, BRISK_ERR_NOMEM, "validation: out of memory for %lld logits", (long long)(B * C));
     brisk_step_state saved = t->ex->step;
     for (int64_t i = 0; i < nb && !st; i++) {
         brisk_batch b;
@@ -124,10 +115,6 @@ static brisk_status validate(brisk_trainer *t, double *loss, double *acc, brisk_
     return BRISK_OK;
 }
 
-static void ckpt_path(const brisk_trainer *t, const char *name, char *out, size_t n) {
-    snprintf(out, n, "%s/%s.safetensors", t->cfg.train.out_dir, name);
-}
-
 static void *pinned_alloc(void *user, size_t bytes) {
     brisk_backend *be = user;
     return be->host_alloc(be, bytes);
@@ -137,6 +124,14 @@ static void pinned_free(void *user, void *ptr, size_t bytes) {
     (void)bytes;
     brisk_backend *be = user;
     be->host_free(be, ptr);
+}
+
+/* Hands the device loss scaler's skip count to the numeric-fault accounting (numeric.c). */
+static void scaler_skips(brisk_trainer *t) {
+    brisk_backend_stats bs;
+    brisk_error ignored;
+    if (t->be->stats && !t->be->stats(t->be, &bs, &ignored) && bs.skipped_steps > t->scaler_skipped)
+        brisk_trainer_add_scaler_skips(t, bs.skipped_steps - t->scaler_skipped);
 }
 
 brisk_status brisk_trainer_run(brisk_trainer *t, brisk_run_summary *sum, brisk_error *err) {
@@ -149,7 +144,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     const int K = tr->accumulate;
     const int64_t B = tr->batch_size;
     memset(sum, 0, sizeof *sum);
-    brisk_status st = mkdirs(tr->out_dir, err);
+    brisk_status st = brisk_trainer_open_run_dir(t, err);
     if (st) return st;
     char path[BRISK_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/metrics.jsonl", tr->out_dir);
@@ -177,11 +172,11 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     double t_start = brisk_now(), wait_total = 0, compute_total = 0, win_wait = 0, win_time = 0;
     double last_epoch_loss = NAN, copy0 = t->copy_s, steps_total = 0, dev_copy0 = device_copy_s(t);
     int64_t epoch_steps = 0, win_n = 0, n_timed = 0;
-    int epochs_done = 0;
+    int epochs_done = 0, stop_sig = 0;
     sum->best_val_loss = sum->best_val_accuracy = NAN;
     if (!step_times) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto out; }
 
-    while (t->step < end) {
+    while (t->step < end && !(stop_sig = brisk_signal_pending())) {
         double t0 = brisk_now(), wait = 0, c0 = t->copy_s;
         int epoch_ended = 0;
         float lr = brisk_schedule_lr(&t->cfg.optim, t->step, t->total_steps);
@@ -211,22 +206,21 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
         if ((log_now || epoch_ended || t->step == end) && (st = brisk_step_flush(t, err))) goto out;
         if (log_now) {
             double ms = 1e3 * win_time / (double)win_n, wl = tail_mean(t, win_n);
-            char dev[160];
+            char dev[160], wl_json[32] = "null"; /* a window of skipped steps only has no loss */
             device_status(t, dev, sizeof dev);
+            if (isfinite(wl)) snprintf(wl_json, sizeof wl_json, "%.7g", wl);
             brisk_log(&t->log, BRISK_LOG_INFO,
                       "epoch %lld  step %lld/%lld  loss %.5f  lr %.2e  %.0f samples/s  %.3f ms/step (data %.3f, compute %.3f)  %s",
                       (long long)(epoch_ended ? t->epoch : t->epoch + 1), (long long)t->step, (long long)t->total_steps,
                       wl, lr, (double)(B * K) * win_n / win_time, ms,
                       1e3 * win_wait / (double)win_n, ms - 1e3 * win_wait / (double)win_n, dev);
-            fprintf(t->metrics, "{\"step\": %lld, \"epoch\": %lld, \"loss\": %.7g, \"lr\": %.7g, \"ms_per_step\": %.4f, "
+            fprintf(t->metrics, "{\"step\": %lld, \"epoch\": %lld, \"loss\": %s, \"lr\": %.7g, \"ms_per_step\": %.4f, "
                     "\"data_ms\": %.4f, \"samples_per_s\": %.1f}\n",
-                    (long long)t->step, (long long)t->epoch, wl, lr, ms,
+                    (long long)t->step, (long long)t->epoch, wl_json, lr, ms,
                     1e3 * win_wait / (double)win_n, (double)(B * K) * win_n / win_time);
             win_wait = win_time = 0, win_n = 0;
-        }
-        if (tr->checkpoint_every > 0 && t->step % tr->checkpoint_every == 0) {
-            ckpt_path(t, "last", path, sizeof path);
-            if ((st = brisk_checkpoint_save(t, path, err))) goto out;
+            scaler_skips(t);
+            brisk_numeric_check_scaler(t, n_timed);
         }
         if (epoch_ended) {
             double vl, va;
@@ -248,15 +242,19 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             fprintf(t->metrics, "{\"epoch\": %lld, \"step\": %lld, \"train_loss\": %.7g, \"val_loss\": %s%s}\n",
                     (long long)t->epoch, (long long)t->step, last_epoch_loss, vbuf, abuf);
             fflush(t->metrics);
-            if (better) {
-                ckpt_path(t, "best", path, sizeof path);
-                if ((st = brisk_checkpoint_save(t, path, err))) goto out;
-            }
+            if (better && (st = brisk_rotation_save_best(t, err))) goto out;
             epoch_steps = 0;
         }
+        /* After validation, so that a checkpoint at an epoch's end carries its result
+         * (a run resumed from it must know the best loss so far). */
+        if (brisk_rotation_due(t) && ((st = brisk_step_flush(t, err)) || (st = brisk_rotation_save(t, err)))) goto out;
     }
-    ckpt_path(t, "last", path, sizeof path);
-    st = brisk_checkpoint_save(t, path, err);
+    if (!(st = brisk_step_flush(t, err))) st = brisk_rotation_save(t, err);
+    scaler_skips(t);
+    brisk_numeric_check_scaler(t, n_timed);
+    if (!st && stop_sig)
+        brisk_log(&t->log, BRISK_LOG_WARN, "stopped by %s after step %lld: checkpoint %s written; run the same "
+                  "command with --resume auto to continue", brisk_signal_name(stop_sig), (long long)t->step, t->last_ckpt);
 out:
     if (!st) st = brisk_step_flush(t, err);
     else if (t->be->sync) {
@@ -266,6 +264,10 @@ out:
     brisk_loader_destroy(l);
     if (!st) {
         sum->steps = t->step;
+        sum->stopped_by_signal = stop_sig;
+        sum->nan_skipped = t->nan_skipped;
+        sum->scaler_skipped = t->scaler_skipped;
+        snprintf(sum->checkpoint, sizeof sum->checkpoint, "%s", t->last_ckpt);
         sum->epochs_done = epochs_done;
         sum->final_loss = epoch_steps ? tail_mean(t, epoch_steps) : last_epoch_loss;
         sum->wall_s = brisk_now() - t_start;

@@ -60,7 +60,7 @@ static brisk_status pick_backend(brisk_trainer *t, brisk_error *err) {
         brisk_log(&t->log, BRISK_LOG_WARN, "%s: speed.precision: the CPU backend trains in fp32 "
                   "(tf32, bf16 and fp16 are GPU modes)", t->cfg.path);
     t->be = brisk_backend_cpu_new(threads);
-    if (!t->be) return brisk_errorf(err, BRISK_ERR_NOMEM, "cannot create the CPU backend");
+    if (!t->be) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory creating the CPU backend");
     brisk_log(&t->log, BRISK_LOG_INFO, "device    cpu: %s, %d threads, %s, BLAS %s%s%s", si.cpu_model,
               threads > 0 ? threads : omp_get_max_threads(), si.simd, si.blas_name,
               t->cfg.speed.device == BRISK_DEVICE_AUTO ? "; no GPU: " : "",
@@ -160,11 +160,14 @@ brisk_status brisk_trainer_create(const brisk_config *cfg, const brisk_logger *l
     t->cfg.json = strdup(cfg->json ? cfg->json : "{}");
     if (log) t->log = *log;
     t->best_val = NAN;
+    t->lock_fd = -1;
+    t->last_saved_step = -1;
     brisk_status st;
     const brisk_train_spec *tr = &t->cfg.train;
     if ((st = pick_backend(t, err)) || (st = brisk_model_fields(&cfg->model, BRISK_BUILD_TRAIN, &t->io, err)) ||
         (st = load_data(t, err)) ||
-        (st = brisk_split_make(t->data.count, cfg->data.validation_fraction, tr->seed, &t->split, err)))
+        (st = brisk_split_make(t->data.count, cfg->data.validation_fraction, tr->seed, &t->split, err)) ||
+        (tr->batch_auto && (st = brisk_memory_auto_batch(t, t->split.ntrain, err))))
         goto fail;
     t->batches_per_epoch = t->split.ntrain / tr->batch_size;
     if (t->batches_per_epoch == 0) {
@@ -182,7 +185,8 @@ brisk_status brisk_trainer_create(const brisk_config *cfg, const brisk_logger *l
     t->g = brisk_graph_new();
     if (!t->g) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto fail; }
     if ((st = brisk_model_build(&cfg->model, tr->batch_size, BRISK_BUILD_TRAIN, t->g, &t->io, err)) ||
-        (st = brisk_backward(t->g, t->io.loss, err)) || (st = brisk_plan_build(t->g, &t->plan, err)))
+        (st = brisk_backward(t->g, t->io.loss, err)) || (st = brisk_plan_build(t->g, &t->plan, err)) ||
+        (st = brisk_memory_fit(t, err)))
         goto fail;
     if ((st = brisk_exec_create(t->g, &t->plan, t->be, &t->ex, err)) ||
         (st = brisk_exec_init_params(t->ex, tr->seed, err)) ||
@@ -215,6 +219,7 @@ void brisk_trainer_free(brisk_trainer *t) {
     brisk_split_free(&t->split);
     brisk_dataset_free(&t->data);
     if (t->metrics) fclose(t->metrics);
+    brisk_run_dir_unlock(t->lock_fd);
     free(t->losses);
     free(t->cfg.json);
     free(t);

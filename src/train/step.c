@@ -143,7 +143,10 @@ brisk_status brisk_step_update(brisk_trainer *t, float lr, brisk_error *err) {
     brisk_status st;
     if (!on_device(t)) {
         float loss = (float)(t->micro_loss / K);
-        if (!isfinite(loss)) return nonfinite(t, t->step + 1, loss, err);
+        if (!isfinite(loss)) { /* stop, or skip the update within train.skip_nan_steps */
+            if ((st = brisk_numeric_bad_loss(t, loss, err))) return st;
+            return brisk_trainer_push_loss(t, loss, err);
+        }
         if ((st = brisk_optimizer_step(&t->opt, t->step + 1, lr, K, err))) return st;
         return brisk_trainer_push_loss(t, loss, err);
     }
@@ -174,6 +177,7 @@ brisk_status brisk_step_flush(brisk_trainer *t, brisk_error *err) {
     if (!buf) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
     brisk_status st = t->be->loss_read(t->be, (uint32_t)t->loss_first, n, buf, err);
     for (int i = 0; i < n && !st; i++) {
+        /* the device applied these updates already: a non-finite loss here cannot be skipped */
         if (!isfinite(buf[i])) st = nonfinite(t, t->loss_first + i + 1, buf[i], err);
         else st = brisk_trainer_push_loss(t, buf[i], err);
     }

@@ -44,6 +44,8 @@ printf 'not a zip at all' > garbage.npz
 expect garbage-npz 'garbage.npz' -- "$brisk" train good.json --set data.train=garbage.npz
 printf 'a,b\n1,2\n3,x\n' > bad.csv
 expect csv-cell "bad.csv: line 3, column 'b'" -- "$brisk" train good.json --set data.train=bad.csv --set 'data.fields={"x": ["a", "b"], "y": "a"}' --set model.inputs=2
+printf 'a,b,y\n1,2,0\n3,nan,1\n' > nan.csv
+expect csv-nan "nan.csv: field 'x': NaN at row 1 .*CSV column 'b', line 3" -- "$brisk" train good.json --set data.train=nan.csv --set 'data.fields={"x": ["a", "b"], "y": "y"}' --set model.inputs=2 --batch-size 1
 /usr/bin/python3 - <<'P' 2>/dev/null && expect nan-in-data 'nan.npz.*(NaN|nan)' -- "$brisk" train good.json --set data.train=nan.npz
 import numpy as np
 x = np.random.randn(1024, 64).astype(np.float32); x[5, 7] = np.nan
@@ -58,12 +60,26 @@ import numpy as np
 np.savez("labels.npz", x=np.zeros((1024, 64), np.float32), y=np.full(1024, 7, np.int32))
 P
 
+# training faults
+expect diverges 'training loss is (NaN|infinite); .*lower optim.lr' -- "$brisk" train good.json --lr 1e30 --set optim.type=sgd --out run_div
+expect memory-limit 'this run needs .* MiB are available \(speed.memory_limit\); the largest train.batch_size that fits is [0-9]+' -- "$brisk" train good.json --memory-limit 200KiB --batch-size 512 --out run_mem
+expect batch-size-word 'train.batch_size: expected an integer in \[1, 16777216\] or "auto"' -- "$brisk" train good.json --batch-size lots
+out=$("$brisk" train good.json --batch-size auto --memory-limit 200KiB --out run_auto --max-steps 1 2>&1) &&
+  printf '%s' "$out" | grep -q "batch     auto: [0-9]*, the largest that fits" && pass=$((pass + 1)) && echo "ok   batch-auto" ||
+  { fail=$((fail + 1)); echo "FAIL batch-auto: $out"; }
+out=$("$brisk" train good.json --resume auto --out run_fresh --max-steps 1 2>&1) && printf '%s' "$out" | grep -q "no checkpoint in run_fresh yet" &&
+  pass=$((pass + 1)) && echo "ok   resume-auto-fresh" || { fail=$((fail + 1)); echo "FAIL resume-auto-fresh: $out"; }
+
 # checkpoints
+cp run/last.safetensors flipped.safetensors
+printf '\x55' | dd of=flipped.safetensors bs=1 seek=$(( $(stat -c %s flipped.safetensors) - 9 )) conv=notrunc status=none
+expect flipped-ckpt 'flipped.safetensors: checksum mismatch' -- "$brisk" info flipped.safetensors
+expect resume-flipped 'flipped.safetensors: checksum mismatch' -- "$brisk" train good.json --resume flipped.safetensors
 head -c 50 run/last.safetensors > trunc.safetensors
 expect truncated-ckpt 'trunc.safetensors' -- "$brisk" info trunc.safetensors
 expect resume-truncated 'trunc.safetensors' -- "$brisk" train good.json --resume trunc.safetensors
 sed 's/"hidden": \[32\]/"hidden": [16]/' good.json > other.json
-expect other-model 'another model|net.0.weight' -- "$brisk" train other.json --resume run/last.safetensors
+expect other-model 'another shape; changed since it was written: model.hidden: \[32\] -> \[16\]' -- "$brisk" train other.json --resume run/last.safetensors
 expect predict-missing 'nope.npy' -- "$brisk" predict run/last.safetensors --input nope.npy --output y.npy
 /usr/bin/python3 -c 'import numpy as np; np.save("wide.npy", np.zeros((4, 65), np.float32))' 2>/dev/null &&
   expect predict-shape 'wide.npy: expected an array of shape \[N, 64\]' -- "$brisk" predict run/last.safetensors --input wide.npy --output y.npy

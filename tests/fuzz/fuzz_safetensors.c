@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "brisk/safetensors.h"
+#include "st_image.h"
 
 static void exercise(const uint8_t *buf, size_t len) {
     brisk_safetensors *st = NULL;
@@ -33,17 +34,4 @@ static void exercise(const uint8_t *buf, size_t len) {
     brisk_safetensors_free(st);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    exercise(data, size);
-    const uint8_t *nul = memchr(data, 0, size);
-    size_t hn = nul ? (size_t)(nul - data) : size;
-    size_t rest = nul ? size - hn - 1 : 0;
-    uint8_t *img = malloc(8 + hn + rest + 1);
-    if (!img) return 0;
-    for (int i = 0; i < 8; i++) img[i] = (uint8_t)((uint64_t)hn >> (8 * i));
-    memcpy(img + 8, data, hn);
-    if (rest) memcpy(img + 8 + hn, nul + 1, rest);
-    exercise(img, 8 + hn + rest);
-    free(img);
-    return 0;
-}
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return fuzz_st_both_forms(data, size, exercise); }

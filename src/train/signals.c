@@ -1,0 +1,47 @@
+/* Preemption: SIGTERM (the scheduler's "stop now"), SIGINT (Ctrl-C) and SIGUSR1 (SLURM's
+ * warning ahead of the time limit, --signal=USR1@T) ask a running trainer to finish
+ * its step, write a checkpoint and return; the brisk command then exits with status 75
+ * (BRISK_EXIT_PREEMPTED) so a requeue script can tell a stop from a failure.
+ *
+ * The handler does the only async-signal-safe thing: it stores the signal number in
+ * `pending`, a volatile sig_atomic_t, which the step loop reads after every step. This
+ * is the library's one piece of mutable global state: a signal handler has nowhere
+ * else to put what it learned. It is installed only on request (the CLI does, library
+ * users may), with SA_RESTART so no read or write in flight fails with EINTR, and
+ * SA_RESETHAND so a second signal acts as the default would (a user pressing Ctrl-C
+ * twice means it). */
+#include <signal.h>
+#include <string.h>
+
+#include "train/trainer_internal.h"
+
+static volatile sig_atomic_t pending;
+
+static void on_stop_signal(int sig) { pending = sig; }
+
+brisk_status brisk_signals_install(brisk_error *err) {
+    static const int sigs[] = {SIGTERM, SIGINT, SIGUSR1};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_RESTART | SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    pending = 0;
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        if (sigaction(sigs[i], &sa, NULL) != 0)
+            return brisk_errorf(err, BRISK_ERR_INTERNAL, "cannot install a handler for signal %d", sigs[i]);
+    return BRISK_OK;
+}
+
+int brisk_signal_pending(void) { return pending; }
+
+void brisk_signal_request(int sig) { pending = sig ? sig : SIGTERM; }
+
+const char *brisk_signal_name(int sig) {
+    switch (sig) {
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGUSR1: return "SIGUSR1";
+    default: return "a signal";
+    }
+}
