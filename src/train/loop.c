@@ -108,17 +108,31 @@ brisk_status brisk_trainer_run(brisk_trainer *t, brisk_run_summary *sum, brisk_e
     return brisk_trainer_run_steps(t, 0, sum, err);
 }
 
+brisk_status brisk_trainer_run_more(brisk_trainer *t, int64_t steps, int epoch_start, brisk_run_summary *sum,
+                                    brisk_error *err) {
+    if (steps < 1) return brisk_errorf(err, BRISK_ERR_INVALID, "%s: %lld steps to train; expected at least 1", t->cfg.path,
+                                       (long long)steps);
+    if (epoch_start && t->position != 0) t->epoch++, t->position = 0;
+    if (!t->schedule_steps) t->schedule_steps = t->total_steps ? t->total_steps : steps;
+    t->total_steps = t->step + steps;
+    return brisk_trainer_run_steps(t, 0, sum, err);
+}
+
 brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, brisk_run_summary *sum,
                                      brisk_error *err) {
     const brisk_train_spec *tr = &t->cfg.train;
     const int K = tr->accumulate;
     const int64_t B = tr->batch_size;
     memset(sum, 0, sizeof *sum);
-    brisk_status st = mkdirs(tr->out_dir, err);
+    if (t->batches_per_epoch == 0)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: no training data yet", t->cfg.path);
+    /* train.out_dir "" (the library API's default): no files, no checkpoints. */
+    const int files = tr->out_dir[0] != 0;
+    brisk_status st = files ? mkdirs(tr->out_dir, err) : BRISK_OK;
     if (st) return st;
     char path[BRISK_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/metrics.jsonl", tr->out_dir);
-    if (!t->metrics && !(t->metrics = fopen(path, "a")))
+    if (files && !t->metrics && !(t->metrics = fopen(path, "a")))
         return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
 
     brisk_loader_config lc = {.dataset = &t->data, .indices = t->split.train, .nindices = t->split.ntrain,
@@ -169,7 +183,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
                               (long long)t->step + 1, isnan(loss) ? "NaN" : "infinite", tr->out_dir);
             goto out;
         }
-        float lr = brisk_schedule_lr(&t->cfg.optim, t->step, t->total_steps);
+        float lr = brisk_schedule_lr(&t->cfg.optim, t->step, t->schedule_steps ? t->schedule_steps : t->total_steps);
         if ((st = brisk_optimizer_step(&t->opt, t->step + 1, lr, K, err))) goto out;
         t->step++;
         double dt = brisk_now() - t0;
@@ -188,13 +202,14 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
                       win_loss / (double)win_n, lr, (double)(B * K) * win_n / win_time, ms,
                       1e3 * win_wait / (double)win_n, ms - 1e3 * win_wait / (double)win_n,
                       brisk_plan_total_bytes(&t->plan) / 1048576.0);
-            fprintf(t->metrics, "{\"step\": %lld, \"epoch\": %lld, \"loss\": %.7g, \"lr\": %.7g, \"ms_per_step\": %.4f, "
+            if (t->metrics)
+                fprintf(t->metrics, "{\"step\": %lld, \"epoch\": %lld, \"loss\": %.9g, \"lr\": %.7g, \"ms_per_step\": %.4f, "
                     "\"data_ms\": %.4f, \"samples_per_s\": %.1f}\n",
                     (long long)t->step, (long long)t->epoch, win_loss / (double)win_n, lr, ms,
                     1e3 * win_wait / (double)win_n, (double)(B * K) * win_n / win_time);
             win_loss = win_wait = win_time = 0, win_n = 0;
         }
-        if (tr->checkpoint_every > 0 && t->step % tr->checkpoint_every == 0) {
+        if (files && tr->checkpoint_every > 0 && t->step % tr->checkpoint_every == 0) {
             ckpt_path(t, "last", path, sizeof path);
             if ((st = brisk_checkpoint_save(t, path, err))) goto out;
         }
@@ -215,10 +230,12 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             char vbuf[32] = "null", abuf[48] = "";
             if (!isnan(vl)) snprintf(vbuf, sizeof vbuf, "%.7g", vl);
             if (!isnan(va)) snprintf(abuf, sizeof abuf, ", \"val_accuracy\": %.7g", va);
-            fprintf(t->metrics, "{\"epoch\": %lld, \"step\": %lld, \"train_loss\": %.7g, \"val_loss\": %s%s}\n",
-                    (long long)t->epoch, (long long)t->step, last_epoch_loss, vbuf, abuf);
-            fflush(t->metrics);
-            if (better) {
+            if (t->metrics) {
+                fprintf(t->metrics, "{\"epoch\": %lld, \"step\": %lld, \"train_loss\": %.7g, \"val_loss\": %s%s}\n",
+                        (long long)t->epoch, (long long)t->step, last_epoch_loss, vbuf, abuf);
+                fflush(t->metrics);
+            }
+            if (files && better) {
                 ckpt_path(t, "best", path, sizeof path);
                 if ((st = brisk_checkpoint_save(t, path, err))) goto out;
             }
@@ -226,7 +243,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
         }
     }
     ckpt_path(t, "last", path, sizeof path);
-    st = brisk_checkpoint_save(t, path, err);
+    if (files) st = brisk_checkpoint_save(t, path, err);
 out:
     brisk_loader_destroy(l);
     if (!st) {
@@ -256,11 +273,12 @@ out:
                   "  speed             %.3f ms/step median, %.0f samples/s\n"
                   "  time              data wait %.2f s (%.1f%%), compute %.2f s (%.1f%%), other %.2f s\n"
                   "  memory            %.2f MiB planned (activations %.2f MiB)\n"
-                  "  checkpoints       %s/last.safetensors%s",
+                  "  checkpoints       %s%s%s",
                   (long long)sum->steps, sum->wall_s, epochs_done, sum->final_loss, val, sum->ms_per_step_median,
                   sum->samples_per_s, wait_total, 100 * wait_total / w, compute_total, 100 * compute_total / w,
                   sum->wall_s - wait_total - compute_total, sum->total_bytes / 1048576.0, sum->arena_bytes / 1048576.0,
-                  tr->out_dir, isnan(t->best_val) ? "" : ", best.safetensors");
+                  files ? tr->out_dir : "none (train.out_dir is \"\")", files ? "/last.safetensors" : "",
+                  !files || isnan(t->best_val) ? "" : ", best.safetensors");
     }
     if (t->metrics) fflush(t->metrics);
     free(step_times);

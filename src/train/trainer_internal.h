@@ -23,6 +23,8 @@ struct brisk_trainer {
     int64_t step;
     int64_t epoch, position;
     int64_t batches_per_epoch, total_steps;
+    int64_t schedule_steps; /* the learning-rate schedule's length when runs go past the configured
+                               one (brisk_trainer_run_more); 0: total_steps */
     double best_val;
     /* history of this process */
     float *losses;
