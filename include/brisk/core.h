@@ -24,7 +24,8 @@ typedef enum brisk_status {
     BRISK_ERR_NOMEM,       /* an allocation failed or a plan does not fit */
     BRISK_ERR_UNSUPPORTED, /* valid but not implemented here (dtype, backend) */
     BRISK_ERR_NUMERIC,     /* NaN or inf where a number was needed */
-    BRISK_ERR_INTERNAL
+    BRISK_ERR_INTERNAL,
+    BRISK_ERR_FULL         /* a bounded buffer is full and its policy is to refuse */
 } brisk_status;
 
 typedef struct brisk_error {

@@ -18,6 +18,7 @@ static const char *const schedules[] = {"constant", "linear", "cosine", NULL};
 static const char *const devices[] = {"auto", "cpu", "cuda", NULL};
 static const char *const precisions[] = {"auto", "fp32", "tf32", "bf16", "fp16", NULL};
 static const char *const noise_schedules[] = {"linear", NULL};
+static const char *const predictions[] = {"noise", "x0", NULL};
 static const char *const when_full[] = {"drop_oldest", "reject", NULL};
 
 static void read_hidden(brisk_json_reader *r, brisk_model_spec *m, int def_n, int64_t def_w) {
@@ -72,6 +73,8 @@ static void read_model(brisk_json_reader *root, brisk_model_spec *m) {
         if (b1 >= 1.0 || b0 > b1) brisk_json_fail(&n, "beta_end", "expected beta_start <= beta_end < 1");
         m->beta_start = (float)b0;
         m->beta_end = (float)b1;
+        brisk_json_enum_or(&n, "prediction", predictions, 0, &v);
+        m->predict_x0 = v == 1;
     }
 }
 

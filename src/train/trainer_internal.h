@@ -41,4 +41,7 @@ brisk_status brisk_checkpoint_load_params(const char *path, brisk_exec *ex, bris
 /* The config a checkpoint carries (for predict and info); caller frees with brisk_config_free. */
 brisk_status brisk_checkpoint_config(const char *path, brisk_config *cfg, brisk_error *err);
 
+/* predict.c: each row of x [rows, c] replaced by its softmax. */
+void brisk_softmax_rows(float *x, int64_t rows, int64_t c);
+
 #endif
