@@ -47,8 +47,9 @@ static brisk_status sets_out_dir(const char *json, const char *path, int *has, b
     brisk_json_reader root = brisk_json_root(doc), train;
     brisk_json_object_opt(&root, "train", &train, NULL);
     *has = brisk_json_has(&train, "out_dir");
+    st = brisk_json_status(doc, err); /* a top level or "train" that is not an object */
     brisk_json_free(doc);
-    return BRISK_OK;
+    return st;
 }
 
 static brisk_status setup(brisk_session *s, const char *json, const char *path) {
