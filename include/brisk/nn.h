@@ -112,6 +112,7 @@ typedef struct brisk_sample_schedule {
     int32_t *t;         /* [S] the visited timesteps, descending */
     float *a, *b, *c;   /* [T] per timestep; 0 where no step lands */
     int stochastic;     /* some c > 0: the step graph draws z */
+    float start_signal, start_noise; /* sqrt(abar), sqrt(1 - abar) at t_0: a guided start */
 } brisk_sample_schedule;
 
 /* Fills the schedule for a diffusion model (T = spec->noise_steps). DDPM takes steps = T

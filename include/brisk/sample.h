@@ -33,13 +33,17 @@ brisk_status brisk_inference_from_trainer(brisk_inference *inf, const brisk_trai
  * `y_stride` apart (>= outputs). Classifiers give class probabilities (softmax). */
 brisk_status brisk_inference_predict(brisk_inference *inf, int64_t n, const float *x, int64_t x_stride, float *y,
                                      int64_t y_stride, brisk_error *err);
-/* Diffusion: one fine field per coarse row, sampled from x_T ~ N(0, I). The noise comes from
- * Philox keyed by `seed`: x_T of row i from counter {i, stream 0x5A17, block}, the step noise
- * from the RANDN op with rng_step = batch index * steps + step, so the same seed, inputs and
- * parameters give bit-identical samples. Independent ensemble members: different seeds. */
+/* Diffusion: one fine field per coarse row. The chain starts at the first visited timestep t_0
+ * from z ~ N(0, I), or, given a first guess of the fine field (guess not NULL, rows
+ * `guess_stride` apart), from the forward process around it: sqrt(abar_t0) guess +
+ * sqrt(1 - abar_t0) z. Pure noise is the right start only when abar_t0 is near 0; the
+ * example schedule (T = 50, betas up to 0.02) leaves abar = 0.60 at t = 49.
+ * The noise comes from Philox keyed by `seed`: z of row i from counter {i, stream 0x5A17,
+ * block}, the step noise from the RANDN op with rng_step = batch index * steps + step, so the
+ * same seed, inputs and parameters give bit-identical samples. Ensemble members: other seeds. */
 brisk_status brisk_inference_sample(brisk_inference *inf, const brisk_sample_params *p, int64_t n, const float *coarse,
-                                    int64_t coarse_stride, float *fine, int64_t fine_stride, uint64_t seed,
-                                    brisk_error *err);
+                                    int64_t coarse_stride, const float *guess, int64_t guess_stride, float *fine,
+                                    int64_t fine_stride, uint64_t seed, brisk_error *err);
 
 /* The baseline a downscaler must beat: each fine point takes the value of its coarse block,
  * block k of `coarse` covering fine points [k F / C, (k+1) F / C) (how the example data's
@@ -59,10 +63,12 @@ typedef struct brisk_sample_report {
 
 /* `brisk sample`: coarse [N, coarse] from a .npy, `members` samples each (seeds seed, seed+1,
  * ...), written as [N, fine] (members 1) or [members, N, fine]; with truth_npy ([N, fine]),
- * the report's RMSEs and spread. */
+ * the report's RMSEs and spread. guess: NULL (start from noise), "blocks" (the coarse block
+ * values, brisk_upsample_blocks) or a .npy of [N, fine] first guesses. */
 brisk_status brisk_sample_file(const char *checkpoint, const char *coarse_npy, const char *output_npy,
-                               const char *truth_npy, const brisk_sample_params *p, int members, uint64_t seed,
-                               int threads, const brisk_logger *log, brisk_sample_report *rep, brisk_error *err);
+                               const char *truth_npy, const char *guess, const brisk_sample_params *p, int members,
+                               uint64_t seed, int threads, const brisk_logger *log, brisk_sample_report *rep,
+                               brisk_error *err);
 
 #ifdef __cplusplus
 }

@@ -226,9 +226,9 @@ brisk_status brisk_session_predict(brisk_session *s, int64_t n, const float *inp
     return st;
 }
 
-brisk_status brisk_session_sample(brisk_session *s, int64_t n, const float *coarse, int64_t coarse_stride,
-                                  float *fine, int64_t fine_stride, int method, int steps, double eta,
-                                  uint64_t seed) {
+brisk_status brisk_session_sample_guided(brisk_session *s, int64_t n, const float *coarse, int64_t coarse_stride,
+                                         const float *guess, int64_t guess_stride, float *fine, int64_t fine_stride,
+                                         int method, int steps, double eta, uint64_t seed) {
     if (s && s->ready && s->cfg.model.type != BRISK_MODEL_DIFFUSION)
         return brisk_errorf(&s->err, BRISK_ERR_UNSUPPORTED, "sample: only a diffusion model samples; use "
                             "brisk_session_predict for an mlp");
@@ -236,15 +236,27 @@ brisk_status brisk_session_sample(brisk_session *s, int64_t n, const float *coar
     brisk_status st = infer_begin(s, "sample", n, coarse, &coarse_stride, m ? m->coarse : 0, fine, &fine_stride,
                                   m ? m->fine : 0);
     if (st) return st;
+    if (guess && guess_stride == 0) guess_stride = m->fine;
+    if (guess && guess_stride < m->fine)
+        return brisk_errorf(&s->err, BRISK_ERR_SHAPE, "sample: guess stride %lld is shorter than a row of %lld floats",
+                            (long long)guess_stride, (long long)m->fine);
     if (method != BRISK_SAMPLER_DDPM && method != BRISK_SAMPLER_DDIM)
         return brisk_errorf(&s->err, BRISK_ERR_INVALID, "sample: method %d; expected BRISK_SAMPLER_DDPM (0) or "
                             "BRISK_SAMPLER_DDIM (1)", method);
     brisk_sample_params p = {(brisk_sampler_kind)method, steps, (float)eta};
     if (method == BRISK_SAMPLER_DDPM) p.eta = 0.0f;
     double t0 = brisk_now();
-    st = brisk_inference_sample(s->inf, &p, n, coarse, coarse_stride, fine, fine_stride, seed, &s->err);
+    st = brisk_inference_sample(s->inf, &p, n, coarse, coarse_stride, guess, guess_stride, fine, fine_stride, seed,
+                                &s->err);
     s->infer_seconds = brisk_now() - t0;
     return st;
+}
+
+brisk_status brisk_session_sample(brisk_session *s, int64_t n, const float *coarse, int64_t coarse_stride,
+                                  float *fine, int64_t fine_stride, int method, int steps, double eta,
+                                  uint64_t seed) {
+    return brisk_session_sample_guided(s, n, coarse, coarse_stride, NULL, 0, fine, fine_stride, method, steps, eta,
+                                       seed);
 }
 
 /* ---------------------------------------------------------------- queries */

@@ -74,6 +74,8 @@ brisk_status brisk_sample_schedule_make(const brisk_model_spec *spec, brisk_samp
         out->c[t] = (float)c;
         out->stochastic |= out->c[t] > 0.0f;
     }
+    out->start_signal = sqrtf(abar[out->t[0]]);
+    out->start_noise = sqrtf(1.0f - abar[out->t[0]]);
     free(abar);
     return BRISK_OK;
 }

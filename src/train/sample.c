@@ -42,8 +42,8 @@ static void start_noise(uint64_t seed, uint64_t row, int64_t F, float *x) {
 }
 
 brisk_status brisk_inference_sample(brisk_inference *inf, const brisk_sample_params *p, int64_t n, const float *coarse,
-                                    int64_t coarse_stride, float *fine, int64_t fine_stride, uint64_t seed,
-                                    brisk_error *err) {
+                                    int64_t coarse_stride, const float *guess, int64_t guess_stride, float *fine,
+                                    int64_t fine_stride, uint64_t seed, brisk_error *err) {
     const brisk_model_spec *m = &inf->model;
     if (m->type != BRISK_MODEL_DIFFUSION)
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "sample: only a diffusion model samples; use predict for an mlp");
@@ -63,12 +63,10 @@ brisk_status brisk_inference_sample(brisk_inference *inf, const brisk_sample_par
         for (int64_t i = 0; i < rows; i++) {
             memcpy(inf->rows_in + i * C, coarse + (r + i) * coarse_stride, sizeof(float) * (size_t)C);
             start_noise(seed, (uint64_t)(r + i), F, inf->rows_out + i * F);
-            if (getenv("DBG_START")) {
-                float g[1024], ab[1000];
-                brisk_ddpm_alpha_bar(m->noise_steps, m->beta_start, m->beta_end, ab);
-                float a0 = ab[inf->sched.t[0]];
-                brisk_upsample_blocks(coarse + (r + i) * coarse_stride, 1, C, F, g);
-                for (int64_t j = 0; j < F; j++) inf->rows_out[i * F + j] = sqrtf(a0) * g[j] + sqrtf(1 - a0) * inf->rows_out[i * F + j];
+            if (guess) { /* the forward process around the first guess: q(x_t0 | x0 = guess) */
+                const float *g = guess + (r + i) * guess_stride;
+                float *x = inf->rows_out + i * F;
+                for (int64_t j = 0; j < F; j++) x[j] = inf->sched.start_signal * g[j] + inf->sched.start_noise * x[j];
             }
         }
         if ((st = brisk_exec_set_input(ex, in[0], inf->rows_in, err))) break;
@@ -140,11 +138,12 @@ static brisk_status load_rows(const char *path, int64_t cols, const char *what, 
 }
 
 brisk_status brisk_sample_file(const char *checkpoint, const char *coarse_npy, const char *output_npy,
-                               const char *truth_npy, const brisk_sample_params *p, int members, uint64_t seed,
-                               int threads, const brisk_logger *log, brisk_sample_report *rep, brisk_error *err) {
+                               const char *truth_npy, const char *guess_from, const brisk_sample_params *p, int members,
+                               uint64_t seed, int threads, const brisk_logger *log, brisk_sample_report *rep,
+                               brisk_error *err) {
     brisk_sample_report r = {.rmse_member = NAN, .rmse_mean = NAN, .spread = NAN, .rmse_baseline = NAN};
     brisk_config cfg;
-    brisk_tensor coarse = {0}, truth = {0}, out = {0};
+    brisk_tensor coarse = {0}, truth = {0}, out = {0}, guess = {0};
     brisk_inference *inf = NULL;
     if (members < 1) return brisk_errorf(err, BRISK_ERR_INVALID, "sample: %d members; expected at least 1", members);
     brisk_status st = brisk_checkpoint_config(checkpoint, &cfg, err);
@@ -161,14 +160,23 @@ brisk_status brisk_sample_file(const char *checkpoint, const char *coarse_npy, c
         st = brisk_errorf(err, BRISK_ERR_SHAPE, "%s: %lld rows, but %s has %lld", truth_npy, (long long)truth.shape.d[0],
                           coarse_npy, (long long)N);
     if (st) goto out;
+    if (guess_from && strcmp(guess_from, "blocks") == 0) {
+        if (!(st = brisk_tensor_alloc(&guess, BRISK_F32, brisk_shape2(N, F), err)))
+            brisk_upsample_blocks(coarse.data, N, m->coarse, F, guess.data);
+    } else if (guess_from && !(st = load_rows(guess_from, F, "first guesses of the fine fields", &guess, err)) &&
+               guess.shape.d[0] != N) {
+        st = brisk_errorf(err, BRISK_ERR_SHAPE, "%s: %lld rows, but %s has %lld", guess_from,
+                          (long long)guess.shape.d[0], coarse_npy, (long long)N);
+    }
+    if (st) goto out;
     brisk_shape shape = members > 1 ? brisk_shape3(members, N, F) : brisk_shape2(N, F);
     if ((st = brisk_tensor_alloc(&out, BRISK_F32, shape, err)) ||
         (st = brisk_inference_create(m, threads, &inf, err)) || (st = brisk_inference_load(inf, checkpoint, err)))
         goto out;
     double t0 = brisk_now();
     for (int k = 0; k < members && !st; k++)
-        st = brisk_inference_sample(inf, p, N, coarse.data, m->coarse, (float *)out.data + (int64_t)k * N * F, F,
-                                    seed + (uint64_t)k, err);
+        st = brisk_inference_sample(inf, p, N, coarse.data, m->coarse, guess.data, F,
+                                    (float *)out.data + (int64_t)k * N * F, F, seed + (uint64_t)k, err);
     r.seconds = brisk_now() - t0;
     r.rows = N;
     r.members = members;
@@ -176,9 +184,10 @@ brisk_status brisk_sample_file(const char *checkpoint, const char *coarse_npy, c
     if (!st) st = brisk_npy_write(output_npy, &out, err);
     if (st) goto out;
     char sh[64];
-    brisk_log(log, BRISK_LOG_INFO, "sample    %s, %d steps%s: %lld rows x %d members in %.2f s -> %s %s",
+    brisk_log(log, BRISK_LOG_INFO, "sample    %s, %d steps%s, from %s%s: %lld rows x %d members in %.2f s -> %s %s",
               p->kind == BRISK_SAMPLER_DDPM ? "ddpm" : "ddim", inf->sched.steps,
-              p->kind == BRISK_SAMPLER_DDIM ? (p->eta == 0.0f ? ", eta 0" : ", eta > 0") : "", (long long)N, members,
+              p->kind == BRISK_SAMPLER_DDIM ? (p->eta == 0.0f ? ", eta 0" : ", eta > 0") : "",
+              guess_from ? "noise around " : "pure noise", guess_from ? guess_from : "", (long long)N, members,
               r.seconds, output_npy, brisk_shape_str(&out.shape, sh, sizeof sh));
     if (truth_npy)
         brisk_log(log, BRISK_LOG_INFO,
@@ -191,6 +200,7 @@ out:
     brisk_tensor_free(&coarse);
     brisk_tensor_free(&truth);
     brisk_tensor_free(&out);
+    brisk_tensor_free(&guess);
     brisk_config_free(&cfg);
     return st;
 }

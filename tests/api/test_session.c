@@ -318,6 +318,11 @@ static void test_call_errors(void) {
     FAILS(brisk_session_sample(s, -3, coarse, 0, out, 0, 0, 0, 0.0, 0), s, BRISK_ERR_INVALID, "-3 rows");
     FAILS(brisk_session_sample(s, 2, coarse, 3, out, 0, 0, 0, 0.0, 0), s, BRISK_ERR_SHAPE, "input stride 3");
     FAILS(brisk_session_sample(s, 1, coarse, 0, out, 0, 7, 0, 0.0, 0), s, BRISK_ERR_INVALID, "method 7");
+    FAILS(brisk_session_sample_guided(s, 2, coarse, 0, fine, 100, out, 0, 0, 0, 0.0, 0), s, BRISK_ERR_SHAPE,
+          "guess stride 100");
+    OK(brisk_session_sample_guided(s, 2, coarse, 0, fine, 0, out, 0, BRISK_SAMPLER_DDIM, 3, 0.0, 0), s);
+    CHECK(all_finite(out, 2 * 256));
+    FAILS(brisk_session_sample_guided(NULL, 1, coarse, 0, fine, 0, out, 0, 0, 0, 0.0, 0), NULL, BRISK_ERR_INVALID, "");
     FAILS(brisk_session_sample(s, 1, coarse, 0, out, 0, BRISK_SAMPLER_DDPM, 5, 0.0, 0), s, BRISK_ERR_INVALID,
           "takes all 20");
     FAILS(brisk_session_sample(s, 1, coarse, 0, out, 0, BRISK_SAMPLER_DDIM, 21, 0.0, 0), s, BRISK_ERR_INVALID,

@@ -44,6 +44,10 @@ P
   fi
   /usr/bin/python3 -c 'import numpy as np, sys; a = np.load("ens.npy"); sys.exit(0 if a.shape == (3, 100, 256) and np.isfinite(a).all() else 1)' &&
     { pass=$((pass + 1)); echo "ok   ensemble-shape"; } || { fail=$((fail + 1)); echo "FAIL ensemble-shape"; }
+  out=$("$brisk" sample run/last.safetensors --coarse c.npy --output g.npy --guess blocks --truth f.npy --method ddim --steps 5)
+  printf '%s' "$out" | grep -q 'from noise around blocks' && { pass=$((pass + 1)); echo "ok   guess-blocks"; } ||
+    { fail=$((fail + 1)); echo "FAIL guess-blocks: $out"; }
+  expect guess-shape 'wide.npy' -- "$brisk" sample run/last.safetensors --coarse c.npy --output o.npy --guess wide.npy
   expect wrong-width 'wide.npy: expected an array of shape \[N, 7\]' -- "$brisk" sample run/last.safetensors --coarse wide.npy --output o.npy
   expect truth-rows 'c.npy' -- "$brisk" sample run/last.safetensors --coarse c.npy --output o.npy --truth c.npy
   expect ddpm-steps 'ddpm sampling takes all 10' -- "$brisk" sample run/last.safetensors --coarse c.npy --output o.npy --steps 4

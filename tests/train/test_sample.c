@@ -48,21 +48,32 @@ static void test_reproducible(void) {
     float *c = coarse_rows(N, 5), *a = malloc(sizeof(float) * N * F), *b = malloc(sizeof(float) * N * F);
     REQUIRE(c && a && b);
     brisk_sample_params ddpm = {BRISK_SAMPLER_DDPM, 0, 0.0f}, ddim = {BRISK_SAMPLER_DDIM, 5, 0.0f};
-    REQUIRE_OK(brisk_inference_sample(one, &ddpm, N, c, 7, a, F, 42, &err), &err);
-    REQUIRE_OK(brisk_inference_sample(two, &ddpm, N, c, 7, b, F, 42, &err), &err);
+    REQUIRE_OK(brisk_inference_sample(one, &ddpm, N, c, 7, NULL, 0, a, F, 42, &err), &err);
+    REQUIRE_OK(brisk_inference_sample(two, &ddpm, N, c, 7, NULL, 0, b, F, 42, &err), &err);
     CHECK(memcmp(a, b, sizeof(float) * N * F) == 0); /* thread count */
-    REQUIRE_OK(brisk_inference_sample(one, &ddpm, 10, c, 7, b, F, 42, &err), &err);
+    REQUIRE_OK(brisk_inference_sample(one, &ddpm, 10, c, 7, NULL, 0, b, F, 42, &err), &err);
     CHECK(memcmp(a, b, sizeof(float) * 10 * F) == 0); /* row count */
-    REQUIRE_OK(brisk_inference_sample(one, &ddpm, N, c, 7, b, F, 43, &err), &err);
+    REQUIRE_OK(brisk_inference_sample(one, &ddpm, N, c, 7, NULL, 0, b, F, 43, &err), &err);
     CHECK(memcmp(a, b, sizeof(float) * N * F) != 0); /* another seed, another member */
     /* DDIM with eta 0: deterministic; with eta > 0 it draws noise at every step */
-    REQUIRE_OK(brisk_inference_sample(one, &ddim, N, c, 7, a, F, 7, &err), &err);
-    REQUIRE_OK(brisk_inference_sample(two, &ddim, N, c, 7, b, F, 7, &err), &err);
+    REQUIRE_OK(brisk_inference_sample(one, &ddim, N, c, 7, NULL, 0, a, F, 7, &err), &err);
+    REQUIRE_OK(brisk_inference_sample(two, &ddim, N, c, 7, NULL, 0, b, F, 7, &err), &err);
     CHECK(memcmp(a, b, sizeof(float) * N * F) == 0);
     ddim.eta = 0.5f;
-    REQUIRE_OK(brisk_inference_sample(one, &ddim, N, c, 7, b, F, 7, &err), &err);
+    REQUIRE_OK(brisk_inference_sample(one, &ddim, N, c, 7, NULL, 0, b, F, 7, &err), &err);
     CHECK(memcmp(a, b, sizeof(float) * N * F) != 0);
     for (int64_t i = 0; i < N * F; i++) REQUIRE(isfinite(a[i]) && isfinite(b[i]));
+    /* a guided start: noise around a guess; the guess may be the output array itself */
+    float *g = malloc(sizeof(float) * N * F);
+    brisk_upsample_blocks(c, N, 7, F, g);
+    memcpy(b, g, sizeof(float) * N * F);
+    ddim.eta = 0.0f;
+    REQUIRE_OK(brisk_inference_sample(one, &ddim, N, c, 7, g, F, a, F, 7, &err), &err);
+    REQUIRE_OK(brisk_inference_sample(one, &ddim, N, c, 7, b, F, b, F, 7, &err), &err);
+    CHECK(memcmp(a, b, sizeof(float) * N * F) == 0);
+    REQUIRE_OK(brisk_inference_sample(one, &ddim, N, c, 7, NULL, 0, b, F, 7, &err), &err);
+    CHECK(memcmp(a, b, sizeof(float) * N * F) != 0);
+    free(g);
     brisk_inference_free(one);
     brisk_inference_free(two);
     free(c), free(a), free(b);
@@ -94,7 +105,7 @@ static void test_sample_file(void) {
     brisk_trainer_free(t);
     brisk_sample_params p = {BRISK_SAMPLER_DDIM, 4, 0.0f};
     brisk_sample_report rep;
-    REQUIRE_OK(brisk_sample_file(ckpt, cpath, opath, tpath, &p, 3, 0, 1, NULL, &rep, &err), &err);
+    REQUIRE_OK(brisk_sample_file(ckpt, cpath, opath, tpath, NULL, &p, 3, 0, 1, NULL, &rep, &err), &err);
     CHECK(rep.rows == 64 && rep.members == 3);
     CHECK(isfinite(rep.rmse_member) && isfinite(rep.rmse_mean) && isfinite(rep.spread) && isfinite(rep.rmse_baseline));
     CHECK(rep.rmse_mean <= rep.rmse_member + 1e-9); /* the mean of members is never worse on average */
@@ -103,11 +114,11 @@ static void test_sample_file(void) {
     CHECK(o.shape.ndim == 3 && o.shape.d[0] == 3 && o.shape.d[1] == 64 && o.shape.d[2] == 256);
     brisk_tensor_free(&o);
     /* errors name the file */
-    CHECK(brisk_sample_file(ckpt, tpath, opath, NULL, &p, 1, 0, 1, NULL, NULL, &err) == BRISK_ERR_SHAPE);
+    CHECK(brisk_sample_file(ckpt, tpath, opath, NULL, NULL, &p, 1, 0, 1, NULL, NULL, &err) == BRISK_ERR_SHAPE);
     CHECK(strstr(err.msg, "t.npy") && strstr(err.msg, "[N, 7]"));
-    CHECK(brisk_sample_file(ckpt, cpath, opath, cpath, &p, 1, 0, 1, NULL, NULL, &err) == BRISK_ERR_SHAPE);
-    CHECK(brisk_sample_file(ckpt, cpath, opath, NULL, &p, 0, 0, 1, NULL, NULL, &err) == BRISK_ERR_INVALID);
-    CHECK(brisk_sample_file(cpath, cpath, opath, NULL, &p, 1, 0, 1, NULL, NULL, &err) != BRISK_OK);
+    CHECK(brisk_sample_file(ckpt, cpath, opath, cpath, NULL, &p, 1, 0, 1, NULL, NULL, &err) == BRISK_ERR_SHAPE);
+    CHECK(brisk_sample_file(ckpt, cpath, opath, NULL, NULL, &p, 0, 0, 1, NULL, NULL, &err) == BRISK_ERR_INVALID);
+    CHECK(brisk_sample_file(cpath, cpath, opath, NULL, NULL, &p, 1, 0, 1, NULL, NULL, &err) != BRISK_OK);
     brisk_config_free(&cfg);
 }
 
@@ -151,14 +162,19 @@ static void test_ddpm_beats_baseline(void) {
     REQUIRE(brisk_session_sample(s, N, ec, 7, out, F, BRISK_SAMPLER_DDPM, 0, 0.0, 1) == BRISK_OK);
     for (int64_t i = 0; i < N * F; i++) rd += (out[i] - ef[i]) * (out[i] - ef[i]);
     REQUIRE(brisk_session_sample(s, N, ec, 7, out, F, BRISK_SAMPLER_DDIM, 10, 0.0, 1) == BRISK_OK);
-    REQUIRE(brisk_session_sample(s, N, ec, 7, again, F, BRISK_SAMPLER_DDIM, 10, 0.0, 1) == BRISK_OK);
     for (int64_t i = 0; i < N * F; i++) ri += (out[i] - ef[i]) * (out[i] - ef[i]);
+    REQUIRE(brisk_session_sample_guided(s, N, ec, 7, base, F, again, F, BRISK_SAMPLER_DDPM, 0, 0.0, 1) == BRISK_OK);
+    double rg = 0;
+    for (int64_t i = 0; i < N * F; i++) rg += (again[i] - ef[i]) * (again[i] - ef[i]);
     rb = sqrt(rb / (double)(N * F)), rd = sqrt(rd / (double)(N * F)), ri = sqrt(ri / (double)(N * F));
-    fprintf(stderr, "train loss %.4f -> %.4f; RMSE to the truth: ddpm %.4f, ddim(10, eta 0) %.4f, block values %.4f\n",
-            first, last, rd, ri, rb);
+    rg = sqrt(rg / (double)(N * F));
+    fprintf(stderr, "train loss %.4f -> %.4f; RMSE to the truth: ddpm %.4f, ddim(10, eta 0) %.4f, ddpm from the block "
+            "values %.4f; block values %.4f\n", first, last, rd, ri, rg, rb);
     CHECK(last < first);
     CHECK(rd < rb);
     CHECK(ri < rb);
+    CHECK(rg < rb);
+    REQUIRE(brisk_session_sample(s, N, ec, 7, again, F, BRISK_SAMPLER_DDIM, 10, 0.0, 1) == BRISK_OK);
     CHECK(memcmp(out, again, sizeof(float) * N * F) == 0);
     brisk_session_destroy(s);
     brisk_dataset_free(&tr);
