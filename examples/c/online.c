@@ -29,7 +29,7 @@ static const char *config =
     "           \"noise\": {\"steps\": 50, \"prediction\": \"x0\"}},"
     " \"data\":  {\"validation_fraction\": 0, \"buffer\": {\"capacity\": 3840, \"when_full\": \"drop_oldest\"}},"
     " \"train\": {\"batch_size\": 16, \"seed\": 0, \"log_every\": 240},"
-    " \"speed\": {\"device\": \"auto\", \"threads\": 2}}";
+    " \"speed\": {\"device\": \"auto\", \"threads\": 0}}"; /* 0: OMP_NUM_THREADS */
 
 /* The toy simulation: column j at time step k is a smooth field of three travelling modes and a
  * small-scale wave; its coarse field is the mean over 7 blocks of the fine grid. */

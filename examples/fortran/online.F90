@@ -24,7 +24,7 @@ program online
        '           "noise": {"steps": 50, "prediction": "x0"}},' // &
        ' "data":  {"validation_fraction": 0, "buffer": {"capacity": 3840, "when_full": "drop_oldest"}},' // &
        ' "train": {"batch_size": 16, "seed": 0, "log_every": 240},' // &
-       ' "speed": {"device": "auto", "threads": 2}}'
+       ' "speed": {"device": "auto", "threads": 0}}'  ! threads 0: OMP_NUM_THREADS
   real(c_float) :: coarse(ncoarse, columns), fine(nfine, columns), sampled(nfine, columns), guess(nfine, columns)
   real(c_double) :: loss(epochs), se, sb
   type(brisk_session) :: s
