@@ -110,6 +110,9 @@ static inline float brisk_u32_to_unit(uint32_t x) {
 }
 /* One block of 4 normals from one block of 4 uniforms (Box-Muller on pairs). */
 void brisk_philox_normal4(const uint32_t ctr[4], const uint32_t key[2], float out[4]);
+/* n normals for one item (a sample, a row): key = seed, counter = {index lo, index hi, stream,
+ * block}, value j from block j / 4. What the example data and the sampler's start draw. */
+void brisk_philox_normals(uint64_t seed, uint64_t index, uint32_t stream, float *out, int64_t n);
 
 /* ---------------------------------------------------------------- logging
  * Library code never writes to stdout; it reports through a sink. NULL sink: silent. */

@@ -30,17 +30,6 @@ static brisk_status ensure_step(brisk_inference *inf, const brisk_sample_params 
     return st;
 }
 
-/* x_T of one row: standard normals from (seed, row), whatever batch the row falls in. */
-static void start_noise(uint64_t seed, uint64_t row, int64_t F, float *x) {
-    const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
-    for (int64_t b = 0; b * 4 < F; b++) {
-        const uint32_t ctr[4] = {(uint32_t)row, (uint32_t)(row >> 32), STREAM_X_T, (uint32_t)b};
-        float v[4];
-        brisk_philox_normal4(ctr, key, v);
-        for (int64_t j = 0; j < 4 && b * 4 + j < F; j++) x[b * 4 + j] = v[j];
-    }
-}
-
 brisk_status brisk_inference_sample(brisk_inference *inf, const brisk_sample_params *p, int64_t n, const float *coarse,
                                     int64_t coarse_stride, const float *guess, int64_t guess_stride, float *fine,
                                     int64_t fine_stride, uint64_t seed, brisk_error *err) {
@@ -62,7 +51,8 @@ brisk_status brisk_inference_sample(brisk_inference *inf, const brisk_sample_par
         memset(inf->rows_out, 0, sizeof(float) * (size_t)(B * F));
         for (int64_t i = 0; i < rows; i++) {
             memcpy(inf->rows_in + i * C, coarse + (r + i) * coarse_stride, sizeof(float) * (size_t)C);
-            start_noise(seed, (uint64_t)(r + i), F, inf->rows_out + i * F);
+            /* the start of row r + i: the same normals whatever batch the row falls in */
+            brisk_philox_normals(seed, (uint64_t)(r + i), STREAM_X_T, inf->rows_out + i * F, F);
             if (guess) { /* the forward process around the first guess: q(x_t0 | x0 = guess) */
                 const float *g = guess + (r + i) * guess_stride;
                 float *x = inf->rows_out + i * F;

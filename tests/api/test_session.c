@@ -24,13 +24,7 @@ static const char *classify_cfg =
     " \"train\": {\"batch_size\": 32}, \"speed\": {\"prefetch\": 0}}";
 
 static char dir[256];
-static void make_dir(void) {
-    if (dir[0]) return;
-    snprintf(dir, sizeof dir, "%s/api_%d", BRISK_BINARY_DIR, (int)getpid());
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
-    if (system(cmd) != 0) fprintf(stderr, "cannot create %s\n", dir);
-}
+static void make_dir(void) { T_MAKE_DIR(dir, "api"); }
 
 /* n samples of the example diffusion data: coarse [n, 7], fine [n, 256]. */
 static void example(int64_t n, uint64_t seed, float **coarse, float **fine) {
@@ -62,6 +56,10 @@ static int all_finite(const float *v, int64_t n) {
            brisk_session_error(s)); \
     CHECKF(strstr(brisk_session_error(s), text) != NULL, "%s: message '%s' lacks '%s'", #call, \
            brisk_session_error(s), text); } while (0)
+
+/* Two sessions that must agree on a metric, bit for bit. */
+#define CHECK_SAME(s, t, name) do { double a_, b_; OK(brisk_session_query(s, name, &a_), s); \
+    OK(brisk_session_query(t, name, &b_), t); CHECKF(a_ == b_, "%s: %.9g vs %.9g", name, a_, b_); } while (0)
 
 static void test_lifecycle(void) {
     make_dir();
@@ -111,10 +109,7 @@ static void test_lifecycle(void) {
     OK(brisk_session_push(s2, 400, coarse, 0, fine, 0), s2);
     OK(brisk_session_train_steps(s, 3), s);
     OK(brisk_session_train_steps(s2, 3), s2);
-    double l1, l2;
-    OK(brisk_session_query(s, "last_loss", &l1), s);
-    OK(brisk_session_query(s2, "last_loss", &l2), s2);
-    CHECKF(l1 == l2, "%.9g vs %.9g", l1, l2);
+    CHECK_SAME(s, s2, "last_loss");
     CHECK(brisk_session_destroy(s) == BRISK_OK);
     CHECK(brisk_session_destroy(s2) == BRISK_OK);
     CHECK(brisk_session_destroy(NULL) == BRISK_OK);
@@ -140,10 +135,7 @@ static void test_strides(void) {
     OK(brisk_session_push(t, 200, cp, cs, fp, fs), t);
     OK(brisk_session_train_epochs(s, 1), s);
     OK(brisk_session_train_epochs(t, 1), t);
-    double a, b;
-    OK(brisk_session_query(s, "train_loss", &a), s);
-    OK(brisk_session_query(t, "train_loss", &b), t);
-    CHECKF(a == b, "%.9g vs %.9g", a, b);
+    CHECK_SAME(s, t, "train_loss");
     brisk_session_destroy(s);
     brisk_session_destroy(t);
     free(coarse), free(fine), free(cp), free(fp);

@@ -3,19 +3,9 @@
 # bad inputs giving one clear error line and a non-zero exit, never a crash.
 #   sample.sh BRISK WORKDIR
 set -u
+. "$(dirname "$0")/expect.sh"
 brisk=$1 work=$2
 rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
-pass=0 fail=0
-expect() { # expect NAME PATTERN -- command...
-  local name=$1 pat=$2; shift 3
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [ $rc -ge 1 ] && [ $rc -le 3 ] && printf '%s' "$out" | grep -qE -- "$pat"; then
-    pass=$((pass + 1)); echo "ok   $name"
-  else
-    fail=$((fail + 1)); echo "FAIL $name (exit $rc): $out"
-  fi
-}
 "$brisk" synth diffusion d.npz --samples 640 >/dev/null || { echo "synth failed"; exit 1; }
 cat > d.json <<'J'
 {"model": {"type": "diffusion", "hidden": [64], "noise": {"steps": 10}},

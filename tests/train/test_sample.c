@@ -12,13 +12,7 @@
 #include "test.h"
 
 static char dir[256];
-static void make_dir(void) {
-    if (dir[0]) return;
-    snprintf(dir, sizeof dir, "%s/sample_%d", BRISK_BINARY_DIR, (int)getpid());
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
-    if (system(cmd) != 0) fprintf(stderr, "cannot create %s\n", dir);
-}
+static void make_dir(void) { T_MAKE_DIR(dir, "sample"); }
 
 static brisk_model_spec small_model(void) {
     brisk_model_spec m = {.type = BRISK_MODEL_DIFFUSION, .fine = 256, .coarse = 7, .time_embedding = 32, .n_hidden = 2,
