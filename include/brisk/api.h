@@ -101,9 +101,9 @@ brisk_status brisk_session_push(brisk_session *s, int64_t n, const float *input,
 brisk_status brisk_session_clear(brisk_session *s);
 
 /* Trains `epochs` epochs over the samples buffered now: the buffer is split into training and
- * validation samples by data.validation_fraction and train.seed, shuffled per epoch from the
- * seed, and cut into train.batch_size batches (the last incomplete one dropped); validation
- * runs after each epoch. With the same data, config and seed this trains exactly as
+ * validation samples by data.validation_fraction and train.seed (redrawn at every call, over
+ * what the buffer holds then), shuffled per epoch from the seed, and cut into train.batch_size
+ * batches (the last incomplete one dropped); validation runs after each epoch. With the same data, config and seed this trains exactly as
  * `brisk train` does (the same losses, bit for bit). The learning-rate schedule spans the run
  * the config describes (train.epochs or train.max_steps over the first data trained on) and
  * holds its final value after it, so online training wants the default "constant" schedule.

@@ -112,7 +112,10 @@ brisk_status brisk_trainer_run_more(brisk_trainer *t, int64_t steps, int epoch_s
                                     brisk_error *err) {
     if (steps < 1) return brisk_errorf(err, BRISK_ERR_INVALID, "%s: %lld steps to train; expected at least 1", t->cfg.path,
                                        (long long)steps);
-    if (epoch_start && t->position != 0) t->epoch++, t->position = 0;
+    /* The data may have changed since the last run: a position past the new epoch's last
+     * batch starts the next epoch, as one at the end of an epoch would. */
+    if ((epoch_start && t->position != 0) || t->position + t->cfg.train.batch_size > t->split.ntrain)
+        t->epoch++, t->position = 0;
     if (!t->schedule_steps) t->schedule_steps = t->total_steps ? t->total_steps : steps;
     t->total_steps = t->step + steps;
     return brisk_trainer_run_steps(t, 0, sum, err);

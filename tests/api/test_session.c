@@ -283,6 +283,11 @@ static void test_call_errors(void) {
     FAILS(brisk_session_train_steps(s, -2), s, BRISK_ERR_INVALID, "-2 steps");
     OK(brisk_session_push(s, 56, coarse + 8 * 7, 7, fine + 8 * 256, 256), s);
     OK(brisk_session_train_steps(s, 2), s); /* recovers after the failed calls */
+    /* a buffer that shrank below where the last call stopped: the next epoch begins */
+    OK(brisk_session_clear(s), s);
+    OK(brisk_session_push(s, 30, coarse, 7, fine, 256), s);
+    OK(brisk_session_train_steps(s, 3), s);
+    OK(brisk_session_push(s, 34, coarse + 30 * 7, 7, fine + 30 * 256, 256), s);
     /* save and load */
     FAILS(brisk_session_save(s, NULL), s, BRISK_ERR_INVALID, "NULL");
     FAILS(brisk_session_save(s, "/nonexistent/dir/x.safetensors"), s, BRISK_ERR_IO, "/nonexistent/dir");
