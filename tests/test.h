@@ -28,6 +28,12 @@ static int t_cur_failed;
 #define CHECK_NEAR(a, b, tol) CHECKF(fabs((double)(a) - (double)(b)) <= (tol), \
     "%.9g vs %.9g (tol %.3g)", (double)(a), (double)(b), (double)(tol))
 
+/* A fresh folder under the build tree for a test's files: BRISK_BINARY_DIR/<name>_<pid>. */
+#define T_MAKE_DIR(buf, name) do { if (!(buf)[0]) { \
+    snprintf((buf), sizeof(buf), "%s/%s_%d", BRISK_BINARY_DIR, (name), (int)getpid()); \
+    char cmd_[sizeof(buf) + 16]; snprintf(cmd_, sizeof cmd_, "mkdir -p %s", (buf)); \
+    if (system(cmd_) != 0) fprintf(stderr, "cannot create %s\n", (buf)); } } while (0)
+
 typedef void (*t_fn)(void);
 typedef struct { const char *name; t_fn fn; } t_case;
 #define T(fn) { #fn, fn }

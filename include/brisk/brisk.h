@@ -1,7 +1,10 @@
-/* brisk: fast neural-network training in C. One include for the whole library. */
+/* brisk: fast neural-network training in C. One include for the whole library.
+ * brisk/api.h is the stable API (a training session: create, push, train, save/load, predict,
+ * sample, query, destroy); the other headers are module interfaces that may change. */
 #ifndef BRISK_H
 #define BRISK_H
 
+#include "brisk/api.h"
 #include "brisk/core.h"
 #include "brisk/json.h"
 #include "brisk/graph.h"
@@ -12,5 +15,6 @@
 #include "brisk/train.h"
 #include "brisk/system.h"
 #include "brisk/cuda.h"
+#include "brisk/sample.h"
 
 #endif

@@ -24,7 +24,8 @@ typedef enum brisk_status {
     BRISK_ERR_NOMEM,       /* an allocation failed or a plan does not fit */
     BRISK_ERR_UNSUPPORTED, /* valid but not implemented here (dtype, backend) */
     BRISK_ERR_NUMERIC,     /* NaN or inf where a number was needed */
-    BRISK_ERR_INTERNAL
+    BRISK_ERR_INTERNAL,
+    BRISK_ERR_FULL         /* a bounded buffer is full and its policy is to refuse */
 } brisk_status;
 
 typedef struct brisk_error {
@@ -109,6 +110,9 @@ static inline float brisk_u32_to_unit(uint32_t x) {
 }
 /* One block of 4 normals from one block of 4 uniforms (Box-Muller on pairs). */
 void brisk_philox_normal4(const uint32_t ctr[4], const uint32_t key[2], float out[4]);
+/* n normals for one item (a sample, a row): key = seed, counter = {index lo, index hi, stream,
+ * block}, value j from block j / 4. What the example data and the sampler's start draw. */
+void brisk_philox_normals(uint64_t seed, uint64_t index, uint32_t stream, float *out, int64_t n);
 
 /* ---------------------------------------------------------------- logging
  * Library code never writes to stdout; it reports through a sink. NULL sink: silent. */

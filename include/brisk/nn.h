@@ -44,6 +44,8 @@ typedef struct brisk_model_spec {
     int64_t fine, coarse, time_embedding;
     int noise_steps;
     float beta_start, beta_end; /* linear schedule */
+    int predict_x0;             /* 0: the network predicts the noise, loss MSE on it (WORKLOADS.md);
+                                   1: it predicts the clean field x0, loss MSE on x0 */
 } brisk_model_spec;
 
 /* What the data must provide per sample, in the order of the graph's inputs. */
@@ -84,6 +86,46 @@ int brisk_nn_mlp(brisk_graph *g, int x, int64_t in, const int64_t *widths, int n
 
 /* DDPM linear beta schedule as torch_ref.py computes it in float32: abar = cumprod(1 - beta). */
 void brisk_ddpm_alpha_bar(int steps, float beta_start, float beta_end, float *abar);
+
+/* ---- sampling from the diffusion denoiser (src/nn/ddpm.c)
+ * A sampler visits model timesteps t_0 > t_1 > ... > t_{S-1} and at each applies
+ *     x_prev = a[t] x_t + b[t] eps(x_t, coarse, t) + c[t] z,    z ~ N(0, I)
+ * so one sampling step is one graph schedule with the timestep as its only per-step input.
+ *   DDPM (Ho et al. 2020), ancestral, all T steps: a = 1/sqrt(alpha_t),
+ *     b = -beta_t / (sqrt(alpha_t) sqrt(1 - abar_t)), c = sigma_t with the posterior variance
+ *     sigma_t^2 = beta_t (1 - abar_{t-1}) / (1 - abar_t) (0 at t = 0).
+ *   DDIM (Song et al. 2021, eq. 12), S <= T steps at t_k = round((T-1)(S-1-k)/(S-1)):
+ *     sigma = eta sqrt((1 - abar_p)/(1 - abar_t)) sqrt(1 - abar_t/abar_p), a = sqrt(abar_p/abar_t),
+ *     b = sqrt(1 - abar_p - sigma^2) - sqrt(abar_p (1 - abar_t)/abar_t), c = sigma, with p the
+ *     next visited timestep (abar_p = 1 after the last). eta 0 is deterministic given x_T;
+ *     eta 1 with S = T is DDPM exactly. */
+#ifndef BRISK_SAMPLER_KIND_DEFINED /* api.h declares it too */
+#define BRISK_SAMPLER_KIND_DEFINED
+typedef enum { BRISK_SAMPLER_DDPM = 0, BRISK_SAMPLER_DDIM = 1 } brisk_sampler_kind;
+#endif
+
+typedef struct brisk_sample_schedule {
+    brisk_sampler_kind kind;
+    int steps;          /* S */
+    int noise_steps;    /* T */
+    float eta;
+    int32_t *t;         /* [S] the visited timesteps, descending */
+    float *a, *b, *c;   /* [T] per timestep; 0 where no step lands */
+    int stochastic;     /* some c > 0: the step graph draws z */
+    float start_signal, start_noise; /* sqrt(abar), sqrt(1 - abar) at t_0: a guided start */
+} brisk_sample_schedule;
+
+/* Fills the schedule for a diffusion model (T = spec->noise_steps). DDPM takes steps = T
+ * (0 means T); DDIM 1 <= steps <= T; eta in [0, 1] (DDIM only). */
+brisk_status brisk_sample_schedule_make(const brisk_model_spec *spec, brisk_sampler_kind kind, int steps,
+                                        float eta, brisk_sample_schedule *out, brisk_error *err);
+void brisk_sample_schedule_free(brisk_sample_schedule *s);
+/* For an x0-predicting model the tables are rewritten for x0_hat through
+ * eps_hat = (x_t - sqrt(abar_t) x0_hat) / sqrt(1 - abar_t), so the step stays linear.
+ * Builds one sampling step for `batch` rows: the PREDICT graph (inputs coarse, x_t, t) plus the
+ * update above; io->output is x_prev. The noise z is a RANDN node keyed by the step state. */
+brisk_status brisk_diffusion_build_sample_step(const brisk_model_spec *spec, const brisk_sample_schedule *s,
+                                               int64_t batch, brisk_graph *g, brisk_model_io *io, brisk_error *err);
 
 #ifdef __cplusplus
 }

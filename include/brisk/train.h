@@ -4,6 +4,7 @@
 #ifndef BRISK_TRAIN_H
 #define BRISK_TRAIN_H
 
+#include "brisk/data.h"
 #include "brisk/nn.h"
 #include "brisk/optim.h"
 
@@ -14,13 +15,15 @@ extern "C" {
 #define BRISK_PATH_MAX 1024
 
 typedef struct brisk_data_spec {
-    char train[BRISK_PATH_MAX];         /* .npz or .csv */
+    char train[BRISK_PATH_MAX];         /* .npz or .csv; "" when the API supplies the data */
     char field_names[BRISK_MAX_FIELDS][32];            /* model field ("x") ... */
     char field_sources[BRISK_MAX_FIELDS][8][64];       /* ... from npz members or CSV columns */
     int field_n_sources[BRISK_MAX_FIELDS];
     int n_fields;
     float validation_fraction;
     int shuffle;
+    int64_t buffer_capacity;            /* API sample buffer (data.buffer): samples held */
+    int buffer_reject;                  /* 1: a push into a full buffer fails; 0: drops the oldest */
 } brisk_data_spec;
 
 typedef enum { BRISK_DEVICE_AUTO = 0, BRISK_DEVICE_CPU, BRISK_DEVICE_CUDA } brisk_device_kind;
@@ -114,6 +117,23 @@ brisk_status brisk_trainer_run(brisk_trainer *t, brisk_run_summary *summary, bri
  * the learning-rate schedule of the whole run; writes last.safetensors where it stops. */
 brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, brisk_run_summary *summary,
                                      brisk_error *err);
+/* A trainer over data built in memory (fields named as the model's, e.g. "coarse" and "fine",
+ * or "x" and "y"); cfg->data.train is not read. Takes *data (also on failure). data NULL or
+ * empty: no data yet; give it with brisk_trainer_set_dataset before running. */
+brisk_status brisk_trainer_create_with_dataset(const brisk_config *cfg, const brisk_logger *log, brisk_dataset *data,
+                                               brisk_trainer **out, brisk_error *err);
+/* Replaces the training data (takes *data, also on failure) and redraws the split from the seed.
+ * The run's length for the learning-rate schedule stays what the first data gave. */
+brisk_status brisk_trainer_set_dataset(brisk_trainer *t, brisk_dataset *data, brisk_error *err);
+/* Trains `steps` more optimizer steps, past the configured run if need be (the learning-rate
+ * schedule keeps the configured length and holds its last value after it). epoch_start 1:
+ * begin at the start of the next epoch when the last run stopped mid-epoch. Online training
+ * calls this after each brisk_trainer_set_dataset. */
+brisk_status brisk_trainer_run_more(brisk_trainer *t, int64_t steps, int epoch_start, brisk_run_summary *sum,
+                                    brisk_error *err);
+/* Steps per epoch over the current data (0: no data yet), and optimizer steps done. */
+int64_t brisk_trainer_batches_per_epoch(const brisk_trainer *t);
+int64_t brisk_trainer_steps_done(const brisk_trainer *t);
 /* Writes a checkpoint of the current state (atomically: temp file, fsync, rename). */
 brisk_status brisk_trainer_save(brisk_trainer *t, const char *path, brisk_error *err);
 /* Checks that a file is an intact brisk checkpoint: it parses, its format is known and its

@@ -38,6 +38,7 @@ const char *brisk_status_name(brisk_status s) {
     case BRISK_ERR_UNSUPPORTED: return "unsupported";
     case BRISK_ERR_NUMERIC: return "numeric error";
     case BRISK_ERR_INTERNAL: return "internal error";
+    case BRISK_ERR_FULL: return "buffer full";
     }
     return "unknown status";
 }

@@ -30,3 +30,13 @@ void brisk_philox_normal4(const uint32_t ctr[4], const uint32_t key[2], float ou
         out[i + 1] = r * sinf(th);
     }
 }
+
+void brisk_philox_normals(uint64_t seed, uint64_t index, uint32_t stream, float *out, int64_t n) {
+    const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    for (int64_t b = 0; b * 4 < n; b++) {
+        const uint32_t ctr[4] = {(uint32_t)index, (uint32_t)(index >> 32), stream, (uint32_t)b};
+        float v[4];
+        brisk_philox_normal4(ctr, key, v);
+        for (int64_t j = 0; j < 4 && b * 4 + j < n; j++) out[b * 4 + j] = v[j];
+    }
+}

@@ -17,13 +17,7 @@ enum {
 };
 
 static void normals(uint64_t key64, uint64_t sample, uint32_t stream, float *out, int n) {
-    const uint32_t key[2] = {(uint32_t)key64, (uint32_t)(key64 >> 32)};
-    for (int b = 0; b * 4 < n; b++) {
-        const uint32_t ctr[4] = {(uint32_t)sample, (uint32_t)(sample >> 32), stream, (uint32_t)b};
-        float v[4];
-        brisk_philox_normal4(ctr, key, v);
-        for (int j = 0; j < 4 && b * 4 + j < n; j++) out[b * 4 + j] = v[j];
-    }
+    brisk_philox_normals(key64, sample, stream, out, n);
 }
 
 /* Block k of the fine grid is [k*FINE/COARSE, (k+1)*FINE/COARSE): uneven, as 256 = 7*36+4. */

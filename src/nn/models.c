@@ -54,9 +54,9 @@ static int mlp_forward(const brisk_model_spec *s, brisk_graph *g, int x) {
     return brisk_nn_mlp(g, x, s->inputs, widths, s->n_hidden + 1, s->activation, s->dropout, "net");
 }
 
-/* DDPM noise-prediction loss: x_t = sqrt(abar_t) x0 + sqrt(1 - abar_t) eps, predict eps
- * from [x_t | coarse | sinusoidal(t)]. The per-timestep factors are constant tables
- * gathered by t, so no square root runs per step. */
+/* DDPM noise-prediction loss: x_t = sqrt(abar_t) x0 + sqrt(1 - abar_t) eps, predict eps (or
+ * x0 when spec->predict_x0) from [x_t | coarse | sinusoidal(t)]. The per-timestep factors are
+ * constant tables gathered by t, so no square root runs per step. */
 static int diffusion_train(const brisk_model_spec *s, brisk_graph *g, int64_t batch, int coarse,
                            int x0, int *pred_out) {
     int T = s->noise_steps;
@@ -84,7 +84,7 @@ static int diffusion_train(const brisk_model_spec *s, brisk_graph *g, int64_t ba
     int pred = brisk_nn_mlp(g, h, s->fine + s->coarse + s->time_embedding, widths, s->n_hidden + 1,
                             s->activation, 0.0f, "net");
     *pred_out = pred;
-    return brisk_mse(g, pred, eps);
+    return brisk_mse(g, pred, s->predict_x0 ? x0 : eps);
 }
 
 static int diffusion_predict(const brisk_model_spec *s, brisk_graph *g, int coarse, int xt, int t) {

@@ -19,6 +19,8 @@ static const char *const schedules[] = {"constant", "linear", "cosine", NULL};
 static const char *const devices[] = {"auto", "cpu", "cuda", NULL};
 static const char *const precisions[] = {"auto", "fp32", "tf32", "bf16", "fp16", NULL};
 static const char *const noise_schedules[] = {"linear", NULL};
+static const char *const predictions[] = {"noise", "x0", NULL};
+static const char *const when_full[] = {"drop_oldest", "reject", NULL};
 
 static void read_hidden(brisk_json_reader *r, brisk_model_spec *m, int def_n, int64_t def_w) {
     int *w = NULL;
@@ -72,6 +74,8 @@ static void read_model(brisk_json_reader *root, brisk_model_spec *m) {
         if (b1 >= 1.0 || b0 > b1) brisk_json_fail(&n, "beta_end", "expected beta_start <= beta_end < 1");
         m->beta_start = (float)b0;
         m->beta_end = (float)b1;
+        brisk_json_enum_or(&n, "prediction", predictions, 0, &v);
+        m->predict_x0 = v == 1;
     }
 }
 
@@ -80,9 +84,11 @@ static void copy_str(char *dst, size_t n, const char *src) { snprintf(dst, n, "%
 static void read_data(brisk_json_reader *root, brisk_data_spec *d) {
     brisk_json_reader r, f;
     memset(d, 0, sizeof *d);
-    brisk_json_object(root, "data", &r);
+    /* Optional: a program using the library API pushes its data instead of naming a file
+     * (brisk_trainer_create asks for data.train). */
+    brisk_json_object_opt(root, "data", &r, NULL);
     const char *s;
-    brisk_json_string(&r, "train", &s);
+    brisk_json_string_or(&r, "train", "", &s);
     copy_str(d->train, sizeof d->train, s);
     double vf;
     brisk_json_number_or(&r, "validation_fraction", 0.1, BRISK_IN(0.0, 0.9), &vf);
@@ -90,6 +96,13 @@ static void read_data(brisk_json_reader *root, brisk_data_spec *d) {
     bool sh;
     brisk_json_bool_or(&r, "shuffle", true, &sh);
     d->shuffle = sh;
+    /* The API's sample buffer: how many samples it holds, and what a push does when full. */
+    brisk_json_reader buf;
+    int v;
+    brisk_json_object_opt(&r, "buffer", &buf, NULL);
+    brisk_json_int64_or(&buf, "capacity", 4096, 1, INT64_C(1) << 40, &d->buffer_capacity);
+    brisk_json_enum_or(&buf, "when_full", when_full, 0, &v);
+    d->buffer_reject = v == 1;
     bool present;
     brisk_json_object_opt(&r, "fields", &f, &present);
     if (!present || !f.obj) return;
@@ -255,7 +268,7 @@ brisk_status brisk_config_load(const char *path, const char *const *overrides, i
     if (!st) st = from_doc(doc, path, overrides, n_overrides, cfg, err);
     brisk_json_free(doc);
     /* A relative data path is taken from the working directory, else beside the config. */
-    if (!st && cfg->data.train[0] != '/' && access(cfg->data.train, F_OK) != 0) {
+    if (!st && cfg->data.train[0] && cfg->data.train[0] != '/' && access(cfg->data.train, F_OK) != 0) {
         const char *slash = strrchr(path, '/');
         if (slash) {
             char alt[BRISK_PATH_MAX];

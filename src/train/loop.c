@@ -138,17 +138,34 @@ brisk_status brisk_trainer_run(brisk_trainer *t, brisk_run_summary *sum, brisk_e
     return brisk_trainer_run_steps(t, 0, sum, err);
 }
 
+brisk_status brisk_trainer_run_more(brisk_trainer *t, int64_t steps, int epoch_start, brisk_run_summary *sum,
+                                    brisk_error *err) {
+    if (steps < 1) return brisk_errorf(err, BRISK_ERR_INVALID, "%s: %lld steps to train; expected at least 1", t->cfg.path,
+                                       (long long)steps);
+    /* The data may have changed since the last run: a position past the new epoch's last
+     * batch starts the next epoch, as one at the end of an epoch would. */
+    if ((epoch_start && t->position != 0) || t->position + t->cfg.train.batch_size > t->split.ntrain)
+        t->epoch++, t->position = 0;
+    if (!t->schedule_steps) t->schedule_steps = t->total_steps ? t->total_steps : steps;
+    t->total_steps = t->step + steps;
+    return brisk_trainer_run_steps(t, 0, sum, err);
+}
+
 brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, brisk_run_summary *sum,
                                      brisk_error *err) {
     const brisk_train_spec *tr = &t->cfg.train;
     const int K = tr->accumulate;
     const int64_t B = tr->batch_size;
     memset(sum, 0, sizeof *sum);
-    brisk_status st = brisk_trainer_open_run_dir(t, err);
+    if (t->batches_per_epoch == 0)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: no training data yet", t->cfg.path);
+    /* train.out_dir "" (the library API's default): no files, no checkpoints. */
+    const int files = tr->out_dir[0] != 0;
+    brisk_status st = files ? brisk_trainer_open_run_dir(t, err) : BRISK_OK;
     if (st) return st;
     char path[BRISK_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/metrics.jsonl", tr->out_dir);
-    if (!t->metrics && !(t->metrics = fopen(path, "a")))
+    if (files && !t->metrics && !(t->metrics = fopen(path, "a")))
         return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
 
     brisk_loader_config lc = {.dataset = &t->data, .indices = t->split.train, .nindices = t->split.ntrain,
@@ -179,7 +196,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     while (t->step < end && !(stop_sig = brisk_signal_pending())) {
         double t0 = brisk_now(), wait = 0, c0 = t->copy_s;
         int epoch_ended = 0;
-        float lr = brisk_schedule_lr(&t->cfg.optim, t->step, t->total_steps);
+        float lr = brisk_schedule_lr(&t->cfg.optim, t->step, t->schedule_steps ? t->schedule_steps : t->total_steps);
         for (int micro = 0; micro < K; micro++) {
             brisk_batch b;
             if ((st = brisk_loader_next(l, &b, err))) goto out;
@@ -208,13 +225,14 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             double ms = 1e3 * win_time / (double)win_n, wl = tail_mean(t, win_n);
             char dev[160], wl_json[32] = "null"; /* a window of skipped steps only has no loss */
             device_status(t, dev, sizeof dev);
-            if (isfinite(wl)) snprintf(wl_json, sizeof wl_json, "%.7g", wl);
+            if (isfinite(wl)) snprintf(wl_json, sizeof wl_json, "%.9g", wl);
             brisk_log(&t->log, BRISK_LOG_INFO,
                       "epoch %lld  step %lld/%lld  loss %.5f  lr %.2e  %.0f samples/s  %.3f ms/step (data %.3f, compute %.3f)  %s",
                       (long long)(epoch_ended ? t->epoch : t->epoch + 1), (long long)t->step, (long long)t->total_steps,
                       wl, lr, (double)(B * K) * win_n / win_time, ms,
                       1e3 * win_wait / (double)win_n, ms - 1e3 * win_wait / (double)win_n, dev);
-            fprintf(t->metrics, "{\"step\": %lld, \"epoch\": %lld, \"loss\": %s, \"lr\": %.7g, \"ms_per_step\": %.4f, "
+            if (t->metrics)
+                fprintf(t->metrics, "{\"step\": %lld, \"epoch\": %lld, \"loss\": %s, \"lr\": %.7g, \"ms_per_step\": %.4f, "
                     "\"data_ms\": %.4f, \"samples_per_s\": %.1f}\n",
                     (long long)t->step, (long long)t->epoch, wl_json, lr, ms,
                     1e3 * win_wait / (double)win_n, (double)(B * K) * win_n / win_time);
@@ -239,20 +257,25 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             char vbuf[32] = "null", abuf[48] = "";
             if (!isnan(vl)) snprintf(vbuf, sizeof vbuf, "%.7g", vl);
             if (!isnan(va)) snprintf(abuf, sizeof abuf, ", \"val_accuracy\": %.7g", va);
-            fprintf(t->metrics, "{\"epoch\": %lld, \"step\": %lld, \"train_loss\": %.7g, \"val_loss\": %s%s}\n",
-                    (long long)t->epoch, (long long)t->step, last_epoch_loss, vbuf, abuf);
-            fflush(t->metrics);
-            if (better && (st = brisk_rotation_save_best(t, err))) goto out;
+            if (t->metrics) {
+                fprintf(t->metrics, "{\"epoch\": %lld, \"step\": %lld, \"train_loss\": %.7g, \"val_loss\": %s%s}\n",
+                        (long long)t->epoch, (long long)t->step, last_epoch_loss, vbuf, abuf);
+                fflush(t->metrics);
+            }
+            if (files && better && (st = brisk_rotation_save_best(t, err))) goto out;
             epoch_steps = 0;
         }
         /* After validation, so that a checkpoint at an epoch's end carries its result
          * (a run resumed from it must know the best loss so far). */
-        if (brisk_rotation_due(t) && ((st = brisk_step_flush(t, err)) || (st = brisk_rotation_save(t, err)))) goto out;
+        if (files && brisk_rotation_due(t) && ((st = brisk_step_flush(t, err)) || (st = brisk_rotation_save(t, err)))) goto out;
     }
-    if (!(st = brisk_step_flush(t, err))) st = brisk_rotation_save(t, err);
+    if (!(st = brisk_step_flush(t, err)) && files) st = brisk_rotation_save(t, err);
     scaler_skips(t);
     brisk_numeric_check_scaler(t, n_timed);
-    if (!st && stop_sig)
+    if (!st && stop_sig && !files)
+        brisk_log(&t->log, BRISK_LOG_WARN, "stopped by %s after step %lld (no checkpoint: train.out_dir is \"\")",
+                  brisk_signal_name(stop_sig), (long long)t->step);
+    else if (!st && stop_sig)
         brisk_log(&t->log, BRISK_LOG_WARN, "stopped by %s after step %lld: checkpoint %s written; run the same "
                   "command with --resume auto to continue", brisk_signal_name(stop_sig), (long long)t->step, t->last_ckpt);
 out:
@@ -301,11 +324,12 @@ out:
                   "  speed             %.3f ms/step median, %.0f samples/s\n"
                   "  time              data wait %.2f s (%.1f%%), copy to device %.2f s (%.1f%%), compute %.2f s (%.1f%%), other %.2f s\n"
                   "  memory            %.2f MiB planned (activations %.2f MiB)\n"
-                  "  checkpoints       %s/last.safetensors%s",
+                  "  checkpoints       %s%s%s",
                   (long long)sum->steps, sum->wall_s, epochs_done, sum->final_loss, val, sum->ms_per_step_median,
                   sum->samples_per_s, wait_total, 100 * wait_total / w, sum->copy_s, 100 * sum->copy_s / w, compute_total,
                   100 * compute_total / w, sum->wall_s - wait_total - sum->copy_s - compute_total, sum->total_bytes / 1048576.0, sum->arena_bytes / 1048576.0,
-                  tr->out_dir, isnan(t->best_val) ? "" : ", best.safetensors");
+                  files ? tr->out_dir : "none (train.out_dir is \"\")", files ? "/last.safetensors" : "",
+                  !files || isnan(t->best_val) ? "" : ", best.safetensors");
         brisk_backend_stats bs;
         brisk_error ignored;
         if (t->be->stats && !t->be->stats(t->be, &bs, &ignored) && bs.loss_scale > 0)

@@ -8,7 +8,7 @@
 
 #define PREDICT_BATCH 256
 
-static void softmax_rows(float *x, int64_t rows, int64_t c) {
+void brisk_softmax_rows(float *x, int64_t rows, int64_t c) {
     for (int64_t r = 0; r < rows; r++) {
         float *p = x + r * c, mx = p[0], s = 0;
         for (int64_t j = 1; j < c; j++) mx = p[j] > mx ? p[j] : mx;
@@ -31,7 +31,7 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
     float *buf = NULL;
     if (m->type != BRISK_MODEL_MLP) {
         st = brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: predict takes one input array, and a diffusion model needs "
-                          "coarse fields, x_t and t: it predicts by sampling, which this release does not have yet", checkpoint);
+                          "coarse fields, x_t and t: it makes fine fields by sampling (brisk sample)", checkpoint);
         goto out;
     }
     if ((st = brisk_npy_load(input_npy, BRISK_F32, &x, err))) goto out;
@@ -70,7 +70,7 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
             goto out;
         memcpy((float *)y.data + r * C, buf, sizeof(float) * (size_t)(n * C));
     }
-    if (m->task == BRISK_TASK_CLASSIFY) softmax_rows(y.data, N, C);
+    if (m->task == BRISK_TASK_CLASSIFY) brisk_softmax_rows(y.data, N, C);
     if ((st = brisk_npy_write(output_npy, &y, err))) goto out;
     brisk_log(log, BRISK_LOG_INFO, "predict   %lld rows -> %s [%lld, %lld] (%s)", (long long)N, output_npy, (long long)N,
               (long long)C, m->task == BRISK_TASK_CLASSIFY ? "class probabilities" : "regression outputs");

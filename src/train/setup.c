@@ -93,6 +93,32 @@ static void report_active(brisk_trainer *t) {
               cfg->train.accumulate, cfg->optim.clip_norm > 0 ? "on" : "off");
 }
 
+
+/* Maps the dataset's fields to the model's; per-sample shapes must be what the model was
+ * configured for. */
+static brisk_status bind_data(brisk_trainer *t, brisk_error *err) {
+    for (int i = 0; i < t->io.n_fields; i++) {
+        const brisk_model_field *f = &t->io.fields[i];
+        const brisk_tensor *x = brisk_dataset_get(&t->data, f->name);
+        if (!x) return brisk_errorf(err, BRISK_ERR_INVALID, "%s: no field '%s', which the model (%s) takes", t->data.source,
+                                    f->name, t->cfg.path);
+        brisk_shape s = brisk_shape_make(x->shape.ndim - 1, x->shape.d + 1);
+        if (!brisk_shape_equal(&s, &f->sample)) {
+            char a[64], b[64];
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' has samples of shape %s, the model (%s) expects %s",
+                                t->data.source, f->name, brisk_shape_str(&s, a, sizeof a), t->cfg.path,
+                                brisk_shape_str(&f->sample, b, sizeof b));
+        }
+        if (x->dtype != f->dtype)
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' is %s, the model (%s) expects %s", t->data.source,
+                                f->name, brisk_dtype_name(x->dtype), t->cfg.path, brisk_dtype_name(f->dtype));
+        t->field_of_input[i] = 0;
+        for (int k = 0; k < t->data.nfields; k++)
+            if (strcmp(t->data.fields[k].name, f->name) == 0) t->field_of_input[i] = k;
+    }
+    return BRISK_OK;
+}
+
 /* Which source (npz member or CSV columns) feeds each model field. */
 static brisk_status load_data(brisk_trainer *t, brisk_error *err) {
     const brisk_data_spec *d = &t->cfg.data;
@@ -131,31 +157,51 @@ static brisk_status load_data(brisk_trainer *t, brisk_error *err) {
     }
     brisk_status st = csv ? brisk_dataset_load_csv(&t->data, d->train, specs, t->io.n_fields, err)
                           : brisk_dataset_load_npz(&t->data, d->train, specs, t->io.n_fields, err);
+    return st ? st : bind_data(t, err);
+}
+
+/* The split of the bound data into train and validation, and the batches it gives. The
+ * run's length (for the learning-rate schedule) is fixed by the first data a trainer gets. */
+static brisk_status split_data(brisk_trainer *t, brisk_error *err) {
+    const brisk_train_spec *tr = &t->cfg.train;
+    brisk_split_free(&t->split);
+    brisk_status st = brisk_split_make(t->data.count, t->cfg.data.validation_fraction, tr->seed, &t->split, err);
     if (st) return st;
-    /* Per-sample shapes must be what the model was configured for. */
-    for (int i = 0; i < t->io.n_fields; i++) {
-        const brisk_model_field *f = &t->io.fields[i];
-        const brisk_tensor *x = brisk_dataset_get(&t->data, f->name);
-        if (!x) return brisk_errorf(err, BRISK_ERR_INTERNAL, "%s: field %s not loaded", d->train, f->name);
-        brisk_shape s = brisk_shape_make(x->shape.ndim - 1, x->shape.d + 1);
-        if (!brisk_shape_equal(&s, &f->sample)) {
-            char a[64], b[64];
-            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' has samples of shape %s, the model (%s) expects %s",
-                                d->train, f->name, brisk_shape_str(&s, a, sizeof a), t->cfg.path,
-                                brisk_shape_str(&f->sample, b, sizeof b));
-        }
-        t->field_of_input[i] = 0;
-        for (int k = 0; k < t->data.nfields; k++)
-            if (strcmp(t->data.fields[k].name, f->name) == 0) t->field_of_input[i] = k;
-    }
+    if (tr->batch_auto && t->total_steps == 0 && (st = brisk_memory_auto_batch(t, t->split.ntrain, err))) return st;
+    t->batches_per_epoch = t->split.ntrain / tr->batch_size;
+    if (t->batches_per_epoch == 0)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: train.batch_size is %lld, but the training split of %s has only %lld samples",
+                            t->cfg.path, (long long)tr->batch_size, t->data.source, (long long)t->split.ntrain);
+    if (t->split.nval > 0 && t->split.nval < tr->batch_size)
+        brisk_log(&t->log, BRISK_LOG_WARN,
+                  "%s: the validation split has %lld samples, fewer than one batch of %lld: no validation "
+                  "(raise data.validation_fraction or lower train.batch_size)",
+                  t->cfg.path, (long long)t->split.nval, (long long)tr->batch_size);
+    if (t->total_steps == 0)
+        t->total_steps = tr->max_steps > 0 ? tr->max_steps : (int64_t)tr->epochs * t->batches_per_epoch / tr->accumulate;
+    if (t->total_steps < 1) t->total_steps = 1;
     return BRISK_OK;
 }
 
-brisk_status brisk_trainer_create(const brisk_config *cfg, const brisk_logger *log, brisk_trainer **out,
-                                  brisk_error *err) {
+brisk_status brisk_trainer_set_dataset(brisk_trainer *t, brisk_dataset *data, brisk_error *err) {
+    brisk_dataset_free(&t->data);
+    t->data = *data;
+    memset(data, 0, sizeof *data);
+    brisk_status st = bind_data(t, err);
+    if (!st) st = split_data(t, err);
+    if (st) t->batches_per_epoch = 0; /* nothing to train on until good data comes */
+    return st;
+}
+
+/* data: the dataset to adopt; NULL with from_file 0: none yet (brisk_trainer_set_dataset later). */
+static brisk_status create(const brisk_config *cfg, const brisk_logger *log, brisk_dataset *data, int from_file,
+                           brisk_trainer **out, brisk_error *err) {
     *out = NULL;
     brisk_trainer *t = calloc(1, sizeof *t);
-    if (!t) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+    if (!t) {
+        brisk_dataset_free(data);
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+    }
     t->cfg = *cfg;
     t->cfg.json = strdup(cfg->json ? cfg->json : "{}");
     if (log) t->log = *log;
@@ -164,24 +210,19 @@ brisk_status brisk_trainer_create(const brisk_config *cfg, const brisk_logger *l
     t->last_saved_step = -1;
     brisk_status st;
     const brisk_train_spec *tr = &t->cfg.train;
-    if ((st = pick_backend(t, err)) || (st = brisk_model_fields(&cfg->model, BRISK_BUILD_TRAIN, &t->io, err)) ||
-        (st = load_data(t, err)) ||
-        (st = brisk_split_make(t->data.count, cfg->data.validation_fraction, tr->seed, &t->split, err)) ||
-        (tr->batch_auto && (st = brisk_memory_auto_batch(t, t->split.ntrain, err))))
-        goto fail;
-    t->batches_per_epoch = t->split.ntrain / tr->batch_size;
-    if (t->batches_per_epoch == 0) {
-        st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: train.batch_size is %lld, but the training split of %s has only %lld samples",
-                          cfg->path, (long long)tr->batch_size, cfg->data.train, (long long)t->split.ntrain);
+    if (from_file && !cfg->data.train[0]) {
+        st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.train is missing: the .npz or .csv file to train on", cfg->path);
         goto fail;
     }
-    if (t->split.nval > 0 && t->split.nval < tr->batch_size)
-        brisk_log(&t->log, BRISK_LOG_WARN,
-                  "%s: the validation split has %lld samples, fewer than one batch of %lld: no validation "
-                  "(raise data.validation_fraction or lower train.batch_size)",
-                  cfg->path, (long long)t->split.nval, (long long)tr->batch_size);
-    t->total_steps = tr->max_steps > 0 ? tr->max_steps : (int64_t)tr->epochs * t->batches_per_epoch / tr->accumulate;
-    if (t->total_steps < 1) t->total_steps = 1;
+    if ((st = pick_backend(t, err)) || (st = brisk_model_fields(&cfg->model, BRISK_BUILD_TRAIN, &t->io, err)))
+        goto fail;
+    if (from_file) st = load_data(t, err);
+    else if (data) {
+        t->data = *data;
+        memset(data, 0, sizeof *data);
+        st = bind_data(t, err);
+    }
+    if (st || ((from_file || t->data.count) && (st = split_data(t, err)))) goto fail;
     t->g = brisk_graph_new();
     if (!t->g) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto fail; }
     if ((st = brisk_model_build(&cfg->model, tr->batch_size, BRISK_BUILD_TRAIN, t->g, &t->io, err)) ||
@@ -195,7 +236,7 @@ brisk_status brisk_trainer_create(const brisk_config *cfg, const brisk_logger *l
     brisk_log(&t->log, BRISK_LOG_INFO,
               "model     %s, %lld parameters; data %s: %lld train / %lld validation samples",
               cfg->model.type == BRISK_MODEL_MLP ? "mlp" : "diffusion", (long long)brisk_model_param_count(&cfg->model),
-              cfg->data.train, (long long)t->split.ntrain, (long long)t->split.nval);
+              t->data.count ? t->data.source : "(none yet)", (long long)t->split.ntrain, (long long)t->split.nval);
     brisk_log(&t->log, BRISK_LOG_INFO,
               "memory    planned before running: activations %.2f MiB (peak live %.2f MiB), "
               "parameters+gradients+moments %.2f MiB, total %.2f MiB",
@@ -205,8 +246,19 @@ brisk_status brisk_trainer_create(const brisk_config *cfg, const brisk_logger *l
     *out = t;
     return BRISK_OK;
 fail:
+    brisk_dataset_free(data);
     brisk_trainer_free(t);
     return st;
+}
+
+brisk_status brisk_trainer_create(const brisk_config *cfg, const brisk_logger *log, brisk_trainer **out,
+                                  brisk_error *err) {
+    return create(cfg, log, NULL, 1, out, err);
+}
+
+brisk_status brisk_trainer_create_with_dataset(const brisk_config *cfg, const brisk_logger *log, brisk_dataset *data,
+                                               brisk_trainer **out, brisk_error *err) {
+    return create(cfg, log, data, 0, out, err);
 }
 
 void brisk_trainer_free(brisk_trainer *t) {
@@ -236,6 +288,9 @@ brisk_status brisk_trainer_resume(brisk_trainer *t, const char *checkpoint, bris
 brisk_status brisk_trainer_save(brisk_trainer *t, const char *path, brisk_error *err) {
     return brisk_checkpoint_save(t, path, err);
 }
+
+int64_t brisk_trainer_batches_per_epoch(const brisk_trainer *t) { return t->batches_per_epoch; }
+int64_t brisk_trainer_steps_done(const brisk_trainer *t) { return t->step; }
 
 const float *brisk_trainer_losses(const brisk_trainer *t, int64_t *n) {
     *n = t->n_losses;

@@ -24,6 +24,8 @@ struct brisk_trainer {
     int64_t step;
     int64_t epoch, position;
     int64_t batches_per_epoch, total_steps;
+    int64_t schedule_steps; /* the learning-rate schedule's length when runs go past the configured
+                               one (brisk_trainer_run_more); 0: total_steps */
     double best_val;
     /* history of this process */
     float *losses;
@@ -150,5 +152,7 @@ int64_t brisk_memory_available(const brisk_config *cfg, char *source, size_t n);
 brisk_status brisk_memory_fit(brisk_trainer *t, brisk_error *err);
 /* train.batch_size "auto": the largest batch up to max_batch that fits. */
 brisk_status brisk_memory_auto_batch(brisk_trainer *t, int64_t max_batch, brisk_error *err);
+/* predict.c: each row of x [rows, c] replaced by its softmax. */
+void brisk_softmax_rows(float *x, int64_t rows, int64_t c);
 
 #endif

@@ -3,19 +3,9 @@
 # one error line naming the file and what was expected.
 #   bad_inputs.sh BRISK_BINARY WORKDIR
 set -u
+. "$(dirname "$0")/expect.sh"
 brisk=$1 work=$2
 rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
-pass=0 fail=0
-expect() { # expect NAME PATTERN -- command...
-  local name=$1 pat=$2; shift 3
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [ $rc -ge 1 ] && [ $rc -le 3 ] && printf '%s' "$out" | grep -qE -- "$pat"; then
-    pass=$((pass + 1)); echo "ok   $name"
-  else
-    fail=$((fail + 1)); echo "FAIL $name (exit $rc): $out"
-  fi
-}
 "$brisk" synth tabular tab.npz --samples 1024 >/dev/null || { echo "synth failed"; exit 1; }
 cat > good.json <<'J'
 {"model": {"type": "mlp", "inputs": 64, "hidden": [32], "outputs": 3},

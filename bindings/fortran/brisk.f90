@@ -1,0 +1,329 @@
+! brisk for Fortran: the stable C API of include/brisk/api.h through ISO_C_BINDING.
+!
+! Arrays are Fortran arrays with one sample per column: input(width, n), target(width, n),
+! coarse(7, n), fine(256, n) for the example denoiser; a column is what api.h calls a row, and
+! the leading dimension is passed as its stride (so a section like fields(:, 1:80) of a larger
+! array works; a non-contiguous section is copied by the compiler). Every function returns an
+! integer status (BRISK_OK = 0); brisk_error_message(s) says what went wrong, except when two
+! arrays of one call have different column counts: then BRISK_ERR_SHAPE comes back without a
+! call into brisk.
+!
+!   use brisk
+!   type(brisk_session) :: s
+!   if (brisk_create(s, config_json) /= BRISK_OK) stop brisk_error_message(s)
+!   st = brisk_push(s, coarse, fine)                 ! every model step
+!   st = brisk_train_epochs(s, 1_int64)              ! every 48 steps
+!   st = brisk_sample(s, coarse, fine_out, BRISK_SAMPLER_DDIM, 10, 0.0d0, seed)
+!   st = brisk_destroy(s)
+!
+! Like the C library, the module never calls MPI and keeps no global state: one session per
+! thread or per MPI rank, or one on the rank that gathers (examples/fortran/online.F90).
+module brisk
+  use, intrinsic :: iso_c_binding
+  use, intrinsic :: iso_fortran_env, only: output_unit, error_unit, int64
+  implicit none
+  private
+
+  integer, parameter, public :: BRISK_OK = 0, BRISK_ERR_INVALID = 1, BRISK_ERR_IO = 2, &
+       BRISK_ERR_FORMAT = 3, BRISK_ERR_SHAPE = 4, BRISK_ERR_NOMEM = 5, BRISK_ERR_UNSUPPORTED = 6, &
+       BRISK_ERR_NUMERIC = 7, BRISK_ERR_INTERNAL = 8, BRISK_ERR_FULL = 9
+  integer, parameter, public :: BRISK_SAMPLER_DDPM = 0, BRISK_SAMPLER_DDIM = 1
+
+  ! A session handle; default-initialised to no session.
+  type, public :: brisk_session
+     type(c_ptr) :: ptr = c_null_ptr
+  end type brisk_session
+
+  public :: brisk_create, brisk_create_file, brisk_destroy, brisk_error_message, brisk_sizes, &
+       brisk_push, brisk_clear, brisk_train_epochs, brisk_train_steps, brisk_save, brisk_load, &
+       brisk_predict, brisk_sample, brisk_query
+
+  interface
+     integer(c_int) function c_create(json, log, user, out) bind(C, name="brisk_session_create")
+       import :: c_int, c_char, c_funptr, c_ptr
+       character(kind=c_char), dimension(*), intent(in) :: json
+       type(c_funptr), value :: log
+       type(c_ptr), value :: user
+       type(c_ptr), intent(out) :: out
+     end function c_create
+     integer(c_int) function c_create_file(path, log, user, out) bind(C, name="brisk_session_create_file")
+       import :: c_int, c_char, c_funptr, c_ptr
+       character(kind=c_char), dimension(*), intent(in) :: path
+       type(c_funptr), value :: log
+       type(c_ptr), value :: user
+       type(c_ptr), intent(out) :: out
+     end function c_create_file
+     integer(c_int) function c_destroy(s) bind(C, name="brisk_session_destroy")
+       import :: c_int, c_ptr
+       type(c_ptr), value :: s
+     end function c_destroy
+     type(c_ptr) function c_error(s) bind(C, name="brisk_session_error")
+       import :: c_ptr
+       type(c_ptr), value :: s
+     end function c_error
+     integer(c_int) function c_sizes(s, input_width, target_width) bind(C, name="brisk_session_sizes")
+       import :: c_int, c_ptr, c_int64_t
+       type(c_ptr), value :: s
+       integer(c_int64_t), intent(out) :: input_width, target_width
+     end function c_sizes
+     integer(c_int) function c_push(s, n, input, input_stride, target, target_stride) &
+          bind(C, name="brisk_session_push")
+       import :: c_int, c_ptr, c_int64_t, c_float
+       type(c_ptr), value :: s
+       integer(c_int64_t), value :: n, input_stride, target_stride
+       real(c_float), dimension(*), intent(in) :: input, target
+     end function c_push
+     integer(c_int) function c_clear(s) bind(C, name="brisk_session_clear")
+       import :: c_int, c_ptr
+       type(c_ptr), value :: s
+     end function c_clear
+     integer(c_int) function c_train_epochs(s, n) bind(C, name="brisk_session_train_epochs")
+       import :: c_int, c_ptr, c_int64_t
+       type(c_ptr), value :: s
+       integer(c_int64_t), value :: n
+     end function c_train_epochs
+     integer(c_int) function c_train_steps(s, n) bind(C, name="brisk_session_train_steps")
+       import :: c_int, c_ptr, c_int64_t
+       type(c_ptr), value :: s
+       integer(c_int64_t), value :: n
+     end function c_train_steps
+     integer(c_int) function c_save(s, path) bind(C, name="brisk_session_save")
+       import :: c_int, c_ptr, c_char
+       type(c_ptr), value :: s
+       character(kind=c_char), dimension(*), intent(in) :: path
+     end function c_save
+     integer(c_int) function c_load(s, path) bind(C, name="brisk_session_load")
+       import :: c_int, c_ptr, c_char
+       type(c_ptr), value :: s
+       character(kind=c_char), dimension(*), intent(in) :: path
+     end function c_load
+     integer(c_int) function c_predict(s, n, input, input_stride, output, output_stride) &
+          bind(C, name="brisk_session_predict")
+       import :: c_int, c_ptr, c_int64_t, c_float
+       type(c_ptr), value :: s
+       integer(c_int64_t), value :: n, input_stride, output_stride
+       real(c_float), dimension(*), intent(in) :: input
+       real(c_float), dimension(*), intent(inout) :: output
+     end function c_predict
+     integer(c_int) function c_sample(s, n, coarse, coarse_stride, guess, guess_stride, fine, fine_stride, method, &
+          steps, eta, seed) bind(C, name="brisk_session_sample_guided")
+       import :: c_int, c_ptr, c_int64_t, c_float, c_double
+       type(c_ptr), value :: s
+       integer(c_int64_t), value :: n, coarse_stride, guess_stride, fine_stride, seed
+       real(c_float), dimension(*), intent(in) :: coarse
+       type(c_ptr), value :: guess
+       real(c_float), dimension(*), intent(inout) :: fine
+       integer(c_int), value :: method, steps
+       real(c_double), value :: eta
+     end function c_sample
+     integer(c_int) function c_query(s, name, value) bind(C, name="brisk_session_query")
+       import :: c_int, c_ptr, c_char, c_double
+       type(c_ptr), value :: s
+       character(kind=c_char), dimension(*), intent(in) :: name
+       real(c_double), intent(out) :: value
+     end function c_query
+     integer(c_size_t) function c_strlen(p) bind(C, name="strlen")
+       import :: c_size_t, c_ptr
+       type(c_ptr), value :: p
+     end function c_strlen
+  end interface
+
+contains
+
+  ! A Fortran string as a NUL-terminated C string (trailing blanks kept: they may matter in JSON
+  ! only inside strings, and paths are trimmed by the caller's choice).
+  pure function c_str(s) result(c)
+    character(len=*), intent(in) :: s
+    character(kind=c_char, len=len(s) + 1) :: c
+    c = s // c_null_char
+  end function c_str
+
+  function f_str(p) result(s)
+    type(c_ptr), intent(in) :: p
+    character(len=:), allocatable :: s
+    character(kind=c_char), pointer :: chars(:)
+    integer :: i, n
+    if (.not. c_associated(p)) then
+       s = ''
+       return
+    end if
+    n = int(c_strlen(p))
+    call c_f_pointer(p, chars, [n])
+    allocate(character(len=n) :: s)
+    do i = 1, n
+       s(i:i) = chars(i)
+    end do
+  end function f_str
+
+  ! The log callback installed by verbose = .true.: progress to standard output, warnings and
+  ! errors to standard error.
+  subroutine print_log(user, level, msg) bind(C)
+    type(c_ptr), value :: user
+    integer(c_int), value :: level
+    type(c_ptr), value :: msg
+    if (level <= 1) then
+       write (error_unit, '(a)') 'brisk: ' // f_str(msg)
+    else
+       write (output_unit, '(a)') f_str(msg)
+       flush (output_unit)
+    end if
+  end subroutine print_log
+
+  function log_fn(verbose) result(fn)
+    logical, intent(in), optional :: verbose
+    type(c_funptr) :: fn
+    fn = c_null_funptr
+    if (present(verbose)) then
+       if (verbose) fn = c_funloc(print_log)
+    end if
+  end function log_fn
+
+  ! Creates a session from a JSON config string (see api.h). verbose: print brisk's messages
+  ! (default: silent). On failure s still holds the message for brisk_error_message; destroy it.
+  integer function brisk_create(s, config, verbose) result(status)
+    type(brisk_session), intent(inout) :: s
+    character(len=*), intent(in) :: config
+    logical, intent(in), optional :: verbose
+    status = c_create(c_str(config), log_fn(verbose), c_null_ptr, s%ptr)
+  end function brisk_create
+
+  ! The same with the config read from a file.
+  integer function brisk_create_file(s, path, verbose) result(status)
+    type(brisk_session), intent(inout) :: s
+    character(len=*), intent(in) :: path
+    logical, intent(in), optional :: verbose
+    status = c_create_file(c_str(trim(path)), log_fn(verbose), c_null_ptr, s%ptr)
+  end function brisk_create_file
+
+  ! Frees the session; s becomes no session.
+  integer function brisk_destroy(s) result(status)
+    type(brisk_session), intent(inout) :: s
+    status = c_destroy(s%ptr)
+    s%ptr = c_null_ptr
+  end function brisk_destroy
+
+  ! The message of the last failed call ('' after a success).
+  function brisk_error_message(s) result(msg)
+    type(brisk_session), intent(in) :: s
+    character(len=:), allocatable :: msg
+    msg = f_str(c_error(s%ptr))
+  end function brisk_error_message
+
+  ! Values per sample: input (coarse) and target (fine; 1 for a classifier's label).
+  integer function brisk_sizes(s, input_width, target_width) result(status)
+    type(brisk_session), intent(in) :: s
+    integer(int64), intent(out) :: input_width, target_width
+    integer(c_int64_t) :: a, b
+    status = c_sizes(s%ptr, a, b)
+    input_width = a
+    target_width = b
+  end function brisk_sizes
+
+  ! Copies the samples in the columns of input(:, n) and target(:, n) into the buffer.
+  integer function brisk_push(s, input, target) result(status)
+    type(brisk_session), intent(in) :: s
+    real(c_float), intent(in) :: input(:, :), target(:, :)
+    if (size(input, 2) /= size(target, 2)) then
+       status = BRISK_ERR_SHAPE
+       return
+    end if
+    status = c_push(s%ptr, int(size(input, 2), c_int64_t), input, int(size(input, 1), c_int64_t), &
+         target, int(size(target, 1), c_int64_t))
+  end function brisk_push
+
+  integer function brisk_clear(s) result(status)
+    type(brisk_session), intent(in) :: s
+    status = c_clear(s%ptr)
+  end function brisk_clear
+
+  ! Trains over the buffered samples: `epochs` epochs, or `steps` optimizer steps.
+  integer function brisk_train_epochs(s, epochs) result(status)
+    type(brisk_session), intent(in) :: s
+    integer(int64), intent(in) :: epochs
+    status = c_train_epochs(s%ptr, int(epochs, c_int64_t))
+  end function brisk_train_epochs
+
+  integer function brisk_train_steps(s, steps) result(status)
+    type(brisk_session), intent(in) :: s
+    integer(int64), intent(in) :: steps
+    status = c_train_steps(s%ptr, int(steps, c_int64_t))
+  end function brisk_train_steps
+
+  ! Checkpoints (safetensors, device-agnostic).
+  integer function brisk_save(s, path) result(status)
+    type(brisk_session), intent(in) :: s
+    character(len=*), intent(in) :: path
+    status = c_save(s%ptr, c_str(trim(path)))
+  end function brisk_save
+
+  integer function brisk_load(s, path) result(status)
+    type(brisk_session), intent(in) :: s
+    character(len=*), intent(in) :: path
+    status = c_load(s%ptr, c_str(trim(path)))
+  end function brisk_load
+
+  ! MLP models: output(:, i) = model(input(:, i)).
+  integer function brisk_predict(s, input, output) result(status)
+    type(brisk_session), intent(in) :: s
+    real(c_float), intent(in) :: input(:, :)
+    real(c_float), intent(inout) :: output(:, :)
+    if (size(input, 2) /= size(output, 2)) then
+       status = BRISK_ERR_SHAPE
+       return
+    end if
+    status = c_predict(s%ptr, int(size(input, 2), c_int64_t), input, int(size(input, 1), c_int64_t), &
+         output, int(size(output, 1), c_int64_t))
+  end function brisk_predict
+
+  ! Diffusion models: fine(:, i) sampled given coarse(:, i). method BRISK_SAMPLER_DDPM (default)
+  ! or BRISK_SAMPLER_DDIM; steps 0 (default) = all noise steps; eta DDIM's noise (default 0);
+  ! seed the Philox seed (default 0; members of an ensemble: seed, seed + 1, ...); guess(:, i)
+  ! a first guess of fine(:, i) to start the chain from noise around (default: pure noise;
+  ! see brisk_session_sample_guided in api.h).
+  integer function brisk_sample(s, coarse, fine, method, steps, eta, seed, guess) result(status)
+    type(brisk_session), intent(in) :: s
+    real(c_float), intent(in) :: coarse(:, :)
+    real(c_float), intent(inout) :: fine(:, :)
+    integer, intent(in), optional :: method, steps
+    real(c_double), intent(in), optional :: eta
+    integer(int64), intent(in), optional :: seed
+    real(c_float), intent(in), optional, target, contiguous :: guess(:, :)
+    integer(c_int) :: m, k
+    real(c_double) :: e
+    integer(c_int64_t) :: sd, gs
+    type(c_ptr) :: g
+    m = BRISK_SAMPLER_DDPM
+    k = 0
+    e = 0.0_c_double
+    sd = 0
+    g = c_null_ptr
+    gs = 0
+    if (present(method)) m = method
+    if (present(steps)) k = steps
+    if (present(eta)) e = eta
+    if (present(seed)) sd = seed
+    if (size(coarse, 2) /= size(fine, 2)) then
+       status = BRISK_ERR_SHAPE
+       return
+    end if
+    if (present(guess)) then
+       if (size(guess, 2) /= size(fine, 2)) then
+          status = BRISK_ERR_SHAPE
+          return
+       end if
+       g = c_loc(guess)
+       gs = size(guess, 1)
+    end if
+    status = c_sample(s%ptr, int(size(coarse, 2), c_int64_t), coarse, int(size(coarse, 1), c_int64_t), g, gs, &
+         fine, int(size(fine, 1), c_int64_t), m, k, e, sd)
+  end function brisk_sample
+
+  ! One number about the session by name ("train_loss", "steps", "buffered", ...; api.h).
+  integer function brisk_query(s, name, value) result(status)
+    type(brisk_session), intent(in) :: s
+    character(len=*), intent(in) :: name
+    real(c_double), intent(out) :: value
+    status = c_query(s%ptr, c_str(trim(name)), value)
+  end function brisk_query
+
+end module brisk

@@ -1,0 +1,168 @@
+/* brisk's stable API: a training session for programs that train and infer while they run
+ * (a simulation calling brisk every model step), callable from C and, through
+ * bindings/fortran/brisk.f90, from Fortran. Everything a program needs is here; the other
+ * headers are the library's module interfaces and may change between releases.
+ *
+ * A session is a trainer with its own bounded sample buffer:
+ *
+ *     brisk_session *s = NULL;
+ *     if (brisk_session_create(config_json, NULL, NULL, &s) != BRISK_OK) {
+ *         fprintf(stderr, "%s\n", brisk_session_error(s));   // s holds the reason
+ *         brisk_session_destroy(s);
+ *         return 1;
+ *     }
+ *     every model step:   brisk_session_push(s, n, coarse, 7, fine, 256);
+ *     every 48 steps:     brisk_session_train_epochs(s, 1);
+ *     when needed:        brisk_session_sample(s, n, coarse, 7, fine_out, 256, BRISK_SAMPLER_DDIM, 10, 0.0, seed);
+ *     at the end:         brisk_session_save(s, "model.safetensors"); brisk_session_destroy(s);
+ *
+ * Conventions, for every function:
+ *   - It returns a brisk_status (BRISK_OK = 0; errors: BRISK_ERR_INVALID 1, _IO 2, _FORMAT 3,
+ *     _SHAPE 4, _NOMEM 5, _UNSUPPORTED 6, _NUMERIC 7, _INTERNAL 8, _FULL 9) and never aborts.
+ *     After an error, brisk_session_error(s) is one line saying what was wrong and what was
+ *     expected; the session stays usable (a failed call changes nothing it did not finish).
+ *   - Arrays are float32, one sample per row. A "stride" is the distance in floats between the
+ *     starts of consecutive rows (0: rows are packed, stride = the row width). Data are copied
+ *     in; outputs are written only into the rows asked for.
+ *   - Nothing is written to stdout or stderr. Messages (device chosen and why, progress lines,
+ *     the summary of each train call) go to the log callback given at creation, if any.
+ *   - Files are written only where asked: brisk_session_save, and train.out_dir when the
+ *     config sets it (metrics.jsonl, last/best checkpoints, as `brisk train` writes them).
+ *
+ * Threads: the library has no global state. Sessions are independent: one session per thread
+ * runs concurrently with others. A session itself must not be used by two threads at once.
+ * Each session's CPU work uses speed.threads OpenMP threads (0: OpenMP's default).
+ *
+ * MPI: brisk never calls MPI (it neither initialises nor finalises it), so it runs inside any
+ * MPI program. Two patterns (examples/README.md, examples/c/online.c):
+ *   - rank 0 gathers: every rank computes its columns; MPI_Gather(v) collects coarse and fine
+ *     rows on rank 0, which alone holds a session, pushes, trains and samples, and scatters the
+ *     sampled fields back. One model, trained on all ranks' data.
+ *   - a session per rank: each rank pushes its own columns and trains its own model (an
+ *     ensemble, or regional models); give each a different train.seed (e.g. seed + rank) and,
+ *     when they share a node, speed.threads = cores per node / ranks per node.
+ *
+ * Devices: speed.device "auto" trains on the GPU when this build has the CUDA backend and a GPU
+ * is usable, else on the CPU, and logs which and why. Checkpoints are device-agnostic: a file
+ * written on one device loads on the other. */
+#ifndef BRISK_API_H
+#define BRISK_API_H
+
+#include <stdint.h>
+
+#include "brisk/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct brisk_session brisk_session;
+
+/* Sampling methods of brisk_session_sample (nn.h documents the update rules). */
+#ifndef BRISK_SAMPLER_KIND_DEFINED
+#define BRISK_SAMPLER_KIND_DEFINED
+typedef enum { BRISK_SAMPLER_DDPM = 0, BRISK_SAMPLER_DDIM = 1 } brisk_sampler_kind;
+#endif
+
+/* Creates a session from a JSON config (the format of `brisk train`, comments allowed; see
+ * examples/diffusion.json). The "data" section is optional: its "train" file is not read,
+ * since the data come from brisk_session_push; "data.buffer" sets the sample buffer:
+ *     "data": {"buffer": {"capacity": 3840, "when_full": "drop_oldest" | "reject"},
+ *              "validation_fraction": 0.0}
+ * (defaults: capacity 4096, drop_oldest, validation_fraction 0.1). An unknown key, a bad value
+ * or a model that cannot be built is an error naming the key. train.out_dir defaults to ""
+ * (no files). log (may be NULL: silent) receives every message with log_user.
+ * On success *out is a new session. On failure *out is a session that only reports the error
+ * (brisk_session_error) and must be destroyed; it stays NULL only when out is NULL or memory
+ * ran out. */
+brisk_status brisk_session_create(const char *config_json, brisk_log_fn log, void *log_user, brisk_session **out);
+/* The same with the config read from a file (a relative data.train is then resolved as
+ * `brisk train` does, though the session does not read it). */
+brisk_status brisk_session_create_file(const char *config_path, brisk_log_fn log, void *log_user,
+                                       brisk_session **out);
+/* Frees the session and everything it holds. NULL is allowed. Returns BRISK_OK. */
+brisk_status brisk_session_destroy(brisk_session *s);
+/* The message of the last failed call on s ("" when none; a fixed text when s is NULL). The
+ * pointer stays valid until the next call on s. */
+const char *brisk_session_error(const brisk_session *s);
+
+/* Widths of one sample: input (the coarse field of a diffusion model, x of an mlp) and target
+ * (the fine field; an mlp's outputs, or 1 for a classifier's label). Either may be NULL. */
+brisk_status brisk_session_sizes(brisk_session *s, int64_t *input_width, int64_t *target_width);
+
+/* Copies n samples into the buffer: row i of input at input + i * input_stride, of target at
+ * target + i * target_stride. Every value must be finite (a classifier's label an integer in
+ * [0, classes)); a bad value fails the whole push, naming the row and column, and leaves the
+ * buffer unchanged. When the buffer would overflow: "drop_oldest" drops the oldest samples
+ * (counted in the "dropped" query); "reject" stores nothing and returns BRISK_ERR_FULL. */
+brisk_status brisk_session_push(brisk_session *s, int64_t n, const float *input, int64_t input_stride,
+                                const float *target, int64_t target_stride);
+/* Empties the buffer (the model and the optimizer state stay). */
+brisk_status brisk_session_clear(brisk_session *s);
+
+/* Trains `epochs` epochs over the samples buffered now: the buffer is split into training and
+ * validation samples by data.validation_fraction and train.seed (redrawn at every call, over
+ * what the buffer holds then), shuffled per epoch from the seed, and cut into train.batch_size
+ * batches (the last incomplete one dropped); validation runs after each epoch. With the same data, config and seed this trains exactly as
+ * `brisk train` does (the same losses, bit for bit). The learning-rate schedule spans the run
+ * the config describes (train.epochs or train.max_steps over the first data trained on) and
+ * holds its final value after it, so online training wants the default "constant" schedule.
+ * An empty buffer, or fewer samples than one batch, is an error. */
+brisk_status brisk_session_train_epochs(brisk_session *s, int64_t epochs);
+/* The same for a number of optimizer steps, continuing the current epoch where the last call
+ * stopped (a new epoch, reshuffled, begins whenever one ends). */
+brisk_status brisk_session_train_steps(brisk_session *s, int64_t steps);
+
+/* Writes a checkpoint (safetensors: parameters under PyTorch names, optimizer moments, step,
+ * epoch and the config), atomically: a temporary file, fsync, rename. */
+brisk_status brisk_session_save(brisk_session *s, const char *path);
+/* Loads a checkpoint of the same model (parameters, optimizer moments, step, epoch), written
+ * by a session or by `brisk train` on any device; one of another model is refused, naming the
+ * first tensor that differs. The buffer is unchanged. */
+brisk_status brisk_session_load(brisk_session *s, const char *path);
+
+/* MLP models: output row i = model(input row i) for n rows (class probabilities for a
+ * classifier). A diffusion model returns BRISK_ERR_UNSUPPORTED: it makes fields by sampling. */
+brisk_status brisk_session_predict(brisk_session *s, int64_t n, const float *input, int64_t input_stride,
+                                   float *output, int64_t output_stride);
+/* Diffusion models: samples one fine field per coarse row from the current parameters.
+ * method BRISK_SAMPLER_DDPM: ancestral, all of the model's noise steps (steps must be 0 or
+ * model.noise.steps; eta is ignored). BRISK_SAMPLER_DDIM: `steps` (1 to noise steps, 0: all)
+ * evenly spaced steps, eta in [0, 1] (0: deterministic given the seed and starting noise).
+ * The noise comes from Philox keyed by seed: the same seed, rows and parameters give the same
+ * samples on any thread count; an ensemble is the same call with seeds seed, seed + 1, ... */
+brisk_status brisk_session_sample(brisk_session *s, int64_t n, const float *coarse, int64_t coarse_stride,
+                                  float *fine, int64_t fine_stride, int method, int steps, double eta,
+                                  uint64_t seed);
+
+/* The same, each row's chain starting from the forward process around a first guess of its
+ * fine field (guess rows `guess_stride` floats apart: e.g. the simulation's own interpolation
+ * of the coarse field): x = sqrt(abar) guess + sqrt(1 - abar) z at the first sampling step,
+ * instead of pure noise z. Pure noise is the right start only when the model's last noise
+ * level leaves no signal; the example schedule (50 steps, betas 1e-4 to 0.02) leaves
+ * abar = 0.60, and a model that learnt to read the field from x_t samples far better from a
+ * guided start (SDEdit, Meng et al. 2022). guess may be the fine array itself (each row is read
+ * before it is written); guess NULL: brisk_session_sample. */
+brisk_status brisk_session_sample_guided(brisk_session *s, int64_t n, const float *coarse, int64_t coarse_stride,
+                                         const float *guess, int64_t guess_stride, float *fine, int64_t fine_stride,
+                                         int method, int steps, double eta, uint64_t seed);
+
+/* One number about the session, by name:
+ *   "steps"          optimizer steps done (including those of a loaded checkpoint)
+ *   "epochs"         epochs completed by this session's train calls
+ *   "train_loss"     mean training loss of the last train call's last epoch (or of its steps)
+ *   "last_loss"      the loss of the last training step
+ *   "val_loss"       validation loss after the last train call's epochs (NaN: none ran)
+ *   "val_accuracy"   classifiers: validation accuracy (else NaN)
+ *   "train_seconds"  wall time of the last train call; "ms_per_step" its median step time;
+ *   "samples_per_s"  its training throughput
+ *   "sample_seconds" wall time of the last sample or predict call
+ *   "buffered", "capacity", "pushed", "dropped"   buffer fill, size, samples accepted, dropped
+ *   "input_width", "target_width"                 as brisk_session_sizes
+ * NaN where nothing was measured yet. An unknown name is an error listing the known ones. */
+brisk_status brisk_session_query(brisk_session *s, const char *name, double *value);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

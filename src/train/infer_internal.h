@@ -1,0 +1,34 @@
+/* The inference executor's state, shared by infer.c (parameters, predictions) and
+ * sample.c (diffusion sampling). */
+#ifndef BRISK_INFER_INTERNAL_H
+#define BRISK_INFER_INTERNAL_H
+
+#include "brisk/sample.h"
+
+/* One planned graph with its executor. */
+typedef struct infer_graph {
+    brisk_graph *g;
+    brisk_plan plan;
+    brisk_exec *ex;
+    brisk_model_io io;
+    int params_version; /* the host parameters it holds */
+} infer_graph;
+
+struct brisk_inference {
+    brisk_model_spec model;
+    brisk_backend *be;
+    infer_graph pred;           /* the PREDICT graph: parameter layout, checkpoint loads, MLP predictions */
+    float *params;              /* host parameters in pred's layout */
+    int params_version;         /* bumped at each load; graphs upload when behind */
+    infer_graph step;           /* one diffusion sampling step for `sched`, built on first use */
+    brisk_sample_schedule sched;
+    float *rows_in, *rows_out;  /* BRISK_INFER_BATCH rows of staging */
+    int32_t *t_rows;
+};
+
+brisk_status brisk_infer_graph_plan(brisk_inference *inf, infer_graph *ig, brisk_error *err);
+void brisk_infer_graph_free(infer_graph *ig);
+/* Uploads the host parameters into ig when they changed since its last upload. */
+brisk_status brisk_infer_graph_sync(brisk_inference *inf, infer_graph *ig, brisk_error *err);
+
+#endif
