@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build-fuzz}
 secs=${FUZZ_SECONDS:-60}
 jobs=${JOBS:-2}
-cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DBRISK_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1
+cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DBRISK_FUZZ=ON -DBRISK_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1
 targets=$(for f in tests/fuzz/fuzz_*.c; do basename "$f" .c; done)
 # shellcheck disable=SC2086
 cmake --build "$build" -j"$jobs" --target $targets >"$build/fuzz-build.log" 2>&1 ||
