@@ -75,6 +75,7 @@ brisk_shape brisk_shape1(int64_t a);
 brisk_shape brisk_shape2(int64_t a, int64_t b);
 brisk_shape brisk_shape3(int64_t a, int64_t b, int64_t c);
 brisk_shape brisk_shape4(int64_t a, int64_t b, int64_t c, int64_t e);
+/* The element count; 0 when any dimension is 0, INT64_MAX when the product overflows. */
 int64_t brisk_shape_numel(const brisk_shape *s);
 int brisk_shape_equal(const brisk_shape *a, const brisk_shape *b);
 /* "[16, 256]" into buf; returns buf. */

@@ -20,9 +20,15 @@ brisk_shape brisk_shape4(int64_t a, int64_t b, int64_t c, int64_t e) {
     return brisk_shape_make(4, d);
 }
 
+/* Shapes can come from files: a zero dimension makes the product 0 whatever the others
+ * are, and a product past int64 saturates instead of overflowing (callers that size
+ * buffers check their byte counts against what is available). */
 int64_t brisk_shape_numel(const brisk_shape *s) {
+    for (int i = 0; i < s->ndim; i++)
+        if (s->d[i] == 0) return 0;
     int64_t n = 1;
-    for (int i = 0; i < s->ndim; i++) n *= s->d[i];
+    for (int i = 0; i < s->ndim; i++)
+        if (__builtin_mul_overflow(n, s->d[i], &n)) return INT64_MAX;
     return n;
 }
 
