@@ -80,6 +80,18 @@ int cpu_sgemm_blas(int threads, int trans_a, int trans_b, int64_t M, int64_t N, 
                    const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
 /* The backend's choice between the two, by shape (see the rule in matmul.c). */
 int cpu_sgemm_use_blas(int64_t M, int64_t N, int64_t K);
+/* C = op(A) op(B) as MATMUL computes it: BLAS or brisk's own by that rule, on the
+ * backend's threads and scratch (call it outside any parallel region). */
+void cpu_gemm(cpu_backend *cb, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
+              int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
+/* op(B) [K, N] packed once for many products with the same B (a recurrent weight,
+ * applied at every time step), then products on the calling thread with it: the same
+ * arithmetic, element for element, as cpu_sgemm. packed: cpu_sgemm_packed_b_floats(),
+ * 64-byte aligned; scratch: cpu_sgemm_scratch_floats(). */
+size_t cpu_sgemm_packed_b_floats(int64_t K, int64_t N);
+void cpu_sgemm_pack_b(int trans_b, int64_t K, int64_t N, const float *B, int64_t ldb, float *packed);
+void cpu_sgemm_prepacked(int trans_a, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                         const float *packed, float *C, int64_t ldc, int accumulate, float *scratch);
 brisk_status cpu_matmul(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
                         void *out, brisk_error *err);
 
@@ -145,6 +157,18 @@ brisk_status cpu_grad_sumsq(brisk_backend *be, const float *g, int64_t n, float 
 brisk_status cpu_optim_update(brisk_backend *be, float *p, const float *g, float *m, float *v,
                               int64_t n, const brisk_optim_args *args, const float *sumsq,
                               const uint8_t *decay_mask, brisk_error *err);
+
+/* ---- lstm.c: LSTM, LSTM_GRAD, LSTM_GRAD_W */
+brisk_status cpu_lstm_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                         brisk_error *err);
+
+/* ---- attention.c: ATTENTION, ATTENTION_GRAD */
+brisk_status cpu_attention_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                              const brisk_step_state *st, brisk_error *err);
+/* DROPOUT's mask for elements e0 .. e0 + n - 1 of a stream and step, as the factors it
+ * multiplies by: out[i] = 1 / (1 - p) where kept, else 0 (random.c). */
+void cpu_dropout_factors(uint32_t k0, uint32_t k1, uint32_t stream, uint32_t step, uint64_t e0, int64_t n, float p,
+                         float *out);
 
 /* ---- backend.c */
 const char *cpu_op_name(brisk_op op);
