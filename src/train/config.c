@@ -10,7 +10,10 @@
 #include "brisk/json.h"
 #include "brisk/train.h"
 
-static const char *const model_types[] = {"mlp", "diffusion", NULL};
+static const char *const model_types[] = {"mlp", "diffusion", "lstm", "transformer", NULL};
+static const char *const pools[] = {"last", "mean", "cls", NULL};
+static const char *const position_kinds[] = {"learned", "sinusoidal", "none", NULL};
+static const char *const norm_places[] = {"post", "pre", NULL};
 static const char *const tasks[] = {"classify", "regress", NULL};
 static const char *const activations[] = {"relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid", NULL};
 static const char *const optimizers[] = {"sgd", "adamw", NULL};
@@ -37,32 +40,69 @@ static void read_hidden(brisk_json_reader *r, brisk_model_spec *m, int def_n, in
     free(w);
 }
 
-static void read_model(brisk_json_reader *root, brisk_model_spec *m) {
-    brisk_json_reader r;
+/* lstm and transformer: windows x [seq_len, inputs] -> outputs. */
+static void read_sequence_model(brisk_json_reader *r, brisk_model_spec *m) {
+    int v;
+    double d;
+    bool b;
+    brisk_json_int64(r, "inputs", 1, 1 << 24, &m->inputs);
+    brisk_json_int64(r, "outputs", 1, 1 << 24, &m->outputs);
+    brisk_json_int64(r, "seq_len", 1, 1 << 24, &m->seq_len);
+    brisk_json_int_or(r, "layers", 1, 1, BRISK_MAX_LAYERS, &m->layers);
+    brisk_json_enum_or(r, "task", tasks, BRISK_TASK_CLASSIFY, &v);
+    m->task = (brisk_task)v;
+    if (m->type == BRISK_MODEL_LSTM) {
+        brisk_json_int64(r, "hidden", 1, 1 << 16, &m->width);
+        brisk_json_bool_or(r, "bidirectional", false, &b), m->bidirectional = b;
+        brisk_json_number_or(r, "dropout", 0.0, BRISK_IN(0.0, 0.99), &d), m->dropout = (float)d;
+        brisk_json_enum_or(r, "pool", pools, BRISK_POOL_LAST, &v), m->pool = (brisk_pool)v;
+        if (m->pool == BRISK_POOL_CLS) brisk_json_fail(r, "pool", "expected \"last\" or \"mean\" for an lstm, got \"cls\"");
+        return;
+    }
+    brisk_json_int64(r, "width", 1, 1 << 16, &m->width);
+    brisk_json_int(r, "heads", 1, 1 << 10, &m->heads);
+    if (m->heads > 0 && m->width % m->heads)
+        brisk_json_fail(r, "heads", "%d heads do not divide width %lld", m->heads, (long long)m->width);
+    brisk_json_int64_or(r, "ffn", 4 * m->width, 1, 1 << 20, &m->ffn);
+    brisk_json_number_or(r, "dropout", 0.1, BRISK_IN(0.0, 0.99), &d), m->dropout = (float)d;
+    brisk_json_enum_or(r, "norm", norm_places, 1, &v), m->norm_first = v;
+    brisk_json_enum_or(r, "positions", position_kinds, BRISK_POS_LEARNED, &v), m->positions = (brisk_positions)v;
+    brisk_json_enum_or(r, "pool", pools, BRISK_POOL_MEAN, &v), m->pool = (brisk_pool)v;
+    brisk_json_bool_or(r, "causal", false, &b), m->causal = b;
+    brisk_json_bool_or(r, "padding_mask", false, &b), m->padding_mask = b;
+}
+
+static void read_model_object(brisk_json_reader *r, brisk_model_spec *m) {
     int v = 0;
     memset(m, 0, sizeof *m);
-    brisk_json_object(root, "model", &r);
-    brisk_json_enum(&r, "type", model_types, &v);
+    brisk_json_enum(r, "type", model_types, &v);
     m->type = (brisk_model_type)v;
-    brisk_json_enum_or(&r, "activation", activations, m->type == BRISK_MODEL_DIFFUSION ? BRISK_ACT_SILU : BRISK_ACT_RELU, &v);
+    int act = m->type == BRISK_MODEL_DIFFUSION ? BRISK_ACT_SILU
+              : m->type == BRISK_MODEL_TRANSFORMER ? BRISK_ACT_GELU : BRISK_ACT_RELU;
+    brisk_json_enum_or(r, "activation", activations, act, &v);
     m->activation = (brisk_activation)v;
+    if (m->type == BRISK_MODEL_LSTM || m->type == BRISK_MODEL_TRANSFORMER) {
+        read_sequence_model(r, m);
+        return;
+    }
     if (m->type == BRISK_MODEL_MLP) {
-        brisk_json_int64(&r, "inputs", 1, 1 << 24, &m->inputs);
-        brisk_json_int64(&r, "outputs", 1, 1 << 24, &m->outputs);
-        read_hidden(&r, m, 0, 0);
+        brisk_json_int64_or(r, "seq_len", 0, 0, 1 << 24, &m->seq_len);
+        brisk_json_int64(r, "inputs", 1, 1 << 24, &m->inputs);
+        brisk_json_int64(r, "outputs", 1, 1 << 24, &m->outputs);
+        read_hidden(r, m, 0, 0);
         double d;
-        brisk_json_number_or(&r, "dropout", 0.0, BRISK_IN(0.0, 0.99), &d);
+        brisk_json_number_or(r, "dropout", 0.0, BRISK_IN(0.0, 0.99), &d);
         m->dropout = (float)d;
-        brisk_json_enum_or(&r, "task", tasks, BRISK_TASK_CLASSIFY, &v);
+        brisk_json_enum_or(r, "task", tasks, BRISK_TASK_CLASSIFY, &v);
         m->task = (brisk_task)v;
     } else {
-        brisk_json_int64_or(&r, "fine", 256, 1, 1 << 24, &m->fine);
-        brisk_json_int64_or(&r, "coarse", 7, 1, 1 << 24, &m->coarse);
-        brisk_json_int64_or(&r, "time_embedding", 32, 2, 1 << 16, &m->time_embedding);
-        if (m->time_embedding % 2) brisk_json_fail(&r, "time_embedding", "expected an even number, got %lld", (long long)m->time_embedding);
-        read_hidden(&r, m, 3, 256);
+        brisk_json_int64_or(r, "fine", 256, 1, 1 << 24, &m->fine);
+        brisk_json_int64_or(r, "coarse", 7, 1, 1 << 24, &m->coarse);
+        brisk_json_int64_or(r, "time_embedding", 32, 2, 1 << 16, &m->time_embedding);
+        if (m->time_embedding % 2) brisk_json_fail(r, "time_embedding", "expected an even number, got %lld", (long long)m->time_embedding);
+        read_hidden(r, m, 3, 256);
         brisk_json_reader n;
-        brisk_json_object_opt(&r, "noise", &n, NULL);
+        brisk_json_object_opt(r, "noise", &n, NULL);
         brisk_json_int_or(&n, "steps", 50, 1, 100000, &m->noise_steps);
         brisk_json_enum_or(&n, "schedule", noise_schedules, 0, &v);
         double b0, b1;
@@ -72,6 +112,12 @@ static void read_model(brisk_json_reader *root, brisk_model_spec *m) {
         m->beta_start = (float)b0;
         m->beta_end = (float)b1;
     }
+}
+
+static void read_model(brisk_json_reader *root, brisk_model_spec *m) {
+    brisk_json_reader r;
+    brisk_json_object(root, "model", &r);
+    read_model_object(&r, m);
 }
 
 static void copy_str(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src ? src : ""); }

@@ -3,7 +3,7 @@
 ../shared/workloads/torch_ref.py on identical weights and batches, and checks losses,
 every gradient and the final parameters to 1e-5 relative (fp32, CPU, dropout off).
 
-  check_torch.py tabular|diffusion DUMP.npz WORKLOADS_DIR
+  check_torch.py tabular|diffusion|lstm|transformer DUMP.npz WORKLOADS_DIR
 Exit 77 (skip) when PyTorch or torch_ref.py is unavailable."""
 import sys
 
@@ -25,7 +25,8 @@ def main():
     torch.manual_seed(0)
     torch.set_num_threads(1)
     d = np.load(dump)
-    model = torch_ref.Denoiser() if kind == "diffusion" else torch_ref.Tabular()
+    model = {"diffusion": torch_ref.Denoiser, "tabular": torch_ref.Tabular, "lstm": torch_ref.LSTMClassifier,
+             "transformer": torch_ref.TransformerClassifier}[kind]()
     model.eval()  # dropout off; brisk ran with dropout 0
     state = {k[3:]: torch.from_numpy(d[k]) for k in d.files if k.startswith("p0.")}
     missing, unexpected = model.load_state_dict(state, strict=False)
@@ -60,7 +61,14 @@ def main():
             worst["grad"] = max(worst["grad"], rel(d[f"grad{s}.{name}"], p.grad.numpy()))
         opt.step()
     for name, p in params.items():
-        worst["final"] = max(worst["final"], rel(d[f"final.{name}"], p.detach().numpy()))
+        mine, theirs = d[f"final.{name}"], p.detach().numpy()
+        if name.endswith("in_proj_bias"):
+            # The key bias adds the same q.b_k to every score of a softmax row, so its gradient is
+            # zero in exact arithmetic and ~1e-10 of rounding noise in practice; Adam normalises
+            # that noise into full-size steps of its own sign in each framework. Compare q and v.
+            third = len(mine) // 3
+            mine, theirs = np.delete(mine, np.s_[third:2 * third]), np.delete(theirs, np.s_[third:2 * third])
+        worst["final"] = max(worst["final"], rel(mine, theirs))
     print(f"{kind}: {steps} AdamW steps, torch {torch.__version__}: max relative error "
           f"loss {worst['loss']:.2e}, gradients {worst['grad']:.2e}, final parameters {worst['final']:.2e}")
     bad = {k: v for k, v in worst.items() if not v <= 1e-5}
