@@ -33,42 +33,48 @@ typedef struct attn_ctx {
     int causal, dropout;
     float scale, p;
     uint32_t k0, k1, stream, step;
-    const float *qkv, *mask, *dy, *o;
+    const float *qkv, *mask, *dy;
     float *out, *lse, *dqkv;
     float *work, *gemm_scratch;
     size_t work_per, gemm_per;
 } attn_ctx;
 
-/* Keys query i may attend to in sample b: j < *jmax with mask[b, j] != 0. */
-static int64_t key_limit(const attn_ctx *c, int64_t i) { return c->causal ? i + 1 : c->T; }
-static int key_ok(const attn_ctx *c, int64_t b, int64_t j) { return !c->mask || c->mask[b * c->T + j] != 0.0f; }
+/* kb[j] = 0 for the keys of sample b that may be attended to, -inf for padding. */
+static void key_bias(const attn_ctx *c, int64_t b, float *kb) {
+    for (int64_t j = 0; j < c->T; j++) kb[j] = !c->mask || c->mask[b * c->T + j] != 0.0f ? 0.0f : -INFINITY;
+}
 
-/* S <- softmax rows of S * scale (masked entries 0), writing lse when given, or, with
- * lse_in, P = exp(S * scale - lse) as the forward computed it. */
-static void softmax_rows(const attn_ctx *c, int64_t b, float *S, float *lse, const float *lse_in) {
+/* S <- softmax rows of S * scale + kb (keys past the query masked when causal; masked
+ * entries 0), writing lse when given, or, with lse_in, P = exp(S * scale + kb - lse) as
+ * the forward computed it. Branch-free rows, so the exps vectorise. */
+static void softmax_rows(const attn_ctx *c, const float *kb, float *S, float *lse, const float *lse_in) {
     const int64_t T = c->T;
+    const float sc = c->scale;
     for (int64_t i = 0; i < T; i++) {
         float *restrict r = S + i * T;
-        int64_t jmax = key_limit(c, i);
+        int64_t jmax = c->causal ? i + 1 : T;
         float m = -INFINITY;
         if (lse_in) m = lse_in[i];
-        else
-            for (int64_t j = 0; j < jmax; j++)
-                if (key_ok(c, b, j) && r[j] * c->scale > m) m = r[j] * c->scale;
+        else {
+#pragma omp simd reduction(max : m)
+            for (int64_t j = 0; j < jmax; j++) m = r[j] * sc + kb[j] > m ? r[j] * sc + kb[j] : m;
+        }
         if (m == -INFINITY) { /* no key to attend to */
             memset(r, 0, (size_t)T * sizeof(float));
             if (lse) lse[i] = -INFINITY;
             continue;
         }
         float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
         for (int64_t j = 0; j < jmax; j++) {
-            float e = key_ok(c, b, j) ? cpu_expf(r[j] * c->scale - m) : 0.0f;
+            float e = cpu_expf(r[j] * sc + kb[j] - m);
             r[j] = e;
             sum += e;
         }
         for (int64_t j = jmax; j < T; j++) r[j] = 0.0f;
         if (lse) {
             float inv = 1.0f / sum;
+#pragma omp simd
             for (int64_t j = 0; j < jmax; j++) r[j] *= inv;
             lse[i] = m + logf(sum);
         }
@@ -85,15 +91,17 @@ static void forward_items(const void *vctx, int64_t i0, int64_t i1) {
     const attn_ctx *c = vctx;
     const int64_t T = c->T, D = c->D, dh = c->dh, ld = 3 * D;
     int tid = omp_get_thread_num();
-    float *S = c->work + c->work_per * (size_t)tid, *F = S + T * T;
+    float *S = c->work + c->work_per * (size_t)tid, *F = S + T * T, *kb = F + T * T;
     float *scratch = c->gemm_scratch + c->gemm_per * (size_t)tid;
     for (int64_t it = i0; it < i1; it++) {
         int64_t b = it / c->heads, h = it % c->heads;
         const float *Q = c->qkv + b * T * ld + h * dh, *K = Q + D, *V = Q + 2 * D;
         cpu_sgemm(1, 0, 1, T, T, dh, Q, ld, K, ld, S, T, 0, scratch);
-        softmax_rows(c, b, S, c->lse + it * T, NULL);
+        if (it == i0 || h == 0) key_bias(c, b, kb);
+        softmax_rows(c, kb, S, c->lse + it * T, NULL);
         if (c->dropout) {
             dropout_factors(c, b, h, F);
+#pragma omp simd
             for (int64_t k = 0; k < T * T; k++) S[k] *= F[k];
         }
         cpu_sgemm(1, 0, 0, T, dh, T, S, T, V, ld, c->out + b * T * D + h * dh, D, 0, scratch);
@@ -105,6 +113,7 @@ static void backward_items(const void *vctx, int64_t i0, int64_t i1) {
     const int64_t T = c->T, D = c->D, dh = c->dh, ld = 3 * D;
     int tid = omp_get_thread_num();
     float *P = c->work + c->work_per * (size_t)tid, *dP = P + T * T, *Pd = dP + T * T, *F = Pd + T * T;
+    float *kb = F + T * T;
     float *scratch = c->gemm_scratch + c->gemm_per * (size_t)tid;
     for (int64_t it = i0; it < i1; it++) {
         int64_t b = it / c->heads, h = it % c->heads;
@@ -112,10 +121,12 @@ static void backward_items(const void *vctx, int64_t i0, int64_t i1) {
         const float *dO = c->dy + b * T * D + h * dh;
         float *dQ = c->dqkv + b * T * ld + h * dh, *dK = dQ + D, *dV = dQ + 2 * D;
         cpu_sgemm(1, 0, 1, T, T, dh, Q, ld, K, ld, P, T, 0, scratch);
-        softmax_rows(c, b, P, NULL, c->lse + it * T);
+        if (it == i0 || h == 0) key_bias(c, b, kb);
+        softmax_rows(c, kb, P, NULL, c->lse + it * T);
         const float *Pw = P; /* the weights out was made from */
         if (c->dropout) {
             dropout_factors(c, b, h, F);
+#pragma omp simd
             for (int64_t k = 0; k < T * T; k++) Pd[k] = P[k] * F[k];
             Pw = Pd;
         }
@@ -124,13 +135,16 @@ static void backward_items(const void *vctx, int64_t i0, int64_t i1) {
         for (int64_t i = 0; i < T; i++) {
             float *restrict g = dP + i * T;
             const float *restrict pr = P + i * T, *restrict pw = Pw + i * T;
-            float di = 0.0f;
+            float di = 0.0f, sc = c->scale;
+#pragma omp simd reduction(+ : di)
             for (int64_t j = 0; j < T; j++) di += g[j] * pw[j];
             if (c->dropout) {
                 const float *restrict f = F + i * T;
-                for (int64_t j = 0; j < T; j++) g[j] = pr[j] * (g[j] * f[j] - di) * c->scale;
+#pragma omp simd
+                for (int64_t j = 0; j < T; j++) g[j] = pr[j] * (g[j] * f[j] - di) * sc;
             } else {
-                for (int64_t j = 0; j < T; j++) g[j] = pr[j] * (g[j] - di) * c->scale;
+#pragma omp simd
+                for (int64_t j = 0; j < T; j++) g[j] = pr[j] * (g[j] - di) * sc;
             }
         }
         cpu_sgemm(1, 0, 0, T, dh, T, dP, T, K, ld, dQ, ld, 0, scratch); /* dQ = dS K */
@@ -179,7 +193,7 @@ brisk_status cpu_attention_op(cpu_backend *cb, const brisk_graph *g, int id, con
     c.step = st->rng_step;
     c.qkv = in[qi];
     c.mask = has_mask ? in[mi] : NULL;
-    c.work_per = (size_t)(4 * c.T * c.T) + 16;
+    c.work_per = (size_t)(4 * c.T * c.T + c.T) + 16; /* P, dP, Pd, factors, key bias */
     c.work = malloc(c.work_per * (size_t)cb->threads * sizeof(float));
     if (!c.work) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s (node %d): out of memory", cpu_op_name(n->op), id);
     c.gemm_scratch = cb->gemm_scratch;

@@ -57,16 +57,22 @@ static float *thread_scratch(const lstm_ctx *c) {
     return c->gemm_scratch + c->gemm_per * (size_t)omp_get_thread_num();
 }
 
+/* Rows per GEMM-then-cells block: the block's pre-activations (ROW_BLOCK x 4H) are
+ * still in L1/L2 when the cell pass reads them back; a whole band's would not be. */
+#define ROW_BLOCK 64
+
 static void forward_band(const void *vctx, int64_t b0, int64_t b1) {
     const lstm_ctx *c = vctx;
-    const int64_t T = c->T, H = c->H, G = 4 * H, nb = b1 - b0;
+    const int64_t T = c->T, H = c->H, G = 4 * H;
     float *scratch = thread_scratch(c);
-    for (int64_t s = 0; s < T; s++) {
+    for (int64_t s = 0; s < T; s++)
+    for (int64_t r0 = b0; r0 < b1; r0 += ROW_BLOCK) {
+        int64_t r1 = r0 + ROW_BLOCK < b1 ? r0 + ROW_BLOCK : b1;
         int64_t t = step_t(c, s, 1), tp = c->reverse ? t + 1 : t - 1;
         if (s > 0)
-            cpu_sgemm_prepacked(0, nb, G, H, c->h + (b0 * T + tp) * H, T * H, c->w_packed, c->gates + (b0 * T + t) * G,
-                                T * G, 0, scratch);
-        for (int64_t b = b0; b < b1; b++) {
+            cpu_sgemm_prepacked(0, r1 - r0, G, H, c->h + (r0 * T + tp) * H, T * H, c->w_packed,
+                                c->gates + (r0 * T + t) * G, T * G, 0, scratch);
+        for (int64_t b = r0; b < r1; b++) {
             int64_t row = b * T + t;
             float *restrict gr = c->gates + row * G;
             const float *restrict x = c->xp + row * G, *restrict bi = c->bias;
@@ -95,20 +101,22 @@ static void forward_band(const void *vctx, int64_t b0, int64_t b1) {
 
 static void backward_band(const void *vctx, int64_t b0, int64_t b1) {
     const lstm_ctx *c = vctx;
-    const int64_t T = c->T, H = c->H, G = 4 * H, nb = b1 - b0;
+    const int64_t T = c->T, H = c->H, G = 4 * H;
     float *scratch = thread_scratch(c);
-    float *rec = c->rec + b0 * H, *dcs = c->dc + b0 * H;
-    memset(rec, 0, (size_t)(nb * H) * sizeof(float));
-    memset(dcs, 0, (size_t)(nb * H) * sizeof(float));
-    for (int64_t s = 0; s < T; s++) {
+    float *rec = c->rec, *dcs = c->dc; /* [B, H], rows b0 .. b1 are this band's */
+    memset(rec + b0 * H, 0, (size_t)((b1 - b0) * H) * sizeof(float));
+    memset(dcs + b0 * H, 0, (size_t)((b1 - b0) * H) * sizeof(float));
+    for (int64_t s = 0; s < T; s++)
+    for (int64_t r0 = b0; r0 < b1; r0 += ROW_BLOCK) {
+        int64_t r1 = r0 + ROW_BLOCK < b1 ? r0 + ROW_BLOCK : b1;
         int64_t t = step_t(c, s, 0), tp = c->reverse ? t + 1 : t - 1;
         int has_prev = s < T - 1;
-        for (int64_t b = b0; b < b1; b++) {
+        for (int64_t b = r0; b < r1; b++) {
             int64_t row = b * T + t;
             const float *restrict gr = c->gates + row * G, *restrict dh = c->dh + row * H;
             const float *restrict cr = c->c + row * H;
             const float *restrict cp = has_prev ? c->c + (b * T + tp) * H : c->zeros;
-            float *restrict rr = rec + (b - b0) * H, *restrict dc = dcs + (b - b0) * H;
+            float *restrict rr = rec + b * H, *restrict dc = dcs + b * H;
             float *restrict d = c->dg + row * G;
 #pragma omp simd
             for (int64_t j = 0; j < H; j++) {
@@ -123,7 +131,8 @@ static void backward_band(const void *vctx, int64_t b0, int64_t b1) {
             }
         }
         if (has_prev) /* dh_rec for the previous step: dgates_t w_hh */
-            cpu_sgemm_prepacked(0, nb, H, G, c->dg + (b0 * T + t) * G, T * G, c->w_packed, rec, H, 0, scratch);
+            cpu_sgemm_prepacked(0, r1 - r0, H, G, c->dg + (r0 * T + t) * G, T * G, c->w_packed, rec + r0 * H, H, 0,
+                                scratch);
     }
 }
 

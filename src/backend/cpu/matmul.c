@@ -123,6 +123,8 @@ static void pack_a(int trans_a, const float *A, int64_t lda, int64_t m0, int64_t
                 const float *src = A + (m0 + s + r) * lda + k0;
                 for (int64_t k = 0; k < kc; k++) d[k * MR + r] = src[k];
             }
+        } else if (rows == MR) { /* a whole strip: one vector per k (dW = dy^T x packs this way) */
+            for (int64_t k = 0; k < kc; k++) memcpy(d + k * MR, A + (k0 + k) * lda + m0 + s, MR * sizeof(float));
         } else {
             for (int64_t k = 0; k < kc; k++) {
                 const float *src = A + (k0 + k) * lda + m0 + s;

@@ -118,12 +118,18 @@ void cpu_dropout_factors(uint32_t k0, uint32_t k1, uint32_t stream, uint32_t ste
     uint32_t u[4 * PHILOX_BATCH];
     float scale = 1.0f / (1.0f - p);
     for (int64_t i = 0; i < n;) {
-        uint64_t e = e0 + (uint64_t)i, b = e / 4;
-        int64_t left = n - i, need = ((int64_t)(e % 4) + left + 3) / 4;
+        uint64_t e = e0 + (uint64_t)i;
+        int w0 = (int)(e % 4);
+        int64_t need = (w0 + (n - i) + 3) / 4;
         int nb = (int)(need < PHILOX_BATCH ? need : PHILOX_BATCH);
-        philox_blocks(b, nb, stream, step, k0, k1, u);
-        for (int w = (int)(e % 4); w < 4 * nb && i < n; w++, i++)
-            out[i] = brisk_u32_to_unit(u[w]) > p ? scale : 0.0f;
+        int take = 4 * nb - w0;
+        if (take > n - i) take = (int)(n - i);
+        philox_blocks(e / 4, nb, stream, step, k0, k1, u);
+        const uint32_t *restrict uw = u + w0;
+        float *restrict o = out + i;
+#pragma omp simd
+        for (int k = 0; k < take; k++) o[k] = brisk_u32_to_unit(uw[k]) > p ? scale : 0.0f;
+        i += take;
     }
 }
 
