@@ -292,8 +292,14 @@ double brisk_loader_wait_seconds(const brisk_loader *l);
  *                noise) and coarse f32 [n, 7] (block means of fine);
  *   "tabular":   x f32 [n, 64] standard normal and y i32 [n] in {0, 1, 2}: the argmax of
  *                a fixed random tanh network of x (the same for every seed), with 5% of
- *                labels replaced by a different class at random.
- * Sample i depends only on (seed, i). */
+ *                labels replaced by a different class at random;
+ *   "series":    a price series with 32 multi-timeframe feature columns (close, ret_1 ..
+ *                ret_128, dev_4 .. dev_512, vol_4 .. vol_512, volume, volume_dev, hour_sin,
+ *                hour_cos, day_sin, day_cos, spread, noise), each [n]; its future moves are
+ *                partly predictable from the past (synth_series.c).
+ * Sample i depends only on (seed, i) (for "series", rows are generated in order, and a
+ * longer series starts with the shorter one). A path ending in .csv is written as CSV
+ * (datasets of one-value fields only), any other as .npz. */
 brisk_status brisk_synth_write(const char *kind, const char *path, int64_t n, uint64_t seed,
                                brisk_error *err);
 /* The same data in memory, as a dataset. */

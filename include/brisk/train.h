@@ -4,6 +4,7 @@
 #ifndef BRISK_TRAIN_H
 #define BRISK_TRAIN_H
 
+#include "brisk/data.h"
 #include "brisk/nn.h"
 #include "brisk/optim.h"
 
@@ -13,15 +14,36 @@ extern "C" {
 
 #define BRISK_PATH_MAX 1024
 
+#define BRISK_MAX_FEATURES 256
+#define BRISK_COLUMN_MAX 64
+
+/* data.windows: samples are windows over the columns of a series (data.h). */
+typedef struct brisk_windows_config {
+    int enabled;
+    char features[BRISK_MAX_FEATURES][BRISK_COLUMN_MAX];
+    int nfeatures;
+    char target[BRISK_COLUMN_MAX];
+    brisk_target_kind kind;
+    brisk_change_kind change;
+    double thresholds[BRISK_MAX_THRESHOLDS];
+    int nthresholds;
+    int64_t length, stride, horizon;
+    int normalize;
+} brisk_windows_config;
+
 typedef struct brisk_data_spec {
-    char train[BRISK_PATH_MAX];         /* .npz or .csv */
+    char train[BRISK_PATH_MAX];         /* .npz or .csv (windows: also .npy) */
     char field_names[BRISK_MAX_FIELDS][32];            /* model field ("x") ... */
     char field_sources[BRISK_MAX_FIELDS][8][64];       /* ... from npz members or CSV columns */
     int field_n_sources[BRISK_MAX_FIELDS];
     int n_fields;
     float validation_fraction;
     int shuffle;
+    brisk_windows_config windows;
 } brisk_data_spec;
+
+/* The window spec of a config (pointers into cfg; names[] must hold nfeatures entries). */
+void brisk_windows_spec_of(const brisk_data_spec *d, const char **names, brisk_window_spec *out);
 
 typedef enum { BRISK_DEVICE_AUTO = 0, BRISK_DEVICE_CPU, BRISK_DEVICE_CUDA } brisk_device_kind;
 typedef enum {

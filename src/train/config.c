@@ -40,6 +40,8 @@ static void read_hidden(brisk_json_reader *r, brisk_model_spec *m, int def_n, in
     free(w);
 }
 
+static void copy_str(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src ? src : ""); }
+
 /* lstm and transformer: windows x [seq_len, inputs] -> outputs. */
 static void read_sequence_model(brisk_json_reader *r, brisk_model_spec *m) {
     int v;
@@ -120,7 +122,71 @@ static void read_model(brisk_json_reader *root, brisk_model_spec *m) {
     read_model_object(&r, m);
 }
 
-static void copy_str(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src ? src : ""); }
+static const char *const target_kinds[] = {"classes", "value", "change", NULL};
+static const char *const change_kinds[] = {"relative", "difference", "log", NULL};
+
+/* data.windows: {"features": [...], "length", "stride", "horizon", "normalize",
+ *                "target": {"column", "kind", "change", "thresholds"}} */
+static void read_windows(brisk_json_reader *data, brisk_windows_config *w) {
+    brisk_json_reader r, t;
+    bool present, b;
+    int v;
+    brisk_json_object_opt(data, "windows", &r, &present);
+    if (!present || !r.obj) return;
+    w->enabled = 1;
+    const char **names = NULL;
+    size_t n = 0;
+    if (brisk_json_strings(&r, "features", true, &names, &n) == BRISK_OK) {
+        if (n < 1 || n > BRISK_MAX_FEATURES) brisk_json_fail(&r, "features", "expected 1 to %d column names, got %zu", BRISK_MAX_FEATURES, n);
+        for (size_t i = 0; i < n && i < BRISK_MAX_FEATURES; i++) {
+            if (strlen(names[i]) >= BRISK_COLUMN_MAX) brisk_json_fail(&r, "features", "column name '%.40s...' longer than %d bytes", names[i], BRISK_COLUMN_MAX - 1);
+            copy_str(w->features[i], sizeof w->features[i], names[i]);
+        }
+        w->nfeatures = (int)(n < BRISK_MAX_FEATURES ? n : BRISK_MAX_FEATURES);
+    }
+    free(names);
+    brisk_json_int64(&r, "length", 1, 1 << 24, &w->length);
+    brisk_json_int64_or(&r, "stride", 1, 1, 1 << 24, &w->stride);
+    brisk_json_int64_or(&r, "horizon", 1, 1, 1 << 24, &w->horizon);
+    brisk_json_bool_or(&r, "normalize", true, &b), w->normalize = b;
+    brisk_json_object(&r, "target", &t);
+    const char *col;
+    brisk_json_string(&t, "column", &col);
+    if (col && strlen(col) >= BRISK_COLUMN_MAX) brisk_json_fail(&t, "column", "longer than %d bytes", BRISK_COLUMN_MAX - 1);
+    copy_str(w->target, sizeof w->target, col);
+    brisk_json_enum_or(&t, "kind", target_kinds, BRISK_TARGET_CLASSES, &v), w->kind = (brisk_target_kind)v;
+    brisk_json_enum_or(&t, "change", change_kinds, BRISK_CHANGE_RELATIVE, &v), w->change = (brisk_change_kind)v;
+    double *th = NULL;
+    size_t nt = 0;
+    if (brisk_json_numbers(&t, "thresholds", w->kind == BRISK_TARGET_CLASSES, BRISK_ANY, &th, &nt) == BRISK_OK) {
+        if (w->kind == BRISK_TARGET_CLASSES && (nt < 1 || nt > BRISK_MAX_THRESHOLDS))
+            brisk_json_fail(&t, "thresholds", "expected 1 to %d ascending numbers, got %zu", BRISK_MAX_THRESHOLDS, nt);
+        for (size_t i = 0; i < nt && i < BRISK_MAX_THRESHOLDS; i++) {
+            if (i && !(th[i] > th[i - 1])) brisk_json_fail(&t, "thresholds", "expected ascending numbers, got %g then %g", th[i - 1], th[i]);
+            w->thresholds[i] = th[i];
+        }
+        w->nthresholds = (int)(nt < BRISK_MAX_THRESHOLDS ? nt : BRISK_MAX_THRESHOLDS);
+    }
+    free(th);
+}
+
+void brisk_windows_spec_of(const brisk_data_spec *d, const char **names, brisk_window_spec *out) {
+    const brisk_windows_config *w = &d->windows;
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < w->nfeatures; i++) names[i] = w->features[i];
+    out->features = names;
+    out->nfeatures = w->nfeatures;
+    out->target = w->target;
+    out->kind = w->kind;
+    out->change = w->change;
+    memcpy(out->thresholds, w->thresholds, sizeof out->thresholds);
+    out->nthresholds = w->nthresholds;
+    out->length = w->length;
+    out->stride = w->stride;
+    out->horizon = w->horizon;
+    out->validation_fraction = d->validation_fraction;
+    out->normalize = w->normalize;
+}
 
 static void read_data(brisk_json_reader *root, brisk_data_spec *d) {
     brisk_json_reader r, f;
@@ -135,8 +201,11 @@ static void read_data(brisk_json_reader *root, brisk_data_spec *d) {
     bool sh;
     brisk_json_bool_or(&r, "shuffle", true, &sh);
     d->shuffle = sh;
+    read_windows(&r, &d->windows);
     bool present;
     brisk_json_object_opt(&r, "fields", &f, &present);
+    if (d->windows.enabled && present && f.obj)
+        brisk_json_fail(&r, "fields", "windows make the fields x and y themselves; give data.windows or data.fields, not both");
     if (!present || !f.obj) return;
     /* "fields": {"x": "features", "y": "label"} for npz members, or
      *           {"x": ["open", "close"], "y": "label"} for CSV columns */

@@ -29,6 +29,10 @@ struct brisk_trainer {
     int64_t n_losses, cap_losses;
     FILE *metrics;
     float *host_params; /* staging for checkpoints */
+    /* windowed data: the per-feature normalisation fitted on the training rows, kept in
+     * checkpoints so that predict applies it again (norm_n 0: none) */
+    float *norm_mean, *norm_std;
+    int norm_n;
 };
 
 /* checkpoint.c */
@@ -38,5 +42,13 @@ brisk_status brisk_checkpoint_load(brisk_trainer *t, const char *path, brisk_err
 brisk_status brisk_checkpoint_load_params(const char *path, brisk_exec *ex, brisk_error *err);
 /* The config a checkpoint carries (for predict and info); caller frees with brisk_config_free. */
 brisk_status brisk_checkpoint_config(const char *path, brisk_config *cfg, brisk_error *err);
+/* The normalisation a checkpoint of windowed data carries (metadata "normalization",
+ * {"mean": [...], "std": [...]}); *n = 0 and NULL arrays when it has none. */
+brisk_status brisk_checkpoint_normalization(const char *path, float **mean, float **std, int *n, brisk_error *err);
+/* predict_input.c: the samples `brisk predict` runs, [N, ...sample], from its input file. */
+brisk_status brisk_predict_input(const brisk_config *cfg, const char *checkpoint, const char *input,
+                                 const brisk_shape *sample, brisk_tensor *x, brisk_error *err);
+/* That metadata's text (malloc'd), or NULL when out of memory. */
+char *brisk_normalization_json(const float *mean, const float *std, int n);
 
 #endif
