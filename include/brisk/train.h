@@ -88,6 +88,33 @@ brisk_status brisk_config_parse(const char *json, const char *label, const char 
                                 int n_overrides, brisk_config *cfg, brisk_error *err);
 void brisk_config_free(brisk_config *cfg);
 
+/* ---- validation metrics (metrics.c) */
+#define BRISK_MAX_CLASSES 16
+
+typedef struct brisk_val_metrics {
+    double loss;               /* mean validation loss */
+    int classes;               /* classification: the model's outputs; 0 for regression */
+    double accuracy;           /* classification, else NaN */
+    /* per class (classes <= BRISK_MAX_CLASSES): rows = true class, columns = predicted */
+    int64_t confusion[BRISK_MAX_CLASSES][BRISK_MAX_CLASSES];
+    double precision[BRISK_MAX_CLASSES], recall[BRISK_MAX_CLASSES]; /* NaN where undefined (0 / 0) */
+    double mae, rmse;          /* regression, over every output value, else NaN */
+    int64_t n;                 /* samples (classification) or values (regression) seen */
+    double abs_sum, sq_sum;
+} brisk_val_metrics;
+
+void brisk_metrics_reset(brisk_val_metrics *m, int classes);
+/* logits [rows, C] against labels [rows] (argmax; ties go to the lower class). */
+void brisk_metrics_add_classes(brisk_val_metrics *m, const float *logits, const int32_t *labels, int64_t rows,
+                               int64_t C);
+void brisk_metrics_add_values(brisk_val_metrics *m, const float *pred, const float *target, int64_t n);
+/* Accuracy, precision, recall, MAE and RMSE from what was added; loss as given. */
+void brisk_metrics_finish(brisk_val_metrics *m, double loss);
+/* The metrics as JSON members (", \"val_accuracy\": ..., \"val_confusion\": [[..]]") into buf. */
+void brisk_metrics_json(const brisk_val_metrics *m, char *buf, size_t n);
+/* The confusion matrix and per-class precision/recall as lines for a report. */
+void brisk_metrics_log(const brisk_val_metrics *m, const brisk_logger *log);
+
 /* ---- trainer */
 typedef struct brisk_run_summary {
     int64_t steps;            /* optimizer steps done in total (including before a resume) */
@@ -100,6 +127,8 @@ typedef struct brisk_run_summary {
     double samples_per_s;
     size_t arena_bytes, total_bytes;
     int64_t params;
+    brisk_val_metrics best;   /* the validation metrics of the epoch with the best loss */
+    int best_epoch;           /* 0 when there was no validation */
 } brisk_run_summary;
 
 typedef struct brisk_trainer brisk_trainer;
