@@ -13,6 +13,7 @@ extern "C" {
 #endif
 
 #define BRISK_PATH_MAX 1024
+#define BRISK_MAX_MODELS 8
 
 #define BRISK_MAX_FEATURES 256
 #define BRISK_COLUMN_MAX 64
@@ -71,7 +72,12 @@ typedef struct brisk_speed_spec {
 typedef struct brisk_config {
     char path[BRISK_PATH_MAX]; /* where it came from, for messages */
     char name[128];            /* run name: the config file's stem */
-    brisk_model_spec model;
+    brisk_model_spec model;    /* with "models": the first of them */
+    /* "models": [{"name": .., "type": .., ...}, ...] instead of "model": a pipeline that trains
+     * each in turn on the same data (brisk_pipeline_run); 0 for a single model */
+    int n_models;
+    char model_names[BRISK_MAX_MODELS][32];
+    brisk_model_spec models[BRISK_MAX_MODELS];
     brisk_data_spec data;
     brisk_optim_spec optim;
     brisk_train_spec train;
@@ -148,6 +154,23 @@ brisk_status brisk_trainer_save(brisk_trainer *t, const char *path, brisk_error 
 /* The per-step loss history of this process (for tests): count and pointer. */
 const float *brisk_trainer_losses(const brisk_trainer *t, int64_t *n);
 void brisk_trainer_free(brisk_trainer *t);
+
+/* ---- pipelines: several models over the same data, one after another (pipeline.c) */
+typedef struct brisk_pipeline_result {
+    char name[32];
+    brisk_model_type type;
+    brisk_run_summary summary;
+} brisk_pipeline_result;
+
+/* The single-model config of pipeline entry i: its model, train.out_dir = <out_dir>/<name>. */
+brisk_status brisk_pipeline_config(const brisk_config *cfg, int i, brisk_config *out, brisk_error *err);
+/* Trains every model of cfg->models in turn (each trainer freed, with its memory, before
+ * the next is built), filling results[0 .. cfg->n_models), then logs the comparison table. */
+brisk_status brisk_pipeline_run(const brisk_config *cfg, const brisk_logger *log, brisk_pipeline_result *results,
+                                brisk_error *err);
+/* The table: model, parameters, best validation loss and accuracy (or MAE/RMSE), epochs,
+ * wall time, samples/s, planned memory. */
+void brisk_pipeline_report(const brisk_pipeline_result *results, int n, const brisk_logger *log);
 
 /* ---- inference from a checkpoint (device-agnostic) */
 brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, const char *output_npy,

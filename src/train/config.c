@@ -116,10 +116,34 @@ static void read_model_object(brisk_json_reader *r, brisk_model_spec *m) {
     }
 }
 
-static void read_model(brisk_json_reader *root, brisk_model_spec *m) {
+/* "model": {...}, or "models": [{"name": ..., ...}, ...] for a pipeline. */
+static void read_models(brisk_json_reader *root, brisk_config *cfg) {
     brisk_json_reader r;
-    brisk_json_object(root, "model", &r);
-    read_model_object(&r, m);
+    size_t n = 0;
+    if (!brisk_json_has(root, "models")) {
+        brisk_json_object(root, "model", &r);
+        read_model_object(&r, &cfg->model);
+        return;
+    }
+    if (brisk_json_has(root, "model")) brisk_json_fail(root, "models", "give \"model\" or \"models\", not both");
+    if (brisk_json_array_len(root, "models", true, &n) != BRISK_OK) return;
+    if (n < 1 || n > BRISK_MAX_MODELS) {
+        brisk_json_fail(root, "models", "expected 1 to %d models, got %zu", BRISK_MAX_MODELS, n);
+        return;
+    }
+    cfg->n_models = (int)n;
+    for (size_t i = 0; i < n; i++) {
+        const char *name;
+        brisk_json_object_at(root, "models", i, &r);
+        brisk_json_string(&r, "name", &name);
+        if (!name || !name[0] || strlen(name) >= sizeof cfg->model_names[i] || strchr(name, '/'))
+            brisk_json_fail(&r, "name", "expected a name of 1 to %zu characters without '/'", sizeof cfg->model_names[i] - 1);
+        copy_str(cfg->model_names[i], sizeof cfg->model_names[i], name);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(cfg->model_names[j], cfg->model_names[i]) == 0) brisk_json_fail(&r, "name", "\"%s\" used twice", name);
+        read_model_object(&r, &cfg->models[i]);
+    }
+    cfg->model = cfg->models[0];
 }
 
 static const char *const target_kinds[] = {"classes", "value", "change", NULL};
@@ -312,7 +336,7 @@ static brisk_status from_doc(brisk_json *doc, const char *label, const char *con
     brisk_json_reader root = brisk_json_root(doc);
     copy_str(cfg->path, sizeof cfg->path, label);
     stem(label, cfg->name, sizeof cfg->name);
-    read_model(&root, &cfg->model);
+    read_models(&root, cfg);
     read_data(&root, &cfg->data);
     read_optim(&root, &cfg->optim);
     read_train(&root, cfg->name, &cfg->train);
