@@ -13,7 +13,7 @@ static const char usage[] =
     "  train CONFIG       train a model from a JSON config\n"
     "  predict CKPT       run a trained model on an input array\n"
     "  info CKPT          list a checkpoint's tensors and training state\n"
-    "  synth KIND PATH    write the example data set KIND (diffusion, tabular) as .npz\n"
+    "  synth KIND PATH    write the example data set KIND (diffusion, tabular, series)\n"
     "\n"
     "'brisk <command> --help' describes each command's options.\n";
 
