@@ -17,9 +17,9 @@
  * the forward's mask. A query with no key left to attend to gets zeros (and zero
  * gradients), where PyTorch would give NaN.
  *
- * Work items are (sample, head) pairs in static ranges per thread, each with its own
- * T x T buffers and GEMM scratch; every value is computed by one thread in a fixed
- * order, so the results do not depend on the thread count. */
+ * Work items are (sample, head) pairs in chunks handed to threads as they come free,
+ * each thread with its own T x T buffers and GEMM scratch; every value is computed by
+ * one thread in a fixed order, so the results do not depend on the thread count. */
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/cpu_math.h"
 
@@ -27,6 +27,9 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* (sample, head) items per chunk a thread takes at a time */
+#define ITEM_CHUNK 16
 
 typedef struct attn_ctx {
     int64_t B, T, D, heads, dh;
@@ -201,12 +204,12 @@ brisk_status cpu_attention_op(cpu_backend *cb, const brisk_graph *g, int id, con
     if (fwd) {
         c.out = out;
         c.lse = (float *)out + c.B * c.T * c.D;
-        cpu_parallel(cb, c.B * c.heads, 1, forward_items, &c);
+        cpu_parallel_dynamic(cb, c.B * c.heads, ITEM_CHUNK, forward_items, &c);
     } else {
         c.dy = in[0];
         c.lse = (float *)in[2] + c.B * c.T * c.D;
         c.dqkv = out;
-        cpu_parallel(cb, c.B * c.heads, 1, backward_items, &c);
+        cpu_parallel_dynamic(cb, c.B * c.heads, ITEM_CHUNK, backward_items, &c);
     }
     free(c.work);
     return BRISK_OK;

@@ -77,6 +77,19 @@ void cpu_parallel(const cpu_backend *cb, int64_t n, int64_t grain, cpu_range_fn 
     }
 }
 
+void cpu_parallel_dynamic(const cpu_backend *cb, int64_t n, int64_t chunk, cpu_range_fn fn, const void *ctx) {
+    if (n <= 0) return;
+    if (chunk < 1) chunk = 1;
+    int64_t nchunks = (n + chunk - 1) / chunk;
+    int nt = nchunks < cb->threads ? (int)nchunks : cb->threads;
+    if (nt <= 1) {
+        fn(ctx, 0, n);
+        return;
+    }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+    for (int64_t k = 0; k < nchunks; k++) fn(ctx, k * chunk, (k + 1) * chunk < n ? (k + 1) * chunk : n);
+}
+
 static brisk_status cpu_alloc(brisk_backend *be, size_t bytes, void **out, brisk_error *err) {
     (void)be;
     size_t rounded = (bytes + 63) / 64 * 64;

@@ -57,6 +57,13 @@ double *cpu_partials(cpu_backend *cb, size_t n);
 typedef void (*cpu_range_fn)(const void *ctx, int64_t i0, int64_t i1);
 void cpu_parallel(const cpu_backend *cb, int64_t n, int64_t grain, cpu_range_fn fn, const void *ctx);
 
+/* Runs fn over [0, n) in chunks of `chunk` items handed out one at a time to up to
+ * cb->threads threads. Only for work whose every result is computed by the same
+ * operations whichever chunk and thread take it (independent sequences, attention
+ * heads): then the split changes no bit, and on a loaded machine a descheduled thread
+ * holds up one chunk rather than a static half of the work. */
+void cpu_parallel_dynamic(const cpu_backend *cb, int64_t n, int64_t chunk, cpu_range_fn fn, const void *ctx);
+
 /* Shorthands for kernels. */
 #define NODE(g, id) (&(g)->nodes[(id)])
 #define IN_NODE(g, id, i) (&(g)->nodes[(g)->nodes[(id)].in[(i)]])

@@ -17,10 +17,10 @@
  *   dg (1-g^2), do o(1-o);  dh_rec = dgates_t w_hh (a GEMM)
  * and d w_hh = dgates^T h_prev over all steps at once (LSTM_GRAD_W).
  *
- * Threads: sequences are independent, so each thread takes a static band of batch
- * rows and runs it through every step alone: no synchronisation per step, and w_hh is
- * packed for the GEMM once per call and shared. Every element is computed by the same
- * operations whatever the band split, so results do not depend on the thread count. */
+ * Threads: sequences are independent, so each thread takes chunks of batch rows and
+ * runs each through every step alone: no synchronisation per step, and w_hh is packed
+ * for the GEMM once per call and shared. Every element is computed by the same
+ * operations whatever the chunk, so results do not depend on the thread count. */
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/cpu_math.h"
 
@@ -59,7 +59,7 @@ static float *thread_scratch(const lstm_ctx *c) {
 
 /* Rows per GEMM-then-cells block: the block's pre-activations (ROW_BLOCK x 4H) are
  * still in L1/L2 when the cell pass reads them back; a whole band's would not be. */
-#define ROW_BLOCK 64
+#define ROW_BLOCK 32
 
 static void forward_band(const void *vctx, int64_t b0, int64_t b1) {
     const lstm_ctx *c = vctx;
@@ -204,19 +204,19 @@ brisk_status cpu_lstm_op(cpu_backend *cb, const brisk_graph *g, int id, const vo
     c.zeros = zeros;
     c.gemm_scratch = cb->gemm_scratch;
     c.gemm_per = cpu_sgemm_scratch_floats();
-    /* a band per thread; below 8 rows a second thread has too little to do */
+    /* sequences in chunks of ROW_BLOCK rows, each run through every step by one thread */
     if (fwd) {
         c.xp = in[0];
         c.bias = in[2];
         planes(&c, out);
-        cpu_parallel(cb, B, 8, forward_band, &c);
+        cpu_parallel_dynamic(cb, B, ROW_BLOCK, forward_band, &c);
     } else {
         c.dh = in[0];
         planes(&c, (float *)in[1]);
         c.dg = out;
         c.rec = tmp;
         c.dc = tmp + B * H;
-        cpu_parallel(cb, B, 8, backward_band, &c);
+        cpu_parallel_dynamic(cb, B, ROW_BLOCK, backward_band, &c);
     }
     free(packed);
     free(zeros);
