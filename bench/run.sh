@@ -16,6 +16,8 @@ while [ $# -gt 0 ]; do
 done
 [ ${#list[@]} -gt 0 ] || list=(diffusion tabular lstm transformer)
 ref=${TORCH_REF:-../shared/workloads/torch_ref.py}
+[ -f "$ref" ] || [ -n "${TORCH_REF:-}" ] || ref=../../shared/workloads/torch_ref.py # a git worktree one level down
+[ -f "$ref" ] || { echo "bench/run.sh: torch_ref.py not found at $ref; set TORCH_REF" >&2; exit 2; }
 py=${PYTHON:-/usr/bin/python3}
 [ -x build/bench/brisk_bench ] || { cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j"$(nproc)" >/dev/null; }
 log=$(mktemp)
