@@ -1,8 +1,8 @@
 /* Runs 20 AdamW steps of a model (tabular MLP, diffusion denoiser, LSTM or Transformer
  * classifier, dropout off) in fp32 on the CPU and writes everything PyTorch needs to
  * replay them to an .npz: the initial parameters, every step's batch (and, for
- * diffusion, the sampled timesteps and noise), losses, every step's gradients, and the
- * final parameters. check_torch.py replays the same steps with the modules of
+ * diffusion, the sampled timesteps and noise), outputs, losses, every step's gradients,
+ * and the final parameters. check_torch.py replays the same steps with the modules of
  * torch_ref.py.
  *
  *   ref_dump tabular|diffusion|lstm|transformer OUT.npz */
@@ -118,6 +118,12 @@ int main(int argc, char **argv) {
          * torch_ref's Dropout layers, so parameter names line up with nn.Sequential's indices. */
         ex->step = (brisk_step_state){.seed = 5, .rng_step = (uint32_t)s, .first_micro = 1, .training = 0};
         if (brisk_exec_run(ex, BRISK_RUN_TRAIN, &err) || brisk_exec_read(ex, io.loss, &losses[s], &err)) goto fail;
+        { /* the model's output (logits, or the predicted noise) */
+            void *out = malloc(g->nodes[io.output].bytes);
+            if (!out || brisk_exec_read(ex, io.output, out, &err)) goto fail;
+            add("out%d%s", s, "", BRISK_F32, g->nodes[io.output].shape, out);
+            free(out);
+        }
         if (diffusion) {
             void *tmp = malloc(g->nodes[eps_node].bytes);
             if (brisk_exec_read(ex, t_node, tmp, &err)) goto fail;
