@@ -7,3 +7,6 @@ add_test(NAME cli.checkpoint_in_pytorch COMMAND ${CMAKE_CURRENT_LIST_DIR}/checkp
 set_tests_properties(cli.checkpoint_in_pytorch PROPERTIES SKIP_RETURN_CODE 77)
 add_test(NAME cli.sequence COMMAND ${CMAKE_CURRENT_LIST_DIR}/sequence.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_sequence
   ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/pydeps ${BRISK_WORKLOADS_DIR})
+add_test(NAME cli.sequence_variants COMMAND ${CMAKE_CURRENT_LIST_DIR}/sequence_variants.sh $<TARGET_FILE:brisk_cli>
+  ${CMAKE_BINARY_DIR}/cli_sequence_variants ${CMAKE_BINARY_DIR}/pydeps)
+set_tests_properties(cli.sequence_variants PROPERTIES SKIP_RETURN_CODE 77)
