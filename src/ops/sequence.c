@@ -19,7 +19,6 @@
  * differentiable input gets one fused gradient op, ATTENTION_GRAD. */
 #include "ops/ops_internal.h"
 
-#include <math.h>
 
 /* The node `op(in...)` appended since `since`, or -1. */
 static int find_recent(const brisk_graph *g, int since, brisk_op op, const int *in, int n_in) {
