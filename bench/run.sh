@@ -2,7 +2,7 @@
 # Side-by-side benchmark: brisk vs ../shared/workloads/torch_ref.py on the same workload and
 # machine, in one invocation. Prints each JSON line, then a table of medians and ratios
 # (PyTorch's faster of --threads 1 and 2 divided by brisk's ms/step at 2 threads).
-#   bench/run.sh [--steps N] [--repeat R] [workload ...]     (default: diffusion tabular)
+#   bench/run.sh [--steps N] [--repeat R] [workload ...]     (default: diffusion tabular lstm transformer)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=50 repeat=2 list=()
@@ -14,8 +14,10 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ ${#list[@]} -gt 0 ] || list=(diffusion tabular)
+[ ${#list[@]} -gt 0 ] || list=(diffusion tabular lstm transformer)
 ref=${TORCH_REF:-../shared/workloads/torch_ref.py}
+[ -f "$ref" ] || [ -n "${TORCH_REF:-}" ] || ref=../../shared/workloads/torch_ref.py # a git worktree one level down
+[ -f "$ref" ] || { echo "bench/run.sh: torch_ref.py not found at $ref; set TORCH_REF" >&2; exit 2; }
 py=${PYTHON:-/usr/bin/python3}
 [ -x build/bench/brisk_bench ] || { cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j"$(nproc)" >/dev/null; }
 log=$(mktemp)

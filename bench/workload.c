@@ -3,7 +3,7 @@
  * in memory, warm-up steps, then the median of timed steps) and prints one JSON line
  * with the same keys, so bench/run.sh can set the two side by side.
  *
- *   brisk_bench --workload diffusion --steps 50 [--threads N] [--warmup 5] */
+ *   brisk_bench --workload diffusion|tabular|lstm|transformer --steps 50 [--threads N] [--warmup 5] */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +27,20 @@ static int spec_for(const char *w, brisk_model_spec *s, int64_t *batch, float *l
         *batch = 16;
         return 0;
     }
+    if (strcmp(w, "lstm") == 0) {
+        *s = (brisk_model_spec){.type = BRISK_MODEL_LSTM, .inputs = 32, .outputs = 3, .seq_len = 60, .width = 128,
+                                .layers = 2, .pool = BRISK_POOL_LAST, .task = BRISK_TASK_CLASSIFY};
+        *batch = 256;
+        return 0;
+    }
+    if (strcmp(w, "transformer") == 0) {
+        *s = (brisk_model_spec){.type = BRISK_MODEL_TRANSFORMER, .inputs = 32, .outputs = 3, .seq_len = 60,
+                                .width = 128, .layers = 3, .heads = 4, .ffn = 512, .activation = BRISK_ACT_GELU,
+                                .dropout = 0.1f, .norm_first = 1, .pool = BRISK_POOL_MEAN,
+                                .positions = BRISK_POS_LEARNED, .task = BRISK_TASK_CLASSIFY};
+        *batch = 256;
+        return 0;
+    }
     if (strcmp(w, "tabular") == 0) {
         *s = (brisk_model_spec){.type = BRISK_MODEL_MLP, .inputs = 64, .outputs = 3, .n_hidden = 3,
                                 .activation = BRISK_ACT_RELU, .dropout = 0.1f, .task = BRISK_TASK_CLASSIFY};
@@ -45,14 +59,14 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-        else { fprintf(stderr, "usage: brisk_bench --workload diffusion|tabular [--steps N] [--warmup N] [--threads N]\n"); return 2; }
+        else { fprintf(stderr, "usage: brisk_bench --workload diffusion|tabular|lstm|transformer [--steps N] [--warmup N] [--threads N]\n"); return 2; }
     }
     if (steps < 1) steps = 1;
     brisk_model_spec spec;
     int64_t batch;
     float lr;
     if (spec_for(workload, &spec, &batch, &lr)) {
-        fprintf(stderr, "brisk_bench: workload '%s' is not built yet (diffusion, tabular)\n", workload);
+        fprintf(stderr, "brisk_bench: workload '%s' is not built yet (diffusion, tabular, lstm, transformer)\n", workload);
         return 2;
     }
     if (threads > 0) omp_set_num_threads(threads);

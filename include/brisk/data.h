@@ -103,6 +103,10 @@ brisk_status brisk_csv_read(const char *path, const char *const *columns, int nc
 typedef struct brisk_dataset_field {
     char name[BRISK_FIELD_NAME_MAX];
     brisk_tensor tensor;
+    /* A windowed field (time series) when window > 0: tensor is a series [rows, F...] and
+     * sample k is rows [k stride, k stride + window), a view into it, so overlapping
+     * windows cost no memory; its samples are [window, F...]. Set by brisk_windows_load. */
+    int64_t window, stride;
 } brisk_dataset_field;
 
 typedef struct brisk_dataset {
@@ -129,8 +133,17 @@ brisk_status brisk_dataset_load_csv(brisk_dataset *ds, const char *path,
 /* Adds a field built in memory; the dataset takes ownership of t->data (also when it
  * fails, it frees it). Runs the same count and NaN checks as the loaders. */
 brisk_status brisk_dataset_add(brisk_dataset *ds, const char *name, brisk_tensor *t, brisk_error *err);
+/* Adds a windowed field over series t [rows, F...] (see brisk_dataset_field): sample k
+ * is rows [k stride, k stride + window). The dataset must already count its samples
+ * (another field added first), and the series must hold them all. Takes t's data as
+ * brisk_dataset_add does, with the same NaN check. */
+brisk_status brisk_dataset_add_windows(brisk_dataset *ds, const char *name, brisk_tensor *t, int64_t window,
+                                       int64_t stride, brisk_error *err);
 /* The field called `name`, or NULL. */
 const brisk_tensor *brisk_dataset_get(const brisk_dataset *ds, const char *name);
+/* The shape of one sample of field f: the tensor's shape without dim 0, or [window, F...]
+ * for a windowed field. */
+brisk_shape brisk_dataset_sample_shape(const brisk_dataset *ds, int f);
 void brisk_dataset_free(brisk_dataset *ds);
 
 /* ---------------------------------------------------------------- split and sampler
@@ -158,6 +171,63 @@ void brisk_split_free(brisk_split *s);
  * perm is the permutation for (seed, epoch), or subset itself when shuffle is 0. */
 brisk_status brisk_sampler_order(const int64_t *subset, int64_t n, uint64_t seed, uint64_t epoch,
                                  int shuffle, int64_t *out, brisk_error *err);
+
+/* ---------------------------------------------------------------- windowed time series
+ * Samples are windows over a table of numeric columns (CSV by header name; NPZ with one
+ * 1-D member per column; NPY [rows, C] with columns named "0" .. "C-1"): window k covers
+ * rows a = k stride .. a + length - 1 of the feature columns, and its target sits at row
+ * r = a + length - 1 + horizon of the target column, as
+ *   VALUE    its value there (regression, y f32 [1]);
+ *   CHANGE   the change from the window's last row e = a + length - 1 to r: relative
+ *            (v_r - v_e) / |v_e|, difference v_r - v_e or log(v_r / v_e) (regression);
+ *   CLASSES  that change binned by ascending thresholds t_1 < .. < t_n: class c when
+ *            t_c < change <= t_{c+1} (t_0 = -inf, t_{n+1} = inf), so n thresholds give
+ *            n + 1 classes (y i32; e.g. [-0.001, 0.001]: down, flat, up).
+ * Split, chronological: the validation part is the last round(rows * validation_fraction)
+ * rows, from row s on. Training windows are those whose target row is before s;
+ * validation windows start at s or later; windows in between are used by neither, so no
+ * validation window overlaps a training window's rows or target. Normalisation (each
+ * feature to zero mean, unit standard deviation; a constant feature gets std 1) is fitted
+ * on rows before s only, and applied to the whole series. */
+typedef enum { BRISK_TARGET_CLASSES = 0, BRISK_TARGET_VALUE, BRISK_TARGET_CHANGE } brisk_target_kind;
+typedef enum { BRISK_CHANGE_RELATIVE = 0, BRISK_CHANGE_DIFFERENCE, BRISK_CHANGE_LOG } brisk_change_kind;
+#define BRISK_MAX_THRESHOLDS 15
+
+typedef struct brisk_window_spec {
+    const char *const *features;
+    int nfeatures;
+    const char *target;             /* the target column (may also be a feature) */
+    brisk_target_kind kind;
+    brisk_change_kind change;
+    double thresholds[BRISK_MAX_THRESHOLDS];
+    int nthresholds;
+    int64_t length, stride, horizon; /* horizon >= 1: the target lies after the window */
+    double validation_fraction;     /* in [0, 1) */
+    int normalize;
+} brisk_window_spec;
+
+typedef struct brisk_windows {
+    brisk_dataset ds;     /* "y" (targets) and "x" (windowed [length, nfeatures] view of the series) */
+    brisk_split split;    /* window indices: training, then validation, both in time order */
+    int64_t rows, split_row;
+    int nfeatures;
+    float *mean, *std;    /* [nfeatures] fitted on the training rows; NULL when not normalised */
+} brisk_windows;
+
+/* Reads the columns from a .csv, .npz or .npy file and makes the windows. */
+brisk_status brisk_windows_load(const char *path, const brisk_window_spec *spec, brisk_windows *out,
+                                brisk_error *err);
+/* The same from a table [rows, ncols] f32 whose columns are called names[]; `source`
+ * names it in messages. The table is copied. */
+brisk_status brisk_windows_from_table(const brisk_tensor *table, const char *const *names, int ncols,
+                                      const char *source, const brisk_window_spec *spec, brisk_windows *out,
+                                      brisk_error *err);
+/* Reads the named columns of a .csv, .npz or .npy file into a [rows, n] f32 table. */
+brisk_status brisk_columns_load(const char *path, const char *const *names, int n, brisk_tensor *out,
+                                brisk_error *err);
+/* x [rows, F] <- (x - mean) / std per column. */
+void brisk_normalize_rows(float *x, int64_t rows, int nfeatures, const float *mean, const float *std);
+void brisk_windows_free(brisk_windows *w);
 
 /* ---------------------------------------------------------------- loader
  * Fills batches of a dataset: one contiguous batch-major buffer per field, in the
@@ -222,8 +292,14 @@ double brisk_loader_wait_seconds(const brisk_loader *l);
  *                noise) and coarse f32 [n, 7] (block means of fine);
  *   "tabular":   x f32 [n, 64] standard normal and y i32 [n] in {0, 1, 2}: the argmax of
  *                a fixed random tanh network of x (the same for every seed), with 5% of
- *                labels replaced by a different class at random.
- * Sample i depends only on (seed, i). */
+ *                labels replaced by a different class at random;
+ *   "series":    a price series with 32 multi-timeframe feature columns (close, ret_1 ..
+ *                ret_128, dev_4 .. dev_512, vol_4 .. vol_512, volume, volume_dev, hour_sin,
+ *                hour_cos, day_sin, day_cos, spread, noise), each [n]; its future moves are
+ *                partly predictable from the past (synth_series.c).
+ * Sample i depends only on (seed, i) (for "series", rows are generated in order, and a
+ * longer series starts with the shorter one). A path ending in .csv is written as CSV
+ * (datasets of one-value fields only), any other as .npz. */
 brisk_status brisk_synth_write(const char *kind, const char *path, int64_t n, uint64_t seed,
                                brisk_error *err);
 /* The same data in memory, as a dataset. */

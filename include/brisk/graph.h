@@ -83,6 +83,28 @@ typedef enum brisk_op {
     BRISK_OP_RAND_UNIFORM,/* (): shape2; uniform in [f0, f1); rng = stream */
     BRISK_OP_RANDINT,     /* (): shape2; i32 uniform in [i0, i1); rng = stream */
     BRISK_OP_CAST,        /* (x): out dtype = node dtype */
+    /* sequence models: fused ops. Each keeps a workspace after its output (see
+       brisk_node.bytes) that its gradient ops read, so the forward's intermediates are
+       saved without a second output. */
+    BRISK_OP_LSTM,        /* (xp [B, T, 4H], w_hh [4H, H], bias [4H]): one LSTM layer over the
+                             whole sequence, batch-first, zero initial state; kind = 1 runs
+                             t = T-1 .. 0 (a bidirectional layer's reverse half). Gates in
+                             PyTorch's order i, f, g, o: pre = xp[b,t] + bias + h_prev w_hh^T;
+                             c = f c_prev + i g; h = o tanh(c). out h [B, T, H]; workspace
+                             after it: the activated gates [B, T, 4H], c [B, T, H] and the h
+                             each step started from, h_prev [B, T, H] */
+    BRISK_OP_LSTM_GRAD,   /* (dh [B, T, H], lstm, w_hh): d pre-activation gates [B, T, 4H]
+                             (= d xp, and d bias summed over rows); reads lstm's workspace */
+    BRISK_OP_LSTM_GRAD_W, /* (dgates [B, T, 4H], lstm): d w_hh [4H, H] = sum dgates^T h_prev */
+    BRISK_OP_ATTENTION,   /* (qkv [B, T, 3D] [, key mask f32 [B, T]]): multi-head scaled
+                             dot-product self-attention; i0 = heads (D = heads * dh, head h
+                             reads columns h dh .. of each third), kind = 1 causal, mask
+                             entry 0 = that key is padding, f0 = dropout p on the attention
+                             weights, rng = stream. out [B, T, D], heads side by side (ready
+                             for the output projection); workspace after it: each query's
+                             log-sum-exp [B, heads, T]. A query that may attend to no key
+                             gives zeros. */
+    BRISK_OP_ATTENTION_GRAD, /* (dy [B, T, D], qkv, attention [, mask]): d qkv [B, T, 3D] */
     /* training glue */
     BRISK_OP_GRAD_ACCUM,  /* (g): storage GRAD at the param's offset; out = g on the first
                              micro-batch of a step, out += g on the others */
@@ -96,11 +118,12 @@ typedef struct brisk_attr {
     int axis;                  /* CONCAT, SLICE, SLICE_GRAD */
     uint32_t axes;             /* SUM, MEAN: bit i set = reduce dim i */
     int keepdim;               /* SUM, MEAN */
-    int kind;                  /* GELU form; ACT_GRAD: forward op */
+    int kind;                  /* GELU form; ACT_GRAD: forward op; LSTM: reverse; ATTENTION: causal */
     int perm[BRISK_MAX_DIMS];  /* TRANSPOSE */
-    float f0, f1;              /* SCALE, DROPOUT p, LAYERNORM eps, RAND_UNIFORM range */
-    int64_t i0, i1;            /* SLICE, RANDINT, SINUSOIDAL dim, CONST offset, ACT_GRAD gelu form */
-    uint32_t rng;              /* random ops and DROPOUT: the stream id (unique per op) */
+    float f0, f1;              /* SCALE, DROPOUT p, LAYERNORM eps, RAND_UNIFORM range, ATTENTION p */
+    int64_t i0, i1;            /* SLICE, RANDINT, SINUSOIDAL dim, CONST offset, ACT_GRAD gelu form,
+                                  ATTENTION heads */
+    uint32_t rng;              /* random ops, DROPOUT, ATTENTION: the stream id (unique per op) */
     brisk_shape shape2;        /* RESHAPE, SUM_TO, EXPAND, SLICE_GRAD, SCATTER_ADD, RAND* */
 } brisk_attr;
 
@@ -129,7 +152,8 @@ typedef struct brisk_node {
     brisk_storage storage;
     size_t offset;               /* bytes into its storage; SIZE_MAX for an ARENA node no
                                     schedule runs (the planner places only those) */
-    size_t bytes;                /* numel * dtype size */
+    size_t bytes;                /* numel * dtype size, plus the workspace that the fused
+                                    sequence ops (LSTM, ATTENTION) keep after their output */
     int alias_of;                /* ALIAS: the node whose buffer this views */
 } brisk_node;
 
@@ -227,6 +251,11 @@ int brisk_randn(brisk_graph *g, brisk_shape s);
 int brisk_rand_uniform(brisk_graph *g, brisk_shape s, float lo, float hi);
 int brisk_randint(brisk_graph *g, brisk_shape s, int64_t lo, int64_t hi);
 int brisk_cast(brisk_graph *g, int x, brisk_dtype dt);
+/* One LSTM layer over the sequence (BRISK_OP_LSTM): xp = x w_ih^T, the input projection of
+ * every step as one matmul; bias = b_ih + b_hh. Returns h [B, T, H]. */
+int brisk_lstm(brisk_graph *g, int xp, int w_hh, int bias, int reverse);
+/* Self-attention over packed qkv [B, T, 3D] (BRISK_OP_ATTENTION); mask -1 for none. */
+int brisk_attention(brisk_graph *g, int qkv, int mask, int heads, int causal, float dropout);
 /* Generic append used by the builders and backward rules: checks nothing beyond
  * input ids; the caller has computed shape and dtype. */
 int brisk_graph_append(brisk_graph *g, brisk_op op, const int *in, int n_in, brisk_dtype dt,
@@ -406,7 +435,8 @@ brisk_status brisk_exec_init_params(brisk_exec *ex, uint64_t seed, brisk_error *
 brisk_status brisk_exec_set_input(brisk_exec *ex, int input, const void *host, brisk_error *err);
 /* Runs one schedule with the step state in ex->step. */
 brisk_status brisk_exec_run(brisk_exec *ex, brisk_run_kind kind, brisk_error *err);
-/* Copies a node's output to host memory (node bytes). */
+/* Copies a node's output to host memory (numel * dtype size bytes: not the workspace
+ * some ops keep after it). */
 brisk_status brisk_exec_read(brisk_exec *ex, int node, void *host, brisk_error *err);
 
 #ifdef __cplusplus

@@ -28,7 +28,11 @@ const char *brisk_activation_name(brisk_activation a);
 int brisk_activation_parse(const char *s, brisk_activation *out); /* 0 on success */
 
 typedef enum { BRISK_TASK_CLASSIFY = 0, BRISK_TASK_REGRESS } brisk_task;
-typedef enum { BRISK_MODEL_MLP = 0, BRISK_MODEL_DIFFUSION } brisk_model_type;
+typedef enum { BRISK_MODEL_MLP = 0, BRISK_MODEL_DIFFUSION, BRISK_MODEL_LSTM, BRISK_MODEL_TRANSFORMER } brisk_model_type;
+const char *brisk_model_type_name(brisk_model_type t); /* "mlp", "diffusion", "lstm", "transformer" */
+/* How a sequence model turns [B, T, width] into one vector per sample. */
+typedef enum { BRISK_POOL_LAST = 0, BRISK_POOL_MEAN, BRISK_POOL_CLS } brisk_pool;
+typedef enum { BRISK_POS_LEARNED = 0, BRISK_POS_SINUSOIDAL, BRISK_POS_NONE } brisk_positions;
 
 typedef struct brisk_model_spec {
     brisk_model_type type;
@@ -46,6 +50,20 @@ typedef struct brisk_model_spec {
     float beta_start, beta_end; /* linear schedule */
     int predict_x0;             /* 0: the network predicts the noise, loss MSE on it (WORKLOADS.md);
                                    1: it predicts the clean field x0, loss MSE on x0 */
+    /* sequences: seq_len > 0 makes x [seq_len, inputs] per sample (an mlp flattens it);
+     * lstm and transformer need it. Both end in pool -> [LayerNorm (transformer)] ->
+     * Linear(width, outputs) "head", with task as for mlp. */
+    int64_t seq_len;
+    int64_t width;          /* lstm: hidden size; transformer: model width (d_model) */
+    int layers;             /* lstm layers or encoder layers */
+    brisk_pool pool;
+    int bidirectional;      /* lstm; dropout (above) acts between layers, as torch.nn.LSTM */
+    int heads;              /* transformer: attention heads; activation is the FFN's */
+    int64_t ffn;            /* transformer: feed-forward width */
+    int norm_first;         /* transformer: pre-LN blocks (1) or post-LN (0) */
+    int causal;             /* transformer: each step attends only to itself and earlier ones */
+    int padding_mask;       /* transformer: a data field "mask" [seq_len] (0 = padding) */
+    brisk_positions positions; /* transformer */
 } brisk_model_spec;
 
 /* What the data must provide per sample, in the order of the graph's inputs. */
@@ -73,6 +91,7 @@ brisk_status brisk_model_fields(const brisk_model_spec *spec, brisk_build_mode m
  * brisk_backward on io->loss for training). */
 brisk_status brisk_model_build(const brisk_model_spec *spec, int64_t batch, brisk_build_mode mode,
                                brisk_graph *g, brisk_model_io *io, brisk_error *err);
+/* Parameters of the model (by building it for one sample); -1 if the spec does not build. */
 int64_t brisk_model_param_count(const brisk_model_spec *spec);
 
 /* Layers, shared by the builders. A linear layer named `prefix` owns
@@ -83,6 +102,20 @@ int brisk_nn_activation(brisk_graph *g, int x, brisk_activation a);
  * index of each Linear gives its name ("<prefix>.<index>"). */
 int brisk_nn_mlp(brisk_graph *g, int x, int64_t in, const int64_t *widths, int n_widths,
                  brisk_activation a, float dropout, const char *prefix);
+
+/* torch.nn.LayerNorm(n) named `prefix` (prefix.weight ones, prefix.bias zeros), eps 1e-5. */
+int brisk_nn_layernorm(brisk_graph *g, int x, int64_t n, const char *prefix);
+/* torch.nn.LSTM(in, hidden, layers, batch_first=True, bidirectional, dropout) named `prefix`:
+ * x [B, T, in] -> the last layer's h [B, T, hidden * directions] (forward half first);
+ * parameters prefix.weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0 (and _reverse). */
+int brisk_nn_lstm(brisk_graph *g, int x, int64_t in, int64_t hidden, int layers, int bidirectional,
+                  float dropout, const char *prefix);
+/* torch.nn.TransformerEncoderLayer(d, heads, ffn, dropout, activation, batch_first=True,
+ * norm_first) named `prefix` (self_attn.in_proj_weight, ..., linear1, linear2, norm1, norm2):
+ * x [B, T, d] -> [B, T, d]. mask: f32 [B, T] key mask (0 = padding) or -1. */
+int brisk_nn_encoder_layer(brisk_graph *g, int x, int mask, int64_t d, int heads, int64_t ffn,
+                           brisk_activation act, float dropout, int norm_first, int causal,
+                           const char *prefix);
 
 /* DDPM linear beta schedule as torch_ref.py computes it in float32: abar = cumprod(1 - beta). */
 void brisk_ddpm_alpha_bar(int steps, float beta_start, float beta_end, float *abar);

@@ -5,11 +5,14 @@
 #include "cli/cli.h"
 
 static const char help[] =
-    "usage: brisk predict CKPT --input X.npy --output Y.npy\n"
+    "usage: brisk predict CKPT --input X --output Y.npy\n"
     "\n"
-    "Runs the model of a checkpoint (trained on any device) on the CPU over the rows of X\n"
-    "([N, inputs], any numeric dtype). Y is [N, outputs] float32: class probabilities for\n"
-    "classifiers, outputs for regressors.\n";
+    "Runs the model of a checkpoint (trained on any device) on the CPU over the samples of X:\n"
+    "an .npy [N, inputs] (sequence models: [N, seq_len, inputs]), any numeric dtype. A model\n"
+    "trained on windows also takes the raw series (a .csv or .npz with the feature columns by\n"
+    "name, or an .npy [rows, features]) and predicts for every window, the k-th ending at row\n"
+    "k + seq_len - 1; the normalisation fitted in training is applied to raw input either way.\n"
+    "Y is [N, outputs] float32: class probabilities for classifiers, outputs for regressors.\n";
 
 int cmd_predict(int argc, char **argv) {
     const char *ckpt = NULL, *in = NULL, *out = NULL;

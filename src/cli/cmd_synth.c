@@ -10,10 +10,13 @@ int cmd_synth(int argc, char **argv) {
     long long n = 0, seed = 0;
     for (int i = 1; i < argc; i++) {
         if (cli_is_help(argv[i])) {
-            puts("usage: brisk synth diffusion|tabular PATH [--samples N] [--seed S]\n\n"
-                 "Writes an example data set with learnable structure as .npz:\n"
+            puts("usage: brisk synth diffusion|tabular|series PATH [--samples N] [--seed S]\n\n"
+                 "Writes an example data set with learnable structure as .npz (or, for series, .csv\n"
+                 "when PATH ends in .csv):\n"
                  "  diffusion  coarse [N, 7] and fine [N, 256] fields (default N 4800)\n"
-                 "  tabular    x [N, 64] features and y [N] labels in {0, 1, 2} (default N 20480)");
+                 "  tabular    x [N, 64] features and y [N] labels in {0, 1, 2} (default N 20480)\n"
+                 "  series     N rows of a price (close) and 32 multi-timeframe feature columns whose\n"
+                 "             future moves are partly predictable (default N 30000)");
             return 0;
         }
         if (!strcmp(argv[i], "--samples") && i + 1 < argc) n = atoll(argv[++i]);
@@ -23,8 +26,8 @@ int cmd_synth(int argc, char **argv) {
         else if (!path) path = argv[i];
         else return cli_fail("synth: unexpected argument '%s'", argv[i]);
     }
-    if (!kind || !path) return cli_fail("synth: usage: brisk synth diffusion|tabular PATH [--samples N] [--seed S]");
-    if (n <= 0) n = strcmp(kind, "diffusion") == 0 ? 4800 : 20480;
+    if (!kind || !path) return cli_fail("synth: usage: brisk synth diffusion|tabular|series PATH [--samples N] [--seed S]");
+    if (n <= 0) n = strcmp(kind, "diffusion") == 0 ? 4800 : strcmp(kind, "series") == 0 ? 30000 : 20480;
     if (seed < 0) return cli_fail("synth: --seed must be >= 0");
     brisk_error err = {0};
     if (brisk_synth_write(kind, path, n, (uint64_t)seed, &err)) return cli_fail_err(&err);

@@ -10,7 +10,8 @@
 static const char help[] =
     "usage: brisk train CONFIG [options]\n"
     "\n"
-    "Trains the model a JSON config describes (see examples/). Options override the config:\n"
+    "Trains the model a JSON config describes (see examples/); a config with \"models\" trains each\n"
+    "in turn on the same data and prints a comparison. Options override the config:\n"
     "  --device auto|cpu|cuda     where to train (auto: the GPU when present)   speed.device\n"
     "  --precision auto|fp32|tf32|bf16|fp16                                    speed.precision\n"
     "  --batch-size N|auto       auto: the largest batch the memory fits      train.batch_size\n"
@@ -106,6 +107,19 @@ int cmd_train(int argc, char **argv) {
     brisk_config cfg;
     if (brisk_config_load(config, (const char *const *)over, n_over, &cfg, &err)) { rc = cli_fail_err(&err); goto done; }
     brisk_logger lg = {cli_log, NULL, quiet ? BRISK_LOG_WARN : BRISK_LOG_INFO};
+    if (cfg.n_models > 0) { /* a pipeline: each model in turn, then the comparison */
+        brisk_pipeline_result res[BRISK_MAX_MODELS];
+        if (resume) rc = cli_fail("train: --resume takes one model's checkpoint; resume a pipeline's model with its "
+                                  "own config (see %s/<name>)", cfg.train.out_dir);
+        else if (brisk_pipeline_run(&cfg, &lg, res, &err)) rc = cli_fail_err(&err);
+        else rc = 0;
+        if (quiet && rc == 0) { /* the table is the point of a pipeline: show it even when quiet */
+            brisk_logger all = {cli_log, NULL, BRISK_LOG_INFO};
+            brisk_pipeline_report(res, cfg.n_models, &all);
+        }
+        brisk_config_free(&cfg);
+        goto done;
+    }
     brisk_trainer *t = NULL;
     brisk_run_summary sum;
     int resumed = 0;

@@ -14,7 +14,7 @@ static const char usage[] =
     "  predict CKPT       run a trained model on an input array\n"
     "  sample CKPT        sample fine fields from a diffusion model, given coarse ones\n"
     "  info CKPT          list a checkpoint's tensors and training state\n"
-    "  synth KIND PATH    write the example data set KIND (diffusion, tabular) as .npz\n"
+    "  synth KIND PATH    write the example data set KIND (diffusion, tabular, series)\n"
     "  bench CONFIG       time CONFIG with each GPU optimization added in turn\n"
     "\n"
     "'brisk <command> --help' describes each command's options.\n";

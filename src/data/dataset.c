@@ -23,6 +23,13 @@ const brisk_tensor *brisk_dataset_get(const brisk_dataset *ds, const char *name)
     return NULL;
 }
 
+brisk_shape brisk_dataset_sample_shape(const brisk_dataset *ds, int f) {
+    const brisk_dataset_field *fd = &ds->fields[f];
+    brisk_shape s = brisk_shape_make(fd->tensor.shape.ndim - 1, fd->tensor.shape.d + 1);
+    if (fd->window > 0) s = brisk_shape_make(fd->tensor.shape.ndim, fd->tensor.shape.d), s.d[0] = fd->window;
+    return s;
+}
+
 /* The flat index of the first NaN or inf, or -1. */
 static int64_t first_nonfinite(const brisk_tensor *t) {
     if (t->dtype != BRISK_F32) return -1;
@@ -88,6 +95,33 @@ brisk_status brisk_dataset_add(brisk_dataset *ds, const char *name, brisk_tensor
         return st;
     }
     return append_field(ds, name, t, err);
+}
+
+brisk_status brisk_dataset_add_windows(brisk_dataset *ds, const char *name, brisk_tensor *t, int64_t window,
+                                       int64_t stride, brisk_error *err) {
+    brisk_status st = BRISK_OK;
+    int64_t rows = t->shape.ndim >= 1 ? t->shape.d[0] : 0;
+    if (ds->nfields == 0 || window < 1 || stride < 1 || rows < (ds->count - 1) * stride + window)
+        st = brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s': %lld rows cannot hold %lld windows of %lld rows, "
+                          "%lld apart", ds->source, name, (long long)rows, (long long)ds->count, (long long)window,
+                          (long long)stride);
+    int64_t bad = st ? -1 : first_nonfinite(t);
+    if (bad >= 0) st = nonfinite_error(ds, name, t, bad, NULL, err);
+    if (st) {
+        brisk_tensor_free(t);
+        return st;
+    }
+    /* append_field's count check reads dim 0 as the sample count: present it as such */
+    int64_t keep = t->shape.d[0];
+    t->shape.d[0] = ds->count;
+    st = append_field(ds, name, t, err);
+    if (!st) {
+        brisk_dataset_field *f = &ds->fields[ds->nfields - 1];
+        f->tensor.shape.d[0] = keep;
+        f->window = window;
+        f->stride = stride;
+    }
+    return st;
 }
 
 static brisk_status check_specs(const char *path, const brisk_field_spec *specs, int nspecs, brisk_error *err) {

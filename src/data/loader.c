@@ -25,6 +25,8 @@ struct brisk_loader {
     brisk_batch_fn transform;
     void *transform_user;
     size_t *sample_bytes;       /* per field */
+    size_t *sample_step;        /* per field: bytes from one sample's start to the next's (less
+                                   than sample_bytes for overlapping windows) */
     slot *slots;
 
     /* Producer cursor: touched only by whoever fills (the thread, or next() when
@@ -81,7 +83,8 @@ static brisk_status fill_slot(brisk_loader *l, int k, brisk_error *err) {
         size_t sb = l->sample_bytes[f];
         const char *src = (const char *)l->ds->fields[f].tensor.data;
         char *dst = (char *)s->fields[f].data;
-        for (int64_t j = 0; j < l->batch; j++) memcpy(dst + (size_t)j * sb, src + (size_t)idx[j] * sb, sb);
+        size_t step = l->sample_step[f];
+        for (int64_t j = 0; j < l->batch; j++) memcpy(dst + (size_t)j * sb, src + (size_t)idx[j] * step, sb);
     }
     s->epoch = l->epoch;
     s->position = l->pos;
@@ -152,6 +155,7 @@ void brisk_loader_destroy(brisk_loader *l) {
     pthread_mutex_destroy(&l->mu);
     free(l->slots);
     free(l->sample_bytes);
+    free(l->sample_step);
     free(l->indices);
     free(l->order);
     free(l);
@@ -180,10 +184,13 @@ static brisk_status check_config(const brisk_loader_config *c, brisk_error *err)
                             (long long)n);
     if ((c->allocator.alloc == NULL) != (c->allocator.free == NULL))
         return brisk_errorf(err, BRISK_ERR_INVALID, "loader: give both allocator functions or neither");
-    for (int f = 0; f < ds->nfields; f++)
-        if (ds->fields[f].tensor.shape.ndim < 1 || ds->fields[f].tensor.shape.d[0] != ds->count)
-            return brisk_errorf(err, BRISK_ERR_SHAPE, "loader: field '%s' does not have dim 0 = %lld samples",
-                                ds->fields[f].name, (long long)ds->count);
+    for (int f = 0; f < ds->nfields; f++) {
+        const brisk_dataset_field *fd = &ds->fields[f];
+        int64_t rows = fd->tensor.shape.ndim >= 1 ? fd->tensor.shape.d[0] : -1;
+        if (fd->window > 0 ? fd->stride < 1 || rows < (ds->count - 1) * fd->stride + fd->window : rows != ds->count)
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "loader: field '%s' does not hold %lld samples", fd->name,
+                                (long long)ds->count);
+    }
     return BRISK_OK;
 }
 
@@ -215,15 +222,18 @@ brisk_status brisk_loader_create(brisk_loader **out, const brisk_loader_config *
     l->indices = c->indices ? malloc((size_t)l->n * sizeof *l->indices) : NULL;
     l->order = malloc((size_t)l->n * sizeof *l->order);
     l->sample_bytes = calloc((size_t)l->nfields, sizeof *l->sample_bytes);
+    l->sample_step = calloc((size_t)l->nfields, sizeof *l->sample_step);
     l->slots = calloc((size_t)l->nslots, sizeof *l->slots);
-    if ((c->indices && !l->indices) || !l->order || !l->sample_bytes || !l->slots) {
+    if ((c->indices && !l->indices) || !l->order || !l->sample_bytes || !l->sample_step || !l->slots) {
         brisk_loader_destroy(l);
         return brisk_errorf(err, BRISK_ERR_NOMEM, "loader: out of memory");
     }
     if (c->indices) memcpy(l->indices, c->indices, (size_t)l->n * sizeof *l->indices);
     for (int f = 0; f < l->nfields; f++) {
-        const brisk_tensor *t = &c->dataset->fields[f].tensor;
-        l->sample_bytes[f] = brisk_tensor_bytes(t) / (size_t)c->dataset->count;
+        const brisk_dataset_field *fd = &c->dataset->fields[f];
+        size_t row = brisk_tensor_bytes(&fd->tensor) / (size_t)fd->tensor.shape.d[0];
+        l->sample_bytes[f] = fd->window > 0 ? row * (size_t)fd->window : row;
+        l->sample_step[f] = fd->window > 0 ? row * (size_t)fd->stride : row;
     }
     for (int k = 0; k < l->nslots; k++) {
         slot *s = &l->slots[k];
@@ -234,9 +244,11 @@ brisk_status brisk_loader_create(brisk_loader **out, const brisk_loader_config *
         for (int f = 0; f < l->nfields; f++) {
             const brisk_tensor *t = &c->dataset->fields[f].tensor;
             size_t bytes = l->sample_bytes[f] * (size_t)l->batch;
+            brisk_shape ss = brisk_dataset_sample_shape(c->dataset, f);
             s->fields[f].dtype = t->dtype;
-            s->fields[f].shape = t->shape;
-            s->fields[f].shape.d[0] = l->batch;
+            int64_t dims[BRISK_MAX_DIMS] = {l->batch};
+            for (int i = 0; i < ss.ndim && i + 1 < BRISK_MAX_DIMS; i++) dims[i + 1] = ss.d[i];
+            s->fields[f].shape = brisk_shape_make(ss.ndim + 1, dims);
             if (!(s->fields[f].data = l->alloc.alloc(l->alloc.user, bytes))) {
                 brisk_loader_destroy(l);
                 return brisk_errorf(err, BRISK_ERR_NOMEM, "loader: cannot allocate %zu bytes for field '%s' of "

@@ -2,6 +2,7 @@
  * Philox: every sample is a pure function of (seed, sample index), so any n gives the
  * same first samples. Philox counters here: {sample lo, sample hi, stream, block}. */
 #include "brisk/data.h"
+#include "data/synth_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -154,21 +155,58 @@ brisk_status brisk_synth_make(const char *kind, int64_t n, uint64_t seed, brisk_
         if ((st = brisk_dataset_add(ds, "y", &b, err))) { brisk_dataset_free(ds); return st; }
         return BRISK_OK;
     }
-    return brisk_errorf(err, BRISK_ERR_INVALID, "synth: unknown kind '%s'; expected 'diffusion' or 'tabular'",
+    if (kind && strcmp(kind, "series") == 0) {
+        brisk_status s2 = brisk_synth_series(n, seed, ds, err);
+        if (s2) brisk_dataset_free(ds);
+        return s2;
+    }
+    return brisk_errorf(err, BRISK_ERR_INVALID, "synth: unknown kind '%s'; expected 'diffusion', 'tabular' or 'series'",
                         kind ? kind : "(null)");
+}
+
+/* A dataset of equally long 1-D fields as CSV columns (header = field names). */
+static brisk_status write_csv(const char *path, const brisk_dataset *ds, brisk_error *err) {
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open for writing", tmp);
+    for (int c = 0; c < ds->nfields; c++) fprintf(f, "%s%s", c ? "," : "", ds->fields[c].name);
+    fputc('\n', f);
+    for (int64_t r = 0; r < ds->count; r++)
+        for (int c = 0; c < ds->nfields; c++) {
+            const brisk_tensor *t = &ds->fields[c].tensor;
+            if (t->dtype == BRISK_F32) fprintf(f, "%.9g", (double)((const float *)t->data)[r]);
+            else fprintf(f, "%d", ((const int32_t *)t->data)[r]);
+            fputc(c + 1 < ds->nfields ? ',' : '\n', f);
+        }
+    int bad = ferror(f);
+    if (fclose(f) || bad || rename(tmp, path)) {
+        remove(tmp);
+        return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot write", path);
+    }
+    return BRISK_OK;
 }
 
 brisk_status brisk_synth_write(const char *kind, const char *path, int64_t n, uint64_t seed, brisk_error *err) {
     brisk_dataset ds;
     brisk_status st = brisk_synth_make(kind, n, seed, &ds, err);
     if (st) return st;
-    const char *names[2];
-    brisk_tensor ts[2];
-    for (int i = 0; i < ds.nfields && i < 2; i++) {
+    size_t len = strlen(path);
+    if (len >= 4 && strcmp(path + len - 4, ".csv") == 0) {
+        int flat = 1;
+        for (int i = 0; i < ds.nfields; i++) flat &= ds.fields[i].tensor.shape.ndim == 1;
+        st = flat ? write_csv(path, &ds, err)
+                  : brisk_errorf(err, BRISK_ERR_INVALID, "%s: '%s' has multi-column fields; write it as .npz", path, kind);
+        brisk_dataset_free(&ds);
+        return st;
+    }
+    const char *names[64];
+    brisk_tensor ts[64];
+    for (int i = 0; i < ds.nfields && i < 64; i++) {
         names[i] = ds.fields[i].name;
         ts[i] = ds.fields[i].tensor;
     }
-    st = brisk_npz_write(path, ds.nfields, names, ts, err);
+    st = brisk_npz_write(path, ds.nfields < 64 ? ds.nfields : 64, names, ts, err);
     brisk_dataset_free(&ds);
     return st;
 }

@@ -226,5 +226,6 @@ brisk_status brisk_exec_read(brisk_exec *ex, int node, void *host, brisk_error *
         return brisk_errorf(err, BRISK_ERR_INVALID, "read: node %d (%s) is not in any schedule, so it has no buffer",
                             node, brisk_op_name(ex->g->nodes[node].op));
     const brisk_node *n = &ex->g->nodes[node];
-    return ex->be->download(ex->be, host, ex->ptr[node], n->bytes, err);
+    size_t out_bytes = (size_t)brisk_shape_numel(&n->shape) * brisk_dtype_size(n->dtype); /* not a workspace */
+    return ex->be->download(ex->be, host, ex->ptr[node], out_bytes, err);
 }

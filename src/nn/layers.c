@@ -1,4 +1,4 @@
-/* Layers shared by the model builders: linear, activation, an MLP stack. */
+/* Layers shared by the model builders: linear, activation, an MLP stack, layer norm. */
 #include "brisk/nn.h"
 
 #include <math.h>
@@ -74,4 +74,13 @@ void brisk_ddpm_alpha_bar(int steps, float beta_start, float beta_end, float *ab
         prod *= 1.0f - beta;
         abar[i] = prod;
     }
+}
+
+int brisk_nn_layernorm(brisk_graph *g, int x, int64_t n, const char *prefix) {
+    char name[BRISK_NAME_MAX];
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    int gamma = brisk_param(g, name, brisk_shape1(n), BRISK_INIT_ONES, 0.0f, 0);
+    snprintf(name, sizeof name, "%s.bias", prefix);
+    int beta = brisk_param(g, name, brisk_shape1(n), BRISK_INIT_ZEROS, 0.0f, 0);
+    return brisk_layernorm(g, x, gamma, beta, 1e-5f);
 }

@@ -1,18 +1,19 @@
 /* The model families of this release: a configurable MLP (classification or
- * regression) and the conditional diffusion denoiser of WORKLOADS.md. */
+ * regression), the conditional diffusion denoiser of WORKLOADS.md, and the sequence
+ * models (LSTM, Transformer encoder) of sequence_models.c. */
 #include "brisk/nn.h"
+#include "nn/nn_internal.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void field(brisk_model_io *io, const char *name, brisk_dtype dt, brisk_shape s) {
-    brisk_model_field *f = &io->fields[io->n_fields++];
-    memset(f, 0, sizeof *f);
-    snprintf(f->name, sizeof f->name, "%s", name);
-    f->dtype = dt;
-    f->sample = s;
+#define field nn_field
+
+const char *brisk_model_type_name(brisk_model_type t) {
+    static const char *const names[] = {"mlp", "diffusion", "lstm", "transformer"};
+    return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 
 brisk_status brisk_model_fields(const brisk_model_spec *spec, brisk_build_mode mode,
@@ -20,8 +21,10 @@ brisk_status brisk_model_fields(const brisk_model_spec *spec, brisk_build_mode m
     memset(io, 0, sizeof *io);
     io->loss = io->output = -1;
     switch (spec->type) {
+    case BRISK_MODEL_LSTM: case BRISK_MODEL_TRANSFORMER:
+        return nn_seq_fields(spec, mode, io, err);
     case BRISK_MODEL_MLP:
-        field(io, "x", BRISK_F32, brisk_shape1(spec->inputs));
+        field(io, "x", BRISK_F32, nn_x_shape(spec));
         if (mode == BRISK_BUILD_TRAIN) {
             if (spec->task == BRISK_TASK_CLASSIFY) field(io, "y", BRISK_I32, brisk_shape_make(0, NULL));
             else field(io, "y", BRISK_F32, brisk_shape1(spec->outputs));
@@ -47,11 +50,15 @@ static int batch_input(brisk_graph *g, const brisk_model_field *f, int64_t batch
     return brisk_input(g, f->name, f->dtype, brisk_shape_make(f->sample.ndim + 1, dims));
 }
 
-static int mlp_forward(const brisk_model_spec *s, brisk_graph *g, int x) {
-    int64_t widths[BRISK_MAX_LAYERS + 1];
+static int mlp_forward(const brisk_model_spec *s, brisk_graph *g, int64_t batch, int x) {
+    int64_t widths[BRISK_MAX_LAYERS + 1], in = s->inputs;
     memcpy(widths, s->hidden, (size_t)s->n_hidden * sizeof widths[0]);
     widths[s->n_hidden] = s->outputs;
-    return brisk_nn_mlp(g, x, s->inputs, widths, s->n_hidden + 1, s->activation, s->dropout, "net");
+    if (s->seq_len > 0) { /* a window of steps, flattened: the same bytes, viewed */
+        in *= s->seq_len;
+        x = brisk_reshape(g, x, brisk_shape2(batch, in));
+    }
+    return brisk_nn_mlp(g, x, in, widths, s->n_hidden + 1, s->activation, s->dropout, "net");
 }
 
 /* DDPM noise-prediction loss: x_t = sqrt(abar_t) x0 + sqrt(1 - abar_t) eps, predict eps (or
@@ -106,13 +113,14 @@ brisk_status brisk_model_build(const brisk_model_spec *spec, int64_t batch, bris
         in[i] = batch_input(g, &io->fields[i], batch);
         io->input_node[i] = g->n_inputs - 1;
     }
-    if (spec->type == BRISK_MODEL_MLP) {
-        io->output = mlp_forward(spec, g, in[0]);
+    if (spec->type == BRISK_MODEL_MLP || spec->type == BRISK_MODEL_LSTM || spec->type == BRISK_MODEL_TRANSFORMER) {
+        io->output = spec->type == BRISK_MODEL_MLP ? mlp_forward(spec, g, batch, in[0]) : nn_seq_forward(spec, g, batch, in);
         if (mode == BRISK_BUILD_TRAIN) {
+            int y = in[io->n_fields - 1]; /* the target comes last */
             if (spec->task == BRISK_TASK_CLASSIFY) {
-                io->loss = brisk_cross_entropy(g, io->output, in[1]);
+                io->loss = brisk_cross_entropy(g, io->output, y);
             } else {
-                io->loss = brisk_mse(g, io->output, in[1]);
+                io->loss = brisk_mse(g, io->output, y);
             }
         }
     } else if (mode == BRISK_BUILD_TRAIN) {
@@ -126,12 +134,14 @@ brisk_status brisk_model_build(const brisk_model_spec *spec, int64_t batch, bris
 }
 
 int64_t brisk_model_param_count(const brisk_model_spec *s) {
-    int64_t in = s->type == BRISK_MODEL_MLP ? s->inputs : s->fine + s->coarse + s->time_embedding;
-    int64_t out = s->type == BRISK_MODEL_MLP ? s->outputs : s->fine, n = 0;
-    for (int i = 0; i <= s->n_hidden; i++) {
-        int64_t w = i < s->n_hidden ? s->hidden[i] : out;
-        n += in * w + w;
-        in = w;
+    /* counted from the graph itself, so it cannot drift from what the builders make */
+    brisk_graph *g = brisk_graph_new();
+    brisk_model_io io;
+    int64_t n = -1;
+    if (g && brisk_model_build(s, 1, BRISK_BUILD_PREDICT, g, &io, NULL) == BRISK_OK) {
+        n = 0;
+        for (int i = 0; i < g->n_params; i++) n += g->params[i].numel;
     }
+    brisk_graph_free(g);
     return n;
 }

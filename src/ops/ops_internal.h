@@ -60,5 +60,7 @@ int brisk_bw_transpose(brisk_graph *g, int node, int dy, int which);
 int brisk_bw_gather(brisk_graph *g, int node, int dy, int which);
 int brisk_bw_sinusoidal(brisk_graph *g, int node, int dy, int which);
 int brisk_bw_cast(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_lstm(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_attention(brisk_graph *g, int node, int dy, int which);
 
 #endif

@@ -49,13 +49,18 @@ const brisk_op_info brisk_op_table[BRISK_OP_COUNT] = {
     [BRISK_OP_RAND_UNIFORM] = {"rand_uniform", NULL},
     [BRISK_OP_RANDINT] = {"randint", NULL},
     [BRISK_OP_CAST] = {"cast", brisk_bw_cast},
+    [BRISK_OP_LSTM] = {"lstm", brisk_bw_lstm},
+    [BRISK_OP_LSTM_GRAD] = {"lstm_grad", NULL},
+    [BRISK_OP_LSTM_GRAD_W] = {"lstm_grad_w", NULL},
+    [BRISK_OP_ATTENTION] = {"attention", brisk_bw_attention},
+    [BRISK_OP_ATTENTION_GRAD] = {"attention_grad", NULL},
     [BRISK_OP_GRAD_ACCUM] = {"grad_accum", NULL},
 };
 
 /* C cannot check at compile time that each designated slot was filled, so, as in
  * ggml, the op count is pinned here: whoever adds an op lands on this line and the
  * table above. test_registry checks at run time that every entry has a name. */
-_Static_assert(BRISK_OP_COUNT == 46, "an op was added or removed: update brisk_op_table and this count");
+_Static_assert(BRISK_OP_COUNT == 51, "an op was added or removed: update brisk_op_table and this count");
 _Static_assert(sizeof brisk_op_table / sizeof brisk_op_table[0] == BRISK_OP_COUNT,
                "brisk_op_table must have one entry per op");
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "brisk/json.h"
 #include "brisk/safetensors.h"
 #include "train/trainer_internal.h"
 
@@ -18,6 +19,7 @@ static brisk_status download_arena(brisk_exec *ex, const void *dev, float *host,
 }
 
 brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_error *err) {
+    char *norm = NULL;
     brisk_graph *g = t->g;
     size_t n = (size_t)g->n_param_floats, np = (size_t)g->n_params;
     float *host = malloc(3 * n * sizeof(float) + 1);
@@ -55,13 +57,19 @@ brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_err
     snprintf(pos, sizeof pos, "%" PRId64, t->position);
     snprintf(seed, sizeof seed, "%" PRIu64, t->cfg.train.seed);
     snprintf(best, sizeof best, "%.9g", t->best_val);
+    if (t->norm_n > 0 && !(norm = brisk_normalization_json(t->norm_mean, t->norm_std, t->norm_n))) {
+        st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
+        goto out;
+    }
     brisk_st_meta meta[] = {
         {"format", BRISK_CKPT_FORMAT}, {"brisk_version", BRISK_VERSION}, {"brisk_commit", brisk_build_commit},
         {"step", step}, {"epoch", epoch}, {"position", pos}, {"seed", seed}, {"best_val_loss", best},
         {"nan_skipped", skipped}, {"optimizer", sgd ? "sgd" : "adamw"}, {"config", t->cfg.json},
+        {"normalization", norm}, /* windowed data only: predict applies it again */
         {BRISK_CKPT_CHECKSUM_KEY, sum},
     };
     size_t n_meta = sizeof meta / sizeof meta[0];
+    if (!norm) meta[n_meta - 2] = meta[n_meta - 1], n_meta--;
     if ((st = brisk_checkpoint_checksum_entries(e, k, meta, n_meta - 1, sum, err))) goto out;
     st = brisk_safetensors_write(path, e, k, meta, n_meta, err);
 out:
@@ -70,6 +78,7 @@ out:
     free(names);
     free(e);
     free(host);
+    free(norm);
     return st;
 }
 
@@ -171,6 +180,53 @@ brisk_status brisk_checkpoint_load_params(const char *path, brisk_exec *ex, bris
     else if (!(s = brisk_checkpoint_read_tensors(st, ex->g, host, NULL, NULL, 0, err)))
         s = ex->be->upload(ex->be, ex->params, host, n * sizeof(float), err);
     free(host);
+    brisk_safetensors_free(st);
+    return s;
+}
+
+char *brisk_normalization_json(const float *mean, const float *std, int n) {
+    size_t cap = (size_t)n * 36 + 64, k = 0;
+    char *s = malloc(cap);
+    if (!s) return NULL;
+    for (int part = 0; part < 2; part++) {
+        const float *v = part ? std : mean;
+        k += (size_t)snprintf(s + k, cap - k, part ? "], \"std\": [" : "{\"mean\": [");
+        for (int i = 0; i < n; i++) k += (size_t)snprintf(s + k, cap - k, i ? ", %.9g" : "%.9g", (double)v[i]);
+    }
+    snprintf(s + k, cap - k, "]}");
+    return s;
+}
+
+brisk_status brisk_checkpoint_normalization(const char *path, float **mean, float **std, int *n, brisk_error *err) {
+    *mean = *std = NULL;
+    *n = 0;
+    brisk_safetensors *st = NULL;
+    brisk_status s = brisk_checkpoint_open(path, &st, err);
+    if (s) return s;
+    const char *text = brisk_safetensors_meta(st, "normalization");
+    if (text) {
+        char label[BRISK_PATH_MAX + 32];
+        snprintf(label, sizeof label, "%s:normalization", path);
+        brisk_json *doc = NULL;
+        double *m = NULL, *d = NULL;
+        size_t nm = 0, nd = 0;
+        if (!(s = brisk_json_parse(text, strlen(text), label, &doc, err))) {
+            brisk_json_reader r = brisk_json_root(doc);
+            brisk_json_numbers(&r, "mean", true, BRISK_ANY, &m, &nm);
+            brisk_json_numbers(&r, "std", true, BRISK_GT(0), &d, &nd);
+            s = brisk_json_finish(doc, err);
+        }
+        if (!s && (nm != nd || nm == 0))
+            s = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: %zu means and %zu standard deviations", label, nm, nd);
+        if (!s && (!(*mean = malloc(sizeof(float) * nm)) || !(*std = malloc(sizeof(float) * nm))))
+            s = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", label);
+        for (size_t i = 0; !s && i < nm; i++) (*mean)[i] = (float)m[i], (*std)[i] = (float)d[i];
+        if (!s) *n = (int)nm;
+        else free(*mean), free(*std), *mean = *std = NULL;
+        free(m);
+        free(d);
+        brisk_json_free(doc);
+    }
     brisk_safetensors_free(st);
     return s;
 }

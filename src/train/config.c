@@ -11,7 +11,10 @@
 #include "brisk/train.h"
 #include "train/trainer_internal.h"
 
-static const char *const model_types[] = {"mlp", "diffusion", NULL};
+static const char *const model_types[] = {"mlp", "diffusion", "lstm", "transformer", NULL};
+static const char *const pools[] = {"last", "mean", "cls", NULL};
+static const char *const position_kinds[] = {"learned", "sinusoidal", "none", NULL};
+static const char *const norm_places[] = {"post", "pre", NULL};
 static const char *const tasks[] = {"classify", "regress", NULL};
 static const char *const activations[] = {"relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid", NULL};
 static const char *const optimizers[] = {"sgd", "adamw", NULL};
@@ -40,32 +43,71 @@ static void read_hidden(brisk_json_reader *r, brisk_model_spec *m, int def_n, in
     free(w);
 }
 
-static void read_model(brisk_json_reader *root, brisk_model_spec *m) {
-    brisk_json_reader r;
+static void copy_str(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src ? src : ""); }
+
+/* lstm and transformer: windows x [seq_len, inputs] -> outputs. */
+static void read_sequence_model(brisk_json_reader *r, brisk_model_spec *m) {
+    int v;
+    double d;
+    bool b;
+    brisk_json_int64(r, "inputs", 1, 1 << 24, &m->inputs);
+    brisk_json_int64(r, "outputs", 1, 1 << 24, &m->outputs);
+    brisk_json_int64(r, "seq_len", 1, 1 << 24, &m->seq_len);
+    brisk_json_int_or(r, "layers", 1, 1, BRISK_MAX_LAYERS, &m->layers);
+    brisk_json_enum_or(r, "task", tasks, BRISK_TASK_CLASSIFY, &v);
+    m->task = (brisk_task)v;
+    if (m->type == BRISK_MODEL_LSTM) {
+        brisk_json_int64(r, "hidden", 1, 1 << 16, &m->width);
+        brisk_json_bool_or(r, "bidirectional", false, &b), m->bidirectional = b;
+        brisk_json_number_or(r, "dropout", 0.0, BRISK_IN(0.0, 0.99), &d), m->dropout = (float)d;
+        brisk_json_enum_or(r, "pool", pools, BRISK_POOL_LAST, &v), m->pool = (brisk_pool)v;
+        if (m->pool == BRISK_POOL_CLS) brisk_json_fail(r, "pool", "expected \"last\" or \"mean\" for an lstm, got \"cls\"");
+        return;
+    }
+    brisk_json_int64(r, "width", 1, 1 << 16, &m->width);
+    brisk_json_int(r, "heads", 1, 1 << 10, &m->heads);
+    if (m->heads > 0 && m->width % m->heads)
+        brisk_json_fail(r, "heads", "%d heads do not divide width %lld", m->heads, (long long)m->width);
+    brisk_json_int64_or(r, "ffn", 4 * m->width, 1, 1 << 20, &m->ffn);
+    brisk_json_number_or(r, "dropout", 0.1, BRISK_IN(0.0, 0.99), &d), m->dropout = (float)d;
+    brisk_json_enum_or(r, "norm", norm_places, 1, &v), m->norm_first = v;
+    brisk_json_enum_or(r, "positions", position_kinds, BRISK_POS_LEARNED, &v), m->positions = (brisk_positions)v;
+    brisk_json_enum_or(r, "pool", pools, BRISK_POOL_MEAN, &v), m->pool = (brisk_pool)v;
+    brisk_json_bool_or(r, "causal", false, &b), m->causal = b;
+    brisk_json_bool_or(r, "padding_mask", false, &b), m->padding_mask = b;
+}
+
+static void read_model_object(brisk_json_reader *r, brisk_model_spec *m) {
     int v = 0;
     memset(m, 0, sizeof *m);
-    brisk_json_object(root, "model", &r);
-    brisk_json_enum(&r, "type", model_types, &v);
+    brisk_json_enum(r, "type", model_types, &v);
     m->type = (brisk_model_type)v;
-    brisk_json_enum_or(&r, "activation", activations, m->type == BRISK_MODEL_DIFFUSION ? BRISK_ACT_SILU : BRISK_ACT_RELU, &v);
+    int act = m->type == BRISK_MODEL_DIFFUSION ? BRISK_ACT_SILU
+              : m->type == BRISK_MODEL_TRANSFORMER ? BRISK_ACT_GELU : BRISK_ACT_RELU;
+    brisk_json_enum_or(r, "activation", activations, act, &v);
     m->activation = (brisk_activation)v;
+    if (m->type == BRISK_MODEL_LSTM || m->type == BRISK_MODEL_TRANSFORMER) {
+        read_sequence_model(r, m);
+        return;
+    }
     if (m->type == BRISK_MODEL_MLP) {
-        brisk_json_int64(&r, "inputs", 1, 1 << 24, &m->inputs);
-        brisk_json_int64(&r, "outputs", 1, 1 << 24, &m->outputs);
-        read_hidden(&r, m, 0, 0);
+        brisk_json_int64_or(r, "seq_len", 0, 0, 1 << 24, &m->seq_len);
+        brisk_json_int64(r, "inputs", 1, 1 << 24, &m->inputs);
+        brisk_json_int64(r, "outputs", 1, 1 << 24, &m->outputs);
+        read_hidden(r, m, 0, 0);
         double d;
-        brisk_json_number_or(&r, "dropout", 0.0, BRISK_IN(0.0, 0.99), &d);
+        brisk_json_number_or(r, "dropout", 0.0, BRISK_IN(0.0, 0.99), &d);
         m->dropout = (float)d;
-        brisk_json_enum_or(&r, "task", tasks, BRISK_TASK_CLASSIFY, &v);
+        brisk_json_enum_or(r, "task", tasks, BRISK_TASK_CLASSIFY, &v);
         m->task = (brisk_task)v;
     } else {
-        brisk_json_int64_or(&r, "fine", 256, 1, 1 << 24, &m->fine);
-        brisk_json_int64_or(&r, "coarse", 7, 1, 1 << 24, &m->coarse);
-        brisk_json_int64_or(&r, "time_embedding", 32, 2, 1 << 16, &m->time_embedding);
-        if (m->time_embedding % 2) brisk_json_fail(&r, "time_embedding", "expected an even number, got %lld", (long long)m->time_embedding);
-        read_hidden(&r, m, 3, 256);
+        brisk_json_int64_or(r, "fine", 256, 1, 1 << 24, &m->fine);
+        brisk_json_int64_or(r, "coarse", 7, 1, 1 << 24, &m->coarse);
+        brisk_json_int64_or(r, "time_embedding", 32, 2, 1 << 16, &m->time_embedding);
+        if (m->time_embedding % 2) brisk_json_fail(r, "time_embedding", "expected an even number, got %lld", (long long)m->time_embedding);
+        read_hidden(r, m, 3, 256);
         brisk_json_reader n;
-        brisk_json_object_opt(&r, "noise", &n, NULL);
+        brisk_json_object_opt(r, "noise", &n, NULL);
         brisk_json_int_or(&n, "steps", 50, 1, 100000, &m->noise_steps);
         brisk_json_enum_or(&n, "schedule", noise_schedules, 0, &v);
         double b0, b1;
@@ -79,7 +121,101 @@ static void read_model(brisk_json_reader *root, brisk_model_spec *m) {
     }
 }
 
-static void copy_str(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src ? src : ""); }
+/* "model": {...}, or "models": [{"name": ..., ...}, ...] for a pipeline. */
+static void read_models(brisk_json_reader *root, brisk_config *cfg) {
+    brisk_json_reader r;
+    size_t n = 0;
+    if (!brisk_json_has(root, "models")) {
+        brisk_json_object(root, "model", &r);
+        read_model_object(&r, &cfg->model);
+        return;
+    }
+    if (brisk_json_has(root, "model")) brisk_json_fail(root, "models", "give \"model\" or \"models\", not both");
+    if (brisk_json_array_len(root, "models", true, &n) != BRISK_OK) return;
+    if (n < 1 || n > BRISK_MAX_MODELS) {
+        brisk_json_fail(root, "models", "expected 1 to %d models, got %zu", BRISK_MAX_MODELS, n);
+        return;
+    }
+    cfg->n_models = (int)n;
+    for (size_t i = 0; i < n; i++) {
+        const char *name;
+        brisk_json_object_at(root, "models", i, &r);
+        brisk_json_string(&r, "name", &name);
+        if (!name || !name[0] || strlen(name) >= sizeof cfg->model_names[i] || strchr(name, '/'))
+            brisk_json_fail(&r, "name", "expected a name of 1 to %zu characters without '/'", sizeof cfg->model_names[i] - 1);
+        copy_str(cfg->model_names[i], sizeof cfg->model_names[i], name);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(cfg->model_names[j], cfg->model_names[i]) == 0) brisk_json_fail(&r, "name", "\"%s\" used twice", name);
+        read_model_object(&r, &cfg->models[i]);
+    }
+    cfg->model = cfg->models[0];
+}
+
+static const char *const target_kinds[] = {"classes", "value", "change", NULL};
+static const char *const change_kinds[] = {"relative", "difference", "log", NULL};
+
+/* data.windows: {"features": [...], "length", "stride", "horizon", "normalize",
+ *                "target": {"column", "kind", "change", "thresholds"}} */
+static void read_windows(brisk_json_reader *data, brisk_windows_config *w) {
+    brisk_json_reader r, t;
+    bool present, b;
+    int v;
+    brisk_json_object_opt(data, "windows", &r, &present);
+    if (!present || !r.obj) return;
+    w->enabled = 1;
+    const char **names = NULL;
+    size_t n = 0;
+    if (brisk_json_strings(&r, "features", true, &names, &n) == BRISK_OK) {
+        if (n < 1 || n > BRISK_MAX_FEATURES) brisk_json_fail(&r, "features", "expected 1 to %d column names, got %zu", BRISK_MAX_FEATURES, n);
+        for (size_t i = 0; i < n && i < BRISK_MAX_FEATURES; i++) {
+            if (strlen(names[i]) >= BRISK_COLUMN_MAX) brisk_json_fail(&r, "features", "column name '%.40s...' longer than %d bytes", names[i], BRISK_COLUMN_MAX - 1);
+            copy_str(w->features[i], sizeof w->features[i], names[i]);
+        }
+        w->nfeatures = (int)(n < BRISK_MAX_FEATURES ? n : BRISK_MAX_FEATURES);
+    }
+    free(names);
+    brisk_json_int64(&r, "length", 1, 1 << 24, &w->length);
+    brisk_json_int64_or(&r, "stride", 1, 1, 1 << 24, &w->stride);
+    brisk_json_int64_or(&r, "horizon", 1, 1, 1 << 24, &w->horizon);
+    brisk_json_bool_or(&r, "normalize", true, &b), w->normalize = b;
+    brisk_json_object(&r, "target", &t);
+    const char *col;
+    brisk_json_string(&t, "column", &col);
+    if (col && strlen(col) >= BRISK_COLUMN_MAX) brisk_json_fail(&t, "column", "longer than %d bytes", BRISK_COLUMN_MAX - 1);
+    copy_str(w->target, sizeof w->target, col);
+    brisk_json_enum_or(&t, "kind", target_kinds, BRISK_TARGET_CLASSES, &v), w->kind = (brisk_target_kind)v;
+    brisk_json_enum_or(&t, "change", change_kinds, BRISK_CHANGE_RELATIVE, &v), w->change = (brisk_change_kind)v;
+    double *th = NULL;
+    size_t nt = 0;
+    if (brisk_json_numbers(&t, "thresholds", w->kind == BRISK_TARGET_CLASSES, BRISK_ANY, &th, &nt) == BRISK_OK) {
+        if (w->kind == BRISK_TARGET_CLASSES && (nt < 1 || nt > BRISK_MAX_THRESHOLDS))
+            brisk_json_fail(&t, "thresholds", "expected 1 to %d ascending numbers, got %zu", BRISK_MAX_THRESHOLDS, nt);
+        for (size_t i = 0; i < nt && i < BRISK_MAX_THRESHOLDS; i++) {
+            if (i && !(th[i] > th[i - 1])) brisk_json_fail(&t, "thresholds", "expected ascending numbers, got %g then %g", th[i - 1], th[i]);
+            w->thresholds[i] = th[i];
+        }
+        w->nthresholds = (int)(nt < BRISK_MAX_THRESHOLDS ? nt : BRISK_MAX_THRESHOLDS);
+    }
+    free(th);
+}
+
+void brisk_windows_spec_of(const brisk_data_spec *d, const char **names, brisk_window_spec *out) {
+    const brisk_windows_config *w = &d->windows;
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < w->nfeatures; i++) names[i] = w->features[i];
+    out->features = names;
+    out->nfeatures = w->nfeatures;
+    out->target = w->target;
+    out->kind = w->kind;
+    out->change = w->change;
+    memcpy(out->thresholds, w->thresholds, sizeof out->thresholds);
+    out->nthresholds = w->nthresholds;
+    out->length = w->length;
+    out->stride = w->stride;
+    out->horizon = w->horizon;
+    out->validation_fraction = d->validation_fraction;
+    out->normalize = w->normalize;
+}
 
 static void read_data(brisk_json_reader *root, brisk_data_spec *d) {
     brisk_json_reader r, f;
@@ -103,8 +239,11 @@ static void read_data(brisk_json_reader *root, brisk_data_spec *d) {
     brisk_json_int64_or(&buf, "capacity", 4096, 1, INT64_C(1) << 40, &d->buffer_capacity);
     brisk_json_enum_or(&buf, "when_full", when_full, 0, &v);
     d->buffer_reject = v == 1;
+    read_windows(&r, &d->windows);
     bool present;
     brisk_json_object_opt(&r, "fields", &f, &present);
+    if (d->windows.enabled && present && f.obj)
+        brisk_json_fail(&r, "fields", "windows make the fields x and y themselves; give data.windows or data.fields, not both");
     if (!present || !f.obj) return;
     /* "fields": {"x": "features", "y": "label"} for npz members, or
      *           {"x": ["open", "close"], "y": "label"} for CSV columns */
@@ -251,7 +390,7 @@ static brisk_status from_doc(brisk_json *doc, const char *label, const char *con
     brisk_json_reader root = brisk_json_root(doc);
     copy_str(cfg->path, sizeof cfg->path, label);
     stem(label, cfg->name, sizeof cfg->name);
-    read_model(&root, &cfg->model);
+    read_models(&root, cfg);
     read_data(&root, &cfg->data);
     read_optim(&root, &cfg->optim);
     read_train(&root, cfg->name, &cfg->train);

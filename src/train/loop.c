@@ -69,20 +69,25 @@ static void device_status(brisk_trainer *t, char *buf, size_t n) {
                  (long long)s.skipped_steps);
 }
 
-/* Mean loss (and accuracy for classification) over the validation split. */
-static brisk_status validate(brisk_trainer *t, double *loss, double *acc, brisk_error *err) {
-    *loss = *acc = NAN;
+/* Mean loss, and the metrics of metrics.c, over the validation split. */
+static brisk_status validate(brisk_trainer *t, brisk_val_metrics *m, brisk_error *err) {
+    const brisk_model_spec *ms = &t->cfg.model;
+    int classify = ms->type != BRISK_MODEL_DIFFUSION && ms->task == BRISK_TASK_CLASSIFY;
+    int regress = ms->type != BRISK_MODEL_DIFFUSION && ms->task == BRISK_TASK_REGRESS;
+    brisk_metrics_reset(m, classify ? (int)ms->outputs : 0);
     int64_t B = t->cfg.train.batch_size;
     if (t->split.nval < B) return BRISK_OK;
+    int yf = 0; /* the target's dataset field */
+    for (int i = 0; i < t->io.n_fields; i++)
+        if (strcmp(t->io.fields[i].name, "y") == 0) yf = t->field_of_input[i];
     brisk_loader_config lc = {.dataset = &t->data, .indices = t->split.val, .nindices = t->split.nval,
                               .batch_size = B, .seed = t->cfg.train.seed, .shuffle = 0, .prefetch = 0};
     brisk_loader *l = NULL;
     brisk_status st = brisk_loader_create(&l, &lc, err);
     if (st) return st;
-    int64_t nb = brisk_loader_batches_per_epoch(l), correct = 0;
-    int classify = t->cfg.model.type == BRISK_MODEL_MLP && t->cfg.model.task == BRISK_TASK_CLASSIFY;
-    int64_t C = t->cfg.model.outputs;
-    float *logits = classify ? malloc(sizeof(float) * (size_t)(B * C)) : NULL;
+    int64_t nb = brisk_loader_batches_per_epoch(l);
+    int64_t C = ms->outputs;
+    float *logits = classify || regress ? malloc(sizeof(float) * (size_t)(B * C)) : NULL;
     double sum = 0;
     if (classify && !logits) st = brisk_errorf(err, BRISK_ERR_NOMEM, "validation: out of memory for %lld logits", (long long)(B * C));
     brisk_step_state saved = t->ex->step;
@@ -94,14 +99,9 @@ static brisk_status validate(brisk_trainer *t, double *loss, double *acc, brisk_
         if (!(st = feed(t, &b, err)) && !(st = brisk_exec_run(t->ex, BRISK_RUN_EVAL, err)) &&
             !(st = brisk_exec_read(t->ex, t->io.loss, &v, err))) {
             sum += v;
-            if (classify && !(st = brisk_exec_read(t->ex, t->io.output, logits, err))) {
-                const int32_t *y = b.fields[t->field_of_input[1]].data;
-                for (int64_t r = 0; r < B; r++) {
-                    int64_t best = 0;
-                    for (int64_t c = 1; c < C; c++)
-                        if (logits[r * C + c] > logits[r * C + best]) best = c;
-                    correct += best == y[r];
-                }
+            if ((classify || regress) && !(st = brisk_exec_read(t->ex, t->io.output, logits, err))) {
+                if (classify) brisk_metrics_add_classes(m, logits, b.fields[yf].data, B, C);
+                else brisk_metrics_add_values(m, logits, b.fields[yf].data, B * C);
             }
         }
         brisk_loader_release(l, &b);
@@ -110,8 +110,7 @@ static brisk_status validate(brisk_trainer *t, double *loss, double *acc, brisk_
     brisk_loader_destroy(l);
     free(logits);
     if (st) return st;
-    *loss = sum / (double)nb;
-    if (classify) *acc = (double)correct / (double)(nb * B);
+    brisk_metrics_finish(m, sum / (double)nb);
     return BRISK_OK;
 }
 
@@ -191,6 +190,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     int64_t epoch_steps = 0, win_n = 0, n_timed = 0;
     int epochs_done = 0, stop_sig = 0;
     sum->best_val_loss = sum->best_val_accuracy = NAN;
+    brisk_metrics_reset(&sum->best, 0);
     if (!step_times) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto out; }
 
     while (t->step < end && !(stop_sig = brisk_signal_pending())) {
@@ -241,22 +241,29 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             brisk_numeric_check_scaler(t, n_timed);
         }
         if (epoch_ended) {
-            double vl, va;
-            if ((st = validate(t, &vl, &va, err))) goto out;
+            brisk_val_metrics vm;
+            if ((st = validate(t, &vm, err))) goto out;
+            double vl = vm.loss, va = vm.accuracy;
             epochs_done++;
             last_epoch_loss = tail_mean(t, epoch_steps);
             int better = !isnan(vl) && (isnan(t->best_val) || vl < t->best_val);
             if (better) t->best_val = vl;
-            if (!isnan(vl) && (isnan(sum->best_val_loss) || vl < sum->best_val_loss)) sum->best_val_loss = vl;
+            if (!isnan(vl) && (isnan(sum->best_val_loss) || vl < sum->best_val_loss)) {
+                sum->best_val_loss = vl;
+                sum->best = vm;
+                sum->best_epoch = (int)t->epoch;
+            }
             if (!isnan(va) && (isnan(sum->best_val_accuracy) || va > sum->best_val_accuracy)) sum->best_val_accuracy = va;
-            char vtxt[96] = "";
+            char vtxt[128] = "";
             if (!isnan(vl)) snprintf(vtxt, sizeof vtxt, "  val loss %.5f", vl);
             if (!isnan(va)) snprintf(vtxt + strlen(vtxt), sizeof vtxt - strlen(vtxt), "  val accuracy %.4f", va);
+            if (!isnan(vm.mae))
+                snprintf(vtxt + strlen(vtxt), sizeof vtxt - strlen(vtxt), "  val MAE %.4g RMSE %.4g", vm.mae, vm.rmse);
             brisk_log(&t->log, BRISK_LOG_INFO, "epoch %lld done  train loss %.5f%s%s", (long long)t->epoch,
                       last_epoch_loss, vtxt, better ? "  (best)" : "");
-            char vbuf[32] = "null", abuf[48] = "";
+            char vbuf[32] = "null", abuf[4096] = "";
             if (!isnan(vl)) snprintf(vbuf, sizeof vbuf, "%.7g", vl);
-            if (!isnan(va)) snprintf(abuf, sizeof abuf, ", \"val_accuracy\": %.7g", va);
+            if (!isnan(vl)) brisk_metrics_json(&vm, abuf, sizeof abuf);
             if (t->metrics) {
                 fprintf(t->metrics, "{\"epoch\": %lld, \"step\": %lld, \"train_loss\": %.7g, \"val_loss\": %s%s}\n",
                         (long long)t->epoch, (long long)t->step, last_epoch_loss, vbuf, abuf);
@@ -313,10 +320,12 @@ out:
         sum->total_bytes = brisk_plan_total_bytes(&t->plan);
         sum->params = brisk_model_param_count(&t->cfg.model);
         double w = sum->wall_s > 0 ? sum->wall_s : 1;
-        char val[96] = "none (no validation split)";
-        if (!isnan(sum->best_val_loss)) snprintf(val, sizeof val, "%.5f", sum->best_val_loss);
+        char val[160] = "none (no validation split)";
+        if (!isnan(sum->best_val_loss)) snprintf(val, sizeof val, "%.5f (epoch %d)", sum->best_val_loss, sum->best_epoch);
         if (!isnan(sum->best_val_accuracy))
             snprintf(val + strlen(val), sizeof val - strlen(val), ", best val accuracy %.4f", sum->best_val_accuracy);
+        if (!isnan(sum->best.mae))
+            snprintf(val + strlen(val), sizeof val - strlen(val), ", MAE %.5g, RMSE %.5g", sum->best.mae, sum->best.rmse);
         brisk_log(&t->log, BRISK_LOG_INFO,
                   "\nsummary   %lld steps in %.2f s (%d epochs this run)\n"
                   "  train loss        %.5f (last epoch)\n"
@@ -335,6 +344,7 @@ out:
         if (t->be->stats && !t->be->stats(t->be, &bs, &ignored) && bs.loss_scale > 0)
             brisk_log(&t->log, BRISK_LOG_INFO, "  loss scaler       %lld steps skipped (inf/NaN gradients), scale now %g",
                       (long long)bs.skipped_steps, bs.loss_scale);
+        if (sum->best_epoch && sum->best.classes) brisk_metrics_log(&sum->best, &t->log);
     }
     if (t->metrics) fflush(t->metrics);
     free(step_times);

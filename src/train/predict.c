@@ -1,5 +1,5 @@
 /* Inference from a checkpoint: the model is rebuilt from the config stored inside it,
- * so a checkpoint is all `brisk predict` needs, on any device. */
+ * so a checkpoint is all `brisk predict` needs, on any device (inputs: predict_input.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,27 +29,22 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
     brisk_exec *ex = NULL;
     brisk_backend *be = NULL;
     float *buf = NULL;
-    if (m->type != BRISK_MODEL_MLP) {
+    if (m->type == BRISK_MODEL_DIFFUSION) {
         st = brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: predict takes one input array, and a diffusion model needs "
                           "coarse fields, x_t and t: it makes fine fields by sampling (brisk sample)", checkpoint);
         goto out;
     }
-    if ((st = brisk_npy_load(input_npy, BRISK_F32, &x, err))) goto out;
-    if (x.shape.ndim != 2 || x.shape.d[1] != m->inputs) {
-        char a[64];
-        st = brisk_errorf(err, BRISK_ERR_SHAPE, "%s: expected an array of shape [N, %lld] (the model's inputs), got %s",
-                          input_npy, (long long)m->inputs, brisk_shape_str(&x.shape, a, sizeof a));
+    brisk_model_io io;
+    if ((st = brisk_model_fields(m, BRISK_BUILD_PREDICT, &io, err))) goto out;
+    if (io.n_fields != 1) {
+        st = brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: this model also takes a padding mask; predict reads only x",
+                          checkpoint);
         goto out;
     }
+    if ((st = brisk_predict_input(&cfg, checkpoint, input_npy, &io.fields[0].sample, &x, err))) goto out;
     const float *xv = x.data;
-    for (int64_t i = 0; i < brisk_shape_numel(&x.shape); i++)
-        if (!isfinite(xv[i])) {
-            st = brisk_errorf(err, BRISK_ERR_NUMERIC, "%s: row %lld, column %lld: %s is not a finite number", input_npy,
-                              (long long)(i / m->inputs), (long long)(i % m->inputs), isnan(xv[i]) ? "NaN" : "inf");
-            goto out;
-        }
+    int64_t per = brisk_shape_numel(&io.fields[0].sample);
     int64_t N = x.shape.d[0], B = N < PREDICT_BATCH ? (N > 0 ? N : 1) : PREDICT_BATCH, C = m->outputs;
-    brisk_model_io io;
     g = brisk_graph_new();
     be = brisk_backend_cpu_new(cfg.speed.threads);
     if (!g || !be) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto out; }
@@ -57,14 +52,14 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
         (st = brisk_exec_create(g, &plan, be, &ex, err)) || (st = brisk_checkpoint_load_params(checkpoint, ex, err)) ||
         (st = brisk_tensor_alloc(&y, BRISK_F32, brisk_shape2(N, C), err)))
         goto out;
-    buf = calloc((size_t)(B * (m->inputs > C ? m->inputs : C)), sizeof(float));
+    buf = calloc((size_t)(B * (per > C ? per : C)), sizeof(float));
     if (!buf) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto out; }
     ex->step.training = 0;
     for (int64_t r = 0; r < N; r += B) {
         int64_t n = N - r < B ? N - r : B;
         /* The graph has a fixed batch: the last chunk is zero-padded and only its rows kept. */
-        memset(buf, 0, sizeof(float) * (size_t)(B * m->inputs));
-        memcpy(buf, xv + r * m->inputs, sizeof(float) * (size_t)(n * m->inputs));
+        memset(buf, 0, sizeof(float) * (size_t)(B * per));
+        memcpy(buf, xv + r * per, sizeof(float) * (size_t)(n * per));
         if ((st = brisk_exec_set_input(ex, io.input_node[0], buf, err)) ||
             (st = brisk_exec_run(ex, BRISK_RUN_PREDICT, err)) || (st = brisk_exec_read(ex, io.output, buf, err)))
             goto out;

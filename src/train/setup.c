@@ -95,33 +95,79 @@ static void report_active(brisk_trainer *t) {
 
 
 /* Maps the dataset's fields to the model's; per-sample shapes must be what the model was
- * configured for. */
+ * configured for (an mlp's flat input also takes a window of the same size: the bytes are
+ * the same). */
 static brisk_status bind_data(brisk_trainer *t, brisk_error *err) {
     for (int i = 0; i < t->io.n_fields; i++) {
         const brisk_model_field *f = &t->io.fields[i];
-        const brisk_tensor *x = brisk_dataset_get(&t->data, f->name);
-        if (!x) return brisk_errorf(err, BRISK_ERR_INVALID, "%s: no field '%s', which the model (%s) takes", t->data.source,
-                                    f->name, t->cfg.path);
-        brisk_shape s = brisk_shape_make(x->shape.ndim - 1, x->shape.d + 1);
-        if (!brisk_shape_equal(&s, &f->sample)) {
+        int k = 0;
+        while (k < t->data.nfields && strcmp(t->data.fields[k].name, f->name) != 0) k++;
+        if (k == t->data.nfields)
+            return brisk_errorf(err, BRISK_ERR_INVALID, "%s: no field '%s', which the model (%s) takes", t->data.source,
+                                f->name, t->cfg.path);
+        brisk_shape s = brisk_dataset_sample_shape(&t->data, k);
+        int flat = f->sample.ndim == 1 && s.ndim > 1 && brisk_shape_numel(&s) == f->sample.d[0];
+        if (!brisk_shape_equal(&s, &f->sample) && !flat) {
             char a[64], b[64];
             return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' has samples of shape %s, the model (%s) expects %s",
                                 t->data.source, f->name, brisk_shape_str(&s, a, sizeof a), t->cfg.path,
                                 brisk_shape_str(&f->sample, b, sizeof b));
         }
-        if (x->dtype != f->dtype)
-            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' is %s, the model (%s) expects %s", t->data.source,
-                                f->name, brisk_dtype_name(x->dtype), t->cfg.path, brisk_dtype_name(f->dtype));
-        t->field_of_input[i] = 0;
-        for (int k = 0; k < t->data.nfields; k++)
-            if (strcmp(t->data.fields[k].name, f->name) == 0) t->field_of_input[i] = k;
+        if (t->data.fields[k].tensor.dtype != f->dtype)
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' holds %s, the model (%s) expects %s", t->data.source,
+                                f->name, brisk_dtype_name(t->data.fields[k].tensor.dtype), t->cfg.path,
+                                brisk_dtype_name(f->dtype));
+        t->field_of_input[i] = k;
     }
+    return BRISK_OK;
+}
+
+/* data.windows: the windows dataset, its chronological split and normalisation. */
+static brisk_status load_windows(brisk_trainer *t, brisk_error *err) {
+    const brisk_data_spec *d = &t->cfg.data;
+    const brisk_windows_config *wc = &d->windows;
+    const brisk_model_spec *m = &t->cfg.model;
+    int classes = wc->kind == BRISK_TARGET_CLASSES;
+    if (m->type == BRISK_MODEL_DIFFUSION)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.windows: a diffusion model does not train on windows",
+                            t->cfg.path);
+    if (classes != (m->task == BRISK_TASK_CLASSIFY))
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.windows.target.kind \"%s\" makes %s, but model.task is "
+                            "\"%s\"", t->cfg.path, classes ? "classes" : wc->kind == BRISK_TARGET_VALUE ? "value" : "change",
+                            classes ? "class labels" : "regression targets", classes ? "regress" : "classify");
+    if (classes && m->outputs != wc->nthresholds + 1)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.windows.target.thresholds: %d thresholds make %d classes, "
+                            "but model.outputs is %lld", t->cfg.path, wc->nthresholds, wc->nthresholds + 1,
+                            (long long)m->outputs);
+    const char *names[BRISK_MAX_FEATURES];
+    brisk_window_spec ws;
+    brisk_windows_spec_of(d, names, &ws);
+    brisk_windows w;
+    brisk_status st = brisk_windows_load(d->train, &ws, &w, err);
+    if (st) return st;
+    t->data = w.ds; /* the trainer owns these from here on */
+    t->split = w.split;
+    t->norm_mean = w.mean;
+    t->norm_std = w.std;
+    t->norm_n = w.mean ? w.nfeatures : 0;
+    int64_t K = t->data.count;
+    brisk_log(&t->log, BRISK_LOG_INFO,
+              "data      %s: %lld rows -> %lld windows of %lld x %d (stride %lld, target %lld after); validation from "
+              "row %lld: %lld train / %lld validation windows, %lld left out between them%s",
+              d->train, (long long)w.rows, (long long)K, (long long)ws.length, ws.nfeatures, (long long)ws.stride,
+              (long long)ws.horizon, (long long)w.split_row, (long long)t->split.ntrain, (long long)t->split.nval,
+              (long long)(K - t->split.ntrain - t->split.nval), t->norm_n ? "; normalised on the training rows" : "");
     return BRISK_OK;
 }
 
 /* Which source (npz member or CSV columns) feeds each model field. */
 static brisk_status load_data(brisk_trainer *t, brisk_error *err) {
     const brisk_data_spec *d = &t->cfg.data;
+    if (d->windows.enabled) {
+        brisk_status st = load_windows(t, err);
+        if (st) return st;
+        return bind_data(t, err);
+    }
     brisk_field_spec specs[BRISK_MAX_FIELDS];
     const char *cols[BRISK_MAX_FIELDS][8];
     int csv = ends_with(d->train, ".csv");
@@ -164,9 +210,12 @@ static brisk_status load_data(brisk_trainer *t, brisk_error *err) {
  * run's length (for the learning-rate schedule) is fixed by the first data a trainer gets. */
 static brisk_status split_data(brisk_trainer *t, brisk_error *err) {
     const brisk_train_spec *tr = &t->cfg.train;
-    brisk_split_free(&t->split);
-    brisk_status st = brisk_split_make(t->data.count, t->cfg.data.validation_fraction, tr->seed, &t->split, err);
-    if (st) return st;
+    if (!t->cfg.data.windows.enabled) { /* windows come with their chronological split */
+        brisk_split_free(&t->split);
+        brisk_status st = brisk_split_make(t->data.count, t->cfg.data.validation_fraction, tr->seed, &t->split, err);
+        if (st) return st;
+    }
+    brisk_status st = BRISK_OK;
     if (tr->batch_auto && t->total_steps == 0 && (st = brisk_memory_auto_batch(t, t->split.ntrain, err))) return st;
     t->batches_per_epoch = t->split.ntrain / tr->batch_size;
     if (t->batches_per_epoch == 0)
@@ -235,7 +284,7 @@ static brisk_status create(const brisk_config *cfg, const brisk_logger *log, bri
         goto fail;
     brisk_log(&t->log, BRISK_LOG_INFO,
               "model     %s, %lld parameters; data %s: %lld train / %lld validation samples",
-              cfg->model.type == BRISK_MODEL_MLP ? "mlp" : "diffusion", (long long)brisk_model_param_count(&cfg->model),
+              brisk_model_type_name(cfg->model.type), (long long)brisk_model_param_count(&cfg->model),
               t->data.count ? t->data.source : "(none yet)", (long long)t->split.ntrain, (long long)t->split.nval);
     brisk_log(&t->log, BRISK_LOG_INFO,
               "memory    planned before running: activations %.2f MiB (peak live %.2f MiB), "
@@ -273,6 +322,8 @@ void brisk_trainer_free(brisk_trainer *t) {
     if (t->metrics) fclose(t->metrics);
     brisk_run_dir_unlock(t->lock_fd);
     free(t->losses);
+    free(t->norm_mean);
+    free(t->norm_std);
     free(t->cfg.json);
     free(t);
 }

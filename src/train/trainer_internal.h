@@ -56,6 +56,10 @@ struct brisk_trainer {
     int64_t nan_skipped;       /* steps skipped for a non-finite loss, over all resumed runs */
     int64_t scaler_skipped;    /* loss-scaler skips reported by the backend in this run */
     int scaler_warned;
+    /* windowed data: the per-feature normalisation fitted on the training rows, kept in
+     * checkpoints so that predict applies it again (norm_n 0: none) */
+    float *norm_mean, *norm_std;
+    int norm_n;
 };
 
 /* step.c: one optimizer step over `accumulate` micro-batches. micro() runs (or, when the
@@ -111,6 +115,14 @@ brisk_status brisk_checkpoint_read_tensors(const brisk_safetensors *st, const br
 brisk_status brisk_checkpoint_load_params(const char *path, brisk_exec *ex, brisk_error *err);
 /* The config a checkpoint carries (for predict and info); caller frees with brisk_config_free. */
 brisk_status brisk_checkpoint_config(const char *path, brisk_config *cfg, brisk_error *err);
+/* The normalisation a checkpoint of windowed data carries (metadata "normalization",
+ * {"mean": [...], "std": [...]}); *n = 0 and NULL arrays when it has none. */
+brisk_status brisk_checkpoint_normalization(const char *path, float **mean, float **std, int *n, brisk_error *err);
+/* predict_input.c: the samples `brisk predict` runs, [N, ...sample], from its input file. */
+brisk_status brisk_predict_input(const brisk_config *cfg, const char *checkpoint, const char *input,
+                                 const brisk_shape *sample, brisk_tensor *x, brisk_error *err);
+/* That metadata's text (malloc'd), or NULL when out of memory. */
+char *brisk_normalization_json(const float *mean, const float *std, int n);
 
 /* rotation.c: the run directory and its checkpoints */
 /* Creates train.out_dir, takes its lock and removes temporary files of dead writers; once. */

@@ -211,7 +211,7 @@ static void test_create_errors(void) {
         {"{\"model\": {\"type\": \"diffusion\"}, \"speed\": {\"device\": \"cuda\"}}", BRISK_ERR_UNSUPPORTED, "cuda"},
         {"{\"model\": {\"type\": \"diffusion\"}", BRISK_ERR_FORMAT, "config"},
         {"[1, 2]", BRISK_ERR_INVALID, "config"},
-        {"{\"model\": {\"type\": \"transformer\"}}", BRISK_ERR_INVALID, "model.type"},
+        {"{\"model\": {\"type\": \"unet\"}}", BRISK_ERR_INVALID, "model.type"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         s = NULL;

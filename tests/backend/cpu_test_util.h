@@ -64,10 +64,11 @@ static inline int tg_guard_ok(const void *p, size_t bytes) {
     return 1;
 }
 
-/* Appends a node and its guarded buffer. Leaves (n_in == 0 and op INPUT) get random
- * data in [-2, 2) for f32; outputs are poisoned with NaN. */
-static inline int tg_node(tgraph *t, brisk_op op, brisk_dtype dt, brisk_shape s, const brisk_attr *attr,
-                          int n_in, const int *in) {
+/* Appends a node and its guarded buffer, with ws_bytes of workspace after the output
+ * (the fused sequence ops keep one). Leaves (n_in == 0 and op INPUT) get random data in
+ * [-2, 2) for f32; outputs are poisoned with NaN, workspace included. */
+static inline int tg_node_ws(tgraph *t, brisk_op op, brisk_dtype dt, brisk_shape s, const brisk_attr *attr,
+                             int n_in, const int *in, size_t ws_bytes) {
     int id = t->g.n_nodes++;
     brisk_node *n = &t->nodes[id];
     memset(n, 0, sizeof *n);
@@ -77,7 +78,7 @@ static inline int tg_node(tgraph *t, brisk_op op, brisk_dtype dt, brisk_shape s,
     if (attr) n->attr = *attr;
     n->n_in = n_in;
     for (int i = 0; i < n_in; i++) n->in[i] = in[i];
-    n->bytes = (size_t)brisk_shape_numel(&s) * brisk_dtype_size(dt);
+    n->bytes = (size_t)brisk_shape_numel(&s) * brisk_dtype_size(dt) + ws_bytes;
     size_t alloc = (n->bytes + TG_GUARD * 4 + 63) / 64 * 64;
     t->buf[id] = aligned_alloc(64, alloc);
     if (dt == BRISK_F32) {
@@ -88,6 +89,11 @@ static inline int tg_node(tgraph *t, brisk_op op, brisk_dtype dt, brisk_shape s,
     }
     tg_guard_fill(t->buf[id], n->bytes);
     return id;
+}
+
+static inline int tg_node(tgraph *t, brisk_op op, brisk_dtype dt, brisk_shape s, const brisk_attr *attr,
+                          int n_in, const int *in) {
+    return tg_node_ws(t, op, dt, s, attr, n_in, in, 0);
 }
 
 static inline int tg_input(tgraph *t, brisk_dtype dt, brisk_shape s) {

@@ -59,6 +59,31 @@ out=$("$brisk" train good.json --batch-size auto --memory-limit 200KiB --out run
   { fail=$((fail + 1)); echo "FAIL batch-auto: $out"; }
 out=$("$brisk" train good.json --resume auto --out run_fresh --max-steps 1 2>&1) && printf '%s' "$out" | grep -q "no checkpoint in run_fresh yet" &&
   pass=$((pass + 1)) && echo "ok   resume-auto-fresh" || { fail=$((fail + 1)); echo "FAIL resume-auto-fresh: $out"; }
+# windowed time series
+printf 't,f,close\n' > ser.csv
+for i in $(seq 0 39); do echo "$i,$((i % 7)),$((100 + i % 5))" >> ser.csv; done
+cat > win.json <<'J'
+{"model": {"type": "lstm", "inputs": 1, "seq_len": 8, "hidden": 4, "outputs": 3},
+ "data": {"train": "ser.csv", "validation_fraction": 0.25,
+          "windows": {"features": ["f"], "length": 8, "horizon": 2,
+                      "target": {"column": "close", "thresholds": [-0.01, 0.01]}}},
+ "train": {"batch_size": 4, "epochs": 1, "out_dir": "wrun"}}
+J
+"$brisk" train win.json --quiet >/dev/null || { echo "a good windowed run failed"; exit 1; }
+expect window-too-long 'ser.csv: 40 rows; a window of 50 rows and a target 2 rows after it need at least 52' -- "$brisk" train win.json --set data.windows.length=50 --set model.seq_len=50
+expect window-no-training 'training part' -- "$brisk" train win.json --set data.validation_fraction=0.9
+expect unknown-feature "ser.csv: no column 'volume'" -- "$brisk" train win.json --set 'data.windows.features=["volume"]'
+expect unknown-target "no column 'price'|no target column 'price'" -- "$brisk" train win.json --set data.windows.target.column=price
+sed 's/^5,5,/5,x5,/' ser.csv > cell.csv
+expect non-numeric-cell "cell.csv: line 7, column 'f': expected a number, got 'x5'" -- "$brisk" train win.json --set data.train=cell.csv
+expect classes-vs-outputs 'thresholds: 2 thresholds make 3 classes, but model.outputs is 4' -- "$brisk" train win.json --set model.outputs=4
+expect window-vs-model "field 'x' has samples of shape \[8, 1\], the model .* expects \[9, 1\]" -- "$brisk" train win.json --set model.seq_len=9
+expect windows-and-fields 'data.windows or data.fields' -- "$brisk" train win.json --set 'data.fields={"x": "f"}'
+expect thresholds-order 'ascending' -- "$brisk" train win.json --set 'data.windows.target.thresholds=[0.01, -0.01]'
+expect heads-width 'model.heads: 3 heads do not divide width 8' -- "$brisk" train win.json --set 'model={"type": "transformer", "inputs": 1, "seq_len": 8, "width": 8, "heads": 3, "outputs": 3}'
+/usr/bin/python3 -c 'import numpy as np; np.save("win7.npy", np.zeros((4, 7, 1), np.float32))' 2>/dev/null &&
+  expect predict-window-shape 'win7.npy: expected an array of shape \[N, 8, 1\] .*or a series \[rows, features\], got \[4, 7, 1\]' -- "$brisk" predict wrun/last.safetensors --input win7.npy --output y.npy
+expect pipeline-resume 'resume a pipeline' -- "$brisk" train win.json --set 'models=[{"name": "a", "type": "lstm", "inputs": 1, "seq_len": 8, "hidden": 4, "outputs": 3}]' --set model=null --resume wrun/last.safetensors
 
 # checkpoints
 cp run/last.safetensors flipped.safetensors

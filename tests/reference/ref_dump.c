@@ -1,10 +1,11 @@
-/* Runs 20 AdamW steps of a model (tabular MLP or diffusion denoiser, dropout off) in
- * fp32 on the CPU and writes everything PyTorch needs to replay them to an .npz: the
- * initial parameters, every step's batch (and, for diffusion, the sampled timesteps
- * and noise), losses, every step's gradients, and the final parameters.
- * check_torch.py replays the same steps with the modules of torch_ref.py.
+/* Runs 20 AdamW steps of a model (tabular MLP, diffusion denoiser, LSTM or Transformer
+ * classifier, dropout off) in fp32 on the CPU and writes everything PyTorch needs to
+ * replay them to an .npz: the initial parameters, every step's batch (and, for
+ * diffusion, the sampled timesteps and noise), outputs, losses, every step's gradients,
+ * and the final parameters. check_torch.py replays the same steps with the modules of
+ * torch_ref.py.
  *
- *   ref_dump tabular|diffusion OUT.npz */
+ *   ref_dump tabular|diffusion|lstm|transformer OUT.npz */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,11 +37,21 @@ static int find_op(const brisk_graph *g, brisk_op op) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) { fprintf(stderr, "usage: ref_dump tabular|diffusion OUT.npz\n"); return 2; }
+    if (argc != 3) { fprintf(stderr, "usage: ref_dump tabular|diffusion|lstm|transformer OUT.npz\n"); return 2; }
     int diffusion = strcmp(argv[1], "diffusion") == 0;
     brisk_model_spec spec;
     int64_t B;
-    if (diffusion) {
+    if (strcmp(argv[1], "lstm") == 0) { /* torch_ref.LSTMClassifier at a smaller batch */
+        spec = (brisk_model_spec){.type = BRISK_MODEL_LSTM, .inputs = 32, .outputs = 3, .seq_len = 60, .width = 128,
+                                  .layers = 2, .pool = BRISK_POOL_LAST, .task = BRISK_TASK_CLASSIFY};
+        B = 16;
+    } else if (strcmp(argv[1], "transformer") == 0) { /* torch_ref.TransformerClassifier */
+        spec = (brisk_model_spec){.type = BRISK_MODEL_TRANSFORMER, .inputs = 32, .outputs = 3, .seq_len = 60,
+                                  .width = 128, .layers = 3, .heads = 4, .ffn = 512, .activation = BRISK_ACT_GELU,
+                                  .dropout = 0.1f, .norm_first = 1, .pool = BRISK_POOL_MEAN,
+                                  .positions = BRISK_POS_LEARNED, .task = BRISK_TASK_CLASSIFY};
+        B = 8;
+    } else if (diffusion) {
         spec = (brisk_model_spec){.type = BRISK_MODEL_DIFFUSION, .fine = 256, .coarse = 7, .time_embedding = 32,
                                   .n_hidden = 3, .activation = BRISK_ACT_SILU, .noise_steps = 50,
                                   .beta_start = 1e-4f, .beta_end = 0.02f};
@@ -108,6 +119,12 @@ int main(int argc, char **argv) {
          * torch_ref's Dropout layers, so parameter names line up with nn.Sequential's indices. */
         ex->step = (brisk_step_state){.seed = 5, .rng_step = (uint32_t)s, .first_micro = 1, .training = 0};
         if (brisk_exec_run(ex, BRISK_RUN_TRAIN, &err) || brisk_exec_read(ex, io.loss, &losses[s], &err)) goto fail;
+        { /* the model's output (logits, or the predicted noise) */
+            void *out = malloc(g->nodes[io.output].bytes);
+            if (!out || brisk_exec_read(ex, io.output, out, &err)) goto fail;
+            add("out%d%s", s, "", BRISK_F32, g->nodes[io.output].shape, out);
+            free(out);
+        }
         if (diffusion) {
             void *tmp = malloc(g->nodes[eps_node].bytes);
             if (brisk_exec_read(ex, t_node, tmp, &err)) goto fail;

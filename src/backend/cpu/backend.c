@@ -2,7 +2,7 @@
  * 64-byte-aligned heap blocks (one cache line, one AVX-512 vector), so upload and
  * download are memcpy. run_node is one switch over the op into the kernel
  * families (matmul.c, elementwise.c, reduce.c, softmax_loss.c, layernorm.c,
- * shape.c, gather.c, random.c); the optimizer lives in optim.c.
+ * shape.c, gather.c, random.c, lstm.c, attention.c); the optimizer lives in optim.c.
  *
  * Threads: fixed at creation (0 = OpenMP's default) and passed to every parallel
  * region with num_threads(), so two backends in one process do not fight over a
@@ -36,7 +36,9 @@ static const char *const op_names[BRISK_OP_COUNT] = {
     [BRISK_OP_SCATTER_ADD] = "scatter_add", [BRISK_OP_SINUSOIDAL] = "sinusoidal",
     [BRISK_OP_SINUSOIDAL_GRAD] = "sinusoidal_grad", [BRISK_OP_RANDN] = "randn",
     [BRISK_OP_RAND_UNIFORM] = "rand_uniform", [BRISK_OP_RANDINT] = "randint", [BRISK_OP_CAST] = "cast",
-    [BRISK_OP_GRAD_ACCUM] = "grad_accum",
+    [BRISK_OP_GRAD_ACCUM] = "grad_accum", [BRISK_OP_LSTM] = "lstm", [BRISK_OP_LSTM_GRAD] = "lstm_grad",
+    [BRISK_OP_LSTM_GRAD_W] = "lstm_grad_w", [BRISK_OP_ATTENTION] = "attention",
+    [BRISK_OP_ATTENTION_GRAD] = "attention_grad",
 };
 
 /* The graph module owns brisk_op_name(); the backend keeps its own table so that it
@@ -73,6 +75,19 @@ void cpu_parallel(const cpu_backend *cb, int64_t n, int64_t grain, cpu_range_fn 
         }
         if (i0 < i1) fn(ctx, i0, i1);
     }
+}
+
+void cpu_parallel_dynamic(const cpu_backend *cb, int64_t n, int64_t chunk, cpu_range_fn fn, const void *ctx) {
+    if (n <= 0) return;
+    if (chunk < 1) chunk = 1;
+    int64_t nchunks = (n + chunk - 1) / chunk;
+    int nt = nchunks < cb->threads ? (int)nchunks : cb->threads;
+    if (nt <= 1) {
+        fn(ctx, 0, n);
+        return;
+    }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+    for (int64_t k = 0; k < nchunks; k++) fn(ctx, k * chunk, (k + 1) * chunk < n ? (k + 1) * chunk : n);
 }
 
 static brisk_status cpu_alloc(brisk_backend *be, size_t bytes, void **out, brisk_error *err) {
@@ -214,6 +229,10 @@ static brisk_status cpu_run_node(brisk_backend *be, const brisk_graph *g, int id
         s = cpu_gather_op(cb, g, id, in, out, err);
         break;
     case BRISK_OP_GRAD_ACCUM: s = cpu_grad_accum(cb, g, id, in, out, st, err); break;
+    case BRISK_OP_LSTM: case BRISK_OP_LSTM_GRAD: case BRISK_OP_LSTM_GRAD_W:
+        s = cpu_lstm_op(cb, g, id, in, out, err);
+        break;
+    case BRISK_OP_ATTENTION: case BRISK_OP_ATTENTION_GRAD: s = cpu_attention_op(cb, g, id, in, out, st, err); break;
     default:
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cpu backend: no kernel for %s (node %d)",
                             cpu_op_name(n->op), id);

@@ -57,6 +57,13 @@ double *cpu_partials(cpu_backend *cb, size_t n);
 typedef void (*cpu_range_fn)(const void *ctx, int64_t i0, int64_t i1);
 void cpu_parallel(const cpu_backend *cb, int64_t n, int64_t grain, cpu_range_fn fn, const void *ctx);
 
+/* Runs fn over [0, n) in chunks of `chunk` items handed out one at a time to up to
+ * cb->threads threads. Only for work whose every result is computed by the same
+ * operations whichever chunk and thread take it (independent sequences, attention
+ * heads): then the split changes no bit, and on a loaded machine a descheduled thread
+ * holds up one chunk rather than a static half of the work. */
+void cpu_parallel_dynamic(const cpu_backend *cb, int64_t n, int64_t chunk, cpu_range_fn fn, const void *ctx);
+
 /* Shorthands for kernels. */
 #define NODE(g, id) (&(g)->nodes[(id)])
 #define IN_NODE(g, id, i) (&(g)->nodes[(g)->nodes[(id)].in[(i)]])
@@ -80,6 +87,18 @@ int cpu_sgemm_blas(int threads, int trans_a, int trans_b, int64_t M, int64_t N, 
                    const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
 /* The backend's choice between the two, by shape (see the rule in matmul.c). */
 int cpu_sgemm_use_blas(int64_t M, int64_t N, int64_t K);
+/* C = op(A) op(B) as MATMUL computes it: BLAS or brisk's own by that rule, on the
+ * backend's threads and scratch (call it outside any parallel region). */
+void cpu_gemm(cpu_backend *cb, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
+              int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
+/* op(B) [K, N] packed once for many products with the same B (a recurrent weight,
+ * applied at every time step), then products on the calling thread with it: the same
+ * arithmetic, element for element, as cpu_sgemm. packed: cpu_sgemm_packed_b_floats(),
+ * 64-byte aligned; scratch: cpu_sgemm_scratch_floats(). */
+size_t cpu_sgemm_packed_b_floats(int64_t K, int64_t N);
+void cpu_sgemm_pack_b(int trans_b, int64_t K, int64_t N, const float *B, int64_t ldb, float *packed);
+void cpu_sgemm_prepacked(int trans_a, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                         const float *packed, float *C, int64_t ldc, int accumulate, float *scratch);
 brisk_status cpu_matmul(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
                         void *out, brisk_error *err);
 
@@ -145,6 +164,18 @@ brisk_status cpu_grad_sumsq(brisk_backend *be, const float *g, int64_t n, float 
 brisk_status cpu_optim_update(brisk_backend *be, float *p, const float *g, float *m, float *v,
                               int64_t n, const brisk_optim_args *args, const float *sumsq,
                               const uint8_t *decay_mask, brisk_error *err);
+
+/* ---- lstm.c: LSTM, LSTM_GRAD, LSTM_GRAD_W */
+brisk_status cpu_lstm_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                         brisk_error *err);
+
+/* ---- attention.c: ATTENTION, ATTENTION_GRAD */
+brisk_status cpu_attention_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                              const brisk_step_state *st, brisk_error *err);
+/* DROPOUT's mask for elements e0 .. e0 + n - 1 of a stream and step, as the factors it
+ * multiplies by: out[i] = 1 / (1 - p) where kept, else 0 (random.c). */
+void cpu_dropout_factors(uint32_t k0, uint32_t k1, uint32_t stream, uint32_t step, uint64_t e0, int64_t n, float p,
+                         float *out);
 
 /* ---- backend.c */
 const char *cpu_op_name(brisk_op op);

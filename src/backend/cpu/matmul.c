@@ -123,6 +123,8 @@ static void pack_a(int trans_a, const float *A, int64_t lda, int64_t m0, int64_t
                 const float *src = A + (m0 + s + r) * lda + k0;
                 for (int64_t k = 0; k < kc; k++) d[k * MR + r] = src[k];
             }
+        } else if (rows == MR) { /* a whole strip: one vector per k (dW = dy^T x packs this way) */
+            for (int64_t k = 0; k < kc; k++) memcpy(d + k * MR, A + (k0 + k) * lda + m0 + s, MR * sizeof(float));
         } else {
             for (int64_t k = 0; k < kc; k++) {
                 const float *src = A + (k0 + k) * lda + m0 + s;
@@ -216,13 +218,23 @@ static void micro_kernel(int64_t kc, const float *restrict a, const float *restr
     }
 }
 
-/* C[m0:m1, n0:n1] on one thread, with its own packing scratch. */
+/* The depth of the K slices: even slices, 295 = 148 + 147 rather than 256 + 39. */
+static int64_t k_step(int64_t K) {
+    int64_t nk = (K + KC - 1) / KC;
+    return nk ? (K + nk - 1) / nk : 0;
+}
+
+/* Columns of op(B) rounded up to whole NR strips. */
+static int64_t n_strips_cols(int64_t N) { return (N + NR - 1) / NR * NR; }
+
+/* C[m0:m1, n0:n1] on one thread, with its own packing scratch. `prepacked`: op(B) as
+ * cpu_sgemm_pack_b laid it out (then B and trans_b are not read), or NULL to pack here. */
 static void sgemm_band_direct(int trans_a, int trans_b, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
                        int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
-                       float *C, int64_t ldc, int accumulate, float *scratch) {
+                       float *C, int64_t ldc, int accumulate, float *scratch, const float *prepacked,
+                       int64_t packed_n) {
     float *pa = scratch, *pb = scratch + (size_t)MC * KC;
-    /* even K slices: 295 = 148 + 147 rather than 256 + 39 */
-    int64_t nk = (K + KC - 1) / KC, kstep = nk ? (K + nk - 1) / nk : 0;
+    int64_t kstep = k_step(K);
     for (int64_t jc = n0; jc < n1; jc += NC) {
         int64_t nc = min64(NC, n1 - jc);
         if (K == 0) {
@@ -233,7 +245,8 @@ static void sgemm_band_direct(int trans_a, int trans_b, int64_t m0, int64_t m1, 
         for (int64_t pc = 0; pc < K; pc += kstep) {
             int64_t kc = min64(kstep, K - pc);
             int add = accumulate || pc > 0;
-            pack_b(trans_b, B, ldb, pc, kc, jc, nc, pb);
+            if (prepacked) pb = (float *)prepacked + pc * n_strips_cols(packed_n) + jc * kc;
+            else pack_b(trans_b, B, ldb, pc, kc, jc, nc, pb);
             for (int64_t ic = m0; ic < m1; ic += MC) {
                 int64_t mc = min64(MC, m1 - ic);
                 pack_a(trans_a, A, lda, ic, mc, pc, kc, pa);
@@ -258,7 +271,7 @@ static void sgemm_band(int trans_a, int trans_b, int64_t m0, int64_t m1, int64_t
                        float *C, int64_t ldc, int accumulate, float *scratch) {
     int64_t nb = n1 - n0;
     if (nb > NARROW_N || m1 - m0 < 4 * MR || K == 0) {
-        sgemm_band_direct(trans_a, trans_b, m0, m1, n0, n1, K, A, lda, B, ldb, C, ldc, accumulate, scratch);
+        sgemm_band_direct(trans_a, trans_b, m0, m1, n0, n1, K, A, lda, B, ldb, C, ldc, accumulate, scratch, NULL, 0);
         return;
     }
     float tmp[NARROW_N * NARROW_CHUNK] __attribute__((aligned(64)));
@@ -267,7 +280,7 @@ static void sgemm_band(int trans_a, int trans_b, int64_t m0, int64_t m1, int64_t
     for (int64_t i0 = m0; i0 < m1; i0 += NARROW_CHUNK) {
         int64_t ch = min64(NARROW_CHUNK, m1 - i0);
         const float *b2 = trans_a ? A + i0 : A + i0 * lda;
-        sgemm_band_direct(!trans_b, !trans_a, 0, nb, 0, ch, K, a2, ldb, b2, lda, tmp, ch, 0, scratch);
+        sgemm_band_direct(!trans_b, !trans_a, 0, nb, 0, ch, K, a2, ldb, b2, lda, tmp, ch, 0, scratch, NULL, 0);
         for (int64_t i = 0; i < ch; i++) {
             float *c = C + (i0 + i) * ldc + n0;
             for (int64_t j = 0; j < nb; j++) c[j] = accumulate ? c[j] + tmp[j * ch + i] : tmp[j * ch + i];
@@ -278,13 +291,17 @@ static void sgemm_band(int trans_a, int trans_b, int64_t m0, int64_t m1, int64_t
 /* Below this many multiply-adds a GEMM runs on one thread (fork/join ~2 us). */
 #define GEMM_PAR_MIN (1 << 17)
 
-/* Static split of C among `nt` threads: bands of whole NR strips across N when N is
- * wide enough, else bands of MR strips across M. Thread t gets [*b0, *b1) of M or N. */
+/* Static split of C among `nt` threads: bands of whole NR strips across N, or of MR
+ * strips across M. Each thread packs all of the operand it does not split, so split the
+ * dimension whose other operand is the smaller to pack twice: N (duplicating A, M x K)
+ * when N >= M, else M (duplicating B, K x N) — a 15360 x 128 x 512 product split on N
+ * had both threads pack all 7.8M floats of A, 15% of its time. A dimension too short
+ * to give every thread a strip is not split. Thread t gets [*b0, *b1) of M or N. */
 static int band_split(int64_t M, int64_t N, int nt, int t, int64_t *m0, int64_t *m1, int64_t *n0,
                       int64_t *n1) {
     int64_t ns = (N + NR - 1) / NR, ms = (M + MR - 1) / MR;
     *m0 = 0; *m1 = M; *n0 = 0; *n1 = N;
-    if (ns >= nt || ns >= ms) {
+    if ((ns >= nt && (N >= M || ms < nt)) || (ns < nt && ms < nt && ns >= ms)) {
         int64_t a = ns * t / nt, b = ns * (t + 1) / nt;
         *n0 = min64(a * NR, N);
         *n1 = min64(b * NR, N);
@@ -321,6 +338,24 @@ void cpu_sgemm(int threads, int trans_a, int trans_b, int64_t M, int64_t N, int6
         }
     }
     free(own);
+}
+
+size_t cpu_sgemm_packed_b_floats(int64_t K, int64_t N) { return (size_t)(K * n_strips_cols(N)) + 64; }
+
+void cpu_sgemm_pack_b(int trans_b, int64_t K, int64_t N, const float *B, int64_t ldb, float *packed) {
+    int64_t kstep = k_step(K), np = n_strips_cols(N);
+    for (int64_t pc = 0; pc < K; pc += kstep) {
+        int64_t kc = min64(kstep, K - pc);
+        /* within a slice, NC blocks sit back to back: block jc starts at jc * kc */
+        for (int64_t jc = 0; jc < N; jc += NC)
+            pack_b(trans_b, B, ldb, pc, kc, jc, min64(NC, N - jc), packed + pc * np + jc * kc);
+    }
+}
+
+void cpu_sgemm_prepacked(int trans_a, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                         const float *packed, float *C, int64_t ldc, int accumulate, float *scratch) {
+    if (M <= 0 || N <= 0) return;
+    sgemm_band_direct(trans_a, 0, 0, M, 0, N, K, A, lda, NULL, 0, C, ldc, accumulate, scratch, packed, N);
 }
 
 #if BRISK_HAVE_BLAS
@@ -428,11 +463,12 @@ brisk_status cpu_matmul(cpu_backend *cb, const brisk_graph *g, int id, const voi
         }
         return BRISK_OK;
     }
-    for (int64_t i = 0; i < batch; i++) {
-        if (!cpu_sgemm_use_blas(M, N, K) ||
-            !cpu_sgemm_blas(nt, ta, tb, M, N, K, A + i * sa, lda, B + i * sb, ldb, C + i * M * N, N))
-            cpu_sgemm(nt, ta, tb, M, N, K, A + i * sa, lda, B + i * sb, ldb, C + i * M * N, N, 0,
-                      cb->gemm_scratch);
-    }
+    for (int64_t i = 0; i < batch; i++) cpu_gemm(cb, ta, tb, M, N, K, A + i * sa, lda, B + i * sb, ldb, C + i * M * N, N);
     return BRISK_OK;
+}
+
+void cpu_gemm(cpu_backend *cb, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
+              int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc) {
+    if (!cpu_sgemm_use_blas(M, N, K) || !cpu_sgemm_blas(cb->threads, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc))
+        cpu_sgemm(cb->threads, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, 0, cb->gemm_scratch);
 }

@@ -113,6 +113,26 @@ static void rng_range(const void *vctx, int64_t b0, int64_t b1) {
     }
 }
 
+void cpu_dropout_factors(uint32_t k0, uint32_t k1, uint32_t stream, uint32_t step, uint64_t e0, int64_t n, float p,
+                         float *out) {
+    uint32_t u[4 * PHILOX_BATCH];
+    float scale = 1.0f / (1.0f - p);
+    for (int64_t i = 0; i < n;) {
+        uint64_t e = e0 + (uint64_t)i;
+        int w0 = (int)(e % 4);
+        int64_t need = (w0 + (n - i) + 3) / 4;
+        int nb = (int)(need < PHILOX_BATCH ? need : PHILOX_BATCH);
+        int take = 4 * nb - w0;
+        if (take > n - i) take = (int)(n - i);
+        philox_blocks(e / 4, nb, stream, step, k0, k1, u);
+        const uint32_t *restrict uw = u + w0;
+        float *restrict o = out + i;
+#pragma omp simd
+        for (int k = 0; k < take; k++) o[k] = brisk_u32_to_unit(uw[k]) > p ? scale : 0.0f;
+        i += take;
+    }
+}
+
 brisk_status cpu_random(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
                         void *out, const brisk_step_state *st, brisk_error *err) {
     const brisk_node *n = NODE(g, id);

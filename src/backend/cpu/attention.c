@@ -1,0 +1,216 @@
+/* Multi-head scaled dot-product self-attention, f32 (graph.h, BRISK_OP_ATTENTION):
+ *   ATTENTION      (qkv [B, T, 3D] [, mask [B, T]]) -> out [B, T, D] + lse [B, heads, T]
+ *   ATTENTION_GRAD (dy [B, T, D], qkv, attention [, mask]) -> dqkv [B, T, 3D]
+ * Head h of sample b reads Q, K, V as the T x dh column blocks at h dh of qkv's three
+ * D-wide thirds (row stride 3D, no transposes) and writes its T x dh block of out at
+ * column h dh, so heads end side by side as the output projection wants them.
+ *
+ *   S = Q K^T / sqrt(dh), keys masked (causal: j > i; padding: mask[b, j] == 0) -> -inf
+ *   P = softmax(S) by rows, lse = max + log(sum exp) per row;  Pd = P * dropout factors
+ *   out = Pd V
+ * Backward recomputes P from S and the saved lse (cheaper than keeping the T x T
+ * weights of every head), then
+ *   dV = Pd^T dO;  dPd = dO V^T;  dS = P (dPd * factors - rowsum(dPd Pd)) / sqrt(dh)
+ *   dQ = dS K;  dK = dS^T Q
+ * The dropout factors come from Philox exactly as DROPOUT draws them, element
+ * ((b heads + h) T + i) T + j of the op's stream at the step, so the backward redraws
+ * the forward's mask. A query with no key left to attend to gets zeros (and zero
+ * gradients), where PyTorch would give NaN.
+ *
+ * Work items are (sample, head) pairs in chunks handed to threads as they come free,
+ * each thread with its own T x T buffers and GEMM scratch; every value is computed by
+ * one thread in a fixed order, so the results do not depend on the thread count. */
+#include "backend/cpu/cpu_internal.h"
+#include "backend/cpu/cpu_math.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* (sample, head) items per chunk a thread takes at a time */
+#define ITEM_CHUNK 16
+
+typedef struct attn_ctx {
+    int64_t B, T, D, heads, dh;
+    int causal, dropout;
+    float scale, p;
+    uint32_t k0, k1, stream, step;
+    const float *qkv, *mask, *dy;
+    float *out, *lse, *dqkv;
+    float *work, *gemm_scratch;
+    size_t work_per, gemm_per;
+} attn_ctx;
+
+/* kb[j] = 0 for the keys of sample b that may be attended to, -inf for padding. */
+static void key_bias(const attn_ctx *c, int64_t b, float *kb) {
+    for (int64_t j = 0; j < c->T; j++) kb[j] = !c->mask || c->mask[b * c->T + j] != 0.0f ? 0.0f : -INFINITY;
+}
+
+/* S <- softmax rows of S * scale + kb (keys past the query masked when causal; masked
+ * entries 0), writing lse when given, or, with lse_in, P = exp(S * scale + kb - lse) as
+ * the forward computed it. Branch-free rows, so the exps vectorise. */
+static void softmax_rows(const attn_ctx *c, const float *kb, float *S, float *lse, const float *lse_in) {
+    const int64_t T = c->T;
+    const float sc = c->scale;
+    for (int64_t i = 0; i < T; i++) {
+        float *restrict r = S + i * T;
+        int64_t jmax = c->causal ? i + 1 : T;
+        float m = -INFINITY;
+        if (lse_in) m = lse_in[i];
+        else {
+#pragma omp simd reduction(max : m)
+            for (int64_t j = 0; j < jmax; j++) m = r[j] * sc + kb[j] > m ? r[j] * sc + kb[j] : m;
+        }
+        if (m == -INFINITY) { /* no key to attend to */
+            memset(r, 0, (size_t)T * sizeof(float));
+            if (lse) lse[i] = -INFINITY;
+            continue;
+        }
+        float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t j = 0; j < jmax; j++) {
+            float e = cpu_expf(r[j] * sc + kb[j] - m);
+            r[j] = e;
+            sum += e;
+        }
+        for (int64_t j = jmax; j < T; j++) r[j] = 0.0f;
+        if (lse) {
+            float inv = 1.0f / sum;
+#pragma omp simd
+            for (int64_t j = 0; j < jmax; j++) r[j] *= inv;
+            lse[i] = m + logf(sum);
+        }
+    }
+}
+
+/* The dropout factors of (b, h)'s T x T weights into F. */
+static void dropout_factors(const attn_ctx *c, int64_t b, int64_t h, float *F) {
+    uint64_t e0 = (uint64_t)((b * c->heads + h) * c->T) * (uint64_t)c->T;
+    cpu_dropout_factors(c->k0, c->k1, c->stream, c->step, e0, c->T * c->T, c->p, F);
+}
+
+static void forward_items(const void *vctx, int64_t i0, int64_t i1) {
+    const attn_ctx *c = vctx;
+    const int64_t T = c->T, D = c->D, dh = c->dh, ld = 3 * D;
+    int tid = omp_get_thread_num();
+    float *S = c->work + c->work_per * (size_t)tid, *F = S + T * T, *kb = F + T * T;
+    float *scratch = c->gemm_scratch + c->gemm_per * (size_t)tid;
+    for (int64_t it = i0; it < i1; it++) {
+        int64_t b = it / c->heads, h = it % c->heads;
+        const float *Q = c->qkv + b * T * ld + h * dh, *K = Q + D, *V = Q + 2 * D;
+        cpu_sgemm(1, 0, 1, T, T, dh, Q, ld, K, ld, S, T, 0, scratch);
+        if (it == i0 || h == 0) key_bias(c, b, kb);
+        softmax_rows(c, kb, S, c->lse + it * T, NULL);
+        if (c->dropout) {
+            dropout_factors(c, b, h, F);
+#pragma omp simd
+            for (int64_t k = 0; k < T * T; k++) S[k] *= F[k];
+        }
+        cpu_sgemm(1, 0, 0, T, dh, T, S, T, V, ld, c->out + b * T * D + h * dh, D, 0, scratch);
+    }
+}
+
+static void backward_items(const void *vctx, int64_t i0, int64_t i1) {
+    const attn_ctx *c = vctx;
+    const int64_t T = c->T, D = c->D, dh = c->dh, ld = 3 * D;
+    int tid = omp_get_thread_num();
+    float *P = c->work + c->work_per * (size_t)tid, *dP = P + T * T, *Pd = dP + T * T, *F = Pd + T * T;
+    float *kb = F + T * T;
+    float *scratch = c->gemm_scratch + c->gemm_per * (size_t)tid;
+    for (int64_t it = i0; it < i1; it++) {
+        int64_t b = it / c->heads, h = it % c->heads;
+        const float *Q = c->qkv + b * T * ld + h * dh, *K = Q + D, *V = Q + 2 * D;
+        const float *dO = c->dy + b * T * D + h * dh;
+        float *dQ = c->dqkv + b * T * ld + h * dh, *dK = dQ + D, *dV = dQ + 2 * D;
+        cpu_sgemm(1, 0, 1, T, T, dh, Q, ld, K, ld, P, T, 0, scratch);
+        if (it == i0 || h == 0) key_bias(c, b, kb);
+        softmax_rows(c, kb, P, NULL, c->lse + it * T);
+        const float *Pw = P; /* the weights out was made from */
+        if (c->dropout) {
+            dropout_factors(c, b, h, F);
+#pragma omp simd
+            for (int64_t k = 0; k < T * T; k++) Pd[k] = P[k] * F[k];
+            Pw = Pd;
+        }
+        cpu_sgemm(1, 1, 0, T, dh, T, Pw, T, dO, D, dV, ld, 0, scratch);  /* dV = Pd^T dO */
+        cpu_sgemm(1, 0, 1, T, T, dh, dO, D, V, ld, dP, T, 0, scratch);   /* dPd = dO V^T */
+        for (int64_t i = 0; i < T; i++) {
+            float *restrict g = dP + i * T;
+            const float *restrict pr = P + i * T, *restrict pw = Pw + i * T;
+            float di = 0.0f, sc = c->scale;
+#pragma omp simd reduction(+ : di)
+            for (int64_t j = 0; j < T; j++) di += g[j] * pw[j];
+            if (c->dropout) {
+                const float *restrict f = F + i * T;
+#pragma omp simd
+                for (int64_t j = 0; j < T; j++) g[j] = pr[j] * (g[j] * f[j] - di) * sc;
+            } else {
+#pragma omp simd
+                for (int64_t j = 0; j < T; j++) g[j] = pr[j] * (g[j] - di) * sc;
+            }
+        }
+        cpu_sgemm(1, 0, 0, T, dh, T, dP, T, K, ld, dQ, ld, 0, scratch); /* dQ = dS K */
+        cpu_sgemm(1, 1, 0, T, dh, T, dP, T, Q, ld, dK, ld, 0, scratch); /* dK = dS^T Q */
+    }
+}
+
+brisk_status cpu_attention_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                              const brisk_step_state *st, brisk_error *err) {
+    const brisk_node *n = NODE(g, id);
+    int fwd = n->op == BRISK_OP_ATTENTION;
+    int qi = fwd ? 0 : 1, mi = fwd ? 1 : 3;
+    const brisk_node *a = fwd ? n : IN_NODE(g, id, 2), *q = IN_NODE(g, id, qi);
+    attn_ctx c;
+    memset(&c, 0, sizeof c);
+    c.heads = a->attr.i0;
+    int has_mask = n->n_in > mi;
+    int ok = q->shape.ndim == 3 && a->shape.ndim == 3 && a->op == BRISK_OP_ATTENTION && c.heads >= 1;
+    if (ok) {
+        c.B = q->shape.d[0];
+        c.T = q->shape.d[1];
+        c.D = q->shape.d[2] / 3;
+        ok = q->shape.d[2] == 3 * c.D && c.D % c.heads == 0 && a->shape.d[0] == c.B && a->shape.d[1] == c.T &&
+             a->shape.d[2] == c.D && a->bytes >= (size_t)(c.B * c.T * (c.D + c.heads)) * sizeof(float);
+    }
+    if (ok && has_mask) {
+        const brisk_shape *ms = &IN_NODE(g, id, mi)->shape;
+        ok = ms->ndim == 2 && ms->d[0] == c.B && ms->d[1] == c.T;
+    }
+    if (ok && !fwd) ok = brisk_shape_equal(&IN_NODE(g, id, 0)->shape, &a->shape) && brisk_shape_equal(&n->shape, &q->shape);
+    if (!ok)
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s (node %d): expected qkv [B, T, 3D], heads dividing D, "
+                            "a mask [B, T] and an attention node [B, T, D] with its workspace", cpu_op_name(n->op), id);
+    if (c.B * c.T * c.D == 0) return BRISK_OK;
+    c.dh = c.D / c.heads;
+    c.causal = a->attr.kind != 0;
+    c.scale = 1.0f / sqrtf((float)c.dh);
+    c.p = a->attr.f0;
+    c.dropout = st->training && c.p > 0.0f;
+    if (c.dropout && !(c.p < 1.0f))
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): dropout p = %g (expected p < 1)", cpu_op_name(n->op),
+                            id, (double)c.p);
+    c.k0 = (uint32_t)st->seed;
+    c.k1 = (uint32_t)(st->seed >> 32);
+    c.stream = a->attr.rng;
+    c.step = st->rng_step;
+    c.qkv = in[qi];
+    c.mask = has_mask ? in[mi] : NULL;
+    c.work_per = (size_t)(4 * c.T * c.T + c.T) + 16; /* P, dP, Pd, factors, key bias */
+    c.work = malloc(c.work_per * (size_t)cb->threads * sizeof(float));
+    if (!c.work) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s (node %d): out of memory", cpu_op_name(n->op), id);
+    c.gemm_scratch = cb->gemm_scratch;
+    c.gemm_per = cpu_sgemm_scratch_floats();
+    if (fwd) {
+        c.out = out;
+        c.lse = (float *)out + c.B * c.T * c.D;
+        cpu_parallel_dynamic(cb, c.B * c.heads, ITEM_CHUNK, forward_items, &c);
+    } else {
+        c.dy = in[0];
+        c.lse = (float *)in[2] + c.B * c.T * c.D;
+        c.dqkv = out;
+        cpu_parallel_dynamic(cb, c.B * c.heads, ITEM_CHUNK, backward_items, &c);
+    }
+    free(c.work);
+    return BRISK_OK;
+}

@@ -1,0 +1,29 @@
+/* Internal to nn: helpers the model files share. */
+#ifndef BRISK_NN_INTERNAL_H
+#define BRISK_NN_INTERNAL_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "brisk/nn.h"
+
+/* Appends a field the model reads. */
+static inline void nn_field(brisk_model_io *io, const char *name, brisk_dtype dt, brisk_shape s) {
+    brisk_model_field *f = &io->fields[io->n_fields++];
+    memset(f, 0, sizeof *f);
+    snprintf(f->name, sizeof f->name, "%s", name);
+    f->dtype = dt;
+    f->sample = s;
+}
+
+/* The per-sample shape of x: [seq_len, inputs] for sequence data, else [inputs]. */
+static inline brisk_shape nn_x_shape(const brisk_model_spec *s) {
+    return s->seq_len > 0 ? brisk_shape2(s->seq_len, s->inputs) : brisk_shape1(s->inputs);
+}
+
+/* sequence_models.c: lstm and transformer. */
+brisk_status nn_seq_fields(const brisk_model_spec *spec, brisk_build_mode mode, brisk_model_io *io, brisk_error *err);
+/* The prediction node from the graph inputs in[] (fields in nn_seq_fields' order). */
+int nn_seq_forward(const brisk_model_spec *spec, brisk_graph *g, int64_t batch, const int *in);
+
+#endif

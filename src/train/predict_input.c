@@ -1,0 +1,77 @@
+/* What `brisk predict` feeds a model: an .npy of samples [N, ...sample shape], or, for a
+ * model trained on windows, the series itself (a .csv or .npz with the feature columns by
+ * name, or an .npy [rows, features] in the config's order), cut into every window of
+ * seq_len rows (window k ends at row k + seq_len - 1). Raw values in both cases: the
+ * normalisation stored in the checkpoint is applied here, as in training. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train/trainer_internal.h"
+
+static int ends_with(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+/* The series [rows, F] -> all windows [rows - L + 1, L, F]. */
+static brisk_status windows_of(brisk_tensor *series, int64_t L, const char *input, brisk_tensor *x, brisk_error *err) {
+    int64_t rows = series->shape.d[0], F = series->shape.d[1], N = rows - L + 1;
+    if (N < 1)
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: %lld rows, fewer than one window of %lld", input, (long long)rows,
+                            (long long)L);
+    brisk_status st = brisk_tensor_alloc(x, BRISK_F32, brisk_shape3(N, L, F), err);
+    for (int64_t k = 0; !st && k < N; k++)
+        memcpy((float *)x->data + k * L * F, (const float *)series->data + k * F, sizeof(float) * (size_t)(L * F));
+    return st;
+}
+
+brisk_status brisk_predict_input(const brisk_config *cfg, const char *checkpoint, const char *input,
+                                 const brisk_shape *sample, brisk_tensor *x, brisk_error *err) {
+    memset(x, 0, sizeof *x);
+    const brisk_windows_config *wc = &cfg->data.windows;
+    float *mean = NULL, *std = NULL;
+    int nn = 0;
+    brisk_status st = brisk_checkpoint_normalization(checkpoint, &mean, &std, &nn, err);
+    if (st) return st;
+    brisk_tensor raw = {0};
+    char want[96];
+    brisk_shape_str(sample, want, sizeof want);
+    int64_t per = brisk_shape_numel(sample), F = sample->ndim ? sample->d[sample->ndim - 1] : 1;
+    if (ends_with(input, ".npy")) st = brisk_npy_load(input, BRISK_F32, &raw, err);
+    else if (wc->enabled) {
+        const char *names[BRISK_MAX_FEATURES];
+        for (int i = 0; i < wc->nfeatures; i++) names[i] = wc->features[i];
+        st = brisk_columns_load(input, names, wc->nfeatures, &raw, err);
+    } else st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: expected an .npy of samples [N, %s]", input, want + 1);
+    int series = !st && wc->enabled && sample->ndim == 2 && raw.shape.ndim == 2 && raw.shape.d[1] == F;
+    int samples = !st && raw.shape.ndim == sample->ndim + 1 &&
+                  memcmp(raw.shape.d + 1, sample->d, sizeof(int64_t) * (size_t)sample->ndim) == 0;
+    if (!st && !series && !samples) {
+        char got[96];
+        st = brisk_errorf(err, BRISK_ERR_SHAPE, "%s: expected an array of shape [N, %s (the model's inputs)%s, got %s", input,
+                          want + 1, wc->enabled ? " or a series [rows, features]" : "",
+                          brisk_shape_str(&raw.shape, got, sizeof got));
+    }
+    const float *v = raw.data;
+    for (int64_t i = 0; !st && i < brisk_shape_numel(&raw.shape); i++)
+        if (!isfinite(v[i]))
+            st = brisk_errorf(err, BRISK_ERR_NUMERIC, "%s: row %lld, column %lld: %s is not a finite number", input,
+                              (long long)(i / (series ? F : per)), (long long)(i % (series ? F : per)),
+                              isnan(v[i]) ? "NaN" : "inf");
+    if (!st && nn && nn != F)
+        st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: normalisation for %d features, the model takes %lld", checkpoint,
+                          nn, (long long)F);
+    if (!st && nn) brisk_normalize_rows(raw.data, brisk_shape_numel(&raw.shape) / F, (int)F, mean, std);
+    if (!st && series) {
+        st = windows_of(&raw, sample->d[0], input, x, err);
+        brisk_tensor_free(&raw);
+    } else if (!st) {
+        *x = raw;
+    } else {
+        brisk_tensor_free(&raw);
+    }
+    free(mean);
+    free(std);
+    return st;
+}
