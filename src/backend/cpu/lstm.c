@@ -47,7 +47,8 @@ static void planes(lstm_ctx *c, float *base) {
     c->hprev = c->c + n;
 }
 
-/* The time index of processing step s, and whether it has a previous step (tp). */
+/* The time index of processing step s: in the recurrence's own order (forward_order),
+ * or in the backward's, which runs it the other way. */
 static int64_t step_t(const lstm_ctx *c, int64_t s, int forward_order) {
     int rev = forward_order ? c->reverse : !c->reverse;
     return rev ? c->T - 1 - s : s;
@@ -57,8 +58,9 @@ static float *thread_scratch(const lstm_ctx *c) {
     return c->gemm_scratch + c->gemm_per * (size_t)omp_get_thread_num();
 }
 
-/* Rows per GEMM-then-cells block: the block's pre-activations (ROW_BLOCK x 4H) are
- * still in L1/L2 when the cell pass reads them back; a whole band's would not be. */
+/* Rows per chunk a thread takes (cpu_parallel_dynamic): each step's GEMM then cell
+ * pass over the chunk, whose pre-activations (ROW_BLOCK x 4H) are still in L1/L2 when
+ * the cell pass reads them back. */
 #define ROW_BLOCK 32
 
 static void forward_band(const void *vctx, int64_t b0, int64_t b1) {
