@@ -182,7 +182,7 @@ static void test_address_space_limit(void) {
     snprintf(cfg, sizeof cfg, "%s/big.json", dir);
     snprintf(log, sizeof log, "%s/as.log", dir);
     snprintf(json, sizeof json,
-             "{\"model\": {\"type\": \"mlp\", \"inputs\": 64, \"hidden\": [4096, 4096], \"outputs\": 3},"
+             "{\"model\": {\"type\": \"mlp\", \"inputs\": 64, \"hidden\": [8192, 8192], \"outputs\": 3},"
              " \"data\": {\"train\": \"%s\"}, \"train\": {\"batch_size\": 64, \"max_steps\": 2, \"out_dir\": \"%s/big\"},"
              " \"speed\": {\"threads\": 1}}", data_path, dir);
     tu_write(cfg, json);
@@ -190,7 +190,7 @@ static void test_address_space_limit(void) {
     /* Seen by the plan check: refused before allocating (the limit named is ulimit -v,
      * unless the machine has even less memory free). The limit sits 400 MiB above what a
      * process of this build maps at start (a CUDA build maps the CUDA libraries), so the
-     * binary loads but the 4096-wide model (about 270 MiB of parameter arenas and more of
+     * binary loads but the 8192-wide model (about 1.1 GiB of parameter arenas and more of
      * activations) cannot fit. */
     long as = (400L << 20) + start_vm_bytes();
     tu_child c = {argv, NULL, log, NULL, 0, as};
