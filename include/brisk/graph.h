@@ -209,6 +209,11 @@ void brisk_graph_free(brisk_graph *g);
 /* The first error a builder call recorded (BRISK_OK if none); copies it to err. */
 brisk_status brisk_graph_error(const brisk_graph *g, brisk_error *err);
 const char *brisk_op_name(brisk_op op);
+/* 0 for data-movement ops (any dtype), 1 for ops that compute in f32. */
+int brisk_op_is_float(brisk_op op);
+/* The checks every backend makes before running node `id`: input ids in range, and f32
+ * inputs to float ops except their index and label inputs. */
+brisk_status brisk_node_check_inputs(const brisk_graph *g, int id, brisk_error *err);
 
 /* ---- leaves */
 int brisk_input(brisk_graph *g, const char *name, brisk_dtype dt, brisk_shape s);

@@ -68,3 +68,38 @@ const char *brisk_op_name(brisk_op op) {
     if ((unsigned)op >= BRISK_OP_COUNT || !brisk_op_table[op].name) return "?";
     return brisk_op_table[op].name;
 }
+
+/* Data movement takes any dtype; every other op computes in f32. */
+int brisk_op_is_float(brisk_op op) {
+    switch (op) {
+    case BRISK_OP_INPUT: case BRISK_OP_PARAM: case BRISK_OP_CONST: case BRISK_OP_RESHAPE:
+    case BRISK_OP_CONCAT: case BRISK_OP_SLICE: case BRISK_OP_SLICE_GRAD: case BRISK_OP_TRANSPOSE:
+    case BRISK_OP_EXPAND: case BRISK_OP_GATHER: case BRISK_OP_RANDINT: case BRISK_OP_CAST:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+brisk_status brisk_node_check_inputs(const brisk_graph *g, int id, brisk_error *err) {
+    const brisk_node *n = &g->nodes[id];
+    if (n->n_in < 0 || n->n_in > BRISK_MAX_INPUTS)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): %d inputs", brisk_op_name(n->op), id, n->n_in);
+    for (int i = 0; i < n->n_in; i++)
+        if (n->in[i] < 0 || n->in[i] >= g->n_nodes)
+            return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): input %d is node %d of %d",
+                                brisk_op_name(n->op), id, i, n->in[i], g->n_nodes);
+    /* float ops read f32 inputs, except these index/label inputs */
+    if (!brisk_op_is_float(n->op)) return BRISK_OK;
+    for (int i = 0; i < n->n_in; i++) {
+        brisk_dtype want = BRISK_F32, got = g->nodes[n->in[i]].dtype;
+        if ((n->op == BRISK_OP_CROSS_ENTROPY && i == 1) || (n->op == BRISK_OP_CROSS_ENTROPY_GRAD && i == 2) ||
+            (n->op == BRISK_OP_SCATTER_ADD && i == 1))
+            want = BRISK_I32;
+        if (n->op == BRISK_OP_SINUSOIDAL && got == BRISK_I32) want = BRISK_I32;
+        if (got != want)
+            return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): input %d is %s, expected %s",
+                                brisk_op_name(n->op), id, i, brisk_dtype_name(got), brisk_dtype_name(want));
+    }
+    return BRISK_OK;
+}

@@ -8,6 +8,7 @@
 
 #include "brisk/brisk.h"
 #include "test.h"
+#include "train_test_util.h"
 
 static char dir[256];
 
@@ -19,30 +20,9 @@ static void make_dir(void) {
     if (system(cmd) != 0) fprintf(stderr, "cannot create %s\n", dir);
 }
 
-/* Trains from a config string; returns the summary, and the loss history in *losses. */
-static brisk_status train_steps(const char *json, const char *resume, int64_t steps, brisk_run_summary *sum,
-                                float **losses, int64_t *n, brisk_error *err) {
-    brisk_config cfg;
-    brisk_status st = brisk_config_parse(json, "<test>", NULL, 0, &cfg, err);
-    if (st) return st;
-    brisk_trainer *t = NULL;
-    brisk_logger quiet = {0};
-    st = brisk_trainer_create(&cfg, &quiet, &t, err);
-    if (!st && resume) st = brisk_trainer_resume(t, resume, err);
-    if (!st) st = brisk_trainer_run_steps(t, steps, sum, err);
-    if (!st && losses) {
-        const float *l = brisk_trainer_losses(t, n);
-        *losses = malloc(sizeof(float) * (size_t)(*n ? *n : 1));
-        memcpy(*losses, l, sizeof(float) * (size_t)*n);
-    }
-    brisk_trainer_free(t);
-    brisk_config_free(&cfg);
-    return st;
-}
-
 static brisk_status train(const char *json, const char *resume, brisk_run_summary *sum, float **losses,
                           int64_t *n, brisk_error *err) {
-    return train_steps(json, resume, 0, sum, losses, n, err);
+    return tu_train_json(json, resume, 0, sum, losses, n, err);
 }
 
 static void test_tabular_learns(void) {
@@ -103,7 +83,7 @@ static void test_resume_is_exact(void) {
     REQUIRE_OK(train(a, NULL, &s, &full, &nf, &err), &err);
     REQUIRE(nf == 21);
     snprintf(b, sizeof b, fmt, data, 21, dir, "part");
-    REQUIRE_OK(train_steps(b, NULL, 10, &s, &first, &n1, &err), &err);
+    REQUIRE_OK(tu_train_json(b, NULL, 10, &s, &first, &n1, &err), &err);
     REQUIRE(n1 == 10);
     snprintf(ckpt, sizeof ckpt, "%s/part/last.safetensors", dir);
     REQUIRE_OK(train(b, ckpt, &s, &second, &n2, &err), &err);

@@ -10,6 +10,7 @@
 
 #include "brisk/brisk.h"
 #include "test.h"
+#include "train_test_util.h"
 
 static char dir[256], series[300];
 
@@ -30,26 +31,6 @@ static void setup(void) {
     if (brisk_synth_write("series", series, 6000, 3, &err)) fprintf(stderr, "synth: %s\n", err.msg);
 }
 
-static brisk_status run(const char *json, const char *resume, int64_t steps, brisk_run_summary *sum, float **losses,
-                        int64_t *n, brisk_error *err) {
-    brisk_config cfg;
-    brisk_status st = brisk_config_parse(json, "<test>", NULL, 0, &cfg, err);
-    if (st) return st;
-    brisk_trainer *t = NULL;
-    brisk_logger quiet = {0};
-    st = brisk_trainer_create(&cfg, &quiet, &t, err);
-    if (!st && resume) st = brisk_trainer_resume(t, resume, err);
-    if (!st) st = brisk_trainer_run_steps(t, steps, sum, err);
-    if (!st && losses) {
-        const float *l = brisk_trainer_losses(t, n);
-        *losses = malloc(sizeof(float) * (size_t)(*n ? *n : 1));
-        memcpy(*losses, l, sizeof(float) * (size_t)*n);
-    }
-    brisk_trainer_free(t);
-    brisk_config_free(&cfg);
-    return st;
-}
-
 static void test_lstm_learns(void) {
     setup();
     char json[2048];
@@ -59,7 +40,7 @@ static void test_lstm_learns(void) {
              " \"data\": {\"train\": \"%s\", \"validation_fraction\": 0.25, " WINDOWS "},"
              " \"train\": {\"batch_size\": 64, \"epochs\": 3, \"out_dir\": \"%s/lstm\"}}", series, dir);
     brisk_run_summary s;
-    REQUIRE_OK(run(json, NULL, 0, &s, NULL, NULL, &err), &err);
+    REQUIRE_OK(tu_train_json(json, NULL, 0, &s, NULL, NULL, &err), &err);
     /* No constant guess does better than the validation split's own class frequencies, whose
      * cross-entropy is the entropy of its labels: the bar to beat. */
     const brisk_val_metrics *m = &s.best;
@@ -86,12 +67,12 @@ static void test_transformer_resume_is_exact(void) {
     float *full = NULL, *first = NULL, *second = NULL;
     int64_t nf = 0, n1 = 0, n2 = 0;
     snprintf(a, sizeof a, fmt, series, 12, dir, "tfull");
-    REQUIRE_OK(run(a, NULL, 0, &s, &full, &nf, &err), &err);
+    REQUIRE_OK(tu_train_json(a, NULL, 0, &s, &full, &nf, &err), &err);
     REQUIRE(nf == 12);
     snprintf(b, sizeof b, fmt, series, 12, dir, "tpart");
-    REQUIRE_OK(run(b, NULL, 5, &s, &first, &n1, &err), &err);
+    REQUIRE_OK(tu_train_json(b, NULL, 5, &s, &first, &n1, &err), &err);
     snprintf(ckpt, sizeof ckpt, "%s/tpart/last.safetensors", dir);
-    REQUIRE_OK(run(b, ckpt, 0, &s, &second, &n2, &err), &err);
+    REQUIRE_OK(tu_train_json(b, ckpt, 0, &s, &second, &n2, &err), &err);
     REQUIRE(n1 == 5 && n2 == 7);
     CHECK(memcmp(first, full, 5 * sizeof(float)) == 0);
     CHECK(memcmp(second, full + 5, 7 * sizeof(float)) == 0);

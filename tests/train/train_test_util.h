@@ -178,4 +178,27 @@ __attribute__((unused)) static brisk_status tu_train(const char *config, const c
     return st;
 }
 
+/* Trains in this process from a config string, for at most `steps` more steps (0: the
+ * whole run); the loss history is copied to *losses (malloc'd) when losses is non-NULL. */
+__attribute__((unused)) static brisk_status tu_train_json(const char *json, const char *resume, int64_t steps,
+                                                          brisk_run_summary *sum, float **losses, int64_t *n,
+                                                          brisk_error *err) {
+    brisk_config cfg;
+    brisk_status st = brisk_config_parse(json, "<test>", NULL, 0, &cfg, err);
+    if (st) return st;
+    brisk_trainer *t = NULL;
+    brisk_logger quiet = {0};
+    st = brisk_trainer_create(&cfg, &quiet, &t, err);
+    if (!st && resume) st = brisk_trainer_resume(t, resume, err);
+    if (!st) st = brisk_trainer_run_steps(t, steps, sum, err);
+    if (!st && losses) {
+        const float *l = brisk_trainer_losses(t, n);
+        *losses = malloc(sizeof(float) * (size_t)(*n ? *n : 1));
+        memcpy(*losses, l, sizeof(float) * (size_t)*n);
+    }
+    brisk_trainer_free(t);
+    brisk_config_free(&cfg);
+    return st;
+}
+
 #endif

@@ -180,7 +180,7 @@ brisk_status cpu_attention_op(cpu_backend *cb, const brisk_graph *g, int id, con
     if (ok && !fwd) ok = brisk_shape_equal(&IN_NODE(g, id, 0)->shape, &a->shape) && brisk_shape_equal(&n->shape, &q->shape);
     if (!ok)
         return brisk_errorf(err, BRISK_ERR_SHAPE, "%s (node %d): expected qkv [B, T, 3D], heads dividing D, "
-                            "a mask [B, T] and an attention node [B, T, D] with its workspace", cpu_op_name(n->op), id);
+                            "a mask [B, T] and an attention node [B, T, D] with its workspace", brisk_op_name(n->op), id);
     if (c.B * c.T * c.D == 0) return BRISK_OK;
     c.dh = c.D / c.heads;
     c.causal = a->attr.kind != 0;
@@ -188,7 +188,7 @@ brisk_status cpu_attention_op(cpu_backend *cb, const brisk_graph *g, int id, con
     c.p = a->attr.f0;
     c.dropout = st->training && c.p > 0.0f;
     if (c.dropout && !(c.p < 1.0f))
-        return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): dropout p = %g (expected p < 1)", cpu_op_name(n->op),
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): dropout p = %g (expected p < 1)", brisk_op_name(n->op),
                             id, (double)c.p);
     c.k0 = (uint32_t)st->seed;
     c.k1 = (uint32_t)(st->seed >> 32);
@@ -198,7 +198,7 @@ brisk_status cpu_attention_op(cpu_backend *cb, const brisk_graph *g, int id, con
     c.mask = has_mask ? in[mi] : NULL;
     c.work_per = (size_t)(4 * c.T * c.T + c.T) + 16; /* P, dP, Pd, factors, key bias */
     c.work = malloc(c.work_per * (size_t)cb->threads * sizeof(float));
-    if (!c.work) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s (node %d): out of memory", cpu_op_name(n->op), id);
+    if (!c.work) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s (node %d): out of memory", brisk_op_name(n->op), id);
     c.gemm_scratch = cb->gemm_scratch;
     c.gemm_per = cpu_sgemm_scratch_floats();
     if (fwd) {

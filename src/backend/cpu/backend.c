@@ -18,35 +18,6 @@
 #include <cblas.h>
 #endif
 
-static const char *const op_names[BRISK_OP_COUNT] = {
-    [BRISK_OP_INPUT] = "input", [BRISK_OP_PARAM] = "param", [BRISK_OP_CONST] = "const",
-    [BRISK_OP_MATMUL] = "matmul", [BRISK_OP_BIAS_ADD] = "bias_add", [BRISK_OP_ADD] = "add",
-    [BRISK_OP_SUB] = "sub", [BRISK_OP_MUL] = "mul", [BRISK_OP_DIV] = "div",
-    [BRISK_OP_SCALE] = "scale", [BRISK_OP_RELU] = "relu", [BRISK_OP_GELU] = "gelu",
-    [BRISK_OP_SILU] = "silu", [BRISK_OP_TANH] = "tanh", [BRISK_OP_SIGMOID] = "sigmoid",
-    [BRISK_OP_ACT_GRAD] = "act_grad", [BRISK_OP_DROPOUT] = "dropout", [BRISK_OP_SUM] = "sum",
-    [BRISK_OP_MEAN] = "mean", [BRISK_OP_SUM_TO] = "sum_to", [BRISK_OP_EXPAND] = "expand",
-    [BRISK_OP_SOFTMAX] = "softmax", [BRISK_OP_LOG_SOFTMAX] = "log_softmax",
-    [BRISK_OP_SOFTMAX_GRAD] = "softmax_grad", [BRISK_OP_LOG_SOFTMAX_GRAD] = "log_softmax_grad",
-    [BRISK_OP_CROSS_ENTROPY] = "cross_entropy", [BRISK_OP_CROSS_ENTROPY_GRAD] = "cross_entropy_grad",
-    [BRISK_OP_MSE] = "mse", [BRISK_OP_MSE_GRAD] = "mse_grad", [BRISK_OP_LAYERNORM] = "layernorm",
-    [BRISK_OP_LAYERNORM_GRAD_X] = "layernorm_grad_x", [BRISK_OP_LAYERNORM_XHAT] = "layernorm_xhat",
-    [BRISK_OP_CONCAT] = "concat", [BRISK_OP_SLICE] = "slice", [BRISK_OP_SLICE_GRAD] = "slice_grad",
-    [BRISK_OP_RESHAPE] = "reshape", [BRISK_OP_TRANSPOSE] = "transpose", [BRISK_OP_GATHER] = "gather",
-    [BRISK_OP_SCATTER_ADD] = "scatter_add", [BRISK_OP_SINUSOIDAL] = "sinusoidal",
-    [BRISK_OP_SINUSOIDAL_GRAD] = "sinusoidal_grad", [BRISK_OP_RANDN] = "randn",
-    [BRISK_OP_RAND_UNIFORM] = "rand_uniform", [BRISK_OP_RANDINT] = "randint", [BRISK_OP_CAST] = "cast",
-    [BRISK_OP_GRAD_ACCUM] = "grad_accum", [BRISK_OP_LSTM] = "lstm", [BRISK_OP_LSTM_GRAD] = "lstm_grad",
-    [BRISK_OP_LSTM_GRAD_W] = "lstm_grad_w", [BRISK_OP_ATTENTION] = "attention",
-    [BRISK_OP_ATTENTION_GRAD] = "attention_grad",
-};
-
-/* The graph module owns brisk_op_name(); the backend keeps its own table so that it
- * builds and links without src/graph (and a missing entry shows up in tests). */
-const char *cpu_op_name(brisk_op op) {
-    return (unsigned)op < BRISK_OP_COUNT && op_names[op] ? op_names[op] : "?";
-}
-
 double *cpu_partials(cpu_backend *cb, size_t n) {
     if (n > cb->partials_cap) {
         double *p = realloc(cb->partials, n * sizeof(double));
@@ -117,49 +88,14 @@ static brisk_status cpu_memset0(brisk_backend *be, void *dst, size_t bytes, bris
     return BRISK_OK;
 }
 
-static int is_float_op(brisk_op op) {
-    switch (op) {
-    case BRISK_OP_INPUT: case BRISK_OP_PARAM: case BRISK_OP_CONST: case BRISK_OP_RESHAPE:
-    case BRISK_OP_CONCAT: case BRISK_OP_SLICE: case BRISK_OP_SLICE_GRAD: case BRISK_OP_TRANSPOSE:
-    case BRISK_OP_EXPAND: case BRISK_OP_GATHER: case BRISK_OP_RANDINT: case BRISK_OP_CAST:
-        return 0;
-    default:
-        return 1;
-    }
-}
-
 static int cpu_supports_op(brisk_backend *be, const brisk_node *node) {
     (void)be;
     if ((unsigned)node->op >= BRISK_OP_COUNT) return 0;
     if ((unsigned)node->dtype >= BRISK_DTYPE_COUNT) return 0;
     if (node->op == BRISK_OP_RANDINT) return node->dtype == BRISK_I32;
     /* every float op computes in f32; data movement takes any dtype */
-    if (is_float_op(node->op)) return node->dtype == BRISK_F32;
+    if (brisk_op_is_float(node->op)) return node->dtype == BRISK_F32;
     return 1;
-}
-
-static brisk_status check_inputs(const brisk_graph *g, int id, brisk_error *err) {
-    const brisk_node *n = NODE(g, id);
-    if (n->n_in < 0 || n->n_in > BRISK_MAX_INPUTS)
-        return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): %d inputs", cpu_op_name(n->op), id,
-                            n->n_in);
-    for (int i = 0; i < n->n_in; i++)
-        if (n->in[i] < 0 || n->in[i] >= g->n_nodes)
-            return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): input %d is node %d of %d",
-                                cpu_op_name(n->op), id, i, n->in[i], g->n_nodes);
-    /* float ops read f32 inputs, except these index/label inputs */
-    if (!is_float_op(n->op)) return BRISK_OK;
-    for (int i = 0; i < n->n_in; i++) {
-        brisk_dtype want = BRISK_F32, got = g->nodes[n->in[i]].dtype;
-        if ((n->op == BRISK_OP_CROSS_ENTROPY && i == 1) || (n->op == BRISK_OP_CROSS_ENTROPY_GRAD && i == 2) ||
-            (n->op == BRISK_OP_SCATTER_ADD && i == 1))
-            want = BRISK_I32;
-        if (n->op == BRISK_OP_SINUSOIDAL && got == BRISK_I32) want = BRISK_I32;
-        if (got != want)
-            return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): input %d is %s, expected %s",
-                                cpu_op_name(n->op), id, i, brisk_dtype_name(got), brisk_dtype_name(want));
-    }
-    return BRISK_OK;
 }
 
 static brisk_status cpu_run_node(brisk_backend *be, const brisk_graph *g, int id,
@@ -168,18 +104,18 @@ static brisk_status cpu_run_node(brisk_backend *be, const brisk_graph *g, int id
     cpu_backend *cb = be->impl;
     if (!g || id < 0 || id >= g->n_nodes)
         return brisk_errorf(err, BRISK_ERR_INVALID, "cpu backend: node %d out of range", id);
-    brisk_status s = check_inputs(g, id, err);
+    brisk_status s = brisk_node_check_inputs(g, id, err);
     if (s != BRISK_OK) return s;
     const brisk_node *n = NODE(g, id);
     if (!cpu_supports_op(be, n))
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cpu backend: %s (node %d) in %s",
-                            cpu_op_name(n->op), id, brisk_dtype_name(n->dtype));
+                            brisk_op_name(n->op), id, brisk_dtype_name(n->dtype));
     if (n->op != BRISK_OP_INPUT && n->op != BRISK_OP_PARAM && n->op != BRISK_OP_CONST) {
         int ok = out != NULL && (n->n_in == 0 || in != NULL);
         for (int i = 0; ok && i < n->n_in; i++) ok = in[i] != NULL;
         if (!ok)
             return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): NULL input or output buffer",
-                                cpu_op_name(n->op), id);
+                                brisk_op_name(n->op), id);
     }
     static const brisk_step_state eval_state = {0, 0, 1, 0, 0};
     if (!st) st = &eval_state;
@@ -235,7 +171,7 @@ static brisk_status cpu_run_node(brisk_backend *be, const brisk_graph *g, int id
     case BRISK_OP_ATTENTION: case BRISK_OP_ATTENTION_GRAD: s = cpu_attention_op(cb, g, id, in, out, st, err); break;
     default:
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cpu backend: no kernel for %s (node %d)",
-                            cpu_op_name(n->op), id);
+                            brisk_op_name(n->op), id);
     }
     return s;
 }

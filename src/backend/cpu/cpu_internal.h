@@ -177,7 +177,5 @@ brisk_status cpu_attention_op(cpu_backend *cb, const brisk_graph *g, int id, con
 void cpu_dropout_factors(uint32_t k0, uint32_t k1, uint32_t stream, uint32_t step, uint64_t e0, int64_t n, float p,
                          float *out);
 
-/* ---- backend.c */
-const char *cpu_op_name(brisk_op op);
 
 #endif

@@ -119,12 +119,12 @@ brisk_status cpu_binary(cpu_backend *cb, const brisk_graph *g, int id, const voi
     for (int k = 0; k < 2; k++) {
         if (xs[k]->ndim > n->shape.ndim)
             return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input %d has more dims than the output",
-                                cpu_op_name(n->op), k);
+                                brisk_op_name(n->op), k);
         int off = n->shape.ndim - xs[k]->ndim;
         for (int i = 0; i < xs[k]->ndim; i++)
             if (xs[k]->d[i] != 1 && xs[k]->d[i] != n->shape.d[off + i])
                 return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input %d dim %d is %lld, output %lld",
-                                    cpu_op_name(n->op), k, i, (long long)xs[k]->d[i],
+                                    brisk_op_name(n->op), k, i, (long long)xs[k]->d[i],
                                     (long long)n->shape.d[off + i]);
     }
     binary_ctx c = {.op = n->op, .x = in[0], .y = in[1], .out = out};
@@ -262,7 +262,7 @@ brisk_status cpu_unary(cpu_backend *cb, const brisk_graph *g, int id, const void
     const brisk_node *n = NODE(g, id);
     int64_t len = cpu_numel(&n->shape);
     if (cpu_numel(&IN_NODE(g, id, 0)->shape) != len)
-        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input and output sizes differ", cpu_op_name(n->op));
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input and output sizes differ", brisk_op_name(n->op));
     unary_ctx c = {.op = n->op, .kind = n->attr.kind, .a = n->attr.f0, .b = n->attr.f1,
                    .x = in[0], .out = out};
     int heavy = n->op != BRISK_OP_SCALE && n->op != BRISK_OP_RELU;

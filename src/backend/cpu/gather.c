@@ -25,7 +25,7 @@ static brisk_status check_indices(const brisk_graph *g, int id, const int32_t *i
         if (idx[i] < 0 || (int64_t)idx[i] >= V)
             return brisk_errorf(err, BRISK_ERR_INVALID,
                                 "%s (node %d): index %d at position %lld is outside the valid range [0, %lld)",
-                                cpu_op_name(NODE(g, id)->op), id, (int)idx[i], (long long)i, (long long)V);
+                                brisk_op_name(NODE(g, id)->op), id, (int)idx[i], (long long)i, (long long)V);
     return BRISK_OK;
 }
 
@@ -56,9 +56,9 @@ static brisk_status sinusoidal(const brisk_graph *g, int id, const void *const *
     int64_t dim = n->attr.i0, half = dim / 2, N = cpu_numel(&nt->shape);
     if (dim <= 0 || dim % 2 || dim > 1 << 20)
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s: dim %lld must be even and positive",
-                            cpu_op_name(n->op), (long long)dim);
+                            brisk_op_name(n->op), (long long)dim);
     if (nt->dtype != BRISK_F32 && nt->dtype != BRISK_I32)
-        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: t must be f32 or i32", cpu_op_name(n->op));
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: t must be f32 or i32", brisk_op_name(n->op));
     float fbuf[512], *f = half <= 512 ? fbuf : malloc((size_t)half * sizeof(float));
     if (!f) return brisk_errorf(err, BRISK_ERR_NOMEM, "sinusoidal: %lld frequencies", (long long)half);
     freqs(half, f);
@@ -105,7 +105,7 @@ brisk_status cpu_gather_op(cpu_backend *cb, const brisk_graph *g, int id, const 
     if (n->op == BRISK_OP_SINUSOIDAL || n->op == BRISK_OP_SINUSOIDAL_GRAD) return sinusoidal(g, id, in, out, err);
     const brisk_node *ni = IN_NODE(g, id, 1);
     if (ni->dtype != BRISK_I32)
-        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: indices must be i32, got %s", cpu_op_name(n->op),
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: indices must be i32, got %s", brisk_op_name(n->op),
                             brisk_dtype_name(ni->dtype));
     const int32_t *idx = in[1];
     int64_t nidx = cpu_numel(&ni->shape);

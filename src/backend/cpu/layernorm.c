@@ -82,7 +82,7 @@ brisk_status cpu_layernorm(cpu_backend *cb, const brisk_graph *g, int id, const 
     int64_t N = n->shape.ndim ? n->shape.d[n->shape.ndim - 1] : 1, len = cpu_numel(&n->shape);
     int xi = n->op == BRISK_OP_LAYERNORM_GRAD_X ? 1 : 0;
     if (cpu_numel(&IN_NODE(g, id, xi)->shape) != len)
-        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input and output sizes differ", cpu_op_name(n->op));
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input and output sizes differ", brisk_op_name(n->op));
     if (n->op == BRISK_OP_LAYERNORM_GRAD_X && cpu_numel(&IN_NODE(g, id, 0)->shape) != len)
         return brisk_errorf(err, BRISK_ERR_SHAPE, "layernorm_grad_x: dy and x sizes differ");
     if (n->op != BRISK_OP_LAYERNORM_XHAT) {
@@ -90,7 +90,7 @@ brisk_status cpu_layernorm(cpu_backend *cb, const brisk_graph *g, int id, const 
         for (int k = gi; k < 3; k++)
             if (cpu_numel(&IN_NODE(g, id, k)->shape) != N)
                 return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input %d has %lld elements, expected %lld",
-                                    cpu_op_name(n->op), k, (long long)cpu_numel(&IN_NODE(g, id, k)->shape),
+                                    brisk_op_name(n->op), k, (long long)cpu_numel(&IN_NODE(g, id, k)->shape),
                                     (long long)N);
     }
     if (N == 0 || len == 0) return BRISK_OK;

@@ -181,7 +181,7 @@ brisk_status cpu_lstm_op(cpu_backend *cb, const brisk_graph *g, int id, const vo
         ok = n->n_in == 2 && shape_is(IN_NODE(g, id, 0), 3, B, T, G) && shape_is(n, 2, G, H, 0);
     if (!ok)
         return brisk_errorf(err, BRISK_ERR_SHAPE, "%s (node %d): shapes do not fit an LSTM of B %lld, T %lld, H %lld",
-                            cpu_op_name(n->op), id, (long long)B, (long long)T, (long long)H);
+                            brisk_op_name(n->op), id, (long long)B, (long long)T, (long long)H);
     if (B * T * H == 0) return BRISK_OK;
     if (n->op == BRISK_OP_LSTM_GRAD_W) { /* d w_hh = dgates^T h_prev: one GEMM over every (b, t) */
         lstm_ctx w = c;
@@ -198,7 +198,7 @@ brisk_status cpu_lstm_op(cpu_backend *cb, const brisk_graph *g, int id, const vo
     float *tmp = fwd ? NULL : malloc((size_t)(2 * B * H) * sizeof(float));
     if (!packed || !zeros || (!fwd && !tmp)) {
         free(packed); free(zeros); free(tmp);
-        return brisk_errorf(err, BRISK_ERR_NOMEM, "%s (node %d): out of memory", cpu_op_name(n->op), id);
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "%s (node %d): out of memory", brisk_op_name(n->op), id);
     }
     /* forward multiplies by w_hh^T ([H, 4H]), backward by w_hh ([4H, H]) */
     cpu_sgemm_pack_b(fwd, fwd ? H : G, fwd ? G : H, w_hh, H, packed);

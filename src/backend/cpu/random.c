@@ -154,7 +154,7 @@ brisk_status cpu_random(cpu_backend *cb, const brisk_graph *g, int id, const voi
     } else {
         if (!brisk_shape_equal(&n->attr.shape2, &n->shape))
             return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: shape2 must equal the output shape",
-                                cpu_op_name(n->op));
+                                brisk_op_name(n->op));
         if (n->op == BRISK_OP_RAND_UNIFORM) {
             c.a = n->attr.f0;
             c.b = n->attr.f1;

@@ -212,7 +212,7 @@ brisk_status cpu_reduce(cpu_backend *cb, const brisk_graph *g, int id, const voi
         if (!((mask >> i) & 1)) outn *= xs->d[i];
     if (outn != cpu_numel(&n->shape))
         return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: output has %lld elements, expected %lld",
-                            cpu_op_name(n->op), (long long)cpu_numel(&n->shape), (long long)outn);
+                            brisk_op_name(n->op), (long long)cpu_numel(&n->shape), (long long)outn);
     cpu_reduce_sum(cb, in[0], xs, mask, scale, out);
     return BRISK_OK;
 }

@@ -66,11 +66,11 @@ static brisk_status slice(const brisk_graph *g, int id, const void *const *in, v
     int axis = n->attr.axis;
     if (axis < 0 || axis >= full->ndim || full->ndim != part->ndim)
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s: axis %d outside [0, %d) or rank mismatch",
-                            cpu_op_name(n->op), axis, full->ndim);
+                            brisk_op_name(n->op), axis, full->ndim);
     int64_t start = n->attr.i0, len = part->d[axis];
     if (start < 0 || start + len > full->d[axis])
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s: [%lld, %lld) is outside [0, %lld) on axis %d",
-                            cpu_op_name(n->op), (long long)start, (long long)(start + len),
+                            brisk_op_name(n->op), (long long)start, (long long)(start + len),
                             (long long)full->d[axis], axis);
     size_t es = brisk_dtype_size(n->dtype);
     int64_t outer, inner;
@@ -180,7 +180,7 @@ brisk_status cpu_shape_op(cpu_backend *cb, const brisk_graph *g, int id, const v
     const brisk_node *n = NODE(g, id);
     for (int k = 0; k < n->n_in; k++)
         if (IN_NODE(g, id, k)->dtype != n->dtype)
-            return brisk_errorf(err, BRISK_ERR_INVALID, "%s: input %d is %s, output %s", cpu_op_name(n->op),
+            return brisk_errorf(err, BRISK_ERR_INVALID, "%s: input %d is %s, output %s", brisk_op_name(n->op),
                                 k, brisk_dtype_name(IN_NODE(g, id, k)->dtype), brisk_dtype_name(n->dtype));
     switch (n->op) {
     case BRISK_OP_CONCAT: return concat(g, id, in, out, err);

@@ -73,7 +73,7 @@ brisk_status cpu_softmax(cpu_backend *cb, const brisk_graph *g, int id, const vo
     const brisk_node *n = NODE(g, id);
     int64_t C = n->shape.ndim ? n->shape.d[n->shape.ndim - 1] : 1, len = cpu_numel(&n->shape);
     if (cpu_numel(&IN_NODE(g, id, 0)->shape) != len)
-        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input and output sizes differ", cpu_op_name(n->op));
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input and output sizes differ", brisk_op_name(n->op));
     if (C == 0 || len == 0) return BRISK_OK;
     sm_ctx c = {.op = n->op, .x = in[0], .out = out, .C = C};
     cpu_parallel(cb, len / C, (CPU_PAR_MIN_HEAVY + C - 1) / C, softmax_range, &c);
@@ -108,7 +108,7 @@ brisk_status cpu_softmax_grad(cpu_backend *cb, const brisk_graph *g, int id, con
     for (int k = 0; k < 2; k++)
         if (cpu_numel(&IN_NODE(g, id, k)->shape) != len)
             return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input %d size differs from the output",
-                                cpu_op_name(n->op), k);
+                                brisk_op_name(n->op), k);
     if (C == 0 || len == 0) return BRISK_OK;
     sm_ctx c = {.op = n->op, .dy = in[0], .y = in[1], .out = out, .C = C};
     cpu_parallel(cb, len / C, (CPU_PAR_MIN_HEAVY + C - 1) / C, softmax_grad_range, &c);
@@ -151,19 +151,19 @@ brisk_status cpu_cross_entropy(cpu_backend *cb, const brisk_graph *g, int id,
     const brisk_node *nl = IN_NODE(g, id, grad ? 1 : 0), *nlab = IN_NODE(g, id, grad ? 2 : 1);
     if (nlab->dtype != BRISK_I32)
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s: labels must be i32, got %s",
-                            cpu_op_name(n->op), brisk_dtype_name(nlab->dtype));
+                            brisk_op_name(n->op), brisk_dtype_name(nlab->dtype));
     int64_t len = cpu_numel(&nl->shape);
     int64_t C = nl->shape.ndim ? nl->shape.d[nl->shape.ndim - 1] : 1;
     int64_t rows = C ? len / C : 0;
     if (cpu_numel(&nlab->shape) != rows)
-        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: %lld labels for %lld rows", cpu_op_name(n->op),
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: %lld labels for %lld rows", brisk_op_name(n->op),
                             (long long)cpu_numel(&nlab->shape), (long long)rows);
     const int32_t *lab = in[grad ? 2 : 1];
     for (int64_t r = 0; r < rows; r++)
         if (lab[r] < 0 || (int64_t)lab[r] >= C)
             return brisk_errorf(err, BRISK_ERR_INVALID,
                                 "%s (node %d): label %d at row %lld is outside the valid range [0, %lld)",
-                                cpu_op_name(n->op), id, (int)lab[r], (long long)r, (long long)C);
+                                brisk_op_name(n->op), id, (int)lab[r], (long long)r, (long long)C);
     sm_ctx c = {.op = n->op, .x = in[grad ? 1 : 0], .labels = lab, .out = out, .C = C};
     if (!grad) {
         double s = rows ? cpu_chunk_sum(cb, rows, 64, ce_rows, &c) / (double)rows : NAN;
@@ -214,7 +214,7 @@ brisk_status cpu_mse(cpu_backend *cb, const brisk_graph *g, int id, const void *
     int64_t len = cpu_numel(&np->shape);
     if (cpu_numel(&nt->shape) != len || (grad && cpu_numel(&n->shape) != len))
         return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: pred, target (and output) sizes differ",
-                            cpu_op_name(n->op));
+                            brisk_op_name(n->op));
     mse_ctx c = {in[grad ? 1 : 0], in[grad ? 2 : 1], out, 0.0f};
     if (!grad) {
         *(float *)out = len ? (float)(cpu_chunk_sum(cb, len, 16384, mse_terms, &c) / (double)len) : NAN;

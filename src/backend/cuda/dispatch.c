@@ -23,48 +23,13 @@ static int64_t numel(const brisk_shape *s) {
 
 static int64_t last_dim(const brisk_shape *s) { return s->ndim ? s->d[s->ndim - 1] : 1; }
 
-const char *cuda_op_name(brisk_op op) { return brisk_op_name(op); }
-
-static int is_float_op(brisk_op op) {
-    switch (op) {
-    case BRISK_OP_INPUT: case BRISK_OP_PARAM: case BRISK_OP_CONST: case BRISK_OP_RESHAPE:
-    case BRISK_OP_CONCAT: case BRISK_OP_SLICE: case BRISK_OP_SLICE_GRAD: case BRISK_OP_TRANSPOSE:
-    case BRISK_OP_EXPAND: case BRISK_OP_GATHER: case BRISK_OP_RANDINT: case BRISK_OP_CAST:
-        return 0;
-    default:
-        return 1;
-    }
-}
-
 /* The CPU backend's rule: float ops compute in f32, data movement takes any dtype. */
 int cuda_supports_op(brisk_backend *be, const brisk_node *node) {
     (void)be;
     if ((unsigned)node->op >= BRISK_OP_COUNT || (unsigned)node->dtype >= BRISK_DTYPE_COUNT) return 0;
     if (node->op == BRISK_OP_RANDINT) return node->dtype == BRISK_I32;
-    if (is_float_op(node->op)) return node->dtype == BRISK_F32;
+    if (brisk_op_is_float(node->op)) return node->dtype == BRISK_F32;
     return 1;
-}
-
-static brisk_status check_inputs(const brisk_graph *g, int id, brisk_error *err) {
-    const brisk_node *n = NODE(g, id);
-    if (n->n_in < 0 || n->n_in > BRISK_MAX_INPUTS)
-        return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): %d inputs", cuda_op_name(n->op), id, n->n_in);
-    for (int i = 0; i < n->n_in; i++)
-        if (n->in[i] < 0 || n->in[i] >= g->n_nodes)
-            return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): input %d is node %d of %d",
-                                cuda_op_name(n->op), id, i, n->in[i], g->n_nodes);
-    if (!is_float_op(n->op)) return BRISK_OK;
-    for (int i = 0; i < n->n_in; i++) {
-        brisk_dtype want = BRISK_F32, got = g->nodes[n->in[i]].dtype;
-        if ((n->op == BRISK_OP_CROSS_ENTROPY && i == 1) || (n->op == BRISK_OP_CROSS_ENTROPY_GRAD && i == 2) ||
-            (n->op == BRISK_OP_SCATTER_ADD && i == 1))
-            want = BRISK_I32;
-        if (n->op == BRISK_OP_SINUSOIDAL && got == BRISK_I32) want = BRISK_I32;
-        if (got != want)
-            return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): input %d is %s, expected %s",
-                                cuda_op_name(n->op), id, i, brisk_dtype_name(got), brisk_dtype_name(want));
-    }
-    return BRISK_OK;
 }
 
 /* ---------------------------------------------------------------- views */
@@ -214,7 +179,7 @@ static brisk_status run_reduce(cuda_backend *cb, const brisk_graph *g, int id, c
         else n_out *= xs->d[i];
     }
     if (n_out != numel(&n->shape))
-        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: output has %lld elements, expected %lld", cuda_op_name(n->op),
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: output has %lld elements, expected %lld", brisk_op_name(n->op),
                             (long long)numel(&n->shape), (long long)n_out);
     int64_t d[BRISK_MAX_DIMS];
     int red[BRISK_MAX_DIMS];
@@ -222,7 +187,7 @@ static brisk_status run_reduce(cuda_backend *cb, const brisk_graph *g, int id, c
     void *scratch;
     brisk_status st = cuda_scratch(cb, cuk_reduce_scratch_bytes(n_out, n_red), &scratch, err);
     if (st) return st;
-    LAUNCH(cuk_reduce(in[0], out, nd, d, red, scale, scratch, cb->compute), cuda_op_name(n->op));
+    LAUNCH(cuk_reduce(in[0], out, nd, d, red, scale, scratch, cb->compute), brisk_op_name(n->op));
     return BRISK_OK;
 }
 
@@ -241,7 +206,7 @@ static brisk_status run_random(cuda_backend *cb, const brisk_graph *g, int id, c
         scale = 1.0f / (1.0f - p);
     } else {
         if (!brisk_shape_equal(&n->attr.shape2, &n->shape))
-            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: shape2 must equal the output shape", cuda_op_name(n->op));
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: shape2 must equal the output shape", brisk_op_name(n->op));
         if (n->op == BRISK_OP_RAND_UNIFORM) {
             a = n->attr.f0, b = n->attr.f1;
             if (!(a < b) || !isfinite(a) || !isfinite(b))
@@ -257,7 +222,7 @@ static brisk_status run_random(cuda_backend *cb, const brisk_graph *g, int id, c
         }
     }
     LAUNCH(cuk_random(n->op, n->op == BRISK_OP_DROPOUT ? in[0] : NULL, out, len, n->attr.rng, p, scale, a, b, lo,
-                      range, cb->vals, cb->compute), cuda_op_name(n->op));
+                      range, cb->vals, cb->compute), brisk_op_name(n->op));
     return BRISK_OK;
 }
 
@@ -269,16 +234,16 @@ static brisk_status run_rows(cuda_backend *cb, const brisk_graph *g, int id, con
     int xi = op == BRISK_OP_LAYERNORM_GRAD_X || op == BRISK_OP_SOFTMAX_GRAD || op == BRISK_OP_LOG_SOFTMAX_GRAD;
     for (int k = 0; k <= xi; k++)
         if (numel(&IN_NODE(g, id, k)->shape) != len)
-            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input %d size differs from the output", cuda_op_name(op), k);
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input %d size differs from the output", brisk_op_name(op), k);
     if (C == 0 || len == 0) return BRISK_OK;
     int64_t rows = len / C;
     cudaStream_t s = cb->compute;
     switch (op) {
     case BRISK_OP_SOFTMAX: case BRISK_OP_LOG_SOFTMAX:
-        LAUNCH(cuk_softmax(op == BRISK_OP_LOG_SOFTMAX, in[0], out, rows, C, s), cuda_op_name(op));
+        LAUNCH(cuk_softmax(op == BRISK_OP_LOG_SOFTMAX, in[0], out, rows, C, s), brisk_op_name(op));
         return BRISK_OK;
     case BRISK_OP_SOFTMAX_GRAD: case BRISK_OP_LOG_SOFTMAX_GRAD:
-        LAUNCH(cuk_softmax_grad(op == BRISK_OP_LOG_SOFTMAX_GRAD, in[0], in[1], out, rows, C, s), cuda_op_name(op));
+        LAUNCH(cuk_softmax_grad(op == BRISK_OP_LOG_SOFTMAX_GRAD, in[0], in[1], out, rows, C, s), brisk_op_name(op));
         return BRISK_OK;
     default: break;
     }
@@ -287,11 +252,11 @@ static brisk_status run_rows(cuda_backend *cb, const brisk_graph *g, int id, con
         for (int k = gi; k < 3; k++)
             if (numel(&IN_NODE(g, id, k)->shape) != C)
                 return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input %d has %lld elements, expected %lld",
-                                    cuda_op_name(op), k, (long long)numel(&IN_NODE(g, id, k)->shape), (long long)C);
+                                    brisk_op_name(op), k, (long long)numel(&IN_NODE(g, id, k)->shape), (long long)C);
     const float *x = in[xi], *dy = xi ? in[0] : NULL;
     const float *gamma = op == BRISK_OP_LAYERNORM ? in[1] : op == BRISK_OP_LAYERNORM_GRAD_X ? in[2] : NULL;
     const float *beta = op == BRISK_OP_LAYERNORM ? in[2] : NULL;
-    LAUNCH(cuk_layernorm(op, x, dy, gamma, beta, out, rows, C, n->attr.f0, s), cuda_op_name(op));
+    LAUNCH(cuk_layernorm(op, x, dy, gamma, beta, out, rows, C, n->attr.f0, s), brisk_op_name(op));
     return BRISK_OK;
 }
 
@@ -305,7 +270,7 @@ static brisk_status run_loss(cuda_backend *cb, const brisk_graph *g, int id, con
     brisk_status st;
     if (n->op == BRISK_OP_MSE || n->op == BRISK_OP_MSE_GRAD) {
         if (numel(&n1->shape) != len || (grad && numel(&n->shape) != len))
-            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: pred, target (and output) sizes differ", cuda_op_name(n->op));
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: pred, target (and output) sizes differ", brisk_op_name(n->op));
         if (grad) {
             LAUNCH(cuk_mse_grad(in[0], in[1], in[2], out, len, cb->compute), "mse_grad");
         } else if (len == 0) {
@@ -317,11 +282,11 @@ static brisk_status run_loss(cuda_backend *cb, const brisk_graph *g, int id, con
         return BRISK_OK;
     }
     if (n1->dtype != BRISK_I32)
-        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: labels must be i32, got %s", cuda_op_name(n->op),
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: labels must be i32, got %s", brisk_op_name(n->op),
                             brisk_dtype_name(n1->dtype));
     int64_t C = last_dim(&n0->shape), rows = C ? len / C : 0;
     if (numel(&n1->shape) != rows)
-        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: %lld labels for %lld rows", cuda_op_name(n->op),
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: %lld labels for %lld rows", brisk_op_name(n->op),
                             (long long)numel(&n1->shape), (long long)rows);
     if (grad) {
         if (numel(&n->shape) != len)
@@ -361,24 +326,24 @@ static brisk_status run_op(cuda_backend *cb, const brisk_graph *g, int id, const
         for (int k = 0; k < 2; k++) {
             if (xs[k]->ndim > n->shape.ndim)
                 return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input %d has more dims than the output",
-                                    cuda_op_name(n->op), k);
+                                    brisk_op_name(n->op), k);
             int off = n->shape.ndim - xs[k]->ndim;
             for (int i = 0; i < xs[k]->ndim; i++)
                 if (xs[k]->d[i] != 1 && xs[k]->d[i] != n->shape.d[off + i])
                     return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input %d dim %d is %lld, output %lld",
-                                        cuda_op_name(n->op), k, i, (long long)xs[k]->d[i], (long long)n->shape.d[off + i]);
+                                        brisk_op_name(n->op), k, i, (long long)xs[k]->d[i], (long long)n->shape.d[off + i]);
         }
         cuda_strides v;
         cuda_bcast_view(&v, &n->shape, xs, 2);
-        LAUNCH(cuk_binary(n->op, in[0], in[1], out, &v, len, s), cuda_op_name(n->op));
+        LAUNCH(cuk_binary(n->op, in[0], in[1], out, &v, len, s), brisk_op_name(n->op));
         return BRISK_OK;
     }
     case BRISK_OP_SCALE: case BRISK_OP_RELU: case BRISK_OP_GELU: case BRISK_OP_SILU: case BRISK_OP_TANH:
     case BRISK_OP_SIGMOID:
         if (numel(&IN_NODE(g, id, 0)->shape) != len)
-            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input and output sizes differ", cuda_op_name(n->op));
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input and output sizes differ", brisk_op_name(n->op));
         LAUNCH(cuk_unary(n->op, n->attr.kind == BRISK_GELU_TANH, n->attr.f0, n->attr.f1, in[0], out, len, s),
-               cuda_op_name(n->op));
+               brisk_op_name(n->op));
         return BRISK_OK;
     case BRISK_OP_ACT_GRAD: {
         int kind = n->attr.kind;
@@ -427,7 +392,7 @@ static brisk_status run_op(cuda_backend *cb, const brisk_graph *g, int id, const
         return BRISK_OK;
     default:
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda backend: no kernel for %s (node %d)",
-                            cuda_op_name(n->op), id);
+                            brisk_op_name(n->op), id);
     }
 }
 
@@ -436,17 +401,17 @@ brisk_status cuda_run_node(brisk_backend *be, const brisk_graph *g, int id, cons
     cuda_backend *cb = be->impl;
     if (!g || id < 0 || id >= g->n_nodes)
         return brisk_errorf(err, BRISK_ERR_INVALID, "cuda backend: node %d out of range", id);
-    brisk_status s = check_inputs(g, id, err);
+    brisk_status s = brisk_node_check_inputs(g, id, err);
     if (s) return s;
     const brisk_node *n = NODE(g, id);
     if (!cuda_supports_op(be, n))
-        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda backend: %s (node %d) in %s", cuda_op_name(n->op), id,
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda backend: %s (node %d) in %s", brisk_op_name(n->op), id,
                             brisk_dtype_name(n->dtype));
     if (n->op == BRISK_OP_INPUT || n->op == BRISK_OP_PARAM || n->op == BRISK_OP_CONST) return BRISK_OK;
     int ok = out != NULL && (n->n_in == 0 || in != NULL);
     for (int i = 0; ok && i < n->n_in; i++) ok = in[i] != NULL;
     if (!ok)
-        return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): NULL input or output buffer", cuda_op_name(n->op), id);
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): NULL input or output buffer", brisk_op_name(n->op), id);
     static const brisk_step_state eval_state = {0, 0, 1, 0, 0};
     if (!st) st = &eval_state;
     if ((s = cuda_begin_work(cb, st, err))) return s;

@@ -43,7 +43,7 @@ brisk_status cuda_run_movement(cuda_backend *cb, const brisk_graph *g, int id, c
     cudaStream_t s = cb->compute;
     for (int k = 0; k < n->n_in; k++)
         if (IN_NODE(g, id, k)->dtype != n->dtype)
-            return brisk_errorf(err, BRISK_ERR_INVALID, "%s: input %d is %s, output %s", cuda_op_name(n->op), k,
+            return brisk_errorf(err, BRISK_ERR_INVALID, "%s: input %d is %s, output %s", brisk_op_name(n->op), k,
                                 brisk_dtype_name(IN_NODE(g, id, k)->dtype), brisk_dtype_name(n->dtype));
     if (n->op == BRISK_OP_CONCAT) {
         int axis = n->attr.axis;
@@ -74,11 +74,11 @@ brisk_status cuda_run_movement(cuda_backend *cb, const brisk_graph *g, int id, c
         int axis = n->attr.axis;
         if (axis < 0 || axis >= full->ndim || full->ndim != part->ndim)
             return brisk_errorf(err, BRISK_ERR_INVALID, "%s: axis %d outside [0, %d) or rank mismatch",
-                                cuda_op_name(n->op), axis, full->ndim);
+                                brisk_op_name(n->op), axis, full->ndim);
         int64_t start = n->attr.i0, len = part->d[axis], outer, inner;
         if (start < 0 || start + len > full->d[axis])
             return brisk_errorf(err, BRISK_ERR_INVALID, "%s: [%lld, %lld) is outside [0, %lld) on axis %d",
-                                cuda_op_name(n->op), (long long)start, (long long)(start + len),
+                                brisk_op_name(n->op), (long long)start, (long long)(start + len),
                                 (long long)full->d[axis], axis);
         outer_inner(full, axis, &outer, &inner);
         int64_t frow = full->d[axis] * inner, prow = len * inner, off = start * inner;
@@ -128,7 +128,7 @@ brisk_status cuda_run_movement(cuda_backend *cb, const brisk_graph *g, int id, c
     if (v.nd == 0) v.nd = 1, v.d[0] = 1, v.s[0][0] = 1;
     int64_t stv = 1; /* the destination is contiguous over the collapsed dims */
     for (int i = v.nd - 1; i >= 0; i--) v.s[1][i] = stv, stv *= v.d[i];
-    LAUNCH(cuk_strided_copy(out, in[0], es, &v, s), cuda_op_name(n->op));
+    LAUNCH(cuk_strided_copy(out, in[0], es, &v, s), brisk_op_name(n->op));
     return BRISK_OK;
 }
 
@@ -167,11 +167,11 @@ brisk_status cuda_run_index(cuda_backend *cb, const brisk_graph *g, int id, cons
         const brisk_node *nt = IN_NODE(g, id, grad ? 1 : 0);
         int64_t dim = n->attr.i0, N = numel(&nt->shape);
         if (dim <= 0 || dim % 2 || dim > 1 << 20)
-            return brisk_errorf(err, BRISK_ERR_INVALID, "%s: dim %lld must be even and positive", cuda_op_name(n->op),
+            return brisk_errorf(err, BRISK_ERR_INVALID, "%s: dim %lld must be even and positive", brisk_op_name(n->op),
                                 (long long)dim);
         if ((grad ? numel(&IN_NODE(g, id, 0)->shape) : numel(&n->shape)) != N * dim ||
             (grad && numel(&n->shape) != N))
-            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: expected [%lld, %lld]", cuda_op_name(n->op), (long long)N,
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: expected [%lld, %lld]", brisk_op_name(n->op), (long long)N,
                                 (long long)dim);
         const float *freq = NULL;
         brisk_status st = freq_table(cb, dim, &freq, err);
@@ -183,7 +183,7 @@ brisk_status cuda_run_index(cuda_backend *cb, const brisk_graph *g, int id, cons
     }
     const brisk_node *ni = IN_NODE(g, id, 1);
     if (ni->dtype != BRISK_I32)
-        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: indices must be i32, got %s", cuda_op_name(n->op),
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: indices must be i32, got %s", brisk_op_name(n->op),
                             brisk_dtype_name(ni->dtype));
     int64_t nidx = numel(&ni->shape);
     if (n->op == BRISK_OP_GATHER) {
