@@ -6,10 +6,18 @@
  *     offset LSTM_GRAD_W's GEMM reads;
  *   - the weight-space map: copy runs (merged only where both sides continue), the bounds
  *     and overlap check, and the identity input matrix, whose GEMM must return xp;
- *   - the reserve space inside the node's workspace: aligned, inside, never over h_prev. */
+ *   - the reserve space inside the node's workspace: aligned, inside, never over h_prev;
+ *   - in CUDA builds, cuDNN itself where its library is installed (no GPU needed): the
+ *     entry points load and it accepts the plans' descriptors for every precision. */
 #include "cpu_test_util.h"
 
 #include "backend/cuda/lstm_layout.h"
+
+#if BRISK_HAVE_CUDA
+#include "backend/cuda/cuda_internal.h"
+
+#include <dlfcn.h>
+#endif
 
 static brisk_backend *be;
 
@@ -203,10 +211,42 @@ static void test_reserve(void) {
     }
 }
 
+#if BRISK_HAVE_CUDA
+static void test_cudnn_on_host(void) {
+    void *lib = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+    const char *why = cuda_rnn_missing();
+    if (!lib) {
+        CHECKF(why && strstr(why, "cuDNN 9"), "no libcudnn.so.9, yet the reason is \"%s\"", why ? why : "(none)");
+        printf("no libcudnn.so.9 here: \"%s\"; descriptors not checked\n", why ? why : "");
+        return;
+    }
+    dlclose(lib);
+    if (why && strstr(why, "cudnn.h")) { /* built without cuDNN's headers */
+        printf("%s; descriptors not checked\n", why);
+        return;
+    }
+    CHECKF(!why, "libcudnn.so.9 is here, yet: %s", why);
+    CHECK(cuda_rnn_missing() == why); /* loaded once: the same answer */
+    brisk_gemm_precision ps[4] = {BRISK_GEMM_FP32, BRISK_GEMM_TF32, BRISK_GEMM_BF16, BRISK_GEMM_FP16};
+    const int64_t shapes[3][3] = {{1, 1, 1}, {37, 9, 19}, {256, 60, 128}};
+    brisk_error err = {0};
+    for (int k = 0; k < 4; k++)
+        for (int s = 0; s < 3; s++)
+            CHECKF(cuda_rnn_check_descs(ps[k], shapes[s][0], shapes[s][1], shapes[s][2], &err) == BRISK_OK,
+                   "%s: %s", brisk_gemm_precision_name(ps[k]), err.msg);
+    CHECK(cuda_rnn_check_descs(BRISK_GEMM_FP32, 4, 5, (int64_t)1 << 30, &err) == BRISK_ERR_UNSUPPORTED &&
+          strstr(err.msg, "int sizes"));
+}
+#endif
+
 int main(void) {
     be = brisk_backend_cpu_new(2);
     if (!be) return 1;
-    t_case c[] = {T(test_flip), T(test_direction_and_hprev), T(test_runs), T(test_weight_map), T(test_reserve)};
+    t_case c[] = {T(test_flip), T(test_direction_and_hprev), T(test_runs), T(test_weight_map), T(test_reserve),
+#if BRISK_HAVE_CUDA
+                  T(test_cudnn_on_host),
+#endif
+    };
     int rc = t_run(c, (int)(sizeof c / sizeof c[0]));
     be->destroy(be);
     return rc;

@@ -222,6 +222,10 @@ brisk_status cuda_run_lstm(cuda_backend *cb, const brisk_graph *g, int id, const
 /* Plans every LSTM node of g (descriptors, weight space, workspaces): nothing allocated per step. */
 brisk_status cuda_rnn_prepare(cuda_backend *cb, const brisk_graph *g, brisk_error *err);
 void cuda_rnn_forget(cuda_backend *cb); /* after the compute stream is idle */
+/* Sets up the cuDNN descriptors of a [B, T, H] LSTM for a precision without a GPU (CI's check
+ * that cuDNN accepts what the plans ask of it). */
+brisk_status cuda_rnn_check_descs(brisk_gemm_precision precision, int64_t B, int64_t T, int64_t H,
+                                  brisk_error *err);
 void cuda_rnn_free(cuda_backend *cb);
 
 /* ---- info.c */

@@ -208,22 +208,25 @@ struct cuda_rnn {
     int n, cap;
 };
 
-static void plan_free(lstm_plan *p) {
+static void descs_free(lstm_plan *p) {
     if (p->rnn) dnn.cudnnDestroyRNNDescriptor(p->rnn);
     if (p->xd) dnn.cudnnDestroyRNNDataDescriptor(p->xd);
     if (p->yd) dnn.cudnnDestroyRNNDataDescriptor(p->yd);
     if (p->hd) dnn.cudnnDestroyTensorDescriptor(p->hd);
     if (p->drop) dnn.cudnnDestroyDropoutDescriptor(p->drop);
-    cudaFree(p->wspace);
-    cudaFree(p->work);
-    cudaFree(p->reserve);
-    cudaFree(p->seq);
-    cudaFree(p->flip);
+    p->rnn = NULL, p->xd = p->yd = NULL, p->hd = NULL, p->drop = NULL;
+}
+
+static void plan_free(lstm_plan *p) {
+    descs_free(p);
+    void *bufs[5] = {p->wspace, p->work, p->reserve, p->seq, p->flip};
+    for (int i = 0; i < 5; i++)
+        if (bufs[i]) cudaFree(bufs[i]);
     memset(p, 0, sizeof *p);
 }
 
-static int math_type(const cuda_backend *cb) {
-    switch (cb->opt.precision) {
+static int math_type(brisk_gemm_precision precision) {
+    switch (precision) {
     case BRISK_GEMM_FP32: return CUDNN_FMA_MATH;
     case BRISK_GEMM_FP16: return CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
     default: return CUDNN_DEFAULT_MATH;
@@ -307,20 +310,13 @@ static brisk_status plan_weights(cuda_backend *cb, lstm_plan *p, const char *wha
     return BRISK_OK;
 }
 
-static brisk_status plan_build(cuda_backend *cb, const brisk_graph *g, int node, const int64_t d[3], int reverse,
-                               lstm_plan *p, brisk_error *err) {
-    char what[64];
-    snprintf(what, sizeof what, "lstm (node %d)", node);
-    memset(p, 0, sizeof *p);
-    p->g = g, p->node = node, p->B = d[0], p->T = d[1], p->H = d[2], p->reverse = reverse, p->math = math_type(cb);
+/* The part of a plan that needs no handle or GPU: the RNN, sequence and state
+ * descriptors (p->B, T, H, math and drop set; drop may be NULL). */
+static brisk_status plan_descs(lstm_plan *p, const char *what, brisk_error *err) {
     int64_t B = p->B, T = p->T, H = p->H;
-    if (B > INT32_MAX || T > INT32_MAX || 4 * H > INT32_MAX)
-        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: B %lld, T %lld, 4H %lld exceed cuDNN's int sizes", what,
-                            (long long)B, (long long)T, (long long)(4 * H));
-    cudnnHandle_t h = cb->rnn->handle;
-    DNN(cudnnCreateDropoutDescriptor(&p->drop), what);
-    /* no dropout inside one layer: cuDNN needs no RNG state for p = 0 */
-    DNN(cudnnSetDropoutDescriptor(p->drop, h, 0.0f, NULL, 0, 0), what);
+    if (B < 1 || T < 1 || H < 1 || B > INT32_MAX || T > INT32_MAX || 4 * H > INT32_MAX || B * H > INT32_MAX)
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: B %lld, T %lld, H %lld do not fit cuDNN's int sizes",
+                            what, (long long)B, (long long)T, (long long)H);
     DNN(cudnnCreateRNNDescriptor(&p->rnn), what);
     DNN(cudnnSetRNNDescriptor_v8(p->rnn, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_DOUBLE_BIAS,
                                  CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
@@ -331,7 +327,6 @@ static brisk_status plan_build(cuda_backend *cb, const brisk_graph *g, int node,
     if (!lens) return brisk_errorf(err, BRISK_ERR_NOMEM, "cuda: out of memory (%s)", what);
     for (int64_t b = 0; b < B; b++) lens[b] = (int)T;
     cudnnStatus_t s;
-    cudaError_t e = cudaSuccess;
     if ((s = dnn.cudnnCreateRNNDataDescriptor(&p->xd)) || (s = dnn.cudnnCreateRNNDataDescriptor(&p->yd)) ||
         (s = dnn.cudnnSetRNNDataDescriptor(p->xd, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, (int)T,
                                            (int)B, (int)(4 * H), lens, NULL)) ||
@@ -340,18 +335,52 @@ static brisk_status plan_build(cuda_backend *cb, const brisk_graph *g, int node,
         free(lens);
         return dnn_fail(err, s, "cudnnSetRNNDataDescriptor", what);
     }
-    if ((e = cudaMalloc((void **)&p->seq, (size_t)B * sizeof(int32_t))) == cudaSuccess)
-        e = cudaMemcpyAsync(p->seq, lens, (size_t)B * sizeof(int32_t), cudaMemcpyHostToDevice, cb->compute);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(cb->compute); /* before lens goes */
     free(lens);
-    CU(e, "the LSTM's sequence lengths");
     /* initial and final states: none (zeros in, not read out), but cuDNN checks their shape */
     int hdim[3] = {1, (int)B, (int)H}, hstr[3] = {(int)(B * H), (int)H, 1};
     DNN(cudnnCreateTensorDescriptor(&p->hd), what);
     DNN(cudnnSetTensorNdDescriptor(p->hd, CUDNN_DATA_FLOAT, 3, hdim, hstr), what);
+    return BRISK_OK;
+}
+
+brisk_status cuda_rnn_check_descs(brisk_gemm_precision precision, int64_t B, int64_t T, int64_t H,
+                                  brisk_error *err) {
+    const char *why = cuda_rnn_missing();
+    if (why) return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s", why);
+    lstm_plan p;
+    memset(&p, 0, sizeof p);
+    p.B = B, p.T = T, p.H = H, p.math = math_type(precision);
+    brisk_status st = plan_descs(&p, "lstm descriptors", err);
+    descs_free(&p);
+    return st;
+}
+
+static brisk_status plan_build(cuda_backend *cb, const brisk_graph *g, int node, const int64_t d[3], int reverse,
+                               lstm_plan *p, brisk_error *err) {
+    char what[64];
+    snprintf(what, sizeof what, "lstm (node %d)", node);
+    memset(p, 0, sizeof *p);
+    p->g = g, p->node = node, p->B = d[0], p->T = d[1], p->H = d[2], p->reverse = reverse;
+    p->math = math_type(cb->opt.precision);
+    int64_t B = p->B, T = p->T, H = p->H;
+    cudnnHandle_t h = cb->rnn->handle;
+    DNN(cudnnCreateDropoutDescriptor(&p->drop), what);
+    /* no dropout inside one layer: cuDNN needs no RNG state for p = 0 */
+    DNN(cudnnSetDropoutDescriptor(p->drop, h, 0.0f, NULL, 0, 0), what);
+    brisk_status st = plan_descs(p, what, err);
+    if (st) return st;
+    int32_t *lens = malloc((size_t)B * sizeof(int32_t));
+    if (!lens) return brisk_errorf(err, BRISK_ERR_NOMEM, "cuda: out of memory (%s)", what);
+    for (int64_t b = 0; b < B; b++) lens[b] = (int32_t)T;
+    cudaError_t e = cudaMalloc((void **)&p->seq, (size_t)B * sizeof(int32_t));
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(p->seq, lens, (size_t)B * sizeof(int32_t), cudaMemcpyHostToDevice, cb->compute);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(cb->compute); /* before lens goes */
+    free(lens);
+    CU(e, "the LSTM's sequence lengths");
     DNN(cudnnGetRNNWeightSpaceSize(h, p->rnn, &p->wbytes), what);
     CU(cudaMalloc(&p->wspace, p->wbytes), "the LSTM's weight space");
-    brisk_status st = plan_weights(cb, p, what, err);
+    st = plan_weights(cb, p, what, err);
     if (st) return st;
     DNN(cudnnGetRNNTempSpaceSizes(h, p->rnn, CUDNN_FWD_MODE_TRAINING, p->xd, &p->work_bytes, &p->reserve_bytes), what);
     if (p->work_bytes) CU(cudaMalloc(&p->work, p->work_bytes), "the LSTM's cuDNN workspace");
@@ -376,7 +405,7 @@ static brisk_status plan_get(cuda_backend *cb, const brisk_graph *g, int node, l
     for (int i = 0; i < r->n && !p; i++)
         if (r->plans[i].g == g && r->plans[i].node == node) p = &r->plans[i];
     /* a plan from a freed graph at the same address: rebuilt when the shape differs */
-    if (p && p->B == d[0] && p->T == d[1] && p->H == d[2] && p->reverse == reverse && p->math == math_type(cb)) {
+    if (p && p->B == d[0] && p->T == d[1] && p->H == d[2] && p->reverse == reverse && p->math == math_type(cb->opt.precision)) {
         *out = p;
         return BRISK_OK;
     }
@@ -525,6 +554,12 @@ const char *cuda_rnn_missing(void) {
 brisk_status cuda_rnn_prepare(cuda_backend *cb, const brisk_graph *g, brisk_error *err) {
     (void)cb, (void)g, (void)err;
     return BRISK_OK;
+}
+
+brisk_status cuda_rnn_check_descs(brisk_gemm_precision precision, int64_t B, int64_t T, int64_t H,
+                                  brisk_error *err) {
+    (void)precision, (void)B, (void)T, (void)H;
+    return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s", cuda_rnn_missing());
 }
 
 void cuda_rnn_forget(cuda_backend *cb) { (void)cb; }
