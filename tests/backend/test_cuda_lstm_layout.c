@@ -14,7 +14,7 @@
 #include "backend/cuda/lstm_layout.h"
 
 #if BRISK_HAVE_CUDA
-#include "backend/cuda/cuda_internal.h"
+#include "backend/cuda/cudnn_rnn.h"
 
 #include <dlfcn.h>
 #endif

@@ -15,13 +15,15 @@
  *   k_*.cu      kernels (kernels.h)
  *
  * Every CUDA/cuBLASLt call is checked; an error names the call and what it was for. No
- * global mutable state: device properties, handles and caches live in cuda_backend. */
+ * global mutable state: device properties, handles and caches live in cuda_backend (cuDNN's
+ * entry points, loaded once per process and read-only after, are shared by every backend). */
 #ifndef BRISK_CUDA_INTERNAL_H
 #define BRISK_CUDA_INTERNAL_H
 
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include "backend/cuda/cudnn_rnn.h"
 #include "backend/cuda/kernels.h"
 #include "brisk/cuda.h"
 
@@ -214,18 +216,12 @@ brisk_status cuda_optim_update(brisk_backend *be, float *p, const float *g, floa
 /* Sets up the loss scaler for the prepared executor (fp16). */
 brisk_status cuda_scaler_init(cuda_backend *cb, int on, brisk_error *err);
 
-/* ---- cudnn_rnn.c */
-/* NULL when cuDNN's RNN API is loaded (once per process), else why LSTM cannot run on CUDA. */
-const char *cuda_rnn_missing(void);
+/* ---- cudnn_rnn.c (and cudnn_rnn.h) */
 brisk_status cuda_run_lstm(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
                            brisk_error *err);
 /* Plans every LSTM node of g (descriptors, weight space, workspaces): nothing allocated per step. */
 brisk_status cuda_rnn_prepare(cuda_backend *cb, const brisk_graph *g, brisk_error *err);
 void cuda_rnn_forget(cuda_backend *cb); /* after the compute stream is idle */
-/* Sets up the cuDNN descriptors of a [B, T, H] LSTM for a precision without a GPU (CI's check
- * that cuDNN accepts what the plans ask of it). */
-brisk_status cuda_rnn_check_descs(brisk_gemm_precision precision, int64_t B, int64_t T, int64_t H,
-                                  brisk_error *err);
 void cuda_rnn_free(cuda_backend *cb);
 
 /* ---- info.c */

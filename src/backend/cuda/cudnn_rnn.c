@@ -98,6 +98,7 @@ static brisk_status run_grad_w(cuda_backend *cb, int id, const int64_t d[3], con
     int64_t B = d[0], T = d[1], H = d[2];
     char what[64];
     snprintf(what, sizeof what, "lstm_grad_w (node %d)", id);
+    if (H == 0) return BRISK_OK;
     if (B * T == 0) {
         CU(cudaMemsetAsync(out, 0, (size_t)(4 * H * H) * sizeof(float), cb->compute), what);
         return BRISK_OK;
@@ -199,7 +200,8 @@ typedef struct lstm_plan {
     void *reserve;              /* NULL: in the node's workspace */
     size_t reserve_bytes;
     int32_t *seq;               /* devSeqLengths: T for every sequence */
-    float *flip;                /* reverse: x or dx [B, T, 4H] | dy [B, T, H] | y [B, T, H] */
+    char *flip;                 /* reverse: x or dx [B, T, 4H] | dy [B, T, H] | y [B, T, H] */
+    size_t flip_dy, flip_y;     /* their byte offsets, 256-byte aligned */
 } lstm_plan;
 
 struct cuda_rnn {
@@ -386,7 +388,12 @@ static brisk_status plan_build(cuda_backend *cb, const brisk_graph *g, int node,
     if (p->work_bytes) CU(cudaMalloc(&p->work, p->work_bytes), "the LSTM's cuDNN workspace");
     if (!lstm_reserve_fits(B, T, H, p->reserve_bytes))
         CU(cudaMalloc(&p->reserve, p->reserve_bytes), "the LSTM's cuDNN reserve space");
-    if (reverse) CU(cudaMalloc((void **)&p->flip, (size_t)(6 * B * T * H) * sizeof(float)), "the reversed LSTM");
+    if (reverse) {
+        size_t part = (size_t)(B * T * H) * sizeof(float);
+        p->flip_dy = (4 * part + 255) / 256 * 256;
+        p->flip_y = (p->flip_dy + part + 255) / 256 * 256;
+        CU(cudaMalloc((void **)&p->flip, p->flip_y + part), "the reversed LSTM");
+    }
     return BRISK_OK;
 }
 
@@ -402,10 +409,14 @@ static brisk_status plan_get(cuda_backend *cb, const brisk_graph *g, int node, l
         return brisk_errorf(err, BRISK_ERR_NOMEM, "cuda: out of memory (lstm)");
     struct cuda_rnn *r = cb->rnn;
     lstm_plan *p = NULL;
-    for (int i = 0; i < r->n && !p; i++)
+    int free_slot = -1;
+    for (int i = 0; i < r->n && !p; i++) {
         if (r->plans[i].g == g && r->plans[i].node == node) p = &r->plans[i];
+        if (!r->plans[i].g && free_slot < 0) free_slot = i;
+    }
     /* a plan from a freed graph at the same address: rebuilt when the shape differs */
-    if (p && p->B == d[0] && p->T == d[1] && p->H == d[2] && p->reverse == reverse && p->math == math_type(cb->opt.precision)) {
+    if (p && p->B == d[0] && p->T == d[1] && p->H == d[2] && p->reverse == reverse &&
+        p->math == math_type(cb->opt.precision)) {
         *out = p;
         return BRISK_OK;
     }
@@ -427,6 +438,8 @@ static brisk_status plan_get(cuda_backend *cb, const brisk_graph *g, int node, l
     if (p) {
         CU(cudaStreamSynchronize(cb->compute), "replacing an LSTM plan");
         plan_free(p);
+    } else if (free_slot >= 0) {
+        p = &r->plans[free_slot];
     } else {
         if (r->n == r->cap) {
             int cap = r->cap ? 2 * r->cap : 8;
@@ -439,7 +452,7 @@ static brisk_status plan_get(cuda_backend *cb, const brisk_graph *g, int node, l
         memset(p, 0, sizeof *p);
     }
     if ((st = plan_build(cb, g, node, d, reverse, p, err))) {
-        plan_free(p); /* stays in the table, matching nothing */
+        plan_free(p); /* a free slot now */
         return st;
     }
     *out = p;
@@ -509,7 +522,8 @@ brisk_status cuda_run_lstm(cuda_backend *cb, const brisk_graph *g, int id, const
     cudaStream_t s = cb->compute;
     cudnnHandle_t h = cb->rnn->handle;
     /* reverse: cuDNN runs flipped copies; flip = x or dx | dy | y, each [B, T, *] */
-    float *fx = p->flip, *fdy = p->flip ? p->flip + 4 * BTH : NULL, *fy = p->flip ? p->flip + 5 * BTH : NULL;
+    float *fx = (float *)p->flip, *fdy = NULL, *fy = NULL;
+    if (p->flip) fdy = (float *)(p->flip + p->flip_dy), fy = (float *)(p->flip + p->flip_y);
     if (n->op == BRISK_OP_LSTM) {
         void *reserve = reserve_of(p, out);
         if (!reserve) return brisk_errorf(err, BRISK_ERR_INTERNAL, "%s: no room for cuDNN's reserve space", what);
