@@ -7,7 +7,8 @@
  *   - a captured CUDA graph replays to the eager run's bits; deterministic mode gives the
  *     same bits twice.
  * Tolerances (relative norm): fp32 1e-4 (cuDNN's own sigmoid/tanh, compounding over the
- * steps), TF32 and bf16 (both TF32 GEMMs in cuDNN) and fp16 3e-2. Skips without a GPU, and
+ * steps); TF32, bf16 (TF32 GEMMs in cuDNN, bf16 ones around it in the models) and fp16 3e-2
+ * for the ops, 5e-2 for the models as test_cuda_grad holds them. Skips without a GPU, and
  * without cuDNN 9 (the backend then answers no for LSTM, which is what it must do). */
 #include "backend/cuda_test_util.h"
 #include "ops/ops_internal.h" /* brisk_bw_lstm: the gradient nodes autodiff builds */
@@ -151,9 +152,9 @@ static void test_models_fp32(void) {
 
 static void test_models_low_precision(void) {
     for (int bi = 0; bi < 2; bi++) {
-        model_case(BRISK_GEMM_TF32, 2, bi, 3e-2);
-        model_case(BRISK_GEMM_BF16, 2, bi, 3e-2);
-        model_case(BRISK_GEMM_FP16, 2, bi, 3e-2);
+        model_case(BRISK_GEMM_TF32, 2, bi, 5e-2);
+        model_case(BRISK_GEMM_BF16, 2, bi, 5e-2);
+        model_case(BRISK_GEMM_FP16, 2, bi, 5e-2);
     }
 }
 
