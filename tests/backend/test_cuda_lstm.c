@@ -12,6 +12,9 @@
  * without cuDNN 9 (the backend then answers no for LSTM, which is what it must do). */
 #include "backend/cuda_test_util.h"
 #include "ops/ops_internal.h" /* brisk_bw_lstm: the gradient nodes autodiff builds */
+#if BRISK_HAVE_CUDA
+#include "backend/cuda/cudnn_rnn.h" /* cuda_rnn_missing: why a skip */
+#endif
 
 static int lstm_on_gpu(brisk_backend *be) {
     brisk_node n;
@@ -222,7 +225,12 @@ int main(void) {
     int on = lstm_on_gpu(be);
     be->destroy(be);
     if (!on) {
-        printf("SKIP: the CUDA backend does not run LSTM here (cuDNN 9 not loadable)\n");
+#if BRISK_HAVE_CUDA
+        const char *why = cuda_rnn_missing();
+#else
+        const char *why = NULL;
+#endif
+        printf("SKIP: the CUDA backend does not run LSTM here: %s\n", why ? why : "(no reason given)");
         return CUDA_SKIP;
     }
     t_case c[] = {T(test_ops_fp32), T(test_ops_low_precision), T(test_models_fp32),
