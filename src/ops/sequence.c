@@ -6,6 +6,9 @@
  * gradient ops simply take the forward node as an input:
  *   LSTM       h [B, T, H], then gates [B, T, 4H] (activated), c [B, T, H], h_prev [B, T, H]
  *   ATTENTION  out [B, T, D], then the log-sum-exp of each query's scores [B, heads, T]
+ * That is the CPU backend's layout; a backend may keep its own in the same bytes (the CUDA
+ * backend's LSTM: cuDNN's reserve space and h_prev, src/backend/cuda/lstm_layout.h), since
+ * only its own gradient kernels read the workspace.
  *
  * LSTM: xp = x w_ih^T is one matmul over every step outside the op (its gradients are
  * matmuls again); the op runs the recurrence. Its backward is LSTM_GRAD (the

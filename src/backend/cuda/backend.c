@@ -139,6 +139,7 @@ static void cu_destroy(brisk_backend *be) {
         if (cb->compute) cudaStreamSynchronize(cb->compute);
         if (cb->copy) cudaStreamSynchronize(cb->copy);
         cuda_prep_free(cb->prep);
+        cuda_rnn_free(cb);
         cuda_step_free(cb);
         cuda_gemm_free_plans(cb);
         cuda_cache_save(cb);

@@ -11,16 +11,19 @@
  *   autotune.c  timing heuristic candidates and the cache file
  *   step.c      per-step values, CUDA graphs, input staging, the loss log, the optimizer
  *   info.c      probe, measured rates, NVML (loaded at run time), describe, stats
+ *   cudnn_rnn.c LSTM, LSTM_GRAD, LSTM_GRAD_W through cuDNN's RNN API (loaded at run time)
  *   k_*.cu      kernels (kernels.h)
  *
  * Every CUDA/cuBLASLt call is checked; an error names the call and what it was for. No
- * global mutable state: device properties, handles and caches live in cuda_backend. */
+ * global mutable state: device properties, handles and caches live in cuda_backend (cuDNN's
+ * entry points, loaded once per process and read-only after, are shared by every backend). */
 #ifndef BRISK_CUDA_INTERNAL_H
 #define BRISK_CUDA_INTERNAL_H
 
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include "backend/cuda/cudnn_rnn.h"
 #include "backend/cuda/kernels.h"
 #include "brisk/cuda.h"
 
@@ -128,6 +131,8 @@ typedef struct cuda_backend {
     void *nvml_lib, *nvml_dev;
     int (*nvml_util)(void *dev, void *util);
     int (*nvml_mem)(void *dev, void *mem);
+    /* cuDNN's handle and the per-LSTM-node plans (cudnn_rnn.c) */
+    struct cuda_rnn *rnn;
 } cuda_backend;
 
 /* ---- backend.c */
@@ -210,6 +215,14 @@ brisk_status cuda_optim_update(brisk_backend *be, float *p, const float *g, floa
                                brisk_error *err);
 /* Sets up the loss scaler for the prepared executor (fp16). */
 brisk_status cuda_scaler_init(cuda_backend *cb, int on, brisk_error *err);
+
+/* ---- cudnn_rnn.c (and cudnn_rnn.h) */
+brisk_status cuda_run_lstm(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                           brisk_error *err);
+/* Plans every LSTM node of g (descriptors, weight space, workspaces): nothing allocated per step. */
+brisk_status cuda_rnn_prepare(cuda_backend *cb, const brisk_graph *g, brisk_error *err);
+void cuda_rnn_forget(cuda_backend *cb); /* after the compute stream is idle */
+void cuda_rnn_free(cuda_backend *cb);
 
 /* ---- info.c */
 void cuda_info_install(brisk_backend *be);

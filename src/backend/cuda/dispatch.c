@@ -28,6 +28,8 @@ int cuda_supports_op(brisk_backend *be, const brisk_node *node) {
     (void)be;
     if ((unsigned)node->op >= BRISK_OP_COUNT || (unsigned)node->dtype >= BRISK_DTYPE_COUNT) return 0;
     if (node->op == BRISK_OP_RANDINT) return node->dtype == BRISK_I32;
+    if (node->op == BRISK_OP_LSTM || node->op == BRISK_OP_LSTM_GRAD || node->op == BRISK_OP_LSTM_GRAD_W)
+        return node->dtype == BRISK_F32 && !cuda_rnn_missing(); /* cudnn_rnn.c */
     if (brisk_op_is_float(node->op)) return node->dtype == BRISK_F32;
     return 1;
 }
@@ -382,6 +384,8 @@ static brisk_status run_op(cuda_backend *cb, const brisk_graph *g, int id, const
     }
     case BRISK_OP_GATHER: case BRISK_OP_SCATTER_ADD: case BRISK_OP_SINUSOIDAL: case BRISK_OP_SINUSOIDAL_GRAD:
         return cuda_run_index(cb, g, id, in, out, err);
+    case BRISK_OP_LSTM: case BRISK_OP_LSTM_GRAD: case BRISK_OP_LSTM_GRAD_W:
+        return cuda_run_lstm(cb, g, id, in, out, err);
     case BRISK_OP_GRAD_ACCUM:
         if (numel(&IN_NODE(g, id, 0)->shape) != len)
             return brisk_errorf(err, BRISK_ERR_SHAPE, "grad_accum: gradient and parameter sizes differ");

@@ -158,6 +158,13 @@ cudaError_t cuk_optim_update(float *p, const float *g, float *m, float *v, const
                              cuda_optim_consts c, const cuda_optim_state *st, void *lp, int lp_fp16,
                              cudaStream_t s);
 
+/* ---- k_lstm.cu: around cuDNN's LSTM (cudnn_rnn.c, index math in lstm_layout.h) */
+/* dst [B, T, F] = src flipped in time. */
+cudaError_t cuk_lstm_flip(const float *src, float *dst, int64_t B, int64_t T, int64_t F, cudaStream_t s);
+/* hprev [B, T, H] = h one step earlier in the recurrence's order (zeros at its first step). */
+cudaError_t cuk_lstm_hprev(const float *h, float *hprev, int64_t B, int64_t T, int64_t H, int reverse,
+                           cudaStream_t s);
+
 #ifdef __cplusplus
 }
 #endif

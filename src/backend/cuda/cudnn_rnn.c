@@ -1,0 +1,592 @@
+/* LSTM, LSTM_GRAD and LSTM_GRAD_W (src/ops/sequence.c) on the GPU, the recurrence through
+ * cuDNN's RNN API. cuDNN is loaded at run time, once per process; without it (or without
+ * cudnn.h at build time) cuda_rnn_missing says why and the backend answers no for these ops.
+ *
+ * The op is one direction of one layer run on xp = x w_ih^T (one GEMM outside the op), and
+ * its backward must hand back the pre-activation gate gradients (d xp), which cuDNN exposes
+ * only as the input gradient dx = W_in^T d pre. So cuDNN sees a one-layer LSTM of input
+ * size 4H whose input matrix is the identity: forward pre = I xp + b + w_hh h, and
+ * cudnnRNNBackwardData_v8's dx is exactly LSTM_GRAD. The identity costs a [BT, 4H] x [4H, 4H]
+ * GEMM each way, one large GEMM off the sequential path. Bias: brisk's summed bias goes in
+ * the input-bias slots of CUDNN_RNN_DOUBLE_BIAS (PyTorch's mode), the recurrent ones stay 0.
+ * A reverse node flips xp in time on the way in and h on the way out (k_lstm.cu).
+ *
+ * LSTM_GRAD_W, d w_hh = dgates^T h_prev over every (b, t), is one cuBLASLt GEMM as on the
+ * CPU, reading the h_prev plane the forward writes: cudnnRNNBackwardWeights_v8 would also
+ * compute the identity's gradient, 4x the wanted work.
+ *
+ * Memory (lstm_layout.h): per LSTM node a plan made at prepare (or, for a graph run without
+ * one, at its first eager run) owns the descriptors, the weight space (identity written
+ * once; w_hh and the bias copied in by each forward, device to device), devSeqLengths,
+ * cuDNN's workspace and, for reverse nodes, the flipped sequences. cuDNN's reserve space
+ * lives in the node's own workspace when it fits, else in the plan. A step allocates and
+ * synchronises nothing, so it can be captured into a CUDA graph.
+ *
+ * Precision: the data, weights and state are fp32 throughout. fp32: CUDNN_FMA_MATH (no
+ * tensor cores). TF32 and bf16: CUDNN_DEFAULT_MATH, cuDNN's TF32 tensor-core GEMMs: the one
+ * 16-bit mode cuDNN offers fp32 data, ALLOW_CONVERSION, rounds to fp16, whose range would
+ * flush small gate gradients when, as under bf16, no loss scale lifts them. fp16:
+ * CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, fp16 tensor-core GEMMs on the loss-scaled values,
+ * the cell state kept in fp32.
+ *
+ * Determinism: CUDNN_RNN_ALGO_STANDARD; no atomics in what brisk asks of it (no
+ * cudnnRNNBackwardWeights), and the d w_hh GEMM follows the backend's deterministic mode. */
+#include "backend/cuda/cuda_internal.h"
+#include "backend/cuda/lstm_layout.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NODE(g, id) (&(g)->nodes[(id)])
+#define IN_NODE(g, id, i) (&(g)->nodes[(g)->nodes[(id)].in[(i)]])
+
+/* B, T, H and direction of LSTM node lstm_id, checked as the CPU backend checks them. */
+static brisk_status lstm_dims(const brisk_graph *g, int lstm_id, int64_t d[3], int *reverse, brisk_error *err) {
+    const brisk_node *l = NODE(g, lstm_id);
+    d[0] = d[1] = d[2] = 0;
+    *reverse = 0;
+    if (l->op != BRISK_OP_LSTM || l->shape.ndim != 3)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "lstm: node %d is not an LSTM [B, T, H]", lstm_id);
+    for (int i = 0; i < 3; i++) d[i] = l->shape.d[i];
+    *reverse = l->attr.kind != 0;
+    if (l->bytes < (size_t)(7 * d[0] * d[1] * d[2]) * sizeof(float))
+        return brisk_errorf(err, BRISK_ERR_INVALID, "lstm (node %d): %zu bytes leave no room for the workspace",
+                            lstm_id, l->bytes);
+    return BRISK_OK;
+}
+
+static int shape_is(const brisk_shape *s, int ndim, int64_t a, int64_t b, int64_t c) {
+    int64_t want[3] = {a, b, c};
+    if (s->ndim != ndim) return 0;
+    for (int i = 0; i < ndim; i++)
+        if (s->d[i] != want[i]) return 0;
+    return 1;
+}
+
+/* The node's shapes against its LSTM's; *lstm_id = the LSTM node. */
+static brisk_status check_node(const brisk_graph *g, int id, int *lstm_id, int64_t d[3], int *reverse,
+                               brisk_error *err) {
+    const brisk_node *n = NODE(g, id);
+    *lstm_id = -1, *reverse = 0;
+    d[0] = d[1] = d[2] = 0;
+    if (n->op != BRISK_OP_LSTM && n->n_in < 2)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): needs the LSTM node as input 1, got %d inputs",
+                            brisk_op_name(n->op), id, n->n_in);
+    *lstm_id = n->op == BRISK_OP_LSTM ? id : n->in[1];
+    brisk_status st = lstm_dims(g, *lstm_id, d, reverse, err);
+    if (st) return st;
+    int64_t B = d[0], T = d[1], H = d[2], G = 4 * H;
+    int ok;
+    if (n->op == BRISK_OP_LSTM)
+        ok = n->n_in == 3 && shape_is(&IN_NODE(g, id, 0)->shape, 3, B, T, G) &&
+             shape_is(&IN_NODE(g, id, 1)->shape, 2, G, H, 0) && shape_is(&IN_NODE(g, id, 2)->shape, 1, G, 0, 0);
+    else if (n->op == BRISK_OP_LSTM_GRAD)
+        ok = n->n_in == 3 && shape_is(&IN_NODE(g, id, 0)->shape, 3, B, T, H) &&
+             shape_is(&IN_NODE(g, id, 2)->shape, 2, G, H, 0) && shape_is(&n->shape, 3, B, T, G);
+    else
+        ok = n->n_in == 2 && shape_is(&IN_NODE(g, id, 0)->shape, 3, B, T, G) && shape_is(&n->shape, 2, G, H, 0);
+    if (!ok)
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s (node %d): shapes do not fit an LSTM of B %lld, T %lld, H %lld",
+                            brisk_op_name(n->op), id, (long long)B, (long long)T, (long long)H);
+    return BRISK_OK;
+}
+
+/* d w_hh = dgates^T h_prev: needs no cuDNN, only the h_prev plane the forward wrote. */
+static brisk_status run_grad_w(cuda_backend *cb, int id, const int64_t d[3], const void *const *in, void *out,
+                               brisk_error *err) {
+    int64_t B = d[0], T = d[1], H = d[2];
+    char what[64];
+    snprintf(what, sizeof what, "lstm_grad_w (node %d)", id);
+    if (H == 0) return BRISK_OK;
+    if (B * T == 0) {
+        CU(cudaMemsetAsync(out, 0, (size_t)(4 * H * H) * sizeof(float), cb->compute), what);
+        return BRISK_OK;
+    }
+    cuda_gemm_args a = {.ta = 1, .tb = 0, .M = 4 * H, .N = H, .K = B * T, .batch = 1, .A = in[0],
+                        .B = (const char *)in[1] + lstm_hprev_at(B, T, H), .C = out, .in_type = 0,
+                        .epi = EPI_NONE, .what = what};
+    return cuda_gemm(cb, &a, err);
+}
+
+#if BRISK_HAVE_CUDNN_H
+
+#include <cudnn.h>
+#include <dlfcn.h>
+#include <pthread.h>
+
+/* ---------------------------------------------------------------- cuDNN, loaded once */
+
+#define CUDNN_FNS(X)                                                                                     \
+    X(cudnnGetVersion) X(cudnnGetErrorString) X(cudnnAdvVersionCheck) X(cudnnCreate) X(cudnnDestroy)     \
+    X(cudnnSetStream) X(cudnnCreateRNNDescriptor) X(cudnnDestroyRNNDescriptor) X(cudnnSetRNNDescriptor_v8) \
+    X(cudnnCreateRNNDataDescriptor) X(cudnnDestroyRNNDataDescriptor) X(cudnnSetRNNDataDescriptor)        \
+    X(cudnnCreateTensorDescriptor) X(cudnnDestroyTensorDescriptor) X(cudnnSetTensorNdDescriptor)         \
+    X(cudnnGetTensorNdDescriptor) X(cudnnCreateDropoutDescriptor) X(cudnnDestroyDropoutDescriptor)       \
+    X(cudnnSetDropoutDescriptor) X(cudnnGetRNNWeightSpaceSize) X(cudnnGetRNNTempSpaceSizes)               \
+    X(cudnnGetRNNWeightParams) X(cudnnRNNForward) X(cudnnRNNBackwardData_v8)
+
+/* Written once under pthread_once, read-only afterwards. */
+static struct {
+#define DNN_FIELD(f) __typeof__(&f) f;
+    CUDNN_FNS(DNN_FIELD)
+#undef DNN_FIELD
+    int loaded;
+    char missing[256];
+} dnn;
+static pthread_once_t dnn_once = PTHREAD_ONCE_INIT;
+
+static void dnn_load(void) {
+    void *h = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(dnn.missing, sizeof dnn.missing, "LSTM on CUDA needs cuDNN 9 (libcudnn.so.9 not found: %s)",
+                 e ? e : "dlopen failed");
+        return;
+    }
+#define DNN_LOAD(f)                                                                                       \
+    if (!(dnn.f = (__typeof__(dnn.f))dlsym(h, #f))) {                                                     \
+        snprintf(dnn.missing, sizeof dnn.missing, "LSTM on CUDA needs cuDNN 9 (libcudnn.so.9 lacks %s)", #f); \
+        dlclose(h);                                                                                       \
+        return;                                                                                           \
+    }
+    CUDNN_FNS(DNN_LOAD)
+#undef DNN_LOAD
+    size_t v = dnn.cudnnGetVersion();
+    if (v < 90000) {
+        snprintf(dnn.missing, sizeof dnn.missing, "LSTM on CUDA needs cuDNN 9 (libcudnn.so.9 reports version %zu)", v);
+        dlclose(h);
+        return;
+    }
+    /* loads the RNN sub-library (libcudnn_adv) now rather than at the first step */
+    cudnnStatus_t s = dnn.cudnnAdvVersionCheck();
+    if (s != CUDNN_STATUS_SUCCESS) {
+        snprintf(dnn.missing, sizeof dnn.missing, "LSTM on CUDA needs cuDNN 9's RNN library (libcudnn_adv.so.9): %s",
+                 dnn.cudnnGetErrorString(s));
+        dlclose(h);
+        return;
+    }
+    dnn.loaded = 1; /* never closed: the entry points live as long as the process */
+}
+
+const char *cuda_rnn_missing(void) {
+    pthread_once(&dnn_once, dnn_load);
+    return dnn.loaded ? NULL : dnn.missing;
+}
+
+static brisk_status dnn_fail(brisk_error *err, cudnnStatus_t s, const char *call, const char *what) {
+    return brisk_errorf(err, s == CUDNN_STATUS_ALLOC_FAILED ? BRISK_ERR_NOMEM : BRISK_ERR_INTERNAL,
+                        "cuda: %s failed: %s (%s)", call, dnn.cudnnGetErrorString(s), what);
+}
+#define DNN(call, what) do { cudnnStatus_t s_ = (dnn.call); if (s_ != CUDNN_STATUS_SUCCESS) return dnn_fail(err, s_, #call, (what)); } while (0)
+
+/* ---------------------------------------------------------------- plans */
+
+typedef struct lstm_plan {
+    const brisk_graph *g;
+    int node;
+    int64_t B, T, H;
+    int reverse, math;
+    cudnnRNNDescriptor_t rnn;
+    cudnnRNNDataDescriptor_t xd, yd;
+    cudnnTensorDescriptor_t hd;
+    cudnnDropoutDescriptor_t drop;
+    void *wspace;
+    size_t wbytes;
+    lstm_run rec[4], bias[4];   /* w_hh and bias into the weight space, in floats */
+    int n_rec, n_bias;
+    void *work;
+    size_t work_bytes;
+    void *reserve;              /* NULL: in the node's workspace */
+    size_t reserve_bytes;
+    int32_t *seq;               /* devSeqLengths: T for every sequence */
+    char *flip;                 /* reverse: x or dx [B, T, 4H] | dy [B, T, H] | y [B, T, H] */
+    size_t flip_dy, flip_y;     /* their byte offsets, 256-byte aligned */
+} lstm_plan;
+
+struct cuda_rnn {
+    cudnnHandle_t handle;
+    lstm_plan *plans;
+    int n, cap;
+};
+
+static void descs_free(lstm_plan *p) {
+    if (p->rnn) dnn.cudnnDestroyRNNDescriptor(p->rnn);
+    if (p->xd) dnn.cudnnDestroyRNNDataDescriptor(p->xd);
+    if (p->yd) dnn.cudnnDestroyRNNDataDescriptor(p->yd);
+    if (p->hd) dnn.cudnnDestroyTensorDescriptor(p->hd);
+    if (p->drop) dnn.cudnnDestroyDropoutDescriptor(p->drop);
+    p->rnn = NULL, p->xd = p->yd = NULL, p->hd = NULL, p->drop = NULL;
+}
+
+static void plan_free(lstm_plan *p) {
+    descs_free(p);
+    void *bufs[5] = {p->wspace, p->work, p->reserve, p->seq, p->flip};
+    for (int i = 0; i < 5; i++)
+        if (bufs[i]) cudaFree(bufs[i]);
+    memset(p, 0, sizeof *p);
+}
+
+static int math_type(brisk_gemm_precision precision) {
+    switch (precision) {
+    case BRISK_GEMM_FP32: return CUDNN_FMA_MATH;
+    case BRISK_GEMM_FP16: return CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    default: return CUDNN_DEFAULT_MATH;
+    }
+}
+
+/* Where linLayerID's matrix (or bias) starts in floats from the weight space, checking its
+ * dims are rows x cols (bias: rows). */
+static brisk_status param_at(cudnnHandle_t h, lstm_plan *p, int lin, int bias, int64_t rows, int64_t cols, int64_t *at,
+                             const char *what, brisk_error *err) {
+    cudnnTensorDescriptor_t md = NULL, bd = NULL;
+    void *ma = NULL, *ba = NULL;
+    brisk_status st = BRISK_OK;
+    cudnnStatus_t s;
+    if ((s = dnn.cudnnCreateTensorDescriptor(&md)) || (s = dnn.cudnnCreateTensorDescriptor(&bd)) ||
+        (s = dnn.cudnnGetRNNWeightParams(h, p->rnn, 0, p->wbytes, p->wspace, lin, md, &ma, bd, &ba))) {
+        st = dnn_fail(err, s, "cudnnGetRNNWeightParams", what);
+        goto out;
+    }
+    cudnnDataType_t dt;
+    int nd = 0, dims[8] = {0}, strides[8] = {0};
+    if ((s = dnn.cudnnGetTensorNdDescriptor(bias ? bd : md, 8, &dt, &nd, dims, strides))) {
+        st = dnn_fail(err, s, "cudnnGetTensorNdDescriptor", what);
+        goto out;
+    }
+    int64_t numel = 1;
+    for (int i = 0; i < nd; i++) numel *= dims[i];
+    void *addr = bias ? ba : ma;
+    int ok = addr && nd >= 2 && dt == CUDNN_DATA_FLOAT && numel == rows * cols && strides[nd - 1] == 1 &&
+             (bias || (dims[nd - 2] == rows && dims[nd - 1] == cols && strides[nd - 2] == cols));
+    if (!ok) {
+        st = brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: cuDNN's LSTM %s %d is %d-D [%d, %d, %d], not [%lld, %lld] "
+                          "fp32 row-major (%s)", bias ? "bias" : "matrix", lin, nd, dims[0], dims[1], dims[2],
+                          (long long)rows, (long long)cols, what);
+        goto out;
+    }
+    ptrdiff_t off = (const char *)addr - (const char *)p->wspace;
+    if (off < 0 || off % (ptrdiff_t)sizeof(float)) {
+        st = brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: cuDNN placed LSTM parameter %d at byte %td (%s)", lin, off,
+                          what);
+        goto out;
+    }
+    *at = off / (ptrdiff_t)sizeof(float);
+out:
+    if (md) dnn.cudnnDestroyTensorDescriptor(md);
+    if (bd) dnn.cudnnDestroyTensorDescriptor(bd);
+    return st;
+}
+
+/* The weight space: zeros, the identity input matrix, and the copy runs for w_hh and bias. */
+static brisk_status plan_weights(cuda_backend *cb, lstm_plan *p, const char *what, brisk_error *err) {
+    cudnnHandle_t h = cb->rnn->handle;
+    int64_t H = p->H;
+    lstm_weight_map m;
+    brisk_status st;
+    for (int k = 0; k < 4; k++) {
+        /* linLayerID 0-3: the input GEMM's gates i, f, g, o; 4-7: the recurrent GEMM's */
+        if ((st = param_at(h, p, k, 0, H, 4 * H, &m.w_in[k], what, err)) ||
+            (st = param_at(h, p, 4 + k, 0, H, H, &m.w_rec[k], what, err)) ||
+            (st = param_at(h, p, k, 1, H, 1, &m.b_in[k], what, err)) ||
+            (st = param_at(h, p, 4 + k, 1, H, 1, &m.b_rec[k], what, err)))
+            return st;
+    }
+    const char *bad = NULL;
+    if (lstm_map_check(&m, H, (int64_t)(p->wbytes / sizeof(float)), &bad))
+        return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: cuDNN's LSTM weight space (%zu bytes) has %s outside it "
+                            "or overlapping another (%s)", p->wbytes, bad, what);
+    p->n_rec = lstm_runs(m.w_rec, H * H, p->rec);
+    p->n_bias = lstm_runs(m.b_in, H, p->bias);
+    float *ones = malloc((size_t)H * sizeof(float));
+    if (!ones) return brisk_errorf(err, BRISK_ERR_NOMEM, "cuda: out of memory (%s)", what);
+    for (int64_t r = 0; r < H; r++) ones[r] = 1.0f;
+    cudaError_t e = cudaMemsetAsync(p->wspace, 0, p->wbytes, cb->compute);
+    /* gate k's ones sit (4H + 1) floats apart: one strided copy per gate */
+    for (int k = 0; k < 4 && e == cudaSuccess; k++)
+        e = cudaMemcpy2DAsync((float *)p->wspace + lstm_eye_at(&m, k, H, 0), (size_t)(4 * H + 1) * sizeof(float),
+                              ones, sizeof(float), sizeof(float), (size_t)H, cudaMemcpyHostToDevice, cb->compute);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(cb->compute); /* before ones goes */
+    free(ones);
+    CU(e, "writing the LSTM's identity input matrix");
+    return BRISK_OK;
+}
+
+/* The part of a plan that needs no handle or GPU: the RNN, sequence and state
+ * descriptors (p->B, T, H, math and drop set; drop may be NULL). */
+static brisk_status plan_descs(lstm_plan *p, const char *what, brisk_error *err) {
+    int64_t B = p->B, T = p->T, H = p->H;
+    if (B < 1 || T < 1 || H < 1 || B > INT32_MAX || T > INT32_MAX || 4 * H > INT32_MAX || B * H > INT32_MAX)
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: B %lld, T %lld, H %lld do not fit cuDNN's int sizes",
+                            what, (long long)B, (long long)T, (long long)H);
+    DNN(cudnnCreateRNNDescriptor(&p->rnn), what);
+    DNN(cudnnSetRNNDescriptor_v8(p->rnn, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_DOUBLE_BIAS,
+                                 CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
+                                 (cudnnMathType_t)p->math, (int32_t)(4 * H), (int32_t)H, (int32_t)H, 1, p->drop,
+                                 CUDNN_RNN_PADDED_IO_ENABLED),
+        what);
+    int *lens = malloc((size_t)B * sizeof(int));
+    if (!lens) return brisk_errorf(err, BRISK_ERR_NOMEM, "cuda: out of memory (%s)", what);
+    for (int64_t b = 0; b < B; b++) lens[b] = (int)T;
+    cudnnStatus_t s;
+    if ((s = dnn.cudnnCreateRNNDataDescriptor(&p->xd)) || (s = dnn.cudnnCreateRNNDataDescriptor(&p->yd)) ||
+        (s = dnn.cudnnSetRNNDataDescriptor(p->xd, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, (int)T,
+                                           (int)B, (int)(4 * H), lens, NULL)) ||
+        (s = dnn.cudnnSetRNNDataDescriptor(p->yd, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, (int)T,
+                                           (int)B, (int)H, lens, NULL))) {
+        free(lens);
+        return dnn_fail(err, s, "cudnnSetRNNDataDescriptor", what);
+    }
+    free(lens);
+    /* initial and final states: none (zeros in, not read out), but cuDNN checks their shape */
+    int hdim[3] = {1, (int)B, (int)H}, hstr[3] = {(int)(B * H), (int)H, 1};
+    DNN(cudnnCreateTensorDescriptor(&p->hd), what);
+    DNN(cudnnSetTensorNdDescriptor(p->hd, CUDNN_DATA_FLOAT, 3, hdim, hstr), what);
+    return BRISK_OK;
+}
+
+brisk_status cuda_rnn_check_descs(brisk_gemm_precision precision, int64_t B, int64_t T, int64_t H,
+                                  brisk_error *err) {
+    const char *why = cuda_rnn_missing();
+    if (why) return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s", why);
+    lstm_plan p;
+    memset(&p, 0, sizeof p);
+    p.B = B, p.T = T, p.H = H, p.math = math_type(precision);
+    brisk_status st = plan_descs(&p, "lstm descriptors", err);
+    descs_free(&p);
+    return st;
+}
+
+static brisk_status plan_build(cuda_backend *cb, const brisk_graph *g, int node, const int64_t d[3], int reverse,
+                               lstm_plan *p, brisk_error *err) {
+    char what[64];
+    snprintf(what, sizeof what, "lstm (node %d)", node);
+    memset(p, 0, sizeof *p);
+    p->g = g, p->node = node, p->B = d[0], p->T = d[1], p->H = d[2], p->reverse = reverse;
+    p->math = math_type(cb->opt.precision);
+    int64_t B = p->B, T = p->T, H = p->H;
+    cudnnHandle_t h = cb->rnn->handle;
+    DNN(cudnnCreateDropoutDescriptor(&p->drop), what);
+    /* no dropout inside one layer: cuDNN needs no RNG state for p = 0 */
+    DNN(cudnnSetDropoutDescriptor(p->drop, h, 0.0f, NULL, 0, 0), what);
+    brisk_status st = plan_descs(p, what, err);
+    if (st) return st;
+    int32_t *lens = malloc((size_t)B * sizeof(int32_t));
+    if (!lens) return brisk_errorf(err, BRISK_ERR_NOMEM, "cuda: out of memory (%s)", what);
+    for (int64_t b = 0; b < B; b++) lens[b] = (int32_t)T;
+    cudaError_t e = cudaMalloc((void **)&p->seq, (size_t)B * sizeof(int32_t));
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(p->seq, lens, (size_t)B * sizeof(int32_t), cudaMemcpyHostToDevice, cb->compute);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(cb->compute); /* before lens goes */
+    free(lens);
+    CU(e, "the LSTM's sequence lengths");
+    DNN(cudnnGetRNNWeightSpaceSize(h, p->rnn, &p->wbytes), what);
+    CU(cudaMalloc(&p->wspace, p->wbytes), "the LSTM's weight space");
+    st = plan_weights(cb, p, what, err);
+    if (st) return st;
+    DNN(cudnnGetRNNTempSpaceSizes(h, p->rnn, CUDNN_FWD_MODE_TRAINING, p->xd, &p->work_bytes, &p->reserve_bytes), what);
+    if (p->work_bytes) CU(cudaMalloc(&p->work, p->work_bytes), "the LSTM's cuDNN workspace");
+    if (!lstm_reserve_fits(B, T, H, p->reserve_bytes))
+        CU(cudaMalloc(&p->reserve, p->reserve_bytes), "the LSTM's cuDNN reserve space");
+    if (reverse) {
+        size_t part = (size_t)(B * T * H) * sizeof(float);
+        p->flip_dy = (4 * part + 255) / 256 * 256;
+        p->flip_y = (p->flip_dy + part + 255) / 256 * 256;
+        CU(cudaMalloc((void **)&p->flip, p->flip_y + part), "the reversed LSTM");
+    }
+    return BRISK_OK;
+}
+
+/* The plan for LSTM node `node` of g, made now when there is none (never while capturing). */
+static brisk_status plan_get(cuda_backend *cb, const brisk_graph *g, int node, lstm_plan **out, brisk_error *err) {
+    int64_t d[3];
+    int reverse;
+    brisk_status st = lstm_dims(g, node, d, &reverse, err);
+    if (st) return st;
+    const char *why = cuda_rnn_missing();
+    if (why) return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s", why);
+    if (!cb->rnn && !(cb->rnn = calloc(1, sizeof *cb->rnn)))
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "cuda: out of memory (lstm)");
+    struct cuda_rnn *r = cb->rnn;
+    lstm_plan *p = NULL;
+    int free_slot = -1;
+    for (int i = 0; i < r->n && !p; i++) {
+        if (r->plans[i].g == g && r->plans[i].node == node) p = &r->plans[i];
+        if (!r->plans[i].g && free_slot < 0) free_slot = i;
+    }
+    /* a plan from a freed graph at the same address: rebuilt when the shape differs */
+    if (p && p->B == d[0] && p->T == d[1] && p->H == d[2] && p->reverse == reverse &&
+        p->math == math_type(cb->opt.precision)) {
+        *out = p;
+        return BRISK_OK;
+    }
+    if (cb->capturing)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "lstm (node %d): no cuDNN plan while capturing a CUDA graph (the "
+                            "executor was not prepared)", node);
+    if (!r->handle) {
+        CU(cudaSetDevice(cb->opt.device), "selecting the device for cuDNN");
+        cudnnStatus_t s = dnn.cudnnCreate(&r->handle);
+        if (s == CUDNN_STATUS_SUCCESS && (s = dnn.cudnnSetStream(r->handle, cb->compute)) != CUDNN_STATUS_SUCCESS) {
+            dnn.cudnnDestroy(r->handle);
+            r->handle = NULL;
+        }
+        if (s != CUDNN_STATUS_SUCCESS) {
+            r->handle = NULL;
+            return dnn_fail(err, s, "cudnnCreate", "the LSTM's cuDNN handle");
+        }
+    }
+    if (p) {
+        CU(cudaStreamSynchronize(cb->compute), "replacing an LSTM plan");
+        plan_free(p);
+    } else if (free_slot >= 0) {
+        p = &r->plans[free_slot];
+    } else {
+        if (r->n == r->cap) {
+            int cap = r->cap ? 2 * r->cap : 8;
+            lstm_plan *np = realloc(r->plans, (size_t)cap * sizeof *np);
+            if (!np) return brisk_errorf(err, BRISK_ERR_NOMEM, "cuda: out of memory (lstm)");
+            r->plans = np;
+            r->cap = cap;
+        }
+        p = &r->plans[r->n++];
+        memset(p, 0, sizeof *p);
+    }
+    if ((st = plan_build(cb, g, node, d, reverse, p, err))) {
+        plan_free(p); /* a free slot now */
+        return st;
+    }
+    *out = p;
+    return BRISK_OK;
+}
+
+brisk_status cuda_rnn_prepare(cuda_backend *cb, const brisk_graph *g, brisk_error *err) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i].op != BRISK_OP_LSTM) continue;
+        lstm_plan *p;
+        brisk_status st = plan_get(cb, g, i, &p, err);
+        if (st) return st;
+    }
+    return BRISK_OK;
+}
+
+void cuda_rnn_forget(cuda_backend *cb) {
+    if (!cb->rnn) return;
+    for (int i = 0; i < cb->rnn->n; i++) plan_free(&cb->rnn->plans[i]);
+    cb->rnn->n = 0;
+}
+
+void cuda_rnn_free(cuda_backend *cb) {
+    if (!cb->rnn) return;
+    cuda_rnn_forget(cb);
+    free(cb->rnn->plans);
+    if (cb->rnn->handle) dnn.cudnnDestroy(cb->rnn->handle);
+    free(cb->rnn);
+    cb->rnn = NULL;
+}
+
+/* ---------------------------------------------------------------- run */
+
+/* w_hh (and the bias) into the weight space: device-to-device copies on the compute stream. */
+static brisk_status load_weights(cuda_backend *cb, const lstm_plan *p, const float *w_hh, const float *bias,
+                                 const char *what, brisk_error *err) {
+    float *ws = p->wspace;
+    for (int i = 0; i < p->n_rec; i++)
+        CU(cudaMemcpyAsync(ws + p->rec[i].dst_off, w_hh + p->rec[i].src_off, (size_t)p->rec[i].count * sizeof(float),
+                           cudaMemcpyDeviceToDevice, cb->compute), what);
+    for (int i = 0; bias && i < p->n_bias; i++)
+        CU(cudaMemcpyAsync(ws + p->bias[i].dst_off, bias + p->bias[i].src_off,
+                           (size_t)p->bias[i].count * sizeof(float), cudaMemcpyDeviceToDevice, cb->compute), what);
+    return BRISK_OK;
+}
+
+static void *reserve_of(const lstm_plan *p, const void *lstm_buf) {
+    if (p->reserve) return p->reserve;
+    int64_t at = lstm_reserve_at((uintptr_t)lstm_buf, p->B, p->T, p->H, p->reserve_bytes);
+    return at < 0 ? NULL : (char *)lstm_buf + at;
+}
+
+brisk_status cuda_run_lstm(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                           brisk_error *err) {
+    const brisk_node *n = NODE(g, id);
+    int64_t d[3];
+    int lstm_id, reverse;
+    brisk_status st = check_node(g, id, &lstm_id, d, &reverse, err);
+    if (st) return st;
+    int64_t B = d[0], T = d[1], H = d[2], BTH = B * T * H;
+    if (n->op == BRISK_OP_LSTM_GRAD_W) return run_grad_w(cb, id, d, in, out, err);
+    if (BTH == 0) return BRISK_OK;
+    lstm_plan *p;
+    if ((st = plan_get(cb, g, lstm_id, &p, err))) return st;
+    char what[64];
+    snprintf(what, sizeof what, "%s (node %d)", brisk_op_name(n->op), id);
+    cudaStream_t s = cb->compute;
+    cudnnHandle_t h = cb->rnn->handle;
+    /* reverse: cuDNN runs flipped copies; flip = x or dx | dy | y, each [B, T, *] */
+    float *fx = (float *)p->flip, *fdy = NULL, *fy = NULL;
+    if (p->flip) fdy = (float *)(p->flip + p->flip_dy), fy = (float *)(p->flip + p->flip_y);
+    if (n->op == BRISK_OP_LSTM) {
+        void *reserve = reserve_of(p, out);
+        if (!reserve) return brisk_errorf(err, BRISK_ERR_INTERNAL, "%s: no room for cuDNN's reserve space", what);
+        if ((st = load_weights(cb, p, in[1], in[2], what, err))) return st;
+        const float *x = in[0];
+        float *y = out;
+        if (reverse) {
+            CU(cuk_lstm_flip(in[0], fx, B, T, 4 * H, s), what);
+            x = fx, y = fy;
+        }
+        DNN(cudnnRNNForward(h, p->rnn, CUDNN_FWD_MODE_TRAINING, p->seq, p->xd, x, p->yd, y, p->hd, NULL, NULL,
+                            p->hd, NULL, NULL, p->wbytes, p->wspace, p->work_bytes, p->work, p->reserve_bytes,
+                            reserve),
+            what);
+        if (reverse) CU(cuk_lstm_flip(fy, out, B, T, H, s), what);
+        CU(cuk_lstm_hprev(out, (float *)((char *)out + lstm_hprev_at(B, T, H)), B, T, H, reverse, s), what);
+        return BRISK_OK;
+    }
+    /* LSTM_GRAD (dh, lstm, w_hh) -> dx of the identity input = d pre-activation gates */
+    void *reserve = reserve_of(p, in[1]);
+    if (!reserve) return brisk_errorf(err, BRISK_ERR_INTERNAL, "%s: no room for cuDNN's reserve space", what);
+    if ((st = load_weights(cb, p, in[2], NULL, what, err))) return st;
+    const float *y = in[1], *dy = in[0];
+    float *dx = out;
+    if (reverse) {
+        CU(cuk_lstm_flip(in[0], fdy, B, T, H, s), what);
+        y = fy, dy = fdy, dx = fx;
+    }
+    DNN(cudnnRNNBackwardData_v8(h, p->rnn, p->seq, p->yd, y, dy, p->xd, dx, p->hd, NULL, NULL, NULL, p->hd, NULL,
+                                NULL, NULL, p->wbytes, p->wspace, p->work_bytes, p->work, p->reserve_bytes, reserve),
+        what);
+    if (reverse) CU(cuk_lstm_flip(fx, out, B, T, 4 * H, s), what);
+    return BRISK_OK;
+}
+
+#else /* no cudnn.h at build time */
+
+const char *cuda_rnn_missing(void) {
+    return "LSTM on CUDA needs cuDNN 9 (this build found no cudnn.h: configure with cuDNN's headers installed)";
+}
+
+brisk_status cuda_rnn_prepare(cuda_backend *cb, const brisk_graph *g, brisk_error *err) {
+    (void)cb, (void)g, (void)err;
+    return BRISK_OK;
+}
+
+brisk_status cuda_rnn_check_descs(brisk_gemm_precision precision, int64_t B, int64_t T, int64_t H,
+                                  brisk_error *err) {
+    (void)precision, (void)B, (void)T, (void)H;
+    return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s", cuda_rnn_missing());
+}
+
+void cuda_rnn_forget(cuda_backend *cb) { (void)cb; }
+void cuda_rnn_free(cuda_backend *cb) { (void)cb; }
+
+brisk_status cuda_run_lstm(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                           brisk_error *err) {
+    int64_t d[3];
+    int lstm_id, reverse;
+    brisk_status st = check_node(g, id, &lstm_id, d, &reverse, err);
+    if (st) return st;
+    if (g->nodes[id].op == BRISK_OP_LSTM_GRAD_W) return run_grad_w(cb, id, d, in, out, err);
+    return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s", cuda_rnn_missing());
+}
+
+#endif
