@@ -1,0 +1,203 @@
+/* Validation scores every sample: the loss, accuracy and confusion matrix the trainer
+ * reports equal what `predict` on the same weights gives over the whole validation split
+ * (a last, smaller batch included, and a split smaller than one batch), or over a separate
+ * validation file (data.validation); and a windowed regression target learnt normalised
+ * is mapped back to its units in MAE/RMSE and in predict. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "brisk/brisk.h"
+#include "test.h"
+#include "train_test_util.h"
+
+static char dir[512];
+
+/* Trains the config string; the summary and (optionally) the trainer's batches per epoch. */
+static brisk_status train(const char *json, brisk_run_summary *sum, int64_t *bpe, brisk_error *err) {
+    brisk_config cfg;
+    brisk_status st = brisk_config_parse(json, "<test>", NULL, 0, &cfg, err);
+    if (st) return st;
+    brisk_trainer *t = NULL;
+    brisk_logger quiet = {0};
+    st = brisk_trainer_create(&cfg, &quiet, &t, err);
+    if (!st && bpe) *bpe = brisk_trainer_batches_per_epoch(t);
+    if (!st) st = brisk_trainer_run(t, sum, err);
+    brisk_trainer_free(t);
+    brisk_config_free(&cfg);
+    return st;
+}
+
+/* Rows `idx` (NULL: all n) of an npz's x [N, 64] and y [N] into x.npy / y (malloc'd). */
+static void subset(const char *npz, const int64_t *idx, int64_t n, const char *x_out, int32_t **y) {
+    brisk_npz z = {0};
+    brisk_error err = {0};
+    if (brisk_npz_read(npz, &z, &err)) { fprintf(stderr, "%s\n", err.msg); return; }
+    const brisk_npy_array *x = brisk_npz_find(&z, "x"), *yy = brisk_npz_find(&z, "y");
+    brisk_tensor t = {0};
+    brisk_tensor_alloc(&t, BRISK_F32, brisk_shape2(n, 64), &err);
+    *y = malloc(sizeof(int32_t) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t r = idx ? idx[i] : i;
+        memcpy((float *)t.data + i * 64, (const float *)x->data + r * 64, 64 * sizeof(float));
+        (*y)[i] = ((const int32_t *)yy->data)[r];
+    }
+    if (brisk_npy_write(x_out, &t, &err)) fprintf(stderr, "%s\n", err.msg);
+    brisk_tensor_free(&t);
+    brisk_npz_free(&z);
+}
+
+/* Cross-entropy and accuracy of the checkpoint's predictions on x.npy against y. */
+static void reference(const char *ckpt, const char *x_npy, const int32_t *y, int64_t n, double *loss, double *acc) {
+    char out[600];
+    snprintf(out, sizeof out, "%s/p.npy", dir);
+    brisk_error err = {0};
+    brisk_logger quiet = {0};
+    brisk_tensor p = {0};
+    *loss = *acc = NAN;
+    if (brisk_predict_file(ckpt, x_npy, out, &quiet, &err) || brisk_npy_load(out, BRISK_F32, &p, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return;
+    }
+    double l = 0, right = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const float *r = (const float *)p.data + i * 3;
+        int best = 0;
+        for (int c = 1; c < 3; c++) best = r[c] > r[best] ? c : best;
+        right += best == y[i];
+        l -= log((double)r[y[i]]);
+    }
+    *loss = l / (double)n, *acc = right / (double)n;
+    brisk_tensor_free(&p);
+}
+
+/* 1140 samples, validation_fraction 0.1: 114 validate; at batch 64 that is one full batch and
+ * 50 more, at batch 128 less than one batch. Both must score all 114. */
+static void check_whole_split(int64_t batch) {
+    T_MAKE_DIR(dir, "validation");
+    char data[600], json[2048], ckpt[700], xv[700];
+    brisk_error err = {0};
+    snprintf(data, sizeof data, "%s/tab.npz", dir);
+    REQUIRE_OK(brisk_synth_write("tabular", data, 1140, 3, &err), &err);
+    snprintf(json, sizeof json,
+             "{\"model\": {\"type\": \"mlp\", \"inputs\": 64, \"hidden\": [32], \"outputs\": 3},"
+             " \"data\": {\"train\": \"%s\"}, \"train\": {\"batch_size\": %lld, \"epochs\": 1, \"out_dir\": \"%s/b%lld\"},"
+             " \"speed\": {\"threads\": 1}}", data, (long long)batch, dir, (long long)batch);
+    brisk_run_summary s;
+    REQUIRE_OK(train(json, &s, NULL, &err), &err);
+    brisk_split split;
+    REQUIRE_OK(brisk_split_make(1140, 0.1f, 0, &split, &err), &err);
+    REQUIRE(split.nval == 114);
+    int32_t *y = NULL;
+    snprintf(xv, sizeof xv, "%s/xval.npy", dir);
+    subset(data, split.val, split.nval, xv, &y);
+    snprintf(ckpt, sizeof ckpt, "%s/b%lld/last.safetensors", dir, (long long)batch);
+    double loss, acc;
+    reference(ckpt, xv, y, split.nval, &loss, &acc);
+    fprintf(stderr, "batch %lld: val loss %.7f (predict: %.7f), accuracy %.5f (%.5f)\n", (long long)batch,
+            s.best_val_loss, loss, s.best.accuracy, acc);
+    CHECK_NEAR(s.best_val_loss, loss, 1e-5 * fabs(loss));
+    CHECK_NEAR(s.best.accuracy, acc, 1e-12);
+    int64_t seen = 0;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) seen += s.best.confusion[i][j];
+    CHECK(seen == 114);
+    free(y);
+    brisk_split_free(&split);
+}
+
+static void test_last_partial_batch(void) { check_whole_split(64); }
+static void test_split_smaller_than_a_batch(void) { check_whole_split(128); }
+
+static void test_validation_file(void) {
+    T_MAKE_DIR(dir, "validation");
+    char tr[600], va[600], json[2048], ckpt[700], xv[700];
+    brisk_error err = {0};
+    snprintf(tr, sizeof tr, "%s/train.npz", dir);
+    snprintf(va, sizeof va, "%s/val.npz", dir);
+    REQUIRE_OK(brisk_synth_write("tabular", tr, 1000, 4, &err), &err);
+    REQUIRE_OK(brisk_synth_write("tabular", va, 77, 5, &err), &err);
+    const char *fmt = "{\"model\": {\"type\": \"mlp\", \"inputs\": 64, \"hidden\": [16], \"outputs\": 3},"
+                      " \"data\": {\"train\": \"%s\", \"validation\": \"%s\"%s}, \"train\": {\"batch_size\": 64,"
+                      " \"epochs\": 1, \"out_dir\": \"%s/vf\"}, \"speed\": {\"threads\": 1}}";
+    snprintf(json, sizeof json, fmt, tr, va, "", dir);
+    brisk_run_summary s;
+    int64_t bpe = 0;
+    REQUIRE_OK(train(json, &s, &bpe, &err), &err);
+    CHECK(bpe == 1000 / 64); /* all of data.train trains */
+    int32_t *y = NULL;
+    snprintf(xv, sizeof xv, "%s/xfile.npy", dir);
+    subset(va, NULL, 77, xv, &y);
+    snprintf(ckpt, sizeof ckpt, "%s/vf/last.safetensors", dir);
+    double loss, acc;
+    reference(ckpt, xv, y, 77, &loss, &acc);
+    CHECK_NEAR(s.best_val_loss, loss, 1e-5 * fabs(loss));
+    CHECK_NEAR(s.best.accuracy, acc, 1e-12);
+    free(y);
+    /* bad values: both ways of validating, a missing file, a file of another kind */
+    snprintf(json, sizeof json, fmt, tr, va, ", \"validation_fraction\": 0.2", dir);
+    CHECK(train(json, &s, NULL, &err) == BRISK_ERR_INVALID && strstr(err.msg, "not both"));
+    snprintf(json, sizeof json, fmt, tr, "/nonexistent/val.npz", "", dir);
+    CHECK(train(json, &s, NULL, &err) != BRISK_OK && strstr(err.msg, "/nonexistent/val.npz"));
+    snprintf(json, sizeof json, fmt, tr, "val.csv", "", dir);
+    CHECK(train(json, &s, NULL, &err) == BRISK_ERR_INVALID && strstr(err.msg, "data.validation"));
+}
+
+/* A windowed regression of the close price itself: learnt normalised (the default), reported
+ * and predicted in the price's units. */
+static void test_windowed_target_normalised(void) {
+    T_MAKE_DIR(dir, "validation");
+    char csv[600], json[2048], ckpt[700], out[700];
+    brisk_error err = {0};
+    snprintf(csv, sizeof csv, "%s/series.csv", dir);
+    REQUIRE_OK(brisk_synth_write("series", csv, 1200, 7, &err), &err);
+    const int64_t L = 8, H = 3;
+    const char *fmt = "{\"model\": {\"type\": \"lstm\", \"inputs\": 3, \"seq_len\": %lld, \"hidden\": 8, \"outputs\": 1,"
+                      " \"task\": \"regress\"}, \"data\": {\"train\": \"%s\", \"validation_fraction\": 0.25,"
+                      " \"windows\": {\"features\": [\"ret_1\", \"dev_16\", \"vol_32\"], \"length\": %lld, \"horizon\": %lld,"
+                      " \"target\": {\"column\": \"close\", \"kind\": \"value\"%s}}},"
+                      " \"train\": {\"batch_size\": 64, \"epochs\": 2, \"out_dir\": \"%s/%s\"}, \"speed\": {\"threads\": 1}}";
+    snprintf(json, sizeof json, fmt, (long long)L, csv, (long long)L, (long long)H, "", dir, "norm");
+    brisk_run_summary s;
+    REQUIRE_OK(train(json, &s, NULL, &err), &err);
+    snprintf(ckpt, sizeof ckpt, "%s/norm/best.safetensors", dir); /* the epoch the summary reports */
+    snprintf(out, sizeof out, "%s/pred.npy", dir);
+    brisk_logger quiet = {0};
+    REQUIRE_OK(brisk_predict_file(ckpt, csv, out, &quiet, &err), &err);
+    brisk_tensor p = {0}, close = {0};
+    const char *col[] = {"close"};
+    REQUIRE_OK(brisk_npy_load(out, BRISK_F32, &p, &err), &err);
+    REQUIRE_OK(brisk_csv_read(csv, col, 1, BRISK_F32, &close, &err), &err);
+    int64_t rows = close.shape.d[0], K = rows - L - H + 1, split = rows - llround(rows * 0.25);
+    REQUIRE(p.shape.d[0] == rows - L + 1);
+    /* the validation windows start at row `split`; window k's target is close[k + L - 1 + H] */
+    double abs_sum = 0, sq = 0, price = 0;
+    int64_t n = 0;
+    for (int64_t k = split; k < K; k++, n++) {
+        double d = ((const float *)p.data)[k] - ((const float *)close.data)[k + L - 1 + H];
+        abs_sum += fabs(d), sq += d * d, price += ((const float *)close.data)[k + L - 1 + H];
+    }
+    fprintf(stderr, "windowed regression: val MAE %.6g RMSE %.6g (predict: %.6g, %.6g) around a price of %.4g\n",
+            s.best.mae, s.best.rmse, abs_sum / n, sqrt(sq / n), price / n);
+    CHECK_NEAR(s.best.mae, abs_sum / n, 1e-4 * abs_sum / n);
+    CHECK_NEAR(s.best.rmse, sqrt(sq / n), 1e-4 * sqrt(sq / n));
+    /* in the price's units, not around 0: the mapping back happened */
+    CHECK(s.best.mae < 0.5 * fabs(price / n));
+    brisk_tensor_free(&p);
+    brisk_tensor_free(&close);
+    /* normalize false trains on raw targets and writes no target normalisation */
+    snprintf(json, sizeof json, fmt, (long long)L, csv, (long long)L, (long long)H, ", \"normalize\": false", dir, "raw");
+    REQUIRE_OK(train(json, &s, NULL, &err), &err);
+    snprintf(ckpt, sizeof ckpt, "%s/raw/last.safetensors", dir);
+    brisk_safetensors *st = NULL;
+    REQUIRE_OK(brisk_safetensors_open(ckpt, &st, &err), &err);
+    CHECK(brisk_safetensors_meta(st, "target_normalization") == NULL);
+    brisk_safetensors_free(st);
+    snprintf(json, sizeof json, fmt, (long long)L, csv, (long long)L, (long long)H, ", \"normalize\": 1", dir, "bad");
+    CHECK(train(json, &s, NULL, &err) == BRISK_ERR_INVALID && strstr(err.msg, "normalize"));
+}
+
+TEST_MAIN(T(test_last_partial_batch), T(test_split_smaller_than_a_batch), T(test_validation_file),
+          T(test_windowed_target_normalised))
