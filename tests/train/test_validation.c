@@ -145,57 +145,83 @@ static void test_validation_file(void) {
     CHECK(train(json, &s, NULL, &err) == BRISK_ERR_INVALID && strstr(err.msg, "data.validation"));
 }
 
+/* MAE and RMSE of a windowed regression checkpoint's predictions for the windows k >= first
+ * of a series CSV (window k ends at row k + L - 1; its target is close[k + L - 1 + H]), and
+ * the mean target. */
+static void window_errors(const char *ckpt, const char *csv, int64_t first, int64_t L, int64_t H, double *mae,
+                          double *rmse, double *price) {
+    char out[700];
+    snprintf(out, sizeof out, "%s/pred.npy", dir);
+    brisk_error err = {0};
+    brisk_logger quiet = {0};
+    brisk_tensor p = {0}, close = {0};
+    const char *col[] = {"close"};
+    *mae = *rmse = *price = NAN;
+    if (brisk_predict_file(ckpt, csv, out, &quiet, &err) || brisk_npy_load(out, BRISK_F32, &p, &err) ||
+        brisk_csv_read(csv, col, 1, BRISK_F32, &close, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        brisk_tensor_free(&p);
+        return;
+    }
+    int64_t rows = close.shape.d[0], K = rows - L - H + 1, n = 0;
+    double abs_sum = 0, sq = 0, sum = 0;
+    if (p.shape.d[0] == rows - L + 1)
+        for (int64_t k = first; k < K; k++, n++) {
+            double y = ((const float *)close.data)[k + L - 1 + H], d = ((const float *)p.data)[k] - y;
+            abs_sum += fabs(d), sq += d * d, sum += y;
+        }
+    if (n) *mae = abs_sum / n, *rmse = sqrt(sq / n), *price = sum / n;
+    brisk_tensor_free(&p);
+    brisk_tensor_free(&close);
+}
+
 /* A windowed regression of the close price itself: learnt normalised (the default), reported
- * and predicted in the price's units. */
+ * and predicted in the price's units; validated on the chronological split or on a file. */
 static void test_windowed_target_normalised(void) {
     T_MAKE_DIR(dir, "validation");
-    char csv[600], json[2048], ckpt[700], out[700];
+    char csv[600], vcsv[600], json[2048], ckpt[700], extra[700];
     brisk_error err = {0};
     snprintf(csv, sizeof csv, "%s/series.csv", dir);
+    snprintf(vcsv, sizeof vcsv, "%s/series_val.csv", dir);
     REQUIRE_OK(brisk_synth_write("series", csv, 1200, 7, &err), &err);
-    const int64_t L = 8, H = 3;
+    REQUIRE_OK(brisk_synth_write("series", vcsv, 300, 8, &err), &err);
+    const int64_t L = 8, H = 3, rows = 1200, split = rows - 300; /* validation_fraction 0.25 */
     const char *fmt = "{\"model\": {\"type\": \"lstm\", \"inputs\": 3, \"seq_len\": %lld, \"hidden\": 8, \"outputs\": 1,"
-                      " \"task\": \"regress\"}, \"data\": {\"train\": \"%s\", \"validation_fraction\": 0.25,"
+                      " \"task\": \"regress\"}, \"data\": {\"train\": \"%s\"%s,"
                       " \"windows\": {\"features\": [\"ret_1\", \"dev_16\", \"vol_32\"], \"length\": %lld, \"horizon\": %lld,"
                       " \"target\": {\"column\": \"close\", \"kind\": \"value\"%s}}},"
                       " \"train\": {\"batch_size\": 64, \"epochs\": 2, \"out_dir\": \"%s/%s\"}, \"speed\": {\"threads\": 1}}";
-    snprintf(json, sizeof json, fmt, (long long)L, csv, (long long)L, (long long)H, "", dir, "norm");
+    const char *split_25 = ", \"validation_fraction\": 0.25";
+    snprintf(json, sizeof json, fmt, (long long)L, csv, split_25, (long long)L, (long long)H, "", dir, "norm");
     brisk_run_summary s;
     REQUIRE_OK(train(json, &s, NULL, &err), &err);
     snprintf(ckpt, sizeof ckpt, "%s/norm/best.safetensors", dir); /* the epoch the summary reports */
-    snprintf(out, sizeof out, "%s/pred.npy", dir);
-    brisk_logger quiet = {0};
-    REQUIRE_OK(brisk_predict_file(ckpt, csv, out, &quiet, &err), &err);
-    brisk_tensor p = {0}, close = {0};
-    const char *col[] = {"close"};
-    REQUIRE_OK(brisk_npy_load(out, BRISK_F32, &p, &err), &err);
-    REQUIRE_OK(brisk_csv_read(csv, col, 1, BRISK_F32, &close, &err), &err);
-    int64_t rows = close.shape.d[0], K = rows - L - H + 1, split = rows - llround(rows * 0.25);
-    REQUIRE(p.shape.d[0] == rows - L + 1);
-    /* the validation windows start at row `split`; window k's target is close[k + L - 1 + H] */
-    double abs_sum = 0, sq = 0, price = 0;
-    int64_t n = 0;
-    for (int64_t k = split; k < K; k++, n++) {
-        double d = ((const float *)p.data)[k] - ((const float *)close.data)[k + L - 1 + H];
-        abs_sum += fabs(d), sq += d * d, price += ((const float *)close.data)[k + L - 1 + H];
-    }
+    double mae, rmse, price;
+    window_errors(ckpt, csv, split, L, H, &mae, &rmse, &price);
     fprintf(stderr, "windowed regression: val MAE %.6g RMSE %.6g (predict: %.6g, %.6g) around a price of %.4g\n",
-            s.best.mae, s.best.rmse, abs_sum / n, sqrt(sq / n), price / n);
-    CHECK_NEAR(s.best.mae, abs_sum / n, 1e-4 * abs_sum / n);
-    CHECK_NEAR(s.best.rmse, sqrt(sq / n), 1e-4 * sqrt(sq / n));
-    /* in the price's units, not around 0: the mapping back happened */
-    CHECK(s.best.mae < 0.5 * fabs(price / n));
-    brisk_tensor_free(&p);
-    brisk_tensor_free(&close);
+            s.best.mae, s.best.rmse, mae, rmse, price);
+    CHECK_NEAR(s.best.mae, mae, 1e-4 * mae);
+    CHECK_NEAR(s.best.rmse, rmse, 1e-4 * rmse);
+    CHECK(s.best.mae < 0.5 * fabs(price)); /* in the price's units, not around 0: mapped back */
+    /* a validation file: every one of its windows, normalised with the training rows' statistics */
+    snprintf(extra, sizeof extra, ", \"validation\": \"%s\"", vcsv);
+    snprintf(json, sizeof json, fmt, (long long)L, csv, extra, (long long)L, (long long)H, "", dir, "vfile");
+    REQUIRE_OK(train(json, &s, NULL, &err), &err);
+    snprintf(ckpt, sizeof ckpt, "%s/vfile/best.safetensors", dir);
+    window_errors(ckpt, vcsv, 0, L, H, &mae, &rmse, &price);
+    CHECK_NEAR(s.best.mae, mae, 1e-4 * mae);
+    CHECK_NEAR(s.best.rmse, rmse, 1e-4 * rmse);
     /* normalize false trains on raw targets and writes no target normalisation */
-    snprintf(json, sizeof json, fmt, (long long)L, csv, (long long)L, (long long)H, ", \"normalize\": false", dir, "raw");
+    snprintf(json, sizeof json, fmt, (long long)L, csv, split_25, (long long)L, (long long)H, ", \"normalize\": false",
+             dir, "raw");
     REQUIRE_OK(train(json, &s, NULL, &err), &err);
     snprintf(ckpt, sizeof ckpt, "%s/raw/last.safetensors", dir);
     brisk_safetensors *st = NULL;
     REQUIRE_OK(brisk_safetensors_open(ckpt, &st, &err), &err);
     CHECK(brisk_safetensors_meta(st, "target_normalization") == NULL);
     brisk_safetensors_free(st);
-    snprintf(json, sizeof json, fmt, (long long)L, csv, (long long)L, (long long)H, ", \"normalize\": 1", dir, "bad");
+    snprintf(json, sizeof json, fmt, (long long)L, csv, split_25, (long long)L, (long long)H, ", \"normalize\": 1", dir,
+             "bad");
     CHECK(train(json, &s, NULL, &err) == BRISK_ERR_INVALID && strstr(err.msg, "normalize"));
 }
 
