@@ -344,6 +344,11 @@ static brisk_status create(const brisk_config *cfg, const brisk_logger *log, bri
         st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.train is missing: the .npz or .csv file to train on", cfg->path);
         goto fail;
     }
+    if (!from_file && cfg->data.validation[0]) {
+        st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.validation is a file to validate a data.train file on; data "
+                          "given in memory validates on its data.validation_fraction", cfg->path);
+        goto fail;
+    }
     if ((st = pick_backend(t, err)) || (st = brisk_model_fields(&cfg->model, BRISK_BUILD_TRAIN, &t->io, err)))
         goto fail;
     if (from_file) st = load_data(t, err);

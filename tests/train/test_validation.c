@@ -143,6 +143,16 @@ static void test_validation_file(void) {
     CHECK(train(json, &s, NULL, &err) != BRISK_OK && strstr(err.msg, "/nonexistent/val.npz"));
     snprintf(json, sizeof json, fmt, tr, "val.csv", "", dir);
     CHECK(train(json, &s, NULL, &err) == BRISK_ERR_INVALID && strstr(err.msg, "data.validation"));
+    /* data given in memory (the library API) has no file to pair it with */
+    brisk_config cfg;
+    brisk_trainer *t = NULL;
+    brisk_logger quiet = {0};
+    snprintf(json, sizeof json, fmt, "", va, "", dir);
+    REQUIRE_OK(brisk_config_parse(json, "<test>", NULL, 0, &cfg, &err), &err);
+    CHECK(brisk_trainer_create_with_dataset(&cfg, &quiet, NULL, &t, &err) == BRISK_ERR_INVALID &&
+          strstr(err.msg, "data.validation"));
+    brisk_trainer_free(t);
+    brisk_config_free(&cfg);
 }
 
 /* MAE and RMSE of a windowed regression checkpoint's predictions for the windows k >= first
