@@ -9,7 +9,7 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 run: deps build
 	@mkdir -p data
 	@test -f data/diffusion.npz || $(BUILD)/brisk synth diffusion data/diffusion.npz
-	$(BUILD)/brisk train examples/diffusion.json
+	$(BUILD)/brisk train examples/diffusion.json --overwrite
 
 test: test-deps build
 	cd $(BUILD) && ctest --output-on-failure --no-tests=error -j2

@@ -422,6 +422,8 @@ struct brisk_exec {
     void *arena, *params, *grads, *m, *v, *inputs, *consts; /* device pointers */
     void **ptr;           /* per node: its resolved output pointer */
     brisk_step_state step;
+    const brisk_exec *params_of; /* a view (brisk_exec_create_view): the executor whose
+                                    parameters it reads; NULL when it owns its own */
 };
 
 typedef enum { BRISK_RUN_TRAIN = 0, BRISK_RUN_EVAL, BRISK_RUN_PREDICT } brisk_run_kind;
@@ -430,6 +432,13 @@ typedef enum { BRISK_RUN_TRAIN = 0, BRISK_RUN_EVAL, BRISK_RUN_PREDICT } brisk_ru
  * backend prepare (be->prepare) when it has that hook. */
 brisk_status brisk_exec_create(brisk_graph *g, brisk_plan *plan, brisk_backend *be,
                                brisk_exec **out, brisk_error *err);
+/* An executor for graph g that reads the parameter arena of `base` instead of owning one:
+ * the same model at another batch size (the trainer validates an epoch's last, smaller
+ * batch with it). g must have base's parameter layout (checked) and no gradients; the view
+ * owns its activation arena, inputs and consts, and no backend prepares it (a device
+ * backend runs it unfused, with the same precision). base must outlive it. */
+brisk_status brisk_exec_create_view(brisk_graph *g, brisk_plan *plan, const brisk_exec *base, brisk_exec **out,
+                                    brisk_error *err);
 void brisk_exec_free(brisk_exec *ex);
 /* Fills the param arena from each param's init (Philox from seed, on the host, so every
  * backend starts from the same bits; param k, element i: word i % 4 of the block under

@@ -30,10 +30,14 @@ typedef struct brisk_windows_config {
     int nthresholds;
     int64_t length, stride, horizon;
     int normalize;
+    int normalize_target;  /* target.normalize: a regression target learnt as (y - mean) / std of the
+                              training windows; predict maps outputs back */
 } brisk_windows_config;
 
 typedef struct brisk_data_spec {
     char train[BRISK_PATH_MAX];         /* .npz or .csv (windows: also .npy); "" when the API supplies the data */
+    char validation[BRISK_PATH_MAX];    /* a separate validation file like train's; "": a split of train
+                                           (validation_fraction) */
     char field_names[BRISK_MAX_FIELDS][32];            /* model field ("x") ... */
     char field_sources[BRISK_MAX_FIELDS][8][64];       /* ... from npz members or CSV columns */
     int field_n_sources[BRISK_MAX_FIELDS];
@@ -56,10 +60,11 @@ typedef enum {
 typedef struct brisk_train_spec {
     int64_t batch_size;
     int epochs;
-    int64_t max_steps;        /* 0: epochs decide */
+    int64_t max_steps;        /* -1 (unset): epochs decide; 0: no step, the initial weights are written */
     uint64_t seed;
     int accumulate;           /* micro-batches per optimizer step */
     int64_t checkpoint_every; /* optimizer steps; 0: only at the end (and best.safetensors) */
+    int checkpoint_epochs;    /* also a resumable checkpoint at every N-th epoch end; 0: off */
     int log_every;            /* optimizer steps between progress lines */
     char out_dir[BRISK_PATH_MAX];
     /* reliability (src/train/rotation.c, numeric.c, memory.c) */
@@ -69,6 +74,9 @@ typedef struct brisk_train_spec {
                                   0: off. Bounds the work a killed job loses. */
     int64_t skip_nan_steps;   /* steps with a NaN/inf loss skipped (no update) before the run stops */
     double max_skipped_fraction; /* loss-scaler skips above this fraction of steps are reported */
+    /* Not a config key (the caller sets it: brisk train --overwrite): a new run may replace
+     * a previous run's checkpoints and metrics in out_dir, which is otherwise refused. */
+    int overwrite;
 } brisk_train_spec;
 
 typedef struct brisk_speed_spec {

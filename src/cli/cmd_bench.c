@@ -46,7 +46,7 @@ static const row rows[] = {
 static int run_row(const char *config, const row *r, int steps, const char *dir, int index, int cpu,
                    brisk_run_summary *sum, brisk_error *err) {
     const char *over[24];
-    char buf[6][1200];
+    char buf[7][1200];
     int n = 0;
     snprintf(buf[0], sizeof buf[0], "train.max_steps=%d", steps);
     snprintf(buf[1], sizeof buf[1], "train.out_dir=%s/row%d", dir, index);
@@ -54,7 +54,8 @@ static int run_row(const char *config, const row *r, int steps, const char *dir,
     snprintf(buf[3], sizeof buf[3], "speed.autotune_cache=%s/autotune.txt", dir);
     snprintf(buf[4], sizeof buf[4], "speed.device=%s", cpu ? "cpu" : "cuda");
     snprintf(buf[5], sizeof buf[5], "train.checkpoint_every=0");
-    for (int i = 0; i < 6; i++) over[n++] = buf[i];
+    snprintf(buf[6], sizeof buf[6], "train.checkpoint_epochs=0"); /* no checkpoint inside the timing */
+    for (int i = 0; i < 7; i++) over[n++] = buf[i];
     for (int i = 0; r->sets[i]; i++) over[n++] = r->sets[i];
     brisk_config cfg;
     brisk_status st = brisk_config_load(config, over, n, &cfg, err);

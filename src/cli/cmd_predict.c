@@ -12,7 +12,8 @@ static const char help[] =
     "trained on windows also takes the raw series (a .csv or .npz with the feature columns by\n"
     "name, or an .npy [rows, features]) and predicts for every window, the k-th ending at row\n"
     "k + seq_len - 1; the normalisation fitted in training is applied to raw input either way.\n"
-    "Y is [N, outputs] float32: class probabilities for classifiers, outputs for regressors.\n";
+    "Y is [N, outputs] float32: class probabilities for classifiers, outputs for regressors (in the\n"
+    "target's units: a windowed target learnt normalised is mapped back).\n";
 
 int cmd_predict(int argc, char **argv) {
     const char *ckpt = NULL, *in = NULL, *out = NULL;

@@ -16,7 +16,8 @@ static const char help[] =
     "  --precision auto|fp32|tf32|bf16|fp16                                    speed.precision\n"
     "  --batch-size N|auto       auto: the largest batch the memory fits      train.batch_size\n"
     "  --epochs N                                                              train.epochs\n"
-    "  --max-steps N              stop after N optimizer steps                 train.max_steps\n"
+    "  --max-steps N              stop after N optimizer steps in all (0: none; the initial weights\n"
+    "                             are written as the step-0 checkpoint)        train.max_steps\n"
     "  --accumulate K             sum gradients over K micro-batches per step  train.accumulate\n"
     "  --seed N                                                                train.seed\n"
     "  --out DIR                  run directory (checkpoints, metrics)         train.out_dir\n"
@@ -37,8 +38,13 @@ static const char help[] =
     "  --keep-checkpoints K       numbered checkpoints kept beside last        train.keep_checkpoints\n"
     "  --memory-limit BYTES       memory the run may use (\"8GiB\"; default: what is available)\n"
     "                                                                          speed.memory_limit\n"
+    "  --checkpoint-epochs N      a resumable checkpoint every N epochs (default 1, 0: off)\n"
+    "                                                                          train.checkpoint_epochs\n"
     "  --resume CKPT|auto         continue a run from its checkpoint; auto: the newest intact one in\n"
-    "                             the run directory, or a fresh start when it has none\n"
+    "                             the run directory (last, best or step-N), or a fresh start when\n"
+    "                             it has none\n"
+    "  --overwrite                start a new run in a run directory that holds one, removing its\n"
+    "                             checkpoints and metrics (without it, or --resume, that is refused)\n"
     "  --quiet                    no progress lines\n"
     "\n"
     "SIGTERM, SIGINT and SIGUSR1 (SLURM's warning signal) stop the run after the current step,\n"
@@ -57,14 +63,14 @@ static const struct { const char *flag, *key; } flag_keys[] = {
     {"--lr", "optim.lr"},               {"--clip-norm", "optim.clip_norm"},
     {"--prefetch", "speed.prefetch"},   {"--threads", "speed.threads"},
     {"--keep-checkpoints", "train.keep_checkpoints"}, {"--memory-limit", "speed.memory_limit"},
-    {"--checkpoint-minutes", "train.checkpoint_minutes"},
+    {"--checkpoint-minutes", "train.checkpoint_minutes"}, {"--checkpoint-epochs", "train.checkpoint_epochs"},
 };
 
 #define usage_fail(...) (cli_fail(__VA_ARGS__), BRISK_EXIT_USAGE)
 
 int cmd_train(int argc, char **argv) {
     const char *config = NULL, *resume = NULL;
-    int quiet = 0, n_over = 0, rc = 1;
+    int quiet = 0, overwrite = 0, n_over = 0, rc = 1;
     char **over = calloc((size_t)argc + 1, sizeof *over);
     if (!over) return cli_fail("out of memory");
     for (int i = 1; i < argc; i++) {
@@ -80,6 +86,7 @@ int cmd_train(int argc, char **argv) {
         while (w < nw && strcmp(a, switches[w].flag) != 0) w++;
         if (w < nw) { over[n_over++] = strdup(switches[w].set); continue; }
         if (strcmp(a, "--quiet") == 0) { quiet = 1; continue; }
+        if (strcmp(a, "--overwrite") == 0) { overwrite = 1; continue; }
         if (strcmp(a, "--resume") == 0 || strcmp(a, "--set") == 0) {
             if (i + 1 >= argc) { rc = usage_fail("train: %s needs a value", a); goto done; }
             if (a[2] == 'r') resume = argv[++i];
@@ -106,6 +113,12 @@ int cmd_train(int argc, char **argv) {
     brisk_error err = {0};
     brisk_config cfg;
     if (brisk_config_load(config, (const char *const *)over, n_over, &cfg, &err)) { rc = cli_fail_err(&err); goto done; }
+    if (overwrite && resume) {
+        rc = usage_fail("train: --overwrite starts a new run and --resume continues one; give one of them");
+        brisk_config_free(&cfg);
+        goto done;
+    }
+    cfg.train.overwrite = overwrite;
     brisk_logger lg = {cli_log, NULL, quiet ? BRISK_LOG_WARN : BRISK_LOG_INFO};
     if (cfg.n_models > 0) { /* a pipeline: each model in turn, then the comparison */
         brisk_pipeline_result res[BRISK_MAX_MODELS];

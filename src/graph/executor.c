@@ -23,7 +23,7 @@ static brisk_status alloc_area(brisk_exec *ex, size_t bytes, void **out, const c
 void brisk_exec_free(brisk_exec *ex) {
     if (!ex) return;
     if (ex->be->forget) ex->be->forget(ex->be, ex); /* before the buffers it may hold go */
-    void *areas[] = {ex->arena, ex->params, ex->grads, ex->m, ex->v, ex->inputs, ex->consts};
+    void *areas[] = {ex->arena, ex->params_of ? NULL : ex->params, ex->grads, ex->m, ex->v, ex->inputs, ex->consts};
     for (size_t i = 0; i < sizeof areas / sizeof areas[0]; i++)
         if (areas[i]) ex->be->free(ex->be, areas[i]);
     free(ex->ptr);
@@ -49,8 +49,10 @@ static brisk_status check_plan(const brisk_graph *g, const brisk_plan *plan, bri
     return BRISK_OK;
 }
 
-brisk_status brisk_exec_create(brisk_graph *g, brisk_plan *plan, brisk_backend *be, brisk_exec **out,
-                               brisk_error *err) {
+/* owner NULL: an executor with its own parameters, gradients and moments; else a view that
+ * reads owner's parameters. */
+static brisk_status create(brisk_graph *g, brisk_plan *plan, brisk_backend *be, const brisk_exec *owner,
+                           brisk_exec **out, brisk_error *err) {
     if (!out) return brisk_errorf(err, BRISK_ERR_INVALID, "exec: out is NULL");
     *out = NULL;
     if (!g || !plan || !be) return brisk_errorf(err, BRISK_ERR_INVALID, "exec: graph, plan and backend are required");
@@ -71,12 +73,20 @@ brisk_status brisk_exec_create(brisk_graph *g, brisk_plan *plan, brisk_backend *
     ex->g = g;
     ex->plan = plan;
     ex->be = be;
+    ex->params_of = owner;
     ex->ptr = calloc((size_t)g->n_nodes + 1, sizeof *ex->ptr);
     if (!ex->ptr) {
         free(ex);
         return brisk_errorf(err, BRISK_ERR_NOMEM, "exec: out of memory");
     }
-    if ((st = alloc_area(ex, plan->arena_bytes, &ex->arena, "activation arena", err)) ||
+    if (owner) {
+        ex->params = owner->params;
+        if ((st = alloc_area(ex, plan->arena_bytes, &ex->arena, "activation arena", err)) ||
+            (st = alloc_area(ex, plan->input_bytes, &ex->inputs, "inputs", err)) ||
+            (st = alloc_area(ex, plan->const_bytes, &ex->consts, "consts", err)) ||
+            (st = be->memset0(be, ex->inputs, plan->input_bytes, err)))
+            goto fail;
+    } else if ((st = alloc_area(ex, plan->arena_bytes, &ex->arena, "activation arena", err)) ||
         (st = alloc_area(ex, plan->param_bytes, &ex->params, "parameters", err)) ||
         (st = alloc_area(ex, plan->param_bytes, &ex->grads, "gradients", err)) ||
         (st = alloc_area(ex, plan->param_bytes, &ex->m, "first moments", err)) ||
@@ -87,7 +97,7 @@ brisk_status brisk_exec_create(brisk_graph *g, brisk_plan *plan, brisk_backend *
     /* Zero everything a run may read before it is written, so results never
      * depend on leftover device memory. */
     void *zero[] = {ex->params, ex->grads, ex->m, ex->v, ex->inputs};
-    for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
+    for (size_t i = 0; i < sizeof zero / sizeof zero[0] && !owner; i++)
         if ((st = be->memset0(be, zero[i], i == 4 ? plan->input_bytes : plan->param_bytes, err))) goto fail;
     if (plan->const_bytes && (st = be->upload(be, ex->consts, g->const_data, plan->const_bytes, err))) goto fail;
 
@@ -105,8 +115,9 @@ brisk_status brisk_exec_create(brisk_graph *g, brisk_plan *plan, brisk_backend *
         ex->ptr[i] = base ? base + n->offset : NULL;
     }
     ex->step = (brisk_step_state){.seed = 0, .rng_step = 0, .first_micro = 1, .training = 1};
-    /* A device backend plans over the whole schedule once (fusions, low-precision copies). */
-    if (be->prepare && (st = be->prepare(be, ex, err))) {
+    /* A device backend plans over the whole schedule once (fusions, low-precision copies);
+     * it holds one such plan, the training executor's, which a view must not replace. */
+    if (!owner && be->prepare && (st = be->prepare(be, ex, err))) {
         brisk_error_prefix(err, "exec: %s backend", be->name);
         goto fail;
     }
@@ -115,6 +126,27 @@ brisk_status brisk_exec_create(brisk_graph *g, brisk_plan *plan, brisk_backend *
 fail:
     brisk_exec_free(ex);
     return st;
+}
+
+brisk_status brisk_exec_create(brisk_graph *g, brisk_plan *plan, brisk_backend *be, brisk_exec **out,
+                               brisk_error *err) {
+    return create(g, plan, be, NULL, out, err);
+}
+
+brisk_status brisk_exec_create_view(brisk_graph *g, brisk_plan *plan, const brisk_exec *base, brisk_exec **out,
+                                    brisk_error *err) {
+    if (out) *out = NULL;
+    if (!g || !base) return brisk_errorf(err, BRISK_ERR_INVALID, "exec view: graph and base executor are required");
+    const brisk_graph *b = base->g;
+    int same = g->n_params == b->n_params && g->n_param_floats == b->n_param_floats;
+    for (int i = 0; same && i < b->n_params; i++)
+        same = strcmp(g->params[i].name, b->params[i].name) == 0 && g->params[i].offset == b->params[i].offset &&
+               g->params[i].numel == b->params[i].numel;
+    if (!same) return brisk_errorf(err, BRISK_ERR_INVALID, "exec view: the graph's parameter layout differs from the base's");
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].storage == BRISK_STORE_GRAD)
+            return brisk_errorf(err, BRISK_ERR_INVALID, "exec view: node %d is a gradient; a view runs forward only", i);
+    return create(g, plan, base->be, base, out, err);
 }
 
 /* Element i of a param takes word i % 4 of Philox block i / 4 under counter

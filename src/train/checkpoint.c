@@ -51,6 +51,9 @@ brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_err
         }
     }
     char step[32], epoch[32], pos[32], seed[32], best[64], skipped[32], sum[BRISK_CKPT_CHECKSUM_LEN];
+    char samples[32], target[96];
+    snprintf(samples, sizeof samples, "%" PRId64, t->samples);
+    snprintf(target, sizeof target, "{\"mean\": %.9g, \"std\": %.9g}", t->target_mean, t->target_std);
     snprintf(skipped, sizeof skipped, "%" PRId64, t->nan_skipped);
     snprintf(step, sizeof step, "%" PRId64, t->step);
     snprintf(epoch, sizeof epoch, "%" PRId64, t->epoch);
@@ -61,15 +64,17 @@ brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_err
         st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
         goto out;
     }
-    brisk_st_meta meta[] = {
+    brisk_st_meta meta[16] = {
         {"format", BRISK_CKPT_FORMAT}, {"brisk_version", BRISK_VERSION}, {"brisk_commit", brisk_build_commit},
-        {"step", step}, {"epoch", epoch}, {"position", pos}, {"seed", seed}, {"best_val_loss", best},
-        {"nan_skipped", skipped}, {"optimizer", sgd ? "sgd" : "adamw"}, {"config", t->cfg.json},
-        {"normalization", norm}, /* windowed data only: predict applies it again */
-        {BRISK_CKPT_CHECKSUM_KEY, sum},
+        {"step", step}, {"epoch", epoch}, {"position", pos}, {"samples", samples}, {"seed", seed},
+        {"best_val_loss", best}, {"nan_skipped", skipped}, {"optimizer", sgd ? "sgd" : "adamw"},
+        {"config", t->cfg.json},
     };
-    size_t n_meta = sizeof meta / sizeof meta[0];
-    if (!norm) meta[n_meta - 2] = meta[n_meta - 1], n_meta--;
+    size_t n_meta = 12;
+    if (norm) meta[n_meta++] = (brisk_st_meta){"normalization", norm}; /* windowed data: predict applies it again */
+    if (t->cfg.data.windows.enabled && t->cfg.data.windows.normalize_target) /* predict maps outputs back */
+        meta[n_meta++] = (brisk_st_meta){"target_normalization", target};
+    meta[n_meta++] = (brisk_st_meta){BRISK_CKPT_CHECKSUM_KEY, sum};
     if ((st = brisk_checkpoint_checksum_entries(e, k, meta, n_meta - 1, sum, err))) goto out;
     st = brisk_safetensors_write(path, e, k, meta, n_meta, err);
 out:
@@ -161,7 +166,11 @@ brisk_status brisk_checkpoint_load(brisk_trainer *t, const char *path, brisk_err
     t->epoch = cs.epoch;
     t->position = cs.position;
     t->nan_skipped = cs.nan_skipped;
-    if (!isnan(cs.best_val)) t->best_val = cs.best_val;
+    /* progress in samples: a checkpoint from before the key counts its steps at this batch size */
+    t->samples = cs.samples >= 0 ? cs.samples : cs.step * t->cfg.train.batch_size * t->cfg.train.accumulate;
+    brisk_trainer_plan_length(t);
+    /* the lowest known: a best.safetensors of this run directory may hold a better one */
+    if (!isnan(cs.best_val) && !(t->best_val <= cs.best_val)) t->best_val = cs.best_val;
     snprintf(t->last_ckpt, sizeof t->last_ckpt, "%s", path);
     t->last_ckpt_step = cs.step;
 out:
@@ -225,6 +234,32 @@ brisk_status brisk_checkpoint_normalization(const char *path, float **mean, floa
         else free(*mean), free(*std), *mean = *std = NULL;
         free(m);
         free(d);
+        brisk_json_free(doc);
+    }
+    brisk_safetensors_free(st);
+    return s;
+}
+
+brisk_status brisk_checkpoint_target_normalization(const char *path, float *mean, float *std, brisk_error *err) {
+    *mean = 0.0f, *std = 1.0f;
+    brisk_safetensors *st = NULL;
+    brisk_status s = brisk_checkpoint_open(path, &st, err);
+    if (s) return s;
+    const char *text = brisk_safetensors_meta(st, "target_normalization");
+    if (text) {
+        char label[BRISK_PATH_MAX + 32];
+        snprintf(label, sizeof label, "%s:target_normalization", path);
+        brisk_json *doc = NULL;
+        double m = 0, d = 1;
+        if (!(s = brisk_json_parse(text, strlen(text), label, &doc, err))) {
+            brisk_json_reader r = brisk_json_root(doc);
+            brisk_json_number(&r, "mean", BRISK_ANY, &m);
+            brisk_json_number(&r, "std", BRISK_GT(0), &d);
+            s = brisk_json_finish(doc, err);
+        }
+        if (!s && !(isfinite(m) && isfinite(d)))
+            s = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: expected finite numbers", label);
+        if (!s) *mean = (float)m, *std = (float)d;
         brisk_json_free(doc);
     }
     brisk_safetensors_free(st);

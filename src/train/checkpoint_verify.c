@@ -160,6 +160,7 @@ brisk_status brisk_checkpoint_state(const brisk_safetensors *st, brisk_ckpt_stat
     out->epoch = meta_int(st, "epoch", 1, &bad);
     out->position = meta_int(st, "position", 1, &bad);
     out->nan_skipped = meta_int(st, "nan_skipped", 0, &bad);
+    out->samples = brisk_safetensors_meta(st, "samples") ? meta_int(st, "samples", 0, &bad) : -1;
     if (bad)
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: metadata '%s' is missing or not a non-negative integer",
                             brisk_safetensors_name(st), bad);

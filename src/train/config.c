@@ -185,6 +185,7 @@ static void read_windows(brisk_json_reader *data, brisk_windows_config *w) {
     copy_str(w->target, sizeof w->target, col);
     brisk_json_enum_or(&t, "kind", target_kinds, BRISK_TARGET_CLASSES, &v), w->kind = (brisk_target_kind)v;
     brisk_json_enum_or(&t, "change", change_kinds, BRISK_CHANGE_RELATIVE, &v), w->change = (brisk_change_kind)v;
+    brisk_json_bool_or(&t, "normalize", true, &b), w->normalize_target = b && w->kind != BRISK_TARGET_CLASSES;
     double *th = NULL;
     size_t nt = 0;
     if (brisk_json_numbers(&t, "thresholds", w->kind == BRISK_TARGET_CLASSES, BRISK_ANY, &th, &nt) == BRISK_OK) {
@@ -226,8 +227,13 @@ static void read_data(brisk_json_reader *root, brisk_data_spec *d) {
     const char *s;
     brisk_json_string_or(&r, "train", "", &s);
     copy_str(d->train, sizeof d->train, s);
+    brisk_json_string_or(&r, "validation", "", &s);
+    copy_str(d->validation, sizeof d->validation, s);
     double vf;
-    brisk_json_number_or(&r, "validation_fraction", 0.1, BRISK_IN(0.0, 0.9), &vf);
+    /* a validation file replaces the split: all of data.train trains */
+    if (d->validation[0] && brisk_json_has(&r, "validation_fraction"))
+        brisk_json_fail(&r, "validation_fraction", "give data.validation (a file) or data.validation_fraction, not both");
+    brisk_json_number_or(&r, "validation_fraction", d->validation[0] ? 0.0 : 0.1, BRISK_IN(0.0, 0.9), &vf);
     d->validation_fraction = (float)vf;
     bool sh;
     brisk_json_bool_or(&r, "shuffle", true, &sh);
@@ -323,12 +329,13 @@ static void read_train(brisk_json_reader *root, const char *name, brisk_train_sp
     brisk_json_object_opt(root, "train", &r, NULL);
     read_batch_size(&r, t);
     brisk_json_int_or(&r, "epochs", 1, 1, 1 << 24, &t->epochs);
-    brisk_json_int64_or(&r, "max_steps", 0, 0, INT64_C(1) << 40, &t->max_steps);
+    brisk_json_int64_or(&r, "max_steps", -1, 0, INT64_C(1) << 40, &t->max_steps);
     int64_t seed;
     brisk_json_int64_or(&r, "seed", 0, 0, INT64_C(1) << 53, &seed);
     t->seed = (uint64_t)seed;
     brisk_json_int_or(&r, "accumulate", 1, 1, 1 << 16, &t->accumulate);
     brisk_json_int64_or(&r, "checkpoint_every", 0, 0, INT64_C(1) << 40, &t->checkpoint_every);
+    brisk_json_int_or(&r, "checkpoint_epochs", 1, 0, 1 << 24, &t->checkpoint_epochs);
     brisk_json_int_or(&r, "log_every", 50, 1, 1 << 30, &t->log_every);
     char def[BRISK_PATH_MAX];
     snprintf(def, sizeof def, "runs/%s", name);
@@ -407,12 +414,14 @@ brisk_status brisk_config_load(const char *path, const char *const *overrides, i
     if (!st) st = from_doc(doc, path, overrides, n_overrides, cfg, err);
     brisk_json_free(doc);
     /* A relative data path is taken from the working directory, else beside the config. */
-    if (!st && cfg->data.train[0] && cfg->data.train[0] != '/' && access(cfg->data.train, F_OK) != 0) {
+    char *paths[] = {cfg->data.train, cfg->data.validation};
+    for (int i = 0; i < 2 && !st; i++) {
+        char *p = paths[i];
         const char *slash = strrchr(path, '/');
-        if (slash) {
+        if (p[0] && p[0] != '/' && access(p, F_OK) != 0 && slash) {
             char alt[BRISK_PATH_MAX];
-            snprintf(alt, sizeof alt, "%.*s/%s", (int)(slash - path), path, cfg->data.train);
-            if (access(alt, F_OK) == 0) copy_str(cfg->data.train, sizeof cfg->data.train, alt);
+            snprintf(alt, sizeof alt, "%.*s/%s", (int)(slash - path), path, p);
+            if (access(alt, F_OK) == 0) copy_str(p, BRISK_PATH_MAX, alt);
         }
     }
     if (st) brisk_config_free(cfg);

@@ -12,21 +12,9 @@
 
 #include "train/trainer_internal.h"
 
-/* Validation runs use counter values far from training's, so they never share noise
- * with a training step and give the same loss every epoch for the same weights. */
-#define EVAL_RNG_BASE 0xF0000000u
-
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
-}
-
-static brisk_status feed(brisk_trainer *t, const brisk_batch *b, brisk_error *err) {
-    for (int i = 0; i < t->io.n_fields; i++) {
-        brisk_status st = brisk_exec_set_input(t->ex, t->io.input_node[i], b->fields[t->field_of_input[i]].data, err);
-        if (st) return st;
-    }
-    return BRISK_OK;
 }
 
 /* mean of the last n losses of this process */
@@ -67,51 +55,6 @@ static void device_status(brisk_trainer *t, char *buf, size_t n) {
     if (s.loss_scale > 0)
         snprintf(buf + strlen(buf), n - strlen(buf), ", loss scale %g, %lld skipped", s.loss_scale,
                  (long long)s.skipped_steps);
-}
-
-/* Mean loss, and the metrics of metrics.c, over the validation split. */
-static brisk_status validate(brisk_trainer *t, brisk_val_metrics *m, brisk_error *err) {
-    const brisk_model_spec *ms = &t->cfg.model;
-    int classify = ms->type != BRISK_MODEL_DIFFUSION && ms->task == BRISK_TASK_CLASSIFY;
-    int regress = ms->type != BRISK_MODEL_DIFFUSION && ms->task == BRISK_TASK_REGRESS;
-    brisk_metrics_reset(m, classify ? (int)ms->outputs : 0);
-    int64_t B = t->cfg.train.batch_size;
-    if (t->split.nval < B) return BRISK_OK;
-    int yf = 0; /* the target's dataset field */
-    for (int i = 0; i < t->io.n_fields; i++)
-        if (strcmp(t->io.fields[i].name, "y") == 0) yf = t->field_of_input[i];
-    brisk_loader_config lc = {.dataset = &t->data, .indices = t->split.val, .nindices = t->split.nval,
-                              .batch_size = B, .seed = t->cfg.train.seed, .shuffle = 0, .prefetch = 0};
-    brisk_loader *l = NULL;
-    brisk_status st = brisk_loader_create(&l, &lc, err);
-    if (st) return st;
-    int64_t nb = brisk_loader_batches_per_epoch(l);
-    int64_t C = ms->outputs;
-    float *logits = classify || regress ? malloc(sizeof(float) * (size_t)(B * C)) : NULL;
-    double sum = 0;
-    if (classify && !logits) st = brisk_errorf(err, BRISK_ERR_NOMEM, "validation: out of memory for %lld logits", (long long)(B * C));
-    brisk_step_state saved = t->ex->step;
-    for (int64_t i = 0; i < nb && !st; i++) {
-        brisk_batch b;
-        if ((st = brisk_loader_next(l, &b, err))) break;
-        t->ex->step.rng_step = EVAL_RNG_BASE + (uint32_t)i;
-        float v = 0;
-        if (!(st = feed(t, &b, err)) && !(st = brisk_exec_run(t->ex, BRISK_RUN_EVAL, err)) &&
-            !(st = brisk_exec_read(t->ex, t->io.loss, &v, err))) {
-            sum += v;
-            if ((classify || regress) && !(st = brisk_exec_read(t->ex, t->io.output, logits, err))) {
-                if (classify) brisk_metrics_add_classes(m, logits, b.fields[yf].data, B, C);
-                else brisk_metrics_add_values(m, logits, b.fields[yf].data, B * C);
-            }
-        }
-        brisk_loader_release(l, &b);
-    }
-    t->ex->step = saved;
-    brisk_loader_destroy(l);
-    free(logits);
-    if (st) return st;
-    brisk_metrics_finish(m, sum / (double)nb);
-    return BRISK_OK;
 }
 
 static void *pinned_alloc(void *user, size_t bytes) {
@@ -164,8 +107,11 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     if (st) return st;
     char path[BRISK_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/metrics.jsonl", tr->out_dir);
-    if (files && !t->metrics && !(t->metrics = fopen(path, "a")))
-        return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
+    if (files && !t->metrics) {
+        if (!(t->metrics = fopen(path, "a")))
+            return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
+        brisk_run_dir_mark_start(t);
+    }
 
     brisk_loader_config lc = {.dataset = &t->data, .indices = t->split.train, .nindices = t->split.ntrain,
                               .batch_size = B, .seed = tr->seed, .shuffle = t->cfg.data.shuffle,
@@ -196,7 +142,9 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     while (t->step < end && !(stop_sig = brisk_signal_pending())) {
         double t0 = brisk_now(), wait = 0, c0 = t->copy_s;
         int epoch_ended = 0;
-        float lr = brisk_schedule_lr(&t->cfg.optim, t->step, t->schedule_steps ? t->schedule_steps : t->total_steps);
+        /* sched_shift: the schedule's position by samples seen, after a resume at another batch size */
+        float lr = brisk_schedule_lr(&t->cfg.optim, t->step + t->sched_shift,
+                                     (t->schedule_steps ? t->schedule_steps : t->total_steps) + t->sched_shift);
         for (int micro = 0; micro < K; micro++) {
             brisk_batch b;
             if ((st = brisk_loader_next(l, &b, err))) goto out;
@@ -210,6 +158,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
         }
         if ((st = brisk_step_update(t, lr, err))) goto out;
         t->step++;
+        t->samples += B * K;
         double dt = brisk_now() - t0, copy = t->copy_s - c0;
         step_times[n_timed++] = dt;
         steps_total += dt;
@@ -242,7 +191,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
         }
         if (epoch_ended) {
             brisk_val_metrics vm;
-            if ((st = validate(t, &vm, err))) goto out;
+            if ((st = brisk_validate(t, &vm, err))) goto out;
             double vl = vm.loss, va = vm.accuracy;
             epochs_done++;
             last_epoch_loss = tail_mean(t, epoch_steps);
@@ -274,7 +223,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
         }
         /* After validation, so that a checkpoint at an epoch's end carries its result
          * (a run resumed from it must know the best loss so far). */
-        if (files && brisk_rotation_due(t) && ((st = brisk_step_flush(t, err)) || (st = brisk_rotation_save(t, err)))) goto out;
+        if (files && brisk_rotation_due(t, epoch_ended) && ((st = brisk_step_flush(t, err)) || (st = brisk_rotation_save(t, err)))) goto out;
     }
     if (!(st = brisk_step_flush(t, err)) && files) st = brisk_rotation_save(t, err);
     scaler_skips(t);

@@ -42,6 +42,8 @@ brisk_status brisk_pipeline_config(const brisk_config *cfg, int i, brisk_config 
     if (st) return st;
     /* the data path as the pipeline resolved it (relative to its config) */
     snprintf(out->data.train, sizeof out->data.train, "%s", cfg->data.train);
+    snprintf(out->data.validation, sizeof out->data.validation, "%s", cfg->data.validation);
+    out->train.overwrite = cfg->train.overwrite;
     snprintf(out->name, sizeof out->name, "%s-%s", cfg->name, name);
     return BRISK_OK;
 }

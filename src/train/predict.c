@@ -66,6 +66,11 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
         memcpy((float *)y.data + r * C, buf, sizeof(float) * (size_t)(n * C));
     }
     if (m->task == BRISK_TASK_CLASSIFY) brisk_softmax_rows(y.data, N, C);
+    float tmean, tstd; /* a regression target learnt normalised: outputs back in its units */
+    if (m->task == BRISK_TASK_REGRESS && (st = brisk_checkpoint_target_normalization(checkpoint, &tmean, &tstd, err)))
+        goto out;
+    for (int64_t i = 0; m->task == BRISK_TASK_REGRESS && i < N * C; i++)
+        ((float *)y.data)[i] = ((float *)y.data)[i] * tstd + tmean;
     if ((st = brisk_npy_write(output_npy, &y, err))) goto out;
     brisk_log(log, BRISK_LOG_INFO, "predict   %lld rows -> %s [%lld, %lld] (%s)", (long long)N, output_npy, (long long)N,
               (long long)C, m->task == BRISK_TASK_CLASSIFY ? "class probabilities" : "regression outputs");

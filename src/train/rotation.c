@@ -71,6 +71,11 @@ brisk_status brisk_trainer_open_run_dir(brisk_trainer *t, brisk_error *err) {
     if (!st) st = brisk_run_dir_lock(dir, &t->lock_fd, &t->log, err);
     if (st) return st;
     remove_stale_tmp(dir, &t->log);
+    if ((st = brisk_run_dir_claim(t, err))) {
+        brisk_run_dir_unlock(t->lock_fd);
+        t->lock_fd = -1;
+        return st;
+    }
     t->run_dir_ready = 1;
     t->last_save_time = brisk_now();
     return BRISK_OK;
@@ -140,9 +145,10 @@ static void prune(const char *dir, int keep, int64_t now, const brisk_logger *lo
     free(steps);
 }
 
-int brisk_rotation_due(brisk_trainer *t) {
+int brisk_rotation_due(brisk_trainer *t, int epoch_ended) {
     const brisk_train_spec *tr = &t->cfg.train;
     if (tr->checkpoint_every > 0 && t->step % tr->checkpoint_every == 0) return 1;
+    if (epoch_ended && tr->checkpoint_epochs > 0 && t->epoch % tr->checkpoint_epochs == 0) return 1;
     return tr->checkpoint_minutes > 0 && brisk_now() - t->last_save_time >= 60.0 * tr->checkpoint_minutes;
 }
 
@@ -247,6 +253,23 @@ brisk_status brisk_checkpoint_find_latest(const char *dir, const brisk_logger *l
         }
     }
     free(nums);
+    /* best.safetensors is a whole checkpoint too, and may be the newest (written at an
+     * epoch's end that no other checkpoint followed) */
+    snprintf(cand, sizeof cand, "%s/best.safetensors", dir);
+    int64_t s = -1;
+    brisk_status bst = access(cand, F_OK) == 0 ? brisk_checkpoint_check(cand, &s, &e2) : BRISK_OK;
+    if (bst && !brisk_checkpoint_damaged(bst)) {
+        if (err) *err = e2;
+        return bst;
+    }
+    if (bst) {
+        brisk_log(log, BRISK_LOG_WARN, "skipping a damaged checkpoint: %s", e2.msg);
+        if (!bad++) snprintf(first_bad, sizeof first_bad, "%s", e2.msg);
+    } else if (s >= 0 && (!*found || s > *step)) {
+        *found = 1;
+        *step = s;
+        snprintf(path, cap, "%s", cand);
+    }
     if (!*found && bad)
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: no intact checkpoint to resume from (%d damaged; the first: %s); "
                             "move them away to start afresh", dir, bad, first_bad);
@@ -258,6 +281,7 @@ brisk_status brisk_trainer_resume_auto(brisk_trainer *t, int *resumed, brisk_err
     char path[BRISK_PATH_MAX + 64];
     int64_t step;
     int found;
+    t->run_claimed = 1; /* the run there, if any, is continued */
     brisk_status st = brisk_trainer_open_run_dir(t, err);
     if (!st) st = brisk_checkpoint_find_latest(t->cfg.train.out_dir, &t->log, path, sizeof path, &step, &found, err);
     if (st) return st;

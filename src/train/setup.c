@@ -94,31 +94,81 @@ static void report_active(brisk_trainer *t) {
 }
 
 
-/* Maps the dataset's fields to the model's; per-sample shapes must be what the model was
- * configured for (an mlp's flat input also takes a window of the same size: the bytes are
- * the same). */
-static brisk_status bind_data(brisk_trainer *t, brisk_error *err) {
+/* Maps the fields of ds to the model's (map: NULL, or the dataset field of each model
+ * field); per-sample shapes must be what the model was configured for (an mlp's flat
+ * input also takes a window of the same size: the bytes are the same). */
+static brisk_status bind_fields(brisk_trainer *t, const brisk_dataset *ds, int *map, brisk_error *err) {
     for (int i = 0; i < t->io.n_fields; i++) {
         const brisk_model_field *f = &t->io.fields[i];
         int k = 0;
-        while (k < t->data.nfields && strcmp(t->data.fields[k].name, f->name) != 0) k++;
-        if (k == t->data.nfields)
-            return brisk_errorf(err, BRISK_ERR_INVALID, "%s: no field '%s', which the model (%s) takes", t->data.source,
+        while (k < ds->nfields && strcmp(ds->fields[k].name, f->name) != 0) k++;
+        if (k == ds->nfields)
+            return brisk_errorf(err, BRISK_ERR_INVALID, "%s: no field '%s', which the model (%s) takes", ds->source,
                                 f->name, t->cfg.path);
-        brisk_shape s = brisk_dataset_sample_shape(&t->data, k);
+        brisk_shape s = brisk_dataset_sample_shape(ds, k);
         int flat = f->sample.ndim == 1 && s.ndim > 1 && brisk_shape_numel(&s) == f->sample.d[0];
         if (!brisk_shape_equal(&s, &f->sample) && !flat) {
             char a[64], b[64];
             return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' has samples of shape %s, the model (%s) expects %s",
-                                t->data.source, f->name, brisk_shape_str(&s, a, sizeof a), t->cfg.path,
+                                ds->source, f->name, brisk_shape_str(&s, a, sizeof a), t->cfg.path,
                                 brisk_shape_str(&f->sample, b, sizeof b));
         }
-        if (t->data.fields[k].tensor.dtype != f->dtype)
-            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' holds %s, the model (%s) expects %s", t->data.source,
-                                f->name, brisk_dtype_name(t->data.fields[k].tensor.dtype), t->cfg.path,
+        if (ds->fields[k].tensor.dtype != f->dtype)
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' holds %s, the model (%s) expects %s", ds->source,
+                                f->name, brisk_dtype_name(ds->fields[k].tensor.dtype), t->cfg.path,
                                 brisk_dtype_name(f->dtype));
-        t->field_of_input[i] = k;
+        if (map) map[i] = k;
     }
+    return BRISK_OK;
+}
+
+static brisk_status bind_data(brisk_trainer *t, brisk_error *err) {
+    brisk_status st = bind_fields(t, &t->data, t->field_of_input, err);
+    if (!st && t->val_data.count) st = bind_fields(t, &t->val_data, NULL, err);
+    return st;
+}
+
+/* data.windows.target.normalize: regression targets become (y - mean) / std, both fitted
+ * on the training windows' targets (a constant target is only centred). */
+static void normalise_targets(brisk_trainer *t) {
+    int k = 0;
+    while (k < t->data.nfields && strcmp(t->data.fields[k].name, "y") != 0) k++;
+    if (k == t->data.nfields || t->split.ntrain < 1) return;
+    float *y = t->data.fields[k].tensor.data;
+    double sum = 0, sq = 0, n = (double)t->split.ntrain;
+    for (int64_t i = 0; i < t->split.ntrain; i++) sum += y[t->split.train[i]];
+    double mu = sum / n;
+    for (int64_t i = 0; i < t->split.ntrain; i++) sq += (y[t->split.train[i]] - mu) * (y[t->split.train[i]] - mu);
+    double sd = sqrt(sq / n);
+    t->target_mean = (float)mu;
+    t->target_std = sd > 1e-12 * (fabs(mu) + 1) ? (float)sd : 1.0f;
+    brisk_dataset *sets[] = {&t->data, &t->val_data};
+    for (int d = 0; d < 2; d++) {
+        brisk_dataset *ds = sets[d];
+        for (int f = 0; f < ds->nfields; f++) {
+            if (strcmp(ds->fields[f].name, "y") != 0) continue;
+            float *v = ds->fields[f].tensor.data;
+            for (int64_t i = 0; i < brisk_shape_numel(&ds->fields[f].tensor.shape); i++)
+                v[i] = (v[i] - t->target_mean) / t->target_std;
+        }
+    }
+}
+
+/* data.validation with windows: every window of the validation file, normalised with the
+ * training rows' statistics (not its own). */
+static brisk_status load_validation_windows(brisk_trainer *t, const brisk_window_spec *train_spec, brisk_error *err) {
+    brisk_window_spec ws = *train_spec;
+    ws.validation_fraction = 0;
+    ws.normalize = 0;
+    brisk_windows w;
+    brisk_status st = brisk_windows_load(t->cfg.data.validation, &ws, &w, err);
+    if (st) return st;
+    for (int f = 0; f < w.ds.nfields && t->norm_n; f++)
+        if (strcmp(w.ds.fields[f].name, "x") == 0)
+            brisk_normalize_rows(w.ds.fields[f].tensor.data, w.rows, t->norm_n, t->norm_mean, t->norm_std);
+    t->val_data = w.ds;
+    memset(&w.ds, 0, sizeof w.ds);
+    brisk_windows_free(&w);
     return BRISK_OK;
 }
 
@@ -150,6 +200,8 @@ static brisk_status load_windows(brisk_trainer *t, brisk_error *err) {
     t->norm_mean = w.mean;
     t->norm_std = w.std;
     t->norm_n = w.mean ? w.nfeatures : 0;
+    if (d->validation[0] && (st = load_validation_windows(t, &ws, err))) return st;
+    if (wc->normalize_target) normalise_targets(t);
     int64_t K = t->data.count;
     brisk_log(&t->log, BRISK_LOG_INFO,
               "data      %s: %lld rows -> %lld windows of %lld x %d (stride %lld, target %lld after); validation from "
@@ -157,6 +209,12 @@ static brisk_status load_windows(brisk_trainer *t, brisk_error *err) {
               d->train, (long long)w.rows, (long long)K, (long long)ws.length, ws.nfeatures, (long long)ws.stride,
               (long long)ws.horizon, (long long)w.split_row, (long long)t->split.ntrain, (long long)t->split.nval,
               (long long)(K - t->split.ntrain - t->split.nval), t->norm_n ? "; normalised on the training rows" : "");
+    if (t->val_data.count)
+        brisk_log(&t->log, BRISK_LOG_INFO, "data      validation: %lld windows of %s", (long long)t->val_data.count,
+                  d->validation);
+    if (wc->normalize_target)
+        brisk_log(&t->log, BRISK_LOG_INFO, "data      target normalised: (y - %.6g) / %.6g, fitted on the training windows",
+                  t->target_mean, t->target_std);
     return BRISK_OK;
 }
 
@@ -203,6 +261,13 @@ static brisk_status load_data(brisk_trainer *t, brisk_error *err) {
     }
     brisk_status st = csv ? brisk_dataset_load_csv(&t->data, d->train, specs, t->io.n_fields, err)
                           : brisk_dataset_load_npz(&t->data, d->train, specs, t->io.n_fields, err);
+    /* data.validation: the same fields (members or columns) from another file */
+    if (!st && d->validation[0])
+        st = ends_with(d->validation, ".csv") != csv
+                 ? brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.validation %s must be a %s file like data.train %s",
+                                t->cfg.path, d->validation, csv ? ".csv" : ".npz", d->train)
+             : csv ? brisk_dataset_load_csv(&t->val_data, d->validation, specs, t->io.n_fields, err)
+                   : brisk_dataset_load_npz(&t->val_data, d->validation, specs, t->io.n_fields, err);
     return st ? st : bind_data(t, err);
 }
 
@@ -216,20 +281,34 @@ static brisk_status split_data(brisk_trainer *t, brisk_error *err) {
         if (st) return st;
     }
     brisk_status st = BRISK_OK;
-    if (tr->batch_auto && t->total_steps == 0 && (st = brisk_memory_auto_batch(t, t->split.ntrain, err))) return st;
+    if (tr->batch_auto && !t->length_set && (st = brisk_memory_auto_batch(t, t->split.ntrain, err))) return st;
     t->batches_per_epoch = t->split.ntrain / tr->batch_size;
     if (t->batches_per_epoch == 0)
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s: train.batch_size is %lld, but the training split of %s has only %lld samples",
                             t->cfg.path, (long long)tr->batch_size, t->data.source, (long long)t->split.ntrain);
-    if (t->split.nval > 0 && t->split.nval < tr->batch_size)
-        brisk_log(&t->log, BRISK_LOG_WARN,
-                  "%s: the validation split has %lld samples, fewer than one batch of %lld: no validation "
-                  "(raise data.validation_fraction or lower train.batch_size)",
-                  t->cfg.path, (long long)t->split.nval, (long long)tr->batch_size);
-    if (t->total_steps == 0)
-        t->total_steps = tr->max_steps > 0 ? tr->max_steps : (int64_t)tr->epochs * t->batches_per_epoch / tr->accumulate;
-    if (t->total_steps < 1) t->total_steps = 1;
+    if (!t->length_set) brisk_trainer_plan_length(t);
+    t->length_set = 1;
     return BRISK_OK;
+}
+
+void brisk_trainer_plan_length(brisk_trainer *t) {
+    const brisk_train_spec *tr = &t->cfg.train;
+    const int64_t B = tr->batch_size, K = tr->accumulate, n = t->split.ntrain;
+    t->sched_shift = 0;
+    if (tr->max_steps >= 0) { /* steps, whatever their size */
+        t->total_steps = tr->max_steps > t->step ? tr->max_steps : t->step;
+        return;
+    }
+    if (t->batches_per_epoch < 1) return;
+    /* the micro-batches left: the rest of this epoch (the loader starts the next one when
+     * less than a batch is left), then whole epochs up to train.epochs */
+    int64_t epoch = t->epoch, pos = t->position;
+    if (pos > 0 && pos + B > n) epoch++, pos = 0;
+    int64_t micro = epoch < tr->epochs ? (n - pos) / B + (tr->epochs - 1 - epoch) * t->batches_per_epoch : 0;
+    t->total_steps = t->step + micro / K;
+    if (t->step == 0 && t->total_steps < 1) t->total_steps = 1;
+    /* the schedule at this batch size: where the samples seen so far put it */
+    if (t->samples > 0) t->sched_shift = t->samples / (B * K) - t->step;
 }
 
 brisk_status brisk_trainer_set_dataset(brisk_trainer *t, brisk_dataset *data, brisk_error *err) {
@@ -238,6 +317,7 @@ brisk_status brisk_trainer_set_dataset(brisk_trainer *t, brisk_dataset *data, br
     memset(data, 0, sizeof *data);
     brisk_status st = bind_data(t, err);
     if (!st) st = split_data(t, err);
+    if (!st) st = brisk_eval_prepare(t, err);
     if (st) t->batches_per_epoch = 0; /* nothing to train on until good data comes */
     return st;
 }
@@ -255,12 +335,18 @@ static brisk_status create(const brisk_config *cfg, const brisk_logger *log, bri
     t->cfg.json = strdup(cfg->json ? cfg->json : "{}");
     if (log) t->log = *log;
     t->best_val = NAN;
+    t->target_std = 1.0f;
     t->lock_fd = -1;
     t->last_saved_step = -1;
     brisk_status st;
     const brisk_train_spec *tr = &t->cfg.train;
     if (from_file && !cfg->data.train[0]) {
         st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.train is missing: the .npz or .csv file to train on", cfg->path);
+        goto fail;
+    }
+    if (!from_file && cfg->data.validation[0]) {
+        st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.validation is a file to validate a data.train file on; data "
+                          "given in memory validates on its data.validation_fraction", cfg->path);
         goto fail;
     }
     if ((st = pick_backend(t, err)) || (st = brisk_model_fields(&cfg->model, BRISK_BUILD_TRAIN, &t->io, err)))
@@ -280,12 +366,13 @@ static brisk_status create(const brisk_config *cfg, const brisk_logger *log, bri
         goto fail;
     if ((st = brisk_exec_create(t->g, &t->plan, t->be, &t->ex, err)) ||
         (st = brisk_exec_init_params(t->ex, tr->seed, err)) ||
-        (st = brisk_optimizer_create(&t->opt, &cfg->optim, t->ex, err)))
+        (st = brisk_optimizer_create(&t->opt, &cfg->optim, t->ex, err)) || (st = brisk_eval_prepare(t, err)))
         goto fail;
     brisk_log(&t->log, BRISK_LOG_INFO,
               "model     %s, %lld parameters; data %s: %lld train / %lld validation samples",
               brisk_model_type_name(cfg->model.type), (long long)brisk_model_param_count(&cfg->model),
-              t->data.count ? t->data.source : "(none yet)", (long long)t->split.ntrain, (long long)t->split.nval);
+              t->data.count ? t->data.source : "(none yet)", (long long)t->split.ntrain,
+              (long long)brisk_trainer_val_count(t));
     brisk_log(&t->log, BRISK_LOG_INFO,
               "memory    planned before running: activations %.2f MiB (peak live %.2f MiB), "
               "parameters+gradients+moments %.2f MiB, total %.2f MiB",
@@ -313,12 +400,14 @@ brisk_status brisk_trainer_create_with_dataset(const brisk_config *cfg, const br
 void brisk_trainer_free(brisk_trainer *t) {
     if (!t) return;
     if (t->opt.ex) brisk_optimizer_free(&t->opt);
+    brisk_eval_free(t); /* a view of ex: first */
     if (t->ex) brisk_exec_free(t->ex);
     brisk_plan_free(&t->plan);
     if (t->g) brisk_graph_free(t->g);
     if (t->be) t->be->destroy(t->be);
     brisk_split_free(&t->split);
     brisk_dataset_free(&t->data);
+    brisk_dataset_free(&t->val_data);
     if (t->metrics) fclose(t->metrics);
     brisk_run_dir_unlock(t->lock_fd);
     free(t->losses);
@@ -329,6 +418,7 @@ void brisk_trainer_free(brisk_trainer *t) {
 }
 
 brisk_status brisk_trainer_resume(brisk_trainer *t, const char *checkpoint, brisk_error *err) {
+    t->run_claimed = 1; /* a previous run in train.out_dir is continued, not refused */
     brisk_status st = brisk_checkpoint_load(t, checkpoint, err);
     if (!st)
         brisk_log(&t->log, BRISK_LOG_INFO, "resume    %s: step %lld, epoch %lld, batch %lld of the epoch", checkpoint,

@@ -60,7 +60,38 @@ struct brisk_trainer {
      * checkpoints so that predict applies it again (norm_n 0: none) */
     float *norm_mean, *norm_std;
     int norm_n;
+    /* windowed regression (data.windows.target.normalize): the model learns (y - mean) / std,
+     * fitted on the training windows; kept in checkpoints so that predict maps back
+     * (mean 0, std 1: none) */
+    float target_mean, target_std;
+    /* eval.c: validation's last, smaller batch, run by a view of ex planned for its rows */
+    brisk_graph *tail_g;
+    brisk_plan tail_plan;
+    brisk_exec *tail_ex;
+    brisk_model_io tail_io;
+    int64_t tail_rows;
+    brisk_dataset val_data;    /* data.validation: the validation file; count 0: a split of data */
+    /* progress in samples (setup.c): training samples the optimizer steps consumed, over all
+     * resumed runs, so that a run resumed at another batch size keeps its epochs and schedule */
+    int64_t samples;
+    int64_t sched_shift;       /* schedule position minus step (0 unless the batch size changed) */
+    int length_set;            /* total_steps fixed: by the first data, then by each resume */
+    /* rotation.c: the run directory's previous run is continued (a resume was asked for);
+     * else it must be empty of one or train.overwrite set */
+    int run_claimed;
 };
+
+/* eval.c: validation over every sample of the validation split or file (full batches,
+ * then the last, smaller one through a graph planned for its size, built by prepare
+ * when the validation size changes). */
+brisk_status brisk_validate(brisk_trainer *t, brisk_val_metrics *m, brisk_error *err);
+brisk_status brisk_eval_prepare(brisk_trainer *t, brisk_error *err);
+void brisk_eval_free(brisk_trainer *t);
+int64_t brisk_trainer_val_count(const brisk_trainer *t);
+
+/* setup.c: total_steps (and the schedule's position) from train.max_steps, or from
+ * train.epochs and where the trainer stands, at the current batch size. */
+void brisk_trainer_plan_length(brisk_trainer *t);
 
 /* step.c: one optimizer step over `accumulate` micro-batches. micro() runs (or, when the
  * whole step is one program, stages) a micro-batch; update() applies the optimizer; the
@@ -79,6 +110,7 @@ brisk_status brisk_trainer_push_loss(brisk_trainer *t, float loss, brisk_error *
 #define BRISK_CKPT_CHECKSUM_LEN 16 /* "crc32:xxxxxxxx" + NUL */
 typedef struct brisk_ckpt_state {
     int64_t step, epoch, position, nan_skipped;
+    int64_t samples;    /* training samples consumed; -1 when the checkpoint predates the key */
     double best_val;    /* NaN when none */
     int sgd;            /* 1: SGD momentum buffers, 0: AdamW moments */
     const char *config; /* the effective config, pointing into the open file */
@@ -118,6 +150,9 @@ brisk_status brisk_checkpoint_config(const char *path, brisk_config *cfg, brisk_
 /* The normalisation a checkpoint of windowed data carries (metadata "normalization",
  * {"mean": [...], "std": [...]}); *n = 0 and NULL arrays when it has none. */
 brisk_status brisk_checkpoint_normalization(const char *path, float **mean, float **std, int *n, brisk_error *err);
+/* The target normalisation of a windowed regression checkpoint (metadata
+ * "target_normalization", {"mean": m, "std": s}); 0 and 1 when it has none. */
+brisk_status brisk_checkpoint_target_normalization(const char *path, float *mean, float *std, brisk_error *err);
 /* predict_input.c: the samples `brisk predict` runs, [N, ...sample], from its input file. */
 brisk_status brisk_predict_input(const brisk_config *cfg, const char *checkpoint, const char *input,
                                  const brisk_shape *sample, brisk_tensor *x, brisk_error *err);
@@ -133,13 +168,20 @@ brisk_status brisk_trainer_open_run_dir(brisk_trainer *t, brisk_error *err);
 brisk_status brisk_rotation_save(brisk_trainer *t, brisk_error *err);
 /* Whether a checkpoint is due after the step just done: train.checkpoint_every steps, or
  * train.checkpoint_minutes since the last one (or since the run started). */
-int brisk_rotation_due(brisk_trainer *t);
+int brisk_rotation_due(brisk_trainer *t, int epoch_ended);
 /* Writes best.safetensors (the best validation loss so far). */
 brisk_status brisk_rotation_save_best(brisk_trainer *t, brisk_error *err);
-/* The newest intact checkpoint (last or step-N, by the step recorded inside) in dir;
+/* The newest intact checkpoint (last, best or step-N, by the step recorded inside) in dir;
  * *found 0 when there is none at all; an error when every one there is damaged. */
 brisk_status brisk_checkpoint_find_latest(const char *dir, const brisk_logger *log, char *path, size_t cap,
                                           int64_t *step, int *found, brisk_error *err);
+
+/* rundir.c: on opening the run directory, refuses a new run where a previous one left
+ * checkpoints or metrics, unless a resume claimed it (t->run_claimed) or train.overwrite
+ * removes them; a continued run adopts best.safetensors' loss as the bar to beat. */
+brisk_status brisk_run_dir_claim(brisk_trainer *t, brisk_error *err);
+/* Appends the run-start record to metrics.jsonl. */
+void brisk_run_dir_mark_start(brisk_trainer *t);
 
 /* runlock.c: <dir>/brisk.lock, held (fcntl lock) while the trainer lives; *fd -1 where the
  * filesystem has no locks (a warning says so). */

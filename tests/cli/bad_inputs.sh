@@ -45,7 +45,7 @@ P
 import numpy as np
 np.savez("count.npz", x=np.zeros((1024, 64), np.float32), y=np.zeros(1000, np.int32))
 P
-/usr/bin/python3 - <<'P' 2>/dev/null && expect label-range 'label|class|range' -- "$brisk" train good.json --set data.train=labels.npz
+/usr/bin/python3 - <<'P' 2>/dev/null && expect label-range 'label|class|range' -- "$brisk" train good.json --set data.train=labels.npz --out run_labels
 import numpy as np
 np.savez("labels.npz", x=np.zeros((1024, 64), np.float32), y=np.full(1024, 7, np.int32))
 P
@@ -59,6 +59,21 @@ out=$("$brisk" train good.json --batch-size auto --memory-limit 200KiB --out run
   { fail=$((fail + 1)); echo "FAIL batch-auto: $out"; }
 out=$("$brisk" train good.json --resume auto --out run_fresh --max-steps 1 2>&1) && printf '%s' "$out" | grep -q "no checkpoint in run_fresh yet" &&
   pass=$((pass + 1)) && echo "ok   resume-auto-fresh" || { fail=$((fail + 1)); echo "FAIL resume-auto-fresh: $out"; }
+# a run directory with a previous run: refused unless resumed or overwritten
+expect previous-run 'run holds a previous run .*--resume auto.*--overwrite' -- "$brisk" train good.json
+expect overwrite-and-resume '--overwrite starts a new run and --resume continues one' -- "$brisk" train good.json --overwrite --resume auto
+"$brisk" train good.json --quiet --overwrite --max-steps 0 >/dev/null && test -f run/step-00000000.safetensors &&
+  ! test -e run/best.safetensors && pass=$((pass + 1)) && echo "ok   overwrite-step0" ||
+  { fail=$((fail + 1)); echo "FAIL overwrite-step0"; }
+"$brisk" train good.json --quiet --overwrite >/dev/null || { echo "the overwriting run failed"; exit 1; }
+expect max-steps-negative 'train.max_steps: expected an integer' -- "$brisk" train good.json --max-steps -1 --out run_ms
+expect checkpoint-epochs 'train.checkpoint_epochs: expected an integer' -- "$brisk" train good.json --checkpoint-epochs -1 --out run_ce
+expect checkpoint-epochs-word 'train.checkpoint_epochs' -- "$brisk" train good.json --checkpoint-epochs often --out run_ce
+expect validation-file-missing 'nope.npz' -- "$brisk" train good.json --set data.validation=nope.npz --out run_vf
+expect validation-both 'give data.validation .* or data.validation_fraction, not both' -- "$brisk" train good.json --set data.validation=tab.npz --set data.validation_fraction=0.2 --out run_vf
+expect validation-kind 'data.validation .* must be a .npz file' -- "$brisk" train good.json --set data.validation=val.csv --out run_vf
+expect validation-type 'data: key "validation": expected a string|data.validation' -- "$brisk" train good.json --set data.validation=3 --out run_vf
+
 # windowed time series
 printf 't,f,close\n' > ser.csv
 for i in $(seq 0 39); do echo "$i,$((i % 7)),$((100 + i % 5))" >> ser.csv; done
@@ -83,6 +98,7 @@ expect thresholds-order 'ascending' -- "$brisk" train win.json --set 'data.windo
 expect heads-width 'model.heads: 3 heads do not divide width 8' -- "$brisk" train win.json --set 'model={"type": "transformer", "inputs": 1, "seq_len": 8, "width": 8, "heads": 3, "outputs": 3}'
 /usr/bin/python3 -c 'import numpy as np; np.save("win7.npy", np.zeros((4, 7, 1), np.float32))' 2>/dev/null &&
   expect predict-window-shape 'win7.npy: expected an array of shape \[N, 8, 1\] .*or a series \[rows, features\], got \[4, 7, 1\]' -- "$brisk" predict wrun/last.safetensors --input win7.npy --output y.npy
+expect target-normalize 'normalize' -- "$brisk" train win.json --set data.windows.target.normalize=1 --out wrun2
 expect pipeline-resume 'resume a pipeline' -- "$brisk" train win.json --set 'models=[{"name": "a", "type": "lstm", "inputs": 1, "seq_len": 8, "hidden": 4, "outputs": 3}]' --set model=null --resume wrun/last.safetensors
 
 # checkpoints

@@ -2,8 +2,8 @@
  * (bit for bit), deterministic mode is bit-identical across runs, staged (prefetched)
  * batches equal direct copies, gradient accumulation agrees with the CPU, the fp16 loss
  * scaler skips a step with an injected inf and recovers, checkpoints move between GPU and
- * CPU in both directions (and `predict` runs a GPU-trained model on the CPU). Skips
- * without a GPU. */
+ * CPU in both directions (and `predict` runs a GPU-trained model on the CPU), and
+ * validation scores every sample. Skips without a GPU. */
 #include <unistd.h>
 
 #include "backend/cuda_test_util.h"
@@ -249,5 +249,54 @@ static void test_fp16_scaler_skip(void) {
     be->destroy(be);
 }
 
+/* Validation on the GPU scores every sample: 4096 x 0.1 = 410 validate at batch 64, six full
+ * batches through the (captured, prepared) training graph and 26 rows through an unprepared
+ * view of it (src/train/eval.c). After one epoch (57 steps) the loss and accuracy equal the
+ * CPU's predictions on the same weights over all 410 samples, to fp32 rounding. */
+static void test_validation_every_sample(void) {
+    make_dir();
+    brisk_error err = {0};
+    brisk_run_summary s;
+    REQUIRE_OK(train(TAB, GPU_FP32 ", \"deterministic\": true", "", "valtail", NULL, 57, NULL, NULL, &s, &err), &err);
+    REQUIRE(s.epochs_done == 1);
+    brisk_split split;
+    REQUIRE_OK(brisk_split_make(4096, 0.1f, 3, &split, &err), &err);
+    REQUIRE(split.nval == 410);
+    char data[400], x[400], y[400], ckpt[400];
+    snprintf(data, sizeof data, "%s/tab.npz", dir);
+    snprintf(x, sizeof x, "%s/xval.npy", dir);
+    snprintf(y, sizeof y, "%s/pval.npy", dir);
+    snprintf(ckpt, sizeof ckpt, "%s/valtail/last.safetensors", dir);
+    brisk_npz z = {0};
+    brisk_tensor xv = {0}, p = {0};
+    REQUIRE_OK(brisk_npz_read(data, &z, &err), &err);
+    const brisk_npy_array *zx = brisk_npz_find(&z, "x"), *zy = brisk_npz_find(&z, "y");
+    REQUIRE(zx && zy);
+    REQUIRE_OK(brisk_tensor_alloc(&xv, BRISK_F32, brisk_shape2(410, 64), &err), &err);
+    for (int64_t i = 0; i < 410; i++)
+        memcpy((float *)xv.data + i * 64, (const float *)zx->data + split.val[i] * 64, 64 * sizeof(float));
+    REQUIRE_OK(brisk_npy_write(x, &xv, &err), &err);
+    REQUIRE_OK(brisk_predict_file(ckpt, x, y, NULL, &err), &err);
+    REQUIRE_OK(brisk_npy_load(y, BRISK_F32, &p, &err), &err);
+    double loss = 0, right = 0;
+    for (int64_t i = 0; i < 410; i++) {
+        const float *r = (const float *)p.data + i * 3;
+        int32_t label = ((const int32_t *)zy->data)[split.val[i]];
+        int best = 0;
+        for (int c = 1; c < 3; c++) best = r[c] > r[best] ? c : best;
+        right += best == label;
+        loss -= log((double)r[label]);
+    }
+    loss /= 410;
+    CHECKF(fabs(s.best_val_loss - loss) <= 1e-4 * loss, "GPU val loss %.7f, CPU predict %.7f", s.best_val_loss, loss);
+    CHECKF(fabs(s.best.accuracy - right / 410) <= 2.0 / 410, "GPU val accuracy %.5f, CPU predict %.5f", s.best.accuracy,
+           right / 410);
+    brisk_tensor_free(&xv);
+    brisk_tensor_free(&p);
+    brisk_npz_free(&z);
+    brisk_split_free(&split);
+}
+
 CUDA_TEST_MAIN(T(test_graph_matches_eager), T(test_deterministic), T(test_prefetch_same), T(test_accumulate_vs_cpu),
-               T(test_resume_across_devices), T(test_fp16_trains), T(test_fp16_scaler_skip))
+               T(test_resume_across_devices), T(test_fp16_trains), T(test_fp16_scaler_skip),
+               T(test_validation_every_sample))

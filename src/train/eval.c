@@ -1,0 +1,147 @@
+/* Validation over every sample: the split of data.train (or the file data.validation) in
+ * full batches through the training graph's eval schedule, then the last, smaller batch
+ * (nval % batch_size samples, or the whole split when it is smaller than one batch)
+ * through a second graph planned once for exactly that many rows. That graph is a view
+ * of the training executor (brisk_exec_create_view): it reads the trained parameters in
+ * place, owns only its small activation arena, and computes what the full batches do, so
+ * no padding and no masked loss are needed. The loss of a batch is its mean over its rows,
+ * so the split's loss is the batch losses weighted by their rows. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train/trainer_internal.h"
+
+/* Validation runs use counter values far from training's, so they never share noise
+ * with a training step and give the same loss every epoch for the same weights. */
+#define EVAL_RNG_BASE 0xF0000000u
+
+/* The validation samples: the dataset, its indices (NULL: all) and their count. */
+static const brisk_dataset *val_source(const brisk_trainer *t, const int64_t **idx, int64_t *n) {
+    if (t->val_data.count > 0) {
+        *idx = NULL, *n = t->val_data.count;
+        return &t->val_data;
+    }
+    *idx = t->split.val, *n = t->split.nval;
+    return &t->data;
+}
+
+int64_t brisk_trainer_val_count(const brisk_trainer *t) {
+    const int64_t *idx;
+    int64_t n;
+    val_source(t, &idx, &n);
+    return n;
+}
+
+void brisk_eval_free(brisk_trainer *t) {
+    if (t->tail_ex) brisk_exec_free(t->tail_ex);
+    brisk_plan_free(&t->tail_plan);
+    if (t->tail_g) brisk_graph_free(t->tail_g);
+    t->tail_ex = NULL, t->tail_g = NULL, t->tail_rows = 0;
+    memset(&t->tail_plan, 0, sizeof t->tail_plan);
+}
+
+brisk_status brisk_eval_prepare(brisk_trainer *t, brisk_error *err) {
+    const int64_t *idx;
+    int64_t n, B = t->cfg.train.batch_size;
+    val_source(t, &idx, &n);
+    int64_t rows = n % B;
+    if (rows == t->tail_rows && (rows == 0 || t->tail_ex)) return BRISK_OK;
+    brisk_eval_free(t);
+    if (rows == 0 || !t->ex) return BRISK_OK;
+    brisk_status st = BRISK_OK;
+    if (!(t->tail_g = brisk_graph_new())) return brisk_errorf(err, BRISK_ERR_NOMEM, "validation: out of memory");
+    if ((st = brisk_model_build(&t->cfg.model, rows, BRISK_BUILD_TRAIN, t->tail_g, &t->tail_io, err)) ||
+        (st = brisk_plan_build(t->tail_g, &t->tail_plan, err)) ||
+        (st = brisk_exec_create_view(t->tail_g, &t->tail_plan, t->ex, &t->tail_ex, err))) {
+        brisk_eval_free(t);
+        return brisk_error_prefix(err, "%s: validation's last batch of %lld samples", t->cfg.path, (long long)rows);
+    }
+    t->tail_rows = rows;
+    return BRISK_OK;
+}
+
+/* The dataset field feeding model field `name` (fields are bound by name, so the
+ * validation file may order its members differently). */
+static int field_index(const brisk_dataset *ds, const char *name) {
+    for (int k = 0; k < ds->nfields; k++)
+        if (strcmp(ds->fields[k].name, name) == 0) return k;
+    return -1;
+}
+
+/* Runs one batch of `rows` samples through ex (io: its graph's nodes) and adds its loss
+ * (times rows) and metrics. */
+static brisk_status eval_batch(brisk_trainer *t, brisk_exec *ex, const brisk_model_io *io, const brisk_dataset *ds,
+                               const brisk_batch *b, int64_t rows, uint32_t rng, float *out, double *sum,
+                               brisk_val_metrics *m, brisk_error *err) {
+    const brisk_model_spec *ms = &t->cfg.model;
+    int classify = ms->type != BRISK_MODEL_DIFFUSION && ms->task == BRISK_TASK_CLASSIFY;
+    int regress = ms->type != BRISK_MODEL_DIFFUSION && ms->task == BRISK_TASK_REGRESS;
+    int64_t C = ms->outputs;
+    brisk_status st = BRISK_OK;
+    for (int i = 0; i < io->n_fields && !st; i++) {
+        int k = field_index(ds, io->fields[i].name);
+        if (k < 0) return brisk_errorf(err, BRISK_ERR_INTERNAL, "validation: no field '%s'", io->fields[i].name);
+        st = brisk_exec_set_input(ex, io->input_node[i], b->fields[k].data, err);
+    }
+    brisk_step_state saved = ex->step;
+    ex->step = t->ex->step; /* the seed; the counter is validation's own */
+    ex->step.rng_step = rng;
+    float v = 0;
+    if (!st && !(st = brisk_exec_run(ex, BRISK_RUN_EVAL, err)) && !(st = brisk_exec_read(ex, io->loss, &v, err))) {
+        *sum += (double)v * (double)rows;
+        int yf = field_index(ds, "y");
+        if ((classify || regress) && yf >= 0 && !(st = brisk_exec_read(ex, io->output, out, err))) {
+            if (classify) {
+                brisk_metrics_add_classes(m, out, b->fields[yf].data, rows, C);
+            } else {
+                /* MAE and RMSE in the target's own units: undo the target normalisation */
+                const float *y = b->fields[yf].data;
+                for (int64_t r = 0; r < rows * C; r++) {
+                    float p = out[r] * t->target_std + t->target_mean, q = y[r] * t->target_std + t->target_mean;
+                    brisk_metrics_add_values(m, &p, &q, 1);
+                }
+            }
+        }
+    }
+    ex->step = saved;
+    return st;
+}
+
+brisk_status brisk_validate(brisk_trainer *t, brisk_val_metrics *m, brisk_error *err) {
+    const brisk_model_spec *ms = &t->cfg.model;
+    int classify = ms->type != BRISK_MODEL_DIFFUSION && ms->task == BRISK_TASK_CLASSIFY;
+    brisk_metrics_reset(m, classify ? (int)ms->outputs : 0);
+    const int64_t *idx;
+    int64_t n, B = t->cfg.train.batch_size, C = ms->outputs;
+    const brisk_dataset *ds = val_source(t, &idx, &n);
+    if (n == 0) return BRISK_OK;
+    brisk_status st = brisk_eval_prepare(t, err);
+    if (st) return st;
+    int64_t full = n / B, rows = n % B;
+    float *out = malloc(sizeof(float) * (size_t)(B * C));
+    if (!out) return brisk_errorf(err, BRISK_ERR_NOMEM, "validation: out of memory for %lld outputs", (long long)(B * C));
+    double sum = 0;
+    /* full batches, then the tail: one loader each, in the split's order */
+    for (int part = 0; part < 2 && !st; part++) {
+        int64_t bs = part ? rows : B, nb = part ? (rows > 0) : full;
+        if (nb == 0) continue;
+        brisk_loader_config lc = {.dataset = ds, .indices = idx, .nindices = n, .batch_size = bs,
+                                  .seed = t->cfg.train.seed, .shuffle = 0, .prefetch = 0,
+                                  .start_position = part ? full * B : 0};
+        brisk_loader *l = NULL;
+        if ((st = brisk_loader_create(&l, &lc, err))) break;
+        for (int64_t i = 0; i < nb && !st; i++) {
+            brisk_batch b;
+            if ((st = brisk_loader_next(l, &b, err))) break;
+            st = part ? eval_batch(t, t->tail_ex, &t->tail_io, ds, &b, rows, EVAL_RNG_BASE + (uint32_t)full, out, &sum, m, err)
+                      : eval_batch(t, t->ex, &t->io, ds, &b, B, EVAL_RNG_BASE + (uint32_t)i, out, &sum, m, err);
+            brisk_loader_release(l, &b);
+        }
+        brisk_loader_destroy(l);
+    }
+    free(out);
+    if (st) return st;
+    brisk_metrics_finish(m, sum / (double)n);
+    return BRISK_OK;
+}
