@@ -1,55 +1,57 @@
 #!/usr/bin/env bash
 # The GPU suite: everything a GPU session checks, in stages that each fit one device call
-# (10 minutes a call; each stage stops starting work at --deadline, 540 s by default), with
+# (10 minutes a call; no step starts that would end after --deadline, 540 s by default), and
 # one summary a reader takes in at a glance: $OUT/summary.txt, a PASS/FAIL/SKIP line per check
 # with its key number, then the PyTorch/brisk ratios. Full logs: $OUT/logs.tar.gz.
 #
 #   tools/gpu-session.sh [options] STAGE...
 #
-# Stages (run in the order given, under one deadline):
-#   build     configure + build build-gpu/ for sm_90 (every other stage builds first when needed)
+# Stages (run in the order given, under one deadline; each builds what it needs first):
+#   build     configure + build build-gpu/ for sm_90, everything
 #   test      `brisk check --require-gpu`; every CUDA test (ctest -R cuda, one at a time); the
-#             same again with the cuBLASLt epilogues refused (REFUSE_EPILOGUE below); then the
-#             CPU tests, if time is left
+#             same again with every cuBLASLt epilogue refused (REFUSE_EPILOGUE below); then
+#             the CPU tests when 4 minutes are left and cputest is not asked for too
 #   cputest   every other test, pinned to the CPU (CUDA_VISIBLE_DEVICES=), all cores
 #   sanitize  compute-sanitizer memcheck (leak check on) and racecheck over a short training
 #             run of each example
-#   agree     per example, 100 steps each: GPU fp32, tf32 and bf16 against the CPU (fp32)
-#             per-step losses (<= 1e-3 relative; bf16 <= 3e-2), CUDA graph == eager bit for
-#             bit (fp32, --deterministic), --deterministic bit-identical twice (bf16)
+#   agree     per example, 100 steps each, a loss per step: GPU fp32, tf32 and bf16 against
+#             the CPU's fp32 losses (<= 1e-3 relative; bf16 <= 3e-2); CUDA graph == eager bit
+#             for bit (fp32, --deterministic); --deterministic bit-identical twice (bf16)
 #   bench     `brisk bench` of every single-model example and bench/*.json, then torch_ref.py
 #             eager and amp of each workload that has an examples/<workload>.json, then its
-#             compile modes while time is left (the ratios need both in the same call)
-#   torch     torch_ref.py, all modes (eager, amp, compile, amp-compile)
-#   all       every stage above, in that order (a real GPU box; too long for one device call)
-# Examples are examples/*.json as found (a config with "models" is a pipeline: one run per
-# model); the workloads are torch_ref.py's WORKLOADS.
+#             compile modes while time is left (so that the ratios come from one call)
+#   torch     torch_ref.py in every mode (eager, amp, compile, amp-compile); builds nothing
+#   all       every stage above, in that order (for a GPU box without the device tool's limit)
+# The examples are examples/*.json as found (a config with "models" is a pipeline: one run
+# per model); the workloads are torch_ref.py's WORKLOADS.
 #
 # Options:
-#   --deadline S   no step starts that would end S seconds after the start (default 540; 0: none)
+#   --deadline S   seconds from the start after which no step starts (default 540; 0: none)
 #   --only REGEX   only the examples / configs / workloads whose name matches (grep -E)
 #   --steps N      steps of each agreement run (default 100)
 #   --continue     skip the checks that already have a PASS or FAIL in the results folder
-#                  (call a stage again after it ran out of time)
-#   --cpu          a dry run without a GPU: the GPU runs train on the CPU (every comparison
-#                  must then be bit-identical), CUDA-only steps report SKIP; the ctest
-#                  tools.session_dry_run runs it
+#                  (call a stage again after its deadline cut it short)
+#   --fresh        forget the results of earlier calls first
+#   --cpu          a dry run without a GPU: the GPU runs train on the CPU (so every comparison
+#                  passes), CUDA-only steps report SKIP; the ctest tools.session_dry_run runs it
 #   --build-dir D  (default build-gpu)   --no-build: use D as it is
-#   --work D       results folder, kept between calls while the machine is warm (default gpu-logs)
+#   --work D       the results folder, kept between calls while the machine is warm (gpu-logs)
 #
-# A GPU session (the device tool; see README.md "On a GPU"). Before the first call, here:
+# A GPU session, with the device tool (README.md, "On a GPU"). Once, here, before the first call:
 #   ../shared/tools/pack-debs libcjson-dev libcjson1     # -> .deps/ (the image lacks cJSON)
 #   mkdir -p .gpu && cp ../shared/workloads/torch_ref.py .gpu/   # ../shared does not travel
-# Then, one call per line, carry=[".deps", ".gpu"], timeout_s=600 (estimates, never measured
-# yet on a GPU: a stage's actual time is in its summary):
-#   tools/gpu-session.sh build test      build ~1-3 min, test ~3-5 min
-#   tools/gpu-session.sh cputest agree   CPU tests ~2-3 min, agree ~3-5 min
-#   tools/gpu-session.sh sanitize        ~4-8 min (sanitizers slow each step 10-100x)
-#   tools/gpu-session.sh bench           brisk bench ~2 min, torch eager/amp ~2 min, compile rest
-#   tools/gpu-session.sh --continue torch   the compile modes bench had no time for
-# The build folder and the results folder stay only while the machine is warm (30 s after
-# a call): call again promptly; a stage on a cold machine rebuilds first (in its own time)
-# and its summary then holds only its own results. Fetch each call's files before the next.
+# Then these calls, each run(command=..., carry=[".deps", ".gpu"], timeout_s=600). The times
+# are estimates, not yet measured on a GPU (each summary line says what a stage took):
+#   tools/gpu-session.sh build test         build 1-3 min; check, CUDA tests twice 2-5 min
+#   tools/gpu-session.sh agree              3-5 min (CPU references run beside the GPU runs)
+#   tools/gpu-session.sh sanitize           4-9 min (the sanitizers slow a step 10-100x)
+#   tools/gpu-session.sh bench              brisk bench 1-2 min, torch eager/amp 2 min, compile
+#   tools/gpu-session.sh --continue cputest torch   CPU tests 2-3 min (if test had no time), the
+#                                           compile modes bench had no time for
+# A stage cut short by its deadline says SKIP (deadline) per check: call it again with
+# --continue. The build and results folders survive only while the machine is warm (30 s
+# after a call); on a cold one a stage rebuilds what it needs first (the CLI alone: ~1 min,
+# estimated) and its summary holds only that call's results: keep every call's summary.txt.
 set -u
 # ---- what a GPU session may adjust ----
 REFUSE_EPILOGUE="BRISK_CUDA_REFUSE_EPILOGUE=all"  # env assignment(s) that force every cuBLASLt epilogue fallback
@@ -61,14 +63,15 @@ TORCH_STEPS=200
 
 cd "$(dirname "$0")/.."
 root=$PWD
-usage() { sed -n '7,41p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
-stages=() deadline=540 only=. steps=100 resume=0 cpu=0 build=build-gpu nobuild=0 work=gpu-logs
+usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0" >&2; exit 2; }
+stages=() fresh=0 deadline=540 only=. steps=100 resume=0 cpu=0 build=build-gpu nobuild=0 work=gpu-logs
 while [ $# -gt 0 ]; do
   case $1 in
     --deadline) deadline=${2:?}; shift ;;
     --only) only=${2:?}; shift ;;
     --steps) steps=${2:?}; shift ;;
     --continue) resume=1 ;;
+    --fresh) fresh=1 ;;
     --cpu) cpu=1 ;;
     --build-dir) build=${2:?}; shift ;;
     --no-build) nobuild=1 ;;
@@ -83,6 +86,7 @@ done
 case "$deadline$steps" in *[!0-9]*) echo "gpu-session.sh: --deadline and --steps take whole numbers" >&2; exit 2 ;; esac
 start=$(date +%s)
 mkdir -p "$work/logs" "$work/runs" && work=$(cd "$work" && pwd)
+[ $fresh = 1 ] && rm -rf "$work/results.tsv" "$work/bench.jsonl" "$work/torch.jsonl" "$work/logs" "$work/runs" && mkdir -p "$work/logs" "$work/runs"
 case $build in /*) ;; *) build=$root/$build ;; esac
 brisk=$build/brisk
 out=${OUT:-$work/out}
@@ -141,28 +145,31 @@ PY
 } >"$work/env.txt"
 cat "$work/env.txt"
 
-built=0
+# ensure_build [cli]: build everything, or (cli) only the brisk command the run stages need
+built=
 ensure_build() {
-  [ $built = 1 ] && return 0
-  built=1
+  local what=${1:-all}
+  [ "$built" = all ] || [ "$built" = "$what" ] && return 0
+  built=$what
   if [ $nobuild = 1 ]; then
     [ -x "$brisk" ] && return 0
     record FAIL build "build" "--no-build, and $brisk is not there"; exit 1
   fi
-  local t0=$(date +%s) fresh=0 log=$work/logs/build.log
-  [ -f "$build/CMakeCache.txt" ] || fresh=1
-  note build
+  local t0=$(date +%s) scratch=0 log=$work/logs/build-$what.log
+  [ -f "$build/CMakeCache.txt" ] || scratch=1
+  note "build ($what)"
+  local target=(); [ "$what" = cli ] && target=(--target brisk_cli)
   if cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >"$log" 2>&1 &&
-     timeout "$(tmo 30)" cmake --build "$build" -j"$jobs" >>"$log" 2>&1; then
-    local what="$(($(date +%s) - t0)) s, $([ $fresh = 1 ] && echo 'from scratch' || echo 'incremental'), $(grep -m1 'brisk: ' "$log" | sed 's/.*brisk: //')"
+     timeout "$(tmo 30)" cmake --build "$build" -j"$jobs" "${target[@]}" >>"$log" 2>&1; then
+    what="$(($(date +%s) - t0)) s, $([ $scratch = 1 ] && echo 'from scratch' || echo 'incremental')$([ "$what" = cli ] && echo ', brisk only'), $(grep -m1 -E 'brisk: (CUDA|no nvcc|BRISK_CUDA)' "$log" | sed 's/.*brisk: //')"
     if [ $cpu = 0 ] && ! "$brisk" check --quick | grep -q '^cuda *backend built'; then
       record FAIL build "cmake + build, sm_90" "$what: a CPU-only build (no nvcc found?)"; exit 1
     fi
     # on a stage other than build, only a build from scratch is news (the machine was cold)
     case " ${stages[*]} " in *" build "*) record PASS build "cmake + build, sm_90" "$what" ;;
-      *) [ $fresh = 1 ] && record PASS build "cmake + build, sm_90" "$what (the build folder was gone: a cold machine)" ;; esac
+      *) [ $scratch = 1 ] && record PASS build "cmake + build, sm_90" "$what (the build folder was gone: a cold machine)" ;; esac
   else
-    record FAIL build "cmake + build, sm_90" "after $(($(date +%s) - t0)) s: $(grep -m1 -E 'error|Error' "$log" | cut -c1-200) (logs/build.log)"
+    record FAIL build "cmake + build, sm_90" "after $(($(date +%s) - t0)) s: $(grep -m1 -E 'error|Error' "$log" | cut -c1-200) (${log##*/})"
     exit 1
   fi
 }
@@ -243,7 +250,7 @@ stage_cputest() {
 }
 
 stage_sanitize() {
-  ensure_build
+  ensure_build cli
   note sanitize
   local cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer) ex tool
   for ex in $(examples); do
@@ -300,7 +307,7 @@ compare() {
 }
 
 stage_agree() {
-  ensure_build
+  ensure_build cli
   note agree
   local dev=cuda ex list=() cth=$((jobs > 3 ? jobs - 2 : 1))
   [ $cpu = 1 ] && dev=cpu
@@ -386,7 +393,7 @@ torch_modes() {
 }
 
 stage_bench() {
-  ensure_build
+  ensure_build cli
   note bench
   local cfg name n
   for cfg in "$root"/examples/*.json "$root"/bench/*.json; do
@@ -421,7 +428,7 @@ for s in "${stages[@]}"; do
     sanitize) stage_sanitize ;;
     agree) stage_agree ;;
     bench) stage_bench ;;
-    torch) ensure_build; note torch; torch_modes eager amp compile amp-compile ;;
+    torch) note torch; torch_modes eager amp compile amp-compile ;;
   esac
   pack
 done
