@@ -98,7 +98,7 @@ tools=$root/tools/gpu
 left() { [ "$deadline" -eq 0 ] && echo 99999 || echo $((deadline - ($(date +%s) - start))); }
 # a timeout that leaves RESERVE seconds of the deadline, at most CAP
 tmo() { local t=$(($(left) - $1)); [ -n "${2:-}" ] && [ "$t" -gt "$2" ] && t=$2; [ $t -lt 5 ] && t=5; echo $t; }
-render() { $py "$tools/summary.py" "$work" >"$out/summary.txt" 2>"$work/logs/summary.err" || cp "$work/results.tsv" "$out/summary.txt"; }
+render() { $py "$tools/summary.py" "$work" </dev/null >"$out/summary.txt" 2>"$work/logs/summary.err" || cp "$work/results.tsv" "$out/summary.txt"; }
 # record STATUS STAGE CHECK DETAIL: one check's result (replaces an earlier one of the same check)
 record() {
   printf '%s\t%s\t%s\t%s\t%s\n' "$(date +%s)" "$2" "$3" "$1" "$(printf '%s' "$4" | tr '\t\n' '  ')" >>"$work/results.tsv"
@@ -124,23 +124,33 @@ if [ -d .deps/usr ]; then
   export LD_LIBRARY_PATH=$root/.deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 export BRISK_CACHE_DIR=$work/cache   # the GEMM autotune cache, kept with the results
-{
-  echo "brisk GPU suite, $(date -u '+%Y-%m-%d %H:%M UTC'): stages ${stages[*]}$([ $cpu = 1 ] && echo ' (--cpu: a dry run without a GPU)')"
-  echo "code  $(git rev-parse --short HEAD 2>/dev/null || echo 'no git')$(git diff --quiet HEAD 2>/dev/null || echo ' + uncommitted changes')"
-  if [ $cpu = 0 ]; then
-    echo "gpu   $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | head -1)"
-    # cuDNN and NCCL are dlopen'ed: on the image they come with PyTorch's pip packages
-    for lib in cudnn nccl; do
-      ldconfig -p 2>/dev/null | grep -q "lib$lib\.so" && { echo "$lib system"; continue; }
-      d=$($py - "$lib" <<'PY' 2>/dev/null
+# cuDNN and NCCL are dlopen'ed by soname: on the image they may come only with PyTorch's wheels
+libs=""
+if [ $cpu = 0 ]; then
+  for lib in cudnn nccl; do
+    if ldconfig -p 2>/dev/null | grep -q "lib$lib\.so"; then libs+="libs  $lib: the system's"$'\n'; continue; fi
+    d=$($py - "$lib" 2>/dev/null <<'PY'
 import glob, site, sys
 for p in site.getsitepackages():
     for d in glob.glob(f"{p}/nvidia/{sys.argv[1]}/lib"):
-        print(d); sys.exit(0)
+        print(d)
+        sys.exit(0)
 PY
 )
-      if [ -n "$d" ]; then export LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}; echo "$lib  $d (PyTorch's)"; else echo "$lib  not found"; fi
-    done | sed 's/^/libs  /'
+    if [ -n "$d" ]; then
+      export LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+      libs+="libs  $lib: $d (PyTorch's wheel)"$'\n'
+    else libs+="libs  $lib: not found"$'\n'; fi
+  done
+fi
+{
+  echo "brisk GPU suite, $(date -u '+%Y-%m-%d %H:%M UTC'): stages ${stages[*]}$([ $cpu = 1 ] && echo ' (--cpu: a dry run without a GPU)')"
+  if c=$(git rev-parse --short HEAD 2>/dev/null); then
+    echo "code  $c$(git diff --quiet HEAD 2>/dev/null || echo ' + uncommitted changes')"
+  else echo "code  (no git: a copy of the working tree)"; fi
+  if [ $cpu = 0 ]; then
+    echo "gpu   $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | head -1)"
+    printf '%s' "$libs"
   fi
 } >"$work/env.txt"
 cat "$work/env.txt"
@@ -301,7 +311,7 @@ compare() {
       *) record FAIL agree "$check" "run ${r%%:*} failed, exit ${r#*:}: $(lastline "$work/logs/agree-${r%%:*}.log")"; return ;;
     esac
   done
-  r=$($py "$tools/compare_losses.py" "$work/runs/$a" "$work/runs/$b" $mode --steps "$steps" 2>&1 | tail -1)
+  r=$($py "$tools/compare_losses.py" "$work/runs/$a" "$work/runs/$b" $mode --steps "$steps" 2>&1 </dev/null | tail -1)
   case $r in PASS\ *|FAIL\ *) ;; *) r="FAIL compare_losses.py: $r" ;; esac
   record "${r%% *}" agree "$check" "$([ $cpu = 1 ] && echo '(--cpu: both on the CPU) ')${r#* }"
 }
