@@ -16,7 +16,8 @@
 #             run of each example
 #   agree     per example, 100 steps each, a loss per step: GPU fp32, tf32 and bf16 against
 #             the CPU's fp32 losses (<= 1e-3 relative; bf16 <= 3e-2); CUDA graph == eager bit
-#             for bit (fp32, --deterministic); --deterministic bit-identical twice (bf16)
+#             for bit (fp32, --deterministic); --deterministic bit-identical twice (bf16);
+#             fp32 with every epilogue refused against the CPU too
 #   bench     `brisk bench` of every single-model example and bench/*.json, then torch_ref.py
 #             eager and amp of each workload that has an examples/<workload>.json, then its
 #             compile modes while time is left (so that the ratios come from one call)
@@ -205,7 +206,7 @@ ctest_run() {
   total=$(grep -cE 'Test +#[0-9]+: ' "$log")
   passed=$(grep -cE 'Test +#[0-9]+: .* Passed' "$log")
   skipped=$(grep -cE 'Test +#[0-9]+: .*\*\*\*Skipped' "$log")
-  failed=$(awk '/The following tests FAILED:/ {f = 1; next} f && /^\s+[0-9]+ - / {sub(/^\s+[0-9]+ - /, ""); printf "%s%s", n++ ? ", " : "", $0}' "$log")
+  failed=$(awk '/The following tests FAILED:/ {f = 1; next} f && /^[[:space:]]+[0-9]+ - / {sub(/^[[:space:]]+[0-9]+ - /, ""); printf "%s%s", n++ ? ", " : "", $0}' "$log")
   local what="$passed/$total passed, $skipped skipped, $(($(date +%s) - t0)) s"
   if [ $rc = 124 ] || [ $rc = 137 ]; then record FAIL $stage "$check" "stopped at the deadline: $what so far (${log##*/})"
   elif [ $rc != 0 ] || [ "$total" = 0 ]; then record FAIL $stage "$check" "$what; failed: ${failed:-exit $rc} (${log##*/})"
@@ -290,11 +291,12 @@ stage_sanitize() {
   done
 }
 
-# train_run NAME CONFIG TIMEOUT ARGS...: $steps steps, a loss per step, into runs/NAME; status in runs/NAME.rc
+# train_run NAME CONFIG TIMEOUT ARGS...: $steps steps, a loss per step, into runs/NAME; status in
+# runs/NAME.rc. TRAIN_ENV: environment assignments for the run.
 train_run() {
   local name=$1 cfg=$2 t=$3; shift 3
   rm -rf "$work/runs/$name" "$work/runs/$name.rc"
-  (cd "$work" && timeout "$t" "$brisk" train "$cfg" --max-steps "$steps" --log-every 1 --out "runs/$name" "$@") \
+  (cd "$work" && env ${TRAIN_ENV:-} timeout "$t" "$brisk" train "$cfg" --max-steps "$steps" --log-every 1 --out "runs/$name" "$@") \
     >"$work/logs/agree-$name.log" 2>&1
   echo $? >"$work/runs/$name.rc"
 }
@@ -328,6 +330,7 @@ stage_agree() {
   # the checks: name, reference run, compared run, how
   checks() {
     echo "fp32 vs CPU (<= $RTOL_FP32)|cpu|fp32|--rtol $RTOL_FP32"
+    echo "fp32, epilogues refused, vs CPU (<= $RTOL_FP32)|cpu|refused|--rtol $RTOL_FP32"
     echo "tf32 vs CPU (<= $RTOL_FP32)|cpu|tf32|--rtol $RTOL_FP32"
     echo "bf16 vs CPU (<= $RTOL_BF16)|cpu|bf16|--rtol $RTOL_BF16"
     echo "CUDA graph == eager (fp32, deterministic)|fp32|eager|--exact"
@@ -356,6 +359,7 @@ stage_agree() {
     echo "   $ex on $dev"
     train_run "$ex-fp32" "$cfg" "$(tmo 20 240)" --device $dev --precision fp32 --no-tf32 --deterministic
     train_run "$ex-eager" "$cfg" "$(tmo 20 240)" --device $dev --precision fp32 --no-tf32 --deterministic --no-graph
+    TRAIN_ENV=$REFUSE_EPILOGUE train_run "$ex-refused" "$cfg" "$(tmo 20 240)" --device $dev --precision fp32 --no-tf32 --deterministic
     train_run "$ex-tf32" "$cfg" "$(tmo 20 240)" --device $dev --precision tf32
     train_run "$ex-bf16" "$cfg" "$(tmo 20 240)" --device $dev --precision bf16 --deterministic
     train_run "$ex-bf16-again" "$cfg" "$(tmo 20 240)" --device $dev --precision bf16 --deterministic
@@ -421,6 +425,7 @@ stage_bench() {
     (cd "$work" && timeout "$(tmo 15 300)" "$brisk" bench "$cfg" --steps $s --json) >"$log" 2>&1
     local rc=$?
     grep '^{' "$log" >>"$work/bench.jsonl"
+    grep -v '^{' "$log" | sed 's/^/   /'  # the table, for the call's output
     n=$(grep -c '^{' "$log")
     local last=$(grep '^{' "$log" | tail -1 | $py -c "import json,sys; r=json.load(sys.stdin); print('%s: %.4g ms/step, %.2fx over the baseline, %.0f samples/s' % (r['name'], r['ms_per_step_median'], r['speedup'], r['samples_per_s']))" 2>/dev/null)
     if [ $rc = 0 ] && [ "$n" -gt 0 ]; then record PASS bench "$check" "$n rows, $s steps; $last"

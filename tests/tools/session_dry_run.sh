@@ -14,7 +14,7 @@ check() { if grep -qE -- "$2" "$OUT/summary.txt"; then echo "ok   $1"; else echo
 
 suite --only '^tabular$' --steps 3 test agree bench sanitize; rc=$?
 [ $rc = 0 ] || { echo "FAIL: the dry run exited $rc"; tail -30 "$work/log"; exit 1; }
-for c in "fp32 vs CPU \(<= 1e-3\)" "tf32 vs CPU \(<= 1e-3\)" "bf16 vs CPU \(<= 3e-2\)" "CUDA graph == eager" "deterministic twice"; do
+for c in "fp32, epilogues refused, vs CPU \(<= 1e-3\)" "fp32 vs CPU \(<= 1e-3\)" "tf32 vs CPU \(<= 1e-3\)" "bf16 vs CPU \(<= 3e-2\)" "CUDA graph == eager" "deterministic twice"; do
   check "agree: $c" "^PASS .* agree +tabular $c.* +\(--cpu: both on the CPU\) 3 steps"
 done
 check "the CUDA tests are listed, not run" "^SKIP .* test +CUDA tests \(ctest -R cuda\) +--cpu: [0-9]+ tests found"
