@@ -222,7 +222,7 @@ stage_test() {
     "$brisk" check >"$work/logs/check.txt" 2>&1 && record PASS test "brisk check" "(--cpu) $(grep '^device' "$work/logs/check.txt" | tr -s ' ')" ||
       record FAIL test "brisk check" "exit $? ($(lastline "$work/logs/check.txt"))"
   else
-    timeout 240 "$brisk" check --require-gpu >"$work/logs/check.txt" 2>&1
+    timeout "$(tmo 15 240)" "$brisk" check --require-gpu >"$work/logs/check.txt" 2>&1
     local rc=$? rates smoke
     rates=$(grep -m1 '^rates' "$work/logs/check.txt" | sed 's/^rates *//; s/ (8192^3, random data)//')
     smoke=$(grep -m1 '^smoke' "$work/logs/check.txt" | sed 's/^smoke *//; s/one training step on the GPU/smoke/')
@@ -388,13 +388,17 @@ torch_modes() {
     echo "$w" | grep -qE -- "$only" || continue
     if [ ! -f "$root/examples/$w.json" ]; then record SKIP torch "$w (all modes)" "brisk has no examples/$w.json"; continue; fi
     for m in "$@"; do
-      local check="$w $m ($TORCH_STEPS steps)" need=60 line
+      local check="$w $m ($TORCH_STEPS steps)" need=60 line rc t0=$(date +%s) res=$work/logs/torch-$w-$m.txt
       case $m in *compile*) need=240 ;; esac
       done_before torch "$check" && continue
       enough torch "$check" $need || continue
-      line=$(PYTHONUNBUFFERED=1 timeout "$(tmo 15 600)" ${TORCH_PYTHON:-$py} "$ref" --workload "$w" --mode "$m" --device $dev \
-        --steps $TORCH_STEPS 2>>"$work/logs/torch.err" | tail -1)
-      if echo "$line" | grep -q '"ms_per_step_median"'; then
+      PYTHONUNBUFFERED=1 timeout "$(tmo 15 600)" ${TORCH_PYTHON:-$py} "$ref" --workload "$w" --mode "$m" --device $dev \
+        --steps $TORCH_STEPS >"$res" 2>>"$work/logs/torch.err"
+      rc=$?
+      line=$(grep '^{' "$res" | tail -1)
+      if [ $rc = 124 ] || [ $rc = 137 ]; then
+        record SKIP torch "$check" "timed out after $(($(date +%s) - t0)) s (the call's deadline or 600 s)"
+      elif echo "$line" | grep -q '"ms_per_step_median"'; then
         echo "$line" >>"$work/torch.jsonl"
         record PASS torch "$check" "$(echo "$line" | $py -c "import json,sys; r=json.load(sys.stdin); print('%s ms/step, warm-up %s s, %s' % (r['ms_per_step_median'], r.get('warmup_s'), r.get('gpu', r.get('device'))))")"
       elif echo "$line" | grep -q '"skipped"'; then
