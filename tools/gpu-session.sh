@@ -51,8 +51,11 @@
 #                                           compile modes bench had no time for
 # A stage cut short by its deadline says SKIP (deadline) per check: call it again with
 # --continue. The build and results folders survive only while the machine is warm (30 s
-# after a call); on a cold one a stage rebuilds what it needs first (the CLI alone: ~1 min,
-# estimated) and its summary holds only that call's results: keep every call's summary.txt.
+# after a call); on a cold one a stage rebuilds what it needs first (the brisk command alone:
+# ~1 min, estimated) and its summary holds only that call's results: keep each summary.txt.
+# A build also returns $OUT/brisk-cli.tar.gz (the command and the hash of its sources): copy
+# it into .gpu/ after the first call, and the later calls' run stages use it on a cold
+# machine instead of building, as long as src/, include/, cmake/ and CMakeLists.txt are unchanged.
 set -u
 # ---- what a GPU session may adjust ----
 REFUSE_EPILOGUE="BRISK_CUDA_REFUSE_EPILOGUE=all"  # env assignment(s) that force every cuBLASLt epilogue fallback
@@ -156,6 +159,24 @@ fi
 } >"$work/env.txt"
 cat "$work/env.txt"
 
+# The sources the brisk command is built from, as one hash: a carried binary is used only for these.
+source_hash() { find CMakeLists.txt cmake src include -type f -print0 2>/dev/null | sort -z | xargs -0 sha1sum | sha1sum | cut -c1-40; }
+# A build leaves the brisk command as $OUT/brisk-cli.tar.gz; carried back as .gpu/brisk-cli.tar.gz
+# it spares a cold machine's run stages their build, if the sources are the same and it runs here.
+export_cli() {
+  mkdir -p "$work/cli" && cp "$brisk" "$work/cli/brisk" && source_hash >"$work/cli/source.sha1" &&
+    tar czf "$out/brisk-cli.tar.gz" -C "$work/cli" brisk source.sha1
+}
+carried_cli() {
+  local tgz=$root/.gpu/brisk-cli.tar.gz dir=$work/carried
+  [ -f "$tgz" ] && [ ! -x "$brisk" ] || return 1
+  rm -rf "$dir" && mkdir -p "$dir" && tar xzf "$tgz" -C "$dir" 2>/dev/null || return 1
+  [ "$(cat "$dir/source.sha1" 2>/dev/null)" = "$(source_hash)" ] || { echo "   .gpu/brisk-cli.tar.gz: other sources, building"; return 1; }
+  [ $cpu = 1 ] || "$dir/brisk" check --quick 2>/dev/null | grep -q '^cuda *backend built' || return 1
+  brisk=$dir/brisk
+  record PASS build "brisk, carried" "$brisk from .gpu/brisk-cli.tar.gz (built from the same sources)"
+}
+
 # ensure_build [cli]: build everything, or (cli) only the brisk command the run stages need
 built=
 ensure_build() {
@@ -166,6 +187,8 @@ ensure_build() {
     [ -x "$brisk" ] && return 0
     record FAIL build "build" "--no-build, and $brisk is not there"; exit 1
   fi
+  [ "$what" = cli ] && carried_cli && return 0
+  brisk=$build/brisk
   local t0=$(date +%s) scratch=0 log=$work/logs/build-$what.log
   [ -f "$build/CMakeCache.txt" ] || scratch=1
   note "build ($what)"
@@ -179,6 +202,7 @@ ensure_build() {
     # on a stage other than build, only a build from scratch is news (the machine was cold)
     case " ${stages[*]} " in *" build "*) record PASS build "cmake + build, sm_90" "$what" ;;
       *) [ $scratch = 1 ] && record PASS build "cmake + build, sm_90" "$what (the build folder was gone: a cold machine)" ;; esac
+    export_cli
   else
     record FAIL build "cmake + build, sm_90" "after $(($(date +%s) - t0)) s: $(grep -m1 -E 'error|Error' "$log" | cut -c1-200) (${log##*/})"
     exit 1
