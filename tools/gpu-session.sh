@@ -42,7 +42,7 @@
 #   ../shared/tools/pack-debs libcjson-dev libcjson1     # -> .deps/ (the image lacks cJSON)
 #   mkdir -p .gpu && cp ../shared/workloads/torch_ref.py .gpu/   # ../shared does not travel
 # Then these calls, each run(command=..., carry=[".deps", ".gpu"], timeout_s=600). The times
-# are estimates, not yet measured on a GPU (each summary line says what a stage took):
+# are estimates, not yet measured on a GPU (the summary's "stage times" line says what each took):
 #   tools/gpu-session.sh build test         build 1-3 min; check, CUDA tests twice 2-5 min
 #   tools/gpu-session.sh agree              3-5 min (CPU references run beside the GPU runs)
 #   tools/gpu-session.sh sanitize           4-9 min (the sanitizers slow a step 10-100x)
@@ -90,7 +90,7 @@ done
 case "$deadline$steps" in *[!0-9]*) echo "gpu-session.sh: --deadline and --steps take whole numbers" >&2; exit 2 ;; esac
 start=$(date +%s)
 mkdir -p "$work/logs" "$work/runs" && work=$(cd "$work" && pwd)
-[ $fresh = 1 ] && rm -rf "$work/results.tsv" "$work/bench.jsonl" "$work/torch.jsonl" "$work/logs" "$work/runs" && mkdir -p "$work/logs" "$work/runs"
+[ $fresh = 1 ] && rm -rf "$work/results.tsv" "$work/timings.tsv" "$work/bench.jsonl" "$work/torch.jsonl" "$work/logs" "$work/runs" && mkdir -p "$work/logs" "$work/runs"
 case $build in /*) ;; *) build=$root/$build ;; esac
 brisk=$build/brisk
 out=${OUT:-$work/out}
@@ -115,7 +115,7 @@ enough() { [ "$(left)" -ge "$3" ] && return 0; record SKIP "$1" "$2" "deadline: 
 done_before() { [ $resume = 1 ] && [ -f "$work/results.tsv" ] && awk -F'\t' -v s="$1" -v c="$2" '$2 == s && $3 == c && ($4 == "PASS" || $4 == "FAIL") {f = 1} END {exit !f}' "$work/results.tsv"; }
 lastline() { grep -v '^\s*$' "$1" 2>/dev/null | grep -v '^=========' | tail -1 | cut -c1-200; }
 pack() { (cd "$work" && tar czf "$out/logs.tar.gz" --exclude='*.safetensors' --exclude=brisk.lock --exclude=data \
-  --exclude=out --exclude=cache logs runs results.tsv env.txt $(ls bench.jsonl torch.jsonl 2>/dev/null)) 2>/dev/null; }
+  --exclude=out --exclude=cache logs runs results.tsv env.txt $(ls timings.tsv bench.jsonl torch.jsonl 2>/dev/null)) 2>/dev/null; }
 trap pack EXIT
 note() { echo "== $* ($(($(date +%s) - start)) s)"; }
 
@@ -464,6 +464,7 @@ stage_bench() {
 }
 
 for s in "${stages[@]}"; do
+  t_stage=$(date +%s)
   case $s in
     build) ensure_build ;;
     test) stage_test ;;
@@ -473,6 +474,8 @@ for s in "${stages[@]}"; do
     bench) stage_bench ;;
     torch) note torch; torch_modes eager amp compile amp-compile ;;
   esac
+  printf '%s\t%s\t%s\n' "$(date +%s)" "$s" "$(($(date +%s) - t_stage))" >>"$work/timings.tsv"
+  render
   pack
 done
 render

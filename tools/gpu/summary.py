@@ -5,7 +5,7 @@
 
 WORK holds results.tsv (one line per check: unix time, stage, check, PASS/FAIL/SKIP, key
 number; a check run again replaces its earlier line; the UTC column tells an earlier call's
-results from this one's), env.txt (what machine and code), and
+results from this one's), timings.tsv (each stage's duration), env.txt (what machine and code), and
 when the bench stage ran, bench.jsonl (brisk bench --json) and torch.jsonl (torch_ref.py),
 from which the PyTorch/brisk ratios are computed. Standard library only.
 """
@@ -88,6 +88,15 @@ def main(argv):
     env = os.path.join(work, "env.txt")
     if os.path.exists(env):
         out += [l.rstrip("\n") for l in open(env, encoding="utf-8", errors="replace") if l.strip()]
+    times = os.path.join(work, "timings.tsv")
+    if os.path.exists(times):
+        stages = []
+        for line in open(times, encoding="utf-8", errors="replace"):
+            parts = line.split("\t")
+            if len(parts) == 3:
+                when = time.strftime("%H:%M", time.gmtime(int(parts[0])))
+                stages.append(f"{parts[1]} {int(parts[2])} s (ended {when})")
+        out.append("stage times: " + ", ".join(stages))
     rows = read_results(work)
     width = max([len(r[2]) for r in rows] + [20])
     out.append("")
