@@ -96,7 +96,7 @@ brisk=$build/brisk
 out=${OUT:-$work/out}
 mkdir -p "$out"
 jobs=$(nproc)
-py=python3
+py=${PYTHON:-python3}
 tools=$root/tools/gpu
 
 left() { [ "$deadline" -eq 0 ] && echo 99999 || echo $((deadline - ($(date +%s) - start))); }
