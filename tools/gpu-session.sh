@@ -1,158 +1,486 @@
 #!/usr/bin/env bash
-# Everything a GPU session needs in one call, inside one device command (10 minutes): build
-# for sm_90, `brisk check`, the CUDA tests, the CPU suite, `brisk bench` on the diffusion,
-# tabular and GEMM-bound configs, PyTorch's torch_ref.py on the same workloads, and a
-# compact summary printed last. Full logs go to $OUT (the device tool brings them back)
-# or ./gpu-logs.
+# The GPU suite: everything a GPU session checks, in stages that each fit one device call
+# (10 minutes a call; no step starts that would end after --deadline, 540 s by default), and
+# one summary a reader takes in at a glance: $OUT/summary.txt, a PASS/FAIL/SKIP line per check
+# with its key number, then the PyTorch/brisk ratios. Full logs: $OUT/logs.tar.gz.
 #
-#   tools/gpu-session.sh [all|build|test|bench|torch] [--deadline SECONDS]
+#   tools/gpu-session.sh [options] STAGE...
 #
-# Before the call, on the development machine (the device image may lack cJSON, and
-# ../shared does not travel):
-#   ../shared/tools/pack-debs libcjson-dev libcjson1          # -> .deps/ (git-ignored)
-#   mkdir -p .gpu && cp ../shared/workloads/torch_ref.py .gpu/ && echo /.gpu/ >> .git/info/exclude
-# then: run(command="tools/gpu-session.sh all", carry=[".deps", ".gpu"], timeout_s=600).
-# Phases stop starting when the deadline (default 540 s after start) is near; the torch
-# compile modes run last and only with time to spare (a second call with `torch` runs them
-# into the same build).
+# Stages (run in the order given, under one deadline; each builds what it needs first):
+#   build     configure + build build-gpu/ for sm_90, everything
+#   test      `brisk check --require-gpu`; every CUDA test (ctest -R cuda, one at a time); the
+#             same again with every cuBLASLt epilogue refused (REFUSE_EPILOGUE below); then
+#             the CPU tests when 4 minutes are left and cputest is not asked for too
+#   cputest   every other test, pinned to the CPU (CUDA_VISIBLE_DEVICES=), all cores
+#   sanitize  compute-sanitizer memcheck (leak check on) and racecheck over a short training
+#             run of each example
+#   agree     per example, 100 steps each, a loss per step: GPU fp32, tf32 and bf16 against
+#             the CPU's fp32 losses (<= 1e-3 relative; bf16 <= 3e-2); CUDA graph == eager bit
+#             for bit (fp32, --deterministic); --deterministic bit-identical twice (bf16);
+#             fp32 with every epilogue refused against the CPU too
+#   bench     `brisk bench` of every single-model example and bench/*.json, then torch_ref.py
+#             eager and amp of each workload that has an examples/<workload>.json, then its
+#             compile modes while time is left (so that the ratios come from one call)
+#   torch     torch_ref.py in every mode (eager, amp, compile, amp-compile); builds nothing
+#   all       every stage above, in that order (for a GPU box without the device tool's limit)
+# The examples are examples/*.json as found (a config with "models" is a pipeline: one run
+# per model); the workloads are torch_ref.py's WORKLOADS.
+#
+# Options:
+#   --deadline S   seconds from the start after which no step starts (default 540; 0: none)
+#   --only REGEX   only the examples / configs / workloads whose name matches (grep -E)
+#   --steps N      steps of each agreement run (default 100)
+#   --continue     skip the checks that already have a PASS or FAIL in the results folder
+#                  (call a stage again after its deadline cut it short)
+#   --fresh        forget the results of earlier calls first
+#   --cpu          a dry run without a GPU: the GPU runs train on the CPU (so every comparison
+#                  passes), CUDA-only steps report SKIP; the ctest tools.session_dry_run runs it
+#   --build-dir D  (default build-gpu)   --no-build: use D as it is
+#   --work D       the results folder, kept between calls while the machine is warm (gpu-logs)
+#
+# A GPU session, with the device tool (README.md, "On a GPU"). Once, here, before the first call:
+#   ../shared/tools/pack-debs libcjson-dev libcjson1     # -> .deps/ (the image lacks cJSON)
+#   mkdir -p .gpu && cp ../shared/workloads/torch_ref.py .gpu/   # ../shared does not travel
+# Then these calls, each run(command=..., carry=[".deps", ".gpu"], timeout_s=600). The times
+# are estimates, not yet measured on a GPU (the summary's "stage times" line says what each took):
+#   tools/gpu-session.sh build test         build 1-3 min; check, CUDA tests twice 2-5 min
+#   tools/gpu-session.sh agree              3-5 min (CPU references run beside the GPU runs)
+#   tools/gpu-session.sh sanitize           4-9 min (the sanitizers slow a step 10-100x)
+#   tools/gpu-session.sh bench              brisk bench 1-2 min, torch eager/amp 2 min, compile
+#   tools/gpu-session.sh --continue cputest torch   CPU tests 2-3 min (if test had no time), the
+#                                           compile modes bench had no time for
+# A stage cut short by its deadline says SKIP (deadline) per check: call it again with
+# --continue. The build and results folders survive only while the machine is warm (30 s
+# after a call); on a cold one a stage rebuilds what it needs first (the brisk command alone:
+# ~1 min, estimated) and its summary holds only that call's results: keep each summary.txt.
+# A build also returns $OUT/brisk-cli.tar.gz (the command and the hash of its sources): copy
+# it into .gpu/ after the first call, and the later calls' run stages use it on a cold
+# machine instead of building, as long as src/, include/, cmake/ and CMakeLists.txt are unchanged.
 set -u
+# ---- what a GPU session may adjust ----
+REFUSE_EPILOGUE="BRISK_CUDA_REFUSE_EPILOGUE=all"  # env assignment(s) that force every cuBLASLt epilogue fallback
+CUDA_TESTS=cuda                                    # ctest -R: the tests about CUDA; the rest run CPU-pinned
+RTOL_FP32=1e-3 RTOL_BF16=3e-2                      # agreement with the CPU: fp32/tf32, bf16
+SANITIZE_STEPS=3                                   # an eager warm-up step, the capture, a replay
+BENCH_STEPS=200 BENCH_STEPS_HEAVY=40               # examples; bench/*.json (GEMM-bound, 6.6 TFLOP a step)
+TORCH_STEPS=200
+
 cd "$(dirname "$0")/.."
 root=$PWD
-phase=${1:-all}
-deadline=540
-[ "${2:-}" = "--deadline" ] && deadline=${3:-540}
+usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0" >&2; exit 2; }
+stages=() fresh=0 deadline=540 only=. steps=100 resume=0 cpu=0 build=build-gpu nobuild=0 work=gpu-logs
+while [ $# -gt 0 ]; do
+  case $1 in
+    --deadline) deadline=${2:?}; shift ;;
+    --only) only=${2:?}; shift ;;
+    --steps) steps=${2:?}; shift ;;
+    --continue) resume=1 ;;
+    --fresh) fresh=1 ;;
+    --cpu) cpu=1 ;;
+    --build-dir) build=${2:?}; shift ;;
+    --no-build) nobuild=1 ;;
+    --work) work=${2:?}; shift ;;
+    build|test|cputest|sanitize|agree|bench|torch) stages+=("$1") ;;
+    all) stages+=(build test cputest sanitize agree bench torch) ;;
+    *) echo "gpu-session.sh: unknown argument '$1'" >&2; usage ;;
+  esac
+  shift
+done
+[ ${#stages[@]} -gt 0 ] || usage
+case "$deadline$steps" in *[!0-9]*) echo "gpu-session.sh: --deadline and --steps take whole numbers" >&2; exit 2 ;; esac
 start=$(date +%s)
-out=${OUT:-$root/gpu-logs}
+mkdir -p "$work/logs" "$work/runs" && work=$(cd "$work" && pwd)
+[ $fresh = 1 ] && rm -rf "$work/results.tsv" "$work/timings.tsv" "$work/bench.jsonl" "$work/torch.jsonl" "$work/logs" "$work/runs" && mkdir -p "$work/logs" "$work/runs"
+case $build in /*) ;; *) build=$root/$build ;; esac
+brisk=$build/brisk
+out=${OUT:-$work/out}
 mkdir -p "$out"
-build=build-gpu
-summary=$out/summary.txt
-: >"$summary"
-case $phase in all|bench) rm -f "$out/bench.txt" ;; esac
-case $phase in all|torch) rm -f "$out/torch.jsonl" "$out/torch.err" ;; esac
-left() { echo $((deadline - ($(date +%s) - start))); }
-# a timeout that leaves $1 seconds of the deadline for what follows (at least 10 s)
-tmo() { local t=$(($(left) - $1)); [ $t -lt 10 ] && t=10; echo $t; }
-note() { echo "$*" | tee -a "$summary"; }
 jobs=$(nproc)
+py=${PYTHON:-python3}
+tools=$root/tools/gpu
 
+left() { [ "$deadline" -eq 0 ] && echo 99999 || echo $((deadline - ($(date +%s) - start))); }
+# a timeout that leaves RESERVE seconds of the deadline, at most CAP
+tmo() { local t=$(($(left) - $1)); [ -n "${2:-}" ] && [ "$t" -gt "$2" ] && t=$2; [ $t -lt 5 ] && t=5; echo $t; }
+render() { $py "$tools/summary.py" "$work" </dev/null >"$out/summary.txt" 2>"$work/logs/summary.err" || cp "$work/results.tsv" "$out/summary.txt"; }
+# record STATUS STAGE CHECK DETAIL: one check's result (replaces an earlier one of the same check)
+record() {
+  printf '%s\t%s\t%s\t%s\t%s\n' "$(date +%s)" "$2" "$3" "$1" "$(printf '%s' "$4" | tr '\t\n' '  ')" >>"$work/results.tsv"
+  printf '%-5s %-9s %s: %s\n' "$1" "$2" "$3" "$4"
+  render
+}
+# enough STAGE CHECK SECONDS: true when SECONDS are left, else records a SKIP
+enough() { [ "$(left)" -ge "$3" ] && return 0; record SKIP "$1" "$2" "deadline: $(left) s left, needs ~$3 s (call the stage again with --continue)"; return 1; }
+# done_before STAGE CHECK: with --continue, true when the check already has a PASS or FAIL
+done_before() { [ $resume = 1 ] && [ -f "$work/results.tsv" ] && awk -F'\t' -v s="$1" -v c="$2" '$2 == s && $3 == c && ($4 == "PASS" || $4 == "FAIL") {f = 1} END {exit !f}' "$work/results.tsv"; }
+lastline() { grep -v '^\s*$' "$1" 2>/dev/null | grep -v '^=========' | tail -1 | cut -c1-200; }
+pack() { (cd "$work" && tar czf "$out/logs.tar.gz" --exclude='*.safetensors' --exclude=brisk.lock --exclude=data \
+  --exclude=out --exclude=cache logs runs results.tsv env.txt $(ls timings.tsv bench.jsonl torch.jsonl 2>/dev/null)) 2>/dev/null; }
+trap pack EXIT
+note() { echo "== $* ($(($(date +%s) - start)) s)"; }
+
+examples() { for f in "$root"/examples/*.json; do n=$(basename "$f" .json); echo "$n" | grep -qE -- "$only" && echo "$n"; done; }
+is_pipeline() { grep -q '"models"' "$1"; }
+
+# ---- the machine, the code, the libraries brisk loads at run time ----
 if [ -d .deps/usr ]; then
   export CMAKE_PREFIX_PATH=$root/.deps/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
   export LD_LIBRARY_PATH=$root/.deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
-export BRISK_CACHE_DIR=$root/$build/cache
+export BRISK_CACHE_DIR=$work/cache   # the GEMM autotune cache, kept with the results
+# cuDNN and NCCL are dlopen'ed by soname: on the image they may come only with PyTorch's wheels
+libs=""
+if [ $cpu = 0 ]; then
+  for lib in cudnn nccl; do
+    if ldconfig -p 2>/dev/null | grep -q "lib$lib\.so"; then libs+="libs  $lib: the system's"$'\n'; continue; fi
+    d=$($py - "$lib" 2>/dev/null <<'PY'
+import glob, site, sys
+for p in site.getsitepackages():
+    for d in glob.glob(f"{p}/nvidia/{sys.argv[1]}/lib"):
+        print(d)
+        sys.exit(0)
+PY
+)
+    if [ -n "$d" ]; then
+      export LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+      libs+="libs  $lib: $d (PyTorch's wheel)"$'\n'
+    else libs+="libs  $lib: not found"$'\n'; fi
+  done
+fi
+{
+  echo "brisk GPU suite, $(date -u '+%Y-%m-%d %H:%M UTC'): stages ${stages[*]}$([ $cpu = 1 ] && echo ' (--cpu: a dry run without a GPU)')"
+  if c=$(git rev-parse --short HEAD 2>/dev/null); then
+    echo "code  $c$(git diff --quiet HEAD 2>/dev/null || echo ' + uncommitted changes')"
+  else echo "code  (no git: a copy of the working tree)"; fi
+  if [ $cpu = 0 ]; then
+    echo "gpu   $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | head -1)"
+    printf '%s' "$libs"
+  fi
+} >"$work/env.txt"
+cat "$work/env.txt"
 
-do_build() {
-  local t0=$(date +%s)
-  if cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >"$out/build.log" 2>&1 &&
-     timeout "$(tmo 30)" cmake --build $build -j"$jobs" >>"$out/build.log" 2>&1; then
-    note "build     ok in $(($(date +%s) - t0)) s ($(grep -m1 'brisk: CUDA' "$out/build.log" | sed 's/-- brisk: //'))"
+# The sources the brisk command is built from, as one hash: a carried binary is used only for these.
+source_hash() { find CMakeLists.txt cmake src include -type f -print0 2>/dev/null | sort -z | xargs -0 sha1sum | sha1sum | cut -c1-40; }
+# A build leaves the brisk command as $OUT/brisk-cli.tar.gz; carried back as .gpu/brisk-cli.tar.gz
+# it spares a cold machine's run stages their build, if the sources are the same and it runs here.
+export_cli() {
+  mkdir -p "$work/cli" && cp "$brisk" "$work/cli/brisk" && source_hash >"$work/cli/source.sha1" &&
+    tar czf "$out/brisk-cli.tar.gz" -C "$work/cli" brisk source.sha1
+}
+carried_cli() {
+  local tgz=$root/.gpu/brisk-cli.tar.gz dir=$work/carried
+  [ -f "$tgz" ] && [ ! -x "$brisk" ] || return 1
+  rm -rf "$dir" && mkdir -p "$dir" && tar xzf "$tgz" -C "$dir" 2>/dev/null || return 1
+  [ "$(cat "$dir/source.sha1" 2>/dev/null)" = "$(source_hash)" ] || { echo "   .gpu/brisk-cli.tar.gz: other sources, building"; return 1; }
+  [ $cpu = 1 ] || "$dir/brisk" check --quick 2>/dev/null | grep -q '^cuda *backend built' || return 1
+  brisk=$dir/brisk
+  record PASS build "brisk, carried" "$brisk from .gpu/brisk-cli.tar.gz (built from the same sources)"
+}
+
+# ensure_build [cli]: build everything, or (cli) only the brisk command the run stages need
+built=
+ensure_build() {
+  local what=${1:-all}
+  [ "$built" = all ] || [ "$built" = "$what" ] && return 0
+  built=$what
+  if [ $nobuild = 1 ]; then
+    [ -x "$brisk" ] && return 0
+    record FAIL build "build" "--no-build, and $brisk is not there"; exit 1
+  fi
+  [ "$what" = cli ] && carried_cli && return 0
+  brisk=$build/brisk
+  local t0=$(date +%s) scratch=0 log=$work/logs/build-$what.log
+  [ -f "$build/CMakeCache.txt" ] || scratch=1
+  note "build ($what)"
+  local target=(); [ "$what" = cli ] && target=(--target brisk_cli)
+  if cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >"$log" 2>&1 &&
+     timeout "$(tmo 30)" cmake --build "$build" -j"$jobs" "${target[@]}" >>"$log" 2>&1; then
+    what="$(($(date +%s) - t0)) s, $([ $scratch = 1 ] && echo 'from scratch' || echo 'incremental')$([ "$what" = cli ] && echo ', brisk only'), $(grep -m1 -E 'brisk: (CUDA|no nvcc|BRISK_CUDA)' "$log" | sed 's/.*brisk: //')"
+    if [ $cpu = 0 ] && ! "$brisk" check --quick | grep -q '^cuda *backend built'; then
+      record FAIL build "cmake + build, sm_90" "$what: a CPU-only build (no nvcc found?)"; exit 1
+    fi
+    # on a stage other than build, only a build from scratch is news (the machine was cold)
+    case " ${stages[*]} " in *" build "*) record PASS build "cmake + build, sm_90" "$what" ;;
+      *) [ $scratch = 1 ] && record PASS build "cmake + build, sm_90" "$what (the build folder was gone: a cold machine)" ;; esac
+    export_cli
   else
-    note "build     FAILED (tail of $out/build.log):"; tail -25 "$out/build.log" | tee -a "$summary"; exit 1
+    record FAIL build "cmake + build, sm_90" "after $(($(date +%s) - t0)) s: $(grep -m1 -E 'error|Error' "$log" | cut -c1-200) (${log##*/})"
+    exit 1
   fi
 }
 
-do_test() {
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv >"$out/check.txt" 2>&1
-  timeout 120 $build/brisk check >>"$out/check.txt" 2>&1
-  note "check     exit $?"
-  grep -E '^(cuda|gpu|precision|rates|smoke) ' "$out/check.txt" | sed 's/^/          /' | tee -a "$summary"
-  (cd $build && timeout "$(tmo 200)" ctest -R cuda --output-on-failure -j1 >"$out/ctest-cuda.log" 2>&1)
-  note "cuda      $(grep -E 'tests passed|tests failed' "$out/ctest-cuda.log" | tail -1), $(grep -c '(Skipped)' "$out/ctest-cuda.log") skipped"
-  grep -E '^(FAIL|ok  ) |CHECK failed|REQUIRE failed|relative error|differs' "$out/ctest-cuda.log" | grep -v '^ok' | head -30 |
-    sed 's/^/          /' | tee -a "$summary"
-  if [ "$(left)" -gt 150 ]; then
-    (cd $build && timeout "$(tmo 120)" ctest -E cuda -j"$jobs" --output-on-failure >"$out/ctest-cpu.log" 2>&1)
-    note "cpu suite $(grep -E 'tests passed|tests failed' "$out/ctest-cpu.log" | tail -1)"
-    grep -E '^\s+[0-9]+ - .*\((Failed|Timeout)' "$out/ctest-cpu.log" | head -10 | sed 's/^/          /' | tee -a "$summary"
+# data for a config: its data.train file, made by `brisk synth KIND` (KIND = the file's base name)
+ensure_data() {
+  local f=$(grep -o '"train": *"[^"]*"' "$1" | head -1 | sed 's/.*: *"//; s/"$//')
+  [ -n "$f" ] || return 0
+  [ -s "$work/$f" ] && return 0
+  local kind=$(basename "$f"); kind=${kind%.*}
+  mkdir -p "$work/$(dirname "$f")"
+  (cd "$work" && "$brisk" synth "$kind" "$f") >>"$work/logs/synth.log" 2>&1
+}
+
+# ctest_run STAGE CHECK LOG ENV... -- CTEST_ARGS...: one ctest pass, its counts recorded. A test
+# that skips fails the check on a GPU machine (it did not find the GPU) unless skips_ok=1.
+skips_ok=0
+ctest_run() {
+  local stage=$1 check=$2 log=$3 envs=() t0=$(date +%s); shift 3
+  while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
+  (cd "$build" && env "${envs[@]}" timeout "$(tmo 15)" ctest --output-on-failure --timeout 300 "$@") >"$log" 2>&1
+  local rc=$? total passed skipped failed
+  total=$(grep -cE 'Test +#[0-9]+: ' "$log")
+  passed=$(grep -cE 'Test +#[0-9]+: .* Passed' "$log")
+  skipped=$(grep -cE 'Test +#[0-9]+: .*\*\*\*Skipped' "$log")
+  failed=$(awk '/The following tests FAILED:/ {f = 1; next} f && /^[[:space:]]+[0-9]+ - / {sub(/^[[:space:]]+[0-9]+ - /, ""); printf "%s%s", n++ ? ", " : "", $0}' "$log")
+  local what="$passed/$total passed, $skipped skipped, $(($(date +%s) - t0)) s"
+  if [ $rc = 124 ] || [ $rc = 137 ]; then record FAIL $stage "$check" "stopped at the deadline: $what so far (${log##*/})"
+  elif [ $rc != 0 ] || [ "$total" = 0 ]; then record FAIL $stage "$check" "$what; failed: ${failed:-exit $rc} (${log##*/})"
+  elif [ "$skipped" != 0 ] && [ $skips_ok = 0 ]; then
+    record FAIL $stage "$check" "$what: a test that skips on a GPU machine did not find the GPU ($(grep -E '\*\*\*Skipped' "$log" | sed -E 's/.*Test +#[0-9]+: ([^ ]+).*/\1/' | tr '\n' ' '))"
+  else record PASS $stage "$check" "$what"; fi
+}
+
+stage_test() {
+  ensure_build
+  note test
+  if [ $cpu = 1 ]; then
+    "$brisk" check >"$work/logs/check.txt" 2>&1 && record PASS test "brisk check" "(--cpu) $(grep '^device' "$work/logs/check.txt" | tr -s ' ')" ||
+      record FAIL test "brisk check" "exit $? ($(lastline "$work/logs/check.txt"))"
+  else
+    timeout "$(tmo 15 240)" "$brisk" check --require-gpu >"$work/logs/check.txt" 2>&1
+    local rc=$? rates smoke
+    rates=$(grep -m1 '^rates' "$work/logs/check.txt" | sed 's/^rates *//; s/ (8192^3, random data)//')
+    smoke=$(grep -m1 '^smoke' "$work/logs/check.txt" | sed 's/^smoke *//; s/one training step on the GPU/smoke/')
+    if [ $rc = 0 ] && echo "$smoke" | grep -q 'ok$'; then record PASS test "brisk check --require-gpu" "$rates; $smoke"
+    else record FAIL test "brisk check --require-gpu" "exit $rc: ${smoke:-$(lastline "$work/logs/check.txt")}"; fi
   fi
+  local ncuda=$(cd "$build" && ctest -N -R "$CUDA_TESTS" | grep -c 'Test *#')
+  local ncpu=$(cd "$build" && ctest -N -E "$CUDA_TESTS" | grep -c 'Test *#')
+  if [ $cpu = 1 ]; then
+    record SKIP test "CUDA tests (ctest -R $CUDA_TESTS)" "--cpu: $ncuda tests found, not run"
+    record SKIP test "CUDA tests, $REFUSE_EPILOGUE" "--cpu: not run"
+    return
+  fi
+  if ! done_before test "CUDA tests (ctest -R $CUDA_TESTS)" && enough test "CUDA tests (ctest -R $CUDA_TESTS)" 60; then
+    ctest_run test "CUDA tests (ctest -R $CUDA_TESTS)" "$work/logs/ctest-cuda.log" -- -R "$CUDA_TESTS" -j1
+  fi
+  if ! done_before test "CUDA tests, $REFUSE_EPILOGUE" && enough test "CUDA tests, $REFUSE_EPILOGUE" 60; then
+    ctest_run test "CUDA tests, $REFUSE_EPILOGUE" "$work/logs/ctest-cuda-refused.log" $REFUSE_EPILOGUE -- -R "$CUDA_TESTS" -j1
+  fi
+  # the CPU tests too, unless this call runs stage cputest anyway or has too little time left
+  case " ${stages[*]} " in *" cputest "*) return ;; esac
+  if [ "$(left)" -gt 240 ]; then stage_cputest
+  else record SKIP cputest "CPU tests (CUDA_VISIBLE_DEVICES=, $ncpu tests)" "no time left in this call: run stage cputest"; fi
 }
 
-do_bench() {
-  mkdir -p data
-  [ -f data/diffusion.npz ] || $build/brisk synth diffusion data/diffusion.npz >/dev/null
-  [ -f data/tabular.npz ] || $build/brisk synth tabular data/tabular.npz >/dev/null
-  for c in examples/diffusion.json:300 examples/tabular.json:200 bench/gemm_bound.json:40; do
-    [ "$(left)" -gt 90 ] || { note "bench     ${c%%:*}: skipped (deadline)"; continue; }
-    local name=$(basename "${c%%:*}" .json)
-    timeout "$(tmo 60)" $build/brisk bench "${c%%:*}" --steps "${c##*:}" --json >"$out/bench-one.txt" 2>&1
-    note "bench     $name (exit $?)"
-    grep -v '^{' "$out/bench-one.txt" | tail -n +2 | sed 's/^/          /' | tee -a "$summary"
-    cat "$out/bench-one.txt" >>"$out/bench.txt"
-  done
-  rm -f "$out/bench-one.txt"
+stage_cputest() {
+  ensure_build
+  note cputest
+  local n=$(cd "$build" && ctest -N -E "$CUDA_TESTS" | grep -c 'Test *#')
+  local check="CPU tests (CUDA_VISIBLE_DEVICES=, $n tests)"
+  if [ $cpu = 1 ]; then record SKIP cputest "$check" "--cpu: not run (the dry run is itself one of them)"; return; fi
+  done_before cputest "$check" && return
+  enough cputest "$check" 60 || return
+  # skips are fine here: some CPU tests need Debian's python3-torch, which the image lacks
+  skips_ok=1 ctest_run cputest "$check" "$work/logs/ctest-cpu.log" CUDA_VISIBLE_DEVICES= -- -E "$CUDA_TESTS" -j"$jobs"
 }
 
-torch_ref() {
-  for f in ${TORCH_REF:-} shared/workloads/torch_ref.py ../shared/workloads/torch_ref.py .gpu/torch_ref.py; do
-    [ -f "$f" ] && { echo "$f"; return; }
-  done
-}
-
-do_torch() {
-  local ref=$(torch_ref) modes=${1:-"eager amp compile amp-compile"}
-  [ -n "$ref" ] || { note "torch     torch_ref.py not found (copy it to .gpu/ and carry .gpu)"; return; }
-  for m in $modes; do
-    for w in diffusion tabular; do
-      local need=60
-      case $m in *compile*) need=200 ;; esac
-      [ "$(left)" -gt $need ] || { echo "{\"workload\": \"$w\", \"mode\": \"$m\", \"error\": \"skipped: deadline\"}" >>"$out/torch.jsonl"; continue; }
-      PYTHONUNBUFFERED=1 timeout "$(tmo 20)" python3 "$ref" --workload $w --mode $m --device cuda --steps 200 \
-        2>>"$out/torch.err" | tail -1 >>"$out/torch.jsonl" ||
-        echo "{\"workload\": \"$w\", \"mode\": \"$m\", \"error\": \"failed or timed out\"}" >>"$out/torch.jsonl"
+stage_sanitize() {
+  ensure_build cli
+  note sanitize
+  local cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer) ex tool
+  for ex in $(examples); do
+    local cfg=$root/examples/$ex.json
+    ensure_data "$cfg"
+    for tool in memcheck racecheck; do
+      local check="$tool, $ex ($SANITIZE_STEPS steps)" log=$work/logs/sanitize-$tool-$ex.log t0=$(date +%s)
+      [ $cpu = 1 ] && { record SKIP sanitize "$check" "--cpu: no GPU"; continue; }
+      [ -x "$cs" ] || { record SKIP sanitize "$check" "compute-sanitizer not found"; continue; }
+      done_before sanitize "$check" && continue
+      enough sanitize "$check" 60 || continue
+      local extra=(); [ $tool = memcheck ] && extra=(--leak-check full)
+      rm -rf "$work/runs/sanitize-$ex"
+      (cd "$work" && timeout "$(tmo 10 300)" "$cs" --tool $tool "${extra[@]}" --error-exitcode 86 --print-limit 30 \
+        "$brisk" train "$cfg" --device cuda --max-steps $SANITIZE_STEPS --log-every 1 --out "runs/sanitize-$ex") >"$log" 2>&1
+      local rc=$? errors leaks first took
+      took="$(($(date +%s) - t0)) s"
+      errors=$(grep -m1 'ERROR SUMMARY' "$log" | grep -oE '[0-9]+ error' | grep -oE '[0-9]+')
+      leaks=$(grep -c 'Leaked [0-9]* bytes' "$log")
+      first=$(grep -m1 -E '^========= +(Invalid|Error|Race|Program hit|Uninitialized|Barrier|Malloc|Cuda API)' "$log" | sed 's/^========= *//' | cut -c1-160)
+      head -c 2000000 "$log" >"$log.tmp" && mv "$log.tmp" "$log"
+      if [ $rc = 124 ] || [ $rc = 137 ]; then record FAIL sanitize "$check" "timed out after $took (nothing reported before; ${log##*/})"
+      elif [ $rc = 0 ] && [ "${errors:-0}" = 0 ]; then record PASS sanitize "$check" "0 errors, $took"
+      elif [ -n "$errors" ]; then record FAIL sanitize "$check" "$errors errors ($leaks leaks); first: ${first:-see log} (${log##*/})"
+      else record FAIL sanitize "$check" "exit $rc: $(lastline "$log") (${log##*/})"; fi
     done
   done
 }
 
-summarize() {
-  python3 - "$out" <<'PY' | tee -a "$summary"
-import json, os, re, sys
-out = sys.argv[1]
-def jl(path):
-    rows = []
-    if os.path.exists(path):
-        for l in open(path):
-            l = l.strip()
-            if l.startswith("{"):
-                try: rows.append(json.loads(l))
-                except ValueError: pass
-    return rows
-torch = [r for r in jl(f"{out}/torch.jsonl") if "ms_per_step_median" in r]
-bench = {}
-for r in jl(f"{out}/bench.txt"):
-    bench.setdefault(os.path.basename(r.get("config", "")).replace(".json", ""), []).append(r)
-print("ratios    (PyTorch ms/step / brisk all-on ms/step; targets: diffusion >= 5x best and >= 20x eager fp32, tabular >= 2x best)")
-for w in ("diffusion", "tabular"):
-    b = [r for r in bench.get(w, []) if r.get("row") == 5]
-    t = {r["mode"]: r["ms_per_step_median"] for r in torch if r.get("workload") == w}
-    if not b or not t:
-        print(f"          {w}: incomplete (brisk rows {len(bench.get(w, []))}, torch modes {sorted(t)})"); continue
-    ms = b[0]["ms_per_step_median"]; best = min(t.values()); bm = min(t, key=t.get)
-    eager = t.get("eager")
-    print(f"          {w}: brisk {ms:.4f} ms; torch best {best:.4f} ms ({bm}) -> {best / ms:.2f}x"
-          + (f"; torch eager {eager:.4f} ms -> {eager / ms:.2f}x" if eager else ""))
-rate = None
-if os.path.exists(f"{out}/check.txt"):
-    m = re.search(r"bf16 GEMM ([0-9.]+) TFLOP/s", open(f"{out}/check.txt").read())
-    rate = float(m.group(1)) if m else None
-g = [r for r in bench.get("gemm_bound", []) if r.get("row") == 5]
-if g and rate:
-    B, dims = 8192, [64, 8192, 8192, 8192, 3]
-    flops = 6.0 * B * sum(a * b for a, b in zip(dims, dims[1:]))
-    tf = flops / (g[0]["ms_per_step_median"] * 1e-3) / 1e12
-    print(f"gemm step {tf:.0f} TFLOP/s = {100 * tf / rate:.0f}% of the measured bf16 GEMM rate {rate:.0f} (target >= 60%)")
-else:
-    print("gemm step incomplete")
-PY
+# train_run NAME CONFIG TIMEOUT ARGS...: $steps steps, a loss per step, into runs/NAME; status in
+# runs/NAME.rc. TRAIN_ENV: environment assignments for the run.
+train_run() {
+  local name=$1 cfg=$2 t=$3; shift 3
+  rm -rf "$work/runs/$name" "$work/runs/$name.rc"
+  (cd "$work" && env ${TRAIN_ENV:-} timeout "$t" "$brisk" train "$cfg" --max-steps "$steps" --log-every 1 --out "runs/$name" "$@") \
+    >"$work/logs/agree-$name.log" 2>&1
+  echo $? >"$work/runs/$name.rc"
 }
 
-case $phase in
-  build) do_build ;;
-  test) do_build; do_test ;;
-  bench) do_build; do_bench ;;
-  torch) do_torch; summarize ;;
-  all) do_build; do_test; do_bench; do_torch "eager amp"; do_torch "compile amp-compile"; summarize ;;
-  *) echo "usage: tools/gpu-session.sh [all|build|test|bench|torch] [--deadline SECONDS]" >&2; exit 2 ;;
-esac
+# compare CHECK REF RUN MODE: the comparison tool's verdict on two runs, recorded
+compare() {
+  local check=$1 a=$2 b=$3 mode=$4 rc_a rc_b r
+  rc_a=$(cat "$work/runs/$a.rc" 2>/dev/null || echo none); rc_b=$(cat "$work/runs/$b.rc" 2>/dev/null || echo none)
+  for r in "$a:$rc_a" "$b:$rc_b"; do
+    case ${r#*:} in
+      0) ;;
+      124|137) record SKIP agree "$check" "run ${r%%:*} stopped at the deadline (call again with --continue)"; return ;;
+      none) record SKIP agree "$check" "run ${r%%:*} was not started (deadline)"; return ;;
+      *) record FAIL agree "$check" "run ${r%%:*} failed, exit ${r#*:}: $(lastline "$work/logs/agree-${r%%:*}.log")"; return ;;
+    esac
+  done
+  r=$($py "$tools/compare_losses.py" "$work/runs/$a" "$work/runs/$b" $mode --steps "$steps" 2>&1 </dev/null | tail -1)
+  case $r in PASS\ *|FAIL\ *) ;; *) r="FAIL compare_losses.py: $r" ;; esac
+  record "${r%% *}" agree "$check" "$([ $cpu = 1 ] && echo '(--cpu: both on the CPU) ')${r#* }"
+}
+
+stage_agree() {
+  ensure_build cli
+  note agree
+  local dev=cuda ex list=() cth=$((jobs > 3 ? jobs - 2 : 1))
+  [ $cpu = 1 ] && dev=cpu
+  for ex in $(examples); do
+    ensure_data "$root/examples/$ex.json" || { record FAIL agree "$ex: data" "brisk synth failed (logs/synth.log)"; continue; }
+    list+=("$ex")
+  done
+  # the checks: name, reference run, compared run, how
+  checks() {
+    echo "fp32 vs CPU (<= $RTOL_FP32)|cpu|fp32|--rtol $RTOL_FP32"
+    echo "fp32, epilogues refused, vs CPU (<= $RTOL_FP32)|cpu|refused|--rtol $RTOL_FP32"
+    echo "tf32 vs CPU (<= $RTOL_FP32)|cpu|tf32|--rtol $RTOL_FP32"
+    echo "bf16 vs CPU (<= $RTOL_BF16)|cpu|bf16|--rtol $RTOL_BF16"
+    echo "CUDA graph == eager (fp32, deterministic)|fp32|eager|--exact"
+    echo "deterministic twice (bf16)|bf16|bf16-again|--exact"
+  }
+  local todo=()
+  for ex in "${list[@]}"; do
+    local all_done=1
+    while IFS='|' read -r name _ _ _; do done_before agree "$ex $name" || all_done=0; done < <(checks)
+    [ $all_done = 1 ] && continue
+    todo+=("$ex")
+    rm -f "$work/runs/$ex-"*.rc  # a run this call does not reach must not pass with an earlier call's result
+  done
+  # The CPU references train in the background (all cores but two) while the GPU runs go.
+  (
+    for ex in "${todo[@]}"; do
+      [ "$(left)" -gt 30 ] || break
+      train_run "$ex-cpu" "$root/examples/$ex.json" "$(tmo 20)" --device cpu --precision fp32 --threads $cth
+    done
+  ) &
+  local bg=$!
+  for ex in "${todo[@]}"; do
+    local cfg=$root/examples/$ex.json need=60
+    is_pipeline "$cfg" && need=150
+    [ "$(left)" -gt $need ] || break
+    echo "   $ex on $dev"
+    train_run "$ex-fp32" "$cfg" "$(tmo 20 240)" --device $dev --precision fp32 --no-tf32 --deterministic
+    train_run "$ex-eager" "$cfg" "$(tmo 20 240)" --device $dev --precision fp32 --no-tf32 --deterministic --no-graph
+    TRAIN_ENV=$REFUSE_EPILOGUE train_run "$ex-refused" "$cfg" "$(tmo 20 240)" --device $dev --precision fp32 --no-tf32 --deterministic
+    train_run "$ex-tf32" "$cfg" "$(tmo 20 240)" --device $dev --precision tf32
+    train_run "$ex-bf16" "$cfg" "$(tmo 20 240)" --device $dev --precision bf16 --deterministic
+    train_run "$ex-bf16-again" "$cfg" "$(tmo 20 240)" --device $dev --precision bf16 --deterministic
+  done
+  wait $bg
+  for ex in "${todo[@]}"; do
+    while IFS='|' read -r name a b how; do
+      compare "$ex $name" "$ex-$a" "$ex-$b" "$how"
+    done < <(checks)
+  done
+}
+
+torch_ref() {
+  for f in ${TORCH_REF:-} .gpu/torch_ref.py shared/workloads/torch_ref.py ../shared/workloads/torch_ref.py; do
+    [ -f "$f" ] && { echo "$f"; return; }
+  done
+}
+
+# torch_modes MODES...: torch_ref.py for each workload brisk has a config for
+torch_modes() {
+  local ref=$(torch_ref) dev=cuda w m
+  [ $cpu = 1 ] && dev=cpu
+  if [ -z "$ref" ]; then record SKIP torch "torch_ref.py" "not found: copy it to .gpu/ and carry .gpu"; return; fi
+  if ! ${TORCH_PYTHON:-$py} -c 'import torch' 2>/dev/null; then record SKIP torch "torch_ref.py" "${TORCH_PYTHON:-$py} has no PyTorch"; return; fi
+  for w in $(grep -m1 '^WORKLOADS' "$ref" | grep -oE '"[a-z0-9_]+"' | tr -d '"'); do
+    echo "$w" | grep -qE -- "$only" || continue
+    if [ ! -f "$root/examples/$w.json" ]; then record SKIP torch "$w (all modes)" "brisk has no examples/$w.json"; continue; fi
+    for m in "$@"; do
+      local check="$w $m ($TORCH_STEPS steps)" need=60 line rc t0=$(date +%s) res=$work/logs/torch-$w-$m.txt
+      case $m in *compile*) need=240 ;; esac
+      done_before torch "$check" && continue
+      enough torch "$check" $need || continue
+      PYTHONUNBUFFERED=1 timeout "$(tmo 15 600)" ${TORCH_PYTHON:-$py} "$ref" --workload "$w" --mode "$m" --device $dev \
+        --steps $TORCH_STEPS >"$res" 2>>"$work/logs/torch.err"
+      rc=$?
+      line=$(grep '^{' "$res" | tail -1)
+      if [ $rc = 124 ] || [ $rc = 137 ]; then
+        record SKIP torch "$check" "timed out after $(($(date +%s) - t0)) s (the call's deadline or 600 s)"
+      elif echo "$line" | grep -q '"ms_per_step_median"'; then
+        echo "$line" >>"$work/torch.jsonl"
+        record PASS torch "$check" "$(echo "$line" | $py -c "import json,sys; r=json.load(sys.stdin); print('%s ms/step, warm-up %s s, %s' % (r['ms_per_step_median'], r.get('warmup_s'), r.get('gpu', r.get('device'))))")"
+      elif echo "$line" | grep -q '"skipped"'; then
+        record SKIP torch "$check" "$(echo "$line" | grep -oE '"skipped": "[^"]*"')"
+      else
+        record FAIL torch "$check" "failed or timed out (logs/torch.err: $(lastline "$work/logs/torch.err"))"
+      fi
+    done
+  done
+}
+
+stage_bench() {
+  ensure_build cli
+  note bench
+  local cfg name n
+  for cfg in "$root"/examples/*.json "$root"/bench/*.json; do
+    name=$(basename "$cfg" .json)
+    echo "$name" | grep -qE -- "$only" || continue
+    local check="brisk bench $name" s=$BENCH_STEPS
+    case $cfg in */bench/*) s=$BENCH_STEPS_HEAVY ;; esac
+    is_pipeline "$cfg" && { record SKIP bench "$check" "a pipeline: its models are benched through their own configs"; continue; }
+    case $cfg in */bench/*) [ $cpu = 1 ] && { record SKIP bench "$check" "--cpu: sized for a GPU"; continue; } ;; esac
+    [ $cpu = 1 ] && s=20
+    done_before bench "$check" && continue
+    enough bench "$check" 60 || continue
+    ensure_data "$cfg"
+    local log=$work/logs/bench-$name.txt
+    (cd "$work" && timeout "$(tmo 15 300)" "$brisk" bench "$cfg" --steps $s --json) >"$log" 2>&1
+    local rc=$?
+    grep '^{' "$log" >>"$work/bench.jsonl"
+    grep -v '^{' "$log" | sed 's/^/   /'  # the table, for the call's output
+    n=$(grep -c '^{' "$log")
+    local last=$(grep '^{' "$log" | tail -1 | $py -c "import json,sys; r=json.load(sys.stdin); print('%s: %.4g ms/step, %.2fx over the baseline, %.0f samples/s' % (r['name'], r['ms_per_step_median'], r['speedup'], r['samples_per_s']))" 2>/dev/null)
+    if [ $rc = 0 ] && [ "$n" -gt 0 ]; then record PASS bench "$check" "$n rows, $s steps; $last"
+    else record FAIL bench "$check" "exit $rc, $n rows; $(grep -m1 'failed:' "$log" | cut -c1-160)$(lastline "$log")"; fi
+  done
+  torch_modes eager amp
+  torch_modes compile amp-compile
+}
+
+for s in "${stages[@]}"; do
+  t_stage=$(date +%s)
+  case $s in
+    build) ensure_build ;;
+    test) stage_test ;;
+    cputest) stage_cputest ;;
+    sanitize) stage_sanitize ;;
+    agree) stage_agree ;;
+    bench) stage_bench ;;
+    torch) note torch; torch_modes eager amp compile amp-compile ;;
+  esac
+  printf '%s\t%s\t%s\n' "$(date +%s)" "$s" "$(($(date +%s) - t_stage))" >>"$work/timings.tsv"
+  render
+  pack
+done
+render
 echo
-echo "================ summary ($(( $(date +%s) - start )) s; logs in $out)"
-cat "$summary"
+echo "================ $out/summary.txt ($(($(date +%s) - start)) s)"
+cat "$out/summary.txt"
+grep -q "	FAIL	" "$work/results.tsv" 2>/dev/null && exit 1
+exit 0
