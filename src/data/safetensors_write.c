@@ -216,11 +216,23 @@ brisk_status brisk_safetensors_write(const char *path, const brisk_st_entry *ent
                          hdr.len, BRISK_ST_MAX_HEADER);
         goto out;
     }
-    size_t tlen = strlen(path) + 32;
+    /* Through a symlink its target is replaced (the link stays); anything but a regular
+     * file is refused rather than replaced. */
+    char target[4096];
+    struct stat tst;
+    if (brisk_path_resolve(path, target, sizeof target) != 0) {
+        s = io_fail(path, "cannot follow its symlinks", errno, err);
+        goto out;
+    }
+    if (stat(target, &tst) == 0 && !S_ISREG(tst.st_mode)) {
+        s = brisk_errorf(err, BRISK_ERR_IO, "%s: exists and is not a regular file; refusing to replace it", path);
+        goto out;
+    }
+    size_t tlen = strlen(target) + 32;
     tmp = malloc(tlen);
     if (!tmp) { s = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path); goto out; }
-    snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-    s = write_file(path, tmp, &hdr, entries, order, sizes, n, err);
+    snprintf(tmp, tlen, "%s.tmp.%ld", target, (long)getpid());
+    s = write_file(target, tmp, &hdr, entries, order, sizes, n, err);
 out:
     free(order);
     free(sizes);

@@ -27,6 +27,32 @@ expect batch-too-big 'batch_size is 100000' -- "$brisk" train good.json --batch-
 expect unknown-field 'data.fields: unknown field "z"' -- "$brisk" train good.json --set 'data.fields={"z": "x"}'
 expect missing-member 'tab.npz' -- "$brisk" train good.json --set 'data.fields={"x": "features"}'
 
+# the command line: one syntax and exit status 2 for every command
+usage() { # usage NAME PATTERN -- command...: exit status exactly 2, the message matching
+  local name=$1 pat=$2; shift 3
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  if [ $rc -eq 2 ] && printf '%s' "$out" | grep -qE -- "$pat"; then pass=$((pass + 1)); echo "ok   $name"
+  else fail=$((fail + 1)); echo "FAIL $name (exit $rc): $out"; fi
+}
+for c in train predict info synth check bench sample; do
+  usage "unknown-option-$c" "$c: unknown option '--frob'" -- "$brisk" $c --frob
+done
+usage info-names-flag "info: unknown option '--frob'" -- "$brisk" info run/last.safetensors --frob
+usage predict-missing-value 'predict: --input: missing value' -- "$brisk" predict run/last.safetensors --input
+usage train-missing-value 'train: --lr: missing value' -- "$brisk" train good.json --lr
+usage switch-with-value "--quiet takes no value" -- "$brisk" train good.json --quiet=1
+for n in -5 0 1e3 5abc ""; do
+  usage "synth-samples[$n]" "--samples '$n': expected a whole number" -- "$brisk" synth tabular s.npz --samples "$n"
+done
+usage synth-samples-eq "--samples '1e3': expected a whole number" -- "$brisk" synth tabular s.npz --samples=1e3
+usage sample-members "--members '0': expected a whole number from 1" -- "$brisk" sample run/last.safetensors --coarse c.npy --output f.npy --members 0
+out=$("$brisk" train good.json --out=run_eq --max-steps=1 --quiet 2>&1) && [ -f run_eq/last.safetensors ] &&
+  pass=$((pass + 1)) && echo "ok   flag=value" || { fail=$((fail + 1)); echo "FAIL flag=value: $out"; }
+cp good.json ./-dash.json
+out=$("$brisk" train --out run_dd --max-steps 1 --quiet -- -dash.json 2>&1) && [ -f run_dd/last.safetensors ] &&
+  pass=$((pass + 1)) && echo "ok   double-dash" || { fail=$((fail + 1)); echo "FAIL double-dash: $out"; }
+
 # data files
 head -c 100 tab.npz > trunc.npz
 expect truncated-npz 'trunc.npz' -- "$brisk" train good.json --set data.train=trunc.npz

@@ -10,3 +10,5 @@ add_test(NAME cli.sequence COMMAND ${CMAKE_CURRENT_LIST_DIR}/sequence.sh $<TARGE
 add_test(NAME cli.sequence_variants COMMAND ${CMAKE_CURRENT_LIST_DIR}/sequence_variants.sh $<TARGET_FILE:brisk_cli>
   ${CMAKE_BINARY_DIR}/cli_sequence_variants ${CMAKE_BINARY_DIR}/pydeps)
 set_tests_properties(cli.sequence_variants PROPERTIES SKIP_RETURN_CODE 77)
+# Output paths: symlinks followed, devices and FIFOs written in place, "-" for stdout.
+add_test(NAME cli.outputs COMMAND ${CMAKE_CURRENT_LIST_DIR}/outputs.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_outputs)
