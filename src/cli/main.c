@@ -28,11 +28,8 @@ void cli_put_safe(FILE *f, const char *s) {
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
         unsigned c = *p;
-        int n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 && c >= 0xC2 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 && c <= 0xF4 ? 4 : 0;
+        size_t n = brisk_utf8_char_len(p, 4); /* stops at the NUL: it is no continuation byte */
         int ok = n > 0;
-        for (int k = 1; ok && k < n; k++) ok = (p[k] & 0xC0) == 0x80;
-        if (ok && n == 3) ok = !(c == 0xE0 && p[1] < 0xA0) && !(c == 0xED && p[1] >= 0xA0);
-        if (ok && n == 4) ok = !(c == 0xF0 && p[1] < 0x90) && !(c == 0xF4 && p[1] >= 0x90);
         if (ok && n == 2 && c == 0xC2 && p[1] < 0xA0) ok = 0; /* C1 controls, U+0080..U+009F */
         if (ok && n == 1 && ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F)) ok = 0;
         if (!ok) {
@@ -40,7 +37,7 @@ void cli_put_safe(FILE *f, const char *s) {
             p++;
             continue;
         }
-        fwrite(p, 1, (size_t)n, f);
+        fwrite(p, 1, n, f);
         p += n;
     }
 }

@@ -78,7 +78,7 @@ static int cmp_by_layout(const void *a, const void *b) {
 static brisk_status check_text(const char *path, const char *what, const char *s, brisk_error *err) {
     char p[96];
     if (!s) return brisk_errorf(err, BRISK_ERR_INVALID, "%s: %s is NULL", path, what);
-    if (brisk_st_utf8_bad((const unsigned char *)s, strlen(s)) != (size_t)-1)
+    if (brisk_utf8_bad(s, strlen(s)) != (size_t)-1)
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s: %s '%s' is not valid UTF-8", path, what,
                             brisk_st_printable(s, p, sizeof p));
     return BRISK_OK;
