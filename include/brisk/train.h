@@ -17,6 +17,7 @@ extern "C" {
 
 #define BRISK_MAX_FEATURES 256
 #define BRISK_COLUMN_MAX 64
+#define BRISK_FIELD_SOURCES_BYTES 8192 /* a field's CSV column names; ranges make any count */
 
 /* data.windows: samples are windows over the columns of a series (data.h). */
 typedef struct brisk_windows_config {
@@ -35,7 +36,9 @@ typedef struct brisk_windows_config {
 typedef struct brisk_data_spec {
     char train[BRISK_PATH_MAX];         /* .npz or .csv (windows: also .npy); "" when the API supplies the data */
     char field_names[BRISK_MAX_FIELDS][32];            /* model field ("x") ... */
-    char field_sources[BRISK_MAX_FIELDS][8][64];       /* ... from npz members or CSV columns */
+    /* ... from an npz member or CSV columns: field_n_sources[i] names, NUL-separated, each a
+     * column or a range "FIRST:LAST" (brisk_data_field_sources lists them) */
+    char field_sources[BRISK_MAX_FIELDS][BRISK_FIELD_SOURCES_BYTES];
     int field_n_sources[BRISK_MAX_FIELDS];
     int n_fields;
     float validation_fraction;
@@ -44,6 +47,9 @@ typedef struct brisk_data_spec {
     int buffer_reject;                  /* 1: a push into a full buffer fails; 0: drops the oldest */
     brisk_windows_config windows;
 } brisk_data_spec;
+
+/* The sources of data.fields entry j, in order: out must hold d->field_n_sources[j]. */
+void brisk_data_field_sources(const brisk_data_spec *d, int j, const char **out);
 
 /* The window spec of a config (pointers into cfg; names[] must hold nfeatures entries). */
 void brisk_windows_spec_of(const brisk_data_spec *d, const char **names, brisk_window_spec *out);

@@ -246,7 +246,8 @@ static void read_data(brisk_json_reader *root, brisk_data_spec *d) {
         brisk_json_fail(&r, "fields", "windows make the fields x and y themselves; give data.windows or data.fields, not both");
     if (!present || !f.obj) return;
     /* "fields": {"x": "features", "y": "label"} for npz members, or
-     *           {"x": ["open", "close"], "y": "label"} for CSV columns */
+     *           {"x": ["open", "close"], "y": "label"} for CSV columns, where
+     *           "f0:f63" is every column from f0 through f63 in the header's order */
     for (const cJSON *c = f.obj->child; c; c = c->next) {
         if (d->n_fields == BRISK_MAX_FIELDS) {
             brisk_json_fail(&f, c->string, "at most %d fields", BRISK_MAX_FIELDS);
@@ -254,22 +255,36 @@ static void read_data(brisk_json_reader *root, brisk_data_spec *d) {
         }
         int i = d->n_fields++;
         copy_str(d->field_names[i], sizeof d->field_names[i], c->string);
+        const char **cols = NULL;
+        size_t n = 0;
         if (cJSON_IsString(c)) {
             brisk_json_string(&f, c->string, &s);
-            copy_str(d->field_sources[i][0], sizeof d->field_sources[i][0], s);
-            d->field_n_sources[i] = 1;
-        } else {
-            const char **cols = NULL;
-            size_t n = 0;
-            if (brisk_json_strings(&f, c->string, true, &cols, &n) == BRISK_OK) {
-                if (n == 0 || n > 8) brisk_json_fail(&f, c->string, "expected 1 to 8 column names, got %zu", n);
-                for (size_t k = 0; k < n && k < 8; k++)
-                    copy_str(d->field_sources[i][k], sizeof d->field_sources[i][k], cols[k]);
-                d->field_n_sources[i] = (int)(n < 8 ? n : 8);
-            }
-            free(cols);
+            cols = &s;
+            n = 1;
+        } else if (brisk_json_strings(&f, c->string, true, &cols, &n) == BRISK_OK && n == 0) {
+            brisk_json_fail(&f, c->string, "expected a member name or a list of column names, got []");
         }
+        /* NUL-separated into one buffer: any number of columns, ranges ("f0:f63") for wide ones */
+        size_t used = 0;
+        for (size_t k = 0; k < n && cols[k]; k++) {
+            size_t len = strlen(cols[k]) + 1;
+            if (len == 1) brisk_json_fail(&f, c->string, "column %zu: an empty name", k);
+            if (used + len > sizeof d->field_sources[i]) {
+                brisk_json_fail(&f, c->string, "%zu column names take more than %zu bytes; give a range \"first:last\"",
+                                n, sizeof d->field_sources[i] - 1);
+                break;
+            }
+            memcpy(d->field_sources[i] + used, cols[k], len);
+            used += len;
+            d->field_n_sources[i]++;
+        }
+        if (cols != &s) free(cols);
     }
+}
+
+void brisk_data_field_sources(const brisk_data_spec *d, int j, const char **out) {
+    const char *p = d->field_sources[j];
+    for (int k = 0; k < d->field_n_sources[j]; k++, p += strlen(p) + 1) out[k] = p;
 }
 
 static void read_optim(brisk_json_reader *root, brisk_optim_spec *o) {

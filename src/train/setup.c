@@ -169,7 +169,7 @@ static brisk_status load_data(brisk_trainer *t, brisk_error *err) {
         return bind_data(t, err);
     }
     brisk_field_spec specs[BRISK_MAX_FIELDS];
-    const char *cols[BRISK_MAX_FIELDS][8];
+    const char *own[BRISK_MAX_FIELDS], **cols[BRISK_MAX_FIELDS] = {0};
     int csv = ends_with(d->train, ".csv");
     for (int j = 0; j < d->n_fields; j++) {
         int known = 0;
@@ -182,27 +182,34 @@ static brisk_status load_data(brisk_trainer *t, brisk_error *err) {
                                 t->cfg.path, d->field_names[j], list);
         }
     }
-    for (int i = 0; i < t->io.n_fields; i++) {
+    brisk_status st = BRISK_OK;
+    for (int i = 0; i < t->io.n_fields && !st; i++) {
         const brisk_model_field *f = &t->io.fields[i];
         int j = 0;
         while (j < d->n_fields && strcmp(d->field_names[j], f->name) != 0) j++;
         specs[i] = (brisk_field_spec){.name = f->name, .dtype = f->dtype};
         if (j < d->n_fields) {
-            for (int k = 0; k < d->field_n_sources[j]; k++) cols[i][k] = d->field_sources[j][k];
+            if (!(cols[i] = malloc((size_t)d->field_n_sources[j] * sizeof *cols[i] + 1))) {
+                st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+                break;
+            }
+            brisk_data_field_sources(d, j, cols[i]);
             specs[i].member = cols[i][0];
             specs[i].columns = cols[i];
             specs[i].ncolumns = d->field_n_sources[j];
         } else {
-            cols[i][0] = f->name;
-            specs[i].columns = cols[i];
+            own[i] = f->name;
+            specs[i].columns = &own[i];
             specs[i].ncolumns = 1;
         }
         if (!csv && j < d->n_fields && d->field_n_sources[j] > 1)
-            return brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.fields.%s: a list of columns needs a .csv file, %s is not one",
-                                t->cfg.path, f->name, d->train);
+            st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.fields.%s: a list of columns needs a .csv file, %s is not one",
+                              t->cfg.path, f->name, d->train);
     }
-    brisk_status st = csv ? brisk_dataset_load_csv(&t->data, d->train, specs, t->io.n_fields, err)
-                          : brisk_dataset_load_npz(&t->data, d->train, specs, t->io.n_fields, err);
+    if (!st)
+        st = csv ? brisk_dataset_load_csv(&t->data, d->train, specs, t->io.n_fields, err)
+                 : brisk_dataset_load_npz(&t->data, d->train, specs, t->io.n_fields, err);
+    for (int i = 0; i < t->io.n_fields; i++) free(cols[i]);
     return st ? st : bind_data(t, err);
 }
 

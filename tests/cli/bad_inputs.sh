@@ -76,6 +76,25 @@ import numpy as np
 np.savez("labels.npz", x=np.zeros((1024, 64), np.float32), y=np.full(1024, 7, np.int32))
 P
 
+# wide CSV fields: 64 features by a range, by a list, and a bad range
+/usr/bin/python3 - <<'P' 2>/dev/null
+import numpy as np
+r = np.random.default_rng(0); x = r.standard_normal((256, 64)).astype(np.float32); y = (x[:, 0] > 0).astype(int)
+with open("wide.csv", "w") as f:
+    f.write(",".join(f"f{i}" for i in range(64)) + ",label\n")
+    for row, lab in zip(x, y): f.write(",".join(f"{v:.6f}" for v in row) + f",{lab}\n")
+P
+if [ -f wide.csv ]; then
+  out=$("$brisk" train good.json --set data.train=wide.csv --set 'data.fields={"x": "f0:f63", "y": "label"}' --out run_wide --quiet 2>&1) &&
+    pass=$((pass + 1)) && echo "ok   csv-range-64" || { fail=$((fail + 1)); echo "FAIL csv-range-64: $out"; }
+  list=$(/usr/bin/python3 -c 'print(",".join(f"\"f{i}\"" for i in range(64)))')
+  out=$("$brisk" train good.json --set data.train=wide.csv --set "data.fields={\"x\": [$list], \"y\": \"label\"}" --out run_wide2 --quiet 2>&1) &&
+    pass=$((pass + 1)) && echo "ok   csv-list-64" || { fail=$((fail + 1)); echo "FAIL csv-list-64: $out"; }
+  expect csv-bad-range "wide.csv: column range 'f0:f64': no column 'f64' in the header" -- "$brisk" train good.json --set data.train=wide.csv --set 'data.fields={"x": "f0:f64", "y": "label"}'
+fi
+printf 'a,b,y\n1,2,0\n3,4\0009,1\n' > nulcell.csv
+expect csv-nul-cell 'nulcell.csv: line 3, field 2: a NUL byte' -- "$brisk" train good.json --set data.train=nulcell.csv --set 'data.fields={"x": ["a", "b"], "y": "y"}' --set model.inputs=2
+
 # training faults
 expect diverges 'training loss is (NaN|infinite); .*lower optim.lr' -- "$brisk" train good.json --lr 1e30 --set optim.type=sgd --out run_div
 expect memory-limit 'this run needs .* MiB are available \(speed.memory_limit\); the largest train.batch_size that fits is [0-9]+' -- "$brisk" train good.json --memory-limit 200KiB --batch-size 512 --out run_mem
