@@ -70,6 +70,9 @@ brisk_status brisk_npz_read(const char *path, brisk_npz *out, brisk_error *err);
 /* Reads only the member `member`; the error for a missing one lists those present. */
 brisk_status brisk_npz_read_one(const char *path, const char *member, brisk_npy_array *out,
                                 brisk_error *err);
+/* A member's dtype and shape (nbytes set, data NULL) without reading its data: a deflated
+ * member is inflated only as far as its .npy header. */
+brisk_status brisk_npz_peek(const char *path, const char *member, brisk_npy_array *out, brisk_error *err);
 const brisk_npy_array *brisk_npz_find(const brisk_npz *z, const char *member);
 void brisk_npz_free(brisk_npz *z);
 
@@ -130,6 +133,11 @@ brisk_status brisk_dataset_load_npz(brisk_dataset *ds, const char *path,
                                     const brisk_field_spec *specs, int nspecs, brisk_error *err);
 brisk_status brisk_dataset_load_csv(brisk_dataset *ds, const char *path,
                                     const brisk_field_spec *specs, int nspecs, brisk_error *err);
+/* The most memory loading these fields will hold at once, in bytes, read from the file's
+ * headers without loading it (an NPZ member's .npy header; a CSV's header and line count),
+ * so a data set too large for the memory is refused before it is read. */
+brisk_status brisk_dataset_estimate(const char *path, const brisk_field_spec *specs, int nspecs, int csv,
+                                    int64_t *bytes, brisk_error *err);
 /* Adds a field built in memory; the dataset takes ownership of t->data (also when it
  * fails, it frees it). Runs the same count and NaN checks as the loaders. */
 brisk_status brisk_dataset_add(brisk_dataset *ds, const char *name, brisk_tensor *t, brisk_error *err);

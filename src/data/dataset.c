@@ -254,3 +254,55 @@ brisk_status brisk_dataset_load_csv(brisk_dataset *ds, const char *path, const b
     if (st) brisk_dataset_free(ds);
     return st;
 }
+
+/* ---------------------------------------------------------------- size, before loading */
+
+brisk_status brisk_dataset_estimate(const char *path, const brisk_field_spec *specs, int nspecs, int csv, int64_t *bytes,
+                                    brisk_error *err) {
+    *bytes = 0;
+    brisk_status st = check_specs(path, specs, nspecs, err);
+    if (st) return st;
+    int64_t kept = 0, peak = 0;
+    if (!csv) {
+        for (int i = 0; i < nspecs && !st; i++) {
+            brisk_npy_array a;
+            if ((st = brisk_npz_peek(path, specs[i].member ? specs[i].member : specs[i].name, &a, err))) {
+                brisk_error_prefix(err, "field '%s'", specs[i].name);
+                break;
+            }
+            int64_t numel = a.dtype.size ? (int64_t)(a.nbytes / (size_t)a.dtype.size) : 0;
+            int same = a.dtype.size == 4 && (a.dtype.kind == 'f' || a.dtype.kind == 'i');
+            int64_t now = kept + numel * 4 + (same ? 0 : (int64_t)a.nbytes); /* a conversion holds both */
+            peak = now > peak ? now : peak;
+            kept += numel * 4;
+        }
+        *bytes = peak;
+        return st;
+    }
+    /* CSV: the table of selected columns as doubles (one per row and column, and a line
+     * number per row), then the fields made from it. */
+    brisk_file f;
+    if ((st = brisk_file_load(path, &f, err))) return st;
+    int64_t rows = 0;
+    for (const uint8_t *p = f.data, *end = f.data + f.len; p < end; p++) {
+        p = memchr(p, '\n', (size_t)(end - p));
+        if (!p) break;
+        rows++;
+    }
+    rows++;
+    char **header = NULL;
+    int nh = 0;
+    int64_t cols = 0;
+    if (!(st = brisk_csv_header(f.data, f.len, path, &header, &nh, err)))
+        for (int i = 0; i < nspecs && !st; i++) {
+            const char **sel = NULL;
+            int n = 0;
+            if (!(st = brisk_csv_expand_columns(header, nh, path, specs[i].columns, specs[i].ncolumns, &sel, &n, err)))
+                cols += n;
+            free(sel);
+        }
+    free(header);
+    brisk_file_release(&f);
+    *bytes = rows * (cols * 8 + 8) + rows * cols * 4;
+    return st;
+}

@@ -206,6 +206,9 @@ static brisk_status load_data(brisk_trainer *t, brisk_error *err) {
             st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.fields.%s: a list of columns needs a .csv file, %s is not one",
                               t->cfg.path, f->name, d->train);
     }
+    int64_t bytes = 0;
+    if (!st && !(st = brisk_dataset_estimate(d->train, specs, t->io.n_fields, csv, &bytes, err)))
+        st = brisk_memory_check_data(&t->cfg, d->train, bytes, err);
     if (!st)
         st = csv ? brisk_dataset_load_csv(&t->data, d->train, specs, t->io.n_fields, err)
                  : brisk_dataset_load_npz(&t->data, d->train, specs, t->io.n_fields, err);

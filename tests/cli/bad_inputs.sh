@@ -95,11 +95,16 @@ fi
 printf 'a,b,y\n1,2,0\n3,4\0009,1\n' > nulcell.csv
 expect csv-nul-cell 'nulcell.csv: line 3, field 2: a NUL byte' -- "$brisk" train good.json --set data.train=nulcell.csv --set 'data.fields={"x": ["a", "b"], "y": "y"}' --set model.inputs=2
 
+# a small deflated file whose data set exceeds the memory limit: refused before inflating
+/usr/bin/python3 -c 'import numpy as np; np.savez_compressed("bomb.npz", x=np.zeros((1 << 20, 64), np.float32), y=np.zeros(1 << 20, np.int32))' 2>/dev/null &&
+  expect data-over-limit 'bomb.npz: loading this data set needs 260.0 MiB, but 64.0 MiB are available \(speed.memory_limit\)' -- "$brisk" train good.json --set data.train=bomb.npz --memory-limit 64MiB
+expect data-in-plan 'this run needs .* \(data 0.3, activations' -- "$brisk" train good.json --memory-limit 300KiB --batch-size 512 --out run_mem2
+
 # training faults
 expect diverges 'training loss is (NaN|infinite); .*lower optim.lr' -- "$brisk" train good.json --lr 1e30 --set optim.type=sgd --out run_div
-expect memory-limit 'this run needs .* MiB are available \(speed.memory_limit\); the largest train.batch_size that fits is [0-9]+' -- "$brisk" train good.json --memory-limit 200KiB --batch-size 512 --out run_mem
+expect memory-limit 'this run needs .* MiB are available \(speed.memory_limit\); the largest train.batch_size that fits is [0-9]+' -- "$brisk" train good.json --memory-limit 600KiB --batch-size 512 --out run_mem
 expect batch-size-word 'train.batch_size: expected an integer in \[1, 16777216\] or "auto"' -- "$brisk" train good.json --batch-size lots
-out=$("$brisk" train good.json --batch-size auto --memory-limit 200KiB --out run_auto --max-steps 1 2>&1) &&
+out=$("$brisk" train good.json --batch-size auto --memory-limit 600KiB --out run_auto --max-steps 1 2>&1) &&
   printf '%s' "$out" | grep -q "batch     auto: [0-9]*, the largest that fits" && pass=$((pass + 1)) && echo "ok   batch-auto" ||
   { fail=$((fail + 1)); echo "FAIL batch-auto: $out"; }
 out=$("$brisk" train good.json --resume auto --out run_fresh --max-steps 1 2>&1) && printf '%s' "$out" | grep -q "no checkpoint in run_fresh yet" &&
