@@ -97,6 +97,9 @@ brisk_status brisk_csv_parse(const void *buf, size_t len, const char *name,
                              brisk_tensor *out, brisk_error *err);
 brisk_status brisk_csv_read(const char *path, const char *const *columns, int ncolumns,
                             brisk_dtype dtype, brisk_tensor *out, brisk_error *err);
+/* Writes f32 [rows] or [rows, columns] as CSV: a header PREFIX0, PREFIX1, ... then the
+ * values with 9 significant digits (exact for f32). Output paths as brisk_npy_write. */
+brisk_status brisk_csv_write(const char *path, const brisk_tensor *t, const char *prefix, brisk_error *err);
 
 /* ---------------------------------------------------------------- datasets
  * N named fields, each a C-contiguous host tensor whose dim 0 is the sample count. All

@@ -222,7 +222,8 @@ static brisk_status parse_number(csv_reader *r, int k, const char *colname, int 
                             r->name, (long long)r->fline[k], colname, shown(s, sb, sizeof sb));
     if (integral && !(v == floor(v) && v >= -2147483648.0 && v <= 2147483647.0))
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: line %lld, column '%.100s': expected an integer label (i32), "
-                            "got '%s'", r->name, (long long)r->fline[k], colname, shown(s, sb, sizeof sb));
+                            "got '%s'%s", r->name, (long long)r->fline[k], colname, shown(s, sb, sizeof sb),
+                            v == v && v != floor(v) ? " (a regression target? set model.task to \"regress\")" : "");
     *out = v;
     return BRISK_OK;
 }
@@ -407,4 +408,23 @@ brisk_status brisk_csv_read(const char *path, const char *const *columns, int nc
     st = brisk_csv_parse(f.data, f.len, path, columns, ncolumns, dtype, out, err);
     brisk_file_release(&f);
     return st;
+}
+
+brisk_status brisk_csv_write(const char *path, const brisk_tensor *t, const char *prefix, brisk_error *err) {
+    if (t->dtype != BRISK_F32 || t->shape.ndim < 1 || t->shape.ndim > 2)
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: CSV holds f32 [rows] or [rows, columns]", path);
+    int64_t rows = t->shape.d[0], cols = t->shape.ndim == 2 ? t->shape.d[1] : 1;
+    brisk_out o;
+    brisk_status st = brisk_out_open(&o, path, err);
+    if (st) return st;
+    /* Numbers in the C locale, whatever the program set: a decimal comma would split fields. */
+    locale_t c_loc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    locale_t old = c_loc ? uselocale(c_loc) : (locale_t)0;
+    for (int64_t c = 0; c < cols; c++) fprintf(o.fp, "%s%s%lld", c ? "," : "", prefix, (long long)c);
+    fputc('\n', o.fp);
+    const float *v = (const float *)t->data;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) fprintf(o.fp, "%.9g%c", (double)v[r * cols + c], c + 1 < cols ? ',' : '\n');
+    if (c_loc) { uselocale(old); freelocale(c_loc); }
+    return brisk_out_commit(&o, err);
 }

@@ -45,6 +45,12 @@ static void read_hidden(brisk_json_reader *r, brisk_model_spec *m, int def_n, in
 
 static void copy_str(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src ? src : ""); }
 
+/* A path key: an error when it does not fit, never a silently shorter path. */
+static void copy_path(brisk_json_reader *r, const char *key, char *dst, size_t n, const char *src) {
+    if (src && strlen(src) >= n) brisk_json_fail(r, key, "longer than %zu bytes (%zu)", n - 1, strlen(src));
+    copy_str(dst, n, src);
+}
+
 /* lstm and transformer: windows x [seq_len, inputs] -> outputs. */
 static void read_sequence_model(brisk_json_reader *r, brisk_model_spec *m) {
     int v;
@@ -225,7 +231,7 @@ static void read_data(brisk_json_reader *root, brisk_data_spec *d) {
     brisk_json_object_opt(root, "data", &r, NULL);
     const char *s;
     brisk_json_string_or(&r, "train", "", &s);
-    copy_str(d->train, sizeof d->train, s);
+    copy_path(&r, "train", d->train, sizeof d->train, s);
     double vf;
     brisk_json_number_or(&r, "validation_fraction", 0.1, BRISK_IN(0.0, 0.9), &vf);
     d->validation_fraction = (float)vf;
@@ -349,7 +355,7 @@ static void read_train(brisk_json_reader *root, const char *name, brisk_train_sp
     snprintf(def, sizeof def, "runs/%s", name);
     const char *s;
     brisk_json_string_or(&r, "out_dir", def, &s);
-    copy_str(t->out_dir, sizeof t->out_dir, s);
+    copy_path(&r, "out_dir", t->out_dir, sizeof t->out_dir, s);
     brisk_json_int_or(&r, "keep_checkpoints", 3, 0, 1 << 20, &t->keep_checkpoints);
     brisk_json_number_or(&r, "checkpoint_minutes", 30.0, BRISK_GE(0), &t->checkpoint_minutes);
     brisk_json_int64_or(&r, "skip_nan_steps", 0, 0, INT64_C(1) << 40, &t->skip_nan_steps);
@@ -385,7 +391,7 @@ static void read_speed(brisk_json_reader *root, brisk_speed_spec *sp) {
     brisk_json_bool_or(&r, "deterministic", false, &b), sp->deterministic = b;
     const char *s;
     brisk_json_string_or(&r, "autotune_cache", "", &s);
-    copy_str(sp->autotune_cache, sizeof sp->autotune_cache, s);
+    copy_path(&r, "autotune_cache", sp->autotune_cache, sizeof sp->autotune_cache, s);
     read_memory_limit(&r, sp);
 }
 

@@ -94,9 +94,29 @@ static void report_active(brisk_trainer *t) {
 }
 
 
+/* Class labels must index the model's outputs: checked once at load, where the file and the
+ * row can still be named, rather than at the first step inside a shuffled batch. */
+static brisk_status check_labels(const brisk_trainer *t, int k, const brisk_model_field *f, brisk_error *err) {
+    const brisk_tensor *y = &t->data.fields[k].tensor;
+    int64_t C = t->cfg.model.outputs, n = brisk_shape_numel(&y->shape);
+    const int32_t *v = (const int32_t *)y->data;
+    int64_t i = 0;
+    while (i < n && v[i] >= 0 && v[i] < C) i++;
+    if (i == n) return BRISK_OK;
+    const brisk_data_spec *d = &t->cfg.data;
+    int j = 0;
+    while (j < d->n_fields && strcmp(d->field_names[j], f->name) != 0) j++;
+    const char *src = j < d->n_fields ? d->field_sources[j] : f->name;
+    int csv = strlen(t->data.source) > 4 && strcmp(t->data.source + strlen(t->data.source) - 4, ".csv") == 0;
+    return brisk_errorf(err, BRISK_ERR_INVALID, "%s: field '%s' (%s '%s'), row %lld%s: class label %d is outside [0, %lld): "
+                        "model.outputs is %lld", t->data.source, f->name, csv ? "CSV column" : "npz member", src,
+                        (long long)i, csv ? " (the data row after the header)" : "", v[i], (long long)C, (long long)C);
+}
+
 /* Maps the dataset's fields to the model's; per-sample shapes must be what the model was
- * configured for (an mlp's flat input also takes a window of the same size: the bytes are
- * the same). */
+ * configured for (a flat input also takes samples of the same size in another shape, as an
+ * mlp's [64] takes [64, 1] or a window, and a one-output regressor's [1] takes scalars
+ * [N]: the bytes are the same). */
 static brisk_status bind_data(brisk_trainer *t, brisk_error *err) {
     for (int i = 0; i < t->io.n_fields; i++) {
         const brisk_model_field *f = &t->io.fields[i];
@@ -106,7 +126,7 @@ static brisk_status bind_data(brisk_trainer *t, brisk_error *err) {
             return brisk_errorf(err, BRISK_ERR_INVALID, "%s: no field '%s', which the model (%s) takes", t->data.source,
                                 f->name, t->cfg.path);
         brisk_shape s = brisk_dataset_sample_shape(&t->data, k);
-        int flat = f->sample.ndim == 1 && s.ndim > 1 && brisk_shape_numel(&s) == f->sample.d[0];
+        int flat = f->sample.ndim == 1 && s.ndim != 1 && brisk_shape_numel(&s) == f->sample.d[0];
         if (!brisk_shape_equal(&s, &f->sample) && !flat) {
             char a[64], b[64];
             return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' has samples of shape %s, the model (%s) expects %s",
@@ -117,6 +137,10 @@ static brisk_status bind_data(brisk_trainer *t, brisk_error *err) {
             return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' holds %s, the model (%s) expects %s", t->data.source,
                                 f->name, brisk_dtype_name(t->data.fields[k].tensor.dtype), t->cfg.path,
                                 brisk_dtype_name(f->dtype));
+        if (f->dtype == BRISK_I32 && t->cfg.model.task == BRISK_TASK_CLASSIFY && t->data.fields[k].window == 0) {
+            brisk_status st = check_labels(t, k, f, err);
+            if (st) return st;
+        }
         t->field_of_input[i] = k;
     }
     return BRISK_OK;

@@ -100,6 +100,39 @@ expect csv-nul-cell 'nulcell.csv: line 3, field 2: a NUL byte' -- "$brisk" train
   expect data-over-limit 'bomb.npz: loading this data set needs 260.0 MiB, but 64.0 MiB are available \(speed.memory_limit\)' -- "$brisk" train good.json --set data.train=bomb.npz --memory-limit 64MiB
 expect data-in-plan 'this run needs .* \(data 0.3, activations' -- "$brisk" train good.json --memory-limit 300KiB --batch-size 512 --out run_mem2
 
+# labels and targets: checked at load with file, member and row; float labels suggest regression
+/usr/bin/python3 - <<'P' 2>/dev/null
+import numpy as np
+x = np.zeros((1024, 64), np.float32)
+y = np.zeros(1024, np.int32); y[700] = 3
+np.savez("label3.npz", x=x, y=y)
+np.savez("floaty.npz", x=x, y=np.random.rand(1024).astype(np.float32))
+P
+expect label-at-load "label3.npz: field 'y' \(npz member 'y'\), row 700: class label 3 is outside \[0, 3\)" -- "$brisk" train good.json --set data.train=label3.npz
+expect float-labels 'floaty.npz: field .y. .* holds float32 values \[1024\].*set model.task to "regress"' -- "$brisk" train good.json --set data.train=floaty.npz
+out=$("$brisk" train good.json --set data.train=floaty.npz --set model.task=regress --set model.outputs=1 --out run_reg1 --quiet 2>&1) &&
+  pass=$((pass + 1)) && echo "ok   regression-1d-target" || { fail=$((fail + 1)); echo "FAIL regression-1d-target: $out"; }
+expect out-dir-too-long 'train.out_dir: longer than 1023 bytes' -- "$brisk" train good.json --out "$(printf 'd%.0s' $(seq 1 1100))"
+
+# text from files reaches the terminal escaped: no raw ESC from member names or metadata
+/usr/bin/python3 -c 'import numpy as np; np.savez("esc.npz", **{"x\x1b]0;pwned\x07": np.zeros((4, 64), np.float32)})' 2>/dev/null &&
+  { out=$("$brisk" train good.json --set data.train=esc.npz 2>&1); printf '%s' "$out" | grep -q $'\x1b' &&
+    { fail=$((fail + 1)); echo "FAIL escapes-member: raw ESC printed"; } ||
+    { printf '%s' "$out" | grep -qF 'x\x1b]0;pwned\x07' && pass=$((pass + 1)) && echo "ok   escapes-member" ||
+      { fail=$((fail + 1)); echo "FAIL escapes-member: $out"; }; }; }
+/usr/bin/python3 - <<'P' 2>/dev/null
+import json, struct
+h = json.dumps({"__metadata__": {"note\x1b[2J": "v\x1b[31mred"}, "w\x1b[1A": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}).encode()
+h += b" " * (-len(h) % 8)
+open("esc.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + b"\0\0\0\0")
+P
+if [ -f esc.safetensors ]; then
+  out=$("$brisk" info esc.safetensors 2>&1)
+  if printf '%s' "$out" | grep -q $'\x1b'; then fail=$((fail + 1)); echo "FAIL escapes-info: raw ESC printed"
+  elif printf '%s' "$out" | grep -qF 'w\x1b[1A' && printf '%s' "$out" | grep -qF 'v\x1b[31mred'; then pass=$((pass + 1)); echo "ok   escapes-info"
+  else fail=$((fail + 1)); echo "FAIL escapes-info: $out"; fi
+fi
+
 # training faults
 expect diverges 'training loss is (NaN|infinite); .*lower optim.lr' -- "$brisk" train good.json --lr 1e30 --set optim.type=sgd --out run_div
 expect memory-limit 'this run needs .* MiB are available \(speed.memory_limit\); the largest train.batch_size that fits is [0-9]+' -- "$brisk" train good.json --memory-limit 600KiB --batch-size 512 --out run_mem

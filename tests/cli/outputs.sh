@@ -57,11 +57,31 @@ fi
 "$brisk" predict $ck --input x.npy --output - > stdout.npy 2>/dev/null && cmp -s stdout.npy ref.npy &&
   ok stdout || bad stdout
 # a directory is refused, not replaced
-mkdir adir
-expect directory 'adir: exists and is a directory' -- "$brisk" predict $ck --input x.npy --output adir
-[ -d adir ] && ok directory-kept || bad directory-kept
+mkdir adir.npy
+expect directory "adir.npy: exists and is a directory" -- "$brisk" predict $ck --input x.npy --output adir.npy
+[ -d adir.npy ] && ok directory-kept || bad directory-kept
 # no temporary files left behind
 ls | grep -q '\.tmp\.' && bad "temporary files left: $(ls | grep '\.tmp\.')" || ok no-temporaries
+
+# predict reads .npy, .npz and .csv in the shapes train takes, and writes by the output's extension
+/usr/bin/python3 - <<'P' || exit 1
+import numpy as np
+x = np.random.default_rng(1).standard_normal((5, 64)).astype(np.float32)
+np.save("x5.npy", x); np.save("x51.npy", x[:, :, None]); np.savez("x5.npz", x=x); np.savez("one.npz", feats=x)
+with open("x5.csv", "w") as f:
+    f.write(",".join(f"c{i}" for i in range(64)) + "\n")
+    for r in x: f.write(",".join(f"{v:.9g}" for v in r) + "\n")
+P
+"$brisk" predict $ck --input x5.npy --output p.npy >/dev/null &&
+for inp in x51.npy x5.npz one.npz x5.csv; do
+  "$brisk" predict $ck --input $inp --output "p_$inp.npy" >/dev/null && cmp -s p.npy "p_$inp.npy" && ok "predict-input-$inp" || bad "predict-input-$inp"
+done
+"$brisk" predict $ck --input x5.npy --output p.csv >/dev/null && /usr/bin/python3 -c '
+import numpy as np
+c = np.loadtxt("p.csv", delimiter=",", skiprows=1); assert open("p.csv").readline().strip() == "p0,p1,p2"
+assert np.array_equal(c.astype(np.float32), np.load("p.npy"))' && ok predict-csv-output || bad predict-csv-output
+expect predict-bad-extension 'p.txt: expected an output ending in .npy or .csv' -- "$brisk" predict $ck --input x5.npy --output p.txt
+expect predict-no-bracket 'x5.txt: expected an .npy, .npz or .csv of samples \[N, 64\]$' -- "$brisk" predict $ck --input x5.txt --output p.npy
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
