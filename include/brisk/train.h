@@ -6,6 +6,7 @@
 
 #include "brisk/data.h"
 #include "brisk/nn.h"
+#include "brisk/json.h"
 #include "brisk/optim.h"
 
 #ifdef __cplusplus
@@ -116,6 +117,15 @@ brisk_status brisk_config_load(const char *path, const char *const *overrides, i
 brisk_status brisk_config_parse(const char *json, const char *label, const char *const *overrides,
                                 int n_overrides, brisk_config *cfg, brisk_error *err);
 void brisk_config_free(brisk_config *cfg);
+
+/* The config reader run over `json` with a recorder (brisk/json.h) told of every key it
+ * asks for: its type, accepted values and default, straight from the parser. */
+brisk_status brisk_config_walk(const char *json, const char *label, brisk_json_recorder fn, void *user,
+                               brisk_error *err);
+/* The config reference as Markdown (malloc'd): every key of every section and model type,
+ * from brisk_config_walk, with one line of meaning each (src/train/config_doc.c). Keys the
+ * parser reads but the table does not describe are marked **undocumented**. */
+brisk_status brisk_config_reference(char **markdown, brisk_error *err);
 
 /* ---- validation metrics (metrics.c) */
 #define BRISK_MAX_CLASSES 16

@@ -17,6 +17,7 @@ static const char usage[] =
     "  info CKPT          list a checkpoint's tensors and training state\n"
     "  synth KIND PATH    write the example data set KIND (diffusion, tabular, series)\n"
     "  bench CONFIG       time CONFIG with each GPU optimization added in turn\n"
+    "  config --reference every config key: type, accepted values, default, meaning\n"
     "\n"
     "'brisk <command> --help' describes each command's options.\n";
 
@@ -99,7 +100,7 @@ int main(int argc, char **argv) {
     static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
         {"check", cmd_check}, {"train", cmd_train}, {"predict", cmd_predict},
         {"info", cmd_info},   {"synth", cmd_synth},   {"bench", cmd_bench},
-        {"sample", cmd_sample},
+        {"sample", cmd_sample}, {"config", cmd_config},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(argv[1], cmds[i].name) == 0) return cmds[i].fn(argc - 1, argv + 1);

@@ -455,3 +455,19 @@ void brisk_config_free(brisk_config *cfg) {
     free(cfg->json);
     cfg->json = NULL;
 }
+
+brisk_status brisk_config_walk(const char *json, const char *label, brisk_json_recorder fn, void *user,
+                               brisk_error *err) {
+    brisk_config *cfg = calloc(1, sizeof *cfg);
+    brisk_json *doc = NULL;
+    brisk_status st = cfg ? brisk_json_parse(json, strlen(json), label, &doc, err)
+                          : brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+    if (!st) {
+        brisk_json_record(doc, fn, user);
+        st = from_doc(doc, label, NULL, 0, cfg, err);
+    }
+    brisk_json_free(doc);
+    if (cfg) brisk_config_free(cfg);
+    free(cfg);
+    return st;
+}

@@ -12,3 +12,5 @@ add_test(NAME cli.sequence_variants COMMAND ${CMAKE_CURRENT_LIST_DIR}/sequence_v
 set_tests_properties(cli.sequence_variants PROPERTIES SKIP_RETURN_CODE 77)
 # Output paths: symlinks followed, devices and FIFOs written in place, "-" for stdout.
 add_test(NAME cli.outputs COMMAND ${CMAKE_CURRENT_LIST_DIR}/outputs.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_outputs)
+# docs/config.md is generated from the config reader: fails when it drifts.
+add_test(NAME cli.config_reference COMMAND ${CMAKE_CURRENT_LIST_DIR}/config_reference.sh $<TARGET_FILE:brisk_cli> ${CMAKE_SOURCE_DIR})

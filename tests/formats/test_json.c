@@ -181,7 +181,7 @@ static void test_getter_errors(void) {
     CHECK_MSG(msg, "cfg.json: m.w[1]: expected an integer in [1, 4096], got 0");
     CHECK(ints == NULL && n == 0);
     GETTER_ERROR("{\"m\": {\"w\": 3}}", brisk_json_ints(&m, "w", false, 1, 4096, &ints, &n));
-    CHECK_MSG(msg, "cfg.json: m.w: expected an array of integers, got 3");
+    CHECK_MSG(msg, "cfg.json: m.w: expected an array of integers in [1, 4096], got 3");
     GETTER_ERROR("{\"m\": {\"mean\": [0.5, \"x\"]}}", brisk_json_numbers(&m, "mean", true, BRISK_ANY, &nums, &n));
     CHECK_MSG(msg, "cfg.json: m.mean[1]: expected a number, got \"x\"");
     GETTER_ERROR("{\"m\": {}}", brisk_json_numbers(&m, "std", true, BRISK_GT(0), &nums, &n));
