@@ -127,9 +127,10 @@ typedef struct brisk_field_spec {
     const char *name;         /* the field's name in the model */
     brisk_dtype dtype;        /* BRISK_F32, or BRISK_I32 (class labels) */
     const char *member;       /* NPZ: the member to read; NULL means `name` */
-    const char *const *columns; /* CSV: the columns, in order */
-    int ncolumns;             /* CSV: a field is [rows, ncolumns], except that an I32
-                                 field of one column is [rows] (labels) */
+    const char *const *columns; /* CSV: the columns, in order; "FIRST:LAST" is every column from
+                                   FIRST through LAST in the header's order */
+    int ncolumns;             /* CSV: entries in columns; a field is [rows, columns selected],
+                                 except that an I32 field of one column is [rows] (labels) */
 } brisk_field_spec;
 
 brisk_status brisk_dataset_load_npz(brisk_dataset *ds, const char *path,

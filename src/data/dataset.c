@@ -160,7 +160,7 @@ brisk_status brisk_dataset_load_npz(brisk_dataset *ds, const char *path, const b
             a.data = NULL;
         } else if (specs[i].dtype == BRISK_I32 && a.dtype.kind == 'f') {
             char sb[64];
-            st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: field '%s' (member '%s') holds %s values %s, but the model "
+            st = brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' (member '%s') holds %s values %s, but the model "
                               "takes class labels (integers) there: a regression target? set model.task to \"regress\" "
                               "(and model.outputs to its width)", path, specs[i].name, member,
                               a.dtype.size == 8 ? "float64" : a.dtype.size == 2 ? "float16" : "float32",

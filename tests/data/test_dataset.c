@@ -30,7 +30,7 @@ static void test_npz_fields(void) {
     brisk_dataset_free(&ds);
     brisk_field_spec as_i32[] = {{"x", BRISK_I32, NULL, NULL, 0}};
     CHECK(brisk_dataset_load_npz(&ds, p, as_i32, 1, &err) == BRISK_ERR_SHAPE);
-    CHECK(has(&err, "stored.npz: field 'x' (member 'x'): expected an integer array for i32, got float32"));
+    CHECK(has(&err, "stored.npz: field 'x' (member 'x') holds float32 values [4, 3], but the model takes class labels"));
     CHECK(ds.nfields == 0 && ds.fields == NULL);
     brisk_field_spec missing[] = {{"x", BRISK_F32, NULL, NULL, 0}, {"t", BRISK_F32, "target", NULL, 0}};
     CHECK(brisk_dataset_load_npz(&ds, p, missing, 2, &err) == BRISK_ERR_INVALID);
