@@ -19,7 +19,8 @@ static const char usage[] =
     "  bench CONFIG       time CONFIG with each GPU optimization added in turn\n"
     "  config --reference every config key: type, accepted values, default, meaning\n"
     "\n"
-    "'brisk <command> --help' describes each command's options.\n";
+    "'brisk <command> --help' describes each command's options; every command takes them as\n"
+    "--flag value or --flag=value, and -- ends them. Exit status 2: a bad command line.\n";
 
 /* Text that came from files (member and tensor names, metadata, CSV headers) reaches the
  * terminal only through here: control characters other than newline and tab, C1 controls and
