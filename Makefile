@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: run test build deps test-deps sanitize fuzz bench clean
+.PHONY: run test build deps test-deps sanitize fuzz bench clean install
 
 run: deps build
 	@mkdir -p data
@@ -35,6 +35,12 @@ sanitize: test-deps
 FUZZ_SECONDS ?= 60
 fuzz: test-deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) tools/fuzz.sh build-fuzz
+
+# The brisk command, libbrisk.a, its headers, brisk.pc (pkg-config) and the CMake package
+# (find_package(brisk)) under PREFIX, with the link line of the build that was made.
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 bench: build
 	bench/run.sh

@@ -127,6 +127,13 @@ typedef struct brisk_logger {
 void brisk_log(const brisk_logger *lg, brisk_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* ---------------------------------------------------------------- text (text.c) */
+/* The length of the valid UTF-8 character at s (1 to 4), or 0 when s[0..n) does not start
+ * with one (overlong forms and surrogates are not valid). */
+size_t brisk_utf8_char_len(const unsigned char *s, size_t n);
+/* The offset of the first byte that is not valid UTF-8, or (size_t)-1 when all n are. */
+size_t brisk_utf8_bad(const void *s, size_t n);
+
 /* Monotonic wall clock in seconds. */
 double brisk_now(void);
 

@@ -70,6 +70,9 @@ brisk_status brisk_npz_read(const char *path, brisk_npz *out, brisk_error *err);
 /* Reads only the member `member`; the error for a missing one lists those present. */
 brisk_status brisk_npz_read_one(const char *path, const char *member, brisk_npy_array *out,
                                 brisk_error *err);
+/* A member's dtype and shape (nbytes set, data NULL) without reading its data: a deflated
+ * member is inflated only as far as its .npy header. */
+brisk_status brisk_npz_peek(const char *path, const char *member, brisk_npy_array *out, brisk_error *err);
 const brisk_npy_array *brisk_npz_find(const brisk_npz *z, const char *member);
 void brisk_npz_free(brisk_npz *z);
 
@@ -94,6 +97,9 @@ brisk_status brisk_csv_parse(const void *buf, size_t len, const char *name,
                              brisk_tensor *out, brisk_error *err);
 brisk_status brisk_csv_read(const char *path, const char *const *columns, int ncolumns,
                             brisk_dtype dtype, brisk_tensor *out, brisk_error *err);
+/* Writes f32 [rows] or [rows, columns] as CSV: a header PREFIX0, PREFIX1, ... then the
+ * values with 9 significant digits (exact for f32). Output paths as brisk_npy_write. */
+brisk_status brisk_csv_write(const char *path, const brisk_tensor *t, const char *prefix, brisk_error *err);
 
 /* ---------------------------------------------------------------- datasets
  * N named fields, each a C-contiguous host tensor whose dim 0 is the sample count. All
@@ -121,15 +127,21 @@ typedef struct brisk_field_spec {
     const char *name;         /* the field's name in the model */
     brisk_dtype dtype;        /* BRISK_F32, or BRISK_I32 (class labels) */
     const char *member;       /* NPZ: the member to read; NULL means `name` */
-    const char *const *columns; /* CSV: the columns, in order */
-    int ncolumns;             /* CSV: a field is [rows, ncolumns], except that an I32
-                                 field of one column is [rows] (labels) */
+    const char *const *columns; /* CSV: the columns, in order; "FIRST:LAST" is every column from
+                                   FIRST through LAST in the header's order */
+    int ncolumns;             /* CSV: entries in columns; a field is [rows, columns selected],
+                                 except that an I32 field of one column is [rows] (labels) */
 } brisk_field_spec;
 
 brisk_status brisk_dataset_load_npz(brisk_dataset *ds, const char *path,
                                     const brisk_field_spec *specs, int nspecs, brisk_error *err);
 brisk_status brisk_dataset_load_csv(brisk_dataset *ds, const char *path,
                                     const brisk_field_spec *specs, int nspecs, brisk_error *err);
+/* The most memory loading these fields will hold at once, in bytes, read from the file's
+ * headers without loading it (an NPZ member's .npy header; a CSV's header and line count),
+ * so a data set too large for the memory is refused before it is read. */
+brisk_status brisk_dataset_estimate(const char *path, const brisk_field_spec *specs, int nspecs, int csv,
+                                    int64_t *bytes, brisk_error *err);
 /* Adds a field built in memory; the dataset takes ownership of t->data (also when it
  * fails, it frees it). Runs the same count and NaN checks as the loaders. */
 brisk_status brisk_dataset_add(brisk_dataset *ds, const char *name, brisk_tensor *t, brisk_error *err);

@@ -179,6 +179,19 @@ brisk_status brisk_json_status(const brisk_json *doc, brisk_error *err);
 brisk_status brisk_json_fail(brisk_json_reader *r, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* ---------------------------------------------------------------- reference
+ * A recorder is told of every key a getter asks for, as it asks: what a config reader
+ * accepts, from the reader itself (brisk config --reference is generated this way, so it
+ * cannot drift from the parser). Strings are valid only during the call. */
+typedef struct brisk_json_key_info {
+    const char *path;    /* "optim.lr", "models[0].name" */
+    const char *type;    /* "number", "integer", "bool", "string", "enum", "numbers", "integers", "strings" */
+    const char *accepts; /* "> 0", "[1, 16777216]", "\"sgd\", \"adamw\"", "" for anything of the type */
+    const char *def;     /* the default as JSON; NULL when the key is required */
+} brisk_json_key_info;
+typedef void (*brisk_json_recorder)(void *user, const brisk_json_key_info *key);
+void brisk_json_record(brisk_json *doc, brisk_json_recorder fn, void *user);
+
 #ifdef __cplusplus
 }
 #endif

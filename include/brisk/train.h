@@ -6,6 +6,7 @@
 
 #include "brisk/data.h"
 #include "brisk/nn.h"
+#include "brisk/json.h"
 #include "brisk/optim.h"
 
 #ifdef __cplusplus
@@ -17,6 +18,7 @@ extern "C" {
 
 #define BRISK_MAX_FEATURES 256
 #define BRISK_COLUMN_MAX 64
+#define BRISK_FIELD_SOURCES_BYTES 8192 /* a field's CSV column names; ranges make any count */
 
 /* data.windows: samples are windows over the columns of a series (data.h). */
 typedef struct brisk_windows_config {
@@ -39,7 +41,9 @@ typedef struct brisk_data_spec {
     char validation[BRISK_PATH_MAX];    /* a separate validation file like train's; "": a split of train
                                            (validation_fraction) */
     char field_names[BRISK_MAX_FIELDS][32];            /* model field ("x") ... */
-    char field_sources[BRISK_MAX_FIELDS][8][64];       /* ... from npz members or CSV columns */
+    /* ... from an npz member or CSV columns: field_n_sources[i] names, NUL-separated, each a
+     * column or a range "FIRST:LAST" (brisk_data_field_sources lists them) */
+    char field_sources[BRISK_MAX_FIELDS][BRISK_FIELD_SOURCES_BYTES];
     int field_n_sources[BRISK_MAX_FIELDS];
     int n_fields;
     float validation_fraction;
@@ -48,6 +52,9 @@ typedef struct brisk_data_spec {
     int buffer_reject;                  /* 1: a push into a full buffer fails; 0: drops the oldest */
     brisk_windows_config windows;
 } brisk_data_spec;
+
+/* The sources of data.fields entry j, in order: out must hold d->field_n_sources[j]. */
+void brisk_data_field_sources(const brisk_data_spec *d, int j, const char **out);
 
 /* The window spec of a config (pointers into cfg; names[] must hold nfeatures entries). */
 void brisk_windows_spec_of(const brisk_data_spec *d, const char **names, brisk_window_spec *out);
@@ -118,6 +125,15 @@ brisk_status brisk_config_load(const char *path, const char *const *overrides, i
 brisk_status brisk_config_parse(const char *json, const char *label, const char *const *overrides,
                                 int n_overrides, brisk_config *cfg, brisk_error *err);
 void brisk_config_free(brisk_config *cfg);
+
+/* The config reader run over `json` with a recorder (brisk/json.h) told of every key it
+ * asks for: its type, accepted values and default, straight from the parser. */
+brisk_status brisk_config_walk(const char *json, const char *label, brisk_json_recorder fn, void *user,
+                               brisk_error *err);
+/* The config reference as Markdown (malloc'd): every key of every section and model type,
+ * from brisk_config_walk, with one line of meaning each (src/train/config_doc.c). Keys the
+ * parser reads but the table does not describe are marked **undocumented**. */
+brisk_status brisk_config_reference(char **markdown, brisk_error *err);
 
 /* ---- validation metrics (metrics.c) */
 #define BRISK_MAX_CLASSES 16

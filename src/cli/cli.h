@@ -3,6 +3,8 @@
 #ifndef BRISK_CLI_H
 #define BRISK_CLI_H
 
+#include <stdio.h>
+
 #include "brisk/brisk.h"
 
 int cmd_check(int argc, char **argv);
@@ -12,13 +14,43 @@ int cmd_info(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_sample(int argc, char **argv);
+int cmd_config(int argc, char **argv);
 
 /* Prints "brisk: <msg>" to stderr and returns 1 (the exit status for errors). */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_fail_err(const brisk_error *err);
 /* A log sink printing to stderr (warnings, errors) or stdout (info). */
 void cli_log(void *user, brisk_log_level level, const char *msg);
+/* The same with every level on stderr (for commands writing their output to stdout). */
+void cli_log_stderr(void *user, brisk_log_level level, const char *msg);
+/* Prints text that may come from a file, with control characters and bytes that are not
+ * UTF-8 escaped as \xNN (main.c). Every message and log line goes through it. */
+void cli_put_safe(FILE *f, const char *s);
 /* True when argv[i] is --help or -h. */
 int cli_is_help(const char *arg);
+
+/* ---- option parsing (args.c), the same for every command */
+typedef struct cli_opt {
+    const char *name; /* "--input" */
+    int has_value;
+} cli_opt;
+typedef struct cli_parser {
+    const char *cmd;      /* for messages: "predict" */
+    const cli_opt *opts;  /* ends with {NULL, 0} */
+    int argc;
+    char **argv;
+    int i;                /* start at 0: argv[0] is the command */
+    int dashdash;         /* after "--": only positionals */
+} cli_parser;
+enum { CLI_END = -1, CLI_POS = -2, CLI_HELP = -3, CLI_ERR = -4 };
+/* The next argument: an option's index in opts (its value in *value when it takes one,
+ * from "--flag value" or "--flag=value"), CLI_POS (*value the argument), CLI_HELP,
+ * CLI_END, or CLI_ERR after printing the error (exit with BRISK_EXIT_USAGE). */
+int cli_next(cli_parser *p, const char **name, const char **value);
+/* Prints "brisk: CMD: <msg> (see brisk CMD --help)" and returns BRISK_EXIT_USAGE. */
+int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A strict whole number in [lo, hi] ("5abc", "1e3", "" refused); 0, or prints the error
+ * and returns BRISK_EXIT_USAGE. */
+int cli_parse_count(const char *cmd, const char *flag, const char *v, long long lo, long long hi, long long *out);
 
 #endif

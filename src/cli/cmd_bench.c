@@ -71,28 +71,32 @@ static int run_row(const char *config, const row *r, int steps, const char *dir,
 
 int cmd_bench(int argc, char **argv) {
     const char *config = NULL;
-    int steps = 300, json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i])) {
+    int json = 0;
+    long long steps = 300;
+    static const cli_opt opts[] = {{"--steps", 1}, {"--json", 0}, {NULL, 0}};
+    cli_parser p = {"bench", opts, argc, argv, 0, 0};
+    const char *name, *v;
+    for (int k; (k = cli_next(&p, &name, &v)) != CLI_END;) {
+        if (k == CLI_ERR) return BRISK_EXIT_USAGE;
+        if (k == CLI_HELP) {
             puts("usage: brisk bench CONFIG [--steps N] [--json]\n\n"
-                 "Trains CONFIG for N steps (default 300) once per row of the table - baseline, then each\n"
+                 "Trains CONFIG for N steps (default 300, at least 20) once per row of the table - baseline, then each\n"
                  "optimization added in turn, then all on - and prints ms/step (median), samples/s, GPU\n"
                  "utilisation and the speedup over the baseline. --json adds one JSON line per row.");
             return 0;
         }
-        if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) steps = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--json") == 0) json = 1;
-        else if (argv[i][0] == '-') return cli_fail("bench: unknown option '%s' (see brisk bench --help)", argv[i]);
-        else config = argv[i];
+        if (k == 0 && cli_parse_count("bench", name, v, 20, 100000000, &steps)) return BRISK_EXIT_USAGE;
+        else if (k == 1) json = 1;
+        else if (k == CLI_POS && config) return cli_usage("bench", "one config file expected, got '%s' and '%s'", config, v);
+        else if (k == CLI_POS) config = v;
     }
-    if (!config) return cli_fail("bench: a config file is required (see brisk bench --help)");
-    if (steps < 20) return cli_fail("bench: --steps must be at least 20, got %d", steps);
+    if (!config) return cli_usage("bench", "a config file is required");
     char dir[256];
     snprintf(dir, sizeof dir, "/tmp/brisk-bench-%d", (int)getpid());
     brisk_cuda_info gi;
     brisk_cuda_probe(0, &gi);
     int gpu = gi.built && gi.usable, n_rows = gpu ? (int)(sizeof rows / sizeof rows[0]) : 1;
-    printf("brisk bench %s: %d steps per row on %s\n", config, steps, gpu ? gi.name : "the CPU");
+    printf("brisk bench %s: %lld steps per row on %s\n", config, steps, gpu ? gi.name : "the CPU");
     if (!gpu) printf("(no GPU: %s; only the CPU baseline is measured)\n", gi.reason);
     printf("%-38s %10s %11s %9s %8s\n", "", "ms/step", "samples/s", "GPU util", "speedup");
     double base = 0;
@@ -101,7 +105,7 @@ int cmd_bench(int argc, char **argv) {
         brisk_run_summary s;
         brisk_error err = {0};
         fflush(stdout);
-        if (run_row(config, &rows[i], steps, dir, i, !gpu, &s, &err)) {
+        if (run_row(config, &rows[i], (int)steps, dir, i, !gpu, &s, &err)) {
             printf("%-38s failed: %s\n", rows[i].name, err.msg);
             failed = 1;
             continue;
@@ -112,7 +116,7 @@ int cmd_bench(int argc, char **argv) {
         printf("%-38s %10.4f %11.0f %9s %7.2fx\n", gpu ? rows[i].name : "baseline (CPU, fp32)", s.ms_per_step_median,
                s.samples_per_s, util, base > 0 ? base / s.ms_per_step_median : 1.0);
         if (json)
-            printf("{\"config\": \"%s\", \"row\": %d, \"name\": \"%s\", \"device\": \"%s\", \"steps\": %d, "
+            printf("{\"config\": \"%s\", \"row\": %d, \"name\": \"%s\", \"device\": \"%s\", \"steps\": %lld, "
                    "\"ms_per_step_median\": %.5f, \"samples_per_s\": %.1f, \"gpu_util\": %.1f, \"speedup\": %.3f, "
                    "\"final_loss\": %.6f}\n",
                    config, i, rows[i].name, gpu ? "cuda" : "cpu", steps, s.ms_per_step_median, s.samples_per_s,

@@ -65,8 +65,12 @@ static void gpu_report(int measure, int smoke, int *smoke_failed) {
 
 int cmd_check(int argc, char **argv) {
     int require_gpu = 0, measure = 1, smoke = 1, smoke_failed = 0;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i])) {
+    static const cli_opt opts[] = {{"--require-gpu", 0}, {"--quick", 0}, {NULL, 0}};
+    cli_parser p = {"check", opts, argc, argv, 0, 0};
+    const char *name, *v;
+    for (int k; (k = cli_next(&p, &name, &v)) != CLI_END;) {
+        if (k == CLI_ERR) return BRISK_EXIT_USAGE;
+        if (k == CLI_HELP) {
             puts("usage: brisk check [--require-gpu] [--quick]\n\n"
                  "Prints the CPU, threads, vector extensions, BLAS and GPU status brisk sees. On a GPU also\n"
                  "the versions of CUDA, cuBLASLt, cuDNN and NCCL, measured bf16/TF32 GEMM and copy rates, and a\n"
@@ -75,9 +79,9 @@ int cmd_check(int argc, char **argv) {
                  "  --quick         skip the rate measurements and the smoke test");
             return 0;
         }
-        if (strcmp(argv[i], "--require-gpu") == 0) require_gpu = 1;
-        else if (strcmp(argv[i], "--quick") == 0) measure = smoke = 0;
-        else return cli_fail("check: unknown option '%s' (see brisk check --help)", argv[i]);
+        if (k == CLI_POS) return cli_usage("check", "unexpected argument '%s'", v);
+        if (k == 0) require_gpu = 1;
+        else measure = smoke = 0;
     }
     brisk_system_info s;
     brisk_system_probe(&s);

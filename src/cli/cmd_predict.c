@@ -1,38 +1,43 @@
-/* brisk predict CKPT --input X.npy --output Y.npy */
+/* brisk predict CKPT --input X --output Y */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
 
 static const char help[] =
-    "usage: brisk predict CKPT --input X --output Y.npy\n"
+    "usage: brisk predict CKPT --input X --output Y\n"
     "\n"
     "Runs the model of a checkpoint (trained on any device) on the CPU over the samples of X:\n"
-    "an .npy [N, inputs] (sequence models: [N, seq_len, inputs]), any numeric dtype. A model\n"
-    "trained on windows also takes the raw series (a .csv or .npz with the feature columns by\n"
-    "name, or an .npy [rows, features]) and predicts for every window, the k-th ending at row\n"
-    "k + seq_len - 1; the normalisation fitted in training is applied to raw input either way.\n"
-    "Y is [N, outputs] float32: class probabilities for classifiers, outputs for regressors (in the\n"
-    "target's units: a windowed target learnt normalised is mapped back).\n";
+    "an .npy [N, inputs] (sequence models: [N, seq_len, inputs]; [N, inputs, 1] and, for one\n"
+    "input, [N] are taken as [N, inputs]), any numeric dtype; an .npz with the member the model\n"
+    "was trained on (data.fields.x, else \"x\"), or the only member; or a .csv with the\n"
+    "columns it was trained on (data.fields.x, ranges included). A model trained on windows\n"
+    "also takes the raw series (a .csv or .npz with the feature columns by name, or an .npy\n"
+    "[rows, features]) and predicts for every window, the k-th ending at row k + seq_len - 1;\n"
+    "the normalisation fitted in training is applied to raw input either way.\n"
+    "Y is [N, outputs] float32: class probabilities for classifiers, outputs for regressors (in\n"
+    "the target's units: a windowed target learnt normalised is mapped back), written by its\n"
+    "extension: .npy, or .csv (a header p0, p1, ... or y0, y1, ...). A regular file is replaced\n"
+    "atomically (through a symlink, its target); a device or FIFO is written in place; - writes\n"
+    ".npy to standard output.\n";
 
 int cmd_predict(int argc, char **argv) {
-    const char *ckpt = NULL, *in = NULL, *out = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i])) { fputs(help, stdout); return 0; }
-        if ((!strcmp(argv[i], "--input") || !strcmp(argv[i], "--output")) && i + 1 < argc) {
-            if (argv[i][2] == 'i') in = argv[++i];
-            else out = argv[++i];
-        } else if (argv[i][0] == '-') {
-            return cli_fail("predict: unknown option '%s' (see brisk predict --help)", argv[i]);
-        } else if (!ckpt) {
-            ckpt = argv[i];
-        } else {
-            return cli_fail("predict: one checkpoint expected, got '%s' and '%s'", ckpt, argv[i]);
-        }
+    static const cli_opt opts[] = {{"--input", 1}, {"--output", 1}, {NULL, 0}};
+    cli_parser p = {"predict", opts, argc, argv, 0, 0};
+    const char *ckpt = NULL, *in = NULL, *out = NULL, *name, *v;
+    for (int k; (k = cli_next(&p, &name, &v)) != CLI_END;) {
+        if (k == CLI_ERR) return BRISK_EXIT_USAGE;
+        if (k == CLI_HELP) { fputs(help, stdout); return 0; }
+        if (k == 0) in = v;
+        else if (k == 1) out = v;
+        else if (!ckpt) ckpt = v;
+        else return cli_usage("predict", "one checkpoint expected, got '%s' and '%s'", ckpt, v);
     }
-    if (!ckpt || !in || !out) { fputs(help, stderr); return 2; }
+    if (!ckpt || !in || !out)
+        return cli_usage("predict", "%s is required", !ckpt ? "a checkpoint" : !in ? "--input" : "--output");
     brisk_error err = {0};
-    brisk_logger lg = {cli_log, NULL, BRISK_LOG_INFO};
+    /* With the output on standard output the progress line goes to stderr. */
+    brisk_logger lg = {strcmp(out, "-") == 0 ? cli_log_stderr : cli_log, NULL, BRISK_LOG_INFO};
     if (brisk_predict_file(ckpt, in, out, &lg, &err)) return cli_fail_err(&err);
     return 0;
 }

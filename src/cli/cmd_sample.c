@@ -27,42 +27,40 @@ int cmd_sample(int argc, char **argv) {
     const char *ckpt = NULL, *coarse = NULL, *out = NULL, *truth = NULL, *guess = NULL;
     brisk_sample_params p = {BRISK_SAMPLER_DDPM, 0, 0.0f};
     long long members = 1, seed = 0, threads = 0, steps = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    static const cli_opt opts[] = {{"--coarse", 1}, {"--output", 1}, {"--truth", 1}, {"--guess", 1}, {"--method", 1},
+                                   {"--eta", 1},    {"--members", 1}, {"--seed", 1},  {"--threads", 1}, {"--steps", 1},
+                                   {NULL, 0}};
+    cli_parser cp = {"sample", opts, argc, argv, 0, 0};
+    const char *a, *v;
+    for (int k; (k = cli_next(&cp, &a, &v)) != CLI_END;) {
         char *end = NULL;
-        if (cli_is_help(a)) { fputs(help, stdout); return 0; }
-        if (a[0] != '-') {
-            if (ckpt) return cli_fail("sample: one checkpoint expected, got '%s' and '%s'", ckpt, a);
-            ckpt = a;
-            continue;
-        }
-        if (!v) return cli_fail("sample: %s needs a value (see brisk sample --help)", a);
-        i++;
-        if (!strcmp(a, "--coarse")) coarse = v;
-        else if (!strcmp(a, "--output")) out = v;
-        else if (!strcmp(a, "--truth")) truth = v;
-        else if (!strcmp(a, "--guess")) guess = v;
-        else if (!strcmp(a, "--method")) {
+        if (k == CLI_ERR) return BRISK_EXIT_USAGE;
+        if (k == CLI_HELP) { fputs(help, stdout); return 0; }
+        if (k == CLI_POS) {
+            if (ckpt) return cli_usage("sample", "one checkpoint expected, got '%s' and '%s'", ckpt, v);
+            ckpt = v;
+        } else if (k == 0) coarse = v;
+        else if (k == 1) out = v;
+        else if (k == 2) truth = v;
+        else if (k == 3) guess = v;
+        else if (k == 4) {
             if (!strcmp(v, "ddpm")) p.kind = BRISK_SAMPLER_DDPM;
             else if (!strcmp(v, "ddim")) p.kind = BRISK_SAMPLER_DDIM;
-            else return cli_fail("sample: --method '%s': expected ddpm or ddim", v);
-        } else if (!strcmp(a, "--eta")) {
+            else return cli_usage("sample", "--method '%s': expected ddpm or ddim", v);
+        } else if (k == 5) {
             p.eta = strtof(v, &end);
-            if (*end || end == v) return cli_fail("sample: --eta '%s': expected a number in [0, 1]", v);
+            if (*end || end == v || !(p.eta >= 0 && p.eta <= 1))
+                return cli_usage("sample", "--eta '%s': expected a number in [0, 1]", v);
         } else {
-            long long *dst = !strcmp(a, "--members") ? &members : !strcmp(a, "--seed") ? &seed
-                           : !strcmp(a, "--threads") ? &threads : !strcmp(a, "--steps") ? &steps : NULL;
-            if (!dst) return cli_fail("sample: unknown option '%s' (see brisk sample --help)", a);
-            *dst = strtoll(v, &end, 10);
-            if (*end || end == v || *dst < 0 || *dst > 1000000)
-                return cli_fail("sample: %s '%s': expected a whole number from 0 to 1000000", a, v);
+            long long *dst = k == 6 ? &members : k == 7 ? &seed : k == 8 ? &threads : &steps;
+            if (cli_parse_count("sample", a, v, k == 6 ? 1 : 0, 1000000, dst)) return BRISK_EXIT_USAGE;
         }
     }
-    if (!ckpt || !coarse || !out) { fputs(help, stderr); return 2; }
-    if (members < 1) return cli_fail("sample: --members must be at least 1");
+    if (!ckpt || !coarse || !out)
+        return cli_usage("sample", "%s is required", !ckpt ? "a checkpoint" : !coarse ? "--coarse" : "--output");
     p.steps = (int)steps;
     brisk_error err = {0};
-    brisk_logger lg = {cli_log, NULL, BRISK_LOG_INFO};
+    brisk_logger lg = {strcmp(out, "-") == 0 ? cli_log_stderr : cli_log, NULL, BRISK_LOG_INFO};
     if (brisk_sample_file(ckpt, coarse, out, truth, guess, &p, (int)members, (uint64_t)seed, (int)threads, &lg, NULL, &err))
         return cli_fail_err(&err);
     return 0;

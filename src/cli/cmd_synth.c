@@ -5,32 +5,36 @@
 
 #include "cli/cli.h"
 
+static const char help[] =
+    "usage: brisk synth diffusion|tabular|series PATH [--samples N] [--seed S]\n\n"
+    "Writes an example data set with learnable structure as .npz (or, for series, .csv\n"
+    "when PATH ends in .csv):\n"
+    "  diffusion  coarse [N, 7] and fine [N, 256] fields (default N 4800)\n"
+    "  tabular    x [N, 64] features and y [N] labels in {0, 1, 2} (default N 20480)\n"
+    "  series     N rows of a price (close) and 32 multi-timeframe feature columns whose\n"
+    "             future moves are partly predictable (default N 30000)\n"
+    "  --samples N  1 to 2^31 - 1;  --seed S  0 to 2^53\n";
+
 int cmd_synth(int argc, char **argv) {
-    const char *kind = NULL, *path = NULL;
+    static const cli_opt opts[] = {{"--samples", 1}, {"--seed", 1}, {NULL, 0}};
+    cli_parser p = {"synth", opts, argc, argv, 0, 0};
+    const char *kind = NULL, *path = NULL, *name, *v;
     long long n = 0, seed = 0;
-    for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i])) {
-            puts("usage: brisk synth diffusion|tabular|series PATH [--samples N] [--seed S]\n\n"
-                 "Writes an example data set with learnable structure as .npz (or, for series, .csv\n"
-                 "when PATH ends in .csv):\n"
-                 "  diffusion  coarse [N, 7] and fine [N, 256] fields (default N 4800)\n"
-                 "  tabular    x [N, 64] features and y [N] labels in {0, 1, 2} (default N 20480)\n"
-                 "  series     N rows of a price (close) and 32 multi-timeframe feature columns whose\n"
-                 "             future moves are partly predictable (default N 30000)");
-            return 0;
-        }
-        if (!strcmp(argv[i], "--samples") && i + 1 < argc) n = atoll(argv[++i]);
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = atoll(argv[++i]);
-        else if (argv[i][0] == '-') return cli_fail("synth: unknown option '%s' (see brisk synth --help)", argv[i]);
-        else if (!kind) kind = argv[i];
-        else if (!path) path = argv[i];
-        else return cli_fail("synth: unexpected argument '%s'", argv[i]);
+    for (int k; (k = cli_next(&p, &name, &v)) != CLI_END;) {
+        if (k == CLI_ERR) return BRISK_EXIT_USAGE;
+        if (k == CLI_HELP) { fputs(help, stdout); return 0; }
+        if (k == 0 && cli_parse_count("synth", name, v, 1, 2147483647LL, &n)) return BRISK_EXIT_USAGE;
+        if (k == 1 && cli_parse_count("synth", name, v, 0, 9007199254740992LL, &seed)) return BRISK_EXIT_USAGE;
+        if (k != CLI_POS) continue;
+        if (!kind) kind = v;
+        else if (!path) path = v;
+        else return cli_usage("synth", "unexpected argument '%s'", v);
     }
-    if (!kind || !path) return cli_fail("synth: usage: brisk synth diffusion|tabular|series PATH [--samples N] [--seed S]");
-    if (n <= 0) n = strcmp(kind, "diffusion") == 0 ? 4800 : strcmp(kind, "series") == 0 ? 30000 : 20480;
-    if (seed < 0) return cli_fail("synth: --seed must be >= 0");
+    if (!kind || !path) return cli_usage("synth", "KIND and PATH are required");
+    if (n == 0) n = strcmp(kind, "diffusion") == 0 ? 4800 : strcmp(kind, "series") == 0 ? 30000 : 20480;
     brisk_error err = {0};
     if (brisk_synth_write(kind, path, n, (uint64_t)seed, &err)) return cli_fail_err(&err);
-    printf("wrote %s: %lld %s samples\n", path, n, kind);
+    /* With the data on standard output the note goes to stderr. */
+    fprintf(strcmp(path, "-") == 0 ? stderr : stdout, "wrote %s: %lld %s samples\n", path, n, kind);
     return 0;
 }

@@ -66,55 +66,63 @@ static const struct { const char *flag, *key; } flag_keys[] = {
     {"--checkpoint-minutes", "train.checkpoint_minutes"}, {"--checkpoint-epochs", "train.checkpoint_epochs"},
 };
 
-#define usage_fail(...) (cli_fail(__VA_ARGS__), BRISK_EXIT_USAGE)
+static const struct { const char *flag, *set; } switches[] = {
+    {"--no-prefetch", "speed.prefetch=0"},   {"--no-graph", "speed.cuda_graph=false"},
+    {"--no-tf32", "speed.tf32=false"},       {"--no-autotune", "speed.autotune=false"},
+    {"--no-fuse", "speed.fuse=false"},       {"--deterministic", "speed.deterministic=true"},
+};
+#define N_SWITCHES (sizeof switches / sizeof switches[0])
+#define N_FLAG_KEYS (sizeof flag_keys / sizeof flag_keys[0])
 
 int cmd_train(int argc, char **argv) {
     const char *config = NULL, *resume = NULL;
     int quiet = 0, overwrite = 0, n_over = 0, rc = 1;
     char **over = calloc((size_t)argc + 1, sizeof *over);
     if (!over) return cli_fail("out of memory");
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
+    /* The option table: the switches, the flags that set a config key, then the rest. */
+    cli_opt opts[N_SWITCHES + N_FLAG_KEYS + 5];
+    size_t no = 0;
+    for (size_t w = 0; w < N_SWITCHES; w++) opts[no++] = (cli_opt){switches[w].flag, 0};
+    for (size_t k = 0; k < N_FLAG_KEYS; k++) opts[no++] = (cli_opt){flag_keys[k].flag, 1};
+    const int opt_quiet = (int)no;
+    opts[no++] = (cli_opt){"--quiet", 0};
+    opts[no++] = (cli_opt){"--overwrite", 0};
+    opts[no++] = (cli_opt){"--resume", 1};
+    opts[no++] = (cli_opt){"--set", 1};
+    opts[no] = (cli_opt){NULL, 0};
+    cli_parser p = {"train", opts, argc, argv, 0, 0};
+    const char *name, *v;
+    for (int k; (k = cli_next(&p, &name, &v)) != CLI_END;) {
         if (n_over && !over[n_over - 1]) { rc = cli_fail("out of memory"); goto done; }
-        if (cli_is_help(a)) { fputs(help, stdout); rc = 0; goto done; }
-        static const struct { const char *flag, *set; } switches[] = {
-            {"--no-prefetch", "speed.prefetch=0"},   {"--no-graph", "speed.cuda_graph=false"},
-            {"--no-tf32", "speed.tf32=false"},       {"--no-autotune", "speed.autotune=false"},
-            {"--no-fuse", "speed.fuse=false"},       {"--deterministic", "speed.deterministic=true"},
-        };
-        size_t w = 0, nw = sizeof switches / sizeof switches[0];
-        while (w < nw && strcmp(a, switches[w].flag) != 0) w++;
-        if (w < nw) { over[n_over++] = strdup(switches[w].set); continue; }
-        if (strcmp(a, "--quiet") == 0) { quiet = 1; continue; }
-        if (strcmp(a, "--overwrite") == 0) { overwrite = 1; continue; }
-        if (strcmp(a, "--resume") == 0 || strcmp(a, "--set") == 0) {
-            if (i + 1 >= argc) { rc = usage_fail("train: %s needs a value", a); goto done; }
-            if (a[2] == 'r') resume = argv[++i];
-            else over[n_over++] = strdup(argv[++i]);
-            continue;
+        if (k == CLI_ERR) { rc = BRISK_EXIT_USAGE; goto done; }
+        if (k == CLI_HELP) { fputs(help, stdout); rc = 0; goto done; }
+        if (k == CLI_POS) {
+            if (config) { rc = cli_usage("train", "one config file expected, got '%s' and '%s'", config, v); goto done; }
+            config = v;
+        } else if ((size_t)k < N_SWITCHES) {
+            over[n_over++] = strdup(switches[k].set);
+        } else if ((size_t)k < N_SWITCHES + N_FLAG_KEYS) {
+            const char *key = flag_keys[(size_t)k - N_SWITCHES].key;
+            size_t n = strlen(key) + strlen(v) + 2;
+            if ((over[n_over++] = malloc(n))) snprintf(over[n_over - 1], n, "%s=%s", key, v);
+        } else if (k == opt_quiet) {
+            quiet = 1;
+        } else if (k == opt_quiet + 1) {
+            overwrite = 1;
+        } else if (k == opt_quiet + 2) {
+            resume = v;
+        } else {
+            over[n_over++] = strdup(v);
         }
-        size_t k = 0, nk = sizeof flag_keys / sizeof flag_keys[0];
-        for (; k < nk; k++)
-            if (strcmp(a, flag_keys[k].flag) == 0) break;
-        if (k < nk) {
-            if (i + 1 >= argc) { rc = usage_fail("train: %s needs a value", a); goto done; }
-            size_t n = strlen(flag_keys[k].key) + strlen(argv[i + 1]) + 2;
-            if ((over[n_over++] = malloc(n))) snprintf(over[n_over - 1], n, "%s=%s", flag_keys[k].key, argv[i + 1]);
-            i++;
-            continue;
-        }
-        if (a[0] == '-') { rc = usage_fail("train: unknown option '%s' (see brisk train --help)", a); goto done; }
-        if (config) { rc = usage_fail("train: one config file expected, got '%s' and '%s'", config, a); goto done; }
-        config = a;
     }
     if (n_over && !over[n_over - 1]) { rc = cli_fail("out of memory"); goto done; }
-    if (!config) { fputs(help, stderr); rc = 2; goto done; }
+    if (!config) { rc = cli_usage("train", "a config file is required"); goto done; }
 
     brisk_error err = {0};
     brisk_config cfg;
     if (brisk_config_load(config, (const char *const *)over, n_over, &cfg, &err)) { rc = cli_fail_err(&err); goto done; }
     if (overwrite && resume) {
-        rc = usage_fail("train: --overwrite starts a new run and --resume continues one; give one of them");
+        rc = cli_usage("train", "--overwrite starts a new run and --resume continues one; give one of them");
         brisk_config_free(&cfg);
         goto done;
     }

@@ -1,6 +1,7 @@
 /* brisk: fast neural-network training in C. Dispatches to the verbs. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -16,15 +17,50 @@ static const char usage[] =
     "  info CKPT          list a checkpoint's tensors and training state\n"
     "  synth KIND PATH    write the example data set KIND (diffusion, tabular, series)\n"
     "  bench CONFIG       time CONFIG with each GPU optimization added in turn\n"
+    "  config --reference every config key: type, accepted values, default, meaning\n"
     "\n"
-    "'brisk <command> --help' describes each command's options.\n";
+    "'brisk <command> --help' describes each command's options; every command takes them as\n"
+    "--flag value or --flag=value, and -- ends them. Exit status 2: a bad command line.\n";
+
+/* Text that came from files (member and tensor names, metadata, CSV headers) reaches the
+ * terminal only through here: control characters other than newline and tab, C1 controls and
+ * bytes that are not UTF-8 are shown as \xNN, so a file cannot move the cursor, retitle the
+ * window or hide text. */
+void cli_put_safe(FILE *f, const char *s) {
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned c = *p;
+        size_t n = brisk_utf8_char_len(p, 4); /* stops at the NUL: it is no continuation byte */
+        int ok = n > 0;
+        if (ok && n == 2 && c == 0xC2 && p[1] < 0xA0) ok = 0; /* C1 controls, U+0080..U+009F */
+        if (ok && n == 1 && ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7F)) ok = 0;
+        if (!ok) {
+            fprintf(f, "\\x%02x", c);
+            p++;
+            continue;
+        }
+        fwrite(p, 1, n, f);
+        p += n;
+    }
+}
+
+static void vreport(const char *fmt, va_list ap) {
+    char small[1024], *buf = small;
+    va_list aq;
+    va_copy(aq, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    if (n >= (int)sizeof small && (buf = malloc((size_t)n + 1))) vsnprintf(buf, (size_t)n + 1, fmt, aq);
+    va_end(aq);
+    fputs("brisk: ", stderr);
+    cli_put_safe(stderr, buf ? buf : small);
+    fputc('\n', stderr);
+    if (buf != small) free(buf);
+}
 
 int cli_fail(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fputs("brisk: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vreport(fmt, ap);
     va_end(ap);
     return 1;
 }
@@ -33,12 +69,22 @@ int cli_fail_err(const brisk_error *err) { return cli_fail("%s", err->msg); }
 
 void cli_log(void *user, brisk_log_level level, const char *msg) {
     (void)user;
-    if (level <= BRISK_LOG_WARN) fprintf(stderr, "brisk: %s%s\n", level == BRISK_LOG_WARN ? "warning: " : "", msg);
-    else {
-        fputs(msg, stdout);
+    if (level <= BRISK_LOG_WARN) {
+        fprintf(stderr, "brisk: %s", level == BRISK_LOG_WARN ? "warning: " : "");
+        cli_put_safe(stderr, msg);
+        fputc('\n', stderr);
+    } else {
+        cli_put_safe(stdout, msg);
         fputc('\n', stdout);
         fflush(stdout);
     }
+}
+
+void cli_log_stderr(void *user, brisk_log_level level, const char *msg) {
+    (void)user;
+    fprintf(stderr, "brisk: %s", level == BRISK_LOG_WARN ? "warning: " : "");
+    cli_put_safe(stderr, msg);
+    fputc('\n', stderr);
 }
 
 int cli_is_help(const char *arg) { return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0; }
@@ -55,7 +101,7 @@ int main(int argc, char **argv) {
     static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
         {"check", cmd_check}, {"train", cmd_train}, {"predict", cmd_predict},
         {"info", cmd_info},   {"synth", cmd_synth},   {"bench", cmd_bench},
-        {"sample", cmd_sample},
+        {"sample", cmd_sample}, {"config", cmd_config},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(argv[1], cmds[i].name) == 0) return cmds[i].fn(argc - 1, argv + 1);

@@ -9,8 +9,9 @@
 
 #include "core/json_internal.h"
 
-/* A config larger than this is almost certainly the wrong file (a dataset). */
-#define JSON_MAX_FILE (64u << 20)
+/* A config larger than this is the wrong file (a dataset): refused before it is parsed, as
+ * its tree would take some 30 times its size. The largest real configs are a few KiB. */
+#define JSON_MAX_FILE (1u << 20)
 
 const char *brisk_json_kind(const cJSON *v) {
     if (!v) return "nothing";
@@ -55,6 +56,21 @@ static long strip_comments(char *s, size_t n) {
         }
     }
     return st == BLOCK ? (long)block_start : -1;
+}
+
+/* The offset of a \u0000 escape inside a string, or -1. cJSON decodes it into a NUL byte
+ * that silently ends the C string (a key or value cut short), so it is refused instead. */
+static long nul_escape(const char *s, size_t n) {
+    int in_string = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!in_string) { in_string = s[i] == '"'; continue; }
+        if (s[i] == '"') in_string = 0;
+        else if (s[i] == '\\') {
+            if (i + 5 < n && s[i + 1] == 'u' && memcmp(s + i + 2, "0000", 4) == 0) return (long)i;
+            i++;
+        }
+    }
+    return -1;
 }
 
 /* ---------------------------------------------------------------- error location */
@@ -112,11 +128,28 @@ static void append_path(char *buf, size_t cap, const char *base, const char *key
     snprintf(buf, cap, "%s%s%s", base, base[0] ? "." : "", key);
 }
 
+static brisk_status not_utf8(const char *name, const char *path, const char *what, const char *s, size_t at,
+                             brisk_error *err) {
+    return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: %s%s%s is not valid UTF-8 (byte 0x%02x at offset %zu); JSON text "
+                        "must be UTF-8", name, path, path[0] ? ": " : "", what, (unsigned char)s[at], at);
+}
+
 /* cJSON keeps both of {"a": 1, "a": 2} and lookups see the first; in a config that
- * silently ignores a value, so it is an error. */
+ * silently ignores a value, so it is an error. Every key and string must be UTF-8 too:
+ * checkpoints store the config, and a file other tools cannot read would be found only
+ * when the first one is written. */
 static brisk_status check_duplicates(const cJSON *v, const char *path, const char *name,
                                      brisk_error *err) {
     char sub[BRISK_JSON_PATH_MAX];
+    if (cJSON_IsString(v) && v->valuestring) {
+        size_t bad = brisk_utf8_bad(v->valuestring, strlen(v->valuestring));
+        if (bad != (size_t)-1) return not_utf8(name, path, "the string", v->valuestring, bad, err);
+    }
+    if (cJSON_IsObject(v))
+        for (const cJSON *c = v->child; c; c = c->next) {
+            size_t bad = c->string ? brisk_utf8_bad(c->string, strlen(c->string)) : (size_t)-1;
+            if (bad != (size_t)-1) return not_utf8(name, path, "a key", c->string, bad, err);
+        }
     if (cJSON_IsArray(v)) {
         size_t i = 0;
         for (const cJSON *c = v->child; c; c = c->next, i++) {
@@ -159,6 +192,9 @@ brisk_status brisk_json_parse(const char *text, size_t len, const char *name, br
     *out = NULL;
     if (!name) name = "<string>";
     if (!text && len) return brisk_errorf(err, BRISK_ERR_INVALID, "%s: no text", name);
+    if (len > JSON_MAX_FILE)
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: %zu bytes, larger than the %u MiB a config may have", name, len,
+                            JSON_MAX_FILE >> 20);
     const char *nul = len ? memchr(text, 0, len) : NULL;
     if (nul) {
         int line, col;
@@ -179,6 +215,14 @@ brisk_status brisk_json_parse(const char *text, size_t len, const char *name, br
         free(buf);
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: line %d, column %d: unterminated /* comment",
                             name, line, col);
+    }
+    long nul_at = nul_escape(buf, len);
+    if (nul_at >= 0) {
+        int line, col;
+        line_col(text, (size_t)nul_at, &line, &col);
+        free(buf);
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: line %d, column %d: \\u0000 in a string; keys and strings "
+                            "cannot hold a NUL character", name, line, col);
     }
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(buf, &end, 1);
@@ -212,9 +256,9 @@ brisk_status brisk_json_load(const char *path, brisk_json **out, brisk_error *er
     brisk_status s = BRISK_OK;
     for (;;) {
         if (len == cap) {
-            if (cap >= JSON_MAX_FILE) {
-                s = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: larger than %u MB; not a config file?", path,
-                                 JSON_MAX_FILE >> 20);
+            if (cap > JSON_MAX_FILE) {
+                s = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: larger than the %u MiB a config may have; not a config file?",
+                                 path, JSON_MAX_FILE >> 20);
                 break;
             }
             cap = cap ? cap * 2 : 4096;
@@ -395,6 +439,11 @@ brisk_status brisk_json_override(brisk_json *doc, const char *assignment, brisk_
     const char *end = NULL;
     /* JSON when it parses (numbers, bools, arrays, quoted strings); a bare word
      * otherwise, so --set optim.type=adamw needs no quotes. */
+    if (nul_escape(text, strlen(text)) >= 0)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: \\u0000 in a string; keys and strings cannot hold a NUL "
+                            "character", what);
+    size_t bad = brisk_utf8_bad(assignment, strlen(assignment));
+    if (bad != (size_t)-1) return not_utf8(what, "", "the text", assignment, bad, err);
     cJSON *val = *text ? cJSON_ParseWithOpts(text, &end, 1) : NULL;
     /* The same rules as a config file, or the dump (which checkpoints store) would not
      * parse back: found by fuzz_json (tests/fuzz/corpus/json/override_duplicate_key). */
@@ -425,5 +474,7 @@ brisk_status brisk_json_set_bool(brisk_json *doc, const char *path, bool v, bris
 }
 
 brisk_status brisk_json_set_string(brisk_json *doc, const char *path, const char *v, brisk_error *err) {
+    size_t bad = v ? brisk_utf8_bad(v, strlen(v)) : (size_t)-1;
+    if (bad != (size_t)-1) return not_utf8(brisk_json_name(doc), path, "the string", v, bad, err);
     return set_path(doc, path, strlen(path), cJSON_CreateString(v ? v : ""), path, err);
 }

@@ -28,6 +28,8 @@ struct brisk_json {
     size_t n_asked, cap_asked;
     json_opened *opened;
     size_t n_opened, cap_opened;
+    brisk_json_recorder recorder; /* brisk_json_record: told of every key a getter asks for */
+    void *recorder_user;
 };
 
 /* "a number", "a string", ... for messages. */

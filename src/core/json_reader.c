@@ -123,6 +123,25 @@ static brisk_status check_reader(brisk_json_reader *r) {
     return r->doc->status;
 }
 
+void brisk_json_record(brisk_json *doc, brisk_json_recorder fn, void *user) {
+    doc->recorder = fn;
+    doc->recorder_user = user;
+}
+
+static void note(brisk_json_reader *r, const char *key, const char *type, const char *accepts, const char *def) {
+    if (!r->doc->recorder || r->doc->status) return;
+    char path[BRISK_JSON_PATH_MAX];
+    key_path(r, key, path, sizeof path);
+    brisk_json_key_info k = {path, type, accepts ? accepts : "", def};
+    r->doc->recorder(r->doc->recorder_user, &k);
+}
+
+/* The text of a default for the reference ("0.001", "true", "\"adamw\""). */
+static const char *num_text(double x, char *buf, size_t cap) {
+    snprintf(buf, cap, "%.9g", x);
+    return buf;
+}
+
 /* ---------------------------------------------------------------- numbers */
 
 static void range_text(brisk_json_range g, const char *noun, char *buf, size_t cap) {
@@ -151,10 +170,18 @@ static brisk_status number_value(brisk_json_reader *r, const char *key, const cJ
     return BRISK_OK;
 }
 
+static void note_number(brisk_json_reader *r, const char *key, brisk_json_range g, const char *def) {
+    if (!r->doc->recorder) return;
+    char rt[96];
+    range_text(g, "", rt, sizeof rt);
+    note(r, key, "number", rt[0] == ' ' ? rt + 1 : rt, def);
+}
+
 brisk_status brisk_json_number(brisk_json_reader *r, const char *key, brisk_json_range g, double *out) {
     *out = 0;
     brisk_status s = check_reader(r);
     if (s) return s;
+    note_number(r, key, g, NULL);
     const cJSON *v = lookup(r, key);
     if (absent(v)) {
         char exp[96];
@@ -171,6 +198,8 @@ brisk_status brisk_json_number_or(brisk_json_reader *r, const char *key, double 
     *out = def;
     brisk_status s = check_reader(r);
     if (s) return s;
+    char dt[32];
+    note_number(r, key, g, num_text(def, dt, sizeof dt));
     const cJSON *v = lookup(r, key);
     if (absent(v)) return BRISK_OK;
     s = number_value(r, key, v, g, out);
@@ -202,9 +231,17 @@ static brisk_status get_int(brisk_json_reader *r, const char *key, int required,
     *out = required ? 0 : def;
     brisk_status s = check_reader(r);
     if (s) return s;
+    if (r->doc->recorder) {
+        char acc[96] = "", dt[32];
+        if (lo > dmin && hi < dmax) snprintf(acc, sizeof acc, "[%lld, %lld]", (long long)lo, (long long)hi);
+        else if (lo > dmin) snprintf(acc, sizeof acc, ">= %lld", (long long)lo);
+        else if (hi < dmax) snprintf(acc, sizeof acc, "<= %lld", (long long)hi);
+        snprintf(dt, sizeof dt, "%lld", (long long)def);
+        note(r, key, "integer", acc, required ? NULL : dt);
+    }
     const cJSON *v = lookup(r, key);
     if (absent(v) && !required) return BRISK_OK;
-    int64_t x;
+    int64_t x = 0;
     s = int_value(r, key, v, lo, hi, dmin, dmax, &x);
     if (!s) *out = x;
     return s;
@@ -236,6 +273,7 @@ static brisk_status get_bool(brisk_json_reader *r, const char *key, int required
     *out = required ? false : def;
     brisk_status s = check_reader(r);
     if (s) return s;
+    note(r, key, "bool", "true, false", required ? NULL : def ? "true" : "false");
     const cJSON *v = lookup(r, key);
     if (absent(v) && !required) return BRISK_OK;
     if (!v) return missing(r, key, "true or false");
@@ -255,6 +293,11 @@ static brisk_status get_string(brisk_json_reader *r, const char *key, int requir
     *out = required ? NULL : def;
     brisk_status s = check_reader(r);
     if (s) return s;
+    if (r->doc->recorder) {
+        char dt[BRISK_JSON_PATH_MAX + 8];
+        snprintf(dt, sizeof dt, "\"%s\"", def ? def : "");
+        note(r, key, "string", "", required ? NULL : dt);
+    }
     const cJSON *v = lookup(r, key);
     if (absent(v) && !required) return BRISK_OK;
     if (!v) return missing(r, key, "a string");
@@ -274,6 +317,15 @@ static brisk_status get_enum(brisk_json_reader *r, const char *key, const char *
     *out = required ? 0 : def;
     brisk_status s = check_reader(r);
     if (s) return s;
+    if (r->doc->recorder) {
+        char acc[600], dt[80];
+        size_t k = 0;
+        acc[0] = 0;
+        for (int i = 0; choices[i] && k < sizeof acc; i++)
+            k += (size_t)snprintf(acc + k, sizeof acc - k, "%s\"%s\"", i ? ", " : "", choices[i]);
+        snprintf(dt, sizeof dt, "\"%s\"", required ? "" : choices[def]);
+        note(r, key, "enum", acc, required ? NULL : dt);
+    }
     const cJSON *v = lookup(r, key);
     if (absent(v) && !required) return BRISK_OK;
     if (cJSON_IsString(v))
@@ -296,12 +348,13 @@ brisk_status brisk_json_enum_or(brisk_json_reader *r, const char *key, const cha
 /* ---------------------------------------------------------------- arrays */
 
 /* The array at `key` (NULL with OK when absent and optional), checked to be one. */
-static brisk_status get_array(brisk_json_reader *r, const char *key, int required, const char *exp,
-                              const cJSON **arr, size_t *n) {
+static brisk_status get_array(brisk_json_reader *r, const char *key, int required, const char *exp, const char *type,
+                              const char *accepts, const cJSON **arr, size_t *n) {
     *arr = NULL;
     *n = 0;
     brisk_status s = check_reader(r);
     if (s) return s;
+    note(r, key, type, accepts, required ? NULL : "[]");
     const cJSON *v = lookup(r, key);
     if (absent(v) && !required) return BRISK_OK;
     if (!v) return missing(r, key, exp);
@@ -323,7 +376,7 @@ brisk_status brisk_json_numbers(brisk_json_reader *r, const char *key, bool requ
     snprintf(exp, sizeof exp, "an array of %s", rt);
     const cJSON *a;
     size_t len;
-    brisk_status s = get_array(r, key, required, exp, &a, &len);
+    brisk_status s = get_array(r, key, required, exp, "numbers", rt[7] == ' ' ? rt + 8 : "", &a, &len);
     if (s || !len) { *n = 0; return s; }
     double *v = malloc(len * sizeof *v);
     if (!v) { *n = 0; return fail_nomem(r->doc); }
@@ -343,7 +396,9 @@ brisk_status brisk_json_ints(brisk_json_reader *r, const char *key, bool require
     char ek[BRISK_JSON_PATH_MAX];
     const cJSON *a;
     size_t len;
-    brisk_status s = get_array(r, key, required, "an array of integers", &a, &len);
+    char exp[96];
+    snprintf(exp, sizeof exp, "an array of integers in [%d, %d]", lo, hi);
+    brisk_status s = get_array(r, key, required, exp, "integers", exp + 21, &a, &len);
     if (s || !len) { *n = 0; return s; }
     int *v = malloc(len * sizeof *v);
     if (!v) { *n = 0; return fail_nomem(r->doc); }
@@ -365,7 +420,7 @@ brisk_status brisk_json_strings(brisk_json_reader *r, const char *key, bool requ
     char ek[BRISK_JSON_PATH_MAX];
     const cJSON *a;
     size_t len;
-    brisk_status s = get_array(r, key, required, "an array of strings", &a, &len);
+    brisk_status s = get_array(r, key, required, "an array of strings", "strings", "", &a, &len);
     if (s || !len) { *n = 0; return s; }
     const char **v = malloc(len * sizeof *v);
     if (!v) { *n = 0; return fail_nomem(r->doc); }
@@ -432,7 +487,7 @@ brisk_status brisk_json_object_opt(brisk_json_reader *r, const char *key, brisk_
 
 brisk_status brisk_json_array_len(brisk_json_reader *r, const char *key, bool required, size_t *n) {
     const cJSON *a;
-    return get_array(r, key, required, "an array", &a, n);
+    return get_array(r, key, required, "an array", "objects", "", &a, n);
 }
 
 brisk_status brisk_json_object_at(brisk_json_reader *r, const char *key, size_t i, brisk_json_reader *sub) {

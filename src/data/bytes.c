@@ -94,13 +94,62 @@ void brisk_file_release(brisk_file *f) {
     memset(f, 0, sizeof *f);
 }
 
+int brisk_path_resolve(const char *path, char *out, size_t cap) {
+    if ((size_t)snprintf(out, cap, "%s", path) >= cap) { errno = ENAMETOOLONG; return -1; }
+    for (int hops = 0;; hops++) {
+        struct stat st;
+        if (lstat(out, &st) != 0 || !S_ISLNK(st.st_mode)) return 0; /* absent or not a link: this is it */
+        if (hops == 40) { errno = ELOOP; return -1; }
+        char link[4096];
+        ssize_t k = readlink(out, link, sizeof link - 1);
+        if (k < 0) return -1;
+        link[k] = 0;
+        if (link[0] == '/') {
+            if ((size_t)snprintf(out, cap, "%s", link) >= cap) { errno = ENAMETOOLONG; return -1; }
+            continue;
+        }
+        /* relative to the directory holding the link */
+        char *slash = strrchr(out, '/');
+        size_t dir = slash ? (size_t)(slash - out) + 1 : 0;
+        if (dir + (size_t)k >= cap) { errno = ENAMETOOLONG; return -1; }
+        memcpy(out + dir, link, (size_t)k + 1);
+    }
+}
+
 brisk_status brisk_out_open(brisk_out *o, const char *path, brisk_error *err) {
     memset(o, 0, sizeof *o);
     o->path = path;
-    if ((size_t)snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof o->tmp)
+    if (!path || !path[0]) return brisk_errorf(err, BRISK_ERR_INVALID, "an empty output path");
+    if (strcmp(path, "-") == 0) {
+        o->fp = stdout;
+        o->in_place = o->is_stdout = 1;
+        return BRISK_OK;
+    }
+    if (brisk_path_resolve(path, o->target, sizeof o->target) != 0)
+        return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot follow its symlinks: %s", path, strerror(errno));
+    struct stat st;
+    if (stat(o->target, &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* A device or a pipe is written to, never replaced: renaming a file over /dev/null
+         * would turn it into a regular file for every program on the machine. */
+        if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode))
+            return brisk_errorf(err, BRISK_ERR_IO, "%s: exists and is %s; expected a regular file, a character device or a "
+                                "FIFO (or - for standard output)", path, S_ISDIR(st.st_mode) ? "a directory" : "a special file");
+        int fd = open(o->target, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
+        if (!(o->fp = fdopen(fd, "wb"))) {
+            int e = errno;
+            close(fd);
+            return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open for writing: %s", path, strerror(e));
+        }
+        o->in_place = 1;
+        return BRISK_OK;
+    }
+    if ((size_t)snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", o->target, (long)getpid()) >= sizeof o->tmp)
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s: path too long", path);
     o->fp = fopen(o->tmp, "wb");
     if (!o->fp) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot create: %s", o->tmp, strerror(errno));
+    /* A replaced file keeps its permissions. */
+    if (stat(o->target, &st) == 0) (void)fchmod(fileno(o->fp), st.st_mode & 07777);
     return BRISK_OK;
 }
 
@@ -123,27 +172,29 @@ void brisk_out_write_le(brisk_out *o, const void *p, size_t count, int size) {
 }
 
 brisk_status brisk_out_commit(brisk_out *o, brisk_error *err) {
+    if (!o->failed && ferror(o->fp)) { o->failed = 1; o->err_no = errno ? errno : EIO; }
     if (!o->failed && fflush(o->fp) != 0) { o->failed = 1; o->err_no = errno; }
-    if (!o->failed && fsync(fileno(o->fp)) != 0 && errno != EINVAL) { o->failed = 1; o->err_no = errno; }
-    if (fclose(o->fp) != 0 && !o->failed) { o->failed = 1; o->err_no = errno; }
+    if (!o->failed && !o->in_place && fsync(fileno(o->fp)) != 0 && errno != EINVAL) { o->failed = 1; o->err_no = errno; }
+    if (!o->is_stdout && fclose(o->fp) != 0 && !o->failed) { o->failed = 1; o->err_no = errno; }
     o->fp = NULL;
     if (o->failed) {
-        remove(o->tmp);
+        if (!o->in_place) remove(o->tmp);
         return brisk_errorf(err, BRISK_ERR_IO, "%s: write failed: %s", o->path, strerror(o->err_no));
     }
-    if (rename(o->tmp, o->path) != 0) {
+    if (o->in_place) return BRISK_OK;
+    if (rename(o->tmp, o->target) != 0) {
         int e = errno;
         remove(o->tmp);
         return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot rename %s into place: %s", o->path, o->tmp,
                             strerror(e));
     }
-    return BRISK_OK;
+    return brisk_fsync_parent_dir(o->target, err);
 }
 
 void brisk_out_abort(brisk_out *o) {
-    if (o->fp) fclose(o->fp);
+    if (o->fp && !o->is_stdout) fclose(o->fp);
     o->fp = NULL;
-    remove(o->tmp);
+    if (!o->in_place) remove(o->tmp);
 }
 
 brisk_status brisk_fsync_parent_dir(const char *path, brisk_error *err) {

@@ -71,15 +71,24 @@ typedef struct brisk_file {
 brisk_status brisk_file_load(const char *path, brisk_file *f, brisk_error *err);
 void brisk_file_release(brisk_file *f);
 
-/* A file written to "<path>.tmp.<pid>" and renamed into place on commit, so a reader
- * never sees half a file. Write errors are sticky and reported by commit. */
+/* An output file. A regular file (or a name not yet taken) is written to
+ * "<target>.tmp.<pid>", fsynced and renamed into place, so a reader never sees half a file;
+ * a symlink is followed and its target replaced (the link stays). A character device
+ * (/dev/null) or a FIFO is written in place, never replaced; "-" is standard output.
+ * Anything else (a directory, a block device, a socket) is refused. Write errors are
+ * sticky and reported by commit. */
 typedef struct brisk_out {
     FILE *fp;
-    const char *path;
-    char tmp[4096];
+    const char *path;   /* as the caller named it, for messages */
+    char target[4096];  /* the file replaced: path with its symlinks resolved */
+    char tmp[4200];     /* "" when writing in place */
+    int in_place, is_stdout;
     int failed;
     int err_no;
 } brisk_out;
+/* Resolves the symlinks of `path` (also a dangling one: the file it names is created) into
+ * out; the last component need not exist. Returns 0, or -1 with errno (ELOOP, ENAMETOOLONG). */
+int brisk_path_resolve(const char *path, char *out, size_t cap);
 brisk_status brisk_out_open(brisk_out *o, const char *path, brisk_error *err);
 void brisk_out_write(brisk_out *o, const void *p, size_t n);
 /* Writes n bytes of p little-endian element by element (size 1, 2, 4 or 8). */

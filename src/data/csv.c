@@ -12,6 +12,12 @@
 
 /* ---------------------------------------------------------------- record reader */
 
+/* Bounds on one record, so a malformed file (a 200 MB line, a million commas) is refused
+ * with a line number before its record takes gigabytes. */
+#define CSV_MAX_RECORD (64u << 20)  /* bytes of one record's fields */
+#define CSV_MAX_FIELD (64u << 10)   /* bytes of one field */
+#define CSV_MAX_FIELDS (1 << 20)    /* fields of the header; a data row may not have more than it */
+
 typedef struct csv_reader {
     const char *s;
     size_t n, i;
@@ -22,6 +28,7 @@ typedef struct csv_reader {
     size_t *start;         /* field offsets into text */
     int64_t *fline;        /* the line each field starts on */
     int nf, fcap;
+    int max_fields;        /* 0 until the header is read: then its count */
 } csv_reader;
 
 static int is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
@@ -43,26 +50,43 @@ static const char *shown(const char *s, char *buf, size_t cap) {
     return buf;
 }
 
+enum { PUT_OK, PUT_NOMEM, PUT_NUL, PUT_LONG };
+
 static int put_char(csv_reader *r, char c) {
+    if (c == 0) return PUT_NUL;
+    if (r->tlen >= CSV_MAX_RECORD || r->tlen - r->start[r->nf - 1] >= CSV_MAX_FIELD) return PUT_LONG;
     if (r->tlen == r->tcap) {
         size_t cap = r->tcap ? r->tcap * 2 : 256;
         char *t = realloc(r->text, cap);
-        if (!t) return -1;
+        if (!t) return PUT_NOMEM;
         r->text = t;
         r->tcap = cap;
     }
     r->text[r->tlen++] = c;
-    return 0;
+    return PUT_OK;
+}
+
+/* The field terminator: always fits (the record and field bounds leave room for it). */
+static int end_field(csv_reader *r) {
+    if (r->tlen == r->tcap) {
+        char *t = realloc(r->text, r->tcap + 1);
+        if (!t) return PUT_NOMEM;
+        r->text = t;
+        r->tcap++;
+    }
+    r->text[r->tlen++] = 0;
+    return PUT_OK;
 }
 
 static int begin_field(csv_reader *r) {
+    if (r->nf >= (r->max_fields ? r->max_fields + 1 : CSV_MAX_FIELDS)) return PUT_LONG;
     if (r->nf == r->fcap) {
         int cap = r->fcap ? r->fcap * 2 : 16;
         size_t *s = realloc(r->start, (size_t)cap * sizeof *s);
         if (s) r->start = s;
         int64_t *l = realloc(r->fline, (size_t)cap * sizeof *l);
         if (l) r->fline = l;
-        if (!s || !l) return -1;
+        if (!s || !l) return PUT_NOMEM;
         r->fcap = cap;
     }
     r->start[r->nf] = r->tlen;
@@ -86,13 +110,14 @@ static int eat_eol(csv_reader *r) {
  * input, or an error status (negated) through *st. Blank lines are skipped. */
 static int read_record(csv_reader *r, brisk_status *st, brisk_error *err) {
     *st = BRISK_OK;
+    int rc = PUT_OK;
     for (;;) {
         if (r->i >= r->n) return 0;
         r->tlen = 0;
         r->nf = 0;
         int quoted_any = 0;
         for (;;) {
-            if (begin_field(r)) goto nomem;
+            if ((rc = begin_field(r))) goto bad;
             size_t j = r->i;
             while (j < r->n && (r->s[j] == ' ' || r->s[j] == '\t')) j++;
             if (j < r->n && r->s[j] == '"') {
@@ -111,7 +136,7 @@ static int read_record(csv_reader *r, brisk_status *st, brisk_error *err) {
                         else break;
                     }
                     if (c == '\n' || (c == '\r' && !(r->i < r->n && r->s[r->i] == '\n'))) r->line++;
-                    if (put_char(r, c)) goto nomem;
+                    if ((rc = put_char(r, c))) goto bad;
                 }
                 while (r->i < r->n && (r->s[r->i] == ' ' || r->s[r->i] == '\t')) r->i++;
                 if (r->i < r->n && r->s[r->i] != ',' && r->s[r->i] != '\n' && r->s[r->i] != '\r') {
@@ -121,9 +146,9 @@ static int read_record(csv_reader *r, brisk_status *st, brisk_error *err) {
                 }
             } else {
                 while (r->i < r->n && r->s[r->i] != ',' && r->s[r->i] != '\n' && r->s[r->i] != '\r')
-                    if (put_char(r, r->s[r->i++])) goto nomem;
+                    if ((rc = put_char(r, r->s[r->i++]))) goto bad;
             }
-            if (put_char(r, 0)) goto nomem;
+            if ((rc = end_field(r))) goto bad;
             if (r->i < r->n && r->s[r->i] == ',') { r->i++; continue; }
             eat_eol(r);
             break;
@@ -132,8 +157,19 @@ static int read_record(csv_reader *r, brisk_status *st, brisk_error *err) {
         if (r->nf == 1 && !quoted_any && *trim(r->text + r->start[0]) == 0) continue;
         return 1;
     }
-nomem:
-    *st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory reading line %lld", r->name, (long long)r->line);
+bad:
+    if (rc == PUT_NUL)
+        *st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: line %lld, field %d: a NUL byte; expected text", r->name,
+                           (long long)r->line, r->nf);
+    else if (rc == PUT_LONG && r->max_fields && r->nf > r->max_fields)
+        *st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: line %lld: more than the header's %d fields", r->name,
+                           (long long)r->fline[0], r->max_fields);
+    else if (rc == PUT_LONG)
+        *st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: line %lld: a record over the limits (%u MiB, %u KiB a field, %d "
+                           "fields); not a CSV table?", r->name, (long long)r->fline[0], CSV_MAX_RECORD >> 20,
+                           CSV_MAX_FIELD >> 10, CSV_MAX_FIELDS);
+    else
+        *st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory reading line %lld", r->name, (long long)r->line);
     return 0;
 }
 
@@ -186,7 +222,8 @@ static brisk_status parse_number(csv_reader *r, int k, const char *colname, int 
                             r->name, (long long)r->fline[k], colname, shown(s, sb, sizeof sb));
     if (integral && !(v == floor(v) && v >= -2147483648.0 && v <= 2147483647.0))
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: line %lld, column '%.100s': expected an integer label (i32), "
-                            "got '%s'", r->name, (long long)r->fline[k], colname, shown(s, sb, sizeof sb));
+                            "got '%s'%s", r->name, (long long)r->fline[k], colname, shown(s, sb, sizeof sb),
+                            v == v && v != floor(v) ? " (a regression target? set model.task to \"regress\")" : "");
     *out = v;
     return BRISK_OK;
 }
@@ -197,6 +234,7 @@ static brisk_status parse_table(csv_reader *r, const char *const *columns, int n
     if (!read_record(r, &st, err))
         return st ? st : brisk_errorf(err, BRISK_ERR_FORMAT, "%s: empty file; expected a header row", r->name);
     int nheader = r->nf;
+    r->max_fields = nheader;
     /* The header is overwritten by the next record: keep the selected names. */
     char **names = calloc((size_t)(ncolumns > 0 ? ncolumns : nheader), sizeof *names);
     int *idx = malloc((size_t)(ncolumns > 0 ? ncolumns : nheader) * sizeof *idx);
@@ -235,6 +273,87 @@ static brisk_status parse_table(csv_reader *r, const char *const *columns, int n
     free(names);
     free(idx);
     return st;
+}
+
+brisk_status brisk_csv_header(const void *buf, size_t len, const char *name, char ***names, int *n, brisk_error *err) {
+    *names = NULL;
+    *n = 0;
+    csv_reader r;
+    memset(&r, 0, sizeof r);
+    r.s = (const char *)buf;
+    r.n = len;
+    r.line = 1;
+    r.name = name;
+    if (len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0) r.i = 3;
+    brisk_status st;
+    if (!read_record(&r, &st, err) && !st) st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: empty file; expected a header row", name);
+    /* one block: the pointers, then the names they point at */
+    char **v = st ? NULL : malloc((size_t)r.nf * sizeof *v + r.tlen);
+    if (!st && !v) st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", name);
+    if (!st) {
+        char *text = (char *)(v + r.nf);
+        memcpy(text, r.text, r.tlen);
+        for (int k = 0; k < r.nf; k++) v[k] = trim(text + r.start[k]);
+        *names = v;
+        *n = r.nf;
+    }
+    free(r.text);
+    free(r.start);
+    free(r.fline);
+    return st;
+}
+
+static int header_index(char *const *header, int nh, const char *col, size_t len) {
+    for (int k = 0; k < nh; k++)
+        if (strlen(header[k]) == len && memcmp(header[k], col, len) == 0) return k;
+    return -1;
+}
+
+brisk_status brisk_csv_expand_columns(char *const *header, int nh, const char *name, const char *const *sel, int nsel,
+                                      const char ***out, int *nout, brisk_error *err) {
+    *out = NULL;
+    *nout = 0;
+    size_t total = 0;
+    /* Two passes: count, then fill. A name the header has is taken as it is, even with a ':'. */
+    for (int pass = 0; pass < 2; pass++) {
+        int k = 0;
+        for (int i = 0; i < nsel; i++) {
+            const char *c = sel[i], *colon = strchr(c, ':');
+            int a = -1, b = -1;
+            if (header_index(header, nh, c, strlen(c)) < 0 && colon) {
+                a = header_index(header, nh, c, (size_t)(colon - c));
+                b = header_index(header, nh, colon + 1, strlen(colon + 1));
+                brisk_status st = BRISK_OK;
+                if (a < 0 || b < 0)
+                    st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: column range '%.100s': no column '%.*s' in the header",
+                                      name, c, a < 0 ? (int)(colon - c) : 100, a < 0 ? c : colon + 1);
+                else if (a > b)
+                    st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: column range '%.100s': '%.*s' comes after '%s' in the "
+                                      "header (column %d > %d)", name, c, (int)(colon - c), c, colon + 1, a, b);
+                if (st) {
+                    free(*out);
+                    *out = NULL;
+                    return st;
+                }
+            }
+            if (a < 0) {
+                if (pass) (*out)[k] = c;
+                k++;
+                continue;
+            }
+            for (int j = a; j <= b; j++, k++)
+                if (pass) (*out)[k] = header[j];
+        }
+        if (pass == 0) {
+            total = (size_t)k;
+            if (total > CSV_MAX_FIELDS)
+                return brisk_errorf(err, BRISK_ERR_INVALID, "%s: %zu columns selected, more than %d", name, total, CSV_MAX_FIELDS);
+            if (!(*out = malloc((total ? total : 1) * sizeof **out)))
+                return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", name);
+        }
+    }
+    *nout = (int)total;
+    return BRISK_OK;
 }
 
 brisk_status brisk_csv_table_parse(const void *buf, size_t len, const char *name, const char *const *columns,
@@ -289,4 +408,23 @@ brisk_status brisk_csv_read(const char *path, const char *const *columns, int nc
     st = brisk_csv_parse(f.data, f.len, path, columns, ncolumns, dtype, out, err);
     brisk_file_release(&f);
     return st;
+}
+
+brisk_status brisk_csv_write(const char *path, const brisk_tensor *t, const char *prefix, brisk_error *err) {
+    if (t->dtype != BRISK_F32 || t->shape.ndim < 1 || t->shape.ndim > 2)
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: CSV holds f32 [rows] or [rows, columns]", path);
+    int64_t rows = t->shape.d[0], cols = t->shape.ndim == 2 ? t->shape.d[1] : 1;
+    brisk_out o;
+    brisk_status st = brisk_out_open(&o, path, err);
+    if (st) return st;
+    /* Numbers in the C locale, whatever the program set: a decimal comma would split fields. */
+    locale_t c_loc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    locale_t old = c_loc ? uselocale(c_loc) : (locale_t)0;
+    for (int64_t c = 0; c < cols; c++) fprintf(o.fp, "%s%s%lld", c ? "," : "", prefix, (long long)c);
+    fputc('\n', o.fp);
+    const float *v = (const float *)t->data;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) fprintf(o.fp, "%.9g%c", (double)v[r * cols + c], c + 1 < cols ? ',' : '\n');
+    if (c_loc) { uselocale(old); freelocale(c_loc); }
+    return brisk_out_commit(&o, err);
 }

@@ -19,4 +19,13 @@ brisk_status brisk_csv_table_parse(const void *buf, size_t len, const char *name
                                    brisk_error *err);
 void brisk_csv_table_free(brisk_csv_table *t);
 
+/* The header's column names, trimmed, in *names (one malloc'd block: free(*names)). */
+brisk_status brisk_csv_header(const void *buf, size_t len, const char *name, char ***names, int *n, brisk_error *err);
+/* Column selections with ranges expanded against the header: "FIRST:LAST" is every column
+ * from FIRST through LAST in header order (a header name containing ':' is taken as it is).
+ * *out (malloc'd; free it) points into header and sel. Names the header lacks pass through,
+ * for the table reader to report. */
+brisk_status brisk_csv_expand_columns(char *const *header, int nh, const char *name, const char *const *sel, int nsel,
+                                      const char ***out, int *nout, brisk_error *err);
+
 #endif

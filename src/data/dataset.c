@@ -158,6 +158,13 @@ brisk_status brisk_dataset_load_npz(brisk_dataset *ds, const char *path, const b
             t.shape = a.shape;
             t.data = a.data;
             a.data = NULL;
+        } else if (specs[i].dtype == BRISK_I32 && a.dtype.kind == 'f') {
+            char sb[64];
+            st = brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' (member '%s') holds %s values %s, but the model "
+                              "takes class labels (integers) there: a regression target? set model.task to \"regress\" "
+                              "(and model.outputs to its width)", path, specs[i].name, member,
+                              a.dtype.size == 8 ? "float64" : a.dtype.size == 2 ? "float16" : "float32",
+                              brisk_shape_str(&a.shape, sb, sizeof sb));
         } else {
             char what[600];
             snprintf(what, sizeof what, "%s: field '%s' (member '%s')", path, specs[i].name, member);
@@ -185,34 +192,44 @@ brisk_status brisk_dataset_load_csv(brisk_dataset *ds, const char *path, const b
     snprintf(ds->source, sizeof ds->source, "%s", path);
     brisk_status st = check_specs(path, specs, nspecs, err);
     if (st) return st;
-    /* One pass over the file for all fields: the union of their columns. */
-    int total = 0;
-    for (int i = 0; i < nspecs; i++) {
+    for (int i = 0; i < nspecs; i++)
         if (specs[i].ncolumns <= 0 || !specs[i].columns)
             return brisk_errorf(err, BRISK_ERR_INVALID, "%s: field '%s': no CSV columns given", path, specs[i].name);
-        total += specs[i].ncolumns;
+    brisk_file f;
+    if ((st = brisk_file_load(path, &f, err))) return st;
+    /* Column ranges ("f0:f63") are expanded against the header first. */
+    char **header = NULL;
+    int nh = 0;
+    const char ***fcols = calloc((size_t)nspecs, sizeof *fcols);
+    int *fn = calloc((size_t)nspecs, sizeof *fn);
+    if (!fcols || !fn) st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
+    if (!st) st = brisk_csv_header(f.data, f.len, path, &header, &nh, err);
+    int64_t total = 0;
+    for (int i = 0; i < nspecs && !st; i++) {
+        st = brisk_csv_expand_columns(header, nh, path, specs[i].columns, specs[i].ncolumns, &fcols[i], &fn[i], err);
+        if (st) brisk_error_prefix(err, "field '%s'", specs[i].name);
+        total += fn[i];
     }
-    const char **cols = malloc((size_t)total * sizeof *cols);
-    int *integral = calloc((size_t)total, sizeof *integral), *pos = malloc((size_t)total * sizeof *pos);
-    int ncols = 0;
-    if (!cols || !integral || !pos) st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
+    /* One pass over the file for all fields: the union of their columns. */
+    const char **cols = NULL;
+    int *integral = NULL, *pos = NULL, ncols = 0;
+    if (!st && (!(cols = malloc((size_t)total * sizeof *cols)) || !(integral = calloc((size_t)total, sizeof *integral)) ||
+                !(pos = malloc((size_t)total * sizeof *pos))))
+        st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
     for (int i = 0, k = 0; i < nspecs && !st; i++)
-        for (int c = 0; c < specs[i].ncolumns; c++, k++) {
+        for (int c = 0; c < fn[i]; c++, k++) {
             int j = 0;
-            while (j < ncols && strcmp(cols[j], specs[i].columns[c]) != 0) j++;
-            if (j == ncols) cols[ncols++] = specs[i].columns[c];
+            while (j < ncols && strcmp(cols[j], fcols[i][c]) != 0) j++;
+            if (j == ncols) cols[ncols++] = fcols[i][c];
             if (specs[i].dtype == BRISK_I32) integral[j] = 1;
             pos[k] = j;
         }
     brisk_csv_table tab;
     memset(&tab, 0, sizeof tab);
-    brisk_file f;
-    if (!st && !(st = brisk_file_load(path, &f, err))) {
-        st = brisk_csv_table_parse(f.data, f.len, path, cols, ncols, integral, 0, &tab, err);
-        brisk_file_release(&f);
-    }
-    for (int i = 0, k = 0; i < nspecs && !st; k += specs[i].ncolumns, i++) {
-        int nc = specs[i].ncolumns;
+    if (!st) st = brisk_csv_table_parse(f.data, f.len, path, cols, ncols, integral, 0, &tab, err);
+    brisk_file_release(&f);
+    for (int i = 0, k = 0; i < nspecs && !st; k += fn[i], i++) {
+        int nc = fn[i];
         brisk_shape shape = (specs[i].dtype == BRISK_I32 && nc == 1) ? brisk_shape1(tab.rows) : brisk_shape2(tab.rows, nc);
         brisk_tensor t;
         if ((st = brisk_tensor_alloc(&t, specs[i].dtype, shape, err))) break;
@@ -225,7 +242,7 @@ brisk_status brisk_dataset_load_csv(brisk_dataset *ds, const char *path, const b
         int64_t bad = first_nonfinite(&t);
         if (bad >= 0) {
             char extra[256];
-            snprintf(extra, sizeof extra, " = CSV column '%.100s', line %lld", specs[i].columns[bad % nc],
+            snprintf(extra, sizeof extra, " = CSV column '%.100s', line %lld", fcols[i][bad % nc],
                      (long long)tab.lines[bad / nc]);
             st = nonfinite_error(ds, specs[i].name, &t, bad, extra, err);
             brisk_tensor_free(&t);
@@ -234,9 +251,65 @@ brisk_status brisk_dataset_load_csv(brisk_dataset *ds, const char *path, const b
         st = append_field(ds, specs[i].name, &t, err);
     }
     brisk_csv_table_free(&tab);
+    for (int i = 0; fcols && i < nspecs; i++) free(fcols[i]);
+    free(fcols);
+    free(fn);
+    free(header);
     free(cols);
     free(integral);
     free(pos);
     if (st) brisk_dataset_free(ds);
+    return st;
+}
+
+/* ---------------------------------------------------------------- size, before loading */
+
+brisk_status brisk_dataset_estimate(const char *path, const brisk_field_spec *specs, int nspecs, int csv, int64_t *bytes,
+                                    brisk_error *err) {
+    *bytes = 0;
+    brisk_status st = check_specs(path, specs, nspecs, err);
+    if (st) return st;
+    int64_t kept = 0, peak = 0;
+    if (!csv) {
+        for (int i = 0; i < nspecs && !st; i++) {
+            brisk_npy_array a;
+            if ((st = brisk_npz_peek(path, specs[i].member ? specs[i].member : specs[i].name, &a, err))) {
+                brisk_error_prefix(err, "field '%s'", specs[i].name);
+                break;
+            }
+            int64_t numel = a.dtype.size ? (int64_t)(a.nbytes / (size_t)a.dtype.size) : 0;
+            int same = a.dtype.size == 4 && (a.dtype.kind == 'f' || a.dtype.kind == 'i');
+            int64_t now = kept + numel * 4 + (same ? 0 : (int64_t)a.nbytes); /* a conversion holds both */
+            peak = now > peak ? now : peak;
+            kept += numel * 4;
+        }
+        *bytes = peak;
+        return st;
+    }
+    /* CSV: the table of selected columns as doubles (one per row and column, and a line
+     * number per row), then the fields made from it. */
+    brisk_file f;
+    if ((st = brisk_file_load(path, &f, err))) return st;
+    int64_t rows = 0;
+    for (const uint8_t *p = f.data, *end = f.data + f.len; p < end; p++) {
+        p = memchr(p, '\n', (size_t)(end - p));
+        if (!p) break;
+        rows++;
+    }
+    rows++;
+    char **header = NULL;
+    int nh = 0;
+    int64_t cols = 0;
+    if (!(st = brisk_csv_header(f.data, f.len, path, &header, &nh, err)))
+        for (int i = 0; i < nspecs && !st; i++) {
+            const char **sel = NULL;
+            int n = 0;
+            if (!(st = brisk_csv_expand_columns(header, nh, path, specs[i].columns, specs[i].ncolumns, &sel, &n, err)))
+                cols += n;
+            free(sel);
+        }
+    free(header);
+    brisk_file_release(&f);
+    *bytes = rows * (cols * 8 + 8) + rows * cols * 4;
     return st;
 }

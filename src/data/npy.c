@@ -124,8 +124,21 @@ const char *brisk_npy_type_name(const brisk_npy_dtype *dt) {
 
 /* ---------------------------------------------------------------- parse */
 
-brisk_status brisk_npy_parse(const void *buf, size_t len, const char *name, brisk_npy_array *out,
-                             brisk_error *err) {
+brisk_status brisk_npy_header_len(const void *buf, size_t len, const char *name, uint64_t *total, brisk_error *err) {
+    brisk_rd r = brisk_rd_make(buf, len);
+    const uint8_t *magic = brisk_rd_bytes(&r, 6);
+    if (!magic || memcmp(magic, npy_magic, 6) != 0)
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: not a .npy file: expected the magic \"\\x93NUMPY\"", name);
+    int major = (int)brisk_rd_le(&r, 1);
+    brisk_rd_skip(&r, 1);
+    uint64_t hl = major == 1 ? brisk_rd_u16(&r) : brisk_rd_u32(&r);
+    if (r.bad) return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: truncated: no header length after the magic", name);
+    *total = r.pos + hl;
+    return BRISK_OK;
+}
+
+brisk_status brisk_npy_parse_header(const void *buf, size_t len, const char *name, brisk_npy_array *out, int *swap_out,
+                                    size_t *data_off, brisk_error *err) {
     memset(out, 0, sizeof *out);
     brisk_rd r = brisk_rd_make(buf, len);
     const uint8_t *magic = brisk_rd_bytes(&r, 6);
@@ -198,29 +211,57 @@ brisk_status brisk_npy_parse(const void *buf, size_t len, const char *name, bris
         else numel *= d;
     }
     uint64_t want = numel > UINT64_MAX / (uint64_t)out->dtype.size ? UINT64_MAX : numel * (uint64_t)out->dtype.size;
-    size_t have = len - r.pos;
-    if (want != have) {
-        char sb[160];
-        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: %s: header says shape %s = %llu %s values (%llu bytes), file "
-                            "has %zu bytes of data", name, want > have ? "truncated" : "size mismatch",
-                            brisk_shape_str(&shape, sb, sizeof sb), (unsigned long long)numel,
-                            brisk_npy_type_name(&out->dtype), (unsigned long long)want, have);
-    }
     out->shape = shape;
-    out->nbytes = (size_t)want;
+    out->nbytes = want > SIZE_MAX ? SIZE_MAX : (size_t)want;
+    *swap_out = swap;
+    *data_off = r.pos;
+    return BRISK_OK;
+}
+
+brisk_status brisk_npy_check_size(const brisk_npy_array *a, const char *name, uint64_t have, brisk_error *err) {
+    uint64_t numel = 1;
+    for (int i = 0; i < a->shape.ndim; i++) {
+        uint64_t d = (uint64_t)a->shape.d[i];
+        numel = d != 0 && numel > UINT64_MAX / d ? UINT64_MAX : numel * d;
+    }
+    uint64_t want = numel > UINT64_MAX / (uint64_t)a->dtype.size ? UINT64_MAX : numel * (uint64_t)a->dtype.size;
+    if (want == have && want == a->nbytes) return BRISK_OK;
+    char sb[160];
+    return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: %s: header says shape %s = %llu %s values (%llu bytes), file "
+                        "has %llu bytes of data", name, want > have ? "truncated" : "size mismatch",
+                        brisk_shape_str(&a->shape, sb, sizeof sb), (unsigned long long)numel,
+                        brisk_npy_type_name(&a->dtype), (unsigned long long)want, (unsigned long long)have);
+}
+
+void brisk_npy_fix_in_place(brisk_npy_array *a, int swap) {
+    uint8_t *d = (uint8_t *)a->data;
+    if (a->dtype.kind == 'b') {
+        for (size_t i = 0; i < a->nbytes; i++) d[i] = d[i] != 0;
+    } else if (swap) {
+        int s = a->dtype.size;
+        for (size_t i = 0; i < a->nbytes; i += (size_t)s)
+            for (int c = 0; c < s / 2; c++) {
+                uint8_t t = d[i + (size_t)c];
+                d[i + (size_t)c] = d[i + (size_t)(s - 1 - c)];
+                d[i + (size_t)(s - 1 - c)] = t;
+            }
+    }
+}
+
+brisk_status brisk_npy_parse(const void *buf, size_t len, const char *name, brisk_npy_array *out,
+                             brisk_error *err) {
+    int swap = 0;
+    size_t off = 0;
+    brisk_status st = brisk_npy_parse_header(buf, len, name, out, &swap, &off, err);
+    if (!st) st = brisk_npy_check_size(out, name, len - off, err);
+    if (st) {
+        memset(out, 0, sizeof *out);
+        return st;
+    }
     out->data = malloc(out->nbytes ? out->nbytes : 1);
     if (!out->data) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: cannot allocate %zu bytes", name, out->nbytes);
-    const uint8_t *src = r.p + r.pos;
-    uint8_t *dst = (uint8_t *)out->data;
-    if (out->dtype.kind == 'b') {
-        for (size_t i = 0; i < out->nbytes; i++) dst[i] = src[i] != 0;
-    } else if (swap) {
-        int s = out->dtype.size;
-        for (size_t i = 0; i < out->nbytes; i += (size_t)s)
-            for (int c = 0; c < s; c++) dst[i + c] = src[i + (size_t)(s - 1 - c)];
-    } else if (out->nbytes) {
-        memcpy(dst, src, out->nbytes);
-    }
+    if (out->nbytes) memcpy(out->data, (const uint8_t *)buf + off, out->nbytes);
+    brisk_npy_fix_in_place(out, swap);
     return BRISK_OK;
 }
 

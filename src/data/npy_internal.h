@@ -10,4 +10,16 @@ const char *brisk_npy_type_name(const brisk_npy_dtype *dt);
  * does) into buf; returns its length, or 0 when cap is too small. */
 size_t brisk_npy_header(const brisk_tensor *t, char *buf, size_t cap);
 
+/* Pieces of brisk_npy_parse, for readers that stream the data in (the NPZ inflater):
+ * the whole header's length from its first 10 to 12 bytes; the header itself (buf holds at
+ * least all of it: dtype, shape and nbytes set, data NULL; *swap when the data's bytes are
+ * to be reversed; *data_off where the data starts); the check that `have` data bytes are
+ * what the header says; and the in-place fix-up of the data once read (byte order, bools
+ * as 0/1). */
+brisk_status brisk_npy_header_len(const void *buf, size_t len, const char *name, uint64_t *total, brisk_error *err);
+brisk_status brisk_npy_parse_header(const void *buf, size_t len, const char *name, brisk_npy_array *out, int *swap,
+                                    size_t *data_off, brisk_error *err);
+brisk_status brisk_npy_check_size(const brisk_npy_array *a, const char *name, uint64_t have, brisk_error *err);
+void brisk_npy_fix_in_place(brisk_npy_array *a, int swap);
+
 #endif

@@ -108,6 +108,30 @@ static int read_zip64_extra(const uint8_t *extra, size_t n, zentry *e, int need_
     return (need_u || need_c || need_o) ? -1 : 0;
 }
 
+static int cmp_entry_name(const void *a, const void *b) {
+    const zentry *x = *(const zentry *const *)a, *y = *(const zentry *const *)b;
+    size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
+    int c = memcmp(x->name, y->name, n);
+    return c ? c : (x->name_len > y->name_len) - (x->name_len < y->name_len);
+}
+
+/* Two members of one name ("x" and "x.npy" too): NumPy's load takes the last, a zip tool
+ * the first; which one was meant cannot be known, so the file is refused. */
+static brisk_status check_unique(const zentry *es, int n, const char *fname, brisk_error *err) {
+    if (n < 2) return BRISK_OK;
+    const zentry **by = malloc((size_t)n * sizeof *by);
+    if (!by) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: zip: out of memory", fname);
+    for (int i = 0; i < n; i++) by[i] = &es[i];
+    qsort(by, (size_t)n, sizeof *by, cmp_entry_name);
+    brisk_status st = BRISK_OK;
+    for (int i = 1; i < n && !st; i++)
+        if (cmp_entry_name(&by[i - 1], &by[i]) == 0)
+            st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: member '%.*s' appears twice (NumPy would read the last, other "
+                              "tools the first); expected unique names", fname, (int)by[i]->name_len, by[i]->name);
+    free(by);
+    return st;
+}
+
 static brisk_status read_directory(const uint8_t *buf, size_t len, const char *fname, zentry **out, int *nout,
                                    brisk_error *err) {
     *out = NULL;
@@ -154,6 +178,10 @@ static brisk_status read_directory(const uint8_t *buf, size_t len, const char *f
                                 (unsigned long long)i);
         }
     }
+    if ((st = check_unique(es, (int)count, fname, err))) {
+        free(es);
+        return st;
+    }
     *out = es;
     *nout = (int)count;
     return BRISK_OK;
@@ -162,47 +190,125 @@ static brisk_status read_directory(const uint8_t *buf, size_t len, const char *f
 /* ---------------------------------------------------------------- members */
 
 #ifdef BRISK_HAVE_ZLIB
-static brisk_status inflate_member(const uint8_t *src, uint64_t csize, uint8_t *dst, uint64_t usize,
-                                   const char *what, brisk_error *err) {
+/* A deflated member inflated in pieces, straight to where each piece belongs: the .npy
+ * header to a small buffer, the data to the array's own buffer. The peak is the array
+ * itself, not twice its size; the CRC runs over the pieces as they come. */
+typedef struct inflater {
     z_stream z;
-    memset(&z, 0, sizeof z);
-    if (inflateInit2(&z, -MAX_WBITS) != Z_OK)
-        return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: cannot start zlib", what);
-    uint64_t in_left = csize, out_left = usize;
-    int rc = Z_OK;
-    z.next_in = (Bytef *)src;
-    z.next_out = dst;
-    /* zlib counts in uInt; feed members beyond 4 GiB in pieces. */
-    while (rc == Z_OK) {
-        if (z.avail_in == 0 && in_left) {
-            z.avail_in = in_left > UINT_MAX ? UINT_MAX : (uInt)in_left;
-            in_left -= z.avail_in;
-        }
-        if (z.avail_out == 0 && out_left) {
-            z.avail_out = out_left > UINT_MAX ? UINT_MAX : (uInt)out_left;
-            out_left -= z.avail_out;
-        }
-        rc = inflate(&z, Z_NO_FLUSH);
-        if (rc == Z_BUF_ERROR && (z.avail_in || in_left) && (z.avail_out || out_left)) rc = Z_OK;
-        if (rc == Z_BUF_ERROR) break;
-    }
-    uint64_t produced = usize - out_left - z.avail_out;
-    inflateEnd(&z);
-    if (rc != Z_STREAM_END) {
-        if (produced == usize && (z.avail_in || in_left))
-            return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: inflates to more than the %llu bytes the directory says",
+    uint64_t in_left;
+    uint32_t crc;
+    int ended; /* Z_STREAM_END seen */
+} inflater;
+
+static brisk_status infl_open(inflater *f, const uint8_t *src, uint64_t csize, const char *what, brisk_error *err) {
+    memset(f, 0, sizeof *f);
+    if (inflateInit2(&f->z, -MAX_WBITS) != Z_OK) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: cannot start zlib", what);
+    f->z.next_in = (Bytef *)src;
+    f->in_left = csize;
+    return BRISK_OK;
+}
+
+/* Exactly n bytes into dst. */
+static brisk_status infl_read(inflater *f, uint8_t *dst, uint64_t n, uint64_t usize, const char *what, brisk_error *err) {
+    uint8_t *p = dst;
+    uint64_t left = n;
+    while (left) {
+        if (f->ended)
+            return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: inflates to fewer than the %llu bytes the directory says",
                                 what, (unsigned long long)usize);
-        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: corrupt or truncated deflate data (%s)", what,
-                            z.msg ? z.msg : "ended early");
+        if (f->z.avail_in == 0 && f->in_left) { /* zlib counts in uInt: feed large members in pieces */
+            f->z.avail_in = f->in_left > UINT_MAX ? UINT_MAX : (uInt)f->in_left;
+            f->in_left -= f->z.avail_in;
+        }
+        f->z.next_out = p;
+        f->z.avail_out = left > UINT_MAX ? UINT_MAX : (uInt)left;
+        uInt before = f->z.avail_out;
+        int rc = inflate(&f->z, Z_NO_FLUSH);
+        uInt got = before - f->z.avail_out;
+        f->crc = brisk_crc32(f->crc, p, got);
+        p += got;
+        left -= got;
+        if (rc == Z_STREAM_END) f->ended = 1;
+        else if (rc != Z_OK && !(rc == Z_BUF_ERROR && got))
+            return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: corrupt or truncated deflate data (%s)", what,
+                                f->z.msg ? f->z.msg : "ended early");
     }
-    if (produced != usize)
-        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: inflates to %llu bytes, the directory says %llu", what,
-                            (unsigned long long)produced, (unsigned long long)usize);
+    return BRISK_OK;
+}
+
+/* After usize bytes: the stream must end there. */
+static brisk_status infl_close(inflater *f, uint64_t usize, const char *what, brisk_error *err) {
+    brisk_status st = BRISK_OK;
+    if (!f->ended) {
+        uint8_t extra;
+        if (f->z.avail_in == 0 && f->in_left) {
+            f->z.avail_in = f->in_left > UINT_MAX ? UINT_MAX : (uInt)f->in_left;
+            f->in_left -= f->z.avail_in;
+        }
+        f->z.next_out = &extra;
+        f->z.avail_out = 1;
+        int rc = inflate(&f->z, Z_NO_FLUSH);
+        if (rc != Z_STREAM_END || f->z.avail_out == 0)
+            st = f->z.avail_out == 0 ? brisk_errorf(err, BRISK_ERR_FORMAT, "%s: inflates to more than the %llu bytes the "
+                                                    "directory says", what, (unsigned long long)usize)
+                                     : brisk_errorf(err, BRISK_ERR_FORMAT, "%s: corrupt or truncated deflate data (%s)",
+                                                    what, f->z.msg ? f->z.msg : "ended early");
+    }
+    inflateEnd(&f->z);
+    return st;
+}
+
+/* The .npy header (at most this long: NumPy's own are under 1 KiB) and then the data. */
+#define NPY_MAX_HEADER (1u << 20)
+
+static brisk_status inflate_npy(const uint8_t *src, const zentry *e, const char *what, const char *npyname,
+                                int header_only, brisk_npy_array *out, brisk_error *err) {
+    inflater f;
+    brisk_status st = infl_open(&f, src, e->csize, what, err);
+    if (st) return st;
+    uint8_t head[12];
+    uint64_t first = e->usize < sizeof head ? e->usize : sizeof head, hlen = 0;
+    uint8_t *hbuf = NULL;
+    int swap = 0;
+    size_t off = 0;
+    if (!(st = infl_read(&f, head, first, e->usize, what, err)) &&
+        !(st = brisk_npy_header_len(head, (size_t)first, npyname, &hlen, err))) {
+        if (hlen > NPY_MAX_HEADER || hlen > e->usize)
+            st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: a .npy header of %llu bytes (expected at most %u, within the "
+                              "member's %llu)", what, (unsigned long long)hlen, NPY_MAX_HEADER, (unsigned long long)e->usize);
+        else if (!(hbuf = malloc((size_t)hlen + 1)))
+            st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", what);
+    }
+    if (!st) {
+        memcpy(hbuf, head, (size_t)first);
+        st = infl_read(&f, hbuf + first, hlen - first, e->usize, what, err);
+    }
+    if (!st) st = brisk_npy_parse_header(hbuf, (size_t)hlen, npyname, out, &swap, &off, err);
+    if (!st) st = brisk_npy_check_size(out, npyname, e->usize - hlen, err);
+    if (!st && header_only) {
+        inflateEnd(&f.z);
+        free(hbuf);
+        return BRISK_OK;
+    }
+    if (!st && !(out->data = malloc(out->nbytes ? out->nbytes : 1)))
+        st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: cannot allocate %zu bytes for its array", what, out->nbytes);
+    if (!st) st = infl_read(&f, out->data, out->nbytes, e->usize, what, err);
+    brisk_status cst = infl_close(&f, e->usize, what, err);
+    if (!st) st = cst;
+    free(hbuf);
+    if (!st && f.crc != e->crc)
+        st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: CRC-32 mismatch (directory 0x%08x, data 0x%08x): corrupt file",
+                          what, e->crc, f.crc);
+    if (st) {
+        brisk_npy_free(out);
+        return st;
+    }
+    brisk_npy_fix_in_place(out, swap);
     return BRISK_OK;
 }
 #endif
 
-static brisk_status read_member(const uint8_t *buf, size_t len, const char *fname, const zentry *e,
+static brisk_status read_member(const uint8_t *buf, size_t len, const char *fname, const zentry *e, int header_only,
                                 brisk_npy_array *out, brisk_error *err) {
     char what[512];
     snprintf(what, sizeof what, "%s: member '%.*s'", fname, (int)e->name_len, e->name);
@@ -222,40 +328,34 @@ static brisk_status read_member(const uint8_t *buf, size_t len, const char *fnam
     if (!data)
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: truncated: its %llu bytes of data run past the end of the "
                             "%zu-byte file", what, (unsigned long long)e->csize, len);
-    const uint8_t *plain = data;
-    uint8_t *owned = NULL;
+    char npyname[512];
+    snprintf(npyname, sizeof npyname, "%s:%.*s", fname, (int)e->name_len, e->name);
     if (e->method == 0) {
         if (e->csize != e->usize)
             return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: stored member with compressed size %llu != size %llu", what,
                                 (unsigned long long)e->csize, (unsigned long long)e->usize);
-    } else {
+        if (header_only) {
+            int swap;
+            size_t off;
+            brisk_status st = brisk_npy_parse_header(data, (size_t)e->usize, npyname, out, &swap, &off, err);
+            return st ? st : brisk_npy_check_size(out, npyname, e->usize - off, err);
+        }
+        uint32_t crc = brisk_crc32(0, data, (size_t)e->usize);
+        if (crc != e->crc)
+            return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: CRC-32 mismatch (directory 0x%08x, data 0x%08x): corrupt file",
+                                what, e->crc, crc);
+        return brisk_npy_parse(data, (size_t)e->usize, npyname, out, err);
+    }
 #ifdef BRISK_HAVE_ZLIB
-        /* Deflate expands at most ~1032:1; a larger claim is a lie (or a bomb). */
-        if (e->usize / 1032 > e->csize + 64)
-            return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: claims %llu bytes from %llu compressed; impossible for "
-                                "deflate", what, (unsigned long long)e->usize, (unsigned long long)e->csize);
-        if (e->usize > SIZE_MAX - 1 || !(owned = malloc(e->usize ? (size_t)e->usize : 1)))
-            return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: cannot allocate %llu bytes to inflate it", what,
-                                (unsigned long long)e->usize);
-        brisk_status st = inflate_member(data, e->csize, owned, e->usize, what, err);
-        if (st) { free(owned); return st; }
-        plain = owned;
+    /* Deflate expands at most ~1032:1; a larger claim is a lie (or a bomb). */
+    if (e->usize / 1032 > e->csize + 64)
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: claims %llu bytes from %llu compressed; impossible for "
+                            "deflate", what, (unsigned long long)e->usize, (unsigned long long)e->csize);
+    return inflate_npy(data, e, what, npyname, header_only, out, err);
 #else
-        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s is deflated (np.savez_compressed) but brisk was built "
-                            "without zlib; install zlib and rebuild, or save with np.savez", what);
+    return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s is deflated (np.savez_compressed) but brisk was built "
+                        "without zlib; install zlib and rebuild, or save with np.savez", what);
 #endif
-    }
-    uint32_t crc = brisk_crc32(0, plain, (size_t)e->usize);
-    if (crc != e->crc) {
-        free(owned);
-        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: CRC-32 mismatch (directory 0x%08x, data 0x%08x): corrupt file",
-                            what, e->crc, crc);
-    }
-    char npyname[512];
-    snprintf(npyname, sizeof npyname, "%s:%.*s", fname, (int)e->name_len, e->name);
-    brisk_status st = brisk_npy_parse(plain, (size_t)e->usize, npyname, out, err);
-    free(owned);
-    return st;
 }
 
 static void list_members(const zentry *es, int n, char *buf, size_t cap) {
@@ -287,14 +387,6 @@ brisk_status brisk_npz_parse(const void *buf, size_t len, const char *name, bris
     int n;
     brisk_status st = read_directory(buf, len, name, &es, &n, err);
     if (st) return st;
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < i; j++)
-            if (es[i].name_len == es[j].name_len && memcmp(es[i].name, es[j].name, es[i].name_len) == 0) {
-                st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: member '%.*s' appears twice", name,
-                                  (int)es[i].name_len, es[i].name);
-                free(es);
-                return st;
-            }
     out->members = calloc(n ? (size_t)n : 1, sizeof *out->members);
     if (!out->members) { free(es); return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", name); }
     for (int i = 0; i < n; i++) {
@@ -304,7 +396,7 @@ brisk_status brisk_npz_parse(const void *buf, size_t len, const char *name, bris
         memcpy(m->name, es[i].name, es[i].name_len);
         m->name[es[i].name_len] = 0;
         out->count = i + 1;
-        if ((st = read_member(buf, len, name, &es[i], &m->array, err))) break;
+        if ((st = read_member(buf, len, name, &es[i], 0, &m->array, err))) break;
     }
     free(es);
     if (st) brisk_npz_free(out);
@@ -321,7 +413,8 @@ brisk_status brisk_npz_read(const char *path, brisk_npz *out, brisk_error *err) 
     return st;
 }
 
-brisk_status brisk_npz_read_one(const char *path, const char *member, brisk_npy_array *out, brisk_error *err) {
+static brisk_status read_one(const char *path, const char *member, int header_only, brisk_npy_array *out,
+                             brisk_error *err) {
     memset(out, 0, sizeof *out);
     brisk_file f;
     brisk_status st = brisk_file_load(path, &f, err);
@@ -338,11 +431,19 @@ brisk_status brisk_npz_read_one(const char *path, const char *member, brisk_npy_
         list_members(es, n, list, sizeof list);
         st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: no member '%s' (members: %s)", path, member, list);
     } else {
-        st = read_member(f.data, f.len, path, &es[found], out, err);
+        st = read_member(f.data, f.len, path, &es[found], header_only, out, err);
     }
     free(es);
     brisk_file_release(&f);
     return st;
+}
+
+brisk_status brisk_npz_read_one(const char *path, const char *member, brisk_npy_array *out, brisk_error *err) {
+    return read_one(path, member, 0, out, err);
+}
+
+brisk_status brisk_npz_peek(const char *path, const char *member, brisk_npy_array *out, brisk_error *err) {
+    return read_one(path, member, 1, out, err);
 }
 
 const brisk_npy_array *brisk_npz_find(const brisk_npz *z, const char *member) {

@@ -29,28 +29,6 @@ struct brisk_safetensors {
 
 /* ---------------------------------------------------------------- helpers */
 
-size_t brisk_st_utf8_bad(const unsigned char *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        if (c < 0x80) { i++; continue; }
-        size_t len;
-        unsigned cp, min;
-        if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; min = 0x80; }
-        else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; min = 0x800; }
-        else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; min = 0x10000; }
-        else return i;
-        if (n - i < len) return i;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return i;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
-        i += len;
-    }
-    return (size_t)-1;
-}
-
 const char *brisk_st_printable(const char *s, char *buf, size_t cap) {
     size_t k = 0;
     for (; s[k] && k + 4 < cap && k < 80; k++) {
@@ -206,7 +184,7 @@ static brisk_status parse_header(brisk_safetensors *st, const unsigned char *buf
     const unsigned char *h = buf + 8;
     st->data = h + hn;
     st->data_len = len - 8 - (size_t)hn;
-    size_t bad = brisk_st_utf8_bad(h, (size_t)hn);
+    size_t bad = brisk_utf8_bad(h, (size_t)hn);
     if (bad != (size_t)-1)
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: header is not valid UTF-8 (byte %zu)", st->name, bad + 8);
     if (memchr(h, 0, (size_t)hn))

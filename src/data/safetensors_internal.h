@@ -9,10 +9,6 @@
 #error "safetensors data is little-endian; brisk reads and writes it in place"
 #endif
 
-/* Offset of the first byte that breaks UTF-8 (overlong forms, surrogates and code
- * points past U+10FFFF included), or (size_t)-1 when all of s[0..n) is valid. */
-size_t brisk_st_utf8_bad(const unsigned char *s, size_t n);
-
 /* A tensor name or metadata key fit for a one-line message: at most ~80 bytes,
  * control bytes shown as '?'. Returns buf. */
 const char *brisk_st_printable(const char *s, char *buf, size_t cap);

@@ -78,7 +78,7 @@ static int cmp_by_layout(const void *a, const void *b) {
 static brisk_status check_text(const char *path, const char *what, const char *s, brisk_error *err) {
     char p[96];
     if (!s) return brisk_errorf(err, BRISK_ERR_INVALID, "%s: %s is NULL", path, what);
-    if (brisk_st_utf8_bad((const unsigned char *)s, strlen(s)) != (size_t)-1)
+    if (brisk_utf8_bad(s, strlen(s)) != (size_t)-1)
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s: %s '%s' is not valid UTF-8", path, what,
                             brisk_st_printable(s, p, sizeof p));
     return BRISK_OK;
@@ -216,11 +216,23 @@ brisk_status brisk_safetensors_write(const char *path, const brisk_st_entry *ent
                          hdr.len, BRISK_ST_MAX_HEADER);
         goto out;
     }
-    size_t tlen = strlen(path) + 32;
+    /* Through a symlink its target is replaced (the link stays); anything but a regular
+     * file is refused rather than replaced. */
+    char target[4096];
+    struct stat tst;
+    if (brisk_path_resolve(path, target, sizeof target) != 0) {
+        s = io_fail(path, "cannot follow its symlinks", errno, err);
+        goto out;
+    }
+    if (stat(target, &tst) == 0 && !S_ISREG(tst.st_mode)) {
+        s = brisk_errorf(err, BRISK_ERR_IO, "%s: exists and is not a regular file; refusing to replace it", path);
+        goto out;
+    }
+    size_t tlen = strlen(target) + 32;
     tmp = malloc(tlen);
     if (!tmp) { s = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path); goto out; }
-    snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
-    s = write_file(path, tmp, &hdr, entries, order, sizes, n, err);
+    snprintf(tmp, tlen, "%s.tmp.%ld", target, (long)getpid());
+    s = write_file(target, tmp, &hdr, entries, order, sizes, n, err);
 out:
     free(order);
     free(sizes);

@@ -2,6 +2,7 @@
  * Philox: every sample is a pure function of (seed, sample index), so any n gives the
  * same first samples. Philox counters here: {sample lo, sample hi, stream, block}. */
 #include "brisk/data.h"
+#include "data/bytes.h"
 #include "data/synth_internal.h"
 
 #include <math.h>
@@ -166,10 +167,10 @@ brisk_status brisk_synth_make(const char *kind, int64_t n, uint64_t seed, brisk_
 
 /* A dataset of equally long 1-D fields as CSV columns (header = field names). */
 static brisk_status write_csv(const char *path, const brisk_dataset *ds, brisk_error *err) {
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open for writing", tmp);
+    brisk_out o;
+    brisk_status st = brisk_out_open(&o, path, err);
+    if (st) return st;
+    FILE *f = o.fp;
     for (int c = 0; c < ds->nfields; c++) fprintf(f, "%s%s", c ? "," : "", ds->fields[c].name);
     fputc('\n', f);
     for (int64_t r = 0; r < ds->count; r++)
@@ -179,12 +180,7 @@ static brisk_status write_csv(const char *path, const brisk_dataset *ds, brisk_e
             else fprintf(f, "%d", ((const int32_t *)t->data)[r]);
             fputc(c + 1 < ds->nfields ? ',' : '\n', f);
         }
-    int bad = ferror(f);
-    if (fclose(f) || bad || rename(tmp, path)) {
-        remove(tmp);
-        return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot write", path);
-    }
-    return BRISK_OK;
+    return brisk_out_commit(&o, err);
 }
 
 brisk_status brisk_synth_write(const char *kind, const char *path, int64_t n, uint64_t seed, brisk_error *err) {

@@ -137,7 +137,12 @@ brisk_status brisk_checkpoint_open(const char *path, brisk_safetensors **out, br
     return BRISK_OK;
 }
 
-static int64_t meta_int(const brisk_safetensors *st, const char *key, int required, const char **bad) {
+/* Bounds a checkpoint's counters can reach (train.max_steps and train.epochs are bounded by
+ * the config the same way): a larger value is a damaged or hand-made file, not a run. */
+#define META_MAX_STEP (INT64_C(1) << 40)
+#define META_MAX_EPOCH (INT64_C(1) << 24)
+
+static int64_t meta_int(const brisk_safetensors *st, const char *key, int required, int64_t max, const char **bad) {
     const char *v = brisk_safetensors_meta(st, key);
     if (!v) {
         if (required && !*bad) *bad = key;
@@ -146,7 +151,7 @@ static int64_t meta_int(const brisk_safetensors *st, const char *key, int requir
     char *end;
     errno = 0;
     long long x = strtoll(v, &end, 10);
-    if (errno || *end || end == v || x < 0) {
+    if (errno || *end || end == v || x < 0 || x > max) {
         if (!*bad) *bad = key;
         return 0;
     }
@@ -156,21 +161,28 @@ static int64_t meta_int(const brisk_safetensors *st, const char *key, int requir
 brisk_status brisk_checkpoint_state(const brisk_safetensors *st, brisk_ckpt_state *out, brisk_error *err) {
     memset(out, 0, sizeof *out);
     const char *bad = NULL;
-    out->step = meta_int(st, "step", 1, &bad);
-    out->epoch = meta_int(st, "epoch", 1, &bad);
-    out->position = meta_int(st, "position", 1, &bad);
-    out->nan_skipped = meta_int(st, "nan_skipped", 0, &bad);
-    out->samples = brisk_safetensors_meta(st, "samples") ? meta_int(st, "samples", 0, &bad) : -1;
+    out->step = meta_int(st, "step", 1, META_MAX_STEP, &bad);
+    out->epoch = meta_int(st, "epoch", 1, META_MAX_EPOCH, &bad);
+    out->position = meta_int(st, "position", 1, INT64_C(1) << 53, &bad);
+    out->nan_skipped = meta_int(st, "nan_skipped", 0, META_MAX_STEP, &bad);
+    out->samples = brisk_safetensors_meta(st, "samples") ? meta_int(st, "samples", 0, INT64_C(1) << 62, &bad) : -1;
     if (bad)
-        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: metadata '%s' is missing or not a non-negative integer",
-                            brisk_safetensors_name(st), bad);
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: metadata '%s' is missing or not an integer in [0, %lld]",
+                            brisk_safetensors_name(st), bad,
+                            (long long)(strcmp(bad, "epoch") == 0 ? META_MAX_EPOCH : strcmp(bad, "position") == 0
+                                        ? INT64_C(1) << 53 : META_MAX_STEP));
     const char *opt = brisk_safetensors_meta(st, "optimizer");
     if (!opt || (strcmp(opt, "sgd") != 0 && strcmp(opt, "adamw") != 0))
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: metadata 'optimizer' is %s, expected \"sgd\" or \"adamw\"",
                             brisk_safetensors_name(st), opt ? "not one of them" : "missing");
     out->sgd = strcmp(opt, "sgd") == 0;
     const char *best = brisk_safetensors_meta(st, "best_val_loss");
-    out->best_val = best ? strtod(best, NULL) : NAN;
+    char *end = NULL;
+    out->best_val = best ? strtod(best, &end) : NAN;
+    /* "nan" (no validation yet) or a finite loss; "garbage" is not 0 */
+    if (best && (end == best || *end || isinf(out->best_val) || out->best_val < 0))
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: metadata 'best_val_loss' is \"%.40s\", expected a finite loss "
+                            ">= 0 or nan", brisk_safetensors_name(st), best);
     out->config = brisk_safetensors_meta(st, "config");
     if (!out->config)
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: metadata 'config' is missing", brisk_safetensors_name(st));

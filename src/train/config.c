@@ -45,6 +45,12 @@ static void read_hidden(brisk_json_reader *r, brisk_model_spec *m, int def_n, in
 
 static void copy_str(char *dst, size_t n, const char *src) { snprintf(dst, n, "%s", src ? src : ""); }
 
+/* A path key: an error when it does not fit, never a silently shorter path. */
+static void copy_path(brisk_json_reader *r, const char *key, char *dst, size_t n, const char *src) {
+    if (src && strlen(src) >= n) brisk_json_fail(r, key, "longer than %zu bytes (%zu)", n - 1, strlen(src));
+    copy_str(dst, n, src);
+}
+
 /* lstm and transformer: windows x [seq_len, inputs] -> outputs. */
 static void read_sequence_model(brisk_json_reader *r, brisk_model_spec *m) {
     int v;
@@ -226,9 +232,9 @@ static void read_data(brisk_json_reader *root, brisk_data_spec *d) {
     brisk_json_object_opt(root, "data", &r, NULL);
     const char *s;
     brisk_json_string_or(&r, "train", "", &s);
-    copy_str(d->train, sizeof d->train, s);
+    copy_path(&r, "train", d->train, sizeof d->train, s);
     brisk_json_string_or(&r, "validation", "", &s);
-    copy_str(d->validation, sizeof d->validation, s);
+    copy_path(&r, "validation", d->validation, sizeof d->validation, s);
     double vf;
     /* a validation file replaces the split: all of data.train trains */
     if (d->validation[0] && brisk_json_has(&r, "validation_fraction"))
@@ -252,7 +258,8 @@ static void read_data(brisk_json_reader *root, brisk_data_spec *d) {
         brisk_json_fail(&r, "fields", "windows make the fields x and y themselves; give data.windows or data.fields, not both");
     if (!present || !f.obj) return;
     /* "fields": {"x": "features", "y": "label"} for npz members, or
-     *           {"x": ["open", "close"], "y": "label"} for CSV columns */
+     *           {"x": ["open", "close"], "y": "label"} for CSV columns, where
+     *           "f0:f63" is every column from f0 through f63 in the header's order */
     for (const cJSON *c = f.obj->child; c; c = c->next) {
         if (d->n_fields == BRISK_MAX_FIELDS) {
             brisk_json_fail(&f, c->string, "at most %d fields", BRISK_MAX_FIELDS);
@@ -260,22 +267,36 @@ static void read_data(brisk_json_reader *root, brisk_data_spec *d) {
         }
         int i = d->n_fields++;
         copy_str(d->field_names[i], sizeof d->field_names[i], c->string);
+        const char **cols = NULL;
+        size_t n = 0;
         if (cJSON_IsString(c)) {
             brisk_json_string(&f, c->string, &s);
-            copy_str(d->field_sources[i][0], sizeof d->field_sources[i][0], s);
-            d->field_n_sources[i] = 1;
-        } else {
-            const char **cols = NULL;
-            size_t n = 0;
-            if (brisk_json_strings(&f, c->string, true, &cols, &n) == BRISK_OK) {
-                if (n == 0 || n > 8) brisk_json_fail(&f, c->string, "expected 1 to 8 column names, got %zu", n);
-                for (size_t k = 0; k < n && k < 8; k++)
-                    copy_str(d->field_sources[i][k], sizeof d->field_sources[i][k], cols[k]);
-                d->field_n_sources[i] = (int)(n < 8 ? n : 8);
-            }
-            free(cols);
+            cols = &s;
+            n = 1;
+        } else if (brisk_json_strings(&f, c->string, true, &cols, &n) == BRISK_OK && n == 0) {
+            brisk_json_fail(&f, c->string, "expected a member name or a list of column names, got []");
         }
+        /* NUL-separated into one buffer: any number of columns, ranges ("f0:f63") for wide ones */
+        size_t used = 0;
+        for (size_t k = 0; k < n && cols[k]; k++) {
+            size_t len = strlen(cols[k]) + 1;
+            if (len == 1) brisk_json_fail(&f, c->string, "column %zu: an empty name", k);
+            if (used + len > sizeof d->field_sources[i]) {
+                brisk_json_fail(&f, c->string, "%zu column names take more than %zu bytes; give a range \"first:last\"",
+                                n, sizeof d->field_sources[i] - 1);
+                break;
+            }
+            memcpy(d->field_sources[i] + used, cols[k], len);
+            used += len;
+            d->field_n_sources[i]++;
+        }
+        if (cols != &s) free(cols);
     }
+}
+
+void brisk_data_field_sources(const brisk_data_spec *d, int j, const char **out) {
+    const char *p = d->field_sources[j];
+    for (int k = 0; k < d->field_n_sources[j]; k++, p += strlen(p) + 1) out[k] = p;
 }
 
 static void read_optim(brisk_json_reader *root, brisk_optim_spec *o) {
@@ -341,7 +362,7 @@ static void read_train(brisk_json_reader *root, const char *name, brisk_train_sp
     snprintf(def, sizeof def, "runs/%s", name);
     const char *s;
     brisk_json_string_or(&r, "out_dir", def, &s);
-    copy_str(t->out_dir, sizeof t->out_dir, s);
+    copy_path(&r, "out_dir", t->out_dir, sizeof t->out_dir, s);
     brisk_json_int_or(&r, "keep_checkpoints", 3, 0, 1 << 20, &t->keep_checkpoints);
     brisk_json_number_or(&r, "checkpoint_minutes", 30.0, BRISK_GE(0), &t->checkpoint_minutes);
     brisk_json_int64_or(&r, "skip_nan_steps", 0, 0, INT64_C(1) << 40, &t->skip_nan_steps);
@@ -377,7 +398,7 @@ static void read_speed(brisk_json_reader *root, brisk_speed_spec *sp) {
     brisk_json_bool_or(&r, "deterministic", false, &b), sp->deterministic = b;
     const char *s;
     brisk_json_string_or(&r, "autotune_cache", "", &s);
-    copy_str(sp->autotune_cache, sizeof sp->autotune_cache, s);
+    copy_path(&r, "autotune_cache", sp->autotune_cache, sizeof sp->autotune_cache, s);
     read_memory_limit(&r, sp);
 }
 
@@ -442,4 +463,20 @@ brisk_status brisk_config_parse(const char *json, const char *label, const char 
 void brisk_config_free(brisk_config *cfg) {
     free(cfg->json);
     cfg->json = NULL;
+}
+
+brisk_status brisk_config_walk(const char *json, const char *label, brisk_json_recorder fn, void *user,
+                               brisk_error *err) {
+    brisk_config *cfg = calloc(1, sizeof *cfg);
+    brisk_json *doc = NULL;
+    brisk_status st = cfg ? brisk_json_parse(json, strlen(json), label, &doc, err)
+                          : brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+    if (!st) {
+        brisk_json_record(doc, fn, user);
+        st = from_doc(doc, label, NULL, 0, cfg, err);
+    }
+    brisk_json_free(doc);
+    if (cfg) brisk_config_free(cfg);
+    free(cfg);
+    return st;
 }

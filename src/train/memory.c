@@ -3,7 +3,11 @@
  * gradient and moment arenas; to these the trainer adds what it allocates around them
  * on the host: the loader's batch slots (one per prefetched batch, and one for the
  * validation loader) and the staging copy of parameters and moments a checkpoint is
- * written from. The dataset itself is loaded by then and already counted as used.
+ * written from. The dataset is loaded by then: what the machine reports as available
+ * already excludes it, but an explicit limit (speed.memory_limit, BRISK_MEMORY_LIMIT)
+ * covers the whole run, so there its bytes are added. Before the data is loaded, its size
+ * read from the file's headers is checked against the same limit, so a data set that
+ * cannot fit (a small deflated NPZ of 8 GB) is refused before it is inflated.
  *
  * Available memory is the smallest of the kernel's MemAvailable, the room left under
  * the cgroup's limit (a SLURM job's real ceiling) and under an address-space limit
@@ -142,6 +146,23 @@ int64_t brisk_memory_available(const brisk_config *cfg, char *source, size_t n) 
     return avail;
 }
 
+static int explicit_limit(const char *source) { return strcmp(source, "speed.memory_limit") == 0 || strcmp(source, "BRISK_MEMORY_LIMIT") == 0; }
+
+brisk_status brisk_memory_check_data(const brisk_config *cfg, const char *path, int64_t bytes, brisk_error *err) {
+    char source[64];
+    int64_t avail = brisk_memory_available(cfg, source, sizeof source);
+    if (bytes <= avail) return BRISK_OK;
+    return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: loading this data set needs %.1f MiB, but %.1f MiB are available (%s); "
+                        "%s", path, bytes / MIB, avail / MIB, source,
+                        explicit_limit(source) ? "raise the limit or use a smaller data set" : "use a smaller data set");
+}
+
+static int64_t data_bytes(const brisk_trainer *t) {
+    int64_t n = 0;
+    for (int i = 0; i < t->data.nfields; i++) n += (int64_t)brisk_tensor_bytes(&t->data.fields[i].tensor);
+    return n;
+}
+
 /* What a run needs on top of the data: the plan plus the trainer's host buffers. */
 static void needed_parts(const brisk_plan *p, int prefetch, int64_t parts[4]) {
     int slots = (prefetch > 0 ? prefetch : 1) + 1;
@@ -187,10 +208,11 @@ static int64_t largest_fitting(const brisk_config *cfg, int64_t hi, int64_t avai
 brisk_status brisk_memory_fit(brisk_trainer *t, brisk_error *err) {
     char source[64];
     int64_t avail = brisk_memory_available(&t->cfg, source, sizeof source), parts[4];
+    int64_t data = explicit_limit(source) ? data_bytes(t) : 0;
     needed_parts(&t->plan, t->cfg.speed.prefetch, parts);
-    int64_t need = parts[0] + parts[1] + parts[2] + parts[3];
+    int64_t need = data + parts[0] + parts[1] + parts[2] + parts[3];
     if (need <= avail) return BRISK_OK;
-    int64_t B = t->cfg.train.batch_size, fit = largest_fitting(&t->cfg, B - 1, avail);
+    int64_t B = t->cfg.train.batch_size, fit = largest_fitting(&t->cfg, B - 1, avail - data);
     char hint[160];
     if (fit > 0)
         snprintf(hint, sizeof hint, "the largest train.batch_size that fits is %" PRId64 " (--batch-size %" PRId64
@@ -198,17 +220,18 @@ brisk_status brisk_memory_fit(brisk_trainer *t, brisk_error *err) {
     else
         snprintf(hint, sizeof hint, "not even train.batch_size 1 fits: use a smaller model or free memory");
     return brisk_errorf(err, BRISK_ERR_NOMEM,
-                        "%s: this run needs %.1f MiB at train.batch_size %" PRId64 " (activations %.1f, parameters, "
-                        "gradients and optimizer moments %.1f, batches %.1f, checkpoint staging %.1f), but %.1f MiB "
-                        "are available (%s); %s",
-                        t->cfg.path, need / MIB, B, parts[0] / MIB, parts[1] / MIB, parts[2] / MIB, parts[3] / MIB,
-                        avail / MIB, source, hint);
+                        "%s: this run needs %.1f MiB at train.batch_size %" PRId64 " (data %.1f, activations %.1f, "
+                        "parameters, gradients and optimizer moments %.1f, batches %.1f, checkpoint staging %.1f), but "
+                        "%.1f MiB are available (%s); %s",
+                        t->cfg.path, need / MIB, B, data / MIB, parts[0] / MIB, parts[1] / MIB, parts[2] / MIB,
+                        parts[3] / MIB, avail / MIB, source, hint);
 }
 
 brisk_status brisk_memory_auto_batch(brisk_trainer *t, int64_t max_batch, brisk_error *err) {
     char source[64];
     int64_t avail = brisk_memory_available(&t->cfg, source, sizeof source);
-    int64_t fit = largest_fitting(&t->cfg, max_batch, avail);
+    if (explicit_limit(source)) avail -= data_bytes(t);
+    int64_t fit = avail > 0 ? largest_fitting(&t->cfg, max_batch, avail) : 0;
     if (fit == 0)
         return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: train.batch_size auto: not even a batch of 1 fits in the %.1f MiB "
                             "available (%s); this run needs %.1f MiB at batch 1", t->cfg.path, avail / MIB, source,

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "train/trainer_internal.h"
 
@@ -17,6 +18,17 @@ void brisk_softmax_rows(float *x, int64_t rows, int64_t c) {
     }
 }
 
+static int ends_with(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+/* A device or FIFO (/dev/stdout, a named pipe) takes .npy whatever its name. */
+static int is_device(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode));
+}
+
 brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, const char *output_npy,
                                 const brisk_logger *log, brisk_error *err) {
     brisk_config cfg;
@@ -29,6 +41,12 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
     brisk_exec *ex = NULL;
     brisk_backend *be = NULL;
     float *buf = NULL;
+    int to_csv = ends_with(output_npy, ".csv");
+    if (!to_csv && !ends_with(output_npy, ".npy") && strcmp(output_npy, "-") != 0 && !is_device(output_npy)) {
+        st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: expected an output ending in .npy or .csv (the format is taken "
+                          "from it), or - for .npy on standard output", output_npy);
+        goto out;
+    }
     if (m->type == BRISK_MODEL_DIFFUSION) {
         st = brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: predict takes one input array, and a diffusion model needs "
                           "coarse fields, x_t and t: it makes fine fields by sampling (brisk sample)", checkpoint);
@@ -71,7 +89,18 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
         goto out;
     for (int64_t i = 0; m->task == BRISK_TASK_REGRESS && i < N * C; i++)
         ((float *)y.data)[i] = ((float *)y.data)[i] * tstd + tmean;
-    if ((st = brisk_npy_write(output_npy, &y, err))) goto out;
+    /* The input was checked finite: a NaN or inf here comes from the weights. */
+    int64_t bad = 0;
+    for (int64_t i = 0; i < N * C; i++) bad += !isfinite(((const float *)y.data)[i]);
+    if (bad) {
+        st = brisk_errorf(err, BRISK_ERR_NUMERIC, "%s: %lld of the %lld predicted values are NaN or inf although the input "
+                          "is finite: the checkpoint's weights are not usable (NaN or overflowing); nothing written",
+                          checkpoint, (long long)bad, (long long)(N * C));
+        goto out;
+    }
+    if ((st = to_csv ? brisk_csv_write(output_npy, &y, m->task == BRISK_TASK_CLASSIFY ? "p" : "y", err)
+                     : brisk_npy_write(output_npy, &y, err)))
+        goto out;
     brisk_log(log, BRISK_LOG_INFO, "predict   %lld rows -> %s [%lld, %lld] (%s)", (long long)N, output_npy, (long long)N,
               (long long)C, m->task == BRISK_TASK_CLASSIFY ? "class probabilities" : "regression outputs");
 out:

@@ -94,9 +94,30 @@ static void report_active(brisk_trainer *t) {
 }
 
 
+/* Class labels must index the model's outputs: checked once at load, where the file and the
+ * row can still be named, rather than at the first step inside a shuffled batch. */
+static brisk_status check_labels(const brisk_trainer *t, const brisk_dataset *ds, int k, const brisk_model_field *f,
+                                 brisk_error *err) {
+    const brisk_tensor *y = &ds->fields[k].tensor;
+    int64_t C = t->cfg.model.outputs, n = brisk_shape_numel(&y->shape);
+    const int32_t *v = (const int32_t *)y->data;
+    int64_t i = 0;
+    while (i < n && v[i] >= 0 && v[i] < C) i++;
+    if (i == n) return BRISK_OK;
+    const brisk_data_spec *d = &t->cfg.data;
+    int j = 0;
+    while (j < d->n_fields && strcmp(d->field_names[j], f->name) != 0) j++;
+    const char *src = j < d->n_fields ? d->field_sources[j] : f->name;
+    int csv = strlen(ds->source) > 4 && strcmp(ds->source + strlen(ds->source) - 4, ".csv") == 0;
+    return brisk_errorf(err, BRISK_ERR_INVALID, "%s: field '%s' (%s '%s'), row %lld%s: class label %d is outside [0, %lld): "
+                        "model.outputs is %lld", ds->source, f->name, csv ? "CSV column" : "npz member", src,
+                        (long long)i, csv ? " (the data row after the header)" : "", v[i], (long long)C, (long long)C);
+}
+
 /* Maps the fields of ds to the model's (map: NULL, or the dataset field of each model
- * field); per-sample shapes must be what the model was configured for (an mlp's flat
- * input also takes a window of the same size: the bytes are the same). */
+ * field); per-sample shapes must be what the model was configured for (a flat input also
+ * takes samples of the same size in another shape, as an mlp's [64] takes [64, 1] or a
+ * window, and a one-output regressor's [1] takes scalars [N]: the bytes are the same). */
 static brisk_status bind_fields(brisk_trainer *t, const brisk_dataset *ds, int *map, brisk_error *err) {
     for (int i = 0; i < t->io.n_fields; i++) {
         const brisk_model_field *f = &t->io.fields[i];
@@ -106,7 +127,7 @@ static brisk_status bind_fields(brisk_trainer *t, const brisk_dataset *ds, int *
             return brisk_errorf(err, BRISK_ERR_INVALID, "%s: no field '%s', which the model (%s) takes", ds->source,
                                 f->name, t->cfg.path);
         brisk_shape s = brisk_dataset_sample_shape(ds, k);
-        int flat = f->sample.ndim == 1 && s.ndim > 1 && brisk_shape_numel(&s) == f->sample.d[0];
+        int flat = f->sample.ndim == 1 && s.ndim != 1 && brisk_shape_numel(&s) == f->sample.d[0];
         if (!brisk_shape_equal(&s, &f->sample) && !flat) {
             char a[64], b[64];
             return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' has samples of shape %s, the model (%s) expects %s",
@@ -117,6 +138,10 @@ static brisk_status bind_fields(brisk_trainer *t, const brisk_dataset *ds, int *
             return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' holds %s, the model (%s) expects %s", ds->source,
                                 f->name, brisk_dtype_name(ds->fields[k].tensor.dtype), t->cfg.path,
                                 brisk_dtype_name(f->dtype));
+        if (f->dtype == BRISK_I32 && t->cfg.model.task == BRISK_TASK_CLASSIFY && ds->fields[k].window == 0) {
+            brisk_status st = check_labels(t, ds, k, f, err);
+            if (st) return st;
+        }
         if (map) map[i] = k;
     }
     return BRISK_OK;
@@ -227,7 +252,7 @@ static brisk_status load_data(brisk_trainer *t, brisk_error *err) {
         return bind_data(t, err);
     }
     brisk_field_spec specs[BRISK_MAX_FIELDS];
-    const char *cols[BRISK_MAX_FIELDS][8];
+    const char *own[BRISK_MAX_FIELDS], **cols[BRISK_MAX_FIELDS] = {0};
     int csv = ends_with(d->train, ".csv");
     for (int j = 0; j < d->n_fields; j++) {
         int known = 0;
@@ -240,27 +265,36 @@ static brisk_status load_data(brisk_trainer *t, brisk_error *err) {
                                 t->cfg.path, d->field_names[j], list);
         }
     }
-    for (int i = 0; i < t->io.n_fields; i++) {
+    brisk_status st = BRISK_OK;
+    for (int i = 0; i < t->io.n_fields && !st; i++) {
         const brisk_model_field *f = &t->io.fields[i];
         int j = 0;
         while (j < d->n_fields && strcmp(d->field_names[j], f->name) != 0) j++;
         specs[i] = (brisk_field_spec){.name = f->name, .dtype = f->dtype};
         if (j < d->n_fields) {
-            for (int k = 0; k < d->field_n_sources[j]; k++) cols[i][k] = d->field_sources[j][k];
+            if (!(cols[i] = malloc((size_t)d->field_n_sources[j] * sizeof *cols[i] + 1))) {
+                st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+                break;
+            }
+            brisk_data_field_sources(d, j, cols[i]);
             specs[i].member = cols[i][0];
             specs[i].columns = cols[i];
             specs[i].ncolumns = d->field_n_sources[j];
         } else {
-            cols[i][0] = f->name;
-            specs[i].columns = cols[i];
+            own[i] = f->name;
+            specs[i].columns = &own[i];
             specs[i].ncolumns = 1;
         }
         if (!csv && j < d->n_fields && d->field_n_sources[j] > 1)
-            return brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.fields.%s: a list of columns needs a .csv file, %s is not one",
-                                t->cfg.path, f->name, d->train);
+            st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.fields.%s: a list of columns needs a .csv file, %s is not one",
+                              t->cfg.path, f->name, d->train);
     }
-    brisk_status st = csv ? brisk_dataset_load_csv(&t->data, d->train, specs, t->io.n_fields, err)
-                          : brisk_dataset_load_npz(&t->data, d->train, specs, t->io.n_fields, err);
+    int64_t bytes = 0;
+    if (!st && !(st = brisk_dataset_estimate(d->train, specs, t->io.n_fields, csv, &bytes, err)))
+        st = brisk_memory_check_data(&t->cfg, d->train, bytes, err);
+    if (!st)
+        st = csv ? brisk_dataset_load_csv(&t->data, d->train, specs, t->io.n_fields, err)
+                 : brisk_dataset_load_npz(&t->data, d->train, specs, t->io.n_fields, err);
     /* data.validation: the same fields (members or columns) from another file */
     if (!st && d->validation[0])
         st = ends_with(d->validation, ".csv") != csv
@@ -268,6 +302,7 @@ static brisk_status load_data(brisk_trainer *t, brisk_error *err) {
                                 t->cfg.path, d->validation, csv ? ".csv" : ".npz", d->train)
              : csv ? brisk_dataset_load_csv(&t->val_data, d->validation, specs, t->io.n_fields, err)
                    : brisk_dataset_load_npz(&t->val_data, d->validation, specs, t->io.n_fields, err);
+    for (int i = 0; i < t->io.n_fields; i++) free(cols[i]);
     return st ? st : bind_data(t, err);
 }
 

@@ -27,6 +27,32 @@ expect batch-too-big 'batch_size is 100000' -- "$brisk" train good.json --batch-
 expect unknown-field 'data.fields: unknown field "z"' -- "$brisk" train good.json --set 'data.fields={"z": "x"}'
 expect missing-member 'tab.npz' -- "$brisk" train good.json --set 'data.fields={"x": "features"}'
 
+# the command line: one syntax and exit status 2 for every command
+usage() { # usage NAME PATTERN -- command...: exit status exactly 2, the message matching
+  local name=$1 pat=$2; shift 3
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  if [ $rc -eq 2 ] && printf '%s' "$out" | grep -qE -- "$pat"; then pass=$((pass + 1)); echo "ok   $name"
+  else fail=$((fail + 1)); echo "FAIL $name (exit $rc): $out"; fi
+}
+for c in train predict info synth check bench sample; do
+  usage "unknown-option-$c" "$c: unknown option '--frob'" -- "$brisk" $c --frob
+done
+usage info-names-flag "info: unknown option '--frob'" -- "$brisk" info run/last.safetensors --frob
+usage predict-missing-value 'predict: --input: missing value' -- "$brisk" predict run/last.safetensors --input
+usage train-missing-value 'train: --lr: missing value' -- "$brisk" train good.json --lr
+usage switch-with-value "--quiet takes no value" -- "$brisk" train good.json --quiet=1
+for n in -5 0 1e3 5abc ""; do
+  usage "synth-samples[$n]" "--samples '$n': expected a whole number" -- "$brisk" synth tabular s.npz --samples "$n"
+done
+usage synth-samples-eq "--samples '1e3': expected a whole number" -- "$brisk" synth tabular s.npz --samples=1e3
+usage sample-members "--members '0': expected a whole number from 1" -- "$brisk" sample run/last.safetensors --coarse c.npy --output f.npy --members 0
+out=$("$brisk" train good.json --out=run_eq --max-steps=1 --quiet 2>&1) && [ -f run_eq/last.safetensors ] &&
+  pass=$((pass + 1)) && echo "ok   flag=value" || { fail=$((fail + 1)); echo "FAIL flag=value: $out"; }
+cp good.json ./-dash.json
+out=$("$brisk" train --out run_dd --max-steps 1 --quiet -- -dash.json 2>&1) && [ -f run_dd/last.safetensors ] &&
+  pass=$((pass + 1)) && echo "ok   double-dash" || { fail=$((fail + 1)); echo "FAIL double-dash: $out"; }
+
 # data files
 head -c 100 tab.npz > trunc.npz
 expect truncated-npz 'trunc.npz' -- "$brisk" train good.json --set data.train=trunc.npz
@@ -50,11 +76,68 @@ import numpy as np
 np.savez("labels.npz", x=np.zeros((1024, 64), np.float32), y=np.full(1024, 7, np.int32))
 P
 
+# wide CSV fields: 64 features by a range, by a list, and a bad range
+/usr/bin/python3 - <<'P' 2>/dev/null
+import numpy as np
+r = np.random.default_rng(0); x = r.standard_normal((256, 64)).astype(np.float32); y = (x[:, 0] > 0).astype(int)
+with open("wide.csv", "w") as f:
+    f.write(",".join(f"f{i}" for i in range(64)) + ",label\n")
+    for row, lab in zip(x, y): f.write(",".join(f"{v:.6f}" for v in row) + f",{lab}\n")
+P
+if [ -f wide.csv ]; then
+  out=$("$brisk" train good.json --set data.train=wide.csv --set 'data.fields={"x": "f0:f63", "y": "label"}' --out run_wide --quiet 2>&1) &&
+    pass=$((pass + 1)) && echo "ok   csv-range-64" || { fail=$((fail + 1)); echo "FAIL csv-range-64: $out"; }
+  list=$(/usr/bin/python3 -c 'print(",".join(f"\"f{i}\"" for i in range(64)))')
+  out=$("$brisk" train good.json --set data.train=wide.csv --set "data.fields={\"x\": [$list], \"y\": \"label\"}" --out run_wide2 --quiet 2>&1) &&
+    pass=$((pass + 1)) && echo "ok   csv-list-64" || { fail=$((fail + 1)); echo "FAIL csv-list-64: $out"; }
+  expect csv-bad-range "wide.csv: column range 'f0:f64': no column 'f64' in the header" -- "$brisk" train good.json --set data.train=wide.csv --set 'data.fields={"x": "f0:f64", "y": "label"}'
+fi
+printf 'a,b,y\n1,2,0\n3,4\0009,1\n' > nulcell.csv
+expect csv-nul-cell 'nulcell.csv: line 3, field 2: a NUL byte' -- "$brisk" train good.json --set data.train=nulcell.csv --set 'data.fields={"x": ["a", "b"], "y": "y"}' --set model.inputs=2
+
+# a small deflated file whose data set exceeds the memory limit: refused before inflating
+/usr/bin/python3 -c 'import numpy as np; np.savez_compressed("bomb.npz", x=np.zeros((1 << 20, 64), np.float32), y=np.zeros(1 << 20, np.int32))' 2>/dev/null &&
+  expect data-over-limit 'bomb.npz: loading this data set needs 260.0 MiB, but 64.0 MiB are available \(speed.memory_limit\)' -- "$brisk" train good.json --set data.train=bomb.npz --memory-limit 64MiB
+expect data-in-plan 'this run needs .* \(data 0.3, activations' -- "$brisk" train good.json --memory-limit 300KiB --batch-size 512 --out run_mem2
+
+# labels and targets: checked at load with file, member and row; float labels suggest regression
+/usr/bin/python3 - <<'P' 2>/dev/null
+import numpy as np
+x = np.zeros((1024, 64), np.float32)
+y = np.zeros(1024, np.int32); y[700] = 3
+np.savez("label3.npz", x=x, y=y)
+np.savez("floaty.npz", x=x, y=np.random.rand(1024).astype(np.float32))
+P
+expect label-at-load "label3.npz: field 'y' \(npz member 'y'\), row 700: class label 3 is outside \[0, 3\)" -- "$brisk" train good.json --set data.train=label3.npz
+expect float-labels 'floaty.npz: field .y. .* holds float32 values \[1024\].*set model.task to "regress"' -- "$brisk" train good.json --set data.train=floaty.npz
+out=$("$brisk" train good.json --set data.train=floaty.npz --set model.task=regress --set model.outputs=1 --out run_reg1 --quiet 2>&1) &&
+  pass=$((pass + 1)) && echo "ok   regression-1d-target" || { fail=$((fail + 1)); echo "FAIL regression-1d-target: $out"; }
+expect out-dir-too-long 'train.out_dir: longer than 1023 bytes' -- "$brisk" train good.json --out "$(printf 'd%.0s' $(seq 1 1100))"
+
+# text from files reaches the terminal escaped: no raw ESC from member names or metadata
+/usr/bin/python3 -c 'import numpy as np; np.savez("esc.npz", **{"x\x1b]0;pwned\x07": np.zeros((4, 64), np.float32)})' 2>/dev/null &&
+  { out=$("$brisk" train good.json --set data.train=esc.npz 2>&1); printf '%s' "$out" | grep -q $'\x1b' &&
+    { fail=$((fail + 1)); echo "FAIL escapes-member: raw ESC printed"; } ||
+    { printf '%s' "$out" | grep -qF 'x\x1b]0;pwned\x07' && pass=$((pass + 1)) && echo "ok   escapes-member" ||
+      { fail=$((fail + 1)); echo "FAIL escapes-member: $out"; }; }; }
+/usr/bin/python3 - <<'P' 2>/dev/null
+import json, struct
+h = json.dumps({"__metadata__": {"note\x1b[2J": "v\x1b[31mred"}, "w\x1b[1A": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}).encode()
+h += b" " * (-len(h) % 8)
+open("esc.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + b"\0\0\0\0")
+P
+if [ -f esc.safetensors ]; then
+  out=$("$brisk" info esc.safetensors 2>&1)
+  if printf '%s' "$out" | grep -q $'\x1b'; then fail=$((fail + 1)); echo "FAIL escapes-info: raw ESC printed"
+  elif printf '%s' "$out" | grep -qF 'w\x1b[1A' && printf '%s' "$out" | grep -qF 'v\x1b[31mred'; then pass=$((pass + 1)); echo "ok   escapes-info"
+  else fail=$((fail + 1)); echo "FAIL escapes-info: $out"; fi
+fi
+
 # training faults
 expect diverges 'training loss is (NaN|infinite); .*lower optim.lr' -- "$brisk" train good.json --lr 1e30 --set optim.type=sgd --out run_div
-expect memory-limit 'this run needs .* MiB are available \(speed.memory_limit\); the largest train.batch_size that fits is [0-9]+' -- "$brisk" train good.json --memory-limit 200KiB --batch-size 512 --out run_mem
+expect memory-limit 'this run needs .* MiB are available \(speed.memory_limit\); the largest train.batch_size that fits is [0-9]+' -- "$brisk" train good.json --memory-limit 600KiB --batch-size 512 --out run_mem
 expect batch-size-word 'train.batch_size: expected an integer in \[1, 16777216\] or "auto"' -- "$brisk" train good.json --batch-size lots
-out=$("$brisk" train good.json --batch-size auto --memory-limit 200KiB --out run_auto --max-steps 1 2>&1) &&
+out=$("$brisk" train good.json --batch-size auto --memory-limit 600KiB --out run_auto --max-steps 1 2>&1) &&
   printf '%s' "$out" | grep -q "batch     auto: [0-9]*, the largest that fits" && pass=$((pass + 1)) && echo "ok   batch-auto" ||
   { fail=$((fail + 1)); echo "FAIL batch-auto: $out"; }
 out=$("$brisk" train good.json --resume auto --out run_fresh --max-steps 1 2>&1) && printf '%s' "$out" | grep -q "no checkpoint in run_fresh yet" &&

@@ -10,3 +10,10 @@ add_test(NAME cli.sequence COMMAND ${CMAKE_CURRENT_LIST_DIR}/sequence.sh $<TARGE
 add_test(NAME cli.sequence_variants COMMAND ${CMAKE_CURRENT_LIST_DIR}/sequence_variants.sh $<TARGET_FILE:brisk_cli>
   ${CMAKE_BINARY_DIR}/cli_sequence_variants ${CMAKE_BINARY_DIR}/pydeps)
 set_tests_properties(cli.sequence_variants PROPERTIES SKIP_RETURN_CODE 77)
+# Output paths: symlinks followed, devices and FIFOs written in place, "-" for stdout.
+add_test(NAME cli.outputs COMMAND ${CMAKE_CURRENT_LIST_DIR}/outputs.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_outputs)
+# docs/config.md is generated from the config reader: fails when it drifts.
+add_test(NAME cli.config_reference COMMAND ${CMAKE_CURRENT_LIST_DIR}/config_reference.sh $<TARGET_FILE:brisk_cli> ${CMAKE_SOURCE_DIR})
+# make install: a temporary prefix, and a C program built against it with pkg-config and find_package.
+add_test(NAME cli.install COMMAND ${CMAKE_CURRENT_LIST_DIR}/install.sh ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/cli_install
+  ${CMAKE_COMMAND} ${CMAKE_C_COMPILER})

@@ -43,10 +43,10 @@ P
   expect ddpm-steps 'ddpm sampling takes all 10' -- "$brisk" sample run/last.safetensors --coarse c.npy --output o.npy --steps 4
   expect bad-eta 'eta' -- "$brisk" sample run/last.safetensors --coarse c.npy --output o.npy --method ddim --eta 2
 fi
-expect usage 'usage: brisk sample' -- "$brisk" sample run/last.safetensors
+expect usage 'sample: --coarse is required \(see brisk sample --help\)' -- "$brisk" sample run/last.safetensors
 expect bad-method "--method 'euler'" -- "$brisk" sample run/last.safetensors --coarse c.npy --output o.npy --method euler
 expect bad-members "--members 'x'" -- "$brisk" sample run/last.safetensors --coarse c.npy --output o.npy --members x
-expect zero-members 'at least 1' -- "$brisk" sample run/last.safetensors --coarse c.npy --output o.npy --members 0
+expect zero-members '--members .0.: expected a whole number from 1' -- "$brisk" sample run/last.safetensors --coarse c.npy --output o.npy --members 0
 expect unknown-flag "unknown option '--frob'" -- "$brisk" sample run/last.safetensors --frob 1
 expect missing-ckpt 'nope.safetensors' -- "$brisk" sample nope.safetensors --coarse c.npy --output o.npy
 "$brisk" synth tabular t.npz --samples 256 >/dev/null

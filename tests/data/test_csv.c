@@ -134,4 +134,35 @@ static void test_large(void) {
     free(text);
 }
 
-TEST_MAIN(T(test_fixture), T(test_syntax), T(test_errors), T(test_large))
+/* A NUL byte in a cell is an error, not a cut; a record past the bounds is refused with its
+ * line before it takes memory; a data row longer than the header stops at once. */
+static void test_bounds(void) {
+    brisk_error err;
+    brisk_tensor t;
+    const char nul[] = "a,b\n1,2\n3,4\0" "5\n";
+    CHECK(brisk_csv_parse(nul, sizeof nul - 1, "n.csv", NULL, 0, BRISK_F32, &t, &err) == BRISK_ERR_FORMAT);
+    CHECK(has(&err, "n.csv: line 3, field 2: a NUL byte; expected text"));
+    const char qnul[] = "a,b\n\"x\0y\",2\n";
+    CHECK(brisk_csv_parse(qnul, sizeof qnul - 1, "q.csv", NULL, 0, BRISK_F32, &t, &err) == BRISK_ERR_FORMAT);
+    CHECK(has(&err, "q.csv: line 2, field 1: a NUL byte"));
+    size_t n = (64u << 10) + 16;
+    char *big = malloc(n + 16);
+    REQUIRE(big);
+    memcpy(big, "a\n", 2);
+    memset(big + 2, '1', n - 3);
+    big[n - 1] = '\n';
+    CHECK(brisk_csv_parse(big, n, "long.csv", NULL, 0, BRISK_F32, &t, &err) == BRISK_ERR_FORMAT);
+    CHECK(has(&err, "long.csv: line 2: a record over the limits"));
+    /* a row of a million commas after a 2-column header */
+    size_t m = 4 + 2 + (1u << 20) + 1;
+    char *wide = realloc(big, m);
+    REQUIRE(wide);
+    memcpy(wide, "a,b\n", 4);
+    memset(wide + 4, ',', m - 5);
+    wide[m - 1] = '\n';
+    CHECK(brisk_csv_parse(wide, m, "w.csv", NULL, 0, BRISK_F32, &t, &err) == BRISK_ERR_FORMAT);
+    CHECK(has(&err, "w.csv: line 2: more than the header's 2 fields"));
+    free(wide);
+}
+
+TEST_MAIN(T(test_fixture), T(test_syntax), T(test_errors), T(test_large), T(test_bounds))

@@ -30,7 +30,7 @@ static void test_npz_fields(void) {
     brisk_dataset_free(&ds);
     brisk_field_spec as_i32[] = {{"x", BRISK_I32, NULL, NULL, 0}};
     CHECK(brisk_dataset_load_npz(&ds, p, as_i32, 1, &err) == BRISK_ERR_SHAPE);
-    CHECK(has(&err, "stored.npz: field 'x' (member 'x'): expected an integer array for i32, got float32"));
+    CHECK(has(&err, "stored.npz: field 'x' (member 'x') holds float32 values [4, 3], but the model takes class labels"));
     CHECK(ds.nfields == 0 && ds.fields == NULL);
     brisk_field_spec missing[] = {{"x", BRISK_F32, NULL, NULL, 0}, {"t", BRISK_F32, "target", NULL, 0}};
     CHECK(brisk_dataset_load_npz(&ds, p, missing, 2, &err) == BRISK_ERR_INVALID);
@@ -134,4 +134,59 @@ static void test_csv_fields(void) {
     CHECK(has(&err, "nan.csv: line 3, column 'b': expected an integer label (i32), got 'nan'"));
 }
 
-TEST_MAIN(T(test_npz_fields), T(test_counts_and_nan), T(test_csv_fields))
+/* Wide CSV fields: 100 columns by a range "f0:f99" (header order), a list of any length,
+ * ranges mixed with names, and the errors a bad range gives. */
+static void test_csv_ranges(void) {
+    brisk_error err;
+    char p[1200];
+    size_t cap = 1 << 16, n = 0;
+    char *text = malloc(cap);
+    REQUIRE(text);
+    for (int c = 0; c < 100; c++) n += (size_t)snprintf(text + n, cap - n, "f%d,", c);
+    n += (size_t)snprintf(text + n, cap - n, "label\n");
+    for (int r = 0; r < 3; r++) {
+        for (int c = 0; c < 100; c++) n += (size_t)snprintf(text + n, cap - n, "%d,", r * 1000 + c);
+        n += (size_t)snprintf(text + n, cap - n, "%d\n", r);
+    }
+    REQUIRE(write_file(tpath(p, sizeof p, "wide.csv"), text, n) == 0);
+    free(text);
+    const char *range[] = {"f0:f99"}, *yc[] = {"label"};
+    brisk_field_spec specs[] = {{"x", BRISK_F32, NULL, range, 1}, {"y", BRISK_I32, NULL, yc, 1}};
+    brisk_dataset ds;
+    REQUIRE_OK(brisk_dataset_load_csv(&ds, p, specs, 2, &err), &err);
+    const brisk_tensor *x = brisk_dataset_get(&ds, "x");
+    REQUIRE(x && x->shape.ndim == 2 && x->shape.d[0] == 3 && x->shape.d[1] == 100);
+    CHECK(((float *)x->data)[0] == 0 && ((float *)x->data)[99] == 99 && ((float *)x->data)[2 * 100 + 57] == 2057);
+    brisk_dataset_free(&ds);
+    /* a list of 100 names, and a mix of ranges and names */
+    const char *list[100];
+    char names[100][8];
+    for (int c = 0; c < 100; c++) snprintf(names[c], sizeof names[c], "f%d", 99 - c), list[c] = names[c];
+    const char *mix[] = {"f10:f12", "label", "f98:f99"};
+    brisk_field_spec s2[] = {{"x", BRISK_F32, NULL, list, 100}, {"z", BRISK_F32, NULL, mix, 3}};
+    REQUIRE_OK(brisk_dataset_load_csv(&ds, p, s2, 2, &err), &err);
+    x = brisk_dataset_get(&ds, "x");
+    const brisk_tensor *z = brisk_dataset_get(&ds, "z");
+    REQUIRE(x && z && x->shape.d[1] == 100 && z->shape.d[1] == 6);
+    CHECK(((float *)x->data)[100 + 0] == 1099 && ((float *)x->data)[100 + 99] == 1000);
+    const float want[] = {1010, 1011, 1012, 1, 1098, 1099};
+    for (int c = 0; c < 6; c++) CHECK(((float *)z->data)[6 + c] == want[c]);
+    brisk_dataset_free(&ds);
+    const char *missing[] = {"f0:f100"}, *reversed[] = {"f5:f2"};
+    brisk_field_spec s3[] = {{"x", BRISK_F32, NULL, missing, 1}};
+    CHECK(brisk_dataset_load_csv(&ds, p, s3, 1, &err) == BRISK_ERR_INVALID);
+    CHECK(has(&err, "field 'x': ") && has(&err, "wide.csv: column range 'f0:f100': no column 'f100' in the header"));
+    brisk_field_spec s4[] = {{"x", BRISK_F32, NULL, reversed, 1}};
+    CHECK(brisk_dataset_load_csv(&ds, p, s4, 1, &err) == BRISK_ERR_INVALID);
+    CHECK(has(&err, "column range 'f5:f2': 'f5' comes after 'f2' in the header (column 5 > 2)"));
+    /* a header name with a ':' is a name, not a range */
+    const char *colon_text = "a:b,a,b\n1,2,3\n";
+    REQUIRE(write_file(tpath(p, sizeof p, "colon.csv"), colon_text, strlen(colon_text)) == 0);
+    const char *ab[] = {"a:b"};
+    brisk_field_spec s5[] = {{"x", BRISK_F32, NULL, ab, 1}};
+    REQUIRE_OK(brisk_dataset_load_csv(&ds, p, s5, 1, &err), &err);
+    CHECK(brisk_dataset_get(&ds, "x")->shape.d[1] == 1 && ((float *)brisk_dataset_get(&ds, "x")->data)[0] == 1);
+    brisk_dataset_free(&ds);
+}
+
+TEST_MAIN(T(test_npz_fields), T(test_counts_and_nan), T(test_csv_fields), T(test_csv_ranges))

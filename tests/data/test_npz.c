@@ -6,6 +6,9 @@
 #include "data_test_util.h"
 #include "test.h"
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+
 static int has(const brisk_error *e, const char *s) {
     if (strstr(e->msg, s)) return 1;
     fprintf(stderr, "  message was: %s\n  expected it to contain: %s\n", e->msg, s);
@@ -332,4 +335,60 @@ static void test_zip64_directory(void) {
     free(o);
 }
 
-TEST_MAIN(T(test_roundtrip), T(test_numpy_archives), T(test_hostile), T(test_zip64_directory))
+/* A deflated member is inflated straight into its array: loading 64 MiB of deflated zeros
+ * raises the peak resident size by about 64 MiB, not twice that (measured in a child, where
+ * the peak starts fresh). Peeking reads only the header. Duplicate names are refused: NumPy
+ * reads the last, brisk used to read the first. */
+static long peak_kib(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+static void test_inflate_in_place(void) {
+    brisk_error err;
+    char p[1200];
+    if (!have_numpy()) return;
+    REQUIRE(run_python("import numpy as np, zipfile, warnings\n"
+                       "np.savez_compressed('zeros.npz', x=np.zeros((1 << 18, 64), np.float32))\n"
+                       "warnings.simplefilter('ignore')\n"
+                       "with zipfile.ZipFile('dup.npz', 'w') as z:\n"
+                       "    for v in (1, 2):\n"
+                       "        b = __import__('io').BytesIO(); np.save(b, np.full(3, v)); z.writestr('x.npy', b.getvalue())\n"
+                       "with zipfile.ZipFile('dup2.npz', 'w') as z:\n"
+                       "    for n in ('y', 'y.npy'):\n"
+                       "        b = __import__('io').BytesIO(); np.save(b, np.zeros(2)); z.writestr(n, b.getvalue())\n") == 0);
+    tpath(p, sizeof p, "zeros.npz");
+    brisk_npy_array a;
+    REQUIRE_OK(brisk_npz_peek(p, "x", &a, &err), &err);
+    CHECK(a.data == NULL && a.shape.ndim == 2 && a.shape.d[0] == 1 << 18 && a.nbytes == (size_t)64 << 20);
+    int fd[2];
+    REQUIRE(pipe(fd) == 0);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        long before = peak_kib(), grown = -1;
+        brisk_npy_array b;
+        if (brisk_npz_read_one(p, "x", &b, &err) == BRISK_OK && b.nbytes == (size_t)64 << 20) {
+            volatile uint8_t sum = 0;
+            for (size_t i = 0; i < b.nbytes; i += 4096) sum |= ((uint8_t *)b.data)[i];
+            grown = sum ? -2 : peak_kib() - before;
+        }
+        if (write(fd[1], &grown, sizeof grown) != sizeof grown) _exit(1);
+        _exit(0);
+    }
+    long grown = -1;
+    close(fd[1]);
+    CHECK(read(fd[0], &grown, sizeof grown) == sizeof grown);
+    close(fd[0]);
+    waitpid(pid, NULL, 0);
+    CHECKF(grown > 60 * 1024 && grown < 80 * 1024, "peak grew by %ld KiB loading a 64 MiB deflated member", grown);
+    CHECK(brisk_npz_read_one(tpath(p, sizeof p, "dup.npz"), "x", &a, &err) == BRISK_ERR_FORMAT);
+    CHECK(has(&err, "dup.npz: member 'x' appears twice"));
+    brisk_npz z;
+    CHECK(brisk_npz_read(p, &z, &err) == BRISK_ERR_FORMAT && has(&err, "appears twice"));
+    CHECK(brisk_npz_read_one(tpath(p, sizeof p, "dup2.npz"), "y", &a, &err) == BRISK_ERR_FORMAT);
+    CHECK(has(&err, "member 'y' appears twice"));
+}
+
+TEST_MAIN(T(test_roundtrip), T(test_numpy_archives), T(test_hostile), T(test_zip64_directory), T(test_inflate_in_place))

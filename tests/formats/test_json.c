@@ -181,7 +181,7 @@ static void test_getter_errors(void) {
     CHECK_MSG(msg, "cfg.json: m.w[1]: expected an integer in [1, 4096], got 0");
     CHECK(ints == NULL && n == 0);
     GETTER_ERROR("{\"m\": {\"w\": 3}}", brisk_json_ints(&m, "w", false, 1, 4096, &ints, &n));
-    CHECK_MSG(msg, "cfg.json: m.w: expected an array of integers, got 3");
+    CHECK_MSG(msg, "cfg.json: m.w: expected an array of integers in [1, 4096], got 3");
     GETTER_ERROR("{\"m\": {\"mean\": [0.5, \"x\"]}}", brisk_json_numbers(&m, "mean", true, BRISK_ANY, &nums, &n));
     CHECK_MSG(msg, "cfg.json: m.mean[1]: expected a number, got \"x\"");
     GETTER_ERROR("{\"m\": {}}", brisk_json_numbers(&m, "std", true, BRISK_GT(0), &nums, &n));
@@ -402,5 +402,45 @@ static void test_round_trip(void) {
     brisk_json_free(doc2);
 }
 
+/* Text a config cannot carry: bytes that are not UTF-8 (found by key path) and \u0000 (a NUL
+ * that would cut a key or value short), in the file and in overrides; and a file too big to
+ * be a config, refused before it is parsed. */
+static void test_text_checks(void) {
+    const char *bad_value = "{\"train\": {\"out_dir\": \"r\xE9un\"}}";
+    CHECK_MSG(parse_error(bad_value, strlen(bad_value)),
+              "cfg.json: train.out_dir: the string is not valid UTF-8 (byte 0xe9 at offset 1); JSON text must be UTF-8");
+    const char *bad_key = "{\"model\": {\"\xFF\": 1}}";
+    CHECK_MSG(parse_error(bad_key, strlen(bad_key)),
+              "cfg.json: model: a key is not valid UTF-8 (byte 0xff at offset 0); JSON text must be UTF-8");
+    const char *overlong = "{\"a\": [\"ok\", \"\xC0\xAF\"]}";
+    CHECK_MSG(parse_error(overlong, strlen(overlong)),
+              "cfg.json: a[1]: the string is not valid UTF-8 (byte 0xc0 at offset 0); JSON text must be UTF-8");
+    const char *nul_value = "{\n \"data\": {\"train\": \"x\\u0000.npz\"}}";
+    CHECK_MSG(parse_error(nul_value, strlen(nul_value)),
+              "cfg.json: line 2, column 22: \\u0000 in a string; keys and strings cannot hold a NUL character");
+    const char *nul_key = "{\"a\\u0000b\": 1}";
+    CHECK(strstr(parse_error(nul_key, strlen(nul_key)), "\\u0000 in a string") != NULL);
+    const char *escaped = "{\"s\": \"a\\\\u0000b\", \"t\": \"\\u00e9\"}"; /* a backslash, then text: fine */
+    CHECK_MSG(parse_error(escaped, strlen(escaped)), "");
+    brisk_json *doc = parse("{}");
+    REQUIRE(doc);
+    brisk_error e = {0};
+    CHECK(brisk_json_override(doc, "train.out_dir=a\xE9", &e) == BRISK_ERR_FORMAT);
+    CHECK(strstr(e.msg, "not valid UTF-8") != NULL);
+    CHECK(brisk_json_override(doc, "train.out_dir=\"a\\u0000b\"", &e) == BRISK_ERR_INVALID);
+    CHECK(strstr(e.msg, "cannot hold a NUL") != NULL);
+    CHECK(brisk_json_set_string(doc, "train.out_dir", "\xC3", &e) == BRISK_ERR_FORMAT);
+    brisk_json_free(doc);
+    size_t big = (1u << 20) + 1;
+    char *text = malloc(big);
+    REQUIRE(text);
+    memset(text, ' ', big);
+    text[0] = '{';
+    text[big - 1] = '}';
+    CHECK(strstr(parse_error(text, big), "larger than the 1 MiB a config may have") != NULL);
+    free(text);
+}
+
 TEST_MAIN(T(test_comments), T(test_syntax_errors), T(test_load_file), T(test_getter_errors),
-          T(test_getters_ok), T(test_sticky_and_unknown), T(test_overrides), T(test_round_trip))
+          T(test_getters_ok), T(test_sticky_and_unknown), T(test_overrides), T(test_round_trip),
+          T(test_text_checks))

@@ -1,0 +1,45 @@
+# make install (cmake --install BUILD --prefix P): the brisk command, the static library, its
+# headers, a pkg-config file and a CMake package, both giving the link line of the build that
+# was made (a CUDA build needs the CUDA runtime and cuBLASLt; a CPU build does not).
+#   cc app.c $(pkg-config --cflags --libs brisk)
+#   find_package(brisk REQUIRED) ... target_link_libraries(app PRIVATE brisk::brisk)
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(TARGETS brisk_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS brisk EXPORT briskTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/brisk DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+# pkg-config: a static library lists every dependency in Libs.
+set(BRISK_PC_BUILD "CPU only")
+set(pc_libs "")
+if(BRISK_HAVE_CUDA)
+  set(BRISK_PC_BUILD "the CUDA backend, CUDA ${CUDAToolkit_VERSION}")
+  # the kernels' objects need the C++ runtime, which CMake's own links add implicitly (g++ links them)
+  string(APPEND pc_libs " -L${CUDAToolkit_LIBRARY_DIR} -Wl,-rpath,${CUDAToolkit_LIBRARY_DIR} -lcublasLt -lcudart -lstdc++")
+  target_link_libraries(brisk INTERFACE $<INSTALL_INTERFACE:stdc++>)
+  get_filename_component(BRISK_CUDA_ROOT "${CUDAToolkit_BIN_DIR}" DIRECTORY)
+endif()
+if(BRISK_HAVE_BLAS)
+  string(APPEND pc_libs " ${OPENBLAS_LIBRARY}")
+endif()
+if(ZLIB_FOUND)
+  string(APPEND pc_libs " -lz")
+endif()
+string(APPEND pc_libs " ${CJSON_LIBRARY} ${OpenMP_C_FLAGS} -pthread")
+foreach(lib ${CMAKE_DL_LIBS} m)
+  string(APPEND pc_libs " -l${lib}")
+endforeach()
+string(STRIP "${pc_libs}" BRISK_PC_LIBS)
+file(RELATIVE_PATH BRISK_PC_UP "/p/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/p")
+configure_file(${CMAKE_SOURCE_DIR}/cmake/brisk.pc.in ${CMAKE_BINARY_DIR}/brisk.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/brisk.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# The CMake package
+set(pkg_dir ${CMAKE_INSTALL_LIBDIR}/cmake/brisk)
+install(EXPORT briskTargets NAMESPACE brisk:: DESTINATION ${pkg_dir})
+configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/briskConfig.cmake.in ${CMAKE_BINARY_DIR}/briskConfig.cmake
+  INSTALL_DESTINATION ${pkg_dir})
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/briskConfigVersion.cmake COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_BINARY_DIR}/briskConfig.cmake ${CMAKE_BINARY_DIR}/briskConfigVersion.cmake DESTINATION ${pkg_dir})

@@ -1,0 +1,273 @@
+/* The config reference: every key the config reader (config.c) asks for, with its type,
+ * accepted values and default as the reader itself reports them (brisk_config_walk over one
+ * config per model type), and one line of meaning from the table below. The table is the
+ * only thing written by hand; a key the reader asks for that it lacks comes out marked
+ * **undocumented**, and tests/cli/config_reference.sh fails on that and on any difference
+ * from the checked-in docs/config.md. Adding a config key: add its line here, then run
+ * `brisk config --reference > docs/config.md`. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "brisk/train.h"
+
+/* "model(lstm).hidden" is looked up before "model.hidden", for keys whose meaning differs
+ * between model types. */
+static const struct { const char *key, *meaning; } meanings[] = {
+    {"model(diffusion).hidden", "widths of the hidden layers of the denoiser"},
+    {"model.type", "the model: mlp (tabular), diffusion (a conditional DDPM downscaler), lstm or transformer (windows of a series)"},
+    {"model.activation", "hidden-layer activation"},
+    {"model.inputs", "features per sample (per time step for sequence models)"},
+    {"model.outputs", "classes (classify) or target values (regress)"},
+    {"model.seq_len", "time steps per sample; for an mlp, > 0 takes [seq_len, inputs] windows flattened"},
+    {"model.hidden", "widths of the hidden layers, input side first"},
+    {"model(lstm).hidden", "hidden units per LSTM layer and direction"},
+    {"model.dropout", "dropout probability after each hidden layer (training only)"},
+    {"model.task", "classify: softmax cross-entropy over outputs; regress: mean squared error"},
+    {"model.layers", "stacked LSTM or encoder layers"},
+    {"model.bidirectional", "an LSTM reading the window both ways (outputs concatenated)"},
+    {"model.pool", "how the sequence becomes one vector: the last step, the mean, or a learned CLS token"},
+    {"model.width", "model width (d_model) of the transformer"},
+    {"model.heads", "attention heads; must divide width"},
+    {"model.ffn", "feed-forward width inside each encoder layer"},
+    {"model.norm", "layer norm before (pre) or after (post) each sublayer"},
+    {"model.positions", "position encoding added to the inputs"},
+    {"model.causal", "each step attends only to earlier steps"},
+    {"model.padding_mask", "the model also takes a mask field marking padded steps"},
+    {"model.fine", "values of the fine field (the diffusion model's output)"},
+    {"model.coarse", "values of the coarse field it is conditioned on"},
+    {"model.time_embedding", "width of the sinusoidal embedding of the noise step (even)"},
+    {"model.noise.steps", "noise steps T of the diffusion process"},
+    {"model.noise.schedule", "how beta grows from beta_start to beta_end"},
+    {"model.noise.beta_start", "noise variance at the first step"},
+    {"model.noise.beta_end", "noise variance at the last step"},
+    {"model.noise.prediction", "what the network predicts: the noise or the clean field x0"},
+    {"models", "instead of model: a list of model objects, each with a name and the keys of its type's model section, trained in turn on the same data, then compared"},
+    {"models[].name", "the model's name: its run directory out_dir/<name> and its row in the comparison"},
+    {"data.train", "the training data: .npz (fields are members) or .csv (fields are columns); relative to the working directory, else to the config"},
+    {"data.validation", "a separate validation file (.npz or .csv like data.train); replaces validation_fraction"},
+    {"data.validation_fraction", "share of the samples held out for validation (windows: the last rows, chronologically)"},
+    {"data.shuffle", "shuffle the training samples every epoch"},
+    {"data.buffer.capacity", "library API: samples the push buffer holds"},
+    {"data.buffer.when_full", "library API: what a push into a full buffer does"},
+    {"data.fields.FIELD", "where model field FIELD (x, y, ...) comes from: an npz member, or CSV columns as a list whose entries may be ranges \"first:last\" (header order)"},
+    {"data.windows.features", "feature columns of the series, in the model's input order"},
+    {"data.windows.length", "rows per window (the model's seq_len)"},
+    {"data.windows.stride", "rows between the starts of consecutive windows"},
+    {"data.windows.horizon", "rows after a window's last row whose value the target looks at"},
+    {"data.windows.normalize", "standardise features with the mean and deviation of the training rows (stored in checkpoints)"},
+    {"data.windows.target.column", "the column the target is computed from"},
+    {"data.windows.target.kind", "classes by thresholds on its change, the future value, or the change itself"},
+    {"data.windows.target.change", "how the change is measured: relative, difference or log ratio"},
+    {"data.windows.target.normalize", "regression targets learnt as (y - mean) / std of the training windows; predictions mapped back"},
+    {"data.windows.target.thresholds", "ascending thresholds on the change: k thresholds make k + 1 classes"},
+    {"optim.type", "the optimizer"},
+    {"optim.lr", "peak learning rate"},
+    {"optim.betas", "AdamW's [beta1, beta2]"},
+    {"optim.eps", "AdamW's epsilon"},
+    {"optim.weight_decay", "decoupled weight decay"},
+    {"optim.momentum", "SGD momentum"},
+    {"optim.nesterov", "SGD with Nesterov momentum"},
+    {"optim.decay_biases", "apply weight decay to biases and norms too"},
+    {"optim.clip_norm", "clip gradients to this global L2 norm; 0: off"},
+    {"optim.schedule.type", "learning-rate schedule after warm-up"},
+    {"optim.schedule.warmup_steps", "steps of linear warm-up from 0"},
+    {"optim.schedule.min_lr_ratio", "the schedule's final learning rate as a fraction of lr"},
+    {"train.batch_size", "samples per micro-batch, or \"auto\": the largest the memory fits"},
+    {"train.epochs", "passes over the training split"},
+    {"train.max_steps", "stop after this many optimizer steps; 0: epochs decide"},
+    {"train.seed", "seed of initialisation, shuffling, dropout and the split"},
+    {"train.accumulate", "micro-batches whose gradients are summed per optimizer step"},
+    {"train.checkpoint_every", "also write a checkpoint every N optimizer steps; 0: off"},
+    {"train.log_every", "optimizer steps between progress lines"},
+    {"train.out_dir", "run directory for checkpoints and metrics.jsonl"},
+    {"train.keep_checkpoints", "numbered step-N checkpoints kept beside last.safetensors"},
+    {"train.checkpoint_epochs", "a resumable checkpoint every this many epoch ends; 0: off"},
+    {"train.checkpoint_minutes", "also checkpoint when this many minutes passed since the last; 0: off"},
+    {"train.skip_nan_steps", "steps with a NaN or infinite loss skipped (no update) before the run stops"},
+    {"train.max_skipped_fraction", "fp16 loss-scaler skips above this share of steps are reported"},
+    {"speed.device", "where to train; auto: the GPU when one is usable"},
+    {"speed.precision", "GPU arithmetic; auto: bf16 GEMM operands with fp32 master weights"},
+    {"speed.prefetch", "batches the loader thread prepares ahead; 0: none"},
+    {"speed.threads", "CPU threads; 0: all cores"},
+    {"speed.cuda_graph", "GPU: capture the whole step as a CUDA graph"},
+    {"speed.tf32", "GPU: fp32 GEMMs on TF32 tensor cores"},
+    {"speed.autotune", "GPU: time GEMM algorithms per shape and cache the choice"},
+    {"speed.fuse", "GPU: cuBLASLt epilogue fusion (bias, activation and their gradients)"},
+    {"speed.deterministic", "GPU: bit-identical runs for the same seed"},
+    {"speed.autotune_cache", "GPU: the autotune cache file; \"\": ~/.cache/brisk/gemm-autotune.txt, \"-\": none"},
+    {"speed.memory_limit", "bytes the run may use (a number, or a string with a unit: \"512MiB\", \"16G\"); 0: what is available"},
+};
+
+/* Where the reader's own report says less than the truth: a default computed from other keys
+ * (the walks give them placeholder values) or a value of two types read by hand. */
+static const struct { const char *key, *type, *def; } overrides[] = {
+    {"model(diffusion).hidden", NULL, "[256, 256, 256]"},
+    {"model(transformer).ffn", NULL, "4 x width"},
+    {"optim.betas", NULL, "[0.9, 0.999]"},
+    {"optim.weight_decay", NULL, "0.01 (adamw), 0 (sgd)"},
+    {"train.out_dir", NULL, "\"runs/<config file's stem>\""},
+    {"train.batch_size", "integer or \"auto\"", NULL},
+    {"speed.memory_limit", "integer or string", NULL},
+    {"data.fields.FIELD", "string or strings", NULL},
+};
+
+/* One config per model type; together they make the reader ask for every key. */
+static const struct { const char *section, *json; } walks[] = {
+    {"mlp", "{\"model\": {\"type\": \"mlp\", \"inputs\": 1, \"outputs\": 1, \"hidden\": [1]},"
+            " \"data\": {\"train\": \"d.npz\", \"fields\": {\"FIELD\": \"m\"}}}"},
+    {"diffusion", "{\"model\": {\"type\": \"diffusion\", \"hidden\": [1]}}"},
+    {"lstm", "{\"model\": {\"type\": \"lstm\", \"inputs\": 1, \"outputs\": 1, \"seq_len\": 1, \"hidden\": 1},"
+             " \"data\": {\"train\": \"s.csv\", \"windows\": {\"features\": [\"a\"], \"length\": 1,"
+             " \"target\": {\"column\": \"a\", \"thresholds\": [0]}}}}"},
+    {"transformer", "{\"model\": {\"type\": \"transformer\", \"inputs\": 1, \"outputs\": 1, \"seq_len\": 1, \"width\": 1,"
+                    " \"heads\": 1}}"},
+    {"pipeline", "{\"models\": [{\"name\": \"a\", \"type\": \"mlp\", \"inputs\": 1, \"outputs\": 1}]}"},
+};
+
+typedef struct entry {
+    char *path, *type, *accepts, *def, *section;
+} entry;
+
+typedef struct walk_state {
+    entry *e;
+    size_t n, cap;
+    const char *section;
+    int oom;
+} walk_state;
+
+static char *dup(const char *s) { return strdup(s ? s : ""); }
+
+static void record(void *user, const brisk_json_key_info *k) {
+    walk_state *w = user;
+    char path[200];
+    /* elements of "models" are model objects: only their name is the pipeline's own */
+    if (strncmp(k->path, "models[", 7) == 0) {
+        const char *dot = strchr(k->path, '.');
+        if (!dot || strcmp(dot, ".name") != 0) return;
+        snprintf(path, sizeof path, "models[].name");
+    } else {
+        snprintf(path, sizeof path, "%s", k->path);
+    }
+    int model = strncmp(path, "model.", 6) == 0;
+    for (size_t i = 0; i < w->n; i++) /* a key once; model keys once per model type */
+        if (strcmp(w->e[i].path, path) == 0 && (!model || strcmp(w->e[i].section, w->section) == 0)) return;
+    if (w->n == w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 128;
+        entry *e = realloc(w->e, cap * sizeof *e);
+        if (!e) { w->oom = 1; return; }
+        w->e = e;
+        w->cap = cap;
+    }
+    entry *e = &w->e[w->n++];
+    e->path = dup(path);
+    e->type = dup(k->type);
+    e->accepts = dup(k->accepts);
+    e->def = k->def ? dup(k->def) : NULL;
+    e->section = dup(model ? w->section : "");
+    if (!e->path || !e->type || !e->accepts || !e->section || (k->def && !e->def)) w->oom = 1;
+}
+
+static const char *meaning_of(const entry *e) {
+    char typed[240];
+    if (e->section[0] && strncmp(e->path, "model.", 6) == 0) {
+        snprintf(typed, sizeof typed, "model(%s).%s", e->section, e->path + 6);
+        for (size_t i = 0; i < sizeof meanings / sizeof meanings[0]; i++)
+            if (strcmp(meanings[i].key, typed) == 0) return meanings[i].meaning;
+    }
+    for (size_t i = 0; i < sizeof meanings / sizeof meanings[0]; i++)
+        if (strcmp(meanings[i].key, e->path) == 0) return meanings[i].meaning;
+    return NULL;
+}
+
+typedef struct text {
+    char *s;
+    size_t len, cap;
+    int oom;
+} text;
+
+static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(text *t, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || t->oom) return;
+    if (t->len + (size_t)n + 1 > t->cap) {
+        size_t cap = (t->cap + (size_t)n + 1) * 2;
+        char *s = realloc(t->s, cap);
+        if (!s) { t->oom = 1; return; }
+        t->s = s;
+        t->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
+    va_end(ap);
+    t->len += (size_t)n;
+}
+
+static void override(const entry *e, const char **type, const char **def) {
+    char typed[240];
+    snprintf(typed, sizeof typed, "model(%s).%s", e->section, e->path[0] == 'm' ? e->path + 6 : "");
+    for (size_t i = 0; i < sizeof overrides / sizeof overrides[0]; i++)
+        if (strcmp(overrides[i].key, e->path) == 0 || (e->section[0] && strcmp(overrides[i].key, typed) == 0)) {
+            if (overrides[i].type) *type = overrides[i].type;
+            if (overrides[i].def) *def = overrides[i].def;
+        }
+}
+
+static void table(text *t, const walk_state *w, const char *section, const char *prefix) {
+    put(t, "| key | type | accepts | default | meaning |\n|---|---|---|---|---|\n");
+    for (size_t i = 0; i < w->n; i++) {
+        const entry *e = &w->e[i];
+        if (strcmp(e->section, section) != 0 || strncmp(e->path, prefix, strlen(prefix)) != 0) continue;
+        if (!section[0] && strcmp(prefix, "model") == 0 && strncmp(e->path, "model.", 6) == 0) continue;
+        const char *m = meaning_of(e), *type = e->type, *def = e->def;
+        override(e, &type, &def);
+        put(t, "| `%s` | %s | %s | %s%s%s | %s |\n", e->path, type, e->accepts[0] ? e->accepts : "any",
+            def ? "`" : "", def ? def : "required", def ? "`" : "", m ? m : "**undocumented**");
+    }
+    put(t, "\n");
+}
+
+brisk_status brisk_config_reference(char **markdown, brisk_error *err) {
+    *markdown = NULL;
+    walk_state w = {0};
+    brisk_status st = BRISK_OK;
+    for (size_t i = 0; i < sizeof walks / sizeof walks[0] && !st; i++) {
+        w.section = walks[i].section;
+        st = brisk_config_walk(walks[i].json, "reference.json", record, &w, err);
+    }
+    text t = {0};
+    if (!st) {
+        put(&t, "# brisk config reference\n\n"
+                "Generated by `brisk config --reference` from the config reader itself (`src/train/config.c`, "
+                "meanings in `src/train/config_doc.c`); a test fails when this file and the reader differ.\n"
+                "Configs are JSON with `//` and `/* */` comments; any key can be set from the command line with "
+                "`--set KEY=VALUE` (e.g. `--set optim.lr=3e-4`). Unknown keys are errors. *accepts* is the range "
+                "or the choices a value must have; *required* keys have no default.\n\n");
+        static const char *const types[] = {"mlp", "diffusion", "lstm", "transformer"};
+        for (int k = 0; k < 4; k++) {
+            put(&t, "## model (%s)\n\n", types[k]);
+            table(&t, &w, types[k], "model.");
+        }
+        put(&t, "## models (a pipeline)\n\n");
+        table(&t, &w, "", "models");
+        static const char *const sections[] = {"data", "optim", "train", "speed"};
+        for (int k = 0; k < 4; k++) {
+            put(&t, "## %s\n\n", sections[k]);
+            char prefix[16];
+            snprintf(prefix, sizeof prefix, "%s.", sections[k]);
+            table(&t, &w, "", prefix);
+        }
+    }
+    for (size_t i = 0; i < w.n; i++) {
+        free(w.e[i].path), free(w.e[i].type), free(w.e[i].accepts), free(w.e[i].def), free(w.e[i].section);
+    }
+    free(w.e);
+    if (!st && (w.oom || t.oom)) st = brisk_errorf(err, BRISK_ERR_NOMEM, "config reference: out of memory");
+    if (st) free(t.s);
+    else *markdown = t.s;
+    return st;
+}
