@@ -69,6 +69,7 @@ static void bench_gemm(int threads, float *scratch) {
         {"tab  dW4          ", 3, 128, 512, 1, 0},
         {"big  1024^3       ", 1024, 1024, 1024, 0, 0},
     };
+    cpu_pool *pool = threads > 1 ? cpu_pool_new(threads) : NULL;
     printf("GEMM (threads=%d)          M     N     K ta tb   own us  GF/s | blas us  GF/s\n", threads);
     for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
         const gemm_case *g = &cs[c];
@@ -76,15 +77,16 @@ static void bench_gemm(int threads, float *scratch) {
         int64_t lda = g->ta ? g->M : g->K, ldb = g->tb ? g->K : g->N;
         double flop = 2.0 * g->M * g->N * g->K, t_own, t_blas = 0;
         int inner = flop < 1e7 ? 200 : flop < 1e9 ? 10 : 2;
-        TIME_US(t_own, 15, inner, cpu_sgemm(threads, g->ta, g->tb, g->M, g->N, g->K, A, lda, B, ldb, C, g->N, 0, scratch));
-        int have = cpu_sgemm_blas(threads, g->ta, g->tb, g->M, g->N, g->K, A, lda, B, ldb, C, g->N);
+        TIME_US(t_own, 15, inner, cpu_sgemm(pool, g->ta, g->tb, g->M, g->N, g->K, A, lda, B, ldb, C, g->N, 0, scratch));
+        int have = cpu_sgemm_blas(pool, g->ta, g->tb, g->M, g->N, g->K, A, lda, B, ldb, C, g->N);
         if (have)
-            TIME_US(t_blas, 15, inner, cpu_sgemm_blas(threads, g->ta, g->tb, g->M, g->N, g->K, A, lda, B, ldb, C, g->N));
+            TIME_US(t_blas, 15, inner, cpu_sgemm_blas(pool, g->ta, g->tb, g->M, g->N, g->K, A, lda, B, ldb, C, g->N));
         printf("%s %5lld %5lld %5lld  %d  %d %8.1f %5.1f | %7.1f %5.1f\n", g->what, (long long)g->M,
                (long long)g->N, (long long)g->K, g->ta, g->tb, t_own, flop / t_own * 1e-3,
                t_blas, have ? flop / t_blas * 1e-3 : 0.0);
         free(A); free(B); free(C);
     }
+    cpu_pool_free(pool);
 }
 
 /* One node on the backend, timed: the op's input shapes are given, inputs random. */
@@ -216,7 +218,7 @@ static void bench_threshold(void) {
 }
 
 int main(int argc, char **argv) {
-    int threads = argc > 1 ? atoi(argv[1]) : omp_get_max_threads();
+    int threads = argc > 1 ? atoi(argv[1]) : 2;
     size_t per = cpu_sgemm_scratch_floats();
     float *scratch = aligned_alloc(64, per * sizeof(float) * (size_t)(threads > 0 ? threads : 1));
     srand(1);
