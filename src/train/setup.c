@@ -61,8 +61,8 @@ static brisk_status pick_backend(brisk_trainer *t, brisk_error *err) {
                   "(tf32, bf16 and fp16 are GPU modes)", t->cfg.path);
     t->be = brisk_backend_cpu_new(tp.threads);
     if (!t->be) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory creating the CPU backend");
-    brisk_log(&t->log, BRISK_LOG_INFO, "device    cpu: %s, %d threads (%s), %s, BLAS %s%s%s", si.cpu_model,
-              tp.threads, tp.source, si.simd, si.blas_name,
+    brisk_log(&t->log, BRISK_LOG_INFO, "device    cpu: %s, %d thread%s (%s), %s, BLAS %s%s%s", si.cpu_model,
+              tp.threads, tp.threads == 1 ? "" : "s", tp.source, si.simd, si.blas_name,
               t->cfg.speed.device == BRISK_DEVICE_AUTO ? "; no GPU: " : "",
               t->cfg.speed.device == BRISK_DEVICE_AUTO ? si.gpu_reason : "");
     return BRISK_OK;
