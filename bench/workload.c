@@ -4,12 +4,13 @@
  * with the same keys, so bench/run.sh can set the two side by side.
  *
  *   brisk_bench --workload diffusion|tabular|lstm|transformer --steps 50 [--threads N] [--warmup 5]
- *               [--width W] [--seq T] [--batch B] [--heads H] [--ffn F]
+ *               [--width W] [--seq T] [--batch B] [--heads H] [--ffn F] [--epoch-steps N]
  *
  * The shape options move a workload off its defined shapes for bench/shape_sweep.py:
  * --width sets the LSTM's and the Transformer's width and every hidden layer of the
  * MLP (tabular), --seq the sequence length, --batch the batch, --heads and --ffn the
- * Transformer's. */
+ * Transformer's. --epoch-steps N adds "epoch_s", the time of each block of N timed steps,
+ * for bench/contention.sh. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +78,7 @@ static int reshape(brisk_model_spec *s, int64_t *batch, int64_t width, int64_t s
 int main(int argc, char **argv) {
     const char *workload = "diffusion";
     int steps = 50, warmup = 5, threads = 0, n_batches = 8;
-    long long width = 0, seq = 0, bsz = 0, heads = 0, ffn = 0;
+    long long width = 0, seq = 0, bsz = 0, heads = 0, ffn = 0, epoch_steps = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--workload") && i + 1 < argc) workload = argv[++i];
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
@@ -88,6 +89,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) bsz = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--heads") && i + 1 < argc) heads = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--ffn") && i + 1 < argc) ffn = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--epoch-steps") && i + 1 < argc) epoch_steps = atoll(argv[++i]);
         else { fprintf(stderr, "usage: brisk_bench --workload diffusion|tabular|lstm|transformer [--steps N] [--warmup N] [--threads N] "
                        "[--width W] [--seq T] [--batch B] [--heads H] [--ffn F]\n"); return 2; }
     }
@@ -159,16 +161,24 @@ int main(int argc, char **argv) {
     }
     double mean = 0;
     for (int s = 0; s < steps; s++) mean += times[s] / steps;
+    char epochs[4096] = "";
+    for (long long e = 0, k = 0; epoch_steps > 0 && e + epoch_steps <= steps && k < (long long)sizeof epochs - 32;
+         e += epoch_steps) {
+        double sum = 0;
+        for (long long s = e; s < e + epoch_steps; s++) sum += times[s];
+        k += snprintf(epochs + k, sizeof epochs - (size_t)k, "%s%.5f", k ? ", " : ", \"epoch_s\": [", sum);
+    }
+    if (epochs[0]) strcat(epochs, "]");
     qsort(times, (size_t)steps, sizeof times[0], cmp_double);
     double med = times[steps / 2], p95 = times[(steps * 95 + 99) / 100 - 1];
     if (steps % 2 == 0) med = 0.5 * (times[steps / 2 - 1] + times[steps / 2]);
     printf("{\"workload\": \"%s\", \"impl\": \"brisk\", \"device\": \"cpu\", \"batch\": %lld, "
            "\"params\": %lld, \"threads\": %d, \"ms_per_step_median\": %.4f, \"ms_per_step_min\": %.4f, "
            "\"ms_per_step_mean\": %.4f, \"ms_per_step_p95\": %.4f, \"ms_per_step_max\": %.4f, "
-           "\"samples_per_s\": %.1f, \"arena_bytes\": %zu, \"losses\": [%.5f, %.5f]}\n",
+           "\"samples_per_s\": %.1f, \"arena_bytes\": %zu, \"losses\": [%.5f, %.5f]%s}\n",
            workload, (long long)batch, (long long)brisk_model_param_count(&spec),
            tp.threads, med * 1e3, times[0] * 1e3, mean * 1e3, p95 * 1e3, times[steps - 1] * 1e3, (double)batch / med, plan.arena_bytes,
-           first_loss, loss);
+           first_loss, loss, epochs);
     return 0;
 fail:
     fprintf(stderr, "brisk_bench: %s\n", err.msg);
