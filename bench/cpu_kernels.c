@@ -4,13 +4,16 @@
  * model's 273,152 parameters; a few activations. Prints the median of repeated
  * timings in microseconds.
  *
- *   cmake --build build --target bench_cpu_kernels && OMP_NUM_THREADS=2 build/bench/bench_cpu_kernels */
+ *   cmake --build build --target bench_cpu_kernels && build/bench/bench_cpu_kernels [threads]
+ *   build/bench/bench_cpu_kernels pool      brisk's pool against OpenMP (see bench_pool)
+ *   OMP_WAIT_POLICY=passive build/bench/bench_cpu_kernels pool     ... against passive OpenMP */
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/cpu_math.h"
 #include "brisk/graph.h"
 
 #include <math.h>
 #include <omp.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,7 +220,71 @@ static void bench_threshold(void) {
     b2->destroy(b2);
 }
 
+/* brisk's pool against OpenMP on 2 threads, for the choice pool.c explains: the cost of
+ * one parallel loop (4 chunks of a 16K-float ReLU, the size of a small model's activation),
+ * back to back and with 100 us of serial work between loops (a step's small ops), and the
+ * CPU time the process burns per wall second in the second case - what idle threads that
+ * spin take from other programs on a shared machine. OpenMP's wait policy is libgomp's,
+ * from the environment (OMP_WAIT_POLICY, GOMP_SPINCOUNT) at load time. */
+typedef struct relu_ctx { const float *x; float *y; } relu_ctx;
+static void relu_range(const void *vctx, int64_t i0, int64_t i1) {
+    const relu_ctx *c = vctx;
+    for (int64_t i = i0; i < i1; i++) c->y[i] = c->x[i] < 0.0f ? 0.0f : c->x[i];
+}
+
+static double cpu_seconds(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + 1e-6 * (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+static void serial_work_us(double us) {
+    double t0 = now_us();
+    while (now_us() - t0 < us) {}
+}
+
+static void bench_pool(void) {
+    const int64_t n = 65536, chunk = 16384, jobs = 2000;
+    float *x = randv(n), *y = randv(n);
+    relu_ctx c = {x, y};
+    cpu_pool *p = cpu_pool_new(2);
+    const char *pol = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
+    printf("2 threads, %lld loops of 4 x 16K-float ReLU chunks; OpenMP wait policy: %s, GOMP_SPINCOUNT %s\n",
+           (long long)jobs, pol ? pol : "(libgomp default)", spin ? spin : "(default)");
+    printf("%-22s %16s %22s %18s\n", "", "us/loop (b2b)", "us/loop (100us gaps)", "CPU s / wall s");
+    for (int which = 0; which < 2; which++) {
+        double b2b, gap, t0, c0;
+        TIME_US(b2b, 5, 200, which ? ({
+            _Pragma("omp parallel for schedule(dynamic, 1) num_threads(2)")
+            for (int64_t k = 0; k < n / chunk; k++) relu_range(&c, k * chunk, (k + 1) * chunk);
+        }) : cpu_pool_run(p, n, chunk, relu_range, &c));
+        t0 = now_us(), c0 = cpu_seconds();
+        double in_loops = 0;
+        for (int64_t j = 0; j < jobs; j++) {
+            serial_work_us(100);
+            double l0 = now_us();
+            if (which) {
+                _Pragma("omp parallel for schedule(dynamic, 1) num_threads(2)")
+                for (int64_t k = 0; k < n / chunk; k++) relu_range(&c, k * chunk, (k + 1) * chunk);
+            } else {
+                cpu_pool_run(p, n, chunk, relu_range, &c);
+            }
+            in_loops += now_us() - l0;
+        }
+        double wall = (now_us() - t0) * 1e-6;
+        gap = in_loops / (double)jobs;
+        printf("%-22s %16.2f %22.2f %18.2f\n", which ? "OpenMP" : "brisk pool", b2b, gap, (cpu_seconds() - c0) / wall);
+    }
+    printf("(CPU s / wall s: 1.0 = only the calling thread busy between loops, 2.0 = a spinning worker too)\n");
+    cpu_pool_free(p);
+    free(x); free(y);
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "pool") == 0) {
+        bench_pool();
+        return 0;
+    }
     int threads = argc > 1 ? atoi(argv[1]) : 2;
     size_t per = cpu_sgemm_scratch_floats();
     float *scratch = aligned_alloc(64, per * sizeof(float) * (size_t)(threads > 0 ? threads : 1));
