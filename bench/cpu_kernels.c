@@ -6,7 +6,8 @@
  *
  *   cmake --build build --target bench_cpu_kernels && build/bench/bench_cpu_kernels [threads]
  *   build/bench/bench_cpu_kernels pool      brisk's pool against OpenMP (see bench_pool)
- *   OMP_WAIT_POLICY=passive build/bench/bench_cpu_kernels pool     ... against passive OpenMP */
+ *   OMP_WAIT_POLICY=passive build/bench/bench_cpu_kernels pool     ... against passive OpenMP
+ *   build/bench/bench_cpu_kernels peak      one core's FMA peak at the build's vector width */
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/cpu_math.h"
 #include "brisk/graph.h"
@@ -280,7 +281,45 @@ static void bench_pool(void) {
     free(x); free(y);
 }
 
+/* One core's fp32 FMA peak as this build can reach it: 12 independent accumulators (enough
+ * to cover the FMA latency on two pipes) of the widest vector the build uses, for ~0.3 s.
+ * The GEMM rows above are compared with this (issue 16: >= 70% on GEMM-bound shapes). */
+#if defined(__AVX512F__)
+#define PEAK_VL 16
+#elif defined(__AVX__)
+#define PEAK_VL 8
+#else
+#define PEAK_VL 4
+#endif
+typedef float pvf __attribute__((vector_size(PEAK_VL * 4)));
+
+static void bench_peak(void) {
+    pvf a, b;
+    for (int k = 0; k < PEAK_VL; k++) a[k] = 1.0f + 1e-7f * k, b[k] = 1e-8f;
+    pvf c0 = a, c1 = a, c2 = a, c3 = a, c4 = a, c5 = a, c6 = a, c7 = a, c8 = a, c9 = a, c10 = a, c11 = a;
+    const long iters = 1 << 22;
+    double best = 0;
+    for (int rep = 0; rep < 5; rep++) {
+        double t0 = now_us();
+        for (long it = 0; it < iters; it++) {
+            c0 = c0 * a + b; c1 = c1 * a + b; c2 = c2 * a + b; c3 = c3 * a + b; c4 = c4 * a + b; c5 = c5 * a + b;
+            c6 = c6 * a + b; c7 = c7 * a + b; c8 = c8 * a + b; c9 = c9 * a + b; c10 = c10 * a + b; c11 = c11 * a + b;
+            __asm__ volatile("" : "+x"(c0), "+x"(c1), "+x"(c2), "+x"(c3), "+x"(c4), "+x"(c5), "+x"(c6), "+x"(c7),
+                             "+x"(c8), "+x"(c9), "+x"(c10), "+x"(c11));
+        }
+        double us = now_us() - t0, gf = 2.0 * 12 * PEAK_VL * (double)iters / us * 1e-3;
+        if (gf > best) best = gf;
+    }
+    pvf all = c0 + c1 + c2 + c3 + c4 + c5 + c6 + c7 + c8 + c9 + c10 + c11;
+    float sink = all[0];
+    printf("FMA peak, one core, %d-wide fp32 vectors: %.1f GFLOP/s (best of 5; checksum %g)\n", PEAK_VL, best, sink);
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "peak") == 0) {
+        bench_peak();
+        return 0;
+    }
     if (argc > 1 && strcmp(argv[1], "pool") == 0) {
         bench_pool();
         return 0;
