@@ -1,3 +1,4 @@
+#define _GNU_SOURCE
 /* brisk's CPU thread pool (backend/cpu/pool.c): every chunk runs exactly once, on a
  * worker index in range, for many jobs in a row (the generation hand-off), nested
  * calls run inline, and a pool with more threads than CPUs, or one whose workers
