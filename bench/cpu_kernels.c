@@ -197,8 +197,8 @@ static void bench_threshold(void) {
     brisk_backend *b2 = brisk_backend_cpu_new(2);
     cpu_backend *cb = b2->impl;
     double t;
-    TIME_US(t, 15, 2000, cpu_parallel(cb, 1024, 1, noop_range, NULL));
-    printf("\nempty parallel region on 2 threads: %.2f us\n", t);
+    TIME_US(t, 15, 2000, cpu_parallel(cb, 1024, 512, noop_range, NULL));
+    printf("\nempty 2-chunk loop on the 2-thread pool: %.2f us\n", t);
     printf("elementwise n       relu 1t   relu 2t   silu(libm expf) 1t   2t   silu(cpu_expf) 1t   2t\n");
     const int64_t ns[] = {4096, 16384, 32768, 65536, 262144};
     for (int k = 0; k < 5; k++) {
@@ -208,13 +208,13 @@ static void bench_threshold(void) {
         thr_ctx c = {x, y, 0};
         int inner = n < 50000 ? 2000 : 200;
         TIME_US(r1, 15, inner, thr_range(&c, 0, n));
-        TIME_US(r2, 15, inner, cpu_parallel(cb, n, 1, thr_range, &c));
+        TIME_US(r2, 15, inner, cpu_parallel(cb, n, n / 2, thr_range, &c));
         c.heavy = 1;
         TIME_US(s1, 15, inner, thr_range(&c, 0, n));
-        TIME_US(s2, 15, inner, cpu_parallel(cb, n, 1, thr_range, &c));
+        TIME_US(s2, 15, inner, cpu_parallel(cb, n, n / 2, thr_range, &c));
         c.heavy = 2;
         TIME_US(v1, 15, inner, thr_range(&c, 0, n));
-        TIME_US(v2, 15, inner, cpu_parallel(cb, n, 1, thr_range, &c));
+        TIME_US(v2, 15, inner, cpu_parallel(cb, n, n / 2, thr_range, &c));
         printf("%12lld %9.2f %9.2f %17.2f %7.2f %17.2f %7.2f\n", (long long)n, r1, r2, s1, s2, v1, v2);
         free(x); free(y);
     }

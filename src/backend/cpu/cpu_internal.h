@@ -30,7 +30,8 @@
 
 /* Minimum items per thread of an elementwise loop (cpu_parallel's grain), so smaller
  * loops run inline with no fork/join. Measured with bench/cpu_kernels.c on the
- * 2-core Zen 5 box (warm pool): an empty parallel region costs 0.26 us; ReLU over
+ * 2-core Zen 5 box with the OpenMP regions pool.c replaced (warm pool): an empty
+ * parallel region cost 0.26 us; ReLU over
  * 16K floats takes 0.65 us on one thread and 0.62 on two, over 32K 1.27 vs 0.95;
  * SiLU (cpu_expf) over 4K takes 1.2 vs 0.9 us, over 16K 4.7 vs 2.7. Under load
  * from other processes a region costs far more (a descheduled worker stalls the

@@ -287,14 +287,13 @@ static void sgemm_band(int trans_a, int trans_b, int64_t m0, int64_t m1, int64_t
     }
 }
 
-/* Below this many multiply-adds a GEMM is one band (a hand-off to the pool's threads
- * costs ~1 us); above, C is cut into one band per GEMM_BAND_FMAS multiply-adds (at
- * least 2, at most GEMM_MAX_BANDS), with one thread as with many: the bands depend on
- * the shape only (a narrow band takes the transposed path, a wide one not, and the two
- * round differently), and each is
- * small enough (~2-10 us) that a thread descheduled by another program holds up the
- * product by one band, large enough that re-packing the shared operand per band costs
- * little. */
+/* Below this many multiply-adds a GEMM is one band (too small to share); above, C is
+ * cut into one band per GEMM_BAND_FMAS multiply-adds (at least 2, at most
+ * GEMM_MAX_BANDS, none thinner than GEMM_BAND_MIN), with one thread as with many: the
+ * bands depend on the shape only (a narrow band takes the transposed path, a wide one
+ * not, and the two round differently). Each band is small enough that a thread
+ * descheduled by another program holds up the product by one band of several, large
+ * enough that re-packing the shared operand per band costs little. */
 #define GEMM_PAR_MIN (1 << 17)
 #define GEMM_BAND_FMAS (1 << 19)
 #define GEMM_MAX_BANDS 64
@@ -321,15 +320,20 @@ static int band_split(int64_t M, int64_t N, int nt, int t, int64_t *m0, int64_t 
     return *m0 < *m1 && *n0 < *n1;
 }
 
-/* How many bands a product of this shape is cut into (1: not split). */
+/* How many bands a product of this shape is cut into (1: not split). A band spans at
+ * least GEMM_BAND_MIN rows or columns: each band packs all of the operand it does not
+ * split, so nb bands of M pack B nb times: K N nb copies against M N K multiply-adds
+ * (512 x 256 x 512 in 21 bands of 24 rows would copy 2.75M floats for 67M FMAs; at
+ * 128 rows a band, 4 bands copy 0.5M). */
+#define GEMM_BAND_MIN 128
 static int gemm_bands(int64_t M, int64_t N, int64_t K) {
     double fmas = (double)M * N * (K > 0 ? K : 1);
     if (fmas < GEMM_PAR_MIN) return 1;
     int64_t strips = (N + NR - 1) / NR > (M + MR - 1) / MR ? (N + NR - 1) / NR : (M + MR - 1) / MR;
     double want = fmas / GEMM_BAND_FMAS;
     int64_t nb = want < 2 ? 2 : want > GEMM_MAX_BANDS ? GEMM_MAX_BANDS : (int64_t)want;
-    int64_t most = strips / 4 > 2 ? strips / 4 : 2; /* >= 4 strips a band: packing stays cheap */
-    if (nb > most) nb = most;
+    int64_t most = (M > N ? M : N) / GEMM_BAND_MIN;
+    if (nb > most) nb = most < 2 ? 2 : most;
     return (int)(nb < strips ? nb : strips);
 }
 
