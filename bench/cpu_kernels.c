@@ -4,13 +4,17 @@
  * model's 273,152 parameters; a few activations. Prints the median of repeated
  * timings in microseconds.
  *
- *   cmake --build build --target bench_cpu_kernels && OMP_NUM_THREADS=2 build/bench/bench_cpu_kernels */
+ *   cmake --build build --target bench_cpu_kernels && build/bench/bench_cpu_kernels [threads]
+ *   build/bench/bench_cpu_kernels pool      brisk's pool against OpenMP (see bench_pool)
+ *   OMP_WAIT_POLICY=passive build/bench/bench_cpu_kernels pool     ... against passive OpenMP
+ *   build/bench/bench_cpu_kernels peak      one core's FMA peak at the build's vector width */
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/cpu_math.h"
 #include "brisk/graph.h"
 
 #include <math.h>
 #include <omp.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +73,7 @@ static void bench_gemm(int threads, float *scratch) {
         {"tab  dW4          ", 3, 128, 512, 1, 0},
         {"big  1024^3       ", 1024, 1024, 1024, 0, 0},
     };
+    cpu_pool *pool = threads > 1 ? cpu_pool_new(threads) : NULL;
     printf("GEMM (threads=%d)          M     N     K ta tb   own us  GF/s | blas us  GF/s\n", threads);
     for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
         const gemm_case *g = &cs[c];
@@ -76,15 +81,16 @@ static void bench_gemm(int threads, float *scratch) {
         int64_t lda = g->ta ? g->M : g->K, ldb = g->tb ? g->K : g->N;
         double flop = 2.0 * g->M * g->N * g->K, t_own, t_blas = 0;
         int inner = flop < 1e7 ? 200 : flop < 1e9 ? 10 : 2;
-        TIME_US(t_own, 15, inner, cpu_sgemm(threads, g->ta, g->tb, g->M, g->N, g->K, A, lda, B, ldb, C, g->N, 0, scratch));
-        int have = cpu_sgemm_blas(threads, g->ta, g->tb, g->M, g->N, g->K, A, lda, B, ldb, C, g->N);
+        TIME_US(t_own, 15, inner, cpu_sgemm(pool, g->ta, g->tb, g->M, g->N, g->K, A, lda, B, ldb, C, g->N, 0, scratch));
+        int have = cpu_sgemm_blas(pool, g->ta, g->tb, g->M, g->N, g->K, A, lda, B, ldb, C, g->N);
         if (have)
-            TIME_US(t_blas, 15, inner, cpu_sgemm_blas(threads, g->ta, g->tb, g->M, g->N, g->K, A, lda, B, ldb, C, g->N));
+            TIME_US(t_blas, 15, inner, cpu_sgemm_blas(pool, g->ta, g->tb, g->M, g->N, g->K, A, lda, B, ldb, C, g->N));
         printf("%s %5lld %5lld %5lld  %d  %d %8.1f %5.1f | %7.1f %5.1f\n", g->what, (long long)g->M,
                (long long)g->N, (long long)g->K, g->ta, g->tb, t_own, flop / t_own * 1e-3,
                t_blas, have ? flop / t_blas * 1e-3 : 0.0);
         free(A); free(B); free(C);
     }
+    cpu_pool_free(pool);
 }
 
 /* One node on the backend, timed: the op's input shapes are given, inputs random. */
@@ -191,8 +197,8 @@ static void bench_threshold(void) {
     brisk_backend *b2 = brisk_backend_cpu_new(2);
     cpu_backend *cb = b2->impl;
     double t;
-    TIME_US(t, 15, 2000, cpu_parallel(cb, 1024, 1, noop_range, NULL));
-    printf("\nempty parallel region on 2 threads: %.2f us\n", t);
+    TIME_US(t, 15, 2000, cpu_parallel(cb, 1024, 512, noop_range, NULL));
+    printf("\nempty 2-chunk loop on the 2-thread pool: %.2f us\n", t);
     printf("elementwise n       relu 1t   relu 2t   silu(libm expf) 1t   2t   silu(cpu_expf) 1t   2t\n");
     const int64_t ns[] = {4096, 16384, 32768, 65536, 262144};
     for (int k = 0; k < 5; k++) {
@@ -202,21 +208,123 @@ static void bench_threshold(void) {
         thr_ctx c = {x, y, 0};
         int inner = n < 50000 ? 2000 : 200;
         TIME_US(r1, 15, inner, thr_range(&c, 0, n));
-        TIME_US(r2, 15, inner, cpu_parallel(cb, n, 1, thr_range, &c));
+        TIME_US(r2, 15, inner, cpu_parallel(cb, n, n / 2, thr_range, &c));
         c.heavy = 1;
         TIME_US(s1, 15, inner, thr_range(&c, 0, n));
-        TIME_US(s2, 15, inner, cpu_parallel(cb, n, 1, thr_range, &c));
+        TIME_US(s2, 15, inner, cpu_parallel(cb, n, n / 2, thr_range, &c));
         c.heavy = 2;
         TIME_US(v1, 15, inner, thr_range(&c, 0, n));
-        TIME_US(v2, 15, inner, cpu_parallel(cb, n, 1, thr_range, &c));
+        TIME_US(v2, 15, inner, cpu_parallel(cb, n, n / 2, thr_range, &c));
         printf("%12lld %9.2f %9.2f %17.2f %7.2f %17.2f %7.2f\n", (long long)n, r1, r2, s1, s2, v1, v2);
         free(x); free(y);
     }
     b2->destroy(b2);
 }
 
+/* brisk's pool against OpenMP on 2 threads, for the choice pool.c explains: the cost of
+ * one parallel loop (4 chunks of a 16K-float ReLU, the size of a small model's activation),
+ * back to back and with 100 us of serial work between loops (a step's small ops), and the
+ * CPU time the process burns per wall second in the second case - what idle threads that
+ * spin take from other programs on a shared machine. OpenMP's wait policy is libgomp's,
+ * from the environment (OMP_WAIT_POLICY, GOMP_SPINCOUNT) at load time. */
+typedef struct relu_ctx { const float *x; float *y; } relu_ctx;
+static void relu_range(const void *vctx, int64_t i0, int64_t i1) {
+    const relu_ctx *c = vctx;
+    for (int64_t i = i0; i < i1; i++) c->y[i] = c->x[i] < 0.0f ? 0.0f : c->x[i];
+}
+
+static double cpu_seconds(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + 1e-6 * (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+static void serial_work_us(double us) {
+    double t0 = now_us();
+    while (now_us() - t0 < us) {}
+}
+
+static void bench_pool(void) {
+    const int64_t n = 65536, chunk = 16384, jobs = 2000;
+    float *x = randv(n), *y = randv(n);
+    relu_ctx c = {x, y};
+    cpu_pool *p = cpu_pool_new(2);
+    const char *pol = getenv("OMP_WAIT_POLICY"), *spin = getenv("GOMP_SPINCOUNT");
+    printf("2 threads, %lld loops of 4 x 16K-float ReLU chunks; OpenMP wait policy: %s, GOMP_SPINCOUNT %s\n",
+           (long long)jobs, pol ? pol : "(libgomp default)", spin ? spin : "(default)");
+    printf("%-22s %16s %22s %18s\n", "", "us/loop (b2b)", "us/loop (100us gaps)", "CPU s / wall s");
+    for (int which = 0; which < 2; which++) {
+        double b2b, gap, t0, c0;
+        TIME_US(b2b, 5, 200, which ? ({
+            _Pragma("omp parallel for schedule(dynamic, 1) num_threads(2)")
+            for (int64_t k = 0; k < n / chunk; k++) relu_range(&c, k * chunk, (k + 1) * chunk);
+        }) : cpu_pool_run(p, n, chunk, relu_range, &c));
+        t0 = now_us(), c0 = cpu_seconds();
+        double in_loops = 0;
+        for (int64_t j = 0; j < jobs; j++) {
+            serial_work_us(100);
+            double l0 = now_us();
+            if (which) {
+                _Pragma("omp parallel for schedule(dynamic, 1) num_threads(2)")
+                for (int64_t k = 0; k < n / chunk; k++) relu_range(&c, k * chunk, (k + 1) * chunk);
+            } else {
+                cpu_pool_run(p, n, chunk, relu_range, &c);
+            }
+            in_loops += now_us() - l0;
+        }
+        double wall = (now_us() - t0) * 1e-6;
+        gap = in_loops / (double)jobs;
+        printf("%-22s %16.2f %22.2f %18.2f\n", which ? "OpenMP" : "brisk pool", b2b, gap, (cpu_seconds() - c0) / wall);
+    }
+    printf("(CPU s / wall s: 1.0 = only the calling thread busy between loops, 2.0 = a spinning worker too)\n");
+    cpu_pool_free(p);
+    free(x); free(y);
+}
+
+/* One core's fp32 FMA peak as this build can reach it: 12 independent accumulators (enough
+ * to cover the FMA latency on two pipes) of the widest vector the build uses, for ~0.3 s.
+ * The GEMM rows above are compared with this (issue 16: >= 70% on GEMM-bound shapes). */
+#if defined(__AVX512F__)
+#define PEAK_VL 16
+#elif defined(__AVX__)
+#define PEAK_VL 8
+#else
+#define PEAK_VL 4
+#endif
+typedef float pvf __attribute__((vector_size(PEAK_VL * 4)));
+
+static void bench_peak(void) {
+    pvf a, b;
+    for (int k = 0; k < PEAK_VL; k++) a[k] = 1.0f + 1e-7f * k, b[k] = 1e-8f;
+    pvf c0 = a, c1 = a, c2 = a, c3 = a, c4 = a, c5 = a, c6 = a, c7 = a, c8 = a, c9 = a, c10 = a, c11 = a;
+    const long iters = 1 << 22;
+    double best = 0;
+    for (int rep = 0; rep < 5; rep++) {
+        double t0 = now_us();
+        for (long it = 0; it < iters; it++) {
+            c0 = c0 * a + b; c1 = c1 * a + b; c2 = c2 * a + b; c3 = c3 * a + b; c4 = c4 * a + b; c5 = c5 * a + b;
+            c6 = c6 * a + b; c7 = c7 * a + b; c8 = c8 * a + b; c9 = c9 * a + b; c10 = c10 * a + b; c11 = c11 * a + b;
+            __asm__ volatile("" : "+x"(c0), "+x"(c1), "+x"(c2), "+x"(c3), "+x"(c4), "+x"(c5), "+x"(c6), "+x"(c7),
+                             "+x"(c8), "+x"(c9), "+x"(c10), "+x"(c11));
+        }
+        double us = now_us() - t0, gf = 2.0 * 12 * PEAK_VL * (double)iters / us * 1e-3;
+        if (gf > best) best = gf;
+    }
+    pvf all = c0 + c1 + c2 + c3 + c4 + c5 + c6 + c7 + c8 + c9 + c10 + c11;
+    float sink = all[0];
+    printf("FMA peak, one core, %d-wide fp32 vectors: %.1f GFLOP/s (best of 5; checksum %g)\n", PEAK_VL, best, sink);
+}
+
 int main(int argc, char **argv) {
-    int threads = argc > 1 ? atoi(argv[1]) : omp_get_max_threads();
+    if (argc > 1 && strcmp(argv[1], "peak") == 0) {
+        bench_peak();
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "pool") == 0) {
+        bench_pool();
+        return 0;
+    }
+    int threads = argc > 1 ? atoi(argv[1]) : 2;
     size_t per = cpu_sgemm_scratch_floats();
     float *scratch = aligned_alloc(64, per * sizeof(float) * (size_t)(threads > 0 ? threads : 1));
     srand(1);

@@ -3,8 +3,14 @@
  * in memory, warm-up steps, then the median of timed steps) and prints one JSON line
  * with the same keys, so bench/run.sh can set the two side by side.
  *
- *   brisk_bench --workload diffusion|tabular|lstm|transformer --steps 50 [--threads N] [--warmup 5] */
-#include <omp.h>
+ *   brisk_bench --workload diffusion|tabular|lstm|transformer --steps 50 [--threads N] [--warmup 5]
+ *               [--width W] [--seq T] [--batch B] [--heads H] [--ffn F] [--epoch-steps N]
+ *
+ * The shape options move a workload off its defined shapes for bench/shape_sweep.py:
+ * --width sets the LSTM's and the Transformer's width and every hidden layer of the
+ * MLP (tabular), --seq the sequence length, --batch the batch, --heads and --ffn the
+ * Transformer's. --epoch-steps N adds "epoch_s", the time of each block of N timed steps,
+ * for bench/contention.sh. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,15 +57,41 @@ static int spec_for(const char *w, brisk_model_spec *s, int64_t *batch, float *l
     return -1;
 }
 
+/* The shape options over a workload's spec (0: keep). */
+static int reshape(brisk_model_spec *s, int64_t *batch, int64_t width, int64_t seq, int64_t b, int64_t heads,
+                   int64_t ffn) {
+    if (b > 0) *batch = b;
+    if (s->type == BRISK_MODEL_MLP && width > 0)
+        for (int i = 0; i < s->n_hidden; i++) s->hidden[i] = width;
+    if (s->type == BRISK_MODEL_LSTM || s->type == BRISK_MODEL_TRANSFORMER) {
+        if (width > 0) s->width = width;
+        if (seq > 0) s->seq_len = seq;
+    }
+    if (s->type == BRISK_MODEL_TRANSFORMER) {
+        if (heads > 0) s->heads = heads;
+        if (ffn > 0) s->ffn = ffn;
+        if (s->width % s->heads) return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *workload = "diffusion";
     int steps = 50, warmup = 5, threads = 0, n_batches = 8;
+    long long width = 0, seq = 0, bsz = 0, heads = 0, ffn = 0, epoch_steps = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--workload") && i + 1 < argc) workload = argv[++i];
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-        else { fprintf(stderr, "usage: brisk_bench --workload diffusion|tabular|lstm|transformer [--steps N] [--warmup N] [--threads N]\n"); return 2; }
+        else if (!strcmp(argv[i], "--width") && i + 1 < argc) width = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--seq") && i + 1 < argc) seq = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--batch") && i + 1 < argc) bsz = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--heads") && i + 1 < argc) heads = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--ffn") && i + 1 < argc) ffn = atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--epoch-steps") && i + 1 < argc) epoch_steps = atoll(argv[++i]);
+        else { fprintf(stderr, "usage: brisk_bench --workload diffusion|tabular|lstm|transformer [--steps N] [--warmup N] [--threads N] "
+                       "[--width W] [--seq T] [--batch B] [--heads H] [--ffn F]\n"); return 2; }
     }
     if (steps < 1) steps = 1;
     brisk_model_spec spec;
@@ -69,13 +101,18 @@ int main(int argc, char **argv) {
         fprintf(stderr, "brisk_bench: workload '%s' is not built yet (diffusion, tabular, lstm, transformer)\n", workload);
         return 2;
     }
-    if (threads > 0) omp_set_num_threads(threads);
+    if (width < 0 || seq < 0 || bsz < 0 || heads < 0 || ffn < 0 || reshape(&spec, &batch, width, seq, bsz, heads, ffn)) {
+        fprintf(stderr, "brisk_bench: bad shape options for %s (negative, or width not a multiple of heads)\n", workload);
+        return 2;
+    }
+    brisk_thread_plan tp;
+    brisk_threads_resolve(threads, "--threads", &tp);
     brisk_error err = {0};
     brisk_graph *g = brisk_graph_new();
     brisk_model_io io;
     brisk_plan plan;
     brisk_exec *ex = NULL;
-    brisk_backend *be = brisk_backend_cpu_new(threads);
+    brisk_backend *be = brisk_backend_cpu_new(tp.threads);
     brisk_optim_spec os;
     brisk_optim_spec_default(&os);
     os.lr = lr;
@@ -122,15 +159,26 @@ int main(int argc, char **argv) {
         if (s == warmup) first_loss = loss;
         if (s >= warmup) times[s - warmup] = brisk_now() - t0;
     }
+    double mean = 0;
+    for (int s = 0; s < steps; s++) mean += times[s] / steps;
+    char epochs[4096] = "";
+    for (long long e = 0, k = 0; epoch_steps > 0 && e + epoch_steps <= steps && k < (long long)sizeof epochs - 32;
+         e += epoch_steps) {
+        double sum = 0;
+        for (long long s = e; s < e + epoch_steps; s++) sum += times[s];
+        k += snprintf(epochs + k, sizeof epochs - (size_t)k, "%s%.5f", k ? ", " : ", \"epoch_s\": [", sum);
+    }
+    if (epochs[0]) strcat(epochs, "]");
     qsort(times, (size_t)steps, sizeof times[0], cmp_double);
-    double med = times[steps / 2];
+    double med = times[steps / 2], p95 = times[(steps * 95 + 99) / 100 - 1];
     if (steps % 2 == 0) med = 0.5 * (times[steps / 2 - 1] + times[steps / 2]);
     printf("{\"workload\": \"%s\", \"impl\": \"brisk\", \"device\": \"cpu\", \"batch\": %lld, "
            "\"params\": %lld, \"threads\": %d, \"ms_per_step_median\": %.4f, \"ms_per_step_min\": %.4f, "
-           "\"samples_per_s\": %.1f, \"arena_bytes\": %zu, \"losses\": [%.5f, %.5f]}\n",
+           "\"ms_per_step_mean\": %.4f, \"ms_per_step_p95\": %.4f, \"ms_per_step_max\": %.4f, "
+           "\"samples_per_s\": %.1f, \"arena_bytes\": %zu, \"losses\": [%.5f, %.5f]%s}\n",
            workload, (long long)batch, (long long)brisk_model_param_count(&spec),
-           omp_get_max_threads(), med * 1e3, times[0] * 1e3, (double)batch / med, plan.arena_bytes,
-           first_loss, loss);
+           tp.threads, med * 1e3, times[0] * 1e3, mean * 1e3, p95 * 1e3, times[steps - 1] * 1e3, (double)batch / med, plan.arena_bytes,
+           first_loss, loss, epochs);
     return 0;
 fail:
     fprintf(stderr, "brisk_bench: %s\n", err.msg);

@@ -31,7 +31,11 @@
  *
  * Threads: the library has no global state. Sessions are independent: one session per thread
  * runs concurrently with others. A session itself must not be used by two threads at once.
- * Each session's CPU work uses speed.threads OpenMP threads (0: OpenMP's default).
+ * Each session's CPU work runs on its own pool of speed.threads threads (brisk's, not OpenMP's,
+ * so the host's OMP_WAIT_POLICY and OpenMP regions neither slow it nor are slowed by it; idle
+ * pool threads sleep after ~40 us). 0: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK, else the CPUs
+ * this process may use (affinity mask, cgroup quota), divided among the MPI ranks on the node
+ * when they are not bound to CPUs of their own; the log's device line says which.
  *
  * MPI: brisk never calls MPI (it neither initialises nor finalises it), so it runs inside any
  * MPI program. Two patterns (examples/README.md, examples/c/online.c):
@@ -40,7 +44,8 @@
  *     sampled fields back. One model, trained on all ranks' data.
  *   - a session per rank: each rank pushes its own columns and trains its own model (an
  *     ensemble, or regional models); give each a different train.seed (e.g. seed + rank) and,
- *     when they share a node, speed.threads = cores per node / ranks per node.
+ *     when they share a node, the default thread count already divides the node's CPUs among
+ *     unbound ranks (Open MPI, MPICH/Hydra and SLURM local sizes); bound ranks use their own.
  *
  * Devices: speed.device "auto" trains on the GPU when this build has the CUDA backend and a GPU
  * is usable, else on the CPU, and logs which and why. Checkpoints are device-agnostic: a file

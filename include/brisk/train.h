@@ -172,8 +172,10 @@ typedef struct brisk_run_summary {
     double wall_s, data_wait_s, compute_s;
     double copy_s;            /* handing batches to the device (a device backend; 0 on the CPU) */
     double gpu_util;          /* mean device utilisation (%) at the progress lines; -1: none */
-    double ms_per_step_median;
-    double samples_per_s;
+    int64_t steps_run;        /* optimizer steps of this run (or API call) */
+    double ms_per_step_median, ms_per_step_mean, ms_per_step_p95, ms_per_step_max; /* this run's steps */
+    double samples_per_s;     /* mean throughput over this run's steps: samples / their summed time */
+    int load_unstable;        /* the step times' spread says the machine's load varied (see the summary) */
     size_t arena_bytes, total_bytes;
     int64_t params;
     int stopped_by_signal;    /* the signal (SIGTERM, SIGINT, SIGUSR1) that stopped the run early,

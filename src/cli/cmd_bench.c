@@ -7,7 +7,14 @@
  *   + autotune       GEMM algorithms timed per shape (a fresh cache)
  *   all on           brisk's defaults (adds TF32 where fp32 remains and epilogue fusion)
  * and reports the median ms/step, samples/s, mean GPU utilisation and the speedup over
- * the baseline. Without a GPU it measures the CPU row and says why there is no table. */
+ * the baseline. Without a GPU the rows are the CPU on one thread and on the default
+ * thread count.
+ *
+ * Rows are run interleaved: --rounds R (default 3) rounds, each running every row once,
+ * so a drift in the machine's load (another job starting, the CPU clock settling) falls
+ * on every row alike instead of favouring the rows measured first. Each row reports the
+ * median over its rounds of the per-run median step time, the spread of those medians
+ * (min-max, relative to the median), the worst 95th percentile and the mean throughput. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +50,18 @@ static const row rows[] = {
       "speed.fuse=true", NULL}},
 };
 
+static const row cpu_rows[] = {
+    {"CPU, 1 thread", {"speed.threads=1", NULL}},
+    {"CPU, default threads", {"speed.threads=0", NULL}},
+};
+
+#define MAX_ROUNDS 50
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 static int run_row(const char *config, const row *r, int steps, const char *dir, int index, int cpu,
                    brisk_run_summary *sum, brisk_error *err) {
     const char *over[24];
@@ -72,21 +91,26 @@ static int run_row(const char *config, const row *r, int steps, const char *dir,
 int cmd_bench(int argc, char **argv) {
     const char *config = NULL;
     int json = 0;
-    long long steps = 300;
-    static const cli_opt opts[] = {{"--steps", 1}, {"--json", 0}, {NULL, 0}};
+    long long steps = 300, rounds = 3;
+    static const cli_opt opts[] = {{"--steps", 1}, {"--json", 0}, {"--rounds", 1}, {NULL, 0}};
     cli_parser p = {"bench", opts, argc, argv, 0, 0};
     const char *name, *v;
     for (int k; (k = cli_next(&p, &name, &v)) != CLI_END;) {
         if (k == CLI_ERR) return BRISK_EXIT_USAGE;
         if (k == CLI_HELP) {
-            puts("usage: brisk bench CONFIG [--steps N] [--json]\n\n"
-                 "Trains CONFIG for N steps (default 300, at least 20) once per row of the table - baseline, then each\n"
-                 "optimization added in turn, then all on - and prints ms/step (median), samples/s, GPU\n"
-                 "utilisation and the speedup over the baseline. --json adds one JSON line per row.");
+            puts("usage: brisk bench CONFIG [--steps N] [--rounds R] [--json]\n\n"
+                 "Trains CONFIG for N steps (default 300, at least 20) once per row of the table and round - on\n"
+                 "a GPU the baseline, then each optimization added in turn, then all on; on the CPU one thread\n"
+                 "and the default thread count - running the rows interleaved, R rounds (default 3, at most\n"
+                 "50) of every row in turn, so that a change in the machine's load does not favour one row.\n"
+                 "Prints per row the median ms/step over the rounds, the spread of the rounds' medians, the\n"
+                 "worst p95 step, samples/s over all steps, GPU utilisation and the speedup over the first\n"
+                 "row. --json adds one JSON line per row.");
             return 0;
         }
         if (k == 0 && cli_parse_count("bench", name, v, 20, 100000000, &steps)) return BRISK_EXIT_USAGE;
         else if (k == 1) json = 1;
+        else if (k == 2 && cli_parse_count("bench", name, v, 1, MAX_ROUNDS, &rounds)) return BRISK_EXIT_USAGE;
         else if (k == CLI_POS && config) return cli_usage("bench", "one config file expected, got '%s' and '%s'", config, v);
         else if (k == CLI_POS) config = v;
     }
@@ -95,33 +119,67 @@ int cmd_bench(int argc, char **argv) {
     snprintf(dir, sizeof dir, "/tmp/brisk-bench-%d", (int)getpid());
     brisk_cuda_info gi;
     brisk_cuda_probe(0, &gi);
-    int gpu = gi.built && gi.usable, n_rows = gpu ? (int)(sizeof rows / sizeof rows[0]) : 1;
-    printf("brisk bench %s: %lld steps per row on %s\n", config, steps, gpu ? gi.name : "the CPU");
-    if (!gpu) printf("(no GPU: %s; only the CPU baseline is measured)\n", gi.reason);
-    printf("%-38s %10s %11s %9s %8s\n", "", "ms/step", "samples/s", "GPU util", "speedup");
+    int gpu = gi.built && gi.usable;
+    const row *tab = gpu ? rows : cpu_rows;
+    int n_rows = gpu ? (int)(sizeof rows / sizeof rows[0]) : (int)(sizeof cpu_rows / sizeof cpu_rows[0]);
+    printf("brisk bench %s: %lld steps per row and round, %lld round%s interleaved, on %s\n", config, steps, rounds,
+           rounds == 1 ? "" : "s", gpu ? gi.name : "the CPU");
+    if (!gpu) printf("(no GPU: %s; CPU rows only)\n", gi.reason);
+    enum { MAX_ROWS = 8 };
+    double med[MAX_ROWS][MAX_ROUNDS], p95[MAX_ROWS] = {0}, samples[MAX_ROWS] = {0}, secs[MAX_ROWS] = {0};
+    double util[MAX_ROWS] = {0}, loss[MAX_ROWS] = {0};
+    int ok[MAX_ROWS] = {0}, util_n[MAX_ROWS] = {0}, failed = 0;
+    char why[MAX_ROWS][sizeof ((brisk_error *)0)->msg];
+    memset(why, 0, sizeof why);
+    for (int r = 0; r < rounds; r++)
+        for (int i = 0; i < n_rows; i++) {
+            if (r > 0 && !ok[i]) continue; /* failed in the first round: reported once */
+            brisk_run_summary s;
+            brisk_error err = {0};
+            if (isatty(2)) fprintf(stderr, "\rround %d/%lld, row %d/%d ", r + 1, rounds, i + 1, n_rows);
+            if (run_row(config, &tab[i], (int)steps, dir, i, !gpu, &s, &err)) {
+                snprintf(why[i], sizeof why[i], "%s", err.msg);
+                ok[i] = 0;
+                failed = 1;
+                continue;
+            }
+            ok[i] = r + 1;
+            med[i][r] = s.ms_per_step_median;
+            if (s.ms_per_step_p95 > p95[i]) p95[i] = s.ms_per_step_p95;
+            samples[i] += s.samples_per_s > 0 ? (double)s.steps_run * s.samples_per_s * s.ms_per_step_mean * 1e-3 : 0;
+            secs[i] += (double)s.steps_run * s.ms_per_step_mean * 1e-3;
+            if (s.gpu_util >= 0) util[i] += s.gpu_util, util_n[i]++;
+            loss[i] = s.final_loss;
+        }
+    if (isatty(2)) fprintf(stderr, "\r%40s\r", "");
+    printf("%-38s %10s %9s %10s %11s %9s %8s\n", "", "ms/step", "spread", "p95 (max)", "samples/s", "GPU util",
+           "speedup");
     double base = 0;
-    int failed = 0;
     for (int i = 0; i < n_rows; i++) {
-        brisk_run_summary s;
-        brisk_error err = {0};
-        fflush(stdout);
-        if (run_row(config, &rows[i], (int)steps, dir, i, !gpu, &s, &err)) {
-            printf("%-38s failed: %s\n", rows[i].name, err.msg);
-            failed = 1;
+        if (!ok[i]) {
+            printf("%-38s failed: %s\n", tab[i].name, why[i]);
             continue;
         }
-        if (i == 0) base = s.ms_per_step_median;
-        char util[16] = "-";
-        if (s.gpu_util >= 0) snprintf(util, sizeof util, "%.0f%%", s.gpu_util);
-        printf("%-38s %10.4f %11.0f %9s %7.2fx\n", gpu ? rows[i].name : "baseline (CPU, fp32)", s.ms_per_step_median,
-               s.samples_per_s, util, base > 0 ? base / s.ms_per_step_median : 1.0);
+        int n = ok[i];
+        qsort(med[i], (size_t)n, sizeof med[i][0], cmp_double);
+        double m = n % 2 ? med[i][n / 2] : 0.5 * (med[i][n / 2 - 1] + med[i][n / 2]);
+        double spread = m > 0 ? (med[i][n - 1] - med[i][0]) / m : 0;
+        if (base == 0) base = m;
+        char u[16] = "-";
+        if (util_n[i]) snprintf(u, sizeof u, "%.0f%%", util[i] / util_n[i]);
+        double sps = secs[i] > 0 ? samples[i] / secs[i] : 0;
+        printf("%-38s %10.4f %8.1f%% %10.4f %11.0f %9s %7.2fx\n", tab[i].name, m, 100 * spread, p95[i], sps, u,
+               base > 0 && m > 0 ? base / m : 1.0);
         if (json)
             printf("{\"config\": \"%s\", \"row\": %d, \"name\": \"%s\", \"device\": \"%s\", \"steps\": %lld, "
-                   "\"ms_per_step_median\": %.5f, \"samples_per_s\": %.1f, \"gpu_util\": %.1f, \"speedup\": %.3f, "
-                   "\"final_loss\": %.6f}\n",
-                   config, i, rows[i].name, gpu ? "cuda" : "cpu", steps, s.ms_per_step_median, s.samples_per_s,
-                   s.gpu_util, base > 0 ? base / s.ms_per_step_median : 1.0, s.final_loss);
+                   "\"rounds\": %d, \"ms_per_step_median\": %.5f, \"ms_per_step_spread\": %.4f, "
+                   "\"ms_per_step_p95_max\": %.5f, \"samples_per_s\": %.1f, \"gpu_util\": %.1f, "
+                   "\"speedup\": %.3f, \"final_loss\": %.6f}\n",
+                   config, i, tab[i].name, gpu ? "cuda" : "cpu", steps, n, m, spread, p95[i], sps,
+                   util_n[i] ? util[i] / util_n[i] : -1.0, base > 0 && m > 0 ? base / m : 1.0, loss[i]);
     }
+    printf("(spread: max - min of the %lld rounds' median ms/step, over their median; p95: the worst round's)\n",
+           rounds);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "brisk: bench: could not remove %s\n", dir);

@@ -86,7 +86,8 @@ int cmd_check(int argc, char **argv) {
     brisk_system_info s;
     brisk_system_probe(&s);
     printf("brisk %s\n", s.version);
-    printf("cpu       %s, %d cores, %d OpenMP threads, %s\n", s.cpu_model, s.cpu_cores, s.omp_threads, s.simd);
+    printf("cpu       %s, %d cores, %d thread%s by default (%s), %s\n", s.cpu_model, s.cpu_cores, s.default_threads,
+           s.default_threads == 1 ? "" : "s", s.threads_source, s.simd);
     printf("blas      %s\n", s.blas_name);
     gpu_report(measure, smoke, &smoke_failed);
     printf("device    training runs on the %s\n", s.gpu_usable ? "GPU" : "CPU");

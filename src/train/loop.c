@@ -10,14 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "train/progress.h"
 #include "train/trainer_internal.h"
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* mean of the last n losses of this process */
 /* Mean of the last n losses, leaving out steps skipped for a non-finite loss (numeric.c);
  * NaN when none of them is finite. */
 static double tail_mean(const brisk_trainer *t, int64_t n) {
@@ -172,14 +167,15 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
         if ((log_now || epoch_ended || t->step == end) && (st = brisk_step_flush(t, err))) goto out;
         if (log_now) {
             double ms = 1e3 * win_time / (double)win_n, wl = tail_mean(t, win_n);
-            char dev[160], wl_json[32] = "null"; /* a window of skipped steps only has no loss */
+            char dev[160], wl_json[32] = "null", eta[64]; /* a window of skipped steps only has no loss */
             device_status(t, dev, sizeof dev);
+            brisk_format_eta(brisk_now() - t_start, n_timed, end - t->step, eta, sizeof eta);
             if (isfinite(wl)) snprintf(wl_json, sizeof wl_json, "%.9g", wl);
             brisk_log(&t->log, BRISK_LOG_INFO,
-                      "epoch %lld  step %lld/%lld  loss %.5f  lr %.2e  %.0f samples/s  %.3f ms/step (data %.3f, compute %.3f)  %s",
+                      "epoch %lld  step %lld/%lld  loss %.5f  lr %.2e  %.0f samples/s  %.3f ms/step (data %.3f, compute %.3f)  %s  %s",
                       (long long)(epoch_ended ? t->epoch : t->epoch + 1), (long long)t->step, (long long)t->total_steps,
                       wl, lr, (double)(B * K) * win_n / win_time, ms,
-                      1e3 * win_wait / (double)win_n, ms - 1e3 * win_wait / (double)win_n, dev);
+                      1e3 * win_wait / (double)win_n, ms - 1e3 * win_wait / (double)win_n, dev, eta);
             if (t->metrics)
                 fprintf(t->metrics, "{\"step\": %lld, \"epoch\": %lld, \"loss\": %s, \"lr\": %.7g, \"ms_per_step\": %.4f, "
                     "\"data_ms\": %.4f, \"samples_per_s\": %.1f}\n",
@@ -260,15 +256,21 @@ out:
             sum->compute_s = compute_total;
         }
         sum->gpu_util = t->util_n ? t->util_sum / t->util_n : -1.0;
-        if (n_timed) {
-            qsort(step_times, (size_t)n_timed, sizeof step_times[0], cmp_double);
-            sum->ms_per_step_median = 1e3 * step_times[n_timed / 2];
-            sum->samples_per_s = (double)(B * K) / step_times[n_timed / 2];
-        }
+        brisk_step_stats ss;
+        brisk_step_stats_of(step_times, n_timed, &ss);
+        sum->steps_run = n_timed;
+        sum->ms_per_step_median = ss.median_ms;
+        sum->ms_per_step_mean = ss.mean_ms;
+        sum->ms_per_step_p95 = ss.p95_ms;
+        sum->ms_per_step_max = ss.max_ms;
+        sum->samples_per_s = ss.total_s > 0 ? (double)(B * K) * (double)n_timed / ss.total_s : 0;
+        sum->load_unstable = ss.unstable;
         sum->arena_bytes = t->plan.arena_bytes;
         sum->total_bytes = brisk_plan_total_bytes(&t->plan);
         sum->params = brisk_model_param_count(&t->cfg.model);
         double w = sum->wall_s > 0 ? sum->wall_s : 1;
+        char resumed[64];
+        snprintf(resumed, sizeof resumed, ", %lld in all", (long long)t->step);
         char val[160] = "none (no validation split)";
         if (!isnan(sum->best_val_loss)) snprintf(val, sizeof val, "%.5f (epoch %d)", sum->best_val_loss, sum->best_epoch);
         if (!isnan(sum->best_val_accuracy))
@@ -276,15 +278,16 @@ out:
         if (!isnan(sum->best.mae))
             snprintf(val + strlen(val), sizeof val - strlen(val), ", MAE %.5g, RMSE %.5g", sum->best.mae, sum->best.rmse);
         brisk_log(&t->log, BRISK_LOG_INFO,
-                  "\nsummary   %lld steps in %.2f s (%d epochs this run)\n"
+                  "\nsummary   %lld step%s in %.2f s (%d epoch%s)%s\n"
                   "  train loss        %.5f (last epoch)\n"
                   "  best val loss     %s\n"
-                  "  speed             %.3f ms/step median, %.0f samples/s\n"
+                  "  speed             %.0f samples/s over the run; %.3f ms/step median, %.3f p95, %.3f mean\n"
                   "  time              data wait %.2f s (%.1f%%), copy to device %.2f s (%.1f%%), compute %.2f s (%.1f%%), other %.2f s\n"
                   "  memory            %.2f MiB planned (activations %.2f MiB)\n"
                   "  checkpoints       %s%s%s",
-                  (long long)sum->steps, sum->wall_s, epochs_done, sum->final_loss, val, sum->ms_per_step_median,
-                  sum->samples_per_s, wait_total, 100 * wait_total / w, sum->copy_s, 100 * sum->copy_s / w, compute_total,
+                  (long long)n_timed, n_timed == 1 ? "" : "s", sum->wall_s, epochs_done, epochs_done == 1 ? "" : "s",
+                  n_timed == t->step ? "" : resumed, sum->final_loss, val, sum->samples_per_s, ss.median_ms, ss.p95_ms,
+                  ss.mean_ms, wait_total, 100 * wait_total / w, sum->copy_s, 100 * sum->copy_s / w, compute_total,
                   100 * compute_total / w, sum->wall_s - wait_total - sum->copy_s - compute_total, sum->total_bytes / 1048576.0, sum->arena_bytes / 1048576.0,
                   files ? tr->out_dir : "none (train.out_dir is \"\")", files ? "/last.safetensors" : "",
                   !files || isnan(t->best_val) ? "" : ", best.safetensors");
@@ -293,6 +296,11 @@ out:
         if (t->be->stats && !t->be->stats(t->be, &bs, &ignored) && bs.loss_scale > 0)
             brisk_log(&t->log, BRISK_LOG_INFO, "  loss scaler       %lld steps skipped (inf/NaN gradients), scale now %g",
                       (long long)bs.skipped_steps, bs.loss_scale);
+        if (ss.unstable)
+            brisk_log(&t->log, BRISK_LOG_INFO, "  load              unstable: step times spread from %.3f to %.3f ms (p95 "
+                      "%.1fx the median); other programs are likely using these CPUs (a step waits for any "
+                      "descheduled thread); see the thread count on the device line",
+                      ss.min_ms, ss.max_ms, ss.median_ms > 0 ? ss.p95_ms / ss.median_ms : 0);
         if (sum->best_epoch && sum->best.classes) brisk_metrics_log(&sum->best, &t->log);
     }
     if (t->metrics) fflush(t->metrics);

@@ -2,7 +2,6 @@
  * plan, executor, optimizer. Every mismatch between config, data and model is an
  * error naming the file and field. */
 #include <math.h>
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,15 +53,16 @@ static brisk_status pick_backend(brisk_trainer *t, brisk_error *err) {
         if (!st || t->cfg.speed.device == BRISK_DEVICE_CUDA) return st;
         brisk_log(&t->log, BRISK_LOG_WARN, "%s; training on the CPU", err->msg);
     }
-    int threads = t->cfg.speed.threads;
-    if (threads > 0) omp_set_num_threads(threads);
+    brisk_thread_plan tp;
+    brisk_threads_resolve(t->cfg.speed.threads, "speed.threads", &tp);
+    if (tp.warning[0]) brisk_log(&t->log, BRISK_LOG_WARN, "%s", tp.warning);
     if (t->cfg.speed.precision != BRISK_PREC_AUTO && t->cfg.speed.precision != BRISK_PREC_FP32)
         brisk_log(&t->log, BRISK_LOG_WARN, "%s: speed.precision: the CPU backend trains in fp32 "
                   "(tf32, bf16 and fp16 are GPU modes)", t->cfg.path);
-    t->be = brisk_backend_cpu_new(threads);
+    t->be = brisk_backend_cpu_new(tp.threads);
     if (!t->be) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory creating the CPU backend");
-    brisk_log(&t->log, BRISK_LOG_INFO, "device    cpu: %s, %d threads, %s, BLAS %s%s%s", si.cpu_model,
-              threads > 0 ? threads : omp_get_max_threads(), si.simd, si.blas_name,
+    brisk_log(&t->log, BRISK_LOG_INFO, "device    cpu: %s, %d thread%s (%s), %s, BLAS %s%s%s", si.cpu_model,
+              tp.threads, tp.threads == 1 ? "" : "s", tp.source, si.simd, si.blas_name,
               t->cfg.speed.device == BRISK_DEVICE_AUTO ? "; no GPU: " : "",
               t->cfg.speed.device == BRISK_DEVICE_AUTO ? si.gpu_reason : "");
     return BRISK_OK;

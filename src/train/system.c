@@ -3,7 +3,6 @@
 #include "brisk/cuda.h"
 #include "brisk/system.h"
 
-#include <omp.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -41,7 +40,10 @@ void brisk_system_probe(brisk_system_info *info) {
     memset(info, 0, sizeof *info);
     cpu_model(info->cpu_model, sizeof info->cpu_model);
     info->cpu_cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    info->omp_threads = omp_get_max_threads();
+    brisk_thread_plan tp;
+    brisk_threads_resolve(0, NULL, &tp);
+    info->default_threads = tp.threads;
+    snprintf(info->threads_source, sizeof info->threads_source, "%s", tp.source);
 #if defined(__AVX512F__)
     snprintf(info->simd, sizeof info->simd, "avx512f");
 #elif defined(__AVX2__)

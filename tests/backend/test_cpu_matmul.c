@@ -6,6 +6,14 @@
 #include "backend/cpu/cpu_internal.h"
 #include "cpu_test_util.h"
 
+/* A pool per thread count, made once (NULL: the calling thread alone). */
+static cpu_pool *pool_of(int threads) {
+    static cpu_pool *pools[8];
+    if (threads <= 1 || threads >= 8) return NULL;
+    if (!pools[threads]) pools[threads] = cpu_pool_new(threads);
+    return pools[threads];
+}
+
 /* C[M,N] = op(A) op(B) in double, A/B with leading dims */
 static void ref_gemm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                      const float *B, int64_t ldb, double *C) {
@@ -53,12 +61,12 @@ static void check_sgemm_path(int use_blas) {
                     tg_guard_fill(C, (size_t)(M * ldc) * sizeof(float));
                     ref_gemm(ta, tb, M, N, K, A, lda, B, ldb, R);
                     if (use_blas) {
-                        if (!cpu_sgemm_blas(threads, ta, tb, M, N, K, A, lda, B, ldb, C, ldc)) {
+                        if (!cpu_sgemm_blas(pool_of(threads), ta, tb, M, N, K, A, lda, B, ldb, C, ldc)) {
                             free(A); free(B); free(C); free(R); free(scratch);
                             return; /* built without a BLAS */
                         }
                     } else {
-                        cpu_sgemm(threads, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, 0, scratch);
+                        cpu_sgemm(pool_of(threads), ta, tb, M, N, K, A, lda, B, ldb, C, ldc, 0, scratch);
                     }
                     float *Cc = malloc((size_t)(M * N > 0 ? M * N : 1) * sizeof(float));
                     for (int64_t i = 0; i < M; i++) memcpy(Cc + i * N, C + i * ldc, (size_t)N * sizeof(float));
@@ -69,7 +77,7 @@ static void check_sgemm_path(int use_blas) {
                            (long long)M, (long long)N);
                     if (!use_blas) {
                         /* accumulate: C += op(A) op(B) once more gives 2 R; the ld padding is untouched */
-                        cpu_sgemm(threads, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, 1, scratch);
+                        cpu_sgemm(pool_of(threads), ta, tb, M, N, K, A, lda, B, ldb, C, ldc, 1, scratch);
                         for (int64_t i = 0; i < M * N; i++) R[i] *= 2.0;
                         for (int64_t i = 0; i < M; i++) memcpy(Cc + i * N, C + i * ldc, (size_t)N * sizeof(float));
                         e = tg_rel_err(Cc, R, M * N);
@@ -92,14 +100,14 @@ static void test_blas_sgemm(void) { check_sgemm_path(1); }
 static void test_own_sgemm_deterministic(void) {
     int64_t M = 64, N = 200, K = 333;
     float *A = rand_buf(M * K), *B = rand_buf(K * N), *C1 = malloc(M * N * 4), *C2 = malloc(M * N * 4);
-    cpu_sgemm(2, 0, 1, M, N, K, A, K, B, K, C1, N, 0, NULL);
-    cpu_sgemm(2, 0, 1, M, N, K, A, K, B, K, C2, N, 0, NULL);
+    cpu_sgemm(pool_of(2), 0, 1, M, N, K, A, K, B, K, C1, N, 0, NULL);
+    cpu_sgemm(pool_of(2), 0, 1, M, N, K, A, K, B, K, C2, N, 0, NULL);
     CHECK(memcmp(C1, C2, (size_t)(M * N) * 4) == 0);
     free(A); free(B); free(C1); free(C2);
 }
 
 /* Every element of C is computed by the same chain of FMAs whichever thread band
- * (or narrow/transposed path) it lands in, so 1 and 2 threads give the same bits. */
+ * (or narrow/transposed path) it lands in, so 1 to 4 threads give the same bits. */
 static void test_own_sgemm_thread_independent(void) {
     const mnk cs[] = {{16, 256, 295}, {40, 40, 600}, {300, 40, 70}, {512, 12, 64}, {64, 1000, 9}};
     for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++)
@@ -107,10 +115,12 @@ static void test_own_sgemm_thread_independent(void) {
             for (int tb = 0; tb < 2; tb++) {
                 int64_t M = cs[c].M, N = cs[c].N, K = cs[c].K;
                 float *A = rand_buf(M * K), *B = rand_buf(K * N), *C1 = malloc(M * N * 4), *C2 = malloc(M * N * 4);
-                cpu_sgemm(1, ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, C1, N, 0, NULL);
-                cpu_sgemm(2, ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, C2, N, 0, NULL);
-                CHECKF(memcmp(C1, C2, (size_t)(M * N) * 4) == 0, "M=%lld N=%lld K=%lld ta=%d tb=%d differ",
-                       (long long)M, (long long)N, (long long)K, ta, tb);
+                cpu_sgemm(pool_of(1), ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, C1, N, 0, NULL);
+                for (int nt = 2; nt <= 4; nt++) {
+                    cpu_sgemm(pool_of(nt), ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, C2, N, 0, NULL);
+                    CHECKF(memcmp(C1, C2, (size_t)(M * N) * 4) == 0, "M=%lld N=%lld K=%lld ta=%d tb=%d threads=%d differ",
+                           (long long)M, (long long)N, (long long)K, ta, tb, nt);
+                }
                 free(A); free(B); free(C1); free(C2);
             }
 }

@@ -24,7 +24,6 @@
 #include "backend/cpu/cpu_math.h"
 
 #include <math.h>
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,13 +92,13 @@ static void dropout_factors(const attn_ctx *c, int64_t b, int64_t h, float *F) {
 static void forward_items(const void *vctx, int64_t i0, int64_t i1) {
     const attn_ctx *c = vctx;
     const int64_t T = c->T, D = c->D, dh = c->dh, ld = 3 * D;
-    int tid = omp_get_thread_num();
+    int tid = cpu_worker_id();
     float *S = c->work + c->work_per * (size_t)tid, *F = S + T * T, *kb = F + T * T;
     float *scratch = c->gemm_scratch + c->gemm_per * (size_t)tid;
     for (int64_t it = i0; it < i1; it++) {
         int64_t b = it / c->heads, h = it % c->heads;
         const float *Q = c->qkv + b * T * ld + h * dh, *K = Q + D, *V = Q + 2 * D;
-        cpu_sgemm(1, 0, 1, T, T, dh, Q, ld, K, ld, S, T, 0, scratch);
+        cpu_sgemm(NULL, 0, 1, T, T, dh, Q, ld, K, ld, S, T, 0, scratch);
         if (it == i0 || h == 0) key_bias(c, b, kb);
         softmax_rows(c, kb, S, c->lse + it * T, NULL);
         if (c->dropout) {
@@ -107,14 +106,14 @@ static void forward_items(const void *vctx, int64_t i0, int64_t i1) {
 #pragma omp simd
             for (int64_t k = 0; k < T * T; k++) S[k] *= F[k];
         }
-        cpu_sgemm(1, 0, 0, T, dh, T, S, T, V, ld, c->out + b * T * D + h * dh, D, 0, scratch);
+        cpu_sgemm(NULL, 0, 0, T, dh, T, S, T, V, ld, c->out + b * T * D + h * dh, D, 0, scratch);
     }
 }
 
 static void backward_items(const void *vctx, int64_t i0, int64_t i1) {
     const attn_ctx *c = vctx;
     const int64_t T = c->T, D = c->D, dh = c->dh, ld = 3 * D;
-    int tid = omp_get_thread_num();
+    int tid = cpu_worker_id();
     float *P = c->work + c->work_per * (size_t)tid, *dP = P + T * T, *Pd = dP + T * T, *F = Pd + T * T;
     float *kb = F + T * T;
     float *scratch = c->gemm_scratch + c->gemm_per * (size_t)tid;
@@ -123,7 +122,7 @@ static void backward_items(const void *vctx, int64_t i0, int64_t i1) {
         const float *Q = c->qkv + b * T * ld + h * dh, *K = Q + D, *V = Q + 2 * D;
         const float *dO = c->dy + b * T * D + h * dh;
         float *dQ = c->dqkv + b * T * ld + h * dh, *dK = dQ + D, *dV = dQ + 2 * D;
-        cpu_sgemm(1, 0, 1, T, T, dh, Q, ld, K, ld, P, T, 0, scratch);
+        cpu_sgemm(NULL, 0, 1, T, T, dh, Q, ld, K, ld, P, T, 0, scratch);
         if (it == i0 || h == 0) key_bias(c, b, kb);
         softmax_rows(c, kb, P, NULL, c->lse + it * T);
         const float *Pw = P; /* the weights out was made from */
@@ -133,8 +132,8 @@ static void backward_items(const void *vctx, int64_t i0, int64_t i1) {
             for (int64_t k = 0; k < T * T; k++) Pd[k] = P[k] * F[k];
             Pw = Pd;
         }
-        cpu_sgemm(1, 1, 0, T, dh, T, Pw, T, dO, D, dV, ld, 0, scratch);  /* dV = Pd^T dO */
-        cpu_sgemm(1, 0, 1, T, T, dh, dO, D, V, ld, dP, T, 0, scratch);   /* dPd = dO V^T */
+        cpu_sgemm(NULL, 1, 0, T, dh, T, Pw, T, dO, D, dV, ld, 0, scratch);  /* dV = Pd^T dO */
+        cpu_sgemm(NULL, 0, 1, T, T, dh, dO, D, V, ld, dP, T, 0, scratch);   /* dPd = dO V^T */
         for (int64_t i = 0; i < T; i++) {
             float *restrict g = dP + i * T;
             const float *restrict pr = P + i * T, *restrict pw = Pw + i * T;
@@ -150,8 +149,8 @@ static void backward_items(const void *vctx, int64_t i0, int64_t i1) {
                 for (int64_t j = 0; j < T; j++) g[j] = pr[j] * (g[j] - di) * sc;
             }
         }
-        cpu_sgemm(1, 0, 0, T, dh, T, dP, T, K, ld, dQ, ld, 0, scratch); /* dQ = dS K */
-        cpu_sgemm(1, 1, 0, T, dh, T, dP, T, Q, ld, dK, ld, 0, scratch); /* dK = dS^T Q */
+        cpu_sgemm(NULL, 0, 0, T, dh, T, dP, T, K, ld, dQ, ld, 0, scratch); /* dQ = dS K */
+        cpu_sgemm(NULL, 1, 0, T, dh, T, dP, T, Q, ld, dK, ld, 0, scratch); /* dK = dS^T Q */
     }
 }
 

@@ -4,13 +4,14 @@
  * families (matmul.c, elementwise.c, reduce.c, softmax_loss.c, layernorm.c,
  * shape.c, gather.c, random.c, lstm.c, attention.c); the optimizer lives in optim.c.
  *
- * Threads: fixed at creation (0 = OpenMP's default) and passed to every parallel
- * region with num_threads(), so two backends in one process do not fight over a
- * global setting. OpenBLAS, when linked, is set to one thread here: brisk splits
- * GEMMs itself so only one thread pool spins on the cores. */
+ * Threads: fixed at creation (0 = brisk_threads_resolve's default: the CPUs this
+ * process may use, shared among the MPI ranks of the node) in the backend's own pool
+ * (pool.c), so two backends in one process do not fight over a global setting.
+ * OpenBLAS, when linked, is set to one thread here: brisk splits GEMMs itself so only
+ * brisk's pool runs on the cores (OpenBLAS's idle threads sleep). */
 #include "backend/cpu/cpu_internal.h"
 
-#include <omp.h>
+#include "brisk/system.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,35 +31,17 @@ double *cpu_partials(cpu_backend *cb, size_t n) {
 
 void cpu_parallel(const cpu_backend *cb, int64_t n, int64_t grain, cpu_range_fn fn, const void *ctx) {
     if (n <= 0) return;
-    int64_t nt = grain > 0 ? n / grain : n;
-    if (nt > cb->threads) nt = cb->threads;
-    if (nt <= 1) {
+    if (grain < 1) grain = 1;
+    if (cb->threads <= 1 || n < 2 * grain) {
         fn(ctx, 0, n);
         return;
     }
-#pragma omp parallel num_threads((int)nt)
-    {
-        int64_t t = omp_get_thread_num(), k = omp_get_num_threads();
-        int64_t i0 = n * t / k, i1 = n * (t + 1) / k;
-        if (n >= 16 * k) { /* align interior boundaries to 16 items */
-            i0 = t ? (i0 + 15) / 16 * 16 : 0;
-            i1 = t + 1 < k ? (i1 + 15) / 16 * 16 : n;
-        }
-        if (i0 < i1) fn(ctx, i0, i1);
-    }
+    /* chunks of whole 16-item groups, so no two threads write one cache line of f32 */
+    cpu_pool_run(cb->pool, n, (grain + 15) / 16 * 16, fn, ctx);
 }
 
 void cpu_parallel_dynamic(const cpu_backend *cb, int64_t n, int64_t chunk, cpu_range_fn fn, const void *ctx) {
-    if (n <= 0) return;
-    if (chunk < 1) chunk = 1;
-    int64_t nchunks = (n + chunk - 1) / chunk;
-    int nt = nchunks < cb->threads ? (int)nchunks : cb->threads;
-    if (nt <= 1) {
-        fn(ctx, 0, n);
-        return;
-    }
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
-    for (int64_t k = 0; k < nchunks; k++) fn(ctx, k * chunk, (k + 1) * chunk < n ? (k + 1) * chunk : n);
+    cpu_pool_run(cb->threads > 1 ? cb->pool : NULL, n, chunk, fn, ctx);
 }
 
 static brisk_status cpu_alloc(brisk_backend *be, size_t bytes, void **out, brisk_error *err) {
@@ -182,6 +165,7 @@ static void cpu_destroy(brisk_backend *be) {
     if (!be) return;
     cpu_backend *cb = be->impl;
     if (cb) {
+        cpu_pool_free(cb->pool);
         free(cb->gemm_scratch);
         free(cb->partials);
         free(cb);
@@ -193,11 +177,19 @@ brisk_backend *brisk_backend_cpu_new(int threads) {
     brisk_backend *be = calloc(1, sizeof *be);
     cpu_backend *cb = calloc(1, sizeof *cb);
     if (!be || !cb) { free(be); free(cb); return NULL; }
-    cb->threads = threads > 0 ? threads : omp_get_max_threads();
-    if (cb->threads < 1) cb->threads = 1;
+    if (threads <= 0) {
+        brisk_thread_plan tp;
+        brisk_threads_resolve(0, NULL, &tp);
+        threads = tp.threads;
+    }
+    cb->threads = threads < 1 ? 1 : threads;
     size_t bytes = cpu_sgemm_scratch_floats() * sizeof(float) * (size_t)cb->threads;
     if (posix_memalign((void **)&cb->gemm_scratch, 64, bytes) != 0) {
         free(be); free(cb);
+        return NULL;
+    }
+    if (cb->threads > 1 && !(cb->pool = cpu_pool_new(cb->threads))) {
+        free(cb->gemm_scratch); free(be); free(cb);
         return NULL;
     }
 #if BRISK_HAVE_BLAS

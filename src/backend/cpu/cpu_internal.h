@@ -6,8 +6,9 @@
  * - tensors are C-contiguous, row-major; "rows" = all leading dims flattened;
  * - a kernel receives the graph and the node id, reads its inputs' shapes from
  *   g->nodes[in[i]] and its own shape/attr from g->nodes[id];
- * - parallel loops use static partitions and never a reduction(+) clause, and
- *   no result depends on the thread count either: every output element is
+ * - parallel loops run in the backend's pool (pool.c) over chunks fixed by the data
+ *   sizes, taken one at a time by whichever thread is free, never with a reduction
+ *   clause, and no result depends on the thread count or schedule: every output element is
  *   computed by the same sequence of operations whichever thread owns it (GEMM
  *   elements by the same FMA chain over k, tested), and global sums go through
  *   fixed-size chunks combined in index order (cpu_chunk_sum). A run resumed on
@@ -21,6 +22,7 @@
 #ifndef BRISK_CPU_INTERNAL_H
 #define BRISK_CPU_INTERNAL_H
 
+#include "backend/cpu/pool.h"
 #include "brisk/graph.h"
 
 #include <stddef.h>
@@ -28,7 +30,8 @@
 
 /* Minimum items per thread of an elementwise loop (cpu_parallel's grain), so smaller
  * loops run inline with no fork/join. Measured with bench/cpu_kernels.c on the
- * 2-core Zen 5 box (warm pool): an empty parallel region costs 0.26 us; ReLU over
+ * 2-core Zen 5 box with the OpenMP regions pool.c replaced (warm pool): an empty
+ * parallel region cost 0.26 us; ReLU over
  * 16K floats takes 0.65 us on one thread and 0.62 on two, over 32K 1.27 vs 0.95;
  * SiLU (cpu_expf) over 4K takes 1.2 vs 0.9 us, over 16K 4.7 vs 2.7. Under load
  * from other processes a region costs far more (a descheduled worker stalls the
@@ -39,7 +42,8 @@
 
 /* Private state behind brisk_backend.impl. */
 typedef struct cpu_backend {
-    int threads;            /* fixed at creation; every parallel region uses exactly this */
+    int threads;            /* fixed at creation: the pool's threads, caller included */
+    cpu_pool *pool;         /* NULL when threads == 1 */
     /* Scratch grown on demand and kept (run_node is never called concurrently on
      * one backend): per-thread sgemm packing buffers and per-chunk partial sums. */
     float *gemm_scratch;    /* threads * cpu_sgemm_scratch_floats() floats */
@@ -50,18 +54,16 @@ typedef struct cpu_backend {
 /* Returns a buffer of at least n doubles from the backend's scratch, or NULL. */
 double *cpu_partials(cpu_backend *cb, size_t n);
 
-/* Runs fn over [0, n) split into static contiguous ranges, one per thread, on at most
- * cb->threads threads and only as many as give each at least `grain` items (so a
- * small n runs inline, with no fork/join). Ranges start at multiples of 16 items
- * where n allows, so threads do not share a cache line of f32 output. */
-typedef void (*cpu_range_fn)(const void *ctx, int64_t i0, int64_t i1);
+/* Runs fn over [0, n) in chunks of `grain` items (rounded up to a multiple of 16, so
+ * threads do not share a cache line of f32 output) taken dynamically by the pool's
+ * threads; n < 2 * grain runs inline, with no fork/join. A thread descheduled by
+ * another program holds up one chunk, not a static share of the loop. */
+typedef cpu_chunk_fn cpu_range_fn;
 void cpu_parallel(const cpu_backend *cb, int64_t n, int64_t grain, cpu_range_fn fn, const void *ctx);
 
-/* Runs fn over [0, n) in chunks of `chunk` items handed out one at a time to up to
- * cb->threads threads. Only for work whose every result is computed by the same
- * operations whichever chunk and thread take it (independent sequences, attention
- * heads): then the split changes no bit, and on a loaded machine a descheduled thread
- * holds up one chunk rather than a static half of the work. */
+/* Runs fn over [0, n) in chunks of exactly `chunk` items handed out one at a time to
+ * the pool's threads, however small the chunk (independent sequences, attention
+ * heads, GEMM bands): per-thread scratch is indexed by cpu_worker_id(). */
 void cpu_parallel_dynamic(const cpu_backend *cb, int64_t n, int64_t chunk, cpu_range_fn fn, const void *ctx);
 
 /* Shorthands for kernels. */
@@ -75,15 +77,16 @@ static inline int64_t cpu_numel(const brisk_shape *s) {
 }
 
 /* ---- matmul.c: C[M,N] (+)= op(A)[M,K] op(B)[K,N], row-major with leading dims.
- * brisk's own packed, cache-blocked kernel; threads > 1 splits C into static
- * column (or row) bands. scratch: threads * cpu_sgemm_scratch_floats() floats,
- * 64-byte aligned, or NULL to allocate (tests only; the backend passes its own). */
+ * brisk's own packed, cache-blocked kernel; with a pool (NULL: this thread) C is cut
+ * into column (or row) bands, as many as its size gives, taken dynamically. scratch:
+ * cpu_pool_threads(pool) * cpu_sgemm_scratch_floats() floats, 64-byte aligned, or
+ * NULL to allocate (tests only; the backend passes its own). */
 size_t cpu_sgemm_scratch_floats(void);
-void cpu_sgemm(int threads, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
+void cpu_sgemm(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
                int accumulate, float *scratch);
 /* The same product through the BLAS when built with one (returns 0 if not). */
-int cpu_sgemm_blas(int threads, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
+int cpu_sgemm_blas(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                    const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
 /* The backend's choice between the two, by shape (see the rule in matmul.c). */
 int cpu_sgemm_use_blas(int64_t M, int64_t N, int64_t K);

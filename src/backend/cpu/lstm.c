@@ -24,7 +24,6 @@
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/cpu_math.h"
 
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,7 +54,7 @@ static int64_t step_t(const lstm_ctx *c, int64_t s, int forward_order) {
 }
 
 static float *thread_scratch(const lstm_ctx *c) {
-    return c->gemm_scratch + c->gemm_per * (size_t)omp_get_thread_num();
+    return c->gemm_scratch + c->gemm_per * (size_t)cpu_worker_id();
 }
 
 /* Rows per chunk a thread takes (cpu_parallel_dynamic): each step's GEMM then cell

@@ -9,14 +9,13 @@
  * transposes were, and keeps an MR x NR tile of C in registers (8 x 32 floats =
  * 16 zmm accumulators with AVX-512; 6 x 16 = 12 ymm with AVX2). The micro-kernel is
  * written with GCC vector extensions, not intrinsics, so it compiles (slower) on
- * any target. Threads take static bands of C's columns (or rows when C is narrow):
- * every element of C is computed by one thread in the same order, so the result
- * does not depend on timing.
+ * any target. Threads take bands of C's columns (or rows when C is narrow) from the
+ * pool one at a time, the bands fixed by the shape: every element of C is computed by
+ * one thread in the same order, so the result does not depend on timing.
  *
  * BLAS or own, per shape: see cpu_sgemm_use_blas() below. */
 #include "backend/cpu/cpu_internal.h"
 
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -288,15 +287,23 @@ static void sgemm_band(int trans_a, int trans_b, int64_t m0, int64_t m1, int64_t
     }
 }
 
-/* Below this many multiply-adds a GEMM runs on one thread (fork/join ~2 us). */
+/* Below this many multiply-adds a GEMM is one band (too small to share); above, C is
+ * cut into one band per GEMM_BAND_FMAS multiply-adds (at least 2, at most
+ * GEMM_MAX_BANDS, none thinner than GEMM_BAND_MIN), with one thread as with many: the
+ * bands depend on the shape only (a narrow band takes the transposed path, a wide one
+ * not, and the two round differently). Each band is small enough that a thread
+ * descheduled by another program holds up the product by one band of several, large
+ * enough that re-packing the shared operand per band costs little. */
 #define GEMM_PAR_MIN (1 << 17)
+#define GEMM_BAND_FMAS (1 << 19)
+#define GEMM_MAX_BANDS 64
 
-/* Static split of C among `nt` threads: bands of whole NR strips across N, or of MR
- * strips across M. Each thread packs all of the operand it does not split, so split the
+/* Split of C into `nt` bands: bands of whole NR strips across N, or of MR
+ * strips across M. Each band packs all of the operand it does not split, so split the
  * dimension whose other operand is the smaller to pack twice: N (duplicating A, M x K)
  * when N >= M, else M (duplicating B, K x N) — a 15360 x 128 x 512 product split on N
  * had both threads pack all 7.8M floats of A, 15% of its time. A dimension too short
- * to give every thread a strip is not split. Thread t gets [*b0, *b1) of M or N. */
+ * to give every band a strip is not split. Band t gets [*b0, *b1) of M or N. */
 static int band_split(int64_t M, int64_t N, int nt, int t, int64_t *m0, int64_t *m1, int64_t *n0,
                       int64_t *n1) {
     int64_t ns = (N + NR - 1) / NR, ms = (M + MR - 1) / MR;
@@ -313,29 +320,65 @@ static int band_split(int64_t M, int64_t N, int nt, int t, int64_t *m0, int64_t 
     return *m0 < *m1 && *n0 < *n1;
 }
 
-void cpu_sgemm(int threads, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
+/* How many bands a product of this shape is cut into (1: not split). A band spans at
+ * least GEMM_BAND_MIN rows or columns: each band packs all of the operand it does not
+ * split, so nb bands of M pack B nb times: K N nb copies against M N K multiply-adds
+ * (512 x 256 x 512 in 21 bands of 24 rows would copy 2.75M floats for 67M FMAs; at
+ * 128 rows a band, 4 bands copy 0.5M). */
+#define GEMM_BAND_MIN 128
+static int gemm_bands(int64_t M, int64_t N, int64_t K) {
+    double fmas = (double)M * N * (K > 0 ? K : 1);
+    if (fmas < GEMM_PAR_MIN) return 1;
+    int64_t strips = (N + NR - 1) / NR > (M + MR - 1) / MR ? (N + NR - 1) / NR : (M + MR - 1) / MR;
+    double want = fmas / GEMM_BAND_FMAS;
+    int64_t nb = want < 2 ? 2 : want > GEMM_MAX_BANDS ? GEMM_MAX_BANDS : (int64_t)want;
+    int64_t most = (M > N ? M : N) / GEMM_BAND_MIN;
+    if (nb > most) nb = most < 2 ? 2 : most;
+    return (int)(nb < strips ? nb : strips);
+}
+
+typedef struct gemm_job {
+    int ta, tb, accumulate, nbands, blas;
+    int64_t M, N, K, lda, ldb, ldc;
+    const float *A, *B;
+    float *C, *scratch;
+    size_t per;
+} gemm_job;
+
+static void blas_band(int trans_a, int trans_b, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
+                      int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
+                      int64_t ldc);
+
+static void gemm_band_range(const void *vctx, int64_t b0, int64_t b1) {
+    const gemm_job *j = vctx;
+    float *scratch = j->scratch ? j->scratch + j->per * (size_t)cpu_worker_id() : NULL;
+    for (int64_t t = b0; t < b1; t++) {
+        int64_t m0, m1, n0, n1;
+        if (!band_split(j->M, j->N, j->nbands, (int)t, &m0, &m1, &n0, &n1)) continue;
+        if (j->blas) blas_band(j->ta, j->tb, m0, m1, n0, n1, j->K, j->A, j->lda, j->B, j->ldb, j->C, j->ldc);
+        else sgemm_band(j->ta, j->tb, m0, m1, n0, n1, j->K, j->A, j->lda, j->B, j->ldb, j->C, j->ldc, j->accumulate,
+                        scratch);
+    }
+}
+
+void cpu_sgemm(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
                int accumulate, float *scratch) {
     if (M <= 0 || N <= 0) return;
     size_t per = cpu_sgemm_scratch_floats();
-    int nt = threads < 1 ? 1 : threads;
-    if ((double)M * N * K < GEMM_PAR_MIN) nt = 1;
+    int nb = gemm_bands(M, N, K); /* on one thread too: a band's path (narrow or not) is part of its bits */
     float *own = NULL;
     if (!scratch) {
-        own = aligned_alloc(64, ((per * (size_t)nt * sizeof(float)) + 63) / 64 * 64);
+        size_t nt = (size_t)cpu_pool_threads(pool);
+        own = aligned_alloc(64, ((per * nt * sizeof(float)) + 63) / 64 * 64);
         if (!own) return; /* only tests pass NULL */
         scratch = own;
     }
-    if (nt == 1) {
+    if (nb == 1) {
         sgemm_band(trans_a, trans_b, 0, M, 0, N, K, A, lda, B, ldb, C, ldc, accumulate, scratch);
     } else {
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int t = 0; t < nt; t++) {
-            int64_t m0, m1, n0, n1;
-            if (band_split(M, N, nt, t, &m0, &m1, &n0, &n1))
-                sgemm_band(trans_a, trans_b, m0, m1, n0, n1, K, A, lda, B, ldb, C, ldc, accumulate,
-                           scratch + per * (size_t)t);
-        }
+        gemm_job j = {trans_a, trans_b, accumulate, nb, 0, M, N, K, lda, ldb, ldc, A, B, C, scratch, per};
+        cpu_pool_run(pool, nb, 1, gemm_band_range, &j);
     }
     free(own);
 }
@@ -358,39 +401,37 @@ void cpu_sgemm_prepacked(int trans_a, int64_t M, int64_t N, int64_t K, const flo
     sgemm_band_direct(trans_a, 0, 0, M, 0, N, K, A, lda, NULL, 0, C, ldc, accumulate, scratch, packed, N);
 }
 
-#if BRISK_HAVE_BLAS
 static void blas_band(int trans_a, int trans_b, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
                       int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
                       int64_t ldc) {
+#if BRISK_HAVE_BLAS
     const float *a = trans_a ? A + m0 : A + m0 * lda;
     const float *b = trans_b ? B + n0 * ldb : B + n0;
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
                 (blasint)(m1 - m0), (blasint)(n1 - n0), (blasint)K, 1.0f, a, (blasint)lda, b,
                 (blasint)ldb, 0.0f, C + m0 * ldc + n0, (blasint)ldc);
-}
+#else
+    (void)trans_a; (void)trans_b; (void)m0; (void)m1; (void)n0; (void)n1; (void)K;
+    (void)A; (void)lda; (void)B; (void)ldb; (void)C; (void)ldc;
 #endif
+}
 
-int cpu_sgemm_blas(int threads, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
+int cpu_sgemm_blas(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                    const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc) {
 #if BRISK_HAVE_BLAS
     if (M <= 0 || N <= 0) return 1;
-    int nt = threads < 1 ? 1 : threads;
-    if ((double)M * N * K < GEMM_PAR_MIN) nt = 1;
     /* OpenBLAS is pinned to one thread at backend creation; brisk splits C itself so
-     * that only OpenMP's pool runs (two pools spinning on 2 cores thrash). */
-    if (nt == 1) {
+     * that only brisk's pool runs (two pools on 2 cores thrash). */
+    int nb = gemm_bands(M, N, K);
+    if (nb == 1) {
         blas_band(trans_a, trans_b, 0, M, 0, N, K, A, lda, B, ldb, C, ldc);
     } else {
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int t = 0; t < nt; t++) {
-            int64_t m0, m1, n0, n1;
-            if (band_split(M, N, nt, t, &m0, &m1, &n0, &n1))
-                blas_band(trans_a, trans_b, m0, m1, n0, n1, K, A, lda, B, ldb, C, ldc);
-        }
+        gemm_job j = {trans_a, trans_b, 0, nb, 1, M, N, K, lda, ldb, ldc, A, B, C, NULL, 0};
+        cpu_pool_run(pool, nb, 1, gemm_band_range, &j);
     }
     return 1;
 #else
-    (void)threads; (void)trans_a; (void)trans_b; (void)M; (void)N; (void)K;
+    (void)pool; (void)trans_a; (void)trans_b; (void)M; (void)N; (void)K;
     (void)A; (void)lda; (void)B; (void)ldb; (void)C; (void)ldc;
     return 0;
 #endif
@@ -416,6 +457,26 @@ int cpu_sgemm_use_blas(int64_t M, int64_t N, int64_t K) {
 #else
     return 0;
 #endif
+}
+
+typedef struct batched_job {
+    const cpu_backend *cb;
+    int ta, tb;
+    int64_t M, N, K, lda, ldb, sa, sb;
+    const float *A, *B;
+    float *C;
+} batched_job;
+
+static void batched_range(const void *vctx, int64_t i0, int64_t i1) {
+    const batched_job *j = vctx;
+    float *scratch = j->cb->gemm_scratch + cpu_sgemm_scratch_floats() * (size_t)cpu_worker_id();
+    for (int64_t i = i0; i < i1; i++) {
+        const float *a = j->A + i * j->sa, *b = j->B + i * j->sb;
+        float *c = j->C + i * j->M * j->N;
+        if (!cpu_sgemm_use_blas(j->M, j->N, j->K) ||
+            !cpu_sgemm_blas(NULL, j->ta, j->tb, j->M, j->N, j->K, a, j->lda, b, j->ldb, c, j->N))
+            cpu_sgemm(NULL, j->ta, j->tb, j->M, j->N, j->K, a, j->lda, b, j->ldb, c, j->N, 0, scratch);
+    }
 }
 
 brisk_status cpu_matmul(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
@@ -449,18 +510,10 @@ brisk_status cpu_matmul(cpu_backend *cb, const brisk_graph *g, int id, const voi
         batch = 1;
     }
     if (batch <= 0) return BRISK_OK;
-    int nt = cb->threads;
-    if (batch > 1 && nt > 1 && batch >= nt && (double)M * N * K * batch >= GEMM_PAR_MIN) {
-        /* many small products: one thread per batch element, static */
-        size_t per = cpu_sgemm_scratch_floats();
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (int64_t i = 0; i < batch; i++) {
-            int t = omp_get_thread_num();
-            if (!cpu_sgemm_use_blas(M, N, K) ||
-                !cpu_sgemm_blas(1, ta, tb, M, N, K, A + i * sa, lda, B + i * sb, ldb, C + i * M * N, N))
-                cpu_sgemm(1, ta, tb, M, N, K, A + i * sa, lda, B + i * sb, ldb, C + i * M * N, N, 0,
-                          cb->gemm_scratch + per * (size_t)t);
-        }
+    if (batch > 1 && cb->threads > 1 && (double)M * N * K * batch >= GEMM_PAR_MIN) {
+        /* many products: each a chunk of its own, taken dynamically */
+        batched_job j = {cb, ta, tb, M, N, K, lda, ldb, sa, sb, A, B, C};
+        cpu_parallel_dynamic(cb, batch, 1, batched_range, &j);
         return BRISK_OK;
     }
     for (int64_t i = 0; i < batch; i++) cpu_gemm(cb, ta, tb, M, N, K, A + i * sa, lda, B + i * sb, ldb, C + i * M * N, N);
@@ -469,6 +522,6 @@ brisk_status cpu_matmul(cpu_backend *cb, const brisk_graph *g, int id, const voi
 
 void cpu_gemm(cpu_backend *cb, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
               int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc) {
-    if (!cpu_sgemm_use_blas(M, N, K) || !cpu_sgemm_blas(cb->threads, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc))
-        cpu_sgemm(cb->threads, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, 0, cb->gemm_scratch);
+    if (!cpu_sgemm_use_blas(M, N, K) || !cpu_sgemm_blas(cb->pool, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc))
+        cpu_sgemm(cb->pool, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, 0, cb->gemm_scratch);
 }

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Off the benchmark's shapes: brisk against PyTorch's faster of 1 and 2 threads on the LSTM, the
+Transformer and the MLP (tabular) at other widths (32-512), sequence lengths (30-240) and batches
+(16-1024), one dimension at a time around each workload's own shape, plus the small Transformer of
+issue 16 (width 64, 4 heads, FFN 128, batch 64, T 60). Prints a table and, per model, the worst ratio
+of the sweep beside the workload's own.
+
+  bench/shape_sweep.py [--steps N] [--quick] [--models lstm,transformer,tabular]
+
+brisk: build/bench/brisk_bench at 2 threads (BRISK_THREADS to change); PyTorch: bench/torch_timed.py
+(torch_ref.py's architectures, shapes as options) at 1 and 2 threads. Medians of N timed steps
+after 3 warm-up steps. --quick: 2 shapes per model, 3 steps (checks the script, measures nothing).
+"""
+import argparse, json, os, subprocess, sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+root = os.path.dirname(here)
+ap = argparse.ArgumentParser()
+ap.add_argument("--steps", type=int, default=20)
+ap.add_argument("--quick", action="store_true")
+ap.add_argument("--models", default="lstm,transformer,tabular")
+a = ap.parse_args()
+py = os.environ.get("PYTHON", "/usr/bin/python3")
+bb = os.path.join(root, "build/bench/brisk_bench")
+threads = os.environ.get("BRISK_THREADS", "2")
+
+base = {"lstm": dict(width=128, seq=60, batch=256), "transformer": dict(width=128, seq=60, batch=256),
+        "tabular": dict(width=512, batch=512)}
+sweep = {"width": [32, 64, 128, 256, 512], "seq": [30, 60, 120, 240], "batch": [16, 64, 256, 1024]}
+
+
+def shapes(model):
+    out = [dict(base[model])]
+    for dim, values in sweep.items():
+        if dim not in base[model]:
+            continue
+        for v in values:
+            s = dict(base[model], **{dim: v})
+            if s not in out:
+                out.append(s)
+    if model == "transformer":
+        out.append(dict(width=64, seq=60, batch=64, heads=4, ffn=128))
+    return out[:2] if a.quick else out
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    line = [l for l in r.stdout.splitlines() if l.startswith("{")]
+    if r.returncode or not line:
+        sys.exit(f"shape_sweep: {' '.join(cmd)} failed: {r.stderr.strip()[-400:]}")
+    return json.loads(line[-1])
+
+
+steps = 3 if a.quick else a.steps
+print(f"{'model':<12}{'width':>6}{'seq':>5}{'batch':>6}{'extra':>14}{'brisk ms':>10}{'torch1':>9}{'torch2':>9}{'ratio':>7}")
+worst = {}
+for model in a.models.split(","):
+    for s in shapes(model):
+        opts = []
+        for k in ("width", "seq", "batch", "heads", "ffn"):
+            if k in s:
+                opts += [f"--{k}", str(s[k])]
+        if model == "transformer" and "ffn" not in s:
+            opts += ["--ffn", str(4 * s["width"])]
+        b = run([bb, "--workload", model, "--steps", str(steps), "--warmup", "3", "--threads", threads] + opts)
+        t = [run([py, os.path.join(here, "torch_timed.py"), "--workload", model, "--steps", str(steps), "--warmup",
+                  "3", "--threads", str(n)] + opts) for n in (1, 2)]
+        tm = min(x["ms_per_step_median"] for x in t)
+        ratio = tm / b["ms_per_step_median"]
+        extra = f"h{s['heads']} ffn{s['ffn']}" if "heads" in s else ""
+        print(f"{model:<12}{s.get('width', 0):>6}{s.get('seq', 0):>5}{s['batch']:>6}{extra:>14}"
+              f"{b['ms_per_step_median']:>10.3f}{t[0]['ms_per_step_median']:>9.3f}{t[1]['ms_per_step_median']:>9.3f}"
+              f"{ratio:>6.2f}x", flush=True)
+        own = s == base[model]
+        w = worst.setdefault(model, {"own": None, "worst": None})
+        if own:
+            w["own"] = ratio
+        if w["worst"] is None or ratio < w["worst"][0]:
+            w["worst"] = (ratio, s)
+print()
+for model, w in worst.items():
+    r, s = w["worst"]
+    print(f"{model:<12} workload's shape {w['own']:.2f}x; worst of the sweep {r:.2f}x at {s}")
+print("(ratio: PyTorch's faster of 1 and 2 threads / brisk, median ms/step; issue 16's target: >= 3x for LSTM "
+      "and Transformer at every shape)")

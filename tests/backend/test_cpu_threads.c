@@ -1,0 +1,262 @@
+/* Results do not depend on the schedule: training steps of each model family (MLP with
+ * dropout, LSTM, Transformer with dropout, diffusion denoiser) give bit-identical losses
+ * and parameters on 1, 2, 3 and 4 threads, and on 2 threads while two busy threads
+ * compete for the cores. And the default thread count: where it comes from
+ * (brisk_threads_resolve) and when it warns. */
+#define _GNU_SOURCE
+#include "brisk/brisk.h"
+#include "test.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#define STEPS 3
+
+typedef struct run_out {
+    float losses[STEPS];
+    void *params;
+    size_t param_bytes;
+} run_out;
+
+static void model_for(int which, brisk_model_spec *s, int64_t *batch) {
+    memset(s, 0, sizeof *s);
+    switch (which) {
+    case 0: /* the tabular MLP's kinds of ops, dropout included, above the parallel grains */
+        *s = (brisk_model_spec){.type = BRISK_MODEL_MLP, .inputs = 64, .outputs = 3, .n_hidden = 2,
+                                .activation = BRISK_ACT_RELU, .dropout = 0.1f, .task = BRISK_TASK_CLASSIFY};
+        s->hidden[0] = 256, s->hidden[1] = 128;
+        *batch = 192;
+        return;
+    case 1: /* 3 chunks of 32 sequences, a ragged last one */
+        *s = (brisk_model_spec){.type = BRISK_MODEL_LSTM, .inputs = 8, .outputs = 3, .seq_len = 12, .width = 32,
+                                .layers = 2, .pool = BRISK_POOL_LAST, .task = BRISK_TASK_CLASSIFY};
+        *batch = 80;
+        return;
+    case 2:
+        *s = (brisk_model_spec){.type = BRISK_MODEL_TRANSFORMER, .inputs = 8, .outputs = 3, .seq_len = 16,
+                                .width = 64, .layers = 2, .heads = 4, .ffn = 128, .activation = BRISK_ACT_GELU,
+                                .dropout = 0.1f, .norm_first = 1, .pool = BRISK_POOL_MEAN,
+                                .positions = BRISK_POS_LEARNED, .task = BRISK_TASK_CLASSIFY};
+        *batch = 40;
+        return;
+    default:
+        *s = (brisk_model_spec){.type = BRISK_MODEL_DIFFUSION, .fine = 256, .coarse = 7, .time_embedding = 32,
+                                .n_hidden = 2, .activation = BRISK_ACT_SILU, .noise_steps = 50,
+                                .beta_start = 1e-4f, .beta_end = 0.02f};
+        s->hidden[0] = s->hidden[1] = 256;
+        *batch = 64;
+    }
+}
+
+static const char *model_name(int which) {
+    return (const char *[]){"mlp", "lstm", "transformer", "diffusion"}[which];
+}
+
+/* STEPS AdamW steps of model `which` on `threads` threads, from seed-fixed weights and data. */
+static int train(int which, int threads, run_out *o) {
+    brisk_model_spec spec;
+    int64_t batch;
+    model_for(which, &spec, &batch);
+    brisk_error err = {0};
+    brisk_graph *g = brisk_graph_new();
+    brisk_model_io io;
+    brisk_plan plan;
+    brisk_exec *ex = NULL;
+    brisk_backend *be = brisk_backend_cpu_new(threads);
+    brisk_optim_spec os;
+    brisk_optim_spec_default(&os);
+    os.lr = 1e-3f;
+    brisk_optimizer opt;
+    if (!g || !be || brisk_model_build(&spec, batch, BRISK_BUILD_TRAIN, g, &io, &err) ||
+        brisk_backward(g, io.loss, &err) || brisk_plan_build(g, &plan, &err) ||
+        brisk_exec_create(g, &plan, be, &ex, &err) || brisk_exec_init_params(ex, 7, &err) ||
+        brisk_optimizer_create(&opt, &os, ex, &err)) {
+        fprintf(stderr, "%s: %s\n", model_name(which), err.msg);
+        return -1;
+    }
+    void *data[BRISK_MAX_FIELDS] = {0};
+    uint32_t key[2] = {3, 0};
+    for (int f = 0; f < io.n_fields; f++) {
+        const brisk_input_info *in = &g->inputs[io.input_node[f]];
+        int64_t n = brisk_shape_numel(&in->shape);
+        data[f] = malloc(in->bytes);
+        for (int64_t i = 0; i < n; i += 4) {
+            uint32_t ctr[4] = {(uint32_t)(i / 4), (uint32_t)f, 0, 0}, u[4];
+            float nv[4];
+            brisk_philox4x32(ctr, key, u);
+            brisk_philox_normal4(ctr, key, nv);
+            for (int k = 0; k < 4 && i + k < n; k++) {
+                if (in->dtype == BRISK_I32) ((int32_t *)data[f])[i + k] = (int32_t)(u[k] % 3);
+                else ((float *)data[f])[i + k] = nv[k];
+            }
+        }
+    }
+    int rc = 0;
+    for (int s = 0; s < STEPS && !rc; s++) {
+        for (int f = 0; f < io.n_fields && !rc; f++) rc = brisk_exec_set_input(ex, io.input_node[f], data[f], &err) != 0;
+        ex->step.rng_step = (uint32_t)s;
+        ex->step.first_micro = 1;
+        ex->step.training = 1;
+        if (!rc)
+            rc = brisk_exec_run(ex, BRISK_RUN_TRAIN, &err) || brisk_optimizer_step(&opt, s + 1, os.lr, 1, &err) ||
+                 brisk_exec_read(ex, io.loss, &o->losses[s], &err);
+    }
+    o->param_bytes = plan.param_bytes;
+    o->params = malloc(o->param_bytes);
+    if (!rc && o->params) rc = be->download(be, o->params, ex->params, o->param_bytes, &err) != 0;
+    if (rc) fprintf(stderr, "%s on %d threads: %s\n", model_name(which), threads, err.msg);
+    for (int f = 0; f < io.n_fields; f++) free(data[f]);
+    brisk_optimizer_free(&opt);
+    brisk_exec_free(ex);
+    brisk_plan_free(&plan);
+    brisk_graph_free(g);
+    be->destroy(be);
+    return rc ? -1 : 0;
+}
+
+static void check_same(int which, const run_out *a, const run_out *b, const char *what) {
+    CHECKF(memcmp(a->losses, b->losses, sizeof a->losses) == 0, "%s %s: losses %.9g %.9g %.9g vs %.9g %.9g %.9g",
+           model_name(which), what, a->losses[0], a->losses[1], a->losses[2], b->losses[0], b->losses[1], b->losses[2]);
+    CHECKF(a->param_bytes == b->param_bytes && memcmp(a->params, b->params, a->param_bytes) == 0,
+           "%s %s: parameters differ after %d steps", model_name(which), what, STEPS);
+}
+
+static _Atomic int busy_stop;
+static void *busy_loop(void *arg) {
+    (void)arg;
+    volatile double x = 1.0;
+    while (!atomic_load_explicit(&busy_stop, memory_order_relaxed)) x = x * 1.0000001 + 1e-9;
+    return NULL;
+}
+
+static void test_bit_identical_across_threads(void) {
+    for (int which = 0; which < 4; which++) {
+        run_out ref = {0};
+        REQUIRE(train(which, 1, &ref) == 0);
+        for (int threads = 2; threads <= 4; threads++) {
+            run_out o = {0};
+            char what[64];
+            snprintf(what, sizeof what, "1 vs %d threads", threads);
+            CHECK(train(which, threads, &o) == 0);
+            check_same(which, &ref, &o, what);
+            free(o.params);
+        }
+        /* under contention: two busy threads beside a 2-thread run (a few hundred ms) */
+        pthread_t busy[2];
+        atomic_store(&busy_stop, 0);
+        int started = 0;
+        for (int k = 0; k < 2; k++) started += pthread_create(&busy[k], NULL, busy_loop, NULL) == 0;
+        run_out o = {0};
+        int rc = train(which, 2, &o);
+        atomic_store(&busy_stop, 1);
+        for (int k = 0; k < started; k++) pthread_join(busy[k], NULL);
+        CHECK(rc == 0);
+        check_same(which, &ref, &o, "1 vs 2 threads beside 2 busy threads");
+        free(o.params);
+        free(ref.params);
+    }
+}
+
+static void unset_thread_env(void) {
+    const char *vars[] = {"OMP_NUM_THREADS", "SLURM_CPUS_PER_TASK", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+                          "SLURM_JOB_ID", "SLURM_JOBID", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_NODEID"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) unsetenv(vars[i]);
+}
+
+static void test_thread_sources(void) {
+    unset_thread_env();
+    brisk_thread_plan p;
+    brisk_threads_resolve(0, NULL, &p);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    REQUIRE(sched_getaffinity(0, sizeof set, &set) == 0);
+    CHECK(p.usable_cpus >= 1 && p.usable_cpus <= CPU_COUNT(&set));
+    CHECK(p.threads == p.usable_cpus);
+    CHECK(p.local_ranks == 1);
+    CHECK(p.warning[0] == 0);
+
+    brisk_threads_resolve(3, "speed.threads", &p); /* the host's or the user's count wins */
+    CHECK(p.threads == 3 && strcmp(p.source, "speed.threads") == 0);
+
+    setenv("OMP_NUM_THREADS", "5,2", 1);
+    setenv("SLURM_CPUS_PER_TASK", "4", 1);
+    brisk_threads_resolve(0, NULL, &p);
+    CHECK(p.threads == 5 && strcmp(p.source, "OMP_NUM_THREADS") == 0);
+    brisk_threads_resolve(2, "speed.threads", &p);
+    CHECK(p.threads == 2);
+    const char *bad[] = {"", "abc", "0", "-3", "2x", "1e3"}; /* not a count: the next source decides */
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("OMP_NUM_THREADS", bad[i], 1);
+        brisk_threads_resolve(0, NULL, &p);
+        CHECKF(p.threads == 4 && strcmp(p.source, "SLURM_CPUS_PER_TASK") == 0, "OMP_NUM_THREADS=\"%s\": %d from %s",
+               bad[i], p.threads, p.source);
+    }
+    unset_thread_env();
+}
+
+/* Ranks of one job on a node share its CPUs when they are not bound; the local size comes
+ * from Open MPI, MPICH/Hydra or SLURM's tasks-per-node list ("2(x3),1": node 3 has 1). */
+static void test_mpi_ranks_share(void) {
+    unset_thread_env();
+    brisk_thread_plan p;
+    brisk_threads_resolve(0, NULL, &p);
+    int usable = p.usable_cpus, full = p.usable_cpus >= p.online_cpus;
+    setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
+    brisk_threads_resolve(0, NULL, &p);
+    CHECK(p.local_ranks == 2);
+    if (full) CHECKF(p.threads == (usable / 2 > 0 ? usable / 2 : 1) && strstr(p.source, "2 ranks"), "%d: %s", p.threads, p.source);
+    unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    setenv("MPI_LOCALNRANKS", "3", 1);
+    brisk_threads_resolve(0, NULL, &p);
+    CHECK(p.local_ranks == 3);
+    unsetenv("MPI_LOCALNRANKS");
+    setenv("SLURM_JOB_ID", "17", 1);
+    setenv("SLURM_TASKS_PER_NODE", "2(x3),1", 1);
+    const char *node[] = {"0", "2", "3"};
+    const int want[] = {2, 2, 1};
+    for (int i = 0; i < 3; i++) {
+        setenv("SLURM_NODEID", node[i], 1);
+        brisk_threads_resolve(0, NULL, &p);
+        CHECKF(p.local_ranks == want[i], "node %s: %d ranks", node[i], p.local_ranks);
+    }
+    setenv("SLURM_TASKS_PER_NODE", "2(x", 1); /* malformed: no ranks assumed */
+    brisk_threads_resolve(0, NULL, &p);
+    CHECK(p.local_ranks == 1);
+    setenv("SLURM_NTASKS_PER_NODE", "4", 1);
+    brisk_threads_resolve(0, NULL, &p);
+    CHECK(p.local_ranks == 4);
+    setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
+    brisk_threads_resolve(16 * p.online_cpus, "speed.threads", &p); /* too many for the node */
+    CHECK(p.warning[0] != 0);
+    unset_thread_env();
+}
+
+/* Restricted to one CPU (as `taskset -c 0` would), the default is 1 thread and asking
+ * for 4 warns. */
+static void test_affinity_and_warning(void) {
+    unset_thread_env();
+    cpu_set_t old, one;
+    REQUIRE(sched_getaffinity(0, sizeof old, &old) == 0);
+    int first = 0;
+    while (first < CPU_SETSIZE && !CPU_ISSET(first, &old)) first++;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+    brisk_thread_plan p;
+    brisk_threads_resolve(0, NULL, &p);
+    CHECK(p.usable_cpus == 1 && p.threads == 1);
+    CHECK(p.online_cpus == 1 || strstr(p.source, "affinity mask of 1"));
+    brisk_threads_resolve(4, "speed.threads", &p);
+    CHECK(p.threads == 4);
+    CHECKF(strstr(p.warning, "may use 1 CPU") != NULL, "warning: '%s'", p.warning);
+    sched_setaffinity(0, sizeof old, &old);
+}
+
+int main(void) {
+    t_case c[] = {T(test_bit_identical_across_threads), T(test_thread_sources), T(test_mpi_ranks_share),
+                  T(test_affinity_and_warning)};
+    return t_run(c, (int)(sizeof c / sizeof c[0]));
+}
