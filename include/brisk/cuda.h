@@ -41,6 +41,11 @@ void brisk_cuda_options_default(brisk_cuda_options *o);
  * build, no driver, no device, too old a GPU) when there is none. */
 brisk_status brisk_backend_cuda_create(const brisk_cuda_options *o, brisk_backend **out, brisk_error *err);
 
+/* Whether the CUDA backend has a kernel for node (its op and dtype), answered without a
+ * GPU (the backend's supports_op); 0 with the reason in why (may be NULL). A build without
+ * CUDA answers 0: "built without CUDA". */
+int brisk_cuda_op_supported(const brisk_node *node, char *why, size_t why_size);
+
 /* What brisk sees of one GPU. Never fails: usable = 0 and reason say why not. */
 typedef struct brisk_cuda_info {
     int built;                 /* this build has the CUDA backend */

@@ -211,6 +211,9 @@ brisk_status brisk_graph_error(const brisk_graph *g, brisk_error *err);
 const char *brisk_op_name(brisk_op op);
 /* 0 for data-movement ops (any dtype), 1 for ops that compute in f32. */
 int brisk_op_is_float(brisk_op op);
+/* Every backend's dtype rule: float ops compute in f32, data movement takes any dtype,
+ * RANDINT makes i32. 0 with why (may be NULL) filled when node breaks it. */
+int brisk_op_dtype_ok(const brisk_node *node, char *why, size_t why_size);
 /* The checks every backend makes before running node `id`: input ids in range, and f32
  * inputs to float ops except their index and label inputs. */
 brisk_status brisk_node_check_inputs(const brisk_graph *g, int id, brisk_error *err);
@@ -363,7 +366,10 @@ struct brisk_backend {
     /* Runs node `id`: in[i] points at input i's buffer, out at the node's buffer. */
     brisk_status (*run_node)(brisk_backend *be, const brisk_graph *g, int id, const void *const *in,
                              void *out, const brisk_step_state *st, brisk_error *err);
-    int (*supports_op)(brisk_backend *be, const brisk_node *node);
+    /* 1 when run_node has a kernel for node (op, dtype); 0 with why (may be NULL) filled
+     * with the reason, e.g. "no CUDA kernel for lstm yet" or "needs cuDNN". Asked at setup
+     * for every node of the schedule, never first at step 1. */
+    int (*supports_op)(brisk_backend *be, const brisk_node *node, char *why, size_t why_size);
     /* *sumsq_out (backend memory, one float) = sum of g[i]^2; deterministic. */
     brisk_status (*grad_sumsq)(brisk_backend *be, const float *g, int64_t n, float *sumsq_out,
                                brisk_error *err);
@@ -413,6 +419,12 @@ struct brisk_backend {
 };
 
 brisk_backend *brisk_backend_cpu_new(int threads); /* threads 0: OpenMP's default */
+
+/* The first node of plan's training schedule (forward, backward and loss: eval and
+ * predict run subsequences of it) that be has no kernel for, or -1. msg gets
+ * "<op> on <dtype> <shape> (node N): <the backend's reason>". */
+int brisk_backend_first_unsupported(brisk_backend *be, const brisk_graph *g, const brisk_plan *plan, char *msg,
+                                    size_t msg_size);
 
 /* ---- executor: device buffers for one planned graph, and runs of its schedules */
 struct brisk_exec {

@@ -139,7 +139,7 @@ brisk_status cuda_sync(cuda_backend *cb, brisk_error *err);
 /* ---- dispatch.c */
 brisk_status cuda_run_node(brisk_backend *be, const brisk_graph *g, int id, const void *const *in, void *out,
                            const brisk_step_state *st, brisk_error *err);
-int cuda_supports_op(brisk_backend *be, const brisk_node *node);
+int cuda_supports_op(brisk_backend *be, const brisk_node *node, char *why, size_t why_size);
 /* A matmul node's GEMM in row-major terms (shared 2-D b folded into one tall product);
  * pointers and precision left for the caller. *empty: nothing to compute. */
 brisk_status cuda_matmul_args(const brisk_graph *g, int id, cuda_gemm_args *a, int *empty, brisk_error *err);

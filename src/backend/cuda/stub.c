@@ -53,3 +53,9 @@ brisk_status brisk_cuda_measure(int device, brisk_cuda_rates *out, brisk_error *
     memset(out, 0, sizeof *out);
     return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "no CUDA backend: %s", CPU_ONLY);
 }
+
+int brisk_cuda_op_supported(const brisk_node *node, char *why, size_t why_size) {
+    (void)node;
+    if (why && why_size) snprintf(why, why_size, "built without CUDA");
+    return 0;
+}
