@@ -340,6 +340,9 @@ typedef struct brisk_optim_args {
     float grad_scale;          /* multiplies every gradient first: 1/accumulate (and 1/loss scale) */
     float clip_norm;           /* > 0: scale gradients by min(1, clip/(norm + 1e-6)) as PyTorch's
                                   clip_grad_norm_, norm = sqrt(*sumsq) * grad_scale */
+    int skip_nonfinite;        /* 1: gradients holding an inf/NaN change nothing (train.skip_nan_steps).
+                                  For a backend that updates before the host sees the loss (a
+                                  replayed device step); the CPU trainer skips on the loss itself */
 } brisk_optim_args;
 
 /* What a backend can report about itself while running (zero/-1 where it has nothing). */
@@ -350,6 +353,15 @@ typedef struct brisk_backend_stats {
     size_t mem_used, mem_total; /* device memory in bytes, 0 when unknown */
     double copy_s;           /* time the device spent copying batches in (upload_input), total */
 } brisk_backend_stats;
+
+/* The dynamic loss scaler's state (fp16), which checkpoints carry so that a resumed run
+ * goes on with the same scale, growth count and skip count. */
+typedef struct brisk_scaler_state {
+    int active;              /* 0: no scaler now (the other fields mean nothing) */
+    float scale;
+    int64_t growth;          /* clean steps since the scale last changed */
+    int64_t skipped;         /* updates it skipped so far (not counted in AdamW's t) */
+} brisk_scaler_state;
 
 /* ---- backend: a small vtable. A backend runs one node at a time over resolved
  * buffer pointers; the executor owns the schedule. */
@@ -416,6 +428,10 @@ struct brisk_backend {
     brisk_status (*stats)(brisk_backend *be, brisk_backend_stats *out, brisk_error *err);
     /* One line: the device and which optimizations are on (and why any is off). */
     void (*describe)(brisk_backend *be, char *buf, size_t n);
+    /* The loss scaler's state (get waits for the device); set applies a checkpoint's
+     * (ignored when the backend has no active scaler). NULL: the backend has none. */
+    brisk_status (*scaler_get)(brisk_backend *be, brisk_scaler_state *out, brisk_error *err);
+    brisk_status (*scaler_set)(brisk_backend *be, const brisk_scaler_state *in, brisk_error *err);
 };
 
 brisk_backend *brisk_backend_cpu_new(int threads); /* threads 0: OpenMP's default */

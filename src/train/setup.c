@@ -228,6 +228,7 @@ static brisk_status create(const brisk_config *cfg, const brisk_logger *log, bri
         (st = brisk_exec_init_params(t->ex, tr->seed, err)) ||
         (st = brisk_optimizer_create(&t->opt, &cfg->optim, t->ex, err)))
         goto fail;
+    t->opt.skip_nonfinite = tr->skip_nan_steps > 0; /* a device step skips on the device, unseen by the host */
     brisk_log(&t->log, BRISK_LOG_INFO,
               "model     %s, %lld parameters; data %s: %lld train / %lld validation samples",
               brisk_model_type_name(cfg->model.type), (long long)brisk_model_param_count(&cfg->model),

@@ -12,7 +12,9 @@
  * copy of the staged batch), and every later step replays it after writing the per-step
  * values (step state, lr, t) into device memory with set_values. With accumulate K > 1
  * the micro-step and the update are two programs (the micro-step replayed K times).
- * Nothing in a step synchronises the host with the device. */
+ * Nothing in a step synchronises the host with the device. Under train.skip_nan_steps a
+ * device step whose gradients are not finite skips its own update on the device (any
+ * precision), and the host counts it when it reads that step's loss. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,9 +179,20 @@ brisk_status brisk_step_flush(brisk_trainer *t, brisk_error *err) {
     if (!buf) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
     brisk_status st = t->be->loss_read(t->be, (uint32_t)t->loss_first, n, buf, err);
     for (int i = 0; i < n && !st; i++) {
-        /* the device applied these updates already: a non-finite loss here cannot be skipped */
-        if (!isfinite(buf[i])) st = nonfinite(t, t->loss_first + i + 1, buf[i], err);
-        else st = brisk_trainer_push_loss(t, buf[i], err);
+        if (isfinite(buf[i])) {
+            st = brisk_trainer_push_loss(t, buf[i], err);
+        } else if (t->opt.skip_nonfinite) {
+            /* the device skipped that update itself (its gradients were not finite, on any
+             * precision): count it against train.skip_nan_steps, naming its step */
+            int64_t now = t->step;
+            t->step = t->loss_first + i;
+            st = brisk_numeric_bad_loss(t, buf[i], err);
+            t->step = now;
+            if (!st) st = brisk_trainer_push_loss(t, buf[i], err);
+        } else {
+            /* without train.skip_nan_steps the device applied it: stop at this step */
+            st = nonfinite(t, t->loss_first + i + 1, buf[i], err);
+        }
     }
     free(buf);
     if (st) return st;

@@ -173,6 +173,9 @@ brisk_status cuda_prep_after(cuda_backend *cb, const brisk_graph *g, int id, bri
 void *cuda_prep_params_lp(const cuda_backend *cb, const float *params);
 /* Marks the low-precision weights stale after a write into [dst, dst + bytes). */
 void cuda_prep_touch(cuda_backend *cb, const void *dst, size_t bytes);
+/* Re-casts the weights into their 16-bit copy when stale (an upload since the last cast):
+ * before replaying a program, which holds no cast of its own (the optimizer keeps the copy). */
+brisk_status cuda_prep_refresh_params(cuda_backend *cb, brisk_error *err);
 float *cuda_prep_seed(const cuda_backend *cb);
 int cuda_prep_fusions(const cuda_backend *cb);
 int cuda_in_type(const cuda_backend *cb); /* 0 f32, 1 bf16, 2 fp16 */

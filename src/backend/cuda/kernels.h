@@ -53,7 +53,9 @@ typedef struct cuda_optim_state {
     int growth;             /* clean steps since the scale last changed */
     int scaler;             /* 1: dynamic loss scaling */
     int growth_interval;
-    long long skipped;      /* steps skipped so far */
+    long long skipped;      /* steps the scaler skipped so far (not counted in AdamW's t) */
+    long long nonfinite_skipped; /* steps skipped for inf/NaN gradients without a scaler
+                                    (skip_nonfinite; counted in t, as the CPU trainer does) */
 } cuda_optim_state;
 
 /* A broadcast/strided view: nd dims d[], per operand element strides (0 on broadcast dims). */
@@ -147,8 +149,9 @@ typedef struct cuda_optim_consts {
     int nesterov;
     float grad_scale, clip_norm;
     int use_sumsq;          /* st->sumsq holds this step's sum of g^2 */
+    int skip_nonfinite;     /* without a scaler too: a non-finite sum skips the step */
 } cuda_optim_consts;
-/* One thread: decides skip (scaler on and sumsq not finite), sets this step's gradient
+/* One thread: decides skip (sumsq not finite, with the scaler on or skip_nonfinite), sets this step's gradient
  * multiplier and AdamW constants from values (lr, t), updates the scaler and writes the
  * new scale to *seed (the loss-gradient seed) when seed != NULL. */
 cudaError_t cuk_optim_finalize(cuda_optim_consts c, const cuda_values *v, cuda_optim_state *st, float *seed,

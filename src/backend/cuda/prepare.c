@@ -391,6 +391,10 @@ static brisk_status refresh_params(cuda_backend *cb, cuda_prep *p, brisk_error *
     return BRISK_OK;
 }
 
+brisk_status cuda_prep_refresh_params(cuda_backend *cb, brisk_error *err) {
+    return cb->prep && cb->prep->params_lp ? refresh_params(cb, cb->prep, err) : BRISK_OK;
+}
+
 brisk_status cuda_prep_operand(cuda_backend *cb, const brisk_graph *g, int id, int i, const void *f32,
                                const void **out, void *scratch, brisk_error *err) {
     cuda_prep *p = cb->prep && prep_for(cb, g) ? cb->prep : NULL;
