@@ -32,7 +32,24 @@ typedef struct brisk_cuda_options {
                                        ($BRISK_CACHE_DIR, else $XDG_CACHE_HOME/brisk, else
                                        ~/.cache/brisk), "-" = none */
     brisk_logger log;               /* where the backend reports (autotune, fallbacks) */
+    unsigned refuse_epilogues;      /* BRISK_CUDA_EPI_* bits: these planned fusions run decomposed
+                                       (to test the fallbacks); creation adds what
+                                       $BRISK_CUDA_REFUSE_EPILOGUES names */
 } brisk_cuda_options;
+
+/* The cuBLASLt epilogue fusions, for refuse_epilogues. */
+enum {
+    BRISK_CUDA_EPI_BIAS = 1,          /* GEMM + bias */
+    BRISK_CUDA_EPI_RELU_BIAS = 2,     /* GEMM + bias + ReLU */
+    BRISK_CUDA_EPI_GELU_AUX_BIAS = 4, /* GEMM + bias + tanh-GELU, pre-activation kept */
+    BRISK_CUDA_EPI_DGELU_BGRAD = 8,   /* GEMM * tanh-GELU' + bias gradient */
+    BRISK_CUDA_EPI_ALL = 15
+};
+/* The environment variable that refuses epilogues in every CUDA backend a process makes:
+ * a comma-separated list of bias, relu_bias, gelu_aux_bias, dgelu_bgrad, or all / none. */
+#define BRISK_CUDA_REFUSE_ENV "BRISK_CUDA_REFUSE_EPILOGUES"
+/* Parses such a list into *mask; an unknown name is an error naming the variable. */
+brisk_status brisk_cuda_parse_refused_epilogues(const char *spec, unsigned *mask, brisk_error *err);
 
 /* fp32 + TF32, autotune on, fusion on, device 0, default cache. */
 void brisk_cuda_options_default(brisk_cuda_options *o);

@@ -161,18 +161,6 @@ static void cu_destroy(brisk_backend *be) {
     free(be);
 }
 
-void brisk_cuda_options_default(brisk_cuda_options *o) {
-    memset(o, 0, sizeof *o);
-    o->precision = BRISK_GEMM_TF32;
-    o->autotune = 1;
-    o->fuse = 1;
-}
-
-const char *brisk_gemm_precision_name(brisk_gemm_precision p) {
-    static const char *names[] = {"fp32", "tf32", "bf16", "fp16"};
-    return (unsigned)p < 4 ? names[p] : "?";
-}
-
 static brisk_status create(cuda_backend *cb, brisk_error *err) {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
@@ -233,6 +221,13 @@ brisk_status brisk_backend_cuda_create(const brisk_cuda_options *o, brisk_backen
     if (o) cb->opt = *o;
     else brisk_cuda_options_default(&cb->opt);
     if (cb->opt.deterministic) cb->opt.autotune = 0; /* timing noise must not pick the algorithm */
+    unsigned refuse = 0;
+    if (brisk_cuda_parse_refused_epilogues(getenv(BRISK_CUDA_REFUSE_ENV), &refuse, err)) {
+        free(be);
+        free(cb);
+        return BRISK_ERR_INVALID;
+    }
+    cb->opt.refuse_epilogues |= refuse;
     cb->be = be;
     be->name = "cuda";
     be->impl = cb;

@@ -177,7 +177,8 @@ void cuda_prep_touch(cuda_backend *cb, const void *dst, size_t bytes);
  * before replaying a program, which holds no cast of its own (the optimizer keeps the copy). */
 brisk_status cuda_prep_refresh_params(cuda_backend *cb, brisk_error *err);
 float *cuda_prep_seed(const cuda_backend *cb);
-int cuda_prep_fusions(const cuda_backend *cb);
+/* Planned epilogue fusions: running fused, and running decomposed (refused). */
+void cuda_prep_fusions(const cuda_backend *cb, int *active, int *decomposed);
 int cuda_in_type(const cuda_backend *cb); /* 0 f32, 1 bf16, 2 fp16 */
 
 /* ---- gemm.c */

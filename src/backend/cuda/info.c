@@ -240,16 +240,21 @@ static void cu_describe(brisk_backend *be, char *buf, size_t n) {
     cuda_backend *cb = be->impl;
     static const char *ops[] = {"fp32 (TF32 off: --no-tf32)", "TF32 tensor cores", "bf16 operands, fp32 accumulate",
                                 "fp16 operands, fp32 accumulate, dynamic loss scaling"};
-    char tune[1300];
+    char tune[1300], fusion[96];
+    int active = 0, decomposed = 0;
+    cuda_prep_fusions(cb, &active, &decomposed);
+    if (!cb->opt.fuse) snprintf(fusion, sizeof fusion, "off");
+    else if (decomposed) snprintf(fusion, sizeof fusion, "on (%d GEMMs fused, %d decomposed)", active, decomposed);
+    else snprintf(fusion, sizeof fusion, "on (%d GEMMs)", active);
     if (cb->opt.deterministic) snprintf(tune, sizeof tune, "off (--deterministic: the heuristic's first choice)");
     else if (!cb->opt.autotune) snprintf(tune, sizeof tune, "off (--no-autotune: the heuristic's first choice)");
     else snprintf(tune, sizeof tune, "on, cache %s", cb->cache_path[0] ? cb->cache_path : "none");
     snprintf(buf, n,
              "%s (cc %d.%d, %d SMs, %.1f GiB), driver %d.%d, runtime %d.%d, cuBLASLt %zu.%zu.%zu; GEMM %s; "
-             "epilogue fusion %s (%d GEMMs); autotune %s; deterministic %s",
+             "epilogue fusion %s; autotune %s; deterministic %s",
              cb->name, cb->cc_major, cb->cc_minor, cb->sms, cb->mem_total / 1073741824.0, cb->driver_version / 1000,
              cb->driver_version % 1000 / 10, cb->runtime_version / 1000, cb->runtime_version % 1000 / 10,
-             cb->lt_version / 10000, cb->lt_version % 10000 / 100, cb->lt_version % 100, ops[cb->opt.precision], cb->opt.fuse ? "on" : "off", cuda_prep_fusions(cb), tune,
+             cb->lt_version / 10000, cb->lt_version % 10000 / 100, cb->lt_version % 100, ops[cb->opt.precision], fusion, tune,
              cb->opt.deterministic ? "on (no split-K, no atomics, no timing-based choices)" : "off");
 }
 

@@ -13,8 +13,11 @@
  *   only when no other buffer sharing those bytes is live in between (checked here on the
  *   planned offsets; eval and predict run subsequences of the training schedule, so what
  *   holds for it holds for them). The fused-away nodes then return at once from run_node.
- *   When cuBLASLt has no algorithm for an epilogue, the same work runs decomposed at the
- *   same place (GEMM, then bias/activation kernels), writing the same buffers.
+ *   When cuBLASLt has no algorithm for an epilogue (or BRISK_CUDA_REFUSE_EPILOGUES refuses
+ *   it, to test this path), the same work runs decomposed at the same place (GEMM into the
+ *   matmul's own buffer, then bias/activation kernels), writing the same buffers. That path
+ *   writes and reads the matmul's buffer, which the fused GEMM does not touch, so a later
+ *   node's buffer may share bytes with it only exactly (an elementwise kernel in place).
  *
  * Precision. In bf16/fp16 every GEMM operand is read as a 16-bit copy made once per step:
  * weights from a copy of the whole parameter arena that the fused optimizer rewrites with
@@ -35,7 +38,7 @@
 typedef struct cuda_fusion {
     cuda_epilogue epi;
     int matmul, bias_node, act_node, grad_node, sum_node;
-    int failed;        /* cuBLASLt has no algorithm: run decomposed */
+    int failed;        /* cuBLASLt has no algorithm (or refused by option): run decomposed */
 } cuda_fusion;
 
 struct cuda_prep {
@@ -130,9 +133,13 @@ static int early_write_ok(const brisk_exec *ex, const life *l, int y, int s, int
     size_t lo = ny->offset, hi = ny->offset + ny->bytes;
     for (int t = 0; t < g->n_nodes; t++) {
         const brisk_node *nt = &g->nodes[t];
-        if (t == y || t == gone || nt->storage != BRISK_STORE_ARENA || nt->offset == SIZE_MAX || l->pos[t] < 0)
-            continue;
+        if (t == y || nt->storage != BRISK_STORE_ARENA || nt->offset == SIZE_MAX || l->pos[t] < 0) continue;
         if (nt->offset >= hi || nt->offset + nt->bytes <= lo) continue;
+        /* the decomposed fallback writes `gone` and reads it while writing y: in place only */
+        if (t == gone) {
+            if (nt->offset != lo || nt->bytes != ny->bytes) return 0;
+            continue;
+        }
         if (l->last[t] >= s && l->pos[t] < l->pos[y]) return 0;
     }
     return 1;
@@ -157,6 +164,9 @@ static int gemm_2d(const brisk_graph *g, int m, int64_t *n_out) {
     *n_out = a.N;
     return 1;
 }
+
+/* cuda_epilogue -> BRISK_CUDA_EPI_* bit */
+static unsigned epi_bit(cuda_epilogue e) { return e == EPI_NONE ? 0u : 1u << (e - 1); }
 
 static int add_fusion(cuda_prep *p, cuda_fusion f) {
     cuda_fusion *grown = realloc(p->fusions, (size_t)(p->n_fusions + 1) * sizeof *grown);
@@ -339,6 +349,12 @@ brisk_status cuda_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *
             if (g->nodes[id].op == BRISK_OP_ACT_GRAD && !p->skip[id] && plan_backward(ex, &l, p, id)) goto nomem;
         }
     }
+    int refused = 0;
+    for (int i = 0; i < p->n_fusions; i++)
+        if (cb->opt.refuse_epilogues & epi_bit(p->fusions[i].epi)) p->fusions[i].failed = 1, refused++;
+    if (refused)
+        brisk_log(&cb->opt.log, BRISK_LOG_INFO, "cuda: %d of %d planned epilogue fusions run decomposed (GEMM, then "
+                  "kernels): refused by %s", refused, p->n_fusions, BRISK_CUDA_REFUSE_ENV);
     if (p->in_type && (st = plan_lp(cb, ex, p, err))) goto fail;
     void *scratch;
     if ((st = cuda_scratch(cb, scratch_need(g, ex->plan), &scratch, err))) goto fail;
@@ -368,7 +384,13 @@ int cuda_prep_skips(const cuda_backend *cb, const brisk_graph *g, int id) {
     return p && p->skip[id];
 }
 
-int cuda_prep_fusions(const cuda_backend *cb) { return cb->prep ? cb->prep->n_fusions : 0; }
+void cuda_prep_fusions(const cuda_backend *cb, int *active, int *decomposed) {
+    *active = *decomposed = 0;
+    for (int i = 0; cb->prep && i < cb->prep->n_fusions; i++) {
+        if (cb->prep->fusions[i].failed) ++*decomposed;
+        else ++*active;
+    }
+}
 
 float *cuda_prep_seed(const cuda_backend *cb) { return cb->prep ? cb->prep->seed : NULL; }
 
@@ -465,9 +487,10 @@ brisk_status cuda_prep_fused(cuda_backend *cb, const brisk_graph *g, int id, con
         }
         st = cuda_gemm(cb, &a, err);
         if (st == BRISK_ERR_UNSUPPORTED) {
-            f->failed = 1;
-            brisk_log(&cb->opt.log, BRISK_LOG_DEBUG, "cuda: no cuBLASLt algorithm for the epilogue of %s; decomposed",
-                      what);
+            f->failed = 1; /* so this is said once per fusion */
+            brisk_log(&cb->opt.log, BRISK_LOG_INFO, "cuda: cuBLASLt has no algorithm for the epilogue of %s "
+                      "([%lld, %lld] x [%lld, %lld]); it runs decomposed (GEMM, then kernels)", what, (long long)a.M,
+                      (long long)a.K, (long long)a.K, (long long)a.N);
         } else if (st) {
             return st;
         }

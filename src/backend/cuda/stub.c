@@ -9,18 +9,6 @@
 
 #define CPU_ONLY "this is a CPU-only build (nvcc was not found, or -DBRISK_CUDA=OFF)"
 
-const char *brisk_gemm_precision_name(brisk_gemm_precision p) {
-    static const char *names[] = {"fp32", "tf32", "bf16", "fp16"};
-    return (unsigned)p < 4 ? names[p] : "?";
-}
-
-void brisk_cuda_options_default(brisk_cuda_options *o) {
-    memset(o, 0, sizeof *o);
-    o->precision = BRISK_GEMM_TF32;
-    o->autotune = 1;
-    o->fuse = 1;
-}
-
 brisk_status brisk_backend_cuda_create(const brisk_cuda_options *o, brisk_backend **out, brisk_error *err) {
     (void)o;
     *out = NULL;
