@@ -183,6 +183,15 @@ static void test_reduce(void) {
         int x = ct_input(g, BRISK_F32, big[k].x, -1, 1);
         run_case(g, brisk_sum(g, x, big[k].axes, 0), 1e-5, big[k].what);
     }
+    /* over an empty axis: SUM 0, MEAN NaN, as the CPU (NaN matches NaN in the comparison) */
+    struct { brisk_shape x; uint32_t axes; } empty[] = {{{3, {3, 0, 4}}, 2}, {{1, {0}}, 1}, {{2, {0, 5}}, 1}};
+    for (size_t k = 0; k < sizeof empty / sizeof empty[0]; k++)
+        for (int mean = 0; mean < 2; mean++) {
+            brisk_graph *g = brisk_graph_new();
+            int x = ct_input(g, BRISK_F32, empty[k].x, -1, 1);
+            run_case(g, mean ? brisk_mean(g, x, empty[k].axes, 0) : brisk_sum(g, x, empty[k].axes, 0), 0,
+                     mean ? "mean over an empty axis" : "sum over an empty axis");
+        }
     brisk_graph *g = brisk_graph_new();
     int x = ct_input(g, BRISK_F32, brisk_shape3(4, 5, 6), -2, 2);
     run_case(g, brisk_sum_to(g, x, brisk_shape2(5, 1)), 1e-5, "sum_to [4,5,6] -> [5,1]");

@@ -200,6 +200,10 @@ static brisk_status run_reduce(cuda_backend *cb, const brisk_graph *g, int id, c
     if (n_out != numel(&n->shape))
         return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: output has %lld elements, expected %lld", brisk_op_name(n->op),
                             (long long)numel(&n->shape), (long long)n_out);
+    if (n_red == 0) { /* an empty axis: SUM 0, MEAN 0 / 0 = NaN (src/ops/reduce.c) */
+        if (n_out) LAUNCH(cuk_fill(out, n->op == BRISK_OP_MEAN ? NAN : 0.0f, n_out, cb->compute), brisk_op_name(n->op));
+        return BRISK_OK;
+    }
     int64_t d[BRISK_MAX_DIMS];
     int red[BRISK_MAX_DIMS];
     int nd = cuda_reduce_dims(xs, mask, d, red);
