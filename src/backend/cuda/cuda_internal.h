@@ -24,6 +24,11 @@
 #include "backend/cuda/kernels.h"
 #include "brisk/cuda.h"
 
+/* The oldest GPU brisk runs on: compute capability 7.5 (Turing), the oldest architecture
+ * CUDA 13 compiles for and the oldest in the default build (CMakeLists.txt). */
+static inline int cuda_cc_supported(int major, int minor) { return major > 7 || (major == 7 && minor >= 5); }
+#define CUDA_CC_TOO_OLD "%s has compute capability %d.%d; brisk needs 7.5 (Turing) or newer, as CUDA 13 does"
+
 #define CUDA_WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLASLt workspace (split-K, large tiles) */
 #define CUDA_LOSS_LOG 4096                      /* slots in the loss ring */
 
@@ -129,6 +134,17 @@ typedef struct cuda_backend {
     int (*nvml_util)(void *dev, void *util);
     int (*nvml_mem)(void *dev, void *mem);
 } cuda_backend;
+
+/* The runtime's current device is per host thread, and any thread may call in (the
+ * loader's threads allocate pinned batches; a host program may step from its own threads):
+ * every entry point selects the backend's device first, which is one cudaGetDevice when it
+ * is current already. */
+static inline cudaError_t cuda_use_device(const cuda_backend *cb) {
+    int d = -1;
+    if (cudaGetDevice(&d) == cudaSuccess && d == cb->opt.device) return cudaSuccess;
+    return cudaSetDevice(cb->opt.device);
+}
+#define USE_DEVICE(cb) CU(cuda_use_device(cb), "selecting the device on this thread")
 
 /* ---- backend.c */
 brisk_status cuda_scratch(cuda_backend *cb, size_t bytes, void **out, brisk_error *err);

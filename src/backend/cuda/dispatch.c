@@ -11,6 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Every view the host builds here has at most BRISK_MAX_DIMS dims and the kernels' structs
+ * hold CUK_MAX_DIMS: the core limit must never outgrow the kernels'. */
+_Static_assert(CUK_MAX_DIMS >= BRISK_MAX_DIMS, "kernels.h CUK_MAX_DIMS must be at least core.h BRISK_MAX_DIMS");
+
 #define NODE(g, id) (&(g)->nodes[(id)])
 #define IN_NODE(g, id, i) (&(g)->nodes[(g)->nodes[(id)].in[(i)]])
 #define LAUNCH(call, what) CU((call), (what))
@@ -422,6 +426,7 @@ static brisk_status run_op(cuda_backend *cb, const brisk_graph *g, int id, const
 brisk_status cuda_run_node(brisk_backend *be, const brisk_graph *g, int id, const void *const *in, void *out,
                            const brisk_step_state *st, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     if (!g || id < 0 || id >= g->n_nodes)
         return brisk_errorf(err, BRISK_ERR_INVALID, "cuda backend: node %d out of range", id);
     brisk_status s = brisk_node_check_inputs(g, id, err);

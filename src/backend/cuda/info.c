@@ -6,6 +6,7 @@
 #include "backend/cuda/cuda_internal.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,21 +14,32 @@
 typedef struct { unsigned int gpu, memory; } nvml_util_t;
 typedef struct { unsigned long long total, free, used; } nvml_mem_t;
 
-static void lib_versions(brisk_cuda_info *info) {
+/* cuDNN's and NCCL's versions, looked up once per process (loading cuDNN takes tens of
+ * milliseconds, and every trainer probes): written once under pthread_once, read-only after. */
+static int cudnn_version, nccl_version;
+static pthread_once_t versions_once = PTHREAD_ONCE_INIT;
+
+static void load_versions(void) {
     void *h = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
     if (!h) h = dlopen("libcudnn.so", RTLD_NOW | RTLD_LOCAL);
     if (h) {
         size_t (*ver)(void) = (size_t (*)(void))dlsym(h, "cudnnGetVersion");
-        if (ver) info->cudnn_version = (int)ver();
+        if (ver) cudnn_version = (int)ver();
         dlclose(h);
     }
     h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
     if (h) {
         int (*ver)(int *) = (int (*)(int *))dlsym(h, "ncclGetVersion");
         int v = 0;
-        if (ver && ver(&v) == 0) info->nccl_version = v;
+        if (ver && ver(&v) == 0) nccl_version = v;
         dlclose(h);
     }
+}
+
+static void lib_versions(brisk_cuda_info *info) {
+    pthread_once(&versions_once, load_versions);
+    info->cudnn_version = cudnn_version;
+    info->nccl_version = nccl_version;
 }
 
 void brisk_cuda_probe(int device, brisk_cuda_info *info) {
@@ -72,15 +84,14 @@ void brisk_cuda_probe(int device, brisk_cuda_info *info) {
     snprintf(info->name, sizeof info->name, "%s", p.name);
     info->cc_major = p.major, info->cc_minor = p.minor, info->sms = p.multiProcessorCount;
     info->mem_total = p.totalGlobalMem;
-    info->fp16 = p.major >= 7;
+    info->fp16 = p.major > 7 || (p.major == 7 && p.minor >= 5);
     info->bf16 = info->tf32 = p.major >= 8;
     cudaDeviceGetPCIBusId(info->pci_bus_id, sizeof info->pci_bus_id, device);
     size_t free_b = 0, total = 0;
     if (cudaSetDevice(device) == cudaSuccess && cudaMemGetInfo(&free_b, &total) == cudaSuccess) info->mem_free = free_b;
     cudaGetLastError();
-    if (p.major < 7) {
-        snprintf(info->reason, sizeof info->reason, "%s has compute capability %d.%d; brisk needs 7.0 or newer", p.name,
-                 p.major, p.minor);
+    if (!cuda_cc_supported(p.major, p.minor)) {
+        snprintf(info->reason, sizeof info->reason, CUDA_CC_TOO_OLD, p.name, p.major, p.minor);
         return;
     }
     info->usable = 1;
@@ -212,6 +223,7 @@ void cuda_nvml_close(cuda_backend *cb) {
 
 static brisk_status cu_stats(brisk_backend *be, brisk_backend_stats *out, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     memset(out, 0, sizeof *out);
     out->util_percent = -1;
     out->copy_s = cb->copy_s;

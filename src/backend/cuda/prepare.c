@@ -293,6 +293,7 @@ static brisk_status plan_lp(cuda_backend *cb, const brisk_exec *ex, cuda_prep *p
 void cuda_forget(brisk_backend *be, const brisk_exec *ex) {
     cuda_backend *cb = be->impl;
     if (!cb->prep || cb->prep->ex != ex) return;
+    cuda_use_device(cb);
     cudaStreamSynchronize(cb->compute);
     cuda_programs_clear(cb); /* captured programs point into this executor's buffers */
     cuda_prep_free(cb->prep);
@@ -320,6 +321,7 @@ static size_t scratch_need(const brisk_graph *g, const brisk_plan *pl) {
 
 brisk_status cuda_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     if (cb->prep) cuda_forget(be, cb->prep->ex);
     const brisk_graph *g = ex->g;
     cuda_prep *p = calloc(1, sizeof *p);

@@ -81,6 +81,7 @@ brisk_status cuda_begin_work(cuda_backend *cb, const brisk_step_state *st, brisk
 static brisk_status cu_set_values(brisk_backend *be, const brisk_step_state *st, const brisk_optim_args *args,
                                   brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     brisk_status s = cuda_write_values(cb, st, args, err);
     return s ? s : commit_wait(cb, err);
 }
@@ -89,6 +90,7 @@ static brisk_status cu_set_values(brisk_backend *be, const brisk_step_state *st,
 
 static brisk_status cu_capture_begin(brisk_backend *be, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     if (cb->capturing) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: capture_begin while capturing");
     brisk_status s = commit_wait(cb, err);
     if (s) return s;
@@ -112,6 +114,7 @@ static brisk_status cu_capture_begin(brisk_backend *be, brisk_error *err) {
 
 static brisk_status cu_capture_end(brisk_backend *be, int *program, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     *program = -1;
     if (!cb->capturing) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: capture_end without capture_begin");
     int staging = cb->capture_staging;
@@ -143,6 +146,7 @@ static brisk_status cu_capture_end(brisk_backend *be, int *program, brisk_error 
 
 static brisk_status cu_replay(brisk_backend *be, int program, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     if (program < 0 || program >= cb->n_programs)
         return brisk_errorf(err, BRISK_ERR_INVALID, "cuda: program %d does not exist", program);
     const cuda_program *p = &cb->programs[program];
@@ -160,6 +164,7 @@ static brisk_status cu_replay(brisk_backend *be, int program, brisk_error *err) 
 
 static brisk_status cu_upload_input(brisk_backend *be, void *dst, const void *src, size_t bytes, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     char *d = dst;
     if (!cb->inputs || d < cb->inputs || d + bytes > cb->inputs + cb->input_bytes)
         return be->upload(be, dst, src, bytes, err); /* not the prepared input area: a plain copy */
@@ -195,12 +200,14 @@ static brisk_status cu_upload_input(brisk_backend *be, void *dst, const void *sr
 
 static brisk_status cu_loss_log(brisk_backend *be, const float *loss, float weight, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     CU(cuk_loss_log(loss, cb->loss_ring, CUDA_LOSS_LOG, weight, cb->vals, cb->compute), "logging the loss");
     return BRISK_OK;
 }
 
 static brisk_status cu_loss_read(brisk_backend *be, uint32_t first, int n, float *host, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     if (n < 0 || n > CUDA_LOSS_LOG)
         return brisk_errorf(err, BRISK_ERR_INVALID, "cuda: %d losses asked for, the log holds %d", n, CUDA_LOSS_LOG);
     uint32_t at = first % CUDA_LOSS_LOG;
@@ -235,6 +242,7 @@ brisk_status cuda_scaler_init(cuda_backend *cb, int on, brisk_error *err) {
 
 static brisk_status cu_scaler_get(brisk_backend *be, brisk_scaler_state *out, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     memset(out, 0, sizeof *out);
     if (cb->capturing) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: scaler_get while capturing a CUDA graph");
     cuda_optim_state s;
@@ -247,6 +255,7 @@ static brisk_status cu_scaler_get(brisk_backend *be, brisk_scaler_state *out, br
 /* A checkpoint's scale, growth count and skips, into the device state and the loss seed. */
 static brisk_status cu_scaler_set(brisk_backend *be, const brisk_scaler_state *in, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     if (cb->capturing) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: scaler_set while capturing a CUDA graph");
     if (!(in->scale > 0.0f) || !isfinite(in->scale) || in->growth < 0 || in->skipped < 0)
         return brisk_errorf(err, BRISK_ERR_INVALID, "cuda: loss scaler state scale %g, growth %lld, skipped %lld is "
@@ -267,6 +276,7 @@ static brisk_status cu_scaler_set(brisk_backend *be, const brisk_scaler_state *i
 
 brisk_status cuda_grad_sumsq(brisk_backend *be, const float *g, int64_t n, float *sumsq_out, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     void *scratch;
     brisk_status s = cuda_scratch(cb, cuk_reduce_scratch_bytes(1, n), &scratch, err);
     if (s) return s;
@@ -279,6 +289,7 @@ brisk_status cuda_optim_update(brisk_backend *be, float *p, const float *g, floa
                                const brisk_optim_args *a, const float *sumsq, const uint8_t *decay_mask,
                                brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     (void)sumsq; /* the device keeps its own (double) copy in the optimizer state */
     if (!a) return brisk_errorf(err, BRISK_ERR_INVALID, "optim_update: no arguments");
     if (a->kind != BRISK_OPTIM_ADAMW && a->kind != BRISK_OPTIM_SGD)
