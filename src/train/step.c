@@ -78,19 +78,27 @@ static brisk_status micro_body(brisk_trainer *t, brisk_error *err) {
     return st;
 }
 
-/* Records body() as a program and runs it once (the capture itself runs nothing). */
+/* Records body() as a program and runs it once (the capture itself runs nothing). When
+ * recording fails (the backend discards what it had), the run goes on eagerly: this step
+ * runs body() as is and later steps are not captured; the log and the report say why. */
 static brisk_status capture(brisk_trainer *t, brisk_status (*body)(brisk_trainer *, const brisk_optim_args *,
                                                                      brisk_error *),
                             const brisk_optim_args *a, int *program, brisk_error *err) {
     brisk_backend *be = t->be;
-    brisk_status st = be->capture_begin(be, err);
-    if (st) return st;
-    st = body(t, a, err);
-    brisk_error e2;
-    brisk_status end = be->capture_end(be, program, st ? &e2 : err);
-    if (st) return st;
-    if (end) return end;
-    return be->replay(be, *program, err);
+    brisk_error ce = {0}, e2;
+    brisk_status st = be->capture_begin(be, &ce);
+    if (!st) {
+        st = body(t, a, &ce);
+        brisk_status end = be->capture_end(be, program, st ? &e2 : &ce);
+        if (!st) st = end;
+    }
+    if (!st) return be->replay(be, *program, err);
+    *program = -1;
+    t->graph = 0;
+    snprintf(t->graph_off, sizeof t->graph_off, "capture failed at step %lld; eager", (long long)t->step + 1);
+    brisk_log(&t->log, BRISK_LOG_WARN, "step %lld: recording the step as a CUDA graph failed (%s); this run goes on "
+              "eagerly, without CUDA graphs", (long long)t->step + 1, ce.msg);
+    return body(t, a, err);
 }
 
 static brisk_status body_micro(brisk_trainer *t, const brisk_optim_args *a, brisk_error *err) {
@@ -162,7 +170,8 @@ brisk_status brisk_step_update(brisk_trainer *t, float lr, brisk_error *err) {
         if ((st = be->set_values(be, K == 1 ? &t->cur : NULL, &a, err))) return st;
         st = K == 1 ? capture(t, body_step, &a, &t->prog_step, err) : capture(t, body_update, &a, &t->prog_update, err);
         if (st) return st;
-        t->programs_ready = 1;
+        if (t->graph) t->programs_ready = 1;
+        else t->eager_steps++;
     } else {
         if ((st = brisk_optimizer_step(&t->opt, t->step + 1, lr, K, err))) return st;
         t->eager_steps++;

@@ -121,14 +121,18 @@ static brisk_status cu_capture_end(brisk_backend *be, int *program, brisk_error 
     cudaGraph_t graph = NULL;
     cudaError_t e = cudaStreamEndCapture(cb->compute, &graph);
     cb->capturing = cb->capture_staging = 0;
-    if (e != cudaSuccess) {
+    if (e != cudaSuccess) { /* the partial graph goes; the caller runs the step eagerly */
         if (graph) cudaGraphDestroy(graph);
+        cudaGetLastError();
         return cuda_fail(err, e, "cudaStreamEndCapture", "finishing the CUDA graph capture");
     }
     cudaGraphExec_t exec = NULL;
     e = cudaGraphInstantiate(&exec, graph, 0);
     cudaGraphDestroy(graph);
-    if (e != cudaSuccess) return cuda_fail(err, e, "cudaGraphInstantiate", "instantiating the captured step");
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return cuda_fail(err, e, "cudaGraphInstantiate", "instantiating the captured step");
+    }
     if (cb->n_programs == cb->cap_programs) {
         int cap = cb->cap_programs ? 2 * cb->cap_programs : 4;
         cuda_program *grown = realloc(cb->programs, (size_t)cap * sizeof *grown);
