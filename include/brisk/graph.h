@@ -351,6 +351,7 @@ typedef struct brisk_backend_stats {
     float loss_scale;        /* the dynamic loss scale now; 0 without a scaler */
     int util_percent;        /* device utilisation, -1 when unknown */
     size_t mem_used, mem_total; /* device memory in bytes, 0 when unknown */
+    size_t mem_free;         /* device memory this process could still allocate (cudaMemGetInfo) */
     double copy_s;           /* time the device spent copying batches in (upload_input), total */
 } brisk_backend_stats;
 

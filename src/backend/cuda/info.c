@@ -237,13 +237,13 @@ static brisk_status cu_stats(brisk_backend *be, brisk_backend_stats *out, brisk_
     nvml_util_t u;
     nvml_mem_t m;
     if (cb->nvml_util && cb->nvml_util(cb->nvml_dev, &u) == 0) out->util_percent = (int)u.gpu;
+    size_t free_b = 0, total = 0;
+    CU(cudaMemGetInfo(&free_b, &total), "reading the free GPU memory");
+    out->mem_free = free_b;
+    out->mem_used = total - free_b, out->mem_total = total;
     if (cb->nvml_mem && cb->nvml_mem(cb->nvml_dev, &m) == 0) {
         out->mem_used = (size_t)m.used;
         out->mem_total = (size_t)m.total;
-    } else {
-        size_t free_b = 0, total = 0;
-        if (cudaMemGetInfo(&free_b, &total) == cudaSuccess) out->mem_used = total - free_b, out->mem_total = total;
-        cudaGetLastError();
     }
     return BRISK_OK;
 }
