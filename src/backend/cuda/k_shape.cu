@@ -17,15 +17,10 @@
 /* ---------------------------------------------------------------- strided copy */
 
 #define STRIDED_KERNEL(NAME, T)                                                                 \
-    __global__ void NAME(T *dst, const T *src, cuda_strides v, int64_t n) {                      \
+    __global__ void NAME(T *dst, const T *src, cuda_strides v, cuk_view_div dv, int64_t n) {     \
         GRID_STRIDE(i, n) {                                                                      \
-            int64_t r = i, so = 0, dof = 0;                                                      \
-            for (int k = v.nd - 1; k >= 0; k--) {                                                \
-                int64_t q = r % v.d[k];                                                          \
-                r /= v.d[k];                                                                     \
-                so += q * v.s[0][k];                                                             \
-                dof += q * v.s[1][k];                                                            \
-            }                                                                                    \
+            int64_t so, dof;                                                                     \
+            view_offsets(v, dv, i, so, dof);                                                     \
             dst[dof] = src[so];                                                                  \
         }                                                                                        \
     }
@@ -71,9 +66,11 @@ __global__ void k_cast(const void *x, int from, void *o, int to, int64_t n) {
 
 #define GATHER_KERNEL(NAME, T)                                                                    \
     __global__ void NAME(const T *table, const int32_t *idx, T *out, int64_t nidx, int64_t v,     \
-                         int64_t units, cuda_errors *e, int node) {                               \
+                         int64_t units, cuk_div du, int fast, cuda_errors *e, int node) {         \
         GRID_STRIDE(i, nidx * units) {                                                            \
-            int64_t row = i / units, u = i % units;                                               \
+            uint32_t q32 = 0;                                                                     \
+            int64_t u = fast ? (int64_t)cuk_div_qr(du, (uint32_t)i, &q32) : i % units;            \
+            int64_t row = fast ? (int64_t)q32 : i / units;                                        \
             int32_t k = idx[row];                                                                 \
             if (k < 0 || (int64_t)k >= v) {                                                       \
                 if (u == 0) dev_report(e, CUK_ERR_INDEX, node, row, k, v);                        \
@@ -108,10 +105,13 @@ __device__ __forceinline__ float t_at(const void *t, int t_i32, int64_t r) {
     return t_i32 ? (float)((const int32_t *)t)[r] : ((const float *)t)[r];
 }
 
-__global__ void k_sinusoidal(const void *t, int t_i32, const float *freq, float *out, int64_t n, int64_t dim) {
+__global__ void k_sinusoidal(const void *t, int t_i32, const float *freq, float *out, int64_t n, int64_t dim,
+                             cuk_div dh, int fast) {
     int64_t half = dim / 2;
     GRID_STRIDE(i, n * half) {
-        int64_t r = i / half, k = i % half;
+        uint32_t q32 = 0;
+        int64_t k = fast ? (int64_t)cuk_div_qr(dh, (uint32_t)i, &q32) : i % half;
+        int64_t r = fast ? (int64_t)q32 : i / half;
         float a = t_at(t, t_i32, r) * freq[k];
         out[r * dim + k] = sinf(a);
         out[r * dim + half + k] = cosf(a);
@@ -157,12 +157,13 @@ cudaError_t cuk_strided_copy(void *dst, const void *src, size_t esize, const cud
         }
     }
     unsigned b = cuk_blocks(n, 4);
+    cuk_view_div dv = cuk_view_div_make(&w, n);
     switch (esize) {
-    case 1: k_copy1<<<b, CUK_THREADS, 0, s>>>((uint8_t *)dst, (const uint8_t *)src, w, n); break;
-    case 2: k_copy2<<<b, CUK_THREADS, 0, s>>>((uint16_t *)dst, (const uint16_t *)src, w, n); break;
-    case 4: k_copy4<<<b, CUK_THREADS, 0, s>>>((uint32_t *)dst, (const uint32_t *)src, w, n); break;
-    case 8: k_copy8<<<b, CUK_THREADS, 0, s>>>((uint2 *)dst, (const uint2 *)src, w, n); break;
-    case 16: k_copy16<<<b, CUK_THREADS, 0, s>>>((uint4 *)dst, (const uint4 *)src, w, n); break;
+    case 1: k_copy1<<<b, CUK_THREADS, 0, s>>>((uint8_t *)dst, (const uint8_t *)src, w, dv, n); break;
+    case 2: k_copy2<<<b, CUK_THREADS, 0, s>>>((uint16_t *)dst, (const uint16_t *)src, w, dv, n); break;
+    case 4: k_copy4<<<b, CUK_THREADS, 0, s>>>((uint32_t *)dst, (const uint32_t *)src, w, dv, n); break;
+    case 8: k_copy8<<<b, CUK_THREADS, 0, s>>>((uint2 *)dst, (const uint2 *)src, w, dv, n); break;
+    case 16: k_copy16<<<b, CUK_THREADS, 0, s>>>((uint4 *)dst, (const uint4 *)src, w, dv, n); break;
     default: return cudaErrorInvalidValue;
     }
     return cudaGetLastError();
@@ -177,18 +178,21 @@ cudaError_t cuk_cast(const void *x, int from, void *out, int to, int64_t n, cuda
 cudaError_t cuk_gather(const void *table, const int32_t *idx, void *out, int64_t nidx, int64_t v,
                        size_t row_bytes, cuda_errors *e, int node, cudaStream_t s) {
     if (nidx <= 0 || row_bytes == 0) return cudaSuccess;
+#define DIVS(u) cuk_div_make(nidx * (u) <= CUK_FAST_MAX ? (uint32_t)(u) : 1u), nidx * (u) <= CUK_FAST_MAX
     if (row_bytes % 16 == 0 && cuk_aligned16(table) && cuk_aligned16(out)) {
         int64_t u = (int64_t)(row_bytes / 16);
-        k_gather16<<<cuk_blocks(nidx * u, 2), CUK_THREADS, 0, s>>>((const uint4 *)table, idx, (uint4 *)out, nidx, v, u, e, node);
+        k_gather16<<<cuk_blocks(nidx * u, 2), CUK_THREADS, 0, s>>>((const uint4 *)table, idx, (uint4 *)out, nidx, v, u,
+                                                                   DIVS(u), e, node);
     } else if (row_bytes % 4 == 0 && ((uintptr_t)table & 3u) == 0 && ((uintptr_t)out & 3u) == 0) {
         int64_t u = (int64_t)(row_bytes / 4);
         k_gather4<<<cuk_blocks(nidx * u, 4), CUK_THREADS, 0, s>>>((const uint32_t *)table, idx, (uint32_t *)out, nidx,
-                                                                  v, u, e, node);
+                                                                  v, u, DIVS(u), e, node);
     } else {
         int64_t u = (int64_t)row_bytes;
         k_gather1<<<cuk_blocks(nidx * u, 4), CUK_THREADS, 0, s>>>((const uint8_t *)table, idx, (uint8_t *)out, nidx,
-                                                                  v, u, e, node);
+                                                                  v, u, DIVS(u), e, node);
     }
+#undef DIVS
     return cudaGetLastError();
 }
 
@@ -203,7 +207,10 @@ cudaError_t cuk_scatter_add(const float *dy, const int32_t *idx, float *out, int
 cudaError_t cuk_sinusoidal(const void *t, int t_i32, const float *freq, float *out, int64_t n, int64_t dim,
                            cudaStream_t s) {
     if (n <= 0 || dim <= 0) return cudaSuccess;
-    k_sinusoidal<<<cuk_blocks(n * (dim / 2), 4), CUK_THREADS, 0, s>>>(t, t_i32, freq, out, n, dim);
+    int64_t half = dim / 2, fast = n * half <= CUK_FAST_MAX;
+    if (half == 0) return cudaSuccess;
+    k_sinusoidal<<<cuk_blocks(n * half, 4), CUK_THREADS, 0, s>>>(t, t_i32, freq, out, n, dim,
+                                                                 cuk_div_make(fast ? (uint32_t)half : 1u), (int)fast);
     return cudaGetLastError();
 }
 
