@@ -323,6 +323,19 @@ static void test_index(void) {
     int in[2] = {dy, i};
     run_case(g, brisk_graph_append(g, BRISK_OP_SCATTER_ADD, in, 2, BRISK_F32, a.shape2, &a), 0.0,
              "scatter_add (same order: bit-identical)");
+    /* several column tiles, row ranges and index tiles: still each row in index order */
+    const int64_t sc[][3] = {{1500, 700, 130}, {3000, 3, 64}, {700, 4000, 1}};
+    for (int k = 0; k < 3; k++) {
+        g = brisk_graph_new();
+        dy = ct_input(g, BRISK_F32, brisk_shape2(sc[k][0], sc[k][2]), -1, 1);
+        i = ct_input(g, BRISK_I32, brisk_shape1(sc[k][0]), 0, (float)sc[k][1]);
+        a.shape2 = brisk_shape2(sc[k][1], sc[k][2]);
+        int in2[2] = {dy, i};
+        char what[80];
+        snprintf(what, sizeof what, "scatter_add %lld rows into [%lld, %lld]", (long long)sc[k][0], (long long)sc[k][1],
+                 (long long)sc[k][2]);
+        run_case(g, brisk_graph_append(g, BRISK_OP_SCATTER_ADD, in2, 2, BRISK_F32, a.shape2, &a), 0.0, what);
+    }
     for (int ti = 0; ti < 2; ti++) {
         g = brisk_graph_new();
         int t = ct_input(g, ti ? BRISK_I32 : BRISK_F32, brisk_shape1(16), 0, 1000);

@@ -6,8 +6,12 @@
  *   cuk_cast          every dtype pair, through the CPU's conversions (bf16/f16 round to
  *                     nearest even, float to int truncates and saturates, NaN gives 0);
  *   cuk_gather        whole rows, 16 bytes at a time where rows allow;
- *   cuk_scatter_add   one thread per column adding rows in index order: deterministic and
- *                     the same sums as the CPU (no atomics);
+ *   cuk_scatter_add   blocks over (column tile, range of output rows): each block reads
+ *                     every index (in tiles through shared memory) and its threads add the
+ *                     rows that fall in its range, each output element in index order:
+ *                     deterministic, no atomics, the same sums as the CPU, and parallel over
+ *                     rows as well as columns (a thread per column alone left a 64-wide
+ *                     embedding gradient to 64 threads);
  *   SINUSOIDAL(_GRAD) with the frequency table computed on the host exactly as the CPU
  *                     does (libm's expf), so both sides take sin/cos of the same arguments. */
 #include <math.h>
@@ -84,18 +88,30 @@ GATHER_KERNEL(k_gather1, uint8_t)
 GATHER_KERNEL(k_gather4, uint32_t)
 GATHER_KERNEL(k_gather16, uint4)
 
+#define SCATTER_TILE 512
+#define SCATTER_BLOCKS 512 /* enough blocks to fill the GPU; each one reads every index */
+
 __global__ void k_scatter_add(const float *dy, const int32_t *idx, float *out, int64_t nidx, int64_t v, int64_t d,
-                              cuda_errors *e, int node) {
+                              int64_t rows_per, cuda_errors *e, int node) {
+    __shared__ int32_t tile[SCATTER_TILE];
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= d) return;
-    for (int64_t r = 0; r < v; r++) out[r * d + j] = 0.0f;
-    for (int64_t i = 0; i < nidx; i++) {
-        int32_t k = idx[i];
-        if (k < 0 || (int64_t)k >= v) {
-            if (j == 0) dev_report(e, CUK_ERR_INDEX, node, i, k, v);
-            continue;
+    int64_t r0 = (int64_t)blockIdx.y * rows_per, r1 = r0 + rows_per < v ? r0 + rows_per : v;
+    int col = j < d, reporter = blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0;
+    if (col)
+        for (int64_t r = r0; r < r1; r++) out[r * d + j] = 0.0f;
+    for (int64_t t0 = 0; t0 < nidx; t0 += SCATTER_TILE) {
+        int cnt = nidx - t0 < SCATTER_TILE ? (int)(nidx - t0) : SCATTER_TILE;
+        __syncthreads();
+        for (int k = threadIdx.x; k < cnt; k += blockDim.x) tile[k] = idx[t0 + k];
+        __syncthreads();
+        for (int k = 0; k < cnt; k++) {
+            int64_t row = tile[k]; /* the same for the whole block: no divergence */
+            if (row < 0 || row >= v) {
+                if (reporter) dev_report(e, CUK_ERR_INDEX, node, t0 + k, row, v);
+                continue;
+            }
+            if (row >= r0 && row < r1 && col) out[row * d + j] += dy[(t0 + k) * d + j];
         }
-        out[(int64_t)k * d + j] += dy[i * d + j];
     }
 }
 
@@ -199,8 +215,14 @@ cudaError_t cuk_gather(const void *table, const int32_t *idx, void *out, int64_t
 cudaError_t cuk_scatter_add(const float *dy, const int32_t *idx, float *out, int64_t nidx, int64_t v, int64_t d,
                             cuda_errors *e, int node, cudaStream_t s) {
     if (d <= 0 || v <= 0) return cudaSuccess;
-    unsigned threads = d < 128 ? 32 : 128;
-    k_scatter_add<<<(unsigned)((d + threads - 1) / threads), threads, 0, s>>>(dy, idx, out, nidx, v, d, e, node);
+    unsigned threads = d <= 32 ? 32 : d <= 64 ? 64 : 128;
+    int64_t tiles = (d + threads - 1) / threads, groups = (SCATTER_BLOCKS + tiles - 1) / tiles;
+    if (groups > v) groups = v;
+    if (groups > 65535) groups = 65535;
+    int64_t rows_per = (v + groups - 1) / groups;
+    groups = (v + rows_per - 1) / rows_per;
+    dim3 grid((unsigned)tiles, (unsigned)groups);
+    k_scatter_add<<<grid, threads, 0, s>>>(dy, idx, out, nidx, v, d, rows_per, e, node);
     return cudaGetLastError();
 }
 

@@ -126,7 +126,8 @@ cudaError_t cuk_cast(const void *x, int from, void *out, int to, int64_t n, cuda
 /* out[i] = table[idx[i]] rows of row_bytes; bad index: error, row zeroed. */
 cudaError_t cuk_gather(const void *table, const int32_t *idx, void *out, int64_t nidx, int64_t v,
                        size_t row_bytes, cuda_errors *e, int node, cudaStream_t s);
-/* out [v, d] = 0, then out[idx[i]] += dy[i] in order of i (one thread per column). */
+/* out [v, d] = 0, then out[idx[i]] += dy[i] in order of i (blocks over column tiles and
+ * ranges of output rows). */
 cudaError_t cuk_scatter_add(const float *dy, const int32_t *idx, float *out, int64_t nidx, int64_t v, int64_t d,
                             cuda_errors *e, int node, cudaStream_t s);
 /* t: f32 or i32 (t_i32); freq: half floats (computed on the host as the CPU does). */
