@@ -105,7 +105,7 @@ cudaError_t cuk_reduce(const float *x, float *out, int nd, const int64_t *d, con
 cudaError_t cuk_sum_global(int kind, const float *x, const float *y, int64_t n, double scale, double *out_d,
                            float *out_f, void *scratch, cudaStream_t s);
 
-/* ---- k_rows.cu: row-wise ops over [rows, C], one warp per row */
+/* ---- k_rows.cu: row-wise ops over [rows, C]: lanes of a warp per short row, a warp, or a block per long row */
 cudaError_t cuk_softmax(int log, const float *x, float *out, int64_t rows, int64_t c, cudaStream_t s);
 cudaError_t cuk_softmax_grad(int log, const float *dy, const float *y, float *out, int64_t rows, int64_t c,
                              cudaStream_t s);
