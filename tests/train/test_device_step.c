@@ -1,8 +1,12 @@
-/* A step that cannot be recorded as a program (a CUDA graph whose capture fails) makes
- * the run go on eagerly, saying why, with the same losses; without a GPU: the CPU backend
- * dressed as a device backend (loss log, capture, replay hooks) whose capture always
- * fails. During a capture nothing may run (a real capture only records), so the fake
- * runs nothing then, and a double-applied step would show in the losses. */
+/* The trainer's device-step paths without a GPU: the CPU backend dressed as a device
+ * backend (loss log, capture, replay hooks).
+ * - A step that cannot be recorded as a program (a CUDA graph whose capture fails) makes
+ *   the run go on eagerly, saying why, with the same losses. During a capture nothing may
+ *   run (a real capture only records), so the fake runs nothing then, and a
+ *   double-applied step would show in the losses.
+ * - A non-finite loss read back from the device log: under train.skip_nan_steps the
+ *   device skipped that update itself (skip_nonfinite reaches the optimizer), and the host
+ *   counts it against the allowance naming its step; without it the run stops there. */
 #include <unistd.h>
 
 #include "brisk/brisk.h"
@@ -18,6 +22,8 @@ static struct {
                                  const brisk_optim_args *, const float *, const uint8_t *, brisk_error *);
     brisk_step_state last;
     float ring[RING];
+    int nan_slot;        /* loss_log writes NaN for this step (-1: none) */
+    int skip_nonfinite;  /* what the optimizer was asked */
     int capturing, begun, ended, replays, ran_while_capturing;
 } fk;
 
@@ -30,6 +36,7 @@ static brisk_status f_run_node(brisk_backend *be, const brisk_graph *g, int id, 
 static brisk_status f_update(brisk_backend *be, float *p, const float *g, float *m, float *v, int64_t n,
                              const brisk_optim_args *a, const float *sumsq, const uint8_t *mask, brisk_error *err) {
     if (fk.capturing) return BRISK_OK;
+    fk.skip_nonfinite = a->skip_nonfinite;
     return fk.optim_update(be, p, g, m, v, n, a, sumsq, mask, err);
 }
 static brisk_status f_set_values(brisk_backend *be, const brisk_step_state *st, const brisk_optim_args *a,
@@ -60,6 +67,7 @@ static brisk_status f_loss_log(brisk_backend *be, const float *loss, float w, br
     if (fk.capturing) return BRISK_OK;
     float *slot = &fk.ring[fk.last.loss_slot % RING];
     *slot = (fk.last.first_micro ? 0.0f : *slot) + w * *loss;
+    if ((int)fk.last.loss_slot == fk.nan_slot) *slot = NAN;
     return BRISK_OK;
 }
 static brisk_status f_loss_read(brisk_backend *be, uint32_t first, int n, float *host, brisk_error *err) {
@@ -75,18 +83,18 @@ static void log_to(void *user, brisk_log_level level, const char *msg) {
     snprintf(b->text + k, sizeof b->text - k, "[%d] %s\n", (int)level, msg);
 }
 
-static brisk_status train(const char *out, int fake, int accumulate, float *losses, int64_t steps, log_buf *lb,
-                          brisk_error *err) {
+static brisk_status train_with(const char *out, int fake, int accumulate, int skip_nan, int nan_slot, float *losses,
+                               int64_t steps, log_buf *lb, int64_t *nan_skipped, brisk_error *err) {
     static char dir[256];
-    T_MAKE_DIR(dir, "capture_fallback");
+    T_MAKE_DIR(dir, "device_step");
     char data[300], json[1024];
     snprintf(data, sizeof data, "%s/tab.npz", dir);
     if (access(data, F_OK) != 0 && brisk_synth_write("tabular", data, 512, 0, err)) return BRISK_ERR_IO;
     snprintf(json, sizeof json,
              "{\"model\": {\"type\": \"mlp\", \"inputs\": 64, \"hidden\": [32], \"outputs\": 3, \"dropout\": 0.1}, "
              "\"data\": {\"train\": \"%s\"}, \"train\": {\"batch_size\": 32, \"epochs\": 20, \"seed\": 5, "
-             "\"accumulate\": %d, \"out_dir\": \"%s/%s\"}, \"speed\": {\"device\": \"cpu\", \"cuda_graph\": true, "
-             "\"prefetch\": 0}}", data, accumulate, dir, out);
+             "\"accumulate\": %d, \"skip_nan_steps\": %d, \"out_dir\": \"%s/%s\"}, \"speed\": {\"device\": \"cpu\", "
+             "\"cuda_graph\": true, \"prefetch\": 0}}", data, accumulate, skip_nan, dir, out);
     brisk_config cfg;
     brisk_status st = brisk_config_parse(json, "<test>", NULL, 0, &cfg, err);
     if (st) return st;
@@ -97,6 +105,7 @@ static brisk_status train(const char *out, int fake, int accumulate, float *loss
     if (st) return st;
     if (fake) {
         memset(&fk, 0, sizeof fk);
+        fk.nan_slot = nan_slot;
         brisk_backend *be = t->be;
         fk.run_node = be->run_node;
         fk.optim_update = be->optim_update;
@@ -117,8 +126,14 @@ static brisk_status train(const char *out, int fake, int accumulate, float *loss
     if (!st && n != steps) st = brisk_errorf(err, BRISK_ERR_INTERNAL, "%lld losses for %lld steps", (long long)n,
                                              (long long)steps);
     if (!st) memcpy(losses, l, sizeof(float) * (size_t)steps);
+    if (nan_skipped) *nan_skipped = t->nan_skipped;
     brisk_trainer_free(t);
     return st;
+}
+
+static brisk_status train(const char *out, int fake, int accumulate, float *losses, int64_t steps, log_buf *lb,
+                          brisk_error *err) {
+    return train_with(out, fake, accumulate, 0, -1, losses, steps, lb, NULL, err);
 }
 
 static void fallback(int accumulate) {
@@ -144,7 +159,27 @@ static void fallback(int accumulate) {
            first >= 0 ? b[first] : 0.0, first >= 0 ? a[first] : 0.0);
 }
 
+/* step 5's loss comes back NaN from the device log */
+static void test_nonfinite_device_step(void) {
+    enum { STEPS = 12 };
+    float l[STEPS];
+    log_buf lb = {""};
+    brisk_error err = {0};
+    int64_t skipped = -1;
+    REQUIRE_OK(train_with("nan_skip", 1, 1, 2, 4, l, STEPS, &lb, &skipped, &err), &err);
+    CHECK(fk.skip_nonfinite == 1);
+    CHECKF(skipped == 1 && isnan(l[4]) && isfinite(l[3]) && isfinite(l[5]), "skipped %lld, losses %g %g %g",
+           (long long)skipped, l[3], l[4], l[5]);
+    CHECKF(strstr(lb.text, "step 5: the training loss is NaN: step skipped") && strstr(lb.text, "1 of 2 allowed"), "%s",
+           lb.text);
+    memset(&lb, 0, sizeof lb);
+    brisk_status st = train_with("nan_stop", 1, 1, 0, 4, l, STEPS, &lb, NULL, &err);
+    CHECK(fk.skip_nonfinite == 0);
+    CHECKF(st == BRISK_ERR_NUMERIC && strstr(err.msg, "step 5") && strstr(err.msg, "NaN"), "%s", err.msg);
+}
+
 static void test_failed_capture_runs_eagerly(void) { fallback(1); }
 static void test_failed_capture_runs_eagerly_accumulating(void) { fallback(2); }
 
-TEST_MAIN(T(test_failed_capture_runs_eagerly), T(test_failed_capture_runs_eagerly_accumulating))
+TEST_MAIN(T(test_failed_capture_runs_eagerly), T(test_failed_capture_runs_eagerly_accumulating),
+          T(test_nonfinite_device_step))
