@@ -125,8 +125,10 @@ static int life_build(const brisk_exec *ex, life *l) {
 
 /* Writing node y's buffer at step s (before its own step) is safe when no other arena
  * buffer overlapping it is live at any step in [s, pos(y)). `gone` is the fused matmul,
- * whose own buffer the fused GEMM neither writes nor anyone reads. */
-static int early_write_ok(const brisk_exec *ex, const life *l, int y, int s, int gone) {
+ * whose own buffer the fused GEMM neither writes nor anyone reads; but the decomposed
+ * fallback writes it and then computes y from it elementwise (from_gone), so then y may
+ * share its bytes only exactly (in place), never shifted. */
+static int early_write_ok(const brisk_exec *ex, const life *l, int y, int s, int gone, int from_gone) {
     const brisk_graph *g = ex->g;
     const brisk_node *ny = &g->nodes[y];
     if (ny->storage != BRISK_STORE_ARENA || l->pos[y] < 0 || ny->offset == SIZE_MAX) return 0;
@@ -135,9 +137,8 @@ static int early_write_ok(const brisk_exec *ex, const life *l, int y, int s, int
         const brisk_node *nt = &g->nodes[t];
         if (t == y || nt->storage != BRISK_STORE_ARENA || nt->offset == SIZE_MAX || l->pos[t] < 0) continue;
         if (nt->offset >= hi || nt->offset + nt->bytes <= lo) continue;
-        /* the decomposed fallback writes `gone` and reads it while writing y: in place only */
         if (t == gone) {
-            if (nt->offset != lo || nt->bytes != ny->bytes) return 0;
+            if (from_gone && (nt->offset != lo || nt->bytes != ny->bytes)) return 0;
             continue;
         }
         if (l->last[t] >= s && l->pos[t] < l->pos[y]) return 0;
@@ -210,16 +211,16 @@ static int plan_forward(const brisk_exec *ex, const life *l, cuda_prep *p, int m
                 grads_match &= nt->attr.kind == (int)na->op &&
                                (na->op == BRISK_OP_RELU || nt->attr.i1 == BRISK_GELU_TANH) && nt->in[2] == act;
         }
-        if (grads_match && na->op == BRISK_OP_RELU && early_write_ok(ex, l, act, s, m)) {
+        if (grads_match && na->op == BRISK_OP_RELU && early_write_ok(ex, l, act, s, m, 1)) {
             f.epi = EPI_RELU_BIAS;
             f.act_node = act;
-        } else if (grads_match && na->op == BRISK_OP_GELU && N % 8 == 0 && early_write_ok(ex, l, act, s, m) &&
-                   early_write_ok(ex, l, b, s, m)) {
+        } else if (grads_match && na->op == BRISK_OP_GELU && N % 8 == 0 && early_write_ok(ex, l, act, s, m, 0) &&
+                   early_write_ok(ex, l, b, s, m, 1)) {
             f.epi = EPI_GELU_AUX_BIAS;
             f.act_node = act;
         }
     }
-    if (f.epi == EPI_BIAS && !early_write_ok(ex, l, b, s, m)) return 0;
+    if (f.epi == EPI_BIAS && !early_write_ok(ex, l, b, s, m, 1)) return 0;
     if (add_fusion(p, f)) return -1;
     p->skip[b] = 1;
     if (f.act_node >= 0) p->skip[f.act_node] = 1;
@@ -245,7 +246,7 @@ static int plan_backward(const brisk_exec *ex, const life *l, cuda_prep *p, int 
     }
     int s = l->pos[h];
     if (l->pos[base_of(g, nq->in[1])] >= s || l->pos[base_of(g, nq->in[2])] >= s) return 0;
-    if (sum < 0 || !early_write_ok(ex, l, q, s, h) || !early_write_ok(ex, l, sum, s, h)) return 0;
+    if (sum < 0 || !early_write_ok(ex, l, q, s, h, 1) || !early_write_ok(ex, l, sum, s, h, 0)) return 0;
     cuda_fusion f = {.epi = EPI_DGELU_BGRAD, .matmul = h, .bias_node = -1, .act_node = -1, .grad_node = q,
                      .sum_node = sum};
     if (add_fusion(p, f)) return -1;
