@@ -392,14 +392,20 @@ static void test_index(void) {
         int t = ct_input(g, ti ? BRISK_I32 : BRISK_F32, brisk_shape1(16), 0, 1000);
         run_case(g, brisk_sinusoidal(g, t, 32), 1e-5, ti ? "sinusoidal i32" : "sinusoidal f32");
     }
-    g = brisk_graph_new();
-    dy = ct_input(g, BRISK_F32, brisk_shape2(16, 32), -1, 1);
-    int t = ct_input(g, BRISK_F32, brisk_shape1(16), 0, 50);
-    brisk_attr sa = attr0();
-    sa.i0 = 32;
-    int in2[2] = {dy, t};
-    run_case(g, brisk_graph_append(g, BRISK_OP_SINUSOIDAL_GRAD, in2, 2, BRISK_F32, brisk_shape1(16), &sa), 1e-5,
-             "sinusoidal_grad");
+    /* lanes per row follow dim / 2 (1 to 32, several rows per warp; 37 rows leave lane groups empty) */
+    const int64_t sg[][2] = {{16, 32}, {37, 2}, {37, 10}, {37, 512}};
+    for (int k = 0; k < 4; k++) {
+        g = brisk_graph_new();
+        dy = ct_input(g, BRISK_F32, brisk_shape2(sg[k][0], sg[k][1]), -1, 1);
+        int t = ct_input(g, BRISK_F32, brisk_shape1(sg[k][0]), 0, 50);
+        brisk_attr sa = attr0();
+        sa.i0 = sg[k][1];
+        int in2[2] = {dy, t};
+        char what[64];
+        snprintf(what, sizeof what, "sinusoidal_grad [%lld, %lld]", (long long)sg[k][0], (long long)sg[k][1]);
+        run_case(g, brisk_graph_append(g, BRISK_OP_SINUSOIDAL_GRAD, in2, 2, BRISK_F32, brisk_shape1(sg[k][0]), &sa),
+                 1e-5, what);
+    }
 }
 
 static void test_cast(void) {

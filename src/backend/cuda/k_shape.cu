@@ -134,20 +134,22 @@ __global__ void k_sinusoidal(const void *t, int t_i32, const float *freq, float 
     }
 }
 
+/* tpr lanes (a power of two <= 32) per row of dim / 2 terms: several rows per warp for the
+ * short embeddings diffusion models use. Lanes past the last row stay for the shuffles. */
 __global__ void k_sinusoidal_grad(const float *dy, const void *t, int t_i32, const float *freq, float *out, int64_t n,
-                                  int64_t dim) {
-    int64_t r = (int64_t)blockIdx.x * (CUK_THREADS / 32) + threadIdx.x / 32;
-    int lane = threadIdx.x & 31;
-    if (r >= n) return;
-    int64_t half = dim / 2;
-    float tv = t_at(t, t_i32, r);
+                                  int64_t dim, int tpr) {
+    int64_t r = (int64_t)blockIdx.x * (CUK_THREADS / tpr) + threadIdx.x / tpr;
+    int lane = (int)(threadIdx.x & (tpr - 1)), valid = r < n;
+    int64_t half = valid ? dim / 2 : 0;
+    if (!valid) r = 0;
+    float tv = valid ? t_at(t, t_i32, r) : 0.0f;
     double s = 0.0;
-    for (int64_t k = lane; k < half; k += 32) {
+    for (int64_t k = lane; k < half; k += tpr) {
         float a = tv * freq[k];
         s += (double)freq[k] * ((double)dy[r * dim + k] * cosf(a) - (double)dy[r * dim + half + k] * sinf(a));
     }
-    s = warp_sum_d(s);
-    if (lane == 0) out[r] = (float)s;
+    for (int o = tpr >> 1; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0 && valid) out[r] = (float)s;
 }
 
 extern "C" {
@@ -239,8 +241,10 @@ cudaError_t cuk_sinusoidal(const void *t, int t_i32, const float *freq, float *o
 cudaError_t cuk_sinusoidal_grad(const float *dy, const void *t, int t_i32, const float *freq, float *out,
                                 int64_t n, int64_t dim, cudaStream_t s) {
     if (n <= 0) return cudaSuccess;
-    k_sinusoidal_grad<<<(unsigned)((n + CUK_THREADS / 32 - 1) / (CUK_THREADS / 32)), CUK_THREADS, 0, s>>>(
-        dy, t, t_i32, freq, out, n, dim);
+    int tpr = 1;
+    while (tpr < 32 && (int64_t)tpr * 4 < dim / 2) tpr <<= 1;
+    int per = CUK_THREADS / tpr;
+    k_sinusoidal_grad<<<(unsigned)((n + per - 1) / per), CUK_THREADS, 0, s>>>(dy, t, t_i32, freq, out, n, dim, tpr);
     return cudaGetLastError();
 }
 
