@@ -58,7 +58,7 @@
 # machine instead of building, as long as src/, include/, cmake/ and CMakeLists.txt are unchanged.
 set -u
 # ---- what a GPU session may adjust ----
-REFUSE_EPILOGUE="BRISK_CUDA_REFUSE_EPILOGUE=all"  # env assignment(s) that force every cuBLASLt epilogue fallback
+REFUSE_EPILOGUE="BRISK_CUDA_REFUSE_EPILOGUES=all"  # env assignment(s) that force every cuBLASLt epilogue fallback
 CUDA_TESTS=cuda                                    # ctest -R: the tests about CUDA; the rest run CPU-pinned
 RTOL_FP32=1e-3 RTOL_BF16=3e-2                      # agreement with the CPU: fp32/tf32, bf16
 SANITIZE_STEPS=3                                   # an eager warm-up step, the capture, a replay

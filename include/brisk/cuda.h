@@ -32,7 +32,24 @@ typedef struct brisk_cuda_options {
                                        ($BRISK_CACHE_DIR, else $XDG_CACHE_HOME/brisk, else
                                        ~/.cache/brisk), "-" = none */
     brisk_logger log;               /* where the backend reports (autotune, fallbacks) */
+    unsigned refuse_epilogues;      /* BRISK_CUDA_EPI_* bits: these planned fusions run decomposed
+                                       (to test the fallbacks); creation adds what
+                                       $BRISK_CUDA_REFUSE_EPILOGUES names */
 } brisk_cuda_options;
+
+/* The cuBLASLt epilogue fusions, for refuse_epilogues. */
+enum {
+    BRISK_CUDA_EPI_BIAS = 1,          /* GEMM + bias */
+    BRISK_CUDA_EPI_RELU_BIAS = 2,     /* GEMM + bias + ReLU */
+    BRISK_CUDA_EPI_GELU_AUX_BIAS = 4, /* GEMM + bias + tanh-GELU, pre-activation kept */
+    BRISK_CUDA_EPI_DGELU_BGRAD = 8,   /* GEMM * tanh-GELU' + bias gradient */
+    BRISK_CUDA_EPI_ALL = 15
+};
+/* The environment variable that refuses epilogues in every CUDA backend a process makes:
+ * a comma-separated list of bias, relu_bias, gelu_aux_bias, dgelu_bgrad, or all / none. */
+#define BRISK_CUDA_REFUSE_ENV "BRISK_CUDA_REFUSE_EPILOGUES"
+/* Parses such a list into *mask; an unknown name is an error naming the variable. */
+brisk_status brisk_cuda_parse_refused_epilogues(const char *spec, unsigned *mask, brisk_error *err);
 
 /* fp32 + TF32, autotune on, fusion on, device 0, default cache. */
 void brisk_cuda_options_default(brisk_cuda_options *o);
@@ -40,6 +57,11 @@ void brisk_cuda_options_default(brisk_cuda_options *o);
 /* A CUDA backend on o->device. Fails with BRISK_ERR_UNSUPPORTED and the reason (CPU-only
  * build, no driver, no device, too old a GPU) when there is none. */
 brisk_status brisk_backend_cuda_create(const brisk_cuda_options *o, brisk_backend **out, brisk_error *err);
+
+/* Whether the CUDA backend has a kernel for node (its op and dtype), answered without a
+ * GPU (the backend's supports_op); 0 with the reason in why (may be NULL). A build without
+ * CUDA answers 0: "built without CUDA". */
+int brisk_cuda_op_supported(const brisk_node *node, char *why, size_t why_size);
 
 /* What brisk sees of one GPU. Never fails: usable = 0 and reason say why not. */
 typedef struct brisk_cuda_info {

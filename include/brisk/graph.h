@@ -211,6 +211,9 @@ brisk_status brisk_graph_error(const brisk_graph *g, brisk_error *err);
 const char *brisk_op_name(brisk_op op);
 /* 0 for data-movement ops (any dtype), 1 for ops that compute in f32. */
 int brisk_op_is_float(brisk_op op);
+/* Every backend's dtype rule: float ops compute in f32, data movement takes any dtype,
+ * RANDINT makes i32. 0 with why (may be NULL) filled when node breaks it. */
+int brisk_op_dtype_ok(const brisk_node *node, char *why, size_t why_size);
 /* The checks every backend makes before running node `id`: input ids in range, and f32
  * inputs to float ops except their index and label inputs. */
 brisk_status brisk_node_check_inputs(const brisk_graph *g, int id, brisk_error *err);
@@ -337,6 +340,9 @@ typedef struct brisk_optim_args {
     float grad_scale;          /* multiplies every gradient first: 1/accumulate (and 1/loss scale) */
     float clip_norm;           /* > 0: scale gradients by min(1, clip/(norm + 1e-6)) as PyTorch's
                                   clip_grad_norm_, norm = sqrt(*sumsq) * grad_scale */
+    int skip_nonfinite;        /* 1: gradients holding an inf/NaN change nothing (train.skip_nan_steps).
+                                  For a backend that updates before the host sees the loss (a
+                                  replayed device step); the CPU trainer skips on the loss itself */
 } brisk_optim_args;
 
 /* What a backend can report about itself while running (zero/-1 where it has nothing). */
@@ -345,8 +351,18 @@ typedef struct brisk_backend_stats {
     float loss_scale;        /* the dynamic loss scale now; 0 without a scaler */
     int util_percent;        /* device utilisation, -1 when unknown */
     size_t mem_used, mem_total; /* device memory in bytes, 0 when unknown */
+    size_t mem_free;         /* device memory this process could still allocate (cudaMemGetInfo) */
     double copy_s;           /* time the device spent copying batches in (upload_input), total */
 } brisk_backend_stats;
+
+/* The dynamic loss scaler's state (fp16), which checkpoints carry so that a resumed run
+ * goes on with the same scale, growth count and skip count. */
+typedef struct brisk_scaler_state {
+    int active;              /* 0: no scaler now (the other fields mean nothing) */
+    float scale;
+    int64_t growth;          /* clean steps since the scale last changed */
+    int64_t skipped;         /* updates it skipped so far (not counted in AdamW's t) */
+} brisk_scaler_state;
 
 /* ---- backend: a small vtable. A backend runs one node at a time over resolved
  * buffer pointers; the executor owns the schedule. */
@@ -363,7 +379,10 @@ struct brisk_backend {
     /* Runs node `id`: in[i] points at input i's buffer, out at the node's buffer. */
     brisk_status (*run_node)(brisk_backend *be, const brisk_graph *g, int id, const void *const *in,
                              void *out, const brisk_step_state *st, brisk_error *err);
-    int (*supports_op)(brisk_backend *be, const brisk_node *node);
+    /* 1 when run_node has a kernel for node (op, dtype); 0 with why (may be NULL) filled
+     * with the reason, e.g. "no CUDA kernel for lstm yet" or "needs cuDNN". Asked at setup
+     * for every node of the schedule, never first at step 1. */
+    int (*supports_op)(brisk_backend *be, const brisk_node *node, char *why, size_t why_size);
     /* *sumsq_out (backend memory, one float) = sum of g[i]^2; deterministic. */
     brisk_status (*grad_sumsq)(brisk_backend *be, const float *g, int64_t n, float *sumsq_out,
                                brisk_error *err);
@@ -410,9 +429,19 @@ struct brisk_backend {
     brisk_status (*stats)(brisk_backend *be, brisk_backend_stats *out, brisk_error *err);
     /* One line: the device and which optimizations are on (and why any is off). */
     void (*describe)(brisk_backend *be, char *buf, size_t n);
+    /* The loss scaler's state (get waits for the device); set applies a checkpoint's
+     * (ignored when the backend has no active scaler). NULL: the backend has none. */
+    brisk_status (*scaler_get)(brisk_backend *be, brisk_scaler_state *out, brisk_error *err);
+    brisk_status (*scaler_set)(brisk_backend *be, const brisk_scaler_state *in, brisk_error *err);
 };
 
 brisk_backend *brisk_backend_cpu_new(int threads); /* threads 0: OpenMP's default */
+
+/* The first node of plan's training schedule (forward, backward and loss: eval and
+ * predict run subsequences of it) that be has no kernel for, or -1. msg gets
+ * "<op> on <dtype> <shape> (node N): <the backend's reason>". */
+int brisk_backend_first_unsupported(brisk_backend *be, const brisk_graph *g, const brisk_plan *plan, char *msg,
+                                    size_t msg_size);
 
 /* ---- executor: device buffers for one planned graph, and runs of its schedules */
 struct brisk_exec {

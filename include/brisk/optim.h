@@ -36,6 +36,7 @@ typedef struct brisk_optimizer {
     float *sumsq;           /* backend memory, one float */
     uint8_t *decay_mask;    /* backend memory, per parameter float; NULL when all decay */
     brisk_exec *ex;
+    int skip_nonfinite;     /* passed on as brisk_optim_args.skip_nonfinite */
 } brisk_optimizer;
 
 brisk_status brisk_optimizer_create(brisk_optimizer *o, const brisk_optim_spec *spec, brisk_exec *ex,

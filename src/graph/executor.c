@@ -6,6 +6,7 @@
 #include "ops/ops_internal.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +50,23 @@ static brisk_status check_plan(const brisk_graph *g, const brisk_plan *plan, bri
     return BRISK_OK;
 }
 
+int brisk_backend_first_unsupported(brisk_backend *be, const brisk_graph *g, const brisk_plan *plan, char *msg,
+                                    size_t msg_size) {
+    if (msg_size) msg[0] = 0;
+    if (!be->supports_op) return -1;
+    for (int s = 0; s < plan->n_train; s++) {
+        int id = plan->train_order[s];
+        const brisk_node *n = &g->nodes[id];
+        char why[160] = "";
+        if (be->supports_op(be, n, why, sizeof why)) continue;
+        char b[BRISK_SHAPE_STR];
+        snprintf(msg, msg_size, "%s on %s %s (node %d): %s", brisk_op_name(n->op), brisk_dtype_name(n->dtype),
+                 brisk_shape_str(&n->shape, b, sizeof b), id, why[0] ? why : "no kernel");
+        return id;
+    }
+    return -1;
+}
+
 /* owner NULL: an executor with its own parameters, gradients and moments; else a view that
  * reads owner's parameters. */
 static brisk_status create(brisk_graph *g, brisk_plan *plan, brisk_backend *be, const brisk_exec *owner,
@@ -58,16 +76,9 @@ static brisk_status create(brisk_graph *g, brisk_plan *plan, brisk_backend *be, 
     if (!g || !plan || !be) return brisk_errorf(err, BRISK_ERR_INVALID, "exec: graph, plan and backend are required");
     brisk_status st = check_plan(g, plan, err);
     if (st != BRISK_OK) return st;
-    if (be->supports_op)
-        for (int s = 0; s < plan->n_train; s++) {
-            const brisk_node *n = &g->nodes[plan->train_order[s]];
-            if (!be->supports_op(be, n)) {
-                char b[BRISK_SHAPE_STR];
-                return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "exec: backend %s does not run %s on %s %s (node %d)",
-                                    be->name, brisk_op_name(n->op), brisk_dtype_name(n->dtype),
-                                    brisk_shape_str(&n->shape, b, sizeof b), plan->train_order[s]);
-            }
-        }
+    char why[512];
+    if (brisk_backend_first_unsupported(be, g, plan, why, sizeof why) >= 0)
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "exec: backend %s does not run %s", be->name, why);
     brisk_exec *ex = calloc(1, sizeof *ex);
     if (!ex) return brisk_errorf(err, BRISK_ERR_NOMEM, "exec: out of memory");
     ex->g = g;

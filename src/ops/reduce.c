@@ -1,6 +1,8 @@
 /* Reductions and broadcasts: SUM and MEAN over a set of axes, SUM_TO (sum the
  * broadcast dims back to a shape) and EXPAND (NumPy broadcast to a shape). SUM_TO
- * and EXPAND are each other's gradient; SUM and MEAN differentiate through EXPAND. */
+ * and EXPAND are each other's gradient; SUM and MEAN differentiate through EXPAND.
+ * Over an empty axis (a reduced dim of size 0) SUM is 0 and MEAN is NaN (0 / 0), as in
+ * NumPy and PyTorch, on every backend. */
 #include "ops/ops_internal.h"
 
 static int reduce(brisk_graph *g, brisk_op op, int x, uint32_t axes, int keepdim) {

@@ -3,6 +3,8 @@
  * backward rule in the op family's file, its kernels, and its test. */
 #include "ops/ops_internal.h"
 
+#include <stdio.h>
+
 const brisk_op_info brisk_op_table[BRISK_OP_COUNT] = {
     [BRISK_OP_INPUT] = {"input", NULL},
     [BRISK_OP_PARAM] = {"param", NULL},
@@ -79,6 +81,17 @@ int brisk_op_is_float(brisk_op op) {
     default:
         return 1;
     }
+}
+
+int brisk_op_dtype_ok(const brisk_node *node, char *why, size_t why_size) {
+    const char *bad = NULL;
+    if ((unsigned)node->op >= BRISK_OP_COUNT) bad = "not an op";
+    else if ((unsigned)node->dtype >= BRISK_DTYPE_COUNT) bad = "not a dtype";
+    else if (node->op == BRISK_OP_RANDINT && node->dtype != BRISK_I32) bad = "randint makes i32";
+    else if (node->op != BRISK_OP_RANDINT && brisk_op_is_float(node->op) && node->dtype != BRISK_F32)
+        bad = "this op computes in f32";
+    if (bad && why && why_size) snprintf(why, why_size, "%s", bad);
+    return bad == NULL;
 }
 
 brisk_status brisk_node_check_inputs(const brisk_graph *g, int id, brisk_error *err) {

@@ -44,7 +44,7 @@ brisk_optim_args brisk_optimizer_args(const brisk_optimizer *o, int64_t t, float
                           .eps = s->eps, .momentum = s->momentum, .nesterov = s->nesterov,
                           .weight_decay = s->weight_decay, .t = t,
                           .grad_scale = 1.0f / (float)(accumulate > 0 ? accumulate : 1),
-                          .clip_norm = s->clip_norm};
+                          .clip_norm = s->clip_norm, .skip_nonfinite = o->skip_nonfinite};
     return a;
 }
 

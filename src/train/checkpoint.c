@@ -18,6 +18,36 @@ static brisk_status download_arena(brisk_exec *ex, const void *dev, float *host,
     return ex->be->download(ex->be, host, dev, (size_t)ex->g->n_param_floats * sizeof(float), err);
 }
 
+/* The fp16 loss scaler rides in the metadata ("loss_scale", "loss_scale_growth",
+ * "loss_scale_skipped"), written only when the backend has an active scaler. */
+static brisk_status scaler_meta(brisk_trainer *t, char v[3][32], brisk_error *err) {
+    brisk_scaler_state s = {0};
+    if (!t->be->scaler_get) return BRISK_OK;
+    brisk_status st = t->be->scaler_get(t->be, &s, err);
+    if (st || !s.active) return st;
+    snprintf(v[0], 32, "%.9g", (double)s.scale);
+    snprintf(v[1], 32, "%" PRId64, s.growth);
+    snprintf(v[2], 32, "%" PRId64, s.skipped);
+    return BRISK_OK;
+}
+
+/* A resumed fp16 run goes on with the checkpoint's scaler; a run without one ignores it. */
+static brisk_status scaler_restore(brisk_trainer *t, const brisk_safetensors *st, const char *path, brisk_error *err) {
+    const char *v[3] = {brisk_safetensors_meta(st, "loss_scale"), brisk_safetensors_meta(st, "loss_scale_growth"),
+                        brisk_safetensors_meta(st, "loss_scale_skipped")};
+    if (!v[0] || !t->be->scaler_set) return BRISK_OK;
+    char *end[3];
+    brisk_scaler_state s = {.active = 1, .scale = v[0] ? strtof(v[0], &end[0]) : 0.0f,
+                            .growth = v[1] ? strtoll(v[1], &end[1], 10) : -1,
+                            .skipped = v[2] ? strtoll(v[2], &end[2], 10) : -1};
+    if (!v[1] || !v[2] || *end[0] || *end[1] || *end[2] || !(s.scale > 0.0f) || !isfinite(s.scale) || s.growth < 0 ||
+        s.skipped < 0)
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: metadata loss_scale \"%s\", loss_scale_growth \"%s\", "
+                            "loss_scale_skipped \"%s\": expected a positive scale and two counts >= 0", path, v[0],
+                            v[1] ? v[1] : "(missing)", v[2] ? v[2] : "(missing)");
+    return t->be->scaler_set(t->be, &s, err);
+}
+
 brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_error *err) {
     char *norm = NULL;
     brisk_graph *g = t->g;
@@ -64,17 +94,22 @@ brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_err
         st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
         goto out;
     }
-    brisk_st_meta meta[16] = {
+    char scaler[3][32] = {"", "", ""};
+    if ((st = scaler_meta(t, scaler, err))) goto out;
+    brisk_st_meta meta[] = {
         {"format", BRISK_CKPT_FORMAT}, {"brisk_version", BRISK_VERSION}, {"brisk_commit", brisk_build_commit},
-        {"step", step}, {"epoch", epoch}, {"position", pos}, {"samples", samples}, {"seed", seed},
-        {"best_val_loss", best}, {"nan_skipped", skipped}, {"optimizer", sgd ? "sgd" : "adamw"},
-        {"config", t->cfg.json},
+        {"step", step}, {"epoch", epoch}, {"position", pos}, {"samples", samples}, {"seed", seed}, {"best_val_loss", best},
+        {"nan_skipped", skipped}, {"optimizer", sgd ? "sgd" : "adamw"}, {"config", t->cfg.json},
+        {"normalization", norm}, /* windowed data only: predict applies it again */
+        {"target_normalization", /* predict maps outputs back */
+         t->cfg.data.windows.enabled && t->cfg.data.windows.normalize_target ? target : NULL},
+        {"loss_scale", scaler[0][0] ? scaler[0] : NULL}, {"loss_scale_growth", scaler[0][0] ? scaler[1] : NULL},
+        {"loss_scale_skipped", scaler[0][0] ? scaler[2] : NULL}, /* fp16 only */
+        {BRISK_CKPT_CHECKSUM_KEY, sum},
     };
-    size_t n_meta = 12;
-    if (norm) meta[n_meta++] = (brisk_st_meta){"normalization", norm}; /* windowed data: predict applies it again */
-    if (t->cfg.data.windows.enabled && t->cfg.data.windows.normalize_target) /* predict maps outputs back */
-        meta[n_meta++] = (brisk_st_meta){"target_normalization", target};
-    meta[n_meta++] = (brisk_st_meta){BRISK_CKPT_CHECKSUM_KEY, sum};
+    size_t n_meta = 0; /* the entries that apply, in order */
+    for (size_t i = 0; i < sizeof meta / sizeof meta[0]; i++)
+        if (meta[i].value) meta[n_meta++] = meta[i];
     if ((st = brisk_checkpoint_checksum_entries(e, k, meta, n_meta - 1, sum, err))) goto out;
     st = brisk_safetensors_write(path, e, k, meta, n_meta, err);
 out:
@@ -169,6 +204,7 @@ brisk_status brisk_checkpoint_load(brisk_trainer *t, const char *path, brisk_err
     /* progress in samples: a checkpoint from before the key counts its steps at this batch size */
     t->samples = cs.samples >= 0 ? cs.samples : cs.step * t->cfg.train.batch_size * t->cfg.train.accumulate;
     brisk_trainer_plan_length(t);
+    if ((s = scaler_restore(t, st, path, err))) goto out;
     /* the lowest known: a best.safetensors of this run directory may hold a better one */
     if (!isnan(cs.best_val) && !(t->best_val <= cs.best_val)) t->best_val = cs.best_val;
     snprintf(t->last_ckpt, sizeof t->last_ckpt, "%s", path);

@@ -12,7 +12,12 @@
  * Available memory is the smallest of the kernel's MemAvailable, the room left under
  * the cgroup's limit (a SLURM job's real ceiling) and under an address-space limit
  * (ulimit -v), unless speed.memory_limit or the BRISK_MEMORY_LIMIT environment
- * variable says otherwise (for tests, and for sharing a node). The largest batch that
+ * variable says otherwise (for tests, and for sharing a node).
+ *
+ * On a device backend (a GPU) the arenas, the graph's input area and the two staging
+ * buffers live in device memory: that part is held against the memory the device can
+ * still allocate (its stats: cudaMemGetInfo), less a reserve for the backend's own
+ * buffers, and only the batch slots and the checkpoint staging against the host's. The largest batch that
  * fits is found by re-planning the graph at candidate sizes: a plan is cheap (no
  * allocation), and the bytes grow with the batch, so a binary search needs about
  * log2(batch) plans. */
@@ -163,23 +168,54 @@ static int64_t data_bytes(const brisk_trainer *t) {
     return n;
 }
 
-/* What a run needs on top of the data: the plan plus the trainer's host buffers. */
-static void needed_parts(const brisk_plan *p, int prefetch, int64_t parts[4]) {
+/* The device backend's own buffers beyond the plan: the cuBLASLt workspace (32 MiB),
+ * scratch, the loss log, 16-bit operand copies of small models; a bound, not exact. */
+#define DEVICE_RESERVE ((int64_t)96 << 20)
+
+/* What a run needs on top of the data: the plan plus the trainer's buffers. On a device
+ * (where = 1: device memory, 2: host memory) the batches are split between the two. */
+static void needed_parts(const brisk_plan *p, int prefetch, int where, int64_t parts[4]) {
     int slots = (prefetch > 0 ? prefetch : 1) + 1;
     parts[0] = (int64_t)p->arena_bytes;
     parts[1] = 4 * (int64_t)p->param_bytes + (int64_t)p->const_bytes;
     parts[2] = (int64_t)(slots + 1) * (int64_t)p->input_bytes; /* + the graph's own input area */
     parts[3] = 3 * (int64_t)p->param_bytes;
+    if (where == 1) { /* the input area and two staging buffers; the reserve */
+        parts[2] = 3 * (int64_t)p->input_bytes;
+        parts[3] = DEVICE_RESERVE;
+    } else if (where == 2) { /* batch slots (pinned) and checkpoint staging */
+        parts[0] = parts[1] = 0;
+        parts[2] = (int64_t)slots * (int64_t)p->input_bytes;
+    }
 }
 
-static int64_t needed_total(const brisk_plan *p, int prefetch) {
+static int64_t needed_total(const brisk_plan *p, int prefetch, int where) {
     int64_t parts[4];
-    needed_parts(p, prefetch, parts);
+    needed_parts(p, prefetch, where, parts);
     return parts[0] + parts[1] + parts[2] + parts[3];
 }
 
-/* Needed bytes at a batch size; -1 when the model cannot be built at that size. */
-static int64_t needed_at(const brisk_config *cfg, int64_t batch) {
+/* The device's free memory when t runs on one (1), else 0 (the CPU: host memory). An
+ * explicit speed.memory_limit / BRISK_MEMORY_LIMIT stands for the device's memory then. */
+static int device_room(const brisk_trainer *t, int64_t *avail, char *source, size_t n) {
+    brisk_backend_stats s;
+    brisk_error ignored;
+    if (!t->be || !t->be->stats || t->be->stats(t->be, &s, &ignored) || s.mem_total == 0) return 0;
+    char src[64];
+    int64_t limit = brisk_memory_available(&t->cfg, src, sizeof src);
+    if (strcmp(src, "speed.memory_limit") == 0 || strcmp(src, "BRISK_MEMORY_LIMIT") == 0) {
+        *avail = limit;
+        snprintf(source, n, "%s, for the GPU", src);
+    } else {
+        *avail = (int64_t)s.mem_free;
+        snprintf(source, n, "free on the %s device (of %.1f GiB)", t->be->name, s.mem_total / (MIB * 1024.0));
+    }
+    return 1;
+}
+
+/* Needed bytes at a batch size (where as in needed_parts); -1 when the model cannot be
+ * built at that size. */
+static int64_t needed_at(const brisk_config *cfg, int64_t batch, int where) {
     brisk_graph *g = brisk_graph_new();
     brisk_plan plan;
     brisk_model_io io;
@@ -188,37 +224,44 @@ static int64_t needed_at(const brisk_config *cfg, int64_t batch) {
     memset(&plan, 0, sizeof plan);
     if (g && !brisk_model_build(&cfg->model, batch, BRISK_BUILD_TRAIN, g, &io, &e) && !brisk_backward(g, io.loss, &e) &&
         !brisk_plan_build(g, &plan, &e))
-        need = needed_total(&plan, cfg->speed.prefetch);
+        need = needed_total(&plan, cfg->speed.prefetch, where);
     brisk_plan_free(&plan);
     if (g) brisk_graph_free(g);
     return need;
 }
 
 /* The largest batch in [1, hi] whose run fits in `avail` bytes; 0 when none does. */
-static int64_t largest_fitting(const brisk_config *cfg, int64_t hi, int64_t avail) {
+static int64_t largest_fitting(const brisk_config *cfg, int64_t hi, int64_t avail, int where) {
     int64_t lo = 0; /* fits (0 stands for "nothing") */
     while (lo < hi) {
-        int64_t mid = lo + (hi - lo + 1) / 2, need = needed_at(cfg, mid);
+        int64_t mid = lo + (hi - lo + 1) / 2, need = needed_at(cfg, mid, where);
         if (need >= 0 && need <= avail) lo = mid;
         else hi = mid - 1;
     }
     return lo;
 }
 
-brisk_status brisk_memory_fit(brisk_trainer *t, brisk_error *err) {
-    char source[64];
-    int64_t avail = brisk_memory_available(&t->cfg, source, sizeof source), parts[4];
-    int64_t data = explicit_limit(source) ? data_bytes(t) : 0;
-    needed_parts(&t->plan, t->cfg.speed.prefetch, parts);
+static brisk_status check_fit(brisk_trainer *t, int where, int64_t avail, const char *source, brisk_error *err) {
+    int64_t parts[4];
+    /* the data set lives in host memory; it is counted under an explicit limit */
+    int64_t data = where != 1 && explicit_limit(source) ? data_bytes(t) : 0;
+    needed_parts(&t->plan, t->cfg.speed.prefetch, where, parts);
     int64_t need = data + parts[0] + parts[1] + parts[2] + parts[3];
     if (need <= avail) return BRISK_OK;
-    int64_t B = t->cfg.train.batch_size, fit = largest_fitting(&t->cfg, B - 1, avail - data);
+    int64_t B = t->cfg.train.batch_size, best = largest_fitting(&t->cfg, B - 1, avail - data, where);
     char hint[160];
-    if (fit > 0)
+    if (best > 0)
         snprintf(hint, sizeof hint, "the largest train.batch_size that fits is %" PRId64 " (--batch-size %" PRId64
-                 ", or --batch-size auto)", fit, fit);
+                 ", or --batch-size auto)", best, best);
     else
         snprintf(hint, sizeof hint, "not even train.batch_size 1 fits: use a smaller model or free memory");
+    if (where == 1)
+        return brisk_errorf(err, BRISK_ERR_NOMEM,
+                            "%s: this run needs %.1f MiB of %s memory at train.batch_size %" PRId64 " (activations "
+                            "%.1f, parameters, gradients and optimizer moments %.1f, batches %.1f, the backend's own "
+                            "%.1f), but %.1f MiB are available (%s); %s",
+                            t->cfg.path, need / MIB, t->be->name, B, parts[0] / MIB, parts[1] / MIB, parts[2] / MIB,
+                            parts[3] / MIB, avail / MIB, source, hint);
     return brisk_errorf(err, BRISK_ERR_NOMEM,
                         "%s: this run needs %.1f MiB at train.batch_size %" PRId64 " (data %.1f, activations %.1f, "
                         "parameters, gradients and optimizer moments %.1f, batches %.1f, checkpoint staging %.1f), but "
@@ -227,15 +270,27 @@ brisk_status brisk_memory_fit(brisk_trainer *t, brisk_error *err) {
                         parts[3] / MIB, avail / MIB, source, hint);
 }
 
+brisk_status brisk_memory_fit(brisk_trainer *t, brisk_error *err) {
+    char source[96], hsource[64];
+    int64_t dev_avail, host_avail = brisk_memory_available(&t->cfg, hsource, sizeof hsource);
+    if (!device_room(t, &dev_avail, source, sizeof source)) return check_fit(t, 0, host_avail, hsource, err);
+    brisk_status st = check_fit(t, 1, dev_avail, source, err);
+    return st ? st : check_fit(t, 2, host_avail, hsource, err);
+}
+
 brisk_status brisk_memory_auto_batch(brisk_trainer *t, int64_t max_batch, brisk_error *err) {
-    char source[64];
-    int64_t avail = brisk_memory_available(&t->cfg, source, sizeof source);
-    if (explicit_limit(source)) avail -= data_bytes(t);
-    int64_t fit = avail > 0 ? largest_fitting(&t->cfg, max_batch, avail) : 0;
+    char source[96];
+    int64_t avail;
+    int where = device_room(t, &avail, source, sizeof source);
+    if (!where) {
+        avail = brisk_memory_available(&t->cfg, source, sizeof source);
+        if (explicit_limit(source)) avail -= data_bytes(t);
+    }
+    int64_t fit = avail > 0 ? largest_fitting(&t->cfg, max_batch, avail, where) : 0;
     if (fit == 0)
         return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: train.batch_size auto: not even a batch of 1 fits in the %.1f MiB "
                             "available (%s); this run needs %.1f MiB at batch 1", t->cfg.path, avail / MIB, source,
-                            needed_at(&t->cfg, 1) / MIB);
+                            needed_at(&t->cfg, 1, where) / MIB);
     t->cfg.train.batch_size = fit;
     brisk_log(&t->log, BRISK_LOG_INFO, "batch     auto: %" PRId64 ", the largest that fits in %.1f MiB (%s)%s", fit,
               avail / MIB, source, fit == max_batch ? ", capped at the training split's size" : "");

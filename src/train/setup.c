@@ -5,67 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "brisk/cuda.h"
-#include "brisk/system.h"
 #include "train/trainer_internal.h"
 
 static int ends_with(const char *s, const char *suf) {
     size_t a = strlen(s), b = strlen(suf);
     return a >= b && strcmp(s + a - b, suf) == 0;
-}
-
-/* The GEMM precision a CUDA run uses: auto = bf16 where the GPU has it (else fp16);
- * fp32 runs on TF32 tensor cores unless speed.tf32 is false. */
-static brisk_gemm_precision gpu_precision(const brisk_speed_spec *sp, const brisk_cuda_info *gi) {
-    switch (sp->precision) {
-    case BRISK_PREC_FP32: return sp->tf32 && gi->tf32 ? BRISK_GEMM_TF32 : BRISK_GEMM_FP32;
-    case BRISK_PREC_TF32: return BRISK_GEMM_TF32;
-    case BRISK_PREC_BF16: return BRISK_GEMM_BF16;
-    case BRISK_PREC_FP16: return BRISK_GEMM_FP16;
-    default: return gi->bf16 ? BRISK_GEMM_BF16 : BRISK_GEMM_FP16;
-    }
-}
-
-static brisk_status pick_gpu(brisk_trainer *t, brisk_error *err) {
-    const brisk_speed_spec *sp = &t->cfg.speed;
-    brisk_cuda_info gi;
-    brisk_cuda_probe(0, &gi);
-    brisk_cuda_options o;
-    brisk_cuda_options_default(&o);
-    o.precision = gpu_precision(sp, &gi);
-    o.autotune = sp->autotune;
-    o.fuse = sp->fuse;
-    o.deterministic = sp->deterministic;
-    snprintf(o.autotune_cache, sizeof o.autotune_cache, "%s", sp->autotune_cache);
-    o.log = t->log;
-    brisk_status st = brisk_backend_cuda_create(&o, &t->be, err);
-    if (st) brisk_error_prefix(err, "%s: speed.device", t->cfg.path);
-    return st;
-}
-
-static brisk_status pick_backend(brisk_trainer *t, brisk_error *err) {
-    brisk_system_info si;
-    brisk_system_probe(&si);
-    if (t->cfg.speed.device == BRISK_DEVICE_CUDA && !si.gpu_usable)
-        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: speed.device is \"cuda\", but %s", t->cfg.path, si.gpu_reason);
-    if (t->cfg.speed.device != BRISK_DEVICE_CPU && si.gpu_usable) {
-        brisk_status st = pick_gpu(t, err);
-        if (!st || t->cfg.speed.device == BRISK_DEVICE_CUDA) return st;
-        brisk_log(&t->log, BRISK_LOG_WARN, "%s; training on the CPU", err->msg);
-    }
-    brisk_thread_plan tp;
-    brisk_threads_resolve(t->cfg.speed.threads, "speed.threads", &tp);
-    if (tp.warning[0]) brisk_log(&t->log, BRISK_LOG_WARN, "%s", tp.warning);
-    if (t->cfg.speed.precision != BRISK_PREC_AUTO && t->cfg.speed.precision != BRISK_PREC_FP32)
-        brisk_log(&t->log, BRISK_LOG_WARN, "%s: speed.precision: the CPU backend trains in fp32 "
-                  "(tf32, bf16 and fp16 are GPU modes)", t->cfg.path);
-    t->be = brisk_backend_cpu_new(tp.threads);
-    if (!t->be) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory creating the CPU backend");
-    brisk_log(&t->log, BRISK_LOG_INFO, "device    cpu: %s, %d thread%s (%s), %s, BLAS %s%s%s", si.cpu_model,
-              tp.threads, tp.threads == 1 ? "" : "s", tp.source, si.simd, si.blas_name,
-              t->cfg.speed.device == BRISK_DEVICE_AUTO ? "; no GPU: " : "",
-              t->cfg.speed.device == BRISK_DEVICE_AUTO ? si.gpu_reason : "");
-    return BRISK_OK;
 }
 
 /* The start-of-run report of what is on, and why anything is off. */
@@ -384,7 +328,7 @@ static brisk_status create(const brisk_config *cfg, const brisk_logger *log, bri
                           "given in memory validates on its data.validation_fraction", cfg->path);
         goto fail;
     }
-    if ((st = pick_backend(t, err)) || (st = brisk_model_fields(&cfg->model, BRISK_BUILD_TRAIN, &t->io, err)))
+    if ((st = brisk_device_pick(t, err)) || (st = brisk_model_fields(&cfg->model, BRISK_BUILD_TRAIN, &t->io, err)))
         goto fail;
     if (from_file) st = load_data(t, err);
     else if (data) {
@@ -397,12 +341,15 @@ static brisk_status create(const brisk_config *cfg, const brisk_logger *log, bri
     if (!t->g) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto fail; }
     if ((st = brisk_model_build(&cfg->model, tr->batch_size, BRISK_BUILD_TRAIN, t->g, &t->io, err)) ||
         (st = brisk_backward(t->g, t->io.loss, err)) || (st = brisk_plan_build(t->g, &t->plan, err)) ||
+        (st = brisk_device_check_graph(&t->cfg, &t->log, &t->be, t->g, &t->plan, t->device_note,
+                                       sizeof t->device_note, err)) ||
         (st = brisk_memory_fit(t, err)))
         goto fail;
     if ((st = brisk_exec_create(t->g, &t->plan, t->be, &t->ex, err)) ||
         (st = brisk_exec_init_params(t->ex, tr->seed, err)) ||
         (st = brisk_optimizer_create(&t->opt, &cfg->optim, t->ex, err)) || (st = brisk_eval_prepare(t, err)))
         goto fail;
+    t->opt.skip_nonfinite = tr->skip_nan_steps > 0; /* a device step skips on the device, unseen by the host */
     brisk_log(&t->log, BRISK_LOG_INFO,
               "model     %s, %lld parameters; data %s: %lld train / %lld validation samples",
               brisk_model_type_name(cfg->model.type), (long long)brisk_model_param_count(&cfg->model),

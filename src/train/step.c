@@ -12,7 +12,9 @@
  * copy of the staged batch), and every later step replays it after writing the per-step
  * values (step state, lr, t) into device memory with set_values. With accumulate K > 1
  * the micro-step and the update are two programs (the micro-step replayed K times).
- * Nothing in a step synchronises the host with the device. */
+ * Nothing in a step synchronises the host with the device. Under train.skip_nan_steps a
+ * device step whose gradients are not finite skips its own update on the device (any
+ * precision), and the host counts it when it reads that step's loss. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,19 +78,27 @@ static brisk_status micro_body(brisk_trainer *t, brisk_error *err) {
     return st;
 }
 
-/* Records body() as a program and runs it once (the capture itself runs nothing). */
+/* Records body() as a program and runs it once (the capture itself runs nothing). When
+ * recording fails (the backend discards what it had), the run goes on eagerly: this step
+ * runs body() as is and later steps are not captured; the log and the report say why. */
 static brisk_status capture(brisk_trainer *t, brisk_status (*body)(brisk_trainer *, const brisk_optim_args *,
                                                                      brisk_error *),
                             const brisk_optim_args *a, int *program, brisk_error *err) {
     brisk_backend *be = t->be;
-    brisk_status st = be->capture_begin(be, err);
-    if (st) return st;
-    st = body(t, a, err);
-    brisk_error e2;
-    brisk_status end = be->capture_end(be, program, st ? &e2 : err);
-    if (st) return st;
-    if (end) return end;
-    return be->replay(be, *program, err);
+    brisk_error ce = {0}, e2;
+    brisk_status st = be->capture_begin(be, &ce);
+    if (!st) {
+        st = body(t, a, &ce);
+        brisk_status end = be->capture_end(be, program, st ? &e2 : &ce);
+        if (!st) st = end;
+    }
+    if (!st) return be->replay(be, *program, err);
+    *program = -1;
+    t->graph = 0;
+    snprintf(t->graph_off, sizeof t->graph_off, "capture failed at step %lld; eager", (long long)t->step + 1);
+    brisk_log(&t->log, BRISK_LOG_WARN, "step %lld: recording the step as a CUDA graph failed (%s); this run goes on "
+              "eagerly, without CUDA graphs", (long long)t->step + 1, ce.msg);
+    return body(t, a, err);
 }
 
 static brisk_status body_micro(brisk_trainer *t, const brisk_optim_args *a, brisk_error *err) {
@@ -160,7 +170,8 @@ brisk_status brisk_step_update(brisk_trainer *t, float lr, brisk_error *err) {
         if ((st = be->set_values(be, K == 1 ? &t->cur : NULL, &a, err))) return st;
         st = K == 1 ? capture(t, body_step, &a, &t->prog_step, err) : capture(t, body_update, &a, &t->prog_update, err);
         if (st) return st;
-        t->programs_ready = 1;
+        if (t->graph) t->programs_ready = 1;
+        else t->eager_steps++;
     } else {
         if ((st = brisk_optimizer_step(&t->opt, t->step + 1, lr, K, err))) return st;
         t->eager_steps++;
@@ -177,9 +188,20 @@ brisk_status brisk_step_flush(brisk_trainer *t, brisk_error *err) {
     if (!buf) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
     brisk_status st = t->be->loss_read(t->be, (uint32_t)t->loss_first, n, buf, err);
     for (int i = 0; i < n && !st; i++) {
-        /* the device applied these updates already: a non-finite loss here cannot be skipped */
-        if (!isfinite(buf[i])) st = nonfinite(t, t->loss_first + i + 1, buf[i], err);
-        else st = brisk_trainer_push_loss(t, buf[i], err);
+        if (isfinite(buf[i])) {
+            st = brisk_trainer_push_loss(t, buf[i], err);
+        } else if (t->opt.skip_nonfinite) {
+            /* the device skipped that update itself (its gradients were not finite, on any
+             * precision): count it against train.skip_nan_steps, naming its step */
+            int64_t now = t->step;
+            t->step = t->loss_first + i;
+            st = brisk_numeric_bad_loss(t, buf[i], err);
+            t->step = now;
+            if (!st) st = brisk_trainer_push_loss(t, buf[i], err);
+        } else {
+            /* without train.skip_nan_steps the device applied it: stop at this step */
+            st = nonfinite(t, t->loss_first + i + 1, buf[i], err);
+        }
     }
     free(buf);
     if (st) return st;

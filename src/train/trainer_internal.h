@@ -43,6 +43,7 @@ struct brisk_trainer {
     brisk_step_state cur;    /* the micro-batch being run */
     double copy_s;           /* time spent handing batches to the device */
     char graph_off[96];      /* why there is no CUDA graph, for the report */
+    char device_note[640];   /* why a GPU run fell back to the CPU at setup ("": it did not) */
     double util_sum;         /* device utilisation samples at progress lines */
     int util_n;
     /* reliability: the run directory's lock (runlock.c), checkpoints written (rotation.c),
@@ -103,6 +104,15 @@ brisk_status brisk_step_micro(brisk_trainer *t, const brisk_batch *b, int micro,
 brisk_status brisk_step_update(brisk_trainer *t, float lr, brisk_error *err);
 brisk_status brisk_step_flush(brisk_trainer *t, brisk_error *err);
 brisk_status brisk_trainer_push_loss(brisk_trainer *t, float loss, brisk_error *err);
+
+/* device.c: the backend (speed.device), chosen before the model is built; then, with the
+ * graph and plan, whether it has a kernel for every node. Under speed.device auto a backend
+ * that lacks one is replaced by the CPU (*be destroyed and recreated) and note says why
+ * (also logged: the run report); otherwise it is an error naming the op and the reason. */
+brisk_status brisk_device_pick(brisk_trainer *t, brisk_error *err);
+brisk_status brisk_device_check_graph(const brisk_config *cfg, const brisk_logger *log, brisk_backend **be,
+                                      const brisk_graph *g, const brisk_plan *plan, char *note, size_t note_size,
+                                      brisk_error *err);
 
 /* checkpoint_verify.c: integrity and the training state in a checkpoint's metadata */
 #define BRISK_CKPT_FORMAT "brisk-checkpoint-2"

@@ -39,18 +39,20 @@ static void test_supports_and_names(void) {
         brisk_node n = {0};
         n.op = (brisk_op)op;
         n.dtype = op == BRISK_OP_RANDINT ? BRISK_I32 : BRISK_F32;
-        CHECKF(be->supports_op(be, &n), "op %s not supported in f32", brisk_op_name((brisk_op)op));
+        CHECKF(be->supports_op(be, &n, NULL, 0), "op %s not supported in f32", brisk_op_name((brisk_op)op));
     }
     brisk_node n = {0};
     n.op = BRISK_OP_ADD;
     n.dtype = BRISK_I32;
-    CHECK(!be->supports_op(be, &n));
+    char why[64] = "";
+    CHECK(!be->supports_op(be, &n, why, sizeof why));
+    CHECK(strstr(why, "f32") != NULL);
     n.op = BRISK_OP_COUNT;
     n.dtype = BRISK_F32;
-    CHECK(!be->supports_op(be, &n));
+    CHECK(!be->supports_op(be, &n, NULL, 0));
     n.op = BRISK_OP_TRANSPOSE;
     n.dtype = BRISK_BF16;
-    CHECK(be->supports_op(be, &n));
+    CHECK(be->supports_op(be, &n, NULL, 0));
     be->destroy(be);
 }
 

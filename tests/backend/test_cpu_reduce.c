@@ -164,11 +164,39 @@ static void test_expand(void) {
     run_expand(BRISK_F32, brisk_shape2(3, 4), brisk_shape2(3, 4));
 }
 
+/* Over an empty axis (a dim of size 0 reduced): SUM gives 0 and MEAN gives NaN, as NumPy
+ * and PyTorch do (0 / 0); the CUDA backend is held to the same in test_cuda_ops. */
+static void test_empty_axis(void) {
+    struct { brisk_shape x; uint32_t mask; } cases[] = {
+        {{3, {3, 0, 4}}, 2}, {{3, {3, 0, 4}}, 3}, {{1, {0}}, 1}, {{2, {0, 5}}, 1},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        for (int op = 0; op < 2; op++) {
+            tgraph t;
+            tg_init(&t);
+            int x = tg_input(&t, BRISK_F32, cases[k].x);
+            brisk_shape os = {0};
+            for (int i = 0; i < cases[k].x.ndim; i++)
+                if (!((cases[k].mask >> i) & 1)) os.d[os.ndim++] = cases[k].x.d[i];
+            brisk_attr at = tg_attr0();
+            at.axes = cases[k].mask;
+            int o = tg_node(&t, op ? BRISK_OP_MEAN : BRISK_OP_SUM, BRISK_F32, os, &at, 1, &x);
+            brisk_error err = {0};
+            REQUIRE_OK(tg_run(be2, &t, o, &err), &err);
+            const float *y = tg_f(&t, o);
+            int64_t n = brisk_shape_numel(&os), bad = 0;
+            for (int64_t i = 0; i < n; i++) bad += op ? !isnan(y[i]) : y[i] != 0.0f;
+            CHECKF(n > 0 && bad == 0, "%s over an empty axis (case %zu): %lld of %lld elements wrong",
+                   op ? "mean" : "sum", k, (long long)bad, (long long)n);
+            tg_free(&t);
+        }
+}
+
 int main(void) {
     be1 = brisk_backend_cpu_new(1);
     be2 = brisk_backend_cpu_new(2);
     t_case c[] = {T(test_sum_mean_all_masks), T(test_sum_large), T(test_sum_thread_independent), T(test_sum_to),
-                  T(test_expand)};
+                  T(test_expand), T(test_empty_axis)};
     int r = t_run(c, (int)(sizeof c / sizeof c[0]));
     be1->destroy(be1);
     be2->destroy(be2);

@@ -3,7 +3,9 @@
  * gradient. This covers the backward ops inside real graphs and the GPU-only machinery:
  * cuBLASLt epilogue fusion (bias, ReLU, GELU with aux, dGELU + bias gradient, checked
  * against the memory plan), the 16-bit operand copies made once per step, and the fp16
- * loss-scale seed. Tolerances (relative norm): fp32 1e-4 for gradients (reductions in
+ * loss-scale seed. With BRISK_CUDA_REFUSE_EPILOGUES=all (tools/gpu-session.sh runs it so)
+ * every planned fusion runs decomposed instead, and the same comparisons check those
+ * paths; test_refused_epilogues does that in any run. Tolerances (relative norm): fp32 1e-4 for gradients (reductions in
  * another order, through several layers), TF32 2e-2, bf16/fp16 5e-2 (the operand rounding
  * compounds through the layers; single ops are held to 1e-2 in test_cuda_ops). */
 #include "backend/cuda_test_util.h"
@@ -68,12 +70,15 @@ static const struct {
     {"diffusion denoiser", diffusion, 1},             {"layernorm/softmax/attention-like", mixed, 0},
 };
 
-static int fused_gemms(brisk_backend *be) {
+/* The run report's "epilogue fusion on (N GEMMs[ fused, M decomposed])". */
+static int fused_gemms(brisk_backend *be, int *decomposed) {
     char d[2048] = "";
     be->describe(be, d, sizeof d);
-    const char *p = strstr(d, "epilogue fusion");
+    const char *p = strstr(d, "epilogue fusion on (");
     int n = 0;
-    if (p && (p = strchr(p, '('))) n = atoi(p + 1);
+    *decomposed = 0;
+    if (p) n = atoi(p + strlen("epilogue fusion on ("));
+    if (p && (p = strstr(p, " fused, "))) *decomposed = atoi(p + strlen(" fused, "));
     return n;
 }
 
@@ -98,7 +103,14 @@ static void compare_model(int m, brisk_gemm_precision prec, int fuse, double tol
         be->sync(be, &err)) {
         CHECKF(0, "%s: %s", what, err.msg);
     } else {
-        if (fuse && models[m].expect_fusion) CHECKF(fused_gemms(be) > 0, "%s: no GEMM was fused", what);
+        int decomposed, fused = fused_gemms(be, &decomposed);
+        unsigned refused = 0;
+        brisk_cuda_parse_refused_epilogues(getenv(BRISK_CUDA_REFUSE_ENV), &refused, &err);
+        if (fuse && models[m].expect_fusion)
+            CHECKF(refused ? fused + decomposed > 0 : fused > 0, "%s: no GEMM was fused", what);
+        if (fuse && models[m].expect_fusion && refused == BRISK_CUDA_EPI_ALL)
+            CHECKF(fused == 0 && decomposed > 0, "%s: %s=all: %d fused, %d decomposed", what, BRISK_CUDA_REFUSE_ENV,
+                   fused, decomposed);
         CHECKF(ct_compare(&p, g->loss, tol_loss, what), "%s: loss", what);
         float scale = 1.0f;
         brisk_backend_stats s;
@@ -144,6 +156,25 @@ static void test_fp16(void) {
     for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) compare_model((int)m, BRISK_GEMM_FP16, 1, 1e-2, 5e-2);
 }
 
+/* Every fallback path: each epilogue refused in turn (then all), fp32 and bf16, against
+ * the CPU; the fused models must report their fusions as decomposed. */
+static void test_refused_epilogues(void) {
+    const char *was = getenv(BRISK_CUDA_REFUSE_ENV);
+    char saved[128];
+    snprintf(saved, sizeof saved, "%s", was ? was : "");
+    const char *kinds[] = {"bias", "relu_bias", "gelu_aux_bias", "dgelu_bgrad", "all"};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        setenv(BRISK_CUDA_REFUSE_ENV, kinds[k], 1);
+        for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+            double tol = models[m].build == mlp_gelu_tanh ? 1e-3 : 1e-5; /* cuBLASLt's GELU where still fused */
+            compare_model((int)m, BRISK_GEMM_FP32, 1, tol, tol < 1e-4 ? 1e-4 : tol);
+            compare_model((int)m, BRISK_GEMM_BF16, 1, 1e-2, 5e-2);
+        }
+    }
+    if (was) setenv(BRISK_CUDA_REFUSE_ENV, saved, 1);
+    else unsetenv(BRISK_CUDA_REFUSE_ENV);
+}
+
 /* The fused AdamW (with clipping and a decay mask) and SGD with momentum against the CPU. */
 static void test_optimizer(void) {
     for (int kind = 0; kind < 2; kind++) {
@@ -185,4 +216,5 @@ static void test_optimizer(void) {
     }
 }
 
-CUDA_TEST_MAIN(T(test_fp32_fused), T(test_fp32_unfused), T(test_tf32), T(test_bf16), T(test_fp16), T(test_optimizer))
+CUDA_TEST_MAIN(T(test_fp32_fused), T(test_fp32_unfused), T(test_tf32), T(test_bf16), T(test_fp16), T(test_optimizer),
+               T(test_refused_epilogues))

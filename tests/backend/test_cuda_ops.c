@@ -183,6 +183,15 @@ static void test_reduce(void) {
         int x = ct_input(g, BRISK_F32, big[k].x, -1, 1);
         run_case(g, brisk_sum(g, x, big[k].axes, 0), 1e-5, big[k].what);
     }
+    /* over an empty axis: SUM 0, MEAN NaN, as the CPU (NaN matches NaN in the comparison) */
+    struct { brisk_shape x; uint32_t axes; } empty[] = {{{3, {3, 0, 4}}, 2}, {{1, {0}}, 1}, {{2, {0, 5}}, 1}};
+    for (size_t k = 0; k < sizeof empty / sizeof empty[0]; k++)
+        for (int mean = 0; mean < 2; mean++) {
+            brisk_graph *g = brisk_graph_new();
+            int x = ct_input(g, BRISK_F32, empty[k].x, -1, 1);
+            run_case(g, mean ? brisk_mean(g, x, empty[k].axes, 0) : brisk_sum(g, x, empty[k].axes, 0), 0,
+                     mean ? "mean over an empty axis" : "sum over an empty axis");
+        }
     brisk_graph *g = brisk_graph_new();
     int x = ct_input(g, BRISK_F32, brisk_shape3(4, 5, 6), -2, 2);
     run_case(g, brisk_sum_to(g, x, brisk_shape2(5, 1)), 1e-5, "sum_to [4,5,6] -> [5,1]");
@@ -192,6 +201,56 @@ static void test_reduce(void) {
 }
 
 /* ---------------------------------------------------------------- rows: softmax, losses, layernorm */
+
+/* Every way a row is spread over threads (k_rows.cu: 1 to 32 lanes of a warp, a warp, a
+ * block of 256 or 1024): widths on both sides of each switch, rows that leave a warp's
+ * lane groups partly empty (37, 5), every row op against the CPU. */
+static void test_rows_every_width(void) {
+    const int64_t widths[] = {1, 2, 5, 8, 9, 31, 64, 129, 1024, 1025, 5000, 16384, 20000};
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+        int64_t c = widths[w], R = c > 4096 ? 5 : 37;
+        brisk_shape s = brisk_shape2(R, c);
+        char what[96];
+        for (int lg = 0; lg < 2; lg++) {
+            brisk_graph *g = brisk_graph_new();
+            int x = ct_input(g, BRISK_F32, s, -5, 5);
+            snprintf(what, sizeof what, "%s [%lld, %lld]", lg ? "log_softmax" : "softmax", (long long)R, (long long)c);
+            run_case(g, lg ? brisk_log_softmax(g, x) : brisk_softmax(g, x), 1e-5, what);
+            g = brisk_graph_new();
+            x = ct_input(g, BRISK_F32, s, -5, 5);
+            int dy = ct_input(g, BRISK_F32, s, -1, 1), y = lg ? brisk_log_softmax(g, x) : brisk_softmax(g, x);
+            int in[2] = {dy, y};
+            snprintf(what, sizeof what, "%s_grad [%lld, %lld]", lg ? "log_softmax" : "softmax", (long long)R, (long long)c);
+            run_case(g, brisk_graph_append(g, lg ? BRISK_OP_LOG_SOFTMAX_GRAD : BRISK_OP_SOFTMAX_GRAD, in, 2, BRISK_F32, s,
+                                           NULL), 1e-5, what);
+        }
+        brisk_graph *g = brisk_graph_new();
+        int x = ct_input(g, BRISK_F32, s, -4, 4), y = ct_input(g, BRISK_I32, brisk_shape1(R), 0, (float)c);
+        snprintf(what, sizeof what, "cross_entropy [%lld, %lld]", (long long)R, (long long)c);
+        run_case(g, brisk_cross_entropy(g, x, y), 1e-6, what);
+        g = brisk_graph_new();
+        int d = ct_input(g, BRISK_F32, brisk_shape_make(0, NULL), 0.5f, 2);
+        x = ct_input(g, BRISK_F32, s, -4, 4), y = ct_input(g, BRISK_I32, brisk_shape1(R), 0, (float)c);
+        int in3[3] = {d, x, y};
+        snprintf(what, sizeof what, "cross_entropy_grad [%lld, %lld]", (long long)R, (long long)c);
+        run_case(g, brisk_graph_append(g, BRISK_OP_CROSS_ENTROPY_GRAD, in3, 3, BRISK_F32, s, NULL), 1e-5, what);
+        if (c < 2) continue; /* layernorm over one element is 0 / eps: compared elsewhere */
+        g = brisk_graph_new();
+        x = ct_input(g, BRISK_F32, s, -2, 2);
+        int ga = ct_input(g, BRISK_F32, brisk_shape1(c), 0.5f, 1.5f), be = ct_input(g, BRISK_F32, brisk_shape1(c), -1, 1);
+        snprintf(what, sizeof what, "layernorm [%lld, %lld]", (long long)R, (long long)c);
+        run_case(g, brisk_layernorm(g, x, ga, be, 1e-5f), 1e-5, what);
+        brisk_attr a = attr0();
+        a.f0 = 1e-5f;
+        g = brisk_graph_new();
+        int dy = ct_input(g, BRISK_F32, s, -1, 1);
+        x = ct_input(g, BRISK_F32, s, -2, 2);
+        ga = ct_input(g, BRISK_F32, brisk_shape1(c), 0.5f, 1.5f);
+        int in4[3] = {dy, x, ga};
+        snprintf(what, sizeof what, "layernorm_grad_x [%lld, %lld]", (long long)R, (long long)c);
+        run_case(g, brisk_graph_append(g, BRISK_OP_LAYERNORM_GRAD_X, in4, 3, BRISK_F32, s, &a), 1e-5, what);
+    }
+}
 
 static void test_rows(void) {
     const brisk_shape shapes[] = {brisk_shape2(37, 100), brisk_shape2(5, 3), brisk_shape3(2, 3, 1000)};
@@ -252,6 +311,7 @@ static void test_rows(void) {
         run_case(g, brisk_graph_append(g, BRISK_OP_LAYERNORM_GRAD_X, in3, 3, BRISK_F32, brisk_shape2(37, 96), &a), 1e-5,
                  what);
     }
+    test_rows_every_width();
 }
 
 /* ---------------------------------------------------------------- data movement */
@@ -314,19 +374,38 @@ static void test_index(void) {
     int in[2] = {dy, i};
     run_case(g, brisk_graph_append(g, BRISK_OP_SCATTER_ADD, in, 2, BRISK_F32, a.shape2, &a), 0.0,
              "scatter_add (same order: bit-identical)");
+    /* several column tiles, row ranges and index tiles: still each row in index order */
+    const int64_t sc[][3] = {{1500, 700, 130}, {3000, 3, 64}, {700, 4000, 1}};
+    for (int k = 0; k < 3; k++) {
+        g = brisk_graph_new();
+        dy = ct_input(g, BRISK_F32, brisk_shape2(sc[k][0], sc[k][2]), -1, 1);
+        i = ct_input(g, BRISK_I32, brisk_shape1(sc[k][0]), 0, (float)sc[k][1]);
+        a.shape2 = brisk_shape2(sc[k][1], sc[k][2]);
+        int in2[2] = {dy, i};
+        char what[80];
+        snprintf(what, sizeof what, "scatter_add %lld rows into [%lld, %lld]", (long long)sc[k][0], (long long)sc[k][1],
+                 (long long)sc[k][2]);
+        run_case(g, brisk_graph_append(g, BRISK_OP_SCATTER_ADD, in2, 2, BRISK_F32, a.shape2, &a), 0.0, what);
+    }
     for (int ti = 0; ti < 2; ti++) {
         g = brisk_graph_new();
         int t = ct_input(g, ti ? BRISK_I32 : BRISK_F32, brisk_shape1(16), 0, 1000);
         run_case(g, brisk_sinusoidal(g, t, 32), 1e-5, ti ? "sinusoidal i32" : "sinusoidal f32");
     }
-    g = brisk_graph_new();
-    dy = ct_input(g, BRISK_F32, brisk_shape2(16, 32), -1, 1);
-    int t = ct_input(g, BRISK_F32, brisk_shape1(16), 0, 50);
-    brisk_attr sa = attr0();
-    sa.i0 = 32;
-    int in2[2] = {dy, t};
-    run_case(g, brisk_graph_append(g, BRISK_OP_SINUSOIDAL_GRAD, in2, 2, BRISK_F32, brisk_shape1(16), &sa), 1e-5,
-             "sinusoidal_grad");
+    /* lanes per row follow dim / 2 (1 to 32, several rows per warp; 37 rows leave lane groups empty) */
+    const int64_t sg[][2] = {{16, 32}, {37, 2}, {37, 10}, {37, 512}};
+    for (int k = 0; k < 4; k++) {
+        g = brisk_graph_new();
+        dy = ct_input(g, BRISK_F32, brisk_shape2(sg[k][0], sg[k][1]), -1, 1);
+        int t = ct_input(g, BRISK_F32, brisk_shape1(sg[k][0]), 0, 50);
+        brisk_attr sa = attr0();
+        sa.i0 = sg[k][1];
+        int in2[2] = {dy, t};
+        char what[64];
+        snprintf(what, sizeof what, "sinusoidal_grad [%lld, %lld]", (long long)sg[k][0], (long long)sg[k][1]);
+        run_case(g, brisk_graph_append(g, BRISK_OP_SINUSOIDAL_GRAD, in2, 2, BRISK_F32, brisk_shape1(sg[k][0]), &sa),
+                 1e-5, what);
+    }
 }
 
 static void test_cast(void) {

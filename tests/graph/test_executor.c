@@ -41,7 +41,11 @@ static brisk_status f_run(brisk_backend *be, const brisk_graph *g, int id, const
     f->n_calls++;
     return BRISK_OK;
 }
-static int f_supports(brisk_backend *be, const brisk_node *n) { return (int)n->op != ((fake *)be->impl)->refuse_op; }
+static int f_supports(brisk_backend *be, const brisk_node *n, char *why, size_t why_size) {
+    if ((int)n->op != ((fake *)be->impl)->refuse_op) return 1;
+    snprintf(why, why_size, "the fake has no kernel for it");
+    return 0;
+}
 
 static brisk_backend fake_backend(fake *f) {
     memset(f, 0, sizeof *f);
@@ -192,7 +196,7 @@ static void test_create_errors(void) {
     f.refuse_op = BRISK_OP_MATMUL;
     brisk_exec *ex = (brisk_exec *)&f;
     CHECK(brisk_exec_create(m.g, &p, &be, &ex, &e) == BRISK_ERR_UNSUPPORTED);
-    CHECK(ex == NULL && strstr(e.msg, "matmul") && strstr(e.msg, "fake"));
+    CHECK(ex == NULL && strstr(e.msg, "matmul") && strstr(e.msg, "fake") && strstr(e.msg, "the fake has no kernel"));
     CHECK(f.allocs == 0);
     /* A graph changed after planning is refused rather than run out of bounds. */
     f.refuse_op = -1;

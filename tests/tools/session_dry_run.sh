@@ -18,7 +18,7 @@ for c in "fp32, epilogues refused, vs CPU \(<= 1e-3\)" "fp32 vs CPU \(<= 1e-3\)"
   check "agree: $c" "^PASS .* agree +tabular $c.* +\(--cpu: both on the CPU\) 3 steps"
 done
 check "the CUDA tests are listed, not run" "^SKIP .* test +CUDA tests \(ctest -R cuda\) +--cpu: [0-9]+ tests found"
-check "the epilogue switch is named" "^SKIP .*CUDA tests, BRISK_CUDA_REFUSE_EPILOGUE="
+check "the epilogue switch is named" "^SKIP .*CUDA tests, BRISK_CUDA_REFUSE_EPILOGUES="
 check "sanitizers skip" "^SKIP .* sanitize +memcheck, tabular"
 check "brisk bench ran" "^PASS .* bench +brisk bench tabular +1 rows"
 check "no failure" "TOTAL +[0-9]+ PASS, 0 FAIL"

@@ -1,9 +1,10 @@
 /* The trainer on the CUDA backend: CUDA-graph replay gives the same losses as eager runs
  * (bit for bit), deterministic mode is bit-identical across runs, staged (prefetched)
  * batches equal direct copies, gradient accumulation agrees with the CPU, the fp16 loss
- * scaler skips a step with an injected inf and recovers, checkpoints move between GPU and
- * CPU in both directions (and `predict` runs a GPU-trained model on the CPU), and
- * validation scores every sample. Skips without a GPU. */
+ * scaler skips a step with an injected inf and recovers (and so does every other precision
+ * under train.skip_nan_steps, on the device), checkpoints move between GPU and CPU in both
+ * directions (and `predict` runs a GPU-trained model on the CPU), and validation scores
+ * every sample. Skips without a GPU. */
 #include <unistd.h>
 
 #include "backend/cuda_test_util.h"
@@ -174,6 +175,44 @@ static void test_resume_across_devices(void) {
     REQUIRE_OK(brisk_predict_file(ckpt, x, y, NULL, &err), &err);
 }
 
+/* One trainer: 12 steps, a checkpoint, 6 steps (losses A); the checkpoint resumed into the
+ * same trainer, whose captured programs stay, then the same 6 steps again (losses B): A
+ * and B bit for bit. bf16: the upload after capture refreshes the 16-bit weight copy the
+ * programs read; fp16: the loss scaler's scale and counters come back from the checkpoint. */
+static void resume_in_place(const char *speed, const char *out) {
+    make_dir();
+    char m[1024], json[4096], ckpt[400];
+    snprintf(m, sizeof m, TAB, dir);
+    snprintf(json, sizeof json, "{%s, \"train\": {\"batch_size\": 64, \"epochs\": 100, \"seed\": 3, \"out_dir\": "
+             "\"%s/%s\"}, \"speed\": {%s, \"deterministic\": true}}", m, dir, out, speed);
+    snprintf(ckpt, sizeof ckpt, "%s/%s.safetensors", dir, out);
+    brisk_error err = {0};
+    brisk_config cfg;
+    REQUIRE_OK(brisk_config_parse(json, "<test>", NULL, 0, &cfg, &err), &err);
+    brisk_trainer *t = NULL;
+    brisk_logger quiet = {0};
+    brisk_run_summary s;
+    brisk_status st = brisk_trainer_create(&cfg, &quiet, &t, &err);
+    brisk_config_free(&cfg);
+    REQUIRE_OK(st, &err);
+    float a[6], b[6];
+    int64_t n = 0;
+    if (!(st = brisk_trainer_run_steps(t, 12, &s, &err)) && !(st = brisk_trainer_save(t, ckpt, &err)) &&
+        !(st = brisk_trainer_run_steps(t, 6, &s, &err))) {
+        memcpy(a, brisk_trainer_losses(t, &n) + 12, sizeof a);
+        if (!(st = brisk_trainer_resume(t, ckpt, &err)) && !(st = brisk_trainer_run_steps(t, 6, &s, &err))) {
+            const float *l = brisk_trainer_losses(t, &n);
+            memcpy(b, l + n - 6, sizeof b);
+        }
+    }
+    brisk_trainer_free(t);
+    REQUIRE_OK(st, &err);
+    same_bits(a, 6, b, 6, out);
+}
+
+static void test_bf16_resume_after_capture(void) { resume_in_place("\"device\": \"cuda\", \"precision\": \"bf16\"", "bf16res"); }
+static void test_fp16_resume(void) { resume_in_place("\"device\": \"cuda\", \"precision\": \"fp16\"", "fp16res"); }
+
 static void test_fp16_trains(void) {
     make_dir();
     brisk_error err = {0};
@@ -190,10 +229,12 @@ static void test_fp16_trains(void) {
     free(a), free(b);
 }
 
-/* An inf in the batch: the scaler skips that update (parameters unchanged), halves the
- * scale and counts the skip; the next clean step updates again. */
-static void test_fp16_scaler_skip(void) {
-    brisk_backend *be = cuda_backend_for(BRISK_GEMM_FP16, 1, 0);
+/* An inf in the batch: the update is skipped on the device (parameters unchanged), the next
+ * clean step updates again. fp16: the scaler skips it, halves the scale and counts the
+ * skip. Every other precision: skipped under train.skip_nan_steps (skip_nonfinite). */
+static void skip_bad_step(brisk_gemm_precision prec) {
+    int fp16 = prec == BRISK_GEMM_FP16;
+    brisk_backend *be = cuda_backend_for(prec, 1, 0);
     REQUIRE(be);
     brisk_model_spec s = {.type = BRISK_MODEL_MLP, .inputs = 16, .outputs = 4, .n_hidden = 1,
                           .activation = BRISK_ACT_SILU, .task = BRISK_TASK_REGRESS};
@@ -212,6 +253,7 @@ static void test_fp16_scaler_skip(void) {
     REQUIRE_OK(brisk_exec_create(g, &plan, be, &ex, &err), &err);
     REQUIRE_OK(brisk_exec_init_params(ex, 1, &err), &err);
     REQUIRE_OK(brisk_optimizer_create(&opt, &os, ex, &err), &err);
+    opt.skip_nonfinite = !fp16;
     float x[8 * 16], y[8 * 4];
     ct_fill(x, BRISK_F32, 8 * 16, -1, 1);
     ct_fill(y, BRISK_F32, 8 * 4, -1, 1);
@@ -229,13 +271,14 @@ static void test_fp16_scaler_skip(void) {
         REQUIRE_OK(brisk_optimizer_step(&opt, step, 1e-2f, 1, &err), &err);
         REQUIRE_OK(be->download(be, step == 1 ? p1 : step == 2 ? p2 : p3, ex->params, n * 4, &err), &err);
         REQUIRE_OK(be->stats(be, &st, &err), &err);
-        if (step == 1) CHECKF(st.skipped_steps == 0 && st.loss_scale == 65536.0f, "step 1: skipped %lld, scale %g",
-                              (long long)st.skipped_steps, st.loss_scale);
+        if (step == 1) CHECKF(st.skipped_steps == 0 && st.loss_scale == (fp16 ? 65536.0f : 0.0f),
+                              "step 1: skipped %lld, scale %g", (long long)st.skipped_steps, st.loss_scale);
     }
     CHECKF(memcmp(p1, p2, n * 4) == 0, "the step with an inf changed the parameters");
     CHECKF(memcmp(p2, p3, n * 4) != 0, "the step after the skip did not update");
-    CHECKF(st.skipped_steps == 1, "skipped steps: %lld", (long long)st.skipped_steps);
-    CHECKF(st.loss_scale == 32768.0f, "loss scale after one skip: %g", st.loss_scale);
+    CHECKF(st.skipped_steps == fp16, "%s: scaler-skipped steps: %lld", brisk_gemm_precision_name(prec),
+           (long long)st.skipped_steps);
+    CHECKF(st.loss_scale == (fp16 ? 32768.0f : 0.0f), "loss scale after one skip: %g", st.loss_scale);
     for (size_t i = 0; i < n; i++)
         if (!isfinite(p3[i])) {
             CHECKF(0, "parameter %zu is %g after recovering", i, p3[i]);
@@ -297,6 +340,12 @@ static void test_validation_every_sample(void) {
     brisk_split_free(&split);
 }
 
+static void test_fp16_scaler_skip(void) { skip_bad_step(BRISK_GEMM_FP16); }
+static void test_skip_nonfinite_fp32(void) { skip_bad_step(BRISK_GEMM_FP32); }
+static void test_skip_nonfinite_tf32(void) { skip_bad_step(BRISK_GEMM_TF32); }
+static void test_skip_nonfinite_bf16(void) { skip_bad_step(BRISK_GEMM_BF16); }
+
 CUDA_TEST_MAIN(T(test_graph_matches_eager), T(test_deterministic), T(test_prefetch_same), T(test_accumulate_vs_cpu),
                T(test_resume_across_devices), T(test_fp16_trains), T(test_fp16_scaler_skip),
-               T(test_validation_every_sample))
+               T(test_skip_nonfinite_fp32), T(test_skip_nonfinite_tf32), T(test_skip_nonfinite_bf16),
+               T(test_bf16_resume_after_capture), T(test_fp16_resume), T(test_validation_every_sample))

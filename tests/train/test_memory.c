@@ -79,6 +79,43 @@ static void test_plan_that_does_not_fit_is_refused_with_largest_batch(void) {
     CHECKF(st == BRISK_ERR_NOMEM && strstr(err.msg, "(BRISK_MEMORY_LIMIT)"), "%s", err.msg);
 }
 
+/* On a device the arenas are held against the device's free memory (its stats), the
+ * batches and checkpoint staging against the host's: a CPU trainer whose backend reports
+ * a device with little free memory is refused naming it, with the largest batch that fits. */
+static size_t fake_free;
+static brisk_status fake_stats(brisk_backend *be, brisk_backend_stats *out, brisk_error *err) {
+    (void)be, (void)err;
+    memset(out, 0, sizeof *out);
+    out->mem_total = (size_t)8 << 30;
+    out->mem_free = fake_free;
+    out->util_percent = -1;
+    return BRISK_OK;
+}
+
+static void test_device_memory_fit(void) {
+    brisk_trainer *t;
+    brisk_config cfg;
+    brisk_error err = {0};
+    REQUIRE_OK(create("1024", "0", &t, &cfg, &err), &err);
+    t->be->stats = fake_stats;
+    t->be->name = "fakegpu";
+    fake_free = (size_t)64 << 30;
+    CHECKF(brisk_memory_fit(t, &err) == BRISK_OK, "%s", err.msg);
+    fake_free = (size_t)100 << 20; /* the backend's reserve fits, the arenas at batch 1024 do not */
+    brisk_status st = brisk_memory_fit(t, &err);
+    CHECKF(st == BRISK_ERR_NOMEM && strstr(err.msg, "of fakegpu memory") && strstr(err.msg, "free on the fakegpu device") &&
+               strstr(err.msg, "100.0 MiB are available") && strstr(err.msg, "the largest train.batch_size that fits is "),
+           "%s", err.msg);
+    fake_free = (size_t)1 << 20; /* not even the reserve */
+    CHECK(brisk_memory_fit(t, &err) == BRISK_ERR_NOMEM && strstr(err.msg, "not even train.batch_size 1 fits"));
+    /* an explicit limit stands for the device's memory */
+    fake_free = (size_t)64 << 30;
+    t->cfg.speed.memory_limit = (int64_t)3 << 20;
+    CHECKF(brisk_memory_fit(t, &err) == BRISK_ERR_NOMEM && strstr(err.msg, "speed.memory_limit, for the GPU"), "%s",
+           err.msg);
+    release(t, &cfg);
+}
+
 static void test_limits_parse(void) {
     int64_t v = 0;
     CHECK(brisk_parse_bytes("512MiB", &v) == 0 && v == 512 * 1048576LL);
@@ -262,6 +299,6 @@ static void test_every_allocation_site_fails_cleanly(void) {
             errors, absorbed, sites - errors - absorbed);
 }
 
-TEST_MAIN(T(test_plan_that_does_not_fit_is_refused_with_largest_batch), T(test_limits_parse),
+TEST_MAIN(T(test_plan_that_does_not_fit_is_refused_with_largest_batch), T(test_device_memory_fit), T(test_limits_parse),
           T(test_failed_allocation_is_an_error), T(test_address_space_limit),
           T(test_every_allocation_site_fails_cleanly))

@@ -71,14 +71,9 @@ static brisk_status cpu_memset0(brisk_backend *be, void *dst, size_t bytes, bris
     return BRISK_OK;
 }
 
-static int cpu_supports_op(brisk_backend *be, const brisk_node *node) {
+static int cpu_supports_op(brisk_backend *be, const brisk_node *node, char *why, size_t why_size) {
     (void)be;
-    if ((unsigned)node->op >= BRISK_OP_COUNT) return 0;
-    if ((unsigned)node->dtype >= BRISK_DTYPE_COUNT) return 0;
-    if (node->op == BRISK_OP_RANDINT) return node->dtype == BRISK_I32;
-    /* every float op computes in f32; data movement takes any dtype */
-    if (brisk_op_is_float(node->op)) return node->dtype == BRISK_F32;
-    return 1;
+    return brisk_op_dtype_ok(node, why, why_size);
 }
 
 static brisk_status cpu_run_node(brisk_backend *be, const brisk_graph *g, int id,
@@ -90,7 +85,7 @@ static brisk_status cpu_run_node(brisk_backend *be, const brisk_graph *g, int id
     brisk_status s = brisk_node_check_inputs(g, id, err);
     if (s != BRISK_OK) return s;
     const brisk_node *n = NODE(g, id);
-    if (!cpu_supports_op(be, n))
+    if (!cpu_supports_op(be, n, NULL, 0))
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cpu backend: %s (node %d) in %s",
                             brisk_op_name(n->op), id, brisk_dtype_name(n->dtype));
     if (n->op != BRISK_OP_INPUT && n->op != BRISK_OP_PARAM && n->op != BRISK_OP_CONST) {

@@ -129,19 +129,21 @@ void cuda_cache_free(cuda_backend *cb) {
     cb->n_cache = cb->cap_cache = 0;
 }
 
-/* the candidate's time in ms over TIMED_RUNS calls, or -1 when it fails */
-static float time_candidate(cuda_backend *cb, const cublasLtMatmulAlgo_t *algo,
-                            int (*run)(void *, const cublasLtMatmulAlgo_t *), void *ctx, cudaEvent_t a,
-                            cudaEvent_t b) {
-    if (run(ctx, algo)) return -1.0f;
-    if (cudaEventRecord(a, cb->compute) != cudaSuccess) return -1.0f;
+/* The candidate's time in ms over TIMED_RUNS calls in *ms, or -1 when cuBLASLt refuses it
+ * (a cublasStatus: that candidate is skipped). A CUDA error (an event call failing, a fault
+ * surfacing at the synchronisation) is a real error and is returned, never cleared. */
+static brisk_status time_candidate(cuda_backend *cb, const cublasLtMatmulAlgo_t *algo,
+                                   int (*run)(void *, const cublasLtMatmulAlgo_t *), void *ctx, cudaEvent_t a,
+                                   cudaEvent_t b, float *ms, brisk_error *err) {
+    *ms = -1.0f;
+    if (run(ctx, algo)) return BRISK_OK;
+    CU(cudaEventRecord(a, cb->compute), "autotune timer");
     for (int r = 0; r < TIMED_RUNS; r++)
-        if (run(ctx, algo)) return -1.0f;
-    float ms = -1.0f;
-    if (cudaEventRecord(b, cb->compute) != cudaSuccess || cudaEventSynchronize(b) != cudaSuccess ||
-        cudaEventElapsedTime(&ms, a, b) != cudaSuccess)
-        return -1.0f;
-    return ms;
+        if (run(ctx, algo)) return BRISK_OK;
+    CU(cudaEventRecord(b, cb->compute), "autotune timer");
+    CU(cudaEventSynchronize(b), "autotune: timing a GEMM candidate");
+    CU(cudaEventElapsedTime(ms, a, b), "autotune timer");
+    return BRISK_OK;
 }
 
 brisk_status cuda_autotune(cuda_backend *cb, const char *key, const cublasLtMatmulHeuristicResult_t *res, int n,
@@ -159,6 +161,8 @@ brisk_status cuda_autotune(cuda_backend *cb, const char *key, const cublasLtMatm
             return BRISK_OK;
         }
     if (cb->capturing) return BRISK_OK; /* no timing inside a capture: the heuristic's choice */
+    /* an error from earlier work is reported as such, not blamed on (or hidden by) a candidate */
+    CU(cudaPeekAtLastError(), "a CUDA error pending before GEMM autotuning");
     cudaEvent_t a, b;
     CU(cudaEventCreate(&a), "autotune timer");
     if (cudaEventCreate(&b) != cudaSuccess) {
@@ -166,14 +170,19 @@ brisk_status cuda_autotune(cuda_backend *cb, const char *key, const cublasLtMatm
         return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: cudaEventCreate failed (autotune timer)");
     }
     float best = -1.0f;
-    for (int i = 0; i < n; i++) {
+    brisk_status st = BRISK_OK;
+    for (int i = 0; i < n && !st; i++) {
         if (res[i].state != CUBLAS_STATUS_SUCCESS || res[i].workspaceSize > CUDA_WORKSPACE_BYTES) continue;
-        float ms = time_candidate(cb, &res[i].algo, run, ctx, a, b);
-        cudaGetLastError(); /* a failing candidate leaves nothing behind */
-        if (ms >= 0.0f && (best < 0.0f || ms < best)) best = ms, *choice = i;
+        float ms;
+        st = time_candidate(cb, &res[i].algo, run, ctx, a, b, &ms, err);
+        if (!st && ms >= 0.0f && (best < 0.0f || ms < best)) best = ms, *choice = i;
     }
     cudaEventDestroy(a);
     cudaEventDestroy(b);
+    if (st) {
+        *choice = 0;
+        return brisk_error_prefix(err, "autotune %s", key);
+    }
     if (best < 0.0f) {
         *choice = 0;
         return BRISK_OK;

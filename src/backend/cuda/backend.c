@@ -23,6 +23,7 @@ brisk_status lt_fail(brisk_error *err, cublasStatus_t s, const char *call, const
 
 static brisk_status cu_alloc(brisk_backend *be, size_t bytes, void **out, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     *out = NULL;
     if (cb->capturing) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: alloc while capturing a CUDA graph");
     size_t n = (bytes + 255) / 256 * 256;
@@ -40,7 +41,7 @@ static brisk_status cu_alloc(brisk_backend *be, size_t bytes, void **out, brisk_
 }
 
 static void cu_free(brisk_backend *be, void *p) {
-    (void)be;
+    cuda_use_device(be->impl);
     if (p) cudaFree(p);
 }
 
@@ -62,12 +63,17 @@ brisk_status cuda_sync(cuda_backend *cb, brisk_error *err) {
     return cuda_check_errors(cb, err);
 }
 
-static brisk_status cu_sync(brisk_backend *be, brisk_error *err) { return cuda_sync(be->impl, err); }
+static brisk_status cu_sync(brisk_backend *be, brisk_error *err) {
+    cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
+    return cuda_sync(cb, err);
+}
 
 /* Host to device (or device to device): ordered after the work already issued, and
  * finished when this returns, so the source may be reused. */
 static brisk_status cu_upload(brisk_backend *be, void *dst, const void *src, size_t bytes, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     if (!bytes) return BRISK_OK;
     if (cb->capturing) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: upload while capturing a CUDA graph");
     CU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cb->compute), "upload");
@@ -78,6 +84,7 @@ static brisk_status cu_upload(brisk_backend *be, void *dst, const void *src, siz
 
 static brisk_status cu_download(brisk_backend *be, void *dst, const void *src, size_t bytes, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     if (cb->capturing) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: download while capturing a CUDA graph");
     if (bytes) CU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cb->compute), "download");
     CU(cudaStreamSynchronize(cb->compute), "download");
@@ -86,6 +93,7 @@ static brisk_status cu_download(brisk_backend *be, void *dst, const void *src, s
 
 static brisk_status cu_memset0(brisk_backend *be, void *dst, size_t bytes, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     if (bytes) CU(cudaMemsetAsync(dst, 0, bytes, cb->compute), "memset0");
     cuda_prep_touch(cb, dst, bytes);
     return BRISK_OK;
@@ -118,8 +126,11 @@ brisk_status cuda_scratch(cuda_backend *cb, size_t bytes, void **out, brisk_erro
 }
 
 static void *cu_host_alloc(brisk_backend *be, size_t bytes) {
-    (void)be;
     void *p = NULL;
+    if (cuda_use_device(be->impl) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
     if (cudaHostAlloc(&p, bytes ? bytes : 64, cudaHostAllocPortable) != cudaSuccess) {
         cudaGetLastError();
         return NULL;
@@ -128,7 +139,7 @@ static void *cu_host_alloc(brisk_backend *be, size_t bytes) {
 }
 
 static void cu_host_free(brisk_backend *be, void *p) {
-    (void)be;
+    cuda_use_device(be->impl);
     if (p) cudaFreeHost(p);
 }
 
@@ -136,6 +147,7 @@ static void cu_destroy(brisk_backend *be) {
     if (!be) return;
     cuda_backend *cb = be->impl;
     if (cb) {
+        cuda_use_device(cb);
         if (cb->compute) cudaStreamSynchronize(cb->compute);
         if (cb->copy) cudaStreamSynchronize(cb->copy);
         cuda_prep_free(cb->prep);
@@ -162,18 +174,6 @@ static void cu_destroy(brisk_backend *be) {
     free(be);
 }
 
-void brisk_cuda_options_default(brisk_cuda_options *o) {
-    memset(o, 0, sizeof *o);
-    o->precision = BRISK_GEMM_TF32;
-    o->autotune = 1;
-    o->fuse = 1;
-}
-
-const char *brisk_gemm_precision_name(brisk_gemm_precision p) {
-    static const char *names[] = {"fp32", "tf32", "bf16", "fp16"};
-    return (unsigned)p < 4 ? names[p] : "?";
-}
-
 static brisk_status create(cuda_backend *cb, brisk_error *err) {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
@@ -192,9 +192,8 @@ static brisk_status create(cuda_backend *cb, brisk_error *err) {
     snprintf(cb->name, sizeof cb->name, "%s", p.name);
     cb->cc_major = p.major, cb->cc_minor = p.minor, cb->sms = p.multiProcessorCount;
     cb->mem_total = p.totalGlobalMem;
-    if (p.major < 7)
-        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda: %s has compute capability %d.%d; brisk needs 7.0 or newer",
-                            p.name, p.major, p.minor);
+    if (!cuda_cc_supported(p.major, p.minor))
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda: " CUDA_CC_TOO_OLD, p.name, p.major, p.minor);
     if (cb->opt.precision == BRISK_GEMM_BF16 && p.major < 8)
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda: %s (compute capability %d.%d) has no bf16 tensor cores; "
                             "use --precision fp16 or fp32", p.name, p.major, p.minor);
@@ -234,6 +233,13 @@ brisk_status brisk_backend_cuda_create(const brisk_cuda_options *o, brisk_backen
     if (o) cb->opt = *o;
     else brisk_cuda_options_default(&cb->opt);
     if (cb->opt.deterministic) cb->opt.autotune = 0; /* timing noise must not pick the algorithm */
+    unsigned refuse = 0;
+    if (brisk_cuda_parse_refused_epilogues(getenv(BRISK_CUDA_REFUSE_ENV), &refuse, err)) {
+        free(be);
+        free(cb);
+        return BRISK_ERR_INVALID;
+    }
+    cb->opt.refuse_epilogues |= refuse;
     cb->be = be;
     be->name = "cuda";
     be->impl = cb;

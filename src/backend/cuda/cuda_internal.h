@@ -27,6 +27,11 @@
 #include "backend/cuda/kernels.h"
 #include "brisk/cuda.h"
 
+/* The oldest GPU brisk runs on: compute capability 7.5 (Turing), the oldest architecture
+ * CUDA 13 compiles for and the oldest in the default build (CMakeLists.txt). */
+static inline int cuda_cc_supported(int major, int minor) { return major > 7 || (major == 7 && minor >= 5); }
+#define CUDA_CC_TOO_OLD "%s has compute capability %d.%d; brisk needs 7.5 (Turing) or newer, as CUDA 13 does"
+
 #define CUDA_WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLASLt workspace (split-K, large tiles) */
 #define CUDA_LOSS_LOG 4096                      /* slots in the loss ring */
 
@@ -135,6 +140,17 @@ typedef struct cuda_backend {
     struct cuda_rnn *rnn;
 } cuda_backend;
 
+/* The runtime's current device is per host thread, and any thread may call in (the
+ * loader's threads allocate pinned batches; a host program may step from its own threads):
+ * every entry point selects the backend's device first, which is one cudaGetDevice when it
+ * is current already. */
+static inline cudaError_t cuda_use_device(const cuda_backend *cb) {
+    int d = -1;
+    if (cudaGetDevice(&d) == cudaSuccess && d == cb->opt.device) return cudaSuccess;
+    return cudaSetDevice(cb->opt.device);
+}
+#define USE_DEVICE(cb) CU(cuda_use_device(cb), "selecting the device on this thread")
+
 /* ---- backend.c */
 brisk_status cuda_scratch(cuda_backend *cb, size_t bytes, void **out, brisk_error *err);
 /* Reads and clears the kernels' error record; an error names the node it came from. */
@@ -144,7 +160,7 @@ brisk_status cuda_sync(cuda_backend *cb, brisk_error *err);
 /* ---- dispatch.c */
 brisk_status cuda_run_node(brisk_backend *be, const brisk_graph *g, int id, const void *const *in, void *out,
                            const brisk_step_state *st, brisk_error *err);
-int cuda_supports_op(brisk_backend *be, const brisk_node *node);
+int cuda_supports_op(brisk_backend *be, const brisk_node *node, char *why, size_t why_size);
 /* A matmul node's GEMM in row-major terms (shared 2-D b folded into one tall product);
  * pointers and precision left for the caller. *empty: nothing to compute. */
 brisk_status cuda_matmul_args(const brisk_graph *g, int id, cuda_gemm_args *a, int *empty, brisk_error *err);
@@ -178,8 +194,12 @@ brisk_status cuda_prep_after(cuda_backend *cb, const brisk_graph *g, int id, bri
 void *cuda_prep_params_lp(const cuda_backend *cb, const float *params);
 /* Marks the low-precision weights stale after a write into [dst, dst + bytes). */
 void cuda_prep_touch(cuda_backend *cb, const void *dst, size_t bytes);
+/* Re-casts the weights into their 16-bit copy when stale (an upload since the last cast):
+ * before replaying a program, which holds no cast of its own (the optimizer keeps the copy). */
+brisk_status cuda_prep_refresh_params(cuda_backend *cb, brisk_error *err);
 float *cuda_prep_seed(const cuda_backend *cb);
-int cuda_prep_fusions(const cuda_backend *cb);
+/* Planned epilogue fusions: running fused, and running decomposed (refused). */
+void cuda_prep_fusions(const cuda_backend *cb, int *active, int *decomposed);
 int cuda_in_type(const cuda_backend *cb); /* 0 f32, 1 bf16, 2 fp16 */
 
 /* ---- gemm.c */

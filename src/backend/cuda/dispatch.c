@@ -11,6 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Every view the host builds here has at most BRISK_MAX_DIMS dims and the kernels' structs
+ * hold CUK_MAX_DIMS: the core limit must never outgrow the kernels'. */
+_Static_assert(CUK_MAX_DIMS >= BRISK_MAX_DIMS, "kernels.h CUK_MAX_DIMS must be at least core.h BRISK_MAX_DIMS");
+
 #define NODE(g, id) (&(g)->nodes[(id)])
 #define IN_NODE(g, id, i) (&(g)->nodes[(g)->nodes[(id)].in[(i)]])
 #define LAUNCH(call, what) CU((call), (what))
@@ -23,15 +27,32 @@ static int64_t numel(const brisk_shape *s) {
 
 static int64_t last_dim(const brisk_shape *s) { return s->ndim ? s->d[s->ndim - 1] : 1; }
 
-/* The CPU backend's rule: float ops compute in f32, data movement takes any dtype. */
-int cuda_supports_op(brisk_backend *be, const brisk_node *node) {
+/* The one place that says which ops have no CUDA kernel (yet), and why. An op listed here
+ * makes supports_op answer no, so the trainer decides at setup (CPU under device auto, an
+ * error naming the op under device cuda) instead of failing at step 1. Whoever adds a
+ * kernel deletes its line here and adds its case to run_op. */
+static const char *missing_kernel(brisk_op op) {
+    switch (op) {
+    case BRISK_OP_ATTENTION: case BRISK_OP_ATTENTION_GRAD:
+        return "no CUDA kernel for the attention ops yet";
+    default:
+        return NULL;
+    }
+}
+
+/* The shared dtype rule, then whether this backend has the kernel. */
+int cuda_supports_op(brisk_backend *be, const brisk_node *node, char *why, size_t why_size) {
     (void)be;
-    if ((unsigned)node->op >= BRISK_OP_COUNT || (unsigned)node->dtype >= BRISK_DTYPE_COUNT) return 0;
-    if (node->op == BRISK_OP_RANDINT) return node->dtype == BRISK_I32;
-    if (node->op == BRISK_OP_LSTM || node->op == BRISK_OP_LSTM_GRAD || node->op == BRISK_OP_LSTM_GRAD_W)
-        return node->dtype == BRISK_F32 && !cuda_rnn_missing(); /* cudnn_rnn.c */
-    if (brisk_op_is_float(node->op)) return node->dtype == BRISK_F32;
-    return 1;
+    return brisk_cuda_op_supported(node, why, why_size);
+}
+
+int brisk_cuda_op_supported(const brisk_node *node, char *why, size_t why_size) {
+    if (!brisk_op_dtype_ok(node, why, why_size)) return 0;
+    const char *missing = missing_kernel(node->op);
+    int rnn = node->op == BRISK_OP_LSTM || node->op == BRISK_OP_LSTM_GRAD || node->op == BRISK_OP_LSTM_GRAD_W;
+    if (!missing && rnn) missing = cuda_rnn_missing(); /* cudnn_rnn.c: NULL when cuDNN loads */
+    if (missing && why && why_size) snprintf(why, why_size, "%s", missing);
+    return missing == NULL;
 }
 
 /* ---------------------------------------------------------------- views */
@@ -183,6 +204,10 @@ static brisk_status run_reduce(cuda_backend *cb, const brisk_graph *g, int id, c
     if (n_out != numel(&n->shape))
         return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: output has %lld elements, expected %lld", brisk_op_name(n->op),
                             (long long)numel(&n->shape), (long long)n_out);
+    if (n_red == 0) { /* an empty axis: SUM 0, MEAN 0 / 0 = NaN (src/ops/reduce.c) */
+        if (n_out) LAUNCH(cuk_fill(out, n->op == BRISK_OP_MEAN ? NAN : 0.0f, n_out, cb->compute), brisk_op_name(n->op));
+        return BRISK_OK;
+    }
     int64_t d[BRISK_MAX_DIMS];
     int red[BRISK_MAX_DIMS];
     int nd = cuda_reduce_dims(xs, mask, d, red);
@@ -403,14 +428,16 @@ static brisk_status run_op(cuda_backend *cb, const brisk_graph *g, int id, const
 brisk_status cuda_run_node(brisk_backend *be, const brisk_graph *g, int id, const void *const *in, void *out,
                            const brisk_step_state *st, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     if (!g || id < 0 || id >= g->n_nodes)
         return brisk_errorf(err, BRISK_ERR_INVALID, "cuda backend: node %d out of range", id);
     brisk_status s = brisk_node_check_inputs(g, id, err);
     if (s) return s;
     const brisk_node *n = NODE(g, id);
-    if (!cuda_supports_op(be, n))
-        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda backend: %s (node %d) in %s", brisk_op_name(n->op), id,
-                            brisk_dtype_name(n->dtype));
+    char why[160];
+    if (!cuda_supports_op(be, n, why, sizeof why))
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda backend: %s (node %d) in %s: %s", brisk_op_name(n->op), id,
+                            brisk_dtype_name(n->dtype), why);
     if (n->op == BRISK_OP_INPUT || n->op == BRISK_OP_PARAM || n->op == BRISK_OP_CONST) return BRISK_OK;
     int ok = out != NULL && (n->n_in == 0 || in != NULL);
     for (int i = 0; ok && i < n->n_in; i++) ok = in[i] != NULL;

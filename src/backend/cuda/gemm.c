@@ -28,9 +28,13 @@ struct cuda_gemm_plan {
     int ok; /* 1: algo set; -1: cuBLASLt has none for this shape and epilogue */
 };
 
+/* The pointer's real alignment (its lowest set address bit), up to 256 bytes: cuBLASLt
+ * offers its fastest kernels (wide vector loads, TMA on Hopper) only for operands it is
+ * told are aligned enough, and brisk's buffers are 256-byte aligned more often than not. */
 static int align_of(const void *p) {
     uintptr_t a = (uintptr_t)p;
-    return (a & 15u) == 0 ? 16 : (a & 7u) == 0 ? 8 : (a & 3u) == 0 ? 4 : 2;
+    if (a == 0 || (a & 255u) == 0) return 256;
+    return (int)(a & (~a + 1u));
 }
 
 static int min_align(const cuda_gemm_args *a) {

@@ -6,6 +6,7 @@
 #include "backend/cuda/cuda_internal.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,21 +14,32 @@
 typedef struct { unsigned int gpu, memory; } nvml_util_t;
 typedef struct { unsigned long long total, free, used; } nvml_mem_t;
 
-static void lib_versions(brisk_cuda_info *info) {
+/* cuDNN's and NCCL's versions, looked up once per process (loading cuDNN takes tens of
+ * milliseconds, and every trainer probes): written once under pthread_once, read-only after. */
+static int cudnn_version, nccl_version;
+static pthread_once_t versions_once = PTHREAD_ONCE_INIT;
+
+static void load_versions(void) {
     void *h = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
     if (!h) h = dlopen("libcudnn.so", RTLD_NOW | RTLD_LOCAL);
     if (h) {
         size_t (*ver)(void) = (size_t (*)(void))dlsym(h, "cudnnGetVersion");
-        if (ver) info->cudnn_version = (int)ver();
+        if (ver) cudnn_version = (int)ver();
         dlclose(h);
     }
     h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
     if (h) {
         int (*ver)(int *) = (int (*)(int *))dlsym(h, "ncclGetVersion");
         int v = 0;
-        if (ver && ver(&v) == 0) info->nccl_version = v;
+        if (ver && ver(&v) == 0) nccl_version = v;
         dlclose(h);
     }
+}
+
+static void lib_versions(brisk_cuda_info *info) {
+    pthread_once(&versions_once, load_versions);
+    info->cudnn_version = cudnn_version;
+    info->nccl_version = nccl_version;
 }
 
 void brisk_cuda_probe(int device, brisk_cuda_info *info) {
@@ -72,15 +84,14 @@ void brisk_cuda_probe(int device, brisk_cuda_info *info) {
     snprintf(info->name, sizeof info->name, "%s", p.name);
     info->cc_major = p.major, info->cc_minor = p.minor, info->sms = p.multiProcessorCount;
     info->mem_total = p.totalGlobalMem;
-    info->fp16 = p.major >= 7;
+    info->fp16 = p.major > 7 || (p.major == 7 && p.minor >= 5);
     info->bf16 = info->tf32 = p.major >= 8;
     cudaDeviceGetPCIBusId(info->pci_bus_id, sizeof info->pci_bus_id, device);
     size_t free_b = 0, total = 0;
     if (cudaSetDevice(device) == cudaSuccess && cudaMemGetInfo(&free_b, &total) == cudaSuccess) info->mem_free = free_b;
     cudaGetLastError();
-    if (p.major < 7) {
-        snprintf(info->reason, sizeof info->reason, "%s has compute capability %d.%d; brisk needs 7.0 or newer", p.name,
-                 p.major, p.minor);
+    if (!cuda_cc_supported(p.major, p.minor)) {
+        snprintf(info->reason, sizeof info->reason, CUDA_CC_TOO_OLD, p.name, p.major, p.minor);
         return;
     }
     info->usable = 1;
@@ -212,6 +223,7 @@ void cuda_nvml_close(cuda_backend *cb) {
 
 static brisk_status cu_stats(brisk_backend *be, brisk_backend_stats *out, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     memset(out, 0, sizeof *out);
     out->util_percent = -1;
     out->copy_s = cb->copy_s;
@@ -225,13 +237,13 @@ static brisk_status cu_stats(brisk_backend *be, brisk_backend_stats *out, brisk_
     nvml_util_t u;
     nvml_mem_t m;
     if (cb->nvml_util && cb->nvml_util(cb->nvml_dev, &u) == 0) out->util_percent = (int)u.gpu;
+    size_t free_b = 0, total = 0;
+    CU(cudaMemGetInfo(&free_b, &total), "reading the free GPU memory");
+    out->mem_free = free_b;
+    out->mem_used = total - free_b, out->mem_total = total;
     if (cb->nvml_mem && cb->nvml_mem(cb->nvml_dev, &m) == 0) {
         out->mem_used = (size_t)m.used;
         out->mem_total = (size_t)m.total;
-    } else {
-        size_t free_b = 0, total = 0;
-        if (cudaMemGetInfo(&free_b, &total) == cudaSuccess) out->mem_used = total - free_b, out->mem_total = total;
-        cudaGetLastError();
     }
     return BRISK_OK;
 }
@@ -240,16 +252,21 @@ static void cu_describe(brisk_backend *be, char *buf, size_t n) {
     cuda_backend *cb = be->impl;
     static const char *ops[] = {"fp32 (TF32 off: --no-tf32)", "TF32 tensor cores", "bf16 operands, fp32 accumulate",
                                 "fp16 operands, fp32 accumulate, dynamic loss scaling"};
-    char tune[1300];
+    char tune[1300], fusion[96];
+    int active = 0, decomposed = 0;
+    cuda_prep_fusions(cb, &active, &decomposed);
+    if (!cb->opt.fuse) snprintf(fusion, sizeof fusion, "off");
+    else if (decomposed) snprintf(fusion, sizeof fusion, "on (%d GEMMs fused, %d decomposed)", active, decomposed);
+    else snprintf(fusion, sizeof fusion, "on (%d GEMMs)", active);
     if (cb->opt.deterministic) snprintf(tune, sizeof tune, "off (--deterministic: the heuristic's first choice)");
     else if (!cb->opt.autotune) snprintf(tune, sizeof tune, "off (--no-autotune: the heuristic's first choice)");
     else snprintf(tune, sizeof tune, "on, cache %s", cb->cache_path[0] ? cb->cache_path : "none");
     snprintf(buf, n,
              "%s (cc %d.%d, %d SMs, %.1f GiB), driver %d.%d, runtime %d.%d, cuBLASLt %zu.%zu.%zu; GEMM %s; "
-             "epilogue fusion %s (%d GEMMs); autotune %s; deterministic %s",
+             "epilogue fusion %s; autotune %s; deterministic %s",
              cb->name, cb->cc_major, cb->cc_minor, cb->sms, cb->mem_total / 1073741824.0, cb->driver_version / 1000,
              cb->driver_version % 1000 / 10, cb->runtime_version / 1000, cb->runtime_version % 1000 / 10,
-             cb->lt_version / 10000, cb->lt_version % 10000 / 100, cb->lt_version % 100, ops[cb->opt.precision], cb->opt.fuse ? "on" : "off", cuda_prep_fusions(cb), tune,
+             cb->lt_version / 10000, cb->lt_version % 10000 / 100, cb->lt_version % 100, ops[cb->opt.precision], fusion, tune,
              cb->opt.deterministic ? "on (no split-K, no atomics, no timing-based choices)" : "off");
 }
 

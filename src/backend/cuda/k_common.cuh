@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "backend/cuda/fastdiv.h"
 #include "backend/cuda/kernels.h"
 #include "brisk/graph.h"
 
@@ -24,6 +25,45 @@ static inline unsigned cuk_blocks(int64_t n, int per) {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
 static inline int cuk_aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+/* ---------------------------------------------------------------- strided views */
+
+/* A view's dims as divisors (fastdiv.h), built on the host; fast when its n elements
+ * fit 31 bits, so the per-element index math is 32-bit. */
+typedef struct cuk_view_div {
+    int fast;
+    cuk_div d[CUK_MAX_DIMS];
+} cuk_view_div;
+
+static inline cuk_view_div cuk_view_div_make(const cuda_strides *v, int64_t n) {
+    cuk_view_div dv;
+    dv.fast = n <= CUK_FAST_MAX;
+    for (int k = 0; k < CUK_MAX_DIMS; k++) dv.d[k] = cuk_div_make(k < v->nd && dv.fast ? (uint32_t)v->d[k] : 1u);
+    return dv;
+}
+
+/* Element i of the view: its offset in operands 0 and 1 (v.s[0], v.s[1]). */
+__device__ __forceinline__ void view_offsets(const cuda_strides &v, const cuk_view_div &dv, int64_t i, int64_t &o0,
+                                             int64_t &o1) {
+    o0 = o1 = 0;
+    if (dv.fast) {
+        uint32_t r = (uint32_t)i, q;
+        for (int k = v.nd - 1; k >= 0; k--) {
+            uint32_t m = cuk_div_qr(dv.d[k], r, &q);
+            r = q;
+            o0 += (int64_t)m * v.s[0][k];
+            o1 += (int64_t)m * v.s[1][k];
+        }
+        return;
+    }
+    int64_t r = i;
+    for (int k = v.nd - 1; k >= 0; k--) {
+        int64_t q = r % v.d[k];
+        r /= v.d[k];
+        o0 += q * v.s[0][k];
+        o1 += q * v.s[1][k];
+    }
+}
 
 /* ---------------------------------------------------------------- sums */
 

@@ -49,15 +49,11 @@ __global__ void k_binary_same4(int op, const float4 *x, const float4 *y, float4 
 }
 
 /* general view: element i of the output, offsets per operand from the strides */
-__global__ void k_binary(int op, const float *x, const float *y, float *o, cuda_strides v, int64_t n) {
+__global__ void k_binary(int op, const float *x, const float *y, float *o, cuda_strides v, cuk_view_div dv,
+                         int64_t n) {
     GRID_STRIDE(i, n) {
-        int64_t r = i, ox = 0, oy = 0;
-        for (int k = v.nd - 1; k >= 0; k--) {
-            int64_t q = r % v.d[k];
-            r /= v.d[k];
-            ox += q * v.s[0][k];
-            oy += q * v.s[1][k];
-        }
+        int64_t ox, oy;
+        view_offsets(v, dv, i, ox, oy);
         o[i] = dev_binary(op, x[ox], y[oy]);
     }
 }
@@ -70,34 +66,44 @@ cudaError_t cuk_binary(int op, const float *x, const float *y, float *out, const
         k_binary_same4<<<cuk_blocks(n / 4, 2), CUK_THREADS, 0, s>>>(op, (const float4 *)x, (const float4 *)y,
                                                                    (float4 *)out, n / 4);
     else
-        k_binary<<<cuk_blocks(n, 4), CUK_THREADS, 0, s>>>(op, x, y, out, *v, n);
+        k_binary<<<cuk_blocks(n, 4), CUK_THREADS, 0, s>>>(op, x, y, out, *v, cuk_view_div_make(v, n), n);
     return cudaGetLastError();
 }
 
 /* ---------------------------------------------------------------- bias (+ activation) */
 
-__global__ void k_bias_act4(const float4 *x, const float4 *b, float4 *o, int64_t n4, int64_t cols4, int act,
-                            int gt) {
+/* the bias column of element i: 32-bit when the count allows (fastdiv.h) */
+__device__ __forceinline__ int64_t col_of(int64_t i, int64_t cols, cuk_div dc, int fast) {
+    uint32_t q;
+    return fast ? (int64_t)cuk_div_qr(dc, (uint32_t)i, &q) : i % cols;
+}
+
+__global__ void k_bias_act4(const float4 *x, const float4 *b, float4 *o, int64_t n4, int64_t cols4, cuk_div dc,
+                            int fast, int act, int gt) {
     GRID_STRIDE(i, n4) {
-        float4 a = x[i], c = b[i % cols4];
+        float4 a = x[i], c = b[col_of(i, cols4, dc, fast)];
         o[i] = make_float4(dev_act(act, gt, a.x + c.x), dev_act(act, gt, a.y + c.y), dev_act(act, gt, a.z + c.z),
                            dev_act(act, gt, a.w + c.w));
     }
 }
 
-__global__ void k_bias_act(const float *x, const float *b, float *o, int64_t n, int64_t cols, int act, int gt) {
-    GRID_STRIDE(i, n) o[i] = dev_act(act, gt, x[i] + b[i % cols]);
+__global__ void k_bias_act(const float *x, const float *b, float *o, int64_t n, int64_t cols, cuk_div dc, int fast,
+                           int act, int gt) {
+    GRID_STRIDE(i, n) o[i] = dev_act(act, gt, x[i] + b[col_of(i, cols, dc, fast)]);
 }
 
 cudaError_t cuk_bias_act(const float *x, const float *b, float *out, int64_t rows, int64_t n, int act,
                          int gelu_tanh, cudaStream_t s) {
     int64_t total = rows * n;
     if (total <= 0) return cudaSuccess;
+    int fast = total <= CUK_FAST_MAX;
     if (n % 4 == 0 && cuk_aligned16(x) && cuk_aligned16(b) && cuk_aligned16(out))
-        k_bias_act4<<<cuk_blocks(total / 4, 2), CUK_THREADS, 0, s>>>((const float4 *)x, (const float4 *)b,
-                                                                     (float4 *)out, total / 4, n / 4, act, gelu_tanh);
+        k_bias_act4<<<cuk_blocks(total / 4, 2), CUK_THREADS, 0, s>>>(
+            (const float4 *)x, (const float4 *)b, (float4 *)out, total / 4, n / 4,
+            cuk_div_make(fast ? (uint32_t)(n / 4) : 1u), fast, act, gelu_tanh);
     else
-        k_bias_act<<<cuk_blocks(total, 4), CUK_THREADS, 0, s>>>(x, b, out, total, n, act, gelu_tanh);
+        k_bias_act<<<cuk_blocks(total, 4), CUK_THREADS, 0, s>>>(x, b, out, total, n, cuk_div_make(fast ? (uint32_t)n : 1u),
+                                                                fast, act, gelu_tanh);
     return cudaGetLastError();
 }
 

@@ -1,8 +1,9 @@
 /* The fused optimizer over the whole parameter arena, matching src/backend/cpu/optim.c
  * (torch.optim.AdamW / SGD operation order), plus the dynamic loss scaler:
  *
- *   cuk_optim_finalize (one thread) reads this step's sum of g^2 (when clipping or scaling),
- *     decides `skip` (scaler on and the sum not finite: an inf/NaN somewhere), sets the
+ *   cuk_optim_finalize (one thread) reads this step's sum of g^2 (when clipping, scaling or
+ *     skipping non-finite steps), decides `skip` (the sum not finite: an inf/NaN somewhere,
+ *     with the scaler on, or on any precision under train.skip_nan_steps), sets the
  *     gradient multiplier coef = grad_scale / scale * min(1, clip / (norm + 1e-6)) with the
  *     norm of the unscaled gradients, the AdamW constants for this step from the per-step
  *     values (lr, t; t counts applied updates only, as PyTorch's GradScaler skips
@@ -20,7 +21,8 @@
 __global__ void k_optim_finalize(cuda_optim_consts c, const cuda_values *v, cuda_optim_state *st, float *seed) {
     float scale = st->scaler ? st->scale : 1.0f;
     double sumsq = st->sumsq;
-    int found_inf = st->scaler && c.use_sumsq && !isfinite(sumsq);
+    int nonfinite = c.use_sumsq && !isfinite(sumsq);
+    int found_inf = st->scaler && nonfinite;
     /* the multiplier, computed as the CPU does: norm of the (unscaled) gradients in f32 */
     float gsc = c.grad_scale / scale;
     double gs = (double)gsc;
@@ -30,7 +32,8 @@ __global__ void k_optim_finalize(cuda_optim_consts c, const cuda_values *v, cuda
         if (coef < 1.0f) gs *= coef;
     }
     st->coef = (float)gs;
-    st->skip = found_inf;
+    st->skip = found_inf || (nonfinite && c.skip_nonfinite);
+    if (st->skip && !found_inf) st->nonfinite_skipped++;
     float lr = v->lr;
     st->lr = lr;
     if (c.adamw) {

@@ -20,16 +20,30 @@ typedef struct red_index {
     int nk, nr;                          /* kept and reduced groups */
     int64_t kd[CUK_MAX_DIMS], ks[CUK_MAX_DIMS]; /* sizes and x strides, outermost first */
     int64_t rd[CUK_MAX_DIMS], rs[CUK_MAX_DIMS];
+    int kfast, rfast;                    /* output / reduced counts fit 31 bits: kdiv, rdiv */
+    cuk_div kdiv[CUK_MAX_DIMS], rdiv[CUK_MAX_DIMS];
 } red_index;
 
-__device__ __forceinline__ int64_t red_off(int n, const int64_t *d, const int64_t *st, int64_t i) {
+/* x's offset of flat index i over n groups (sizes d, strides st; divisors dv when fast) */
+__device__ __forceinline__ int64_t red_off(int n, const int64_t *d, const int64_t *st, const cuk_div *dv, int fast,
+                                           int64_t i) {
     int64_t off = 0;
+    if (fast) {
+        uint32_t r = (uint32_t)i, q;
+        for (int k = n - 1; k >= 0; k--) {
+            off += (int64_t)cuk_div_qr(dv[k], r, &q) * st[k];
+            r = q;
+        }
+        return off;
+    }
     for (int k = n - 1; k >= 0; k--) {
         off += (i % d[k]) * st[k];
         i /= d[k];
     }
     return off;
 }
+#define KEPT_OFF(ix, o) red_off((ix).nk, (ix).kd, (ix).ks, (ix).kdiv, (ix).kfast, (o))
+#define RED_OFF(ix, r) red_off((ix).nr, (ix).rd, (ix).rs, (ix).rdiv, (ix).rfast, (r))
 
 /* outputs [o0, ...): `per` threads per output (32 or blockDim.x) */
 __global__ void k_red_inner(const float *x, float *out, red_index ix, int64_t n_out, int64_t n_red, float scale,
@@ -38,13 +52,13 @@ __global__ void k_red_inner(const float *x, float *out, red_index ix, int64_t n_
     int64_t o = per == 32 ? (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32 : blockIdx.x;
     int lane = per == 32 ? (threadIdx.x & 31) : threadIdx.x;
     if (per == 32 && o >= n_out) return;
-    int64_t base = red_off(ix.nk, ix.kd, ix.ks, o);
+    int64_t base = KEPT_OFF(ix, o);
     double s = 0.0;
     /* one reduced group: the inner run is contiguous */
     if (ix.nr == 1 && ix.rs[0] == 1)
         for (int64_t r = lane; r < n_red; r += per) s += x[base + r];
     else
-        for (int64_t r = lane; r < n_red; r += per) s += x[base + red_off(ix.nr, ix.rd, ix.rs, r)];
+        for (int64_t r = lane; r < n_red; r += per) s += x[base + RED_OFF(ix, r)];
     if (per == 32) s = warp_sum_d(s);
     else s = block_sum_d(s, sh);
     if (lane == 0) out[o] = (float)s * scale;
@@ -57,9 +71,9 @@ __global__ void k_red_outer(const float *x, float *out, float *part, red_index i
     if (o >= n_out) return;
     int c = blockIdx.y;
     int64_t per = (n_red + chunks - 1) / chunks, r0 = c * per, r1 = r0 + per < n_red ? r0 + per : n_red;
-    int64_t base = red_off(ix.nk, ix.kd, ix.ks, o);
+    int64_t base = KEPT_OFF(ix, o);
     float s = 0.0f;
-    for (int64_t r = r0; r < r1; r++) s += x[base + red_off(ix.nr, ix.rd, ix.rs, r)];
+    for (int64_t r = r0; r < r1; r++) s += x[base + RED_OFF(ix, r)];
     if (chunks == 1) out[o] = s * scale;
     else part[(int64_t)c * n_out + o] = s;
 }
@@ -146,6 +160,12 @@ cudaError_t cuk_reduce(const float *x, float *out, int nd, const int64_t *d, con
             ix.kd[ix.nk] = d[i], ix.ks[ix.nk++] = strides[i];
             n_out *= d[i];
         }
+    }
+    ix.kfast = n_out <= CUK_FAST_MAX;
+    ix.rfast = n_red <= CUK_FAST_MAX;
+    for (int k = 0; k < CUK_MAX_DIMS; k++) {
+        ix.kdiv[k] = cuk_div_make(k < ix.nk && ix.kfast ? (uint32_t)ix.kd[k] : 1u);
+        ix.rdiv[k] = cuk_div_make(k < ix.nr && ix.rfast ? (uint32_t)ix.rd[k] : 1u);
     }
     if (n_out <= 0) return cudaSuccess;
     if (n_red == 0 || nd == 0) { /* nothing reduced away: a copy (scaled), or zeros */

@@ -1,5 +1,4 @@
-/* Row-wise ops over the last dim of [rows, C], one warp per row (rows are independent, a
- * warp's shuffles need no shared memory), matching src/backend/cpu/softmax_loss.c and
+/* Row-wise ops over the last dim of [rows, C], matching src/backend/cpu/softmax_loss.c and
  * layernorm.c:
  *   SOFTMAX, LOG_SOFTMAX (max-shifted), their gradients,
  *   CROSS_ENTROPY (per-row logsumexp - x[label] in double, summed in row order by one
@@ -7,72 +6,147 @@
  *   LAYERNORM / _GRAD_X / _XHAT: the mean summed in double and split into hi + lo floats
  *   as the CPU does, so centring stays accurate when |mean| >> std.
  * A label outside [0, C) is reported through cuda_errors (the host names it at its next
- * synchronisation) and makes the loss NaN. */
+ * synchronisation) and makes the loss NaN.
+ *
+ * Threads per row follow the row's length (row_threads): short rows share a warp (2 to
+ * 32 lanes each, reduced with shuffles inside their lane group), rows up to 1024 take a
+ * warp, longer rows a whole block (256 or 1024 threads, reduced through shared memory).
+ * The choice depends on C only, so sums are combined in the same order on every run. */
 #include <math.h>
 
 #include "backend/cuda/k_common.cuh"
 
-#define ROWS_PER_BLOCK (CUK_THREADS / 32)
+/* the threads for one row of c elements: a power of two <= 32, or a block (256 / 1024) */
+static int row_threads(int64_t c) {
+    if (c > 1024) return c >= 16384 ? 1024 : 256;
+    int t = 1;
+    while (t < 32 && (int64_t)t * 4 < c) t <<= 1;
+    return t;
+}
 
-static unsigned row_blocks(int64_t rows) { return (unsigned)((rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK); }
+/* launch geometry for rows of c: blocks of CUK_THREADS holding CUK_THREADS / tpr rows, or
+ * one block of tpr threads per row */
+static void row_launch(int64_t rows, int64_t c, int *tpr, unsigned *blocks, unsigned *threads) {
+    *tpr = row_threads(c);
+    if (*tpr > 32) {
+        *blocks = (unsigned)rows;
+        *threads = (unsigned)*tpr;
+    } else {
+        int per = CUK_THREADS / *tpr;
+        *blocks = (unsigned)((rows + per - 1) / per);
+        *threads = CUK_THREADS;
+    }
+}
 
-__device__ __forceinline__ float row_max(const float *x, int64_t c, int lane) {
+/* This thread's row and lane. Threads past the last row keep going (their lane group's
+ * shuffles need every lane of the warp) with nothing to read (n = 0) or write (valid 0). */
+#define ROW_SETUP(rows, c)                                                                                  \
+    int64_t r = tpr > 32 ? (int64_t)blockIdx.x : (int64_t)blockIdx.x * (blockDim.x / tpr) + threadIdx.x / tpr; \
+    const int lane = tpr > 32 ? (int)threadIdx.x : (int)(threadIdx.x & (tpr - 1));                          \
+    const int valid = r < (rows);                                                                            \
+    if (!valid) r = 0;                                                                                       \
+    const int64_t n = valid ? (c) : 0;                                                                       \
+    __shared__ double sh_[32];
+
+/* Sums and max over a row's threads; every one of them gets the result. sh: 32 doubles of
+ * shared memory (block rows only). */
+__device__ __forceinline__ double row_sum_d(double v, int tpr, double *sh) {
+    if (tpr <= 32) {
+        for (int o = tpr >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        return v;
+    }
+    return block_sum_d(v, sh);
+}
+
+__device__ __forceinline__ float row_sum(float v, int tpr, double *sh) {
+    if (tpr <= 32) {
+        for (int o = tpr >> 1; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        return v;
+    }
+    float *shf = (float *)sh;
+    int w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    v = warp_sum(v);
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) shf[w] = v;
+    __syncthreads();
+    float t = 0.0f;
+    for (int k = 0; k < nw; k++) t += shf[k];
+    return t;
+}
+
+__device__ __forceinline__ float row_max_of(float v, int tpr, double *sh) {
+    if (tpr <= 32) {
+        for (int o = tpr >> 1; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+        return v;
+    }
+    float *shf = (float *)sh;
+    int w = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+    v = warp_max(v);
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) shf[w] = v;
+    __syncthreads();
+    float t = shf[0];
+    for (int k = 1; k < nw; k++) t = fmaxf(t, shf[k]);
+    return t;
+}
+
+/* all threads of the row see each other's global writes */
+__device__ __forceinline__ void row_sync(int tpr) {
+    if (tpr > 32) __syncthreads();
+    else __syncwarp();
+}
+
+__device__ __forceinline__ float row_max(const float *x, int64_t c, int lane, int tpr, double *sh) {
     float m = -INFINITY;
-    for (int64_t j = lane; j < c; j += 32) m = x[j] > m ? x[j] : m;
-    return warp_max(m);
+    for (int64_t j = lane; j < c; j += tpr) m = x[j] > m ? x[j] : m;
+    return row_max_of(m, tpr, sh);
 }
 
-__device__ __forceinline__ float row_sumexp(const float *x, int64_t c, float m, int lane) {
+__device__ __forceinline__ float row_sumexp(const float *x, int64_t c, float m, int lane, int tpr, double *sh) {
     float s = 0.0f;
-    for (int64_t j = lane; j < c; j += 32) s += expf(x[j] - m);
-    return warp_sum(s);
+    for (int64_t j = lane; j < c; j += tpr) s += expf(x[j] - m);
+    return row_sum(s, tpr, sh);
 }
 
-__global__ void k_softmax(int log, const float *x, float *out, int64_t rows, int64_t c) {
-    int64_t r = (int64_t)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32;
-    int lane = threadIdx.x & 31;
-    if (r >= rows) return;
+__global__ void k_softmax(int log, const float *x, float *out, int64_t rows, int64_t c, int tpr) {
+    ROW_SETUP(rows, c);
     const float *xr = x + r * c;
     float *o = out + r * c;
-    float m = row_max(xr, c, lane);
+    float m = row_max(xr, n, lane, tpr, sh_);
     if (m == -INFINITY) m = 0.0f; /* an all -inf row: NaN results, as in torch */
     if (!log) {
         float s = 0.0f;
-        for (int64_t j = lane; j < c; j += 32) {
+        for (int64_t j = lane; j < n; j += tpr) {
             float e = expf(xr[j] - m);
             o[j] = e;
             s += e;
         }
-        float inv = 1.0f / warp_sum(s);
-        for (int64_t j = lane; j < c; j += 32) o[j] *= inv;
+        float inv = 1.0f / row_sum(s, tpr, sh_);
+        for (int64_t j = lane; j < n; j += tpr) o[j] *= inv;
     } else {
-        float lse = m + logf(row_sumexp(xr, c, m, lane));
-        for (int64_t j = lane; j < c; j += 32) o[j] = xr[j] - lse;
+        float lse = m + logf(row_sumexp(xr, n, m, lane, tpr, sh_));
+        for (int64_t j = lane; j < n; j += tpr) o[j] = xr[j] - lse;
     }
 }
 
-__global__ void k_softmax_grad(int log, const float *dy, const float *y, float *out, int64_t rows, int64_t c) {
-    int64_t r = (int64_t)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32;
-    int lane = threadIdx.x & 31;
-    if (r >= rows) return;
+__global__ void k_softmax_grad(int log, const float *dy, const float *y, float *out, int64_t rows, int64_t c, int tpr) {
+    ROW_SETUP(rows, c);
     const float *d = dy + r * c, *yr = y + r * c;
     float *o = out + r * c;
     float s = 0.0f;
-    for (int64_t j = lane; j < c; j += 32) s += log ? d[j] : d[j] * yr[j];
-    s = warp_sum(s);
-    for (int64_t j = lane; j < c; j += 32) o[j] = log ? d[j] - expf(yr[j]) * s : yr[j] * (d[j] - s);
+    for (int64_t j = lane; j < n; j += tpr) s += log ? d[j] : d[j] * yr[j];
+    s = row_sum(s, tpr, sh_);
+    for (int64_t j = lane; j < n; j += tpr) o[j] = log ? d[j] - expf(yr[j]) * s : yr[j] * (d[j] - s);
 }
 
 __global__ void k_ce_rows(const float *x, const int32_t *labels, double *terms, int64_t rows, int64_t c,
-                          cuda_errors *e, int node) {
-    int64_t r = (int64_t)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32;
-    int lane = threadIdx.x & 31;
-    if (r >= rows) return;
+                          cuda_errors *e, int node, int tpr) {
+    ROW_SETUP(rows, c);
     const float *xr = x + r * c;
     int32_t lab = labels[r];
-    float m = row_max(xr, c, lane);
-    float lse = m + logf(row_sumexp(xr, c, m, lane));
-    if (lane == 0) {
+    float m = row_max(xr, n, lane, tpr, sh_);
+    float lse = m + logf(row_sumexp(xr, n, m, lane, tpr, sh_));
+    if (lane == 0 && valid) {
         if (lab < 0 || (int64_t)lab >= c) {
             dev_report(e, CUK_ERR_LABEL, node, r, lab, c);
             terms[r] = nan("");
@@ -91,19 +165,17 @@ __global__ void k_ce_final(const double *terms, int64_t rows, float *loss) {
 }
 
 __global__ void k_ce_grad(const float *dloss, const float *x, const int32_t *labels, float *out, int64_t rows,
-                          int64_t c, cuda_errors *e, int node) {
-    int64_t r = (int64_t)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32;
-    int lane = threadIdx.x & 31;
-    if (r >= rows) return;
+                          int64_t c, cuda_errors *e, int node, int tpr) {
+    ROW_SETUP(rows, c);
     const float *xr = x + r * c;
     float *o = out + r * c;
     float scale = *dloss / (float)rows;
-    float m = row_max(xr, c, lane);
-    float k = scale / row_sumexp(xr, c, m, lane);
-    for (int64_t j = lane; j < c; j += 32) o[j] = expf(xr[j] - m) * k;
-    __syncwarp();
+    float m = row_max(xr, n, lane, tpr, sh_);
+    float k = scale / row_sumexp(xr, n, m, lane, tpr, sh_);
+    for (int64_t j = lane; j < n; j += tpr) o[j] = expf(xr[j] - m) * k;
+    row_sync(tpr);
     int32_t lab = labels[r];
-    if (lane == 0) {
+    if (lane == 0 && valid) {
         if (lab < 0 || (int64_t)lab >= c) dev_report(e, CUK_ERR_LABEL, node, r, lab, c);
         else o[lab] -= scale;
     }
@@ -112,57 +184,64 @@ __global__ void k_ce_grad(const float *dloss, const float *x, const int32_t *lab
 /* ---------------------------------------------------------------- layernorm */
 
 __global__ void k_layernorm(int op, const float *x, const float *dy, const float *gamma, const float *beta,
-                            float *out, int64_t rows, int64_t n, float eps) {
-    int64_t r = (int64_t)blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32;
-    int lane = threadIdx.x & 31;
-    if (r >= rows) return;
-    const float *xr = x + r * n;
-    float *o = out + r * n;
+                            float *out, int64_t rows, int64_t c, float eps, int tpr) {
+    ROW_SETUP(rows, c);
+    const float *xr = x + r * c;
+    float *o = out + r * c;
     double s = 0.0;
-    for (int64_t j = lane; j < n; j += 32) s += xr[j];
-    double mu = warp_sum_d(s) / (double)n;
+    for (int64_t j = lane; j < n; j += tpr) s += xr[j];
+    double mu = row_sum_d(s, tpr, sh_) / (double)c;
     float hi = (float)mu, lo = (float)(mu - (double)hi), q = 0.0f;
-    for (int64_t j = lane; j < n; j += 32) {
+    for (int64_t j = lane; j < n; j += tpr) {
         float d = (xr[j] - hi) - lo;
         q += d * d;
     }
-    float rs = 1.0f / sqrtf(warp_sum(q) / (float)n + eps);
+    float rs = 1.0f / sqrtf(row_sum(q, tpr, sh_) / (float)c + eps);
     if (op == BRISK_OP_LAYERNORM) {
-        for (int64_t j = lane; j < n; j += 32) o[j] = ((xr[j] - hi) - lo) * rs * gamma[j] + beta[j];
+        for (int64_t j = lane; j < n; j += tpr) o[j] = ((xr[j] - hi) - lo) * rs * gamma[j] + beta[j];
     } else if (op == BRISK_OP_LAYERNORM_XHAT) {
-        for (int64_t j = lane; j < n; j += 32) o[j] = ((xr[j] - hi) - lo) * rs;
+        for (int64_t j = lane; j < n; j += tpr) o[j] = ((xr[j] - hi) - lo) * rs;
     } else {
-        const float *d = dy + r * n;
+        const float *d = dy + r * c;
         float sg = 0.0f, sgx = 0.0f;
-        for (int64_t j = lane; j < n; j += 32) {
+        for (int64_t j = lane; j < n; j += tpr) {
             float gj = d[j] * gamma[j];
             sg += gj;
             sgx += gj * ((xr[j] - hi) - lo) * rs;
         }
-        float mg = warp_sum(sg) / (float)n, mgx = warp_sum(sgx) / (float)n;
-        for (int64_t j = lane; j < n; j += 32) o[j] = rs * (d[j] * gamma[j] - mg - ((xr[j] - hi) - lo) * rs * mgx);
+        float mg = row_sum(sg, tpr, sh_) / (float)c, mgx = row_sum(sgx, tpr, sh_) / (float)c;
+        for (int64_t j = lane; j < n; j += tpr) o[j] = rs * (d[j] * gamma[j] - mg - ((xr[j] - hi) - lo) * rs * mgx);
     }
 }
 
 extern "C" {
 
+#define ROWS_LAUNCH(rows, c) \
+    int tpr;                 \
+    unsigned blocks, threads; \
+    row_launch((rows), (c), &tpr, &blocks, &threads)
+
 cudaError_t cuk_softmax(int log, const float *x, float *out, int64_t rows, int64_t c, cudaStream_t s) {
     if (rows <= 0 || c <= 0) return cudaSuccess;
-    k_softmax<<<row_blocks(rows), CUK_THREADS, 0, s>>>(log, x, out, rows, c);
+    ROWS_LAUNCH(rows, c);
+    k_softmax<<<blocks, threads, 0, s>>>(log, x, out, rows, c, tpr);
     return cudaGetLastError();
 }
 
 cudaError_t cuk_softmax_grad(int log, const float *dy, const float *y, float *out, int64_t rows, int64_t c,
                              cudaStream_t s) {
     if (rows <= 0 || c <= 0) return cudaSuccess;
-    k_softmax_grad<<<row_blocks(rows), CUK_THREADS, 0, s>>>(log, dy, y, out, rows, c);
+    ROWS_LAUNCH(rows, c);
+    k_softmax_grad<<<blocks, threads, 0, s>>>(log, dy, y, out, rows, c, tpr);
     return cudaGetLastError();
 }
 
 cudaError_t cuk_cross_entropy(const float *x, const int32_t *labels, float *loss, int64_t rows, int64_t c,
                               void *scratch, cuda_errors *e, int node, cudaStream_t s) {
-    if (rows > 0 && c > 0)
-        k_ce_rows<<<row_blocks(rows), CUK_THREADS, 0, s>>>(x, labels, (double *)scratch, rows, c, e, node);
+    if (rows > 0 && c > 0) {
+        ROWS_LAUNCH(rows, c);
+        k_ce_rows<<<blocks, threads, 0, s>>>(x, labels, (double *)scratch, rows, c, e, node, tpr);
+    }
     k_ce_final<<<1, 1024, 0, s>>>((const double *)scratch, c > 0 ? rows : 0, loss);
     return cudaGetLastError();
 }
@@ -170,14 +249,16 @@ cudaError_t cuk_cross_entropy(const float *x, const int32_t *labels, float *loss
 cudaError_t cuk_cross_entropy_grad(const float *dloss, const float *x, const int32_t *labels, float *out,
                                    int64_t rows, int64_t c, cuda_errors *e, int node, cudaStream_t s) {
     if (rows <= 0 || c <= 0) return cudaSuccess;
-    k_ce_grad<<<row_blocks(rows), CUK_THREADS, 0, s>>>(dloss, x, labels, out, rows, c, e, node);
+    ROWS_LAUNCH(rows, c);
+    k_ce_grad<<<blocks, threads, 0, s>>>(dloss, x, labels, out, rows, c, e, node, tpr);
     return cudaGetLastError();
 }
 
 cudaError_t cuk_layernorm(int op, const float *x, const float *dy, const float *gamma, const float *beta,
                           float *out, int64_t rows, int64_t n, float eps, cudaStream_t s) {
     if (rows <= 0 || n <= 0) return cudaSuccess;
-    k_layernorm<<<row_blocks(rows), CUK_THREADS, 0, s>>>(op, x, dy, gamma, beta, out, rows, n, eps);
+    ROWS_LAUNCH(rows, n);
+    k_layernorm<<<blocks, threads, 0, s>>>(op, x, dy, gamma, beta, out, rows, n, eps, tpr);
     return cudaGetLastError();
 }
 

@@ -53,7 +53,9 @@ typedef struct cuda_optim_state {
     int growth;             /* clean steps since the scale last changed */
     int scaler;             /* 1: dynamic loss scaling */
     int growth_interval;
-    long long skipped;      /* steps skipped so far */
+    long long skipped;      /* steps the scaler skipped so far (not counted in AdamW's t) */
+    long long nonfinite_skipped; /* steps skipped for inf/NaN gradients without a scaler
+                                    (skip_nonfinite; counted in t, as the CPU trainer does) */
 } cuda_optim_state;
 
 /* A broadcast/strided view: nd dims d[], per operand element strides (0 on broadcast dims). */
@@ -103,7 +105,7 @@ cudaError_t cuk_reduce(const float *x, float *out, int nd, const int64_t *d, con
 cudaError_t cuk_sum_global(int kind, const float *x, const float *y, int64_t n, double scale, double *out_d,
                            float *out_f, void *scratch, cudaStream_t s);
 
-/* ---- k_rows.cu: row-wise ops over [rows, C], one warp per row */
+/* ---- k_rows.cu: row-wise ops over [rows, C]: lanes of a warp per short row, a warp, or a block per long row */
 cudaError_t cuk_softmax(int log, const float *x, float *out, int64_t rows, int64_t c, cudaStream_t s);
 cudaError_t cuk_softmax_grad(int log, const float *dy, const float *y, float *out, int64_t rows, int64_t c,
                              cudaStream_t s);
@@ -124,7 +126,8 @@ cudaError_t cuk_cast(const void *x, int from, void *out, int to, int64_t n, cuda
 /* out[i] = table[idx[i]] rows of row_bytes; bad index: error, row zeroed. */
 cudaError_t cuk_gather(const void *table, const int32_t *idx, void *out, int64_t nidx, int64_t v,
                        size_t row_bytes, cuda_errors *e, int node, cudaStream_t s);
-/* out [v, d] = 0, then out[idx[i]] += dy[i] in order of i (one thread per column). */
+/* out [v, d] = 0, then out[idx[i]] += dy[i] in order of i (blocks over column tiles and
+ * ranges of output rows). */
 cudaError_t cuk_scatter_add(const float *dy, const int32_t *idx, float *out, int64_t nidx, int64_t v, int64_t d,
                             cuda_errors *e, int node, cudaStream_t s);
 /* t: f32 or i32 (t_i32); freq: half floats (computed on the host as the CPU does). */
@@ -147,8 +150,9 @@ typedef struct cuda_optim_consts {
     int nesterov;
     float grad_scale, clip_norm;
     int use_sumsq;          /* st->sumsq holds this step's sum of g^2 */
+    int skip_nonfinite;     /* without a scaler too: a non-finite sum skips the step */
 } cuda_optim_consts;
-/* One thread: decides skip (scaler on and sumsq not finite), sets this step's gradient
+/* One thread: decides skip (sumsq not finite, with the scaler on or skip_nonfinite), sets this step's gradient
  * multiplier and AdamW constants from values (lr, t), updates the scaler and writes the
  * new scale to *seed (the loss-gradient seed) when seed != NULL. */
 cudaError_t cuk_optim_finalize(cuda_optim_consts c, const cuda_values *v, cuda_optim_state *st, float *seed,

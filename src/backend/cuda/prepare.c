@@ -13,8 +13,11 @@
  *   only when no other buffer sharing those bytes is live in between (checked here on the
  *   planned offsets; eval and predict run subsequences of the training schedule, so what
  *   holds for it holds for them). The fused-away nodes then return at once from run_node.
- *   When cuBLASLt has no algorithm for an epilogue, the same work runs decomposed at the
- *   same place (GEMM, then bias/activation kernels), writing the same buffers.
+ *   When cuBLASLt has no algorithm for an epilogue (or BRISK_CUDA_REFUSE_EPILOGUES refuses
+ *   it, to test this path), the same work runs decomposed at the same place (GEMM into the
+ *   matmul's own buffer, then bias/activation kernels), writing the same buffers. That path
+ *   writes and reads the matmul's buffer, which the fused GEMM does not touch, so a later
+ *   node's buffer may share bytes with it only exactly (an elementwise kernel in place).
  *
  * Precision. In bf16/fp16 every GEMM operand is read as a 16-bit copy made once per step:
  * weights from a copy of the whole parameter arena that the fused optimizer rewrites with
@@ -35,7 +38,7 @@
 typedef struct cuda_fusion {
     cuda_epilogue epi;
     int matmul, bias_node, act_node, grad_node, sum_node;
-    int failed;        /* cuBLASLt has no algorithm: run decomposed */
+    int failed;        /* cuBLASLt has no algorithm (or refused by option): run decomposed */
 } cuda_fusion;
 
 struct cuda_prep {
@@ -122,17 +125,22 @@ static int life_build(const brisk_exec *ex, life *l) {
 
 /* Writing node y's buffer at step s (before its own step) is safe when no other arena
  * buffer overlapping it is live at any step in [s, pos(y)). `gone` is the fused matmul,
- * whose own buffer the fused GEMM neither writes nor anyone reads. */
-static int early_write_ok(const brisk_exec *ex, const life *l, int y, int s, int gone) {
+ * whose own buffer the fused GEMM neither writes nor anyone reads; but the decomposed
+ * fallback writes it and then computes y from it elementwise (from_gone), so then y may
+ * share its bytes only exactly (in place), never shifted. */
+static int early_write_ok(const brisk_exec *ex, const life *l, int y, int s, int gone, int from_gone) {
     const brisk_graph *g = ex->g;
     const brisk_node *ny = &g->nodes[y];
     if (ny->storage != BRISK_STORE_ARENA || l->pos[y] < 0 || ny->offset == SIZE_MAX) return 0;
     size_t lo = ny->offset, hi = ny->offset + ny->bytes;
     for (int t = 0; t < g->n_nodes; t++) {
         const brisk_node *nt = &g->nodes[t];
-        if (t == y || t == gone || nt->storage != BRISK_STORE_ARENA || nt->offset == SIZE_MAX || l->pos[t] < 0)
-            continue;
+        if (t == y || nt->storage != BRISK_STORE_ARENA || nt->offset == SIZE_MAX || l->pos[t] < 0) continue;
         if (nt->offset >= hi || nt->offset + nt->bytes <= lo) continue;
+        if (t == gone) {
+            if (from_gone && (nt->offset != lo || nt->bytes != ny->bytes)) return 0;
+            continue;
+        }
         if (l->last[t] >= s && l->pos[t] < l->pos[y]) return 0;
     }
     return 1;
@@ -157,6 +165,9 @@ static int gemm_2d(const brisk_graph *g, int m, int64_t *n_out) {
     *n_out = a.N;
     return 1;
 }
+
+/* cuda_epilogue -> BRISK_CUDA_EPI_* bit */
+static unsigned epi_bit(cuda_epilogue e) { return e == EPI_NONE ? 0u : 1u << (e - 1); }
 
 static int add_fusion(cuda_prep *p, cuda_fusion f) {
     cuda_fusion *grown = realloc(p->fusions, (size_t)(p->n_fusions + 1) * sizeof *grown);
@@ -200,16 +211,16 @@ static int plan_forward(const brisk_exec *ex, const life *l, cuda_prep *p, int m
                 grads_match &= nt->attr.kind == (int)na->op &&
                                (na->op == BRISK_OP_RELU || nt->attr.i1 == BRISK_GELU_TANH) && nt->in[2] == act;
         }
-        if (grads_match && na->op == BRISK_OP_RELU && early_write_ok(ex, l, act, s, m)) {
+        if (grads_match && na->op == BRISK_OP_RELU && early_write_ok(ex, l, act, s, m, 1)) {
             f.epi = EPI_RELU_BIAS;
             f.act_node = act;
-        } else if (grads_match && na->op == BRISK_OP_GELU && N % 8 == 0 && early_write_ok(ex, l, act, s, m) &&
-                   early_write_ok(ex, l, b, s, m)) {
+        } else if (grads_match && na->op == BRISK_OP_GELU && N % 8 == 0 && early_write_ok(ex, l, act, s, m, 0) &&
+                   early_write_ok(ex, l, b, s, m, 1)) {
             f.epi = EPI_GELU_AUX_BIAS;
             f.act_node = act;
         }
     }
-    if (f.epi == EPI_BIAS && !early_write_ok(ex, l, b, s, m)) return 0;
+    if (f.epi == EPI_BIAS && !early_write_ok(ex, l, b, s, m, 1)) return 0;
     if (add_fusion(p, f)) return -1;
     p->skip[b] = 1;
     if (f.act_node >= 0) p->skip[f.act_node] = 1;
@@ -235,7 +246,7 @@ static int plan_backward(const brisk_exec *ex, const life *l, cuda_prep *p, int 
     }
     int s = l->pos[h];
     if (l->pos[base_of(g, nq->in[1])] >= s || l->pos[base_of(g, nq->in[2])] >= s) return 0;
-    if (sum < 0 || !early_write_ok(ex, l, q, s, h) || !early_write_ok(ex, l, sum, s, h)) return 0;
+    if (sum < 0 || !early_write_ok(ex, l, q, s, h, 1) || !early_write_ok(ex, l, sum, s, h, 0)) return 0;
     cuda_fusion f = {.epi = EPI_DGELU_BGRAD, .matmul = h, .bias_node = -1, .act_node = -1, .grad_node = q,
                      .sum_node = sum};
     if (add_fusion(p, f)) return -1;
@@ -283,6 +294,7 @@ static brisk_status plan_lp(cuda_backend *cb, const brisk_exec *ex, cuda_prep *p
 void cuda_forget(brisk_backend *be, const brisk_exec *ex) {
     cuda_backend *cb = be->impl;
     if (!cb->prep || cb->prep->ex != ex) return;
+    cuda_use_device(cb);
     cudaStreamSynchronize(cb->compute);
     cuda_programs_clear(cb); /* captured programs point into this executor's buffers */
     cuda_rnn_forget(cb);
@@ -311,6 +323,7 @@ static size_t scratch_need(const brisk_graph *g, const brisk_plan *pl) {
 
 brisk_status cuda_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     if (cb->prep) cuda_forget(be, cb->prep->ex);
     const brisk_graph *g = ex->g;
     cuda_prep *p = calloc(1, sizeof *p);
@@ -340,6 +353,12 @@ brisk_status cuda_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *
             if (g->nodes[id].op == BRISK_OP_ACT_GRAD && !p->skip[id] && plan_backward(ex, &l, p, id)) goto nomem;
         }
     }
+    int refused = 0;
+    for (int i = 0; i < p->n_fusions; i++)
+        if (cb->opt.refuse_epilogues & epi_bit(p->fusions[i].epi)) p->fusions[i].failed = 1, refused++;
+    if (refused)
+        brisk_log(&cb->opt.log, BRISK_LOG_INFO, "cuda: %d of %d planned epilogue fusions run decomposed (GEMM, then "
+                  "kernels): refused by %s", refused, p->n_fusions, BRISK_CUDA_REFUSE_ENV);
     if (p->in_type && (st = plan_lp(cb, ex, p, err))) goto fail;
     if ((st = cuda_rnn_prepare(cb, g, err))) goto fail;
     void *scratch;
@@ -370,7 +389,13 @@ int cuda_prep_skips(const cuda_backend *cb, const brisk_graph *g, int id) {
     return p && p->skip[id];
 }
 
-int cuda_prep_fusions(const cuda_backend *cb) { return cb->prep ? cb->prep->n_fusions : 0; }
+void cuda_prep_fusions(const cuda_backend *cb, int *active, int *decomposed) {
+    *active = *decomposed = 0;
+    for (int i = 0; cb->prep && i < cb->prep->n_fusions; i++) {
+        if (cb->prep->fusions[i].failed) ++*decomposed;
+        else ++*active;
+    }
+}
 
 float *cuda_prep_seed(const cuda_backend *cb) { return cb->prep ? cb->prep->seed : NULL; }
 
@@ -391,6 +416,10 @@ static brisk_status refresh_params(cuda_backend *cb, cuda_prep *p, brisk_error *
        "casting the parameters to 16 bits");
     p->params_stale = 0;
     return BRISK_OK;
+}
+
+brisk_status cuda_prep_refresh_params(cuda_backend *cb, brisk_error *err) {
+    return cb->prep && cb->prep->params_lp ? refresh_params(cb, cb->prep, err) : BRISK_OK;
 }
 
 brisk_status cuda_prep_operand(cuda_backend *cb, const brisk_graph *g, int id, int i, const void *f32,
@@ -463,9 +492,10 @@ brisk_status cuda_prep_fused(cuda_backend *cb, const brisk_graph *g, int id, con
         }
         st = cuda_gemm(cb, &a, err);
         if (st == BRISK_ERR_UNSUPPORTED) {
-            f->failed = 1;
-            brisk_log(&cb->opt.log, BRISK_LOG_DEBUG, "cuda: no cuBLASLt algorithm for the epilogue of %s; decomposed",
-                      what);
+            f->failed = 1; /* so this is said once per fusion */
+            brisk_log(&cb->opt.log, BRISK_LOG_INFO, "cuda: cuBLASLt has no algorithm for the epilogue of %s "
+                      "([%lld, %lld] x [%lld, %lld]); it runs decomposed (GEMM, then kernels)", what, (long long)a.M,
+                      (long long)a.K, (long long)a.K, (long long)a.N);
         } else if (st) {
             return st;
         }

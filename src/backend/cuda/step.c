@@ -24,6 +24,7 @@
  * the fused update: three launches, no host synchronisation, all capturable. */
 #include "backend/cuda/cuda_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +81,7 @@ brisk_status cuda_begin_work(cuda_backend *cb, const brisk_step_state *st, brisk
 static brisk_status cu_set_values(brisk_backend *be, const brisk_step_state *st, const brisk_optim_args *args,
                                   brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     brisk_status s = cuda_write_values(cb, st, args, err);
     return s ? s : commit_wait(cb, err);
 }
@@ -88,6 +90,7 @@ static brisk_status cu_set_values(brisk_backend *be, const brisk_step_state *st,
 
 static brisk_status cu_capture_begin(brisk_backend *be, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     if (cb->capturing) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: capture_begin while capturing");
     brisk_status s = commit_wait(cb, err);
     if (s) return s;
@@ -111,20 +114,25 @@ static brisk_status cu_capture_begin(brisk_backend *be, brisk_error *err) {
 
 static brisk_status cu_capture_end(brisk_backend *be, int *program, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     *program = -1;
     if (!cb->capturing) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: capture_end without capture_begin");
     int staging = cb->capture_staging;
     cudaGraph_t graph = NULL;
     cudaError_t e = cudaStreamEndCapture(cb->compute, &graph);
     cb->capturing = cb->capture_staging = 0;
-    if (e != cudaSuccess) {
+    if (e != cudaSuccess) { /* the partial graph goes; the caller runs the step eagerly */
         if (graph) cudaGraphDestroy(graph);
+        cudaGetLastError();
         return cuda_fail(err, e, "cudaStreamEndCapture", "finishing the CUDA graph capture");
     }
     cudaGraphExec_t exec = NULL;
     e = cudaGraphInstantiate(&exec, graph, 0);
     cudaGraphDestroy(graph);
-    if (e != cudaSuccess) return cuda_fail(err, e, "cudaGraphInstantiate", "instantiating the captured step");
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return cuda_fail(err, e, "cudaGraphInstantiate", "instantiating the captured step");
+    }
     if (cb->n_programs == cb->cap_programs) {
         int cap = cb->cap_programs ? 2 * cb->cap_programs : 4;
         cuda_program *grown = realloc(cb->programs, (size_t)cap * sizeof *grown);
@@ -142,11 +150,12 @@ static brisk_status cu_capture_end(brisk_backend *be, int *program, brisk_error 
 
 static brisk_status cu_replay(brisk_backend *be, int program, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     if (program < 0 || program >= cb->n_programs)
         return brisk_errorf(err, BRISK_ERR_INVALID, "cuda: program %d does not exist", program);
     const cuda_program *p = &cb->programs[program];
     brisk_status s = p->staging ? commit_wait(cb, err) : BRISK_OK;
-    if (s) return s;
+    if (s || (s = cuda_prep_refresh_params(cb, err))) return s; /* parameters uploaded since capture */
     CU(cudaGraphLaunch((cudaGraphExec_t)p->exec, cb->compute), "replaying the captured step");
     if (p->staging) {
         CU(cudaEventRecord(cb->consumed[cb->parity], cb->compute), "staging event");
@@ -159,6 +168,7 @@ static brisk_status cu_replay(brisk_backend *be, int program, brisk_error *err) 
 
 static brisk_status cu_upload_input(brisk_backend *be, void *dst, const void *src, size_t bytes, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     char *d = dst;
     if (!cb->inputs || d < cb->inputs || d + bytes > cb->inputs + cb->input_bytes)
         return be->upload(be, dst, src, bytes, err); /* not the prepared input area: a plain copy */
@@ -194,12 +204,14 @@ static brisk_status cu_upload_input(brisk_backend *be, void *dst, const void *sr
 
 static brisk_status cu_loss_log(brisk_backend *be, const float *loss, float weight, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     CU(cuk_loss_log(loss, cb->loss_ring, CUDA_LOSS_LOG, weight, cb->vals, cb->compute), "logging the loss");
     return BRISK_OK;
 }
 
 static brisk_status cu_loss_read(brisk_backend *be, uint32_t first, int n, float *host, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     if (n < 0 || n > CUDA_LOSS_LOG)
         return brisk_errorf(err, BRISK_ERR_INVALID, "cuda: %d losses asked for, the log holds %d", n, CUDA_LOSS_LOG);
     uint32_t at = first % CUDA_LOSS_LOG;
@@ -232,8 +244,43 @@ brisk_status cuda_scaler_init(cuda_backend *cb, int on, brisk_error *err) {
     return BRISK_OK;
 }
 
+static brisk_status cu_scaler_get(brisk_backend *be, brisk_scaler_state *out, brisk_error *err) {
+    cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
+    memset(out, 0, sizeof *out);
+    if (cb->capturing) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: scaler_get while capturing a CUDA graph");
+    cuda_optim_state s;
+    CU(cudaMemcpyAsync(&s, cb->ostate, sizeof s, cudaMemcpyDeviceToHost, cb->compute), "reading the loss scaler");
+    CU(cudaStreamSynchronize(cb->compute), "reading the loss scaler");
+    *out = (brisk_scaler_state){.active = s.scaler, .scale = s.scale, .growth = s.growth, .skipped = s.skipped};
+    return BRISK_OK;
+}
+
+/* A checkpoint's scale, growth count and skips, into the device state and the loss seed. */
+static brisk_status cu_scaler_set(brisk_backend *be, const brisk_scaler_state *in, brisk_error *err) {
+    cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
+    if (cb->capturing) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: scaler_set while capturing a CUDA graph");
+    if (!(in->scale > 0.0f) || !isfinite(in->scale) || in->growth < 0 || in->skipped < 0)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "cuda: loss scaler state scale %g, growth %lld, skipped %lld is "
+                            "not valid", (double)in->scale, (long long)in->growth, (long long)in->skipped);
+    cuda_optim_state s;
+    CU(cudaMemcpyAsync(&s, cb->ostate, sizeof s, cudaMemcpyDeviceToHost, cb->compute), "reading the loss scaler");
+    CU(cudaStreamSynchronize(cb->compute), "reading the loss scaler");
+    if (!s.scaler || !in->active) return BRISK_OK;
+    s.scale = in->scale;
+    s.growth = (int)(in->growth < s.growth_interval ? in->growth : s.growth_interval - 1);
+    s.skipped = in->skipped;
+    CU(cudaMemcpyAsync(cb->ostate, &s, sizeof s, cudaMemcpyHostToDevice, cb->compute), "restoring the loss scaler");
+    CU(cudaStreamSynchronize(cb->compute), "restoring the loss scaler");
+    float *seed = cuda_prep_seed(cb);
+    if (seed) CU(cuk_fill(seed, s.scale, 1, cb->compute), "restoring the loss scale");
+    return BRISK_OK;
+}
+
 brisk_status cuda_grad_sumsq(brisk_backend *be, const float *g, int64_t n, float *sumsq_out, brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     void *scratch;
     brisk_status s = cuda_scratch(cb, cuk_reduce_scratch_bytes(1, n), &scratch, err);
     if (s) return s;
@@ -246,6 +293,7 @@ brisk_status cuda_optim_update(brisk_backend *be, float *p, const float *g, floa
                                const brisk_optim_args *a, const float *sumsq, const uint8_t *decay_mask,
                                brisk_error *err) {
     cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
     (void)sumsq; /* the device keeps its own (double) copy in the optimizer state */
     if (!a) return brisk_errorf(err, BRISK_ERR_INVALID, "optim_update: no arguments");
     if (a->kind != BRISK_OPTIM_ADAMW && a->kind != BRISK_OPTIM_SGD)
@@ -263,7 +311,8 @@ brisk_status cuda_optim_update(brisk_backend *be, float *p, const float *g, floa
     cuda_optim_consts c = {.adamw = a->kind == BRISK_OPTIM_ADAMW, .beta1 = a->beta1, .beta2 = a->beta2,
                            .eps = a->eps, .weight_decay = a->weight_decay, .momentum = a->momentum,
                            .nesterov = a->nesterov, .grad_scale = a->grad_scale, .clip_norm = a->clip_norm,
-                           .use_sumsq = a->clip_norm > 0.0f || scaler};
+                           .use_sumsq = a->clip_norm > 0.0f || scaler || a->skip_nonfinite,
+                           .skip_nonfinite = a->skip_nonfinite};
     if (c.use_sumsq && !cb->sumsq_fresh && (s = cuda_grad_sumsq(be, g, n, NULL, err))) return s;
     cb->sumsq_fresh = 0;
     CU(cuk_optim_finalize(c, cb->vals, cb->ostate, scaler ? seed : NULL, cb->compute), "optimizer step constants");
@@ -315,4 +364,6 @@ void cuda_step_install(brisk_backend *be) {
     be->loss_log = cu_loss_log;
     be->loss_read = cu_loss_read;
     be->loss_log_size = CUDA_LOSS_LOG;
+    be->scaler_get = cu_scaler_get;
+    be->scaler_set = cu_scaler_set;
 }

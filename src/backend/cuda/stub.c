@@ -9,18 +9,6 @@
 
 #define CPU_ONLY "this is a CPU-only build (nvcc was not found, or -DBRISK_CUDA=OFF)"
 
-const char *brisk_gemm_precision_name(brisk_gemm_precision p) {
-    static const char *names[] = {"fp32", "tf32", "bf16", "fp16"};
-    return (unsigned)p < 4 ? names[p] : "?";
-}
-
-void brisk_cuda_options_default(brisk_cuda_options *o) {
-    memset(o, 0, sizeof *o);
-    o->precision = BRISK_GEMM_TF32;
-    o->autotune = 1;
-    o->fuse = 1;
-}
-
 brisk_status brisk_backend_cuda_create(const brisk_cuda_options *o, brisk_backend **out, brisk_error *err) {
     (void)o;
     *out = NULL;
@@ -52,4 +40,10 @@ brisk_status brisk_cuda_measure(int device, brisk_cuda_rates *out, brisk_error *
     (void)device;
     memset(out, 0, sizeof *out);
     return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "no CUDA backend: %s", CPU_ONLY);
+}
+
+int brisk_cuda_op_supported(const brisk_node *node, char *why, size_t why_size) {
+    (void)node;
+    if (why && why_size) snprintf(why, why_size, "built without CUDA");
+    return 0;
 }

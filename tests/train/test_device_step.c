@@ -1,0 +1,185 @@
+/* The trainer's device-step paths without a GPU: the CPU backend dressed as a device
+ * backend (loss log, capture, replay hooks).
+ * - A step that cannot be recorded as a program (a CUDA graph whose capture fails) makes
+ *   the run go on eagerly, saying why, with the same losses. During a capture nothing may
+ *   run (a real capture only records), so the fake runs nothing then, and a
+ *   double-applied step would show in the losses.
+ * - A non-finite loss read back from the device log: under train.skip_nan_steps the
+ *   device skipped that update itself (skip_nonfinite reaches the optimizer), and the host
+ *   counts it against the allowance naming its step; without it the run stops there. */
+#include <unistd.h>
+
+#include "brisk/brisk.h"
+#include "test.h"
+#include "train/trainer_internal.h"
+
+#define RING 64
+
+static struct {
+    brisk_status (*run_node)(brisk_backend *, const brisk_graph *, int, const void *const *, void *,
+                             const brisk_step_state *, brisk_error *);
+    brisk_status (*optim_update)(brisk_backend *, float *, const float *, float *, float *, int64_t,
+                                 const brisk_optim_args *, const float *, const uint8_t *, brisk_error *);
+    brisk_step_state last;
+    float ring[RING];
+    int nan_slot;        /* loss_log writes NaN for this step (-1: none) */
+    int skip_nonfinite;  /* what the optimizer was asked */
+    int capturing, begun, ended, replays, ran_while_capturing;
+} fk;
+
+static brisk_status f_run_node(brisk_backend *be, const brisk_graph *g, int id, const void *const *in, void *out,
+                               const brisk_step_state *st, brisk_error *err) {
+    if (st) fk.last = *st;
+    if (fk.capturing) return BRISK_OK; /* recorded, not run */
+    return fk.run_node(be, g, id, in, out, st, err);
+}
+static brisk_status f_update(brisk_backend *be, float *p, const float *g, float *m, float *v, int64_t n,
+                             const brisk_optim_args *a, const float *sumsq, const uint8_t *mask, brisk_error *err) {
+    if (fk.capturing) return BRISK_OK;
+    fk.skip_nonfinite = a->skip_nonfinite;
+    return fk.optim_update(be, p, g, m, v, n, a, sumsq, mask, err);
+}
+static brisk_status f_set_values(brisk_backend *be, const brisk_step_state *st, const brisk_optim_args *a,
+                                 brisk_error *err) {
+    (void)be, (void)st, (void)a, (void)err;
+    return BRISK_OK;
+}
+static brisk_status f_begin(brisk_backend *be, brisk_error *err) {
+    (void)be, (void)err;
+    fk.capturing = 1;
+    fk.begun++;
+    return BRISK_OK;
+}
+static brisk_status f_end(brisk_backend *be, int *program, brisk_error *err) {
+    (void)be;
+    fk.capturing = 0;
+    fk.ended++;
+    *program = -1;
+    return brisk_errorf(err, BRISK_ERR_INTERNAL, "fake: operation not permitted when stream is capturing");
+}
+static brisk_status f_replay(brisk_backend *be, int program, brisk_error *err) {
+    (void)be, (void)program;
+    fk.replays++;
+    return brisk_errorf(err, BRISK_ERR_INTERNAL, "fake: no program to replay");
+}
+static brisk_status f_loss_log(brisk_backend *be, const float *loss, float w, brisk_error *err) {
+    (void)be, (void)err;
+    if (fk.capturing) return BRISK_OK;
+    float *slot = &fk.ring[fk.last.loss_slot % RING];
+    *slot = (fk.last.first_micro ? 0.0f : *slot) + w * *loss;
+    if ((int)fk.last.loss_slot == fk.nan_slot) *slot = NAN;
+    return BRISK_OK;
+}
+static brisk_status f_loss_read(brisk_backend *be, uint32_t first, int n, float *host, brisk_error *err) {
+    (void)be, (void)err;
+    for (int i = 0; i < n; i++) host[i] = fk.ring[(first + (uint32_t)i) % RING];
+    return BRISK_OK;
+}
+
+typedef struct { char text[16384]; } log_buf;
+static void log_to(void *user, brisk_log_level level, const char *msg) {
+    log_buf *b = user;
+    size_t k = strlen(b->text);
+    snprintf(b->text + k, sizeof b->text - k, "[%d] %s\n", (int)level, msg);
+}
+
+static brisk_status train_with(const char *out, int fake, int accumulate, int skip_nan, int nan_slot, float *losses,
+                               int64_t steps, log_buf *lb, int64_t *nan_skipped, brisk_error *err) {
+    static char dir[256];
+    T_MAKE_DIR(dir, "device_step");
+    char data[300], json[1024];
+    snprintf(data, sizeof data, "%s/tab.npz", dir);
+    if (access(data, F_OK) != 0 && brisk_synth_write("tabular", data, 512, 0, err)) return BRISK_ERR_IO;
+    snprintf(json, sizeof json,
+             "{\"model\": {\"type\": \"mlp\", \"inputs\": 64, \"hidden\": [32], \"outputs\": 3, \"dropout\": 0.1}, "
+             "\"data\": {\"train\": \"%s\"}, \"train\": {\"batch_size\": 32, \"epochs\": 20, \"seed\": 5, "
+             "\"accumulate\": %d, \"skip_nan_steps\": %d, \"out_dir\": \"%s/%s\"}, \"speed\": {\"device\": \"cpu\", "
+             "\"cuda_graph\": true, \"prefetch\": 0}}", data, accumulate, skip_nan, dir, out);
+    brisk_config cfg;
+    brisk_status st = brisk_config_parse(json, "<test>", NULL, 0, &cfg, err);
+    if (st) return st;
+    brisk_trainer *t = NULL;
+    brisk_logger log = {log_to, lb, BRISK_LOG_INFO};
+    st = brisk_trainer_create(&cfg, &log, &t, err);
+    brisk_config_free(&cfg);
+    if (st) return st;
+    if (fake) {
+        memset(&fk, 0, sizeof fk);
+        fk.nan_slot = nan_slot;
+        brisk_backend *be = t->be;
+        fk.run_node = be->run_node;
+        fk.optim_update = be->optim_update;
+        be->run_node = f_run_node;
+        be->optim_update = f_update;
+        be->set_values = f_set_values;
+        be->capture_begin = f_begin;
+        be->capture_end = f_end;
+        be->replay = f_replay;
+        be->loss_log = f_loss_log;
+        be->loss_read = f_loss_read;
+        be->loss_log_size = RING;
+    }
+    brisk_run_summary sum;
+    st = brisk_trainer_run_steps(t, steps, &sum, err);
+    int64_t n = 0;
+    const float *l = brisk_trainer_losses(t, &n);
+    if (!st && n != steps) st = brisk_errorf(err, BRISK_ERR_INTERNAL, "%lld losses for %lld steps", (long long)n,
+                                             (long long)steps);
+    if (!st) memcpy(losses, l, sizeof(float) * (size_t)steps);
+    if (nan_skipped) *nan_skipped = t->nan_skipped;
+    brisk_trainer_free(t);
+    return st;
+}
+
+static brisk_status train(const char *out, int fake, int accumulate, float *losses, int64_t steps, log_buf *lb,
+                          brisk_error *err) {
+    return train_with(out, fake, accumulate, 0, -1, losses, steps, lb, NULL, err);
+}
+
+static void fallback(int accumulate) {
+    enum { STEPS = 40 };
+    float a[STEPS], b[STEPS];
+    log_buf la = {""}, lb = {""};
+    brisk_error err = {0};
+    char out[32];
+    snprintf(out, sizeof out, "cpu%d", accumulate);
+    REQUIRE_OK(train(out, 0, accumulate, a, STEPS, &la, &err), &err);
+    snprintf(out, sizeof out, "fake%d", accumulate);
+    REQUIRE_OK(train(out, 1, accumulate, b, STEPS, &lb, &err), &err);
+    CHECKF(fk.begun == 1 && fk.ended == 1, "accumulate %d: %d captures begun, %d ended (one attempt, then eager)",
+           accumulate, fk.begun, fk.ended);
+    CHECK(fk.replays == 0);
+    CHECKF(strstr(lb.text, "recording the step as a CUDA graph failed") &&
+               strstr(lb.text, "operation not permitted when stream is capturing") && strstr(lb.text, "eagerly"),
+           "%s", lb.text);
+    int64_t first = -1;
+    for (int i = 0; i < STEPS && first < 0; i++)
+        if (memcmp(&a[i], &b[i], sizeof(float)) != 0) first = i;
+    CHECKF(first < 0, "accumulate %d: step %lld: eager fallback %.9g vs CPU %.9g", accumulate, (long long)first + 1,
+           first >= 0 ? b[first] : 0.0, first >= 0 ? a[first] : 0.0);
+}
+
+/* step 5's loss comes back NaN from the device log */
+static void test_nonfinite_device_step(void) {
+    enum { STEPS = 12 };
+    float l[STEPS];
+    log_buf lb = {""};
+    brisk_error err = {0};
+    int64_t skipped = -1;
+    REQUIRE_OK(train_with("nan_skip", 1, 1, 2, 4, l, STEPS, &lb, &skipped, &err), &err);
+    CHECK(fk.skip_nonfinite == 1);
+    CHECKF(skipped == 1 && isnan(l[4]) && isfinite(l[3]) && isfinite(l[5]), "skipped %lld, losses %g %g %g",
+           (long long)skipped, l[3], l[4], l[5]);
+    CHECKF(strstr(lb.text, "step 5: the training loss is NaN: step skipped") && strstr(lb.text, "1 of 2 allowed"), "%s",
+           lb.text);
+    memset(&lb, 0, sizeof lb);
+    brisk_status st = train_with("nan_stop", 1, 1, 0, 4, l, STEPS, &lb, NULL, &err);
+    CHECK(fk.skip_nonfinite == 0);
+    CHECKF(st == BRISK_ERR_NUMERIC && strstr(err.msg, "step 5") && strstr(err.msg, "NaN"), "%s", err.msg);
+}
+
+static void test_failed_capture_runs_eagerly(void) { fallback(1); }
+static void test_failed_capture_runs_eagerly_accumulating(void) { fallback(2); }
+
+TEST_MAIN(T(test_failed_capture_runs_eagerly), T(test_failed_capture_runs_eagerly_accumulating),
+          T(test_nonfinite_device_step))
