@@ -5,6 +5,7 @@
  *   backend.c   the vtable: memory, copies, streams, creation and destruction
  *   dispatch.c  run_node: one switch from op to launcher, GEMM operand and epilogue plumbing
  *   movement.c  run_node's data-movement and index ops
+ *   attention.c run_node's fused attention (k_attention.cu)
  *   prepare.c   the per-executor plan: epilogue fusions (checked against the memory plan),
  *               low-precision operand copies, the loss-gradient seed, scratch sizing
  *   gemm.c      cuBLASLt: descriptors and algorithms cached per shape, epilogues
@@ -150,6 +151,10 @@ brisk_status cuda_run_movement(cuda_backend *cb, const brisk_graph *g, int id, c
                                brisk_error *err);
 brisk_status cuda_run_index(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
                             brisk_error *err);
+/* attention.c: ATTENTION, ATTENTION_GRAD; supported: the head dim fits the kernel */
+brisk_status cuda_run_attention(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                                brisk_error *err);
+int cuda_attention_supported(const brisk_node *n);
 /* x's shape collapsed for a reduction over mask into alternating groups; returns nd. */
 int cuda_reduce_dims(const brisk_shape *xs, uint32_t mask, int64_t *d, int *red);
 
@@ -175,6 +180,10 @@ void *cuda_prep_params_lp(const cuda_backend *cb, const float *params);
 void cuda_prep_touch(cuda_backend *cb, const void *dst, size_t bytes);
 float *cuda_prep_seed(const cuda_backend *cb);
 int cuda_prep_fusions(const cuda_backend *cb);
+/* Runs the residual add `id` fused with its layer norm when prepare planned it: 1 = done. */
+brisk_status cuda_prep_norm(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                            int *done, brisk_error *err);
+int cuda_prep_norm_fusions(const cuda_backend *cb);
 int cuda_in_type(const cuda_backend *cb); /* 0 f32, 1 bf16, 2 fp16 */
 
 /* ---- gemm.c */

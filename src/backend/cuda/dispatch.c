@@ -28,6 +28,8 @@ int cuda_supports_op(brisk_backend *be, const brisk_node *node) {
     (void)be;
     if ((unsigned)node->op >= BRISK_OP_COUNT || (unsigned)node->dtype >= BRISK_DTYPE_COUNT) return 0;
     if (node->op == BRISK_OP_RANDINT) return node->dtype == BRISK_I32;
+    if (node->op == BRISK_OP_ATTENTION || node->op == BRISK_OP_ATTENTION_GRAD)
+        return node->dtype == BRISK_F32 && cuda_attention_supported(node);
     if (brisk_op_is_float(node->op)) return node->dtype == BRISK_F32;
     return 1;
 }
@@ -333,6 +335,9 @@ static brisk_status run_op(cuda_backend *cb, const brisk_graph *g, int id, const
                     return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input %d dim %d is %lld, output %lld",
                                         brisk_op_name(n->op), k, i, (long long)xs[k]->d[i], (long long)n->shape.d[off + i]);
         }
+        int done = 0;
+        brisk_status fs = n->op == BRISK_OP_ADD ? cuda_prep_norm(cb, g, id, in, out, &done, err) : BRISK_OK;
+        if (fs || done) return fs; /* a residual add fused with its layer norm */
         cuda_strides v;
         cuda_bcast_view(&v, &n->shape, xs, 2);
         LAUNCH(cuk_binary(n->op, in[0], in[1], out, &v, len, s), brisk_op_name(n->op));
@@ -382,6 +387,7 @@ static brisk_status run_op(cuda_backend *cb, const brisk_graph *g, int id, const
     }
     case BRISK_OP_GATHER: case BRISK_OP_SCATTER_ADD: case BRISK_OP_SINUSOIDAL: case BRISK_OP_SINUSOIDAL_GRAD:
         return cuda_run_index(cb, g, id, in, out, err);
+    case BRISK_OP_ATTENTION: case BRISK_OP_ATTENTION_GRAD: return cuda_run_attention(cb, g, id, in, out, err);
     case BRISK_OP_GRAD_ACCUM:
         if (numel(&IN_NODE(g, id, 0)->shape) != len)
             return brisk_errorf(err, BRISK_ERR_SHAPE, "grad_accum: gradient and parameter sizes differ");
