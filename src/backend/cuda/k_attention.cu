@@ -369,11 +369,14 @@ static cudaError_t launch(int kernel, const cuk_attn_args *a, const cuda_values 
     int64_t rows = (int64_t)nw * AT_ROWS, tiles = (a->T + rows - 1) / rows, items = a->B * a->heads;
     if (a->dh < 1 || a->dh > CUK_ATTN_MAX_DH || smem > AT_SMEM_LIMIT || tiles > 65535 || items > 0x7fffffff)
         return cudaErrorInvalidConfiguration;
-    dim3 grid((unsigned)items, (unsigned)tiles);
-    if (kernel == 0) k_attn_fwd<<<grid, nw * 32, smem, s>>>(*a, v);
-    else if (kernel == 1) k_attn_dq<<<grid, nw * 32, smem, s>>>(*a, v);
-    else k_attn_dkv<<<grid, nw * 32, smem, s>>>(*a, v);
-    return cudaGetLastError();
+    /* cudaLaunchKernel rather than <<< >>>: the file then compiles as plain C++ too, which
+     * is how tests/backend/replay runs these kernels on the host */
+    cuk_attn_args args = *a;
+    const cuda_values *vals = v;
+    void *params[2] = {&args, &vals};
+    const void *fn = kernel == 0 ? (const void *)k_attn_fwd : kernel == 1 ? (const void *)k_attn_dq
+                                                                          : (const void *)k_attn_dkv;
+    return cudaLaunchKernel(fn, dim3((unsigned)items, (unsigned)tiles), dim3((unsigned)(nw * 32)), params, smem, s);
 }
 
 extern "C" cudaError_t cuk_attention(const cuk_attn_args *a, const cuda_values *v, cudaStream_t s) {
