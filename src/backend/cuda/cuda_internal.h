@@ -159,6 +159,18 @@ int cuda_attention_supported(const brisk_node *n);
 int cuda_reduce_dims(const brisk_shape *xs, uint32_t mask, int64_t *d, int *red);
 
 /* ---- prepare.c */
+/* What runs at one node's place in a prepared schedule: skipped (computed elsewhere), a
+ * fused GEMM (epi != EPI_NONE: writes bias/act or grad/sum nodes), or a residual add fused
+ * with the LAYERNORM norm_ln (forward) or the LAYERNORM_GRAD_X norm_grad it consumes. */
+typedef struct cuda_node_plan {
+    int skip;
+    int epi, bias_node, act_node, grad_node, sum_node;
+    int norm_ln, norm_grad;
+} cuda_node_plan;
+/* The fusion plan alone, on the host, for any executor of the plan (no device needed):
+ * tests replay it with the CPU backend's kernels. NULL when out of memory. */
+cuda_prep *cuda_prep_plan_host(const brisk_exec *ex);
+void cuda_prep_node(const cuda_prep *p, int id, cuda_node_plan *np);
 brisk_status cuda_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *err);
 void cuda_forget(brisk_backend *be, const brisk_exec *ex);
 void cuda_prep_free(cuda_prep *p);

@@ -407,41 +407,80 @@ static size_t scratch_need(const brisk_graph *g, const brisk_plan *pl) {
     return most;
 }
 
-brisk_status cuda_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *err) {
-    cuda_backend *cb = be->impl;
-    if (cb->prep) cuda_forget(be, cb->prep->ex);
+/* The host half of a plan: node tables, nothing on the device. */
+static cuda_prep *prep_alloc(const brisk_exec *ex) {
     const brisk_graph *g = ex->g;
     cuda_prep *p = calloc(1, sizeof *p);
-    life l = {0};
-    brisk_status st = BRISK_OK;
-    if (!p) return brisk_errorf(err, BRISK_ERR_NOMEM, "cuda prepare: out of memory");
+    if (!p) return NULL;
     p->ex = ex;
     p->g = g;
     p->n_nodes = g->n_nodes;
-    p->in_type = cuda_in_type(cb);
     p->skip = calloc((size_t)g->n_nodes + 1, 1);
     p->norm_of = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
     p->fusion_of = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
     p->lp = calloc((size_t)g->n_nodes + 1, sizeof *p->lp);
     p->lp_leaf = calloc((size_t)g->n_nodes + 1, 1);
-    if (!p->skip || !p->norm_of || !p->fusion_of || !p->lp || !p->lp_leaf || life_build(ex, &l)) {
-        st = brisk_errorf(err, BRISK_ERR_NOMEM, "cuda prepare: out of memory");
-        goto fail;
+    if (!p->skip || !p->norm_of || !p->fusion_of || !p->lp || !p->lp_leaf) {
+        cuda_prep_free(p);
+        return NULL;
     }
     for (int i = 0; i < g->n_nodes; i++) p->fusion_of[i] = p->norm_of[i] = -1;
-    if (cb->opt.fuse) {
-        /* first: the backward pairs extend lifetimes the GEMM fusions' checks then respect */
-        for (int s = 0; s < ex->plan->n_train; s++)
-            if (plan_norm(ex, &l, p, ex->plan->train_order[s])) goto nomem;
-        for (int s = 0; s < ex->plan->n_train; s++) {
-            int id = ex->plan->train_order[s];
-            if (g->nodes[id].op == BRISK_OP_MATMUL && plan_forward(ex, &l, p, id)) goto nomem;
-        }
-        for (int s = 0; s < ex->plan->n_train; s++) {
-            int id = ex->plan->train_order[s];
-            if (g->nodes[id].op == BRISK_OP_ACT_GRAD && !p->skip[id] && plan_backward(ex, &l, p, id)) goto nomem;
-        }
+    return p;
+}
+
+static int plan_fusions(const brisk_exec *ex, life *l, cuda_prep *p) {
+    const brisk_graph *g = ex->g;
+    /* first: the backward pairs extend lifetimes the GEMM fusions' checks then respect */
+    for (int s = 0; s < ex->plan->n_train; s++)
+        if (plan_norm(ex, l, p, ex->plan->train_order[s])) return -1;
+    for (int s = 0; s < ex->plan->n_train; s++) {
+        int id = ex->plan->train_order[s];
+        if (g->nodes[id].op == BRISK_OP_MATMUL && plan_forward(ex, l, p, id)) return -1;
     }
+    for (int s = 0; s < ex->plan->n_train; s++) {
+        int id = ex->plan->train_order[s];
+        if (g->nodes[id].op == BRISK_OP_ACT_GRAD && !p->skip[id] && plan_backward(ex, l, p, id)) return -1;
+    }
+    return 0;
+}
+
+cuda_prep *cuda_prep_plan_host(const brisk_exec *ex) {
+    cuda_prep *p = prep_alloc(ex);
+    life l = {0};
+    if (!p || life_build(ex, &l) || plan_fusions(ex, &l, p)) {
+        cuda_prep_free(p);
+        p = NULL;
+    }
+    life_free(&l);
+    return p;
+}
+
+void cuda_prep_node(const cuda_prep *p, int id, cuda_node_plan *np) {
+    memset(np, 0, sizeof *np);
+    np->skip = p->skip[id];
+    np->bias_node = np->act_node = np->grad_node = np->sum_node = np->norm_ln = np->norm_grad = -1;
+    if (p->fusion_of[id] >= 0) {
+        const cuda_fusion *f = &p->fusions[p->fusion_of[id]];
+        np->epi = f->epi;
+        np->bias_node = f->bias_node, np->act_node = f->act_node, np->grad_node = f->grad_node;
+        np->sum_node = f->sum_node;
+    }
+    if (p->norm_of[id] >= 0) {
+        np->norm_ln = p->norms[p->norm_of[id]].ln;
+        np->norm_grad = p->norms[p->norm_of[id]].grad;
+    }
+}
+
+brisk_status cuda_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *err) {
+    cuda_backend *cb = be->impl;
+    if (cb->prep) cuda_forget(be, cb->prep->ex);
+    const brisk_graph *g = ex->g;
+    cuda_prep *p = prep_alloc(ex);
+    life l = {0};
+    brisk_status st = BRISK_OK;
+    if (!p) return brisk_errorf(err, BRISK_ERR_NOMEM, "cuda prepare: out of memory");
+    p->in_type = cuda_in_type(cb);
+    if (life_build(ex, &l) || (cb->opt.fuse && plan_fusions(ex, &l, p))) goto nomem;
     if (p->in_type && (st = plan_lp(cb, ex, p, err))) goto fail;
     void *scratch;
     if ((st = cuda_scratch(cb, scratch_need(g, ex->plan), &scratch, err))) goto fail;
