@@ -71,17 +71,20 @@ __global__ void k_layernorm_grad_add(const float *dy, const float *x, const floa
 
 static unsigned row_blocks(int64_t rows) { return (unsigned)((rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK); }
 
+/* cudaLaunchKernel rather than <<< >>>, so the file also compiles as C++ for the host
+ * replay (tests/backend/replay) */
 extern "C" cudaError_t cuk_add_layernorm(const float *x, const float *r, float *s, const float *gamma,
                                          const float *beta, float *y, int64_t rows, int64_t n, float eps,
                                          cudaStream_t st) {
     if (rows <= 0 || n <= 0) return cudaSuccess;
-    k_add_layernorm<<<row_blocks(rows), CUK_THREADS, 0, st>>>(x, r, s, gamma, beta, y, rows, n, eps);
-    return cudaGetLastError();
+    void *args[] = {&x, &r, &s, &gamma, &beta, &y, &rows, &n, &eps};
+    return cudaLaunchKernel((const void *)k_add_layernorm, dim3(row_blocks(rows)), dim3(CUK_THREADS), args, 0, st);
 }
 
 extern "C" cudaError_t cuk_layernorm_grad_add(const float *dy, const float *x, const float *gamma, const float *r,
                                               float *out, int64_t rows, int64_t n, float eps, cudaStream_t st) {
     if (rows <= 0 || n <= 0) return cudaSuccess;
-    k_layernorm_grad_add<<<row_blocks(rows), CUK_THREADS, 0, st>>>(dy, x, gamma, r, out, rows, n, eps);
-    return cudaGetLastError();
+    void *args[] = {&dy, &x, &gamma, &r, &out, &rows, &n, &eps};
+    return cudaLaunchKernel((const void *)k_layernorm_grad_add, dim3(row_blocks(rows)), dim3(CUK_THREADS), args, 0,
+                            st);
 }
