@@ -139,7 +139,7 @@ cudaError_t cuk_attention_grad(const cuk_attn_args *a, const cuda_values *v, cud
 size_t cuk_attention_smem(int kernel, int64_t dh, int *warps);
 
 /* ---- k_layernorm_residual.cu: a residual add fused with its layer norm, one warp per row,
- * the arithmetic of cuk_layernorm (bit-identical to the add and the norm run apart).
+ * cuk_layernorm's arithmetic step for step (so the same bits as the add and the norm apart).
  * s = x + r, y = layernorm(s) gamma + beta; out = r + layernorm_grad_x(dy, x, gamma). */
 cudaError_t cuk_add_layernorm(const float *x, const float *r, float *s, const float *gamma, const float *beta,
                               float *y, int64_t rows, int64_t n, float eps, cudaStream_t st);

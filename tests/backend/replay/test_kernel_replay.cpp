@@ -226,6 +226,12 @@ int main() {
     replay_case(1, 129, 8, 2, 1, 0, 0.2f);
     replay_case(2, 33, 12, 3, 1, 1, 0.0f);
     replay_case(1, 70, 100, 1, 0, 0, 0.5f);
+    for (int kernel = 0; kernel < 3; kernel++) /* every head dim the kernels take, replayed or not */
+        for (int64_t dh = 1; dh <= CUK_ATTN_MAX_DH; dh++) {
+            int nw = 0;
+            size_t bytes = cuk_attention_smem(kernel, dh, &nw);
+            if (bytes > 48 * 1024 || nw < 2) FAIL("attention kernel %d, dh %lld: %zu bytes, %d warps", kernel, (long long)dh, bytes, nw);
+        }
     if (max_threads > 128 || max_smem > 48 * 1024) FAIL("launches up to %u threads, %zu bytes", max_threads, max_smem);
     printf("largest launch: %u threads, %zu bytes of shared memory\n", max_threads, max_smem);
     printf("%s\n", failures ? "FAILED" : "all passed");
