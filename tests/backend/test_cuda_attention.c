@@ -9,7 +9,7 @@
  * Dropout masks: with Q = K = 0 every kept weight of a row is equal and V one-hot per key,
  * so out[i][j] != 0 exactly when the mask keeps (i, j): the GPU's zeros must be the
  * CPU's, element for element. Deterministic: two GPU runs give the same bits.
- * Skips without a GPU. */
+ * BRISK_TEST_QUICK=1 runs an eighth of the sweeps (for compute-sanitizer). Skips without a GPU. */
 #include "backend/cuda_test_util.h"
 #include "ops/ops_internal.h"
 
@@ -143,6 +143,7 @@ static const int64_t dhs[] = {8, 32, 64, 128};
 static void sweep(brisk_gemm_precision prec, double tol_out, double tol_grad, int step) {
     brisk_backend *be = backend(prec, 0);
     REQUIRE(be);
+    if (getenv("BRISK_TEST_QUICK")) step *= 8;
     int k = 0;
     for (size_t t = 0; t < sizeof Ts / sizeof Ts[0]; t++)
         for (size_t d = 0; d < sizeof dhs / sizeof dhs[0]; d++)

@@ -6,6 +6,7 @@
  *   dispatch.c  run_node: one switch from op to launcher, GEMM operand and epilogue plumbing
  *   movement.c  run_node's data-movement and index ops
  *   attention.c run_node's fused attention (k_attention.cu)
+ *   residual_norm.c run_node's residual add + layernorm pairs (k_layernorm_residual.cu)
  *   prepare.c   the per-executor plan: epilogue fusions (checked against the memory plan),
  *               low-precision operand copies, the loss-gradient seed, scratch sizing
  *   gemm.c      cuBLASLt: descriptors and algorithms cached per shape, epilogues
@@ -192,10 +193,15 @@ void *cuda_prep_params_lp(const cuda_backend *cb, const float *params);
 void cuda_prep_touch(cuda_backend *cb, const void *dst, size_t bytes);
 float *cuda_prep_seed(const cuda_backend *cb);
 int cuda_prep_fusions(const cuda_backend *cb);
-/* Runs the residual add `id` fused with its layer norm when prepare planned it: 1 = done. */
-brisk_status cuda_prep_norm(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
-                            int *done, brisk_error *err);
 int cuda_prep_norm_fusions(const cuda_backend *cb);
+/* The prepared plan for g (NULL: none) and its executor's node buffers. */
+const cuda_prep *cuda_prep_of(const cuda_backend *cb, const brisk_graph *g);
+void *const *cuda_prep_ptrs(const cuda_prep *p);
+
+/* ---- residual_norm.c: the residual add `id` fused with its layer norm when prepare
+ * planned it (*done = 1), else nothing */
+brisk_status cuda_run_add_norm(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                               int *done, brisk_error *err);
 int cuda_in_type(const cuda_backend *cb); /* 0 f32, 1 bf16, 2 fp16 */
 
 /* ---- gemm.c */

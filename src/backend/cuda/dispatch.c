@@ -336,7 +336,7 @@ static brisk_status run_op(cuda_backend *cb, const brisk_graph *g, int id, const
                                         brisk_op_name(n->op), k, i, (long long)xs[k]->d[i], (long long)n->shape.d[off + i]);
         }
         int done = 0;
-        brisk_status fs = n->op == BRISK_OP_ADD ? cuda_prep_norm(cb, g, id, in, out, &done, err) : BRISK_OK;
+        brisk_status fs = n->op == BRISK_OP_ADD ? cuda_run_add_norm(cb, g, id, in, out, &done, err) : BRISK_OK;
         if (fs || done) return fs; /* a residual add fused with its layer norm */
         cuda_strides v;
         cuda_bcast_view(&v, &n->shape, xs, 2);

@@ -514,6 +514,10 @@ int cuda_prep_fusions(const cuda_backend *cb) { return cb->prep ? cb->prep->n_fu
 
 int cuda_prep_norm_fusions(const cuda_backend *cb) { return cb->prep ? cb->prep->n_norms : 0; }
 
+const cuda_prep *cuda_prep_of(const cuda_backend *cb, const brisk_graph *g) { return prep_for(cb, g); }
+
+void *const *cuda_prep_ptrs(const cuda_prep *p) { return p->ex->ptr; }
+
 float *cuda_prep_seed(const cuda_backend *cb) { return cb->prep ? cb->prep->seed : NULL; }
 
 void *cuda_prep_params_lp(const cuda_backend *cb, const float *params) {
@@ -639,41 +643,6 @@ brisk_status cuda_prep_fused(cuda_backend *cb, const brisk_graph *g, int id, con
         if (made[k] >= 0 && !(f->epi == EPI_RELU_BIAS && made[k] == f->bias_node) &&
             (st = cuda_prep_after(cb, g, made[k], err)))
             return st;
-    *done = 1;
-    return BRISK_OK;
-}
-
-/* A residual add fused with its layer norm (plan_norm), at the add's place. */
-brisk_status cuda_prep_norm(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
-                            int *done, brisk_error *err) {
-    *done = 0;
-    cuda_prep *p = cb->prep && prep_for(cb, g) ? cb->prep : NULL;
-    if (!p || p->norm_of[id] < 0) return BRISK_OK;
-    const cuda_norm_fusion *f = &p->norms[p->norm_of[id]];
-    void *const *ptr = p->ex->ptr;
-    const brisk_node *n = &g->nodes[id];
-    int64_t C = n->shape.d[n->shape.ndim - 1], rows = brisk_shape_numel(&n->shape) / C;
-    char what[80];
-    if (f->grad >= 0) {
-        const brisk_node *q = &g->nodes[f->grad];
-        if (brisk_shape_numel(&g->nodes[q->in[2]].shape) != C)
-            return brisk_errorf(err, BRISK_ERR_SHAPE, "layernorm_grad_x (node %d): gamma is not [%lld]", f->grad,
-                                (long long)C);
-        const float *r = in[n->in[0] == f->grad ? 1 : 0];
-        snprintf(what, sizeof what, "add (node %d) + layernorm_grad_x (node %d)", id, f->grad);
-        CU(cuk_layernorm_grad_add(ptr[q->in[0]], ptr[q->in[1]], ptr[q->in[2]], r, out, rows, C, q->attr.f0,
-                                  cb->compute), what);
-    } else {
-        const brisk_node *ln = &g->nodes[f->ln];
-        if (brisk_shape_numel(&g->nodes[ln->in[1]].shape) != C || brisk_shape_numel(&g->nodes[ln->in[2]].shape) != C)
-            return brisk_errorf(err, BRISK_ERR_SHAPE, "layernorm (node %d): gamma and beta are not [%lld]", f->ln,
-                                (long long)C);
-        snprintf(what, sizeof what, "add (node %d) + layernorm (node %d)", id, f->ln);
-        CU(cuk_add_layernorm(in[0], in[1], out, ptr[ln->in[1]], ptr[ln->in[2]], ptr[f->ln], rows, C, ln->attr.f0,
-                             cb->compute), what);
-        brisk_status st = cuda_prep_after(cb, g, f->ln, err); /* the norm's 16-bit copy, if a GEMM reads it */
-        if (st) return st;
-    }
     *done = 1;
     return BRISK_OK;
 }
