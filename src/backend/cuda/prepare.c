@@ -326,13 +326,22 @@ static int plan_norm(const brisk_exec *ex, life *l, cuda_prep *p, int a) {
         return add_norm(p, (cuda_norm_fusion){.add = a, .ln = -1, .grad = q});
     }
     /* forward: a layer norm of the sum, written early; no GEMM in between, whose fused
-     * epilogue could write early over it in turn */
+     * epilogue could write early over it in turn. The norm may take the very buffer of an
+     * operand the add reads last: the kernel reads each element before it writes it. */
     for (int t = 0; t < g->n_nodes; t++) {
         const brisk_node *nt = &g->nodes[t];
         if (nt->op != BRISK_OP_LAYERNORM || nt->n_in < 3 || nt->in[0] != a || l->pos[t] <= s || p->skip[t] ||
             !brisk_shape_equal(&nt->shape, &na->shape) || l->pos[base_of(g, nt->in[1])] >= s ||
-            l->pos[base_of(g, nt->in[2])] >= s || !early_write_ok(ex, l, t, s, -1))
+            l->pos[base_of(g, nt->in[2])] >= s)
             continue;
+        int reused = -1;
+        for (int k = 0; k < 2; k++) {
+            const brisk_node *op = &g->nodes[na->in[k]];
+            if (op->storage == BRISK_STORE_ARENA && op->offset == nt->offset && op->bytes == nt->bytes &&
+                l->last[na->in[k]] == s && l->readers[na->in[k]] < 1000)
+                reused = na->in[k];
+        }
+        if (!early_write_ok(ex, l, t, s, reused)) continue;
         int gemm_between = 0;
         for (int k = s + 1; k < l->pos[t] && !gemm_between; k++)
             gemm_between = g->nodes[ex->plan->train_order[k]].op == BRISK_OP_MATMUL;
