@@ -27,7 +27,8 @@ typedef struct brisk_cuda_options {
     brisk_gemm_precision precision;
     int autotune;                   /* time the top heuristic GEMM candidates once per shape */
     int deterministic;              /* no split-K reductions, no timing-dependent choices */
-    int fuse;                       /* cuBLASLt epilogues (bias, ReLU/GELU, dGELU + bias grad) */
+    int fuse;                       /* cuBLASLt epilogues (bias, ReLU/GELU, dGELU + bias grad),
+                                       residual add + layernorm */
     char autotune_cache[1024];      /* the autotune cache file; "" = the default place
                                        ($BRISK_CACHE_DIR, else $XDG_CACHE_HOME/brisk, else
                                        ~/.cache/brisk), "-" = none */

@@ -34,7 +34,7 @@ static const char help[] =
     "  --no-graph                 GPU: run each step eagerly, no CUDA graph    speed.cuda_graph=false\n"
     "  --no-tf32                  GPU: fp32 GEMMs in full fp32                 speed.tf32=false\n"
     "  --no-autotune              GPU: the heuristic's GEMM algorithm          speed.autotune=false\n"
-    "  --no-fuse                  GPU: no cuBLASLt epilogue fusion             speed.fuse=false\n"
+    "  --no-fuse                  GPU: no epilogue or residual+norm fusion     speed.fuse=false\n"
     "  --deterministic            GPU: bit-identical runs for the same seed    speed.deterministic=true\n"
     "  --set KEY=VALUE            any config value, e.g. --set optim.weight_decay=0\n"
     "  --checkpoint-minutes M     also checkpoint every M minutes (default 30) train.checkpoint_minutes\n"

@@ -35,6 +35,20 @@ static brisk_status diffusion(brisk_graph *g, brisk_model_io *io, brisk_error *e
     return st ? st : brisk_backward(g, io->loss, err);
 }
 
+/* Transformer encoders (fused attention on the GPU; residual adds fused with their layer
+ * norms): pre-LN with dropout everywhere, and post-LN, causal, with a padding mask. */
+static brisk_status transformer(brisk_graph *g, brisk_model_io *io, int norm_first, brisk_error *err) {
+    brisk_model_spec s = {.type = BRISK_MODEL_TRANSFORMER, .inputs = 8, .outputs = 3, .seq_len = 12, .width = 32,
+                          .layers = 2, .heads = 4, .ffn = 48, .activation = norm_first ? BRISK_ACT_GELU : BRISK_ACT_RELU,
+                          .dropout = norm_first ? 0.1f : 0.0f, .norm_first = norm_first, .causal = !norm_first,
+                          .padding_mask = !norm_first, .pool = BRISK_POOL_MEAN, .task = BRISK_TASK_CLASSIFY,
+                          .positions = norm_first ? BRISK_POS_LEARNED : BRISK_POS_SINUSOIDAL};
+    brisk_status st = brisk_model_build(&s, 8, BRISK_BUILD_TRAIN, g, io, err);
+    return st ? st : brisk_backward(g, io->loss, err);
+}
+static brisk_status transformer_pre(brisk_graph *g, brisk_model_io *io, brisk_error *e) { return transformer(g, io, 1, e); }
+static brisk_status transformer_post(brisk_graph *g, brisk_model_io *io, brisk_error *e) { return transformer(g, io, 0, e); }
+
 /* layernorm, softmax, log-softmax, slices, concat, transposes, a batched matmul, reductions
  * and broadcasting, differentiated end to end */
 static brisk_status mixed(brisk_graph *g, brisk_model_io *io, brisk_error *err) {
@@ -68,6 +82,8 @@ static const struct {
     {"mlp gelu erf (BIAS)", mlp_gelu, 1},             {"mlp silu (BIAS)", mlp_silu, 1},
     {"mlp tanh", mlp_tanh, 1},                        {"mlp sigmoid", mlp_sigmoid, 1},
     {"diffusion denoiser", diffusion, 1},             {"layernorm/softmax/attention-like", mixed, 0},
+    {"transformer pre-LN, dropout", transformer_pre, 1},
+    {"transformer post-LN, causal, padding mask", transformer_post, 1},
 };
 
 /* The run report's "epilogue fusion on (N GEMMs[ fused, M decomposed])". */
@@ -80,6 +96,13 @@ static int fused_gemms(brisk_backend *be, int *decomposed) {
     if (p) n = atoi(p + strlen("epilogue fusion on ("));
     if (p && (p = strstr(p, " fused, "))) *decomposed = atoi(p + strlen(" fused, "));
     return n;
+}
+
+static int fused_norms(brisk_backend *be) {
+    char d[2048] = "";
+    be->describe(be, d, sizeof d);
+    const char *p = strstr(d, "fused with layernorm: ");
+    return p ? atoi(p + strlen("fused with layernorm: ")) : -1;
 }
 
 static void compare_model(int m, brisk_gemm_precision prec, int fuse, double tol_loss, double tol_grad) {
@@ -111,6 +134,9 @@ static void compare_model(int m, brisk_gemm_precision prec, int fuse, double tol
         if (fuse && models[m].expect_fusion && refused == BRISK_CUDA_EPI_ALL)
             CHECKF(fused == 0 && decomposed > 0, "%s: %s=all: %d fused, %d decomposed", what, BRISK_CUDA_REFUSE_ENV,
                    fused, decomposed);
+        int residual_ln = models[m].build == transformer_pre || models[m].build == transformer_post;
+        if (fuse && residual_ln) CHECKF(fused_norms(be) > 0, "%s: no residual add was fused", what);
+        if (!fuse) CHECKF(fused_norms(be) == 0, "%s: a residual add fused with fusion off", what);
         CHECKF(ct_compare(&p, g->loss, tol_loss, what), "%s: loss", what);
         float scale = 1.0f;
         brisk_backend_stats s;

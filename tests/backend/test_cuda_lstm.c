@@ -21,7 +21,7 @@ static int lstm_on_gpu(brisk_backend *be) {
     memset(&n, 0, sizeof n);
     n.op = BRISK_OP_LSTM;
     n.dtype = BRISK_F32;
-    return be->supports_op(be, &n);
+    return be->supports_op(be, &n, NULL, 0);
 }
 
 /* First n floats of node id on both backends: relative error. */

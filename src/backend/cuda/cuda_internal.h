@@ -5,6 +5,8 @@
  *   backend.c   the vtable: memory, copies, streams, creation and destruction
  *   dispatch.c  run_node: one switch from op to launcher, GEMM operand and epilogue plumbing
  *   movement.c  run_node's data-movement and index ops
+ *   attention.c run_node's fused attention (k_attention.cu)
+ *   residual_norm.c run_node's residual add + layernorm pairs (k_layernorm_residual.cu)
  *   prepare.c   the per-executor plan: epilogue fusions (checked against the memory plan),
  *               low-precision operand copies, the loss-gradient seed, scratch sizing
  *   gemm.c      cuBLASLt: descriptors and algorithms cached per shape, epilogues
@@ -171,10 +173,26 @@ brisk_status cuda_run_movement(cuda_backend *cb, const brisk_graph *g, int id, c
                                brisk_error *err);
 brisk_status cuda_run_index(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
                             brisk_error *err);
+/* attention.c: ATTENTION, ATTENTION_GRAD; supported: the head dim fits the kernel */
+brisk_status cuda_run_attention(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                                brisk_error *err);
+int cuda_attention_supported(const brisk_node *n);
 /* x's shape collapsed for a reduction over mask into alternating groups; returns nd. */
 int cuda_reduce_dims(const brisk_shape *xs, uint32_t mask, int64_t *d, int *red);
 
 /* ---- prepare.c */
+/* What runs at one node's place in a prepared schedule: skipped (computed elsewhere), a
+ * fused GEMM (epi != EPI_NONE: writes bias/act or grad/sum nodes), or a residual add fused
+ * with the LAYERNORM norm_ln (forward) or the LAYERNORM_GRAD_X norm_grad it consumes. */
+typedef struct cuda_node_plan {
+    int skip;
+    int epi, bias_node, act_node, grad_node, sum_node;
+    int norm_ln, norm_grad;
+} cuda_node_plan;
+/* The fusion plan alone, on the host, for any executor of the plan (no device needed):
+ * tests replay it with the CPU backend's kernels. NULL when out of memory. */
+cuda_prep *cuda_prep_plan_host(const brisk_exec *ex);
+void cuda_prep_node(const cuda_prep *p, int id, cuda_node_plan *np);
 brisk_status cuda_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *err);
 void cuda_forget(brisk_backend *be, const brisk_exec *ex);
 void cuda_prep_free(cuda_prep *p);
@@ -200,6 +218,15 @@ brisk_status cuda_prep_refresh_params(cuda_backend *cb, brisk_error *err);
 float *cuda_prep_seed(const cuda_backend *cb);
 /* Planned epilogue fusions: running fused, and running decomposed (refused). */
 void cuda_prep_fusions(const cuda_backend *cb, int *active, int *decomposed);
+int cuda_prep_norm_fusions(const cuda_backend *cb);
+/* The prepared plan for g (NULL: none) and its executor's node buffers. */
+const cuda_prep *cuda_prep_of(const cuda_backend *cb, const brisk_graph *g);
+void *const *cuda_prep_ptrs(const cuda_prep *p);
+
+/* ---- residual_norm.c: the residual add `id` fused with its layer norm when prepare
+ * planned it (*done = 1), else nothing */
+brisk_status cuda_run_add_norm(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                               int *done, brisk_error *err);
 int cuda_in_type(const cuda_backend *cb); /* 0 f32, 1 bf16, 2 fp16 */
 
 /* ---- gemm.c */

@@ -30,11 +30,9 @@ static int64_t last_dim(const brisk_shape *s) { return s->ndim ? s->d[s->ndim - 
 /* The one place that says which ops have no CUDA kernel (yet), and why. An op listed here
  * makes supports_op answer no, so the trainer decides at setup (CPU under device auto, an
  * error naming the op under device cuda) instead of failing at step 1. Whoever adds a
- * kernel deletes its line here and adds its case to run_op. */
+ * kernel deletes its line here and adds its case to run_op. None today. */
 static const char *missing_kernel(brisk_op op) {
     switch (op) {
-    case BRISK_OP_ATTENTION: case BRISK_OP_ATTENTION_GRAD:
-        return "no CUDA kernel for the attention ops yet";
     default:
         return NULL;
     }
@@ -51,6 +49,9 @@ int brisk_cuda_op_supported(const brisk_node *node, char *why, size_t why_size) 
     const char *missing = missing_kernel(node->op);
     int rnn = node->op == BRISK_OP_LSTM || node->op == BRISK_OP_LSTM_GRAD || node->op == BRISK_OP_LSTM_GRAD_W;
     if (!missing && rnn) missing = cuda_rnn_missing(); /* cudnn_rnn.c: NULL when cuDNN loads */
+    int attn = node->op == BRISK_OP_ATTENTION || node->op == BRISK_OP_ATTENTION_GRAD;
+    if (!missing && attn && !cuda_attention_supported(node))
+        missing = "the fused attention kernel takes heads of dimension up to 128 (attention.c)";
     if (missing && why && why_size) snprintf(why, why_size, "%s", missing);
     return missing == NULL;
 }
@@ -360,6 +361,9 @@ static brisk_status run_op(cuda_backend *cb, const brisk_graph *g, int id, const
                     return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input %d dim %d is %lld, output %lld",
                                         brisk_op_name(n->op), k, i, (long long)xs[k]->d[i], (long long)n->shape.d[off + i]);
         }
+        int done = 0;
+        brisk_status fs = n->op == BRISK_OP_ADD ? cuda_run_add_norm(cb, g, id, in, out, &done, err) : BRISK_OK;
+        if (fs || done) return fs; /* a residual add fused with its layer norm */
         cuda_strides v;
         cuda_bcast_view(&v, &n->shape, xs, 2);
         LAUNCH(cuk_binary(n->op, in[0], in[1], out, &v, len, s), brisk_op_name(n->op));
@@ -411,6 +415,7 @@ static brisk_status run_op(cuda_backend *cb, const brisk_graph *g, int id, const
         return cuda_run_index(cb, g, id, in, out, err);
     case BRISK_OP_LSTM: case BRISK_OP_LSTM_GRAD: case BRISK_OP_LSTM_GRAD_W:
         return cuda_run_lstm(cb, g, id, in, out, err);
+    case BRISK_OP_ATTENTION: case BRISK_OP_ATTENTION_GRAD: return cuda_run_attention(cb, g, id, in, out, err);
     case BRISK_OP_GRAD_ACCUM:
         if (numel(&IN_NODE(g, id, 0)->shape) != len)
             return brisk_errorf(err, BRISK_ERR_SHAPE, "grad_accum: gradient and parameter sizes differ");

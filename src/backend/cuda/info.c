@@ -268,6 +268,8 @@ static void cu_describe(brisk_backend *be, char *buf, size_t n) {
              cb->driver_version % 1000 / 10, cb->runtime_version / 1000, cb->runtime_version % 1000 / 10,
              cb->lt_version / 10000, cb->lt_version % 10000 / 100, cb->lt_version % 100, ops[cb->opt.precision], fusion, tune,
              cb->opt.deterministic ? "on (no split-K, no atomics, no timing-based choices)" : "off");
+    size_t used = strlen(buf);
+    if (used < n) snprintf(buf + used, n - used, "; residual adds fused with layernorm: %d", cuda_prep_norm_fusions(cb));
 }
 
 void cuda_info_install(brisk_backend *be) {

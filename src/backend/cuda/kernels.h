@@ -118,6 +118,36 @@ cudaError_t cuk_cross_entropy_grad(const float *dloss, const float *x, const int
 cudaError_t cuk_layernorm(int op, const float *x, const float *dy, const float *gamma, const float *beta,
                           float *out, int64_t rows, int64_t n, float eps, cudaStream_t s);
 
+/* ---- k_attention.cu: fused multi-head self-attention (src/backend/cpu/attention.c's
+ * semantics and Philox dropout stream), fp32, no T x T tensor in global memory, no atomics.
+ * qkv [B, T, 3D]; out [B, T, D] and lse [B, heads, T] (the forward's, read back by the
+ * backward); dqkv [B, T, 3D]. Dropout applies when p > 0 and values.training. */
+#define CUK_ATTN_MAX_DH 128 /* head dims a lane's registers hold: 32 lanes x 4 */
+typedef struct cuk_attn_args {
+    int64_t B, T, D, heads, dh;
+    int causal;
+    float scale;            /* 1 / sqrt(dh) */
+    float p, keep_scale;    /* dropout probability and 1 / (1 - p), both f32 as the CPU has them */
+    uint32_t stream;        /* the op's Philox stream (attr.rng) */
+    const float *qkv, *mask; /* mask [B, T] (0: padding) or NULL */
+    const float *dy;        /* backward: d out [B, T, D] */
+    float *out, *lse;       /* forward: written; backward: read */
+    float *dqkv;
+} cuk_attn_args;
+cudaError_t cuk_attention(const cuk_attn_args *a, const cuda_values *v, cudaStream_t s);
+cudaError_t cuk_attention_grad(const cuk_attn_args *a, const cuda_values *v, cudaStream_t s);
+/* Shared memory (bytes) and warps per block of each kernel (0 forward, 1 dQ, 2 dK/dV) for
+ * head dim dh: exposed so the launch configuration can be checked on the host. */
+size_t cuk_attention_smem(int kernel, int64_t dh, int *warps);
+
+/* ---- k_layernorm_residual.cu: a residual add fused with its layer norm, one warp per row,
+ * cuk_layernorm's arithmetic step for step (so the same bits as the add and the norm apart).
+ * s = x + r, y = layernorm(s) gamma + beta; out = r + layernorm_grad_x(dy, x, gamma). */
+cudaError_t cuk_add_layernorm(const float *x, const float *r, float *s, const float *gamma, const float *beta,
+                              float *y, int64_t rows, int64_t n, float eps, cudaStream_t st);
+cudaError_t cuk_layernorm_grad_add(const float *dy, const float *x, const float *gamma, const float *r, float *out,
+                                   int64_t rows, int64_t n, float eps, cudaStream_t st);
+
 /* ---- k_shape.cu: data movement for elements of esize bytes */
 /* dst[dst view] = src[src view] over the same index space (v.s[0] = src, v.s[1] = dst). */
 cudaError_t cuk_strided_copy(void *dst, const void *src, size_t esize, const cuda_strides *v, cudaStream_t s);

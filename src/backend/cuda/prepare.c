@@ -19,6 +19,17 @@
  *   writes and reads the matmul's buffer, which the fused GEMM does not touch, so a later
  *   node's buffer may share bytes with it only exactly (an elementwise kernel in place).
  *
+ * Residual + layernorm. An ADD of two same-shape tensors fused with the layer norm next
+ * to it (k_layernorm_residual.cu): forward, ADD then a LAYERNORM of its output runs as one
+ * kernel at the ADD's place, writing both (the norm's buffer early, checked as above);
+ * backward, ADD(r, LAYERNORM_GRAD_X(dy, x, gamma)) with the ADD the norm gradient's only
+ * reader runs at the ADD's place, the norm gradient never written: its inputs are then
+ * read after their planned last use, so nothing scheduled in between may overwrite them
+ * (checked), and their lifetimes are extended before the GEMM fusions are planned. A
+ * pass over the graph rather than an op: every model with the pattern (post-LN, pre-LN,
+ * a residual MLP) gets it, the CPU graph and its results are untouched, and the node
+ * table keeps one output per node.
+ *
  * Precision. In bf16/fp16 every GEMM operand is read as a 16-bit copy made once per step:
  * weights from a copy of the whole parameter arena that the fused optimizer rewrites with
  * each update; activations by their producer right after it runs (one cast however many
@@ -41,11 +52,20 @@ typedef struct cuda_fusion {
     int failed;        /* cuBLASLt has no algorithm (or refused by option): run decomposed */
 } cuda_fusion;
 
+/* residual + layernorm: at node add, with the LAYERNORM (forward) or the LAYERNORM_GRAD_X
+ * it consumes (backward, grad >= 0) */
+typedef struct cuda_norm_fusion {
+    int add, ln, grad;
+} cuda_norm_fusion;
+
 struct cuda_prep {
     const brisk_exec *ex;
     const brisk_graph *g;
     int n_nodes;
-    uint8_t *skip;     /* computed by a fused GEMM */
+    uint8_t *skip;     /* computed by a fused GEMM or a fused add */
+    int *norm_of;      /* ADD node -> index into norms, else -1 */
+    cuda_norm_fusion *norms;
+    int n_norms;
     int *fusion_of;    /* matmul node -> index into fusions, else -1 */
     cuda_fusion *fusions;
     int n_fusions;
@@ -65,6 +85,8 @@ int cuda_in_type(const cuda_backend *cb) {
 void cuda_prep_free(cuda_prep *p) {
     if (!p) return;
     free(p->skip);
+    free(p->norm_of);
+    free(p->norms);
     free(p->fusion_of);
     free(p->fusions);
     free(p->lp);
@@ -254,6 +276,92 @@ static int plan_backward(const brisk_exec *ex, const life *l, cuda_prep *p, int 
     return 0;
 }
 
+/* ---------------------------------------------------------------- residual + layernorm */
+
+/* an ADD with both operands of its own shape (no broadcast) over rows of its last dim */
+static int plain_add(const brisk_graph *g, const life *l, int a) {
+    const brisk_node *n = &g->nodes[a];
+    if (n->op != BRISK_OP_ADD || n->dtype != BRISK_F32 || l->pos[a] < 0 || n->shape.ndim < 1 ||
+        brisk_shape_numel(&n->shape) == 0)
+        return 0;
+    for (int k = 0; k < 2; k++)
+        if (!brisk_shape_equal(&g->nodes[n->in[k]].shape, &n->shape)) return 0;
+    return 1;
+}
+
+/* Nothing scheduled in (from, to] writes over v's buffer, so v can be read at `to`. */
+static int intact_until(const brisk_exec *ex, const life *l, int v, int from, int to) {
+    const brisk_graph *g = ex->g;
+    const brisk_node *nv = &g->nodes[base_of(g, v)];
+    if (nv->storage != BRISK_STORE_ARENA) /* inputs, params, consts: nothing writes them during a run */
+        return nv->storage == BRISK_STORE_INPUT || nv->storage == BRISK_STORE_PARAM || nv->storage == BRISK_STORE_CONST;
+    if (nv->offset == SIZE_MAX) return 0;
+    size_t lo = nv->offset, hi = nv->offset + nv->bytes;
+    for (int t = 0; t < g->n_nodes; t++) {
+        const brisk_node *nt = &g->nodes[t];
+        if (nt->storage != BRISK_STORE_ARENA || nt->offset == SIZE_MAX || l->pos[t] <= from || l->pos[t] > to) continue;
+        if (nt->offset < hi && nt->offset + nt->bytes > lo) return 0;
+    }
+    return 1;
+}
+
+static int add_norm(cuda_prep *p, cuda_norm_fusion f) {
+    cuda_norm_fusion *grown = realloc(p->norms, (size_t)(p->n_norms + 1) * sizeof *grown);
+    if (!grown) return -1;
+    p->norms = grown;
+    p->norm_of[f.add] = p->n_norms;
+    p->norms[p->n_norms++] = f;
+    p->skip[f.grad >= 0 ? f.grad : f.ln] = 1;
+    return 0;
+}
+
+static int plan_norm(const brisk_exec *ex, life *l, cuda_prep *p, int a) {
+    const brisk_graph *g = ex->g;
+    if (!plain_add(g, l, a)) return 0;
+    const brisk_node *na = &g->nodes[a];
+    int s = l->pos[a];
+    /* backward: the add consumes a norm gradient it alone reads */
+    for (int k = 1; k >= 0; k--) {
+        int q = na->in[k];
+        const brisk_node *nq = &g->nodes[q];
+        if (nq->op != BRISK_OP_LAYERNORM_GRAD_X || nq->n_in < 3 || p->skip[q] || l->pos[q] < 0 ||
+            na->in[1 - k] == q || !only_reader_is(g, l, q, a) || !brisk_shape_equal(&nq->shape, &na->shape))
+            continue;
+        int ok = 1;
+        for (int j = 0; j < 3 && ok; j++) ok = intact_until(ex, l, nq->in[j], l->pos[q], s);
+        if (!ok) continue;
+        for (int j = 0; j < 3; j++) {
+            int b = base_of(g, nq->in[j]);
+            if (l->last[b] < s) l->last[b] = s;
+        }
+        return add_norm(p, (cuda_norm_fusion){.add = a, .ln = -1, .grad = q});
+    }
+    /* forward: a layer norm of the sum, written early; no GEMM in between, whose fused
+     * epilogue could write early over it in turn. The norm may take the very buffer of an
+     * operand the add reads last: the kernel reads each element before it writes it. */
+    for (int t = 0; t < g->n_nodes; t++) {
+        const brisk_node *nt = &g->nodes[t];
+        if (nt->op != BRISK_OP_LAYERNORM || nt->n_in < 3 || nt->in[0] != a || l->pos[t] <= s || p->skip[t] ||
+            !brisk_shape_equal(&nt->shape, &na->shape) || l->pos[base_of(g, nt->in[1])] >= s ||
+            l->pos[base_of(g, nt->in[2])] >= s)
+            continue;
+        int reused = -1;
+        for (int k = 0; k < 2; k++) {
+            const brisk_node *op = &g->nodes[na->in[k]];
+            if (op->storage == BRISK_STORE_ARENA && op->offset == nt->offset && op->bytes == nt->bytes &&
+                l->last[na->in[k]] == s && l->readers[na->in[k]] < 1000)
+                reused = na->in[k];
+        }
+        if (!early_write_ok(ex, l, t, s, reused, 1)) continue;
+        int gemm_between = 0;
+        for (int k = s + 1; k < l->pos[t] && !gemm_between; k++)
+            gemm_between = g->nodes[ex->plan->train_order[k]].op == BRISK_OP_MATMUL;
+        if (gemm_between) continue;
+        return add_norm(p, (cuda_norm_fusion){.add = a, .ln = t, .grad = -1});
+    }
+    return 0;
+}
+
 /* ---------------------------------------------------------------- low precision */
 
 static brisk_status plan_lp(cuda_backend *cb, const brisk_exec *ex, cuda_prep *p, brisk_error *err) {
@@ -321,38 +429,81 @@ static size_t scratch_need(const brisk_graph *g, const brisk_plan *pl) {
     return most;
 }
 
+/* The host half of a plan: node tables, nothing on the device. */
+static cuda_prep *prep_alloc(const brisk_exec *ex) {
+    const brisk_graph *g = ex->g;
+    cuda_prep *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->ex = ex;
+    p->g = g;
+    p->n_nodes = g->n_nodes;
+    p->skip = calloc((size_t)g->n_nodes + 1, 1);
+    p->norm_of = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
+    p->fusion_of = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
+    p->lp = calloc((size_t)g->n_nodes + 1, sizeof *p->lp);
+    p->lp_leaf = calloc((size_t)g->n_nodes + 1, 1);
+    if (!p->skip || !p->norm_of || !p->fusion_of || !p->lp || !p->lp_leaf) {
+        cuda_prep_free(p);
+        return NULL;
+    }
+    for (int i = 0; i < g->n_nodes; i++) p->fusion_of[i] = p->norm_of[i] = -1;
+    return p;
+}
+
+static int plan_fusions(const brisk_exec *ex, life *l, cuda_prep *p) {
+    const brisk_graph *g = ex->g;
+    /* first: the backward pairs extend lifetimes the GEMM fusions' checks then respect */
+    for (int s = 0; s < ex->plan->n_train; s++)
+        if (plan_norm(ex, l, p, ex->plan->train_order[s])) return -1;
+    for (int s = 0; s < ex->plan->n_train; s++) {
+        int id = ex->plan->train_order[s];
+        if (g->nodes[id].op == BRISK_OP_MATMUL && plan_forward(ex, l, p, id)) return -1;
+    }
+    for (int s = 0; s < ex->plan->n_train; s++) {
+        int id = ex->plan->train_order[s];
+        if (g->nodes[id].op == BRISK_OP_ACT_GRAD && !p->skip[id] && plan_backward(ex, l, p, id)) return -1;
+    }
+    return 0;
+}
+
+cuda_prep *cuda_prep_plan_host(const brisk_exec *ex) {
+    cuda_prep *p = prep_alloc(ex);
+    life l = {0};
+    if (!p || life_build(ex, &l) || plan_fusions(ex, &l, p)) {
+        cuda_prep_free(p);
+        p = NULL;
+    }
+    life_free(&l);
+    return p;
+}
+
+void cuda_prep_node(const cuda_prep *p, int id, cuda_node_plan *np) {
+    memset(np, 0, sizeof *np);
+    np->skip = p->skip[id];
+    np->bias_node = np->act_node = np->grad_node = np->sum_node = np->norm_ln = np->norm_grad = -1;
+    if (p->fusion_of[id] >= 0) {
+        const cuda_fusion *f = &p->fusions[p->fusion_of[id]];
+        np->epi = f->epi;
+        np->bias_node = f->bias_node, np->act_node = f->act_node, np->grad_node = f->grad_node;
+        np->sum_node = f->sum_node;
+    }
+    if (p->norm_of[id] >= 0) {
+        np->norm_ln = p->norms[p->norm_of[id]].ln;
+        np->norm_grad = p->norms[p->norm_of[id]].grad;
+    }
+}
+
 brisk_status cuda_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *err) {
     cuda_backend *cb = be->impl;
     USE_DEVICE(cb);
     if (cb->prep) cuda_forget(be, cb->prep->ex);
     const brisk_graph *g = ex->g;
-    cuda_prep *p = calloc(1, sizeof *p);
+    cuda_prep *p = prep_alloc(ex);
     life l = {0};
     brisk_status st = BRISK_OK;
     if (!p) return brisk_errorf(err, BRISK_ERR_NOMEM, "cuda prepare: out of memory");
-    p->ex = ex;
-    p->g = g;
-    p->n_nodes = g->n_nodes;
     p->in_type = cuda_in_type(cb);
-    p->skip = calloc((size_t)g->n_nodes + 1, 1);
-    p->fusion_of = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
-    p->lp = calloc((size_t)g->n_nodes + 1, sizeof *p->lp);
-    p->lp_leaf = calloc((size_t)g->n_nodes + 1, 1);
-    if (!p->skip || !p->fusion_of || !p->lp || !p->lp_leaf || life_build(ex, &l)) {
-        st = brisk_errorf(err, BRISK_ERR_NOMEM, "cuda prepare: out of memory");
-        goto fail;
-    }
-    for (int i = 0; i < g->n_nodes; i++) p->fusion_of[i] = -1;
-    if (cb->opt.fuse) {
-        for (int s = 0; s < ex->plan->n_train; s++) {
-            int id = ex->plan->train_order[s];
-            if (g->nodes[id].op == BRISK_OP_MATMUL && plan_forward(ex, &l, p, id)) goto nomem;
-        }
-        for (int s = 0; s < ex->plan->n_train; s++) {
-            int id = ex->plan->train_order[s];
-            if (g->nodes[id].op == BRISK_OP_ACT_GRAD && !p->skip[id] && plan_backward(ex, &l, p, id)) goto nomem;
-        }
-    }
+    if (life_build(ex, &l) || (cb->opt.fuse && plan_fusions(ex, &l, p))) goto nomem;
     int refused = 0;
     for (int i = 0; i < p->n_fusions; i++)
         if (cb->opt.refuse_epilogues & epi_bit(p->fusions[i].epi)) p->fusions[i].failed = 1, refused++;
@@ -396,6 +547,12 @@ void cuda_prep_fusions(const cuda_backend *cb, int *active, int *decomposed) {
         else ++*active;
     }
 }
+
+int cuda_prep_norm_fusions(const cuda_backend *cb) { return cb->prep ? cb->prep->n_norms : 0; }
+
+const cuda_prep *cuda_prep_of(const cuda_backend *cb, const brisk_graph *g) { return prep_for(cb, g); }
+
+void *const *cuda_prep_ptrs(const cuda_prep *p) { return p->ex->ptr; }
 
 float *cuda_prep_seed(const cuda_backend *cb) { return cb->prep ? cb->prep->seed : NULL; }
 
