@@ -60,6 +60,7 @@ struct brisk_trainer {
      * checkpoints so that predict applies it again (norm_n 0: none) */
     float *norm_mean, *norm_std;
     int norm_n;
+    brisk_trainer_control control; /* set by a program driving the trainer (control.c) */
 };
 
 /* step.c: one optimizer step over `accumulate` micro-batches. micro() runs (or, when the
@@ -146,8 +147,6 @@ brisk_status brisk_checkpoint_find_latest(const char *dir, const brisk_logger *l
 brisk_status brisk_run_dir_lock(const char *dir, int *fd, const brisk_logger *log, brisk_error *err);
 void brisk_run_dir_unlock(int fd);
 
-/* signals.c */
-const char *brisk_signal_name(int sig);
 
 /* numeric.c: a non-finite loss at the current step: BRISK_OK when it may be skipped
  * (train.skip_nan_steps), else the error that stops the run. */
