@@ -23,6 +23,11 @@ add_test(NAME api.fortran_binding_errors COMMAND api_binding_errors)
 set_tests_properties(api.fortran_binding_errors PROPERTIES ENVIRONMENT "OMP_NUM_THREADS=1"
   FAIL_REGULAR_EXPRESSION "${fenv_note}")
 
+# The README's Fortran snippet compiles as Fortran 2008 (no `stop` with a function result).
+add_test(NAME api.fortran_doc_snippet COMMAND ${CMAKE_CURRENT_LIST_DIR}/doc_snippet.sh ${CMAKE_Fortran_COMPILER}
+  ${CMAKE_SOURCE_DIR}/examples/README.md $<TARGET_PROPERTY:brisk_fortran,Fortran_MODULE_DIRECTORY>
+  ${CMAKE_BINARY_DIR}/api_doc_snippet)
+
 add_executable(api_sim ${CMAKE_CURRENT_LIST_DIR}/sim.F90)
 target_link_libraries(api_sim PRIVATE brisk_fortran)
 target_compile_options(api_sim PRIVATE -std=f2008)
