@@ -60,6 +60,7 @@ program sim
   allocate(coarse(ncoarse, columns), fine(nfine, columns), guess(nfine, columns), ens(nfine, columns, members))
 
   call check(brisk_create(s, config), 'create')
+  deallocate(config) ! allocatables of the main program outlive STOP (leak checkers say so)
   call write_pid()
   k0 = 1
   if (mode == 'resume') call restore(k0)
@@ -102,6 +103,7 @@ program sim
 #endif
      if (stop_any /= 0) then
         call save_state(k)
+        deallocate(coarse, fine, guess, ens)
 #ifdef BRISK_TEST_MPI
         call MPI_Finalize(ierr)
 #endif
@@ -129,6 +131,7 @@ program sim
   write (output_unit, '(a, i0, a, f0.2, a, f0.2, a)') 'rank ', rank, ': time in brisk train calls ', t_train, &
        ' s of ', t_total, ' s'
   call check(brisk_destroy(s), 'destroy')
+  deallocate(coarse, fine, guess, ens)
 #ifdef BRISK_TEST_MPI
   call MPI_Finalize(ierr)
 #endif
