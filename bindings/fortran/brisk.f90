@@ -313,7 +313,7 @@ contains
     e = 0.0_c_double
     sd = 0
     g = c_null_ptr
-    g_rows = 0
+    g_rows = -1 ! no guess
     g_cols = 0
     if (present(method)) m = method
     if (present(steps)) k = steps

@@ -69,11 +69,11 @@ brisk_status brisk_f_sample(brisk_session *h, int64_t c_rows, int64_t c_cols, co
     const brisk_model_spec *m = &s->cfg.model;
     if (m->type == BRISK_MODEL_DIFFUSION && !(st = leading(s, &c, "coarse", c_rows, c_cols, m->coarse, "coarse")) &&
         !(st = leading(s, &c, "fine", f_rows, f_cols, m->fine, "fine")) &&
-        !(st = columns(s, &c, "coarse", c_cols, "fine", f_cols)) && guess &&
+        !(st = columns(s, &c, "coarse", c_cols, "fine", f_cols)) && g_rows >= 0 &&
         !(st = leading(s, &c, "guess", g_rows, g_cols, m->fine, "fine")))
         st = columns(s, &c, "guess", g_cols, "fine", f_cols);
     if (!st) {
-        api_arg in = {"coarse", coarse, c_rows, m->coarse}, g = {"guess", guess, g_rows, m->fine},
+        api_arg in = {"coarse", coarse, c_rows, m->coarse}, g = {"guess", g_rows >= 0 ? guess : NULL, g_rows, m->fine},
                 out = {"fine", fine, f_rows, m->fine};
         st = api_sample(s, &c, c_cols, &in, &g, fine, &out, method, steps, eta, seed);
     }

@@ -79,7 +79,7 @@ brisk_status api_sample(api_session *s, const api_ctx *c, int64_t n, api_arg *co
                         api_arg *fine_arg, int method, int steps, double eta, uint64_t seed);
 
 /* ---- binding.c: the Fortran binding's entry points (arrays as (rows, columns), one sample
- * per column; rows must equal the model's width). */
+ * per column; rows must equal the model's width; g_rows -1: no guess). */
 brisk_status brisk_f_push(brisk_session *h, int64_t in_rows, int64_t in_cols, const float *input, int64_t tg_rows,
                           int64_t tg_cols, const float *target);
 brisk_status brisk_f_predict(brisk_session *h, int64_t in_rows, int64_t in_cols, const float *input, int64_t out_rows,

@@ -51,6 +51,8 @@ program binding_errors
   call expect('sample guess(257, n)', s, brisk_sample(s, coarse, out, guess=fine257), BRISK_ERR_SHAPE, &
        'guess has shape (257, 8)')
   ! column counts that differ: their own message, not an empty or a stale one
+  call expect('sample guess(256, 0)', s, brisk_sample(s, coarse, out, guess=fine(:, 1:0)), BRISK_ERR_SHAPE, &
+       'brisk_sample: guess has 0 samples (columns) and fine has 8')
   call expect('push 10 and 9 columns', s, brisk_push(s, c10, f9), BRISK_ERR_SHAPE, &
        'brisk_push: input has 10 samples (columns) and target has 9; expected the same number')
   call expect('sample 10 and 8 columns', s, brisk_sample(s, c10, out), BRISK_ERR_SHAPE, &
