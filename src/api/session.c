@@ -190,16 +190,16 @@ brisk_status brisk_session_clear(brisk_session *h) {
 
 static int stop_pending(const api_session *s) { return brisk_signal_pending() || api_stop_requested(s); }
 
-/* BRISK_STOPPED with what was done and where the work is kept. */
-static brisk_status stopped(api_session *s, const char *fn, int64_t done, int64_t asked) {
+/* BRISK_STOPPED with what was done of what was asked ("the 3 epochs") and where the work is kept. */
+static brisk_status stopped(api_session *s, const char *fn, int64_t done, int64_t asked, const char *unit) {
     int sig = brisk_signal_pending();
     const char *ckpt = brisk_trainer_last_checkpoint(s->trainer);
     char kept[BRISK_PATH_MAX + 96];
     if (s->cfg.train.out_dir[0]) snprintf(kept, sizeof kept, "checkpoint %s written", ckpt);
     else snprintf(kept, sizeof kept, "no checkpoint written (train.out_dir is \"\"): save one with brisk_session_save");
-    return brisk_errorf(&s->err, BRISK_STOPPED, "%s: stopped by %s after step %lld (%lld of the %lld steps asked for); %s",
-                        fn, sig ? brisk_signal_name(sig) : "brisk_session_request_stop",
-                        (long long)brisk_trainer_steps_done(s->trainer), (long long)done, (long long)asked, kept);
+    return brisk_errorf(&s->err, BRISK_STOPPED, "%s: stopped by %s after step %lld (%lld steps done of the %lld %s "
+                        "asked for); %s", fn, sig ? brisk_signal_name(sig) : "a stop request",
+                        (long long)brisk_trainer_steps_done(s->trainer), (long long)done, (long long)asked, unit, kept);
 }
 
 static brisk_status train(api_session *s, int64_t n, int epochs) {
@@ -210,7 +210,7 @@ static brisk_status train(api_session *s, int64_t n, int epochs) {
     /* A stop asked for between calls: no step, but the checkpoint the caller will rely on. */
     if (stop_pending(s)) {
         if ((st = brisk_trainer_checkpoint(s->trainer, err))) return st;
-        return stopped(s, fn, 0, epochs ? n * brisk_trainer_batches_per_epoch(s->trainer) / s->cfg.train.accumulate : n);
+        return stopped(s, fn, 0, n, unit);
     }
     if (s->ring.count == 0)
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s: the buffer is empty; push samples first", fn);
@@ -234,7 +234,7 @@ static brisk_status train(api_session *s, int64_t n, int epochs) {
     s->epochs += sum.epochs_done;
     s->last_loss = nl ? losses[nl - 1] : NAN;
     s->inf_stale = 1;
-    return sum.stopped_by_signal ? stopped(s, fn, sum.steps - before, steps) : BRISK_OK;
+    return sum.stopped_by_signal ? stopped(s, fn, sum.steps - before, steps, "steps") : BRISK_OK;
 }
 
 brisk_status brisk_session_train_epochs(brisk_session *h, int64_t epochs) {

@@ -89,7 +89,7 @@ static void test_request_stop_mid_training(void) {
     CHECKF(st == BRISK_STOPPED, "%s: %s", brisk_status_name(st), brisk_session_error(s));
     CHECK(host_caught == SIGUSR2);
     const char *msg = brisk_session_error(s);
-    CHECKF(strstr(msg, "after step 7 (7 of the 50 steps asked for)") && strstr(msg, "last.safetensors written"), "%s", msg);
+    CHECKF(strstr(msg, "after step 7 (7 steps done of the 50 steps asked for)") && strstr(msg, "last.safetensors written"), "%s", msg);
     double v;
     OK(brisk_session_query(s, "steps", &v), s);
     CHECK(v == 7);
@@ -100,7 +100,7 @@ static void test_request_stop_mid_training(void) {
     /* the request stays: later train calls stop at once, doing nothing; other calls work */
     raise_at = 0;
     st = brisk_session_train_steps(s, 3);
-    CHECKF(st == BRISK_STOPPED && strstr(brisk_session_error(s), "(0 of the 3 steps asked for)"), "%s",
+    CHECKF(st == BRISK_STOPPED && strstr(brisk_session_error(s), "(0 steps done of the 3 steps asked for)"), "%s",
            brisk_session_error(s));
     OK(brisk_session_query(s, "steps", &v), s);
     CHECK(v == 7);

@@ -56,7 +56,7 @@ static void test_sigterm_mid_training(void) {
     OK(brisk_session_push(s, 160, coarse, 0, fine, 0), s);
     brisk_status st = brisk_session_train_epochs(s, 3);
     const char *msg = brisk_session_error(s);
-    CHECKF(st == BRISK_STOPPED && strstr(msg, "stopped by SIGTERM after step 4 (4 of the 30") &&
+    CHECKF(st == BRISK_STOPPED && strstr(msg, "stopped by SIGTERM after step 4 (4 steps done of the 30 steps") &&
            strstr(msg, "last.safetensors written"), "%s: %s", brisk_status_name(st), msg);
     CHECK(brisk_stop_signal() == SIGTERM);
     double v;
