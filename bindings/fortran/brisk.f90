@@ -1,23 +1,30 @@
 ! brisk for Fortran: the stable C API of include/brisk/api.h through ISO_C_BINDING.
 !
 ! Arrays are Fortran arrays with one sample per column: input(width, n), target(width, n),
-! coarse(7, n), fine(256, n) for the example denoiser; a column is what api.h calls a row, and
-! the leading dimension is passed as its stride (so a section like fields(:, 1:80) of a larger
-! array works; a non-contiguous section is copied by the compiler). Every function returns an
-! integer status (BRISK_OK = 0); brisk_error_message(s) says what went wrong, except when two
-! arrays of one call have different column counts: then BRISK_ERR_SHAPE comes back without a
-! call into brisk.
+! coarse(7, n), fine(256, n) for the example denoiser (a column is what api.h calls a row; one
+! sample is an array of shape (width, 1)). The first dimension must be exactly the model's
+! width and both arrays of a call must have as many columns; a section like fields(:, 1:80)
+! of a larger array works (a non-contiguous one is copied by the compiler). Every function
+! returns an integer status (BRISK_OK = 0); brisk_error_message(s) then says what went wrong,
+! in the binding's terms: 1-based indices as argument(element, sample), e.g.
+! "brisk_push: target(100, 3) is NaN".
 !
 !   use brisk
+!   use, intrinsic :: iso_fortran_env, only: int64, error_unit
 !   type(brisk_session) :: s
-!   if (brisk_create(s, config_json) /= BRISK_OK) stop brisk_error_message(s)
+!   if (brisk_create(s, config_json) /= BRISK_OK) then
+!      write (error_unit, '(a)') brisk_error_message(s)
+!      error stop 1
+!   end if
 !   st = brisk_push(s, coarse, fine)                 ! every model step
-!   st = brisk_train_epochs(s, 1_int64)              ! every 48 steps
-!   st = brisk_sample(s, coarse, fine_out, BRISK_SAMPLER_DDIM, 10, 0.0d0, seed)
+!   st = brisk_train_epochs(s, 1_int64)              ! every 48 steps (BRISK_STOPPED: save, exit)
+!   st = brisk_sample(s, coarse, fine_out, BRISK_SAMPLER_DDIM, 10, 0.0_c_double, seed)
 !   st = brisk_destroy(s)
 !
-! Like the C library, the module never calls MPI and keeps no global state: one session per
-! thread or per MPI rank, or one on the rank that gathers (examples/fortran/online.F90).
+! A type(brisk_session) holds a handle: a copy (s2 = s) names the same session, and after
+! brisk_destroy every call through any copy returns BRISK_ERR_INVALID ("destroyed").
+! Like the C library, the module never calls MPI: one session per thread or per MPI rank, or
+! one on the rank that gathers (examples/fortran/online.F90).
 module brisk
   use, intrinsic :: iso_c_binding
   use, intrinsic :: iso_fortran_env, only: output_unit, error_unit, int64
@@ -26,7 +33,7 @@ module brisk
 
   integer, parameter, public :: BRISK_OK = 0, BRISK_ERR_INVALID = 1, BRISK_ERR_IO = 2, &
        BRISK_ERR_FORMAT = 3, BRISK_ERR_SHAPE = 4, BRISK_ERR_NOMEM = 5, BRISK_ERR_UNSUPPORTED = 6, &
-       BRISK_ERR_NUMERIC = 7, BRISK_ERR_INTERNAL = 8, BRISK_ERR_FULL = 9
+       BRISK_ERR_NUMERIC = 7, BRISK_ERR_INTERNAL = 8, BRISK_ERR_FULL = 9, BRISK_STOPPED = 10
   integer, parameter, public :: BRISK_SAMPLER_DDPM = 0, BRISK_SAMPLER_DDIM = 1
 
   ! A session handle; default-initialised to no session.
@@ -36,7 +43,8 @@ module brisk
 
   public :: brisk_create, brisk_create_file, brisk_destroy, brisk_error_message, brisk_sizes, &
        brisk_push, brisk_clear, brisk_train_epochs, brisk_train_steps, brisk_save, brisk_load, &
-       brisk_predict, brisk_sample, brisk_query
+       brisk_predict, brisk_sample, brisk_query, brisk_request_stop, brisk_stop_signals_install, &
+       brisk_stop_signal
 
   interface
      integer(c_int) function c_create(json, log, user, out) bind(C, name="brisk_session_create")
@@ -66,11 +74,11 @@ module brisk
        type(c_ptr), value :: s
        integer(c_int64_t), intent(out) :: input_width, target_width
      end function c_sizes
-     integer(c_int) function c_push(s, n, input, input_stride, target, target_stride) &
-          bind(C, name="brisk_session_push")
+     integer(c_int) function c_push(s, in_rows, in_cols, input, tg_rows, tg_cols, target) &
+          bind(C, name="brisk_f_push")
        import :: c_int, c_ptr, c_int64_t, c_float
        type(c_ptr), value :: s
-       integer(c_int64_t), value :: n, input_stride, target_stride
+       integer(c_int64_t), value :: in_rows, in_cols, tg_rows, tg_cols
        real(c_float), dimension(*), intent(in) :: input, target
      end function c_push
      integer(c_int) function c_clear(s) bind(C, name="brisk_session_clear")
@@ -97,25 +105,35 @@ module brisk
        type(c_ptr), value :: s
        character(kind=c_char), dimension(*), intent(in) :: path
      end function c_load
-     integer(c_int) function c_predict(s, n, input, input_stride, output, output_stride) &
-          bind(C, name="brisk_session_predict")
+     integer(c_int) function c_predict(s, in_rows, in_cols, input, out_rows, out_cols, output) &
+          bind(C, name="brisk_f_predict")
        import :: c_int, c_ptr, c_int64_t, c_float
        type(c_ptr), value :: s
-       integer(c_int64_t), value :: n, input_stride, output_stride
+       integer(c_int64_t), value :: in_rows, in_cols, out_rows, out_cols
        real(c_float), dimension(*), intent(in) :: input
        real(c_float), dimension(*), intent(inout) :: output
      end function c_predict
-     integer(c_int) function c_sample(s, n, coarse, coarse_stride, guess, guess_stride, fine, fine_stride, method, &
-          steps, eta, seed) bind(C, name="brisk_session_sample_guided")
+     integer(c_int) function c_sample(s, c_rows, c_cols, coarse, g_rows, g_cols, guess, f_rows, f_cols, fine, &
+          method, steps, eta, seed) bind(C, name="brisk_f_sample")
        import :: c_int, c_ptr, c_int64_t, c_float, c_double
        type(c_ptr), value :: s
-       integer(c_int64_t), value :: n, coarse_stride, guess_stride, fine_stride, seed
+       integer(c_int64_t), value :: c_rows, c_cols, g_rows, g_cols, f_rows, f_cols, seed
        real(c_float), dimension(*), intent(in) :: coarse
        type(c_ptr), value :: guess
        real(c_float), dimension(*), intent(inout) :: fine
        integer(c_int), value :: method, steps
        real(c_double), value :: eta
      end function c_sample
+     integer(c_int) function c_request_stop(s) bind(C, name="brisk_session_request_stop")
+       import :: c_int, c_ptr
+       type(c_ptr), value :: s
+     end function c_request_stop
+     integer(c_int) function c_stop_signals_install() bind(C, name="brisk_stop_signals_install")
+       import :: c_int
+     end function c_stop_signals_install
+     integer(c_int) function c_stop_signal() bind(C, name="brisk_stop_signal")
+       import :: c_int
+     end function c_stop_signal
      integer(c_int) function c_query(s, name, value) bind(C, name="brisk_session_query")
        import :: c_int, c_ptr, c_char, c_double
        type(c_ptr), value :: s
@@ -195,11 +213,11 @@ contains
     status = c_create_file(c_str(trim(path)), log_fn(verbose), c_null_ptr, s%ptr)
   end function brisk_create_file
 
-  ! Frees the session; s becomes no session.
+  ! Frees the session. s and every copy of it keep naming the destroyed session: later calls
+  ! through them return BRISK_ERR_INVALID and brisk_error_message says "destroyed".
   integer function brisk_destroy(s) result(status)
-    type(brisk_session), intent(inout) :: s
+    type(brisk_session), intent(in) :: s
     status = c_destroy(s%ptr)
-    s%ptr = c_null_ptr
   end function brisk_destroy
 
   ! The message of the last failed call ('' after a success).
@@ -219,16 +237,19 @@ contains
     target_width = b
   end function brisk_sizes
 
-  ! Copies the samples in the columns of input(:, n) and target(:, n) into the buffer.
+  ! The extents of a dummy array as C's int64_t.
+  integer(c_int64_t) function extent(a, dim)
+    real(c_float), intent(in) :: a(:, :)
+    integer, intent(in) :: dim
+    extent = int(size(a, dim), c_int64_t)
+  end function extent
+
+  ! Copies the samples in the columns of input(:, n) and target(:, n) into the buffer (one
+  ! sample: arrays of shape (width, 1)).
   integer function brisk_push(s, input, target) result(status)
     type(brisk_session), intent(in) :: s
     real(c_float), intent(in) :: input(:, :), target(:, :)
-    if (size(input, 2) /= size(target, 2)) then
-       status = BRISK_ERR_SHAPE
-       return
-    end if
-    status = c_push(s%ptr, int(size(input, 2), c_int64_t), input, int(size(input, 1), c_int64_t), &
-         target, int(size(target, 1), c_int64_t))
+    status = c_push(s%ptr, extent(input, 1), extent(input, 2), input, extent(target, 1), extent(target, 2), target)
   end function brisk_push
 
   integer function brisk_clear(s) result(status)
@@ -267,12 +288,7 @@ contains
     type(brisk_session), intent(in) :: s
     real(c_float), intent(in) :: input(:, :)
     real(c_float), intent(inout) :: output(:, :)
-    if (size(input, 2) /= size(output, 2)) then
-       status = BRISK_ERR_SHAPE
-       return
-    end if
-    status = c_predict(s%ptr, int(size(input, 2), c_int64_t), input, int(size(input, 1), c_int64_t), &
-         output, int(size(output, 1), c_int64_t))
+    status = c_predict(s%ptr, extent(input, 1), extent(input, 2), input, extent(output, 1), extent(output, 2), output)
   end function brisk_predict
 
   ! Diffusion models: fine(:, i) sampled given coarse(:, i). method BRISK_SAMPLER_DDPM (default)
@@ -290,32 +306,26 @@ contains
     real(c_float), intent(in), optional, target, contiguous :: guess(:, :)
     integer(c_int) :: m, k
     real(c_double) :: e
-    integer(c_int64_t) :: sd, gs
+    integer(c_int64_t) :: sd, g_rows, g_cols
     type(c_ptr) :: g
     m = BRISK_SAMPLER_DDPM
     k = 0
     e = 0.0_c_double
     sd = 0
     g = c_null_ptr
-    gs = 0
+    g_rows = -1 ! no guess
+    g_cols = 0
     if (present(method)) m = method
     if (present(steps)) k = steps
     if (present(eta)) e = eta
     if (present(seed)) sd = seed
-    if (size(coarse, 2) /= size(fine, 2)) then
-       status = BRISK_ERR_SHAPE
-       return
-    end if
     if (present(guess)) then
-       if (size(guess, 2) /= size(fine, 2)) then
-          status = BRISK_ERR_SHAPE
-          return
-       end if
-       g = c_loc(guess)
-       gs = size(guess, 1)
+       if (size(guess) > 0) g = c_loc(guess)
+       g_rows = extent(guess, 1)
+       g_cols = extent(guess, 2)
     end if
-    status = c_sample(s%ptr, int(size(coarse, 2), c_int64_t), coarse, int(size(coarse, 1), c_int64_t), g, gs, &
-         fine, int(size(fine, 1), c_int64_t), m, k, e, sd)
+    status = c_sample(s%ptr, extent(coarse, 1), extent(coarse, 2), coarse, g_rows, g_cols, g, extent(fine, 1), &
+         extent(fine, 2), fine, m, k, e, sd)
   end function brisk_sample
 
   ! One number about the session by name ("train_loss", "steps", "buffered", ...; api.h).
@@ -325,5 +335,26 @@ contains
     real(c_double), intent(out) :: value
     status = c_query(s%ptr, c_str(trim(name)), value)
   end function brisk_query
+
+  ! Asks s to stop training: the running train call (or the next) finishes its step, writes
+  ! its checkpoint (train.out_dir) and returns BRISK_STOPPED, as do all later ones. Safe to
+  ! call from a signal handler (it only stores a flag).
+  integer function brisk_request_stop(s) result(status)
+    type(brisk_session), intent(in) :: s
+    status = c_request_stop(s%ptr)
+  end function brisk_request_stop
+
+  ! Installs brisk's handlers for SIGTERM, SIGINT and SIGUSR1, for programs without their own
+  ! (the config's "session": {"stop_signals": true} does it at creation): a caught signal stops
+  ! the train calls of every session. Ranks that hold no session call this, then poll
+  ! brisk_stop_signal() to agree on a step with those that do.
+  integer function brisk_stop_signals_install() result(status)
+    status = c_stop_signals_install()
+  end function brisk_stop_signals_install
+
+  ! The signal brisk's handlers caught (15 SIGTERM, 2 SIGINT, 10 SIGUSR1 on Linux), 0 if none.
+  integer function brisk_stop_signal() result(sig)
+    sig = c_stop_signal()
+  end function brisk_stop_signal
 
 end module brisk

@@ -18,24 +18,34 @@
  *
  * Conventions, for every function:
  *   - It returns a brisk_status (BRISK_OK = 0; errors: BRISK_ERR_INVALID 1, _IO 2, _FORMAT 3,
- *     _SHAPE 4, _NOMEM 5, _UNSUPPORTED 6, _NUMERIC 7, _INTERNAL 8, _FULL 9) and never aborts.
- *     After an error, brisk_session_error(s) is one line saying what was wrong and what was
- *     expected; the session stays usable (a failed call changes nothing it did not finish).
+ *     _SHAPE 4, _NOMEM 5, _UNSUPPORTED 6, _NUMERIC 7, _INTERNAL 8, _FULL 9; and BRISK_STOPPED 10,
+ *     not an error: a train call that stopped early on request, see brisk_session_request_stop)
+ *     and never aborts. After an error, brisk_session_error(s) is one line saying what was
+ *     wrong and what was expected; the session stays usable (a failed call changes nothing it
+ *     did not finish).
+ *   - A brisk_session * is a handle, not an address: after brisk_session_destroy(s), every
+ *     call through s or through any copy of it returns BRISK_ERR_INVALID and
+ *     brisk_session_error says the session was destroyed; nothing touches freed memory.
  *   - Arrays are float32, one sample per row. A "stride" is the distance in floats between the
- *     starts of consecutive rows (0: rows are packed, stride = the row width). Data are copied
- *     in; outputs are written only into the rows asked for.
+ *     starts of consecutive rows (0: rows are packed, stride = the row width; a larger stride
+ *     skips padding at the end of each row). Data are copied in and checked (finite values;
+ *     an error names the argument, row and column, 0-based); outputs are written only into
+ *     the rows asked for.
  *   - Nothing is written to stdout or stderr. Messages (device chosen and why, progress lines,
- *     the summary of each train call) go to the log callback given at creation, if any.
+ *     the summary of each train call, warnings) go to the log callback given at creation.
  *   - Files are written only where asked: brisk_session_save, and train.out_dir when the
- *     config sets it (metrics.jsonl, last/best checkpoints, as `brisk train` writes them).
+ *     config sets it (see "Checkpoints" at brisk_session_create).
+ *   - The caller's floating-point environment (exception flags, rounding mode) is as it was
+ *     when the call began: flags such as underflow raised inside brisk are not left set.
  *
- * Threads: the library has no global state. Sessions are independent: one session per thread
+ * Threads: sessions are independent: one session per thread
  * runs concurrently with others. A session itself must not be used by two threads at once.
  * Each session's CPU work runs on its own pool of speed.threads threads (brisk's, not OpenMP's,
  * so the host's OMP_WAIT_POLICY and OpenMP regions neither slow it nor are slowed by it; idle
  * pool threads sleep after ~40 us). 0: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK, else the CPUs
  * this process may use (affinity mask, cgroup quota), divided among the MPI ranks on the node
- * when they are not bound to CPUs of their own; the log's device line says which.
+ * when they are not bound to CPUs of their own; the log's device line says which. The only
+ * process-wide state is the table of session handles and the flag of brisk's signal handlers.
  *
  * MPI: brisk never calls MPI (it neither initialises nor finalises it), so it runs inside any
  * MPI program. Two patterns (examples/README.md, examples/c/online.c):
@@ -46,6 +56,7 @@
  *     ensemble, or regional models); give each a different train.seed (e.g. seed + rank) and,
  *     when they share a node, the default thread count already divides the node's CPUs among
  *     unbound ranks (Open MPI, MPICH/Hydra and SLURM local sizes); bound ranks use their own.
+ * Stopping an MPI simulation at one step on every rank: examples/README.md ("Preemption").
  *
  * Devices: speed.device "auto" trains on the GPU when this build has the CUDA backend and a GPU
  * is usable, else on the CPU, and logs which and why. Checkpoints are device-agnostic: a file
@@ -74,21 +85,41 @@ typedef enum { BRISK_SAMPLER_DDPM = 0, BRISK_SAMPLER_DDIM = 1 } brisk_sampler_ki
  * since the data come from brisk_session_push; "data.buffer" sets the sample buffer:
  *     "data": {"buffer": {"capacity": 3840, "when_full": "drop_oldest" | "reject"},
  *              "validation_fraction": 0.0}
- * (defaults: capacity 4096, drop_oldest, validation_fraction 0.1). An unknown key, a bad value
- * or a model that cannot be built is an error naming the key. train.out_dir defaults to ""
- * (no files). log (may be NULL: silent) receives every message with log_user.
+ * (defaults: capacity 4096, drop_oldest, validation_fraction 0.1). A "session" section holds
+ * what only a session has (`brisk train` refuses it):
+ *     "session": {"stop_signals": false}
+ * stop_signals true installs brisk's handlers for SIGTERM, SIGINT and SIGUSR1 at creation, as
+ * brisk_stop_signals_install does (off by default: the host program owns its signals).
+ * An unknown key, a bad value or a model that cannot be built is an error naming the key.
+ * log (may be NULL: silent) receives every message with log_user.
+ *
+ * Checkpoints: train.out_dir defaults to "" (no files). When set, the session creates the
+ * directory and locks it at creation (a second session or `brisk train` on it is refused,
+ * naming the holder), and train calls write metrics.jsonl and checkpoints into it
+ * (step-NNNNNNNN.safetensors, the newest train.keep_checkpoints kept, and last.safetensors
+ * naming the newest; each written to a temporary file, fsynced and renamed):
+ *   - after the step that makes the step count a multiple of train.checkpoint_every (0: off);
+ *   - after the first step at least train.checkpoint_minutes (default 30; 0: off) of wall
+ *     time after the last checkpoint or the creation (time between train calls counts);
+ *   - when a train call is stopped (brisk_session_request_stop, or a caught signal).
+ * Not at the end of every train call: a call of a few steps costs no checkpoint. Call
+ * brisk_session_save for a checkpoint of your own at any point (e.g. at the end of the
+ * simulation). No best.safetensors: each call validates on another split of other data.
+ *
  * On success *out is a new session. On failure *out is a session that only reports the error
  * (brisk_session_error) and must be destroyed; it stays NULL only when out is NULL or memory
- * ran out. */
+ * ran out (or 4096 sessions are alive at once). */
 brisk_status brisk_session_create(const char *config_json, brisk_log_fn log, void *log_user, brisk_session **out);
 /* The same with the config read from a file (a relative data.train is then resolved as
  * `brisk train` does, though the session does not read it). */
 brisk_status brisk_session_create_file(const char *config_path, brisk_log_fn log, void *log_user,
                                        brisk_session **out);
-/* Frees the session and everything it holds. NULL is allowed. Returns BRISK_OK. */
+/* Frees the session and everything it holds (and unlocks its run directory). NULL is allowed.
+ * Returns BRISK_OK, or BRISK_ERR_INVALID for a session destroyed before (a copied handle). */
 brisk_status brisk_session_destroy(brisk_session *s);
-/* The message of the last failed call on s ("" when none; a fixed text when s is NULL). The
- * pointer stays valid until the next call on s. */
+/* The message of the last failed call on s ("" when none), or of why s is no session: NULL,
+ * destroyed ("...was destroyed..."), or not a handle at all. The pointer stays valid until
+ * the next call on s. */
 const char *brisk_session_error(const brisk_session *s);
 
 /* Widths of one sample: input (the coarse field of a diffusion model, x of an mlp) and target
@@ -96,8 +127,9 @@ const char *brisk_session_error(const brisk_session *s);
 brisk_status brisk_session_sizes(brisk_session *s, int64_t *input_width, int64_t *target_width);
 
 /* Copies n samples into the buffer: row i of input at input + i * input_stride, of target at
- * target + i * target_stride. Every value must be finite (a classifier's label an integer in
- * [0, classes)); a bad value fails the whole push, naming the row and column, and leaves the
+ * target + i * target_stride (each stride 0 or at least the width: brisk_session_sizes).
+ * Every value must be finite (a classifier's label an integer in [0, classes)); a bad value
+ * fails the whole push with BRISK_ERR_NUMERIC, naming the row and column, and leaves the
  * buffer unchanged. When the buffer would overflow: "drop_oldest" drops the oldest samples
  * (counted in the "dropped" query); "reject" stores nothing and returns BRISK_ERR_FULL. */
 brisk_status brisk_session_push(brisk_session *s, int64_t n, const float *input, int64_t input_stride,
@@ -112,7 +144,10 @@ brisk_status brisk_session_clear(brisk_session *s);
  * `brisk train` does (the same losses, bit for bit). The learning-rate schedule spans the run
  * the config describes (train.epochs or train.max_steps over the first data trained on) and
  * holds its final value after it, so online training wants the default "constant" schedule.
- * An empty buffer, or fewer samples than one batch, is an error. */
+ * An empty buffer, or fewer samples than one batch, is an error.
+ * After a stop request the call finishes the optimizer step in progress, writes a checkpoint
+ * (when train.out_dir is set) and returns BRISK_STOPPED; the message says after which step,
+ * how many of the steps asked for were done and where the checkpoint is. */
 brisk_status brisk_session_train_epochs(brisk_session *s, int64_t epochs);
 /* The same for a number of optimizer steps, continuing the current epoch where the last call
  * stopped (a new epoch, reshuffled, begins whenever one ends). */
@@ -127,7 +162,9 @@ brisk_status brisk_session_save(brisk_session *s, const char *path);
 brisk_status brisk_session_load(brisk_session *s, const char *path);
 
 /* MLP models: output row i = model(input row i) for n rows (class probabilities for a
- * classifier). A diffusion model returns BRISK_ERR_UNSUPPORTED: it makes fields by sampling. */
+ * classifier). A diffusion model returns BRISK_ERR_UNSUPPORTED: it makes fields by sampling.
+ * Inputs are checked like pushed ones: a NaN or inf is BRISK_ERR_NUMERIC naming its row and
+ * column, and nothing is written. A model never trained nor loaded warns (log) once. */
 brisk_status brisk_session_predict(brisk_session *s, int64_t n, const float *input, int64_t input_stride,
                                    float *output, int64_t output_stride);
 /* Diffusion models: samples one fine field per coarse row from the current parameters.
@@ -135,7 +172,8 @@ brisk_status brisk_session_predict(brisk_session *s, int64_t n, const float *inp
  * model.noise.steps; eta is ignored). BRISK_SAMPLER_DDIM: `steps` (1 to noise steps, 0: all)
  * evenly spaced steps, eta in [0, 1] (0: deterministic given the seed and starting noise).
  * The noise comes from Philox keyed by seed: the same seed, rows and parameters give the same
- * samples on any thread count; an ensemble is the same call with seeds seed, seed + 1, ... */
+ * samples on any thread count; an ensemble is the same call with seeds seed, seed + 1, ...
+ * coarse (and guess) are checked as predict's input is. */
 brisk_status brisk_session_sample(brisk_session *s, int64_t n, const float *coarse, int64_t coarse_stride,
                                   float *fine, int64_t fine_stride, int method, int steps, double eta,
                                   uint64_t seed);
@@ -164,8 +202,33 @@ brisk_status brisk_session_sample_guided(brisk_session *s, int64_t n, const floa
  *   "sample_seconds" wall time of the last sample or predict call
  *   "buffered", "capacity", "pushed", "dropped"   buffer fill, size, samples accepted, dropped
  *   "input_width", "target_width"                 as brisk_session_sizes
+ *   "stop_requested" 1 when train calls will stop (brisk_session_request_stop, or a signal
+ *                    caught by brisk's handlers), else 0; "stop_signal" that signal or 0
  * NaN where nothing was measured yet. An unknown name is an error listing the known ones. */
 brisk_status brisk_session_query(brisk_session *s, const char *name, double *value);
+
+/* ---- stopping: preemption inside a simulation
+ * A batch system warns before it kills (SLURM: SIGTERM, or SIGUSR1 at --signal=USR1@120). The
+ * program then wants brisk's training to end at a step boundary with a checkpoint, and its own
+ * loop to save its state and exit (with 75, as `brisk train` does, a requeue script can tell
+ * a stop from a failure). */
+
+/* Asks s to stop training: the running train call (or, when none runs, the next) finishes its
+ * step, writes its checkpoint and returns BRISK_STOPPED, and so does every train call after
+ * it. Async-signal-safe: call it from the program's own signal handler. Push, sample, save and
+ * the rest keep working. BRISK_ERR_INVALID (and nothing else happens) for a handle that names
+ * no live session; no message is recorded, since a signal handler may not write one. */
+brisk_status brisk_session_request_stop(brisk_session *s);
+/* For programs without handlers of their own: installs brisk's for SIGTERM, SIGINT and SIGUSR1
+ * (replacing the program's; the config's "session": {"stop_signals": true} does the same at
+ * creation). A caught signal is a stop request for every session of the process, from then
+ * on; the handlers reset themselves, so a second such signal acts as if brisk had none
+ * (default: the process ends). Installing again while no signal has been caught re-arms them;
+ * after one was caught it does nothing. */
+brisk_status brisk_stop_signals_install(void);
+/* The signal brisk's handlers caught (SIGTERM, SIGINT, SIGUSR1), 0 if none: for ranks of an
+ * MPI program that hold no session but must stop at the same step as those that do. */
+int brisk_stop_signal(void);
 
 #ifdef __cplusplus
 }

@@ -25,7 +25,8 @@ typedef enum brisk_status {
     BRISK_ERR_UNSUPPORTED, /* valid but not implemented here (dtype, backend) */
     BRISK_ERR_NUMERIC,     /* NaN or inf where a number was needed */
     BRISK_ERR_INTERNAL,
-    BRISK_ERR_FULL         /* a bounded buffer is full and its policy is to refuse */
+    BRISK_ERR_FULL,        /* a bounded buffer is full and its policy is to refuse */
+    BRISK_STOPPED          /* not an error: a stop was requested; the work done is kept */
 } brisk_status;
 
 typedef struct brisk_error {

@@ -250,6 +250,31 @@ brisk_status brisk_signals_install(brisk_error *err);
 int brisk_signal_pending(void);
 /* Asks running trainers to stop as if signal `sig` had arrived (async-signal-safe). */
 void brisk_signal_request(int sig);
+/* "SIGTERM", "SIGINT", "SIGUSR1", "a stop request" (BRISK_STOP_REQUESTED) or "a signal". */
+const char *brisk_signal_name(int sig);
+
+/* ---- a trainer driven by a program (the library API, src/api): many brisk_trainer_run_more
+ * calls make one long run, interleaved with the program's own work. */
+#define BRISK_STOP_REQUESTED (-1) /* stopped_by_signal of a run stopped by a program's request */
+typedef struct brisk_trainer_control {
+    /* Polled before and after every optimizer step: nonzero stops the run as a stop signal does
+     * (after the step in progress, with a checkpoint); the value becomes stopped_by_signal. */
+    int (*stop_requested)(void *user);
+    void *user;
+    /* 1: checkpoint only when one is due (train.checkpoint_every, train.checkpoint_minutes) or
+     * the run is stopped, not at the end of every run; no best.safetensors, since each run
+     * validates on another split of changing data. */
+    int checkpoint_when_due;
+} brisk_trainer_control;
+void brisk_trainer_set_control(brisk_trainer *t, const brisk_trainer_control *c);
+/* Creates train.out_dir and takes its lock now instead of at the first run (a second trainer
+ * on the directory is refused at once, naming the holder). */
+brisk_status brisk_trainer_lock_run_dir(brisk_trainer *t, brisk_error *err);
+/* Writes the run directory's checkpoint of the current step (last and step-N), unless this
+ * process wrote it already; for a program that stops between runs. */
+brisk_status brisk_trainer_checkpoint(brisk_trainer *t, brisk_error *err);
+/* The newest checkpoint this trainer wrote or resumed from ("" if none). */
+const char *brisk_trainer_last_checkpoint(const brisk_trainer *t);
 
 /* ---- exit statuses of the brisk command (README, brisk train --help) */
 #define BRISK_EXIT_OK 0

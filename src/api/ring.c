@@ -2,7 +2,6 @@
  * dense arrays; a full ring either refuses a push whole or overwrites its oldest rows. */
 #include "api/ring.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,40 +32,12 @@ void brisk_ring_free(brisk_ring *r) {
 
 void brisk_ring_clear(brisk_ring *r) { r->count = r->head = 0; }
 
-static brisk_status check_rows(const brisk_ring *r, int64_t n, const float *v, int64_t stride, int64_t w, int labels,
-                               const char *what, brisk_error *err) {
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j < w; j++) {
-            float x = v[i * stride + j];
-            if (!isfinite(x))
-                return brisk_errorf(err, BRISK_ERR_NUMERIC, "push: %s row %lld, column %lld is %s; expected finite "
-                                    "numbers (nothing was added)", what, (long long)i, (long long)j, isnan(x) ? "NaN" : "inf");
-            if (labels && (x != floorf(x) || x < 0 || x >= (float)r->classes))
-                return brisk_errorf(err, BRISK_ERR_INVALID, "push: target row %lld is %g; expected a class label, an "
-                                    "integer from 0 to %lld (nothing was added)", (long long)i, (double)x,
-                                    (long long)r->classes - 1);
-        }
-    return BRISK_OK;
-}
-
 brisk_status brisk_ring_push(brisk_ring *r, int64_t n, const float *in, int64_t in_stride, const float *tg,
                              int64_t tg_stride, brisk_error *err) {
-    if (n < 0) return brisk_errorf(err, BRISK_ERR_INVALID, "push: %lld samples; expected n >= 0", (long long)n);
-    if (n == 0) return BRISK_OK;
-    if (!in || !tg) return brisk_errorf(err, BRISK_ERR_INVALID, "push: %s is NULL", !in ? "input" : "target");
-    if (in_stride == 0) in_stride = r->w_in;
-    if (tg_stride == 0) tg_stride = r->w_tg;
-    if (in_stride < r->w_in || tg_stride < r->w_tg)
-        return brisk_errorf(err, BRISK_ERR_SHAPE, "push: %s stride %lld is shorter than a row of %lld floats",
-                            in_stride < r->w_in ? "input" : "target", (long long)(in_stride < r->w_in ? in_stride : tg_stride),
-                            (long long)(in_stride < r->w_in ? r->w_in : r->w_tg));
     if (r->reject && r->count + n > r->cap)
-        return brisk_errorf(err, BRISK_ERR_FULL, "push: the buffer holds %lld of %lld samples and %lld more do not "
+        return brisk_errorf(err, BRISK_ERR_FULL, "the buffer holds %lld of %lld samples and %lld more do not "
                             "fit (data.buffer.when_full is \"reject\"); train and clear it, or push fewer",
                             (long long)r->count, (long long)r->cap, (long long)n);
-    brisk_status st = check_rows(r, n, in, in_stride, r->w_in, 0, "input", err);
-    if (!st) st = check_rows(r, n, tg, tg_stride, r->w_tg, r->classes > 0, "target", err);
-    if (st) return st;
     /* Rows that would be overwritten within this same push are skipped outright. */
     int64_t skip = n > r->cap ? n - r->cap : 0;
     r->dropped += skip;

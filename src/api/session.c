@@ -1,66 +1,59 @@
 /* The stable API of include/brisk/api.h: a session is a trainer created without data, a
  * ring of pushed samples that becomes the trainer's dataset at each train call, and an
- * inference executor that takes the trainer's parameters when they have changed. Every
- * entry point checks its arguments and records the reason of a failure in the session. */
+ * inference executor (infer.c) that takes the trainer's parameters when they have changed.
+ * Every entry point resolves its handle (handles.c), checks its arguments and records the
+ * reason of a failure in the session. */
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/ring.h"
-#include "brisk/api.h"
-#include "brisk/brisk.h"
+#include "api/internal.h"
 
-struct brisk_session {
-    brisk_error err;           /* the last failure ("" after a success) */
-    int ready;                 /* 0: creation failed and only err is meaningful */
-    brisk_logger log;
-    brisk_config cfg;
-    brisk_model_io io;         /* the model's training fields: [0] input, [1] target */
-    brisk_trainer *trainer;
-    brisk_ring ring;
-    brisk_inference *inf;      /* built on the first predict or sample */
-    int inf_stale;             /* the trainer's parameters changed since inf copied them */
-    brisk_run_summary last;    /* of the last train call */
-    int trained;
-    int64_t epochs;
-    double last_loss, infer_seconds;
-};
-
-/* Clears the last error and says whether s can be used; a session whose creation failed
- * keeps the creation error and refuses every call. */
-static brisk_status begin(brisk_session *s) {
-    if (!s) return BRISK_ERR_INVALID;
-    if (!s->ready) return BRISK_ERR_INVALID;
-    s->err.code = BRISK_OK;
-    s->err.msg[0] = 0;
-    return BRISK_OK;
-}
+#define C_CTX(name) (api_ctx){name, 0}
 
 /* ---------------------------------------------------------------- creation */
 
-/* The API writes no files unless the config asks: train.out_dir defaults to "". */
-static brisk_status sets_out_dir(const char *json, const char *path, int *has, brisk_error *err) {
+/* The trainer's side of a stop: the session's flag, set by brisk_session_request_stop. */
+static int stop_fn(void *user) { return api_stop_requested(user) ? BRISK_STOP_REQUESTED : 0; }
+
+/* The config as `brisk train` reads it, less what only a session has: the "session" section
+ * (read here), and train.out_dir defaulting to "" (the API writes no files unless asked). */
+static brisk_status read_config(api_session *s, const char *json, const char *path, int *stop_signals) {
+    brisk_error *err = &s->err;
     brisk_json *doc = NULL;
     brisk_status st = path ? brisk_json_load(path, &doc, err) : brisk_json_parse(json, strlen(json), "config", &doc, err);
     if (st) return st;
-    brisk_json_reader root = brisk_json_root(doc), train;
+    brisk_json_reader root = brisk_json_root(doc), train, session;
     brisk_json_object_opt(&root, "train", &train, NULL);
-    *has = brisk_json_has(&train, "out_dir");
-    st = brisk_json_status(doc, err); /* a top level or "train" that is not an object */
+    int has_out = brisk_json_has(&train, "out_dir");
+    brisk_json_object_opt(&root, "session", &session, NULL);
+    bool b = false;
+    brisk_json_bool_or(&session, "stop_signals", false, &b);
+    *stop_signals = b;
+    brisk_json_unknown_keys(&session);
+    char *text = NULL;
+    if (!(st = brisk_json_status(doc, err))) {
+        cJSON *tree = brisk_json_tree(doc), *tr = cJSON_GetObjectItemCaseSensitive(tree, "train");
+        cJSON_DeleteItemFromObjectCaseSensitive(tree, "session");
+        if (!tr) tr = cJSON_AddObjectToObject(tree, "train");
+        /* a "train" that is no object is left for the config's own message */
+        if (!has_out && cJSON_IsObject(tr) && !cJSON_AddStringToObject(tr, "out_dir", ""))
+            st = brisk_errorf(err, BRISK_ERR_NOMEM, "create: out of memory");
+        if (!st) st = brisk_json_dump(doc, &text, err);
+    }
     brisk_json_free(doc);
+    if (!st) st = brisk_config_parse(text, path ? path : "config", NULL, 0, &s->cfg, err);
+    free(text);
     return st;
 }
 
-static brisk_status setup(brisk_session *s, const char *json, const char *path) {
+static brisk_status setup(api_session *s, const char *json, const char *path) {
     brisk_error *err = &s->err;
     if (!json && !path) return brisk_errorf(err, BRISK_ERR_INVALID, "create: the config is NULL");
-    int has_out = 0;
-    brisk_status st = sets_out_dir(json, path, &has_out, err);
-    if (st) return st;
-    const char *no_files[] = {"train.out_dir=\"\""};
-    st = path ? brisk_config_load(path, no_files, has_out ? 0 : 1, &s->cfg, err)
-              : brisk_config_parse(json, "config", no_files, has_out ? 0 : 1, &s->cfg, err);
+    int stop_signals = 0;
+    brisk_status st = read_config(s, json, path, &stop_signals);
     if (st) return st;
     if (s->cfg.data.train[0])
         brisk_log(&s->log, BRISK_LOG_INFO, "%s: data.train (%s) is not read: a session trains on the samples pushed to it",
@@ -68,26 +61,61 @@ static brisk_status setup(brisk_session *s, const char *json, const char *path) 
     if ((st = brisk_model_fields(&s->cfg.model, BRISK_BUILD_TRAIN, &s->io, err)) ||
         (st = brisk_trainer_create_with_dataset(&s->cfg, &s->log, NULL, &s->trainer, err)))
         return st;
+    brisk_trainer_set_control(s->trainer, &(brisk_trainer_control){stop_fn, s, 1});
+    /* the run directory is this session's from now on, not from its first train call */
+    if ((st = brisk_trainer_lock_run_dir(s->trainer, err))) return st;
     const brisk_model_field *in = &s->io.fields[0], *tg = &s->io.fields[1];
     int labels = tg->dtype == BRISK_I32;
     st = brisk_ring_init(&s->ring, s->cfg.data.buffer_capacity, brisk_shape_numel(&in->sample),
                          labels ? 1 : brisk_shape_numel(&tg->sample), labels ? s->cfg.model.outputs : 0,
                          s->cfg.data.buffer_reject, err);
     if (st) return brisk_error_prefix(err, "%s", s->cfg.path);
+    if (stop_signals && brisk_stop_signals_install() != BRISK_OK)
+        return brisk_errorf(err, BRISK_ERR_INTERNAL, "session.stop_signals: cannot install the signal handlers");
     s->inf_stale = 1;
     brisk_log(&s->log, BRISK_LOG_INFO, "buffer    %lld samples of %s [%lld] and %s [%lld]; when full: %s",
               (long long)s->ring.cap, in->name, (long long)s->ring.w_in, tg->name, (long long)s->ring.w_tg,
               s->ring.reject ? "reject pushes" : "drop the oldest");
+    const brisk_train_spec *tr = &s->cfg.train;
+    if (tr->out_dir[0]) {
+        char every[64] = "";
+        if (tr->checkpoint_every > 0) snprintf(every, sizeof every, "every %lld steps, ", (long long)tr->checkpoint_every);
+        char minutes[64] = "";
+        if (tr->checkpoint_minutes > 0) snprintf(minutes, sizeof minutes, "every %g minutes, ", tr->checkpoint_minutes);
+        brisk_log(&s->log, BRISK_LOG_INFO, "checkpoints %s/last.safetensors: %s%swhen stopped, and by brisk_session_save",
+                  tr->out_dir, every, minutes);
+    }
     return BRISK_OK;
+}
+
+static void free_session(api_session *s) {
+    if (!s) return;
+    brisk_inference_free(s->inf);
+    brisk_trainer_free(s->trainer);
+    brisk_ring_free(&s->ring);
+    brisk_config_free(&s->cfg);
+    free(s);
 }
 
 static brisk_status create(const char *json, const char *path, brisk_log_fn log, void *log_user, brisk_session **out) {
     if (!out) return BRISK_ERR_INVALID;
-    brisk_session *s = *out = calloc(1, sizeof *s);
+    fenv_t fe;
+    fegetenv(&fe);
+    *out = NULL;
+    api_session *s = calloc(1, sizeof *s);
     if (!s) return BRISK_ERR_NOMEM;
+    if (!(*out = api_handle_new(s))) {
+        free(s);
+        return BRISK_ERR_NOMEM; /* every slot taken: brisk_session_error(NULL) says what NULL means */
+    }
     s->log = (brisk_logger){log, log_user, BRISK_LOG_DEBUG};
     brisk_status st = setup(s, json, path);
     s->ready = st == BRISK_OK;
+    if (st) { /* keep only the message: the run directory's lock and memory go now */
+        brisk_trainer_free(s->trainer);
+        s->trainer = NULL;
+    }
+    fesetenv(&fe);
     return st;
 }
 
@@ -100,63 +128,105 @@ brisk_status brisk_session_create_file(const char *config_path, brisk_log_fn log
     return create(NULL, config_path, log, log_user, out);
 }
 
-brisk_status brisk_session_destroy(brisk_session *s) {
-    if (!s) return BRISK_OK;
-    brisk_inference_free(s->inf);
-    brisk_trainer_free(s->trainer);
-    brisk_ring_free(&s->ring);
-    brisk_config_free(&s->cfg);
-    free(s);
+brisk_status brisk_session_destroy(brisk_session *h) {
+    if (!h) return BRISK_OK;
+    const char *why;
+    api_session *s = api_handle_release(h, &why);
+    if (!s) return BRISK_ERR_INVALID;
+    fenv_t fe;
+    fegetenv(&fe);
+    free_session(s);
+    fesetenv(&fe);
     return BRISK_OK;
 }
 
-const char *brisk_session_error(const brisk_session *s) {
-    if (!s) return "no session (NULL): creation failed before it could hold a message, or was not attempted";
-    return s->err.msg;
+brisk_status brisk_session_sizes(brisk_session *h, int64_t *input_width, int64_t *target_width) {
+    api_call c;
+    brisk_status st = api_enter(h, &c);
+    if (!st && input_width) *input_width = c.s->ring.w_in;
+    if (!st && target_width) *target_width = c.s->ring.w_tg;
+    return api_leave(&c, st);
 }
 
-brisk_status brisk_session_sizes(brisk_session *s, int64_t *input_width, int64_t *target_width) {
-    brisk_status st = begin(s);
-    if (st) return st;
-    if (input_width) *input_width = s->ring.w_in;
-    if (target_width) *target_width = s->ring.w_tg;
-    return BRISK_OK;
-}
+/* ---------------------------------------------------------------- data */
 
-/* ---------------------------------------------------------------- data and training */
-
-brisk_status brisk_session_push(brisk_session *s, int64_t n, const float *input, int64_t input_stride,
-                                const float *target, int64_t target_stride) {
-    brisk_status st = begin(s);
-    return st ? st : brisk_ring_push(&s->ring, n, input, input_stride, target, target_stride, &s->err);
-}
-
-brisk_status brisk_session_clear(brisk_session *s) {
-    brisk_status st = begin(s);
-    if (!st) brisk_ring_clear(&s->ring);
-    return st;
-}
-
-static brisk_status train(brisk_session *s, int64_t n, int epochs) {
-    brisk_status st = begin(s);
-    if (st) return st;
+brisk_status api_push(api_session *s, const api_ctx *c, int64_t n, api_arg *in, api_arg *tg) {
     brisk_error *err = &s->err;
-    const char *unit = epochs ? "epochs" : "steps";
-    if (n < 1) return brisk_errorf(err, BRISK_ERR_INVALID, "train: %lld %s; expected at least 1", (long long)n, unit);
+    if (n < 0) return brisk_errorf(err, BRISK_ERR_INVALID, "%s: %lld samples; expected n >= 0", c->fn, (long long)n);
+    if (n == 0) return BRISK_OK;
+    if (!in->v || !tg->v)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: %s is NULL", c->fn, !in->v ? in->name : tg->name);
+    brisk_status st;
+    if ((st = api_check_stride(c, in, err)) || (st = api_check_stride(c, tg, err))) return st;
+    const brisk_ring *r = &s->ring;
+    if ((st = api_check_values(c, in, n, 0, "nothing was added", err)) ||
+        (st = api_check_values(c, tg, n, r->classes, "nothing was added", err)))
+        return st;
+    if ((st = brisk_ring_push(&s->ring, n, in->v, in->stride, tg->v, tg->stride, err)))
+        return brisk_error_prefix(err, "%s", c->fn);
+    return BRISK_OK;
+}
+
+brisk_status brisk_session_push(brisk_session *h, int64_t n, const float *input, int64_t input_stride,
+                                const float *target, int64_t target_stride) {
+    api_call c;
+    brisk_status st = api_enter(h, &c);
+    if (!st) {
+        api_session *s = c.s;
+        api_arg in = {"input", input, input_stride, s->ring.w_in}, tg = {"target", target, target_stride, s->ring.w_tg};
+        st = api_push(s, &C_CTX("push"), n, &in, &tg);
+    }
+    return api_leave(&c, st);
+}
+
+brisk_status brisk_session_clear(brisk_session *h) {
+    api_call c;
+    brisk_status st = api_enter(h, &c);
+    if (!st) brisk_ring_clear(&c.s->ring);
+    return api_leave(&c, st);
+}
+
+/* ---------------------------------------------------------------- training */
+
+static int stop_pending(const api_session *s) { return brisk_signal_pending() || api_stop_requested(s); }
+
+/* BRISK_STOPPED with what was done of what was asked ("the 3 epochs") and where the work is kept. */
+static brisk_status stopped(api_session *s, const char *fn, int64_t done, int64_t asked, const char *unit) {
+    int sig = brisk_signal_pending();
+    const char *ckpt = brisk_trainer_last_checkpoint(s->trainer);
+    char kept[BRISK_PATH_MAX + 96];
+    if (s->cfg.train.out_dir[0]) snprintf(kept, sizeof kept, "checkpoint %s written", ckpt);
+    else snprintf(kept, sizeof kept, "no checkpoint written (train.out_dir is \"\"): save one with brisk_session_save");
+    return brisk_errorf(&s->err, BRISK_STOPPED, "%s: stopped by %s after step %lld (%lld steps done of the %lld %s "
+                        "asked for); %s", fn, sig ? brisk_signal_name(sig) : "a stop request",
+                        (long long)brisk_trainer_steps_done(s->trainer), (long long)done, (long long)asked, unit, kept);
+}
+
+static brisk_status train(api_session *s, int64_t n, int epochs) {
+    brisk_error *err = &s->err;
+    const char *fn = epochs ? "train_epochs" : "train_steps", *unit = epochs ? "epochs" : "steps";
+    brisk_status st;
+    if (n < 1) return brisk_errorf(err, BRISK_ERR_INVALID, "%s: %lld %s; expected at least 1", fn, (long long)n, unit);
+    /* A stop asked for between calls: no step, but the checkpoint the caller will rely on. */
+    if (stop_pending(s)) {
+        if ((st = brisk_trainer_checkpoint(s->trainer, err))) return st;
+        return stopped(s, fn, 0, n, unit);
+    }
     if (s->ring.count == 0)
-        return brisk_errorf(err, BRISK_ERR_INVALID, "train: the buffer is empty; push samples first");
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: the buffer is empty; push samples first", fn);
     brisk_dataset ds;
     if ((st = brisk_ring_dataset(&s->ring, s->io.fields[0].name, s->io.fields[1].name, &ds, err)) ||
         (st = brisk_trainer_set_dataset(s->trainer, &ds, err)))
-        return st;
+        return brisk_error_prefix(err, "%s", fn);
     const int K = s->cfg.train.accumulate;
     int64_t steps = epochs ? n * brisk_trainer_batches_per_epoch(s->trainer) / K : n;
     if (steps < 1)
-        return brisk_errorf(err, BRISK_ERR_INVALID, "train: %lld epochs of %lld batches make no optimizer step of %d "
-                            "accumulated batches (train.accumulate)", (long long)n,
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: %lld epochs of %lld batches make no optimizer step of %d "
+                            "accumulated batches (train.accumulate)", fn, (long long)n,
                             (long long)brisk_trainer_batches_per_epoch(s->trainer), K);
+    int64_t before = brisk_trainer_steps_done(s->trainer);
     brisk_run_summary sum;
-    if ((st = brisk_trainer_run_more(s->trainer, steps, epochs, &sum, err))) return st;
+    if ((st = brisk_trainer_run_more(s->trainer, steps, epochs, &sum, err))) return brisk_error_prefix(err, "%s", fn);
     int64_t nl = 0;
     const float *losses = brisk_trainer_losses(s->trainer, &nl);
     s->last = sum;
@@ -164,106 +234,42 @@ static brisk_status train(brisk_session *s, int64_t n, int epochs) {
     s->epochs += sum.epochs_done;
     s->last_loss = nl ? losses[nl - 1] : NAN;
     s->inf_stale = 1;
-    return BRISK_OK;
+    return sum.stopped_by_signal ? stopped(s, fn, sum.steps - before, steps, "steps") : BRISK_OK;
 }
 
-brisk_status brisk_session_train_epochs(brisk_session *s, int64_t epochs) { return train(s, epochs, 1); }
-brisk_status brisk_session_train_steps(brisk_session *s, int64_t steps) { return train(s, steps, 0); }
-
-brisk_status brisk_session_save(brisk_session *s, const char *path) {
-    brisk_status st = begin(s);
-    if (st) return st;
-    if (!path) return brisk_errorf(&s->err, BRISK_ERR_INVALID, "save: the path is NULL");
-    return brisk_trainer_save(s->trainer, path, &s->err);
+brisk_status brisk_session_train_epochs(brisk_session *h, int64_t epochs) {
+    api_call c;
+    brisk_status st = api_enter(h, &c);
+    if (!st) st = train(c.s, epochs, 1);
+    return api_leave(&c, st);
 }
 
-brisk_status brisk_session_load(brisk_session *s, const char *path) {
-    brisk_status st = begin(s);
-    if (st) return st;
-    if (!path) return brisk_errorf(&s->err, BRISK_ERR_INVALID, "load: the path is NULL");
-    if ((st = brisk_trainer_resume(s->trainer, path, &s->err))) return st;
-    s->inf_stale = 1;
-    return BRISK_OK;
+brisk_status brisk_session_train_steps(brisk_session *h, int64_t steps) {
+    api_call c;
+    brisk_status st = api_enter(h, &c);
+    if (!st) st = train(c.s, steps, 0);
+    return api_leave(&c, st);
 }
 
-/* ---------------------------------------------------------------- inference */
-
-/* Checks the rows of an inference call and readies the executor with current parameters. */
-static brisk_status infer_begin(brisk_session *s, const char *what, int64_t n, const void *in, int64_t *in_stride,
-                                int64_t w_in, void *out, int64_t *out_stride, int64_t w_out) {
-    brisk_status st = begin(s);
-    if (st) return st;
-    brisk_error *err = &s->err;
-    if (n < 0) return brisk_errorf(err, BRISK_ERR_INVALID, "%s: %lld rows; expected n >= 0", what, (long long)n);
-    if (n > 0 && (!in || !out))
-        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: the %s array is NULL", what, !in ? "input" : "output");
-    if (*in_stride == 0) *in_stride = w_in;
-    if (*out_stride == 0) *out_stride = w_out;
-    if (*in_stride < w_in || *out_stride < w_out)
-        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: %s stride %lld is shorter than a row of %lld floats", what,
-                            *in_stride < w_in ? "input" : "output", (long long)(*in_stride < w_in ? *in_stride : *out_stride),
-                            (long long)(*in_stride < w_in ? w_in : w_out));
-    if (!s->inf && (st = brisk_inference_create(&s->cfg.model, s->cfg.speed.threads, &s->inf, err))) return st;
-    if (s->inf_stale) {
-        if ((st = brisk_inference_from_trainer(s->inf, s->trainer, err))) return st;
-        s->inf_stale = 0;
-    }
-    return BRISK_OK;
+brisk_status brisk_session_save(brisk_session *h, const char *path) {
+    api_call c;
+    brisk_status st = api_enter(h, &c);
+    if (!st && !path) st = brisk_errorf(&c.s->err, BRISK_ERR_INVALID, "save: the path is NULL");
+    if (!st) st = brisk_trainer_save(c.s->trainer, path, &c.s->err);
+    return api_leave(&c, st);
 }
 
-brisk_status brisk_session_predict(brisk_session *s, int64_t n, const float *input, int64_t input_stride,
-                                   float *output, int64_t output_stride) {
-    if (s && s->ready && s->cfg.model.type != BRISK_MODEL_MLP)
-        return brisk_errorf(&s->err, BRISK_ERR_UNSUPPORTED,
-                            "predict: a diffusion model makes fine fields by sampling (brisk_session_sample)");
-    const brisk_model_spec *m = s ? &s->cfg.model : NULL;
-    brisk_status st = infer_begin(s, "predict", n, input, &input_stride, m ? m->inputs : 0, output, &output_stride,
-                                  m ? m->outputs : 0);
-    if (st) return st;
-    double t0 = brisk_now();
-    st = brisk_inference_predict(s->inf, n, input, input_stride, output, output_stride, &s->err);
-    s->infer_seconds = brisk_now() - t0;
-    return st;
-}
-
-brisk_status brisk_session_sample_guided(brisk_session *s, int64_t n, const float *coarse, int64_t coarse_stride,
-                                         const float *guess, int64_t guess_stride, float *fine, int64_t fine_stride,
-                                         int method, int steps, double eta, uint64_t seed) {
-    if (s && s->ready && s->cfg.model.type != BRISK_MODEL_DIFFUSION)
-        return brisk_errorf(&s->err, BRISK_ERR_UNSUPPORTED, "sample: only a diffusion model samples; use "
-                            "brisk_session_predict for an mlp");
-    const brisk_model_spec *m = s ? &s->cfg.model : NULL;
-    brisk_status st = infer_begin(s, "sample", n, coarse, &coarse_stride, m ? m->coarse : 0, fine, &fine_stride,
-                                  m ? m->fine : 0);
-    if (st) return st;
-    if (guess && guess_stride == 0) guess_stride = m->fine;
-    if (guess && guess_stride < m->fine)
-        return brisk_errorf(&s->err, BRISK_ERR_SHAPE, "sample: guess stride %lld is shorter than a row of %lld floats",
-                            (long long)guess_stride, (long long)m->fine);
-    if (method != BRISK_SAMPLER_DDPM && method != BRISK_SAMPLER_DDIM)
-        return brisk_errorf(&s->err, BRISK_ERR_INVALID, "sample: method %d; expected BRISK_SAMPLER_DDPM (0) or "
-                            "BRISK_SAMPLER_DDIM (1)", method);
-    brisk_sample_params p = {(brisk_sampler_kind)method, steps, (float)eta};
-    if (method == BRISK_SAMPLER_DDPM) p.eta = 0.0f;
-    double t0 = brisk_now();
-    st = brisk_inference_sample(s->inf, &p, n, coarse, coarse_stride, guess, guess_stride, fine, fine_stride, seed,
-                                &s->err);
-    s->infer_seconds = brisk_now() - t0;
-    return st;
-}
-
-brisk_status brisk_session_sample(brisk_session *s, int64_t n, const float *coarse, int64_t coarse_stride,
-                                  float *fine, int64_t fine_stride, int method, int steps, double eta,
-                                  uint64_t seed) {
-    return brisk_session_sample_guided(s, n, coarse, coarse_stride, NULL, 0, fine, fine_stride, method, steps, eta,
-                                       seed);
+brisk_status brisk_session_load(brisk_session *h, const char *path) {
+    api_call c;
+    brisk_status st = api_enter(h, &c);
+    if (!st && !path) st = brisk_errorf(&c.s->err, BRISK_ERR_INVALID, "load: the path is NULL");
+    if (!st && !(st = brisk_trainer_resume(c.s->trainer, path, &c.s->err))) c.s->inf_stale = c.s->loaded = 1;
+    return api_leave(&c, st);
 }
 
 /* ---------------------------------------------------------------- queries */
 
-brisk_status brisk_session_query(brisk_session *s, const char *name, double *value) {
-    brisk_status st = begin(s);
-    if (st) return st;
+static brisk_status query(api_session *s, const char *name, double *value) {
     if (!name || !value) return brisk_errorf(&s->err, BRISK_ERR_INVALID, "query: %s is NULL", !name ? "name" : "value");
     const brisk_run_summary *l = &s->last;
     const double none = NAN;
@@ -284,6 +290,8 @@ brisk_status brisk_session_query(brisk_session *s, const char *name, double *val
         {"dropped", (double)s->ring.dropped},
         {"input_width", (double)s->ring.w_in},
         {"target_width", (double)s->ring.w_tg},
+        {"stop_requested", (double)stop_pending(s)},
+        {"stop_signal", (double)brisk_signal_pending()},
     };
     const size_t n = sizeof table / sizeof table[0];
     for (size_t i = 0; i < n; i++)
@@ -295,4 +303,11 @@ brisk_status brisk_session_query(brisk_session *s, const char *name, double *val
     for (size_t i = 0; i < n; i++)
         snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", table[i].name);
     return brisk_errorf(&s->err, BRISK_ERR_INVALID, "query: unknown name \"%.100s\"; known: %s", name, known);
+}
+
+brisk_status brisk_session_query(brisk_session *h, const char *name, double *value) {
+    api_call c;
+    brisk_status st = api_enter(h, &c);
+    if (!st) st = query(c.s, name, value);
+    return api_leave(&c, st);
 }

@@ -39,6 +39,7 @@ const char *brisk_status_name(brisk_status s) {
     case BRISK_ERR_NUMERIC: return "numeric error";
     case BRISK_ERR_INTERNAL: return "internal error";
     case BRISK_ERR_FULL: return "buffer full";
+    case BRISK_STOPPED: return "stopped";
     }
     return "unknown status";
 }

@@ -71,6 +71,13 @@ static void scaler_skips(brisk_trainer *t) {
         brisk_trainer_add_scaler_skips(t, bs.skipped_steps - t->scaler_skipped);
 }
 
+/* A stop signal (signals.c), or a stop the driving program asked for (control.c). */
+static int stop_pending(const brisk_trainer *t) {
+    int sig = brisk_signal_pending();
+    if (!sig && t->control.stop_requested) sig = t->control.stop_requested(t->control.user);
+    return sig;
+}
+
 brisk_status brisk_trainer_run(brisk_trainer *t, brisk_run_summary *sum, brisk_error *err) {
     return brisk_trainer_run_steps(t, 0, sum, err);
 }
@@ -92,6 +99,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
                                      brisk_error *err) {
     const brisk_train_spec *tr = &t->cfg.train;
     const int K = tr->accumulate;
+    const int when_due = t->control.checkpoint_when_due;
     const int64_t B = tr->batch_size;
     memset(sum, 0, sizeof *sum);
     if (t->batches_per_epoch == 0)
@@ -134,7 +142,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     brisk_metrics_reset(&sum->best, 0);
     if (!step_times) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto out; }
 
-    while (t->step < end && !(stop_sig = brisk_signal_pending())) {
+    while (t->step < end && !(stop_sig = stop_pending(t))) {
         double t0 = brisk_now(), wait = 0, c0 = t->copy_s;
         int epoch_ended = 0;
         /* sched_shift: the schedule's position by samples seen, after a resume at another batch size */
@@ -214,22 +222,23 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
                         (long long)t->epoch, (long long)t->step, last_epoch_loss, vbuf, abuf);
                 fflush(t->metrics);
             }
-            if (files && better && (st = brisk_rotation_save_best(t, err))) goto out;
+            if (files && better && !when_due && (st = brisk_rotation_save_best(t, err))) goto out;
             epoch_steps = 0;
         }
         /* After validation, so that a checkpoint at an epoch's end carries its result
          * (a run resumed from it must know the best loss so far). */
         if (files && brisk_rotation_due(t, epoch_ended) && ((st = brisk_step_flush(t, err)) || (st = brisk_rotation_save(t, err)))) goto out;
     }
-    if (!(st = brisk_step_flush(t, err)) && files) st = brisk_rotation_save(t, err);
+    if (!(st = brisk_step_flush(t, err)) && files && (!when_due || stop_sig)) st = brisk_rotation_save(t, err);
     scaler_skips(t);
     brisk_numeric_check_scaler(t, n_timed);
     if (!st && stop_sig && !files)
         brisk_log(&t->log, BRISK_LOG_WARN, "stopped by %s after step %lld (no checkpoint: train.out_dir is \"\")",
                   brisk_signal_name(stop_sig), (long long)t->step);
     else if (!st && stop_sig)
-        brisk_log(&t->log, BRISK_LOG_WARN, "stopped by %s after step %lld: checkpoint %s written; run the same "
-                  "command with --resume auto to continue", brisk_signal_name(stop_sig), (long long)t->step, t->last_ckpt);
+        brisk_log(&t->log, BRISK_LOG_WARN, "stopped by %s after step %lld: checkpoint %s written%s",
+                  brisk_signal_name(stop_sig), (long long)t->step, t->last_ckpt,
+                  t->control.stop_requested ? "" : "; run the same command with --resume auto to continue");
 out:
     if (!st) st = brisk_step_flush(t, err);
     else if (t->be->sync) {
@@ -290,7 +299,7 @@ out:
                   ss.mean_ms, wait_total, 100 * wait_total / w, sum->copy_s, 100 * sum->copy_s / w, compute_total,
                   100 * compute_total / w, sum->wall_s - wait_total - sum->copy_s - compute_total, sum->total_bytes / 1048576.0, sum->arena_bytes / 1048576.0,
                   files ? tr->out_dir : "none (train.out_dir is \"\")", files ? "/last.safetensors" : "",
-                  !files || isnan(t->best_val) ? "" : ", best.safetensors");
+                  !files || when_due || isnan(t->best_val) ? "" : ", best.safetensors");
         brisk_backend_stats bs;
         brisk_error ignored;
         if (t->be->stats && !t->be->stats(t->be, &bs, &ignored) && bs.loss_scale > 0)

@@ -42,6 +42,7 @@ const char *brisk_signal_name(int sig) {
     case SIGTERM: return "SIGTERM";
     case SIGINT: return "SIGINT";
     case SIGUSR1: return "SIGUSR1";
+    case BRISK_STOP_REQUESTED: return "a stop request";
     default: return "a signal";
     }
 }

@@ -80,6 +80,7 @@ struct brisk_trainer {
     /* rotation.c: the run directory's previous run is continued (a resume was asked for);
      * else it must be empty of one or train.overwrite set */
     int run_claimed;
+    brisk_trainer_control control; /* set by a program driving the trainer (control.c) */
 };
 
 /* eval.c: validation over every sample of the validation split or file (full batches,
@@ -198,8 +199,6 @@ void brisk_run_dir_mark_start(brisk_trainer *t);
 brisk_status brisk_run_dir_lock(const char *dir, int *fd, const brisk_logger *log, brisk_error *err);
 void brisk_run_dir_unlock(int fd);
 
-/* signals.c */
-const char *brisk_signal_name(int sig);
 
 /* numeric.c: a non-finite loss at the current step: BRISK_OK when it may be skipped
  * (train.skip_nan_steps), else the error that stops the run. */

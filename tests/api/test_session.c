@@ -311,9 +311,9 @@ static void test_call_errors(void) {
     FAILS(brisk_session_predict(s, 1, coarse, 0, out, 0), s, BRISK_ERR_UNSUPPORTED, "sampling");
     FAILS(brisk_session_sample(m, 1, coarse, 0, out, 0, 0, 0, 0.0, 0), m, BRISK_ERR_UNSUPPORTED, "diffusion");
     FAILS(brisk_session_predict(m, 1, NULL, 0, out, 0), m, BRISK_ERR_INVALID, "input array is NULL");
-    FAILS(brisk_session_sample(s, 1, coarse, 0, NULL, 0, 0, 0, 0.0, 0), s, BRISK_ERR_INVALID, "output array is NULL");
+    FAILS(brisk_session_sample(s, 1, coarse, 0, NULL, 0, 0, 0, 0.0, 0), s, BRISK_ERR_INVALID, "fine array is NULL");
     FAILS(brisk_session_sample(s, -3, coarse, 0, out, 0, 0, 0, 0.0, 0), s, BRISK_ERR_INVALID, "-3 rows");
-    FAILS(brisk_session_sample(s, 2, coarse, 3, out, 0, 0, 0, 0.0, 0), s, BRISK_ERR_SHAPE, "input stride 3");
+    FAILS(brisk_session_sample(s, 2, coarse, 3, out, 0, 0, 0, 0.0, 0), s, BRISK_ERR_SHAPE, "coarse stride 3");
     FAILS(brisk_session_sample(s, 1, coarse, 0, out, 0, 7, 0, 0.0, 0), s, BRISK_ERR_INVALID, "method 7");
     FAILS(brisk_session_sample_guided(s, 2, coarse, 0, fine, 100, out, 0, 0, 0, 0.0, 0), s, BRISK_ERR_SHAPE,
           "guess stride 100");
@@ -331,6 +331,61 @@ static void test_call_errors(void) {
     FAILS(brisk_session_query(s, "loss", &v), s, BRISK_ERR_INVALID, "unknown name \"loss\"; known: steps");
     FAILS(brisk_session_query(s, NULL, &v), s, BRISK_ERR_INVALID, "name is NULL");
     FAILS(brisk_session_query(s, "steps", NULL), s, BRISK_ERR_INVALID, "value is NULL");
+    brisk_session_destroy(m);
+    brisk_session_destroy(s);
+    free(coarse), free(fine);
+}
+
+/* Inference inputs are checked as pushed ones are: NaN in, an error out, nothing written. A
+ * model never trained nor loaded warns once. */
+typedef struct { int warnings; char last[1024]; } warn_count;
+static void count_warnings(void *user, brisk_log_level level, const char *msg) {
+    warn_count *w = user;
+    if (level == BRISK_LOG_WARN && strstr(msg, "trained")) w->warnings++, snprintf(w->last, sizeof w->last, "%s", msg);
+}
+
+static void test_inputs_checked(void) {
+    float *coarse, *fine;
+    example(32, 5, &coarse, &fine);
+    REQUIRE(coarse && fine);
+    warn_count w = {0, ""};
+    brisk_session *s = NULL, *m = NULL;
+    OK(brisk_session_create(diffusion_cfg, count_warnings, &w, &s), s);
+    float out[4 * 256];
+    for (int i = 0; i < 4 * 256; i++) out[i] = -7;
+    coarse[2 * 7 + 3] = NAN;
+    FAILS(brisk_session_sample(s, 4, coarse, 7, out, 256, BRISK_SAMPLER_DDIM, 3, 0.0, 0), s, BRISK_ERR_NUMERIC,
+          "sample: coarse row 2, column 3 is NaN; expected finite values (nothing was written)");
+    CHECK(out[0] == -7 && out[4 * 256 - 1] == -7);
+    coarse[2 * 7 + 3] = 0.5f;
+    fine[256 + 9] = -INFINITY;
+    FAILS(brisk_session_sample_guided(s, 4, coarse, 7, fine, 256, out, 256, BRISK_SAMPLER_DDIM, 3, 0.0, 0), s,
+          BRISK_ERR_NUMERIC, "guess row 1, column 9 is -inf");
+    CHECK(out[0] == -7);
+    fine[256 + 9] = 0;
+    CHECK(w.warnings == 0);
+    OK(brisk_session_sample(s, 4, coarse, 7, out, 256, BRISK_SAMPLER_DDIM, 3, 0.0, 0), s);
+    CHECKF(w.warnings == 1 && strstr(w.last, "has not been trained"), "%d: %s", w.warnings, w.last);
+    OK(brisk_session_sample(s, 4, coarse, 7, out, 256, BRISK_SAMPLER_DDIM, 3, 0.0, 0), s);
+    CHECK(w.warnings == 1); /* once */
+    /* after training, no warning */
+    warn_count w2 = {0, ""};
+    brisk_session *t = NULL;
+    OK(brisk_session_create(diffusion_cfg, count_warnings, &w2, &t), t);
+    OK(brisk_session_push(t, 32, coarse, 0, fine, 0), t);
+    OK(brisk_session_train_steps(t, 1), t);
+    OK(brisk_session_sample(t, 4, coarse, 7, out, 256, BRISK_SAMPLER_DDIM, 3, 0.0, 0), t);
+    CHECKF(w2.warnings == 0, "%s", w2.last);
+    brisk_session_destroy(t);
+    /* predict */
+    OK(brisk_session_create(classify_cfg, NULL, NULL, &m), m);
+    float x[2 * 64] = {0}, p[2 * 3] = {-7, -7, -7, -7, -7, -7};
+    x[64 + 40] = INFINITY;
+    FAILS(brisk_session_predict(m, 2, x, 64, p, 3), m, BRISK_ERR_NUMERIC, "predict: input row 1, column 40 is inf");
+    CHECK(p[0] == -7 && p[5] == -7);
+    /* a failed call's message is its own, never the previous one's */
+    FAILS(brisk_session_predict(m, 2, x, 63, p, 3), m, BRISK_ERR_SHAPE, "input stride 63");
+    FAILS(brisk_session_predict(m, 2, x, 64, p, 2), m, BRISK_ERR_SHAPE, "output stride 2");
     brisk_session_destroy(m);
     brisk_session_destroy(s);
     free(coarse), free(fine);
@@ -389,4 +444,4 @@ static void test_threads(void) {
 }
 
 TEST_MAIN(T(test_lifecycle), T(test_strides), T(test_buffer_policies), T(test_create_errors), T(test_call_errors),
-          T(test_log_callback), T(test_threads))
+          T(test_inputs_checked), T(test_log_callback), T(test_threads))
