@@ -79,6 +79,7 @@ static int run_row(const char *config, const row *r, int steps, const char *dir,
     brisk_config cfg;
     brisk_status st = brisk_config_load(config, over, n, &cfg, err);
     if (st) return 1;
+    cfg.train.overwrite = 1; /* each round reruns the row in the same directory */
     brisk_logger lg = {cli_log, NULL, BRISK_LOG_WARN};
     brisk_trainer *t = NULL;
     st = brisk_trainer_create(&cfg, &lg, &t, err);

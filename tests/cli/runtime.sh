@@ -12,7 +12,7 @@ unset OMP_NUM_THREADS SLURM_CPUS_PER_TASK OMPI_COMM_WORLD_LOCAL_SIZE MPI_LOCALNR
 "$brisk" synth tabular tab.npz --samples 640 >/dev/null || { echo "synth failed"; exit 1; }
 cat > good.json <<'J'
 {"model": {"type": "mlp", "inputs": 64, "hidden": [32], "outputs": 3},
- "data": {"train": "tab.npz", "validation_fraction": 0.2}, "train": {"batch_size": 64, "epochs": 1, "log_every": 4}}
+ "data": {"train": "tab.npz", "validation_fraction": 0.2}, "train": {"batch_size": 64, "epochs": 1, "log_every": 4, "out_dir": ""}}
 J
 # has NAME PATTERN -- command...: the command succeeds and its output matches PATTERN
 has() {
@@ -47,9 +47,9 @@ has summary-resumed 'summary   16 steps in [0-9.]+ s \(2 epochs\), 24 in all' --
 
 # brisk bench: rounds, spread and both CPU rows (or the GPU table)
 has bench-rounds 'spread' -- "$brisk" bench good.json --steps 20 --rounds 1
-expect bench-rounds-zero '--rounds must be a whole number from 1 to 50' -- "$brisk" bench good.json --rounds 0
-expect bench-rounds-text "--rounds must be a whole number from 1 to 50, got '2x'" -- "$brisk" bench good.json --rounds 2x
-expect bench-rounds-big '--rounds must be a whole number' -- "$brisk" bench good.json --rounds 51
+expect bench-rounds-zero "--rounds '0': expected a whole number from 1 to 50" -- "$brisk" bench good.json --rounds 0
+expect bench-rounds-text "--rounds '2x': expected a whole number from 1 to 50" -- "$brisk" bench good.json --rounds 2x
+expect bench-rounds-big "--rounds '51': expected a whole number" -- "$brisk" bench good.json --rounds 51
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -20,7 +20,7 @@ done
 check "the CUDA tests are listed, not run" "^SKIP .* test +CUDA tests \(ctest -R cuda\) +--cpu: [0-9]+ tests found"
 check "the epilogue switch is named" "^SKIP .*CUDA tests, BRISK_CUDA_REFUSE_EPILOGUES="
 check "sanitizers skip" "^SKIP .* sanitize +memcheck, tabular"
-check "brisk bench ran" "^PASS .* bench +brisk bench tabular +1 rows"
+check "brisk bench ran" "^PASS .* bench +brisk bench tabular +[0-9]+ rows"
 check "no failure" "TOTAL +[0-9]+ PASS, 0 FAIL"
 check "stage times" "^stage times: test [0-9]+ s .*agree [0-9]+ s"
 tar tzf "$OUT/logs.tar.gz" | grep -q 'runs/tabular-cpu/metrics.jsonl' && echo "ok   logs.tar.gz holds the runs" ||
