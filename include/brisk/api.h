@@ -101,6 +101,8 @@ typedef enum { BRISK_SAMPLER_DDPM = 0, BRISK_SAMPLER_DDIM = 1 } brisk_sampler_ki
  *   - after the step that makes the step count a multiple of train.checkpoint_every (0: off);
  *   - after the first step at least train.checkpoint_minutes (default 30; 0: off) of wall
  *     time after the last checkpoint or the creation (time between train calls counts);
+ *   - at every train.checkpoint_epochs-th epoch end (in a session default 0: off, as an epoch
+ *     is one pass over the buffer; `brisk train`'s default is 1);
  *   - when a train call is stopped (brisk_session_request_stop, or a caught signal).
  * Not at the end of every train call: a call of a few steps costs no checkpoint. Call
  * brisk_session_save for a checkpoint of your own at any point (e.g. at the end of the

@@ -268,7 +268,8 @@ typedef struct brisk_trainer_control {
 } brisk_trainer_control;
 void brisk_trainer_set_control(brisk_trainer *t, const brisk_trainer_control *c);
 /* Creates train.out_dir and takes its lock now instead of at the first run (a second trainer
- * on the directory is refused at once, naming the holder). */
+ * on the directory is refused at once, naming the holder); a previous run there is continued
+ * (the driving program loads its checkpoint), not refused. */
 brisk_status brisk_trainer_lock_run_dir(brisk_trainer *t, brisk_error *err);
 /* Writes the run directory's checkpoint of the current step (last and step-N), unless this
  * process wrote it already; for a program that stops between runs. */

@@ -19,7 +19,9 @@
 static int stop_fn(void *user) { return api_stop_requested(user) ? BRISK_STOP_REQUESTED : 0; }
 
 /* The config as `brisk train` reads it, less what only a session has: the "session" section
- * (read here), and train.out_dir defaulting to "" (the API writes no files unless asked). */
+ * (read here), train.out_dir defaulting to "" (the API writes no files unless asked) and
+ * train.checkpoint_epochs to 0 (a session's epochs are passes over its buffer, often one per
+ * call: a checkpoint at each would cost what the policy in api.h avoids). */
 static brisk_status read_config(api_session *s, const char *json, const char *path, int *stop_signals) {
     brisk_error *err = &s->err;
     brisk_json *doc = NULL;
@@ -27,7 +29,7 @@ static brisk_status read_config(api_session *s, const char *json, const char *pa
     if (st) return st;
     brisk_json_reader root = brisk_json_root(doc), train, session;
     brisk_json_object_opt(&root, "train", &train, NULL);
-    int has_out = brisk_json_has(&train, "out_dir");
+    int has_out = brisk_json_has(&train, "out_dir"), has_epochs = brisk_json_has(&train, "checkpoint_epochs");
     brisk_json_object_opt(&root, "session", &session, NULL);
     bool b = false;
     brisk_json_bool_or(&session, "stop_signals", false, &b);
@@ -40,6 +42,8 @@ static brisk_status read_config(api_session *s, const char *json, const char *pa
         if (!tr) tr = cJSON_AddObjectToObject(tree, "train");
         /* a "train" that is no object is left for the config's own message */
         if (!has_out && cJSON_IsObject(tr) && !cJSON_AddStringToObject(tr, "out_dir", ""))
+            st = brisk_errorf(err, BRISK_ERR_NOMEM, "create: out of memory");
+        if (!st && !has_epochs && cJSON_IsObject(tr) && !cJSON_AddNumberToObject(tr, "checkpoint_epochs", 0))
             st = brisk_errorf(err, BRISK_ERR_NOMEM, "create: out of memory");
         if (!st) st = brisk_json_dump(doc, &text, err);
     }
