@@ -6,7 +6,7 @@
  * window reads at kernel tap (i, j) of channel c (zero in the padding). Then
  *   forward   y_g [Co/g, P]  = w_g [Co/g, K] col
  *   grad x    dcol [K, P]    = w_g^T dy_g, scattered back into dx (col2im)
- *   grad w    dw_g [Co/g, K] += dy_g col^T.
+ *   grad w    dw_g [Co/g, K] = dy_g col^T, summed over the blocks in order.
  * The column matrix never covers the whole batch: a block is as many whole images as fit
  * in cb->conv_col_floats floats, or, when one image does not, a band of one image's output
  * pixels, so the scratch is bounded by the layer's sizes and that limit, never by N. A
@@ -205,8 +205,11 @@ brisk_status cpu_conv_op(cpu_backend *cb, const brisk_graph *g, int id, const vo
     }
     if (st) return st;
     float *o = out;
-    if (n->op != BRISK_OP_CONV2D) memset(o, 0, (size_t)cpu_numel(&n->shape) * sizeof(float));
-    if (c.N == 0 || c.HWo == 0 || c.Co == 0 || c.K == 0) return BRISK_OK;
+    int empty = c.N == 0 || c.HWo == 0 || c.Co == 0 || c.K == 0;
+    /* dx accumulates over taps and blocks; dw is written by its first block */
+    if (n->op == BRISK_OP_CONV2D_GRAD_X || (empty && n->op == BRISK_OP_CONV2D_GRAD_W))
+        memset(o, 0, (size_t)cpu_numel(&n->shape) * sizeof(float));
+    if (empty) return BRISK_OK;
     int64_t imgs, pix;
     block_size(&c, cb->conv_col_floats, &imgs, &pix);
     int64_t Pmax = imgs * pix;
@@ -254,6 +257,8 @@ brisk_status cpu_conv_op(cpu_backend *cb, const brisk_graph *g, int id, const vo
                         cpu_gemm(cb, 1, 0, c.K, b.P, c.Cog, wg, c.K, dyp, lddy, col, b.P);
                         cpu_parallel(cb, c.Cg, grain_for(b.P * c.w.kh * c.w.kw), col2im_channels, &b);
                     }
+                } else if (n0 == 0 && p0 == 0) { /* the first block: no partial sum to add to */
+                    cpu_gemm(cb, 0, 1, c.Cog, c.K, b.P, dyp, lddy, colp, ldcol, o + gi * c.Cog * c.K, c.K);
                 } else {
                     cpu_gemm(cb, 0, 1, c.Cog, c.K, b.P, dyp, lddy, colp, ldcol, tw, c.K);
                     const float *pr[2] = {o + gi * c.Cog * c.K, tw};
