@@ -212,10 +212,13 @@ brisk_status cpu_conv_op(cpu_backend *cb, const brisk_graph *g, int id, const vo
     if (empty) return BRISK_OK;
     int64_t imgs, pix;
     block_size(&c, cb->conv_col_floats, &imgs, &pix);
-    int64_t Pmax = imgs * pix;
-    float *scratch = conv_scratch(cb, (size_t)(c.K * Pmax + c.Cog * Pmax + c.Cog * c.K), err);
+    /* col [K, P]; cp [Cog, P] only for blocks of several images; tw [Cog, K] only for dw
+     * over several blocks */
+    int64_t Pmax = imgs * pix, ncp = imgs > 1 ? c.Cog * Pmax : 0;
+    int64_t ntw = n->op == BRISK_OP_CONV2D_GRAD_W && (imgs < c.N || pix < c.HWo) ? c.Cog * c.K : 0;
+    float *scratch = conv_scratch(cb, (size_t)(c.K * Pmax + ncp + ntw), err);
     if (!scratch) return BRISK_ERR_NOMEM;
-    float *col = scratch, *cp = col + c.K * Pmax, *tw = cp + c.Cog * Pmax;
+    float *col = scratch, *cp = col + c.K * Pmax, *tw = cp + ncp;
     for (int64_t n0 = 0; n0 < c.N; n0 += imgs)
         for (int64_t p0 = 0; p0 < c.HWo; p0 += pix)
             for (int64_t gi = 0; gi < c.G; gi++) {
