@@ -2,7 +2,8 @@
  * distinct convolution of torch_ref.py's ResNet18Keypoints at the small workload size
  * (batch 4, 3x64x64) or the full one (batch 16, 3x256x256), forward (CONV2D), grad x and
  * grad w, in microseconds (median of repeats) and GFLOP/s, and the whole network's conv
- * time per step (each layer times how often it occurs; the stem's grad x is not needed).
+ * time per step (each layer times how often it occurs; the stem's grad x is not needed); then
+ * the stem's BatchNorm + ReLU and max pool, forward and backward.
  * Compare with the same shapes in PyTorch: bench/conv_layers_torch.py.
  *
  *   cmake --build build --target bench_conv_layers && build/bench/bench_conv_layers [threads] [full] */
@@ -91,6 +92,51 @@ int main(int argc, char **argv) {
         brisk_graph_free(g);
     }
     printf("all convs of one step (fwd + dx + dw, by count): %.1f ms\n", total * 1e-3);
+
+    /* the stem's BatchNorm + ReLU (training) and 3x3/2 max pool, forward and backward */
+    int64_t S = s0 / 2;
+    brisk_graph *g = brisk_graph_new();
+    brisk_shape xs = brisk_shape4(N, 64, S, S), cs = brisk_shape1(64);
+    int x = brisk_input(g, "x", BRISK_F32, xs), dy = brisk_input(g, "dy", BRISK_F32, xs);
+    int gm = brisk_input(g, "g", BRISK_F32, cs), bt = brisk_input(g, "b", BRISK_F32, cs);
+    int rm = brisk_buffer(g, "rm", cs, BRISK_INIT_ZEROS), rv = brisk_buffer(g, "rv", cs, BRISK_INIT_ONES);
+    int bn = brisk_batchnorm(g, x, gm, bt, rm, rv, -1, 1e-5f, 0.1f, 1);
+    int gin[3] = {dy, bn, x};
+    int gb = brisk_graph_append(g, BRISK_OP_BATCHNORM_GRAD_GB, gin, 3, BRISK_F32, brisk_shape2(2, 64), &g->nodes[bn].attr);
+    int xin[5] = {dy, bn, x, gm, gb};
+    int gx = brisk_graph_append(g, BRISK_OP_BATCHNORM_GRAD_X, xin, 5, BRISK_F32, xs, &g->nodes[bn].attr);
+    int mp = brisk_pool2d(g, x, BRISK_POOL_MAX, brisk_window_2d(3, 2, 1));
+    int dyp = brisk_input(g, "dyp", BRISK_F32, g->nodes[mp].shape);
+    int pin[2] = {dyp, x};
+    int pg = brisk_graph_append(g, BRISK_OP_POOL2D_GRAD, pin, 2, BRISK_F32, xs, &g->nodes[mp].attr);
+    void *buf[32] = {0};
+    for (int i = 0; i < g->n_nodes; i++) {
+        size_t n = g->nodes[i].bytes / 4;
+        float *p = aligned_alloc(64, (n * 4 + 63) / 64 * 64);
+        for (size_t k = 0; k < n; k++) p[k] = (float)rand() / RAND_MAX - 0.5f;
+        buf[i] = p;
+    }
+    brisk_step_state st = {.training = 1, .first_micro = 1};
+    int ops[5] = {bn, gb, gx, mp, pg};
+    const char *what[5] = {"bn+relu fwd", "bn grad gb", "bn grad x", "maxpool fwd", "maxpool grad"};
+    printf("[%lld, 64, %lld, %lld]:", (long long)N, (long long)S, (long long)S);
+    for (int o = 0; o < 5; o++) {
+        const brisk_node *n = &g->nodes[ops[o]];
+        const void *in[8];
+        for (int i = 0; i < n->n_in; i++) in[i] = buf[n->in[i]];
+        double s[9];
+        brisk_error err;
+        for (int r = 0; r < 9; r++) {
+            double t0 = now_us();
+            for (int i = 0; i < 10; i++)
+                if (be->run_node(be, g, ops[o], in, buf[ops[o]], &st, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
+            s[r] = (now_us() - t0) / 10;
+        }
+        qsort(s, 9, sizeof s[0], cmp_d);
+        printf(" %s %.0f us%s", what[o], s[4], o < 4 ? "," : "\n");
+    }
+    for (int i = 0; i < g->n_nodes; i++) free(buf[i]);
+    brisk_graph_free(g);
     be->destroy(be);
     return 0;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's side of bench/conv_layers.c: the same ResNet-18 conv shapes, forward, grad x
-and grad w (torch.ops.aten.convolution_backward, one of them at a time), median of repeats.
+and grad w (torch.ops.aten.convolution_backward, one of them at a time), then the stem's
+BatchNorm + ReLU and max pool, median of repeats.
 
   /usr/bin/python3 bench/conv_layers_torch.py [threads] [full]"""
 import statistics, sys, time
@@ -48,3 +49,17 @@ with torch.no_grad():
               f"{us[2]:7.0f} {flop / us[2] * 1e-3:5.1f}")
         total += count * (us[0] + (us[1] if i else 0) + us[2])
 print(f"all convs of one step (fwd + dx + dw, by count): {total * 1e-3:.1f} ms")
+
+# the stem's BatchNorm + ReLU (training) and 3x3/2 max pool, forward and backward
+S = s0 // 2
+bn = torch.nn.BatchNorm2d(64)
+x = (torch.rand(N, 64, S, S) - 0.5).requires_grad_()
+y = torch.relu(bn(x))
+dy = torch.rand_like(y)
+p = torch.nn.functional.max_pool2d(x, 3, 2, 1)
+dp = torch.rand_like(p)
+us = [med(lambda: torch.relu(bn(x)), 10), med(lambda: torch.autograd.grad(y, [x, bn.weight, bn.bias], dy, retain_graph=True), 10),
+      med(lambda: torch.nn.functional.max_pool2d(x, 3, 2, 1), 10),
+      med(lambda: torch.autograd.grad(p, x, dp, retain_graph=True), 10)]
+print(f"[{N}, 64, {S}, {S}]: bn+relu fwd {us[0]:.0f} us, bn+relu backward (x, weight, bias) {us[1]:.0f} us, "
+      f"maxpool fwd {us[2]:.0f} us, maxpool grad {us[3]:.0f} us")
