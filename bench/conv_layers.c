@@ -107,7 +107,7 @@ int main(int argc, char **argv) {
     int gx = brisk_graph_append(g, BRISK_OP_BATCHNORM_GRAD_X, xin, 5, BRISK_F32, xs, &g->nodes[bn].attr);
     int mp = brisk_pool2d(g, x, BRISK_POOL_MAX, brisk_window_2d(3, 2, 1));
     int dyp = brisk_input(g, "dyp", BRISK_F32, g->nodes[mp].shape);
-    int pin[2] = {dyp, x};
+    int pin[2] = {dyp, mp};
     int pg = brisk_graph_append(g, BRISK_OP_POOL2D_GRAD, pin, 2, BRISK_F32, xs, &g->nodes[mp].attr);
     void *buf[32] = {0};
     for (int i = 0; i < g->n_nodes; i++) {

@@ -127,9 +127,10 @@ typedef enum brisk_op {
                              gradient when training, the affine map's in eval) */
     BRISK_OP_POOL2D,      /* (x [N, C, H, W]): kind BRISK_POOL_MAX (padding is -inf, dilation
                              allowed, NaN wins) or BRISK_POOL_AVG (padding counts as zeros in
-                             the mean: count_include_pad); win; out [N, C, Ho, Wo] */
-    BRISK_OP_POOL2D_GRAD, /* (dy [, x for max]): kind, win; dx, shape = x's; max sends dy to
-                             the first maximum of each window, as PyTorch */
+                             the mean: count_include_pad); win; out [N, C, Ho, Wo]; max keeps a
+                             workspace after it: each window's argmax, i32 flat in its plane */
+    BRISK_OP_POOL2D_GRAD, /* (dy [, pool2d for max]): kind, win; dx, shape = x's; max sends dy
+                             to the first maximum of each window, as PyTorch */
     BRISK_OP_COUNT
 } brisk_op;
 

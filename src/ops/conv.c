@@ -7,9 +7,10 @@
  * bias reshaped to [Co, 1, 1] (whose gradient SUM_TO already reduces), so it is not part
  * of the op.
  *
- * POOL2D max or average (count_include_pad, as PyTorch's default; ceil_mode off). Its
- * gradient POOL2D_GRAD reads x for max pooling (it finds each window's first maximum
- * again rather than keeping indices from the forward) and only dy for average. */
+ * POOL2D max or average (count_include_pad, as PyTorch's default; ceil_mode off). Max
+ * pooling keeps each window's argmax in a workspace after its output (as the sequence ops
+ * keep theirs), so its gradient POOL2D_GRAD(dy, pool) is a scatter; average pooling's
+ * gradient reads only dy. */
 #include "ops/ops_internal.h"
 
 #include <limits.h>
@@ -93,16 +94,22 @@ int brisk_pool2d(brisk_graph *g, int x, int kind, brisk_window win) {
     if (ho < 1 || wo < 1)
         return brisk_graph_fail(g, BRISK_ERR_SHAPE, "pool2d: the %dx%d window does not fit x %s padded by %dx%d",
                                 win.kh, win.kw, brisk_shape_str(&sx, bx, sizeof bx), win.ph, win.pw);
+    if (sx.d[2] * sx.d[3] > INT32_MAX)
+        return brisk_graph_fail(g, BRISK_ERR_SHAPE, "pool2d: x %s has planes over 2^31 elements",
+                                brisk_shape_str(&sx, bx, sizeof bx));
     brisk_attr at = brisk_attr_none();
     at.kind = kind;
     at.win = win;
-    return brisk_graph_append(g, BRISK_OP_POOL2D, &x, 1, BRISK_F32, brisk_shape4(sx.d[0], sx.d[1], ho, wo), &at);
+    int id = brisk_graph_append(g, BRISK_OP_POOL2D, &x, 1, BRISK_F32, brisk_shape4(sx.d[0], sx.d[1], ho, wo), &at);
+    /* max pooling keeps each window's argmax (i32, flat in its plane) for the gradient */
+    if (id >= 0 && kind == BRISK_POOL_MAX) g->nodes[id].bytes += (size_t)(sx.d[0] * sx.d[1] * ho * wo) * sizeof(int32_t);
+    return id;
 }
 
 int brisk_bw_pool2d(brisk_graph *g, int node, int dy, int which) {
     (void)which;
     brisk_node n = g->nodes[node];
-    int ids[2] = {dy, n.in[0]};
+    int ids[2] = {dy, node};
     return brisk_graph_append(g, BRISK_OP_POOL2D_GRAD, ids, n.attr.kind == BRISK_POOL_MAX ? 2 : 1, BRISK_F32,
                               g->nodes[n.in[0]].shape, &n.attr);
 }

@@ -104,6 +104,12 @@ static void test_conv_bad(void) {
     at.win.groups = 2; /* w's 4 input channels are not C / 2 */
     int grouped = tg_node(&t, BRISK_OP_CONV2D, BRISK_F32, brisk_shape4(2, 3, 3, 3), &at, 2, in);
     CHECK(tg_run(be1, &t, grouped, &err) == BRISK_ERR_SHAPE);
+    /* a max-pool gradient must read a max pool's argmax workspace, not any tensor */
+    brisk_attr pa = tg_attr0();
+    pa.kind = BRISK_POOL_MAX, pa.win = wnd(2, 0, 1, 1), pa.win.kh = pa.win.kw = 2;
+    int dy = tg_input(&t, BRISK_F32, brisk_shape4(2, 4, 2, 2)), pin[2] = {dy, dy};
+    int pg = tg_node(&t, BRISK_OP_POOL2D_GRAD, BRISK_F32, brisk_shape4(2, 4, 5, 5), &pa, 2, pin);
+    CHECK(tg_run(be1, &t, pg, &err) == BRISK_ERR_SHAPE);
     tg_free(&t);
 }
 
@@ -178,8 +184,9 @@ static void test_pool_kernels(void) {
             if (k == 0) tg_f(&t[b], x)[17] = NAN; /* NaN wins its windows, as in PyTorch */
             brisk_attr at = tg_attr0();
             at.kind = kinds[k], at.win = w;
-            ids[b][0] = tg_node(&t[b], BRISK_OP_POOL2D, BRISK_F32, brisk_shape4(N, C, Ho, Wo), &at, 1, &x);
-            int gin[2] = {dy, x};
+            size_t argb = kinds[k] == BRISK_POOL_MAX ? (size_t)(N * C * Ho * Wo) * 4 : 0; /* the argmax */
+            ids[b][0] = tg_node_ws(&t[b], BRISK_OP_POOL2D, BRISK_F32, brisk_shape4(N, C, Ho, Wo), &at, 1, &x, argb);
+            int gin[2] = {dy, ids[b][0]};
             ids[b][1] = tg_node(&t[b], BRISK_OP_POOL2D_GRAD, BRISK_F32, brisk_shape4(N, C, H, W), &at,
                                 kinds[k] == BRISK_POOL_MAX ? 2 : 1, gin);
             brisk_error err = {0};
