@@ -1,5 +1,5 @@
-# brisk's CONV2D and BATCHNORM vs torch.nn.functional.conv2d and torch.nn.BatchNorm2d on
-# identical data (Debian's python3-torch, /usr/bin/python3); skipped without PyTorch.
+# brisk's CONV2D, POOL2D and BATCHNORM vs torch.nn.functional.conv2d, max_pool2d,
+# avg_pool2d and torch.nn.BatchNorm2d on identical data (Debian's python3-torch, /usr/bin/python3); skipped without PyTorch.
 add_executable(vision_dump ${CMAKE_CURRENT_LIST_DIR}/vision_dump.c)
 target_link_libraries(vision_dump PRIVATE brisk)
 add_test(NAME reference.torch_vision

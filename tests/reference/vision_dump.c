@@ -3,6 +3,8 @@
  *   conv<i>.{x,w,dy,y,dx,dw,cfg}  CONV2D for several stride/padding/dilation/groups
  *                                 settings (cfg = sh, sw, ph, pw, dh, dw, groups), dx and dw
  *                                 from the backward of sum(y * dy);
+ *   pool<i>.{x,dy,y,dx,cfg}      POOL2D max and average (cfg = kind, kernel, stride,
+ *                                 padding), dx from the backward of sum(y * dy);
  *   bn.{weight,bias}, bn<s>.{x,dy,y,dx,dweight,dbias} for 10 training steps of
  *                                 BatchNorm2d + ReLU, then bn.{running_mean,running_var}
  *                                 and bn.eval_{x,y}, one eval forward after them.
@@ -101,6 +103,31 @@ static int conv_case(int i, int64_t N, int64_t C, int64_t H, int64_t W, int64_t 
     return rc ? -1 : 0;
 }
 
+static int pool_case(int i, int kind, int k, int stride, int pad, brisk_error *err) {
+    const int64_t N = 2, C = 3, H = 11, W = 9, n = N * C * H * W;
+    run r = {.g = brisk_graph_new()};
+    brisk_graph *g = r.g;
+    int x = brisk_input(g, "x", BRISK_F32, brisk_shape4(N, C, H, W));
+    int xp = brisk_param(g, "xp", brisk_shape4(N, C, H, W), BRISK_INIT_ZEROS, 0, 1);
+    int y = brisk_pool2d(g, brisk_add(g, x, xp), kind, brisk_window_2d(k, stride, pad));
+    if (y < 0) return brisk_graph_error(g, err), -1;
+    brisk_shape ys = g->nodes[y].shape;
+    float *xv = malloc(4 * (size_t)n), *dyv = malloc(4 * (size_t)brisk_shape_numel(&ys));
+    fill(xv, n, 1, 0), fill(dyv, brisk_shape_numel(&ys), 1, 0);
+    int dy = brisk_const(g, "dy", BRISK_F32, ys, dyv);
+    int32_t cfg[4] = {kind, k, stride, pad};
+    char nm[64];
+    int rc = finish(&r, y, dy, err) || brisk_exec_set_input(r.ex, 0, xv, err) || brisk_exec_run(r.ex, BRISK_RUN_TRAIN, err);
+#define NAME(f) (snprintf(nm, sizeof nm, "pool%d." f, i), nm)
+    if (!rc) rc = add(NAME("x"), BRISK_F32, g->inputs[0].shape, xv) || add(NAME("dy"), BRISK_F32, ys, dyv) ||
+                  add(NAME("cfg"), BRISK_I32, brisk_shape1(4), cfg) || dump_node(&r, y, NAME("y"), err) ||
+                  dump_node(&r, g->params[0].grad_node, NAME("dx"), err);
+#undef NAME
+    free(xv), free(dyv);
+    run_free(&r);
+    return rc ? -1 : 0;
+}
+
 static int bn_case(brisk_error *err) {
     const int64_t N = 4, C = 6, H = 5, W = 3, n = N * C * H * W;
     run r = {.g = brisk_graph_new()};
@@ -154,6 +181,8 @@ int main(int argc, char **argv) {
     int64_t k[6] = {3, 7, 1, 3, 3, 3}, co[6] = {8, 8, 16, 6, 8, 8};
     int rc = 0;
     for (int i = 0; i < 6 && !rc; i++) rc = conv_case(i, 2, 8, 13, 11, co[i], k[i], w[i], &err);
+    if (!rc) rc = pool_case(0, BRISK_POOL_MAX, 3, 2, 1, &err) || pool_case(1, BRISK_POOL_MAX, 2, 2, 0, &err) ||
+                  pool_case(2, BRISK_POOL_AVG, 3, 2, 1, &err) || pool_case(3, BRISK_POOL_AVG, 3, 1, 1, &err);
     if (!rc) rc = bn_case(&err);
     if (!rc) rc = brisk_npz_write(argv[1], n_out, names, tensors, &err) != BRISK_OK;
     if (rc) fprintf(stderr, "vision_dump: %s\n", err.msg);

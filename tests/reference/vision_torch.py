@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks brisk's CONV2D and BATCHNORM (vision_dump's .npz) against PyTorch on identical
 data: torch.nn.functional.conv2d outputs and the gradients of sum(y * dy) for several
-stride/padding/dilation/groups settings, and torch.nn.BatchNorm2d + ReLU over 10 training
+stride/padding/dilation/groups settings, max_pool2d and avg_pool2d likewise, and
+torch.nn.BatchNorm2d + ReLU over 10 training
 steps (outputs, gradients of x, weight and bias), its running statistics after them, and
 one eval forward. PyTorch computes in float64 from brisk's f32 inputs; tolerance 1e-5
 relative per tensor.
@@ -45,6 +46,20 @@ def main():
     if i == 0:
         bad.append("no conv cases in the dump")
 
+    j = 0
+    while f"pool{j}.x" in d.files:
+        kind, k, st, pad = (int(v) for v in d[f"pool{j}.cfg"])
+        x = t(f"pool{j}.x").requires_grad_()
+        pool = F.max_pool2d if kind == 0 else F.avg_pool2d  # avg: count_include_pad, PyTorch's default
+        y = pool(x, k, st, pad)
+        (y * t(f"pool{j}.dy")).sum().backward()
+        cfg = f"{'max' if kind == 0 else 'avg'} {k}/{st}/{pad}"
+        check(f"pool.y {cfg}", d[f"pool{j}.y"], y)
+        check(f"pool.dx {cfg}", d[f"pool{j}.dx"], x.grad)
+        j += 1
+    if j == 0:
+        bad.append("no pool cases in the dump")
+
     C = d["bn.weight"].shape[0]
     bn = torch.nn.BatchNorm2d(C, eps=1e-5, momentum=0.1).double()
     with torch.no_grad():
@@ -67,7 +82,7 @@ def main():
     bn.eval()
     with torch.no_grad():
         check("bn.eval_y", d["bn.eval_y"], torch.relu(bn(t("bn.eval_x"))))
-    print(f"{i} conv settings, {s} BatchNorm2d steps; worst relative errors: " +
+    print(f"{i} conv settings, {j} pools, {s} BatchNorm2d steps; worst relative errors: " +
           ", ".join(f"{k} {v:.2g}" for k, v in worst.items()))
     for b in bad:
         print("FAIL:", b)
