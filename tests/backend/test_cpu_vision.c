@@ -90,6 +90,31 @@ static void test_conv(void) {
         for (int l = 0; l < 3; l++) conv_case_run(cases[i], limits[l]);
 }
 
+/* The column scratch is bounded by the block limit, not by the batch: a fresh backend with
+ * a 4096-float limit runs a layer whose whole-batch column matrix is 100x that. */
+static void test_conv_scratch_bound(void) {
+    conv_case k = {8, 16, 16, 16, 8, 3, 3, wnd(1, 1, 1, 1)}; /* K = 144, 8 x 256 pixels: 295K floats */
+    brisk_backend *be = brisk_backend_cpu_new(2);
+    cpu_backend *cb = be->impl;
+    cb->conv_col_floats = 4096;
+    vref_conv r;
+    vref_conv_init(&r, k.N, k.C, k.H, k.W, k.Co, k.kh, k.kw, k.w);
+    tgraph t;
+    tg_init(&t);
+    int ids[3];
+    conv_run(be, &t, &k, &r, ids);
+    int64_t K = k.C * 9, whole = K * k.N * r.Ho * r.Wo;
+    /* a band of 4096 / 144 = 28 pixels: col 144 x 28, plus dw's [8, 144] partial sums */
+    CHECKF(cb->conv_scratch_cap <= (size_t)(4096 + k.Co * K) && cb->conv_scratch_cap > 0,
+           "scratch %zu floats (limit 4096, whole batch %lld)", cb->conv_scratch_cap, (long long)whole);
+    double *y = malloc(8 * (size_t)(k.N * k.Co * r.Ho * r.Wo));
+    vref_conv_fwd(&r, tg_f(&t, 0), tg_f(&t, 1), y);
+    CHECK_REL(tg_f(&t, ids[0]), y, k.N * k.Co * r.Ho * r.Wo, 2e-6);
+    free(y);
+    tg_free(&t);
+    be->destroy(be);
+}
+
 static void test_conv_bad(void) {
     tgraph t;
     tg_init(&t);
@@ -215,7 +240,7 @@ static void test_pool_kernels(void) {
 int main(void) {
     be1 = brisk_backend_cpu_new(1);
     be2 = brisk_backend_cpu_new(2);
-    t_case c[] = {T(test_conv), T(test_conv_bad), T(test_batchnorm_threads), T(test_pool_kernels)};
+    t_case c[] = {T(test_conv), T(test_conv_scratch_bound), T(test_conv_bad), T(test_batchnorm_threads), T(test_pool_kernels)};
     int r = t_run(c, (int)(sizeof c / sizeof c[0]));
     be1->destroy(be1);
     be2->destroy(be2);
