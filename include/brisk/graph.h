@@ -151,9 +151,11 @@ typedef struct brisk_attr {
     int axis;                  /* CONCAT, SLICE, SLICE_GRAD */
     uint32_t axes;             /* SUM, MEAN: bit i set = reduce dim i */
     int keepdim;               /* SUM, MEAN */
-    int kind;                  /* GELU form; ACT_GRAD: forward op; LSTM: reverse; ATTENTION: causal */
+    int kind;                  /* GELU form; ACT_GRAD: forward op; LSTM: reverse; ATTENTION: causal;
+                                  BATCHNORM: fused ReLU; POOL2D: max or avg */
     int perm[BRISK_MAX_DIMS];  /* TRANSPOSE */
-    float f0, f1;              /* SCALE, DROPOUT p, LAYERNORM eps, RAND_UNIFORM range, ATTENTION p */
+    float f0, f1;              /* SCALE, DROPOUT p, LAYERNORM eps, RAND_UNIFORM range, ATTENTION p,
+                                  BATCHNORM eps and momentum */
     int64_t i0, i1;            /* SLICE, RANDINT, SINUSOIDAL dim, CONST offset, ACT_GRAD gelu form,
                                   ATTENTION heads */
     uint32_t rng;              /* random ops, DROPOUT, ATTENTION: the stream id (unique per op) */
