@@ -108,23 +108,59 @@ typedef enum brisk_op {
     /* training glue */
     BRISK_OP_GRAD_ACCUM,  /* (g): storage GRAD at the param's offset; out = g on the first
                              micro-batch of a step, out += g on the others */
+    /* vision (NCHW). win = kernel, stride, padding (both sides), dilation, groups. */
+    BRISK_OP_CONV2D,      /* (x [N, C, H, W], w [Co, C/groups, kh, kw]): win; out [N, Co, Ho, Wo],
+                             Ho = (H + 2 ph - dh (kh - 1) - 1) / sh + 1 (floor), as
+                             torch.nn.functional.conv2d; no bias (add one with ADD) */
+    BRISK_OP_CONV2D_GRAD_X, /* (dy, w): win; dx, shape = x's */
+    BRISK_OP_CONV2D_GRAD_W, /* (dy, x): win; dw, shape = w's */
+    BRISK_OP_BATCHNORM,   /* (x [N, C, ...], gamma [C], beta [C], running_mean [C], running_var [C]
+                             [, residual shaped as x]): f0 = eps, f1 = momentum, kind = 1: ReLU
+                             after. y = (x - m) / sqrt(v + eps) gamma + beta (+ residual), m, v
+                             the batch's mean and biased variance per channel when training (and
+                             then the running buffers, which this op WRITES, move by momentum
+                             toward m and the unbiased variance, as PyTorch), the running ones in
+                             eval. Workspace after out: the m and 1 / sqrt(v + eps) used [2, C] */
+    BRISK_OP_BATCHNORM_GRAD_GB, /* (dy, batchnorm, x): [2, C]: dgamma = sum dy' xhat, dbeta =
+                             sum dy', dy' = dy masked by the fused ReLU */
+    BRISK_OP_BATCHNORM_GRAD_X,  /* (dy, batchnorm, x, gamma, grad_gb): dx (batch statistics'
+                             gradient when training, the affine map's in eval) */
+    BRISK_OP_POOL2D,      /* (x [N, C, H, W]): kind BRISK_POOL_MAX (padding is -inf, dilation
+                             allowed, NaN wins) or BRISK_POOL_AVG (padding counts as zeros in
+                             the mean: count_include_pad); win; out [N, C, Ho, Wo]; max keeps a
+                             workspace after it: each window's argmax, i32 flat in its plane */
+    BRISK_OP_POOL2D_GRAD, /* (dy [, pool2d for max]): kind, win; dx, shape = x's; max sends dy
+                             to the first maximum of each window, as PyTorch */
     BRISK_OP_COUNT
 } brisk_op;
 
 enum { BRISK_GELU_ERF = 0, BRISK_GELU_TANH = 1 };
+enum { BRISK_POOL_MAX = 0, BRISK_POOL_AVG = 1 };
+
+/* A 2-D sliding window: CONV2D, POOL2D and their gradients. */
+typedef struct brisk_window {
+    int kh, kw;   /* kernel (CONV2D: from the weight's shape) */
+    int sh, sw;   /* stride */
+    int ph, pw;   /* zero (max pool: -inf) padding on each side */
+    int dh, dw;   /* dilation */
+    int groups;   /* CONV2D: C and Co are both multiples of it */
+} brisk_window;
 
 typedef struct brisk_attr {
     int trans_a, trans_b;      /* MATMUL */
     int axis;                  /* CONCAT, SLICE, SLICE_GRAD */
     uint32_t axes;             /* SUM, MEAN: bit i set = reduce dim i */
     int keepdim;               /* SUM, MEAN */
-    int kind;                  /* GELU form; ACT_GRAD: forward op; LSTM: reverse; ATTENTION: causal */
+    int kind;                  /* GELU form; ACT_GRAD: forward op; LSTM: reverse; ATTENTION: causal;
+                                  BATCHNORM: fused ReLU; POOL2D: max or avg */
     int perm[BRISK_MAX_DIMS];  /* TRANSPOSE */
-    float f0, f1;              /* SCALE, DROPOUT p, LAYERNORM eps, RAND_UNIFORM range, ATTENTION p */
+    float f0, f1;              /* SCALE, DROPOUT p, LAYERNORM eps, RAND_UNIFORM range, ATTENTION p,
+                                  BATCHNORM eps and momentum */
     int64_t i0, i1;            /* SLICE, RANDINT, SINUSOIDAL dim, CONST offset, ACT_GRAD gelu form,
                                   ATTENTION heads */
     uint32_t rng;              /* random ops, DROPOUT, ATTENTION: the stream id (unique per op) */
     brisk_shape shape2;        /* RESHAPE, SUM_TO, EXPAND, SLICE_GRAD, SCATTER_ADD, RAND* */
+    brisk_window win;          /* CONV2D, POOL2D and their gradients */
 } brisk_attr;
 
 /* Where a node's output lives. */
@@ -174,6 +210,9 @@ typedef struct brisk_param_info {
     brisk_init_kind init;
     float init_scale;
     int decay;                  /* 1: weight decay applies (weights), 0: biases, norms */
+    int buffer;                 /* 1: state, not a parameter (BatchNorm's running statistics):
+                                   saved in checkpoints, written by its op, never by the
+                                   optimizer; no gradient, not counted as a parameter */
     int grad_node;              /* after autodiff: the GRAD_ACCUM node, else -1 */
 } brisk_param_info;
 
@@ -222,6 +261,10 @@ brisk_status brisk_node_check_inputs(const brisk_graph *g, int id, brisk_error *
 int brisk_input(brisk_graph *g, const char *name, brisk_dtype dt, brisk_shape s);
 int brisk_param(brisk_graph *g, const char *name, brisk_shape s, brisk_init_kind init,
                 float init_scale, int decay);
+/* A buffer (brisk_param_info.buffer): lives in the parameter arena under its name (so
+ * checkpoints save it and predict loads it) but takes no gradient and no optimizer update;
+ * init ZEROS or ONES. */
+int brisk_buffer(brisk_graph *g, const char *name, brisk_shape s, brisk_init_kind init);
 /* Names are unique per kind. A const's name may be NULL or "" (anonymous, never
  * clashes); its data is copied. */
 int brisk_const(brisk_graph *g, const char *name, brisk_dtype dt, brisk_shape s, const void *data);
@@ -264,6 +307,18 @@ int brisk_cast(brisk_graph *g, int x, brisk_dtype dt);
 int brisk_lstm(brisk_graph *g, int xp, int w_hh, int bias, int reverse);
 /* Self-attention over packed qkv [B, T, 3D] (BRISK_OP_ATTENTION); mask -1 for none. */
 int brisk_attention(brisk_graph *g, int qkv, int mask, int heads, int causal, float dropout);
+/* ---- vision (NCHW). brisk_window_2d: a square kernel k, stride, padding; dilation 1,
+ * groups 1. CONV2D takes the kernel size from w [Co, C/groups, kh, kw] (PyTorch's layout)
+ * and win's stride, padding, dilation and groups. */
+brisk_window brisk_window_2d(int k, int stride, int pad);
+int brisk_conv2d(brisk_graph *g, int x, int w, brisk_window win);
+/* BatchNorm over dim 1 (BatchNorm2d on [N, C, H, W], BatchNorm1d on [N, C]); running_mean
+ * and running_var are buffers (brisk_buffer), residual -1 for none, relu fuses a ReLU after
+ * the (residual) add. PyTorch's defaults: eps 1e-5, momentum 0.1. */
+int brisk_batchnorm(brisk_graph *g, int x, int gamma, int beta, int running_mean, int running_var,
+                    int residual, float eps, float momentum, int relu);
+/* kind BRISK_POOL_MAX or BRISK_POOL_AVG. Global average pooling is MEAN over dims 2 and 3. */
+int brisk_pool2d(brisk_graph *g, int x, int kind, brisk_window win);
 /* Generic append used by the builders and backward rules: checks nothing beyond
  * input ids; the caller has computed shape and dtype. */
 int brisk_graph_append(brisk_graph *g, brisk_op op, const int *in, int n_in, brisk_dtype dt,

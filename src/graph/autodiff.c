@@ -88,6 +88,7 @@ brisk_status brisk_backward(brisk_graph *g, int loss, brisk_error *err) {
         }
     }
     for (int k = 0; k < g->n_params; k++) {
+        if (g->params[k].buffer) continue; /* its gradient slot stays zero */
         int p = g->params[k].node, src = grad[p];
         if (src < 0) src = brisk_scale(g, p, 0.0f, 0.0f); /* the loss does not reach it */
         int id = src < 0 ? -1 : brisk_graph_append(g, BRISK_OP_GRAD_ACCUM, &src, 1, BRISK_F32,

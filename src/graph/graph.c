@@ -190,6 +190,18 @@ int brisk_param(brisk_graph *g, const char *name, brisk_shape s, brisk_init_kind
     return id;
 }
 
+int brisk_buffer(brisk_graph *g, const char *name, brisk_shape s, brisk_init_kind init) {
+    if (!g || g->err.code != BRISK_OK) return -1;
+    if (init != BRISK_INIT_ZEROS && init != BRISK_INIT_ONES)
+        return brisk_graph_fail(g, BRISK_ERR_INVALID, "buffer \"%s\": init %d (expected zeros or ones)",
+                                name ? name : "", (int)init);
+    int id = brisk_param(g, name, s, init, 0.0f, 0);
+    if (id < 0) return -1;
+    g->params[g->n_params - 1].buffer = 1;
+    g->nodes[id].requires_grad = 0; /* so autodiff never reaches it */
+    return id;
+}
+
 /* name may be NULL or "" for an anonymous const (autodiff's seed, test weights);
  * named consts must be unique. */
 int brisk_const(brisk_graph *g, const char *name, brisk_dtype dt, brisk_shape s, const void *data) {

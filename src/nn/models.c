@@ -140,7 +140,7 @@ int64_t brisk_model_param_count(const brisk_model_spec *s) {
     int64_t n = -1;
     if (g && brisk_model_build(s, 1, BRISK_BUILD_PREDICT, g, &io, NULL) == BRISK_OK) {
         n = 0;
-        for (int i = 0; i < g->n_params; i++) n += g->params[i].numel;
+        for (int i = 0; i < g->n_params; i++) n += g->params[i].buffer ? 0 : g->params[i].numel;
     }
     brisk_graph_free(g);
     return n;

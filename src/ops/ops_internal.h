@@ -27,6 +27,20 @@ int brisk_ops_sum_to_shape(brisk_graph *g, int dx, const brisk_shape *shape);
 /* SUM over every dim but the last ("rows"), no keepdim: [rows..., N] -> [N]. */
 int brisk_ops_sum_rows(brisk_graph *g, int x);
 
+/* The node `op(in[0..n_in))` appended since node `since`, or -1: a backward rule that
+ * serves several inputs (LSTM, BATCHNORM) finds the gradient node an earlier call for
+ * another input appended instead of appending a second. */
+static inline int brisk_ops_find_recent(const brisk_graph *g, int since, brisk_op op, const int *in, int n_in) {
+    for (int i = g->n_nodes - 1; i >= since; i--) {
+        const brisk_node *n = &g->nodes[i];
+        if (n->op != op || n->n_in < n_in) continue;
+        int same = 1;
+        for (int k = 0; k < n_in && same; k++) same = n->in[k] == in[k];
+        if (same) return i;
+    }
+    return -1;
+}
+
 /* Zero-initialised attributes (a named function keeps builders short). */
 static inline brisk_attr brisk_attr_none(void) {
     brisk_attr a;
@@ -62,5 +76,8 @@ int brisk_bw_sinusoidal(brisk_graph *g, int node, int dy, int which);
 int brisk_bw_cast(brisk_graph *g, int node, int dy, int which);
 int brisk_bw_lstm(brisk_graph *g, int node, int dy, int which);
 int brisk_bw_attention(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_conv2d(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_batchnorm(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_pool2d(brisk_graph *g, int node, int dy, int which);
 
 #endif

@@ -57,12 +57,20 @@ const brisk_op_info brisk_op_table[BRISK_OP_COUNT] = {
     [BRISK_OP_ATTENTION] = {"attention", brisk_bw_attention},
     [BRISK_OP_ATTENTION_GRAD] = {"attention_grad", NULL},
     [BRISK_OP_GRAD_ACCUM] = {"grad_accum", NULL},
+    [BRISK_OP_CONV2D] = {"conv2d", brisk_bw_conv2d},
+    [BRISK_OP_CONV2D_GRAD_X] = {"conv2d_grad_x", NULL},
+    [BRISK_OP_CONV2D_GRAD_W] = {"conv2d_grad_w", NULL},
+    [BRISK_OP_BATCHNORM] = {"batchnorm", brisk_bw_batchnorm},
+    [BRISK_OP_BATCHNORM_GRAD_GB] = {"batchnorm_grad_gb", NULL},
+    [BRISK_OP_BATCHNORM_GRAD_X] = {"batchnorm_grad_x", NULL},
+    [BRISK_OP_POOL2D] = {"pool2d", brisk_bw_pool2d},
+    [BRISK_OP_POOL2D_GRAD] = {"pool2d_grad", NULL},
 };
 
 /* C cannot check at compile time that each designated slot was filled, so, as in
  * ggml, the op count is pinned here: whoever adds an op lands on this line and the
  * table above. test_registry checks at run time that every entry has a name. */
-_Static_assert(BRISK_OP_COUNT == 51, "an op was added or removed: update brisk_op_table and this count");
+_Static_assert(BRISK_OP_COUNT == 59, "an op was added or removed: update brisk_op_table and this count");
 _Static_assert(sizeof brisk_op_table / sizeof brisk_op_table[0] == BRISK_OP_COUNT,
                "brisk_op_table must have one entry per op");
 

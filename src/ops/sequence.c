@@ -23,18 +23,6 @@
 #include "ops/ops_internal.h"
 
 
-/* The node `op(in...)` appended since `since`, or -1. */
-static int find_recent(const brisk_graph *g, int since, brisk_op op, const int *in, int n_in) {
-    for (int i = g->n_nodes - 1; i >= since; i--) {
-        const brisk_node *n = &g->nodes[i];
-        if (n->op != op || n->n_in < n_in) continue;
-        int same = 1;
-        for (int k = 0; k < n_in && same; k++) same = n->in[k] == in[k];
-        if (same) return i;
-    }
-    return -1;
-}
-
 /* Appends op with `ws_bytes` of workspace after its output. */
 static int append_ws(brisk_graph *g, brisk_op op, const int *in, int n_in, brisk_shape s, const brisk_attr *at,
                      size_t ws_bytes) {
@@ -68,7 +56,7 @@ int brisk_bw_lstm(brisk_graph *g, int node, int dy, int which) {
     brisk_node n = g->nodes[node];
     int gin[3] = {dy, node, n.in[1]};
     /* the gate gradients, shared by all three inputs' rules */
-    int dg = find_recent(g, g->n_forward, BRISK_OP_LSTM_GRAD, gin, 3);
+    int dg = brisk_ops_find_recent(g, g->n_forward, BRISK_OP_LSTM_GRAD, gin, 3);
     if (dg < 0) dg = brisk_graph_append(g, BRISK_OP_LSTM_GRAD, gin, 3, BRISK_F32, g->nodes[n.in[0]].shape, &n.attr);
     if (dg < 0 || which == 0) return dg;
     if (which == 2) return brisk_ops_sum_rows(g, dg);

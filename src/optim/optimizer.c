@@ -13,14 +13,18 @@ brisk_status brisk_optimizer_create(brisk_optimizer *o, const brisk_optim_spec *
     brisk_backend *be = ex->be;
     brisk_status st = be->alloc(be, sizeof(float), (void **)&o->sumsq, err);
     if (st) return st;
-    if (!spec->decay_all && spec->weight_decay != 0.0f) {
+    /* Buffers (running statistics) have zero gradients, so only weight decay could move
+     * them: they are always masked out. */
+    int buffers = 0;
+    for (int i = 0; i < ex->g->n_params; i++) buffers |= ex->g->params[i].buffer;
+    if ((!spec->decay_all || buffers) && spec->weight_decay != 0.0f) {
         /* Biases and norm parameters are excluded: one mask byte per parameter float. */
         int64_t n = ex->g->n_param_floats;
         uint8_t *mask = calloc((size_t)n ? (size_t)n : 1, 1);
         if (!mask) return brisk_errorf(err, BRISK_ERR_NOMEM, "optimizer: cannot allocate the decay mask");
         for (int i = 0; i < ex->g->n_params; i++) {
             const brisk_param_info *p = &ex->g->params[i];
-            if (p->decay) memset(mask + p->offset, 1, (size_t)p->numel);
+            if ((p->decay || spec->decay_all) && !p->buffer) memset(mask + p->offset, 1, (size_t)p->numel);
         }
         st = be->alloc(be, (size_t)n ? (size_t)n : 1, (void **)&o->decay_mask, err);
         if (!st) st = be->upload(be, o->decay_mask, mask, (size_t)n, err);

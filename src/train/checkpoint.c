@@ -69,6 +69,7 @@ brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_err
     }
     for (size_t i = 0; i < np; i++) {
         const brisk_param_info *p = &g->params[i];
+        if (p->buffer) continue; /* running statistics: no optimizer state */
         size_t len = strlen(p->name) + 32;
         names[2 * i] = malloc(len);
         names[2 * i + 1] = malloc(len);
@@ -130,7 +131,7 @@ brisk_status brisk_checkpoint_read_tensors(const brisk_safetensors *st, const br
         const brisk_param_info *pi = &g->params[i];
         brisk_status s = brisk_safetensors_read(st, pi->name, BRISK_F32, pi->shape, p + pi->offset, err);
         if (s) return brisk_error_prefix(err, "checkpoint from another model?");
-        if (!m) continue;
+        if (!m || pi->buffer) continue;
         snprintf(name, sizeof name, sgd ? "optim.momentum_buffer.%s" : "optim.exp_avg.%s", pi->name);
         if ((s = brisk_safetensors_read(st, name, BRISK_F32, pi->shape, m + pi->offset, err))) return s;
         if (sgd) continue;

@@ -2,7 +2,8 @@
  * 64-byte-aligned heap blocks (one cache line, one AVX-512 vector), so upload and
  * download are memcpy. run_node is one switch over the op into the kernel
  * families (matmul.c, elementwise.c, reduce.c, softmax_loss.c, layernorm.c,
- * shape.c, gather.c, random.c, lstm.c, attention.c); the optimizer lives in optim.c.
+ * shape.c, gather.c, random.c, lstm.c, attention.c, conv.c, batchnorm.c, pool2d.c); the
+ * optimizer lives in optim.c.
  *
  * Threads: fixed at creation (0 = brisk_threads_resolve's default: the CPUs this
  * process may use, shared among the MPI ranks of the node) in the backend's own pool
@@ -147,6 +148,13 @@ static brisk_status cpu_run_node(brisk_backend *be, const brisk_graph *g, int id
         s = cpu_lstm_op(cb, g, id, in, out, err);
         break;
     case BRISK_OP_ATTENTION: case BRISK_OP_ATTENTION_GRAD: s = cpu_attention_op(cb, g, id, in, out, st, err); break;
+    case BRISK_OP_CONV2D: case BRISK_OP_CONV2D_GRAD_X: case BRISK_OP_CONV2D_GRAD_W:
+        s = cpu_conv_op(cb, g, id, in, out, err);
+        break;
+    case BRISK_OP_BATCHNORM: case BRISK_OP_BATCHNORM_GRAD_GB: case BRISK_OP_BATCHNORM_GRAD_X:
+        s = cpu_batchnorm_op(cb, g, id, in, out, st, err);
+        break;
+    case BRISK_OP_POOL2D: case BRISK_OP_POOL2D_GRAD: s = cpu_pool_op(cb, g, id, in, out, err); break;
     default:
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cpu backend: no kernel for %s (node %d)",
                             brisk_op_name(n->op), id);
@@ -163,6 +171,7 @@ static void cpu_destroy(brisk_backend *be) {
         cpu_pool_free(cb->pool);
         free(cb->gemm_scratch);
         free(cb->partials);
+        free(cb->conv_scratch);
         free(cb);
     }
     free(be);
@@ -178,6 +187,7 @@ brisk_backend *brisk_backend_cpu_new(int threads) {
         threads = tp.threads;
     }
     cb->threads = threads < 1 ? 1 : threads;
+    cb->conv_col_floats = CPU_CONV_COL_FLOATS;
     size_t bytes = cpu_sgemm_scratch_floats() * sizeof(float) * (size_t)cb->threads;
     if (posix_memalign((void **)&cb->gemm_scratch, 64, bytes) != 0) {
         free(be); free(cb);

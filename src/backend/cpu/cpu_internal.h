@@ -49,7 +49,14 @@ typedef struct cpu_backend {
     float *gemm_scratch;    /* threads * cpu_sgemm_scratch_floats() floats */
     double *partials;
     size_t partials_cap;    /* in doubles */
+    float *conv_scratch;    /* conv.c's column matrix and staging, grown on demand */
+    size_t conv_scratch_cap;  /* in floats */
+    int64_t conv_col_floats;  /* bound on a column block (CPU_CONV_COL_FLOATS; tests lower it) */
 } cpu_backend;
+
+/* conv.c's column blocks: whole images while they fit in this many floats (4 MiB, about
+ * the L2 of two cores), else bands of one image's output pixels. */
+#define CPU_CONV_COL_FLOATS (1 << 20)
 
 /* Returns a buffer of at least n doubles from the backend's scratch, or NULL. */
 double *cpu_partials(cpu_backend *cb, size_t n);
@@ -170,6 +177,16 @@ brisk_status cpu_optim_update(brisk_backend *be, float *p, const float *g, float
 
 /* ---- lstm.c: LSTM, LSTM_GRAD, LSTM_GRAD_W */
 brisk_status cpu_lstm_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                         brisk_error *err);
+
+/* ---- conv.c: CONV2D, CONV2D_GRAD_X, CONV2D_GRAD_W */
+brisk_status cpu_conv_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                         brisk_error *err);
+/* ---- batchnorm.c: BATCHNORM, BATCHNORM_GRAD_GB, BATCHNORM_GRAD_X */
+brisk_status cpu_batchnorm_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                              const brisk_step_state *st, brisk_error *err);
+/* ---- pool.c: POOL2D, POOL2D_GRAD */
+brisk_status cpu_pool_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
                          brisk_error *err);
 
 /* ---- attention.c: ATTENTION, ATTENTION_GRAD */

@@ -1,0 +1,131 @@
+/* POOL2D and POOL2D_GRAD over NCHW, one (n, c) plane per work item, as PyTorch computes
+ * them: max takes the first largest value of each window (a NaN wins, padding is never
+ * read) and records where it was in the workspace after its output; average divides the
+ * sum of the window's in-bounds values by kh kw (padding counts as zeros:
+ * count_include_pad). The max gradient scatters dy to the recorded positions. Each plane is
+ * one thread's, in a fixed order, so the result does not depend on the thread count. */
+#include "backend/cpu/cpu_internal.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct pool_ctx {
+    int64_t H, W, Ho, Wo;
+    brisk_window w;
+    int max;
+    const float *x, *dy;
+    float *out;
+    int32_t *arg;        /* forward max: where each window's maximum is */
+    const int32_t *argr; /* gradient of max: the same, read */
+} pool_ctx;
+
+/* Taps [*lo, *hi) of a window starting at `start` (stride of taps `dil`, k of them) that
+ * fall inside [0, len). */
+static void tap_span(int64_t start, int dil, int k, int64_t len, int64_t *lo, int64_t *hi) {
+    *lo = start < 0 ? (-start + dil - 1) / dil : 0;
+    *hi = len - 1 - start < 0 ? 0 : (len - 1 - start) / dil + 1;
+    if (*hi > k) *hi = k;
+    if (*lo > *hi) *lo = *hi;
+}
+
+static void pool_forward_planes(const void *vctx, int64_t q0, int64_t q1) {
+    const pool_ctx *p = vctx;
+    const brisk_window w = p->w;
+    double inv = 1.0 / ((double)w.kh * w.kw);
+    for (int64_t q = q0; q < q1; q++) {
+        const float *x = p->x + q * p->H * p->W;
+        float *y = p->out + q * p->Ho * p->Wo;
+        int32_t *arg = p->max ? p->arg + q * p->Ho * p->Wo : NULL;
+        for (int64_t oh = 0; oh < p->Ho; oh++) {
+            int64_t h0 = oh * w.sh - w.ph, i0, i1;
+            tap_span(h0, w.dh, w.kh, p->H, &i0, &i1);
+            for (int64_t ow = 0; ow < p->Wo; ow++) {
+                int64_t w0 = ow * w.sw - w.pw, j0, j1;
+                tap_span(w0, w.dw, w.kw, p->W, &j0, &j1);
+                if (p->max) {
+                    /* selects, not branches: on random data a branch per tap mispredicts */
+                    float m = -INFINITY;
+                    int32_t best = -1;
+                    for (int64_t i = i0; i < i1; i++)
+                        for (int64_t j = j0; j < j1; j++) {
+                            int32_t k = (int32_t)((h0 + i * w.dh) * p->W + w0 + j * w.dw);
+                            float v = x[k];
+                            int take = (best < 0) | (v > m) | (v != v);
+                            m = take ? v : m;
+                            best = take ? k : best;
+                        }
+                    y[oh * p->Wo + ow] = m;
+                    arg[oh * p->Wo + ow] = best;
+                } else {
+                    double s = 0;
+                    for (int64_t i = i0; i < i1; i++)
+                        for (int64_t j = j0; j < j1; j++) s += x[(h0 + i) * p->W + w0 + j];
+                    y[oh * p->Wo + ow] = (float)(s * inv);
+                }
+            }
+        }
+    }
+}
+
+static void pool_grad_planes(const void *vctx, int64_t q0, int64_t q1) {
+    const pool_ctx *p = vctx;
+    float inv = (float)(1.0 / ((double)p->w.kh * p->w.kw));
+    int64_t hw = p->H * p->W;
+    for (int64_t q = q0; q < q1; q++) {
+        float *dx = p->out + q * hw;
+        const float *dy = p->dy + q * p->Ho * p->Wo;
+        memset(dx, 0, (size_t)hw * sizeof(float));
+        if (p->max) {
+            const int32_t *arg = p->argr + q * p->Ho * p->Wo;
+            for (int64_t o = 0; o < p->Ho * p->Wo; o++)
+                if (arg[o] >= 0 && arg[o] < hw) dx[arg[o]] += dy[o];
+            continue;
+        }
+        for (int64_t oh = 0; oh < p->Ho; oh++)
+            for (int64_t ow = 0; ow < p->Wo; ow++) {
+                float d = dy[oh * p->Wo + ow] * inv;
+                for (int i = 0; i < p->w.kh; i++) {
+                    int64_t ih = oh * p->w.sh - p->w.ph + i;
+                    if (ih < 0 || ih >= p->H) continue;
+                    for (int j = 0; j < p->w.kw; j++) {
+                        int64_t iw = ow * p->w.sw - p->w.pw + j;
+                        if (iw >= 0 && iw < p->W) dx[ih * p->W + iw] += d;
+                    }
+                }
+            }
+    }
+}
+
+brisk_status cpu_pool_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                         brisk_error *err) {
+    const brisk_node *n = NODE(g, id);
+    int grad = n->op == BRISK_OP_POOL2D_GRAD;
+    const brisk_shape *xs = grad ? &n->shape : &IN_NODE(g, id, 0)->shape;
+    const brisk_shape *ys = grad ? &IN_NODE(g, id, 0)->shape : &n->shape;
+    const brisk_window *w = &n->attr.win;
+    pool_ctx p = {.w = *w, .max = n->attr.kind == BRISK_POOL_MAX, .out = out};
+    int64_t ny = cpu_numel(ys);
+    /* the max gradient reads the forward node's workspace: it must be that node */
+    const brisk_node *fw = grad && p.max && n->n_in == 2 ? IN_NODE(g, id, 1) : NULL;
+    if (xs->ndim != 4 || ys->ndim != 4 || xs->d[0] != ys->d[0] || xs->d[1] != ys->d[1] || w->kh < 1 || w->kw < 1 ||
+        w->sh < 1 || w->sw < 1 || w->ph < 0 || w->pw < 0 || w->dh < 1 || w->dw < 1 ||
+        (!grad && p.max && n->bytes < (size_t)ny * (sizeof(float) + sizeof(int32_t))) ||
+        (grad && p.max && (!fw || fw->op != BRISK_OP_POOL2D || !brisk_shape_equal(&fw->shape, ys) ||
+                           fw->bytes < (size_t)ny * (sizeof(float) + sizeof(int32_t)))))
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: x, y, the window and the argmax workspace do not agree",
+                            brisk_op_name(n->op));
+    p.H = xs->d[2], p.W = xs->d[3], p.Ho = ys->d[2], p.Wo = ys->d[3];
+    if ((p.Ho - 1) * w->sh - w->ph + (int64_t)(w->kh - 1) * w->dh >= p.H + w->ph ||
+        (p.Wo - 1) * w->sw - w->pw + (int64_t)(w->kw - 1) * w->dw >= p.W + w->pw)
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: the output is larger than the window allows", brisk_op_name(n->op));
+    if (grad) {
+        p.dy = in[0];
+        if (p.max) p.argr = (const int32_t *)((const float *)in[1] + ny);
+    } else {
+        p.x = in[0];
+        if (p.max) p.arg = (int32_t *)((float *)out + ny);
+    }
+    int64_t planes = xs->d[0] * xs->d[1], per = p.Ho * p.Wo * w->kh * w->kw + p.H * p.W;
+    cpu_parallel(cb, planes, CPU_PAR_MIN / (per ? per : 1) + 1, grad ? pool_grad_planes : pool_forward_planes, &p);
+    return BRISK_OK;
+}

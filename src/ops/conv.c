@@ -1,0 +1,115 @@
+/* 2-D convolution and pooling over NCHW tensors, with their backward rules.
+ *
+ * CONV2D follows torch.nn.functional.conv2d: w [Co, C/groups, kh, kw], zero padding on
+ * both sides, dilation, groups (input channel block g feeds output block g). Its two
+ * gradients are dedicated ops: CONV2D_GRAD_X(dy, w), the transposed convolution, and
+ * CONV2D_GRAD_W(dy, x), the correlation of dy with x. A bias is a broadcast ADD of the
+ * bias reshaped to [Co, 1, 1] (whose gradient SUM_TO already reduces), so it is not part
+ * of the op.
+ *
+ * POOL2D max or average (count_include_pad, as PyTorch's default; ceil_mode off). Max
+ * pooling keeps each window's argmax in a workspace after its output (as the sequence ops
+ * keep theirs), so its gradient POOL2D_GRAD(dy, pool) is a scatter; average pooling's
+ * gradient reads only dy. */
+#include "ops/ops_internal.h"
+
+#include <limits.h>
+
+brisk_window brisk_window_2d(int k, int stride, int pad) {
+    brisk_window w = {.kh = k, .kw = k, .sh = stride, .sw = stride, .ph = pad, .pw = pad, .dh = 1, .dw = 1,
+                      .groups = 1};
+    return w;
+}
+
+/* (in + 2 pad - dil (k - 1) - 1) / stride + 1, or -1 when the window does not fit. */
+static int64_t out_dim(int64_t in, int k, int stride, int pad, int dil) {
+    int64_t span = in + 2 * (int64_t)pad - (int64_t)dil * (k - 1) - 1;
+    return span < 0 ? -1 : span / stride + 1;
+}
+
+/* 0 when the window's numbers are in range, else records an error for `op`. */
+static int check_window(brisk_graph *g, const char *op, const brisk_window *w) {
+    if (w->kh < 1 || w->kw < 1 || w->sh < 1 || w->sw < 1 || w->ph < 0 || w->pw < 0 || w->dh < 1 || w->dw < 1 ||
+        w->groups < 1)
+        return brisk_graph_fail(g, BRISK_ERR_INVALID,
+                                "%s: kernel %dx%d, stride %dx%d, padding %dx%d, dilation %dx%d, groups %d "
+                                "(expected kernel, stride, dilation and groups >= 1, padding >= 0)",
+                                op, w->kh, w->kw, w->sh, w->sw, w->ph, w->pw, w->dh, w->dw, w->groups);
+    return 0;
+}
+
+int brisk_conv2d(brisk_graph *g, int x, int w, brisk_window win) {
+    int ids[2] = {x, w};
+    if (brisk_ops_check_dtype(g, "conv2d", ids, 2, BRISK_F32)) return -1;
+    brisk_shape sx = g->nodes[x].shape, sw = g->nodes[w].shape;
+    char bx[BRISK_SHAPE_STR], bw[BRISK_SHAPE_STR];
+    if (sx.ndim != 4 || sw.ndim != 4 || sw.d[2] > INT_MAX || sw.d[3] > INT_MAX)
+        return brisk_graph_fail(g, BRISK_ERR_SHAPE, "conv2d: x %s and w %s (expected x [N, C, H, W], w [Co, C/groups, kh, kw])",
+                                brisk_shape_str(&sx, bx, sizeof bx), brisk_shape_str(&sw, bw, sizeof bw));
+    win.kh = (int)sw.d[2];
+    win.kw = (int)sw.d[3];
+    if (check_window(g, "conv2d", &win)) return -1;
+    if (sx.d[1] % win.groups || sw.d[0] % win.groups || sw.d[1] * win.groups != sx.d[1])
+        return brisk_graph_fail(g, BRISK_ERR_SHAPE,
+                                "conv2d: x %s and w %s with %d groups (expected w [Co, C/groups, kh, kw], C and Co "
+                                "multiples of groups)", brisk_shape_str(&sx, bx, sizeof bx),
+                                brisk_shape_str(&sw, bw, sizeof bw), win.groups);
+    int64_t ho = out_dim(sx.d[2], win.kh, win.sh, win.ph, win.dh), wo = out_dim(sx.d[3], win.kw, win.sw, win.pw, win.dw);
+    if (ho < 1 || wo < 1)
+        return brisk_graph_fail(g, BRISK_ERR_SHAPE, "conv2d: the %dx%d kernel (dilation %dx%d) does not fit x %s "
+                                "padded by %dx%d", win.kh, win.kw, win.dh, win.dw, brisk_shape_str(&sx, bx, sizeof bx),
+                                win.ph, win.pw);
+    brisk_attr at = brisk_attr_none();
+    at.win = win;
+    return brisk_graph_append(g, BRISK_OP_CONV2D, ids, 2, BRISK_F32, brisk_shape4(sx.d[0], sw.d[0], ho, wo), &at);
+}
+
+int brisk_bw_conv2d(brisk_graph *g, int node, int dy, int which) {
+    brisk_node n = g->nodes[node];
+    int ids[2] = {dy, n.in[which == 0 ? 1 : 0]};
+    return brisk_graph_append(g, which == 0 ? BRISK_OP_CONV2D_GRAD_X : BRISK_OP_CONV2D_GRAD_W, ids, 2, BRISK_F32,
+                              g->nodes[n.in[which]].shape, &n.attr);
+}
+
+int brisk_pool2d(brisk_graph *g, int x, int kind, brisk_window win) {
+    if (brisk_ops_check_dtype(g, "pool2d", &x, 1, BRISK_F32)) return -1;
+    brisk_shape sx = g->nodes[x].shape;
+    char bx[BRISK_SHAPE_STR];
+    if (kind != BRISK_POOL_MAX && kind != BRISK_POOL_AVG)
+        return brisk_graph_fail(g, BRISK_ERR_INVALID, "pool2d: kind %d (expected max %d or avg %d)", kind,
+                                BRISK_POOL_MAX, BRISK_POOL_AVG);
+    win.groups = 1;
+    if (check_window(g, "pool2d", &win)) return -1;
+    if (sx.ndim != 4)
+        return brisk_graph_fail(g, BRISK_ERR_SHAPE, "pool2d: x %s (expected [N, C, H, W])",
+                                brisk_shape_str(&sx, bx, sizeof bx));
+    /* PyTorch's rules: every window holds an input element, average pooling is undilated */
+    if (win.ph > win.kh / 2 || win.pw > win.kw / 2)
+        return brisk_graph_fail(g, BRISK_ERR_INVALID, "pool2d: padding %dx%d is more than half the %dx%d kernel",
+                                win.ph, win.pw, win.kh, win.kw);
+    if (kind == BRISK_POOL_AVG && (win.dh != 1 || win.dw != 1))
+        return brisk_graph_fail(g, BRISK_ERR_INVALID, "pool2d: average pooling takes no dilation (got %dx%d)", win.dh,
+                                win.dw);
+    int64_t ho = out_dim(sx.d[2], win.kh, win.sh, win.ph, win.dh), wo = out_dim(sx.d[3], win.kw, win.sw, win.pw, win.dw);
+    if (ho < 1 || wo < 1)
+        return brisk_graph_fail(g, BRISK_ERR_SHAPE, "pool2d: the %dx%d window does not fit x %s padded by %dx%d",
+                                win.kh, win.kw, brisk_shape_str(&sx, bx, sizeof bx), win.ph, win.pw);
+    if (sx.d[2] * sx.d[3] > INT32_MAX)
+        return brisk_graph_fail(g, BRISK_ERR_SHAPE, "pool2d: x %s has planes over 2^31 elements",
+                                brisk_shape_str(&sx, bx, sizeof bx));
+    brisk_attr at = brisk_attr_none();
+    at.kind = kind;
+    at.win = win;
+    int id = brisk_graph_append(g, BRISK_OP_POOL2D, &x, 1, BRISK_F32, brisk_shape4(sx.d[0], sx.d[1], ho, wo), &at);
+    /* max pooling keeps each window's argmax (i32, flat in its plane) for the gradient */
+    if (id >= 0 && kind == BRISK_POOL_MAX) g->nodes[id].bytes += (size_t)(sx.d[0] * sx.d[1] * ho * wo) * sizeof(int32_t);
+    return id;
+}
+
+int brisk_bw_pool2d(brisk_graph *g, int node, int dy, int which) {
+    (void)which;
+    brisk_node n = g->nodes[node];
+    int ids[2] = {dy, node};
+    return brisk_graph_append(g, BRISK_OP_POOL2D_GRAD, ids, n.attr.kind == BRISK_POOL_MAX ? 2 : 1, BRISK_F32,
+                              g->nodes[n.in[0]].shape, &n.attr);
+}

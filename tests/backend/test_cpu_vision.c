@@ -1,0 +1,248 @@
+/* CONV2D, CONV2D_GRAD_X, CONV2D_GRAD_W, BATCHNORM(_GRAD_GB, _GRAD_X) and POOL2D(_GRAD) on
+ * the CPU backend: against float64 references, with outputs poisoned and guarded, with the
+ * column block limit lowered so that the blocks of several images, of one image, and of
+ * bands of one image's pixels are all taken; one thread and two give the same bits; shapes
+ * that do not agree are errors. */
+#include "backend/cpu/cpu_internal.h"
+#include "cpu_test_util.h"
+#include "ops/vision_ref.h"
+
+static brisk_backend *be1, *be2;
+
+static void set_col_limit(int64_t floats) {
+    ((cpu_backend *)be1->impl)->conv_col_floats = floats;
+    ((cpu_backend *)be2->impl)->conv_col_floats = floats;
+}
+
+typedef struct conv_case {
+    int64_t N, C, H, W, Co, kh, kw;
+    brisk_window w;
+} conv_case;
+
+static void conv_run(brisk_backend *be, tgraph *t, const conv_case *k, const vref_conv *r, int ids[3]) {
+    int x = tg_input(t, BRISK_F32, brisk_shape4(k->N, k->C, k->H, k->W));
+    int w = tg_input(t, BRISK_F32, brisk_shape4(k->Co, k->C / k->w.groups, k->kh, k->kw));
+    int dy = tg_input(t, BRISK_F32, brisk_shape4(k->N, k->Co, r->Ho, r->Wo));
+    brisk_attr at = tg_attr0();
+    at.win = k->w;
+    at.win.kh = (int)k->kh, at.win.kw = (int)k->kw;
+    int in0[2] = {x, w}, in1[2] = {dy, w}, in2[2] = {dy, x};
+    ids[0] = tg_node(t, BRISK_OP_CONV2D, BRISK_F32, t->nodes[dy].shape, &at, 2, in0);
+    ids[1] = tg_node(t, BRISK_OP_CONV2D_GRAD_X, BRISK_F32, t->nodes[x].shape, &at, 2, in1);
+    ids[2] = tg_node(t, BRISK_OP_CONV2D_GRAD_W, BRISK_F32, t->nodes[w].shape, &at, 2, in2);
+    brisk_error err = {0};
+    for (int i = 0; i < 3; i++) REQUIRE_OK(tg_run(be, t, ids[i], &err), &err);
+}
+
+static void conv_case_run(conv_case k, int64_t limit) {
+    set_col_limit(limit);
+    vref_conv r;
+    vref_conv_init(&r, k.N, k.C, k.H, k.W, k.Co, k.kh, k.kw, k.w);
+    tgraph t[2];
+    int ids[2][3] = {{-1, -1, -1}, {-1, -1, -1}};
+    for (int b = 0; b < 2; b++) {
+        tg_rng_state = 0xC0FFEEull + (uint64_t)(k.N * 1000 + k.C * 100 + k.H + k.w.groups + limit);
+        tg_init(&t[b]);
+        conv_run(b ? be2 : be1, &t[b], &k, &r, ids[b]);
+    }
+    set_col_limit(CPU_CONV_COL_FLOATS);
+    REQUIRE(ids[0][2] >= 0 && ids[1][2] >= 0);
+    tgraph *g = &t[0];
+    int64_t ny = k.N * k.Co * r.Ho * r.Wo, nx = k.N * k.C * k.H * k.W, nw = k.Co * (k.C / k.w.groups) * k.kh * k.kw;
+    double *y = malloc(8 * (size_t)ny), *dx = malloc(8 * (size_t)nx), *dw = malloc(8 * (size_t)nw);
+    vref_conv_fwd(&r, tg_f(g, 0), tg_f(g, 1), y);
+    vref_conv_dx(&r, tg_f(g, 2), tg_f(g, 1), dx);
+    vref_conv_dw(&r, tg_f(g, 2), tg_f(g, 0), dw);
+    double e[3] = {tg_rel_err(tg_f(g, ids[0][0]), y, ny), tg_rel_err(tg_f(g, ids[0][1]), dx, nx),
+                   tg_rel_err(tg_f(g, ids[0][2]), dw, nw)};
+    for (int i = 0; i < 3; i++)
+        CHECKF(e[i] <= 2e-6, "conv N %lld C %lld %lldx%lld Co %lld k %lldx%lld s %d p %d d %d g %d limit %lld: %s relative "
+               "error %.3g", (long long)k.N, (long long)k.C, (long long)k.H, (long long)k.W, (long long)k.Co,
+               (long long)k.kh, (long long)k.kw, k.w.sh, k.w.ph, k.w.dh, k.w.groups, (long long)limit,
+               (const char *[]){"y", "dx", "dw"}[i], e[i]);
+    for (int i = 0; i < 3; i++)
+        CHECKF(memcmp(t[0].buf[ids[0][i]], t[1].buf[ids[1][i]], t[0].nodes[ids[0][i]].bytes) == 0,
+               "conv (limit %lld): 1 and 2 threads differ in %s", (long long)limit, (const char *[]){"y", "dx", "dw"}[i]);
+    free(y), free(dx), free(dw);
+    tg_free(&t[0]);
+    tg_free(&t[1]);
+}
+
+static brisk_window wnd(int s, int p, int d, int g) {
+    brisk_window w = {.sh = s, .sw = s, .ph = p, .pw = p, .dh = d, .dw = d, .groups = g};
+    return w;
+}
+
+static void test_conv(void) {
+    /* ResNet's shapes in small: the 7x7 stride-2 stem, 3x3 blocks, 1x1 stride-2 downsampling */
+    conv_case cases[] = {
+        {3, 3, 20, 18, 8, 7, 7, wnd(2, 3, 1, 1)},
+        {5, 16, 9, 9, 16, 3, 3, wnd(1, 1, 1, 1)},
+        {5, 16, 9, 9, 32, 1, 1, wnd(2, 0, 1, 1)},
+        {4, 24, 6, 7, 12, 1, 1, wnd(1, 0, 1, 1)},   /* pointwise: no im2col */
+        {3, 8, 11, 10, 12, 3, 3, wnd(2, 2, 2, 4)},  /* dilation and groups */
+        {2, 6, 8, 8, 6, 3, 3, wnd(1, 1, 1, 6)},     /* depthwise */
+    };
+    /* the default limit: several images per block; 4096 floats: one image or a band of it;
+     * 200: bands of a single output row */
+    int64_t limits[3] = {CPU_CONV_COL_FLOATS, 4096, 200};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int l = 0; l < 3; l++) conv_case_run(cases[i], limits[l]);
+}
+
+/* The column scratch is bounded by the block limit, not by the batch: a fresh backend with
+ * a 4096-float limit runs a layer whose whole-batch column matrix is 100x that. */
+static void test_conv_scratch_bound(void) {
+    conv_case k = {8, 16, 16, 16, 8, 3, 3, wnd(1, 1, 1, 1)}; /* K = 144, 8 x 256 pixels: 295K floats */
+    brisk_backend *be = brisk_backend_cpu_new(2);
+    cpu_backend *cb = be->impl;
+    cb->conv_col_floats = 4096;
+    vref_conv r;
+    vref_conv_init(&r, k.N, k.C, k.H, k.W, k.Co, k.kh, k.kw, k.w);
+    tgraph t;
+    tg_init(&t);
+    int ids[3];
+    conv_run(be, &t, &k, &r, ids);
+    int64_t K = k.C * 9, whole = K * k.N * r.Ho * r.Wo;
+    /* a band of 4096 / 144 = 28 pixels: col 144 x 28, plus dw's [8, 144] partial sums */
+    CHECKF(cb->conv_scratch_cap <= (size_t)(4096 + k.Co * K) && cb->conv_scratch_cap > 0,
+           "scratch %zu floats (limit 4096, whole batch %lld)", cb->conv_scratch_cap, (long long)whole);
+    double *y = malloc(8 * (size_t)(k.N * k.Co * r.Ho * r.Wo));
+    vref_conv_fwd(&r, tg_f(&t, 0), tg_f(&t, 1), y);
+    CHECK_REL(tg_f(&t, ids[0]), y, k.N * k.Co * r.Ho * r.Wo, 2e-6);
+    free(y);
+    tg_free(&t);
+    be->destroy(be);
+}
+
+static void test_conv_bad(void) {
+    tgraph t;
+    tg_init(&t);
+    int x = tg_input(&t, BRISK_F32, brisk_shape4(2, 4, 5, 5)), w = tg_input(&t, BRISK_F32, brisk_shape4(3, 4, 3, 3));
+    brisk_attr at = tg_attr0();
+    at.win = wnd(1, 0, 1, 1);
+    at.win.kh = at.win.kw = 3;
+    int in[2] = {x, w};
+    int wrong = tg_node(&t, BRISK_OP_CONV2D, BRISK_F32, brisk_shape4(2, 3, 4, 3), &at, 2, in); /* want 3x3 */
+    brisk_error err = {0};
+    CHECK(tg_run(be1, &t, wrong, &err) == BRISK_ERR_SHAPE);
+    at.win.groups = 2; /* w's 4 input channels are not C / 2 */
+    int grouped = tg_node(&t, BRISK_OP_CONV2D, BRISK_F32, brisk_shape4(2, 3, 3, 3), &at, 2, in);
+    CHECK(tg_run(be1, &t, grouped, &err) == BRISK_ERR_SHAPE);
+    /* a max-pool gradient must read a max pool's argmax workspace, not any tensor */
+    brisk_attr pa = tg_attr0();
+    pa.kind = BRISK_POOL_MAX, pa.win = wnd(2, 0, 1, 1), pa.win.kh = pa.win.kw = 2;
+    int dy = tg_input(&t, BRISK_F32, brisk_shape4(2, 4, 2, 2)), pin[2] = {dy, dy};
+    int pg = tg_node(&t, BRISK_OP_POOL2D_GRAD, BRISK_F32, brisk_shape4(2, 4, 5, 5), &pa, 2, pin);
+    CHECK(tg_run(be1, &t, pg, &err) == BRISK_ERR_SHAPE);
+    tg_free(&t);
+}
+
+/* BATCHNORM forward (train and eval), its two gradients, 1 vs 2 threads, on sizes that
+ * split unevenly */
+static void bn_run(brisk_backend *be, tgraph *t, int64_t N, int64_t C, int64_t S, int training, int ids[3]) {
+    brisk_shape s = brisk_shape4(N, C, S, 1), sc = brisk_shape1(C);
+    int x = tg_input(t, BRISK_F32, s), gm = tg_input(t, BRISK_F32, sc), bt = tg_input(t, BRISK_F32, sc);
+    int rm = tg_input(t, BRISK_F32, sc), rv = tg_input(t, BRISK_F32, sc), res = tg_input(t, BRISK_F32, s);
+    int dy = tg_input(t, BRISK_F32, s);
+    for (int64_t c = 0; c < C; c++) tg_f(t, rv)[c] = 0.5f + tg_f(t, rv)[c] * tg_f(t, rv)[c];
+    brisk_attr at = tg_attr0();
+    at.f0 = 1e-5f, at.f1 = 0.1f, at.kind = 1;
+    int in[6] = {x, gm, bt, rm, rv, res};
+    ids[0] = tg_node_ws(t, BRISK_OP_BATCHNORM, BRISK_F32, s, &at, 6, in, (size_t)(2 * C) * 4);
+    int gin[3] = {dy, ids[0], x};
+    ids[1] = tg_node(t, BRISK_OP_BATCHNORM_GRAD_GB, BRISK_F32, brisk_shape2(2, C), &at, 3, gin);
+    int xin[5] = {dy, ids[0], x, gm, ids[1]};
+    ids[2] = tg_node(t, BRISK_OP_BATCHNORM_GRAD_X, BRISK_F32, s, &at, 5, xin);
+    brisk_step_state st = tg_state(training);
+    brisk_error err = {0};
+    for (int i = 0; i < 3; i++) REQUIRE_OK(tg_run_st(be, t, ids[i], &st, &err), &err);
+}
+
+static void test_batchnorm_threads(void) {
+    const int64_t shapes[3][3] = {{7, 37, 9}, {4, 3, 1500}, {2, 64, 16}};
+    for (int k = 0; k < 3; k++)
+        for (int training = 0; training < 2; training++) {
+            tgraph t[2];
+            int ids[2][3];
+            for (int b = 0; b < 2; b++) {
+                tg_rng_state = 0xBADC0DEull + (uint64_t)k;
+                tg_init(&t[b]);
+                bn_run(b ? be2 : be1, &t[b], shapes[k][0], shapes[k][1], shapes[k][2], training, ids[b]);
+            }
+            for (int i = 0; i < 3; i++)
+                CHECKF(memcmp(t[0].buf[ids[0][i]], t[1].buf[ids[1][i]], t[0].nodes[ids[0][i]].bytes) == 0,
+                       "batchnorm case %d training %d: 1 and 2 threads differ in node %d", k, training, i);
+            /* the running statistics moved identically, and only when training */
+            CHECK(memcmp(t[0].buf[3], t[1].buf[3], (size_t)shapes[k][1] * 4) == 0);
+            /* the forward against float64 with the statistics it reports in its workspace */
+            tgraph *g = &t[0];
+            int64_t N = shapes[k][0], C = shapes[k][1], S = shapes[k][2], n = N * C * S;
+            const float *ws = tg_f(g, ids[0][0]) + n, *x = tg_f(g, 0), *res = tg_f(g, 5);
+            double *ref = malloc(8 * (size_t)n);
+            for (int64_t i = 0; i < n; i++) {
+                int64_t c = i / S % C;
+                double v = (x[i] - (double)ws[c]) * ws[C + c] * tg_f(g, 1)[c] + tg_f(g, 2)[c] + res[i];
+                ref[i] = v < 0 ? 0 : v;
+            }
+            CHECK_REL(tg_f(g, ids[0][0]), ref, n, 2e-6);
+            free(ref);
+            tg_free(&t[0]);
+            tg_free(&t[1]);
+        }
+}
+
+static void test_pool_kernels(void) {
+    const int64_t N = 3, C = 5, H = 13, W = 11;
+    brisk_window ws[3] = {{3, 3, 2, 2, 1, 1, 1, 1, 1}, {2, 3, 1, 2, 0, 1, 2, 1, 1}, {3, 3, 2, 2, 1, 1, 1, 1, 1}};
+    int kinds[3] = {BRISK_POOL_MAX, BRISK_POOL_MAX, BRISK_POOL_AVG};
+    for (int k = 0; k < 3; k++) {
+        brisk_window w = ws[k];
+        int64_t Ho = (H + 2 * w.ph - w.dh * (w.kh - 1) - 1) / w.sh + 1, Wo = (W + 2 * w.pw - w.dw * (w.kw - 1) - 1) / w.sw + 1;
+        tgraph t[2];
+        int ids[2][2];
+        for (int b = 0; b < 2; b++) {
+            tg_rng_state = 0x5EEDull + (uint64_t)k;
+            tg_init(&t[b]);
+            int x = tg_input(&t[b], BRISK_F32, brisk_shape4(N, C, H, W));
+            int dy = tg_input(&t[b], BRISK_F32, brisk_shape4(N, C, Ho, Wo));
+            if (k == 0) tg_f(&t[b], x)[17] = NAN; /* NaN wins its windows, as in PyTorch */
+            brisk_attr at = tg_attr0();
+            at.kind = kinds[k], at.win = w;
+            size_t argb = kinds[k] == BRISK_POOL_MAX ? (size_t)(N * C * Ho * Wo) * 4 : 0; /* the argmax */
+            ids[b][0] = tg_node_ws(&t[b], BRISK_OP_POOL2D, BRISK_F32, brisk_shape4(N, C, Ho, Wo), &at, 1, &x, argb);
+            int gin[2] = {dy, ids[b][0]};
+            ids[b][1] = tg_node(&t[b], BRISK_OP_POOL2D_GRAD, BRISK_F32, brisk_shape4(N, C, H, W), &at,
+                                kinds[k] == BRISK_POOL_MAX ? 2 : 1, gin);
+            brisk_error err = {0};
+            for (int i = 0; i < 2; i++) REQUIRE_OK(tg_run(b ? be2 : be1, &t[b], ids[b][i], &err), &err);
+        }
+        double *y = malloc(8 * (size_t)(N * C * Ho * Wo)), *dx = malloc(8 * (size_t)(N * C * H * W));
+        vref_pool(kinds[k] == BRISK_POOL_MAX, N * C, H, W, w, tg_f(&t[0], 0), y, tg_f(&t[0], 1), dx);
+        const float *got = tg_f(&t[0], ids[0][0]);
+        int bad = 0;
+        for (int64_t i = 0; i < N * C * Ho * Wo; i++)
+            bad += isnan(y[i]) ? !isnan(got[i]) : fabs(got[i] - y[i]) > 1e-6 * (1 + fabs(y[i]));
+        CHECKF(bad == 0, "pool case %d: %d outputs off", k, bad);
+        bad = 0;
+        got = tg_f(&t[0], ids[0][1]);
+        for (int64_t i = 0; i < N * C * H * W; i++) bad += fabs(got[i] - dx[i]) > 1e-6 * (1 + fabs(dx[i]));
+        CHECKF(bad == 0, "pool case %d: %d gradients off", k, bad);
+        for (int i = 0; i < 2; i++)
+            CHECKF(memcmp(t[0].buf[ids[0][i]], t[1].buf[ids[1][i]], t[0].nodes[ids[0][i]].bytes) == 0,
+                   "pool case %d: 1 and 2 threads differ in node %d", k, i);
+        free(y), free(dx);
+        tg_free(&t[0]);
+        tg_free(&t[1]);
+    }
+}
+
+int main(void) {
+    be1 = brisk_backend_cpu_new(1);
+    be2 = brisk_backend_cpu_new(2);
+    t_case c[] = {T(test_conv), T(test_conv_scratch_bound), T(test_conv_bad), T(test_batchnorm_threads), T(test_pool_kernels)};
+    int r = t_run(c, (int)(sizeof c / sizeof c[0]));
+    be1->destroy(be1);
+    be2->destroy(be2);
+    return r;
+}
