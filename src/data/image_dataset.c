@@ -109,7 +109,7 @@ static brisk_status make_sample(void *user, int64_t index, uint64_t epoch, int a
     size_t row = (size_t)w * ch;
     for (int c = 0; c < 3; c++) {
         int sc = ch == 1 ? 0 : c;
-        float m = sp->mean[c], inv = 1.0f / (255.0f * sp->std[c]), off = m / sp->std[c];
+        float m = sp->mean[c], sd = sp->std[c]; /* as torchvision: x / 255, then (x - mean) / std */
         for (int oy = 0; oy < H; oy++) {
             const uint8_t *ra = px + (size_t)y0[oy] * row, *rb = px + (size_t)y1[oy] * row;
             float b = wy[oy], a = 1.0f - b;
@@ -118,7 +118,7 @@ static brisk_status make_sample(void *user, int64_t index, uint64_t epoch, int a
                 float r = wx[ox], l = 1.0f - r;
                 float v = a * (l * ra[(size_t)x0[ox] * ch + sc] + r * ra[(size_t)x1[ox] * ch + sc]) +
                           b * (l * rb[(size_t)x0[ox] * ch + sc] + r * rb[(size_t)x1[ox] * ch + sc]);
-                o[ox] = v * inv - off;
+                o[ox] = (v / 255.0f - m) / sd;
             }
         }
     }
@@ -347,13 +347,14 @@ brisk_status brisk_image_dataset_load(brisk_dataset *ds, const brisk_image_spec 
     brisk_image_report dummy;
     if (!rep) rep = &dummy;
     memset(rep, 0, sizeof *rep);
-    brisk_status st = check_spec(spec, err);
+    brisk_image_spec sp = *spec;
+    if (sp.std[0] == 0 && sp.std[1] == 0 && sp.std[2] == 0)
+        for (int c = 0; c < 3; c++) sp.mean[c] = 0, sp.std[c] = 1;
+    brisk_status st = check_spec(&sp, err);
     if (st) return st;
     image_source *s = calloc(1, sizeof *s);
     if (!s) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", spec->labels);
-    s->spec = *spec;
-    if (s->spec.std[0] == 0 && s->spec.std[1] == 0 && s->spec.std[2] == 0)
-        for (int c = 0; c < 3; c++) s->spec.mean[c] = 0, s->spec.std[c] = 1;
+    s->spec = sp;
     snprintf(ds->source, sizeof ds->source, "%s", spec->labels);
     int array = ends_with(spec->labels, ".npy") || ends_with(spec->labels, ".npz");
     st = array ? load_array(s, rep, err) : load_csv(s, rep, err);
