@@ -32,6 +32,20 @@ typedef struct brisk_windows_config {
     int normalize;
 } brisk_windows_config;
 
+/* data.images: an image dataset (data.h, brisk_image_dataset_load). */
+typedef struct brisk_images_config {
+    int enabled;
+    char labels[BRISK_PATH_MAX];        /* labels .csv (files beside it), or an image array .npy/.npz */
+    int width, height;                  /* data.images.size: [width, height] or one number */
+    int resize, gray_to_rgb, skip_bad, verify;
+    float mean[3], std[3];
+    int64_t max_pixels;
+    int workers;                        /* decoding threads per loader; 0: automatic */
+    float flip, crop;                   /* data.images.augment */
+    int flip_pairs[BRISK_MAX_KEYPOINTS][2];
+    int nflip_pairs;
+} brisk_images_config;
+
 typedef struct brisk_data_spec {
     char train[BRISK_PATH_MAX];         /* .npz or .csv (windows: also .npy); "" when the API supplies the data */
     char field_names[BRISK_MAX_FIELDS][32];            /* model field ("x") ... */
@@ -43,7 +57,11 @@ typedef struct brisk_data_spec {
     int64_t buffer_capacity;            /* API sample buffer (data.buffer): samples held */
     int buffer_reject;                  /* 1: a push into a full buffer fails; 0: drops the oldest */
     brisk_windows_config windows;
+    brisk_images_config images;
 } brisk_data_spec;
+
+/* The image dataset spec of data.images (pointers into d), with the run's seed. */
+void brisk_images_spec_of(const brisk_data_spec *d, uint64_t seed, brisk_image_spec *out);
 
 /* The window spec of a config (pointers into cfg; names[] must hold nfeatures entries). */
 void brisk_windows_spec_of(const brisk_data_spec *d, const char **names, brisk_window_spec *out);
