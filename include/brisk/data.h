@@ -283,6 +283,10 @@ typedef struct brisk_loader_config {
     brisk_host_allocator allocator;
     brisk_batch_fn transform;     /* optional */
     void *transform_user;
+    /* Episodic batches: batch b of epoch e is episode e * batches_per_epoch + b of the seed,
+     * its K support samples then its Q query samples (batch_size must be K + Q); an epoch
+     * has as many batches as the subset's samples fill. NULL: the sampler's order. */
+    const struct brisk_episodes *episodes;
     /* Datasets that make their samples (dataset.make): */
     int workers;                  /* threads making a batch's samples; 0 or 1: the filling thread alone */
     int plain;                    /* 1: no augmentation (validation) */
@@ -406,8 +410,10 @@ typedef struct brisk_episodes {
     int64_t *start, *members; /* members[start[c] .. start[c+1]) are category cat[c]'s samples */
 } brisk_episodes;
 
-brisk_status brisk_episodes_init(brisk_episodes *e, const int32_t *category, int64_t n, int k, int q,
-                                 brisk_error *err);
+/* Over the samples subset[0 .. n) (NULL: 0 .. n-1) of a dataset whose sample i has
+ * category[i]. */
+brisk_status brisk_episodes_init(brisk_episodes *e, const int32_t *category, const int64_t *subset, int64_t n, int k,
+                                 int q, brisk_error *err);
 /* support [k], query [q] sample indices; *category its label. */
 void brisk_episodes_draw(const brisk_episodes *e, uint64_t seed, uint64_t episode, int64_t *support, int64_t *query,
                          int32_t *category);

@@ -25,8 +25,8 @@ static int cmp_pair(const void *a, const void *b) {
     return (x->i > y->i) - (x->i < y->i);
 }
 
-brisk_status brisk_episodes_init(brisk_episodes *e, const int32_t *category, int64_t n, int k, int q,
-                                 brisk_error *err) {
+brisk_status brisk_episodes_init(brisk_episodes *e, const int32_t *category, const int64_t *subset, int64_t n, int k,
+                                 int q, brisk_error *err) {
     memset(e, 0, sizeof *e);
     if (k < 1 || q < 0 || k > 1 << 20 || q > 1 << 20 || n < 1)
         return brisk_errorf(err, BRISK_ERR_INVALID, "episodes: %d support and %d query samples from %lld; expected "
@@ -40,7 +40,10 @@ brisk_status brisk_episodes_init(brisk_episodes *e, const int32_t *category, int
         brisk_episodes_free(e);
         return brisk_errorf(err, BRISK_ERR_NOMEM, "episodes: out of memory for %lld samples", (long long)n);
     }
-    for (int64_t i = 0; i < n; i++) p[i] = (pair){category[i], i};
+    for (int64_t i = 0; i < n; i++) {
+        int64_t s = subset ? subset[i] : i;
+        p[i] = (pair){category[s], s};
+    }
     qsort(p, (size_t)n, sizeof *p, cmp_pair);
     int64_t m = 0, largest = 0;
     for (int64_t a = 0, b; a < n; a = b) {

@@ -27,6 +27,8 @@ struct brisk_loader {
     brisk_batch_fn transform;
     void *transform_user;
     brisk_workers *workers;     /* for a dataset that makes its samples (ds->make) */
+    const struct brisk_episodes *episodes;
+    int64_t *episode;           /* [batch]: the current episode's samples */
     int plain;
     size_t *sample_bytes;       /* per field */
     size_t *sample_step;        /* per field: bytes from one sample's start to the next's (less
@@ -99,6 +101,11 @@ static brisk_status fill_slot(brisk_loader *l, int k, brisk_error *err) {
     }
     slot *s = &l->slots[k];
     const int64_t *idx = l->order + l->pos;
+    if (l->episodes) {
+        uint64_t e = (uint64_t)(l->epoch * (l->n / l->batch) + l->pos / l->batch);
+        brisk_episodes_draw(l->episodes, l->seed, e, l->episode, l->episode + l->episodes->k, NULL);
+        idx = l->episode;
+    }
     if (l->ds->make) {
         make_job m = {l, s, idx, (uint64_t)l->epoch};
         brisk_status st = brisk_workers_run(l->workers, l->batch, make_one, &m, err);
@@ -185,6 +192,7 @@ void brisk_loader_destroy(brisk_loader *l) {
     free(l->sample_step);
     free(l->indices);
     free(l->order);
+    free(l->episode);
     free(l);
 }
 
@@ -212,6 +220,10 @@ static brisk_status check_config(const brisk_loader_config *c, brisk_error *err)
     if (ds->make && ds->nfields > MAX_MADE_FIELDS)
         return brisk_errorf(err, BRISK_ERR_INVALID, "loader: %d fields; expected at most %d", ds->nfields,
                             MAX_MADE_FIELDS);
+    if (c->episodes && c->batch_size != (int64_t)c->episodes->k + c->episodes->q)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "loader: batch size %lld for episodes of %d support + %d query "
+                            "samples; expected %d", (long long)c->batch_size, c->episodes->k, c->episodes->q,
+                            c->episodes->k + c->episodes->q);
     if (c->workers < 0 || c->workers > 1024)
         return brisk_errorf(err, BRISK_ERR_INVALID, "loader: %d workers; expected 0 to 1024", c->workers);
     if ((c->allocator.alloc == NULL) != (c->allocator.free == NULL))
@@ -248,6 +260,7 @@ brisk_status brisk_loader_create(brisk_loader **out, const brisk_loader_config *
     l->transform = c->transform;
     l->transform_user = c->transform_user;
     l->plain = c->plain;
+    l->episodes = c->episodes;
     l->epoch = c->start_epoch;
     l->pos = c->start_position;
     if (l->pos + l->batch > l->n) { l->epoch++; l->pos = 0; } /* resuming after an epoch's last batch */
@@ -257,7 +270,8 @@ brisk_status brisk_loader_create(brisk_loader **out, const brisk_loader_config *
     l->sample_bytes = calloc((size_t)l->nfields, sizeof *l->sample_bytes);
     l->sample_step = calloc((size_t)l->nfields, sizeof *l->sample_step);
     l->slots = calloc((size_t)l->nslots, sizeof *l->slots);
-    if ((c->indices && !l->indices) || !l->order || !l->sample_bytes || !l->sample_step || !l->slots) {
+    l->episode = c->episodes ? malloc((size_t)l->batch * sizeof *l->episode) : NULL;
+    if ((c->episodes && !l->episode) || (c->indices && !l->indices) || !l->order || !l->sample_bytes || !l->sample_step || !l->slots) {
         brisk_loader_destroy(l);
         return brisk_errorf(err, BRISK_ERR_NOMEM, "loader: out of memory");
     }

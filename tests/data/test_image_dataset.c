@@ -390,7 +390,7 @@ static void test_episodes(void) {
     cat[0] = 7;                                                /* category 7: one sample, never eligible */
     brisk_episodes e;
     brisk_error err;
-    REQUIRE_OK(brisk_episodes_init(&e, cat, N, 3, 4, &err), &err);
+    REQUIRE_OK(brisk_episodes_init(&e, cat, NULL, N, 3, 4, &err), &err);
     CHECK(e.ncat == 6);
     int drawn[10] = {0};
     for (uint64_t ep = 0; ep < 600; ep++) {
@@ -415,11 +415,56 @@ static void test_episodes(void) {
     brisk_episodes_draw(&e, 6, 1, s2, q2, &c2);
     CHECK(c1 != c2 || memcmp(s1, s2, sizeof s1) || memcmp(q1, q2, sizeof q1));
     brisk_episodes_free(&e);
-    CHECK(brisk_episodes_init(&e, cat, N, 8, 4, &err) == BRISK_ERR_INVALID && has(&err, "no category has 12 samples") &&
+    CHECK(brisk_episodes_init(&e, cat, NULL, N, 8, 4, &err) == BRISK_ERR_INVALID && has(&err, "no category has 12 samples") &&
           has(&err, "largest has 10"));
-    CHECK(brisk_episodes_init(&e, cat, N, 0, 4, &err) == BRISK_ERR_INVALID);
+    CHECK(brisk_episodes_init(&e, cat, NULL, N, 0, 4, &err) == BRISK_ERR_INVALID);
+}
+
+/* Episodic batches from the loader: each batch one category, its support then query samples
+ * from the training subset only, the same after a resume mid-epoch. */
+static void test_episode_batches(void) {
+#ifdef BRISK_HAVE_PNG
+    char lp[1300];
+    brisk_error err;
+    brisk_image_spec s = base_spec(synth_labels(lp, sizeof lp));
+    brisk_dataset ds;
+    REQUIRE_OK(brisk_image_dataset_load(&ds, &s, NULL, &err), &err);
+    const int32_t *cat = (const int32_t *)brisk_dataset_get(&ds, "category")->data;
+    int64_t subset[20];
+    for (int i = 0; i < 20; i++) subset[i] = i + 4; /* samples 0-3 held out */
+    brisk_episodes e;
+    REQUIRE_OK(brisk_episodes_init(&e, cat, subset, 20, 2, 1, &err), &err);
+    int32_t got[2][12][3];
+    for (int run = 0; run < 2; run++) {
+        /* run 1 resumes at epoch 1, position 3 (the second batch of epoch 1) */
+        brisk_loader_config c = {.dataset = &ds, .indices = subset, .nindices = 20, .batch_size = 3, .seed = 4,
+                                 .episodes = &e, .workers = 2, .prefetch = 1, .plain = 1,
+                                 .start_epoch = run ? 1 : 0, .start_position = run ? 3 : 0};
+        brisk_loader *l;
+        REQUIRE_OK(brisk_loader_create(&l, &c, &err), &err);
+        CHECK(brisk_loader_batches_per_epoch(l) == 6);
+        for (int b = 0; b < (run ? 5 : 12); b++) {
+            brisk_batch bt;
+            REQUIRE_OK(brisk_loader_next(l, &bt, &err), &err);
+            const int32_t *bc = (const int32_t *)bt.fields[3].data;
+            memcpy(got[run][run ? b + 7 : b], bc, sizeof got[0][0]);
+            CHECK(bc[0] == bc[1] && bc[1] == bc[2]);
+            brisk_loader_release(l, &bt);
+        }
+        brisk_loader_destroy(l);
+    }
+    CHECK(memcmp(got[0][7], got[1][7], 5 * sizeof got[0][0]) == 0);
+    int64_t sup[2], qry[1];
+    brisk_episodes_draw(&e, 4, 0, sup, qry, NULL);
+    CHECK(sup[0] >= 4 && sup[1] >= 4 && qry[0] >= 4 && sup[0] != sup[1] && sup[0] != qry[0] && sup[1] != qry[0]);
+    brisk_loader_config bad = {.dataset = &ds, .batch_size = 4, .episodes = &e};
+    brisk_loader *l;
+    CHECK(brisk_loader_create(&l, &bad, &err) == BRISK_ERR_INVALID && has(&err, "expected 3"));
+    brisk_episodes_free(&e);
+    brisk_dataset_free(&ds);
+#endif
 }
 
 TEST_MAIN(T(test_synth_roundtrip), T(test_flip_swaps_keypoints), T(test_crop_moves_keypoints),
           T(test_loader_threads_deterministic), T(test_bad_inputs), T(test_bad_labels), T(test_npy_images),
-          T(test_episodes))
+          T(test_episodes), T(test_episode_batches))
