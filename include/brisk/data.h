@@ -393,6 +393,8 @@ typedef struct brisk_image_report {
     int64_t listed, kept;
     int64_t missing, corrupt, unsupported, wrong_size; /* left out (skip_bad), by reason */
     int keypoints, categories;                       /* K, and the number of distinct categories */
+    int64_t largest_pixels;                          /* of the images kept (width x height): what one
+                                                        decode allocates, for the memory plan */
     char first_skipped[600];                         /* the first file left out and why */
 } brisk_image_report;
 

@@ -178,8 +178,8 @@ static void count_skip(brisk_image_report *r, brisk_status st, const brisk_error
     if (!r->first_skipped[0]) snprintf(r->first_skipped, sizeof r->first_skipped, "%s", e->msg);
 }
 
-/* Header (or, with verify, full) check of one file. */
-static brisk_status check_file(const image_source *s, const char *path, brisk_error *err) {
+/* Header (or, with verify, full) check of one file; *pixels its width x height. */
+static brisk_status check_file(const image_source *s, const char *path, int64_t *pixels, brisk_error *err) {
     const brisk_image_spec *sp = &s->spec;
     brisk_file f;
     brisk_status st = brisk_file_load(path, &f, err);
@@ -193,6 +193,7 @@ static brisk_status check_file(const image_source *s, const char *path, brisk_er
         st = brisk_image_info(f.data, f.len, path, &sp->decode, &w, &h, err);
     }
     brisk_file_release(&f);
+    *pixels = (int64_t)w * h;
     if (!st && !sp->resize && (w != sp->width || h != sp->height))
         st = brisk_errorf(err, BRISK_ERR_SHAPE, "%s: image of %d x %d pixels; expected %d x %d (data.images.size), or "
                           "set resize", path, w, h, sp->width, sp->height);
@@ -229,7 +230,8 @@ static brisk_status load_csv(image_source *s, brisk_image_report *rep, brisk_err
         else snprintf(full, need, "%.*s/%s", dirlen, path, file);
         brisk_error e;
         e.msg[0] = 0;
-        brisk_status fst = check_file(s, full, &e);
+        int64_t pixels = 0;
+        brisk_status fst = check_file(s, full, &pixels, &e);
         if (fst) {
             if (!s->spec.skip_bad) {
                 free(full);
@@ -244,6 +246,7 @@ static brisk_status load_csv(image_source *s, brisk_image_report *rep, brisk_err
         }
         int64_t i = s->n++;
         s->paths[i] = full;
+        if (pixels > rep->largest_pixels) rep->largest_pixels = pixels;
         memcpy(s->kp + (size_t)i * s->k * 3, L.kp + (size_t)r * L.k * 3, (size_t)L.k * 3 * sizeof(float));
         if (L.has_category) s->category[i] = L.category[r];
     }
@@ -289,7 +292,7 @@ static brisk_status load_array(image_source *s, brisk_image_report *rep, brisk_e
         st = brisk_errorf(err, BRISK_ERR_SHAPE, "%s: images of %lld x %lld pixels; expected %d x %d (or set resize)",
                           path, (long long)sh->d[2], (long long)sh->d[1], s->spec.width, s->spec.height);
     if (!st) {
-        s->n = rep->listed = sh->d[0];
+        s->n = rep->listed = sh->d[0]; /* largest_pixels stays 0: nothing is decoded */
         s->ah = (int)sh->d[1], s->aw = (int)sh->d[2], s->ac = gray ? 1 : 3;
         s->array = img->data;
         ((brisk_npy_array *)img)->data = NULL; /* adopted */

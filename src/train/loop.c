@@ -19,7 +19,7 @@
 
 /* Threads decoding an image dataset's samples (data.images.workers); automatic: half the
  * cores, at most 8, as the step's own threads need the rest. Other datasets copy. */
-static int loader_workers(const brisk_config *c) {
+int brisk_loader_workers(const brisk_config *c) {
     if (!c->data.images.enabled) return 0;
     if (c->data.images.workers > 0) return c->data.images.workers;
     long n = sysconf(_SC_NPROCESSORS_ONLN) / 2;
@@ -92,7 +92,7 @@ static brisk_status validate(brisk_trainer *t, brisk_val_metrics *m, brisk_error
         if (strcmp(t->io.fields[i].name, "y") == 0) yf = t->field_of_input[i];
     brisk_loader_config lc = {.dataset = &t->data, .indices = t->split.val, .nindices = t->split.nval,
                               .batch_size = B, .seed = t->cfg.train.seed, .shuffle = 0, .prefetch = 0,
-                              .workers = loader_workers(&t->cfg), .plain = 1};
+                              .workers = brisk_loader_workers(&t->cfg), .plain = 1};
     brisk_loader *l = NULL;
     brisk_status st = brisk_loader_create(&l, &lc, err);
     if (st) return st;
@@ -181,7 +181,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     brisk_loader_config lc = {.dataset = &t->data, .indices = t->split.train, .nindices = t->split.ntrain,
                               .batch_size = B, .seed = tr->seed, .shuffle = t->cfg.data.shuffle,
                               .start_epoch = t->epoch, .start_position = t->position,
-                              .prefetch = t->cfg.speed.prefetch, .workers = loader_workers(&t->cfg)};
+                              .prefetch = t->cfg.speed.prefetch, .workers = brisk_loader_workers(&t->cfg)};
     /* a device backend's pinned memory: batches go to it by DMA on its copy stream */
     if (t->be->host_alloc && t->be->host_free && t->cfg.speed.prefetch > 0)
         lc.allocator = (brisk_host_allocator){.alloc = pinned_alloc, .free = pinned_free, .user = t->be};

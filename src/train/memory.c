@@ -184,9 +184,20 @@ static int64_t largest_fitting(const brisk_config *cfg, int64_t hi, int64_t avai
     return lo;
 }
 
+/* Image decoding's scratch is a fixed cost beside the data: taken off what is available. */
+static int64_t available_for_run(brisk_trainer *t, char *source, size_t n) {
+    int64_t avail = brisk_memory_available(&t->cfg, source, n);
+    if (t->decode_bytes > 0) {
+        avail -= t->decode_bytes;
+        size_t k = strlen(source);
+        snprintf(source + k, n - k, ", less %.1f MiB for image decoding", t->decode_bytes / MIB);
+    }
+    return avail;
+}
+
 brisk_status brisk_memory_fit(brisk_trainer *t, brisk_error *err) {
-    char source[64];
-    int64_t avail = brisk_memory_available(&t->cfg, source, sizeof source), parts[4];
+    char source[160];
+    int64_t avail = available_for_run(t, source, sizeof source), parts[4];
     needed_parts(&t->plan, t->cfg.speed.prefetch, parts);
     int64_t need = parts[0] + parts[1] + parts[2] + parts[3];
     if (need <= avail) return BRISK_OK;
@@ -206,8 +217,8 @@ brisk_status brisk_memory_fit(brisk_trainer *t, brisk_error *err) {
 }
 
 brisk_status brisk_memory_auto_batch(brisk_trainer *t, int64_t max_batch, brisk_error *err) {
-    char source[64];
-    int64_t avail = brisk_memory_available(&t->cfg, source, sizeof source);
+    char source[160];
+    int64_t avail = available_for_run(t, source, sizeof source);
     int64_t fit = largest_fitting(&t->cfg, max_batch, avail);
     if (fit == 0)
         return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: train.batch_size auto: not even a batch of 1 fits in the %.1f MiB "

@@ -167,6 +167,9 @@ static brisk_status load_images(brisk_trainer *t, brisk_error *err) {
     brisk_image_report r;
     brisk_status st = brisk_image_dataset_load(&t->data, &spec, &r, err);
     if (st) return st;
+    /* Two loaders (training, validation), each worker holding one decoded image at a time
+     * (its RGB pixels; libpng/libjpeg's own row buffers are small beside it). */
+    t->decode_bytes = 2 * (int64_t)brisk_loader_workers(&t->cfg) * 3 * r.largest_pixels;
     brisk_log(&t->log, BRISK_LOG_INFO, "data      %s: %lld images of %lld listed, as %d x %d%s; %d keypoints, %d "
               "categories", spec.labels, (long long)r.kept, (long long)r.listed, spec.width, spec.height,
               spec.resize ? " (resized)" : "", r.keypoints, r.categories);

@@ -44,6 +44,7 @@ expect "data.images.augment.flip_pairs" train img.json --set 'data.images.augmen
 expect "flip pair 0 names keypoint 7" train img.json --set 'data.images.augment.flip_pairs=[0,7]'
 expect "give data.images alone" train img.json --set data.train=x.npz
 expect "data/img_000000.png: image of 64 x 64 pixels; expected 32 x 32" train img.json --set 'data.images.size=32'
+expect "MiB for image decoding" train img.json --memory-limit 1MiB
 rm data/img_000005.png
 expect "data/img_000005.png: cannot open" train img.json
 "$brisk" train img.json --out skip --set data.images.on_error=skip --epochs 1 2>&1 | grep -q "left out 1 images"
