@@ -95,6 +95,20 @@ static brisk_status make_sample(void *user, int64_t index, uint64_t epoch, int a
         }
     }
     int W = sp->width, H = sp->height;
+    float *out = (float *)dst[s->f_x];
+    if (!flip && cx == 0 && cy == 0 && cw == W && chh == H) {
+        /* Same size, no augmentation: a table of the 256 normalised values, the same
+         * numbers the general path computes for whole pixels. */
+        for (int c = 0; c < 3; c++) {
+            float lut[256];
+            for (int v = 0; v < 256; v++) lut[v] = ((float)v / 255.0f - sp->mean[c]) / sp->std[c];
+            const uint8_t *p = px + (ch == 1 ? 0 : c);
+            float *o = out + (size_t)c * H * W;
+            for (size_t i = 0; i < (size_t)W * H; i++) o[i] = lut[p[i * (size_t)ch]];
+        }
+        brisk_image_free(&im);
+        goto labels;
+    }
     int *xi = malloc(sizeof(int) * 2 * (size_t)(W + H));
     float *xw = malloc(sizeof(float) * (size_t)(W + H));
     if (!xi || !xw) {
@@ -105,7 +119,6 @@ static brisk_status make_sample(void *user, int64_t index, uint64_t epoch, int a
     float *wx = xw, *wy = xw + W;
     taps(W, cx, cw, flip, x0, x1, wx);
     taps(H, cy, chh, 0, y0, y1, wy);
-    float *out = (float *)dst[s->f_x];
     size_t row = (size_t)w * ch;
     for (int c = 0; c < 3; c++) {
         int sc = ch == 1 ? 0 : c;
@@ -125,6 +138,7 @@ static brisk_status make_sample(void *user, int64_t index, uint64_t epoch, int a
     free(xi);
     free(xw);
     brisk_image_free(&im);
+labels:
     if (s->f_y >= 0) {
         float *y = (float *)dst[s->f_y], *vis = (float *)dst[s->f_vis];
         const float *kp = s->kp + (size_t)index * s->k * 3;
