@@ -346,9 +346,21 @@ static void test_bad_labels(void) {
     CHECK(brisk_image_dataset_load(&ds, &s, NULL, &err) == BRISK_ERR_INVALID && has(&err, "flip probability"));
     s = base_spec("x.csv"), s.std[0] = -1;
     CHECK(brisk_image_dataset_load(&ds, &s, NULL, &err) == BRISK_ERR_INVALID && has(&err, "std[0]"));
+#ifdef BRISK_HAVE_PNG
     char lp[1300];
     s = base_spec(synth_labels(lp, sizeof lp)), s.nflip_pairs = 1, s.flip_pairs[0][1] = 4;
     CHECK(brisk_image_dataset_load(&ds, &s, NULL, &err) == BRISK_ERR_INVALID && has(&err, "names keypoint 4"));
+#else
+    /* without libpng a PNG named by the labels is one clear error naming it */
+    char p[1200], lp[1200];
+    tpath(p, sizeof p, "a.png");
+    write_file(p, "\x89PNG\r\n\x1a\n\0\0\0\0", 12);
+    tpath(lp, sizeof lp, "nolib.csv");
+    write_file(lp, "file\na.png\n", 11);
+    s = base_spec(lp);
+    CHECK(brisk_image_dataset_load(&ds, &s, NULL, &err) == BRISK_ERR_UNSUPPORTED && has(&err, "a.png") &&
+          has(&err, "without libpng"));
+#endif
 }
 
 /* An NPY of u8 images [N, H, W, 3], written by hand (brisk writes only f32/i32 arrays). */
