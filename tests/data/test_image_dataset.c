@@ -477,6 +477,53 @@ static void test_episode_batches(void) {
 #endif
 }
 
+/* A folder mixing JPEG and PNG, grayscale converted by option, resized to the output. */
+static void test_jpeg_gray_resize(void) {
+#if defined(BRISK_HAVE_PNG) && defined(BRISK_HAVE_JPEG)
+    char dir[1200], p[1300];
+    brisk_error err;
+    tpath(dir, sizeof dir, "mixed");
+    mkdir(dir, 0755);
+    static uint8_t px[48 * 40 * 3];
+    for (int i = 0; i < 48 * 40 * 3; i++) px[i] = (uint8_t)(100 + (i % 7));
+    size_t n;
+    uint8_t *j = jpeg_encode(px, 48, 40, 3, 0, &n);
+    snprintf(p, sizeof p, "%s/a.jpg", dir);
+    write_file(p, j, n);
+    free(j);
+    j = jpeg_encode(px, 48, 40, 1, 1, &n); /* gray, progressive */
+    snprintf(p, sizeof p, "%s/g.jpg", dir);
+    write_file(p, j, n);
+    free(j);
+    snprintf(p, sizeof p, "%s/b.png", dir);
+    REQUIRE_OK(brisk_png_write(p, px, 48, 40, 3, &err), &err);
+    snprintf(p, sizeof p, "%s/labels.csv", dir);
+    const char *csv = "file,category\na.jpg,0\ng.jpg,1\nb.png,0\n";
+    write_file(p, csv, strlen(csv));
+    brisk_image_spec s = base_spec(p);
+    s.width = 24, s.height = 20;
+    brisk_dataset ds;
+    CHECK(brisk_image_dataset_load(&ds, &s, NULL, &err) == BRISK_ERR_SHAPE && has(&err, "a.jpg") &&
+          has(&err, "48 x 40"));
+    s.resize = 1;
+    CHECK(brisk_image_dataset_load(&ds, &s, NULL, &err) == BRISK_ERR_UNSUPPORTED && has(&err, "g.jpg") &&
+          has(&err, "grayscale"));
+    s.decode.gray_to_rgb = 1;
+    REQUIRE_OK(brisk_image_dataset_load(&ds, &s, NULL, &err), &err);
+    static float x[3 * 24 * 20];
+    int32_t c;
+    for (int64_t i = 0; i < 3; i++) {
+        void *dst[2] = {x, &c};
+        REQUIRE_OK(ds.make(ds.make_user, i, 0, 0, dst, &err), &err);
+        float lo = 1, hi = 0;
+        for (int k = 0; k < 3 * 24 * 20; k++) lo = x[k] < lo ? x[k] : lo, hi = x[k] > hi ? x[k] : hi;
+        CHECKF(lo > 90 / 255.0f && hi < 116 / 255.0f, "sample %lld in [%g, %g]", (long long)i, (double)lo, (double)hi);
+        CHECK(c == (i == 1));
+    }
+    brisk_dataset_free(&ds);
+#endif
+}
+
 TEST_MAIN(T(test_synth_roundtrip), T(test_flip_swaps_keypoints), T(test_crop_moves_keypoints),
           T(test_loader_threads_deterministic), T(test_bad_inputs), T(test_bad_labels), T(test_npy_images),
-          T(test_episodes), T(test_episode_batches))
+          T(test_episodes), T(test_episode_batches), T(test_jpeg_gray_resize))
