@@ -115,11 +115,25 @@ typedef struct brisk_dataset_field {
     int64_t window, stride;
 } brisk_dataset_field;
 
+/* Writes sample `index` of every field into dst[f] (the sample's bytes, in the field's
+ * dtype and sample shape). augment 0: the plain sample (validation, prediction); else
+ * `epoch` keys the augmentation's randomness with the index, so a sample is the same
+ * whichever thread makes it. Called from several loader threads at once. */
+typedef brisk_status (*brisk_sample_fn)(void *user, int64_t index, uint64_t epoch, int augment, void *const *dst,
+                                        brisk_error *err);
+
 typedef struct brisk_dataset {
     int nfields;
     brisk_dataset_field *fields;
     int64_t count;            /* samples */
     char source[256];         /* the file it came from, for messages */
+    /* Samples made on demand (images decoded in the loader's threads): when `make` is set
+     * the loader calls it for every sample of a batch instead of copying the fields' data,
+     * which is NULL (tensor.shape still says [count, sample...]). brisk_dataset_free calls
+     * make_free(make_user). */
+    brisk_sample_fn make;
+    void *make_user;
+    void (*make_free)(void *user);
 } brisk_dataset;
 
 /* What the model wants of one field. */
@@ -281,6 +295,13 @@ typedef struct brisk_loader_config {
     brisk_host_allocator allocator;
     brisk_batch_fn transform;     /* optional */
     void *transform_user;
+    /* Episodic batches: batch b of epoch e is episode e * batches_per_epoch + b of the seed,
+     * its K support samples then its Q query samples (batch_size must be K + Q); an epoch
+     * has as many batches as the subset's samples fill. NULL: the sampler's order. */
+    const struct brisk_episodes *episodes;
+    /* Datasets that make their samples (dataset.make): */
+    int workers;                  /* threads making a batch's samples; 0 or 1: the filling thread alone */
+    int plain;                    /* 1: no augmentation (validation) */
 } brisk_loader_config;
 
 typedef struct brisk_loader brisk_loader;
@@ -296,6 +317,121 @@ void brisk_loader_destroy(brisk_loader *l);
 int64_t brisk_loader_batches_per_epoch(const brisk_loader *l);
 /* Total time callers of next() waited for data. */
 double brisk_loader_wait_seconds(const brisk_loader *l);
+
+/* ---------------------------------------------------------------- images
+ * PNG (libpng) and JPEG (libjpeg-turbo), each an optional build dependency: without one,
+ * reading that format is an error naming the file. Decoded to 8-bit interleaved RGB
+ * [height, width, 3] (or 1 channel when asked to keep grayscale). Conversions, all lossless
+ * or exactly defined: palette PNGs expand to RGB; PNG alpha is composited onto black;
+ * grayscale (PNG gray, gray+alpha; JPEG gray) becomes 3 equal channels only with
+ * gray_to_rgb (else an error saying so); 16-bit PNGs and CMYK/YCCK JPEGs are refused
+ * (brisk would have to guess a scaling or a colour profile). A corrupt or truncated file
+ * (libjpeg's "premature end of data" warnings included) is an error, never a crash, and
+ * images of more than max_pixels are refused before any pixel memory is allocated. */
+#define BRISK_IMAGE_MAX_PIXELS_DEFAULT ((int64_t)1 << 26) /* 8192 x 8192 */
+
+typedef struct brisk_image {
+    int width, height, channels; /* channels: 3, or 1 for kept grayscale */
+    uint8_t *data;               /* [height, width, channels], malloc'd */
+} brisk_image;
+
+typedef struct brisk_image_options {
+    int gray_to_rgb;             /* 1: grayscale replicated to RGB; 0: refused */
+    int keep_gray;               /* 1: grayscale returned as 1 channel (overrides gray_to_rgb) */
+    int64_t max_pixels;          /* 0: BRISK_IMAGE_MAX_PIXELS_DEFAULT */
+} brisk_image_options;
+
+typedef enum { BRISK_IMAGE_PNG = 1, BRISK_IMAGE_JPEG = 2 } brisk_image_format;
+
+/* The format from the file's first bytes; 0 when neither. */
+int brisk_image_sniff(const void *buf, size_t len);
+/* Width, height and what the file holds, from its header only (no pixel memory). Applies
+ * the same refusals as decoding (format built in, 16-bit, CMYK, gray without gray_to_rgb,
+ * max_pixels). `name` prefixes errors. opt NULL: defaults. */
+brisk_status brisk_image_info(const void *buf, size_t len, const char *name, const brisk_image_options *opt,
+                              int *width, int *height, brisk_error *err);
+brisk_status brisk_image_decode(const void *buf, size_t len, const char *name, const brisk_image_options *opt,
+                                brisk_image *out, brisk_error *err);
+brisk_status brisk_image_read(const char *path, const brisk_image_options *opt, brisk_image *out, brisk_error *err);
+void brisk_image_free(brisk_image *im);
+/* Writes 8-bit RGB (channels 3) or gray (1) pixels [height, width, channels] as a PNG, via
+ * a temporary file renamed into place. Needs libpng. */
+brisk_status brisk_png_write(const char *path, const uint8_t *pixels, int width, int height, int channels,
+                             brisk_error *err);
+
+/* ---------------------------------------------------------------- image datasets
+ * Samples are images: PNG/JPEG files listed in a labels CSV (paths relative to the CSV's
+ * folder), or an image array (.npy u8 [N, H, W, 3] or [N, H, W]; or .npz with member
+ * "images" so shaped, and optional "category" [N] and "keypoints" [N, K, 3] members).
+ * Decoding and augmentation run in the loader's threads (dataset.make), never in the step.
+ *
+ * Labels CSV: a header `file[,category][,x0,y0,v0,x1,y1,v1,...]`, one row per image:
+ * its path, its category (an integer >= 0; what the episodic sampler draws from) and K
+ * keypoints in pixels of the file's image (origin at its top-left corner, x right, y down,
+ * so pixel (i, j) spans [i, i+1) x [j, j+1)), each with a flag v: 0 not labelled, 1 or 2
+ * labelled (COCO's occluded / visible). Plain commas only (no quoted fields).
+ *
+ * Fields of a sample, for an output of width x height:
+ *   "x"        f32 [3, height, width]: channels first, (pixel / 255 - mean[c]) / std[c];
+ *   "y"        f32 [K, 2]: keypoints as fractions of the output's width and height, 0 for
+ *              those not labelled or cropped away (when the labels have keypoints);
+ *   "visible"  f32 [K]: 1 for a keypoint in the loss, else 0 (with "y");
+ *   "category" i32 (one per sample; when the labels have categories).
+ * Augmentation (training samples only; Philox keyed by (seed, epoch, sample), so the
+ * same whatever the thread count): a random crop keeping a fraction in [crop, 1] of each
+ * side, resized back (bilinear, PyTorch's align_corners=False); a horizontal flip with
+ * probability `flip`, which swaps the keypoints of each flip pair (left/right eye...).
+ * Without augmentation an image of the output size is copied exactly. */
+#define BRISK_MAX_KEYPOINTS 64
+
+typedef struct brisk_image_spec {
+    const char *labels;       /* the labels .csv, or an image array .npy / .npz */
+    int width, height;        /* of the samples */
+    int resize;               /* 1: images of any size, resized; 0: a different size is an error */
+    float mean[3], std[3];    /* normalisation; std all 0: mean 0, std 1 (values in [0, 1]) */
+    brisk_image_options decode;
+    int skip_bad;             /* 1: files missing, unreadable, unsupported or of the wrong size are
+                                 left out and counted in the report; 0: the first is an error */
+    int verify;               /* 1: decode every image at load, which also finds corrupt pixel
+                                 data; 0: read headers only (corrupt pixels stop training later) */
+    float flip;               /* probability of a horizontal flip, in [0, 1] */
+    int flip_pairs[BRISK_MAX_KEYPOINTS][2];
+    int nflip_pairs;
+    float crop;               /* in (0, 1]; 1 or 0: no crop */
+    uint64_t seed;
+} brisk_image_spec;
+
+typedef struct brisk_image_report {
+    int64_t listed, kept;
+    int64_t missing, corrupt, unsupported, wrong_size; /* left out (skip_bad), by reason */
+    int keypoints, categories;                       /* K, and the number of distinct categories */
+    int64_t largest_pixels;                          /* of the images kept (width x height): what one
+                                                        decode allocates, for the memory plan */
+    char first_skipped[600];                         /* the first file left out and why */
+} brisk_image_report;
+
+brisk_status brisk_image_dataset_load(brisk_dataset *ds, const brisk_image_spec *spec, brisk_image_report *report,
+                                      brisk_error *err);
+
+/* ---------------------------------------------------------------- episodic sampling
+ * Few-shot episodes: a category drawn uniformly among those with at least K + Q samples,
+ * then K support and Q query samples of it, all distinct. Episode e of a seed is a pure
+ * function of (seed, e) (Philox), so resuming needs no state. */
+typedef struct brisk_episodes {
+    int k, q;
+    int ncat;                 /* eligible categories */
+    int32_t *cat;             /* [ncat] their labels */
+    int64_t *start, *members; /* members[start[c] .. start[c+1]) are category cat[c]'s samples */
+} brisk_episodes;
+
+/* Over the samples subset[0 .. n) (NULL: 0 .. n-1) of a dataset whose sample i has
+ * category[i]. */
+brisk_status brisk_episodes_init(brisk_episodes *e, const int32_t *category, const int64_t *subset, int64_t n, int k,
+                                 int q, brisk_error *err);
+/* support [k], query [q] sample indices; *category its label. */
+void brisk_episodes_draw(const brisk_episodes *e, uint64_t seed, uint64_t episode, int64_t *support, int64_t *query,
+                         int32_t *category);
+void brisk_episodes_free(brisk_episodes *e);
 
 /* ---------------------------------------------------------------- synthetic data
  * Writes an example dataset of n samples as an uncompressed .npz, from the seed:
@@ -314,6 +450,11 @@ double brisk_loader_wait_seconds(const brisk_loader *l);
  * (datasets of one-value fields only), any other as .npz. */
 brisk_status brisk_synth_write(const char *kind, const char *path, int64_t n, uint64_t seed,
                                brisk_error *err);
+/* Writes DIR/img_NNNNNN.png (n 64 x 64 RGB images: a filled quadrilateral, category 0
+ * rectangle, 1 and 2 trapezoids, on a noisy gradient) and DIR/labels.csv with each one's
+ * category and its 4 corners as keypoints (top-left, top-right, bottom-right, bottom-left;
+ * flip pairs 0-1, 2-3), some occluded (v 1) or unlabelled (v 0). Needs libpng. */
+brisk_status brisk_synth_images(const char *dir, int64_t n, uint64_t seed, brisk_error *err);
 /* The same data in memory, as a dataset. */
 brisk_status brisk_synth_make(const char *kind, int64_t n, uint64_t seed, brisk_dataset *ds,
                               brisk_error *err);

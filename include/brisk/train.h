@@ -36,6 +36,20 @@ typedef struct brisk_windows_config {
                               training windows; predict maps outputs back */
 } brisk_windows_config;
 
+/* data.images: an image dataset (data.h, brisk_image_dataset_load). */
+typedef struct brisk_images_config {
+    int enabled;
+    char labels[BRISK_PATH_MAX];        /* labels .csv (files beside it), or an image array .npy/.npz */
+    int width, height;                  /* data.images.size: [width, height] or one number */
+    int resize, gray_to_rgb, skip_bad, verify;
+    float mean[3], std[3];
+    int64_t max_pixels;
+    int workers;                        /* decoding threads per loader; 0: automatic */
+    float flip, crop;                   /* data.images.augment */
+    int flip_pairs[BRISK_MAX_KEYPOINTS][2];
+    int nflip_pairs;
+} brisk_images_config;
+
 typedef struct brisk_data_spec {
     char train[BRISK_PATH_MAX];         /* .npz or .csv (windows: also .npy); "" when the API supplies the data */
     char validation[BRISK_PATH_MAX];    /* a separate validation file like train's; "": a split of train
@@ -51,10 +65,13 @@ typedef struct brisk_data_spec {
     int64_t buffer_capacity;            /* API sample buffer (data.buffer): samples held */
     int buffer_reject;                  /* 1: a push into a full buffer fails; 0: drops the oldest */
     brisk_windows_config windows;
+    brisk_images_config images;
 } brisk_data_spec;
 
 /* The sources of data.fields entry j, in order: out must hold d->field_n_sources[j]. */
 void brisk_data_field_sources(const brisk_data_spec *d, int j, const char **out);
+/* The image dataset spec of data.images (pointers into d), with the run's seed. */
+void brisk_images_spec_of(const brisk_data_spec *d, uint64_t seed, brisk_image_spec *out);
 
 /* The window spec of a config (pointers into cfg; names[] must hold nfeatures entries). */
 void brisk_windows_spec_of(const brisk_data_spec *d, const char **names, brisk_window_spec *out);

@@ -6,13 +6,16 @@
 #include "cli/cli.h"
 
 static const char help[] =
-    "usage: brisk synth diffusion|tabular|series PATH [--samples N] [--seed S]\n\n"
+    "usage: brisk synth diffusion|tabular|series|images PATH [--samples N] [--seed S]\n\n"
     "Writes an example data set with learnable structure as .npz (or, for series, .csv\n"
     "when PATH ends in .csv):\n"
     "  diffusion  coarse [N, 7] and fine [N, 256] fields (default N 4800)\n"
     "  tabular    x [N, 64] features and y [N] labels in {0, 1, 2} (default N 20480)\n"
     "  series     N rows of a price (close) and 32 multi-timeframe feature columns whose\n"
     "             future moves are partly predictable (default N 30000)\n"
+    "  images     PATH is a folder: N 64 x 64 RGB PNG files of a filled quadrilateral in 3\n"
+    "             categories, and labels.csv (file,category,x0,y0,v0,...,x3,y3,v3) with its 4\n"
+    "             corners as keypoints (flip pairs 0-1, 2-3) (default N 512)\n"
     "  --samples N  1 to 2^31 - 1;  --seed S  0 to 2^53\n";
 
 int cmd_synth(int argc, char **argv) {
@@ -31,8 +34,14 @@ int cmd_synth(int argc, char **argv) {
         else return cli_usage("synth", "unexpected argument '%s'", v);
     }
     if (!kind || !path) return cli_usage("synth", "KIND and PATH are required");
-    if (n == 0) n = strcmp(kind, "diffusion") == 0 ? 4800 : strcmp(kind, "series") == 0 ? 30000 : 20480;
+    int images = strcmp(kind, "images") == 0;
+    if (n == 0) n = strcmp(kind, "diffusion") == 0 ? 4800 : strcmp(kind, "series") == 0 ? 30000 : images ? 512 : 20480;
     brisk_error err = {0};
+    if (images) {
+        if (brisk_synth_images(path, n, (uint64_t)seed, &err)) return cli_fail_err(&err);
+        printf("wrote %s: %lld PNG images and labels.csv\n", path, n);
+        return 0;
+    }
     if (brisk_synth_write(kind, path, n, (uint64_t)seed, &err)) return cli_fail_err(&err);
     /* With the data on standard output the note goes to stderr. */
     fprintf(strcmp(path, "-") == 0 ? stderr : stdout, "wrote %s: %lld %s samples\n", path, n, kind);

@@ -12,6 +12,7 @@
 
 void brisk_dataset_free(brisk_dataset *ds) {
     if (!ds) return;
+    if (ds->make_free) ds->make_free(ds->make_user);
     for (int i = 0; i < ds->nfields; i++) brisk_tensor_free(&ds->fields[i].tensor);
     free(ds->fields);
     memset(ds, 0, sizeof *ds);
@@ -32,7 +33,7 @@ brisk_shape brisk_dataset_sample_shape(const brisk_dataset *ds, int f) {
 
 /* The flat index of the first NaN or inf, or -1. */
 static int64_t first_nonfinite(const brisk_tensor *t) {
-    if (t->dtype != BRISK_F32) return -1;
+    if (t->dtype != BRISK_F32 || !t->data) return -1; /* no data: a field made on demand */
     const float *v = (const float *)t->data;
     int64_t n = brisk_shape_numel(&t->shape);
     for (int64_t i = 0; i < n; i++)

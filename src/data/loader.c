@@ -3,12 +3,14 @@
  * variables, no polling) or, with prefetch 0, inside next() on the caller's thread. Both
  * modes share fill_slot, so they yield identical batches. */
 #include "brisk/data.h"
+#include "data/workers.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { SLOT_EMPTY, SLOT_READY, SLOT_HELD };
+enum { MAX_MADE_FIELDS = 16 }; /* fields of a dataset that makes its samples */
 
 typedef struct slot {
     int state;
@@ -24,6 +26,10 @@ struct brisk_loader {
     brisk_host_allocator alloc;
     brisk_batch_fn transform;
     void *transform_user;
+    brisk_workers *workers;     /* for a dataset that makes its samples (ds->make) */
+    const struct brisk_episodes *episodes;
+    int64_t *episode;           /* [batch]: the current episode's samples */
+    int plain;
     size_t *sample_bytes;       /* per field */
     size_t *sample_step;        /* per field: bytes from one sample's start to the next's (less
                                    than sample_bytes for overlapping windows) */
@@ -69,6 +75,22 @@ static void batch_view(const brisk_loader *l, int k, brisk_batch *b) {
     b->slot = k;
 }
 
+/* One sample of a made dataset (ds->make) into its place in a slot. */
+typedef struct make_job {
+    const brisk_loader *l;
+    const slot *s;
+    const int64_t *idx;
+    uint64_t epoch;
+} make_job;
+
+static brisk_status make_one(void *user, int64_t j, brisk_error *err) {
+    const make_job *m = (const make_job *)user;
+    const brisk_loader *l = m->l;
+    void *dst[MAX_MADE_FIELDS];
+    for (int f = 0; f < l->nfields; f++) dst[f] = (char *)m->s->fields[f].data + (size_t)j * l->sample_bytes[f];
+    return l->ds->make(l->ds->make_user, m->idx[j], m->epoch, !l->plain, dst, err);
+}
+
 /* Gathers the batch at the cursor into slot k and advances the cursor past it (to the
  * next epoch when fewer than a batch of samples remain: the tail is dropped). */
 static brisk_status fill_slot(brisk_loader *l, int k, brisk_error *err) {
@@ -79,7 +101,18 @@ static brisk_status fill_slot(brisk_loader *l, int k, brisk_error *err) {
     }
     slot *s = &l->slots[k];
     const int64_t *idx = l->order + l->pos;
-    for (int f = 0; f < l->nfields; f++) {
+    if (l->episodes) {
+        uint64_t e = (uint64_t)(l->epoch * (l->n / l->batch) + l->pos / l->batch);
+        brisk_episodes_draw(l->episodes, l->seed, e, l->episode, l->episode + l->episodes->k, NULL);
+        idx = l->episode;
+    }
+    if (l->ds->make) {
+        make_job m = {l, s, idx, (uint64_t)l->epoch};
+        brisk_status st = brisk_workers_run(l->workers, l->batch, make_one, &m, err);
+        if (st) return brisk_error_prefix(err, "loader: batch at epoch %lld, position %lld", (long long)l->epoch,
+                                          (long long)l->pos);
+    }
+    for (int f = 0; f < l->nfields && !l->ds->make; f++) {
         size_t sb = l->sample_bytes[f];
         const char *src = (const char *)l->ds->fields[f].tensor.data;
         char *dst = (char *)s->fields[f].data;
@@ -150,6 +183,7 @@ void brisk_loader_destroy(brisk_loader *l) {
                     l->alloc.free(l->alloc.user, l->slots[k].fields[f].data, l->sample_bytes[f] * (size_t)l->batch);
             free(l->slots[k].fields);
         }
+    brisk_workers_destroy(l->workers);
     pthread_cond_destroy(&l->can_fill);
     pthread_cond_destroy(&l->can_take);
     pthread_mutex_destroy(&l->mu);
@@ -158,6 +192,7 @@ void brisk_loader_destroy(brisk_loader *l) {
     free(l->sample_step);
     free(l->indices);
     free(l->order);
+    free(l->episode);
     free(l);
 }
 
@@ -182,6 +217,15 @@ static brisk_status check_config(const brisk_loader_config *c, brisk_error *err)
         return brisk_errorf(err, BRISK_ERR_INVALID, "loader: start at epoch %lld, position %lld; expected epoch >= 0 "
                             "and position in [0, %lld]", (long long)c->start_epoch, (long long)c->start_position,
                             (long long)n);
+    if (ds->make && ds->nfields > MAX_MADE_FIELDS)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "loader: %d fields; expected at most %d", ds->nfields,
+                            MAX_MADE_FIELDS);
+    if (c->episodes && c->batch_size != (int64_t)c->episodes->k + c->episodes->q)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "loader: batch size %lld for episodes of %d support + %d query "
+                            "samples; expected %d", (long long)c->batch_size, c->episodes->k, c->episodes->q,
+                            c->episodes->k + c->episodes->q);
+    if (c->workers < 0 || c->workers > 1024)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "loader: %d workers; expected 0 to 1024", c->workers);
     if ((c->allocator.alloc == NULL) != (c->allocator.free == NULL))
         return brisk_errorf(err, BRISK_ERR_INVALID, "loader: give both allocator functions or neither");
     for (int f = 0; f < ds->nfields; f++) {
@@ -215,6 +259,8 @@ brisk_status brisk_loader_create(brisk_loader **out, const brisk_loader_config *
     if (!l->alloc.alloc) { l->alloc.alloc = default_alloc; l->alloc.free = default_free; }
     l->transform = c->transform;
     l->transform_user = c->transform_user;
+    l->plain = c->plain;
+    l->episodes = c->episodes;
     l->epoch = c->start_epoch;
     l->pos = c->start_position;
     if (l->pos + l->batch > l->n) { l->epoch++; l->pos = 0; } /* resuming after an epoch's last batch */
@@ -224,7 +270,8 @@ brisk_status brisk_loader_create(brisk_loader **out, const brisk_loader_config *
     l->sample_bytes = calloc((size_t)l->nfields, sizeof *l->sample_bytes);
     l->sample_step = calloc((size_t)l->nfields, sizeof *l->sample_step);
     l->slots = calloc((size_t)l->nslots, sizeof *l->slots);
-    if ((c->indices && !l->indices) || !l->order || !l->sample_bytes || !l->sample_step || !l->slots) {
+    l->episode = c->episodes ? malloc((size_t)l->batch * sizeof *l->episode) : NULL;
+    if ((c->episodes && !l->episode) || (c->indices && !l->indices) || !l->order || !l->sample_bytes || !l->sample_step || !l->slots) {
         brisk_loader_destroy(l);
         return brisk_errorf(err, BRISK_ERR_NOMEM, "loader: out of memory");
     }
@@ -255,6 +302,10 @@ brisk_status brisk_loader_create(brisk_loader **out, const brisk_loader_config *
                                     "batch slot %d", bytes, c->dataset->fields[f].name, k);
             }
         }
+    }
+    if (c->dataset->make && (st = brisk_workers_create(&l->workers, c->workers > 1 ? c->workers - 1 : 0, err))) {
+        brisk_loader_destroy(l);
+        return st;
     }
     if (l->prefetch > 0) {
         if (pthread_create(&l->thread, NULL, producer_main, l) != 0) {

@@ -2,6 +2,7 @@
  * section is read with typed getters, so a bad value or an unknown key is an error
  * naming the file and the key path. */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,6 +207,85 @@ static void read_windows(brisk_json_reader *data, brisk_windows_config *w) {
     free(th);
 }
 
+static const char *const on_error_kinds[] = {"error", "skip", NULL};
+
+/* data.images: {"labels", "size", "resize", "mean", "std", "gray_to_rgb", "on_error",
+ *               "verify", "max_pixels", "workers", "augment": {"flip", "flip_pairs", "crop"}} */
+static void read_images(brisk_json_reader *data, brisk_images_config *im) {
+    brisk_json_reader r, a;
+    bool present, b;
+    int v;
+    brisk_json_object_opt(data, "images", &r, &present);
+    if (!present || !r.obj) return;
+    im->enabled = 1;
+    const char *s;
+    brisk_json_string(&r, "labels", &s);
+    if (s && strlen(s) >= sizeof im->labels) brisk_json_fail(&r, "labels", "a path longer than %zu bytes", sizeof im->labels - 1);
+    copy_str(im->labels, sizeof im->labels, s);
+    double *d = NULL;
+    size_t n = 0;
+    if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(r.obj, "size"))) {
+        brisk_json_int(&r, "size", 1, 16384, &v);
+        im->width = im->height = v;
+    } else if (brisk_json_numbers(&r, "size", true, BRISK_IN(1, 16384), &d, &n) == BRISK_OK) {
+        if (n != 1 && n != 2) brisk_json_fail(&r, "size", "expected [width, height] or one number, got %zu numbers", n);
+        else if (d[0] != floor(d[0]) || d[n - 1] != floor(d[n - 1])) brisk_json_fail(&r, "size", "expected whole pixels");
+        else im->width = (int)d[0], im->height = (int)d[n - 1];
+    }
+    free(d);
+    const char *keys[2] = {"mean", "std"};
+    float *dst[2] = {im->mean, im->std};
+    for (int k = 0; k < 2; k++) {
+        for (int c = 0; c < 3; c++) dst[k][c] = (float)k;
+        d = NULL, n = 0;
+        if (brisk_json_numbers(&r, keys[k], false, k ? BRISK_GT(0) : BRISK_IN(-1e6, 1e6), &d, &n) == BRISK_OK && n) {
+            if (n != 3) brisk_json_fail(&r, keys[k], "expected 3 numbers (R, G, B), got %zu", n);
+            else for (int c = 0; c < 3; c++) dst[k][c] = (float)d[c];
+        }
+        free(d);
+    }
+    brisk_json_bool_or(&r, "resize", false, &b), im->resize = b;
+    brisk_json_bool_or(&r, "gray_to_rgb", false, &b), im->gray_to_rgb = b;
+    brisk_json_enum_or(&r, "on_error", on_error_kinds, 0, &v), im->skip_bad = v == 1;
+    brisk_json_bool_or(&r, "verify", false, &b), im->verify = b;
+    brisk_json_int64_or(&r, "max_pixels", BRISK_IMAGE_MAX_PIXELS_DEFAULT, 1, INT64_C(1) << 32, &im->max_pixels);
+    brisk_json_int_or(&r, "workers", 0, 0, 256, &im->workers);
+    brisk_json_object_opt(&r, "augment", &a, NULL);
+    double x;
+    brisk_json_number_or(&a, "flip", 0.0, BRISK_IN(0.0, 1.0), &x), im->flip = (float)x;
+    brisk_json_number_or(&a, "crop", 1.0, BRISK_IN_LO_OPEN(0.0, 1.0), &x), im->crop = (float)x;
+    d = NULL, n = 0;
+    if (brisk_json_numbers(&a, "flip_pairs", false, BRISK_IN(0, BRISK_MAX_KEYPOINTS - 1), &d, &n) == BRISK_OK && n) {
+        if (n % 2 || n / 2 > BRISK_MAX_KEYPOINTS)
+            brisk_json_fail(&a, "flip_pairs", "expected up to %d keypoint index pairs, flattened [a0, b0, a1, b1, ...], "
+                            "got %zu numbers", BRISK_MAX_KEYPOINTS, n);
+        else
+            for (size_t i = 0; i < n; i++) im->flip_pairs[i / 2][i % 2] = (int)d[i];
+        im->nflip_pairs = n % 2 ? 0 : (int)(n / 2);
+    }
+    free(d);
+}
+
+void brisk_images_spec_of(const brisk_data_spec *d, uint64_t seed, brisk_image_spec *out) {
+    const brisk_images_config *im = &d->images;
+    memset(out, 0, sizeof *out);
+    out->labels = im->labels;
+    out->width = im->width;
+    out->height = im->height;
+    out->resize = im->resize;
+    memcpy(out->mean, im->mean, sizeof out->mean);
+    memcpy(out->std, im->std, sizeof out->std);
+    out->decode.gray_to_rgb = im->gray_to_rgb;
+    out->decode.max_pixels = im->max_pixels;
+    out->skip_bad = im->skip_bad;
+    out->verify = im->verify;
+    out->flip = im->flip;
+    out->crop = im->crop;
+    memcpy(out->flip_pairs, im->flip_pairs, sizeof out->flip_pairs);
+    out->nflip_pairs = im->nflip_pairs;
+    out->seed = seed;
+}
+
 void brisk_windows_spec_of(const brisk_data_spec *d, const char **names, brisk_window_spec *out) {
     const brisk_windows_config *w = &d->windows;
     memset(out, 0, sizeof *out);
@@ -252,8 +332,12 @@ static void read_data(brisk_json_reader *root, brisk_data_spec *d) {
     brisk_json_enum_or(&buf, "when_full", when_full, 0, &v);
     d->buffer_reject = v == 1;
     read_windows(&r, &d->windows);
+    read_images(&r, &d->images);
     bool present;
     brisk_json_object_opt(&r, "fields", &f, &present);
+    if (d->images.enabled && (d->windows.enabled || (present && f.obj) || d->train[0]))
+        brisk_json_fail(&r, "images", "images make their fields (x, y, visible, category) from data.images.labels; "
+                        "give data.images alone, without data.train, data.fields or data.windows");
     if (d->windows.enabled && present && f.obj)
         brisk_json_fail(&r, "fields", "windows make the fields x and y themselves; give data.windows or data.fields, not both");
     if (!present || !f.obj) return;
@@ -443,6 +527,15 @@ brisk_status brisk_config_load(const char *path, const char *const *overrides, i
             char alt[BRISK_PATH_MAX];
             snprintf(alt, sizeof alt, "%.*s/%s", (int)(slash - path), path, p);
             if (access(alt, F_OK) == 0) copy_str(p, BRISK_PATH_MAX, alt);
+        }
+    }
+    char *img = cfg->data.images.labels; /* the same for data.images.labels */
+    if (!st && img[0] && img[0] != '/' && access(img, F_OK) != 0) {
+        const char *slash = strrchr(path, '/');
+        if (slash) {
+            char alt[BRISK_PATH_MAX];
+            snprintf(alt, sizeof alt, "%.*s/%s", (int)(slash - path), path, img);
+            if (access(alt, F_OK) == 0) copy_str(img, sizeof cfg->data.images.labels, alt);
         }
     }
     if (st) brisk_config_free(cfg);

@@ -46,6 +46,19 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"models", "instead of model: a list of model objects, each with a name and the keys of its type's model section, trained in turn on the same data, then compared"},
     {"models[].name", "the model's name: its run directory out_dir/<name> and its row in the comparison"},
     {"data.train", "the training data: .npz (fields are members) or .csv (fields are columns); relative to the working directory, else to the config"},
+    {"data.images.labels", "labels .csv (file[,category][,x0,y0,v0,...]; images beside it) or an image array .npy/.npz; replaces data.train"},
+    {"data.images.size", "the images' size in pixels: one number or [width, height]"},
+    {"data.images.mean", "per-channel mean subtracted after scaling pixels to [0, 1] (3 numbers; default 0)"},
+    {"data.images.std", "per-channel std divided by after the mean (3 numbers; default 1)"},
+    {"data.images.resize", "resize images of another size to data.images.size (bilinear); false: such an image is an error"},
+    {"data.images.gray_to_rgb", "grayscale images copied to 3 channels; false: refused"},
+    {"data.images.on_error", "a missing, corrupt or wrongly sized image: stop with an error naming it, or skip it and count it"},
+    {"data.images.verify", "decode every image at load (catches corrupt pixel data before training; slower start)"},
+    {"data.images.max_pixels", "images with more pixels are refused before any pixel memory is allocated"},
+    {"data.images.workers", "decoding threads per loader; 0: half the cores, at most 8"},
+    {"data.images.augment.flip", "probability of a horizontal flip (keypoints of each flip pair swapped)"},
+    {"data.images.augment.crop", "a random crop keeping this fraction..1 of each side, resized back; 1: no crop"},
+    {"data.images.augment.flip_pairs", "keypoint pairs swapped by a flip, flattened: [a0, b0, a1, b1, ...]"},
     {"data.validation", "a separate validation file (.npz or .csv like data.train); replaces validation_fraction"},
     {"data.validation_fraction", "share of the samples held out for validation (windows: the last rows, chronologically)"},
     {"data.shuffle", "shuffle the training samples every epoch"},
@@ -123,6 +136,8 @@ static const struct { const char *section, *json; } walks[] = {
              " \"target\": {\"column\": \"a\", \"thresholds\": [0]}}}}"},
     {"transformer", "{\"model\": {\"type\": \"transformer\", \"inputs\": 1, \"outputs\": 1, \"seq_len\": 1, \"width\": 1,"
                     " \"heads\": 1}}"},
+    {"mlp", "{\"model\": {\"type\": \"mlp\", \"inputs\": 1, \"outputs\": 1, \"hidden\": [1]},"
+            " \"data\": {\"images\": {\"labels\": \"l.csv\", \"size\": 1, \"augment\": {}}}}"},
     {"pipeline", "{\"models\": [{\"name\": \"a\", \"type\": \"mlp\", \"inputs\": 1, \"outputs\": 1}]}"},
 };
 

@@ -128,7 +128,8 @@ brisk_status brisk_validate(brisk_trainer *t, brisk_val_metrics *m, brisk_error 
         if (nb == 0) continue;
         brisk_loader_config lc = {.dataset = ds, .indices = idx, .nindices = n, .batch_size = bs,
                                   .seed = t->cfg.train.seed, .shuffle = 0, .prefetch = 0,
-                                  .start_position = part ? full * B : 0};
+                                  .start_position = part ? full * B : 0,
+                                  .workers = brisk_loader_workers(&t->cfg), .plain = 1};
         brisk_loader *l = NULL;
         if ((st = brisk_loader_create(&l, &lc, err))) break;
         for (int64_t i = 0; i < nb && !st; i++) {

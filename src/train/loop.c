@@ -9,9 +9,19 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "train/progress.h"
 #include "train/trainer_internal.h"
+
+/* Threads decoding an image dataset's samples (data.images.workers); automatic: half the
+ * cores, at most 8, as the step's own threads need the rest. Other datasets copy. */
+int brisk_loader_workers(const brisk_config *c) {
+    if (!c->data.images.enabled) return 0;
+    if (c->data.images.workers > 0) return c->data.images.workers;
+    long n = sysconf(_SC_NPROCESSORS_ONLN) / 2;
+    return n < 1 ? 1 : n > 8 ? 8 : (int)n;
+}
 
 /* Mean of the last n losses, leaving out steps skipped for a non-finite loss (numeric.c);
  * NaN when none of them is finite. */
@@ -119,7 +129,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     brisk_loader_config lc = {.dataset = &t->data, .indices = t->split.train, .nindices = t->split.ntrain,
                               .batch_size = B, .seed = tr->seed, .shuffle = t->cfg.data.shuffle,
                               .start_epoch = t->epoch, .start_position = t->position,
-                              .prefetch = t->cfg.speed.prefetch};
+                              .prefetch = t->cfg.speed.prefetch, .workers = brisk_loader_workers(&t->cfg)};
     /* a device backend's pinned memory: batches go to it by DMA on its copy stream */
     if (t->be->host_alloc && t->be->host_free && t->cfg.speed.prefetch > 0)
         lc.allocator = (brisk_host_allocator){.alloc = pinned_alloc, .free = pinned_free, .user = t->be};

@@ -151,7 +151,10 @@ int64_t brisk_memory_available(const brisk_config *cfg, char *source, size_t n) 
     return avail;
 }
 
-static int explicit_limit(const char *source) { return strcmp(source, "speed.memory_limit") == 0 || strcmp(source, "BRISK_MEMORY_LIMIT") == 0; }
+/* source may go on (", less ... for image decoding"): its first words name the limit */
+static int explicit_limit(const char *source) {
+    return strncmp(source, "speed.memory_limit", 18) == 0 || strncmp(source, "BRISK_MEMORY_LIMIT", 18) == 0;
+}
 
 brisk_status brisk_memory_check_data(const brisk_config *cfg, const char *path, int64_t bytes, brisk_error *err) {
     char source[64];
@@ -241,6 +244,17 @@ static int64_t largest_fitting(const brisk_config *cfg, int64_t hi, int64_t avai
     return lo;
 }
 
+/* Image decoding's scratch is a fixed cost beside the data: taken off what is available. */
+static int64_t available_for_run(brisk_trainer *t, char *source, size_t n) {
+    int64_t avail = brisk_memory_available(&t->cfg, source, n);
+    if (t->decode_bytes > 0) {
+        avail -= t->decode_bytes;
+        size_t k = strlen(source);
+        snprintf(source + k, n - k, ", less %.1f MiB for image decoding", t->decode_bytes / MIB);
+    }
+    return avail;
+}
+
 static brisk_status check_fit(brisk_trainer *t, int where, int64_t avail, const char *source, brisk_error *err) {
     int64_t parts[4];
     /* the data set lives in host memory; it is counted under an explicit limit */
@@ -271,19 +285,19 @@ static brisk_status check_fit(brisk_trainer *t, int where, int64_t avail, const 
 }
 
 brisk_status brisk_memory_fit(brisk_trainer *t, brisk_error *err) {
-    char source[96], hsource[64];
-    int64_t dev_avail, host_avail = brisk_memory_available(&t->cfg, hsource, sizeof hsource);
+    char source[96], hsource[160];
+    int64_t dev_avail, host_avail = available_for_run(t, hsource, sizeof hsource);
     if (!device_room(t, &dev_avail, source, sizeof source)) return check_fit(t, 0, host_avail, hsource, err);
     brisk_status st = check_fit(t, 1, dev_avail, source, err);
     return st ? st : check_fit(t, 2, host_avail, hsource, err);
 }
 
 brisk_status brisk_memory_auto_batch(brisk_trainer *t, int64_t max_batch, brisk_error *err) {
-    char source[96];
+    char source[160];
     int64_t avail;
     int where = device_room(t, &avail, source, sizeof source);
     if (!where) {
-        avail = brisk_memory_available(&t->cfg, source, sizeof source);
+        avail = available_for_run(t, source, sizeof source);
         if (explicit_limit(source)) avail -= data_bytes(t);
     }
     int64_t fit = avail > 0 ? largest_fitting(&t->cfg, max_batch, avail, where) : 0;

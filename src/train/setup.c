@@ -187,9 +187,34 @@ static brisk_status load_windows(brisk_trainer *t, brisk_error *err) {
     return BRISK_OK;
 }
 
+/* data.images: images decoded and augmented in the loader's threads (data.h). */
+static brisk_status load_images(brisk_trainer *t, brisk_error *err) {
+    brisk_image_spec spec;
+    brisk_images_spec_of(&t->cfg.data, t->cfg.train.seed, &spec);
+    brisk_image_report r;
+    brisk_status st = brisk_image_dataset_load(&t->data, &spec, &r, err);
+    if (st) return st;
+    /* Two loaders (training, validation), each worker holding one decoded image at a time
+     * (its RGB pixels; libpng/libjpeg's own row buffers are small beside it). */
+    t->decode_bytes = 2 * (int64_t)brisk_loader_workers(&t->cfg) * 3 * r.largest_pixels;
+    brisk_log(&t->log, BRISK_LOG_INFO, "data      %s: %lld images of %lld listed, as %d x %d%s; %d keypoints, %d "
+              "categories", spec.labels, (long long)r.kept, (long long)r.listed, spec.width, spec.height,
+              spec.resize ? " (resized)" : "", r.keypoints, r.categories);
+    if (r.kept < r.listed)
+        brisk_log(&t->log, BRISK_LOG_WARN, "data      left out %lld images (data.images.on_error \"skip\"): %lld "
+                  "missing, %lld corrupt, %lld unsupported, %lld of another size; the first: %s",
+                  (long long)(r.listed - r.kept), (long long)r.missing, (long long)r.corrupt, (long long)r.unsupported,
+                  (long long)r.wrong_size, r.first_skipped);
+    return BRISK_OK;
+}
+
 /* Which source (npz member or CSV columns) feeds each model field. */
 static brisk_status load_data(brisk_trainer *t, brisk_error *err) {
     const brisk_data_spec *d = &t->cfg.data;
+    if (d->images.enabled) {
+        brisk_status st = load_images(t, err);
+        return st ? st : bind_data(t, err);
+    }
     if (d->windows.enabled) {
         brisk_status st = load_windows(t, err);
         if (st) return st;
@@ -319,7 +344,7 @@ static brisk_status create(const brisk_config *cfg, const brisk_logger *log, bri
     t->last_saved_step = -1;
     brisk_status st;
     const brisk_train_spec *tr = &t->cfg.train;
-    if (from_file && !cfg->data.train[0]) {
+    if (from_file && !cfg->data.train[0] && !cfg->data.images.enabled) {
         st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.train is missing: the .npz or .csv file to train on", cfg->path);
         goto fail;
     }

@@ -24,6 +24,7 @@ struct brisk_trainer {
     int64_t step;
     int64_t epoch, position;
     int64_t batches_per_epoch, total_steps;
+    int64_t decode_bytes;    /* image datasets: what the loaders' decoding threads allocate at most */
     int64_t schedule_steps; /* the learning-rate schedule's length when runs go past the configured
                                one (brisk_trainer_run_more); 0: total_steps */
     double best_val;
@@ -101,6 +102,9 @@ void brisk_trainer_plan_length(brisk_trainer *t);
  * (at once on the CPU; every N steps from a device's loss log), which fails on a
  * non-finite loss naming its step. */
 brisk_status brisk_step_setup(brisk_trainer *t, brisk_error *err);
+/* Threads decoding an image dataset per loader (data.images.workers, or automatic); 0 for
+ * other datasets (loop.c). */
+int brisk_loader_workers(const brisk_config *c);
 brisk_status brisk_step_micro(brisk_trainer *t, const brisk_batch *b, int micro, brisk_error *err);
 brisk_status brisk_step_update(brisk_trainer *t, float lr, brisk_error *err);
 brisk_status brisk_step_flush(brisk_trainer *t, brisk_error *err);

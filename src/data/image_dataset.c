@@ -1,0 +1,422 @@
+/* Image datasets (data.h): the labels and file list (or an image array) are held in
+ * memory; pixels are decoded, cropped, flipped, resized and normalised per sample in the
+ * loader's threads through dataset.make. At load every file's header is read (or, with
+ * verify, every image decoded) so a missing, unreadable or wrongly sized file is reported
+ * (or left out and counted) before training starts. */
+#include "data/bytes.h"
+#include "data/image_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { STREAM_AUGMENT = 0x41554720u /* "AUG " */ };
+
+typedef struct image_source {
+    brisk_image_spec spec;
+    int64_t n;
+    char **paths;              /* [n] full paths; NULL for an array */
+    uint8_t *array;            /* [n, ah, aw, ac] for an image array */
+    int aw, ah, ac;
+    int k;
+    float *kp;                 /* [n, k, 3] source pixels */
+    int has_category;
+    int32_t *category;         /* [n] */
+    int f_x, f_y, f_vis, f_cat; /* field indices, -1 when absent */
+} image_source;
+
+static void source_free(void *user) {
+    image_source *s = (image_source *)user;
+    if (!s) return;
+    for (int64_t i = 0; s->paths && i < s->n; i++) free(s->paths[i]);
+    free(s->paths);
+    free(s->array);
+    free(s->kp);
+    free(s->category);
+    free(s);
+}
+
+/* ---------------------------------------------------------------- one sample */
+
+/* Bilinear taps along one axis: output o of `out` samples reads source positions
+ * [start, start + len) (the crop), mirrored when flip. align_corners=False. */
+static void taps(int out, int start, int len, int flip, int *i0, int *i1, float *w1) {
+    double scale = (double)len / out;
+    for (int o = 0; o < out; o++) {
+        int oo = flip ? out - 1 - o : o;
+        double s = (oo + 0.5) * scale - 0.5;
+        if (s < 0) s = 0;
+        if (s > len - 1) s = len - 1;
+        int a = (int)floor(s);
+        int b = a + 1 < len ? a + 1 : a;
+        i0[o] = start + a;
+        i1[o] = start + b;
+        w1[o] = (float)(s - a);
+    }
+}
+
+static brisk_status make_sample(void *user, int64_t index, uint64_t epoch, int augment, void *const *dst,
+                                brisk_error *err) {
+    const image_source *s = (const image_source *)user;
+    const brisk_image_spec *sp = &s->spec;
+    brisk_image im = {0};
+    const uint8_t *px;
+    int w, h, ch;
+    if (s->paths) {
+        brisk_status st = brisk_image_read(s->paths[index], &sp->decode, &im, err);
+        if (st) return st;
+        px = im.data, w = im.width, h = im.height, ch = im.channels;
+        if (!sp->resize && (w != sp->width || h != sp->height)) {
+            brisk_image_free(&im);
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: image of %d x %d pixels; expected %d x %d (data.images.size), "
+                                "or set resize", s->paths[index], w, h, sp->width, sp->height);
+        }
+    } else {
+        px = s->array + (size_t)index * (size_t)s->aw * s->ah * s->ac, w = s->aw, h = s->ah, ch = s->ac;
+    }
+    /* The augmentation's draws: flip, crop scale, crop x, crop y. */
+    int flip = 0, cx = 0, cy = 0, cw = w, chh = h;
+    if (augment) {
+        const uint32_t key[2] = {(uint32_t)sp->seed, (uint32_t)(sp->seed >> 32)};
+        const uint32_t ctr[4] = {(uint32_t)index, (uint32_t)((uint64_t)index >> 32), STREAM_AUGMENT, (uint32_t)epoch};
+        uint32_t u[4];
+        brisk_philox4x32(ctr, key, u);
+        flip = sp->flip > 0 && brisk_u32_to_unit(u[0]) <= sp->flip;
+        if (sp->crop > 0 && sp->crop < 1) {
+            double frac = sp->crop + (1.0 - sp->crop) * (1.0 - brisk_u32_to_unit(u[1])); /* in [crop, 1) */
+            cw = (int)lround(frac * w), chh = (int)lround(frac * h);
+            if (cw < 1) cw = 1;
+            if (chh < 1) chh = 1;
+            cx = (int)((1.0 - brisk_u32_to_unit(u[2])) * (w - cw + 1));
+            cy = (int)((1.0 - brisk_u32_to_unit(u[3])) * (h - chh + 1));
+            if (cx > w - cw) cx = w - cw;
+            if (cy > h - chh) cy = h - chh;
+        }
+    }
+    int W = sp->width, H = sp->height;
+    float *out = (float *)dst[s->f_x];
+    if (!flip && cx == 0 && cy == 0 && cw == W && chh == H) {
+        /* Same size, no augmentation: a table of the 256 normalised values, the same
+         * numbers the general path computes for whole pixels. */
+        for (int c = 0; c < 3; c++) {
+            float lut[256];
+            for (int v = 0; v < 256; v++) lut[v] = ((float)v / 255.0f - sp->mean[c]) / sp->std[c];
+            const uint8_t *p = px + (ch == 1 ? 0 : c);
+            float *o = out + (size_t)c * H * W;
+            for (size_t i = 0; i < (size_t)W * H; i++) o[i] = lut[p[i * (size_t)ch]];
+        }
+        brisk_image_free(&im);
+        goto labels;
+    }
+    int *xi = malloc(sizeof(int) * 2 * (size_t)(W + H));
+    float *xw = malloc(sizeof(float) * (size_t)(W + H));
+    if (!xi || !xw) {
+        free(xi), free(xw), brisk_image_free(&im);
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "image sample %lld: out of memory", (long long)index);
+    }
+    int *x0 = xi, *x1 = xi + W, *y0 = xi + 2 * W, *y1 = xi + 2 * W + H;
+    float *wx = xw, *wy = xw + W;
+    taps(W, cx, cw, flip, x0, x1, wx);
+    taps(H, cy, chh, 0, y0, y1, wy);
+    size_t row = (size_t)w * ch;
+    for (int c = 0; c < 3; c++) {
+        int sc = ch == 1 ? 0 : c;
+        float m = sp->mean[c], sd = sp->std[c]; /* as torchvision: x / 255, then (x - mean) / std */
+        for (int oy = 0; oy < H; oy++) {
+            const uint8_t *ra = px + (size_t)y0[oy] * row, *rb = px + (size_t)y1[oy] * row;
+            float b = wy[oy], a = 1.0f - b;
+            float *o = out + ((size_t)c * H + oy) * W;
+            for (int ox = 0; ox < W; ox++) {
+                float r = wx[ox], l = 1.0f - r;
+                float v = a * (l * ra[(size_t)x0[ox] * ch + sc] + r * ra[(size_t)x1[ox] * ch + sc]) +
+                          b * (l * rb[(size_t)x0[ox] * ch + sc] + r * rb[(size_t)x1[ox] * ch + sc]);
+                o[ox] = (v / 255.0f - m) / sd;
+            }
+        }
+    }
+    free(xi);
+    free(xw);
+    brisk_image_free(&im);
+labels:
+    if (s->f_y >= 0) {
+        float *y = (float *)dst[s->f_y], *vis = (float *)dst[s->f_vis];
+        const float *kp = s->kp + (size_t)index * s->k * 3;
+        for (int k = 0; k < s->k; k++) {
+            double kx = (kp[3 * k] - cx) * (double)W / cw, ky = (kp[3 * k + 1] - cy) * (double)H / chh;
+            int in = kp[3 * k + 2] > 0 && kx >= 0 && kx < W && ky >= 0 && ky < H;
+            if (flip) kx = W - kx;
+            y[2 * k] = in ? (float)(kx / W) : 0.0f;
+            y[2 * k + 1] = in ? (float)(ky / H) : 0.0f;
+            vis[k] = in ? 1.0f : 0.0f;
+        }
+        for (int p = 0; flip && p < sp->nflip_pairs; p++) {
+            int a = sp->flip_pairs[p][0], b = sp->flip_pairs[p][1];
+            float t0 = y[2 * a], t1 = y[2 * a + 1], tv = vis[a];
+            y[2 * a] = y[2 * b], y[2 * a + 1] = y[2 * b + 1], vis[a] = vis[b];
+            y[2 * b] = t0, y[2 * b + 1] = t1, vis[b] = tv;
+        }
+    }
+    if (s->f_cat >= 0) *(int32_t *)dst[s->f_cat] = s->category[index];
+    return BRISK_OK;
+}
+
+/* ---------------------------------------------------------------- loading */
+
+static brisk_status check_spec(const brisk_image_spec *sp, brisk_error *err) {
+    const char *n = sp->labels ? sp->labels : "(images)";
+    if (!sp->labels || !sp->labels[0]) return brisk_errorf(err, BRISK_ERR_INVALID, "images: no labels file given");
+    if (sp->width < 1 || sp->height < 1 || sp->width > 16384 || sp->height > 16384)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: sample size %d x %d; expected 1 to 16384 a side", n, sp->width,
+                            sp->height);
+    for (int c = 0; c < 3; c++)
+        if (!(sp->std[c] > 0) || !isfinite(sp->mean[c]))
+            return brisk_errorf(err, BRISK_ERR_INVALID, "%s: std[%d] = %g; expected > 0 (and a finite mean)", n, c,
+                                (double)sp->std[c]);
+    if (!(sp->flip >= 0 && sp->flip <= 1))
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: flip probability %g; expected 0 to 1", n, (double)sp->flip);
+    if (!(sp->crop >= 0 && sp->crop <= 1))
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: crop %g; expected a fraction in (0, 1]", n, (double)sp->crop);
+    if (sp->nflip_pairs < 0 || sp->nflip_pairs > BRISK_MAX_KEYPOINTS)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: %d flip pairs; expected 0 to %d", n, sp->nflip_pairs,
+                            BRISK_MAX_KEYPOINTS);
+    return BRISK_OK;
+}
+
+/* The reason a file is left out, for the report. */
+static void count_skip(brisk_image_report *r, brisk_status st, const brisk_error *e) {
+    if (st == BRISK_ERR_IO) r->missing++;
+    else if (st == BRISK_ERR_UNSUPPORTED) r->unsupported++;
+    else if (st == BRISK_ERR_SHAPE) r->wrong_size++;
+    else r->corrupt++;
+    if (!r->first_skipped[0]) snprintf(r->first_skipped, sizeof r->first_skipped, "%s", e->msg);
+}
+
+/* Header (or, with verify, full) check of one file; *pixels its width x height. */
+static brisk_status check_file(const image_source *s, const char *path, int64_t *pixels, brisk_error *err) {
+    const brisk_image_spec *sp = &s->spec;
+    brisk_file f;
+    brisk_status st = brisk_file_load(path, &f, err);
+    if (st) return st;
+    int w = 0, h = 0;
+    if (sp->verify) {
+        brisk_image im;
+        if (!(st = brisk_image_decode(f.data, f.len, path, &sp->decode, &im, err))) w = im.width, h = im.height;
+        brisk_image_free(&im);
+    } else {
+        st = brisk_image_info(f.data, f.len, path, &sp->decode, &w, &h, err);
+    }
+    brisk_file_release(&f);
+    *pixels = (int64_t)w * h;
+    if (!st && !sp->resize && (w != sp->width || h != sp->height))
+        st = brisk_errorf(err, BRISK_ERR_SHAPE, "%s: image of %d x %d pixels; expected %d x %d (data.images.size), or "
+                          "set resize", path, w, h, sp->width, sp->height);
+    return st;
+}
+
+static brisk_status load_csv(image_source *s, brisk_image_report *rep, brisk_error *err) {
+    const char *path = s->spec.labels;
+    brisk_file f;
+    brisk_status st = brisk_file_load(path, &f, err);
+    if (st) return st;
+    brisk_image_labels L;
+    st = brisk_image_labels_parse((const char *)f.data, f.len, path, &L, err);
+    brisk_file_release(&f);
+    if (st) return st;
+    rep->listed = L.rows;
+    s->k = L.k;
+    s->has_category = L.has_category;
+    s->paths = calloc((size_t)L.rows, sizeof *s->paths);
+    s->kp = malloc((size_t)L.rows * (size_t)(L.k ? L.k : 1) * 3 * sizeof *s->kp);
+    s->category = malloc((size_t)L.rows * sizeof *s->category);
+    if (!s->paths || !s->kp || !s->category) {
+        brisk_image_labels_free(&L);
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
+    }
+    const char *slash = strrchr(path, '/');
+    int dirlen = slash ? (int)(slash - path) : 0;
+    for (int64_t r = 0; r < L.rows && !st; r++) {
+        const char *file = L.files[r];
+        size_t need = (size_t)dirlen + strlen(file) + 2;
+        char *full = malloc(need);
+        if (!full) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path); break; }
+        if (file[0] == '/' || !slash) snprintf(full, need, "%s", file);
+        else snprintf(full, need, "%.*s/%s", dirlen, path, file);
+        brisk_error e;
+        e.msg[0] = 0;
+        int64_t pixels = 0;
+        brisk_status fst = check_file(s, full, &pixels, &e);
+        if (fst) {
+            if (!s->spec.skip_bad) {
+                free(full);
+                *err = e;
+                st = brisk_error_prefix(err, "%s: line %lld names an image that cannot be used (data.images.on_error "
+                                        "\"skip\" leaves such samples out)", path, (long long)L.lines[r]);
+                break;
+            }
+            count_skip(rep, fst, &e);
+            free(full);
+            continue;
+        }
+        int64_t i = s->n++;
+        s->paths[i] = full;
+        if (pixels > rep->largest_pixels) rep->largest_pixels = pixels;
+        memcpy(s->kp + (size_t)i * s->k * 3, L.kp + (size_t)r * L.k * 3, (size_t)L.k * 3 * sizeof(float));
+        if (L.has_category) s->category[i] = L.category[r];
+    }
+    brisk_image_labels_free(&L);
+    if (!st && s->n == 0)
+        st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: none of its %lld images can be used (first: %s)", path,
+                          (long long)rep->listed, rep->first_skipped);
+    return st;
+}
+
+/* An image array: .npy of images, or .npz with "images" and optional "category", "keypoints". */
+static brisk_status load_array(image_source *s, brisk_image_report *rep, brisk_error *err) {
+    const char *path = s->spec.labels;
+    size_t len = strlen(path);
+    brisk_npz z = {0};
+    brisk_npy_array one;
+    const brisk_npy_array *img;
+    brisk_status st;
+    int npz = len > 4 && strcmp(path + len - 4, ".npz") == 0;
+    if (npz) {
+        if ((st = brisk_npz_read(path, &z, err))) return st;
+        if (!(img = brisk_npz_find(&z, "images"))) {
+            brisk_npz_free(&z);
+            return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: no member 'images'; expected images u8 [N, H, W, 3] and "
+                                "optional 'category' [N] and 'keypoints' [N, K, 3]", path);
+        }
+    } else {
+        if ((st = brisk_npy_read(path, &one, err))) return st;
+        img = &one;
+    }
+    const brisk_shape *sh = &img->shape;
+    char sb[96];
+    int gray = sh->ndim == 3 || (sh->ndim == 4 && sh->d[3] == 1);
+    if (img->dtype.kind != 'u' || img->dtype.size != 1 || sh->ndim < 3 || sh->ndim > 4 ||
+        (sh->ndim == 4 && sh->d[3] != 3 && sh->d[3] != 1) || sh->d[0] < 1)
+        st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: images are %s %s; expected u8 [N, H, W, 3] (or [N, H, W] gray)",
+                          path, img->dtype.descr, brisk_shape_str(sh, sb, sizeof sb));
+    else if (gray && !s->spec.decode.gray_to_rgb)
+        st = brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: grayscale images %s; expected RGB (set gray_to_rgb to "
+                          "replicate them)", path, brisk_shape_str(sh, sb, sizeof sb));
+    else if (sh->d[1] > 65535 || sh->d[2] > 65535 || (!s->spec.resize && (sh->d[1] != s->spec.height ||
+                                                                            sh->d[2] != s->spec.width)))
+        st = brisk_errorf(err, BRISK_ERR_SHAPE, "%s: images of %lld x %lld pixels; expected %d x %d (or set resize)",
+                          path, (long long)sh->d[2], (long long)sh->d[1], s->spec.width, s->spec.height);
+    if (!st) {
+        s->n = rep->listed = sh->d[0]; /* largest_pixels stays 0: nothing is decoded */
+        s->ah = (int)sh->d[1], s->aw = (int)sh->d[2], s->ac = gray ? 1 : 3;
+        s->array = img->data;
+        ((brisk_npy_array *)img)->data = NULL; /* adopted */
+    }
+    const brisk_npy_array *cat = npz ? brisk_npz_find(&z, "category") : NULL;
+    const brisk_npy_array *kp = npz ? brisk_npz_find(&z, "keypoints") : NULL;
+    if (!st && cat) {
+        brisk_tensor t;
+        if (!(st = brisk_npy_to_tensor(cat, BRISK_I32, path, &t, err))) {
+            if (t.shape.ndim != 1 || t.shape.d[0] != s->n)
+                st = brisk_errorf(err, BRISK_ERR_SHAPE, "%s: member 'category' is %s; expected [%lld]", path,
+                                  brisk_shape_str(&t.shape, sb, sizeof sb), (long long)s->n);
+            for (int64_t i = 0; !st && i < s->n; i++)
+                if (((int32_t *)t.data)[i] < 0)
+                    st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: category[%lld] = %d; expected >= 0", path, (long long)i,
+                                      ((int32_t *)t.data)[i]);
+            if (!st) s->category = t.data, s->has_category = 1;
+            else brisk_tensor_free(&t);
+        }
+    }
+    if (!st && kp) {
+        brisk_tensor t;
+        if (!(st = brisk_npy_to_tensor(kp, BRISK_F32, path, &t, err))) {
+            if (t.shape.ndim != 3 || t.shape.d[0] != s->n || t.shape.d[2] != 3 || t.shape.d[1] < 1 ||
+                t.shape.d[1] > BRISK_MAX_KEYPOINTS)
+                st = brisk_errorf(err, BRISK_ERR_SHAPE, "%s: member 'keypoints' is %s; expected [%lld, K, 3] (x, y, v) "
+                                  "with K <= %d", path, brisk_shape_str(&t.shape, sb, sizeof sb), (long long)s->n,
+                                  BRISK_MAX_KEYPOINTS);
+            for (int64_t i = 0; !st && i < s->n * t.shape.d[1] * 3; i++)
+                if (!isfinite(((float *)t.data)[i]))
+                    st = brisk_errorf(err, BRISK_ERR_NUMERIC, "%s: keypoints hold a NaN or inf at sample %lld", path,
+                                      (long long)(i / (t.shape.d[1] * 3)));
+            if (!st) s->kp = t.data, s->k = (int)t.shape.d[1];
+            else brisk_tensor_free(&t);
+        }
+    }
+    if (npz) brisk_npz_free(&z);
+    else brisk_npy_free(&one);
+    return st;
+}
+
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int ends_with(const char *s, const char *suf) {
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+brisk_status brisk_image_dataset_load(brisk_dataset *ds, const brisk_image_spec *spec, brisk_image_report *rep,
+                                      brisk_error *err) {
+    memset(ds, 0, sizeof *ds);
+    brisk_image_report dummy;
+    if (!rep) rep = &dummy;
+    memset(rep, 0, sizeof *rep);
+    brisk_image_spec sp = *spec;
+    if (sp.std[0] == 0 && sp.std[1] == 0 && sp.std[2] == 0)
+        for (int c = 0; c < 3; c++) sp.mean[c] = 0, sp.std[c] = 1;
+    brisk_status st = check_spec(&sp, err);
+    if (st) return st;
+    image_source *s = calloc(1, sizeof *s);
+    if (!s) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", spec->labels);
+    s->spec = sp;
+    snprintf(ds->source, sizeof ds->source, "%s", spec->labels);
+    int array = ends_with(spec->labels, ".npy") || ends_with(spec->labels, ".npz");
+    st = array ? load_array(s, rep, err) : load_csv(s, rep, err);
+    for (int p = 0; !st && p < spec->nflip_pairs; p++)
+        for (int a = 0; a < 2; a++)
+            if (spec->flip_pairs[p][a] < 0 || spec->flip_pairs[p][a] >= s->k)
+                st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: flip pair %d names keypoint %d; the labels have %d", spec->labels,
+                                  p, spec->flip_pairs[p][a], s->k);
+    if (st) {
+        source_free(s);
+        return st;
+    }
+    rep->kept = s->n;
+    rep->keypoints = s->k;
+    /* Fields: made on demand (no data) except the categories, which are only copied. */
+    brisk_tensor t = {BRISK_F32, brisk_shape4(s->n, 3, spec->height, spec->width), NULL};
+    s->f_x = s->f_y = s->f_vis = s->f_cat = -1;
+    st = brisk_dataset_add(ds, "x", &t, err);
+    s->f_x = 0;
+    if (!st && s->k > 0) {
+        t = (brisk_tensor){BRISK_F32, brisk_shape3(s->n, s->k, 2), NULL};
+        if (!(st = brisk_dataset_add(ds, "y", &t, err))) s->f_y = ds->nfields - 1;
+        t = (brisk_tensor){BRISK_F32, brisk_shape2(s->n, s->k), NULL};
+        if (!st && !(st = brisk_dataset_add(ds, "visible", &t, err))) s->f_vis = ds->nfields - 1;
+    }
+    if (!st && s->has_category) {
+        if (!(st = brisk_tensor_alloc(&t, BRISK_I32, brisk_shape1(s->n), err))) {
+            memcpy(t.data, s->category, (size_t)s->n * sizeof(int32_t));
+            if (!(st = brisk_dataset_add(ds, "category", &t, err))) s->f_cat = ds->nfields - 1;
+        }
+        int32_t *sorted = st ? NULL : malloc((size_t)s->n * sizeof *sorted);
+        if (sorted) {
+            memcpy(sorted, s->category, (size_t)s->n * sizeof *sorted);
+            qsort(sorted, (size_t)s->n, sizeof *sorted, cmp_i32);
+            for (int64_t i = 0; i < s->n; i++) rep->categories += i == 0 || sorted[i] != sorted[i - 1];
+            free(sorted);
+        }
+    }
+    if (st) {
+        source_free(s);
+        brisk_dataset_free(ds);
+        return st;
+    }
+    ds->make = make_sample;
+    ds->make_user = s;
+    ds->make_free = source_free;
+    return BRISK_OK;
+}
