@@ -28,6 +28,7 @@ int cuda_supports_op(brisk_backend *be, const brisk_node *node) {
     (void)be;
     if ((unsigned)node->op >= BRISK_OP_COUNT || (unsigned)node->dtype >= BRISK_DTYPE_COUNT) return 0;
     if (node->op == BRISK_OP_RANDINT) return node->dtype == BRISK_I32;
+    if (node->op == BRISK_OP_SEGMENT_SUM) return 0; /* no CUDA kernel yet */
     if (brisk_op_is_float(node->op)) return node->dtype == BRISK_F32;
     return 1;
 }
