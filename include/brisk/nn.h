@@ -160,6 +160,42 @@ void brisk_sample_schedule_free(brisk_sample_schedule *s);
 brisk_status brisk_diffusion_build_sample_step(const brisk_model_spec *spec, const brisk_sample_schedule *s,
                                                int64_t batch, brisk_graph *g, brisk_model_io *io, brisk_error *err);
 
+/* ---- graph networks on a lat-lon grid and a coarser mesh (src/nn/gnn_graph.c)
+ * Nodes are numbered row-major (row = latitude index, column = longitude index). Node
+ * position features are (x, y) in [0, 1): x = (col + offset) / cols, y = (row + offset) /
+ * rows, offset 0 for the grid and 0.5 for the mesh (cell centres), torch_ref.grid_xy.
+ * Edges: grid -> mesh from each grid node to its k nearest mesh nodes, mesh -> grid the
+ * same pairs reversed, mesh -> mesh from the `neighbours` nearest other mesh nodes into
+ * each mesh node. Each edge set is ordered by receiver (then by the order above: sender
+ * grid node, or distance rank), so segment sums can use SEGMENT_SUM. Ties in distance go
+ * to the lower node index. Edge features (3): the receiver minus the sender position
+ * (plane: in the (x, y) features; sphere: in radians along east and north at the
+ * receiver) and the distance (plane: Euclidean in (x, y); sphere: great-circle, radians). */
+typedef enum { BRISK_GNN_PLANE = 0, BRISK_GNN_SPHERE } brisk_gnn_metric;
+
+typedef struct brisk_gnn_graph_spec {
+    int64_t grid_rows, grid_cols, mesh_rows, mesh_cols;
+    int k;                 /* grid <-> mesh edges per grid node */
+    int neighbours;        /* mesh edges into each mesh node */
+    brisk_gnn_metric metric;
+    double lat0, lat1, lon0, lon1; /* sphere: the domain in degrees (cell edges) */
+} brisk_gnn_graph_spec;
+
+typedef struct brisk_gnn_edges {
+    int64_t n;
+    int32_t *src, *dst;    /* [n], dst non-decreasing */
+    float *feat;           /* [n, 3] */
+} brisk_gnn_edges;
+
+typedef struct brisk_gnn_graph {
+    int64_t n_grid, n_mesh;
+    float *grid_pos, *mesh_pos; /* [n, 2] */
+    brisk_gnn_edges g2m, mm, m2g;
+} brisk_gnn_graph;
+
+brisk_status brisk_gnn_graph_build(const brisk_gnn_graph_spec *spec, brisk_gnn_graph *out, brisk_error *err);
+void brisk_gnn_graph_free(brisk_gnn_graph *g);
+
 #ifdef __cplusplus
 }
 #endif
