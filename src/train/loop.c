@@ -86,7 +86,8 @@ static brisk_status validate(brisk_trainer *t, brisk_val_metrics *m, brisk_error
     brisk_status st = brisk_loader_create(&l, &lc, err);
     if (st) return st;
     int64_t nb = brisk_loader_batches_per_epoch(l);
-    int64_t C = ms->outputs;
+    /* values per sample: outputs, or nodes x outputs for a model predicting per grid node */
+    int64_t C = classify ? ms->outputs : brisk_shape_numel(&t->g->nodes[t->io.output].shape) / B;
     float *logits = classify || regress ? malloc(sizeof(float) * (size_t)(B * C)) : NULL;
     double sum = 0;
     if (classify && !logits) st = brisk_errorf(err, BRISK_ERR_NOMEM, "validation: out of memory for %lld logits", (long long)(B * C));

@@ -60,7 +60,6 @@ int main(int argc, char **argv) {
         spec.mesh = (brisk_gnn_graph_spec){.grid_rows = 16, .grid_cols = 16, .mesh_rows = 8, .mesh_cols = 8, .k = 4,
                                            .neighbours = 8};
         B = 4;
-        if (getenv("REF_L")) spec.layers = atoi(getenv("REF_L"));
         brisk_gnn_graph mg;
         brisk_error e = {0};
         if (brisk_gnn_graph_build(&spec.mesh, &mg, &e)) { fprintf(stderr, "ref_dump: %s\n", e.msg); return 1; }
