@@ -114,8 +114,10 @@ typedef enum brisk_op {
                              out[v] = sum of the rows i with idx[i] = v, added in order of i
                              (zeros for an empty segment). Unsorted or out-of-range indices
                              are a run-time error. A sorted-segment reduction: no atomics,
-                             bit-identical for any thread count. Its unsorted counterpart is
-                             SCATTER_ADD (where a backend may use atomics) */
+                             bit-identical for any thread count. The CPU always runs this
+                             segmented reduction; a device backend may use atomics instead
+                             unless --deterministic (speed.deterministic). Its unsorted
+                             counterpart is SCATTER_ADD */
     BRISK_OP_COUNT
 } brisk_op;
 
