@@ -74,7 +74,8 @@ typedef enum brisk_op {
     BRISK_OP_GATHER,    /* (table [V, D...], idx i32 [I...]): out [I..., D...] = table[idx];
                            out-of-range index is a run-time error */
     BRISK_OP_SCATTER_ADD, /* (dy [I..., D...], idx i32 [I...]): shape2 = table shape; zeros then
-                             out[idx[i]] += dy[i]; deterministic */
+                             out[idx[i]] += dy[i]; deterministic on the CPU. Its gradient is
+                             GATHER of dout by idx */
     BRISK_OP_SINUSOIDAL,  /* (t [N] i32 or f32): i0 = dim (even); out [N, dim] =
                              [sin(t f_k) | cos(t f_k)], f_k = exp(-ln(10000) k / (dim/2)) */
     BRISK_OP_SINUSOIDAL_GRAD, /* (dy [N, dim], t f32 [N]): i0 = dim; dt [N] */
@@ -131,6 +132,15 @@ typedef enum brisk_op {
                              workspace after it: each window's argmax, i32 flat in its plane */
     BRISK_OP_POOL2D_GRAD, /* (dy [, pool2d for max]): kind, win; dx, shape = x's; max sends dy
                              to the first maximum of each window, as PyTorch */
+    /* graph networks */
+    BRISK_OP_SEGMENT_SUM, /* (x [I, D...], idx i32 [I] non-decreasing): shape2 = [V, D...];
+                             out[v] = sum of the rows i with idx[i] = v, added in order of i
+                             (zeros for an empty segment). Unsorted or out-of-range indices
+                             are a run-time error. A sorted-segment reduction: no atomics,
+                             bit-identical for any thread count. The CPU always runs this
+                             segmented reduction; a device backend may use atomics instead
+                             unless --deterministic (speed.deterministic). Its unsorted
+                             counterpart is SCATTER_ADD */
     BRISK_OP_COUNT
 } brisk_op;
 
@@ -159,7 +169,7 @@ typedef struct brisk_attr {
     int64_t i0, i1;            /* SLICE, RANDINT, SINUSOIDAL dim, CONST offset, ACT_GRAD gelu form,
                                   ATTENTION heads */
     uint32_t rng;              /* random ops, DROPOUT, ATTENTION: the stream id (unique per op) */
-    brisk_shape shape2;        /* RESHAPE, SUM_TO, EXPAND, SLICE_GRAD, SCATTER_ADD, RAND* */
+    brisk_shape shape2;        /* RESHAPE, SUM_TO, EXPAND, SLICE_GRAD, SCATTER_ADD, SEGMENT_SUM, RAND* */
     brisk_window win;          /* CONV2D, POOL2D and their gradients */
 } brisk_attr;
 
@@ -298,6 +308,14 @@ int brisk_reshape(brisk_graph *g, int x, brisk_shape s);
 int brisk_transpose(brisk_graph *g, int x, const int *perm);
 int brisk_gather(brisk_graph *g, int table, int idx);
 int brisk_sinusoidal(brisk_graph *g, int t, int dim);
+/* Segment sum of the rows of x [I, D...] by idx i32 [I] into [segments, D...] (PyTorch's
+ * zeros(...).index_add_(0, idx, x)). sorted = 1 promises idx is non-decreasing (graph edges
+ * ordered by receiver at construction): SEGMENT_SUM, the deterministic segmented
+ * reduction; sorted = 0: SCATTER_ADD. An idx CONST is checked here, else when it runs. */
+int brisk_segment_sum(brisk_graph *g, int x, int idx, int64_t segments, int sorted);
+/* The same divided by each segment's row count (empty segments give zeros); idx must be a
+ * CONST, so the counts are known when the graph is built. */
+int brisk_segment_mean(brisk_graph *g, int x, int idx, int64_t segments, int sorted);
 int brisk_randn(brisk_graph *g, brisk_shape s);
 int brisk_rand_uniform(brisk_graph *g, brisk_shape s, float lo, float hi);
 int brisk_randint(brisk_graph *g, brisk_shape s, int64_t lo, int64_t hi);

@@ -27,9 +27,43 @@ typedef enum brisk_activation {
 const char *brisk_activation_name(brisk_activation a);
 int brisk_activation_parse(const char *s, brisk_activation *out); /* 0 on success */
 
+/* ---- graph networks on a lat-lon grid and a coarser mesh (src/nn/gnn_graph.c)
+ * Nodes are numbered row-major (row = latitude index, column = longitude index). Node
+ * position features are (x, y) in [0, 1): x = (col + offset) / cols, y = (row + offset) /
+ * rows, offset 0 for the grid and 0.5 for the mesh (cell centres), torch_ref.grid_xy.
+ * Edges: grid -> mesh from each grid node to its k nearest mesh nodes, mesh -> grid the
+ * same pairs reversed, mesh -> mesh from the `neighbours` nearest other mesh nodes into
+ * each mesh node. Each edge set is ordered by receiver (then by the order above: sender
+ * grid node, or distance rank), so segment sums can use SEGMENT_SUM. Ties in distance go
+ * to the lower node index. Edge features (3): the receiver minus the sender position
+ * (plane: in the (x, y) features; sphere: in radians along east and north at the
+ * receiver) and the distance (plane: Euclidean in (x, y); sphere: great-circle, radians). */
+typedef enum { BRISK_GNN_PLANE = 0, BRISK_GNN_SPHERE } brisk_gnn_metric;
+
+typedef struct brisk_gnn_graph_spec {
+    int64_t grid_rows, grid_cols, mesh_rows, mesh_cols;
+    int k;                 /* grid <-> mesh edges per grid node */
+    int neighbours;        /* mesh edges into each mesh node */
+    brisk_gnn_metric metric;
+    double lat0, lat1, lon0, lon1; /* sphere: the domain in degrees (cell edges) */
+} brisk_gnn_graph_spec;
+
+typedef struct brisk_gnn_edges {
+    int64_t n;
+    int32_t *src, *dst;    /* [n], dst non-decreasing */
+    float *feat;           /* [n, 3] */
+} brisk_gnn_edges;
+
+typedef struct brisk_gnn_graph {
+    int64_t n_grid, n_mesh;
+    float *grid_pos, *mesh_pos; /* [n, 2] */
+    brisk_gnn_edges g2m, mm, m2g;
+} brisk_gnn_graph;
+
 typedef enum { BRISK_TASK_CLASSIFY = 0, BRISK_TASK_REGRESS } brisk_task;
-typedef enum { BRISK_MODEL_MLP = 0, BRISK_MODEL_DIFFUSION, BRISK_MODEL_LSTM, BRISK_MODEL_TRANSFORMER } brisk_model_type;
-const char *brisk_model_type_name(brisk_model_type t); /* "mlp", "diffusion", "lstm", "transformer" */
+typedef enum { BRISK_MODEL_MLP = 0, BRISK_MODEL_DIFFUSION, BRISK_MODEL_LSTM, BRISK_MODEL_TRANSFORMER,
+               BRISK_MODEL_MESHGNN } brisk_model_type;
+const char *brisk_model_type_name(brisk_model_type t); /* "mlp", "diffusion", "lstm", "transformer", "meshgnn" */
 /* How a sequence model turns [B, T, width] into one vector per sample. */
 typedef enum { BRISK_POOL_LAST = 0, BRISK_POOL_MEAN, BRISK_POOL_CLS } brisk_pool;
 typedef enum { BRISK_POS_LEARNED = 0, BRISK_POS_SINUSOIDAL, BRISK_POS_NONE } brisk_positions;
@@ -64,6 +98,9 @@ typedef struct brisk_model_spec {
     int causal;             /* transformer: each step attends only to itself and earlier ones */
     int padding_mask;       /* transformer: a data field "mask" [seq_len] (0 = padding) */
     brisk_positions positions; /* transformer */
+    /* meshgnn (torch_ref.MeshGNN): x [grid nodes, inputs] -> the next-step change [grid nodes,
+     * outputs], MSE. width = latent, layers = processor layers; the graph from mesh. */
+    brisk_gnn_graph_spec mesh;
 } brisk_model_spec;
 
 /* What the data must provide per sample, in the order of the graph's inputs. */
@@ -159,6 +196,9 @@ void brisk_sample_schedule_free(brisk_sample_schedule *s);
  * update above; io->output is x_prev. The noise z is a RANDN node keyed by the step state. */
 brisk_status brisk_diffusion_build_sample_step(const brisk_model_spec *spec, const brisk_sample_schedule *s,
                                                int64_t batch, brisk_graph *g, brisk_model_io *io, brisk_error *err);
+
+brisk_status brisk_gnn_graph_build(const brisk_gnn_graph_spec *spec, brisk_gnn_graph *out, brisk_error *err);
+void brisk_gnn_graph_free(brisk_gnn_graph *g);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
 /* The model families of this release: a configurable MLP (classification or
- * regression), the conditional diffusion denoiser of WORKLOADS.md, and the sequence
- * models (LSTM, Transformer encoder) of sequence_models.c. */
+ * regression), the conditional diffusion denoiser of WORKLOADS.md, the sequence
+ * models (LSTM, Transformer encoder) of sequence_models.c and the mesh GNN of gnn.c. */
 #include "brisk/nn.h"
 #include "nn/nn_internal.h"
 
@@ -12,7 +12,7 @@
 #define field nn_field
 
 const char *brisk_model_type_name(brisk_model_type t) {
-    static const char *const names[] = {"mlp", "diffusion", "lstm", "transformer"};
+    static const char *const names[] = {"mlp", "diffusion", "lstm", "transformer", "meshgnn"};
     return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 
@@ -30,6 +30,12 @@ brisk_status brisk_model_fields(const brisk_model_spec *spec, brisk_build_mode m
             else field(io, "y", BRISK_F32, brisk_shape1(spec->outputs));
         }
         return BRISK_OK;
+    case BRISK_MODEL_MESHGNN: {
+        int64_t n = spec->mesh.grid_rows * spec->mesh.grid_cols;
+        field(io, "x", BRISK_F32, brisk_shape2(n, spec->inputs));
+        if (mode == BRISK_BUILD_TRAIN) field(io, "y", BRISK_F32, brisk_shape2(n, spec->outputs));
+        return BRISK_OK;
+    }
     case BRISK_MODEL_DIFFUSION:
         field(io, "coarse", BRISK_F32, brisk_shape1(spec->coarse));
         /* predict: the denoiser itself, given x_t and the timestep */
@@ -113,7 +119,10 @@ brisk_status brisk_model_build(const brisk_model_spec *spec, int64_t batch, bris
         in[i] = batch_input(g, &io->fields[i], batch);
         io->input_node[i] = g->n_inputs - 1;
     }
-    if (spec->type == BRISK_MODEL_MLP || spec->type == BRISK_MODEL_LSTM || spec->type == BRISK_MODEL_TRANSFORMER) {
+    if (spec->type == BRISK_MODEL_MESHGNN) {
+        io->output = nn_meshgnn_forward(spec, g, batch, in[0]);
+        if (mode == BRISK_BUILD_TRAIN) io->loss = brisk_mse(g, io->output, in[1]);
+    } else if (spec->type == BRISK_MODEL_MLP || spec->type == BRISK_MODEL_LSTM || spec->type == BRISK_MODEL_TRANSFORMER) {
         io->output = spec->type == BRISK_MODEL_MLP ? mlp_forward(spec, g, batch, in[0]) : nn_seq_forward(spec, g, batch, in);
         if (mode == BRISK_BUILD_TRAIN) {
             int y = in[io->n_fields - 1]; /* the target comes last */

@@ -26,4 +26,8 @@ brisk_status nn_seq_fields(const brisk_model_spec *spec, brisk_build_mode mode, 
 /* The prediction node from the graph inputs in[] (fields in nn_seq_fields' order). */
 int nn_seq_forward(const brisk_model_spec *spec, brisk_graph *g, int64_t batch, const int *in);
 
+/* gnn.c: the mesh GNN's prediction [batch, grid nodes, outputs] from x [batch, grid nodes,
+ * inputs]. */
+int nn_meshgnn_forward(const brisk_model_spec *spec, brisk_graph *g, int64_t batch, int x);
+
 #endif

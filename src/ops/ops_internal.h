@@ -72,6 +72,7 @@ int brisk_bw_slice(brisk_graph *g, int node, int dy, int which);
 int brisk_bw_reshape(brisk_graph *g, int node, int dy, int which);
 int brisk_bw_transpose(brisk_graph *g, int node, int dy, int which);
 int brisk_bw_gather(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_segment_sum(brisk_graph *g, int node, int dy, int which); /* and SCATTER_ADD */
 int brisk_bw_sinusoidal(brisk_graph *g, int node, int dy, int which);
 int brisk_bw_cast(brisk_graph *g, int node, int dy, int which);
 int brisk_bw_lstm(brisk_graph *g, int node, int dy, int which);

@@ -44,7 +44,7 @@ const brisk_op_info brisk_op_table[BRISK_OP_COUNT] = {
     [BRISK_OP_RESHAPE] = {"reshape", brisk_bw_reshape},
     [BRISK_OP_TRANSPOSE] = {"transpose", brisk_bw_transpose},
     [BRISK_OP_GATHER] = {"gather", brisk_bw_gather},
-    [BRISK_OP_SCATTER_ADD] = {"scatter_add", NULL},
+    [BRISK_OP_SCATTER_ADD] = {"scatter_add", brisk_bw_segment_sum},
     [BRISK_OP_SINUSOIDAL] = {"sinusoidal", brisk_bw_sinusoidal},
     [BRISK_OP_SINUSOIDAL_GRAD] = {"sinusoidal_grad", NULL},
     [BRISK_OP_RANDN] = {"randn", NULL},
@@ -65,12 +65,13 @@ const brisk_op_info brisk_op_table[BRISK_OP_COUNT] = {
     [BRISK_OP_BATCHNORM_GRAD_X] = {"batchnorm_grad_x", NULL},
     [BRISK_OP_POOL2D] = {"pool2d", brisk_bw_pool2d},
     [BRISK_OP_POOL2D_GRAD] = {"pool2d_grad", NULL},
+    [BRISK_OP_SEGMENT_SUM] = {"segment_sum", brisk_bw_segment_sum},
 };
 
 /* C cannot check at compile time that each designated slot was filled, so, as in
  * ggml, the op count is pinned here: whoever adds an op lands on this line and the
  * table above. test_registry checks at run time that every entry has a name. */
-_Static_assert(BRISK_OP_COUNT == 59, "an op was added or removed: update brisk_op_table and this count");
+_Static_assert(BRISK_OP_COUNT == 60, "an op was added or removed: update brisk_op_table and this count");
 _Static_assert(sizeof brisk_op_table / sizeof brisk_op_table[0] == BRISK_OP_COUNT,
                "brisk_op_table must have one entry per op");
 
@@ -115,7 +116,7 @@ brisk_status brisk_node_check_inputs(const brisk_graph *g, int id, brisk_error *
     for (int i = 0; i < n->n_in; i++) {
         brisk_dtype want = BRISK_F32, got = g->nodes[n->in[i]].dtype;
         if ((n->op == BRISK_OP_CROSS_ENTROPY && i == 1) || (n->op == BRISK_OP_CROSS_ENTROPY_GRAD && i == 2) ||
-            (n->op == BRISK_OP_SCATTER_ADD && i == 1))
+            ((n->op == BRISK_OP_SCATTER_ADD || n->op == BRISK_OP_SEGMENT_SUM) && i == 1))
             want = BRISK_I32;
         if (n->op == BRISK_OP_SINUSOIDAL && got == BRISK_I32) want = BRISK_I32;
         if (got != want)

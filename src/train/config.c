@@ -12,7 +12,8 @@
 #include "brisk/train.h"
 #include "train/trainer_internal.h"
 
-static const char *const model_types[] = {"mlp", "diffusion", "lstm", "transformer", NULL};
+static const char *const model_types[] = {"mlp", "diffusion", "lstm", "transformer", "meshgnn", NULL};
+static const char *const gnn_metrics[] = {"plane", "sphere", NULL};
 static const char *const pools[] = {"last", "mean", "cls", NULL};
 static const char *const position_kinds[] = {"learned", "sinusoidal", "none", NULL};
 static const char *const norm_places[] = {"post", "pre", NULL};
@@ -84,17 +85,73 @@ static void read_sequence_model(brisk_json_reader *r, brisk_model_spec *m) {
     brisk_json_bool_or(r, "padding_mask", false, &b), m->padding_mask = b;
 }
 
+/* A [first, second] pair of `key` into a, b (defaults when absent). */
+static void read_pair(brisk_json_reader *r, const char *key, int lo, int hi, int64_t *a, int64_t *b) {
+    int *w = NULL;
+    size_t n = 0;
+    if (brisk_json_ints(r, key, false, lo, hi, &w, &n) == BRISK_OK && n) {
+        if (n != 2) brisk_json_fail(r, key, "expected [rows, cols], got %zu numbers", n);
+        else *a = w[0], *b = w[1];
+    }
+    free(w);
+}
+
+static void read_range(brisk_json_reader *r, const char *key, brisk_json_range range, double *a, double *b) {
+    double *w = NULL;
+    size_t n = 0;
+    if (brisk_json_numbers(r, key, true, range, &w, &n) == BRISK_OK) {
+        if (n != 2 || !(w[0] < w[1])) brisk_json_fail(r, key, "expected [first, last] with first < last");
+        else *a = w[0], *b = w[1];
+    }
+    free(w);
+}
+
+/* meshgnn: the grid and mesh sizes, k, neighbours, latent and layers; WORKLOADS.md's
+ * benchmark model by default. */
+static void read_meshgnn(brisk_json_reader *r, brisk_model_spec *m) {
+    int v;
+    brisk_gnn_graph_spec *g = &m->mesh;
+    m->task = BRISK_TASK_REGRESS; /* MSE on the next-step change */
+    if (m->activation != BRISK_ACT_SILU) brisk_json_fail(r, "activation", "meshgnn's MLPs use \"silu\"");
+    brisk_json_int64_or(r, "inputs", 20, 1, 1 << 16, &m->inputs);
+    brisk_json_int64_or(r, "outputs", 8, 1, 1 << 16, &m->outputs);
+    brisk_json_int64_or(r, "latent", 256, 1, 1 << 14, &m->width);
+    brisk_json_int_or(r, "layers", 16, 0, 1024, &m->layers);
+    g->grid_rows = g->grid_cols = 64;
+    g->mesh_rows = g->mesh_cols = 32;
+    read_pair(r, "grid", 1, 1 << 16, &g->grid_rows, &g->grid_cols);
+    read_pair(r, "mesh", 1, 1 << 16, &g->mesh_rows, &g->mesh_cols);
+    if (g->grid_rows < g->mesh_rows || g->grid_cols < g->mesh_cols)
+        brisk_json_fail(r, "mesh", "the mesh (%lldx%lld) must not be finer than the grid (%lldx%lld)",
+                        (long long)g->mesh_rows, (long long)g->mesh_cols, (long long)g->grid_rows, (long long)g->grid_cols);
+    int64_t nm = g->mesh_rows * g->mesh_cols, cap = nm < 64 ? nm : 64;
+    brisk_json_int_or(r, "k", 4, 1, (int)cap, &g->k);
+    brisk_json_int_or(r, "neighbours", nm > 8 ? 8 : (int)(nm - 1), 1, (int)(cap - (nm <= 64)), &g->neighbours);
+    if (nm < 2) brisk_json_fail(r, "mesh", "expected at least 2 mesh nodes");
+    brisk_json_enum_or(r, "metric", gnn_metrics, BRISK_GNN_PLANE, &v);
+    g->metric = (brisk_gnn_metric)v;
+    if (g->metric == BRISK_GNN_SPHERE) {
+        read_range(r, "lat", BRISK_IN(-90.0, 90.0), &g->lat0, &g->lat1);
+        read_range(r, "lon", BRISK_IN(-360.0, 720.0), &g->lon0, &g->lon1);
+        if (g->lon1 - g->lon0 > 360) brisk_json_fail(r, "lon", "expected a span of at most 360 degrees");
+    }
+}
+
 static void read_model_object(brisk_json_reader *r, brisk_model_spec *m) {
     int v = 0;
     memset(m, 0, sizeof *m);
     brisk_json_enum(r, "type", model_types, &v);
     m->type = (brisk_model_type)v;
-    int act = m->type == BRISK_MODEL_DIFFUSION ? BRISK_ACT_SILU
+    int act = m->type == BRISK_MODEL_DIFFUSION || m->type == BRISK_MODEL_MESHGNN ? BRISK_ACT_SILU
               : m->type == BRISK_MODEL_TRANSFORMER ? BRISK_ACT_GELU : BRISK_ACT_RELU;
     brisk_json_enum_or(r, "activation", activations, act, &v);
     m->activation = (brisk_activation)v;
     if (m->type == BRISK_MODEL_LSTM || m->type == BRISK_MODEL_TRANSFORMER) {
         read_sequence_model(r, m);
+        return;
+    }
+    if (m->type == BRISK_MODEL_MESHGNN) {
+        read_meshgnn(r, m);
         return;
     }
     if (m->type == BRISK_MODEL_MLP) {

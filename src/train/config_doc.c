@@ -16,7 +16,16 @@
  * between model types. */
 static const struct { const char *key, *meaning; } meanings[] = {
     {"model(diffusion).hidden", "widths of the hidden layers of the denoiser"},
-    {"model.type", "the model: mlp (tabular), diffusion (a conditional DDPM downscaler), lstm or transformer (windows of a series)"},
+    {"model.type", "the model: mlp (tabular), diffusion (a conditional DDPM downscaler), lstm or transformer (windows of a series), meshgnn (a grid-mesh graph network forecasting the next step)"},
+    {"model(meshgnn).inputs", "variables per grid node at the input"},
+    {"model(meshgnn).outputs", "variables per grid node predicted (as their next-step change)"},
+    {"model(meshgnn).layers", "message-passing layers of the processor on the mesh"},
+    {"model.latent", "width of every node and edge embedding and MLP"},
+    {"model.grid", "the lat-lon grid: [rows, cols]"},
+    {"model.mesh", "the coarser mesh: [rows, cols]"},
+    {"model.k", "grid-mesh edges: each grid node to its k nearest mesh nodes (and back)"},
+    {"model.neighbours", "mesh edges: each mesh node from its nearest other mesh nodes"},
+    {"model.metric", "distances in the unit square (plane, as torch_ref) or great-circle on lat/lon (sphere)"},
     {"model.activation", "hidden-layer activation"},
     {"model.inputs", "features per sample (per time step for sequence models)"},
     {"model.outputs", "classes (classify) or target values (regress)"},
@@ -138,6 +147,7 @@ static const struct { const char *section, *json; } walks[] = {
                     " \"heads\": 1}}"},
     {"mlp", "{\"model\": {\"type\": \"mlp\", \"inputs\": 1, \"outputs\": 1, \"hidden\": [1]},"
             " \"data\": {\"images\": {\"labels\": \"l.csv\", \"size\": 1, \"augment\": {}}}}"},
+    {"meshgnn", "{\"model\": {\"type\": \"meshgnn\"}}"},
     {"pipeline", "{\"models\": [{\"name\": \"a\", \"type\": \"mlp\", \"inputs\": 1, \"outputs\": 1}]}"},
 };
 
@@ -262,8 +272,8 @@ brisk_status brisk_config_reference(char **markdown, brisk_error *err) {
                 "Configs are JSON with `//` and `/* */` comments; any key can be set from the command line with "
                 "`--set KEY=VALUE` (e.g. `--set optim.lr=3e-4`). Unknown keys are errors. *accepts* is the range "
                 "or the choices a value must have; *required* keys have no default.\n\n");
-        static const char *const types[] = {"mlp", "diffusion", "lstm", "transformer"};
-        for (int k = 0; k < 4; k++) {
+        static const char *const types[] = {"mlp", "diffusion", "lstm", "transformer", "meshgnn"};
+        for (int k = 0; k < 5; k++) {
             put(&t, "## model (%s)\n\n", types[k]);
             table(&t, &w, types[k], "model.");
         }

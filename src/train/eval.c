@@ -77,7 +77,8 @@ static brisk_status eval_batch(brisk_trainer *t, brisk_exec *ex, const brisk_mod
     const brisk_model_spec *ms = &t->cfg.model;
     int classify = ms->type != BRISK_MODEL_DIFFUSION && ms->task == BRISK_TASK_CLASSIFY;
     int regress = ms->type != BRISK_MODEL_DIFFUSION && ms->task == BRISK_TASK_REGRESS;
-    int64_t C = ms->outputs;
+    /* values per sample: outputs, or nodes x outputs for a model predicting per grid node */
+    int64_t C = classify ? ms->outputs : brisk_shape_numel(&ex->g->nodes[io->output].shape) / rows;
     brisk_status st = BRISK_OK;
     for (int i = 0; i < io->n_fields && !st; i++) {
         int k = field_index(ds, io->fields[i].name);
@@ -113,7 +114,8 @@ brisk_status brisk_validate(brisk_trainer *t, brisk_val_metrics *m, brisk_error 
     int classify = ms->type != BRISK_MODEL_DIFFUSION && ms->task == BRISK_TASK_CLASSIFY;
     brisk_metrics_reset(m, classify ? (int)ms->outputs : 0);
     const int64_t *idx;
-    int64_t n, B = t->cfg.train.batch_size, C = ms->outputs;
+    int64_t n, B = t->cfg.train.batch_size;
+    int64_t C = classify ? ms->outputs : brisk_shape_numel(&t->g->nodes[t->io.output].shape) / B;
     const brisk_dataset *ds = val_source(t, &idx, &n);
     if (n == 0) return BRISK_OK;
     brisk_status st = brisk_eval_prepare(t, err);

@@ -52,6 +52,11 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
                           "coarse fields, x_t and t: it makes fine fields by sampling (brisk sample)", checkpoint);
         goto out;
     }
+    if (m->type == BRISK_MODEL_MESHGNN) { /* its rows are whole grids: a forecast is a rollout */
+        st = brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: predict writes one row of outputs per input row; a meshgnn "
+                          "forecasts whole grids, which brisk predict does not support", checkpoint);
+        goto out;
+    }
     brisk_model_io io;
     if ((st = brisk_model_fields(m, BRISK_BUILD_PREDICT, &io, err))) goto out;
     if (io.n_fields != 1) {

@@ -1,4 +1,4 @@
-/* GATHER, SCATTER_ADD, SINUSOIDAL and SINUSOIDAL_GRAD on the CPU backend: exact
+/* GATHER, SCATTER_ADD, SEGMENT_SUM, SINUSOIDAL and SINUSOIDAL_GRAD on the CPU backend: exact
  * row copies (f32 and i32 tables, multi-dim indices and rows), scatter-add with
  * repeated indices against float64 and bit-equal for 1 and 2 threads, an index out
  * of range as an error naming the op, the value and the range, and the sinusoidal
@@ -83,6 +83,48 @@ static void test_scatter_add(void) {
     tg_free(&t);
 }
 
+/* SEGMENT_SUM over sorted indices with empty and long segments: bit-equal for 1 and 2
+ * threads and to SCATTER_ADD (the same additions in the same order), against float64;
+ * unsorted indices are an error naming the position. */
+static void test_segment_sum(void) {
+    const int64_t V = 300, D = 64, I = 2400;
+    tgraph t;
+    tg_init(&t);
+    int x = tg_input(&t, BRISK_F32, brisk_shape2(I, D)), idx = tg_input(&t, BRISK_I32, brisk_shape1(I));
+    for (int64_t i = 0; i < I * D; i++) tg_f(&t, x)[i] = tg_randf(-1, 1);
+    int32_t v = 0;
+    for (int64_t i = 0; i < I; i++) {
+        if (tg_rand_u32() % 6 == 0) v += (int32_t)(tg_rand_u32() % 3); /* gaps = empty segments */
+        tg_i(&t, idx)[i] = v < V - 1 ? v : (int32_t)(V - 1);             /* the last one long */
+    }
+    brisk_attr at = tg_attr0();
+    at.shape2 = brisk_shape2(V, D);
+    int ins[2] = {x, idx};
+    int o = tg_node(&t, BRISK_OP_SEGMENT_SUM, BRISK_F32, at.shape2, &at, 2, ins);
+    int sc = tg_node(&t, BRISK_OP_SCATTER_ADD, BRISK_F32, at.shape2, &at, 2, ins);
+    brisk_error err_s = {0}, *err = &err_s;
+    REQUIRE_OK(tg_run(be1, &t, o, err), err);
+    float *first = malloc(V * D * 4);
+    memcpy(first, tg_f(&t, o), V * D * 4);
+    REQUIRE_OK(tg_run(be2, &t, o, err), err);
+    CHECK(memcmp(first, tg_f(&t, o), V * D * 4) == 0);
+    REQUIRE_OK(tg_run(be2, &t, o, err), err);
+    CHECK(memcmp(first, tg_f(&t, o), V * D * 4) == 0);
+    REQUIRE_OK(tg_run(be2, &t, sc, err), err);
+    CHECK(memcmp(first, tg_f(&t, sc), V * D * 4) == 0);
+    double *ref = calloc(V * D, sizeof(double));
+    for (int64_t i = 0; i < I; i++)
+        for (int64_t j = 0; j < D; j++) ref[tg_i(&t, idx)[i] * D + j] += tg_f(&t, x)[i * D + j];
+    CHECK_REL(first, ref, V * D, 1e-6);
+    tg_i(&t, idx)[100] = (int32_t)(V - 1);
+    brisk_error e2 = {0};
+    CHECK(tg_run(be2, &t, o, &e2) == BRISK_ERR_INVALID);
+    CHECKF(strstr(e2.msg, "segment_sum") && strstr(e2.msg, "position 101") && strstr(e2.msg, "sorted"), "%s", e2.msg);
+    free(first);
+    free(ref);
+    tg_free(&t);
+}
+
 static void test_sinusoidal(void) {
     for (int ti = 0; ti < 2; ti++) {
         const int64_t N = 16, dim = 32, half = 16;
@@ -141,7 +183,7 @@ static void test_sinusoidal(void) {
 int main(void) {
     be1 = brisk_backend_cpu_new(1);
     be2 = brisk_backend_cpu_new(2);
-    t_case c[] = {T(test_gather), T(test_index_errors), T(test_scatter_add), T(test_sinusoidal)};
+    t_case c[] = {T(test_gather), T(test_index_errors), T(test_scatter_add), T(test_segment_sum), T(test_sinusoidal)};
     int r = t_run(c, (int)(sizeof c / sizeof c[0]));
     be1->destroy(be1);
     be2->destroy(be2);

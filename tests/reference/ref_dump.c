@@ -5,7 +5,11 @@
  * and the final parameters. check_torch.py replays the same steps with the modules of
  * torch_ref.py.
  *
- *   ref_dump tabular|diffusion|lstm|transformer OUT.npz */
+ * For meshgnn (the small size of WORKLOADS.md) it also writes the graph brisk built
+ * ("graph.<torch_ref buffer name>"), which check_torch.py loads into torch_ref.MeshGNN's
+ * buffers: the two constructions break distance ties differently (src/nn/gnn_graph.c).
+ *
+ *   ref_dump tabular|diffusion|lstm|transformer|meshgnn OUT.npz */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +41,7 @@ static int find_op(const brisk_graph *g, brisk_op op) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) { fprintf(stderr, "usage: ref_dump tabular|diffusion|lstm|transformer OUT.npz\n"); return 2; }
+    if (argc != 3) { fprintf(stderr, "usage: ref_dump tabular|diffusion|lstm|transformer|meshgnn OUT.npz\n"); return 2; }
     int diffusion = strcmp(argv[1], "diffusion") == 0;
     brisk_model_spec spec;
     int64_t B;
@@ -51,6 +55,23 @@ int main(int argc, char **argv) {
                                   .dropout = 0.1f, .norm_first = 1, .pool = BRISK_POOL_MEAN,
                                   .positions = BRISK_POS_LEARNED, .task = BRISK_TASK_CLASSIFY};
         B = 8;
+    } else if (strcmp(argv[1], "meshgnn") == 0) { /* torch_ref.MeshGNN, small, at batch 4 */
+        spec = (brisk_model_spec){.type = BRISK_MODEL_MESHGNN, .inputs = 20, .outputs = 8, .width = 64, .layers = 4};
+        spec.mesh = (brisk_gnn_graph_spec){.grid_rows = 16, .grid_cols = 16, .mesh_rows = 8, .mesh_cols = 8, .k = 4,
+                                           .neighbours = 8};
+        B = 4;
+        brisk_gnn_graph mg;
+        brisk_error e = {0};
+        if (brisk_gnn_graph_build(&spec.mesh, &mg, &e)) { fprintf(stderr, "ref_dump: %s\n", e.msg); return 1; }
+        const brisk_gnn_edges *es[3] = {&mg.g2m, &mg.mm, &mg.m2g};
+        const char *en[3] = {"g2m", "mm", "m2g"};
+        for (int k = 0; k < 3; k++) {
+            add("graph.%.0d%s_src", 0, en[k], BRISK_I32, brisk_shape1(es[k]->n), es[k]->src);
+            add("graph.%.0d%s_dst", 0, en[k], BRISK_I32, brisk_shape1(es[k]->n), es[k]->dst);
+            add("graph.%.0d%s_f", 0, en[k], BRISK_F32, brisk_shape2(es[k]->n, 3), es[k]->feat);
+        }
+        add("graph.%.0d%s", 0, "mesh_f", BRISK_F32, brisk_shape2(mg.n_mesh, 2), mg.mesh_pos);
+        brisk_gnn_graph_free(&mg);
     } else if (diffusion) {
         spec = (brisk_model_spec){.type = BRISK_MODEL_DIFFUSION, .fine = 256, .coarse = 7, .time_embedding = 32,
                                   .n_hidden = 3, .activation = BRISK_ACT_SILU, .noise_steps = 50,

@@ -140,7 +140,7 @@ static brisk_status cpu_run_node(brisk_backend *be, const brisk_graph *g, int id
         break;
     case BRISK_OP_CAST: s = cpu_cast(cb, g, id, in, out, err); break;
     case BRISK_OP_GATHER: case BRISK_OP_SCATTER_ADD: case BRISK_OP_SINUSOIDAL:
-    case BRISK_OP_SINUSOIDAL_GRAD:
+    case BRISK_OP_SINUSOIDAL_GRAD: case BRISK_OP_SEGMENT_SUM:
         s = cpu_gather_op(cb, g, id, in, out, err);
         break;
     case BRISK_OP_GRAD_ACCUM: s = cpu_grad_accum(cb, g, id, in, out, st, err); break;

@@ -160,7 +160,7 @@ brisk_status cpu_shape_op(cpu_backend *cb, const brisk_graph *g, int id, const v
 brisk_status cpu_cast(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
                       void *out, brisk_error *err);
 
-/* ---- gather.c: GATHER, SCATTER_ADD, SINUSOIDAL(_GRAD) */
+/* ---- gather.c: GATHER, SCATTER_ADD, SEGMENT_SUM, SINUSOIDAL(_GRAD) */
 brisk_status cpu_gather_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
                            void *out, brisk_error *err);
 

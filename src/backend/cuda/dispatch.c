@@ -36,6 +36,8 @@ static const char *missing_kernel(brisk_op op) {
     case BRISK_OP_CONV2D: case BRISK_OP_CONV2D_GRAD_X: case BRISK_OP_CONV2D_GRAD_W: case BRISK_OP_BATCHNORM:
     case BRISK_OP_BATCHNORM_GRAD_X: case BRISK_OP_BATCHNORM_GRAD_GB: case BRISK_OP_POOL2D: case BRISK_OP_POOL2D_GRAD:
         return "no CUDA kernel for the vision ops yet (cuDNN convolution is issue 12's part 3)";
+    case BRISK_OP_SEGMENT_SUM:
+        return "no CUDA kernel for the segment sum yet (issue 13)";
     default:
         return NULL;
     }

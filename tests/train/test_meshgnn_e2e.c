@@ -1,0 +1,100 @@
+/* The mesh GNN end to end from an .npz of grid fields: config keys (model.type "meshgnn"),
+ * training that learns a local map from inputs to the change (validation loss well below the
+ * targets' variance, the best constant guess), and bad config values as errors naming the
+ * key. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "brisk/brisk.h"
+#include "test.h"
+#include "train_test_util.h"
+
+static char dir[256], data[300];
+static double y_var;
+
+/* 8x8 grid, 4 inputs, 2 outputs: y = 0.5 x0 - 0.3 x1 x2 + 0.2 x3, per node. */
+static void setup(void) {
+    if (dir[0]) return;
+    tu_scratch(dir, sizeof dir, "meshgnn_e2e");
+    snprintf(data, sizeof data, "%s/fields.npz", dir);
+    const int64_t N = 192, G = 64;
+    brisk_tensor t[2];
+    brisk_error err = {0};
+    if (brisk_tensor_alloc(&t[0], BRISK_F32, brisk_shape3(N, G, 4), &err) ||
+        brisk_tensor_alloc(&t[1], BRISK_F32, brisk_shape3(N, G, 2), &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return;
+    }
+    float *x = t[0].data, *y = t[1].data;
+    uint64_t s = 7;
+    double sum = 0, sq = 0;
+    for (int64_t i = 0; i < N * G; i++) {
+        for (int c = 0; c < 4; c++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            x[i * 4 + c] = (float)((double)(s >> 11) / 9007199254740992.0 * 2 - 1);
+        }
+        y[i * 2] = 0.5f * x[i * 4] - 0.3f * x[i * 4 + 1] * x[i * 4 + 2];
+        y[i * 2 + 1] = 0.2f * x[i * 4 + 3];
+        for (int c = 0; c < 2; c++) sum += y[i * 2 + c], sq += (double)y[i * 2 + c] * y[i * 2 + c];
+    }
+    double n = (double)(N * G * 2);
+    y_var = sq / n - (sum / n) * (sum / n);
+    const char *names[2] = {"x", "y"};
+    if (brisk_npz_write(data, 2, names, t, &err)) fprintf(stderr, "%s\n", err.msg);
+    brisk_tensor_free(&t[0]);
+    brisk_tensor_free(&t[1]);
+}
+
+#define MODEL "\"type\": \"meshgnn\", \"inputs\": 4, \"outputs\": 2, \"grid\": [8, 8], \"mesh\": [4, 4], \"latent\": 32"
+
+static void test_learns(void) {
+    setup();
+    char json[2048];
+    brisk_error err = {0};
+    snprintf(json, sizeof json,
+             "{\"model\": {" MODEL ", \"layers\": 2},"
+             " \"data\": {\"train\": \"%s\", \"validation_fraction\": 0.25},"
+             " \"optim\": {\"lr\": 0.003},"
+             " \"train\": {\"batch_size\": 8, \"epochs\": 5, \"out_dir\": \"%s/run\"}}", data, dir);
+    brisk_run_summary s;
+    REQUIRE_OK(tu_train_json(json, NULL, 0, &s, NULL, NULL, &err), &err);
+    fprintf(stderr, "meshgnn: val loss %.5f, targets' variance %.5f\n", s.best_val_loss, y_var);
+    CHECK(s.params > 0 && s.best_val_loss < 0.25 * y_var);
+}
+
+static void expect_error(const char *model, const char *want) {
+    setup();
+    char json[2048];
+    brisk_error err = {0};
+    snprintf(json, sizeof json, "{\"model\": {%s}, \"data\": {\"train\": \"%s\"}, \"train\": {\"out_dir\": \"%s/bad\"}}",
+             model, data, dir);
+    brisk_config cfg;
+    brisk_status st = brisk_config_parse(json, "<test>", NULL, 0, &cfg, &err);
+    if (st == BRISK_OK) {
+        brisk_trainer *t = NULL;
+        brisk_logger quiet = {0};
+        st = brisk_trainer_create(&cfg, &quiet, &t, &err);
+        brisk_trainer_free(t);
+        brisk_config_free(&cfg);
+    }
+    CHECKF(st != BRISK_OK && strstr(err.msg, want), "%s: got \"%s\", expected \"%s\"", model, err.msg, want);
+}
+
+static void test_bad_config(void) {
+    expect_error(MODEL ", \"k\": 17", "model.k");
+    expect_error(MODEL ", \"k\": 0", "model.k");
+    expect_error(MODEL ", \"neighbours\": 16", "model.neighbours");
+    expect_error(MODEL ", \"activation\": \"relu\"", "silu");
+    expect_error("\"type\": \"meshgnn\", \"grid\": [4, 4], \"mesh\": [8, 8]", "finer than the grid");
+    expect_error("\"type\": \"meshgnn\", \"grid\": [8], \"mesh\": [4, 4]", "[rows, cols]");
+    expect_error(MODEL ", \"metric\": \"sphere\"", "model.lat");
+    expect_error(MODEL ", \"metric\": \"sphere\", \"lat\": [50, 40], \"lon\": [0, 10]", "first < last");
+    expect_error(MODEL ", \"metric\": \"torus\"", "model.metric");
+    expect_error("\"type\": \"meshgnn\", \"grid\": [8, 8], \"mesh\": [4, 4], \"latent\": 0", "model.latent");
+    expect_error(MODEL ", \"layerz\": 3", "layerz");
+    expect_error("\"type\": \"meshgnn\", \"inputs\": 4, \"outputs\": 2, \"grid\": [16, 16], \"mesh\": [4, 4]", "'x'");
+}
+
+TEST_MAIN(T(test_learns), T(test_bad_config))
