@@ -273,9 +273,10 @@ static brisk_status inflate_npy(const uint8_t *src, const zentry *e, const char 
     size_t off = 0;
     if (!(st = infl_read(&f, head, first, e->usize, what, err)) &&
         !(st = brisk_npy_header_len(head, (size_t)first, npyname, &hlen, err))) {
-        if (hlen > NPY_MAX_HEADER || hlen > e->usize)
-            st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: a .npy header of %llu bytes (expected at most %u, within the "
-                              "member's %llu)", what, (unsigned long long)hlen, NPY_MAX_HEADER, (unsigned long long)e->usize);
+        if (hlen > NPY_MAX_HEADER || hlen > e->usize || hlen < first)
+            st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: a .npy header of %llu bytes (expected %llu to %u, within the "
+                              "member's %llu)", what, (unsigned long long)hlen, (unsigned long long)first, NPY_MAX_HEADER,
+                              (unsigned long long)e->usize);
         else if (!(hbuf = malloc((size_t)hlen + 1)))
             st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", what);
     }
