@@ -23,6 +23,7 @@
 
 #include "brisk/cuda.h"
 #include "cli/cli.h"
+#include "train/progress.h"
 
 typedef struct row {
     const char *name;
@@ -56,11 +57,6 @@ static const row cpu_rows[] = {
 };
 
 #define MAX_ROUNDS 50
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static int run_row(const char *config, const row *r, int steps, const char *dir, int index, int cpu,
                    brisk_run_summary *sum, brisk_error *err) {
@@ -145,7 +141,7 @@ int cmd_bench(int argc, char **argv) {
                 continue;
             }
             ok[i] = r + 1;
-            med[i][r] = s.ms_per_step_median;
+            med[i][r] = 1e-3 * s.ms_per_step_median;
             if (s.ms_per_step_p95 > p95[i]) p95[i] = s.ms_per_step_p95;
             samples[i] += s.samples_per_s > 0 ? (double)s.steps_run * s.samples_per_s * s.ms_per_step_mean * 1e-3 : 0;
             secs[i] += (double)s.steps_run * s.ms_per_step_mean * 1e-3;
@@ -162,9 +158,10 @@ int cmd_bench(int argc, char **argv) {
             continue;
         }
         int n = ok[i];
-        qsort(med[i], (size_t)n, sizeof med[i][0], cmp_double);
-        double m = n % 2 ? med[i][n / 2] : 0.5 * (med[i][n / 2 - 1] + med[i][n / 2]);
-        double spread = m > 0 ? (med[i][n - 1] - med[i][0]) / m : 0;
+        brisk_step_stats rs; /* over the rounds' medians (kept in seconds, as the helper takes) */
+        brisk_step_stats_of(med[i], n, &rs);
+        double m = rs.median_ms;
+        double spread = m > 0 ? (rs.max_ms - rs.min_ms) / m : 0;
         if (base == 0) base = m;
         char u[16] = "-";
         if (util_n[i]) snprintf(u, sizeof u, "%.0f%%", util[i] / util_n[i]);
