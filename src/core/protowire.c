@@ -1,0 +1,143 @@
+/* The protobuf wire-format writer and CRC-32C of protowire.h. */
+#include "protowire.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void brisk_pb_free(brisk_pb *b) {
+    free(b->p);
+    memset(b, 0, sizeof *b);
+}
+
+void brisk_pb_reset(brisk_pb *b) {
+    b->n = 0;
+    b->oom = 0;
+}
+
+static int grow(brisk_pb *b, size_t k) {
+    if (b->oom) return 0;
+    if (k <= b->cap - b->n) return 1;
+    if (k > SIZE_MAX / 2 - b->n) { b->oom = 1; return 0; }
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap - b->n < k) cap *= 2;
+    uint8_t *p = realloc(b->p, cap);
+    if (!p) { b->oom = 1; return 0; }
+    b->p = p;
+    b->cap = cap;
+    return 1;
+}
+
+void brisk_pb_raw(brisk_pb *b, const void *p, size_t n) {
+    if (!n || !grow(b, n)) return;
+    memcpy(b->p + b->n, p, n);
+    b->n += n;
+}
+
+void brisk_pb_varint_raw(brisk_pb *b, uint64_t v) {
+    uint8_t t[10];
+    size_t k = 0;
+    do {
+        t[k] = (uint8_t)(v & 0x7f);
+        v >>= 7;
+        if (v) t[k] |= 0x80;
+        k++;
+    } while (v);
+    brisk_pb_raw(b, t, k);
+}
+
+void brisk_pb_tag(brisk_pb *b, uint32_t field, int wire_type) {
+    brisk_pb_varint_raw(b, ((uint64_t)field << 3) | (uint64_t)wire_type);
+}
+
+static void le(brisk_pb *b, uint64_t v, int k) {
+    uint8_t t[8];
+    for (int i = 0; i < k; i++) t[i] = (uint8_t)(v >> (8 * i));
+    brisk_pb_raw(b, t, (size_t)k);
+}
+
+void brisk_pb_uint(brisk_pb *b, uint32_t field, uint64_t v) {
+    brisk_pb_tag(b, field, BRISK_PB_VARINT);
+    brisk_pb_varint_raw(b, v);
+}
+
+/* Negative int32/int64 are sign-extended to 64 bits and take ten bytes, as protobuf says. */
+void brisk_pb_int(brisk_pb *b, uint32_t field, int64_t v) { brisk_pb_uint(b, field, (uint64_t)v); }
+
+void brisk_pb_sint(brisk_pb *b, uint32_t field, int64_t v) {
+    brisk_pb_uint(b, field, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+void brisk_pb_fixed32(brisk_pb *b, uint32_t field, uint32_t v) {
+    brisk_pb_tag(b, field, BRISK_PB_I32);
+    le(b, v, 4);
+}
+
+void brisk_pb_fixed64(brisk_pb *b, uint32_t field, uint64_t v) {
+    brisk_pb_tag(b, field, BRISK_PB_I64);
+    le(b, v, 8);
+}
+
+void brisk_pb_float(brisk_pb *b, uint32_t field, float v) {
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    brisk_pb_fixed32(b, field, u);
+}
+
+void brisk_pb_double(brisk_pb *b, uint32_t field, double v) {
+    uint64_t u;
+    memcpy(&u, &v, 8);
+    brisk_pb_fixed64(b, field, u);
+}
+
+void brisk_pb_bytes(brisk_pb *b, uint32_t field, const void *p, size_t n) {
+    brisk_pb_tag(b, field, BRISK_PB_LEN);
+    brisk_pb_varint_raw(b, n);
+    brisk_pb_raw(b, p, n);
+}
+
+void brisk_pb_string(brisk_pb *b, uint32_t field, const char *s) { brisk_pb_bytes(b, field, s, strlen(s)); }
+
+void brisk_pb_message(brisk_pb *b, uint32_t field, const brisk_pb *sub) {
+    if (sub->oom) { b->oom = 1; return; }
+    brisk_pb_bytes(b, field, sub->p, sub->n);
+}
+
+void brisk_pb_packed_float(brisk_pb *b, uint32_t field, const float *v, size_t n) {
+    brisk_pb_tag(b, field, BRISK_PB_LEN);
+    brisk_pb_varint_raw(b, 4 * (uint64_t)n);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &v[i], 4);
+        le(b, u, 4);
+    }
+}
+
+void brisk_pb_packed_double(brisk_pb *b, uint32_t field, const double *v, size_t n) {
+    brisk_pb_tag(b, field, BRISK_PB_LEN);
+    brisk_pb_varint_raw(b, 8 * (uint64_t)n);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t u;
+        memcpy(&u, &v[i], 8);
+        le(b, u, 8);
+    }
+}
+
+/* The packed length is the sum of the varints' sizes, so the values go to a scratch first. */
+void brisk_pb_packed_int(brisk_pb *b, uint32_t field, const int64_t *v, size_t n) {
+    brisk_pb tmp = {0};
+    for (size_t i = 0; i < n; i++) brisk_pb_varint_raw(&tmp, (uint64_t)v[i]);
+    brisk_pb_message(b, field, &tmp);
+    brisk_pb_free(&tmp);
+}
+
+/* Bitwise CRC-32C, reflected polynomial 0x82F63B78: event files are small and written once
+ * per logging step, so a table buys nothing worth its 1 KiB. */
+uint32_t brisk_crc32c(uint32_t crc, const void *p, size_t n) {
+    const uint8_t *s = p;
+    crc = ~crc;
+    for (size_t i = 0; i < n; i++) {
+        crc ^= s[i];
+        for (int k = 0; k < 8; k++) crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1u)));
+    }
+    return ~crc;
+}

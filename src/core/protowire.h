@@ -1,0 +1,59 @@
+/* core-internal: a protobuf wire-format writer (varints, tags, fixed32/64, length-delimited
+ * fields, nested messages) into a growable buffer, and CRC-32C. TensorBoard event files and
+ * ONNX models are protobuf messages; brisk writes the few fields it needs itself rather than
+ * depend on protoc-generated code. Not public API, but shared by train/ and export code.
+ *
+ *     brisk_pb m = {0}, sub = {0};
+ *     brisk_pb_double(&m, 1, wall_time);        // field 1, wire type 1
+ *     brisk_pb_string(&sub, 1, "loss/train");   // field 1, wire type 2
+ *     brisk_pb_float(&sub, 2, loss);            // field 2, wire type 5
+ *     brisk_pb_message(&m, 5, &sub);            // nested: length + bytes of sub
+ *     if (m.oom) ...                            // sticky: any failed growth
+ *     brisk_pb_free(&sub); brisk_pb_free(&m);
+ *
+ * Errors are sticky: after a failed allocation every call is a no-op and `oom` stays set, so
+ * a writer builds a whole message and checks once. */
+#ifndef BRISK_CORE_PROTOWIRE_H
+#define BRISK_CORE_PROTOWIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct brisk_pb {
+    uint8_t *p;
+    size_t n, cap;
+    int oom;
+} brisk_pb;
+
+enum { BRISK_PB_VARINT = 0, BRISK_PB_I64 = 1, BRISK_PB_LEN = 2, BRISK_PB_I32 = 5 };
+
+void brisk_pb_free(brisk_pb *b);
+/* Empties the buffer, keeping its memory (and clearing oom). */
+void brisk_pb_reset(brisk_pb *b);
+void brisk_pb_raw(brisk_pb *b, const void *p, size_t n);
+void brisk_pb_varint_raw(brisk_pb *b, uint64_t v);
+void brisk_pb_tag(brisk_pb *b, uint32_t field, int wire_type);
+
+void brisk_pb_uint(brisk_pb *b, uint32_t field, uint64_t v);   /* uint32/uint64/bool/enum */
+void brisk_pb_int(brisk_pb *b, uint32_t field, int64_t v);     /* int32/int64 (not zigzag) */
+void brisk_pb_sint(brisk_pb *b, uint32_t field, int64_t v);    /* sint32/sint64 (zigzag) */
+void brisk_pb_float(brisk_pb *b, uint32_t field, float v);
+void brisk_pb_double(brisk_pb *b, uint32_t field, double v);
+void brisk_pb_fixed32(brisk_pb *b, uint32_t field, uint32_t v);
+void brisk_pb_fixed64(brisk_pb *b, uint32_t field, uint64_t v);
+void brisk_pb_bytes(brisk_pb *b, uint32_t field, const void *p, size_t n);
+void brisk_pb_string(brisk_pb *b, uint32_t field, const char *s);
+void brisk_pb_message(brisk_pb *b, uint32_t field, const brisk_pb *sub);
+/* Packed repeated fields: one length-delimited field holding the values back to back. */
+void brisk_pb_packed_float(brisk_pb *b, uint32_t field, const float *v, size_t n);
+void brisk_pb_packed_double(brisk_pb *b, uint32_t field, const double *v, size_t n);
+void brisk_pb_packed_int(brisk_pb *b, uint32_t field, const int64_t *v, size_t n);
+
+/* CRC-32C (Castagnoli), as TFRecord framing uses, and its "masked" form. */
+uint32_t brisk_crc32c(uint32_t crc, const void *p, size_t n);
+static inline uint32_t brisk_crc32c_masked(const void *p, size_t n) {
+    uint32_t c = brisk_crc32c(0, p, n);
+    return ((c >> 15) | (c << 17)) + 0xa282ead8u;
+}
+
+#endif
