@@ -204,6 +204,8 @@ brisk_status brisk_session_sample_guided(brisk_session *s, int64_t n, const floa
  *   "sample_seconds" wall time of the last sample or predict call
  *   "buffered", "capacity", "pushed", "dropped"   buffer fill, size, samples accepted, dropped
  *   "input_width", "target_width"                 as brisk_session_sizes
+ *   "output_width"   values per row of predict's output (an mlp's outputs: a classifier's
+ *                    class count) or sample's (the fine field)
  *   "stop_requested" 1 when train calls will stop (brisk_session_request_stop, or a signal
  *                    caught by brisk's handlers), else 0; "stop_signal" that signal or 0
  * NaN where nothing was measured yet. An unknown name is an error listing the known ones. */
@@ -231,6 +233,24 @@ brisk_status brisk_stop_signals_install(void);
 /* The signal brisk's handlers caught (SIGTERM, SIGINT, SIGUSR1), 0 if none: for ranks of an
  * MPI program that hold no session but must stop at the same step as those that do. */
 int brisk_stop_signal(void);
+
+/* ---- whole runs: `brisk train CONFIG --set KEY=VALUE ...` as one call (the Python package's
+ * brisk.train). config is a JSON text, or with config_is_path a file (relative data paths are
+ * then resolved from its folder, as `brisk train` does). Overrides are "key=value" strings.
+ * resume (NULL: none) and overwrite are `brisk train`'s --resume CKPT|auto and --overwrite.
+ * progress (may be NULL) is called at every progress line (train.log_every) with the steps
+ * done, the run's total and the mean loss since the last call; a nonzero return asks the run
+ * to stop after the current step, with a checkpoint (the call then returns BRISK_STOPPED).
+ * On BRISK_OK or BRISK_STOPPED result_json holds the summary as one JSON object: steps,
+ * steps_run, epochs, train_loss, val_loss, val_accuracy, best_epoch, wall_s, data_wait_s,
+ * compute_s, ms_per_step, samples_per_s, params, arena_bytes, nan_skipped, stopped,
+ * checkpoint (the newest written, "" if none) and out_dir (null: not measured); a config with
+ * "models" gives {"models": {name: summary, ...}}. On an error, error holds its message.
+ * Writes nothing to stdout or stderr (messages go to log, at INFO and above). */
+typedef int (*brisk_train_progress_fn)(void *user, int64_t step, int64_t total_steps, double loss);
+brisk_status brisk_train_run(const char *config, int config_is_path, const char *const *overrides, int n_overrides,
+                             const char *resume, int overwrite, brisk_log_fn log, void *log_user, brisk_train_progress_fn progress, void *progress_user,
+                             char *result_json, size_t result_size, char *error, size_t error_size);
 
 #ifdef __cplusplus
 }

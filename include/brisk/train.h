@@ -282,6 +282,10 @@ typedef struct brisk_trainer_control {
      * the run is stopped, not at the end of every run; no best.safetensors, since each run
      * validates on another split of changing data. */
     int checkpoint_when_due;
+    /* Called at every progress line (train.log_every steps and the last step) with the steps
+     * done, the run's total and the mean loss since the last call (NaN: only skipped steps);
+     * NULL: none. Bindings drive their own progress bars with it. */
+    void (*progress)(void *user, int64_t step, int64_t total_steps, double loss);
 } brisk_trainer_control;
 void brisk_trainer_set_control(brisk_trainer *t, const brisk_trainer_control *c);
 /* Creates train.out_dir and takes its lock now instead of at the first run (a second trainer

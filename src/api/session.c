@@ -65,7 +65,7 @@ static brisk_status setup(api_session *s, const char *json, const char *path) {
     if ((st = brisk_model_fields(&s->cfg.model, BRISK_BUILD_TRAIN, &s->io, err)) ||
         (st = brisk_trainer_create_with_dataset(&s->cfg, &s->log, NULL, &s->trainer, err)))
         return st;
-    brisk_trainer_set_control(s->trainer, &(brisk_trainer_control){stop_fn, s, 1});
+    brisk_trainer_set_control(s->trainer, &(brisk_trainer_control){stop_fn, s, 1, NULL});
     /* the run directory is this session's from now on, not from its first train call */
     if ((st = brisk_trainer_lock_run_dir(s->trainer, err))) return st;
     const brisk_model_field *in = &s->io.fields[0], *tg = &s->io.fields[1];
@@ -294,6 +294,7 @@ static brisk_status query(api_session *s, const char *name, double *value) {
         {"dropped", (double)s->ring.dropped},
         {"input_width", (double)s->ring.w_in},
         {"target_width", (double)s->ring.w_tg},
+        {"output_width", (double)(s->cfg.model.type == BRISK_MODEL_MLP ? s->cfg.model.outputs : s->ring.w_tg)},
         {"stop_requested", (double)stop_pending(s)},
         {"stop_signal", (double)brisk_signal_pending()},
     };

@@ -199,6 +199,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
                     "\"data_ms\": %.4f, \"samples_per_s\": %.1f}\n",
                     (long long)t->step, (long long)t->epoch, wl_json, lr, ms,
                     1e3 * win_wait / (double)win_n, (double)(B * K) * win_n / win_time);
+            if (t->control.progress) t->control.progress(t->control.user, t->step, t->total_steps, wl);
             win_wait = win_time = 0, win_n = 0;
             scaler_skips(t);
             brisk_numeric_check_scaler(t, n_timed);

@@ -181,6 +181,8 @@ static void test_buffer_policies(void) {
     OK(brisk_session_clear(s), s);
     OK(brisk_session_query(s, "buffered", &v), s);
     CHECK(v == 0);
+    OK(brisk_session_query(s, "output_width", &v), s); /* a classifier's class count, target_width 1 */
+    CHECK(v == 3);
     /* predict: probabilities over 3 classes, rows at a stride */
     float p[2 * 5];
     for (int k = 0; k < 10; k++) p[k] = -1;

@@ -1,0 +1,98 @@
+"""brisk.train: a whole `brisk train` run (brisk_train_run in include/brisk/api.h), with a
+progress bar: tqdm's (tqdm.auto: a widget in notebooks) when tqdm is importable, else one
+plain line rewritten in place on a terminal."""
+import ctypes
+import json
+import math
+import os
+import sys
+
+from . import _lib
+from ._lib import BriskError
+from .session import _config_text
+
+
+class _PlainBar:
+    """The fallback bar: `step 120/400 [####......] loss 0.4312`, on one line of stderr."""
+
+    def __init__(self, total, desc):
+        self.total, self.n, self.desc, self.loss = total, 0, desc, None
+        self.tty = sys.stderr.isatty()
+
+    def update(self, k):
+        self.n += k
+        width = 30
+        done = int(width * self.n / self.total) if self.total else width
+        loss = "" if self.loss is None else "  loss %.5g" % self.loss
+        line = "%s %d/%d [%s%s]%s" % (self.desc, self.n, self.total, "#" * done, "." * (width - done), loss)
+        sys.stderr.write(("\r" + line) if self.tty else line + "\n")
+        sys.stderr.flush()
+
+    def set_postfix(self, **kw):
+        self.loss = kw.get("loss")
+
+    def close(self):
+        if self.tty:
+            sys.stderr.write("\n")
+
+
+def _bar(total, desc):
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return _PlainBar(total, desc)
+    return tqdm(total=total, desc=desc, unit="step")
+
+
+def train(config, overrides=None, resume=None, overwrite=False, progress=True, log=None):
+    """Trains the model a config describes, as `brisk train CONFIG --set KEY=VALUE ...` does.
+
+    config: a dict, a path to a JSON config (relative data paths resolved from its folder) or
+    JSON text. overrides: {"train.epochs": 3, ...} or ["train.epochs=3", ...]. resume: a
+    checkpoint to continue from, or "auto" (the newest in the run directory; a fresh start when
+    it has none). overwrite=True replaces a previous run in train.out_dir. progress: a bar
+    (True), or False. log: as brisk.Session's (None: the logging module's "brisk" logger).
+
+    Returns (summary, checkpoint): summary is a dict (steps, epochs, train_loss, val_loss,
+    val_accuracy, wall_s, ms_per_step, samples_per_s, params, stopped, checkpoint, out_dir...;
+    None where nothing was measured) and checkpoint the newest checkpoint's path ("" when the
+    config sets no train.out_dir). A config with "models" returns ({"models": {...}}, None).
+    KeyboardInterrupt (Ctrl-C) stops the run at the next progress line with a checkpoint
+    (summary["stopped"] is then True). Errors raise BriskError with brisk's message.
+    """
+    text, is_path = _config_text(config)
+    if isinstance(overrides, dict):
+        overrides = ["%s=%s" % (k, json.dumps(v) if not isinstance(v, str) else v) for k, v in overrides.items()]
+    overrides = list(overrides or [])
+    arr = (ctypes.c_char_p * max(1, len(overrides)))(*[o.encode() for o in overrides])
+    state = {"bar": None, "step": 0}
+
+    def on_progress(_user, step, total, loss):
+        try:
+            if state["bar"] is None:
+                state["bar"] = _bar(int(total), "brisk")
+            bar = state["bar"]
+            if not math.isnan(loss):
+                bar.set_postfix(loss=float("%.5g" % loss))
+            bar.update(int(step) - state["step"])
+            state["step"] = int(step)
+            return 0
+        except KeyboardInterrupt:
+            return 1
+
+    log_cb = _lib.make_log(log)
+    prog_cb = _lib.PROGRESS_FN(on_progress) if progress else _lib.PROGRESS_FN()
+    result = ctypes.create_string_buffer(1 << 16)
+    error = ctypes.create_string_buffer(2048)
+    try:
+        st = _lib.lib().brisk_train_run(text.encode(), int(is_path), arr, len(overrides),
+                                        None if resume is None else os.fspath(resume).encode(), int(bool(overwrite)),
+                                        log_cb, None, prog_cb,
+                                        None, result, len(result), error, len(error))
+    finally:
+        if state["bar"] is not None:
+            state["bar"].close()
+    if st and st != _lib.STOPPED:
+        raise BriskError(st, error.value.decode("utf-8", "replace"))
+    summary = json.loads(result.value.decode())
+    return summary, summary.get("checkpoint")
