@@ -4,12 +4,13 @@
 #                                  libpng and libjpeg-turbo (image data)
 #   tools/install-deps.sh --test   also what the tests compare against: NumPy, PyTorch (Debian's
 #                                  python3-torch), clang's sanitizer runtime, gfortran and OpenMPI
-#                                  (the Fortran and MPI examples), and the safetensors Python
-#                                  package from PyPI into build/pydeps
+#                                  (the Fortran and MPI examples), pytest (the Python package's
+#                                  tests), and safetensors, onnxruntime and scikit-build-core
+#                                  from PyPI into build/pydeps
 set -euo pipefail
 pkgs=(build-essential cmake libcjson-dev zlib1g-dev libopenblas-dev libpng-dev libjpeg62-turbo-dev)
 if [ "${1:-}" = "--test" ]; then
-  pkgs+=(python3 python3-numpy python3-torch python3-pip clang libclang-rt-14-dev gfortran libopenmpi-dev openmpi-bin)
+  pkgs+=(python3 python3-numpy python3-torch python3-pip python3-pytest clang libclang-rt-14-dev gfortran libopenmpi-dev openmpi-bin)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,6 +1,7 @@
 #!/bin/sh
-# Installs the Python packages brisk's interop tests need (the `safetensors`
-# package; numpy comes from Debian's python3-numpy) into the folder given as the
+# Installs the Python packages brisk's interop tests need (`safetensors`; `onnxruntime` for
+# the ONNX export test; scikit-build-core with pathspec and a recent packaging for the
+# `pip install ./python` test; numpy comes from Debian's python3-numpy) into the folder given as the
 # argument, for use through PYTHONPATH. Idempotent: does nothing when they already
 # import from there. Uses /usr/bin/python3, the interpreter the tests run.
 #   usage: tools/install-python-deps.sh BUILD_DIR/pydeps
@@ -20,11 +21,11 @@ if ! "$py" -c "import numpy" 2>/dev/null; then
     exit 1
 fi
 mkdir -p "$target"
-if PYTHONPATH="$target" "$py" -c "import safetensors.numpy" 2>/dev/null; then
-    echo "$0: safetensors already importable from $target"
+if PYTHONPATH="$target" "$py" -c "import safetensors.numpy, onnxruntime, scikit_build_core, pathspec" 2>/dev/null; then
+    echo "$0: safetensors, onnxruntime and scikit-build-core already importable from $target"
     exit 0
 fi
 # --target keeps the system site-packages untouched; --no-deps since numpy is Debian's.
 "$py" -m pip install --quiet --disable-pip-version-check --no-deps --break-system-packages \
-    --target "$target" safetensors
-PYTHONPATH="$target" "$py" -c "import safetensors, safetensors.numpy; print('$0: safetensors', safetensors.__version__, 'in $target')"
+    --target "$target" safetensors onnxruntime scikit-build-core pathspec packaging
+PYTHONPATH="$target" "$py" -c "import safetensors, safetensors.numpy, onnxruntime; print('$0: safetensors', safetensors.__version__, 'onnxruntime', onnxruntime.__version__, 'in $target')"

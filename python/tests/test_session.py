@@ -1,0 +1,112 @@
+"""brisk.Session: the C API's calls from NumPy; arrays converted or refused, never a crash."""
+import numpy as np
+import pytest
+
+import brisk
+
+REGRESS = {"model": {"type": "mlp", "inputs": 4, "hidden": [16], "outputs": 2, "task": "regress"},
+           "train": {"batch_size": 16, "seed": 3}, "data": {"validation_fraction": 0.0}}
+
+
+def data(n=128):
+    x = np.random.default_rng(0).standard_normal((n, 4))
+    return x, np.stack([x[:, 0] + x[:, 1], x[:, 2] * 0.5], axis=1)
+
+
+def test_push_train_predict_save_load(tmp_path):
+    x, y = data()
+    with brisk.Session(REGRESS) as s:
+        assert (s.input_width, s.target_width, s.output_width) == (4, 2, 2)
+        s.push(x, y)
+        assert s.query("buffered") == 128
+        s.train_epochs(5)
+        first = s.query("train_loss")
+        s.train_steps(40)
+        assert s.query("steps") == 5 * 8 + 40 and s.query("train_loss") < first
+        p = s.predict(x[:10])
+        assert p.shape == (10, 2) and p.dtype == np.float32
+        s.save(tmp_path / "m.safetensors")
+    with brisk.Session(REGRESS) as t:
+        t.load(tmp_path / "m.safetensors")
+        np.testing.assert_array_equal(t.predict(x[:10]), p)
+        assert t.query("steps") == 80
+
+
+def test_arrays_are_converted():
+    x, y = data()
+    with brisk.Session(REGRESS) as s:
+        s.push(x.astype(np.float64), y)           # float64 -> float32
+        s.push(np.asfortranarray(x), y[::1])      # column-major
+        s.push(x[::2], y[::2])                    # strided rows
+        s.push(x[0], y[0])                        # one sample as 1-D
+        s.push(x.astype(np.int32), y.astype(np.int64))
+        assert s.query("buffered") == 128 * 3 + 64 + 1
+        s.train_epochs(1)
+        ref = s.predict(np.ascontiguousarray(x[:6], dtype=np.float32))
+        np.testing.assert_array_equal(s.predict(np.asfortranarray(x[:6])), ref)
+        np.testing.assert_array_equal(s.predict(x[:12:2][:, ::-1][:, ::-1]), s.predict(x[:12:2].copy()))
+        np.testing.assert_array_equal(s.predict(list(map(list, x[:6]))), ref)
+
+
+def test_bad_arrays_are_refused_clearly():
+    x, y = data()
+    with brisk.Session(REGRESS) as s:
+        with pytest.raises(ValueError, match=r"input has shape \(128, 3\); expected \(n, 4\)"):
+            s.push(x[:, :3], y)
+        with pytest.raises(ValueError, match="128 samples .* and target 127|input has 128 samples"):
+            s.push(x, y[:127])
+        with pytest.raises(ValueError, match="expected \\(n, 4\\)"):
+            s.predict(np.zeros((2, 2, 4)))
+        with pytest.raises(TypeError, match="dtype <U1"):
+            s.push(np.full((2, 4), "a"), y[:2])
+        with pytest.raises(TypeError, match="required"):
+            s.predict(None)
+        bad = x.copy()
+        bad[5, 2] = np.inf
+        with pytest.raises(brisk.BriskError, match="row 5, column 2") as e:
+            s.push(bad, y)
+        assert e.value.status == "numeric" and s.query("buffered") == 0
+        with pytest.raises(brisk.BriskError, match="buffer|samples"):
+            s.train_epochs(1)                     # nothing buffered: brisk's message
+        with pytest.raises(brisk.BriskError, match="unknown name .* known: steps"):
+            s.query("nope")
+        with pytest.raises(ValueError, match="ddpm"):
+            s.sample(x, method="euler")
+        with pytest.raises(brisk.BriskError, match="diffusion|sampl"):
+            s.sample(x)                           # an mlp does not sample
+    with pytest.raises(brisk.BriskError, match="closed"):
+        s.predict(x)
+
+
+def test_classifier_labels_and_probabilities():
+    cfg = {"model": {"type": "mlp", "inputs": 4, "hidden": [8], "outputs": 3}, "train": {"batch_size": 16}}
+    x, _ = data()
+    labels = (x[:, 0] > 0).astype(np.int64) + (x[:, 1] > 1)
+    with brisk.Session(cfg) as s:
+        assert (s.target_width, s.output_width) == (1, 3)
+        s.push(x, labels)                         # 1-D labels: one per row
+        with pytest.raises(brisk.BriskError, match="class|label|\\[0, 3\\)"):
+            s.push(x[:2], [0, 7])
+        s.train_epochs(2)
+        p = s.predict(x[:5])
+        np.testing.assert_allclose(p.sum(axis=1), 1, rtol=1e-5)
+
+
+def test_bad_config_raises_with_key():
+    with pytest.raises(brisk.BriskError, match="model.hidden|hidden"):
+        brisk.Session({"model": {"type": "mlp", "inputs": 4, "hidden": "x", "outputs": 2}})
+
+
+def test_diffusion_sample():
+    cfg = {"model": {"type": "diffusion", "fine": 8, "coarse": 3, "hidden": [16], "time_embedding": 4,
+                     "noise": {"steps": 10}}, "train": {"batch_size": 16}}
+    rng = np.random.default_rng(1)
+    c = rng.standard_normal((64, 3)).astype(np.float32)
+    f = np.repeat(c[:, :1], 8, axis=1)
+    with brisk.Session(cfg) as s:
+        s.push(c, f)
+        s.train_epochs(2)
+        a = s.sample(c[:4], steps=5, seed=7)
+        b = s.sample(c[:4], steps=5, seed=7, guess=f[:4])
+        assert a.shape == b.shape == (4, 8) and np.isfinite(a).all()
+        np.testing.assert_array_equal(a, s.sample(np.asfortranarray(c[:4]), steps=5, seed=7))
