@@ -8,8 +8,9 @@ import brisk
 
 
 def config(data, out):
+    out = str(out)
     return {"model": {"type": "mlp", "inputs": 64, "hidden": [32], "outputs": 3},
-            "data": {"train": str(data)}, "train": {"batch_size": 128, "epochs": 2, "out_dir": str(out),
+            "data": {"train": str(data)}, "train": {"batch_size": 128, "epochs": 2, "out_dir": out,
                                                     "log_every": 1}}
 
 
@@ -25,7 +26,7 @@ def test_train_dict_returns_summary_and_checkpoint(tabular, tmp_path, capsys):
 
 def test_train_path_overrides_and_no_progress(tabular, tmp_path, capsys):
     path = tmp_path / "c.json"
-    path.write_text(json.dumps(config("tab.npz", "run2")))  # relative: from the config's folder
+    path.write_text(json.dumps(config("tab.npz", tmp_path / "run2")))  # data relative to the config
     summary, ckpt = brisk.train(path, overrides={"train.epochs": 1}, progress=False)
     assert summary["epochs"] == 1 and ckpt.endswith("run2/last.safetensors")
     assert capsys.readouterr().err == ""
