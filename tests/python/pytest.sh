@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs the Python package's pytest suite (python/tests) on this build's libbrisk.so, with the
+# Runs pytest files of python/tests on this build's libbrisk.so and brisk command, with the
 # package imported from the source tree. Exit 77 (skip) without pytest or NumPy.
-#   pytest.sh BUILD_DIR SOURCE_DIR WORKLOADS_DIR [pytest arguments...]
+#   pytest.sh BUILD_DIR SOURCE_DIR WORKLOADS_DIR [pytest arguments and python/tests paths...]
 set -eu
 build=$1 src=$2 workloads=$3
 shift 3
@@ -12,4 +12,4 @@ export PYTHONPATH="$build/pydeps:$src/python${PYTHONPATH:+:$PYTHONPATH}"
 export CCACHE_DIR="${CCACHE_DIR:-$build/ccache}" # the install test's compiles
 export OMP_NUM_THREADS=2
 cd "$build"
-exec "$py" -m pytest -q -p no:cacheprovider --basetemp "$build/python_tests" "$@" "$src/python/tests"
+exec "$py" -m pytest -q -rs -p no:cacheprovider --basetemp "$build/python_tests/$$" "$@"

@@ -1,0 +1,152 @@
+"""`brisk export CKPT --onnx FILE`: ONNX Runtime loads the model and its outputs equal `brisk
+predict`'s to 1e-5 for mlp (classifier and regressor), lstm (also bidirectional, mean pool) and
+transformer (pre- and post-norm, causal, learned and sinusoidal positions), and the diffusion
+denoiser's equal a float64 NumPy forward of the checkpoint's weights (brisk predict does not
+run a denoiser). Skipped without onnxruntime (build/pydeps)."""
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+import brisk
+
+ort = pytest.importorskip("onnxruntime")
+
+FEATS = ["ret_1", "ret_8", "dev_16", "vol_32", "hour_sin"]
+
+
+def run(*args, ok=True):
+    r = subprocess.run(list(args), capture_output=True, text=True)
+    assert (r.returncode == 0) == ok, r.stdout + r.stderr
+    return r
+
+
+def onnx_run(path, feeds):
+    s = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert [o.name for o in s.get_outputs()] == ["output"]
+    return s.run(None, feeds)[0], s
+
+
+def train(brisk_bin, tmp_path, name, cfg):
+    (tmp_path / (name + ".json")).write_text(json.dumps(cfg))
+    run(brisk_bin, "train", str(tmp_path / (name + ".json")), "--quiet")
+    return str(tmp_path / name / "last.safetensors")
+
+
+def export_and_compare(brisk_bin, tmp_path, ckpt, x, tol=1e-5, extra=()):
+    np.save(tmp_path / "x.npy", x)
+    run(brisk_bin, "predict", ckpt, "--input", str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy"))
+    out = tmp_path / "m.onnx"
+    run(brisk_bin, "export", ckpt, "--onnx", str(out), *extra)
+    y, s = onnx_run(out, {"x": x})
+    ref = np.load(tmp_path / "y.npy")
+    assert y.shape == ref.shape and s.get_inputs()[0].shape[0] == "N"
+    err = np.abs(y - ref).max()
+    assert err < tol, err
+    return out
+
+
+@pytest.fixture
+def series(tmp_path, brisk_bin):
+    run(brisk_bin, "synth", "series", str(tmp_path / "series.npz"), "--samples", "600")
+    z = np.load(tmp_path / "series.npz")
+    feats = np.stack([z[f] for f in FEATS], axis=1).astype(np.float32)
+    windows = np.stack([feats[k:k + 12] for k in range(0, 580, 29)])  # raw windows [20, 12, 5]
+    return tmp_path / "series.npz", windows
+
+
+def seq_config(data, model, out, target=None):
+    t = target or {"column": "close", "thresholds": [-0.001, 0.001]}
+    return {"model": dict(model, inputs=5, seq_len=12), "data": {
+        "train": str(data), "validation_fraction": 0.2,
+        "windows": {"features": FEATS, "length": 12, "horizon": 3, "target": t}},
+        "train": {"batch_size": 32, "max_steps": 4, "out_dir": out}}
+
+
+def test_mlp_classifier_and_regressor(tabular, tmp_path, brisk_bin):
+    x = np.random.default_rng(0).standard_normal((37, 64)).astype(np.float32)
+    base = {"data": {"train": str(tabular)}, "train": {"batch_size": 64, "epochs": 1}}
+    cls = dict(base, model={"type": "mlp", "inputs": 64, "hidden": [32, 16], "outputs": 3, "dropout": 0.1})
+    cls["train"] = dict(base["train"], out_dir=str(tmp_path / "cls"))
+    ckpt = train(brisk_bin, tmp_path, "cls", cls)
+    export_and_compare(brisk_bin, tmp_path, ckpt, x)
+    # --fp16: fp16 weights, outputs within the weights' rounding
+    export_and_compare(brisk_bin, tmp_path, ckpt, x, tol=2e-3, extra=("--fp16",))
+    reg = dict(base, model={"type": "mlp", "inputs": 64, "hidden": [16], "outputs": 1, "task": "regress",
+                            "activation": "gelu"})
+    reg["train"] = dict(base["train"], out_dir=str(tmp_path / "reg"))
+    export_and_compare(brisk_bin, tmp_path, train(brisk_bin, tmp_path, "reg", reg), x)
+
+
+def test_fp16_halves_the_file(tabular, tmp_path, brisk_bin):
+    cfg = {"model": {"type": "mlp", "inputs": 64, "hidden": [256], "outputs": 3}, "data": {"train": str(tabular)},
+           "train": {"batch_size": 64, "epochs": 1, "out_dir": str(tmp_path / "r")}}
+    ckpt = train(brisk_bin, tmp_path, "r", cfg)
+    run(brisk_bin, "export", ckpt, "--onnx", str(tmp_path / "a.onnx"))
+    run(brisk_bin, "export", ckpt, "--onnx", str(tmp_path / "b.onnx"), "--fp16")
+    a, b = (tmp_path / "a.onnx").stat().st_size, (tmp_path / "b.onnx").stat().st_size
+    assert b < 0.55 * a, (a, b)
+
+
+@pytest.mark.parametrize("model", [
+    {"type": "lstm", "hidden": 16, "layers": 2, "outputs": 3, "pool": "last"},
+    {"type": "lstm", "hidden": 8, "layers": 2, "bidirectional": True, "dropout": 0.2, "pool": "mean", "outputs": 3},
+    {"type": "transformer", "width": 16, "heads": 2, "ffn": 24, "layers": 2, "activation": "gelu", "norm": "pre",
+     "positions": "learned", "pool": "mean", "outputs": 3, "dropout": 0.1},
+    {"type": "transformer", "width": 8, "heads": 2, "ffn": 12, "layers": 2, "norm": "post", "causal": True,
+     "positions": "sinusoidal", "pool": "last", "activation": "gelu_tanh", "outputs": 3},
+], ids=["lstm", "lstm_bidirectional", "transformer_pre", "transformer_post_causal"])
+def test_sequence_models(series, tmp_path, brisk_bin, model):
+    data, windows = series
+    ckpt = train(brisk_bin, tmp_path, "seq", seq_config(data, model, str(tmp_path / "seq")))
+    export_and_compare(brisk_bin, tmp_path, ckpt, windows)
+
+
+def test_sequence_regression_in_target_units(series, tmp_path, brisk_bin):
+    data, windows = series
+    model = {"type": "lstm", "hidden": 8, "layers": 1, "outputs": 1, "task": "regress", "pool": "last"}
+    target = {"column": "close", "kind": "value", "change": "relative"}
+    ckpt = train(brisk_bin, tmp_path, "sr", seq_config(data, model, str(tmp_path / "sr"), target))
+    export_and_compare(brisk_bin, tmp_path, ckpt, windows)
+
+
+def test_diffusion_denoiser(tmp_path, brisk_bin):
+    run(brisk_bin, "synth", "diffusion", str(tmp_path / "d.npz"), "--samples", "256")
+    cfg = {"model": {"type": "diffusion", "fine": 256, "coarse": 7, "time_embedding": 32, "hidden": [64, 64],
+                     "noise": {"steps": 50}}, "data": {"train": str(tmp_path / "d.npz")},
+           "train": {"batch_size": 32, "max_steps": 3, "out_dir": str(tmp_path / "d")}}
+    ckpt = train(brisk_bin, tmp_path, "d", cfg)
+    run(brisk_bin, "export", ckpt, "--onnx", str(tmp_path / "d.onnx"))
+    rng = np.random.default_rng(2)
+    coarse = rng.standard_normal((9, 7)).astype(np.float32)
+    xt = rng.standard_normal((9, 256)).astype(np.float32)
+    t = rng.integers(0, 50, 9).astype(np.int32)
+    s = ort.InferenceSession(str(tmp_path / "d.onnx"), providers=["CPUExecutionProvider"])
+    assert sorted(i.name for i in s.get_inputs()) == ["coarse", "t", "x_t"]
+    y = s.run(None, {"coarse": coarse, "x_t": xt, "t": t})[0]
+    # the reference: torch_ref.Denoiser's forward in float64 on brisk.load's weights
+    w = {k: v.astype(np.float64) for k, v in brisk.load(ckpt).items()}
+    half = 16
+    f = np.exp(-np.log(10000.0) * np.arange(half) / half)
+    a = t[:, None].astype(np.float64) * f[None, :]
+    h = np.concatenate([xt, coarse, np.sin(a), np.cos(a)], axis=1)
+    for i in (0, 2):
+        h = h @ w["net.%d.weight" % i].T + w["net.%d.bias" % i]
+        h = h / (1 + np.exp(-h))
+    ref = h @ w["net.4.weight"].T + w["net.4.bias"]
+    assert y.shape == (9, 256)
+    assert np.abs(y - ref).max() < 1e-5, np.abs(y - ref).max()
+
+
+def test_export_errors(tmp_path, brisk_bin, tabular):
+    r = run(brisk_bin, "export", "x.safetensors", ok=False)
+    assert r.returncode == 2 and "--onnx" in r.stderr
+    r = run(brisk_bin, "export", str(tmp_path / "absent.safetensors"), "--onnx", str(tmp_path / "m.onnx"), ok=False)
+    assert r.returncode == 1 and "absent.safetensors" in r.stderr
+    cfg = {"model": {"type": "mlp", "inputs": 64, "hidden": [8], "outputs": 3}, "data": {"train": str(tabular)},
+           "train": {"batch_size": 64, "max_steps": 1, "out_dir": str(tmp_path / "r")}}
+    ckpt = train(brisk_bin, tmp_path, "r", cfg)
+    r = run(brisk_bin, "export", ckpt, "--onnx", str(tmp_path / "no" / "dir" / "m.onnx"), ok=False)
+    assert r.returncode == 1 and "m.onnx" in r.stderr
+    assert "usage: brisk export" in run(brisk_bin, "export", "--help").stdout

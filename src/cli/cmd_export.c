@@ -1,0 +1,37 @@
+/* brisk export CKPT --onnx FILE [--fp16] */
+#include <stdio.h>
+
+#include "cli/cli.h"
+
+static const char help[] =
+    "usage: brisk export CKPT --onnx FILE [--fp16]\n"
+    "\n"
+    "Writes the inference graph of a checkpoint's model as an ONNX model (opset 17, IR version 8)\n"
+    "for ONNX Runtime, TensorRT and the like: mlp, diffusion (the denoiser: inputs coarse, x_t and\n"
+    "the step t, output the predicted noise), lstm and transformer. Inputs are named as the model's\n"
+    "fields (x for mlp and sequence models) with the batch dimension N; the output \"output\" is\n"
+    "what brisk predict writes for the same input: class probabilities for a classifier, outputs in\n"
+    "the target's units for a regression, with the normalisation of windowed data inside.\n"
+    "  --onnx FILE   where to write the model\n"
+    "  --fp16        store the weights as fp16 (half the file); the computation stays fp32\n";
+
+int cmd_export(int argc, char **argv) {
+    static const cli_opt opts[] = {{"--onnx", 1}, {"--fp16", 0}, {NULL, 0}};
+    cli_parser p = {"export", opts, argc, argv, 0, 0};
+    const char *ckpt = NULL, *onnx = NULL, *name, *v;
+    int fp16 = 0;
+    for (int k; (k = cli_next(&p, &name, &v)) != CLI_END;) {
+        if (k == CLI_ERR) return BRISK_EXIT_USAGE;
+        if (k == CLI_HELP) { fputs(help, stdout); return 0; }
+        if (k == 0) onnx = v;
+        else if (k == 1) fp16 = 1;
+        else if (!ckpt) ckpt = v;
+        else return cli_usage("export", "one checkpoint expected, got '%s' and '%s'", ckpt, v);
+    }
+    if (!ckpt || !onnx)
+        return cli_usage("export", "%s is required", !ckpt ? "a checkpoint" : "--onnx FILE (the only format so far)");
+    brisk_error err = {0};
+    brisk_logger lg = {cli_log, NULL, BRISK_LOG_INFO};
+    if (brisk_export_onnx(ckpt, onnx, fp16, &lg, &err)) return cli_fail_err(&err);
+    return 0;
+}
