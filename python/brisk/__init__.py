@@ -9,9 +9,9 @@ Errors raise brisk.BriskError carrying brisk's message. The library is libbrisk.
 this package after `pip install ./python`, or the one BRISK_LIBRARY names.
 """
 from ._lib import BriskError
-from .checkpoint import load
+from .checkpoint import load, metadata
 from .session import Session
 from .train import train
 
-__all__ = ["BriskError", "Session", "load", "train"]
+__all__ = ["BriskError", "Session", "load", "metadata", "train"]
 __version__ = "0.1.0"

@@ -22,9 +22,8 @@ def _bad(path, why):
     return BriskError(3, "%s: %s; expected a safetensors checkpoint written by brisk" % (path, why))
 
 
-def load(path, optimizer=False):
-    """dict name -> numpy array of the checkpoint's parameters and buffers (BatchNorm
-    statistics); with optimizer=True also the AdamW moments (optim.exp_avg.<name>, ...)."""
+def _read(path):
+    """(header dict, data bytes) of a safetensors file, refused clearly when it is not one."""
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -40,21 +39,48 @@ def load(path, optimizer=False):
         header = json.loads(raw[8:8 + n])
     except ValueError as e:
         raise _bad(path, "its header is not JSON (%s)" % e) from None
-    data = memoryview(raw)[8 + n:]
+    if not isinstance(header, dict):
+        raise _bad(path, "its header is not a JSON object")
+    return header, memoryview(raw)[8 + n:]
+
+
+def metadata(path):
+    """The checkpoint's metadata: config, step, epoch, and for windowed data "normalization"
+    ({"mean": [...], "std": [...]}, applied to raw features before the model), JSON values
+    parsed."""
+    header, _ = _read(path)
+    out = {}
+    for k, v in header.get("__metadata__", {}).items():
+        try:
+            out[k] = json.loads(v)
+        except (TypeError, ValueError):
+            out[k] = v
+    return out
+
+
+def load(path, optimizer=False):
+    """dict name -> numpy array of the checkpoint's parameters and buffers (BatchNorm
+    statistics); with optimizer=True also the AdamW moments (optim.exp_avg.<name>, ...)."""
+    path = os.fspath(path)
+    header, data = _read(path)
     out = {}
     for name, t in header.items():
         if name == "__metadata__" or (name.startswith("optim.") and not optimizer):
             continue
+        if not isinstance(t, dict) or "data_offsets" not in t:
+            raise _bad(path, "tensor %s has no data_offsets" % name)
+        lo, hi = t["data_offsets"]
+        if not 0 <= lo <= hi <= len(data):
+            raise _bad(path, "tensor %s lies outside the file" % name)
         if t.get("dtype") == "BF16":
-            lo, hi = t["data_offsets"]
             bits = np.frombuffer(data[lo:hi], dtype=np.uint16).astype(np.uint32) << 16
             out[name] = bits.view(np.float32).reshape(t["shape"])
             continue
         dt = _DTYPES.get(t.get("dtype"))
         if dt is None:
             raise _bad(path, "tensor %s has dtype %r" % (name, t.get("dtype")))
-        lo, hi = t["data_offsets"]
-        if not 0 <= lo <= hi <= len(data):
-            raise _bad(path, "tensor %s lies outside the file" % name)
-        out[name] = np.frombuffer(data[lo:hi], dtype=dt).reshape(t["shape"]).copy()
+        try:
+            out[name] = np.frombuffer(data[lo:hi], dtype=dt).reshape(t["shape"]).copy()
+        except ValueError:
+            raise _bad(path, "tensor %s: %d bytes for shape %s" % (name, hi - lo, t.get("shape"))) from None
     return out

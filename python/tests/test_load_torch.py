@@ -30,25 +30,87 @@ def test_load_names_and_optimizer(tabular, tmp_path):
         brisk.load(tmp_path / "absent")
 
 
-def test_recipe_torch_ref_tabular(tabular, tmp_path, brisk_bin):
-    torch = pytest.importorskip("torch")
+@pytest.fixture
+def torch_ref():
+    pytest.importorskip("torch")
     workloads = os.environ.get("BRISK_WORKLOADS", "")
     if not os.path.exists(os.path.join(workloads, "torch_ref.py")):
         pytest.skip("torch_ref.py not found (BRISK_WORKLOADS)")
     sys.path.insert(0, workloads)
     import torch_ref
+    return torch_ref
 
+
+def predict(brisk_bin, tmp_path, ckpt, x):
+    np.save(tmp_path / "x.npy", x)
+    subprocess.run([brisk_bin, "predict", ckpt, "--input", str(tmp_path / "x.npy"), "--output",
+                    str(tmp_path / "y.npy")], check=True, stdout=subprocess.DEVNULL)
+    return np.load(tmp_path / "y.npy")
+
+
+def test_recipe_tabular(torch_ref, tabular, tmp_path, brisk_bin):
+    import torch
     cfg = {"model": {"type": "mlp", "inputs": 64, "hidden": [512, 256, 128], "outputs": 3, "dropout": 0.1},
            "data": {"train": str(tabular)}, "train": {"batch_size": 256, "epochs": 1, "out_dir": str(tmp_path / "r")}}
     _, ckpt = brisk.train(cfg, progress=False)
     x = np.random.default_rng(0).standard_normal((50, 64)).astype(np.float32)
-    np.save(tmp_path / "x.npy", x)
-    subprocess.run([brisk_bin, "predict", ckpt, "--input", str(tmp_path / "x.npy"), "--output",
-                    str(tmp_path / "y.npy")], check=True, stdout=subprocess.DEVNULL)
     # the recipe (README.md, "Python")
     model = torch_ref.Tabular()
     model.load_state_dict({k: torch.from_numpy(v) for k, v in brisk.load(ckpt).items()})
     model.eval()
     with torch.no_grad():
         p = torch.softmax(model.net(torch.from_numpy(x)), dim=1).numpy()
-    assert np.abs(p - np.load(tmp_path / "y.npy")).max() < 1e-5
+    assert np.abs(p - predict(brisk_bin, tmp_path, ckpt, x)).max() < 1e-5
+
+
+@pytest.mark.parametrize("kind", ["lstm", "transformer"])
+def test_recipe_sequence(torch_ref, tmp_path, brisk_bin, kind):
+    import torch
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
+    (tmp_path / "data").mkdir()
+    subprocess.run([brisk_bin, "synth", "series", str(tmp_path / "data" / "series.csv"), "--samples", "400"],
+                   check=True, stdout=subprocess.DEVNULL)
+    _, ckpt = brisk.train(os.path.join(src, kind + ".json"), progress=False, overrides={
+        "data.train": str(tmp_path / "data" / "series.csv"), "train.batch_size": 16, "train.max_steps": 2,
+        "train.out_dir": str(tmp_path / kind)})
+    rng = np.random.default_rng(1)
+    raw = rng.standard_normal((6, 60, 32)).astype(np.float32)  # raw windows, as brisk predict takes them
+    # the recipe: the model's weights, and the inputs normalised as in training
+    model = torch_ref.LSTMClassifier() if kind == "lstm" else torch_ref.TransformerClassifier()
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in brisk.load(ckpt).items()})
+    model.eval()
+    norm = brisk.metadata(ckpt)["normalization"]
+    x = torch.from_numpy((raw - np.float32(norm["mean"])) / np.float32(norm["std"]))
+    with torch.no_grad():
+        if kind == "lstm":
+            logits = model.head(model.lstm(x)[0][:, -1])
+        else:
+            logits = model.head(model.norm(model.enc(model.proj(x) + model.pos).mean(dim=1)))
+    p = torch.softmax(logits, dim=1).numpy()
+    assert np.abs(p - predict(brisk_bin, tmp_path, ckpt, raw)).max() < 1e-5
+
+
+def test_recipe_denoiser(torch_ref, tmp_path, brisk_bin):
+    import torch
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "diffusion.json")
+    subprocess.run([brisk_bin, "synth", "diffusion", str(tmp_path / "d.npz"), "--samples", "128"], check=True,
+                   stdout=subprocess.DEVNULL)
+    _, ckpt = brisk.train(src, progress=False, overrides={"data.train": str(tmp_path / "d.npz"),
+                                                          "train.batch_size": 32, "train.max_steps": 2,
+                                                          "train.out_dir": str(tmp_path / "d")})
+    model = torch_ref.Denoiser()
+    missing = model.load_state_dict({k: torch.from_numpy(v) for k, v in brisk.load(ckpt).items()}, strict=False)
+    assert list(missing.missing_keys) == ["abar"] and not missing.unexpected_keys  # abar: the schedule, not a weight
+    # brisk's own denoiser output, through the ONNX export when onnxruntime is there
+    ort = pytest.importorskip("onnxruntime")
+    subprocess.run([brisk_bin, "export", ckpt, "--onnx", str(tmp_path / "d.onnx")], check=True,
+                   stdout=subprocess.DEVNULL)
+    rng = np.random.default_rng(3)
+    coarse, xt = rng.standard_normal((5, 7)).astype(np.float32), rng.standard_normal((5, 256)).astype(np.float32)
+    t = np.array([0, 7, 21, 33, 49], dtype=np.int32)
+    y = ort.InferenceSession(str(tmp_path / "d.onnx"), providers=["CPUExecutionProvider"]).run(
+        None, {"coarse": coarse, "x_t": xt, "t": t})[0]
+    with torch.no_grad():
+        ref = model.net(torch.cat([torch.from_numpy(xt), torch.from_numpy(coarse),
+                                   torch_ref.sinusoidal(torch.from_numpy(t).long(), model.temb)], dim=1)).numpy()
+    assert np.abs(y - ref).max() < 1e-5
