@@ -159,6 +159,8 @@ class Session:
 
     def query(self, name):
         """One number by name (api.h lists them: "steps", "train_loss", "val_loss", "buffered", ...)."""
+        if not isinstance(name, str):
+            raise TypeError("brisk: query takes a name (str), not %s" % type(name).__name__)
         v = ctypes.c_double()
         self._check(_lib.lib().brisk_session_query(self._handle(), name.encode(), ctypes.byref(v)))
         return v.value

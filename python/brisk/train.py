@@ -63,6 +63,9 @@ def train(config, overrides=None, resume=None, overwrite=False, progress=True, l
     text, is_path = _config_text(config)
     if isinstance(overrides, dict):
         overrides = ["%s=%s" % (k, json.dumps(v) if not isinstance(v, str) else v) for k, v in overrides.items()]
+    elif overrides is not None and (not isinstance(overrides, (list, tuple)) or
+                                    not all(isinstance(o, str) for o in overrides)):
+        raise TypeError("brisk: overrides must be a dict {key: value} or a list of \"key=value\" strings")
     overrides = list(overrides or [])
     arr = (ctypes.c_char_p * max(1, len(overrides)))(*[o.encode() for o in overrides])
     state = {"bar": None, "step": 0}

@@ -70,6 +70,10 @@ def test_bad_arrays_are_refused_clearly():
             s.train_epochs(1)                     # nothing buffered: brisk's message
         with pytest.raises(brisk.BriskError, match="unknown name .* known: steps"):
             s.query("nope")
+        with pytest.raises(TypeError, match="name"):
+            s.query(None)
+        with pytest.raises(brisk.BriskError, match="at least 1"):
+            s.train_epochs(0)
         with pytest.raises(ValueError, match="ddpm"):
             s.sample(x, method="euler")
         with pytest.raises(brisk.BriskError, match="diffusion|sampl"):

@@ -49,6 +49,10 @@ def test_train_errors_carry_brisk_messages(tabular, tmp_path):
         brisk.train(str(tmp_path / "nope.json"))
     with pytest.raises(TypeError, match="dict"):
         brisk.train(42)
+    with pytest.raises(TypeError, match="overrides"):
+        brisk.train(bad, overrides=5)
+    with pytest.raises(TypeError, match="overrides"):
+        brisk.train(bad, overrides="train.epochs=1")
 
 
 def test_log_callable_gets_messages(tabular, tmp_path):
