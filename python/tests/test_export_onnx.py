@@ -150,3 +150,6 @@ def test_export_errors(tmp_path, brisk_bin, tabular):
     r = run(brisk_bin, "export", ckpt, "--onnx", str(tmp_path / "no" / "dir" / "m.onnx"), ok=False)
     assert r.returncode == 1 and "m.onnx" in r.stderr
     assert "usage: brisk export" in run(brisk_bin, "export", "--help").stdout
+    r = subprocess.run([brisk_bin, "export", ckpt, "--onnx", "-"], capture_output=True)  # the model on stdout
+    assert r.returncode == 0 and b"export" in r.stderr
+    assert ort.InferenceSession(r.stdout, providers=["CPUExecutionProvider"]).get_outputs()[0].name == "output"

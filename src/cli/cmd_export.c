@@ -1,5 +1,6 @@
 /* brisk export CKPT --onnx FILE [--fp16] */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/cli.h"
 
@@ -13,7 +14,7 @@ static const char help[] =
     "the batch dimension N; the output \"output\" is what brisk predict writes for the same input:\n"
     "class probabilities for a classifier, outputs in the target's units for a regression, with the\n"
     "normalisation of windowed data inside.\n"
-    "  --onnx FILE   where to write the model\n"
+    "  --onnx FILE   where to write the model (replaced atomically; - for standard output)\n"
     "  --fp16        store the weights as fp16 (half the file); the computation stays fp32\n";
 
 int cmd_export(int argc, char **argv) {
@@ -32,7 +33,8 @@ int cmd_export(int argc, char **argv) {
     if (!ckpt || !onnx)
         return cli_usage("export", "%s is required", !ckpt ? "a checkpoint" : "--onnx FILE (the only format so far)");
     brisk_error err = {0};
-    brisk_logger lg = {cli_log, NULL, BRISK_LOG_INFO};
+    /* With the model on standard output the message goes to stderr. */
+    brisk_logger lg = {strcmp(onnx, "-") == 0 ? cli_log_stderr : cli_log, NULL, BRISK_LOG_INFO};
     if (brisk_export_onnx(ckpt, onnx, fp16, &lg, &err)) return cli_fail_err(&err);
     return 0;
 }

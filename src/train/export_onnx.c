@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/protowire.h"
+#include "data/bytes.h"
 #include "train/trainer_internal.h"
 
 #define ONNX_OPSET 17
@@ -499,7 +500,6 @@ brisk_status brisk_export_onnx(const char *checkpoint, const char *onnx_path, in
     float *params = NULL, *mean = NULL, *std = NULL;
     ox o = {g, g3, NULL, fp16, {0}, 0, NULL, err};
     brisk_pb model = {0}, sub = {0};
-    FILE *f = NULL;
     if (!g || !g3 || !be) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto out; }
     if (m->type == BRISK_MODEL_MESHGNN) {
         st = brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: a meshgnn has no ONNX export yet (its segment sums over the "
@@ -540,16 +540,13 @@ brisk_status brisk_export_onnx(const char *checkpoint, const char *onnx_path, in
     brisk_pb_int(&sub, 2, ONNX_OPSET);
     brisk_pb_message(&model, 8, &sub);
     if (model.oom || o.graph.oom) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "export: out of memory"); goto out; }
-    if (!(f = fopen(onnx_path, "wb")) || fwrite(model.p, 1, model.n, f) != model.n || fclose(f) != 0) {
-        f = NULL;
-        st = brisk_errorf(err, BRISK_ERR_IO, "%s: cannot write the ONNX model", onnx_path);
-        goto out;
-    }
-    f = NULL;
+    brisk_out w; /* atomically, as every output: temporary file, fsync, rename */
+    if ((st = brisk_out_open(&w, onnx_path, err))) goto out;
+    brisk_out_write(&w, model.p, model.n);
+    if ((st = brisk_out_commit(&w, err))) goto out;
     brisk_log(log, BRISK_LOG_INFO, "export    %s -> %s (ONNX opset %d, %s, %zu bytes)", checkpoint, onnx_path, ONNX_OPSET,
               fp16 ? "fp16 weights" : "fp32", model.n);
 out:
-    if (f) fclose(f);
     brisk_pb_free(&model);
     brisk_pb_free(&sub);
     brisk_pb_free(&o.graph);
