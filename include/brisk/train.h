@@ -327,8 +327,9 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
 /* Writes the checkpoint's inference graph as an ONNX model (opset 17; src/train/export_onnx.c):
  * inputs named as the model's fields with the batch dimension "N", one output "output" equal
  * to what brisk predict writes (probabilities for a classifier, the target's units for a
- * regression; a diffusion model's denoiser output: the noise, or x0 with noise.prediction x0). fp16: weights stored as fp16 (half the
- * file), cast to fp32 where read; the computation stays fp32. */
+ * regression; a diffusion model's denoiser output: the noise, or x0 with noise.prediction
+ * x0). fp16: weights stored as fp16 (half the file), cast to fp32 where read; the computation
+ * stays fp32. "-" writes to standard output. */
 brisk_status brisk_export_onnx(const char *checkpoint, const char *onnx_path, int fp16, const brisk_logger *log,
                                brisk_error *err);
 
