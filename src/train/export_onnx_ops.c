@@ -182,6 +182,47 @@ static brisk_status lstm(ox *o, int id, const char *out) {
 
 static void unary(ox *o, const char *op, const char *in, const char *out) { node(o, op, &in, 1, out, NULL); }
 
+/* A 2-D window as ONNX's attributes (pads: begin then end of each spatial axis). */
+static void window(attrs *a, const brisk_window *w, int kh, int kw, int dilations) {
+    const int64_t k[2] = {kh, kw}, s[2] = {w->sh, w->sw}, p[4] = {w->ph, w->pw, w->ph, w->pw}, d[2] = {w->dh, w->dw};
+    attr_ints(a, "kernel_shape", k, 2);
+    attr_ints(a, "strides", s, 2);
+    attr_ints(a, "pads", p, 4);
+    if (dilations) attr_ints(a, "dilations", d, 2);
+}
+
+/* CONV2D, BATCHNORM (inference: the running statistics) and POOL2D, NCHW as brisk's. */
+static brisk_status vision(ox *o, int id, const char *out) {
+    const brisk_node *n = &o->g->nodes[id];
+    const char *x = o->name[n->in[0]];
+    attrs a = {0};
+    if (n->op == BRISK_OP_CONV2D) {
+        const brisk_shape *w = &o->g->nodes[n->in[1]].shape;
+        window(&a, &n->attr.win, (int)w->d[2], (int)w->d[3], 1);
+        attr_int(&a, "group", n->attr.win.groups > 0 ? n->attr.win.groups : 1);
+        NODE(o, "Conv", out, &a, x, o->name[n->in[1]]);
+        return BRISK_OK;
+    }
+    if (n->op == BRISK_OP_POOL2D) {
+        window(&a, &n->attr.win, n->attr.win.kh, n->attr.win.kw, n->attr.kind == BRISK_POOL_MAX);
+        if (n->attr.kind == BRISK_POOL_AVG) attr_int(&a, "count_include_pad", 1);
+        NODE(o, n->attr.kind == BRISK_POOL_MAX ? "MaxPool" : "AveragePool", out, &a, x);
+        return BRISK_OK;
+    }
+    /* BATCHNORM: y = (x - mean) / sqrt(var + eps) gamma + beta [+ residual] [then ReLU] */
+    char t[2][BRISK_NAME_MAX + 8];
+    const char *y = n->n_in > 5 || n->attr.kind == 1 ? fresh(o, t[0]) : out;
+    attr_float(&a, "epsilon", n->attr.f0);
+    NODE(o, "BatchNormalization", y, &a, x, o->name[n->in[1]], o->name[n->in[2]], o->name[n->in[3]], o->name[n->in[4]]);
+    if (n->n_in > 5) {
+        const char *sum = n->attr.kind == 1 ? fresh(o, t[1]) : out;
+        NODE(o, "Add", sum, NULL, y, o->name[n->in[5]]);
+        y = sum;
+    }
+    if (n->attr.kind == 1) unary(o, "Relu", y, out);
+    return BRISK_OK;
+}
+
 /* One forward node as ONNX nodes writing o->name[id]. */
 brisk_status brisk_onnx_emit(ox *o, int id) {
     const brisk_node *n = &o->g->nodes[id], *n3 = &o->g3->nodes[id];
@@ -314,6 +355,7 @@ brisk_status brisk_onnx_emit(ox *o, int id) {
         return BRISK_OK;
     }
     case BRISK_OP_LSTM: return lstm(o, id, out);
+    case BRISK_OP_CONV2D: case BRISK_OP_BATCHNORM: case BRISK_OP_POOL2D: return vision(o, id, out);
     case BRISK_OP_ATTENTION: return attention(o, id, out);
     default:
         return brisk_errorf(o->err, BRISK_ERR_UNSUPPORTED, "export: op %s (node %d) has no ONNX export yet",
