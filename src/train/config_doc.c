@@ -16,7 +16,12 @@
  * between model types. */
 static const struct { const char *key, *meaning; } meanings[] = {
     {"model(diffusion).hidden", "widths of the hidden layers of the denoiser"},
-    {"model.type", "the model: mlp (tabular), diffusion (a conditional DDPM downscaler), lstm or transformer (windows of a series), meshgnn (a grid-mesh graph network forecasting the next step)"},
+    {"model.type", "the model: mlp (tabular), diffusion (a conditional DDPM downscaler), lstm or transformer (windows of a series), meshgnn (a grid-mesh graph network forecasting the next step), resnet (a ResNet regressing image keypoints)"},
+    {"model.depth", "ResNet depth: 18 or 34 (BasicBlock) or 50 (Bottleneck)"},
+    {"model.keypoints", "keypoints K regressed as (x, y) pairs: the data's y [K, 2]"},
+    {"model.channels", "image channels at the input"},
+    {"model.size", "image size the model is built for: [width, height], as data.images.size"},
+    {"model.visibility", "weight each keypoint's squared error by the data field visible (0 drops it; the mean stays over all 2K coordinates)"},
     {"model(meshgnn).inputs", "variables per grid node at the input"},
     {"model(meshgnn).outputs", "variables per grid node predicted (as their next-step change)"},
     {"model(meshgnn).layers", "message-passing layers of the processor on the mesh"},
@@ -148,6 +153,7 @@ static const struct { const char *section, *json; } walks[] = {
     {"mlp", "{\"model\": {\"type\": \"mlp\", \"inputs\": 1, \"outputs\": 1, \"hidden\": [1]},"
             " \"data\": {\"images\": {\"labels\": \"l.csv\", \"size\": 1, \"augment\": {}}}}"},
     {"meshgnn", "{\"model\": {\"type\": \"meshgnn\"}}"},
+    {"resnet", "{\"model\": {\"type\": \"resnet\"}}"},
     {"pipeline", "{\"models\": [{\"name\": \"a\", \"type\": \"mlp\", \"inputs\": 1, \"outputs\": 1}]}"},
 };
 
@@ -272,8 +278,8 @@ brisk_status brisk_config_reference(char **markdown, brisk_error *err) {
                 "Configs are JSON with `//` and `/* */` comments; any key can be set from the command line with "
                 "`--set KEY=VALUE` (e.g. `--set optim.lr=3e-4`). Unknown keys are errors. *accepts* is the range "
                 "or the choices a value must have; *required* keys have no default.\n\n");
-        static const char *const types[] = {"mlp", "diffusion", "lstm", "transformer", "meshgnn"};
-        for (int k = 0; k < 5; k++) {
+        static const char *const types[] = {"mlp", "diffusion", "lstm", "transformer", "meshgnn", "resnet"};
+        for (int k = 0; k < 6; k++) {
             put(&t, "## model (%s)\n\n", types[k]);
             table(&t, &w, types[k], "model.");
         }
