@@ -412,6 +412,15 @@ typedef struct brisk_image_report {
 
 brisk_status brisk_image_dataset_load(brisk_dataset *ds, const brisk_image_spec *spec, brisk_image_report *report,
                                       brisk_error *err);
+/* labels may also name a folder: its .png/.jpg/.jpeg files (any case), sorted by name, as
+ * samples with the field "x" only (what `brisk predict` reads). The file of sample i of an
+ * image dataset read from files (NULL otherwise, or for i out of range). */
+const char *brisk_image_dataset_path(const brisk_dataset *ds, int64_t i);
+/* Predicted keypoints as CSV: a header `file,x0,y0,x1,y1,...`, then per row the image's file
+ * name (without its folder) and xy[r, 2k] in pixels. A name with a comma or a line break is
+ * an error (the labels format has no quoting). Written atomically, as brisk_csv_write. */
+brisk_status brisk_keypoints_csv_write(const char *path, const char *const *files, int64_t rows, int k, const float *xy,
+                                       brisk_error *err);
 
 /* ---------------------------------------------------------------- episodic sampling
  * Few-shot episodes: a category drawn uniformly among those with at least K + Q samples,
