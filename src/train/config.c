@@ -417,7 +417,15 @@ static void read_data(brisk_json_reader *root, brisk_data_spec *d) {
     d->buffer_reject = v == 1;
     read_windows(&r, &d->windows);
     read_images(&r, &d->images);
+    brisk_json_reader ep;
     bool present;
+    brisk_json_object_opt(&r, "episodes", &ep, &present);
+    if (present && ep.obj) {
+        brisk_json_int(&ep, "support", 1, 1 << 16, &d->episode_support);
+        brisk_json_int_or(&ep, "query", 1, 0, 1 << 16, &d->episode_query);
+        if (!d->images.enabled)
+            brisk_json_fail(&r, "episodes", "episodes draw from the categories of data.images.labels; give data.images");
+    }
     brisk_json_object_opt(&r, "fields", &f, &present);
     if (d->images.enabled && (d->windows.enabled || (present && f.obj) || d->train[0]))
         brisk_json_fail(&r, "images", "images make their fields (x, y, visible, category) from data.images.labels; "

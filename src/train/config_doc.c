@@ -61,6 +61,9 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"models[].name", "the model's name: its run directory out_dir/<name> and its row in the comparison"},
     {"data.train", "the training data: .npz (fields are members) or .csv (fields are columns); relative to the working directory, else to the config"},
     {"data.images.labels", "labels .csv (file[,category][,x0,y0,v0,...]; images beside it) or an image array .npy/.npz; replaces data.train"},
+    {"data.episodes", "episodic batches (few-shot pose): each training batch is a category drawn from data.images' categories, then support + query distinct samples of it, in that order; train.batch_size must be support + query"},
+    {"data.episodes.support", "support samples per episode (the batch's first)"},
+    {"data.episodes.query", "query samples per episode (after the support samples)"},
     {"data.images.size", "the images' size in pixels: one number or [width, height]"},
     {"data.images.mean", "per-channel mean subtracted after scaling pixels to [0, 1] (3 numbers; default 0)"},
     {"data.images.std", "per-channel std divided by after the mean (3 numbers; default 1)"},
@@ -153,7 +156,8 @@ static const struct { const char *section, *json; } walks[] = {
     {"mlp", "{\"model\": {\"type\": \"mlp\", \"inputs\": 1, \"outputs\": 1, \"hidden\": [1]},"
             " \"data\": {\"images\": {\"labels\": \"l.csv\", \"size\": 1, \"augment\": {}}}}"},
     {"meshgnn", "{\"model\": {\"type\": \"meshgnn\"}}"},
-    {"resnet", "{\"model\": {\"type\": \"resnet\"}}"},
+    {"resnet", "{\"model\": {\"type\": \"resnet\"}, \"data\": {\"images\": {\"labels\": \"l.csv\", \"size\": 1},"
+               " \"episodes\": {\"support\": 1}}}"},
     {"pipeline", "{\"models\": [{\"name\": \"a\", \"type\": \"mlp\", \"inputs\": 1, \"outputs\": 1}]}"},
 };
 

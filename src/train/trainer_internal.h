@@ -13,6 +13,7 @@ struct brisk_trainer {
     brisk_logger log;
     brisk_dataset data;
     brisk_split split;
+    brisk_episodes episodes;   /* data.episodes over the training split (k = 0: off) */
     brisk_model_io io;
     int field_of_input[BRISK_MAX_FIELDS]; /* dataset field index feeding model field i */
     brisk_graph *g;

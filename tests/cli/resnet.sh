@@ -18,6 +18,13 @@ losses() { grep -o '"train_loss": [0-9.e-]*' "$1/metrics.jsonl"; }
 "$brisk" train "$src/examples/resnet.json" $small --epochs 2 --out part --resume part/last.safetensors
 [ "$(losses full)" = "$(losses part)" ] || { echo "resumed losses differ"; losses full; losses part; exit 1; }
 [ "$(losses full | wc -l)" = 2 ] || { echo "expected 2 epochs of losses"; exit 1; }
+# episodic batches (2 support + 2 query samples of one category), resumed exactly
+ep="--set data.episodes.support=2 --set data.episodes.query=2 --batch-size 4"
+"$brisk" train "$src/examples/resnet.json" --set data.images.workers=2 $ep --epochs 2 --out ep_full > ep.txt
+grep -q "episodes  each batch 2 support + 2 query samples of one of 3 categories" ep.txt
+"$brisk" train "$src/examples/resnet.json" $small $ep --epochs 1 --out ep_part
+"$brisk" train "$src/examples/resnet.json" $small $ep --epochs 2 --out ep_part --resume ep_part/last.safetensors
+[ "$(losses ep_full)" = "$(losses ep_part)" ] || { echo "episodic: resumed losses differ"; losses ep_full; losses ep_part; exit 1; }
 # predict on a folder: its PNG and JPEG files, sorted; other files ignored
 mkdir pred && cp data/img_00000[0-4].png pred/ && echo "not an image" > pred/notes.txt
 "$brisk" predict full/last.safetensors --input pred --output kp.csv | grep -q "5 images -> kp.csv \[5, 4, 2\]"
@@ -84,6 +91,11 @@ expect "model.size" train "$src/examples/resnet.json" --set 'model.size=[64]'
 expect "model.activation" train "$src/examples/resnet.json" --set model.activation=gelu
 expect "field 'y' has samples of shape [4, 2], the model" train "$src/examples/resnet.json" --set model.keypoints=5
 expect "field 'x' has samples of shape [3, 64, 64], the model" train "$src/examples/resnet.json" --set 'model.size=[32,32]'
+expect "train.batch_size is 8, but an episode (data.episodes) is 2 support + 2 query" train "$src/examples/resnet.json" \
+  $small --set data.episodes.support=2 --set data.episodes.query=2
+expect "data.episodes.support" train "$src/examples/resnet.json" --set data.episodes.support=0
+expect "data.episodes" train "$src/examples/resnet.json" --batch-size 40 --set data.episodes.support=20 \
+  --set data.episodes.query=20
 mkdir empty
 expect "empty: no usable .png, .jpg or .jpeg file" predict full/last.safetensors --input empty --output k.csv
 cp data/img_000001.png pred/broken.png && truncate -s 100 pred/broken.png
