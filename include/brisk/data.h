@@ -369,7 +369,9 @@ brisk_status brisk_png_write(const char *path, const uint8_t *pixels, int width,
  * its path, its category (an integer >= 0; what the episodic sampler draws from) and K
  * keypoints in pixels of the file's image (origin at its top-left corner, x right, y down,
  * so pixel (i, j) spans [i, i+1) x [j, j+1)), each with a flag v: 0 not labelled, 1 or 2
- * labelled (COCO's occluded / visible). Plain commas only (no quoted fields).
+ * labelled (COCO's occluded / visible). Plain commas only (no quoted fields). A labels file
+ * ending in .json holds the same: {"images": [{"file": "a.png", "category": 1, "keypoints":
+ * [x0, y0, v0, ...]}, ...]} (category and keypoints for every image or none).
  *
  * Fields of a sample, for an output of width x height:
  *   "x"        f32 [3, height, width]: channels first, (pixel / 255 - mean[c]) / std[c];

@@ -29,6 +29,8 @@ typedef struct image_source {
     int f_x, f_y, f_vis, f_cat; /* field indices, -1 when absent */
 } image_source;
 
+static int ends_with(const char *s, const char *suf);
+
 static void source_free(void *user) {
     image_source *s = (image_source *)user;
     if (!s) return;
@@ -223,7 +225,8 @@ static brisk_status load_csv(image_source *s, brisk_image_report *rep, brisk_err
     brisk_status st = brisk_file_load(path, &f, err);
     if (st) return st;
     brisk_image_labels L;
-    st = brisk_image_labels_parse((const char *)f.data, f.len, path, &L, err);
+    st = ends_with(path, ".json") ? brisk_image_labels_parse_json((const char *)f.data, f.len, path, &L, err)
+                                  : brisk_image_labels_parse((const char *)f.data, f.len, path, &L, err);
     brisk_file_release(&f);
     if (st) return st;
     rep->listed = L.rows;
@@ -253,8 +256,9 @@ static brisk_status load_csv(image_source *s, brisk_image_report *rep, brisk_err
             if (!s->spec.skip_bad) {
                 free(full);
                 *err = e;
-                st = brisk_error_prefix(err, "%s: line %lld names an image that cannot be used (data.images.on_error "
-                                        "\"skip\" leaves such samples out)", path, (long long)L.lines[r]);
+                st = brisk_error_prefix(err, "%s: %s%lld%s names an image that cannot be used (data.images.on_error "
+                                        "\"skip\" leaves such samples out)", path, L.json ? "images[" : "line ",
+                                        (long long)L.lines[r], L.json ? "]" : "");
                 break;
             }
             count_skip(rep, fst, &e);

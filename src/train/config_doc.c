@@ -60,7 +60,7 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"models", "instead of model: a list of model objects, each with a name and the keys of its type's model section, trained in turn on the same data, then compared"},
     {"models[].name", "the model's name: its run directory out_dir/<name> and its row in the comparison"},
     {"data.train", "the training data: .npz (fields are members) or .csv (fields are columns); relative to the working directory, else to the config"},
-    {"data.images.labels", "labels .csv (file[,category][,x0,y0,v0,...]; images beside it) or an image array .npy/.npz; replaces data.train"},
+    {"data.images.labels", "labels .csv (file[,category][,x0,y0,v0,...]; images beside it), the same as .json ({\"images\": [{\"file\", \"category\", \"keypoints\": [x0, y0, v0, ...]}]}), or an image array .npy/.npz; replaces data.train"},
     {"data.episodes", "episodic batches (few-shot pose): each training batch is a category drawn from data.images' categories, then support + query distinct samples of it, in that order; train.batch_size must be support + query"},
     {"data.episodes.support", "support samples per episode (the batch's first)"},
     {"data.episodes.query", "query samples per episode (after the support samples)"},
