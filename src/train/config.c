@@ -137,7 +137,7 @@ static void read_meshgnn(brisk_json_reader *r, brisk_model_spec *m) {
     }
 }
 
-/* resnet: depth, keypoints K, channels, size [height, width], visibility; WORKLOADS.md's
+/* resnet: depth, keypoints K, channels, size [width, height], visibility; WORKLOADS.md's
  * benchmark model (ResNet-18, 17 keypoints of 3 x 256 x 256 images) by default. */
 static void read_resnet(brisk_json_reader *r, brisk_model_spec *m) {
     int k;
@@ -149,7 +149,7 @@ static void read_resnet(brisk_json_reader *r, brisk_model_spec *m) {
     brisk_json_int_or(r, "keypoints", 17, 1, BRISK_MAX_KEYPOINTS, &k);
     m->outputs = 2 * (int64_t)k;
     brisk_json_int64_or(r, "channels", 3, 1, 1 << 12, &m->inputs);
-    m->image_h = m->image_w = 256;
+    m->image_h = m->image_w = 0; /* absent: data.images.size, else 256 (resnet_size_default) */
     int *w = NULL;
     size_t n = 0;
     if (brisk_json_ints(r, "size", false, 1, 1 << 15, &w, &n) == BRISK_OK && n) {
@@ -158,6 +158,13 @@ static void read_resnet(brisk_json_reader *r, brisk_model_spec *m) {
     }
     free(w);
     brisk_json_bool_or(r, "visibility", true, &b), m->visibility = b;
+}
+
+/* A resnet without model.size takes the images' size (data.images.size), else 256 x 256. */
+static void resnet_size_default(brisk_model_spec *m, const brisk_data_spec *d) {
+    if (m->type != BRISK_MODEL_RESNET || m->image_h > 0) return;
+    m->image_w = d->images.enabled ? d->images.width : 256;
+    m->image_h = d->images.enabled ? d->images.height : 256;
 }
 
 static void read_model_object(brisk_json_reader *r, brisk_model_spec *m) {
@@ -596,6 +603,8 @@ static brisk_status from_doc(brisk_json *doc, const char *label, const char *con
     stem(label, cfg->name, sizeof cfg->name);
     read_models(&root, cfg);
     read_data(&root, &cfg->data);
+    resnet_size_default(&cfg->model, &cfg->data);
+    for (int i = 0; i < cfg->n_models; i++) resnet_size_default(&cfg->models[i], &cfg->data);
     read_optim(&root, &cfg->optim);
     read_train(&root, cfg->name, &cfg->train);
     read_speed(&root, &cfg->speed);

@@ -20,7 +20,7 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"model.depth", "ResNet depth: 18 or 34 (BasicBlock) or 50 (Bottleneck)"},
     {"model.keypoints", "keypoints K regressed as (x, y) pairs: the data's y [K, 2]"},
     {"model.channels", "image channels at the input"},
-    {"model.size", "image size the model is built for: [width, height], as data.images.size"},
+    {"model.size", "image size the model is built for: [width, height], as data.images.size (absent: data.images.size, else [256, 256])"},
     {"model.visibility", "weight each keypoint's squared error by the data field visible (0 drops it; the mean stays over all 2K coordinates)"},
     {"model(meshgnn).inputs", "variables per grid node at the input"},
     {"model(meshgnn).outputs", "variables per grid node predicted (as their next-step change)"},

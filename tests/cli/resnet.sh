@@ -90,7 +90,8 @@ expect "model.keypoints" train "$src/examples/resnet.json" --set model.keypoints
 expect "model.size" train "$src/examples/resnet.json" --set 'model.size=[64]'
 expect "model.activation" train "$src/examples/resnet.json" --set model.activation=gelu
 expect "field 'y' has samples of shape [4, 2], the model" train "$src/examples/resnet.json" --set model.keypoints=5
-expect "field 'x' has samples of shape [3, 64, 64], the model" train "$src/examples/resnet.json" --set 'model.size=[32,32]'
+expect "field 'x' has samples of shape [3, 64, 64], the model (" train "$src/examples/resnet.json" --set 'model.size=[32,32]'
+"$brisk" train "$src/examples/resnet.json" --set 'model.size=[64,64]' --max-steps 0 --quiet --out size64
 expect "train.batch_size is 8, but an episode (data.episodes) is 2 support + 2 query" train "$src/examples/resnet.json" \
   $small --set data.episodes.support=2 --set data.episodes.query=2
 expect "data.episodes.support" train "$src/examples/resnet.json" --set data.episodes.support=0
