@@ -9,7 +9,7 @@ set -eu
 brisk=$1 work=$2 src=$3 workloads=$4
 py=/usr/bin/python3
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
-"$brisk" synth images data --samples 40 --seed 3 >/dev/null
+"$brisk" synth images data --samples 24 --seed 3 >/dev/null
 small="--batch-size 8 --quiet --set data.images.workers=2"
 losses() { grep -o '"train_loss": [0-9.e-]*' "$1/metrics.jsonl"; }
 "$brisk" train "$src/examples/resnet.json" $small --epochs 2 --out full
@@ -91,12 +91,12 @@ expect "model.size" train "$src/examples/resnet.json" --set 'model.size=[64]'
 expect "model.activation" train "$src/examples/resnet.json" --set model.activation=gelu
 expect "field 'y' has samples of shape [4, 2], the model" train "$src/examples/resnet.json" --set model.keypoints=5
 expect "field 'x' has samples of shape [3, 64, 64], the model (" train "$src/examples/resnet.json" --set 'model.size=[32,32]'
-"$brisk" train "$src/examples/resnet.json" --set 'model.size=[64,64]' --max-steps 0 --quiet --out size64
+"$brisk" train "$src/examples/resnet.json" $small --set 'model.size=[64,64]' --max-steps 0 --out size64
 expect "train.batch_size is 8, but an episode (data.episodes) is 2 support + 2 query" train "$src/examples/resnet.json" \
   $small --set data.episodes.support=2 --set data.episodes.query=2
 expect "data.episodes.support" train "$src/examples/resnet.json" --set data.episodes.support=0
-expect "data.episodes" train "$src/examples/resnet.json" --batch-size 40 --set data.episodes.support=20 \
-  --set data.episodes.query=20
+expect "data.episodes" train "$src/examples/resnet.json" --batch-size 24 --set data.episodes.support=12 \
+  --set data.episodes.query=12
 mkdir empty
 expect "empty: no usable .png, .jpg or .jpeg file" predict full/last.safetensors --input empty --output k.csv
 cp data/img_000001.png pred/broken.png && truncate -s 100 pred/broken.png
