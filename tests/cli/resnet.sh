@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # examples/resnet.json end to end on `brisk synth images` PNG files (briefly): training with
-# augmentation, an exact resume (the same losses as an uninterrupted run), `brisk predict` on
+# augmentation, an exact resume (the same losses as an uninterrupted run), episodic batches
+# (data.episodes) resumed exactly, training from an .npz image array, `brisk predict` on
 # a folder of images (CSV with file names and .npy, in pixels), PyTorch's
 # torch_ref.ResNet18Keypoints loading the checkpoint and predicting the same keypoints (when
 # /usr/bin/python3 has torch), and the model keys' bad values as one clear error each.
@@ -78,6 +79,18 @@ assert err < 1e-3, err
 P
 else
   echo "(PyTorch or torch_ref.py missing: the torch_ref load check is skipped)"
+fi
+# the same model from an image array (.npz: images u8 [N, H, W, 3], category, keypoints [N, K, 3])
+if "$py" -c "import numpy" 2>/dev/null; then
+  "$py" - <<'P'
+import numpy as np
+r = np.random.default_rng(0)
+kp = np.concatenate([r.uniform(0, 64, (12, 4, 2)), np.full((12, 4, 1), 2.0)], axis=2).astype(np.float32)
+np.savez("arr.npz", images=r.integers(0, 256, (12, 64, 64, 3), dtype=np.uint8),
+         category=np.arange(12, dtype=np.int32) % 2, keypoints=kp)
+P
+  "$brisk" train "$src/examples/resnet.json" --batch-size 4 --max-steps 2 --set data.images.labels=arr.npz --out arr |
+    grep -q "data      arr.npz: 12 images of 12 listed, as 64 x 64; 4 keypoints, 2 categories"
 fi
 # bad values: one line naming the key or the file, exit 1
 expect() { # expect 'message part' brisk args...
