@@ -2,14 +2,16 @@
 # Side-by-side benchmark: brisk vs ../shared/workloads/torch_ref.py on the same workload and
 # machine, in one invocation. Prints each JSON line, then a table of medians and ratios
 # (PyTorch's faster of --threads 1 and 2 divided by brisk's ms/step at 2 threads).
-#   bench/run.sh [--steps N] [--repeat R] [workload ...]     (default: diffusion tabular lstm transformer)
+#   bench/run.sh [--steps N] [--repeat R] [--small] [workload ...]     (default: diffusion tabular lstm transformer)
+# --small: WORKLOADS.md's small sizes (resnet at 3x64x64, batch 4), passed to both sides.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-steps=50 repeat=2 list=()
+steps=50 repeat=2 list=() small=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) steps=$2; shift ;;
     --repeat) repeat=$2; shift ;;
+    --small) small=(--small) ;;
     *) list+=("$1") ;;
   esac
   shift
@@ -24,10 +26,10 @@ log=$(mktemp)
 for w in "${list[@]}"; do
   for r in $(seq "$repeat"); do
     for th in 1 2; do
-      OMP_NUM_THREADS=$th "$py" "$ref" --workload "$w" --mode eager --device cpu --steps "$steps" --threads "$th" 2>/dev/null \
+      OMP_NUM_THREADS=$th "$py" "$ref" --workload "$w" --mode eager --device cpu --steps "$steps" --threads "$th" ${small[@]+"${small[@]}"} 2>/dev/null \
         | tail -1 | sed "s/^{/{\"impl\": \"torch\", \"rep\": $r, /" | tee -a "$log"
     done
-    OMP_NUM_THREADS=2 build/bench/brisk_bench --workload "$w" --steps "$steps" --threads 2 \
+    OMP_NUM_THREADS=2 build/bench/brisk_bench --workload "$w" --steps "$steps" --threads 2 ${small[@]+"${small[@]}"} \
       | sed "s/^{/{\"rep\": $r, /" | tee -a "$log"
   done
 done

@@ -3,8 +3,11 @@
  * in memory, warm-up steps, then the median of timed steps) and prints one JSON line
  * with the same keys, so bench/run.sh can set the two side by side.
  *
- *   brisk_bench --workload diffusion|tabular|lstm|transformer --steps 50 [--threads N] [--warmup 5]
- *               [--width W] [--seq T] [--batch B] [--heads H] [--ffn F] [--epoch-steps N]
+ *   brisk_bench --workload diffusion|tabular|lstm|transformer|resnet --steps 50 [--threads N] [--warmup 5]
+ *               [--small] [--width W] [--seq T] [--batch B] [--heads H] [--ffn F] [--epoch-steps N]
+ *
+ * --small: WORKLOADS.md's small sizes (resnet at 3 x 64 x 64, batch 4), as torch_ref.py --small.
+ * resnet clips the gradient norm to 1.0 and uses lr 1e-4, as torch_ref.py does.
  *
  * The shape options move a workload off its defined shapes for bench/shape_sweep.py:
  * --width sets the LSTM's and the Transformer's width and every hidden layer of the
@@ -22,9 +25,17 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static int spec_for(const char *w, brisk_model_spec *s, int64_t *batch, float *lr) {
+static int spec_for(const char *w, int small, brisk_model_spec *s, int64_t *batch, float *lr) {
     memset(s, 0, sizeof *s);
     *lr = 1e-3f;
+    if (strcmp(w, "resnet") == 0) { /* torch_ref.ResNet18Keypoints: y [B, 34] is brisk's [B, 17, 2] */
+        int64_t hw = small ? 64 : 256;
+        *s = (brisk_model_spec){.type = BRISK_MODEL_RESNET, .depth = 18, .inputs = 3, .outputs = 34, .image_h = hw,
+                                .image_w = hw, .task = BRISK_TASK_REGRESS};
+        *batch = small ? 4 : 16;
+        *lr = 1e-4f;
+        return 0;
+    }
     if (strcmp(w, "diffusion") == 0) {
         *s = (brisk_model_spec){.type = BRISK_MODEL_DIFFUSION, .fine = 256, .coarse = 7,
                                 .time_embedding = 32, .n_hidden = 3, .activation = BRISK_ACT_SILU,
@@ -77,28 +88,30 @@ static int reshape(brisk_model_spec *s, int64_t *batch, int64_t width, int64_t s
 
 int main(int argc, char **argv) {
     const char *workload = "diffusion";
-    int steps = 50, warmup = 5, threads = 0, n_batches = 8;
+    int steps = 50, warmup = 5, threads = 0, n_batches = 8, small = 0;
     long long width = 0, seq = 0, bsz = 0, heads = 0, ffn = 0, epoch_steps = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--workload") && i + 1 < argc) workload = argv[++i];
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--small")) small = 1;
         else if (!strcmp(argv[i], "--width") && i + 1 < argc) width = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--seq") && i + 1 < argc) seq = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) bsz = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--heads") && i + 1 < argc) heads = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--ffn") && i + 1 < argc) ffn = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--epoch-steps") && i + 1 < argc) epoch_steps = atoll(argv[++i]);
-        else { fprintf(stderr, "usage: brisk_bench --workload diffusion|tabular|lstm|transformer [--steps N] [--warmup N] [--threads N] "
-                       "[--width W] [--seq T] [--batch B] [--heads H] [--ffn F]\n"); return 2; }
+        else { fprintf(stderr, "usage: brisk_bench --workload diffusion|tabular|lstm|transformer|resnet [--steps N] [--warmup N] "
+                       "[--threads N] [--small] [--width W] [--seq T] [--batch B] [--heads H] [--ffn F]\n"); return 2; }
     }
     if (steps < 1) steps = 1;
     brisk_model_spec spec;
     int64_t batch;
     float lr;
-    if (spec_for(workload, &spec, &batch, &lr)) {
-        fprintf(stderr, "brisk_bench: workload '%s' is not built yet (diffusion, tabular, lstm, transformer)\n", workload);
+    if (spec_for(workload, small, &spec, &batch, &lr)) {
+        fprintf(stderr, "brisk_bench: workload '%s' is not built yet (diffusion, tabular, lstm, transformer, resnet)\n",
+                workload);
         return 2;
     }
     if (width < 0 || seq < 0 || bsz < 0 || heads < 0 || ffn < 0 || reshape(&spec, &batch, width, seq, bsz, heads, ffn)) {
@@ -116,6 +129,7 @@ int main(int argc, char **argv) {
     brisk_optim_spec os;
     brisk_optim_spec_default(&os);
     os.lr = lr;
+    if (spec.type == BRISK_MODEL_RESNET) os.clip_norm = 1.0f;
     brisk_optimizer opt;
     if (brisk_model_build(&spec, batch, BRISK_BUILD_TRAIN, g, &io, &err) ||
         brisk_backward(g, io.loss, &err) || brisk_plan_build(g, &plan, &err) ||
@@ -172,11 +186,11 @@ int main(int argc, char **argv) {
     qsort(times, (size_t)steps, sizeof times[0], cmp_double);
     double med = times[steps / 2], p95 = times[(steps * 95 + 99) / 100 - 1];
     if (steps % 2 == 0) med = 0.5 * (times[steps / 2 - 1] + times[steps / 2]);
-    printf("{\"workload\": \"%s\", \"impl\": \"brisk\", \"device\": \"cpu\", \"batch\": %lld, "
+    printf("{\"workload\": \"%s\", \"impl\": \"brisk\", \"device\": \"cpu\", \"small\": %s, \"batch\": %lld, "
            "\"params\": %lld, \"threads\": %d, \"ms_per_step_median\": %.4f, \"ms_per_step_min\": %.4f, "
            "\"ms_per_step_mean\": %.4f, \"ms_per_step_p95\": %.4f, \"ms_per_step_max\": %.4f, "
            "\"samples_per_s\": %.1f, \"arena_bytes\": %zu, \"losses\": [%.5f, %.5f]%s}\n",
-           workload, (long long)batch, (long long)brisk_model_param_count(&spec),
+           workload, small ? "true" : "false", (long long)batch, (long long)brisk_model_param_count(&spec),
            tp.threads, med * 1e3, times[0] * 1e3, mean * 1e3, p95 * 1e3, times[steps - 1] * 1e3, (double)batch / med, plan.arena_bytes,
            first_loss, loss, epochs);
     return 0;

@@ -212,6 +212,12 @@ ensure_build() {
 # data for a config: its data.train file, made by `brisk synth KIND` (KIND = the file's base name)
 ensure_data() {
   local f=$(grep -o '"train": *"[^"]*"' "$1" | head -1 | sed 's/.*: *"//; s/"$//')
+  local img=$(grep -o '"labels": *"[^"]*"' "$1" | head -1 | sed 's/.*: *"//; s/"$//')
+  if [ -z "$f" ] && [ -n "$img" ]; then # data.images (examples/resnet.json): brisk synth images DIR
+    [ -s "$work/$img" ] && return 0
+    (cd "$work" && "$brisk" synth images "$(dirname "$img")") >>"$work/logs/synth.log" 2>&1
+    return
+  fi
   [ -n "$f" ] || return 0
   [ -s "$work/$f" ] && return 0
   local kind=$(basename "$f"); kind=${kind%.*}

@@ -369,7 +369,9 @@ brisk_status brisk_png_write(const char *path, const uint8_t *pixels, int width,
  * its path, its category (an integer >= 0; what the episodic sampler draws from) and K
  * keypoints in pixels of the file's image (origin at its top-left corner, x right, y down,
  * so pixel (i, j) spans [i, i+1) x [j, j+1)), each with a flag v: 0 not labelled, 1 or 2
- * labelled (COCO's occluded / visible). Plain commas only (no quoted fields).
+ * labelled (COCO's occluded / visible). Plain commas only (no quoted fields). A labels file
+ * ending in .json holds the same: {"images": [{"file": "a.png", "category": 1, "keypoints":
+ * [x0, y0, v0, ...]}, ...]} (category and keypoints for every image or none).
  *
  * Fields of a sample, for an output of width x height:
  *   "x"        f32 [3, height, width]: channels first, (pixel / 255 - mean[c]) / std[c];
@@ -412,6 +414,15 @@ typedef struct brisk_image_report {
 
 brisk_status brisk_image_dataset_load(brisk_dataset *ds, const brisk_image_spec *spec, brisk_image_report *report,
                                       brisk_error *err);
+/* labels may also name a folder: its .png/.jpg/.jpeg files (any case), sorted by name, as
+ * samples with the field "x" only (what `brisk predict` reads). The file of sample i of an
+ * image dataset read from files (NULL otherwise, or for i out of range). */
+const char *brisk_image_dataset_path(const brisk_dataset *ds, int64_t i);
+/* Predicted keypoints as CSV: a header `file,x0,y0,x1,y1,...`, then per row the image's file
+ * name (without its folder) and xy[r, 2k] in pixels. A name with a comma or a line break is
+ * an error (the labels format has no quoting). Written atomically, as brisk_csv_write. */
+brisk_status brisk_keypoints_csv_write(const char *path, const char *const *files, int64_t rows, int k, const float *xy,
+                                       brisk_error *err);
 
 /* ---------------------------------------------------------------- episodic sampling
  * Few-shot episodes: a category drawn uniformly among those with at least K + Q samples,

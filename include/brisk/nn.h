@@ -62,8 +62,8 @@ typedef struct brisk_gnn_graph {
 
 typedef enum { BRISK_TASK_CLASSIFY = 0, BRISK_TASK_REGRESS } brisk_task;
 typedef enum { BRISK_MODEL_MLP = 0, BRISK_MODEL_DIFFUSION, BRISK_MODEL_LSTM, BRISK_MODEL_TRANSFORMER,
-               BRISK_MODEL_MESHGNN } brisk_model_type;
-const char *brisk_model_type_name(brisk_model_type t); /* "mlp", "diffusion", "lstm", "transformer", "meshgnn" */
+               BRISK_MODEL_MESHGNN, BRISK_MODEL_RESNET } brisk_model_type;
+const char *brisk_model_type_name(brisk_model_type t); /* "mlp", "diffusion", "lstm", "transformer", "meshgnn", "resnet" */
 /* How a sequence model turns [B, T, width] into one vector per sample. */
 typedef enum { BRISK_POOL_LAST = 0, BRISK_POOL_MEAN, BRISK_POOL_CLS } brisk_pool;
 typedef enum { BRISK_POS_LEARNED = 0, BRISK_POS_SINUSOIDAL, BRISK_POS_NONE } brisk_positions;
@@ -101,6 +101,12 @@ typedef struct brisk_model_spec {
     /* meshgnn (torch_ref.MeshGNN): x [grid nodes, inputs] -> the next-step change [grid nodes,
      * outputs], MSE. width = latent, layers = processor layers; the graph from mesh. */
     brisk_gnn_graph_spec mesh;
+    /* resnet (src/nn/resnet.c): x [inputs (channels), image_h, image_w] -> y [outputs / 2, 2]
+     * keypoints, depth 18 or 34 (BasicBlock) or 50 (Bottleneck). Loss MSE; with visibility
+     * each keypoint's two coordinates are weighted by the data field "visible" [K]. */
+    int depth;
+    int64_t image_h, image_w;
+    int visibility;
 } brisk_model_spec;
 
 /* What the data must provide per sample, in the order of the graph's inputs. */

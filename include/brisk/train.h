@@ -66,6 +66,9 @@ typedef struct brisk_data_spec {
     int buffer_reject;                  /* 1: a push into a full buffer fails; 0: drops the oldest */
     brisk_windows_config windows;
     brisk_images_config images;
+    /* data.episodes: each training batch one episode (brisk_episodes, data.h): a category,
+     * then episode_support + episode_query distinct samples of it; 0 and 0: plain batches */
+    int episode_support, episode_query;
 } brisk_data_spec;
 
 /* The sources of data.fields entry j, in order: out must hold d->field_n_sources[j]. */

@@ -6,10 +6,13 @@
 #include "data/bytes.h"
 #include "data/image_internal.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 
 enum { STREAM_AUGMENT = 0x41554720u /* "AUG " */ };
 
@@ -25,6 +28,8 @@ typedef struct image_source {
     int32_t *category;         /* [n] */
     int f_x, f_y, f_vis, f_cat; /* field indices, -1 when absent */
 } image_source;
+
+static int ends_with(const char *s, const char *suf);
 
 static void source_free(void *user) {
     image_source *s = (image_source *)user;
@@ -220,7 +225,8 @@ static brisk_status load_csv(image_source *s, brisk_image_report *rep, brisk_err
     brisk_status st = brisk_file_load(path, &f, err);
     if (st) return st;
     brisk_image_labels L;
-    st = brisk_image_labels_parse((const char *)f.data, f.len, path, &L, err);
+    st = ends_with(path, ".json") ? brisk_image_labels_parse_json((const char *)f.data, f.len, path, &L, err)
+                                  : brisk_image_labels_parse((const char *)f.data, f.len, path, &L, err);
     brisk_file_release(&f);
     if (st) return st;
     rep->listed = L.rows;
@@ -250,8 +256,9 @@ static brisk_status load_csv(image_source *s, brisk_image_report *rep, brisk_err
             if (!s->spec.skip_bad) {
                 free(full);
                 *err = e;
-                st = brisk_error_prefix(err, "%s: line %lld names an image that cannot be used (data.images.on_error "
-                                        "\"skip\" leaves such samples out)", path, (long long)L.lines[r]);
+                st = brisk_error_prefix(err, "%s: %s%lld%s names an image that cannot be used (data.images.on_error "
+                                        "\"skip\" leaves such samples out)", path, L.json ? "images[" : "line ",
+                                        (long long)L.lines[r], L.json ? "]" : "");
                 break;
             }
             count_skip(rep, fst, &e);
@@ -269,6 +276,71 @@ static brisk_status load_csv(image_source *s, brisk_image_report *rep, brisk_err
         st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: none of its %lld images can be used (first: %s)", path,
                           (long long)rep->listed, rep->first_skipped);
     return st;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static int is_image_name(const char *n) {
+    size_t l = strlen(n);
+    return (l > 4 && (strcasecmp(n + l - 4, ".png") == 0 || strcasecmp(n + l - 4, ".jpg") == 0)) ||
+           (l > 5 && strcasecmp(n + l - 5, ".jpeg") == 0);
+}
+
+/* A folder: its .png/.jpg/.jpeg files (any case; not its subfolders) in byte order of their
+ * names, without labels: what `brisk predict` runs a model on. */
+static brisk_status load_dir(image_source *s, brisk_image_report *rep, brisk_error *err) {
+    const char *dir = s->spec.labels;
+    DIR *d = opendir(dir);
+    if (!d) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open the folder", dir);
+    char **names = NULL;
+    int64_t n = 0, cap = 0;
+    brisk_status st = BRISK_OK;
+    for (struct dirent *e; !st && (e = readdir(d));) {
+        if (!is_image_name(e->d_name)) continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            char **t = realloc(names, (size_t)cap * sizeof *names);
+            if (!t) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", dir); break; }
+            names = t;
+        }
+        size_t need = strlen(dir) + strlen(e->d_name) + 2;
+        if (!(names[n] = malloc(need))) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", dir); break; }
+        snprintf(names[n++], need, "%s/%s", dir, e->d_name);
+    }
+    closedir(d);
+    if (!st && n) qsort(names, (size_t)n, sizeof *names, cmp_str);
+    rep->listed = n;
+    if (!st && !(s->paths = calloc((size_t)(n ? n : 1), sizeof *s->paths)))
+        st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", dir);
+    for (int64_t i = 0; !st && i < n; i++) {
+        struct stat sb;
+        if (stat(names[i], &sb) != 0 || !S_ISREG(sb.st_mode)) continue; /* a folder named x.png */
+        brisk_error e = {0};
+        int64_t pixels = 0;
+        brisk_status fst = check_file(s, names[i], &pixels, &e);
+        if (fst && !s->spec.skip_bad) {
+            *err = e;
+            st = fst;
+        } else if (fst) {
+            count_skip(rep, fst, &e);
+        } else {
+            if (pixels > rep->largest_pixels) rep->largest_pixels = pixels;
+            s->paths[s->n++] = names[i];
+            names[i] = NULL;
+        }
+    }
+    for (int64_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    if (!st && s->n == 0)
+        st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: no usable .png, .jpg or .jpeg file in the folder%s%s%s", dir,
+                          rep->first_skipped[0] ? " (first left out: " : "", rep->first_skipped,
+                          rep->first_skipped[0] ? ")" : "");
+    return st;
+}
+
+const char *brisk_image_dataset_path(const brisk_dataset *ds, int64_t i) {
+    const image_source *s = ds->make == make_sample ? (const image_source *)ds->make_user : NULL;
+    return s && s->paths && i >= 0 && i < s->n ? s->paths[i] : NULL;
 }
 
 /* An image array: .npy of images, or .npz with "images" and optional "category", "keypoints". */
@@ -374,7 +446,9 @@ brisk_status brisk_image_dataset_load(brisk_dataset *ds, const brisk_image_spec 
     s->spec = sp;
     snprintf(ds->source, sizeof ds->source, "%s", spec->labels);
     int array = ends_with(spec->labels, ".npy") || ends_with(spec->labels, ".npz");
-    st = array ? load_array(s, rep, err) : load_csv(s, rep, err);
+    struct stat sb;
+    int dir = stat(spec->labels, &sb) == 0 && S_ISDIR(sb.st_mode);
+    st = dir ? load_dir(s, rep, err) : array ? load_array(s, rep, err) : load_csv(s, rep, err);
     for (int p = 0; !st && p < spec->nflip_pairs; p++)
         for (int a = 0; a < 2; a++)
             if (spec->flip_pairs[p][a] < 0 || spec->flip_pairs[p][a] >= s->k)

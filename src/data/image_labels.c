@@ -1,9 +1,11 @@
 /* The labels CSV of an image dataset: `file[,category][,x0,y0,v0,...]`. A small parser of
  * its own because the numeric CSV reader (csv.c) has no string columns; fields are split
  * at plain commas, with spaces around them, CRLF and a UTF-8 byte-order mark tolerated. */
+#include "data/bytes.h"
 #include "data/image_internal.h"
 
 #include <errno.h>
+#include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,4 +156,29 @@ brisk_status brisk_image_labels_parse(const char *buf, size_t len, const char *n
     if (!st && l->rows == 0) st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: a header but no images", name);
     if (st) brisk_image_labels_free(l);
     return st;
+}
+
+brisk_status brisk_keypoints_csv_write(const char *path, const char *const *files, int64_t rows, int k, const float *xy,
+                                       brisk_error *err) {
+    for (int64_t r = 0; r < rows; r++) /* the labels format has no quoting */
+        if (strpbrk(files[r], ",\r\n"))
+            return brisk_errorf(err, BRISK_ERR_INVALID, "%s: the image name '%s' holds a comma or a line break, which a "
+                                "keypoints CSV cannot; write .npy instead", path, files[r]);
+    brisk_out o;
+    brisk_status st = brisk_out_open(&o, path, err);
+    if (st) return st;
+    /* Numbers in the C locale, whatever the program set: a decimal comma would split fields. */
+    locale_t c_loc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    locale_t old = c_loc ? uselocale(c_loc) : (locale_t)0;
+    fputs("file", o.fp);
+    for (int j = 0; j < k; j++) fprintf(o.fp, ",x%d,y%d", j, j);
+    fputc('\n', o.fp);
+    for (int64_t r = 0; r < rows; r++) {
+        const char *slash = strrchr(files[r], '/');
+        fputs(slash ? slash + 1 : files[r], o.fp);
+        for (int j = 0; j < 2 * k; j++) fprintf(o.fp, ",%.3f", (double)xy[r * 2 * k + j]);
+        fputc('\n', o.fp);
+    }
+    if (c_loc) { uselocale(old); freelocale(c_loc); }
+    return brisk_out_commit(&o, err);
 }

@@ -1,6 +1,7 @@
 /* The model families of this release: a configurable MLP (classification or
  * regression), the conditional diffusion denoiser of WORKLOADS.md, the sequence
- * models (LSTM, Transformer encoder) of sequence_models.c and the mesh GNN of gnn.c. */
+ * models (LSTM, Transformer encoder) of sequence_models.c, the mesh GNN of gnn.c and the
+ * ResNet keypoint regressors of resnet.c. */
 #include "brisk/nn.h"
 #include "nn/nn_internal.h"
 
@@ -12,7 +13,7 @@
 #define field nn_field
 
 const char *brisk_model_type_name(brisk_model_type t) {
-    static const char *const names[] = {"mlp", "diffusion", "lstm", "transformer", "meshgnn"};
+    static const char *const names[] = {"mlp", "diffusion", "lstm", "transformer", "meshgnn", "resnet"};
     return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 
@@ -23,6 +24,8 @@ brisk_status brisk_model_fields(const brisk_model_spec *spec, brisk_build_mode m
     switch (spec->type) {
     case BRISK_MODEL_LSTM: case BRISK_MODEL_TRANSFORMER:
         return nn_seq_fields(spec, mode, io, err);
+    case BRISK_MODEL_RESNET:
+        return nn_resnet_fields(spec, mode, io, err);
     case BRISK_MODEL_MLP:
         field(io, "x", BRISK_F32, nn_x_shape(spec));
         if (mode == BRISK_BUILD_TRAIN) {
@@ -119,7 +122,11 @@ brisk_status brisk_model_build(const brisk_model_spec *spec, int64_t batch, bris
         in[i] = batch_input(g, &io->fields[i], batch);
         io->input_node[i] = g->n_inputs - 1;
     }
-    if (spec->type == BRISK_MODEL_MESHGNN) {
+    if (spec->type == BRISK_MODEL_RESNET) {
+        io->output = nn_resnet_forward(spec, g, batch, in[0]);
+        if (mode == BRISK_BUILD_TRAIN)
+            io->loss = nn_resnet_loss(spec, g, batch, io->output, in[1], io->n_fields > 2 ? in[2] : -1);
+    } else if (spec->type == BRISK_MODEL_MESHGNN) {
         io->output = nn_meshgnn_forward(spec, g, batch, in[0]);
         if (mode == BRISK_BUILD_TRAIN) io->loss = brisk_mse(g, io->output, in[1]);
     } else if (spec->type == BRISK_MODEL_MLP || spec->type == BRISK_MODEL_LSTM || spec->type == BRISK_MODEL_TRANSFORMER) {

@@ -30,4 +30,9 @@ int nn_seq_forward(const brisk_model_spec *spec, brisk_graph *g, int64_t batch, 
  * inputs]. */
 int nn_meshgnn_forward(const brisk_model_spec *spec, brisk_graph *g, int64_t batch, int x);
 
+/* resnet.c: the fields (x, y [, visible]), the prediction [batch, K, 2] and the loss. */
+brisk_status nn_resnet_fields(const brisk_model_spec *spec, brisk_build_mode mode, brisk_model_io *io, brisk_error *err);
+int nn_resnet_forward(const brisk_model_spec *spec, brisk_graph *g, int64_t batch, int x);
+int nn_resnet_loss(const brisk_model_spec *spec, brisk_graph *g, int64_t batch, int pred, int y, int visible);
+
 #endif

@@ -12,7 +12,7 @@
 #include "brisk/train.h"
 #include "train/trainer_internal.h"
 
-static const char *const model_types[] = {"mlp", "diffusion", "lstm", "transformer", "meshgnn", NULL};
+static const char *const model_types[] = {"mlp", "diffusion", "lstm", "transformer", "meshgnn", "resnet", NULL};
 static const char *const gnn_metrics[] = {"plane", "sphere", NULL};
 static const char *const pools[] = {"last", "mean", "cls", NULL};
 static const char *const position_kinds[] = {"learned", "sinusoidal", "none", NULL};
@@ -137,6 +137,36 @@ static void read_meshgnn(brisk_json_reader *r, brisk_model_spec *m) {
     }
 }
 
+/* resnet: depth, keypoints K, channels, size [width, height], visibility; WORKLOADS.md's
+ * benchmark model (ResNet-18, 17 keypoints of 3 x 256 x 256 images) by default. */
+static void read_resnet(brisk_json_reader *r, brisk_model_spec *m) {
+    int k;
+    bool b;
+    m->task = BRISK_TASK_REGRESS;
+    if (m->activation != BRISK_ACT_RELU) brisk_json_fail(r, "activation", "resnet uses \"relu\"");
+    brisk_json_int_or(r, "depth", 18, 18, 50, &m->depth);
+    if (m->depth != 18 && m->depth != 34 && m->depth != 50) brisk_json_fail(r, "depth", "expected 18, 34 or 50, got %d", m->depth);
+    brisk_json_int_or(r, "keypoints", 17, 1, BRISK_MAX_KEYPOINTS, &k);
+    m->outputs = 2 * (int64_t)k;
+    brisk_json_int64_or(r, "channels", 3, 1, 1 << 12, &m->inputs);
+    m->image_h = m->image_w = 0; /* absent: data.images.size, else 256 (resnet_size_default) */
+    int *w = NULL;
+    size_t n = 0;
+    if (brisk_json_ints(r, "size", false, 1, 1 << 15, &w, &n) == BRISK_OK && n) {
+        if (n != 2) brisk_json_fail(r, "size", "expected [width, height], as data.images.size, got %zu numbers", n);
+        else m->image_w = w[0], m->image_h = w[1];
+    }
+    free(w);
+    brisk_json_bool_or(r, "visibility", true, &b), m->visibility = b;
+}
+
+/* A resnet without model.size takes the images' size (data.images.size), else 256 x 256. */
+static void resnet_size_default(brisk_model_spec *m, const brisk_data_spec *d) {
+    if (m->type != BRISK_MODEL_RESNET || m->image_h > 0) return;
+    m->image_w = d->images.enabled ? d->images.width : 256;
+    m->image_h = d->images.enabled ? d->images.height : 256;
+}
+
 static void read_model_object(brisk_json_reader *r, brisk_model_spec *m) {
     int v = 0;
     memset(m, 0, sizeof *m);
@@ -152,6 +182,10 @@ static void read_model_object(brisk_json_reader *r, brisk_model_spec *m) {
     }
     if (m->type == BRISK_MODEL_MESHGNN) {
         read_meshgnn(r, m);
+        return;
+    }
+    if (m->type == BRISK_MODEL_RESNET) {
+        read_resnet(r, m);
         return;
     }
     if (m->type == BRISK_MODEL_MLP) {
@@ -390,7 +424,15 @@ static void read_data(brisk_json_reader *root, brisk_data_spec *d) {
     d->buffer_reject = v == 1;
     read_windows(&r, &d->windows);
     read_images(&r, &d->images);
+    brisk_json_reader ep;
     bool present;
+    brisk_json_object_opt(&r, "episodes", &ep, &present);
+    if (present && ep.obj) {
+        brisk_json_int(&ep, "support", 1, 1 << 16, &d->episode_support);
+        brisk_json_int_or(&ep, "query", 1, 0, 1 << 16, &d->episode_query);
+        if (!d->images.enabled)
+            brisk_json_fail(&r, "episodes", "episodes draw from the categories of data.images.labels; give data.images");
+    }
     brisk_json_object_opt(&r, "fields", &f, &present);
     if (d->images.enabled && (d->windows.enabled || (present && f.obj) || d->train[0]))
         brisk_json_fail(&r, "images", "images make their fields (x, y, visible, category) from data.images.labels; "
@@ -561,6 +603,8 @@ static brisk_status from_doc(brisk_json *doc, const char *label, const char *con
     stem(label, cfg->name, sizeof cfg->name);
     read_models(&root, cfg);
     read_data(&root, &cfg->data);
+    resnet_size_default(&cfg->model, &cfg->data);
+    for (int i = 0; i < cfg->n_models; i++) resnet_size_default(&cfg->models[i], &cfg->data);
     read_optim(&root, &cfg->optim);
     read_train(&root, cfg->name, &cfg->train);
     read_speed(&root, &cfg->speed);

@@ -16,7 +16,12 @@
  * between model types. */
 static const struct { const char *key, *meaning; } meanings[] = {
     {"model(diffusion).hidden", "widths of the hidden layers of the denoiser"},
-    {"model.type", "the model: mlp (tabular), diffusion (a conditional DDPM downscaler), lstm or transformer (windows of a series), meshgnn (a grid-mesh graph network forecasting the next step)"},
+    {"model.type", "the model: mlp (tabular), diffusion (a conditional DDPM downscaler), lstm or transformer (windows of a series), meshgnn (a grid-mesh graph network forecasting the next step), resnet (a ResNet regressing image keypoints)"},
+    {"model.depth", "ResNet depth: 18 or 34 (BasicBlock) or 50 (Bottleneck)"},
+    {"model.keypoints", "keypoints K regressed as (x, y) pairs: the data's y [K, 2]"},
+    {"model.channels", "image channels at the input"},
+    {"model.size", "image size the model is built for: [width, height], as data.images.size (absent: data.images.size, else [256, 256])"},
+    {"model.visibility", "weight each keypoint's squared error by the data field visible (0 drops it; the mean stays over all 2K coordinates)"},
     {"model(meshgnn).inputs", "variables per grid node at the input"},
     {"model(meshgnn).outputs", "variables per grid node predicted (as their next-step change)"},
     {"model(meshgnn).layers", "message-passing layers of the processor on the mesh"},
@@ -55,7 +60,10 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"models", "instead of model: a list of model objects, each with a name and the keys of its type's model section, trained in turn on the same data, then compared"},
     {"models[].name", "the model's name: its run directory out_dir/<name> and its row in the comparison"},
     {"data.train", "the training data: .npz (fields are members) or .csv (fields are columns); relative to the working directory, else to the config"},
-    {"data.images.labels", "labels .csv (file[,category][,x0,y0,v0,...]; images beside it) or an image array .npy/.npz; replaces data.train"},
+    {"data.images.labels", "labels .csv (file[,category][,x0,y0,v0,...]; images beside it), the same as .json ({\"images\": [{\"file\", \"category\", \"keypoints\": [x0, y0, v0, ...]}]}), or an image array .npy/.npz; replaces data.train"},
+    {"data.episodes", "episodic batches (few-shot pose): each training batch is a category drawn from data.images' categories, then support + query distinct samples of it, in that order; train.batch_size must be support + query"},
+    {"data.episodes.support", "support samples per episode (the batch's first)"},
+    {"data.episodes.query", "query samples per episode (after the support samples)"},
     {"data.images.size", "the images' size in pixels: one number or [width, height]"},
     {"data.images.mean", "per-channel mean subtracted after scaling pixels to [0, 1] (3 numbers; default 0)"},
     {"data.images.std", "per-channel std divided by after the mean (3 numbers; default 1)"},
@@ -148,6 +156,8 @@ static const struct { const char *section, *json; } walks[] = {
     {"mlp", "{\"model\": {\"type\": \"mlp\", \"inputs\": 1, \"outputs\": 1, \"hidden\": [1]},"
             " \"data\": {\"images\": {\"labels\": \"l.csv\", \"size\": 1, \"augment\": {}}}}"},
     {"meshgnn", "{\"model\": {\"type\": \"meshgnn\"}}"},
+    {"resnet", "{\"model\": {\"type\": \"resnet\"}, \"data\": {\"images\": {\"labels\": \"l.csv\", \"size\": 1},"
+               " \"episodes\": {\"support\": 1}}}"},
     {"pipeline", "{\"models\": [{\"name\": \"a\", \"type\": \"mlp\", \"inputs\": 1, \"outputs\": 1}]}"},
 };
 
@@ -272,8 +282,8 @@ brisk_status brisk_config_reference(char **markdown, brisk_error *err) {
                 "Configs are JSON with `//` and `/* */` comments; any key can be set from the command line with "
                 "`--set KEY=VALUE` (e.g. `--set optim.lr=3e-4`). Unknown keys are errors. *accepts* is the range "
                 "or the choices a value must have; *required* keys have no default.\n\n");
-        static const char *const types[] = {"mlp", "diffusion", "lstm", "transformer", "meshgnn"};
-        for (int k = 0; k < 5; k++) {
+        static const char *const types[] = {"mlp", "diffusion", "lstm", "transformer", "meshgnn", "resnet"};
+        for (int k = 0; k < 6; k++) {
             put(&t, "## model (%s)\n\n", types[k]);
             table(&t, &w, types[k], "model.");
         }

@@ -129,7 +129,8 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     brisk_loader_config lc = {.dataset = &t->data, .indices = t->split.train, .nindices = t->split.ntrain,
                               .batch_size = B, .seed = tr->seed, .shuffle = t->cfg.data.shuffle,
                               .start_epoch = t->epoch, .start_position = t->position,
-                              .prefetch = t->cfg.speed.prefetch, .workers = brisk_loader_workers(&t->cfg)};
+                              .prefetch = t->cfg.speed.prefetch, .workers = brisk_loader_workers(&t->cfg),
+                              .episodes = t->episodes.k > 0 ? &t->episodes : NULL};
     /* a device backend's pinned memory: batches go to it by DMA on its copy stream */
     if (t->be->host_alloc && t->be->host_free && t->cfg.speed.prefetch > 0)
         lc.allocator = (brisk_host_allocator){.alloc = pinned_alloc, .free = pinned_free, .user = t->be};

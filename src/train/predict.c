@@ -36,6 +36,7 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
     if (st) return st;
     const brisk_model_spec *m = &cfg.model;
     brisk_tensor x = {0}, y = {0};
+    brisk_dataset images = {0}; /* input from a folder of images */
     brisk_graph *g = NULL;
     brisk_plan plan = {0};
     brisk_exec *ex = NULL;
@@ -64,7 +65,11 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
                           checkpoint);
         goto out;
     }
-    if ((st = brisk_predict_input(&cfg, checkpoint, input_npy, &io.fields[0].sample, &x, err))) goto out;
+    struct stat sb;
+    int folder = stat(input_npy, &sb) == 0 && S_ISDIR(sb.st_mode);
+    if ((st = folder ? brisk_predict_images_input(&cfg, checkpoint, input_npy, &io.fields[0].sample, &x, &images, err)
+                     : brisk_predict_input(&cfg, checkpoint, input_npy, &io.fields[0].sample, &x, err)))
+        goto out;
     const float *xv = x.data;
     int64_t per = brisk_shape_numel(&io.fields[0].sample);
     int64_t N = x.shape.d[0], B = N < PREDICT_BATCH ? (N > 0 ? N : 1) : PREDICT_BATCH, C = m->outputs;
@@ -103,15 +108,24 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
                           checkpoint, (long long)bad, (long long)(N * C));
         goto out;
     }
-    if ((st = to_csv ? brisk_csv_write(output_npy, &y, m->task == BRISK_TASK_CLASSIFY ? "p" : "y", err)
-                     : brisk_npy_write(output_npy, &y, err)))
+    if (folder) {
+        if ((st = brisk_predict_images_output(&cfg, &images, &y, output_npy, to_csv, err))) goto out;
+    } else if ((st = to_csv ? brisk_csv_write(output_npy, &y, m->task == BRISK_TASK_CLASSIFY ? "p" : "y", err)
+                            : brisk_npy_write(output_npy, &y, err))) {
         goto out;
-    brisk_log(log, BRISK_LOG_INFO, "predict   %lld rows -> %s [%lld, %lld] (%s)", (long long)N, output_npy, (long long)N,
-              (long long)C, m->task == BRISK_TASK_CLASSIFY ? "class probabilities" : "regression outputs");
+    }
+    if (m->type == BRISK_MODEL_RESNET)
+        brisk_log(log, BRISK_LOG_INFO, "predict   %lld %s -> %s [%lld, %lld, 2] (keypoints, %s)", (long long)N,
+                  folder ? "images" : "rows", output_npy, (long long)N, (long long)C / 2,
+                  folder ? "in pixels of each image" : "as fractions of the width and height");
+    else
+        brisk_log(log, BRISK_LOG_INFO, "predict   %lld rows -> %s [%lld, %lld] (%s)", (long long)N, output_npy, (long long)N,
+                  (long long)C, m->task == BRISK_TASK_CLASSIFY ? "class probabilities" : "regression outputs");
 out:
     free(buf);
     brisk_tensor_free(&x);
     brisk_tensor_free(&y);
+    brisk_dataset_free(&images);
     if (ex) brisk_exec_free(ex);
     brisk_plan_free(&plan);
     if (g) brisk_graph_free(g);

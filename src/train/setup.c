@@ -277,6 +277,28 @@ static brisk_status load_data(brisk_trainer *t, brisk_error *err) {
 
 /* The split of the bound data into train and validation, and the batches it gives. The
  * run's length (for the learning-rate schedule) is fixed by the first data a trainer gets. */
+/* data.episodes: categories of the training split, each with support + query samples. */
+static brisk_status make_episodes(brisk_trainer *t, brisk_error *err) {
+    const brisk_data_spec *d = &t->cfg.data;
+    brisk_episodes_free(&t->episodes);
+    if (d->episode_support < 1) return BRISK_OK;
+    int64_t want = (int64_t)d->episode_support + d->episode_query;
+    if (t->cfg.train.batch_size != want)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: train.batch_size is %lld, but an episode (data.episodes) is %d "
+                            "support + %d query = %lld samples; make them equal", t->cfg.path,
+                            (long long)t->cfg.train.batch_size, d->episode_support, d->episode_query, (long long)want);
+    const brisk_tensor *cat = brisk_dataset_get(&t->data, "category");
+    if (!cat)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.episodes draws categories, and %s has none (a labels CSV "
+                            "needs a category column; an .npz a \"category\" member)", t->cfg.path, t->data.source);
+    brisk_status st = brisk_episodes_init(&t->episodes, cat->data, t->split.train, t->split.ntrain, d->episode_support,
+                                          d->episode_query, err);
+    if (st) return brisk_error_prefix(err, "%s: data.episodes over the training split of %s", t->cfg.path, t->data.source);
+    brisk_log(&t->log, BRISK_LOG_INFO, "episodes  each batch %d support + %d query samples of one of %d categories",
+              d->episode_support, d->episode_query, t->episodes.ncat);
+    return BRISK_OK;
+}
+
 static brisk_status split_data(brisk_trainer *t, brisk_error *err) {
     const brisk_train_spec *tr = &t->cfg.train;
     if (!t->cfg.data.windows.enabled) { /* windows come with their chronological split */
@@ -286,6 +308,7 @@ static brisk_status split_data(brisk_trainer *t, brisk_error *err) {
     }
     brisk_status st = BRISK_OK;
     if (tr->batch_auto && !t->length_set && (st = brisk_memory_auto_batch(t, t->split.ntrain, err))) return st;
+    if ((st = make_episodes(t, err))) return st;
     t->batches_per_epoch = t->split.ntrain / tr->batch_size;
     if (t->batches_per_epoch == 0)
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s: train.batch_size is %lld, but the training split of %s has only %lld samples",
@@ -413,6 +436,7 @@ void brisk_trainer_free(brisk_trainer *t) {
     if (t->g) brisk_graph_free(t->g);
     if (t->be) t->be->destroy(t->be);
     brisk_split_free(&t->split);
+    brisk_episodes_free(&t->episodes);
     brisk_dataset_free(&t->data);
     brisk_dataset_free(&t->val_data);
     if (t->metrics) fclose(t->metrics);

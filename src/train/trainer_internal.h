@@ -13,6 +13,7 @@ struct brisk_trainer {
     brisk_logger log;
     brisk_dataset data;
     brisk_split split;
+    brisk_episodes episodes;   /* data.episodes over the training split (k = 0: off) */
     brisk_model_io io;
     int field_of_input[BRISK_MAX_FIELDS]; /* dataset field index feeding model field i */
     brisk_graph *g;
@@ -171,6 +172,14 @@ brisk_status brisk_checkpoint_target_normalization(const char *path, float *mean
 /* predict_input.c: the samples `brisk predict` runs, [N, ...sample], from its input file. */
 brisk_status brisk_predict_input(const brisk_config *cfg, const char *checkpoint, const char *input,
                                  const brisk_shape *sample, brisk_tensor *x, brisk_error *err);
+/* predict_images.c: x [N, ...sample] from the images of a folder (ds keeps their names, for
+ * the output), decoded as the checkpoint's data.images made validation samples; then y
+ * [N, outputs] written to out (a resnet's keypoints in pixels of each image: .csv with
+ * the file names, or .npy [N, K, 2]). */
+brisk_status brisk_predict_images_input(const brisk_config *cfg, const char *checkpoint, const char *dir,
+                                        const brisk_shape *sample, brisk_tensor *x, brisk_dataset *ds, brisk_error *err);
+brisk_status brisk_predict_images_output(const brisk_config *cfg, const brisk_dataset *ds, const brisk_tensor *y,
+                                         const char *out, int to_csv, brisk_error *err);
 /* That metadata's text (malloc'd), or NULL when out of memory. */
 char *brisk_normalization_json(const float *mean, const float *std, int n);
 

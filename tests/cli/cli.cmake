@@ -22,4 +22,8 @@ if(NOT BRISK_SANITIZE)
 endif()
 if(PNG_FOUND) # brisk synth images writes PNG through libpng
   add_test(NAME cli.images COMMAND ${CMAKE_CURRENT_LIST_DIR}/images.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_images)
+  # examples/resnet.json: train, resume exactly, predict on a folder, the checkpoint in PyTorch
+  add_test(NAME cli.resnet COMMAND ${CMAKE_CURRENT_LIST_DIR}/resnet.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_resnet
+    ${CMAKE_SOURCE_DIR} ${BRISK_WORKLOADS_DIR})
+  set_tests_properties(cli.resnet PROPERTIES ENVIRONMENT "OMP_NUM_THREADS=2")
 endif()

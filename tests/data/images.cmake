@@ -1,7 +1,7 @@
 # The image tests encode their own JPEG, 16-bit and RGBA PNG inputs with the libraries
 # brisk decodes with; without a library its cases are skipped (and brisk's own error for
 # the missing format is what they check instead).
-foreach(t data_test_image data_test_image_dataset)
+foreach(t data_test_image data_test_image_dataset data_test_image_labels_json)
   if(TARGET ${t})
     if(PNG_FOUND)
       target_link_libraries(${t} PRIVATE PNG::PNG)

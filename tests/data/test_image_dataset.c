@@ -2,8 +2,10 @@
  * mirrors pixels and swaps keypoint pairs; crops move keypoints with the pixels; batches
  * are identical for any worker count and change between epochs; every bad input (missing
  * file, wrong size, corrupt or grayscale file, bad labels) is one error naming the file,
- * or with skip_bad a sample left out and counted; image arrays from .npy; episodes. */
+ * or with skip_bad a sample left out and counted; image arrays from .npy; episodes; a folder
+ * of images without labels and the keypoints CSV `brisk predict` writes. */
 #include <math.h>
+#include <sys/stat.h>
 
 #include "brisk/data.h"
 #include "data_test_util.h"
@@ -524,6 +526,49 @@ static void test_jpeg_gray_resize(void) {
 #endif
 }
 
+/* A folder as the dataset (what predict reads): its PNG files in name order, x only, the same
+ * samples as through the labels CSV; and the keypoints CSV predict writes. */
+static void test_folder_and_keypoints_csv(void) {
+#ifdef BRISK_HAVE_PNG
+    char lp[1300], out[1300];
+    brisk_error err;
+    brisk_image_spec s = base_spec(synth_labels(lp, sizeof lp));
+    brisk_dataset csv, dir;
+    REQUIRE_OK(brisk_image_dataset_load(&csv, &s, NULL, &err), &err);
+    s.labels = synth_dir;
+    brisk_image_report rep;
+    REQUIRE_OK(brisk_image_dataset_load(&dir, &s, &rep, &err), &err);
+    CHECK(dir.count == 24 && rep.listed == 24 && dir.nfields == 1 && rep.keypoints == 0);
+    CHECK(strstr(brisk_image_dataset_path(&dir, 5), "/img_000005.png") && !brisk_image_dataset_path(&dir, 24) &&
+          !brisk_image_dataset_path(&dir, -1));
+    static float a[3 * 64 * 64], b[3 * 64 * 64];
+    float y[8], vis[4];
+    int32_t cat;
+    sample(&csv, 5, 0, 0, a, y, vis, &cat);
+    void *dst[1] = {b};
+    REQUIRE_OK(dir.make(dir.make_user, 5, 0, 0, dst, &err), &err);
+    CHECK(memcmp(a, b, sizeof a) == 0);
+    brisk_dataset_free(&dir);
+    brisk_dataset_free(&csv);
+    tpath(out, sizeof out, "empty_folder");
+    mkdir(out, 0755);
+    s.labels = out;
+    CHECK(brisk_image_dataset_load(&dir, &s, NULL, &err) == BRISK_ERR_INVALID && has(&err, "no usable .png"));
+    const char *files[2] = {"/some/where/a.png", "b.jpg"};
+    const float xy[8] = {1, 2, 3, 4, 5.5f, 6.25f, 7, 8};
+    tpath(out, sizeof out, "kp.csv");
+    REQUIRE_OK(brisk_keypoints_csv_write(out, files, 2, 2, xy, &err), &err);
+    size_t n;
+    char *text = (char *)read_file(out, &n);
+    static const char want[] = "file,x0,y0,x1,y1\na.png,1.000,2.000,3.000,4.000\nb.jpg,5.500,6.250,7.000,8.000\n";
+    CHECKF(text && n == strlen(want) && memcmp(text, want, n) == 0, "%.*s", (int)n, text ? text : "");
+    free(text);
+    files[1] = "b,c.png";
+    CHECK(brisk_keypoints_csv_write(out, files, 2, 2, xy, &err) == BRISK_ERR_INVALID && has(&err, "'b,c.png'"));
+#endif
+}
+
 TEST_MAIN(T(test_synth_roundtrip), T(test_flip_swaps_keypoints), T(test_crop_moves_keypoints),
           T(test_loader_threads_deterministic), T(test_bad_inputs), T(test_bad_labels), T(test_npy_images),
-          T(test_episodes), T(test_episode_batches), T(test_jpeg_gray_resize))
+          T(test_episodes), T(test_episode_batches), T(test_jpeg_gray_resize),
+          T(test_folder_and_keypoints_csv))

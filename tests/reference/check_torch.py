@@ -2,9 +2,12 @@
 """Replays brisk's 20 AdamW steps (ref_dump's .npz) with the PyTorch modules of
 ../shared/workloads/torch_ref.py on identical weights and batches, and checks outputs,
 losses, every gradient and the final parameters to 1e-5 relative (fp32, CPU, dropout off);
-meshgnn (the small model, on brisk's graph loaded into its buffers) to 1e-4.
+meshgnn (the small model, on brisk's graph loaded into its buffers) to 1e-4; resnet (the
+small size: 10 batches in training mode on fixed weights, no optimizer step, see ref_dump.c;
+gradients of the first and last) to 1e-4, with every BatchNorm's running statistics after
+the 10 batches.
 
-  check_torch.py tabular|diffusion|lstm|transformer|meshgnn DUMP.npz WORKLOADS_DIR
+  check_torch.py tabular|diffusion|lstm|transformer|meshgnn|resnet DUMP.npz WORKLOADS_DIR
 Exit 77 (skip) when PyTorch or torch_ref.py is unavailable."""
 import sys
 
@@ -28,8 +31,9 @@ def main():
     d = np.load(dump)
     model = {"diffusion": torch_ref.Denoiser, "tabular": torch_ref.Tabular, "lstm": torch_ref.LSTMClassifier,
              "transformer": torch_ref.TransformerClassifier,
-             "meshgnn": lambda: torch_ref.MeshGNN(16, 8, 64, 4)}[kind]()
-    model.eval()  # dropout off; brisk ran with dropout 0
+             "meshgnn": lambda: torch_ref.MeshGNN(16, 8, 64, 4), "resnet": torch_ref.ResNet18Keypoints}[kind]()
+    # dropout off, as brisk ran; resnet has none and trains its BatchNorms on batch statistics
+    model.train() if kind == "resnet" else model.eval()
     state = {k[3:]: torch.from_numpy(d[k]) for k in d.files if k.startswith("p0.")}
     graph = set()
     if kind == "meshgnn":
@@ -46,13 +50,15 @@ def main():
                 setattr(model, name, v.to(ref.dtype).clone())
                 graph.add(name)
     missing, unexpected = model.load_state_dict(state, strict=False)
-    missing = [m for m in missing if m != "abar" and m not in graph]
+    missing = [m for m in missing if m != "abar" and m not in graph and not m.endswith("num_batches_tracked")]
     if missing or unexpected:
         print(f"FAIL: parameter names differ: missing {missing}, unexpected {unexpected}")
         return 1
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
     params = dict(model.named_parameters())
     worst = {"output": 0.0, "loss": 0.0, "grad": 0.0, "final": 0.0}
+    if kind == "resnet":
+        worst["running"] = 0.0
 
     def logits(model, x):  # each module's loss() up to the cross-entropy
         if kind == "tabular":
@@ -69,7 +75,12 @@ def main():
     steps = len(d["losses"])
     for s in range(steps):
         opt.zero_grad(set_to_none=True)
-        if kind == "meshgnn":
+        if kind == "resnet":  # brisk's y and output are [B, 17, 2]: the same bytes as [B, 34]
+            x, y = torch.from_numpy(d[f"batch{s}.x"]), torch.from_numpy(d[f"batch{s}.y"]).reshape(-1, 34)
+            out = model.head(model.blocks(model.stem(x)).mean(dim=(2, 3)))
+            loss = F.mse_loss(out, y)
+            out = out.reshape(d[f"out{s}"].shape)
+        elif kind == "meshgnn":
             x, y = torch.from_numpy(d[f"batch{s}.x"]), torch.from_numpy(d[f"batch{s}.y"])
             seen = []
             hook = model.out.register_forward_hook(lambda mod, inp, o: seen.append(o))
@@ -91,8 +102,10 @@ def main():
         loss.backward()
         worst["loss"] = max(worst["loss"], abs(float(loss) - float(d["losses"][s])) / abs(float(loss)))
         for name, p in params.items():
-            worst["grad"] = max(worst["grad"], rel(d[f"grad{s}.{name}"], p.grad.numpy()))
-        opt.step()
+            if f"grad{s}.{name}" in d.files:  # resnet: the first and last step's
+                worst["grad"] = max(worst["grad"], rel(d[f"grad{s}.{name}"], p.grad.numpy()))
+        if kind != "resnet":
+            opt.step()
     for name, p in params.items():
         mine, theirs = d[f"final.{name}"], p.detach().numpy()
         if name.endswith("in_proj_bias"):
@@ -102,9 +115,13 @@ def main():
             third = len(mine) // 3
             mine, theirs = np.delete(mine, np.s_[third:2 * third]), np.delete(theirs, np.s_[third:2 * third])
         worst["final"] = max(worst["final"], rel(mine, theirs))
-    print(f"{kind}: {steps} AdamW steps, torch {torch.__version__}: max relative error outputs {worst['output']:.2e}, "
-          f"loss {worst['loss']:.2e}, gradients {worst['grad']:.2e}, final parameters {worst['final']:.2e}")
-    tol = 1e-4 if kind == "meshgnn" else 1e-5
+    for name, b in model.named_buffers():
+        if name.endswith(("running_mean", "running_var")):
+            worst["running"] = max(worst["running"], rel(d[f"final.{name}"], b.numpy()))
+    print(f"{kind}: {steps} {'batches, fixed weights' if kind == 'resnet' else 'AdamW steps'}, torch {torch.__version__}: max relative error outputs {worst['output']:.2e}, "
+          f"loss {worst['loss']:.2e}, gradients {worst['grad']:.2e}, final parameters {worst['final']:.2e}"
+          + (f", running statistics {worst['running']:.2e}" if "running" in worst else ""))
+    tol = 1e-4 if kind in ("meshgnn", "resnet") else 1e-5
     bad = {k: v for k, v in worst.items() if not v <= tol}
     if bad:
         print(f"FAIL: above {tol:g}: {bad}")

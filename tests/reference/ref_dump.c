@@ -5,18 +5,27 @@
  * and the final parameters. check_torch.py replays the same steps with the modules of
  * torch_ref.py.
  *
+ * For resnet (torch_ref.ResNet18Keypoints at the small size: 3 x 64 x 64, batch 4) it runs
+ * 10 forward + backward passes in training mode (BatchNorm on batch statistics, moving its
+ * running ones) on 10 batches with the weights fixed, keeps the gradients of the first and
+ * the last only (11M floats each) and dumps the running statistics with the final
+ * parameters (they are buffers in the parameter arena). No optimizer steps: at batch 4,
+ * AdamW's first steps turn rounding-level gradient differences into whole steps, so after a
+ * few of them PyTorch in fp32 and in fp64 differ by 10% themselves (measured); the update
+ * is model-independent and checked by the other kinds.
+ *
  * For meshgnn (the small size of WORKLOADS.md) it also writes the graph brisk built
  * ("graph.<torch_ref buffer name>"), which check_torch.py loads into torch_ref.MeshGNN's
  * buffers: the two constructions break distance ties differently (src/nn/gnn_graph.c).
  *
- *   ref_dump tabular|diffusion|lstm|transformer|meshgnn OUT.npz */
+ *   ref_dump tabular|diffusion|lstm|transformer|meshgnn|resnet OUT.npz */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "brisk/brisk.h"
 
-#define STEPS 20
+#define MAX_STEPS 20
 #define MAX_OUT 4096
 
 static const char *names[MAX_OUT];
@@ -41,11 +50,16 @@ static int find_op(const brisk_graph *g, brisk_op op) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) { fprintf(stderr, "usage: ref_dump tabular|diffusion|lstm|transformer|meshgnn OUT.npz\n"); return 2; }
-    int diffusion = strcmp(argv[1], "diffusion") == 0;
+    if (argc != 3) { fprintf(stderr, "usage: ref_dump tabular|diffusion|lstm|transformer|meshgnn|resnet OUT.npz\n"); return 2; }
+    int diffusion = strcmp(argv[1], "diffusion") == 0, resnet = strcmp(argv[1], "resnet") == 0;
+    int steps = resnet ? 10 : MAX_STEPS;
     brisk_model_spec spec;
     int64_t B;
-    if (strcmp(argv[1], "lstm") == 0) { /* torch_ref.LSTMClassifier at a smaller batch */
+    if (resnet) { /* torch_ref.ResNet18Keypoints, small: 17 keypoints = Linear(512, 34), plain MSE */
+        spec = (brisk_model_spec){.type = BRISK_MODEL_RESNET, .depth = 18, .inputs = 3, .outputs = 34, .image_h = 64,
+                                  .image_w = 64, .task = BRISK_TASK_REGRESS};
+        B = 4;
+    } else if (strcmp(argv[1], "lstm") == 0) { /* torch_ref.LSTMClassifier at a smaller batch */
         spec = (brisk_model_spec){.type = BRISK_MODEL_LSTM, .inputs = 32, .outputs = 3, .seq_len = 60, .width = 128,
                                   .layers = 2, .pool = BRISK_POOL_LAST, .task = BRISK_TASK_CLASSIFY};
         B = 16;
@@ -114,8 +128,8 @@ int main(int argc, char **argv) {
             add(fmt, step, g->params[i].name, BRISK_F32, g->params[i].shape, host + g->params[i].offset); \
     } while (0)
     DUMP_PARAMS("p0.%.0d%s", 0, ex->params);
-    float losses[STEPS];
-    for (int s = 0; s < STEPS; s++) {
+    float losses[MAX_STEPS];
+    for (int s = 0; s < steps; s++) {
         for (int f = 0; f < io.n_fields; f++) {
             const brisk_input_info *in = &g->inputs[io.input_node[f]];
             int64_t k = brisk_shape_numel(&in->shape);
@@ -138,7 +152,7 @@ int main(int argc, char **argv) {
         }
         /* training = 0 makes dropout the identity (forward and backward) while the graph keeps
          * torch_ref's Dropout layers, so parameter names line up with nn.Sequential's indices. */
-        ex->step = (brisk_step_state){.seed = 5, .rng_step = (uint32_t)s, .first_micro = 1, .training = 0};
+        ex->step = (brisk_step_state){.seed = 5, .rng_step = (uint32_t)s, .first_micro = 1, .training = resnet};
         if (brisk_exec_run(ex, BRISK_RUN_TRAIN, &err) || brisk_exec_read(ex, io.loss, &losses[s], &err)) goto fail;
         { /* the model's output (logits, or the predicted noise) */
             void *out = malloc(g->nodes[io.output].bytes);
@@ -154,13 +168,13 @@ int main(int argc, char **argv) {
             add("eps%d%s", s, "", BRISK_F32, g->nodes[eps_node].shape, tmp);
             free(tmp);
         }
-        DUMP_PARAMS("grad%d.%s", s, ex->grads);
-        if (brisk_optimizer_step(&opt, s + 1, os.lr, 1, &err)) goto fail;
+        if (!resnet || s == 0 || s == steps - 1) DUMP_PARAMS("grad%d.%s", s, ex->grads);
+        if (!resnet && brisk_optimizer_step(&opt, s + 1, os.lr, 1, &err)) goto fail;
     }
-    add("losses%.0d%s", 0, "", BRISK_F32, brisk_shape1(STEPS), losses);
+    add("losses%.0d%s", 0, "", BRISK_F32, brisk_shape1(steps), losses);
     DUMP_PARAMS("final.%.0d%s", 0, ex->params);
     if (brisk_npz_write(argv[2], n_out, names, tensors, &err)) goto fail;
-    printf("ref_dump: %s: %d arrays, losses %.6f .. %.6f\n", argv[2], n_out, losses[0], losses[STEPS - 1]);
+    printf("ref_dump: %s: %d arrays, losses %.6f .. %.6f\n", argv[2], n_out, losses[0], losses[steps - 1]);
     int rc = 0;
     if (0) {
     fail:
