@@ -7,9 +7,9 @@
 #                                  (the Fortran and MPI examples), and the safetensors Python
 #                                  package from PyPI into build/pydeps
 set -euo pipefail
-pkgs=(build-essential cmake libcjson-dev zlib1g-dev libopenblas-dev libpng-dev libjpeg62-turbo-dev)
+pkgs=(build-essential cmake libcjson-dev zlib1g-dev libopenblas-dev libpng-dev libjpeg62-turbo-dev libnetcdf-dev)
 if [ "${1:-}" = "--test" ]; then
-  pkgs+=(python3 python3-numpy python3-torch python3-pip clang libclang-rt-14-dev gfortran libopenmpi-dev openmpi-bin)
+  pkgs+=(python3 python3-numpy python3-torch python3-pip clang libclang-rt-14-dev gfortran libopenmpi-dev openmpi-bin netcdf-bin)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
