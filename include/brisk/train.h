@@ -341,6 +341,21 @@ void brisk_pipeline_report(const brisk_pipeline_result *results, int n, const br
 brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, const char *output_npy,
                                 const brisk_logger *log, brisk_error *err);
 
+/* An autoregressive forecast of a meshgnn trained on data.netcdf (rollout.c): from time
+ * index `start` of `data` (-1: the first the checkpoint's chronological split held out),
+ * `steps` predictions of the change over the lead, each fed back as the next input. RMSE
+ * per channel and lead against the file's fields, and of persistence, go to a table on
+ * standard output (unless quiet) and to `jsonl` as JSON lines (NULL: none, "-": standard
+ * output); the forecast to `output` as NetCDF-4 with the input's coordinates and
+ * attributes (NULL: none). */
+typedef struct brisk_rollout_spec {
+    const char *checkpoint, *data;
+    int64_t steps, start;
+    const char *output, *jsonl;
+    int quiet;
+} brisk_rollout_spec;
+brisk_status brisk_rollout(const brisk_rollout_spec *r, const brisk_logger *log, brisk_error *err);
+
 #ifdef __cplusplus
 }
 #endif
