@@ -17,7 +17,7 @@
 static const struct { const char *key, *meaning; } meanings[] = {
     {"model(diffusion).hidden", "widths of the hidden layers of the denoiser"},
     {"model.type", "the model: mlp (tabular), diffusion (a conditional DDPM downscaler), lstm or transformer (windows of a series), meshgnn (a grid-mesh graph network forecasting the next step)"},
-    {"model(meshgnn).inputs", "variables per grid node at the input"},
+    {"model(meshgnn).inputs", "variables per grid node at the input (data.netcdf: channels x history + statics + time features)"},
     {"model(meshgnn).outputs", "variables per grid node predicted (as their next-step change)"},
     {"model(meshgnn).layers", "message-passing layers of the processor on the mesh"},
     {"model.latent", "width of every node and edge embedding and MLP"},
@@ -54,7 +54,7 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"model.noise.prediction", "what the network predicts: the noise or the clean field x0"},
     {"models", "instead of model: a list of model objects, each with a name and the keys of its type's model section, trained in turn on the same data, then compared"},
     {"models[].name", "the model's name: its run directory out_dir/<name> and its row in the comparison"},
-    {"data.train", "the training data: .npz (fields are members) or .csv (fields are columns); relative to the working directory, else to the config"},
+    {"data.train", "the training data: .npz (fields are members) or .csv (fields are columns); with data.netcdf a NetCDF file, directory or glob; relative to the working directory, else to the config"},
     {"data.images.labels", "labels .csv (file[,category][,x0,y0,v0,...]; images beside it) or an image array .npy/.npz; replaces data.train"},
     {"data.images.size", "the images' size in pixels: one number or [width, height]"},
     {"data.images.mean", "per-channel mean subtracted after scaling pixels to [0, 1] (3 numbers; default 0)"},
@@ -84,6 +84,13 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"data.windows.target.change", "how the change is measured: relative, difference or log ratio"},
     {"data.windows.target.normalize", "regression targets learnt as (y - mean) / std of the training windows; predictions mapped back"},
     {"data.windows.target.thresholds", "ascending thresholds on the change: k thresholds make k + 1 classes"},
+    {"data.netcdf.files", "NetCDF files, directories (their *.nc) or globs, one time axis; instead of data.train (which may also be one file, directory or glob)"},
+    {"data.netcdf.variables", "the predicted fields, (time, lat, lon) or (time, level, lat, lon): each level a channel; the model's outputs are the channels"},
+    {"data.netcdf.static", "fields read once, (lat, lon) (orography, land-sea mask), appended to every grid node's inputs"},
+    {"data.netcdf.history", "time steps of the channels in the input (t - history + 1 .. t); model.inputs = channels x history + statics (+ 2 time features)"},
+    {"data.netcdf.lead", "time steps from the last input to the target (the change over them is learnt)"},
+    {"data.netcdf.time_features", "add sin and cos of the local solar hour (from time's units and lon) to the inputs"},
+    {"data.netcdf.missing", "missing values (NaN, _FillValue, missing_value): refuse (error naming file, variable, time and point) or mask (filled with the training mean, counted)"},
     {"optim.type", "the optimizer"},
     {"optim.lr", "peak learning rate"},
     {"optim.betas", "AdamW's [beta1, beta2]"},
@@ -147,7 +154,7 @@ static const struct { const char *section, *json; } walks[] = {
                     " \"heads\": 1}}"},
     {"mlp", "{\"model\": {\"type\": \"mlp\", \"inputs\": 1, \"outputs\": 1, \"hidden\": [1]},"
             " \"data\": {\"images\": {\"labels\": \"l.csv\", \"size\": 1, \"augment\": {}}}}"},
-    {"meshgnn", "{\"model\": {\"type\": \"meshgnn\"}}"},
+    {"meshgnn", "{\"model\": {\"type\": \"meshgnn\"}, \"data\": {\"netcdf\": {\"files\": [\"w.nc\"], \"variables\": [\"a\"]}}}"},
     {"pipeline", "{\"models\": [{\"name\": \"a\", \"type\": \"mlp\", \"inputs\": 1, \"outputs\": 1}]}"},
 };
 
