@@ -23,3 +23,6 @@ endif()
 if(PNG_FOUND) # brisk synth images writes PNG through libpng
   add_test(NAME cli.images COMMAND ${CMAKE_CURRENT_LIST_DIR}/images.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_images)
 endif()
+if(NETCDF_FOUND) # brisk synth weather writes NetCDF-4 through libnetcdf
+  add_test(NAME cli.weather COMMAND ${CMAKE_CURRENT_LIST_DIR}/weather.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_weather)
+endif()
