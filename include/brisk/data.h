@@ -497,6 +497,10 @@ typedef struct brisk_weather_spec {
      * brisk_weather's mean/std; NULL: fitted on the training range. */
     const float *mean, *std;
     int nnorm;
+    /* One file's bytes instead of the paths (nc_open_mem; paths[0] names it in messages;
+     * the fuzz target's entry). They must outlive the weather. */
+    const void *mem;
+    size_t mem_len;
 } brisk_weather_spec;
 
 typedef struct brisk_weather_source brisk_weather_source;

@@ -20,6 +20,7 @@ void netcdf_unlock(void) { pthread_mutex_unlock(&nc_mu); }
 
 #if BRISK_HAVE_NETCDF
 #include <netcdf.h>
+#include <netcdf_mem.h>
 
 int brisk_netcdf_available(void) { return 1; }
 
@@ -245,9 +246,10 @@ static void size_cache(const nc_file *f, int v, int64_t steps) {
 
 /* ---------------------------------------------------------------- opening */
 
-static brisk_status open_file(brisk_weather_source *s, nc_file *f, brisk_weather *w, double **time, int64_t *nt,
-                              brisk_error *err) {
-    int rc = nc_open(f->path, NC_NOWRITE, &f->ncid);
+static brisk_status open_file(brisk_weather_source *s, nc_file *f, const brisk_weather_spec *spec, brisk_weather *w,
+                              double **time, int64_t *nt, brisk_error *err) {
+    int rc = spec->mem ? nc_open_mem(f->path, NC_NOWRITE, spec->mem_len, (void *)spec->mem, &f->ncid)
+                       : nc_open(f->path, NC_NOWRITE, &f->ncid);
     if (rc) {
         f->ncid = -1;
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: not a NetCDF file this build can read (%s)", f->path,
@@ -351,7 +353,8 @@ brisk_status netcdf_source_open(const brisk_weather_spec *spec, brisk_weather *w
     w->src = s;
     path_list l = {0};
     brisk_status st = BRISK_OK;
-    for (int i = 0; i < spec->npaths && !st; i++) st = expand(spec->paths[i], &l, err);
+    if (spec->mem && spec->npaths == 1 && list_add(&l, spec->paths[0])) st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < spec->npaths && !st && !spec->mem; i++) st = expand(spec->paths[i], &l, err);
     if (!st && l.n == 0) st = brisk_errorf(err, BRISK_ERR_INVALID, "no NetCDF files given");
     double **times = st ? NULL : calloc((size_t)l.n, sizeof *times);
     int64_t *nts = st ? NULL : calloc((size_t)l.n, sizeof *nts);
@@ -370,7 +373,7 @@ brisk_status netcdf_source_open(const brisk_weather_spec *spec, brisk_weather *w
         snprintf(s->files[i].path, sizeof s->files[i].path, "%s", l.p[i]);
         s->files[i].ncid = -1;
         s->nfiles = i + 1;
-        st = open_file(s, &s->files[i], w, &times[i], &nts[i], err);
+        st = open_file(s, &s->files[i], spec, w, &times[i], &nts[i], err);
     }
     /* one time axis: files in order of their first time, strictly increasing across them */
     if (!st && s->nfiles > 1) {
