@@ -165,6 +165,14 @@ brisk_status brisk_weather_open(const brisk_weather_spec *spec, brisk_weather *w
     if (st) goto fail;
     snprintf(w->ds.source, sizeof w->ds.source, "%s", brisk_weather_first_file(w));
     int64_t C = w->channels, S = w->nstatics, G = w->grid;
+    /* a sample's and the scan's buffers hold (history + 1) and (lead + 1) states */
+    const int64_t cap = INT64_C(1) << 30;
+    if (G > cap / C / (w->history + 1) || G > cap / C / (w->lead + 1) || G * (w->history * C + S + 2) > cap) {
+        st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: a %lld x %lld grid of %lld channels with history %d and lead %d is "
+                          "too large (buffers of over 2^30 values)", w->ds.source, (long long)w->nlat, (long long)w->nlon,
+                          (long long)C, w->history, w->lead);
+        goto fail;
+    }
     w->inputs = (int)(w->history * C + S + (spec->time_features ? 2 : 0));
     int64_t count = w->ntimes - w->history + 1 - w->lead;
     if (count < 1) {

@@ -268,6 +268,11 @@ static brisk_status open_file(brisk_weather_source *s, nc_file *f, const brisk_w
         snprintf(s->lon_name, sizeof s->lon_name, "%s", lonn);
         if ((st = check_regular(f->path, latn, lat, nlat, 0, err)) || (st = check_regular(f->path, lonn, lon, nlon, 1, err)))
             goto out;
+        if (nlat * nlon > (INT64_C(1) << 28)) {
+            st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: variables '%s' and '%s': a %lld x %lld grid is too large (over "
+                              "2^28 points)", f->path, latn, lonn, (long long)nlat, (long long)nlon);
+            goto out;
+        }
         s->lat_flip = nlat > 1 && lat[1] < lat[0];
         w->nlat = nlat, w->nlon = nlon, w->grid = nlat * nlon;
         w->lat = malloc((size_t)nlat * sizeof(double));
