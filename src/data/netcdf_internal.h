@@ -42,5 +42,8 @@ brisk_status netcdf_source_open(const brisk_weather_spec *spec, brisk_weather *w
 brisk_status netcdf_source_read(brisk_weather *w, int64_t t, float *dst, int64_t *missing, char *first,
                                  brisk_error *err);
 void netcdf_source_free(brisk_weather_source *s);
+/* netcdf_classic.c: refuses a classic-format buffer whose header counts or data extents
+ * exceed its length (other formats pass: libnetcdf checks them). */
+brisk_status netcdf_classic_check(const void *buf, size_t len, const char *name, brisk_error *err);
 
 #endif

@@ -98,7 +98,8 @@ brisk_status brisk_synth_weather(const char *path, int64_t times, uint64_t seed,
         }
     char tmp[1100];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int nc = -1, rc, dt, dl, dla, dlo, vt, vl, vla, vlo, v2t, vmsl, vta, vz, vor, vls;
+    int nc = -1, rc, dt = 0, dl = 0, dla = 0, dlo = 0, vt = 0, vl = 0, vla = 0, vlo = 0, v2t = 0, vmsl = 0, vta = 0, vz = 0,
+        vor = 0, vls = 0;
     netcdf_lock();
     rc = nc_create(tmp, NC_NETCDF4 | NC_CLOBBER, &nc);
     const char *title = "brisk synthetic regional weather (advected smooth fields with a diurnal cycle)";

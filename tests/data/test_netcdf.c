@@ -219,6 +219,37 @@ static void bad_inputs(void) {
     expect_error(&s, BRISK_ERR_INVALID, "ok.nc: 3 times cannot hold one sample of history 3 and lead 1", NULL);
 }
 
+/* A classic-format file in memory (nc_open_mem), and its header checked before libnetcdf
+ * reads it: a cut file and a name length beyond the bytes are refused. */
+static void in_memory(void) {
+    const char *p = path_of("classic.nc");
+    char cmd[1400];
+    REQUIRE(ncgen(p, cdl("classic", 4, 0, "50, 49, 48", "", -1)) == 0);
+    snprintf(cmd, sizeof cmd, "ncgen -k classic -o '%s' '%s.cdl'", p, p);
+    REQUIRE(system(cmd) == 0);
+    FILE *f = fopen(p, "rb");
+    REQUIRE(f);
+    static unsigned char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    REQUIRE(n > 100 && n < sizeof buf && !memcmp(buf, "CDF\001", 4));
+    const char *paths[] = {"mem.nc"};
+    brisk_weather_spec s = spec_of(paths, 1);
+    s.mem = buf, s.mem_len = n;
+    brisk_weather w;
+    brisk_error e = {0};
+    REQUIRE_OK(brisk_weather_open(&s, &w, &e), &e);
+    float st[18];
+    REQUIRE_OK(brisk_weather_state(&w, 3, st, &e), &e);
+    CHECK_NEAR(st[0], 300 + 20, 0);
+    brisk_weather_free(&w);
+    s.mem_len = n - 8;
+    expect_error(&s, BRISK_ERR_FORMAT, "mem.nc: not a valid NetCDF file: a variable's data outside the file", NULL);
+    s.mem_len = n;
+    buf[3 * 4 + 4] = 0x7f; /* the first dimension name's length (after magic, numrecs, tag, count) */
+    expect_error(&s, BRISK_ERR_FORMAT, "mem.nc: not a valid NetCDF file: a dimension name", NULL);
+}
+
 static void synth_file(void) {
     const char *p = path_of("synth.nc");
     brisk_error e = {0};
@@ -250,6 +281,6 @@ int main(void) {
         printf("skipped: ncgen (Debian netcdf-bin) not found\n");
         return 77;
     }
-    t_case c[] = {T(read_exact), T(several_files), T(missing_values), T(bad_inputs), T(synth_file)};
+    t_case c[] = {T(read_exact), T(several_files), T(missing_values), T(bad_inputs), T(in_memory), T(synth_file)};
     return t_run(c, (int)(sizeof c / sizeof c[0]));
 }
