@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what brisk needs on Debian 12, when it is missing (idempotent; root or sudo).
 #   tools/install-deps.sh          build + run: compiler, CMake, OpenMP, cJSON, zlib, OpenBLAS,
-#                                  libpng and libjpeg-turbo (image data)
+#                                  libpng and libjpeg-turbo (image data), libnetcdf (weather data)
 #   tools/install-deps.sh --test   also what the tests compare against: NumPy, PyTorch (Debian's
 #                                  python3-torch), clang's sanitizer runtime, gfortran and OpenMPI
-#                                  (the Fortran and MPI examples), and the safetensors Python
+#                                  (the Fortran and MPI examples), ncgen (netcdf-bin: NetCDF test
+#                                  files written by another tool), and the safetensors Python
 #                                  package from PyPI into build/pydeps
 set -euo pipefail
 pkgs=(build-essential cmake libcjson-dev zlib1g-dev libopenblas-dev libpng-dev libjpeg62-turbo-dev libnetcdf-dev)

@@ -59,7 +59,8 @@ struct brisk_trainer {
     int64_t scaler_skipped;    /* loss-scaler skips reported by the backend in this run */
     int scaler_warned;
     /* windowed data: the per-feature normalisation fitted on the training rows, kept in
-     * checkpoints so that predict applies it again (norm_n 0: none) */
+     * checkpoints so that predict applies it again (norm_n 0: none); data.netcdf: the
+     * channels', the statics' and the change's (brisk_weather.mean), for rollout */
     float *norm_mean, *norm_std;
     int norm_n;
     brisk_weather *weather; /* data.netcdf: the files the dataset reads from (weather.c) */
