@@ -470,6 +470,91 @@ brisk_status brisk_synth_images(const char *dir, int64_t n, uint64_t seed, brisk
 brisk_status brisk_synth_make(const char *kind, int64_t n, uint64_t seed, brisk_dataset *ds,
                               brisk_error *err);
 
+/* ---------------------------------------------------------------- weather (NetCDF)
+ * A forecasting dataset over NetCDF files (netcdf*.c; needs libnetcdf at build time,
+ * else every call fails naming the file). The files hold CF-style coordinate variables
+ * time (with "units" like "hours since 2020-01-01 00:00:00"), lat or latitude, lon or
+ * longitude (1-D, strictly monotone, the same in every file) and, for 3-D fields, a
+ * level axis. A field is (time, lat, lon) or (time, level, lat, lon), each level one
+ * channel ("t850" is field t at its level 850); a static field is (lat, lon) or its first
+ * time. Several files are one time axis, ordered by their first time, strictly increasing
+ * throughout. Values equal to _FillValue / missing_value, NaN or inf are missing: refused
+ * (the error names file, variable, time and grid point) or, with mask_missing, replaced by
+ * the channel's training mean (counted in `masked`). scale_factor / add_offset apply.
+ *
+ * Sample k is time t = k + history - 1: x [grid, inputs] = the C channels at t-history+1
+ * .. t (oldest first), then the S statics, then (time_features) sin and cos of the local
+ * solar hour 2 pi (utc + lon / 15) / 24; y [grid, C] = (state(t + lead) - state(t)) /
+ * the change's std. Every value is normalised per channel: (v - mean) / std fitted on the
+ * training time range. Split, chronological: times from s = ntimes - round(ntimes *
+ * validation_fraction) on are validation; training samples have t + lead < s, validation
+ * samples t - history + 1 >= s. Samples are read on demand in the loader's thread
+ * (netCDF is not thread-safe: one lock serialises its calls); each variable's chunk cache
+ * holds the chunks of history + lead + 1 time steps. */
+#define BRISK_WEATHER_MAX_VARS 64
+#define BRISK_WEATHER_MAX_CHANNELS 1024
+
+typedef struct brisk_weather_spec {
+    const char *const *paths;      /* files, directories (their *.nc) or glob patterns */
+    int npaths;
+    const char *const *variables;  /* the predicted fields */
+    int nvariables;
+    const char *const *statics;    /* fields read once */
+    int nstatics;
+    int history, lead;             /* >= 1 */
+    double validation_fraction;    /* [0, 1) */
+    int mask_missing, time_features;
+    /* The normalisation to use instead of fitting one (rollout: the checkpoint's), as
+     * brisk_weather's mean/std; NULL: fitted on the training range. */
+    const float *mean, *std;
+    int nnorm;
+    /* One file's bytes instead of the paths (nc_open_mem; paths[0] names it in messages;
+     * the fuzz target's entry). They must outlive the weather. */
+    const void *mem;
+    size_t mem_len;
+} brisk_weather_spec;
+
+typedef struct brisk_weather_source brisk_weather_source;
+
+typedef struct brisk_weather {
+    /* x [count, grid, inputs], y [count, grid, C], made on demand from this struct (its
+     * make_user): the dataset may be moved out, the weather must outlive it */
+    brisk_dataset ds;
+    brisk_split split;     /* sample indices: training then validation, both in time order */
+    int64_t ntimes, nlat, nlon, grid, split_time, masked;
+    int channels, nstatics, inputs, history, lead;
+    char (*channel)[BRISK_FIELD_NAME_MAX];   /* [channels] "t2m", "t850", ... */
+    double *lat, *lon, *time;                /* the coordinates; time in the file's units */
+    double hours_per_unit, base_hour;        /* the time unit in hours; the hour of day at time 0 */
+    int mask_missing;
+    /* [2 C + S]: the channels, then the statics, then the channels' change over `lead` */
+    float *mean, *std;
+    int nnorm;
+    float *statics_norm;    /* [grid, S] normalised */
+    double persistence_mse; /* the validation samples' mean y^2: a zero change's loss */
+    brisk_weather_source *src;
+} brisk_weather;
+
+brisk_status brisk_weather_open(const brisk_weather_spec *spec, brisk_weather *out, brisk_error *err);
+/* The raw (unnormalised, missing values masked or refused) state at time index t:
+ * dst [grid, C]. Safe from several threads. */
+brisk_status brisk_weather_state(brisk_weather *w, int64_t t, float *dst, brisk_error *err);
+/* x [grid, inputs] at time t from the raw states of t - history + 1 .. t (oldest first). */
+void brisk_weather_input(const brisk_weather *w, const float *const *states, int64_t t, float *x);
+void brisk_weather_free(brisk_weather *w);
+/* The file the whole dataset's coordinates and attributes came from (the first). */
+const char *brisk_weather_first_file(const brisk_weather *w);
+
+/* Writes a forecast as NetCDF-4 beside the coordinates and attributes of w's first file:
+ * the fields (their levels regrouped), over `n` times valid at times[] (w's units),
+ * values [n, grid, C]. */
+brisk_status brisk_weather_write(const brisk_weather *w, const char *path, int64_t n, const double *times,
+                                 const float *values, brisk_error *err);
+/* Writes the synthetic regional weather data set (synth_weather.c) of `times` hourly steps. */
+brisk_status brisk_synth_weather(const char *path, int64_t times, uint64_t seed, brisk_error *err);
+/* Whether this build reads NetCDF. */
+int brisk_netcdf_available(void);
+
 #ifdef __cplusplus
 }
 #endif

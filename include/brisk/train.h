@@ -50,6 +50,20 @@ typedef struct brisk_images_config {
     int nflip_pairs;
 } brisk_images_config;
 
+/* data.netcdf: a weather dataset over NetCDF files (data.h, brisk_weather_open). */
+#define BRISK_NETCDF_MAX_FILES 16
+#define BRISK_NETCDF_MAX_STATICS 16
+typedef struct brisk_netcdf_config {
+    int enabled;
+    char files[BRISK_NETCDF_MAX_FILES][BRISK_PATH_MAX]; /* data.netcdf.files, else data.train alone */
+    int nfiles;
+    char variables[BRISK_WEATHER_MAX_VARS][BRISK_COLUMN_MAX];
+    int nvariables;
+    char statics[BRISK_NETCDF_MAX_STATICS][BRISK_COLUMN_MAX];
+    int nstatics;
+    int history, lead, time_features, mask_missing;
+} brisk_netcdf_config;
+
 typedef struct brisk_data_spec {
     char train[BRISK_PATH_MAX];         /* .npz or .csv (windows: also .npy); "" when the API supplies the data */
     char validation[BRISK_PATH_MAX];    /* a separate validation file like train's; "": a split of train
@@ -69,12 +83,18 @@ typedef struct brisk_data_spec {
     /* data.episodes: each training batch one episode (brisk_episodes, data.h): a category,
      * then episode_support + episode_query distinct samples of it; 0 and 0: plain batches */
     int episode_support, episode_query;
+    brisk_netcdf_config netcdf;
 } brisk_data_spec;
 
 /* The sources of data.fields entry j, in order: out must hold d->field_n_sources[j]. */
 void brisk_data_field_sources(const brisk_data_spec *d, int j, const char **out);
 /* The image dataset spec of data.images (pointers into d), with the run's seed. */
 void brisk_images_spec_of(const brisk_data_spec *d, uint64_t seed, brisk_image_spec *out);
+
+/* The weather spec of a config (pointers into d; paths[] holds BRISK_NETCDF_MAX_FILES,
+ * names[] BRISK_WEATHER_MAX_VARS + BRISK_NETCDF_MAX_STATICS). */
+void brisk_weather_spec_of(const brisk_data_spec *d, const char **paths, const char **names,
+                           brisk_weather_spec *out);
 
 /* The window spec of a config (pointers into cfg; names[] must hold nfeatures entries). */
 void brisk_windows_spec_of(const brisk_data_spec *d, const char **names, brisk_window_spec *out);
@@ -335,6 +355,21 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
  * stays fp32. "-" writes to standard output. */
 brisk_status brisk_export_onnx(const char *checkpoint, const char *onnx_path, int fp16, const brisk_logger *log,
                                brisk_error *err);
+
+/* An autoregressive forecast of a meshgnn trained on data.netcdf (rollout.c): from time
+ * index `start` of `data` (-1: the first the checkpoint's chronological split held out),
+ * `steps` predictions of the change over the lead, each fed back as the next input. RMSE
+ * per channel and lead against the file's fields, and of persistence, go to a table on
+ * standard output (unless quiet) and to `jsonl` as JSON lines (NULL: none, "-": standard
+ * output); the forecast to `output` as NetCDF-4 with the input's coordinates and
+ * attributes (NULL: none). */
+typedef struct brisk_rollout_spec {
+    const char *checkpoint, *data;
+    int64_t steps, start;
+    const char *output, *jsonl;
+    int quiet;
+} brisk_rollout_spec;
+brisk_status brisk_rollout(const brisk_rollout_spec *r, const brisk_logger *log, brisk_error *err);
 
 #ifdef __cplusplus
 }

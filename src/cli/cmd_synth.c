@@ -6,7 +6,7 @@
 #include "cli/cli.h"
 
 static const char help[] =
-    "usage: brisk synth diffusion|tabular|series|images PATH [--samples N] [--seed S]\n\n"
+    "usage: brisk synth diffusion|tabular|series|images|weather PATH [--samples N] [--seed S]\n\n"
     "Writes an example data set with learnable structure as .npz (or, for series, .csv\n"
     "when PATH ends in .csv):\n"
     "  diffusion  coarse [N, 7] and fine [N, 256] fields (default N 4800)\n"
@@ -16,6 +16,10 @@ static const char help[] =
     "  images     PATH is a folder: N 64 x 64 RGB PNG files of a filled quadrilateral in 3\n"
     "             categories, and labels.csv (file,category,x0,y0,v0,...,x3,y3,v3) with its 4\n"
     "             corners as keypoints (flip pairs 0-1, 2-3) (default N 512)\n"
+    "  weather    PATH is a NetCDF-4 file: N hourly steps of a 16 x 16 regional grid (CF\n"
+    "             coordinates time, level, lat, lon): t2m, msl, t and z on 3 levels, advected\n"
+    "             smooth fields with a diurnal cycle, and static orography and lsm (default N\n"
+    "             1200; needs a build with libnetcdf)\n"
     "  --samples N  1 to 2^31 - 1;  --seed S  0 to 2^53\n";
 
 int cmd_synth(int argc, char **argv) {
@@ -34,9 +38,16 @@ int cmd_synth(int argc, char **argv) {
         else return cli_usage("synth", "unexpected argument '%s'", v);
     }
     if (!kind || !path) return cli_usage("synth", "KIND and PATH are required");
-    int images = strcmp(kind, "images") == 0;
-    if (n == 0) n = strcmp(kind, "diffusion") == 0 ? 4800 : strcmp(kind, "series") == 0 ? 30000 : images ? 512 : 20480;
+    int images = strcmp(kind, "images") == 0, weather = strcmp(kind, "weather") == 0;
+    if (n == 0)
+        n = strcmp(kind, "diffusion") == 0 ? 4800 : strcmp(kind, "series") == 0 ? 30000 : images ? 512 : weather ? 1200 : 20480;
     brisk_error err = {0};
+    if (weather) {
+        if (brisk_synth_weather(path, n, (uint64_t)seed, &err)) return cli_fail_err(&err);
+        printf("wrote %s: %lld hourly steps of a 16 x 16 grid (t2m, msl, t and z at 850/500/250 hPa; orography, lsm)\n",
+               path, n);
+        return 0;
+    }
     if (images) {
         if (brisk_synth_images(path, n, (uint64_t)seed, &err)) return cli_fail_err(&err);
         printf("wrote %s: %lld PNG images and labels.csv\n", path, n);

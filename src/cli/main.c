@@ -14,9 +14,10 @@ static const char usage[] =
     "  train CONFIG       train a model from a JSON config\n"
     "  predict CKPT       run a trained model on an input array\n"
     "  export CKPT        write the model as ONNX (--onnx FILE)\n"
+    "  rollout CKPT       forecast autoregressively over a NetCDF file (meshgnn), RMSE per lead\n"
     "  sample CKPT        sample fine fields from a diffusion model, given coarse ones\n"
     "  info CKPT          list a checkpoint's tensors and training state\n"
-    "  synth KIND PATH    write the example data set KIND (diffusion, tabular, series)\n"
+    "  synth KIND PATH    write the example data set KIND (diffusion, tabular, series, images, weather)\n"
     "  bench CONFIG       time CONFIG with each GPU optimization added in turn\n"
     "  config --reference every config key: type, accepted values, default, meaning\n"
     "\n"
@@ -103,6 +104,7 @@ int main(int argc, char **argv) {
         {"check", cmd_check}, {"train", cmd_train}, {"predict", cmd_predict},
         {"info", cmd_info},   {"synth", cmd_synth},   {"bench", cmd_bench},
         {"sample", cmd_sample}, {"config", cmd_config}, {"export", cmd_export},
+        {"sample", cmd_sample}, {"config", cmd_config}, {"rollout", cmd_rollout},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(argv[1], cmds[i].name) == 0) return cmds[i].fn(argc - 1, argv + 1);

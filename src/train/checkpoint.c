@@ -101,7 +101,7 @@ brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_err
         {"format", BRISK_CKPT_FORMAT}, {"brisk_version", BRISK_VERSION}, {"brisk_commit", brisk_build_commit},
         {"step", step}, {"epoch", epoch}, {"position", pos}, {"samples", samples}, {"seed", seed}, {"best_val_loss", best},
         {"nan_skipped", skipped}, {"optimizer", sgd ? "sgd" : "adamw"}, {"config", t->cfg.json},
-        {"normalization", norm}, /* windowed data only: predict applies it again */
+        {"normalization", norm}, /* windowed data: predict applies it again; data.netcdf: rollout */
         {"target_normalization", /* predict maps outputs back */
          t->cfg.data.windows.enabled && t->cfg.data.windows.normalize_target ? target : NULL},
         {"loss_scale", scaler[0][0] ? scaler[0] : NULL}, {"loss_scale_growth", scaler[0][0] ? scaler[1] : NULL},

@@ -298,6 +298,62 @@ static void read_windows(brisk_json_reader *data, brisk_windows_config *w) {
     free(th);
 }
 
+static const char *const missing_kinds[] = {"refuse", "mask", NULL};
+
+static void read_names(brisk_json_reader *r, const char *key, bool required, int max, char (*dst)[BRISK_COLUMN_MAX],
+                       int *n) {
+    const char **names = NULL;
+    size_t k = 0;
+    if (brisk_json_strings(r, key, required, &names, &k) == BRISK_OK) {
+        if ((required && k < 1) || k > (size_t)max) brisk_json_fail(r, key, "expected %d to %d names, got %zu", required, max, k);
+        for (size_t i = 0; i < k && i < (size_t)max; i++) {
+            if (strlen(names[i]) >= BRISK_COLUMN_MAX - 8) brisk_json_fail(r, key, "name '%.40s...' longer than %d bytes", names[i], BRISK_COLUMN_MAX - 9);
+            copy_str(dst[i], BRISK_COLUMN_MAX, names[i]);
+        }
+        *n = (int)(k < (size_t)max ? k : (size_t)max);
+    }
+    free(names);
+}
+
+/* data.netcdf: {"files", "variables", "static", "history", "lead", "time_features", "missing"} */
+static void read_netcdf(brisk_json_reader *data, brisk_netcdf_config *nc) {
+    brisk_json_reader r;
+    bool present, b;
+    int v;
+    brisk_json_object_opt(data, "netcdf", &r, &present);
+    if (!present || !r.obj) return;
+    nc->enabled = 1;
+    const char **files = NULL;
+    size_t k = 0;
+    if (brisk_json_strings(&r, "files", false, &files, &k) == BRISK_OK && files) {
+        if (k < 1 || k > BRISK_NETCDF_MAX_FILES) brisk_json_fail(&r, "files", "expected 1 to %d paths, got %zu", BRISK_NETCDF_MAX_FILES, k);
+        for (size_t i = 0; i < k && i < BRISK_NETCDF_MAX_FILES; i++) copy_path(&r, "files", nc->files[i], BRISK_PATH_MAX, files[i]);
+        nc->nfiles = (int)(k < BRISK_NETCDF_MAX_FILES ? k : BRISK_NETCDF_MAX_FILES);
+    }
+    free(files);
+    read_names(&r, "variables", true, BRISK_WEATHER_MAX_VARS, nc->variables, &nc->nvariables);
+    read_names(&r, "static", false, BRISK_NETCDF_MAX_STATICS, nc->statics, &nc->nstatics);
+    brisk_json_int_or(&r, "history", 2, 1, 64, &nc->history);
+    brisk_json_int_or(&r, "lead", 1, 1, 1 << 20, &nc->lead);
+    brisk_json_bool_or(&r, "time_features", true, &b), nc->time_features = b;
+    brisk_json_enum_or(&r, "missing", missing_kinds, 0, &v), nc->mask_missing = v == 1;
+}
+
+void brisk_weather_spec_of(const brisk_data_spec *d, const char **paths, const char **names, brisk_weather_spec *out) {
+    const brisk_netcdf_config *nc = &d->netcdf;
+    memset(out, 0, sizeof *out);
+    int np = 0;
+    if (nc->nfiles)
+        for (int i = 0; i < nc->nfiles; i++) paths[np++] = nc->files[i];
+    else paths[np++] = d->train;
+    for (int i = 0; i < nc->nvariables; i++) names[i] = nc->variables[i];
+    for (int i = 0; i < nc->nstatics; i++) names[nc->nvariables + i] = nc->statics[i];
+    *out = (brisk_weather_spec){.paths = paths, .npaths = np, .variables = names, .nvariables = nc->nvariables,
+                                .statics = names + nc->nvariables, .nstatics = nc->nstatics, .history = nc->history,
+                                .lead = nc->lead, .validation_fraction = d->validation_fraction,
+                                .mask_missing = nc->mask_missing, .time_features = nc->time_features};
+}
+
 static const char *const on_error_kinds[] = {"error", "skip", NULL};
 
 /* data.images: {"labels", "size", "resize", "mean", "std", "gray_to_rgb", "on_error",
@@ -424,6 +480,7 @@ static void read_data(brisk_json_reader *root, brisk_data_spec *d) {
     d->buffer_reject = v == 1;
     read_windows(&r, &d->windows);
     read_images(&r, &d->images);
+    read_netcdf(&r, &d->netcdf);
     brisk_json_reader ep;
     bool present;
     brisk_json_object_opt(&r, "episodes", &ep, &present);
@@ -439,6 +496,14 @@ static void read_data(brisk_json_reader *root, brisk_data_spec *d) {
                         "give data.images alone, without data.train, data.fields or data.windows");
     if (d->windows.enabled && present && f.obj)
         brisk_json_fail(&r, "fields", "windows make the fields x and y themselves; give data.windows or data.fields, not both");
+    if (d->netcdf.enabled && (d->windows.enabled || d->images.enabled || (present && f.obj)))
+        brisk_json_fail(&r, "netcdf", "NetCDF data make the fields x and y themselves; give data.netcdf without data.fields, "
+                        "data.windows or data.images");
+    if (d->netcdf.enabled && d->validation[0])
+        brisk_json_fail(&r, "validation", "NetCDF data validate on the last data.validation_fraction of their time axis "
+                        "(chronologically); a separate validation file is not supported");
+    if (d->netcdf.enabled && d->netcdf.nfiles && d->train[0])
+        brisk_json_fail(&r, "netcdf", "give the files as data.train (one file, directory or glob) or data.netcdf.files, not both");
     if (!present || !f.obj) return;
     /* "fields": {"x": "features", "y": "label"} for npz members, or
      *           {"x": ["open", "close"], "y": "label"} for CSV columns, where
@@ -620,8 +685,9 @@ brisk_status brisk_config_load(const char *path, const char *const *overrides, i
     if (!st) st = from_doc(doc, path, overrides, n_overrides, cfg, err);
     brisk_json_free(doc);
     /* A relative data path is taken from the working directory, else beside the config. */
-    char *paths[] = {cfg->data.train, cfg->data.validation};
-    for (int i = 0; i < 2 && !st; i++) {
+    char *paths[2 + BRISK_NETCDF_MAX_FILES] = {cfg->data.train, cfg->data.validation};
+    for (int i = 0; i < cfg->data.netcdf.nfiles; i++) paths[2 + i] = cfg->data.netcdf.files[i];
+    for (int i = 0; i < 2 + cfg->data.netcdf.nfiles && !st; i++) {
         char *p = paths[i];
         const char *slash = strrchr(path, '/');
         if (p[0] && p[0] != '/' && access(p, F_OK) != 0 && slash) {

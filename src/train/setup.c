@@ -215,6 +215,10 @@ static brisk_status load_data(brisk_trainer *t, brisk_error *err) {
         brisk_status st = load_images(t, err);
         return st ? st : bind_data(t, err);
     }
+    if (d->netcdf.enabled) {
+        brisk_status st = brisk_trainer_load_netcdf(t, err);
+        return st ? st : bind_data(t, err);
+    }
     if (d->windows.enabled) {
         brisk_status st = load_windows(t, err);
         if (st) return st;
@@ -301,7 +305,7 @@ static brisk_status make_episodes(brisk_trainer *t, brisk_error *err) {
 
 static brisk_status split_data(brisk_trainer *t, brisk_error *err) {
     const brisk_train_spec *tr = &t->cfg.train;
-    if (!t->cfg.data.windows.enabled) { /* windows come with their chronological split */
+    if (!t->cfg.data.windows.enabled && !t->cfg.data.netcdf.enabled) { /* both come with a chronological split */
         brisk_split_free(&t->split);
         brisk_status st = brisk_split_make(t->data.count, t->cfg.data.validation_fraction, tr->seed, &t->split, err);
         if (st) return st;
@@ -367,7 +371,7 @@ static brisk_status create(const brisk_config *cfg, const brisk_logger *log, bri
     t->last_saved_step = -1;
     brisk_status st;
     const brisk_train_spec *tr = &t->cfg.train;
-    if (from_file && !cfg->data.train[0] && !cfg->data.images.enabled) {
+    if (from_file && !cfg->data.train[0] && !cfg->data.images.enabled && !cfg->data.netcdf.nfiles) {
         st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.train is missing: the .npz or .csv file to train on", cfg->path);
         goto fail;
     }
@@ -387,7 +391,8 @@ static brisk_status create(const brisk_config *cfg, const brisk_logger *log, bri
     if (st || ((from_file || t->data.count) && (st = split_data(t, err)))) goto fail;
     t->g = brisk_graph_new();
     if (!t->g) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto fail; }
-    if ((st = brisk_model_build(&cfg->model, tr->batch_size, BRISK_BUILD_TRAIN, t->g, &t->io, err)) ||
+    /* t's model: data.netcdf sets its grid from the file */
+    if ((st = brisk_model_build(&t->cfg.model, tr->batch_size, BRISK_BUILD_TRAIN, t->g, &t->io, err)) ||
         (st = brisk_backward(t->g, t->io.loss, err)) || (st = brisk_plan_build(t->g, &t->plan, err)) ||
         (st = brisk_device_check_graph(&t->cfg, &t->log, &t->be, t->g, &t->plan, t->device_note,
                                        sizeof t->device_note, err)) ||
@@ -439,6 +444,8 @@ void brisk_trainer_free(brisk_trainer *t) {
     brisk_episodes_free(&t->episodes);
     brisk_dataset_free(&t->data);
     brisk_dataset_free(&t->val_data);
+    brisk_weather_free(t->weather);
+    free(t->weather);
     if (t->metrics) fclose(t->metrics);
     brisk_run_dir_unlock(t->lock_fd);
     free(t->losses);

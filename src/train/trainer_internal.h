@@ -60,9 +60,11 @@ struct brisk_trainer {
     int64_t scaler_skipped;    /* loss-scaler skips reported by the backend in this run */
     int scaler_warned;
     /* windowed data: the per-feature normalisation fitted on the training rows, kept in
-     * checkpoints so that predict applies it again (norm_n 0: none) */
+     * checkpoints so that predict applies it again (norm_n 0: none); data.netcdf: the
+     * channels', the statics' and the change's (brisk_weather.mean), for rollout */
     float *norm_mean, *norm_std;
     int norm_n;
+    brisk_weather *weather; /* data.netcdf: the files the dataset reads from (weather.c) */
     /* windowed regression (data.windows.target.normalize): the model learns (y - mean) / std,
      * fitted on the training windows; kept in checkpoints so that predict maps back
      * (mean 0, std 1: none) */
@@ -162,6 +164,12 @@ brisk_status brisk_checkpoint_read_tensors(const brisk_safetensors *st, const br
 /* Loads only the parameters of a checkpoint into an executor built from its config. */
 brisk_status brisk_checkpoint_load_params(const char *path, brisk_exec *ex, brisk_error *err);
 /* The config a checkpoint carries (for predict and info); caller frees with brisk_config_free. */
+/* weather.c: data.netcdf into t (dataset, split, normalisation, the model's grid). */
+brisk_status brisk_trainer_load_netcdf(brisk_trainer *t, brisk_error *err);
+/* Takes the model's grid from w (and, on a sphere, its extent) after checking that the
+ * mesh fits it and that inputs and outputs match w's channels. */
+brisk_status brisk_weather_fit_model(brisk_model_spec *m, const brisk_weather *w, const char *cfg_path,
+                                     brisk_error *err);
 brisk_status brisk_checkpoint_config(const char *path, brisk_config *cfg, brisk_error *err);
 /* The normalisation a checkpoint of windowed data carries (metadata "normalization",
  * {"mean": [...], "std": [...]}); *n = 0 and NULL arrays when it has none. */

@@ -27,3 +27,6 @@ if(PNG_FOUND) # brisk synth images writes PNG through libpng
     ${CMAKE_SOURCE_DIR} ${BRISK_WORKLOADS_DIR})
   set_tests_properties(cli.resnet PROPERTIES ENVIRONMENT "OMP_NUM_THREADS=2")
 endif()
+if(NETCDF_FOUND) # brisk synth weather writes NetCDF-4 through libnetcdf
+  add_test(NAME cli.weather COMMAND ${CMAKE_CURRENT_LIST_DIR}/weather.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_weather)
+endif()

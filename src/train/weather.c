@@ -1,0 +1,76 @@
+/* NetCDF weather data in the trainer (data.netcdf): the dataset, its chronological split
+ * and normalisation (kept in checkpoints), and the model's grid taken from the file. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train/trainer_internal.h"
+
+brisk_status brisk_weather_fit_model(brisk_model_spec *m, const brisk_weather *w, const char *cfg_path,
+                                     brisk_error *err) {
+    const char *file = brisk_weather_first_file(w);
+    if (m->type != BRISK_MODEL_MESHGNN)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.netcdf feeds a meshgnn model, not a %s", cfg_path,
+                            brisk_model_type_name(m->type));
+    brisk_gnn_graph_spec *g = &m->mesh;
+    if (w->nlat < g->mesh_rows || w->nlon < g->mesh_cols)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: variables '%s' and '%s': the grid (%lld x %lld) is smaller than "
+                            "the mesh of model.mesh (%lld x %lld) in %s", file, "lat", "lon", (long long)w->nlat,
+                            (long long)w->nlon, (long long)g->mesh_rows, (long long)g->mesh_cols, cfg_path);
+    if (m->inputs != w->inputs || m->outputs != w->channels)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: model.inputs %lld and model.outputs %lld, but %s gives %d inputs "
+                            "(%d channels x history %d + %d statics%s) and %d outputs (the channels)", cfg_path,
+                            (long long)m->inputs, (long long)m->outputs, file, w->inputs, w->channels, w->history,
+                            w->nstatics, w->inputs > w->history * w->channels + w->nstatics ? " + 2 time features" : "",
+                            w->channels);
+    g->grid_rows = w->nlat, g->grid_cols = w->nlon; /* the graph is the file's grid */
+    if (g->metric == BRISK_GNN_SPHERE && w->nlat > 1 && w->nlon > 1) {
+        double dlat = w->lat[1] - w->lat[0], dlon = w->lon[1] - w->lon[0];
+        g->lat0 = w->lat[0], g->lat1 = fmin(90.0, w->lat[0] + (double)w->nlat * dlat);
+        g->lon0 = w->lon[0], g->lon1 = fmin(w->lon[0] + 360.0, w->lon[0] + (double)w->nlon * dlon);
+    }
+    return BRISK_OK;
+}
+
+brisk_status brisk_trainer_load_netcdf(brisk_trainer *t, brisk_error *err) {
+    const char *paths[BRISK_NETCDF_MAX_FILES], *names[BRISK_WEATHER_MAX_VARS + BRISK_NETCDF_MAX_STATICS];
+    brisk_weather_spec spec;
+    brisk_weather_spec_of(&t->cfg.data, paths, names, &spec);
+    brisk_weather *w = calloc(1, sizeof *w);
+    if (!w) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+    brisk_status st = brisk_weather_open(&spec, w, err);
+    if (st) {
+        free(w);
+        return st;
+    }
+    t->weather = w; /* the dataset reads through it: it lives as long as the trainer */
+    if ((st = brisk_weather_fit_model(&t->cfg.model, w, t->cfg.path, err)) ||
+        (st = brisk_model_fields(&t->cfg.model, BRISK_BUILD_TRAIN, &t->io, err))) /* at the file's grid */
+        return st;
+    if (w->split.ntrain < 1)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: no training samples: %lld times, history %d, lead %d, validation "
+                            "from time index %lld", w->ds.source, (long long)w->ntimes, w->history, w->lead,
+                            (long long)w->split_time);
+    t->norm_mean = malloc((size_t)w->nnorm * sizeof(float));
+    t->norm_std = malloc((size_t)w->nnorm * sizeof(float));
+    if (!t->norm_mean || !t->norm_std) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+    memcpy(t->norm_mean, w->mean, (size_t)w->nnorm * sizeof(float));
+    memcpy(t->norm_std, w->std, (size_t)w->nnorm * sizeof(float));
+    t->norm_n = w->nnorm;
+    t->data = w->ds;
+    memset(&w->ds.fields, 0, sizeof w->ds.fields);
+    w->ds.nfields = 0, w->ds.make_user = NULL, w->ds.make = NULL;
+    t->split = w->split;
+    memset(&w->split, 0, sizeof w->split);
+    brisk_log(&t->log, BRISK_LOG_INFO, "data      %s: %lld times of a %lld x %lld grid, %d channels, %d statics; history "
+              "%d, lead %d: %lld train / %lld validation samples (validation from time index %lld, chronological)",
+              t->data.source, (long long)w->ntimes, (long long)w->nlat, (long long)w->nlon, w->channels, w->nstatics,
+              w->history, w->lead, (long long)t->split.ntrain, (long long)t->split.nval, (long long)w->split_time);
+    if (w->masked)
+        brisk_log(&t->log, BRISK_LOG_WARN, "data      %lld missing values masked (data.netcdf.missing \"mask\"): filled with "
+                  "their channel's training mean", (long long)w->masked);
+    if (t->split.nval)
+        brisk_log(&t->log, BRISK_LOG_INFO, "data      persistence (a zero change) scores %.6f on the validation samples: "
+                  "a validation loss below it beats persistence", w->persistence_mse);
+    return BRISK_OK;
+}
