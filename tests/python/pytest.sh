@@ -11,5 +11,6 @@ export BRISK_LIBRARY="$build/libbrisk.so" BRISK_BIN="$build/brisk" BRISK_WORKLOA
 export PYTHONPATH="$build/pydeps:$src/python${PYTHONPATH:+:$PYTHONPATH}"
 export CCACHE_DIR="${CCACHE_DIR:-$build/ccache}" # the install test's compiles
 export OMP_NUM_THREADS=2
+mkdir -p "$build/python_tests" # pytest creates --basetemp but not its parent
 cd "$build"
 exec "$py" -m pytest -q -rs -p no:cacheprovider --basetemp "$build/python_tests/$$" "$@"
