@@ -398,6 +398,10 @@ typedef struct brisk_step_state {
     uint32_t training;     /* 0 in eval and predict: dropout is identity */
     uint32_t loss_slot;    /* where a backend's loss log records this micro-step (loss_log);
                               ignored by backends without one */
+    uint32_t rng_shard;    /* data parallel: this rank's slice of the global batch. A random
+                              op's element i draws as element rng_shard * numel + i of the
+                              global batch's tensor would (batch-major), so N ranks draw what
+                              one process of the N-fold batch draws. 0 in one process. */
 } brisk_step_state;
 
 /* ---- optimizer update over the parameter arena (one fused pass) */

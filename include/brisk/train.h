@@ -118,6 +118,13 @@ typedef struct brisk_speed_spec {
     int64_t memory_limit;     /* bytes the run may use; 0: what the machine has available */
 } brisk_speed_spec;
 
+/* Data parallel (dist.h): how a multi-rank run exchanges gradients; ignored by one process. */
+typedef struct brisk_dist_spec {
+    double bucket_mb;         /* gradient all-reduce bucket, MiB */
+    double timeout_s;         /* a collective not done after this long names the missing rank */
+    int shard_optimizer;      /* ZeRO-1: each rank updates its shard of the parameters */
+} brisk_dist_spec;
+
 typedef struct brisk_config {
     char path[BRISK_PATH_MAX]; /* where it came from, for messages */
     char name[128];            /* run name: the config file's stem */
@@ -131,6 +138,7 @@ typedef struct brisk_config {
     brisk_optim_spec optim;
     brisk_train_spec train;
     brisk_speed_spec speed;
+    brisk_dist_spec dist;
     char *json;                /* the effective config (after overrides), compact; owned */
 } brisk_config;
 
@@ -284,6 +292,12 @@ typedef struct brisk_trainer_control {
     int checkpoint_when_due;
 } brisk_trainer_control;
 void brisk_trainer_set_control(brisk_trainer *t, const brisk_trainer_control *c);
+/* Data parallel: the trainer runs as rank brisk_dist_rank(d) of brisk_dist_world(d) (dist.h;
+ * NULL or world size 1: alone, no collective). Call before resuming and training; d must
+ * outlive the trainer. Each rank takes its slice of every global batch (train.batch_size
+ * per rank), gradients are averaged over the ranks, rank 0 alone writes train.out_dir. */
+struct brisk_dist;
+brisk_status brisk_trainer_set_dist(brisk_trainer *t, struct brisk_dist *d, brisk_error *err);
 /* Creates train.out_dir and takes its lock now instead of at the first run (a second trainer
  * on the directory is refused at once, naming the holder); a previous run there is continued
  * (the driving program loads its checkpoint), not refused. */

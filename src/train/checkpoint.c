@@ -82,7 +82,8 @@ brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_err
         }
     }
     char step[32], epoch[32], pos[32], seed[32], best[64], skipped[32], sum[BRISK_CKPT_CHECKSUM_LEN];
-    char samples[32], target[96];
+    char samples[32], target[96], world[16];
+    snprintf(world, sizeof world, "%d", t->world > 1 ? t->world : 1);
     snprintf(samples, sizeof samples, "%" PRId64, t->samples);
     snprintf(target, sizeof target, "{\"mean\": %.9g, \"std\": %.9g}", t->target_mean, t->target_std);
     snprintf(skipped, sizeof skipped, "%" PRId64, t->nan_skipped);
@@ -99,7 +100,7 @@ brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_err
     if ((st = scaler_meta(t, scaler, err))) goto out;
     brisk_st_meta meta[] = {
         {"format", BRISK_CKPT_FORMAT}, {"brisk_version", BRISK_VERSION}, {"brisk_commit", brisk_build_commit},
-        {"step", step}, {"epoch", epoch}, {"position", pos}, {"samples", samples}, {"seed", seed}, {"best_val_loss", best},
+        {"step", step}, {"epoch", epoch}, {"position", pos}, {"samples", samples}, {"world_size", world}, {"seed", seed}, {"best_val_loss", best},
         {"nan_skipped", skipped}, {"optimizer", sgd ? "sgd" : "adamw"}, {"config", t->cfg.json},
         {"normalization", norm}, /* windowed data only: predict applies it again */
         {"target_normalization", /* predict maps outputs back */
@@ -202,6 +203,8 @@ brisk_status brisk_checkpoint_load(brisk_trainer *t, const char *path, brisk_err
     t->epoch = cs.epoch;
     t->position = cs.position;
     t->nan_skipped = cs.nan_skipped;
+    const char *ws = brisk_safetensors_meta(st, "world_size"); /* position and samples count all ranks' */
+    t->resumed_world = ws ? atoi(ws) : 0;
     /* progress in samples: a checkpoint from before the key counts its steps at this batch size */
     t->samples = cs.samples >= 0 ? cs.samples : cs.step * t->cfg.train.batch_size * t->cfg.train.accumulate;
     brisk_trainer_plan_length(t);

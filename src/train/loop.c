@@ -83,6 +83,7 @@ static void scaler_skips(brisk_trainer *t) {
 
 /* A stop signal (signals.c), or a stop the driving program asked for (control.c). */
 static int stop_pending(const brisk_trainer *t) {
+    if (t->world > 1) return t->agreed_stop; /* every rank stops after the same step (dist.c) */
     int sig = brisk_signal_pending();
     if (!sig && t->control.stop_requested) sig = t->control.stop_requested(t->control.user);
     return sig;
@@ -98,7 +99,7 @@ brisk_status brisk_trainer_run_more(brisk_trainer *t, int64_t steps, int epoch_s
                                        (long long)steps);
     /* The data may have changed since the last run: a position past the new epoch's last
      * batch starts the next epoch, as one at the end of an epoch would. */
-    if ((epoch_start && t->position != 0) || t->position + t->cfg.train.batch_size > t->split.ntrain)
+    if ((epoch_start && t->position != 0) || t->position + brisk_trainer_global_batch(t) > t->split.ntrain)
         t->epoch++, t->position = 0;
     if (!t->schedule_steps) t->schedule_steps = t->total_steps ? t->total_steps : steps;
     t->total_steps = t->step + steps;
@@ -120,7 +121,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     if (st) return st;
     char path[BRISK_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/metrics.jsonl", tr->out_dir);
-    if (files && !t->metrics) {
+    if (files && t->rank == 0 && !t->metrics) {
         if (!(t->metrics = fopen(path, "a")))
             return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
         brisk_run_dir_mark_start(t);
@@ -129,7 +130,8 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     brisk_loader_config lc = {.dataset = &t->data, .indices = t->split.train, .nindices = t->split.ntrain,
                               .batch_size = B, .seed = tr->seed, .shuffle = t->cfg.data.shuffle,
                               .start_epoch = t->epoch, .start_position = t->position,
-                              .prefetch = t->cfg.speed.prefetch, .workers = brisk_loader_workers(&t->cfg)};
+                              .prefetch = t->cfg.speed.prefetch, .workers = brisk_loader_workers(&t->cfg),
+                              .shard_rank = t->rank, .shard_count = t->world};
     /* a device backend's pinned memory: batches go to it by DMA on its copy stream */
     if (t->be->host_alloc && t->be->host_free && t->cfg.speed.prefetch > 0)
         lc.allocator = (brisk_host_allocator){.alloc = pinned_alloc, .free = pinned_free, .user = t->be};
@@ -171,7 +173,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
         }
         if ((st = brisk_step_update(t, lr, err))) goto out;
         t->step++;
-        t->samples += B * K;
+        t->samples += brisk_trainer_global_batch(t) * K;
         double dt = brisk_now() - t0, copy = t->copy_s - c0;
         step_times[n_timed++] = dt;
         steps_total += dt;
@@ -189,10 +191,13 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             device_status(t, dev, sizeof dev);
             brisk_format_eta(brisk_now() - t_start, n_timed, end - t->step, eta, sizeof eta);
             if (isfinite(wl)) snprintf(wl_json, sizeof wl_json, "%.9g", wl);
+            char ranks[64] = "";
+            if (t->world > 1) /* the loss is the ranks' mean; the speed is this rank's */
+                snprintf(ranks, sizeof ranks, " (x %d ranks, %.0f per rank)", t->world, (double)(B * K) * win_n / win_time);
             brisk_log(&t->log, BRISK_LOG_INFO,
-                      "epoch %lld  step %lld/%lld  loss %.5f  lr %.2e  %.0f samples/s  %.3f ms/step (data %.3f, compute %.3f)  %s  %s",
+                      "epoch %lld  step %lld/%lld  loss %.5f  lr %.2e  %.0f samples/s%s  %.3f ms/step (data %.3f, compute %.3f)  %s  %s",
                       (long long)(epoch_ended ? t->epoch : t->epoch + 1), (long long)t->step, (long long)t->total_steps,
-                      wl, lr, (double)(B * K) * win_n / win_time, ms,
+                      wl, lr, (double)(B * K) * t->world * win_n / win_time, ranks, ms,
                       1e3 * win_wait / (double)win_n, ms - 1e3 * win_wait / (double)win_n, dev, eta);
             if (t->metrics)
                 fprintf(t->metrics, "{\"step\": %lld, \"epoch\": %lld, \"loss\": %s, \"lr\": %.7g, \"ms_per_step\": %.4f, "

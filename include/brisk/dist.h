@@ -1,0 +1,88 @@
+/* dist: data-parallel training over MPI (DESIGN.md, "Distributed"). One process per GPU or
+ * per CPU share; rank, world size and local rank come from MPI when brisk runs under an MPI
+ * launcher (mpirun, srun --mpi=pmix), else from SLURM's (SLURM_PROCID, SLURM_NTASKS,
+ * SLURM_LOCALID) or torchrun's (RANK, WORLD_SIZE, LOCAL_RANK) environment. The transport is
+ * always MPI (a build without it refuses a world size above 1, naming where the size came
+ * from); brisk invents none. At world size 1 no collective is ever issued.
+ *
+ * Every collective is non-blocking underneath and waited for with a deadline (timeout_s): a
+ * rank that died or hangs is named in the error (each rank tells rank 0, and rank 0 tells
+ * every rank, that it reached a collective, so a timeout knows who did not). After a
+ * timeout the group is broken: later collectives fail at once and brisk_dist_free aborts
+ * the MPI job (MPI_Finalize would wait for the dead rank forever). */
+#ifndef BRISK_DIST_H
+#define BRISK_DIST_H
+
+#include <stdint.h>
+
+#include "brisk/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct brisk_dist brisk_dist;
+typedef struct brisk_dist_bucket {
+    int64_t offset, count; /* floats */
+} brisk_dist_bucket;
+
+/* Default bucket of the gradient all-reduce, by the measurement in bench/DIST_NOTES.md. */
+#define BRISK_DIST_BUCKET_BYTES_DEFAULT ((int64_t)1 << 20)
+#define BRISK_DIST_TIMEOUT_DEFAULT 300.0
+
+/* Whether this build has MPI. */
+int brisk_dist_have_mpi(void);
+/* The process group of this process, from MPI or the environment (see above); initialises
+ * MPI when an MPI launcher started this process (and finalises it in brisk_dist_free). */
+brisk_status brisk_dist_create(brisk_dist **out, brisk_error *err);
+/* The group of a host program's communicator: mpi_comm points to its MPI_Comm (C), which
+ * brisk duplicates (its traffic never mixes with the host's); MPI stays the host's. */
+brisk_status brisk_dist_create_comm(brisk_dist **out, const void *mpi_comm, brisk_error *err);
+/* The same from a Fortran handle (MPI_Comm_f2c). */
+brisk_status brisk_dist_create_fortran_comm(brisk_dist **out, int64_t fortran_comm, brisk_error *err);
+void brisk_dist_free(brisk_dist *d);
+
+int brisk_dist_rank(const brisk_dist *d);
+int brisk_dist_world(const brisk_dist *d);
+int brisk_dist_local_rank(const brisk_dist *d);
+/* "MPI (mpirun)", "SLURM environment", "single process", ... */
+const char *brisk_dist_source(const brisk_dist *d);
+void brisk_dist_set_timeout(brisk_dist *d, double seconds);
+void brisk_dist_set_bucket_bytes(brisk_dist *d, int64_t bytes);
+int64_t brisk_dist_bucket_bytes(const brisk_dist *d);
+/* Collectives this group has issued, and the bytes they reduced (0 at world size 1). */
+int64_t brisk_dist_collectives(const brisk_dist *d);
+int64_t brisk_dist_bytes(const brisk_dist *d);
+/* Seconds spent waiting in collectives. */
+double brisk_dist_wait_seconds(const brisk_dist *d);
+
+/* x[0..n) averaged over the ranks, bucket by bucket (buckets from brisk_dist_plan_buckets;
+ * NULL: consecutive chunks of bucket_bytes), all buckets in flight at once. `what` and
+ * `step` name the collective in a timeout's message. */
+brisk_status brisk_dist_allreduce_mean(brisk_dist *d, float *x, int64_t n, const brisk_dist_bucket *buckets,
+                                       int64_t n_buckets, const char *what, int64_t step, brisk_error *err);
+/* v[0..n) summed over the ranks (small agreements: losses, stop flags). */
+brisk_status brisk_dist_allreduce_sum(brisk_dist *d, double *v, int n, const char *what, int64_t step,
+                                      brisk_error *err);
+/* ZeRO-1: rank r's shard of x (brisk_dist_shard) averaged over the ranks into x's shard; the
+ * rest of x is left as it was. */
+brisk_status brisk_dist_reduce_scatter_mean(brisk_dist *d, float *x, int64_t n, const char *what, int64_t step,
+                                            brisk_error *err);
+/* Every rank's shard of x copied to every rank. */
+brisk_status brisk_dist_allgather(brisk_dist *d, float *x, int64_t n, const char *what, int64_t step,
+                                  brisk_error *err);
+
+/* The shard of n elements that rank owns: contiguous, sizes differing by at most one. */
+void brisk_dist_shard(int64_t n, int world, int rank, int64_t *offset, int64_t *count);
+
+/* Buckets over an arena of tensors (offsets and sizes in floats, in arena order): from the
+ * last tensor backwards (the order backward produces gradients), each bucket closed at a
+ * tensor boundary once it holds at least bucket_bytes (a larger tensor is a bucket alone).
+ * Writes up to cap buckets, returns how many there are. */
+int64_t brisk_dist_plan_buckets(const int64_t *offsets, const int64_t *sizes, int n_tensors, int64_t bucket_bytes,
+                                brisk_dist_bucket *out, int64_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
