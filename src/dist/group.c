@@ -78,6 +78,7 @@ int64_t brisk_dist_plan_buckets(const int64_t *offsets, const int64_t *sizes, in
     return nb;
 }
 
+int brisk_dist_failed(const brisk_dist *d) { return d ? d->broken : 0; }
 int brisk_dist_rank(const brisk_dist *d) { return d ? d->rank : 0; }
 int brisk_dist_world(const brisk_dist *d) { return d ? d->world : 1; }
 int brisk_dist_local_rank(const brisk_dist *d) { return d ? d->local_rank : 0; }

@@ -69,6 +69,9 @@ brisk_status brisk_optimizer_update_range(brisk_optimizer *o, int64_t t, float l
     brisk_exec *ex = o->ex;
     brisk_backend *be = ex->be;
     brisk_optim_args a = brisk_optimizer_args(o, t, lr, accumulate);
-    return be->optim_update(be, ex->params + off, ex->grads + off, ex->m + off, ex->v + off, n, &a, o->sumsq,
+    /* the arenas are void * (backend memory): offsets in floats */
+    float *p = (float *)ex->params + off, *g = (float *)ex->grads + off, *m = (float *)ex->m + off;
+    float *v = ex->v ? (float *)ex->v + off : NULL;
+    return be->optim_update(be, p, g, m, v, n, &a, o->sumsq,
                             o->decay_mask ? o->decay_mask + off : NULL, err);
 }

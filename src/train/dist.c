@@ -89,7 +89,7 @@ brisk_status brisk_dist_step_update(brisk_trainer *t, float lr, int K, brisk_err
     if (o->spec.clip_norm > 0) { /* the global norm: the shards' sums of squares, summed */
         brisk_backend *be = ex->be;
         float part = 0;
-        if ((st = be->grad_sumsq(be, ex->grads + t->shard_off, t->shard_n, o->sumsq, err)) ||
+        if ((st = be->grad_sumsq(be, (float *)ex->grads + t->shard_off, t->shard_n, o->sumsq, err)) ||
             (st = be->download(be, &part, o->sumsq, sizeof part, err)))
             return st;
         double total = part;
@@ -124,4 +124,21 @@ brisk_status brisk_dist_gather_moments(brisk_trainer *t, brisk_error *err) {
     if (!st && t->cfg.optim.kind == BRISK_OPTIM_ADAMW)
         st = brisk_dist_allgather(t->dist, t->ex->v, n, "moment all-gather", t->step, err);
     return st;
+}
+
+void brisk_dist_last_checkpoint(brisk_trainer *t, brisk_error *err) {
+    if (t->rank != 0) return;
+    brisk_error e2 = {0};
+    /* replicated: rank 0 holds the whole state of the last completed step; sharded, the
+     * other ranks' moments are out of reach and the newest checkpoint is the last written */
+    brisk_status st = t->shard ? BRISK_ERR_UNSUPPORTED : brisk_rotation_save(t, &e2);
+    size_t len = strlen(err->msg);
+    if (!st)
+        snprintf(err->msg + len, sizeof err->msg - len, "; rank 0 wrote the checkpoint of step %lld: %s",
+                 (long long)t->step, t->last_ckpt);
+    else if (t->last_ckpt[0])
+        snprintf(err->msg + len, sizeof err->msg - len, "; the last good checkpoint is %s (step %lld)", t->last_ckpt,
+                 (long long)t->last_ckpt_step);
+    else
+        snprintf(err->msg + len, sizeof err->msg - len, "; no checkpoint was written");
 }

@@ -150,6 +150,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     double last_epoch_loss = NAN, copy0 = t->copy_s, steps_total = 0, dev_copy0 = device_copy_s(t);
     int64_t epoch_steps = 0, win_n = 0, n_timed = 0;
     int epochs_done = 0, stop_sig = 0;
+    int64_t step_epoch = t->epoch, step_position = t->position; /* where the step in progress began */
     sum->best_val_loss = sum->best_val_accuracy = NAN;
     brisk_metrics_reset(&sum->best, 0);
     if (!step_times) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto out; }
@@ -157,6 +158,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     while (t->step < end && !(stop_sig = stop_pending(t))) {
         double t0 = brisk_now(), wait = 0, c0 = t->copy_s;
         int epoch_ended = 0;
+        step_epoch = t->epoch, step_position = t->position;
         /* sched_shift: the schedule's position by samples seen, after a resume at another batch size */
         float lr = brisk_schedule_lr(&t->cfg.optim, t->step + t->sched_shift,
                                      (t->schedule_steps ? t->schedule_steps : t->total_steps) + t->sched_shift);
@@ -247,14 +249,22 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     if (!(st = brisk_step_flush(t, err)) && files && (!when_due || stop_sig)) st = brisk_rotation_save(t, err);
     scaler_skips(t);
     brisk_numeric_check_scaler(t, n_timed);
-    if (!st && stop_sig && !files)
+    /* several ranks: rank 0 reports the stop every rank made at this step */
+    const char *why = t->world > 1 && !brisk_signal_pending() ? "a stop signal on another rank" : brisk_signal_name(stop_sig);
+    if (!st && stop_sig && t->rank != 0)
+        ;
+    else if (!st && stop_sig && !files)
         brisk_log(&t->log, BRISK_LOG_WARN, "stopped by %s after step %lld (no checkpoint: train.out_dir is \"\")",
-                  brisk_signal_name(stop_sig), (long long)t->step);
+                  why, (long long)t->step);
     else if (!st && stop_sig)
-        brisk_log(&t->log, BRISK_LOG_WARN, "stopped by %s after step %lld: checkpoint %s written%s",
-                  brisk_signal_name(stop_sig), (long long)t->step, t->last_ckpt,
+        brisk_log(&t->log, BRISK_LOG_WARN, "stopped by %s after step %lld%s: checkpoint %s written%s",
+                  why, (long long)t->step, t->world > 1 ? " on every rank" : "", t->last_ckpt,
                   t->control.stop_requested ? "" : "; run the same command with --resume auto to continue");
 out:
+    if (st && files && brisk_dist_failed(t->dist)) {
+        t->epoch = step_epoch, t->position = step_position; /* the failed step's batch is not consumed */
+        brisk_dist_last_checkpoint(t, err);
+    }
     if (!st) st = brisk_step_flush(t, err);
     else if (t->be->sync) {
         brisk_error ignored;
@@ -287,12 +297,17 @@ out:
         sum->ms_per_step_mean = ss.mean_ms;
         sum->ms_per_step_p95 = ss.p95_ms;
         sum->ms_per_step_max = ss.max_ms;
-        sum->samples_per_s = ss.total_s > 0 ? (double)(B * K) * (double)n_timed / ss.total_s : 0;
+        sum->samples_per_s = ss.total_s > 0 ? (double)(B * K * t->world) * (double)n_timed / ss.total_s : 0;
         sum->load_unstable = ss.unstable;
         sum->arena_bytes = t->plan.arena_bytes;
         sum->total_bytes = brisk_plan_total_bytes(&t->plan);
         sum->params = brisk_model_param_count(&t->cfg.model);
         double w = sum->wall_s > 0 ? sum->wall_s : 1;
+        char ranks_txt[96] = "";
+        if (t->world > 1)
+            snprintf(ranks_txt, sizeof ranks_txt, " (%d ranks, %.0f per rank; %lld collectives, %.2f s waiting in them)",
+                     t->world, sum->samples_per_s / t->world, (long long)brisk_dist_collectives(t->dist),
+                     brisk_dist_wait_seconds(t->dist));
         char resumed[64];
         snprintf(resumed, sizeof resumed, ", %lld in all", (long long)t->step);
         char val[160] = "none (no validation split)";
@@ -305,12 +320,12 @@ out:
                   "\nsummary   %lld step%s in %.2f s (%d epoch%s)%s\n"
                   "  train loss        %.5f (last epoch)\n"
                   "  best val loss     %s\n"
-                  "  speed             %.0f samples/s over the run; %.3f ms/step median, %.3f p95, %.3f mean\n"
+                  "  speed             %.0f samples/s over the run%s; %.3f ms/step median, %.3f p95, %.3f mean\n"
                   "  time              data wait %.2f s (%.1f%%), copy to device %.2f s (%.1f%%), compute %.2f s (%.1f%%), other %.2f s\n"
                   "  memory            %.2f MiB planned (activations %.2f MiB)\n"
                   "  checkpoints       %s%s%s",
                   (long long)n_timed, n_timed == 1 ? "" : "s", sum->wall_s, epochs_done, epochs_done == 1 ? "" : "s",
-                  n_timed == t->step ? "" : resumed, sum->final_loss, val, sum->samples_per_s, ss.median_ms, ss.p95_ms,
+                  n_timed == t->step ? "" : resumed, sum->final_loss, val, sum->samples_per_s, ranks_txt, ss.median_ms, ss.p95_ms,
                   ss.mean_ms, wait_total, 100 * wait_total / w, sum->copy_s, 100 * sum->copy_s / w, compute_total,
                   100 * compute_total / w, sum->wall_s - wait_total - sum->copy_s - compute_total, sum->total_bytes / 1048576.0, sum->arena_bytes / 1048576.0,
                   files ? tr->out_dir : "none (train.out_dir is \"\")", files ? "/last.safetensors" : "",

@@ -107,6 +107,10 @@ brisk_status brisk_dist_step_update(brisk_trainer *t, float lr, int accumulate, 
 brisk_status brisk_dist_agree(brisk_trainer *t, float *loss, brisk_error *err);
 /* ZeRO-1: every rank's shard of the moments gathered, before a checkpoint (on every rank). */
 brisk_status brisk_dist_gather_moments(brisk_trainer *t, brisk_error *err);
+/* After a collective failed (a rank died or hangs), on rank 0: the checkpoint of the last
+ * completed step when rank 0 holds all of it (not sharded), and err's message extended with
+ * the checkpoint a restart resumes from. */
+void brisk_dist_last_checkpoint(brisk_trainer *t, brisk_error *err);
 
 /* eval.c: validation over every sample of the validation split or file (full batches,
  * then the last, smaller one through a graph planned for its size, built by prepare

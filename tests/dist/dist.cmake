@@ -1,0 +1,9 @@
+# Data parallel over MPI: the collectives and the trainer under `mpirun -np 2` (Open MPI; CI
+# runs as root on 2 cores, hence --allow-run-as-root and --oversubscribe). Without MPI in the
+# build only the single-process dist.test_dist_group runs (it checks the refusal of a world
+# size above 1).
+if(BRISK_HAVE_MPI AND MPIEXEC_EXECUTABLE)
+  set(BRISK_MPIRUN ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 --allow-run-as-root --oversubscribe)
+  add_test(NAME dist.group_mpi COMMAND ${BRISK_MPIRUN} $<TARGET_FILE:dist_test_dist_group> mpi)
+  set_tests_properties(dist.group_mpi PROPERTIES TIMEOUT 60 ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0")
+endif()
