@@ -71,8 +71,10 @@ static void missing_ranks(brisk_dist *d, char *out, size_t cap) {
             len += (size_t)snprintf(out + len, cap - len, "%s%d", n ? ", " : "", m->peer[i]);
             n++;
         }
-    if (n == 0)
-        snprintf(out, cap, d->rank == 0 ? "none reported missing (a rank is slow inside it)"
+    if (n == 0 && d->world == 2) /* the one peer reached it and stalled inside */
+        snprintf(out, cap, "%d (it entered the collective but never finished it)", 1 - d->rank);
+    else if (n == 0)
+        snprintf(out, cap, d->rank == 0 ? "none (every rank entered it; one stalled inside)"
                                         : "not rank 0; rank 0's message names the rank");
 }
 

@@ -7,3 +7,13 @@ if(BRISK_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   add_test(NAME dist.group_mpi COMMAND ${BRISK_MPIRUN} $<TARGET_FILE:dist_test_dist_group> mpi)
   set_tests_properties(dist.group_mpi PROPERTIES TIMEOUT 60 ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0")
 endif()
+add_executable(dist_weights_diff ${CMAKE_CURRENT_LIST_DIR}/weights_diff.c)
+target_link_libraries(dist_weights_diff PRIVATE brisk m)
+if(BRISK_HAVE_MPI AND MPIEXEC_EXECUTABLE)
+  foreach(mode equal resume fault signal)
+    add_test(NAME dist.train_mpi_${mode} COMMAND ${CMAKE_CURRENT_LIST_DIR}/train_mpi.sh ${mode} $<TARGET_FILE:brisk_cli>
+      $<TARGET_FILE:dist_weights_diff> ${CMAKE_BINARY_DIR}/dist_${mode} ${CMAKE_SOURCE_DIR} ${BRISK_MPIRUN})
+    set_tests_properties(dist.train_mpi_${mode} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77
+      ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0")
+  endforeach()
+endif()
