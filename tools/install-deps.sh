@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Installs what brisk needs on Debian 12, when it is missing (idempotent; root or sudo).
 #   tools/install-deps.sh          build + run: compiler, CMake, OpenMP, cJSON, zlib, OpenBLAS,
-#                                  libpng and libjpeg-turbo (image data)
+#                                  libpng and libjpeg-turbo (image data), OpenMPI (data-parallel
+#                                  training over mpirun/srun; optional: without it one process)
 #   tools/install-deps.sh --test   also what the tests compare against: NumPy, PyTorch (Debian's
-#                                  python3-torch), clang's sanitizer runtime, gfortran and OpenMPI
-#                                  (the Fortran and MPI examples), and the safetensors Python
+#                                  python3-torch), clang's sanitizer runtime, gfortran (the Fortran
+#                                  examples), and the safetensors Python
 #                                  package from PyPI into build/pydeps
 set -euo pipefail
-pkgs=(build-essential cmake libcjson-dev zlib1g-dev libopenblas-dev libpng-dev libjpeg62-turbo-dev)
+pkgs=(build-essential cmake libcjson-dev zlib1g-dev libopenblas-dev libpng-dev libjpeg62-turbo-dev libopenmpi-dev openmpi-bin)
 if [ "${1:-}" = "--test" ]; then
-  pkgs+=(python3 python3-numpy python3-torch python3-pip clang libclang-rt-14-dev gfortran libopenmpi-dev openmpi-bin)
+  pkgs+=(python3 python3-numpy python3-torch python3-pip clang libclang-rt-14-dev gfortran)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

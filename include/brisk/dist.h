@@ -26,8 +26,10 @@ typedef struct brisk_dist_bucket {
     int64_t offset, count; /* floats */
 } brisk_dist_bucket;
 
-/* Default bucket of the gradient all-reduce, by the measurement in bench/DIST_NOTES.md. */
-#define BRISK_DIST_BUCKET_BYTES_DEFAULT ((int64_t)1 << 20)
+/* Default bucket of the gradient all-reduce: 64 KiB, the fastest of 16 KiB .. 16 MiB for
+ * arenas of 0.75 to 45 MiB with Open MPI on this project's 2-core machine (bench/DIST_NOTES.md;
+ * provisional: a shared machine). */
+#define BRISK_DIST_BUCKET_BYTES_DEFAULT ((int64_t)64 << 10)
 #define BRISK_DIST_TIMEOUT_DEFAULT 300.0
 
 /* Whether this build has MPI. */
@@ -79,7 +81,8 @@ void brisk_dist_shard(int64_t n, int world, int rank, int64_t *offset, int64_t *
 
 /* Buckets over an arena of tensors (offsets and sizes in floats, in arena order): from the
  * last tensor backwards (the order backward produces gradients), each bucket closed at a
- * tensor boundary once it holds at least bucket_bytes (a larger tensor is a bucket alone).
+ * tensor boundary once it holds at least bucket_bytes; one that holds two buckets or more
+ * (a large tensor) is cut into pieces of bucket_bytes, from its end.
  * Writes up to cap buckets, returns how many there are. */
 int64_t brisk_dist_plan_buckets(const int64_t *offsets, const int64_t *sizes, int n_tensors, int64_t bucket_bytes,
                                 brisk_dist_bucket *out, int64_t cap);

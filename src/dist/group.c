@@ -57,24 +57,36 @@ void brisk_dist_shard(int64_t n, int world, int rank, int64_t *offset, int64_t *
     *count = base + (rank < extra ? 1 : 0);
 }
 
+/* Emits floats [lo, hi) as buckets: one, or pieces of `per` floats (from the top down) when
+ * it holds two buckets or more. */
+static int64_t emit(int64_t lo, int64_t hi, int64_t per, brisk_dist_bucket *out, int64_t nb, int64_t cap) {
+    if (hi - lo < 2 * per) {
+        if (nb < cap) out[nb] = (brisk_dist_bucket){lo, hi - lo};
+        return nb + 1;
+    }
+    for (int64_t top = hi; top > lo; top -= per, nb++) {
+        int64_t bot = top - per > lo ? top - per : lo;
+        if (nb < cap) out[nb] = (brisk_dist_bucket){bot, top - bot};
+    }
+    return nb;
+}
+
 int64_t brisk_dist_plan_buckets(const int64_t *offsets, const int64_t *sizes, int n_tensors, int64_t bucket_bytes,
                                 brisk_dist_bucket *out, int64_t cap) {
     int64_t nb = 0, lo = -1, hi = -1; /* the open bucket: floats [lo, hi) */
+    int64_t per = bucket_bytes / (int64_t)sizeof(float);
+    if (per < 1) per = 1;
     for (int i = n_tensors - 1; i >= 0; i--) {
         if (sizes[i] <= 0) continue;
         int64_t a = offsets[i], b = offsets[i] + sizes[i];
         if (hi < 0) hi = b;
         lo = lo < 0 || a < lo ? a : lo;
-        if ((hi - lo) * (int64_t)sizeof(float) >= bucket_bytes) {
-            if (nb < cap) out[nb] = (brisk_dist_bucket){lo, hi - lo};
-            nb++;
+        if (hi - lo >= per) {
+            nb = emit(lo, hi, per, out, nb, cap);
             lo = hi = -1;
         }
     }
-    if (hi >= 0) {
-        if (nb < cap) out[nb] = (brisk_dist_bucket){lo, hi - lo};
-        nb++;
-    }
+    if (hi >= 0) nb = emit(lo, hi, per, out, nb, cap);
     return nb;
 }
 

@@ -100,7 +100,7 @@ static brisk_status wait_all(brisk_dist *d, MPI_Request *reqs, int n, const char
             d->broken = 1;
             return brisk_errorf(err, BRISK_ERR_IO,
                                 "rank %d of %d: the %s of step %lld did not complete within dist.timeout_s = %g s: "
-                                "rank(s) that never reached it (died or hang): %s",
+                                "rank(s) that died or hang: %s",
                                 d->rank, d->world, what, (long long)step, d->timeout_s, who);
         }
         pause_briefly(spins);

@@ -119,7 +119,7 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"speed.fuse", "GPU: cuBLASLt epilogue fusion (bias, activation and their gradients)"},
     {"speed.deterministic", "GPU: bit-identical runs for the same seed"},
     {"speed.autotune_cache", "GPU: the autotune cache file; \"\": ~/.cache/brisk/gemm-autotune.txt, \"-\": none"},
-    {"dist.bucket_mb", "several ranks: MiB of gradients per all-reduce bucket (default by measurement, bench/DIST_NOTES.md)"},
+    {"dist.bucket_mb", "several ranks: MiB of gradients per all-reduce bucket (default 1/16: measured, bench/DIST_NOTES.md)"},
     {"dist.timeout_s", "several ranks: seconds a collective may wait before the run fails naming the missing rank"},
     {"dist.shard_optimizer", "several ranks: ZeRO-1, each rank updates its shard (reduce-scatter + all-gather)"},
     {"speed.memory_limit", "bytes the run may use (a number, or a string with a unit: \"512MiB\", \"16G\"); 0: what is available"},

@@ -39,14 +39,16 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, brisk_error
     brisk_dist_set_bucket_bytes(d, (int64_t)(t->cfg.dist.bucket_mb * 1048576.0));
     const brisk_graph *g = t->g;
     int64_t *off = malloc(sizeof(int64_t) * (size_t)(g->n_params + 1)), *len = malloc(sizeof(int64_t) * (size_t)(g->n_params + 1));
-    t->buckets = malloc(sizeof *t->buckets * (size_t)(g->n_params + 1));
-    if (!off || !len || !t->buckets) {
+    if (!off || !len) {
         free(off), free(len);
         return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
     }
     for (int i = 0; i < g->n_params; i++) off[i] = g->params[i].offset, len[i] = g->params[i].numel;
-    t->n_buckets = brisk_dist_plan_buckets(off, len, g->n_params, brisk_dist_bucket_bytes(d), t->buckets, g->n_params + 1);
+    int64_t nb = brisk_dist_plan_buckets(off, len, g->n_params, brisk_dist_bucket_bytes(d), NULL, 0);
+    t->buckets = malloc(sizeof *t->buckets * (size_t)(nb + 1));
+    if (t->buckets) t->n_buckets = brisk_dist_plan_buckets(off, len, g->n_params, brisk_dist_bucket_bytes(d), t->buckets, nb);
     free(off), free(len);
+    if (!t->buckets) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
     t->shard = t->cfg.dist.shard_optimizer;
     brisk_dist_shard(g->n_param_floats, t->world, t->rank, &t->shard_off, &t->shard_n);
     /* the batches an epoch has at the global batch, and the run's length */

@@ -63,16 +63,18 @@ static void test_buckets(void) {
     int64_t sizes[] = {100, 300, 50, 1000, 20}, offs[5], o = 0;
     for (int i = 0; i < 5; i++) offs[i] = o, o += sizes[i];
     brisk_dist_bucket b[8];
-    /* 1 KiB = 256 floats: from the back, [20 + 1000] alone, [50 + 300], [100] */
+    /* 1 KiB = 256 floats: from the back, [20 + 1000] cut into 256, 256, 256, 252; then
+     * [50 + 300] (less than two buckets: whole), [100] */
     int64_t n = brisk_dist_plan_buckets(offs, sizes, 5, 1024, b, 8);
-    REQUIRE(n == 3);
-    CHECK(b[0].offset == 450 && b[0].count == 1020);
-    CHECK(b[1].offset == 100 && b[1].count == 350);
-    CHECK(b[2].offset == 0 && b[2].count == 100);
+    REQUIRE(n == 6);
+    CHECK(b[0].offset == 1214 && b[0].count == 256);
+    CHECK(b[3].offset == 450 && b[3].count == 252);
+    CHECK(b[4].offset == 100 && b[4].count == 350);
+    CHECK(b[5].offset == 0 && b[5].count == 100);
     /* one huge bucket covers everything; a tiny one gives a bucket per tensor */
     CHECK(brisk_dist_plan_buckets(offs, sizes, 5, INT64_C(1) << 40, b, 8) == 1 && b[0].offset == 0 && b[0].count == o);
-    CHECK(brisk_dist_plan_buckets(offs, sizes, 5, 4, b, 8) == 5);
-    CHECK(brisk_dist_plan_buckets(offs, sizes, 5, 4, b, 2) == 5); /* counted beyond cap, written up to it */
+    CHECK(brisk_dist_plan_buckets(offs, sizes, 5, 4 * 400, b, 8) == 4); /* 400: [1020], [350], [100]... */
+    CHECK(brisk_dist_plan_buckets(offs, sizes, 5, 4, b, 2) == 1470); /* a float each; counted beyond cap */
 }
 
 static void test_alone_no_collective(void) {
