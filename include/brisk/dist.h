@@ -68,6 +68,9 @@ brisk_status brisk_dist_allreduce_mean(brisk_dist *d, float *x, int64_t n, const
 /* v[0..n) summed over the ranks (small agreements: losses, stop flags). */
 brisk_status brisk_dist_allreduce_sum(brisk_dist *d, double *v, int n, const char *what, int64_t step,
                                       brisk_error *err);
+/* v[0..n) replaced by its maximum over the ranks. */
+brisk_status brisk_dist_allreduce_max(brisk_dist *d, double *v, int n, const char *what, int64_t step,
+                                      brisk_error *err);
 /* ZeRO-1: rank r's shard of x (brisk_dist_shard) averaged over the ranks into x's shard; the
  * rest of x is left as it was. */
 brisk_status brisk_dist_reduce_scatter_mean(brisk_dist *d, float *x, int64_t n, const char *what, int64_t step,

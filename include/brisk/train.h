@@ -294,10 +294,13 @@ typedef struct brisk_trainer_control {
 void brisk_trainer_set_control(brisk_trainer *t, const brisk_trainer_control *c);
 /* Data parallel: the trainer runs as rank brisk_dist_rank(d) of brisk_dist_world(d) (dist.h;
  * NULL or world size 1: alone, no collective). Call before resuming and training; d must
- * outlive the trainer. Each rank takes its slice of every global batch (train.batch_size
- * per rank), gradients are averaged over the ranks, rank 0 alone writes train.out_dir. */
+ * outlive the trainer. Gradients are averaged over the ranks; rank 0 alone writes
+ * train.out_dir. own_data 0: every rank holds the same dataset and takes its slice of each
+ * global batch (train.batch_size per rank); 1: each rank trains on its own data (a
+ * simulation's ranks, each pushing its own samples), train.checkpoint_epochs must be 0 (the
+ * ranks' epochs differ) and every call must ask every rank for the same number of steps. */
 struct brisk_dist;
-brisk_status brisk_trainer_set_dist(brisk_trainer *t, struct brisk_dist *d, brisk_error *err);
+brisk_status brisk_trainer_set_dist(brisk_trainer *t, struct brisk_dist *d, int own_data, brisk_error *err);
 /* Creates train.out_dir and takes its lock now instead of at the first run (a second trainer
  * on the directory is refused at once, naming the holder); a previous run there is continued
  * (the driving program loads its checkpoint), not refused. */

@@ -166,7 +166,7 @@ int cmd_train(int argc, char **argv) {
      * rather than kill the process. */
     signal(SIGXFSZ, SIG_IGN);
     if (brisk_signals_install(&err) || brisk_trainer_create(&cfg, &lg, &t, &err) ||
-        brisk_trainer_set_dist(t, dist, &err) ||
+        brisk_trainer_set_dist(t, dist, 0, &err) ||
         (resume && strcmp(resume, "auto") == 0 && brisk_trainer_resume_auto(t, &resumed, &err)) ||
         (resume && strcmp(resume, "auto") != 0 && brisk_trainer_resume(t, resume, &err)) ||
         brisk_trainer_run(t, &sum, &err))

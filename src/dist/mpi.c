@@ -286,17 +286,27 @@ brisk_status brisk_dist_allreduce_mean(brisk_dist *d, float *x, int64_t n, const
     return st;
 }
 
-brisk_status brisk_dist_allreduce_sum(brisk_dist *d, double *v, int n, const char *what, int64_t step,
-                                      brisk_error *err) {
+static brisk_status reduce_doubles(brisk_dist *d, double *v, int n, MPI_Op op, const char *what, int64_t step,
+                                   brisk_error *err) {
     if (!d || d->world == 1 || n == 0) return BRISK_OK;
     brisk_status st = usable(d, err);
     if (st || (st = arrive(d, what, step, err))) return st;
     MPI_Request r;
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, d->mpi->comm, &r);
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, op, d->mpi->comm, &r);
     if (rc != MPI_SUCCESS) return mpi_fail(d, rc, "MPI_Iallreduce", err);
     d->collectives++;
     d->bytes += n * (int64_t)sizeof(double);
     return wait_all(d, &r, 1, what, step, err);
+}
+
+brisk_status brisk_dist_allreduce_sum(brisk_dist *d, double *v, int n, const char *what, int64_t step,
+                                      brisk_error *err) {
+    return reduce_doubles(d, v, n, MPI_SUM, what, step, err);
+}
+
+brisk_status brisk_dist_allreduce_max(brisk_dist *d, double *v, int n, const char *what, int64_t step,
+                                      brisk_error *err) {
+    return reduce_doubles(d, v, n, MPI_MAX, what, step, err);
 }
 
 /* counts and displacements of the shards, as MPI wants them (int) */
@@ -414,6 +424,11 @@ brisk_status brisk_dist_allreduce_mean(brisk_dist *d, float *x, int64_t n, const
     return BRISK_OK;
 }
 brisk_status brisk_dist_allreduce_sum(brisk_dist *d, double *v, int n, const char *what, int64_t step,
+                                      brisk_error *err) {
+    (void)d, (void)v, (void)n, (void)what, (void)step, (void)err;
+    return BRISK_OK;
+}
+brisk_status brisk_dist_allreduce_max(brisk_dist *d, double *v, int n, const char *what, int64_t step,
                                       brisk_error *err) {
     (void)d, (void)v, (void)n, (void)what, (void)step, (void)err;
     return BRISK_OK;

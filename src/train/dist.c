@@ -20,12 +20,15 @@
 
 #include "train/trainer_internal.h"
 
-int64_t brisk_trainer_global_batch(const brisk_trainer *t) { return t->cfg.train.batch_size * (t->world > 1 ? t->world : 1); }
+int64_t brisk_trainer_global_batch(const brisk_trainer *t) {
+    return t->cfg.train.batch_size * (t->data_shards > 1 ? t->data_shards : 1);
+}
 
-brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, brisk_error *err) {
+brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_data, brisk_error *err) {
     t->dist = d;
     t->world = brisk_dist_world(d);
     t->rank = brisk_dist_rank(d);
+    t->data_shards = own_data ? 1 : t->world;
     free(t->buckets);
     t->buckets = NULL;
     t->n_buckets = 0;
@@ -35,6 +38,10 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, brisk_error
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: %d ranks on the %s backend: data-parallel training on GPUs "
                             "(NCCL) is not available in this build yet; train with --device cpu (MPI)", t->cfg.path,
                             t->world, t->be->name);
+    if (own_data && t->cfg.train.checkpoint_epochs > 0)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: train.checkpoint_epochs %d with %d ranks training on their own "
+                            "data: their epochs end at different steps; use train.checkpoint_every", t->cfg.path,
+                            t->cfg.train.checkpoint_epochs, t->world);
     brisk_dist_set_timeout(d, t->cfg.dist.timeout_s);
     brisk_dist_set_bucket_bytes(d, (int64_t)(t->cfg.dist.bucket_mb * 1048576.0));
     const brisk_graph *g = t->g;
@@ -62,6 +69,12 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, brisk_error
         brisk_trainer_plan_length(t);
     }
     int64_t dropped = t->split.ntrain - t->batches_per_epoch * G;
+    if (own_data)
+        brisk_log(&t->log, BRISK_LOG_INFO, "dist      rank %d of %d (%s): each rank trains on its own samples, batches of "
+                  "%lld; gradients averaged over the ranks in %lld bucket%s; optimizer %s", t->rank, t->world,
+                  brisk_dist_source(d), (long long)t->cfg.train.batch_size, (long long)t->n_buckets,
+                  t->n_buckets == 1 ? "" : "s", t->shard ? "sharded (ZeRO-1)" : "replicated");
+    if (own_data) return BRISK_OK;
     brisk_log(&t->log, BRISK_LOG_INFO,
               "dist      rank %d of %d (%s), local rank %d; global batch %lld = %d x %lld; gradients all-reduced in "
               "%lld bucket%s of >= %.3g MiB (MPI); optimizer %s; collective timeout %g s",

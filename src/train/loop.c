@@ -131,7 +131,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
                               .batch_size = B, .seed = tr->seed, .shuffle = t->cfg.data.shuffle,
                               .start_epoch = t->epoch, .start_position = t->position,
                               .prefetch = t->cfg.speed.prefetch, .workers = brisk_loader_workers(&t->cfg),
-                              .shard_rank = t->rank, .shard_count = t->world};
+                              .shard_rank = t->rank, .shard_count = t->data_shards};
     /* a device backend's pinned memory: batches go to it by DMA on its copy stream */
     if (t->be->host_alloc && t->be->host_free && t->cfg.speed.prefetch > 0)
         lc.allocator = (brisk_host_allocator){.alloc = pinned_alloc, .free = pinned_free, .user = t->be};

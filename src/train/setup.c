@@ -342,6 +342,7 @@ static brisk_status create(const brisk_config *cfg, const brisk_logger *log, bri
     t->target_std = 1.0f;
     t->lock_fd = -1;
     t->world = 1;
+    t->data_shards = 1;
     t->last_saved_step = -1;
     brisk_status st;
     const brisk_train_spec *tr = &t->cfg.train;

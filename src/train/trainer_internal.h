@@ -87,6 +87,7 @@ struct brisk_trainer {
      * what the ranks agreed on at the last step */
     brisk_dist *dist;
     int world, rank;           /* 1 and 0 without a group */
+    int data_shards;           /* ranks sharing one dataset's global batch: world, or 1 (own data) */
     int shard;                 /* ZeRO-1: this rank updates floats [shard_off, shard_off + shard_n) */
     int64_t shard_off, shard_n;
     brisk_dist_bucket *buckets;

@@ -125,6 +125,9 @@ static void test_mpi_collectives(void) {
     double v[2] = {r, 1};
     REQUIRE_OK(brisk_dist_allreduce_sum(d, v, 2, "test sum", 3, &err), &err);
     CHECK(v[0] == n * (n - 1) / 2.0 && v[1] == n);
+    v[0] = r, v[1] = -r;
+    REQUIRE_OK(brisk_dist_allreduce_max(d, v, 2, "test max", 3, &err), &err);
+    CHECK(v[0] == n - 1 && v[1] == 0);
 
     int64_t off, cnt;
     brisk_dist_shard(N, n, r, &off, &cnt);
