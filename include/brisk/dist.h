@@ -68,6 +68,12 @@ brisk_status brisk_dist_allreduce_mean(brisk_dist *d, float *x, int64_t n, const
 /* v[0..n) summed over the ranks (small agreements: losses, stop flags). */
 brisk_status brisk_dist_allreduce_sum(brisk_dist *d, double *v, int n, const char *what, int64_t step,
                                       brisk_error *err);
+/* Rank 0's bytes copied to every rank (a device library's connection id). */
+brisk_status brisk_dist_broadcast(brisk_dist *d, void *buf, size_t bytes, const char *what, brisk_error *err);
+/* The local rank an MPI launcher or SLURM gives this process (OMPI_COMM_WORLD_LOCAL_RANK,
+ * MPI_LOCALRANKID, SLURM_LOCALID, LOCAL_RANK), before any group exists: which GPU it binds
+ * to. 0 when none is set. */
+int brisk_dist_env_local_rank(void);
 /* v[0..n) replaced by its maximum over the ranks. */
 brisk_status brisk_dist_allreduce_max(brisk_dist *d, double *v, int n, const char *what, int64_t step,
                                       brisk_error *err);

@@ -510,6 +510,17 @@ struct brisk_backend {
      * (ignored when the backend has no active scaler). NULL: the backend has none. */
     brisk_status (*scaler_get)(brisk_backend *be, brisk_scaler_state *out, brisk_error *err);
     brisk_status (*scaler_set)(brisk_backend *be, const brisk_scaler_state *in, brisk_error *err);
+
+    /* ---- optional: data parallel on a device that reduces its own gradients (CUDA: NCCL;
+     * NULL on the CPU, whose gradients src/dist reduces over MPI). comm_init joins the
+     * group as rank of world: rank 0's backend makes an id of `bytes`, share() (the
+     * caller's transport) copies it to every rank, then every rank connects.
+     * grad_allreduce replaces g[0, n) by its mean over the ranks, in pieces of
+     * bucket_floats, ordered after the work already issued (and captured with it). */
+    brisk_status (*comm_init)(brisk_backend *be, int rank, int world,
+                              brisk_status (*share)(void *user, void *buf, size_t bytes, brisk_error *err), void *user,
+                              brisk_error *err);
+    brisk_status (*grad_allreduce)(brisk_backend *be, float *g, int64_t n, int64_t bucket_floats, brisk_error *err);
 };
 
 brisk_backend *brisk_backend_cpu_new(int threads); /* threads 0: OpenMP's default */

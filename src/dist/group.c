@@ -90,6 +90,15 @@ int64_t brisk_dist_plan_buckets(const int64_t *offsets, const int64_t *sizes, in
     return nb;
 }
 
+int brisk_dist_env_local_rank(void) {
+    static const char *vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "LOCAL_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        long v = env_int(vars[i]);
+        if (v >= 0) return v > 65535 ? 0 : (int)v;
+    }
+    return 0;
+}
+
 int brisk_dist_failed(const brisk_dist *d) { return d ? d->broken : 0; }
 int brisk_dist_rank(const brisk_dist *d) { return d ? d->rank : 0; }
 int brisk_dist_world(const brisk_dist *d) { return d ? d->world : 1; }

@@ -309,6 +309,18 @@ brisk_status brisk_dist_allreduce_max(brisk_dist *d, double *v, int n, const cha
     return reduce_doubles(d, v, n, MPI_MAX, what, step, err);
 }
 
+brisk_status brisk_dist_broadcast(brisk_dist *d, void *buf, size_t bytes, const char *what, brisk_error *err) {
+    if (!d || d->world == 1 || bytes == 0) return BRISK_OK;
+    brisk_status st = usable(d, err);
+    if (st || (st = arrive(d, what, 0, err))) return st;
+    if (bytes > INT_MAX) return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "broadcast of %zu bytes", bytes);
+    MPI_Request r;
+    int rc = MPI_Ibcast(buf, (int)bytes, MPI_BYTE, 0, d->mpi->comm, &r);
+    if (rc != MPI_SUCCESS) return mpi_fail(d, rc, "MPI_Ibcast", err);
+    d->collectives++;
+    return wait_all(d, &r, 1, what, 0, err);
+}
+
 /* counts and displacements of the shards, as MPI wants them (int) */
 static brisk_status shard_table(brisk_dist *d, int64_t n, int **counts, int **displs, brisk_error *err) {
     *counts = malloc((size_t)d->world * sizeof(int));
@@ -431,6 +443,10 @@ brisk_status brisk_dist_allreduce_sum(brisk_dist *d, double *v, int n, const cha
 brisk_status brisk_dist_allreduce_max(brisk_dist *d, double *v, int n, const char *what, int64_t step,
                                       brisk_error *err) {
     (void)d, (void)v, (void)n, (void)what, (void)step, (void)err;
+    return BRISK_OK;
+}
+brisk_status brisk_dist_broadcast(brisk_dist *d, void *buf, size_t bytes, const char *what, brisk_error *err) {
+    (void)d, (void)buf, (void)bytes, (void)what, (void)err;
     return BRISK_OK;
 }
 brisk_status brisk_dist_reduce_scatter_mean(brisk_dist *d, float *x, int64_t n, const char *what, int64_t step,

@@ -20,6 +20,17 @@
 
 #include "train/trainer_internal.h"
 
+/* comm_init's transport: rank 0's id to every rank, over MPI */
+static brisk_status share_id(void *user, void *buf, size_t bytes, brisk_error *err) {
+    return brisk_dist_broadcast(user, buf, bytes, "device communicator id broadcast", err);
+}
+
+brisk_status brisk_dist_device_reduce(brisk_trainer *t, brisk_error *err) {
+    if (t->world == 1) return BRISK_OK;
+    return t->be->grad_allreduce(t->be, t->ex->grads, t->g->n_param_floats,
+                                 brisk_dist_bucket_bytes(t->dist) / (int64_t)sizeof(float), err);
+}
+
 int64_t brisk_trainer_global_batch(const brisk_trainer *t) {
     return t->cfg.train.batch_size * (t->data_shards > 1 ? t->data_shards : 1);
 }
@@ -34,10 +45,16 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_dat
     t->n_buckets = 0;
     t->shard = 0;
     if (t->world == 1) return BRISK_OK;
-    if (t->be->loss_log) /* a device backend */
-        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: %d ranks on the %s backend: data-parallel training on GPUs "
-                            "(NCCL) is not available in this build yet; train with --device cpu (MPI)", t->cfg.path,
-                            t->world, t->be->name);
+    if (t->be->loss_log) { /* a device backend: it reduces its own gradients (NCCL) */
+        if (!t->be->comm_init || !t->be->grad_allreduce)
+            return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: %d ranks on the %s backend, which has no collectives; "
+                                "train with --device cpu (MPI)", t->cfg.path, t->world, t->be->name);
+        if (t->cfg.dist.shard_optimizer)
+            return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: dist.shard_optimizer on the %s backend: ZeRO-1 runs on the "
+                                "CPU path only so far", t->cfg.path, t->be->name);
+        brisk_status st = t->be->comm_init(t->be, t->rank, t->world, share_id, d, err);
+        if (st) return brisk_error_prefix(err, "%s: rank %d of %d", t->cfg.path, t->rank, t->world);
+    }
     if (own_data && t->cfg.train.checkpoint_epochs > 0)
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s: train.checkpoint_epochs %d with %d ranks training on their own "
                             "data: their epochs end at different steps; use train.checkpoint_every", t->cfg.path,

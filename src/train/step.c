@@ -107,7 +107,8 @@ static brisk_status body_micro(brisk_trainer *t, const brisk_optim_args *a, bris
 }
 
 static brisk_status body_update(brisk_trainer *t, const brisk_optim_args *a, brisk_error *err) {
-    return brisk_optimizer_step(&t->opt, a->t, a->lr, t->cfg.train.accumulate, err);
+    brisk_status st = brisk_dist_device_reduce(t, err); /* several ranks: NCCL, on the stream */
+    return st ? st : brisk_optimizer_step(&t->opt, a->t, a->lr, t->cfg.train.accumulate, err);
 }
 
 static brisk_status body_step(brisk_trainer *t, const brisk_optim_args *a, brisk_error *err) {
@@ -175,9 +176,13 @@ brisk_status brisk_step_update(brisk_trainer *t, float lr, brisk_error *err) {
         if (t->graph) t->programs_ready = 1;
         else t->eager_steps++;
     } else {
-        if ((st = brisk_optimizer_step(&t->opt, t->step + 1, lr, K, err))) return st;
+        if ((st = body_update(t, &a, err))) return st;
         t->eager_steps++;
     }
+    /* several ranks: agree on stopping and timed checkpoints (host values only; each rank's
+     * progress line shows its own loss on a device) */
+    float no_loss = 0;
+    if ((st = brisk_dist_agree(t, &no_loss, err))) return st;
     /* the log holds loss_log_size steps: read it well before it wraps */
     if (++t->loss_pending >= be->loss_log_size / 2) return brisk_step_flush(t, err);
     return BRISK_OK;

@@ -106,6 +106,9 @@ brisk_status brisk_dist_step_update(brisk_trainer *t, float lr, int accumulate, 
 /* The step's loss averaged over the ranks, with the ranks' agreement on stopping and on a
  * timed checkpoint (one small collective per step). */
 brisk_status brisk_dist_agree(brisk_trainer *t, float *loss, brisk_error *err);
+/* Device backends: the gradients averaged over the ranks by the backend itself (NCCL), on
+ * its stream before the update (captured into the step's program with it). */
+brisk_status brisk_dist_device_reduce(brisk_trainer *t, brisk_error *err);
 /* ZeRO-1: every rank's shard of the moments gathered, before a checkpoint (on every rank). */
 brisk_status brisk_dist_gather_moments(brisk_trainer *t, brisk_error *err);
 /* After a collective failed (a rank died or hangs), on rank 0: the checkpoint of the last
