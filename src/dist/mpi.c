@@ -188,6 +188,11 @@ brisk_status brisk_dist_create(brisk_dist **out, brisk_error *err) {
     }
     st = attach(d, MPI_COMM_WORLD, err);
     if (d->mpi) d->mpi->owns_init = !inited;
+    const char *size = getenv("OMPI_COMM_WORLD_SIZE") ? getenv("OMPI_COMM_WORLD_SIZE") : getenv("PMI_SIZE");
+    if (!st && size && atoi(size) != d->world) /* a launcher's variables, but MPI started alone */
+        st = brisk_errorf(err, BRISK_ERR_INVALID, "the environment says %s ranks (%s), but MPI started %d: was this "
+                          "process started by that MPI's launcher?", size,
+                          getenv("OMPI_COMM_WORLD_SIZE") ? "OMPI_COMM_WORLD_SIZE" : "PMI_SIZE", d->world);
     snprintf(d->source, sizeof d->source, "MPI%s", getenv("SLURM_JOB_ID") ? " (srun)" : " (mpirun)");
     if (st) {
         brisk_dist_free(d);
