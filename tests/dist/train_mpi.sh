@@ -49,15 +49,15 @@ equal)
   one "$dif" --max-steps 50 --batch-size 32 --out f1 && two "$dif" --max-steps 50 --batch-size 16 --out f2 || exit 1
   check "diffusion: 2 ranks x 16 = 1 x 32, losses" cmp_losses f1 f2 --rtol 1e-5 --steps 50
   check "diffusion: final weights and moments" "$wdiff" f1/last.safetensors f2/last.safetensors 1e-5
-  two "$dif" --max-steps 50 --batch-size 16 --out g1 --deterministic && two "$dif" --max-steps 50 --batch-size 16 --out g2 --deterministic || exit 1
-  check "diffusion --deterministic, two 2-rank runs: losses" cmp_losses g1 g2 --exact --steps 50
+  two "$dif" --max-steps 20 --batch-size 16 --out g1 --deterministic && two "$dif" --max-steps 20 --batch-size 16 --out g2 --deterministic || exit 1
+  check "diffusion --deterministic, two 2-rank runs: losses" cmp_losses g1 g2 --exact --steps 20
   check "diffusion --deterministic, two 2-rank runs: weights" "$wdiff" g1/last.safetensors g2/last.safetensors 0
-  two "$tab" --max-steps 30 --batch-size 128 --out z1 && two "$tab" --max-steps 30 --batch-size 128 --out z2 --shard-optimizer || exit 1
-  check "ZeRO-1 = replicated: losses" cmp_losses z1 z2 --exact --steps 30
+  two "$tab" --max-steps 20 --batch-size 128 --out z1 && two "$tab" --max-steps 20 --batch-size 128 --out z2 --shard-optimizer || exit 1
+  check "ZeRO-1 = replicated: losses" cmp_losses z1 z2 --exact --steps 20
   check "ZeRO-1 = replicated: weights and moments" "$wdiff" z1/last.safetensors z2/last.safetensors 0
   # with clipping the global norm is summed per shard, then over ranks: equal to rounding
-  two "$tab" --max-steps 30 --batch-size 128 --out c1 --clip-norm 1 && two "$tab" --max-steps 30 --batch-size 128 --out c2 --clip-norm 1 --shard-optimizer || exit 1
-  check "ZeRO-1 with clipping: losses" cmp_losses c1 c2 --rtol 1e-5 --steps 30
+  two "$tab" --max-steps 20 --batch-size 128 --out c1 --clip-norm 1 && two "$tab" --max-steps 20 --batch-size 128 --out c2 --clip-norm 1 --shard-optimizer || exit 1
+  check "ZeRO-1 with clipping: losses" cmp_losses c1 c2 --rtol 1e-5 --steps 20
   ;;
 resume)
   "$brisk" synth tabular data/tabular.npz --samples 8192 >/dev/null || exit 1
