@@ -23,3 +23,12 @@ add_test(NAME dist.session_mpi COMMAND sh -c "rm -rf ${CMAKE_BINARY_DIR}/dist_se
 ${CMAKE_BINARY_DIR}/dist_session && ${mpirun_line} $<TARGET_FILE:dist_session_mpi> ${CMAKE_BINARY_DIR}/dist_session")
 set_tests_properties(dist.group_mpi dist.train_mpi_equal dist.train_mpi_resume dist.train_mpi_fault
   dist.train_mpi_signal dist.session_mpi PROPERTIES TIMEOUT 120 ENVIRONMENT "${dist_env}")
+# The Fortran binding passes MPI_COMM_WORLD as its Fortran handle
+find_package(MPI QUIET COMPONENTS Fortran)
+if(CMAKE_Fortran_COMPILER AND MPI_Fortran_FOUND)
+  add_executable(dist_session_mpi_f ${CMAKE_CURRENT_LIST_DIR}/session_mpi.F90)
+  target_link_libraries(dist_session_mpi_f PRIVATE brisk_fortran MPI::MPI_Fortran)
+  add_test(NAME dist.session_mpi_fortran COMMAND ${BRISK_MPIRUN} $<TARGET_FILE:dist_session_mpi_f>)
+  set_tests_properties(dist.session_mpi_fortran PROPERTIES TIMEOUT 60 ENVIRONMENT "${dist_env}"
+    PASS_REGULAR_EXPRESSION "PASS: the ranks hold one model")
+endif()
