@@ -43,6 +43,10 @@ brisk_status brisk_dist_create_comm(brisk_dist **out, const void *mpi_comm, bris
 /* The same from a Fortran handle (MPI_Comm_f2c). */
 brisk_status brisk_dist_create_fortran_comm(brisk_dist **out, int64_t fortran_comm, brisk_error *err);
 void brisk_dist_free(brisk_dist *d);
+/* This rank gives up (an error the others may not share): brisk_dist_free then ends the MPI
+ * job, when brisk started MPI, instead of waiting in MPI_Finalize for ranks that would wait
+ * for this one until their collective timeout. */
+void brisk_dist_abandon(brisk_dist *d);
 /* Whether a collective of this group failed or timed out (0 for NULL). */
 int brisk_dist_failed(const brisk_dist *d);
 

@@ -139,6 +139,21 @@ int cmd_train(int argc, char **argv) {
     }
     cfg.train.overwrite = overwrite;
     brisk_logger lg = {cli_log, NULL, quiet ? BRISK_LOG_WARN : BRISK_LOG_INFO};
+    brisk_dist *dist = NULL; /* the process group: alone, or a rank under mpirun / srun */
+    if (brisk_dist_create(&dist, &err)) {
+        rc = cli_fail_err(&err);
+        brisk_config_free(&cfg);
+        goto done;
+    }
+    if (brisk_dist_rank(dist) != 0) lg.max_level = BRISK_LOG_WARN; /* rank 0 reports for all */
+    if (cfg.n_models > 0 && brisk_dist_world(dist) > 1) {
+        rc = cli_fail("%s: a config with \"models\" (a pipeline) trains in one process; train each model's own config "
+                      "on %d ranks instead", cfg.path, brisk_dist_world(dist));
+        brisk_dist_abandon(dist);
+        brisk_dist_free(dist);
+        brisk_config_free(&cfg);
+        goto done;
+    }
     if (cfg.n_models > 0) { /* a pipeline: each model in turn, then the comparison */
         brisk_pipeline_result res[BRISK_MAX_MODELS];
         if (resume) rc = cli_fail("train: --resume takes one model's checkpoint; resume a pipeline's model with its "
@@ -150,18 +165,13 @@ int cmd_train(int argc, char **argv) {
             brisk_pipeline_report(res, cfg.n_models, &all);
         }
         brisk_config_free(&cfg);
+        brisk_dist_free(dist);
         goto done;
     }
     brisk_trainer *t = NULL;
     brisk_run_summary sum;
     int resumed = 0;
-    brisk_dist *dist = NULL;
-    if (brisk_dist_create(&dist, &err)) {
-        rc = cli_fail_err(&err);
-        brisk_config_free(&cfg);
-        goto done;
-    }
-    if (brisk_dist_rank(dist) != 0) lg.max_level = BRISK_LOG_WARN; /* rank 0 reports for all */
+
     /* A file-size limit (ulimit -f) must fail a write with EFBIG, which brisk reports,
      * rather than kill the process. */
     signal(SIGXFSZ, SIG_IGN);
@@ -175,7 +185,8 @@ int cmd_train(int argc, char **argv) {
         rc = sum.stopped_by_signal ? BRISK_EXIT_PREEMPTED : BRISK_EXIT_OK;
     brisk_trainer_free(t);
     brisk_config_free(&cfg);
-    brisk_dist_free(dist); /* after a failed collective: ends the MPI job (the error is printed) */
+    if (rc != BRISK_EXIT_OK && rc != BRISK_EXIT_PREEMPTED) brisk_dist_abandon(dist); /* the others would wait */
+    brisk_dist_free(dist); /* after a failure: ends the MPI job (the error is printed) */
 done:
     for (int i = 0; i < n_over; i++) free(over[i]);
     free(over);

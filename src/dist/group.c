@@ -99,6 +99,10 @@ int brisk_dist_env_local_rank(void) {
     return 0;
 }
 
+void brisk_dist_abandon(brisk_dist *d) {
+    if (d && d->world > 1) d->broken = 1;
+}
+
 int brisk_dist_failed(const brisk_dist *d) { return d ? d->broken : 0; }
 int brisk_dist_rank(const brisk_dist *d) { return d ? d->rank : 0; }
 int brisk_dist_world(const brisk_dist *d) { return d ? d->world : 1; }

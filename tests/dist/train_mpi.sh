@@ -101,6 +101,16 @@ fault)
     $(($(grep -o 'checkpoint of step [0-9]*' k.log | grep -o '[0-9]*$') + 2)) >k2.log 2>&1 \
     && ok "it resumes in one process" || { fail "resume failed"; cat k2.log; }
   pkill -KILL -f "brisk train .*--out k( |$)" 2>/dev/null # nothing of the job may outlive the test
+  # an error on one rank only (rank 0 refuses the run directory of a previous run): the job
+  # ends at once instead of leaving rank 1 waiting for its collective timeout
+  t0=$(date +%s)
+  "${mpirun[@]}" "$brisk" train "$tab" --device cpu --threads 1 --quiet --max-steps 100000 --out k >k3.log 2>&1; rc=$?
+  dt=$(($(date +%s) - t0))
+  [ "$rc" != 0 ] && [ "$dt" -le 15 ] && grep -q "k holds a previous run" k3.log \
+    && ok "an error on rank 0 alone ends the job (exit $rc, ${dt}s)" || { fail "exit $rc after ${dt}s"; cat k3.log; }
+  "${mpirun[@]}" "$brisk" train "$src/examples/pipeline.json" --device cpu --quiet >k4.log 2>&1; rc=$?
+  [ "$rc" != 0 ] && grep -q "a pipeline) trains in one process" k4.log && ok "a pipeline on 2 ranks is refused" \
+    || { fail "pipeline on 2 ranks: exit $rc"; cat k4.log; }
   ;;
 signal)
   "$brisk" synth tabular data/tabular.npz --samples 8192 >/dev/null || exit 1
