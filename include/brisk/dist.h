@@ -89,6 +89,11 @@ brisk_status brisk_dist_reduce_scatter_mean(brisk_dist *d, float *x, int64_t n, 
 brisk_status brisk_dist_allgather(brisk_dist *d, float *x, int64_t n, const char *what, int64_t step,
                                   brisk_error *err);
 
+/* Every rank's shard (mine: this rank's brisk_dist_shard of n) into all[0..n) on rank 0
+ * (all may be NULL elsewhere). */
+brisk_status brisk_dist_gather(brisk_dist *d, const float *mine, float *all, int64_t n, const char *what, int64_t step,
+                               brisk_error *err);
+
 /* The shard of n elements that rank owns: contiguous, sizes differing by at most one. */
 void brisk_dist_shard(int64_t n, int world, int rank, int64_t *offset, int64_t *count);
 

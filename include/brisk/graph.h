@@ -541,6 +541,8 @@ struct brisk_exec {
     brisk_step_state step;
     const brisk_exec *params_of; /* a view (brisk_exec_create_view): the executor whose
                                     parameters it reads; NULL when it owns its own */
+    int64_t moments_off, moments_n; /* m and v hold parameter floats [off, off + n): all of
+                                       them, or a rank's shard (brisk_exec_shard_moments) */
 };
 
 typedef enum { BRISK_RUN_TRAIN = 0, BRISK_RUN_EVAL, BRISK_RUN_PREDICT } brisk_run_kind;
@@ -562,6 +564,8 @@ void brisk_exec_free(brisk_exec *ex);
  * counter {i / 4, 0, k, 0xFFFFFFFF}; UNIFORM = (2 unit(u) - 1) a), zeroes m, v, grads, and
  * sets ex->step.seed = seed. */
 brisk_status brisk_exec_init_params(brisk_exec *ex, uint64_t seed, brisk_error *err);
+/* ZeRO-1: m and v replaced by zeroed buffers for parameter floats [off, off + n) only. */
+brisk_status brisk_exec_shard_moments(brisk_exec *ex, int64_t off, int64_t n, brisk_error *err);
 /* Copies a whole batch into input i (host pointer, g->inputs[i].bytes bytes). */
 brisk_status brisk_exec_set_input(brisk_exec *ex, int input, const void *host, brisk_error *err);
 /* Runs one schedule with the step state in ex->step. */

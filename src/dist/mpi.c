@@ -396,6 +396,31 @@ brisk_status brisk_dist_allgather(brisk_dist *d, float *x, int64_t n, const char
     return st;
 }
 
+brisk_status brisk_dist_gather(brisk_dist *d, const float *mine, float *all, int64_t n, const char *what, int64_t step,
+                               brisk_error *err) {
+    if (!d || d->world == 1) {
+        if (all && all != mine) memcpy(all, mine, (size_t)n * sizeof(float));
+        return BRISK_OK;
+    }
+    int *counts = NULL, *displs = NULL;
+    brisk_status st = usable(d, err);
+    if (!st) st = shard_table(d, n, &counts, &displs, err);
+    if (!st) st = arrive(d, what, step, err);
+    if (!st) {
+        MPI_Request r;
+        int rc = MPI_Igatherv(mine, counts[d->rank], MPI_FLOAT, all, counts, displs, MPI_FLOAT, 0, d->mpi->comm, &r);
+        if (rc != MPI_SUCCESS) st = mpi_fail(d, rc, "MPI_Igatherv", err);
+        else {
+            d->collectives++;
+            d->bytes += (int64_t)counts[d->rank] * (int64_t)sizeof(float);
+            st = wait_all(d, &r, 1, what, step, err);
+        }
+    }
+    free(counts);
+    free(displs);
+    return st;
+}
+
 #else /* no MPI in this build: a single process, or a clear error */
 
 int brisk_dist_have_mpi(void) { return 0; }
@@ -452,6 +477,12 @@ brisk_status brisk_dist_allreduce_max(brisk_dist *d, double *v, int n, const cha
 }
 brisk_status brisk_dist_broadcast(brisk_dist *d, void *buf, size_t bytes, const char *what, brisk_error *err) {
     (void)d, (void)buf, (void)bytes, (void)what, (void)err;
+    return BRISK_OK;
+}
+brisk_status brisk_dist_gather(brisk_dist *d, const float *mine, float *all, int64_t n, const char *what, int64_t step,
+                               brisk_error *err) {
+    (void)d, (void)what, (void)step, (void)err;
+    if (all && all != mine) memcpy(all, mine, (size_t)n * sizeof(float));
     return BRISK_OK;
 }
 brisk_status brisk_dist_reduce_scatter_mean(brisk_dist *d, float *x, int64_t n, const char *what, int64_t step,

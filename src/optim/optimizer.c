@@ -69,9 +69,12 @@ brisk_status brisk_optimizer_update_range(brisk_optimizer *o, int64_t t, float l
     brisk_exec *ex = o->ex;
     brisk_backend *be = ex->be;
     brisk_optim_args a = brisk_optimizer_args(o, t, lr, accumulate);
-    /* the arenas are void * (backend memory): offsets in floats */
-    float *p = (float *)ex->params + off, *g = (float *)ex->grads + off, *m = (float *)ex->m + off;
-    float *v = ex->v ? (float *)ex->v + off : NULL;
+    if (off < ex->moments_off || off + n > ex->moments_off + ex->moments_n)
+        return brisk_errorf(err, BRISK_ERR_INTERNAL, "optimizer: update of [%lld, +%lld) outside the moments held",
+                            (long long)off, (long long)n);
+    /* the arenas are void * (backend memory): offsets in floats; the moments may be a shard */
+    float *p = (float *)ex->params + off, *g = (float *)ex->grads + off;
+    float *m = (float *)ex->m + (off - ex->moments_off), *v = ex->v ? (float *)ex->v + (off - ex->moments_off) : NULL;
     return be->optim_update(be, p, g, m, v, n, &a, o->sumsq,
                             o->decay_mask ? o->decay_mask + off : NULL, err);
 }

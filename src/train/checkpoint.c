@@ -57,10 +57,16 @@ brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_err
     char **names = calloc(2 * np + 1, sizeof *names);
     brisk_status st = BRISK_OK;
     if (!host || !e || !names) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path); goto out; }
-    if ((st = download_arena(t->ex, t->ex->params, host, err)) ||
-        (st = download_arena(t->ex, t->ex->m, host + n, err)) ||
-        (st = download_arena(t->ex, t->ex->v, host + 2 * n, err)))
+    if ((st = download_arena(t->ex, t->ex->params, host, err))) goto out;
+    if (t->ex->moments_n == (int64_t)n) {
+        if ((st = download_arena(t->ex, t->ex->m, host + n, err)) || (st = download_arena(t->ex, t->ex->v, host + 2 * n, err)))
+            goto out;
+    } else if (t->moments_host) { /* ZeRO-1: every rank's shard, gathered on rank 0 just before */
+        memcpy(host + n, t->moments_host, 2 * n * sizeof(float));
+    } else {
+        st = brisk_errorf(err, BRISK_ERR_INTERNAL, "%s: the sharded optimizer moments were not gathered", path);
         goto out;
+    }
     int sgd = t->cfg.optim.kind == BRISK_OPTIM_SGD;
     size_t k = 0;
     for (size_t i = 0; i < np; i++) {
@@ -196,8 +202,10 @@ brisk_status brisk_checkpoint_load(brisk_trainer *t, const char *path, brisk_err
     if ((s = check_model(t, st, cs.config, host, err))) goto out;
     brisk_backend *be = t->ex->be;
     size_t bytes = n * sizeof(float);
-    if ((s = be->upload(be, t->ex->params, host, bytes, err)) || (s = be->upload(be, t->ex->m, host + n, bytes, err)) ||
-        (s = be->upload(be, t->ex->v, host + 2 * n, bytes, err)))
+    /* the moments this executor holds: all, or its shard (ZeRO-1) of any world size's file */
+    size_t off = (size_t)t->ex->moments_off, mb = (size_t)t->ex->moments_n * sizeof(float);
+    if ((s = be->upload(be, t->ex->params, host, bytes, err)) || (s = be->upload(be, t->ex->m, host + n + off, mb, err)) ||
+        (s = be->upload(be, t->ex->v, host + 2 * n + off, mb, err)))
         goto out;
     t->step = cs.step;
     t->epoch = cs.epoch;

@@ -75,6 +75,14 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_dat
     if (!t->buckets) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
     t->shard = t->cfg.dist.shard_optimizer;
     brisk_dist_shard(g->n_param_floats, t->world, t->rank, &t->shard_off, &t->shard_n);
+    if (t->shard && own_data)
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: dist.shard_optimizer in a session: its checkpoints "
+                            "(brisk_session_save on any rank) need every rank's moments", t->cfg.path);
+    /* ZeRO-1: this rank keeps the moments of its shard only */
+    if (t->shard && t->step > 0)
+        return brisk_errorf(err, BRISK_ERR_INTERNAL, "%s: the process group must be set before resuming", t->cfg.path);
+    brisk_status ss = t->shard ? brisk_exec_shard_moments(t->ex, t->shard_off, t->shard_n, err) : BRISK_OK;
+    if (ss) return ss;
     /* the batches an epoch has at the global batch, and the run's length */
     int64_t G = brisk_trainer_global_batch(t);
     if (t->split.ntrain > 0) {
@@ -86,6 +94,11 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_dat
         brisk_trainer_plan_length(t);
     }
     int64_t dropped = t->split.ntrain - t->batches_per_epoch * G;
+    char shard_txt[160] = "replicated";
+    if (t->shard)
+        snprintf(shard_txt, sizeof shard_txt, "sharded (ZeRO-1: reduce-scatter, shard update, all-gather; moments %.2f "
+                 "of %.2f MiB on this rank)", 8.0 * (double)t->shard_n / 1048576.0,
+                 8.0 * (double)g->n_param_floats / 1048576.0);
     if (own_data)
         brisk_log(&t->log, BRISK_LOG_INFO, "dist      rank %d of %d (%s): each rank trains on its own samples, batches of "
                   "%lld; gradients averaged over the ranks in %lld bucket%s; optimizer %s", t->rank, t->world,
@@ -97,8 +110,7 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_dat
               "%lld bucket%s of >= %.3g MiB (MPI); optimizer %s; collective timeout %g s",
               t->rank, t->world, brisk_dist_source(d), brisk_dist_local_rank(d), (long long)G, t->world,
               (long long)t->cfg.train.batch_size, (long long)t->n_buckets, t->n_buckets == 1 ? "" : "s",
-              t->cfg.dist.bucket_mb, t->shard ? "sharded (ZeRO-1: reduce-scatter, shard update, all-gather)" : "replicated",
-              t->cfg.dist.timeout_s);
+              t->cfg.dist.bucket_mb, shard_txt, t->cfg.dist.timeout_s);
     brisk_log(&t->log, BRISK_LOG_INFO,
               "sampler   one shuffle per epoch on every rank; each rank reads its %lld samples of each global batch; "
               "%lld of %lld training samples dropped per epoch (the last, incomplete global batch, another part of "
@@ -151,10 +163,18 @@ brisk_status brisk_dist_agree(brisk_trainer *t, float *loss, brisk_error *err) {
 
 brisk_status brisk_dist_gather_moments(brisk_trainer *t, brisk_error *err) {
     if (t->world == 1 || !t->shard) return BRISK_OK;
-    int64_t n = t->g->n_param_floats;
-    brisk_status st = brisk_dist_allgather(t->dist, t->ex->m, n, "moment all-gather", t->step, err);
-    if (!st && t->cfg.optim.kind == BRISK_OPTIM_ADAMW)
-        st = brisk_dist_allgather(t->dist, t->ex->v, n, "moment all-gather", t->step, err);
+    int64_t n = t->g->n_param_floats, k = t->ex->moments_n;
+    if (t->rank == 0 && !t->moments_host && !(t->moments_host = malloc(sizeof(float) * (size_t)(2 * n + 1))))
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory gathering the optimizer moments");
+    float *mine = malloc(sizeof(float) * (size_t)(2 * k + 1));
+    if (!mine) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory gathering the optimizer moments");
+    brisk_backend *be = t->ex->be;
+    brisk_status st = be->download(be, mine, t->ex->m, (size_t)k * sizeof(float), err);
+    if (!st) st = be->download(be, mine + k, t->ex->v, (size_t)k * sizeof(float), err);
+    if (!st) st = brisk_dist_gather(t->dist, mine, t->moments_host, n, "optimizer moment gather", t->step, err);
+    if (!st) st = brisk_dist_gather(t->dist, mine + k, t->moments_host ? t->moments_host + n : NULL, n,
+                                    "optimizer moment gather", t->step, err);
+    free(mine);
     return st;
 }
 

@@ -95,6 +95,8 @@ struct brisk_trainer {
     int agreed_stop;           /* a stop signal reached some rank: every rank stops after this step */
     int agreed_due;            /* rank 0's clock says a timed checkpoint is due */
     int resumed_world;         /* world size of the checkpoint resumed from (0: none recorded) */
+    float *moments_host;       /* ZeRO-1, rank 0: all ranks' m then v (2 x parameters), gathered
+                                  before each checkpoint (brisk_dist_gather_moments) */
 };
 
 /* dist.c: the data-parallel parts of a step (all no-ops in one process). */
@@ -109,7 +111,8 @@ brisk_status brisk_dist_agree(brisk_trainer *t, float *loss, brisk_error *err);
 /* Device backends: the gradients averaged over the ranks by the backend itself (NCCL), on
  * its stream before the update (captured into the step's program with it). */
 brisk_status brisk_dist_device_reduce(brisk_trainer *t, brisk_error *err);
-/* ZeRO-1: every rank's shard of the moments gathered, before a checkpoint (on every rank). */
+/* ZeRO-1: every rank's shard of the moments gathered into rank 0's moments_host, before a
+ * checkpoint (on every rank: a collective). */
 brisk_status brisk_dist_gather_moments(brisk_trainer *t, brisk_error *err);
 /* After a collective failed (a rank died or hangs), on rank 0: the checkpoint of the last
  * completed step when rank 0 holds all of it (not sharded), and err's message extended with

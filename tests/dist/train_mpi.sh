@@ -55,6 +55,12 @@ equal)
   two "$tab" --max-steps 20 --batch-size 128 --out z1 && two "$tab" --max-steps 20 --batch-size 128 --out z2 --shard-optimizer || exit 1
   check "ZeRO-1 = replicated: losses" cmp_losses z1 z2 --exact --steps 20
   check "ZeRO-1 = replicated: weights and moments" "$wdiff" z1/last.safetensors z2/last.safetensors 0
+  # both resumed to step 30, each from its own checkpoint (the sharded run's was gathered on
+  # rank 0; resuming, each rank takes its shard of the moments back)
+  two "$tab" --max-steps 30 --batch-size 128 --out z2 --shard-optimizer --resume auto || exit 1
+  two "$tab" --max-steps 30 --batch-size 128 --out z1 --resume auto || exit 1
+  check "ZeRO-1 resumed = replicated resumed: losses" cmp_losses z1 z2 --exact --steps 30
+  check "ZeRO-1 resumed: weights and moments" "$wdiff" z1/last.safetensors z2/last.safetensors 0
   # with clipping the global norm is summed per shard, then over ranks: equal to rounding
   two "$tab" --max-steps 20 --batch-size 128 --out c1 --clip-norm 1 && two "$tab" --max-steps 20 --batch-size 128 --out c2 --clip-norm 1 --shard-optimizer || exit 1
   check "ZeRO-1 with clipping: losses" cmp_losses c1 c2 --rtol 1e-5 --steps 20
