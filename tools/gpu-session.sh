@@ -8,7 +8,9 @@
 #
 # Stages (run in the order given, under one deadline; each builds what it needs first):
 #   build     configure + build build-gpu/ for sm_90, everything
-#   test      `brisk check --require-gpu`; every CUDA test (ctest -R cuda, one at a time); the
+#   test      `brisk check --require-gpu`; every CUDA test (ctest -R cuda, one at a time, among
+#             them dist.test_cuda_dist_alone: world size 1 issues no collective and trains bit
+#             for bit as without a group, printing both ms/step: the all-reduce overhead); the
 #             same again with every cuBLASLt epilogue refused (REFUSE_EPILOGUE below); then
 #             the CPU tests when 4 minutes are left and cputest is not asked for too
 #   cputest   every other test, pinned to the CPU (CUDA_VISIBLE_DEVICES=), all cores

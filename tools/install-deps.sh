@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Installs what brisk needs on Debian 12, when it is missing (idempotent; root or sudo).
 #   tools/install-deps.sh          build + run: compiler, CMake, OpenMP, cJSON, zlib, OpenBLAS,
-#                                  libpng and libjpeg-turbo (image data), libnetcdf (weather data)
+#                                  libpng and libjpeg-turbo (image data), libnetcdf (weather data),
+#                                  OpenMPI (data-parallel training over mpirun/srun; optional:
+#                                  without it one process)
 #   tools/install-deps.sh --test   also what the tests compare against: NumPy, PyTorch (Debian's
-#                                  python3-torch), clang's sanitizer runtime, gfortran and OpenMPI
-#                                  (the Fortran and MPI examples), ncgen (netcdf-bin: NetCDF test
-#                                  files written by another tool), pytest (the Python package's
-#                                  tests), and safetensors, onnxruntime and scikit-build-core
-#                                  from PyPI into build/pydeps
+#                                  python3-torch), clang's sanitizer runtime, gfortran (the Fortran
+#                                  examples), ncgen (netcdf-bin: NetCDF test files written by
+#                                  another tool), pytest (the Python package's tests), and
+#                                  safetensors, onnxruntime and scikit-build-core from PyPI into
+#                                  build/pydeps
 set -euo pipefail
-pkgs=(build-essential cmake libcjson-dev zlib1g-dev libopenblas-dev libpng-dev libjpeg62-turbo-dev libnetcdf-dev)
+pkgs=(build-essential cmake libcjson-dev zlib1g-dev libopenblas-dev libpng-dev libjpeg62-turbo-dev libnetcdf-dev libopenmpi-dev openmpi-bin)
 if [ "${1:-}" = "--test" ]; then
-  pkgs+=(python3 python3-numpy python3-torch python3-pip python3-pytest clang libclang-rt-14-dev gfortran libopenmpi-dev openmpi-bin netcdf-bin)
+  pkgs+=(python3 python3-numpy python3-torch python3-pip python3-pytest clang libclang-rt-14-dev gfortran netcdf-bin)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -21,6 +21,11 @@
 !   st = brisk_sample(s, coarse, fine_out, BRISK_SAMPLER_DDIM, 10, 0.0_c_double, seed)
 !   st = brisk_destroy(s)
 !
+! Data parallel across a simulation's MPI ranks: put the communicator's Fortran handle into the
+! config, and every rank trains one model on all ranks' pushed samples (include/brisk/api.h):
+!   write (config_json, '(a, i0, a)') '{"model": {...}, "session": {"mpi_comm": ', MPI_COMM_WORLD, '}}'
+! (with mpi_f08: comm%MPI_VAL); brisk turns it into its communicator with MPI_Comm_f2c.
+!
 ! A type(brisk_session) holds a handle: a copy (s2 = s) names the same session, and after
 ! brisk_destroy every call through any copy returns BRISK_ERR_INVALID ("destroyed").
 ! Like the C library, the module never calls MPI: one session per thread or per MPI rank, or

@@ -47,8 +47,18 @@
  * when they are not bound to CPUs of their own; the log's device line says which. The only
  * process-wide state is the table of session handles and the flag of brisk's signal handlers.
  *
- * MPI: brisk never calls MPI (it neither initialises nor finalises it), so it runs inside any
- * MPI program. Two patterns (examples/README.md, examples/c/online.c):
+ * MPI: brisk neither initialises nor finalises MPI, so it runs inside any MPI program. Three
+ * patterns (examples/README.md, examples/c/online.c):
+ *   - data parallel: every rank creates its session with the config's
+ *         "session": {"mpi_comm": H}
+ *     where H is the communicator's Fortran handle: MPI_Comm_c2f(comm) in C, the integer
+ *     communicator itself in Fortran (`use mpi`; comm%MPI_VAL with mpi_f08). brisk duplicates
+ *     it (its messages never mix with the program's). Each rank pushes its own samples and
+ *     trains on them; gradients are averaged over the ranks, so every rank holds the same
+ *     model, trained on all ranks' data. Every rank must make the same train calls with the
+ *     same step counts (train_epochs runs the fewest steps any rank's buffer gives); rank 0
+ *     alone writes train.out_dir. A rank that stops responding makes the others' train call
+ *     fail after dist.timeout_s, naming it. Needs a brisk built with MPI (else an error).
  *   - rank 0 gathers: every rank computes its columns; MPI_Gather(v) collects coarse and fine
  *     rows on rank 0, which alone holds a session, pushes, trains and samples, and scatters the
  *     sampled fields back. One model, trained on all ranks' data.

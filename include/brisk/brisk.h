@@ -11,6 +11,7 @@
 #include "brisk/nn.h"
 #include "brisk/optim.h"
 #include "brisk/data.h"
+#include "brisk/dist.h"
 #include "brisk/safetensors.h"
 #include "brisk/train.h"
 #include "brisk/system.h"

@@ -302,6 +302,10 @@ typedef struct brisk_loader_config {
     /* Datasets that make their samples (dataset.make): */
     int workers;                  /* threads making a batch's samples; 0 or 1: the filling thread alone */
     int plain;                    /* 1: no augmentation (validation) */
+    /* Data parallel (dist): the global batch of batch_size * shard_count consecutive samples
+     * of the epoch's order (the same on every rank) is split, rank shard_rank taking slice
+     * shard_rank; positions count samples of the global order. 0 or 1: unsharded. */
+    int shard_rank, shard_count;
 } brisk_loader_config;
 
 typedef struct brisk_loader brisk_loader;

@@ -398,6 +398,10 @@ typedef struct brisk_step_state {
     uint32_t training;     /* 0 in eval and predict: dropout is identity */
     uint32_t loss_slot;    /* where a backend's loss log records this micro-step (loss_log);
                               ignored by backends without one */
+    uint32_t rng_shard;    /* data parallel: this rank's slice of the global batch. A random
+                              op's element i draws as element rng_shard * numel + i of the
+                              global batch's tensor would (batch-major), so N ranks draw what
+                              one process of the N-fold batch draws. 0 in one process. */
 } brisk_step_state;
 
 /* ---- optimizer update over the parameter arena (one fused pass) */
@@ -506,6 +510,17 @@ struct brisk_backend {
      * (ignored when the backend has no active scaler). NULL: the backend has none. */
     brisk_status (*scaler_get)(brisk_backend *be, brisk_scaler_state *out, brisk_error *err);
     brisk_status (*scaler_set)(brisk_backend *be, const brisk_scaler_state *in, brisk_error *err);
+
+    /* ---- optional: data parallel on a device that reduces its own gradients (CUDA: NCCL;
+     * NULL on the CPU, whose gradients src/dist reduces over MPI). comm_init joins the
+     * group as rank of world: rank 0's backend makes an id of `bytes`, share() (the
+     * caller's transport) copies it to every rank, then every rank connects.
+     * grad_allreduce replaces g[0, n) by its mean over the ranks, in pieces of
+     * bucket_floats, ordered after the work already issued (and captured with it). */
+    brisk_status (*comm_init)(brisk_backend *be, int rank, int world,
+                              brisk_status (*share)(void *user, void *buf, size_t bytes, brisk_error *err), void *user,
+                              brisk_error *err);
+    brisk_status (*grad_allreduce)(brisk_backend *be, float *g, int64_t n, int64_t bucket_floats, brisk_error *err);
 };
 
 brisk_backend *brisk_backend_cpu_new(int threads); /* threads 0: OpenMP's default */
@@ -526,6 +541,8 @@ struct brisk_exec {
     brisk_step_state step;
     const brisk_exec *params_of; /* a view (brisk_exec_create_view): the executor whose
                                     parameters it reads; NULL when it owns its own */
+    int64_t moments_off, moments_n; /* m and v hold parameter floats [off, off + n): all of
+                                       them, or a rank's shard (brisk_exec_shard_moments) */
 };
 
 typedef enum { BRISK_RUN_TRAIN = 0, BRISK_RUN_EVAL, BRISK_RUN_PREDICT } brisk_run_kind;
@@ -547,6 +564,8 @@ void brisk_exec_free(brisk_exec *ex);
  * counter {i / 4, 0, k, 0xFFFFFFFF}; UNIFORM = (2 unit(u) - 1) a), zeroes m, v, grads, and
  * sets ex->step.seed = seed. */
 brisk_status brisk_exec_init_params(brisk_exec *ex, uint64_t seed, brisk_error *err);
+/* ZeRO-1: m and v replaced by zeroed buffers for parameter floats [off, off + n) only. */
+brisk_status brisk_exec_shard_moments(brisk_exec *ex, int64_t off, int64_t n, brisk_error *err);
 /* Copies a whole batch into input i (host pointer, g->inputs[i].bytes bytes). */
 brisk_status brisk_exec_set_input(brisk_exec *ex, int input, const void *host, brisk_error *err);
 /* Runs one schedule with the step state in ex->step. */

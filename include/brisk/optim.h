@@ -49,6 +49,10 @@ brisk_optim_args brisk_optimizer_args(const brisk_optimizer *o, int64_t t, float
  * accumulate the number of micro-batches summed into the gradient arena. */
 brisk_status brisk_optimizer_step(brisk_optimizer *o, int64_t t, float lr, int accumulate,
                                   brisk_error *err);
+/* The update of parameter floats [off, off + n) only (ZeRO-1: this rank's shard); when
+ * clipping, sumsq must already hold the squared norm of all the gradients. */
+brisk_status brisk_optimizer_update_range(brisk_optimizer *o, int64_t t, float lr, int accumulate, int64_t off,
+                                          int64_t n, brisk_error *err);
 
 #ifdef __cplusplus
 }

@@ -141,6 +141,13 @@ typedef struct brisk_speed_spec {
     int64_t memory_limit;     /* bytes the run may use; 0: what the machine has available */
 } brisk_speed_spec;
 
+/* Data parallel (dist.h): how a multi-rank run exchanges gradients; ignored by one process. */
+typedef struct brisk_dist_spec {
+    double bucket_mb;         /* gradient all-reduce bucket, MiB */
+    double timeout_s;         /* a collective not done after this long names the missing rank */
+    int shard_optimizer;      /* ZeRO-1: each rank updates its shard of the parameters */
+} brisk_dist_spec;
+
 typedef struct brisk_config {
     char path[BRISK_PATH_MAX]; /* where it came from, for messages */
     char name[128];            /* run name: the config file's stem */
@@ -154,6 +161,7 @@ typedef struct brisk_config {
     brisk_optim_spec optim;
     brisk_train_spec train;
     brisk_speed_spec speed;
+    brisk_dist_spec dist;
     char *json;                /* the effective config (after overrides), compact; owned */
 } brisk_config;
 
@@ -311,6 +319,15 @@ typedef struct brisk_trainer_control {
     void (*progress)(void *user, int64_t step, int64_t total_steps, double loss);
 } brisk_trainer_control;
 void brisk_trainer_set_control(brisk_trainer *t, const brisk_trainer_control *c);
+/* Data parallel: the trainer runs as rank brisk_dist_rank(d) of brisk_dist_world(d) (dist.h;
+ * NULL or world size 1: alone, no collective). Call before resuming and training; d must
+ * outlive the trainer. Gradients are averaged over the ranks; rank 0 alone writes
+ * train.out_dir. own_data 0: every rank holds the same dataset and takes its slice of each
+ * global batch (train.batch_size per rank); 1: each rank trains on its own data (a
+ * simulation's ranks, each pushing its own samples), train.checkpoint_epochs must be 0 (the
+ * ranks' epochs differ) and every call must ask every rank for the same number of steps. */
+struct brisk_dist;
+brisk_status brisk_trainer_set_dist(brisk_trainer *t, struct brisk_dist *d, int own_data, brisk_error *err);
 /* Creates train.out_dir and takes its lock now instead of at the first run (a second trainer
  * on the directory is refused at once, naming the holder); a previous run there is continued
  * (the driving program loads its checkpoint), not refused. */

@@ -20,6 +20,7 @@ typedef struct api_session {
     brisk_config cfg;
     brisk_model_io io;         /* the model's training fields: [0] input, [1] target */
     brisk_trainer *trainer;
+    brisk_dist *dist;          /* session.mpi_comm: the host's communicator (NULL: alone) */
     brisk_ring ring;
     brisk_inference *inf;      /* built on the first predict or sample */
     int inf_stale;             /* the trainer's parameters changed since inf copied them */

@@ -22,7 +22,8 @@ static int stop_fn(void *user) { return api_stop_requested(user) ? BRISK_STOP_RE
  * (read here), train.out_dir defaulting to "" (the API writes no files unless asked) and
  * train.checkpoint_epochs to 0 (a session's epochs are passes over its buffer, often one per
  * call: a checkpoint at each would cost what the policy in api.h avoids). */
-static brisk_status read_config(api_session *s, const char *json, const char *path, int *stop_signals) {
+static brisk_status read_config(api_session *s, const char *json, const char *path, int *stop_signals,
+                                int64_t *mpi_comm) {
     brisk_error *err = &s->err;
     brisk_json *doc = NULL;
     brisk_status st = path ? brisk_json_load(path, &doc, err) : brisk_json_parse(json, strlen(json), "config", &doc, err);
@@ -34,6 +35,7 @@ static brisk_status read_config(api_session *s, const char *json, const char *pa
     bool b = false;
     brisk_json_bool_or(&session, "stop_signals", false, &b);
     *stop_signals = b;
+    brisk_json_int64_or(&session, "mpi_comm", -1, -1, INT32_MAX, mpi_comm);
     brisk_json_unknown_keys(&session);
     char *text = NULL;
     if (!(st = brisk_json_status(doc, err))) {
@@ -57,7 +59,8 @@ static brisk_status setup(api_session *s, const char *json, const char *path) {
     brisk_error *err = &s->err;
     if (!json && !path) return brisk_errorf(err, BRISK_ERR_INVALID, "create: the config is NULL");
     int stop_signals = 0;
-    brisk_status st = read_config(s, json, path, &stop_signals);
+    int64_t mpi_comm = -1;
+    brisk_status st = read_config(s, json, path, &stop_signals, &mpi_comm);
     if (st) return st;
     if (s->cfg.data.train[0])
         brisk_log(&s->log, BRISK_LOG_INFO, "%s: data.train (%s) is not read: a session trains on the samples pushed to it",
@@ -66,6 +69,11 @@ static brisk_status setup(api_session *s, const char *json, const char *path) {
         (st = brisk_trainer_create_with_dataset(&s->cfg, &s->log, NULL, &s->trainer, err)))
         return st;
     brisk_trainer_set_control(s->trainer, &(brisk_trainer_control){stop_fn, s, 1, NULL});
+    /* data parallel over the host's ranks, each pushing its own samples; before the run
+     * directory is claimed, which rank 0 alone then does */
+    if (mpi_comm >= 0 && ((st = brisk_dist_create_fortran_comm(&s->dist, mpi_comm, err)) ||
+                          (st = brisk_trainer_set_dist(s->trainer, s->dist, 1, err))))
+        return brisk_error_prefix(err, "%s: session.mpi_comm", s->cfg.path);
     /* the run directory is this session's from now on, not from its first train call */
     if ((st = brisk_trainer_lock_run_dir(s->trainer, err))) return st;
     const brisk_model_field *in = &s->io.fields[0], *tg = &s->io.fields[1];
@@ -96,6 +104,7 @@ static void free_session(api_session *s) {
     if (!s) return;
     brisk_inference_free(s->inf);
     brisk_trainer_free(s->trainer);
+    brisk_dist_free(s->dist);
     brisk_ring_free(&s->ring);
     brisk_config_free(&s->cfg);
     free(s);
@@ -118,6 +127,8 @@ static brisk_status create(const char *json, const char *path, brisk_log_fn log,
     if (st) { /* keep only the message: the run directory's lock and memory go now */
         brisk_trainer_free(s->trainer);
         s->trainer = NULL;
+        brisk_dist_free(s->dist);
+        s->dist = NULL;
     }
     fesetenv(&fe);
     return st;
@@ -224,6 +235,16 @@ static brisk_status train(api_session *s, int64_t n, int epochs) {
         return brisk_error_prefix(err, "%s", fn);
     const int K = s->cfg.train.accumulate;
     int64_t steps = epochs ? n * brisk_trainer_batches_per_epoch(s->trainer) / K : n;
+    if (brisk_dist_world(s->dist) > 1) { /* every rank must run as many steps: the fewest any rank has */
+        double v[2] = {-(double)steps, (double)steps};
+        if ((st = brisk_dist_allreduce_max(s->dist, v, 2, "step count agreement", brisk_trainer_steps_done(s->trainer), err)))
+            return brisk_error_prefix(err, "%s", fn);
+        if (!epochs && v[1] != -v[0])
+            return brisk_errorf(err, BRISK_ERR_INVALID, "%s: %lld steps on rank %d, but other ranks asked for %.0f to %.0f: "
+                                "every rank must train the same number of steps", fn, (long long)n,
+                                brisk_dist_rank(s->dist), -v[0], v[1]);
+        steps = (int64_t)-v[0];
+    }
     if (steps < 1)
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s: %lld epochs of %lld batches make no optimizer step of %d "
                             "accumulated batches (train.accumulate)", fn, (long long)n,

@@ -36,6 +36,10 @@ static const char help[] =
     "  --no-autotune              GPU: the heuristic's GEMM algorithm          speed.autotune=false\n"
     "  --no-fuse                  GPU: no epilogue or residual+norm fusion     speed.fuse=false\n"
     "  --deterministic            GPU: bit-identical runs for the same seed    speed.deterministic=true\n"
+    "  --shard-optimizer          several ranks: ZeRO-1 optimizer sharding     dist.shard_optimizer=true\n"
+    "  --bucket-mb X              several ranks: all-reduce bucket size, MiB   dist.bucket_mb\n"
+    "  --dist-timeout S           several ranks: fail, naming the missing rank, when a collective\n"
+    "                             waits longer than S seconds (default 300)    dist.timeout_s\n"
     "  --set KEY=VALUE            any config value, e.g. --set optim.weight_decay=0\n"
     "  --checkpoint-minutes M     also checkpoint every M minutes (default 30) train.checkpoint_minutes\n"
     "  --keep-checkpoints K       numbered checkpoints kept beside last        train.keep_checkpoints\n"
@@ -50,8 +54,10 @@ static const char help[] =
     "                             checkpoints and metrics (without it, or --resume, that is refused)\n"
     "  --quiet                    no progress lines\n"
     "\n"
-    "SIGTERM, SIGINT and SIGUSR1 (SLURM's warning signal) stop the run after the current step,\n"
-    "with a checkpoint; a second one stops at once. Exit status:\n"
+    "Several processes (data parallel): mpirun -np N brisk train CONFIG, or srun with MPI; each rank\n"
+    "takes train.batch_size samples of every global batch, rank 0 writes the run directory.\n"
+    "SIGTERM, SIGINT and SIGUSR1 (SLURM's warning signal) stop the run after the current step\n"
+    "(on every rank at the same step), with a checkpoint; a second one stops at once. Exit status:\n"
     "  0   done\n"
     "  1   error (bad config or data, I/O, NaN loss, out of memory; one line on stderr says which)\n"
     "  2   bad command line\n"
@@ -67,12 +73,14 @@ static const struct { const char *flag, *key; } flag_keys[] = {
     {"--prefetch", "speed.prefetch"},   {"--threads", "speed.threads"},
     {"--keep-checkpoints", "train.keep_checkpoints"}, {"--memory-limit", "speed.memory_limit"},
     {"--checkpoint-minutes", "train.checkpoint_minutes"}, {"--checkpoint-epochs", "train.checkpoint_epochs"},
+    {"--bucket-mb", "dist.bucket_mb"},  {"--dist-timeout", "dist.timeout_s"},
 };
 
 static const struct { const char *flag, *set; } switches[] = {
     {"--no-prefetch", "speed.prefetch=0"},   {"--no-graph", "speed.cuda_graph=false"},
     {"--no-tf32", "speed.tf32=false"},       {"--no-autotune", "speed.autotune=false"},
     {"--no-fuse", "speed.fuse=false"},       {"--deterministic", "speed.deterministic=true"},
+    {"--shard-optimizer", "dist.shard_optimizer=true"},
 };
 #define N_SWITCHES (sizeof switches / sizeof switches[0])
 #define N_FLAG_KEYS (sizeof flag_keys / sizeof flag_keys[0])
@@ -131,6 +139,21 @@ int cmd_train(int argc, char **argv) {
     }
     cfg.train.overwrite = overwrite;
     brisk_logger lg = {cli_log, NULL, quiet ? BRISK_LOG_WARN : BRISK_LOG_INFO};
+    brisk_dist *dist = NULL; /* the process group: alone, or a rank under mpirun / srun */
+    if (brisk_dist_create(&dist, &err)) {
+        rc = cli_fail_err(&err);
+        brisk_config_free(&cfg);
+        goto done;
+    }
+    if (brisk_dist_rank(dist) != 0) lg.max_level = BRISK_LOG_WARN; /* rank 0 reports for all */
+    if (cfg.n_models > 0 && brisk_dist_world(dist) > 1) {
+        rc = cli_fail("%s: a config with \"models\" (a pipeline) trains in one process; train each model's own config "
+                      "on %d ranks instead", cfg.path, brisk_dist_world(dist));
+        brisk_dist_abandon(dist);
+        brisk_dist_free(dist);
+        brisk_config_free(&cfg);
+        goto done;
+    }
     if (cfg.n_models > 0) { /* a pipeline: each model in turn, then the comparison */
         brisk_pipeline_result res[BRISK_MAX_MODELS];
         if (resume) rc = cli_fail("train: --resume takes one model's checkpoint; resume a pipeline's model with its "
@@ -142,15 +165,18 @@ int cmd_train(int argc, char **argv) {
             brisk_pipeline_report(res, cfg.n_models, &all);
         }
         brisk_config_free(&cfg);
+        brisk_dist_free(dist);
         goto done;
     }
     brisk_trainer *t = NULL;
     brisk_run_summary sum;
     int resumed = 0;
+
     /* A file-size limit (ulimit -f) must fail a write with EFBIG, which brisk reports,
      * rather than kill the process. */
     signal(SIGXFSZ, SIG_IGN);
     if (brisk_signals_install(&err) || brisk_trainer_create(&cfg, &lg, &t, &err) ||
+        brisk_trainer_set_dist(t, dist, 0, &err) ||
         (resume && strcmp(resume, "auto") == 0 && brisk_trainer_resume_auto(t, &resumed, &err)) ||
         (resume && strcmp(resume, "auto") != 0 && brisk_trainer_resume(t, resume, &err)) ||
         brisk_trainer_run(t, &sum, &err))
@@ -159,6 +185,8 @@ int cmd_train(int argc, char **argv) {
         rc = sum.stopped_by_signal ? BRISK_EXIT_PREEMPTED : BRISK_EXIT_OK;
     brisk_trainer_free(t);
     brisk_config_free(&cfg);
+    if (rc != BRISK_EXIT_OK && rc != BRISK_EXIT_PREEMPTED) brisk_dist_abandon(dist); /* the others would wait */
+    brisk_dist_free(dist); /* after a failure: ends the MPI job (the error is printed) */
 done:
     for (int i = 0; i < n_over; i++) free(over[i]);
     free(over);

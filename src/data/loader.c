@@ -38,6 +38,7 @@ struct brisk_loader {
     /* Producer cursor: touched only by whoever fills (the thread, or next() when
      * synchronous). */
     int64_t epoch, pos, order_epoch;
+    int64_t stride, shard_offset; /* the global batch, and where this rank's slice starts in it */
     int64_t *order;
     uint64_t produced;
 
@@ -100,7 +101,7 @@ static brisk_status fill_slot(brisk_loader *l, int k, brisk_error *err) {
         l->order_epoch = l->epoch;
     }
     slot *s = &l->slots[k];
-    const int64_t *idx = l->order + l->pos;
+    const int64_t *idx = l->order + l->pos + l->shard_offset;
     if (l->episodes) {
         uint64_t e = (uint64_t)(l->epoch * (l->n / l->batch) + l->pos / l->batch);
         brisk_episodes_draw(l->episodes, l->seed, e, l->episode, l->episode + l->episodes->k, NULL);
@@ -121,8 +122,8 @@ static brisk_status fill_slot(brisk_loader *l, int k, brisk_error *err) {
     }
     s->epoch = l->epoch;
     s->position = l->pos;
-    l->pos += l->batch;
-    if (l->pos + l->batch > l->n) {
+    l->pos += l->stride;
+    if (l->pos + l->stride > l->n) {
         l->epoch++;
         l->pos = 0;
     }
@@ -207,6 +208,14 @@ static brisk_status check_config(const brisk_loader_config *c, brisk_error *err)
                 return brisk_errorf(err, BRISK_ERR_INVALID, "loader: index %lld at subset position %lld is outside "
                                     "the dataset's %lld samples", (long long)c->indices[i], (long long)i,
                                     (long long)ds->count);
+    int shards = c->shard_count > 1 ? c->shard_count : 1;
+    if (c->shard_count > 1 && (c->shard_rank < 0 || c->shard_rank >= c->shard_count || c->episodes))
+        return brisk_errorf(err, BRISK_ERR_INVALID, "loader: shard %d of %d%s; expected 0 <= shard < count",
+                            c->shard_rank, c->shard_count, c->episodes ? " with episodes (not sharded)" : "");
+    if (shards > 1 && c->batch_size >= 1 && c->batch_size * shards > n)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "loader: batch size %lld on each of %d ranks (a global batch of "
+                            "%lld) with %lld samples; expected a global batch of at most %lld", (long long)c->batch_size,
+                            shards, (long long)(c->batch_size * shards), (long long)n, (long long)n);
     if (c->batch_size < 1 || c->batch_size > n)
         return brisk_errorf(err, BRISK_ERR_INVALID, "loader: batch size %lld with %lld samples; expected 1 to %lld "
                             "(an epoch's incomplete last batch is dropped)", (long long)c->batch_size, (long long)n,
@@ -263,7 +272,9 @@ brisk_status brisk_loader_create(brisk_loader **out, const brisk_loader_config *
     l->episodes = c->episodes;
     l->epoch = c->start_epoch;
     l->pos = c->start_position;
-    if (l->pos + l->batch > l->n) { l->epoch++; l->pos = 0; } /* resuming after an epoch's last batch */
+    l->stride = l->batch * (c->shard_count > 1 ? c->shard_count : 1);
+    l->shard_offset = c->shard_count > 1 ? l->batch * c->shard_rank : 0;
+    if (l->pos + l->stride > l->n) { l->epoch++; l->pos = 0; } /* resuming after an epoch's last batch */
     l->order_epoch = -1;
     l->indices = c->indices ? malloc((size_t)l->n * sizeof *l->indices) : NULL;
     l->order = malloc((size_t)l->n * sizeof *l->order);
@@ -373,6 +384,6 @@ void brisk_loader_release(brisk_loader *l, brisk_batch *b) {
     b->slot = -1;
 }
 
-int64_t brisk_loader_batches_per_epoch(const brisk_loader *l) { return l->n / l->batch; }
+int64_t brisk_loader_batches_per_epoch(const brisk_loader *l) { return l->n / l->stride; }
 
 double brisk_loader_wait_seconds(const brisk_loader *l) { return l->waited; }

@@ -85,6 +85,7 @@ static brisk_status create(brisk_graph *g, brisk_plan *plan, brisk_backend *be, 
     ex->plan = plan;
     ex->be = be;
     ex->params_of = owner;
+    ex->moments_n = g->n_param_floats;
     ex->ptr = calloc((size_t)g->n_nodes + 1, sizeof *ex->ptr);
     if (!ex->ptr) {
         free(ex);
@@ -202,10 +203,33 @@ brisk_status brisk_exec_init_params(brisk_exec *ex, uint64_t seed, brisk_error *
     }
     free(host);
     if (st == BRISK_OK) st = ex->be->memset0(ex->be, ex->grads, bytes, err);
-    if (st == BRISK_OK) st = ex->be->memset0(ex->be, ex->m, bytes, err);
-    if (st == BRISK_OK) st = ex->be->memset0(ex->be, ex->v, bytes, err);
+    size_t mbytes = (size_t)ex->moments_n * sizeof(float);
+    if (st == BRISK_OK) st = ex->be->memset0(ex->be, ex->m, mbytes, err);
+    if (st == BRISK_OK) st = ex->be->memset0(ex->be, ex->v, mbytes, err);
     if (st == BRISK_OK) ex->step.seed = seed;
     return st;
+}
+
+brisk_status brisk_exec_shard_moments(brisk_exec *ex, int64_t off, int64_t n, brisk_error *err) {
+    if (off < 0 || n < 0 || off + n > ex->g->n_param_floats)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "exec: moment shard [%lld, +%lld) outside %lld parameters",
+                            (long long)off, (long long)n, (long long)ex->g->n_param_floats);
+    void *m = NULL, *v = NULL;
+    size_t bytes = (size_t)n * sizeof(float);
+    brisk_status st = alloc_area(ex, bytes, &m, "first moments (shard)", err);
+    if (!st) st = alloc_area(ex, bytes, &v, "second moments (shard)", err);
+    if (!st) st = ex->be->memset0(ex->be, m, bytes, err);
+    if (!st) st = ex->be->memset0(ex->be, v, bytes, err);
+    if (st) {
+        if (m) ex->be->free(ex->be, m);
+        if (v) ex->be->free(ex->be, v);
+        return st;
+    }
+    ex->be->free(ex->be, ex->m);
+    ex->be->free(ex->be, ex->v);
+    ex->m = m, ex->v = v;
+    ex->moments_off = off, ex->moments_n = n;
+    return BRISK_OK;
 }
 
 brisk_status brisk_exec_set_input(brisk_exec *ex, int input, const void *host, brisk_error *err) {

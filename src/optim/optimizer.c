@@ -57,12 +57,24 @@ brisk_status brisk_optimizer_step(brisk_optimizer *o, int64_t t, float lr, int a
     brisk_exec *ex = o->ex;
     brisk_backend *be = ex->be;
     int64_t n = ex->g->n_param_floats;
-    const brisk_optim_spec *s = &o->spec;
-    brisk_optim_args a = brisk_optimizer_args(o, t, lr, accumulate);
-    if (s->clip_norm > 0) {
+    if (o->spec.clip_norm > 0) {
         brisk_status st = be->grad_sumsq(be, ex->grads, n, o->sumsq, err);
         if (st) return st;
     }
-    return be->optim_update(be, ex->params, ex->grads, ex->m, ex->v, n, &a, o->sumsq,
-                            o->decay_mask, err);
+    return brisk_optimizer_update_range(o, t, lr, accumulate, 0, n, err);
+}
+
+brisk_status brisk_optimizer_update_range(brisk_optimizer *o, int64_t t, float lr, int accumulate, int64_t off,
+                                          int64_t n, brisk_error *err) {
+    brisk_exec *ex = o->ex;
+    brisk_backend *be = ex->be;
+    brisk_optim_args a = brisk_optimizer_args(o, t, lr, accumulate);
+    if (off < ex->moments_off || off + n > ex->moments_off + ex->moments_n)
+        return brisk_errorf(err, BRISK_ERR_INTERNAL, "optimizer: update of [%lld, +%lld) outside the moments held",
+                            (long long)off, (long long)n);
+    /* the arenas are void * (backend memory): offsets in floats; the moments may be a shard */
+    float *p = (float *)ex->params + off, *g = (float *)ex->grads + off;
+    float *m = (float *)ex->m + (off - ex->moments_off), *v = ex->v ? (float *)ex->v + (off - ex->moments_off) : NULL;
+    return be->optim_update(be, p, g, m, v, n, &a, o->sumsq,
+                            o->decay_mask ? o->decay_mask + off : NULL, err);
 }

@@ -57,10 +57,16 @@ brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_err
     char **names = calloc(2 * np + 1, sizeof *names);
     brisk_status st = BRISK_OK;
     if (!host || !e || !names) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path); goto out; }
-    if ((st = download_arena(t->ex, t->ex->params, host, err)) ||
-        (st = download_arena(t->ex, t->ex->m, host + n, err)) ||
-        (st = download_arena(t->ex, t->ex->v, host + 2 * n, err)))
+    if ((st = download_arena(t->ex, t->ex->params, host, err))) goto out;
+    if (t->ex->moments_n == (int64_t)n) {
+        if ((st = download_arena(t->ex, t->ex->m, host + n, err)) || (st = download_arena(t->ex, t->ex->v, host + 2 * n, err)))
+            goto out;
+    } else if (t->moments_host) { /* ZeRO-1: every rank's shard, gathered on rank 0 just before */
+        memcpy(host + n, t->moments_host, 2 * n * sizeof(float));
+    } else {
+        st = brisk_errorf(err, BRISK_ERR_INTERNAL, "%s: the sharded optimizer moments were not gathered", path);
         goto out;
+    }
     int sgd = t->cfg.optim.kind == BRISK_OPTIM_SGD;
     size_t k = 0;
     for (size_t i = 0; i < np; i++) {
@@ -82,7 +88,8 @@ brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_err
         }
     }
     char step[32], epoch[32], pos[32], seed[32], best[64], skipped[32], sum[BRISK_CKPT_CHECKSUM_LEN];
-    char samples[32], target[96];
+    char samples[32], target[96], world[16];
+    snprintf(world, sizeof world, "%d", t->world > 1 ? t->world : 1);
     snprintf(samples, sizeof samples, "%" PRId64, t->samples);
     snprintf(target, sizeof target, "{\"mean\": %.9g, \"std\": %.9g}", t->target_mean, t->target_std);
     snprintf(skipped, sizeof skipped, "%" PRId64, t->nan_skipped);
@@ -99,7 +106,7 @@ brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_err
     if ((st = scaler_meta(t, scaler, err))) goto out;
     brisk_st_meta meta[] = {
         {"format", BRISK_CKPT_FORMAT}, {"brisk_version", BRISK_VERSION}, {"brisk_commit", brisk_build_commit},
-        {"step", step}, {"epoch", epoch}, {"position", pos}, {"samples", samples}, {"seed", seed}, {"best_val_loss", best},
+        {"step", step}, {"epoch", epoch}, {"position", pos}, {"samples", samples}, {"world_size", world}, {"seed", seed}, {"best_val_loss", best},
         {"nan_skipped", skipped}, {"optimizer", sgd ? "sgd" : "adamw"}, {"config", t->cfg.json},
         {"normalization", norm}, /* windowed data: predict applies it again; data.netcdf: rollout */
         {"target_normalization", /* predict maps outputs back */
@@ -195,13 +202,17 @@ brisk_status brisk_checkpoint_load(brisk_trainer *t, const char *path, brisk_err
     if ((s = check_model(t, st, cs.config, host, err))) goto out;
     brisk_backend *be = t->ex->be;
     size_t bytes = n * sizeof(float);
-    if ((s = be->upload(be, t->ex->params, host, bytes, err)) || (s = be->upload(be, t->ex->m, host + n, bytes, err)) ||
-        (s = be->upload(be, t->ex->v, host + 2 * n, bytes, err)))
+    /* the moments this executor holds: all, or its shard (ZeRO-1) of any world size's file */
+    size_t off = (size_t)t->ex->moments_off, mb = (size_t)t->ex->moments_n * sizeof(float);
+    if ((s = be->upload(be, t->ex->params, host, bytes, err)) || (s = be->upload(be, t->ex->m, host + n + off, mb, err)) ||
+        (s = be->upload(be, t->ex->v, host + 2 * n + off, mb, err)))
         goto out;
     t->step = cs.step;
     t->epoch = cs.epoch;
     t->position = cs.position;
     t->nan_skipped = cs.nan_skipped;
+    const char *ws = brisk_safetensors_meta(st, "world_size"); /* position and samples count all ranks' */
+    t->resumed_world = ws ? atoi(ws) : 0;
     /* progress in samples: a checkpoint from before the key counts its steps at this batch size */
     t->samples = cs.samples >= 0 ? cs.samples : cs.step * t->cfg.train.batch_size * t->cfg.train.accumulate;
     brisk_trainer_plan_length(t);

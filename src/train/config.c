@@ -10,6 +10,7 @@
 
 #include "brisk/json.h"
 #include "brisk/train.h"
+#include "brisk/dist.h"
 #include "train/trainer_internal.h"
 
 static const char *const model_types[] = {"mlp", "diffusion", "lstm", "transformer", "meshgnn", "resnet", NULL};
@@ -650,6 +651,17 @@ static void read_speed(brisk_json_reader *root, brisk_speed_spec *sp) {
     read_memory_limit(&r, sp);
 }
 
+static void read_dist(brisk_json_reader *root, brisk_dist_spec *d) {
+    brisk_json_reader r;
+    memset(d, 0, sizeof *d);
+    brisk_json_object_opt(root, "dist", &r, NULL);
+    brisk_json_number_or(&r, "bucket_mb", (double)BRISK_DIST_BUCKET_BYTES_DEFAULT / 1048576.0, BRISK_IN(1e-3, 4096.0),
+                         &d->bucket_mb);
+    brisk_json_number_or(&r, "timeout_s", BRISK_DIST_TIMEOUT_DEFAULT, BRISK_IN(0.1, 1e7), &d->timeout_s);
+    bool b;
+    brisk_json_bool_or(&r, "shard_optimizer", false, &b), d->shard_optimizer = b;
+}
+
 static void stem(const char *path, char *out, size_t n) {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
@@ -673,6 +685,7 @@ static brisk_status from_doc(brisk_json *doc, const char *label, const char *con
     read_optim(&root, &cfg->optim);
     read_train(&root, cfg->name, &cfg->train);
     read_speed(&root, &cfg->speed);
+    read_dist(&root, &cfg->dist);
     if ((st = brisk_json_finish(doc, err))) return st;
     return brisk_json_dump(doc, &cfg->json, err);
 }

@@ -134,6 +134,9 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"speed.fuse", "GPU: cuBLASLt epilogue fusion (bias, activation and their gradients)"},
     {"speed.deterministic", "GPU: bit-identical runs for the same seed"},
     {"speed.autotune_cache", "GPU: the autotune cache file; \"\": ~/.cache/brisk/gemm-autotune.txt, \"-\": none"},
+    {"dist.bucket_mb", "several ranks: MiB of gradients per all-reduce bucket (default 1/16: measured, bench/DIST_NOTES.md)"},
+    {"dist.timeout_s", "several ranks: seconds a collective may wait before the run fails naming the missing rank"},
+    {"dist.shard_optimizer", "several ranks: ZeRO-1, each rank keeps and updates the optimizer moments of its shard only"},
     {"speed.memory_limit", "bytes the run may use (a number, or a string with a unit: \"512MiB\", \"16G\"); 0: what is available"},
 };
 
@@ -296,8 +299,8 @@ brisk_status brisk_config_reference(char **markdown, brisk_error *err) {
         }
         put(&t, "## models (a pipeline)\n\n");
         table(&t, &w, "", "models");
-        static const char *const sections[] = {"data", "optim", "train", "speed"};
-        for (int k = 0; k < 4; k++) {
+        static const char *const sections[] = {"data", "optim", "train", "speed", "dist"};
+        for (int k = 0; k < 5; k++) {
             put(&t, "## %s\n\n", sections[k]);
             char prefix[16];
             snprintf(prefix, sizeof prefix, "%s.", sections[k]);

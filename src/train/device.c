@@ -30,6 +30,9 @@ static brisk_status pick_gpu(brisk_trainer *t, brisk_error *err) {
     brisk_cuda_probe(0, &gi);
     brisk_cuda_options o;
     brisk_cuda_options_default(&o);
+    /* one process per GPU: a node's ranks take its GPUs in local-rank order (a task that
+     * sees one GPU, as SLURM's --gpus-per-task gives, takes it) */
+    if (gi.device_count > 1) o.device = brisk_dist_env_local_rank() % gi.device_count;
     o.precision = gpu_precision(sp, &gi);
     o.autotune = sp->autotune;
     o.fuse = sp->fuse;

@@ -83,6 +83,7 @@ static void scaler_skips(brisk_trainer *t) {
 
 /* A stop signal (signals.c), or a stop the driving program asked for (control.c). */
 static int stop_pending(const brisk_trainer *t) {
+    if (t->world > 1) return t->agreed_stop; /* every rank stops after the same step (dist.c) */
     int sig = brisk_signal_pending();
     if (!sig && t->control.stop_requested) sig = t->control.stop_requested(t->control.user);
     return sig;
@@ -98,7 +99,7 @@ brisk_status brisk_trainer_run_more(brisk_trainer *t, int64_t steps, int epoch_s
                                        (long long)steps);
     /* The data may have changed since the last run: a position past the new epoch's last
      * batch starts the next epoch, as one at the end of an epoch would. */
-    if ((epoch_start && t->position != 0) || t->position + t->cfg.train.batch_size > t->split.ntrain)
+    if ((epoch_start && t->position != 0) || t->position + brisk_trainer_global_batch(t) > t->split.ntrain)
         t->epoch++, t->position = 0;
     if (!t->schedule_steps) t->schedule_steps = t->total_steps ? t->total_steps : steps;
     t->total_steps = t->step + steps;
@@ -120,7 +121,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     if (st) return st;
     char path[BRISK_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/metrics.jsonl", tr->out_dir);
-    if (files && !t->metrics) {
+    if (files && t->rank == 0 && !t->metrics) {
         if (!(t->metrics = fopen(path, "a")))
             return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
         brisk_run_dir_mark_start(t);
@@ -130,7 +131,8 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
                               .batch_size = B, .seed = tr->seed, .shuffle = t->cfg.data.shuffle,
                               .start_epoch = t->epoch, .start_position = t->position,
                               .prefetch = t->cfg.speed.prefetch, .workers = brisk_loader_workers(&t->cfg),
-                              .episodes = t->episodes.k > 0 ? &t->episodes : NULL};
+                              .episodes = t->episodes.k > 0 ? &t->episodes : NULL,
+                              .shard_rank = t->rank, .shard_count = t->data_shards};
     /* a device backend's pinned memory: batches go to it by DMA on its copy stream */
     if (t->be->host_alloc && t->be->host_free && t->cfg.speed.prefetch > 0)
         lc.allocator = (brisk_host_allocator){.alloc = pinned_alloc, .free = pinned_free, .user = t->be};
@@ -149,6 +151,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     double last_epoch_loss = NAN, copy0 = t->copy_s, steps_total = 0, dev_copy0 = device_copy_s(t);
     int64_t epoch_steps = 0, win_n = 0, n_timed = 0;
     int epochs_done = 0, stop_sig = 0;
+    int64_t step_epoch = t->epoch, step_position = t->position; /* where the step in progress began */
     sum->best_val_loss = sum->best_val_accuracy = NAN;
     brisk_metrics_reset(&sum->best, 0);
     if (!step_times) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto out; }
@@ -156,6 +159,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     while (t->step < end && !(stop_sig = stop_pending(t))) {
         double t0 = brisk_now(), wait = 0, c0 = t->copy_s;
         int epoch_ended = 0;
+        step_epoch = t->epoch, step_position = t->position;
         /* sched_shift: the schedule's position by samples seen, after a resume at another batch size */
         float lr = brisk_schedule_lr(&t->cfg.optim, t->step + t->sched_shift,
                                      (t->schedule_steps ? t->schedule_steps : t->total_steps) + t->sched_shift);
@@ -172,7 +176,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
         }
         if ((st = brisk_step_update(t, lr, err))) goto out;
         t->step++;
-        t->samples += B * K;
+        t->samples += brisk_trainer_global_batch(t) * K;
         double dt = brisk_now() - t0, copy = t->copy_s - c0;
         step_times[n_timed++] = dt;
         steps_total += dt;
@@ -190,10 +194,13 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             device_status(t, dev, sizeof dev);
             brisk_format_eta(brisk_now() - t_start, n_timed, end - t->step, eta, sizeof eta);
             if (isfinite(wl)) snprintf(wl_json, sizeof wl_json, "%.9g", wl);
+            char ranks[64] = "";
+            if (t->world > 1) /* the loss is the ranks' mean; the speed is this rank's */
+                snprintf(ranks, sizeof ranks, " (x %d ranks, %.0f per rank)", t->world, (double)(B * K) * win_n / win_time);
             brisk_log(&t->log, BRISK_LOG_INFO,
-                      "epoch %lld  step %lld/%lld  loss %.5f  lr %.2e  %.0f samples/s  %.3f ms/step (data %.3f, compute %.3f)  %s  %s",
+                      "epoch %lld  step %lld/%lld  loss %.5f  lr %.2e  %.0f samples/s%s  %.3f ms/step (data %.3f, compute %.3f)  %s  %s",
                       (long long)(epoch_ended ? t->epoch : t->epoch + 1), (long long)t->step, (long long)t->total_steps,
-                      wl, lr, (double)(B * K) * win_n / win_time, ms,
+                      wl, lr, (double)(B * K) * t->world * win_n / win_time, ranks, ms,
                       1e3 * win_wait / (double)win_n, ms - 1e3 * win_wait / (double)win_n, dev, eta);
             if (t->metrics)
                 fprintf(t->metrics, "{\"step\": %lld, \"epoch\": %lld, \"loss\": %s, \"lr\": %.7g, \"ms_per_step\": %.4f, "
@@ -244,14 +251,22 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     if (!(st = brisk_step_flush(t, err)) && files && (!when_due || stop_sig)) st = brisk_rotation_save(t, err);
     scaler_skips(t);
     brisk_numeric_check_scaler(t, n_timed);
-    if (!st && stop_sig && !files)
+    /* several ranks: rank 0 reports the stop every rank made at this step */
+    const char *why = t->world > 1 && !brisk_signal_pending() ? "a stop signal on another rank" : brisk_signal_name(stop_sig);
+    if (!st && stop_sig && t->rank != 0)
+        ;
+    else if (!st && stop_sig && !files)
         brisk_log(&t->log, BRISK_LOG_WARN, "stopped by %s after step %lld (no checkpoint: train.out_dir is \"\")",
-                  brisk_signal_name(stop_sig), (long long)t->step);
+                  why, (long long)t->step);
     else if (!st && stop_sig)
-        brisk_log(&t->log, BRISK_LOG_WARN, "stopped by %s after step %lld: checkpoint %s written%s",
-                  brisk_signal_name(stop_sig), (long long)t->step, t->last_ckpt,
+        brisk_log(&t->log, BRISK_LOG_WARN, "stopped by %s after step %lld%s: checkpoint %s written%s",
+                  why, (long long)t->step, t->world > 1 ? " on every rank" : "", t->last_ckpt,
                   t->control.stop_requested ? "" : "; run the same command with --resume auto to continue");
 out:
+    if (st && files && brisk_dist_failed(t->dist)) {
+        t->epoch = step_epoch, t->position = step_position; /* the failed step's batch is not consumed */
+        brisk_dist_last_checkpoint(t, err);
+    }
     if (!st) st = brisk_step_flush(t, err);
     else if (t->be->sync) {
         brisk_error ignored;
@@ -284,12 +299,17 @@ out:
         sum->ms_per_step_mean = ss.mean_ms;
         sum->ms_per_step_p95 = ss.p95_ms;
         sum->ms_per_step_max = ss.max_ms;
-        sum->samples_per_s = ss.total_s > 0 ? (double)(B * K) * (double)n_timed / ss.total_s : 0;
+        sum->samples_per_s = ss.total_s > 0 ? (double)(B * K * t->world) * (double)n_timed / ss.total_s : 0;
         sum->load_unstable = ss.unstable;
         sum->arena_bytes = t->plan.arena_bytes;
         sum->total_bytes = brisk_plan_total_bytes(&t->plan);
         sum->params = brisk_model_param_count(&t->cfg.model);
         double w = sum->wall_s > 0 ? sum->wall_s : 1;
+        char ranks_txt[96] = "";
+        if (t->world > 1)
+            snprintf(ranks_txt, sizeof ranks_txt, " (%d ranks, %.0f per rank; %lld collectives, %.2f s waiting in them)",
+                     t->world, sum->samples_per_s / t->world, (long long)brisk_dist_collectives(t->dist),
+                     brisk_dist_wait_seconds(t->dist));
         char resumed[64];
         snprintf(resumed, sizeof resumed, ", %lld in all", (long long)t->step);
         char val[160] = "none (no validation split)";
@@ -302,12 +322,12 @@ out:
                   "\nsummary   %lld step%s in %.2f s (%d epoch%s)%s\n"
                   "  train loss        %.5f (last epoch)\n"
                   "  best val loss     %s\n"
-                  "  speed             %.0f samples/s over the run; %.3f ms/step median, %.3f p95, %.3f mean\n"
+                  "  speed             %.0f samples/s over the run%s; %.3f ms/step median, %.3f p95, %.3f mean\n"
                   "  time              data wait %.2f s (%.1f%%), copy to device %.2f s (%.1f%%), compute %.2f s (%.1f%%), other %.2f s\n"
                   "  memory            %.2f MiB planned (activations %.2f MiB)\n"
                   "  checkpoints       %s%s%s",
                   (long long)n_timed, n_timed == 1 ? "" : "s", sum->wall_s, epochs_done, epochs_done == 1 ? "" : "s",
-                  n_timed == t->step ? "" : resumed, sum->final_loss, val, sum->samples_per_s, ss.median_ms, ss.p95_ms,
+                  n_timed == t->step ? "" : resumed, sum->final_loss, val, sum->samples_per_s, ranks_txt, ss.median_ms, ss.p95_ms,
                   ss.mean_ms, wait_total, 100 * wait_total / w, sum->copy_s, 100 * sum->copy_s / w, compute_total,
                   100 * compute_total / w, sum->wall_s - wait_total - sum->copy_s - compute_total, sum->total_bytes / 1048576.0, sum->arena_bytes / 1048576.0,
                   files ? tr->out_dir : "none (train.out_dir is \"\")", files ? "/last.safetensors" : "",

@@ -65,7 +65,7 @@ static void remove_stale_tmp(const char *dir, const brisk_logger *log) {
 }
 
 brisk_status brisk_trainer_open_run_dir(brisk_trainer *t, brisk_error *err) {
-    if (t->run_dir_ready) return BRISK_OK;
+    if (t->run_dir_ready || t->rank != 0) return BRISK_OK; /* rank 0 alone owns the run directory */
     const char *dir = t->cfg.train.out_dir;
     brisk_status st = mkdirs(dir, err);
     if (!st) st = brisk_run_dir_lock(dir, &t->lock_fd, &t->log, err);
@@ -149,6 +149,7 @@ int brisk_rotation_due(brisk_trainer *t, int epoch_ended) {
     const brisk_train_spec *tr = &t->cfg.train;
     if (tr->checkpoint_every > 0 && t->step % tr->checkpoint_every == 0) return 1;
     if (epoch_ended && tr->checkpoint_epochs > 0 && t->epoch % tr->checkpoint_epochs == 0) return 1;
+    if (t->world > 1) return t->agreed_due; /* rank 0's clock, agreed at the step (dist.c) */
     return tr->checkpoint_minutes > 0 && brisk_now() - t->last_save_time >= 60.0 * tr->checkpoint_minutes;
 }
 
@@ -162,6 +163,8 @@ static brisk_status not_completed(const brisk_trainer *t, const char *what, bris
 }
 
 brisk_status brisk_rotation_save_best(brisk_trainer *t, brisk_error *err) {
+    brisk_status gs = brisk_dist_gather_moments(t, err); /* on every rank: a collective */
+    if (gs || t->rank != 0) return gs;
     char path[BRISK_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/best.safetensors", t->cfg.train.out_dir);
     brisk_status st = brisk_trainer_open_run_dir(t, err);
@@ -171,6 +174,12 @@ brisk_status brisk_rotation_save_best(brisk_trainer *t, brisk_error *err) {
 
 brisk_status brisk_rotation_save(brisk_trainer *t, brisk_error *err) {
     if (t->last_saved_step == t->step) return BRISK_OK;
+    brisk_status gs = brisk_dist_gather_moments(t, err); /* on every rank: a collective */
+    if (gs) return gs;
+    if (t->rank != 0) { /* rank 0 writes it; every rank must skip the same steps */
+        t->last_saved_step = t->step;
+        return BRISK_OK;
+    }
     const char *dir = t->cfg.train.out_dir;
     int keep = t->cfg.train.keep_checkpoints;
     char last[BRISK_PATH_MAX + 64], numbered[BRISK_PATH_MAX + 64];

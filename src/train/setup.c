@@ -313,7 +313,7 @@ static brisk_status split_data(brisk_trainer *t, brisk_error *err) {
     brisk_status st = BRISK_OK;
     if (tr->batch_auto && !t->length_set && (st = brisk_memory_auto_batch(t, t->split.ntrain, err))) return st;
     if ((st = make_episodes(t, err))) return st;
-    t->batches_per_epoch = t->split.ntrain / tr->batch_size;
+    t->batches_per_epoch = t->split.ntrain / brisk_trainer_global_batch(t);
     if (t->batches_per_epoch == 0)
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s: train.batch_size is %lld, but the training split of %s has only %lld samples",
                             t->cfg.path, (long long)tr->batch_size, t->data.source, (long long)t->split.ntrain);
@@ -324,7 +324,7 @@ static brisk_status split_data(brisk_trainer *t, brisk_error *err) {
 
 void brisk_trainer_plan_length(brisk_trainer *t) {
     const brisk_train_spec *tr = &t->cfg.train;
-    const int64_t B = tr->batch_size, K = tr->accumulate, n = t->split.ntrain;
+    const int64_t B = brisk_trainer_global_batch(t), K = tr->accumulate, n = t->split.ntrain;
     t->sched_shift = 0;
     if (tr->max_steps >= 0) { /* steps, whatever their size */
         t->total_steps = tr->max_steps > t->step ? tr->max_steps : t->step;
@@ -368,6 +368,8 @@ static brisk_status create(const brisk_config *cfg, const brisk_logger *log, bri
     t->best_val = NAN;
     t->target_std = 1.0f;
     t->lock_fd = -1;
+    t->world = 1;
+    t->data_shards = 1;
     t->last_saved_step = -1;
     brisk_status st;
     const brisk_train_spec *tr = &t->cfg.train;
@@ -449,6 +451,8 @@ void brisk_trainer_free(brisk_trainer *t) {
     if (t->metrics) fclose(t->metrics);
     brisk_run_dir_unlock(t->lock_fd);
     free(t->losses);
+    free(t->buckets);
+    free(t->moments_host);
     free(t->norm_mean);
     free(t->norm_std);
     free(t->cfg.json);
@@ -460,7 +464,12 @@ brisk_status brisk_trainer_resume(brisk_trainer *t, const char *checkpoint, bris
     brisk_status st = brisk_checkpoint_load(t, checkpoint, err);
     if (!st)
         brisk_log(&t->log, BRISK_LOG_INFO, "resume    %s: step %lld, epoch %lld, batch %lld of the epoch", checkpoint,
-                  (long long)t->step, (long long)t->epoch + 1, (long long)(t->position / t->cfg.train.batch_size));
+                  (long long)t->step, (long long)t->epoch + 1, (long long)(t->position / brisk_trainer_global_batch(t)));
+    if (!st && t->resumed_world > 0 && t->resumed_world != t->world)
+        brisk_log(&t->log, BRISK_LOG_INFO, "resume    written by %d rank%s, continued by %d: the sampler continues at "
+                  "sample %lld of epoch %lld's order, in global batches of %lld", t->resumed_world,
+                  t->resumed_world == 1 ? "" : "s", t->world, (long long)t->position, (long long)t->epoch + 1,
+                  (long long)brisk_trainer_global_batch(t));
     return st;
 }
 

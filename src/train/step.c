@@ -107,7 +107,8 @@ static brisk_status body_micro(brisk_trainer *t, const brisk_optim_args *a, bris
 }
 
 static brisk_status body_update(brisk_trainer *t, const brisk_optim_args *a, brisk_error *err) {
-    return brisk_optimizer_step(&t->opt, a->t, a->lr, t->cfg.train.accumulate, err);
+    brisk_status st = brisk_dist_device_reduce(t, err); /* several ranks: NCCL, on the stream */
+    return st ? st : brisk_optimizer_step(&t->opt, a->t, a->lr, t->cfg.train.accumulate, err);
 }
 
 static brisk_status body_step(brisk_trainer *t, const brisk_optim_args *a, brisk_error *err) {
@@ -118,7 +119,8 @@ static brisk_status body_step(brisk_trainer *t, const brisk_optim_args *a, brisk
 brisk_status brisk_step_micro(brisk_trainer *t, const brisk_batch *b, int micro, brisk_error *err) {
     const int K = t->cfg.train.accumulate;
     t->cur = (brisk_step_state){.seed = t->cfg.train.seed, .rng_step = (uint32_t)(t->step * K + micro),
-                                .first_micro = micro == 0, .training = 1, .loss_slot = (uint32_t)t->step};
+                                .first_micro = micro == 0, .training = 1, .loss_slot = (uint32_t)t->step,
+                                .rng_shard = (uint32_t)t->rank};
     t->ex->step = t->cur;
     brisk_status st = feed(t, b, err);
     if (st) return st;
@@ -153,11 +155,12 @@ brisk_status brisk_step_update(brisk_trainer *t, float lr, brisk_error *err) {
     brisk_status st;
     if (!on_device(t)) {
         float loss = (float)(t->micro_loss / K);
+        if ((st = brisk_dist_agree(t, &loss, err))) return st; /* every rank sees the mean loss */
         if (!isfinite(loss)) { /* stop, or skip the update within train.skip_nan_steps */
             if ((st = brisk_numeric_bad_loss(t, loss, err))) return st;
             return brisk_trainer_push_loss(t, loss, err);
         }
-        if ((st = brisk_optimizer_step(&t->opt, t->step + 1, lr, K, err))) return st;
+        if ((st = brisk_dist_step_update(t, lr, K, err))) return st;
         return brisk_trainer_push_loss(t, loss, err);
     }
     brisk_optim_args a = brisk_optimizer_args(&t->opt, t->step + 1, lr, K);
@@ -173,9 +176,13 @@ brisk_status brisk_step_update(brisk_trainer *t, float lr, brisk_error *err) {
         if (t->graph) t->programs_ready = 1;
         else t->eager_steps++;
     } else {
-        if ((st = brisk_optimizer_step(&t->opt, t->step + 1, lr, K, err))) return st;
+        if ((st = body_update(t, &a, err))) return st;
         t->eager_steps++;
     }
+    /* several ranks: agree on stopping and timed checkpoints (host values only; each rank's
+     * progress line shows its own loss on a device) */
+    float no_loss = 0;
+    if ((st = brisk_dist_agree(t, &no_loss, err))) return st;
     /* the log holds loss_log_size steps: read it well before it wraps */
     if (++t->loss_pending >= be->loss_log_size / 2) return brisk_step_flush(t, err);
     return BRISK_OK;

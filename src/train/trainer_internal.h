@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "brisk/data.h"
+#include "brisk/dist.h"
 #include "brisk/safetensors.h"
 #include "brisk/train.h"
 
@@ -85,7 +86,41 @@ struct brisk_trainer {
      * else it must be empty of one or train.overwrite set */
     int run_claimed;
     brisk_trainer_control control; /* set by a program driving the trainer (control.c) */
+    /* data parallel (dist.c): the process group (NULL: one process), gradient buckets, and
+     * what the ranks agreed on at the last step */
+    brisk_dist *dist;
+    int world, rank;           /* 1 and 0 without a group */
+    int data_shards;           /* ranks sharing one dataset's global batch: world, or 1 (own data) */
+    int shard;                 /* ZeRO-1: this rank updates floats [shard_off, shard_off + shard_n) */
+    int64_t shard_off, shard_n;
+    brisk_dist_bucket *buckets;
+    int64_t n_buckets;
+    int agreed_stop;           /* a stop signal reached some rank: every rank stops after this step */
+    int agreed_due;            /* rank 0's clock says a timed checkpoint is due */
+    int resumed_world;         /* world size of the checkpoint resumed from (0: none recorded) */
+    float *moments_host;       /* ZeRO-1, rank 0: all ranks' m then v (2 x parameters), gathered
+                                  before each checkpoint (brisk_dist_gather_moments) */
 };
+
+/* dist.c: the data-parallel parts of a step (all no-ops in one process). */
+/* The global batch: train.batch_size on each of the ranks. */
+int64_t brisk_trainer_global_batch(const brisk_trainer *t);
+/* Gradients averaged over the ranks (ZeRO-1: this rank's shard only), then the update
+ * (ZeRO-1: of the shard, then the parameters gathered). */
+brisk_status brisk_dist_step_update(brisk_trainer *t, float lr, int accumulate, brisk_error *err);
+/* The step's loss averaged over the ranks, with the ranks' agreement on stopping and on a
+ * timed checkpoint (one small collective per step). */
+brisk_status brisk_dist_agree(brisk_trainer *t, float *loss, brisk_error *err);
+/* Device backends: the gradients averaged over the ranks by the backend itself (NCCL), on
+ * its stream before the update (captured into the step's program with it). */
+brisk_status brisk_dist_device_reduce(brisk_trainer *t, brisk_error *err);
+/* ZeRO-1: every rank's shard of the moments gathered into rank 0's moments_host, before a
+ * checkpoint (on every rank: a collective). */
+brisk_status brisk_dist_gather_moments(brisk_trainer *t, brisk_error *err);
+/* After a collective failed (a rank died or hangs), on rank 0: the checkpoint of the last
+ * completed step when rank 0 holds all of it (not sharded), and err's message extended with
+ * the checkpoint a restart resumes from. */
+void brisk_dist_last_checkpoint(brisk_trainer *t, brisk_error *err);
 
 /* eval.c: validation over every sample of the validation split or file (full batches,
  * then the last, smaller one through a graph planned for its size, built by prepare

@@ -22,6 +22,14 @@ expect bad-value 'optim.lr: expected a number > 0' -- "$brisk" train good.json -
 expect bad-flag "unknown option '--frobnicate'" -- "$brisk" train good.json --frobnicate
 expect bad-set 'train.batch_size' -- "$brisk" train good.json --set train.batch_size=-3
 expect missing-config 'nope.json' -- "$brisk" train nope.json
+expect bucket-zero 'dist.bucket_mb: expected a number in \[0.001, 4096\], got 0' -- "$brisk" train good.json --bucket-mb 0
+expect bucket-word 'dist.bucket_mb: expected a number' -- "$brisk" train good.json --bucket-mb lots
+expect dist-timeout 'dist.timeout_s: expected a number in \[0.1, ' -- "$brisk" train good.json --dist-timeout -1
+expect shard-bool 'dist.shard_optimizer: expected true or false, got 3' -- "$brisk" train good.json --set dist.shard_optimizer=3
+expect shard-flag-value '--shard-optimizer takes no value' -- "$brisk" train good.json --shard-optimizer=yes
+SLURM_PROCID=1 SLURM_NTASKS=2 expect slurm-no-mpi 'SLURM environment gives world size 2, but .*mpirun -np N' -- "$brisk" train good.json
+RANK=0 WORLD_SIZE=2 expect torchrun-no-mpi 'torchrun environment gives world size 2' -- "$brisk" train good.json
+RANK=3 WORLD_SIZE=2 expect torchrun-bad-rank 'RANK=3, WORLD_SIZE=2; expected 0 <= rank < size' -- "$brisk" train good.json
 expect wrong-inputs "field 'x' has samples of shape \[64\], the model .* expects \[63\]" -- "$brisk" train good.json --set model.inputs=63
 expect batch-too-big 'batch_size is 100000' -- "$brisk" train good.json --batch-size 100000
 expect unknown-field 'data.fields: unknown field "z"' -- "$brisk" train good.json --set 'data.fields={"z": "x"}'

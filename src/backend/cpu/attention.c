@@ -32,6 +32,7 @@
 
 typedef struct attn_ctx {
     int64_t B, T, D, heads, dh;
+    int64_t b_off; /* this rank's first sample in the global batch (dropout numbering) */
     int causal, dropout;
     float scale, p;
     uint32_t k0, k1, stream, step;
@@ -85,7 +86,7 @@ static void softmax_rows(const attn_ctx *c, const float *kb, float *S, float *ls
 
 /* The dropout factors of (b, h)'s T x T weights into F. */
 static void dropout_factors(const attn_ctx *c, int64_t b, int64_t h, float *F) {
-    uint64_t e0 = (uint64_t)((b * c->heads + h) * c->T) * (uint64_t)c->T;
+    uint64_t e0 = (uint64_t)(((b + c->b_off) * c->heads + h) * c->T) * (uint64_t)c->T;
     cpu_dropout_factors(c->k0, c->k1, c->stream, c->step, e0, c->T * c->T, c->p, F);
 }
 
@@ -193,6 +194,7 @@ brisk_status cpu_attention_op(cpu_backend *cb, const brisk_graph *g, int id, con
     c.k1 = (uint32_t)(st->seed >> 32);
     c.stream = a->attr.rng;
     c.step = st->rng_step;
+    c.b_off = (int64_t)st->rng_shard * c.B;
     c.qkv = in[qi];
     c.mask = has_mask ? in[mi] : NULL;
     c.work_per = (size_t)(4 * c.T * c.T + c.T) + 16; /* P, dP, Pd, factors, key bias */

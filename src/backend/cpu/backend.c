@@ -96,7 +96,7 @@ static brisk_status cpu_run_node(brisk_backend *be, const brisk_graph *g, int id
             return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): NULL input or output buffer",
                                 brisk_op_name(n->op), id);
     }
-    static const brisk_step_state eval_state = {0, 0, 1, 0, 0};
+    static const brisk_step_state eval_state = {.first_micro = 1};
     if (!st) st = &eval_state;
     switch (n->op) {
     case BRISK_OP_INPUT: case BRISK_OP_PARAM: case BRISK_OP_CONST:

@@ -2,7 +2,8 @@
  * every backend so that CUDA can reproduce these bits):
  *   key     = {seed lo, seed hi}
  *   counter = {block lo, block hi, attr.rng (the op's stream), st->rng_step}
- *   element i uses word i % 4 of block i / 4.
+ *   element i uses word i % 4 of block i / 4, where i counts from st->rng_shard * numel
+ *   (a rank's slice of a global batch draws that slice of the global tensor's numbers).
  * Per op, with u the element's word and unit(u) = brisk_u32_to_unit(u) in (0, 1]:
  *   RANDN        (): shape2; element i = brisk_philox_normal4(block)[i % 4]
  *   RAND_UNIFORM (): shape2; f0 + (f1 - f0) * (1 - unit(u)), in [f0, f1) (a value that
@@ -60,6 +61,8 @@ typedef struct rng_ctx {
     brisk_op op;
     uint32_t k0, k1, stream, step;
     int64_t n;          /* elements */
+    int64_t e_off;      /* global index of element 0 (the rank's slice of the global batch) */
+    int64_t blk0;       /* first block: e_off / 4 */
     const float *x;
     void *out;
     float a, b, p, scale;
@@ -72,18 +75,21 @@ static float unit_to_uniform(uint32_t u, float a, float b) {
     return v < b ? v : nextafterf(b, a);
 }
 
-/* blocks [b0, b1) */
+/* blocks [blk0 + b0, blk0 + b1) of the global numbering; the elements of this slice in them */
 static void rng_range(const void *vctx, int64_t b0, int64_t b1) {
     const rng_ctx *c = vctx;
     uint32_t u[4 * PHILOX_BATCH];
-    for (int64_t bb = b0; bb < b1; bb += PHILOX_BATCH) {
-        int nb = (int)(b1 - bb < PHILOX_BATCH ? b1 - bb : PHILOX_BATCH);
-        int64_t e0 = bb * 4, e1 = e0 + 4 * (int64_t)nb < c->n ? e0 + 4 * (int64_t)nb : c->n;
-        int ne = (int)(e1 - e0);
+    for (int64_t lb = b0; lb < b1; lb += PHILOX_BATCH) {
+        int nb = (int)(b1 - lb < PHILOX_BATCH ? b1 - lb : PHILOX_BATCH);
+        int64_t bb = c->blk0 + lb; /* global block */
+        int64_t g0 = bb * 4 > c->e_off ? bb * 4 : c->e_off, g1 = (bb + nb) * 4;
+        if (g1 > c->e_off + c->n) g1 = c->e_off + c->n;
+        int64_t e0 = g0 - c->e_off; /* local element of global g0 */
+        int ne = (int)(g1 - g0), w0 = (int)(g0 - bb * 4); /* word of u holding element g0 */
+        philox_blocks((uint64_t)bb, nb, c->stream, c->step, c->k0, c->k1, u);
         if (c->op == BRISK_OP_RANDN) {
             /* the Box-Muller of brisk_philox_normal4, on the words computed above */
             float *o = (float *)c->out + e0;
-            philox_blocks((uint64_t)bb, nb, c->stream, c->step, c->k0, c->k1, u);
             for (int j = 0; j < nb; j++) {
                 float v[4];
                 for (int i = 0; i < 4; i += 2) {
@@ -92,23 +98,26 @@ static void rng_range(const void *vctx, int64_t b0, int64_t b1) {
                     v[i] = r * cosf(th);
                     v[i + 1] = r * sinf(th);
                 }
-                for (int i = 0; i < 4 && 4 * j + i < ne; i++) o[4 * j + i] = v[i];
+                for (int i = 0; i < 4; i++) {
+                    int k = 4 * j + i - w0;
+                    if (k >= 0 && k < ne) o[k] = v[i];
+                }
             }
             continue;
         }
-        philox_blocks((uint64_t)bb, nb, c->stream, c->step, c->k0, c->k1, u);
+        const uint32_t *restrict uw = u + w0;
         if (c->op == BRISK_OP_DROPOUT) {
             const float *restrict x = c->x + e0;
             float *restrict o = (float *)c->out + e0;
             float p = c->p, s = c->scale;
 #pragma omp simd
-            for (int i = 0; i < ne; i++) o[i] = brisk_u32_to_unit(u[i]) > p ? x[i] * s : 0.0f;
+            for (int i = 0; i < ne; i++) o[i] = brisk_u32_to_unit(uw[i]) > p ? x[i] * s : 0.0f;
         } else if (c->op == BRISK_OP_RAND_UNIFORM) {
             float *o = (float *)c->out + e0;
-            for (int i = 0; i < ne; i++) o[i] = unit_to_uniform(u[i], c->a, c->b);
+            for (int i = 0; i < ne; i++) o[i] = unit_to_uniform(uw[i], c->a, c->b);
         } else { /* RANDINT */
             int32_t *o = (int32_t *)c->out + e0;
-            for (int i = 0; i < ne; i++) o[i] = (int32_t)(c->lo + (int64_t)(((uint64_t)u[i] * c->range) >> 32));
+            for (int i = 0; i < ne; i++) o[i] = (int32_t)(c->lo + (int64_t)(((uint64_t)uw[i] * c->range) >> 32));
         }
     }
 }
@@ -171,7 +180,9 @@ brisk_status cpu_random(cpu_backend *cb, const brisk_graph *g, int id, const voi
             c.range = (uint64_t)r;
         }
     }
-    int64_t blocks = (c.n + 3) / 4;
+    c.e_off = (int64_t)st->rng_shard * c.n;
+    c.blk0 = c.e_off / 4;
+    int64_t blocks = (c.e_off + c.n + 3) / 4 - c.blk0;
     int64_t grain = n->op == BRISK_OP_RANDN ? 256 : CPU_PAR_MIN_HEAVY / 4;
     cpu_parallel(cb, blocks, grain, rng_range, &c);
     return BRISK_OK;

@@ -150,6 +150,7 @@ static void cu_destroy(brisk_backend *be) {
         cuda_use_device(cb);
         if (cb->compute) cudaStreamSynchronize(cb->compute);
         if (cb->copy) cudaStreamSynchronize(cb->copy);
+        cuda_comm_free(cb);
         cuda_prep_free(cb->prep);
         cuda_rnn_free(cb);
         cuda_step_free(cb);
@@ -253,6 +254,8 @@ brisk_status brisk_backend_cuda_create(const brisk_cuda_options *o, brisk_backen
     be->grad_sumsq = cuda_grad_sumsq;
     be->optim_update = cuda_optim_update;
     be->sync = cu_sync;
+    be->comm_init = cuda_comm_init;
+    be->grad_allreduce = cuda_grad_allreduce;
     be->destroy = cu_destroy;
     be->prepare = cuda_prepare;
     be->forget = cuda_forget;

@@ -134,6 +134,8 @@ typedef struct cuda_backend {
     int n_freqs;
     /* the prepared executor */
     cuda_prep *prep;
+    /* NCCL, loaded at run time (nccl.c): the data-parallel communicator (ncclComm_t) */
+    void *nccl_comm;
     /* NVML, loaded at run time (info.c) */
     void *nvml_lib, *nvml_dev;
     int (*nvml_util)(void *dev, void *util);
@@ -274,5 +276,12 @@ void cuda_rnn_free(cuda_backend *cb);
 /* ---- info.c */
 void cuda_info_install(brisk_backend *be);
 void cuda_nvml_close(cuda_backend *cb);
+
+/* nccl.c: data parallel (the backend's comm_init and grad_allreduce; comm_free at destroy) */
+brisk_status cuda_comm_init(brisk_backend *be, int rank, int world,
+                            brisk_status (*share)(void *user, void *buf, size_t bytes, brisk_error *err), void *user,
+                            brisk_error *err);
+brisk_status cuda_grad_allreduce(brisk_backend *be, float *g, int64_t n, int64_t bucket_floats, brisk_error *err);
+void cuda_comm_free(cuda_backend *cb);
 
 #endif

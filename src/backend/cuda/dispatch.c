@@ -453,7 +453,7 @@ brisk_status cuda_run_node(brisk_backend *be, const brisk_graph *g, int id, cons
     for (int i = 0; ok && i < n->n_in; i++) ok = in[i] != NULL;
     if (!ok)
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): NULL input or output buffer", brisk_op_name(n->op), id);
-    static const brisk_step_state eval_state = {0, 0, 1, 0, 0};
+    static const brisk_step_state eval_state = {.first_micro = 1};
     if (!st) st = &eval_state;
     if ((s = cuda_begin_work(cb, st, err))) return s;
     if (cuda_prep_skips(cb, g, id)) return BRISK_OK; /* a fused GEMM computed it */

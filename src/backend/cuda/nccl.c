@@ -1,0 +1,127 @@
+/* Data parallel on GPUs: the gradient all-reduce over NCCL, loaded at run time (dlopen
+ * libnccl.so.2, like cuDNN and NVML: a machine without it still runs one GPU). One
+ * communicator per backend, joined with an id that rank 0 makes and the caller's transport
+ * (MPI, src/dist) hands to every rank. The all-reduce is enqueued on the compute stream after
+ * the backward pass already issued (ncclAvg: the mean, in place), grouped so the buckets go
+ * out as one launch; being stream-ordered, it is captured into the step's CUDA graph like
+ * the rest (NCCL >= 2.9 supports capture).
+ *
+ * Unverified on a GPU: this project's sessions had no machine with two GPUs, and one GPU
+ * never calls it (no collective at world size 1). Not yet: overlap with backward (a second
+ * stream and per-bucket events). */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_internal.h"
+
+#if __has_include(<nccl.h>)
+#include <nccl.h>
+#define BRISK_NCCL_H 1
+#else
+#define BRISK_NCCL_H 0
+#endif
+
+#if BRISK_NCCL_H
+#define NCCL_FNS(X)                                                                                        \
+    X(ncclGetVersion) X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclCommDestroy) X(ncclCommAbort)           \
+    X(ncclAllReduce) X(ncclGroupStart) X(ncclGroupEnd) X(ncclGetErrorString)
+
+static struct {
+#define NCCL_FIELD(f) __typeof__(&f) f;
+    NCCL_FNS(NCCL_FIELD)
+#undef NCCL_FIELD
+    int loaded;
+    char missing[256];
+} nc;
+static pthread_once_t nc_once = PTHREAD_ONCE_INIT;
+
+static void nc_load(void) {
+    void *h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(nc.missing, sizeof nc.missing, "several GPUs need NCCL 2 (libnccl.so.2 not found: %s)",
+                 e ? e : "dlopen failed");
+        return;
+    }
+#define NCCL_LOAD(f)                                                                                   \
+    if (!(nc.f = (__typeof__(nc.f))dlsym(h, #f))) {                                                    \
+        snprintf(nc.missing, sizeof nc.missing, "several GPUs need NCCL 2 (libnccl.so.2 lacks %s)", #f); \
+        dlclose(h);                                                                                    \
+        return;                                                                                        \
+    }
+    NCCL_FNS(NCCL_LOAD)
+#undef NCCL_LOAD
+    int v = 0;
+    if (nc.ncclGetVersion(&v) != ncclSuccess || v < 21000) { /* ncclAvg came with 2.10 */
+        snprintf(nc.missing, sizeof nc.missing, "several GPUs need NCCL 2.10 or newer (libnccl.so.2 is %d)", v);
+        dlclose(h);
+        return;
+    }
+    nc.loaded = 1;
+}
+
+#define NC(call, what)                                                                                    \
+    do {                                                                                                  \
+        ncclResult_t r_ = (call);                                                                         \
+        if (r_ != ncclSuccess)                                                                            \
+            return brisk_errorf(err, BRISK_ERR_IO, "cuda: NCCL %s failed: %s", (what), nc.ncclGetErrorString(r_)); \
+    } while (0)
+
+brisk_status cuda_comm_init(brisk_backend *be, int rank, int world,
+                            brisk_status (*share)(void *user, void *buf, size_t bytes, brisk_error *err), void *user,
+                            brisk_error *err) {
+    cuda_backend *cb = be->impl;
+    pthread_once(&nc_once, nc_load);
+    if (!nc.loaded) return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda: %s", nc.missing);
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    if (rank == 0) NC(nc.ncclGetUniqueId(&id), "ncclGetUniqueId");
+    brisk_status st = share(user, &id, sizeof id, err);
+    if (st) return st;
+    cuda_use_device(cb);
+    ncclComm_t comm;
+    NC(nc.ncclCommInitRank(&comm, world, id, rank), "ncclCommInitRank");
+    cb->nccl_comm = comm;
+    return BRISK_OK;
+}
+
+brisk_status cuda_grad_allreduce(brisk_backend *be, float *g, int64_t n, int64_t bucket_floats, brisk_error *err) {
+    cuda_backend *cb = be->impl;
+    if (!cb->nccl_comm) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: gradient all-reduce before comm_init");
+    if (bucket_floats < 1) bucket_floats = n;
+    NC(nc.ncclGroupStart(), "ncclGroupStart");
+    for (int64_t off = 0; off < n; off += bucket_floats) {
+        size_t cnt = (size_t)(n - off < bucket_floats ? n - off : bucket_floats);
+        ncclResult_t r = nc.ncclAllReduce(g + off, g + off, cnt, ncclFloat32, ncclAvg, (ncclComm_t)cb->nccl_comm,
+                                          cb->compute);
+        if (r != ncclSuccess) {
+            nc.ncclGroupEnd();
+            return brisk_errorf(err, BRISK_ERR_IO, "cuda: NCCL all-reduce failed: %s", nc.ncclGetErrorString(r));
+        }
+    }
+    NC(nc.ncclGroupEnd(), "ncclGroupEnd");
+    return BRISK_OK;
+}
+
+void cuda_comm_free(cuda_backend *cb) {
+    if (!cb->nccl_comm || !nc.loaded) return;
+    nc.ncclCommDestroy((ncclComm_t)cb->nccl_comm);
+    cb->nccl_comm = NULL;
+}
+
+#else /* built without nccl.h: say so at use */
+
+brisk_status cuda_comm_init(brisk_backend *be, int rank, int world,
+                            brisk_status (*share)(void *user, void *buf, size_t bytes, brisk_error *err), void *user,
+                            brisk_error *err) {
+    (void)be, (void)rank, (void)world, (void)share, (void)user;
+    return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda: several GPUs need NCCL; this brisk was built without nccl.h");
+}
+brisk_status cuda_grad_allreduce(brisk_backend *be, float *g, int64_t n, int64_t bucket_floats, brisk_error *err) {
+    (void)be, (void)g, (void)n, (void)bucket_floats;
+    return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda: several GPUs need NCCL; this brisk was built without nccl.h");
+}
+void cuda_comm_free(cuda_backend *cb) { (void)cb; }
+#endif

@@ -1,0 +1,196 @@
+/* Data-parallel training (DESIGN.md, "Distributed"): every rank holds the whole model, takes
+ * its slice of each global batch (the loader's shard), and the gradients are averaged over
+ * the ranks before the update, so N ranks of batch B step exactly as one process of batch
+ * N*B would (up to the order of float sums). Rank 0 alone writes checkpoints and metrics.
+ *
+ * CPU: the gradient arena is all-reduced in buckets (dist.bucket_mb, planned over the
+ * parameter table from the last tensor backwards), all buckets in flight at once, after the
+ * backward pass. Not overlapped with backward: the executor runs the whole backward as one
+ * schedule on all of this process's threads, and Open MPI progresses a non-blocking
+ * collective only inside MPI calls, so a bucket started early would move only when the step
+ * thread next enters MPI, which is after backward anyway.
+ *
+ * ZeRO-1 (dist.shard_optimizer): gradients reduce-scattered, each rank updates its shard of
+ * the parameters with its shard of the moments, the parameters all-gathered. Elementwise
+ * updates of the same averaged gradients: the result equals the unsharded run. */
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train/trainer_internal.h"
+
+/* comm_init's transport: rank 0's id to every rank, over MPI */
+static brisk_status share_id(void *user, void *buf, size_t bytes, brisk_error *err) {
+    return brisk_dist_broadcast(user, buf, bytes, "device communicator id broadcast", err);
+}
+
+brisk_status brisk_dist_device_reduce(brisk_trainer *t, brisk_error *err) {
+    if (t->world == 1) return BRISK_OK;
+    return t->be->grad_allreduce(t->be, t->ex->grads, t->g->n_param_floats,
+                                 brisk_dist_bucket_bytes(t->dist) / (int64_t)sizeof(float), err);
+}
+
+int64_t brisk_trainer_global_batch(const brisk_trainer *t) {
+    return t->cfg.train.batch_size * (t->data_shards > 1 ? t->data_shards : 1);
+}
+
+brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_data, brisk_error *err) {
+    t->dist = d;
+    t->world = brisk_dist_world(d);
+    t->rank = brisk_dist_rank(d);
+    t->data_shards = own_data ? 1 : t->world;
+    free(t->buckets);
+    t->buckets = NULL;
+    t->n_buckets = 0;
+    t->shard = 0;
+    if (t->world == 1) return BRISK_OK;
+    if (t->be->loss_log) { /* a device backend: it reduces its own gradients (NCCL) */
+        if (!t->be->comm_init || !t->be->grad_allreduce)
+            return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: %d ranks on the %s backend, which has no collectives; "
+                                "train with --device cpu (MPI)", t->cfg.path, t->world, t->be->name);
+        if (t->cfg.dist.shard_optimizer)
+            return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: dist.shard_optimizer on the %s backend: ZeRO-1 runs on the "
+                                "CPU path only so far", t->cfg.path, t->be->name);
+        brisk_status st = t->be->comm_init(t->be, t->rank, t->world, share_id, d, err);
+        if (st) return brisk_error_prefix(err, "%s: rank %d of %d", t->cfg.path, t->rank, t->world);
+    }
+    if (own_data && t->cfg.train.checkpoint_epochs > 0)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: train.checkpoint_epochs %d with %d ranks training on their own "
+                            "data: their epochs end at different steps; use train.checkpoint_every", t->cfg.path,
+                            t->cfg.train.checkpoint_epochs, t->world);
+    brisk_dist_set_timeout(d, t->cfg.dist.timeout_s);
+    brisk_dist_set_bucket_bytes(d, (int64_t)(t->cfg.dist.bucket_mb * 1048576.0));
+    const brisk_graph *g = t->g;
+    int64_t *off = malloc(sizeof(int64_t) * (size_t)(g->n_params + 1)), *len = malloc(sizeof(int64_t) * (size_t)(g->n_params + 1));
+    if (!off || !len) {
+        free(off), free(len);
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < g->n_params; i++) off[i] = g->params[i].offset, len[i] = g->params[i].numel;
+    int64_t nb = brisk_dist_plan_buckets(off, len, g->n_params, brisk_dist_bucket_bytes(d), NULL, 0);
+    t->buckets = malloc(sizeof *t->buckets * (size_t)(nb + 1));
+    if (t->buckets) t->n_buckets = brisk_dist_plan_buckets(off, len, g->n_params, brisk_dist_bucket_bytes(d), t->buckets, nb);
+    free(off), free(len);
+    if (!t->buckets) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+    t->shard = t->cfg.dist.shard_optimizer;
+    brisk_dist_shard(g->n_param_floats, t->world, t->rank, &t->shard_off, &t->shard_n);
+    if (t->shard && own_data)
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: dist.shard_optimizer in a session: its checkpoints "
+                            "(brisk_session_save on any rank) need every rank's moments", t->cfg.path);
+    /* ZeRO-1: this rank keeps the moments of its shard only */
+    if (t->shard && t->step > 0)
+        return brisk_errorf(err, BRISK_ERR_INTERNAL, "%s: the process group must be set before resuming", t->cfg.path);
+    brisk_status ss = t->shard ? brisk_exec_shard_moments(t->ex, t->shard_off, t->shard_n, err) : BRISK_OK;
+    if (ss) return ss;
+    /* the batches an epoch has at the global batch, and the run's length */
+    int64_t G = brisk_trainer_global_batch(t);
+    if (t->split.ntrain > 0) {
+        t->batches_per_epoch = t->split.ntrain / G;
+        if (t->batches_per_epoch == 0)
+            return brisk_errorf(err, BRISK_ERR_INVALID, "%s: train.batch_size %lld on %d ranks is a global batch of %lld, "
+                                "but the training split has only %lld samples", t->cfg.path,
+                                (long long)t->cfg.train.batch_size, t->world, (long long)G, (long long)t->split.ntrain);
+        brisk_trainer_plan_length(t);
+    }
+    int64_t dropped = t->split.ntrain - t->batches_per_epoch * G;
+    char shard_txt[160] = "replicated";
+    if (t->shard)
+        snprintf(shard_txt, sizeof shard_txt, "sharded (ZeRO-1: reduce-scatter, shard update, all-gather; moments %.2f "
+                 "of %.2f MiB on this rank)", 8.0 * (double)t->shard_n / 1048576.0,
+                 8.0 * (double)g->n_param_floats / 1048576.0);
+    if (own_data)
+        brisk_log(&t->log, BRISK_LOG_INFO, "dist      rank %d of %d (%s): each rank trains on its own samples, batches of "
+                  "%lld; gradients averaged over the ranks in %lld bucket%s; optimizer %s", t->rank, t->world,
+                  brisk_dist_source(d), (long long)t->cfg.train.batch_size, (long long)t->n_buckets,
+                  t->n_buckets == 1 ? "" : "s", t->shard ? "sharded (ZeRO-1)" : "replicated");
+    if (own_data) return BRISK_OK;
+    brisk_log(&t->log, BRISK_LOG_INFO,
+              "dist      rank %d of %d (%s), local rank %d; global batch %lld = %d x %lld; gradients all-reduced in "
+              "%lld bucket%s of >= %.3g MiB (MPI); optimizer %s; collective timeout %g s",
+              t->rank, t->world, brisk_dist_source(d), brisk_dist_local_rank(d), (long long)G, t->world,
+              (long long)t->cfg.train.batch_size, (long long)t->n_buckets, t->n_buckets == 1 ? "" : "s",
+              t->cfg.dist.bucket_mb, shard_txt, t->cfg.dist.timeout_s);
+    brisk_log(&t->log, BRISK_LOG_INFO,
+              "sampler   one shuffle per epoch on every rank; each rank reads its %lld samples of each global batch; "
+              "%lld of %lld training samples dropped per epoch (the last, incomplete global batch, another part of "
+              "the order each epoch)", (long long)t->cfg.train.batch_size, (long long)dropped, (long long)t->split.ntrain);
+    return BRISK_OK;
+}
+
+brisk_status brisk_dist_step_update(brisk_trainer *t, float lr, int K, brisk_error *err) {
+    brisk_optimizer *o = &t->opt;
+    brisk_exec *ex = t->ex;
+    int64_t n = t->g->n_param_floats, step = t->step + 1;
+    brisk_status st;
+    if (t->world == 1) return brisk_optimizer_step(o, step, lr, K, err);
+    if (!t->shard) {
+        if ((st = brisk_dist_allreduce_mean(t->dist, ex->grads, n, t->buckets, t->n_buckets, "gradient all-reduce", step, err)))
+            return st;
+        return brisk_optimizer_step(o, step, lr, K, err);
+    }
+    if ((st = brisk_dist_reduce_scatter_mean(t->dist, ex->grads, n, "gradient reduce-scatter", step, err))) return st;
+    if (o->spec.clip_norm > 0) { /* the global norm: the shards' sums of squares, summed */
+        brisk_backend *be = ex->be;
+        float part = 0;
+        if ((st = be->grad_sumsq(be, (float *)ex->grads + t->shard_off, t->shard_n, o->sumsq, err)) ||
+            (st = be->download(be, &part, o->sumsq, sizeof part, err)))
+            return st;
+        double total = part;
+        if ((st = brisk_dist_allreduce_sum(t->dist, &total, 1, "gradient norm all-reduce", step, err))) return st;
+        part = (float)total;
+        if ((st = be->upload(be, o->sumsq, &part, sizeof part, err))) return st;
+    }
+    if ((st = brisk_optimizer_update_range(o, step, lr, K, t->shard_off, t->shard_n, err))) return st;
+    return brisk_dist_allgather(t->dist, ex->params, n, "parameter all-gather", step, err);
+}
+
+brisk_status brisk_dist_agree(brisk_trainer *t, float *loss, brisk_error *err) {
+    if (t->world == 1) return BRISK_OK;
+    int sig = brisk_signal_pending();
+    if (!sig && t->control.stop_requested) sig = t->control.stop_requested(t->control.user);
+    const brisk_train_spec *tr = &t->cfg.train;
+    int timed = t->rank == 0 && tr->checkpoint_minutes > 0 && t->run_dir_ready &&
+                brisk_now() - t->last_save_time >= 60.0 * tr->checkpoint_minutes;
+    double v[3] = {*loss, sig != 0, timed};
+    brisk_status st = brisk_dist_allreduce_sum(t->dist, v, 3, "loss and stop agreement", t->step + 1, err);
+    if (st) return st;
+    *loss = (float)(v[0] / t->world);
+    t->agreed_stop = v[1] > 0 ? (sig ? sig : SIGTERM) : 0;
+    t->agreed_due = v[2] > 0;
+    return BRISK_OK;
+}
+
+brisk_status brisk_dist_gather_moments(brisk_trainer *t, brisk_error *err) {
+    if (t->world == 1 || !t->shard) return BRISK_OK;
+    int64_t n = t->g->n_param_floats, k = t->ex->moments_n;
+    if (t->rank == 0 && !t->moments_host && !(t->moments_host = malloc(sizeof(float) * (size_t)(2 * n + 1))))
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory gathering the optimizer moments");
+    float *mine = malloc(sizeof(float) * (size_t)(2 * k + 1));
+    if (!mine) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory gathering the optimizer moments");
+    brisk_backend *be = t->ex->be;
+    brisk_status st = be->download(be, mine, t->ex->m, (size_t)k * sizeof(float), err);
+    if (!st) st = be->download(be, mine + k, t->ex->v, (size_t)k * sizeof(float), err);
+    if (!st) st = brisk_dist_gather(t->dist, mine, t->moments_host, n, "optimizer moment gather", t->step, err);
+    if (!st) st = brisk_dist_gather(t->dist, mine + k, t->moments_host ? t->moments_host + n : NULL, n,
+                                    "optimizer moment gather", t->step, err);
+    free(mine);
+    return st;
+}
+
+void brisk_dist_last_checkpoint(brisk_trainer *t, brisk_error *err) {
+    if (t->rank != 0) return;
+    brisk_error e2 = {0};
+    /* replicated: rank 0 holds the whole state of the last completed step; sharded, the
+     * other ranks' moments are out of reach and the newest checkpoint is the last written */
+    brisk_status st = t->shard ? BRISK_ERR_UNSUPPORTED : brisk_rotation_save(t, &e2);
+    size_t len = strlen(err->msg);
+    if (!st)
+        snprintf(err->msg + len, sizeof err->msg - len, "; rank 0 wrote the checkpoint of step %lld: %s",
+                 (long long)t->step, t->last_ckpt);
+    else if (t->last_ckpt[0])
+        snprintf(err->msg + len, sizeof err->msg - len, "; the last good checkpoint is %s (step %lld)", t->last_ckpt,
+                 (long long)t->last_ckpt_step);
+    else
+        snprintf(err->msg + len, sizeof err->msg - len, "; no checkpoint was written");
+}
