@@ -3,8 +3,10 @@
  * in memory, warm-up steps, then the median of timed steps) and prints one JSON line
  * with the same keys, so bench/run.sh can set the two side by side.
  *
- *   brisk_bench --workload diffusion|tabular|lstm|transformer --steps 50 [--threads N] [--warmup 5]
- *               [--width W] [--seq T] [--batch B] [--heads H] [--ffn F] [--epoch-steps N]
+ *   brisk_bench --workload diffusion|tabular|lstm|transformer|meshgnn --steps 50 [--threads N] [--warmup 5]
+ *               [--small] [--width W] [--seq T] [--batch B] [--heads H] [--ffn F] [--epoch-steps N]
+ *
+ * --small: the small sizes of WORKLOADS.md (meshgnn), as torch_ref.py's --small.
  *
  * The shape options move a workload off its defined shapes for bench/shape_sweep.py:
  * --width sets the LSTM's and the Transformer's width and every hidden layer of the
@@ -22,9 +24,19 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static int spec_for(const char *w, brisk_model_spec *s, int64_t *batch, float *lr) {
+static int spec_for(const char *w, int small, brisk_model_spec *s, int64_t *batch, float *lr) {
     memset(s, 0, sizeof *s);
     *lr = 1e-3f;
+    if (strcmp(w, "meshgnn") == 0) { /* torch_ref.py's MeshGNN, --small as there */
+        int64_t grid = small ? 16 : 64, mesh = small ? 8 : 32;
+        *s = (brisk_model_spec){.type = BRISK_MODEL_MESHGNN, .inputs = 20, .outputs = 8, .width = small ? 64 : 256,
+                                .layers = small ? 4 : 16};
+        s->mesh = (brisk_gnn_graph_spec){.grid_rows = grid, .grid_cols = grid, .mesh_rows = mesh, .mesh_cols = mesh,
+                                         .k = 4, .neighbours = 8};
+        *batch = 8;
+        *lr = 1e-4f;
+        return 0;
+    }
     if (strcmp(w, "diffusion") == 0) {
         *s = (brisk_model_spec){.type = BRISK_MODEL_DIFFUSION, .fine = 256, .coarse = 7,
                                 .time_embedding = 32, .n_hidden = 3, .activation = BRISK_ACT_SILU,
@@ -77,28 +89,30 @@ static int reshape(brisk_model_spec *s, int64_t *batch, int64_t width, int64_t s
 
 int main(int argc, char **argv) {
     const char *workload = "diffusion";
-    int steps = 50, warmup = 5, threads = 0, n_batches = 8;
+    int steps = 50, warmup = 5, threads = 0, n_batches = 8, small = 0;
     long long width = 0, seq = 0, bsz = 0, heads = 0, ffn = 0, epoch_steps = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--workload") && i + 1 < argc) workload = argv[++i];
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--small")) small = 1;
         else if (!strcmp(argv[i], "--width") && i + 1 < argc) width = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--seq") && i + 1 < argc) seq = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) bsz = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--heads") && i + 1 < argc) heads = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--ffn") && i + 1 < argc) ffn = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--epoch-steps") && i + 1 < argc) epoch_steps = atoll(argv[++i]);
-        else { fprintf(stderr, "usage: brisk_bench --workload diffusion|tabular|lstm|transformer [--steps N] [--warmup N] [--threads N] "
+        else { fprintf(stderr, "usage: brisk_bench --workload diffusion|tabular|lstm|transformer|meshgnn [--small] [--steps N] [--warmup N] [--threads N] "
                        "[--width W] [--seq T] [--batch B] [--heads H] [--ffn F]\n"); return 2; }
     }
     if (steps < 1) steps = 1;
     brisk_model_spec spec;
     int64_t batch;
     float lr;
-    if (spec_for(workload, &spec, &batch, &lr)) {
-        fprintf(stderr, "brisk_bench: workload '%s' is not built yet (diffusion, tabular, lstm, transformer)\n", workload);
+    if (spec_for(workload, small, &spec, &batch, &lr)) {
+        fprintf(stderr, "brisk_bench: workload '%s' is not built yet (diffusion, tabular, lstm, transformer, meshgnn)\n",
+                workload);
         return 2;
     }
     if (width < 0 || seq < 0 || bsz < 0 || heads < 0 || ffn < 0 || reshape(&spec, &batch, width, seq, bsz, heads, ffn)) {
