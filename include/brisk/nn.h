@@ -199,6 +199,14 @@ brisk_status brisk_diffusion_build_sample_step(const brisk_model_spec *spec, con
 
 brisk_status brisk_gnn_graph_build(const brisk_gnn_graph_spec *spec, brisk_gnn_graph *out, brisk_error *err);
 void brisk_gnn_graph_free(brisk_gnn_graph *g);
+/* brisk_gnn_graph_build through a file cache in `dir` (NULL or "": no cache), named by a
+ * hash of the spec: read back when it holds this spec's graph, otherwise built and written
+ * (an unreadable, stale or corrupt file is rebuilt, not an error; a directory that cannot be
+ * written only leaves the graph uncached). result (may be NULL) says which happened. */
+typedef enum { BRISK_GNN_CACHE_OFF = 0, BRISK_GNN_CACHE_READ, BRISK_GNN_CACHE_WRITTEN,
+               BRISK_GNN_CACHE_UNWRITABLE } brisk_gnn_cache_result;
+brisk_status brisk_gnn_graph_build_cached(const brisk_gnn_graph_spec *spec, const char *dir, brisk_gnn_graph *out,
+                                          brisk_gnn_cache_result *result, brisk_error *err);
 
 #ifdef __cplusplus
 }

@@ -3,12 +3,15 @@
  * smallest great-circle distances by the haversine formula), every mesh node's neighbours
  * likewise without itself, mesh -> grid is grid -> mesh reversed, each edge set is ordered
  * by receiver, and the edge features are receiver minus sender and the distance. Bad
- * sizes are errors naming what was expected. */
+ * sizes are errors naming what was expected. The graph cache: written once, read back equal
+ * to a fresh build, a different spec in its own file, a corrupt or truncated file rebuilt. */
 #include "brisk/brisk.h"
 #include "test.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 typedef struct { double d; int i; } cand;
 static int cand_cmp(const void *a, const void *b) {
@@ -136,4 +139,83 @@ static void test_bad(void) {
     CHECK(brisk_gnn_graph_build(&s, &g, &err) == BRISK_ERR_INVALID && strstr(err.msg, "domain"));
 }
 
-TEST_MAIN(T(test_plane), T(test_sphere), T(test_bad))
+static int edges_equal(const brisk_gnn_edges *a, const brisk_gnn_edges *b) {
+    return a->n == b->n && !memcmp(a->src, b->src, (size_t)a->n * 4) && !memcmp(a->dst, b->dst, (size_t)a->n * 4) &&
+           !memcmp(a->feat, b->feat, (size_t)a->n * 12);
+}
+
+static int graphs_equal(const brisk_gnn_graph *a, const brisk_gnn_graph *b) {
+    return a->n_grid == b->n_grid && a->n_mesh == b->n_mesh &&
+           !memcmp(a->grid_pos, b->grid_pos, (size_t)a->n_grid * 8) &&
+           !memcmp(a->mesh_pos, b->mesh_pos, (size_t)a->n_mesh * 8) && edges_equal(&a->g2m, &b->g2m) &&
+           edges_equal(&a->mm, &b->mm) && edges_equal(&a->m2g, &b->m2g);
+}
+
+/* Builds through the cache in dir and compares with a fresh build; returns what the cache did. */
+static brisk_gnn_cache_result cached(const brisk_gnn_graph_spec *s, const char *dir) {
+    brisk_gnn_graph fresh, c;
+    brisk_error err = {0};
+    brisk_gnn_cache_result r = (brisk_gnn_cache_result)-1;
+    if (brisk_gnn_graph_build(s, &fresh, &err)) {
+        CHECKF(0, "build: %s", err.msg);
+        return r;
+    }
+    if (brisk_gnn_graph_build_cached(s, dir, &c, &r, &err)) {
+        CHECKF(0, "cached build: %s", err.msg);
+    } else {
+        CHECKF(graphs_equal(&fresh, &c), "cache result %d: the graph differs from a fresh build", (int)r);
+        brisk_gnn_graph_free(&c);
+    }
+    brisk_gnn_graph_free(&fresh);
+    return r;
+}
+
+static void test_cache(void) {
+    char dir[] = "/tmp/brisk-gnn-cache-XXXXXX";
+    REQUIRE(mkdtemp(dir) != NULL);
+    brisk_gnn_graph_spec s = {.grid_rows = 12, .grid_cols = 16, .mesh_rows = 6, .mesh_cols = 8, .k = 4, .neighbours = 8,
+                              .metric = BRISK_GNN_SPHERE, .lat0 = 30, .lat1 = 60, .lon0 = -20, .lon1 = 25};
+    CHECK(cached(&s, NULL) == BRISK_GNN_CACHE_OFF);
+    CHECK(cached(&s, dir) == BRISK_GNN_CACHE_WRITTEN);
+    CHECK(cached(&s, dir) == BRISK_GNN_CACHE_READ);
+    brisk_gnn_graph_spec t = s;
+    t.lon1 = 26; /* another domain: another file */
+    CHECK(cached(&t, dir) == BRISK_GNN_CACHE_WRITTEN);
+    CHECK(cached(&s, dir) == BRISK_GNN_CACHE_READ);
+    /* damage the files (bytes in the features and positions: the checksum), then truncate them; rebuilt */
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "ls %s/brisk-gnn-graph-*.bin", dir);
+    FILE *ls = popen(cmd, "r");
+    REQUIRE(ls != NULL);
+    char path[512];
+    int files = 0;
+    while (fgets(path, sizeof path, ls)) {
+        path[strcspn(path, "\n")] = 0;
+        files++;
+        FILE *f = fopen(path, "r+b");
+        REQUIRE(f != NULL);
+        fseek(f, -8, SEEK_END); /* inside the last edge features */
+        fputc(0x7f, f);
+        fseek(f, 200, SEEK_SET); /* in the grid positions or the first edges */
+        for (int i = 0; i < 16; i++) fputc(0xff, f);
+        fclose(f);
+    }
+    pclose(ls);
+    CHECK(files == 2);
+    CHECK(cached(&s, dir) == BRISK_GNN_CACHE_WRITTEN);
+    CHECK(cached(&s, dir) == BRISK_GNN_CACHE_READ);
+    snprintf(cmd, sizeof cmd, "for f in %s/brisk-gnn-graph-*.bin; do truncate -s -5 $f; done", dir);
+    CHECK(system(cmd) == 0);
+    CHECK(cached(&t, dir) == BRISK_GNN_CACHE_WRITTEN);
+    CHECK(cached(&s, dir) == BRISK_GNN_CACHE_WRITTEN);
+    CHECK(cached(&s, "/nonexistent-brisk-dir") == BRISK_GNN_CACHE_UNWRITABLE);
+    brisk_gnn_graph g;
+    brisk_error err = {0};
+    s.grid_rows = 2; /* refused by the build, through the cache too */
+    CHECK(brisk_gnn_graph_build_cached(&s, dir, &g, NULL, &err) == BRISK_ERR_INVALID &&
+          strstr(err.msg, "smaller than the mesh"));
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
+TEST_MAIN(T(test_plane), T(test_sphere), T(test_bad), T(test_cache))
