@@ -46,6 +46,8 @@ typedef struct brisk_gnn_graph_spec {
     int neighbours;        /* mesh edges into each mesh node */
     brisk_gnn_metric metric;
     double lat0, lat1, lon0, lon1; /* sphere: the domain in degrees (cell edges) */
+    int icosahedral;       /* 0: the mesh is the mesh_rows x mesh_cols lattice; r + 1 (r = 0 to 7): an
+                              icosahedron refined r times, 10 * 4^r + 2 nodes (sphere, global domain) */
 } brisk_gnn_graph_spec;
 
 typedef struct brisk_gnn_edges {
@@ -199,6 +201,8 @@ brisk_status brisk_diffusion_build_sample_step(const brisk_model_spec *spec, con
 
 brisk_status brisk_gnn_graph_build(const brisk_gnn_graph_spec *spec, brisk_gnn_graph *out, brisk_error *err);
 void brisk_gnn_graph_free(brisk_gnn_graph *g);
+/* The mesh nodes a spec asks for (lattice or icosahedral), without building anything. */
+int64_t brisk_gnn_mesh_nodes(const brisk_gnn_graph_spec *spec);
 /* brisk_gnn_graph_build through a file cache in `dir` (NULL or "": no cache), named by a
  * hash of the spec: read back when it holds this spec's graph, otherwise built and written
  * (an unreadable, stale or corrupt file is rebuilt, not an error; a directory that cannot be

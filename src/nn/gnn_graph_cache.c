@@ -18,7 +18,7 @@
 
 #define MAGIC "BRSKGNN1"
 #define BOM 0x01020304u
-#define SPEC_WORDS 11
+#define SPEC_WORDS 12
 
 /* The spec as fixed-width words: every field, doubles by their bits. */
 static void spec_words(const brisk_gnn_graph_spec *s, uint64_t w[SPEC_WORDS]) {
@@ -27,6 +27,7 @@ static void spec_words(const brisk_gnn_graph_spec *s, uint64_t w[SPEC_WORDS]) {
     w[3] = (uint64_t)s->mesh_cols, w[4] = (uint64_t)(int64_t)s->k, w[5] = (uint64_t)(int64_t)s->neighbours;
     w[6] = (uint64_t)s->metric;
     for (int i = 0; i < 4; i++) memcpy(&w[7 + i], &d[i], 8);
+    w[11] = (uint64_t)(int64_t)s->icosahedral;
 }
 
 static uint64_t fnv1a(const void *p, size_t n, uint64_t h) {
@@ -131,7 +132,7 @@ brisk_status brisk_gnn_graph_build_cached(const brisk_gnn_graph_spec *spec, cons
     int sane = spec->grid_rows > 0 && spec->grid_cols > 0 && spec->mesh_rows > 0 && spec->mesh_cols > 0 &&
                spec->grid_rows <= 1 << 20 && spec->grid_cols <= 1 << 20 && spec->mesh_rows <= 1 << 20 &&
                spec->mesh_cols <= 1 << 20 && spec->k >= 1 && spec->k <= 64 && spec->neighbours >= 1 &&
-               spec->neighbours <= 64;
+               spec->neighbours <= 64 && spec->icosahedral >= 0 && spec->icosahedral <= 8;
     if (!dir || !*dir || !sane) return brisk_gnn_graph_build(spec, out, err);
     if (!path_for(dir, spec, path, sizeof path))
         return brisk_errorf(err, BRISK_ERR_INVALID, "graph cache: directory name too long: %s", dir);
@@ -141,7 +142,7 @@ brisk_status brisk_gnn_graph_build_cached(const brisk_gnn_graph_spec *spec, cons
     h.bom = BOM;
     spec_words(spec, h.spec);
     /* the sizes a valid build has; the spec is checked by the build itself */
-    h.n_grid = spec->grid_rows * spec->grid_cols, h.n_mesh = spec->mesh_rows * spec->mesh_cols;
+    h.n_grid = spec->grid_rows * spec->grid_cols, h.n_mesh = brisk_gnn_mesh_nodes(spec);
     h.e_g2m = h.e_m2g = h.n_grid * spec->k, h.e_mm = h.n_mesh * spec->neighbours;
     if (read_file(path, &h, out)) {
         if (result) *result = BRISK_GNN_CACHE_READ;
