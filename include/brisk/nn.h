@@ -103,6 +103,7 @@ typedef struct brisk_model_spec {
     /* meshgnn (torch_ref.MeshGNN): x [grid nodes, inputs] -> the next-step change [grid nodes,
      * outputs], MSE. width = latent, layers = processor layers; the graph from mesh. */
     brisk_gnn_graph_spec mesh;
+    int recompute;          /* meshgnn: each processor layer a recompute segment (graph.h) */
 } brisk_model_spec;
 
 /* What the data must provide per sample, in the order of the graph's inputs. */

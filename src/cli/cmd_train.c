@@ -36,6 +36,8 @@ static const char help[] =
     "  --no-autotune              GPU: the heuristic's GEMM algorithm          speed.autotune=false\n"
     "  --no-fuse                  GPU: no epilogue or residual+norm fusion     speed.fuse=false\n"
     "  --deterministic            GPU: bit-identical runs for the same seed    speed.deterministic=true\n"
+    "  --recompute                meshgnn: recompute processor activations in  model.recompute=true\n"
+    "                             the backward (less memory, more compute)\n"
     "  --set KEY=VALUE            any config value, e.g. --set optim.weight_decay=0\n"
     "  --checkpoint-minutes M     also checkpoint every M minutes (default 30) train.checkpoint_minutes\n"
     "  --keep-checkpoints K       numbered checkpoints kept beside last        train.keep_checkpoints\n"
@@ -73,6 +75,7 @@ static const struct { const char *flag, *set; } switches[] = {
     {"--no-prefetch", "speed.prefetch=0"},   {"--no-graph", "speed.cuda_graph=false"},
     {"--no-tf32", "speed.tf32=false"},       {"--no-autotune", "speed.autotune=false"},
     {"--no-fuse", "speed.fuse=false"},       {"--deterministic", "speed.deterministic=true"},
+    {"--recompute", "model.recompute=true"},
 };
 #define N_SWITCHES (sizeof switches / sizeof switches[0])
 #define N_FLAG_KEYS (sizeof flag_keys / sizeof flag_keys[0])

@@ -147,7 +147,9 @@ int nn_meshgnn_forward(const brisk_model_spec *s, brisk_graph *g, int64_t batch,
     char name[BRISK_NAME_MAX];
     for (int i = 0; i < s->layers; i++) {
         snprintf(name, sizeof name, "processor.%d", i);
+        if (s->recompute) brisk_graph_recompute_begin(g);
         interaction(&c, &mm, &e, m, &m, name);
+        if (s->recompute) brisk_graph_recompute_end(g);
     }
     e = mlp(&c, m2g_f, 3, L, 1, "m2g_embed");
     interaction(&c, &m2g, &e, m, &h, "decoder");

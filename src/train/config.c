@@ -117,6 +117,9 @@ static void read_meshgnn(brisk_json_reader *r, brisk_model_spec *m) {
     brisk_json_int64_or(r, "outputs", 8, 1, 1 << 16, &m->outputs);
     brisk_json_int64_or(r, "latent", 256, 1, 1 << 14, &m->width);
     brisk_json_int_or(r, "layers", 16, 0, 1024, &m->layers);
+    bool rc = false;
+    brisk_json_bool_or(r, "recompute", false, &rc);
+    m->recompute = rc;
     g->grid_rows = g->grid_cols = 64;
     g->mesh_rows = g->mesh_cols = 32;
     read_pair(r, "grid", 1, 1 << 16, &g->grid_rows, &g->grid_cols);
