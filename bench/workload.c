@@ -6,7 +6,8 @@
  *   brisk_bench --workload diffusion|tabular|lstm|transformer|meshgnn --steps 50 [--threads N] [--warmup 5]
  *               [--small] [--width W] [--seq T] [--batch B] [--heads H] [--ffn F] [--epoch-steps N]
  *
- * --small: the small sizes of WORKLOADS.md (meshgnn), as torch_ref.py's --small.
+ * --small: the small sizes of WORKLOADS.md (meshgnn), as torch_ref.py's --small;
+ * --recompute: meshgnn's processor layers recomputed in the backward (arena_bytes shows the saving).
  *
  * The shape options move a workload off its defined shapes for bench/shape_sweep.py:
  * --width sets the LSTM's and the Transformer's width and every hidden layer of the
@@ -89,7 +90,7 @@ static int reshape(brisk_model_spec *s, int64_t *batch, int64_t width, int64_t s
 
 int main(int argc, char **argv) {
     const char *workload = "diffusion";
-    int steps = 50, warmup = 5, threads = 0, n_batches = 8, small = 0;
+    int steps = 50, warmup = 5, threads = 0, n_batches = 8, small = 0, recompute = 0;
     long long width = 0, seq = 0, bsz = 0, heads = 0, ffn = 0, epoch_steps = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--workload") && i + 1 < argc) workload = argv[++i];
@@ -97,13 +98,14 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--small")) small = 1;
+        else if (!strcmp(argv[i], "--recompute")) recompute = 1;
         else if (!strcmp(argv[i], "--width") && i + 1 < argc) width = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--seq") && i + 1 < argc) seq = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) bsz = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--heads") && i + 1 < argc) heads = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--ffn") && i + 1 < argc) ffn = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--epoch-steps") && i + 1 < argc) epoch_steps = atoll(argv[++i]);
-        else { fprintf(stderr, "usage: brisk_bench --workload diffusion|tabular|lstm|transformer|meshgnn [--small] [--steps N] [--warmup N] [--threads N] "
+        else { fprintf(stderr, "usage: brisk_bench --workload diffusion|tabular|lstm|transformer|meshgnn [--small] [--recompute] [--steps N] [--warmup N] [--threads N] "
                        "[--width W] [--seq T] [--batch B] [--heads H] [--ffn F]\n"); return 2; }
     }
     if (steps < 1) steps = 1;
@@ -115,6 +117,7 @@ int main(int argc, char **argv) {
                 workload);
         return 2;
     }
+    spec.recompute = recompute;
     if (width < 0 || seq < 0 || bsz < 0 || heads < 0 || ffn < 0 || reshape(&spec, &batch, width, seq, bsz, heads, ffn)) {
         fprintf(stderr, "brisk_bench: bad shape options for %s (negative, or width not a multiple of heads)\n", workload);
         return 2;
