@@ -3,11 +3,12 @@
  * in memory, warm-up steps, then the median of timed steps) and prints one JSON line
  * with the same keys, so bench/run.sh can set the two side by side.
  *
- *   brisk_bench --workload diffusion|tabular|lstm|transformer|resnet --steps 50 [--threads N] [--warmup 5]
- *               [--small] [--width W] [--seq T] [--batch B] [--heads H] [--ffn F] [--epoch-steps N]
+ *   brisk_bench --workload diffusion|tabular|lstm|transformer|resnet|meshgnn --steps 50 [--threads N] [--warmup 5]
+ *               [--small] [--recompute] [--width W] [--seq T] [--batch B] [--heads H] [--ffn F] [--epoch-steps N]
  *
- * --small: WORKLOADS.md's small sizes (resnet at 3 x 64 x 64, batch 4), as torch_ref.py --small.
+ * --small: WORKLOADS.md's small sizes (resnet at 3 x 64 x 64, batch 4; meshgnn), as torch_ref.py --small.
  * resnet clips the gradient norm to 1.0 and uses lr 1e-4, as torch_ref.py does.
+ * --recompute: meshgnn's processor layers recomputed in the backward (arena_bytes shows the saving).
  *
  * The shape options move a workload off its defined shapes for bench/shape_sweep.py:
  * --width sets the LSTM's and the Transformer's width and every hidden layer of the
@@ -33,6 +34,13 @@ static int spec_for(const char *w, int small, brisk_model_spec *s, int64_t *batc
         *s = (brisk_model_spec){.type = BRISK_MODEL_RESNET, .depth = 18, .inputs = 3, .outputs = 34, .image_h = hw,
                                 .image_w = hw, .task = BRISK_TASK_REGRESS};
         *batch = small ? 4 : 16;
+    } else if (strcmp(w, "meshgnn") == 0) { /* torch_ref.py's MeshGNN, --small as there */
+        int64_t grid = small ? 16 : 64, mesh = small ? 8 : 32;
+        *s = (brisk_model_spec){.type = BRISK_MODEL_MESHGNN, .inputs = 20, .outputs = 8, .width = small ? 64 : 256,
+                                .layers = small ? 4 : 16};
+        s->mesh = (brisk_gnn_graph_spec){.grid_rows = grid, .grid_cols = grid, .mesh_rows = mesh, .mesh_cols = mesh,
+                                         .k = 4, .neighbours = 8};
+        *batch = 8;
         *lr = 1e-4f;
         return 0;
     }
@@ -88,7 +96,7 @@ static int reshape(brisk_model_spec *s, int64_t *batch, int64_t width, int64_t s
 
 int main(int argc, char **argv) {
     const char *workload = "diffusion";
-    int steps = 50, warmup = 5, threads = 0, n_batches = 8, small = 0;
+    int steps = 50, warmup = 5, threads = 0, n_batches = 8, small = 0, recompute = 0;
     long long width = 0, seq = 0, bsz = 0, heads = 0, ffn = 0, epoch_steps = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--workload") && i + 1 < argc) workload = argv[++i];
@@ -96,24 +104,26 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--small")) small = 1;
+        else if (!strcmp(argv[i], "--recompute")) recompute = 1;
         else if (!strcmp(argv[i], "--width") && i + 1 < argc) width = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--seq") && i + 1 < argc) seq = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) bsz = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--heads") && i + 1 < argc) heads = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--ffn") && i + 1 < argc) ffn = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--epoch-steps") && i + 1 < argc) epoch_steps = atoll(argv[++i]);
-        else { fprintf(stderr, "usage: brisk_bench --workload diffusion|tabular|lstm|transformer|resnet [--steps N] [--warmup N] "
-                       "[--threads N] [--small] [--width W] [--seq T] [--batch B] [--heads H] [--ffn F]\n"); return 2; }
+        else { fprintf(stderr, "usage: brisk_bench --workload diffusion|tabular|lstm|transformer|resnet|meshgnn [--small] [--recompute] [--steps N] [--warmup N] [--threads N] "
+                       "[--width W] [--seq T] [--batch B] [--heads H] [--ffn F]\n"); return 2; }
     }
     if (steps < 1) steps = 1;
     brisk_model_spec spec;
     int64_t batch;
     float lr;
     if (spec_for(workload, small, &spec, &batch, &lr)) {
-        fprintf(stderr, "brisk_bench: workload '%s' is not built yet (diffusion, tabular, lstm, transformer, resnet)\n",
+        fprintf(stderr, "brisk_bench: workload '%s' is not built yet (diffusion, tabular, lstm, transformer, resnet, meshgnn)\n",
                 workload);
         return 2;
     }
+    spec.recompute = recompute;
     if (width < 0 || seq < 0 || bsz < 0 || heads < 0 || ffn < 0 || reshape(&spec, &batch, width, seq, bsz, heads, ffn)) {
         fprintf(stderr, "brisk_bench: bad shape options for %s (negative, or width not a multiple of heads)\n", workload);
         return 2;

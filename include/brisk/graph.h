@@ -201,6 +201,7 @@ typedef struct brisk_node {
     size_t bytes;                /* numel * dtype size, plus the workspace that the fused
                                     sequence ops (LSTM, ATTENTION) keep after their output */
     int alias_of;                /* ALIAS: the node whose buffer this views */
+    int segment;                 /* recompute segment (brisk_graph_recompute_begin), 0: none */
 } brisk_node;
 
 /* How a parameter starts. */
@@ -250,6 +251,7 @@ typedef struct brisk_graph {
     int output;                 /* prediction node, -1 until set */
     int *grad_of;               /* after autodiff: gradient node of each node, or -1 */
     int n_forward;              /* nodes [0, n_forward) are the forward graph */
+    int cur_segment, n_segments; /* recompute segments: the open one (0: none), how many */
     brisk_error err;            /* first builder error; err.code == BRISK_OK if none */
 } brisk_graph;
 
@@ -341,6 +343,13 @@ int brisk_pool2d(brisk_graph *g, int x, int kind, brisk_window win);
  * input ids; the caller has computed shape and dtype. */
 int brisk_graph_append(brisk_graph *g, brisk_op op, const int *in, int n_in, brisk_dtype dt,
                        brisk_shape s, const brisk_attr *attr);
+/* Activation recomputation: the compute nodes appended between begin and end form one
+ * segment. brisk_backward keeps only what enters a segment and, just before the segment's
+ * gradient, appends the segment's forward again (random ops excepted: their outputs are
+ * kept, so the masks are the same) for the gradient rules to read, so the planner frees
+ * the segment's activations after their forward use. Segments do not nest. */
+int brisk_graph_recompute_begin(brisk_graph *g);
+void brisk_graph_recompute_end(brisk_graph *g);
 /* Records a builder error (first one wins) and returns -1. */
 int brisk_graph_fail(brisk_graph *g, brisk_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -46,6 +46,10 @@ typedef struct brisk_gnn_graph_spec {
     int neighbours;        /* mesh edges into each mesh node */
     brisk_gnn_metric metric;
     double lat0, lat1, lon0, lon1; /* sphere: the domain in degrees (cell edges) */
+    int icosahedral;       /* 0: the mesh is the mesh_rows x mesh_cols lattice; r + 1 (r = 0 to 7): an
+                              icosahedron refined r times, 10 * 4^r + 2 nodes (sphere, global domain) */
+    char cache_dir[1024];  /* "": no cache; else the built graph is kept there (brisk_gnn_graph_build_cached):
+                              data.netcdf sets it to the data's folder. Not part of the graph's key. */
 } brisk_gnn_graph_spec;
 
 typedef struct brisk_gnn_edges {
@@ -107,6 +111,7 @@ typedef struct brisk_model_spec {
     int depth;
     int64_t image_h, image_w;
     int visibility;
+    int recompute;          /* meshgnn: each processor layer a recompute segment (graph.h) */
 } brisk_model_spec;
 
 /* What the data must provide per sample, in the order of the graph's inputs. */
@@ -205,6 +210,16 @@ brisk_status brisk_diffusion_build_sample_step(const brisk_model_spec *spec, con
 
 brisk_status brisk_gnn_graph_build(const brisk_gnn_graph_spec *spec, brisk_gnn_graph *out, brisk_error *err);
 void brisk_gnn_graph_free(brisk_gnn_graph *g);
+/* The mesh nodes a spec asks for (lattice or icosahedral), without building anything. */
+int64_t brisk_gnn_mesh_nodes(const brisk_gnn_graph_spec *spec);
+/* brisk_gnn_graph_build through a file cache in `dir` (NULL or "": no cache), named by a
+ * hash of the spec: read back when it holds this spec's graph, otherwise built and written
+ * (an unreadable, stale or corrupt file is rebuilt, not an error; a directory that cannot be
+ * written only leaves the graph uncached). result (may be NULL) says which happened. */
+typedef enum { BRISK_GNN_CACHE_OFF = 0, BRISK_GNN_CACHE_READ, BRISK_GNN_CACHE_WRITTEN,
+               BRISK_GNN_CACHE_UNWRITABLE } brisk_gnn_cache_result;
+brisk_status brisk_gnn_graph_build_cached(const brisk_gnn_graph_spec *spec, const char *dir, brisk_gnn_graph *out,
+                                          brisk_gnn_cache_result *result, brisk_error *err);
 
 #ifdef __cplusplus
 }

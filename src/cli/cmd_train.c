@@ -40,6 +40,8 @@ static const char help[] =
     "  --bucket-mb X              several ranks: all-reduce bucket size, MiB   dist.bucket_mb\n"
     "  --dist-timeout S           several ranks: fail, naming the missing rank, when a collective\n"
     "                             waits longer than S seconds (default 300)    dist.timeout_s\n"
+    "  --recompute                meshgnn: recompute processor activations in  model.recompute=true\n"
+    "                             the backward (less memory, more compute)\n"
     "  --set KEY=VALUE            any config value, e.g. --set optim.weight_decay=0\n"
     "  --checkpoint-minutes M     also checkpoint every M minutes (default 30) train.checkpoint_minutes\n"
     "  --keep-checkpoints K       numbered checkpoints kept beside last        train.keep_checkpoints\n"
@@ -81,6 +83,7 @@ static const struct { const char *flag, *set; } switches[] = {
     {"--no-tf32", "speed.tf32=false"},       {"--no-autotune", "speed.autotune=false"},
     {"--no-fuse", "speed.fuse=false"},       {"--deterministic", "speed.deterministic=true"},
     {"--shard-optimizer", "dist.shard_optimizer=true"},
+    {"--recompute", "model.recompute=true"},
 };
 #define N_SWITCHES (sizeof switches / sizeof switches[0])
 #define N_FLAG_KEYS (sizeof flag_keys / sizeof flag_keys[0])

@@ -109,6 +109,7 @@ int brisk_graph_append(brisk_graph *g, brisk_op op, const int *in, int n_in, bri
     int rg = op == BRISK_OP_PARAM;
     for (int i = 0; i < n_in; i++) rg |= g->nodes[in[i]].requires_grad;
     n->requires_grad = (uint8_t)(rg && is_float(dt));
+    if (op != BRISK_OP_INPUT && op != BRISK_OP_PARAM && op != BRISK_OP_CONST) n->segment = g->cur_segment;
     if (op == BRISK_OP_RESHAPE) {
         /* A view: point at the buffer's owner, so chains of reshapes share one base. */
         const brisk_node *x = &g->nodes[in[0]];
@@ -116,6 +117,17 @@ int brisk_graph_append(brisk_graph *g, brisk_op op, const int *in, int n_in, bri
         n->alias_of = x->storage == BRISK_STORE_ALIAS ? x->alias_of : in[0];
     }
     return g->n_nodes++;
+}
+
+int brisk_graph_recompute_begin(brisk_graph *g) {
+    if (!g || g->err.code != BRISK_OK) return -1;
+    if (g->cur_segment) return brisk_graph_fail(g, BRISK_ERR_INVALID, "recompute: segment %d is still open", g->cur_segment);
+    if (g->grad_of) return brisk_graph_fail(g, BRISK_ERR_INVALID, "recompute: the backward graph is already built");
+    return g->cur_segment = ++g->n_segments;
+}
+
+void brisk_graph_recompute_end(brisk_graph *g) {
+    if (g) g->cur_segment = 0;
 }
 
 /* 0 when `name` is a usable leaf name; records an error naming `kind` otherwise. */

@@ -126,7 +126,7 @@ int nn_meshgnn_forward(const brisk_model_spec *s, brisk_graph *g, int64_t batch,
                                 (long long)s->outputs);
     brisk_gnn_graph mg;
     brisk_error err = {0};
-    if (brisk_gnn_graph_build(&s->mesh, &mg, &err))
+    if (brisk_gnn_graph_build_cached(&s->mesh, s->mesh.cache_dir, &mg, NULL, &err))
         return brisk_graph_fail(g, err.code, "meshgnn: %s", err.msg);
     gnn_ctx c = {g, batch, s->width};
     int64_t ng = mg.n_grid, nm = mg.n_mesh, L = s->width;
@@ -147,7 +147,9 @@ int nn_meshgnn_forward(const brisk_model_spec *s, brisk_graph *g, int64_t batch,
     char name[BRISK_NAME_MAX];
     for (int i = 0; i < s->layers; i++) {
         snprintf(name, sizeof name, "processor.%d", i);
+        if (s->recompute) brisk_graph_recompute_begin(g);
         interaction(&c, &mm, &e, m, &m, name);
+        if (s->recompute) brisk_graph_recompute_end(g);
     }
     e = mlp(&c, m2g_f, 3, L, 1, "m2g_embed");
     interaction(&c, &m2g, &e, m, &h, "decoder");

@@ -118,14 +118,22 @@ static void read_meshgnn(brisk_json_reader *r, brisk_model_spec *m) {
     brisk_json_int64_or(r, "outputs", 8, 1, 1 << 16, &m->outputs);
     brisk_json_int64_or(r, "latent", 256, 1, 1 << 14, &m->width);
     brisk_json_int_or(r, "layers", 16, 0, 1024, &m->layers);
+    bool rc = false;
+    brisk_json_bool_or(r, "recompute", false, &rc);
+    m->recompute = rc;
     g->grid_rows = g->grid_cols = 64;
     g->mesh_rows = g->mesh_cols = 32;
     read_pair(r, "grid", 1, 1 << 16, &g->grid_rows, &g->grid_cols);
     read_pair(r, "mesh", 1, 1 << 16, &g->mesh_rows, &g->mesh_cols);
-    if (g->grid_rows < g->mesh_rows || g->grid_cols < g->mesh_cols)
+    brisk_json_int_or(r, "icosahedral", -1, -1, 7, &v);
+    g->icosahedral = v + 1; /* -1 (absent): the lattice of "mesh" */
+    int64_t nm = brisk_gnn_mesh_nodes(g), cap = nm < 64 ? nm : 64;
+    if (!g->icosahedral && (g->grid_rows < g->mesh_rows || g->grid_cols < g->mesh_cols))
         brisk_json_fail(r, "mesh", "the mesh (%lldx%lld) must not be finer than the grid (%lldx%lld)",
                         (long long)g->mesh_rows, (long long)g->mesh_cols, (long long)g->grid_rows, (long long)g->grid_cols);
-    int64_t nm = g->mesh_rows * g->mesh_cols, cap = nm < 64 ? nm : 64;
+    if (g->icosahedral && g->grid_rows * g->grid_cols < nm)
+        brisk_json_fail(r, "icosahedral", "the mesh (%lld nodes) must not be finer than the grid (%lldx%lld)",
+                        (long long)nm, (long long)g->grid_rows, (long long)g->grid_cols);
     brisk_json_int_or(r, "k", 4, 1, (int)cap, &g->k);
     brisk_json_int_or(r, "neighbours", nm > 8 ? 8 : (int)(nm - 1), 1, (int)(cap - (nm <= 64)), &g->neighbours);
     if (nm < 2) brisk_json_fail(r, "mesh", "expected at least 2 mesh nodes");
@@ -136,6 +144,9 @@ static void read_meshgnn(brisk_json_reader *r, brisk_model_spec *m) {
         read_range(r, "lon", BRISK_IN(-360.0, 720.0), &g->lon0, &g->lon1);
         if (g->lon1 - g->lon0 > 360) brisk_json_fail(r, "lon", "expected a span of at most 360 degrees");
     }
+    if (g->icosahedral && (g->metric != BRISK_GNN_SPHERE || g->lat0 != -90 || g->lat1 != 90 || g->lon1 - g->lon0 != 360))
+        brisk_json_fail(r, "icosahedral", "an icosahedral mesh needs \"metric\": \"sphere\" over the globe "
+                        "(\"lat\": [-90, 90], a \"lon\" span of 360)");
 }
 
 /* resnet: depth, keypoints K, channels, size [width, height], visibility; WORKLOADS.md's

@@ -1,6 +1,7 @@
 /* NetCDF weather data in the trainer (data.netcdf): the dataset, its chronological split
  * and normalisation (kept in checkpoints), and the model's grid taken from the file. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +25,11 @@ brisk_status brisk_weather_fit_model(brisk_model_spec *m, const brisk_weather *w
                             w->nstatics, w->inputs > w->history * w->channels + w->nstatics ? " + 2 time features" : "",
                             w->channels);
     g->grid_rows = w->nlat, g->grid_cols = w->nlon; /* the graph is the file's grid */
+    /* cached beside the data: a run over the same domain skips the nearest-node search */
+    const char *slash = strrchr(file, '/');
+    if (!slash) snprintf(g->cache_dir, sizeof g->cache_dir, ".");
+    else if ((size_t)(slash - file) < sizeof g->cache_dir)
+        snprintf(g->cache_dir, sizeof g->cache_dir, "%.*s", (int)(slash - file), file);
     if (g->metric == BRISK_GNN_SPHERE && w->nlat > 1 && w->nlon > 1) {
         double dlat = w->lat[1] - w->lat[0], dlon = w->lon[1] - w->lon[0];
         g->lat0 = w->lat[0], g->lat1 = fmin(90.0, w->lat[0] + (double)w->nlat * dlat);

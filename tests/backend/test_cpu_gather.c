@@ -83,8 +83,8 @@ static void test_scatter_add(void) {
     tg_free(&t);
 }
 
-/* SEGMENT_SUM over sorted indices with empty and long segments: bit-equal for 1 and 2
- * threads and to SCATTER_ADD (the same additions in the same order), against float64;
+/* SEGMENT_SUM over sorted indices with empty and long segments: bit-equal for 1 to 4
+ * threads, across runs, and to SCATTER_ADD (the same additions in the same order), against float64;
  * unsorted indices are an error naming the position. */
 static void test_segment_sum(void) {
     const int64_t V = 300, D = 64, I = 2400;
@@ -106,10 +106,13 @@ static void test_segment_sum(void) {
     REQUIRE_OK(tg_run(be1, &t, o, err), err);
     float *first = malloc(V * D * 4);
     memcpy(first, tg_f(&t, o), V * D * 4);
-    REQUIRE_OK(tg_run(be2, &t, o, err), err);
-    CHECK(memcmp(first, tg_f(&t, o), V * D * 4) == 0);
-    REQUIRE_OK(tg_run(be2, &t, o, err), err);
-    CHECK(memcmp(first, tg_f(&t, o), V * D * 4) == 0);
+    for (int threads = 2; threads <= 4; threads++) /* twice each: across runs too */
+        for (int rep = 0; rep < 2; rep++) {
+            brisk_backend *be = threads == 2 ? be2 : brisk_backend_cpu_new(threads);
+            REQUIRE_OK(tg_run(be, &t, o, err), err);
+            CHECKF(memcmp(first, tg_f(&t, o), V * D * 4) == 0, "%d threads, run %d", threads, rep + 1);
+            if (be != be2) be->destroy(be);
+        }
     REQUIRE_OK(tg_run(be2, &t, sc, err), err);
     CHECK(memcmp(first, tg_f(&t, sc), V * D * 4) == 0);
     double *ref = calloc(V * D, sizeof(double));

@@ -49,6 +49,16 @@ static brisk_status transformer(brisk_graph *g, brisk_model_io *io, int norm_fir
 static brisk_status transformer_pre(brisk_graph *g, brisk_model_io *io, brisk_error *e) { return transformer(g, io, 1, e); }
 static brisk_status transformer_post(brisk_graph *g, brisk_model_io *io, brisk_error *e) { return transformer(g, io, 0, e); }
 
+/* A small meshgnn (issue 13): gathers of sender/receiver rows, the segment sums of the
+ * aggregations (atomic here, the backend not being deterministic) and their gradients. */
+static brisk_status meshgnn(brisk_graph *g, brisk_model_io *io, brisk_error *err) {
+    brisk_model_spec s = {.type = BRISK_MODEL_MESHGNN, .inputs = 6, .outputs = 3, .width = 32, .layers = 2};
+    s.mesh = (brisk_gnn_graph_spec){.grid_rows = 8, .grid_cols = 8, .mesh_rows = 4, .mesh_cols = 4, .k = 4,
+                                    .neighbours = 8};
+    brisk_status st = brisk_model_build(&s, 2, BRISK_BUILD_TRAIN, g, io, err);
+    return st ? st : brisk_backward(g, io->loss, err);
+}
+
 /* layernorm, softmax, log-softmax, slices, concat, transposes, a batched matmul, reductions
  * and broadcasting, differentiated end to end */
 static brisk_status mixed(brisk_graph *g, brisk_model_io *io, brisk_error *err) {
@@ -84,6 +94,7 @@ static const struct {
     {"diffusion denoiser", diffusion, 1},             {"layernorm/softmax/attention-like", mixed, 0},
     {"transformer pre-LN, dropout", transformer_pre, 1},
     {"transformer post-LN, causal, padding mask", transformer_post, 1},
+    {"meshgnn (gather, segment sums)", meshgnn, 0},
 };
 
 /* The run report's "epilogue fusion on (N GEMMs[ fused, M decomposed])". */

@@ -94,7 +94,27 @@ static void test_bad_config(void) {
     expect_error(MODEL ", \"metric\": \"torus\"", "model.metric");
     expect_error("\"type\": \"meshgnn\", \"grid\": [8, 8], \"mesh\": [4, 4], \"latent\": 0", "model.latent");
     expect_error(MODEL ", \"layerz\": 3", "layerz");
+    expect_error(MODEL ", \"recompute\": 3", "model.recompute");
+    expect_error(MODEL ", \"icosahedral\": 8", "model.icosahedral");
+    expect_error(MODEL ", \"icosahedral\": 0", "globe");
+    expect_error(MODEL ", \"icosahedral\": 0, \"metric\": \"sphere\", \"lat\": [-60, 90], \"lon\": [0, 360]", "globe");
+    expect_error(MODEL ", \"icosahedral\": 2, \"metric\": \"sphere\", \"lat\": [-90, 90], \"lon\": [0, 360]",
+                 "finer than the grid");
     expect_error("\"type\": \"meshgnn\", \"inputs\": 4, \"outputs\": 2, \"grid\": [16, 16], \"mesh\": [4, 4]", "'x'");
 }
 
-TEST_MAIN(T(test_learns), T(test_bad_config))
+/* model.icosahedral: a 12-node icosahedral mesh over an 8x8 global grid builds and trains
+ * (with model.recompute on). */
+static void test_icosahedral(void) {
+    setup();
+    char json[2048];
+    brisk_error err = {0};
+    snprintf(json, sizeof json, "{\"model\": {" MODEL ", \"icosahedral\": 0, \"metric\": \"sphere\", \"lat\": [-90, 90], "
+             "\"lon\": [-180, 180], \"recompute\": true}, \"data\": {\"train\": \"%s\"}, \"train\": {\"batch_size\": 8, \"max_steps\": 2, "
+             "\"out_dir\": \"%s/ico\"}}", data, dir);
+    brisk_run_summary s;
+    REQUIRE_OK(tu_train_json(json, NULL, 0, &s, NULL, NULL, &err), &err);
+    CHECK(s.params > 0);
+}
+
+TEST_MAIN(T(test_learns), T(test_bad_config), T(test_icosahedral))

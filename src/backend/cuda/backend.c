@@ -54,7 +54,10 @@ brisk_status cuda_check_errors(cuda_backend *cb, brisk_error *err) {
     if (e.code == CUK_ERR_LABEL)
         return brisk_errorf(err, BRISK_ERR_INVALID, "cross_entropy (node %d): label %lld at row %lld is outside the "
                             "valid range [0, %lld)", e.node, e.value, e.pos, e.limit);
-    return brisk_errorf(err, BRISK_ERR_INVALID, "gather/scatter_add (node %d): index %lld at position %lld is outside "
+    if (e.code == CUK_ERR_UNSORTED)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "segment_sum (node %d): index %lld at position %lld follows %lld "
+                            "(the indices must be sorted)", e.node, e.value, e.pos, e.limit);
+    return brisk_errorf(err, BRISK_ERR_INVALID, "gather/scatter_add/segment_sum (node %d): index %lld at position %lld is outside "
                         "the valid range [0, %lld)", e.node, e.value, e.pos, e.limit);
 }
 

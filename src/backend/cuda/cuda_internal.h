@@ -170,7 +170,7 @@ int cuda_supports_op(brisk_backend *be, const brisk_node *node, char *why, size_
 brisk_status cuda_matmul_args(const brisk_graph *g, int id, cuda_gemm_args *a, int *empty, brisk_error *err);
 /* NumPy broadcast of operands xs[k] to os as a collapsed strided view (v->s[k]). */
 void cuda_bcast_view(cuda_strides *v, const brisk_shape *os, const brisk_shape *const *xs, int nops);
-/* movement.c: CONCAT, SLICE, SLICE_GRAD, TRANSPOSE, EXPAND; GATHER, SCATTER_ADD, SINUSOIDAL(_GRAD) */
+/* movement.c: CONCAT, SLICE, SLICE_GRAD, TRANSPOSE, EXPAND; GATHER, SCATTER_ADD, SEGMENT_SUM, SINUSOIDAL(_GRAD) */
 brisk_status cuda_run_movement(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
                                brisk_error *err);
 brisk_status cuda_run_index(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,

@@ -36,8 +36,6 @@ static const char *missing_kernel(brisk_op op) {
     case BRISK_OP_CONV2D: case BRISK_OP_CONV2D_GRAD_X: case BRISK_OP_CONV2D_GRAD_W: case BRISK_OP_BATCHNORM:
     case BRISK_OP_BATCHNORM_GRAD_X: case BRISK_OP_BATCHNORM_GRAD_GB: case BRISK_OP_POOL2D: case BRISK_OP_POOL2D_GRAD:
         return "no CUDA kernel for the vision ops yet (cuDNN convolution is issue 12's part 3)";
-    case BRISK_OP_SEGMENT_SUM:
-        return "no CUDA kernel for the segment sum yet (issue 13)";
     default:
         return NULL;
     }
@@ -416,7 +414,8 @@ static brisk_status run_op(cuda_backend *cb, const brisk_graph *g, int id, const
         }
         return BRISK_OK;
     }
-    case BRISK_OP_GATHER: case BRISK_OP_SCATTER_ADD: case BRISK_OP_SINUSOIDAL: case BRISK_OP_SINUSOIDAL_GRAD:
+    case BRISK_OP_GATHER: case BRISK_OP_SCATTER_ADD: case BRISK_OP_SEGMENT_SUM: case BRISK_OP_SINUSOIDAL:
+    case BRISK_OP_SINUSOIDAL_GRAD:
         return cuda_run_index(cb, g, id, in, out, err);
     case BRISK_OP_LSTM: case BRISK_OP_LSTM_GRAD: case BRISK_OP_LSTM_GRAD_W:
         return cuda_run_lstm(cb, g, id, in, out, err);

@@ -33,7 +33,7 @@ typedef struct cuda_values {
 } cuda_values;
 
 /* The first error a kernel found (code 0: none). */
-enum { CUK_ERR_NONE = 0, CUK_ERR_LABEL = 1, CUK_ERR_INDEX = 2 };
+enum { CUK_ERR_NONE = 0, CUK_ERR_LABEL = 1, CUK_ERR_INDEX = 2, CUK_ERR_UNSORTED = 3 };
 typedef struct cuda_errors {
     int code;
     int node;               /* the graph node whose kernel found it */
@@ -160,6 +160,11 @@ cudaError_t cuk_gather(const void *table, const int32_t *idx, void *out, int64_t
  * ranges of output rows). */
 cudaError_t cuk_scatter_add(const float *dy, const int32_t *idx, float *out, int64_t nidx, int64_t v, int64_t d,
                             cuda_errors *e, int node, cudaStream_t s);
+/* ---- k_segment.cu: out [v, d] = the sum of the rows x[i] with idx[i] = r, for each r.
+ * sorted: idx non-decreasing, each output element summed in index order (deterministic, the
+ * CPU's bits); otherwise atomics in any order (also SCATTER_ADD's fast path). */
+cudaError_t cuk_segment_sum(const float *x, const int32_t *idx, float *out, int64_t nidx, int64_t v, int64_t d,
+                            int sorted, cuda_errors *e, int node, cudaStream_t s);
 /* t: f32 or i32 (t_i32); freq: half floats (computed on the host as the CPU does). */
 cudaError_t cuk_sinusoidal(const void *t, int t_i32, const float *freq, float *out, int64_t n, int64_t dim,
                            cudaStream_t s);

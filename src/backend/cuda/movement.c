@@ -1,6 +1,6 @@
 /* run_node's data-movement and index families: CONCAT, SLICE(_GRAD), TRANSPOSE, EXPAND
  * as strided views of one index space (collapsed on the host, copied by
- * cuk_strided_copy), and GATHER, SCATTER_ADD, SINUSOIDAL(_GRAD). Checks as the CPU's
+ * cuk_strided_copy), and GATHER, SCATTER_ADD, SEGMENT_SUM, SINUSOIDAL(_GRAD). Checks as the CPU's
  * shape.c and gather.c. */
 #include "backend/cuda/cuda_internal.h"
 
@@ -198,14 +198,22 @@ brisk_status cuda_run_index(cuda_backend *cb, const brisk_graph *g, int id, cons
                "gather");
         return BRISK_OK;
     }
+    const char *name = brisk_op_name(n->op);
     const brisk_shape *ts = &n->attr.shape2;
     if (ts->ndim < 1 || !brisk_shape_equal(ts, &n->shape))
-        return brisk_errorf(err, BRISK_ERR_SHAPE, "scatter_add: shape2 must be the output shape [V, ...]");
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: shape2 must be the output shape [V, ...]", name);
+    if (n->op == BRISK_OP_SEGMENT_SUM && ni->shape.ndim != 1)
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "segment_sum (node %d): idx must be [I]", id);
     int64_t V = ts->d[0], D = V ? numel(ts) / V : 0;
     if (numel(&IN_NODE(g, id, 0)->shape) != nidx * D)
-        return brisk_errorf(err, BRISK_ERR_SHAPE, "scatter_add: dy has %lld elements, expected %lld",
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: the rows have %lld elements, expected %lld", name,
                             (long long)numel(&IN_NODE(g, id, 0)->shape), (long long)(nidx * D));
-    LAUNCH(cuk_scatter_add(in[0], in[1], out, nidx, V, D, cb->errors, id, s), "scatter_add");
+    /* Under --deterministic both keep a fixed order of additions (the CPU's bits); otherwise
+     * both take the atomic kernel, whose order is the hardware's. */
+    if (cb->opt.deterministic && n->op == BRISK_OP_SCATTER_ADD)
+        LAUNCH(cuk_scatter_add(in[0], in[1], out, nidx, V, D, cb->errors, id, s), "scatter_add");
+    else
+        LAUNCH(cuk_segment_sum(in[0], in[1], out, nidx, V, D, cb->opt.deterministic, cb->errors, id, s), name);
     return BRISK_OK;
 }
 
