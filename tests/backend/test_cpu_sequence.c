@@ -244,6 +244,9 @@ static void test_attention(void) {
     attention_case(5, 33, 16, 2, 1, 0);  /* T past the GEMM tiles; 10 items on 2 threads */
     attention_case(4, 9, 8, 2, 0, 1);
     attention_case(2, 17, 20, 4, 1, 1);
+    /* T x T x dh past GEMM_PAR_MIN: the per-head GEMMs split into bands inside a worker's chunk,
+     * on that worker's own scratch (a 2-thread transformer at width 256 crashed there) */
+    attention_case(2, 64, 64, 2, 0, 0);
 }
 
 static void test_attention_bad(void) {

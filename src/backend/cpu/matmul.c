@@ -377,7 +377,10 @@ void cpu_sgemm(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t N, i
     if (nb == 1) {
         sgemm_band(trans_a, trans_b, 0, M, 0, N, K, A, lda, B, ldb, C, ldc, accumulate, scratch);
     } else {
-        gemm_job j = {trans_a, trans_b, accumulate, nb, 0, M, N, K, lda, ldb, ldc, A, B, C, scratch, per};
+        /* Without a pool the bands run here, in order, on the caller's one scratch: a caller inside
+         * a parallel chunk (attention) passes its own thread's slice, which indexing by worker id
+         * would overrun. */
+        gemm_job j = {trans_a, trans_b, accumulate, nb, 0, M, N, K, lda, ldb, ldc, A, B, C, scratch, pool ? per : 0};
         cpu_pool_run(pool, nb, 1, gemm_band_range, &j);
     }
     free(own);
