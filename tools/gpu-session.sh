@@ -8,7 +8,8 @@
 #
 # Stages (run in the order given, under one deadline; each builds what it needs first):
 #   build     configure + build build-gpu/ for sm_90, everything
-#   test      `brisk check --require-gpu`; every CUDA test (ctest -R cuda, one at a time); the
+#   test      `brisk check --require-gpu`; every CUDA test (ctest -R cuda, one at a time; the
+#             cuDNN convolution test also on its own summary line); the
 #             same again with every cuBLASLt epilogue refused (REFUSE_EPILOGUE below); then
 #             the CPU tests when 4 minutes are left and cputest is not asked for too
 #   cputest   every other test, pinned to the CPU (CUDA_VISIBLE_DEVICES=), all cores
@@ -262,6 +263,13 @@ stage_test() {
   fi
   if ! done_before test "CUDA tests (ctest -R $CUDA_TESTS)" && enough test "CUDA tests (ctest -R $CUDA_TESTS)" 60; then
     ctest_run test "CUDA tests (ctest -R $CUDA_TESTS)" "$work/logs/ctest-cuda.log" -- -R "$CUDA_TESTS" -j1
+    # the cuDNN convolutions (issue 12) on a line of their own: never run on a GPU before
+    local conv=$(grep -E 'Test +#[0-9]+: backend\.test_cuda_conv ' "$work/logs/ctest-cuda.log" | head -1 | tr -s ' ')
+    case $conv in
+      *Passed*) record PASS test "cuDNN convolution vs CPU (test_cuda_conv)" "${conv##* Passed }" ;;
+      "") record FAIL test "cuDNN convolution vs CPU (test_cuda_conv)" "not in ctest-cuda.log" ;;
+      *) record FAIL test "cuDNN convolution vs CPU (test_cuda_conv)" "$conv (ctest-cuda.log)" ;;
+    esac
   fi
   if ! done_before test "CUDA tests, $REFUSE_EPILOGUE" && enough test "CUDA tests, $REFUSE_EPILOGUE" 60; then
     ctest_run test "CUDA tests, $REFUSE_EPILOGUE" "$work/logs/ctest-cuda-refused.log" $REFUSE_EPILOGUE -- -R "$CUDA_TESTS" -j1

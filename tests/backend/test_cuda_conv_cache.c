@@ -1,8 +1,13 @@
 /* The cuDNN convolution algorithm cache file (src/backend/cuda/conv_algo_cache.h), in every
  * build and without a GPU: keys, the path beside the GEMM cache, a save/load round trip,
- * and malformed files refused whole with the file, the line and what was expected. */
+ * and malformed files refused whole with the file, the line and what was expected. In CUDA
+ * builds where cuDNN 9 is installed (no GPU needed), cuDNN accepts the descriptors the
+ * convolution plans set up, for each precision and window. */
 #include "backend/cuda/conv_algo_cache.h"
 #include "test.h"
+#if BRISK_HAVE_CUDA
+#include "backend/cuda/cudnn_conv.h"
+#endif
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,4 +148,25 @@ static void test_bad_files(void) {
     conv_cache_free(&c);
 }
 
-TEST_MAIN(T(test_path_beside_gemm_cache), T(test_keys), T(test_round_trip), T(test_bad_files))
+static void test_cudnn_on_host(void) {
+#if BRISK_HAVE_CUDA
+    const char *why = cuda_conv_missing();
+    if (why) {
+        printf("note: cuDNN descriptors not checked: %s\n", why);
+        return;
+    }
+    brisk_window wins[4] = {brisk_window_2d(3, 1, 1), brisk_window_2d(3, 2, 1), brisk_window_2d(1, 1, 0),
+                            brisk_window_2d(7, 2, 3)};
+    wins[1].groups = 4;
+    wins[2].dh = wins[2].dw = 2;
+    brisk_gemm_precision precs[3] = {BRISK_GEMM_FP32, BRISK_GEMM_TF32, BRISK_GEMM_BF16};
+    for (int p = 0; p < 3; p++)
+        for (int i = 0; i < 4; i++) {
+            brisk_error err = {0};
+            CHECKF(cuda_conv_check_descs(precs[p], 2, 8, 17, 15, 16, wins[i], &err) == BRISK_OK, "window %d: %s", i,
+                   err.msg);
+        }
+#endif
+}
+
+TEST_MAIN(T(test_path_beside_gemm_cache), T(test_keys), T(test_round_trip), T(test_bad_files), T(test_cudnn_on_host))

@@ -25,6 +25,8 @@
     X(cudnnFindConvolutionForwardAlgorithmEx) X(cudnnFindConvolutionBackwardDataAlgorithmEx)             \
     X(cudnnFindConvolutionBackwardFilterAlgorithmEx) X(cudnnGetConvolutionForwardAlgorithm_v7)           \
     X(cudnnGetConvolutionBackwardDataAlgorithm_v7) X(cudnnGetConvolutionBackwardFilterAlgorithm_v7)      \
+    X(cudnnGetConvolutionForwardWorkspaceSize) X(cudnnGetConvolutionBackwardDataWorkspaceSize)             \
+    X(cudnnGetConvolutionBackwardFilterWorkspaceSize)                                                    \
     X(cudnnConvolutionForward) X(cudnnConvolutionBackwardData) X(cudnnConvolutionBackwardFilter)
 
 /* Written once under pthread_once (cuda_dnn_missing), read-only afterwards. */
