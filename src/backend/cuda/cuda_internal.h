@@ -16,6 +16,7 @@
  *   cudnn_rnn.c LSTM, LSTM_GRAD, LSTM_GRAD_W through cuDNN's RNN API (loaded at run time)
  *   cudnn_conv.c CONV2D and its gradients through cuDNN (algorithm cache: conv_algo_cache.c)
  *   cudnn_load.c loads cuDNN once per process for both
+ *   vision.c    POOL2D and BATCHNORM with their gradients (k_pool.cu, k_batchnorm.cu)
  *   k_*.cu      kernels (kernels.h)
  *
  * Every CUDA/cuBLASLt call is checked; an error names the call and what it was for. No
@@ -275,6 +276,12 @@ brisk_status cuda_run_lstm(cuda_backend *cb, const brisk_graph *g, int id, const
 brisk_status cuda_rnn_prepare(cuda_backend *cb, const brisk_graph *g, brisk_error *err);
 void cuda_rnn_forget(cuda_backend *cb); /* after the compute stream is idle */
 void cuda_rnn_free(cuda_backend *cb);
+
+/* ---- vision.c: pooling and batch norm (k_pool.cu, k_batchnorm.cu) */
+brisk_status cuda_run_pool(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                           brisk_error *err);
+brisk_status cuda_run_batchnorm(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                                const brisk_step_state *st, brisk_error *err);
 
 /* ---- cudnn_conv.c (and cudnn_conv.h) */
 brisk_status cuda_run_conv(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,

@@ -33,9 +33,6 @@ static int64_t last_dim(const brisk_shape *s) { return s->ndim ? s->d[s->ndim - 
  * kernel deletes its line here and adds its case to run_op. */
 static const char *missing_kernel(brisk_op op) {
     switch (op) {
-    case BRISK_OP_BATCHNORM: case BRISK_OP_BATCHNORM_GRAD_X: case BRISK_OP_BATCHNORM_GRAD_GB: case BRISK_OP_POOL2D:
-    case BRISK_OP_POOL2D_GRAD:
-        return "no CUDA kernel for batch norm and pooling yet (issue 12's part 3)";
     case BRISK_OP_SEGMENT_SUM:
         return "no CUDA kernel for the segment sum yet (issue 13)";
     default:
@@ -424,6 +421,9 @@ static brisk_status run_op(cuda_backend *cb, const brisk_graph *g, int id, const
         return cuda_run_lstm(cb, g, id, in, out, err);
     case BRISK_OP_CONV2D: case BRISK_OP_CONV2D_GRAD_X: case BRISK_OP_CONV2D_GRAD_W:
         return cuda_run_conv(cb, g, id, in, out, err);
+    case BRISK_OP_POOL2D: case BRISK_OP_POOL2D_GRAD: return cuda_run_pool(cb, g, id, in, out, err);
+    case BRISK_OP_BATCHNORM: case BRISK_OP_BATCHNORM_GRAD_GB: case BRISK_OP_BATCHNORM_GRAD_X:
+        return cuda_run_batchnorm(cb, g, id, in, out, st, err);
     case BRISK_OP_ATTENTION: case BRISK_OP_ATTENTION_GRAD: return cuda_run_attention(cb, g, id, in, out, err);
     case BRISK_OP_GRAD_ACCUM:
         if (numel(&IN_NODE(g, id, 0)->shape) != len)
