@@ -10,7 +10,8 @@
 #   build     configure + build build-gpu/ for sm_90, everything
 #   test      `brisk check --require-gpu`; every CUDA test (ctest -R cuda, one at a time, among
 #             them dist.test_cuda_dist_alone: world size 1 issues no collective and trains bit
-#             for bit as without a group, printing both ms/step: the all-reduce overhead); the
+#             for bit as without a group, printing both ms/step: the all-reduce overhead; the
+#             convolution, pooling and batch norm tests also on summary lines of their own); the
 #             same again with every cuBLASLt epilogue refused (REFUSE_EPILOGUE below); then
 #             the CPU tests when 4 minutes are left and cputest is not asked for too
 #   cputest   every other test, pinned to the CPU (CUDA_VISIBLE_DEVICES=), all cores
@@ -270,6 +271,16 @@ stage_test() {
   fi
   if ! done_before test "CUDA tests (ctest -R $CUDA_TESTS)" && enough test "CUDA tests (ctest -R $CUDA_TESTS)" 60; then
     ctest_run test "CUDA tests (ctest -R $CUDA_TESTS)" "$work/logs/ctest-cuda.log" -- -R "$CUDA_TESTS" -j1
+    # the vision kernels (issue 12) on lines of their own: never run on a GPU before
+    local t line
+    for t in "test_cuda_conv:cuDNN convolution" "test_cuda_vision:pooling and batch norm"; do
+      line=$(grep -E "Test +#[0-9]+: backend\.${t%%:*} " "$work/logs/ctest-cuda.log" | head -1 | tr -s ' ')
+      case $line in
+        *Passed*) record PASS test "${t#*:} vs CPU (${t%%:*})" "${line##* Passed }" ;;
+        "") record FAIL test "${t#*:} vs CPU (${t%%:*})" "not in ctest-cuda.log" ;;
+        *) record FAIL test "${t#*:} vs CPU (${t%%:*})" "$line (ctest-cuda.log)" ;;
+      esac
+    done
   fi
   if ! done_before test "CUDA tests, $REFUSE_EPILOGUE" && enough test "CUDA tests, $REFUSE_EPILOGUE" 60; then
     ctest_run test "CUDA tests, $REFUSE_EPILOGUE" "$work/logs/ctest-cuda-refused.log" $REFUSE_EPILOGUE -- -R "$CUDA_TESTS" -j1

@@ -135,8 +135,9 @@ static void test_cuda_capability_answers(void) {
         int yes = brisk_cuda_op_supported(&n, why, sizeof why);
         CHECKF(yes || why[0], "%s: no without a reason", brisk_op_name(n.op));
         if (!info.built) CHECK(!yes && strstr(why, "without CUDA"));
-        int rnn = op == BRISK_OP_LSTM || op == BRISK_OP_LSTM_GRAD || op == BRISK_OP_LSTM_GRAD_W;
-        if (info.built && rnn) CHECKF(yes || strstr(why, "cuDNN"), "%s: %s", brisk_op_name(n.op), why);
+        int dnn = op == BRISK_OP_LSTM || op == BRISK_OP_LSTM_GRAD || op == BRISK_OP_LSTM_GRAD_W ||
+                  op == BRISK_OP_CONV2D || op == BRISK_OP_CONV2D_GRAD_X || op == BRISK_OP_CONV2D_GRAD_W;
+        if (info.built && dnn) CHECKF(yes || strstr(why, "cuDNN"), "%s: %s", brisk_op_name(n.op), why);
     }
     n.op = BRISK_OP_MATMUL;
     n.dtype = BRISK_F32;

@@ -156,6 +156,7 @@ static void cu_destroy(brisk_backend *be) {
         cuda_comm_free(cb);
         cuda_prep_free(cb->prep);
         cuda_rnn_free(cb);
+        cuda_conv_free(cb); /* before cuda_cache_free: it reads the GEMM cache's path */
         cuda_step_free(cb);
         cuda_gemm_free_plans(cb);
         cuda_cache_save(cb);

@@ -14,6 +14,9 @@
  *   step.c      per-step values, CUDA graphs, input staging, the loss log, the optimizer
  *   info.c      probe, measured rates, NVML (loaded at run time), describe, stats
  *   cudnn_rnn.c LSTM, LSTM_GRAD, LSTM_GRAD_W through cuDNN's RNN API (loaded at run time)
+ *   cudnn_conv.c CONV2D and its gradients through cuDNN (algorithm cache: conv_algo_cache.c)
+ *   cudnn_load.c loads cuDNN once per process for both
+ *   vision.c    POOL2D and BATCHNORM with their gradients (k_pool.cu, k_batchnorm.cu)
  *   k_*.cu      kernels (kernels.h)
  *
  * Every CUDA/cuBLASLt call is checked; an error names the call and what it was for. No
@@ -25,6 +28,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include "backend/cuda/cudnn_conv.h"
 #include "backend/cuda/cudnn_rnn.h"
 #include "backend/cuda/kernels.h"
 #include "brisk/cuda.h"
@@ -142,6 +146,8 @@ typedef struct cuda_backend {
     int (*nvml_mem)(void *dev, void *mem);
     /* cuDNN's handle and the per-LSTM-node plans (cudnn_rnn.c) */
     struct cuda_rnn *rnn;
+    /* cuDNN's handle, the per-conv-node plans and the algorithm cache (cudnn_conv.c) */
+    struct cuda_conv *conv;
 } cuda_backend;
 
 /* The runtime's current device is per host thread, and any thread may call in (the
@@ -272,6 +278,19 @@ brisk_status cuda_run_lstm(cuda_backend *cb, const brisk_graph *g, int id, const
 brisk_status cuda_rnn_prepare(cuda_backend *cb, const brisk_graph *g, brisk_error *err);
 void cuda_rnn_forget(cuda_backend *cb); /* after the compute stream is idle */
 void cuda_rnn_free(cuda_backend *cb);
+
+/* ---- vision.c: pooling and batch norm (k_pool.cu, k_batchnorm.cu) */
+brisk_status cuda_run_pool(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                           brisk_error *err);
+brisk_status cuda_run_batchnorm(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                                const brisk_step_state *st, brisk_error *err);
+
+/* ---- cudnn_conv.c (and cudnn_conv.h) */
+brisk_status cuda_run_conv(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                           brisk_error *err);
+brisk_status cuda_conv_prepare(cuda_backend *cb, const brisk_graph *g, brisk_error *err);
+void cuda_conv_forget(cuda_backend *cb); /* after the compute stream is idle */
+void cuda_conv_free(cuda_backend *cb);   /* saves the algorithm cache */
 
 /* ---- info.c */
 void cuda_info_install(brisk_backend *be);

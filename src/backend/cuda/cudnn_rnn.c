@@ -111,74 +111,23 @@ static brisk_status run_grad_w(cuda_backend *cb, int id, const int64_t d[3], con
 
 #if BRISK_HAVE_CUDNN_H
 
-#include <cudnn.h>
-#include <dlfcn.h>
+#include "backend/cuda/cudnn_load.h"
+
 #include <pthread.h>
 
-/* ---------------------------------------------------------------- cuDNN, loaded once */
+/* ---------------------------------------------------------------- cuDNN (cudnn_load.c) */
 
-#define CUDNN_FNS(X)                                                                                     \
-    X(cudnnGetVersion) X(cudnnGetErrorString) X(cudnnAdvVersionCheck) X(cudnnCreate) X(cudnnDestroy)     \
-    X(cudnnSetStream) X(cudnnCreateRNNDescriptor) X(cudnnDestroyRNNDescriptor) X(cudnnSetRNNDescriptor_v8) \
-    X(cudnnCreateRNNDataDescriptor) X(cudnnDestroyRNNDataDescriptor) X(cudnnSetRNNDataDescriptor)        \
-    X(cudnnCreateTensorDescriptor) X(cudnnDestroyTensorDescriptor) X(cudnnSetTensorNdDescriptor)         \
-    X(cudnnGetTensorNdDescriptor) X(cudnnCreateDropoutDescriptor) X(cudnnDestroyDropoutDescriptor)       \
-    X(cudnnSetDropoutDescriptor) X(cudnnGetRNNWeightSpaceSize) X(cudnnGetRNNTempSpaceSizes)               \
-    X(cudnnGetRNNWeightParams) X(cudnnRNNForward) X(cudnnRNNBackwardData_v8)
-
-/* Written once under pthread_once, read-only afterwards. */
-static struct {
-#define DNN_FIELD(f) __typeof__(&f) f;
-    CUDNN_FNS(DNN_FIELD)
-#undef DNN_FIELD
-    int loaded;
-    char missing[256];
-} dnn;
-static pthread_once_t dnn_once = PTHREAD_ONCE_INIT;
-
-static void dnn_load(void) {
-    void *h = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *e = dlerror();
-        snprintf(dnn.missing, sizeof dnn.missing, "LSTM on CUDA needs cuDNN 9 (libcudnn.so.9 not found: %s)",
-                 e ? e : "dlopen failed");
-        return;
-    }
-#define DNN_LOAD(f)                                                                                       \
-    if (!(dnn.f = (__typeof__(dnn.f))dlsym(h, #f))) {                                                     \
-        snprintf(dnn.missing, sizeof dnn.missing, "LSTM on CUDA needs cuDNN 9 (libcudnn.so.9 lacks %s)", #f); \
-        dlclose(h);                                                                                       \
-        return;                                                                                           \
-    }
-    CUDNN_FNS(DNN_LOAD)
-#undef DNN_LOAD
-    size_t v = dnn.cudnnGetVersion();
-    if (v < 90000) {
-        snprintf(dnn.missing, sizeof dnn.missing, "LSTM on CUDA needs cuDNN 9 (libcudnn.so.9 reports version %zu)", v);
-        dlclose(h);
-        return;
-    }
-    /* loads the RNN sub-library (libcudnn_adv) now rather than at the first step */
-    cudnnStatus_t s = dnn.cudnnAdvVersionCheck();
-    if (s != CUDNN_STATUS_SUCCESS) {
-        snprintf(dnn.missing, sizeof dnn.missing, "LSTM on CUDA needs cuDNN 9's RNN library (libcudnn_adv.so.9): %s",
-                 dnn.cudnnGetErrorString(s));
-        dlclose(h);
-        return;
-    }
-    dnn.loaded = 1; /* never closed: the entry points live as long as the process */
+static char rnn_missing[300];
+static pthread_once_t rnn_once = PTHREAD_ONCE_INIT;
+static void rnn_why(void) {
+    const char *m = cuda_dnn_missing(CUDA_DNN_RNN);
+    if (m) snprintf(rnn_missing, sizeof rnn_missing, "LSTM on CUDA needs %s", m);
 }
 
 const char *cuda_rnn_missing(void) {
-    pthread_once(&dnn_once, dnn_load);
-    return dnn.loaded ? NULL : dnn.missing;
+    pthread_once(&rnn_once, rnn_why);
+    return rnn_missing[0] ? rnn_missing : NULL;
 }
-
-static brisk_status dnn_fail(brisk_error *err, cudnnStatus_t s, const char *call, const char *what) {
-    return brisk_errorf(err, s == CUDNN_STATUS_ALLOC_FAILED ? BRISK_ERR_NOMEM : BRISK_ERR_INTERNAL,
-                        "cuda: %s failed: %s (%s)", call, dnn.cudnnGetErrorString(s), what);
-}
-#define DNN(call, what) do { cudnnStatus_t s_ = (dnn.call); if (s_ != CUDNN_STATUS_SUCCESS) return dnn_fail(err, s_, #call, (what)); } while (0)
 
 /* ---------------------------------------------------------------- plans */
 
@@ -211,11 +160,11 @@ struct cuda_rnn {
 };
 
 static void descs_free(lstm_plan *p) {
-    if (p->rnn) dnn.cudnnDestroyRNNDescriptor(p->rnn);
-    if (p->xd) dnn.cudnnDestroyRNNDataDescriptor(p->xd);
-    if (p->yd) dnn.cudnnDestroyRNNDataDescriptor(p->yd);
-    if (p->hd) dnn.cudnnDestroyTensorDescriptor(p->hd);
-    if (p->drop) dnn.cudnnDestroyDropoutDescriptor(p->drop);
+    if (p->rnn) cuda_dnn.cudnnDestroyRNNDescriptor(p->rnn);
+    if (p->xd) cuda_dnn.cudnnDestroyRNNDataDescriptor(p->xd);
+    if (p->yd) cuda_dnn.cudnnDestroyRNNDataDescriptor(p->yd);
+    if (p->hd) cuda_dnn.cudnnDestroyTensorDescriptor(p->hd);
+    if (p->drop) cuda_dnn.cudnnDestroyDropoutDescriptor(p->drop);
     p->rnn = NULL, p->xd = p->yd = NULL, p->hd = NULL, p->drop = NULL;
 }
 
@@ -243,15 +192,15 @@ static brisk_status param_at(cudnnHandle_t h, lstm_plan *p, int lin, int bias, i
     void *ma = NULL, *ba = NULL;
     brisk_status st = BRISK_OK;
     cudnnStatus_t s;
-    if ((s = dnn.cudnnCreateTensorDescriptor(&md)) || (s = dnn.cudnnCreateTensorDescriptor(&bd)) ||
-        (s = dnn.cudnnGetRNNWeightParams(h, p->rnn, 0, p->wbytes, p->wspace, lin, md, &ma, bd, &ba))) {
-        st = dnn_fail(err, s, "cudnnGetRNNWeightParams", what);
+    if ((s = cuda_dnn.cudnnCreateTensorDescriptor(&md)) || (s = cuda_dnn.cudnnCreateTensorDescriptor(&bd)) ||
+        (s = cuda_dnn.cudnnGetRNNWeightParams(h, p->rnn, 0, p->wbytes, p->wspace, lin, md, &ma, bd, &ba))) {
+        st = cuda_dnn_fail(err, s, "cudnnGetRNNWeightParams", what);
         goto out;
     }
     cudnnDataType_t dt;
     int nd = 0, dims[8] = {0}, strides[8] = {0};
-    if ((s = dnn.cudnnGetTensorNdDescriptor(bias ? bd : md, 8, &dt, &nd, dims, strides))) {
-        st = dnn_fail(err, s, "cudnnGetTensorNdDescriptor", what);
+    if ((s = cuda_dnn.cudnnGetTensorNdDescriptor(bias ? bd : md, 8, &dt, &nd, dims, strides))) {
+        st = cuda_dnn_fail(err, s, "cudnnGetTensorNdDescriptor", what);
         goto out;
     }
     int64_t numel = 1;
@@ -273,8 +222,8 @@ static brisk_status param_at(cudnnHandle_t h, lstm_plan *p, int lin, int bias, i
     }
     *at = off / (ptrdiff_t)sizeof(float);
 out:
-    if (md) dnn.cudnnDestroyTensorDescriptor(md);
-    if (bd) dnn.cudnnDestroyTensorDescriptor(bd);
+    if (md) cuda_dnn.cudnnDestroyTensorDescriptor(md);
+    if (bd) cuda_dnn.cudnnDestroyTensorDescriptor(bd);
     return st;
 }
 
@@ -329,13 +278,13 @@ static brisk_status plan_descs(lstm_plan *p, const char *what, brisk_error *err)
     if (!lens) return brisk_errorf(err, BRISK_ERR_NOMEM, "cuda: out of memory (%s)", what);
     for (int64_t b = 0; b < B; b++) lens[b] = (int)T;
     cudnnStatus_t s;
-    if ((s = dnn.cudnnCreateRNNDataDescriptor(&p->xd)) || (s = dnn.cudnnCreateRNNDataDescriptor(&p->yd)) ||
-        (s = dnn.cudnnSetRNNDataDescriptor(p->xd, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, (int)T,
+    if ((s = cuda_dnn.cudnnCreateRNNDataDescriptor(&p->xd)) || (s = cuda_dnn.cudnnCreateRNNDataDescriptor(&p->yd)) ||
+        (s = cuda_dnn.cudnnSetRNNDataDescriptor(p->xd, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, (int)T,
                                            (int)B, (int)(4 * H), lens, NULL)) ||
-        (s = dnn.cudnnSetRNNDataDescriptor(p->yd, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, (int)T,
+        (s = cuda_dnn.cudnnSetRNNDataDescriptor(p->yd, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED, (int)T,
                                            (int)B, (int)H, lens, NULL))) {
         free(lens);
-        return dnn_fail(err, s, "cudnnSetRNNDataDescriptor", what);
+        return cuda_dnn_fail(err, s, "cudnnSetRNNDataDescriptor", what);
     }
     free(lens);
     /* initial and final states: none (zeros in, not read out), but cuDNN checks their shape */
@@ -425,14 +374,14 @@ static brisk_status plan_get(cuda_backend *cb, const brisk_graph *g, int node, l
                             "executor was not prepared)", node);
     if (!r->handle) {
         CU(cudaSetDevice(cb->opt.device), "selecting the device for cuDNN");
-        cudnnStatus_t s = dnn.cudnnCreate(&r->handle);
-        if (s == CUDNN_STATUS_SUCCESS && (s = dnn.cudnnSetStream(r->handle, cb->compute)) != CUDNN_STATUS_SUCCESS) {
-            dnn.cudnnDestroy(r->handle);
+        cudnnStatus_t s = cuda_dnn.cudnnCreate(&r->handle);
+        if (s == CUDNN_STATUS_SUCCESS && (s = cuda_dnn.cudnnSetStream(r->handle, cb->compute)) != CUDNN_STATUS_SUCCESS) {
+            cuda_dnn.cudnnDestroy(r->handle);
             r->handle = NULL;
         }
         if (s != CUDNN_STATUS_SUCCESS) {
             r->handle = NULL;
-            return dnn_fail(err, s, "cudnnCreate", "the LSTM's cuDNN handle");
+            return cuda_dnn_fail(err, s, "cudnnCreate", "the LSTM's cuDNN handle");
         }
     }
     if (p) {
@@ -479,7 +428,7 @@ void cuda_rnn_free(cuda_backend *cb) {
     if (!cb->rnn) return;
     cuda_rnn_forget(cb);
     free(cb->rnn->plans);
-    if (cb->rnn->handle) dnn.cudnnDestroy(cb->rnn->handle);
+    if (cb->rnn->handle) cuda_dnn.cudnnDestroy(cb->rnn->handle);
     free(cb->rnn);
     cb->rnn = NULL;
 }

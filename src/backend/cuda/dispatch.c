@@ -33,9 +33,6 @@ static int64_t last_dim(const brisk_shape *s) { return s->ndim ? s->d[s->ndim - 
  * kernel deletes its line here and adds its case to run_op. */
 static const char *missing_kernel(brisk_op op) {
     switch (op) {
-    case BRISK_OP_CONV2D: case BRISK_OP_CONV2D_GRAD_X: case BRISK_OP_CONV2D_GRAD_W: case BRISK_OP_BATCHNORM:
-    case BRISK_OP_BATCHNORM_GRAD_X: case BRISK_OP_BATCHNORM_GRAD_GB: case BRISK_OP_POOL2D: case BRISK_OP_POOL2D_GRAD:
-        return "no CUDA kernel for the vision ops yet (cuDNN convolution is issue 12's part 3)";
     default:
         return NULL;
     }
@@ -52,6 +49,8 @@ int brisk_cuda_op_supported(const brisk_node *node, char *why, size_t why_size) 
     const char *missing = missing_kernel(node->op);
     int rnn = node->op == BRISK_OP_LSTM || node->op == BRISK_OP_LSTM_GRAD || node->op == BRISK_OP_LSTM_GRAD_W;
     if (!missing && rnn) missing = cuda_rnn_missing(); /* cudnn_rnn.c: NULL when cuDNN loads */
+    int conv = node->op == BRISK_OP_CONV2D || node->op == BRISK_OP_CONV2D_GRAD_X || node->op == BRISK_OP_CONV2D_GRAD_W;
+    if (!missing && conv) missing = cuda_conv_missing(); /* cudnn_conv.c */
     int attn = node->op == BRISK_OP_ATTENTION || node->op == BRISK_OP_ATTENTION_GRAD;
     if (!missing && attn && !cuda_attention_supported(node))
         missing = "the fused attention kernel takes heads of dimension up to 128 (attention.c)";
@@ -419,6 +418,11 @@ static brisk_status run_op(cuda_backend *cb, const brisk_graph *g, int id, const
         return cuda_run_index(cb, g, id, in, out, err);
     case BRISK_OP_LSTM: case BRISK_OP_LSTM_GRAD: case BRISK_OP_LSTM_GRAD_W:
         return cuda_run_lstm(cb, g, id, in, out, err);
+    case BRISK_OP_CONV2D: case BRISK_OP_CONV2D_GRAD_X: case BRISK_OP_CONV2D_GRAD_W:
+        return cuda_run_conv(cb, g, id, in, out, err);
+    case BRISK_OP_POOL2D: case BRISK_OP_POOL2D_GRAD: return cuda_run_pool(cb, g, id, in, out, err);
+    case BRISK_OP_BATCHNORM: case BRISK_OP_BATCHNORM_GRAD_GB: case BRISK_OP_BATCHNORM_GRAD_X:
+        return cuda_run_batchnorm(cb, g, id, in, out, st, err);
     case BRISK_OP_ATTENTION: case BRISK_OP_ATTENTION_GRAD: return cuda_run_attention(cb, g, id, in, out, err);
     case BRISK_OP_GRAD_ACCUM:
         if (numel(&IN_NODE(g, id, 0)->shape) != len)

@@ -406,6 +406,7 @@ void cuda_forget(brisk_backend *be, const brisk_exec *ex) {
     cudaStreamSynchronize(cb->compute);
     cuda_programs_clear(cb); /* captured programs point into this executor's buffers */
     cuda_rnn_forget(cb);
+    cuda_conv_forget(cb);
     cuda_prep_free(cb->prep);
     cb->prep = NULL;
     cb->inputs = NULL;
@@ -512,6 +513,7 @@ brisk_status cuda_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *
                   "kernels): refused by %s", refused, p->n_fusions, BRISK_CUDA_REFUSE_ENV);
     if (p->in_type && (st = plan_lp(cb, ex, p, err))) goto fail;
     if ((st = cuda_rnn_prepare(cb, g, err))) goto fail;
+    if ((st = cuda_conv_prepare(cb, g, err))) goto fail;
     void *scratch;
     if ((st = cuda_scratch(cb, scratch_need(g, ex->plan), &scratch, err))) goto fail;
     cb->prep = p;

@@ -1,0 +1,217 @@
+/* CONV2D, CONV2D_GRAD_X and CONV2D_GRAD_W on the CUDA backend (cuDNN,
+ * src/backend/cuda/cudnn_conv.c) against the CPU backend on the same random inputs:
+ *   - the three ops on shapes with stride, padding, dilation, groups (depthwise too), a 1x1
+ *     and a ResNet stem-like 7x7 stride 2, per precision (fp32: FMA math, tf32 and bf16:
+ *     cuDNN's default math on fp32 data);
+ *   - a captured CUDA graph replays to the eager run's bits; deterministic mode gives the
+ *     same bits twice;
+ *   - benchmark mode: a first backend times the algorithms and writes the cache file beside
+ *     the GEMM cache, a second one reads it back (the file parses, with entries).
+ * Tolerances (relative norm): fp32 1e-5; TF32 1e-2 (10-bit mantissas over sums of up to
+ * C kh kw products). Skips without a GPU and without cuDNN 9. */
+#include "backend/cuda_test_util.h"
+#include "ops/ops_internal.h" /* brisk_bw_conv2d: the gradient nodes autodiff builds */
+#if BRISK_HAVE_CUDA
+#include "backend/cuda/conv_algo_cache.h"
+#include "backend/cuda/cudnn_conv.h"
+#endif
+
+#include <unistd.h>
+
+/* A scalar that needs every node in ids (-1: none), so the schedule runs them all and
+ * keeps them for reading. */
+static int need_all(brisk_graph *g, const int *ids, int n) {
+    int acc = -1;
+    for (int i = 0; i < n; i++) {
+        if (ids[i] < 0) continue;
+        g->nodes[ids[i]].keep = 1;
+        int64_t len = brisk_shape_numel(&g->nodes[ids[i]].shape);
+        int s = brisk_sum(g, brisk_reshape(g, ids[i], brisk_shape1(len)), 1, 0);
+        acc = acc < 0 ? s : brisk_add(g, acc, s);
+    }
+    return acc;
+}
+
+typedef struct conv_graph {
+    brisk_graph *g;
+    int y, dx, dw;
+} conv_graph;
+
+static conv_graph conv_build(int64_t n, int64_t c, int64_t h, int64_t w, int64_t co, int k, brisk_window win) {
+    conv_graph o = {brisk_graph_new(), -1, -1, -1};
+    brisk_graph *g = o.g;
+    int x = ct_input(g, BRISK_F32, brisk_shape4(n, c, h, w), -1.0f, 1.0f);
+    float b = 1.0f / sqrtf((float)(c / win.groups * k * k));
+    int wt = ct_input(g, BRISK_F32, brisk_shape4(co, c / win.groups, k, k), -b, b);
+    o.y = brisk_conv2d(g, x, wt, win);
+    if (o.y < 0) return o;
+    const brisk_shape *ys = &g->nodes[o.y].shape;
+    int dy = ct_input(g, BRISK_F32, brisk_shape4(ys->d[0], ys->d[1], ys->d[2], ys->d[3]), -1.0f, 1.0f);
+    o.dx = brisk_bw_conv2d(g, o.y, dy, 0);
+    o.dw = brisk_bw_conv2d(g, o.y, dy, 1);
+    int ids[3] = {o.y, o.dx, o.dw};
+    g->loss = g->output = need_all(g, ids, 3);
+    return o;
+}
+
+typedef struct conv_case {
+    int64_t n, c, h, w, co;
+    int k, stride, pad, dil, groups;
+} conv_case;
+
+static const conv_case cases[] = {
+    {2, 3, 9, 11, 5, 3, 1, 1, 1, 1},    /* odd sizes, same padding */
+    {3, 8, 14, 14, 16, 3, 2, 1, 1, 2},  /* stride 2, two groups */
+    {2, 16, 10, 10, 16, 3, 1, 1, 1, 16}, /* depthwise */
+    {2, 6, 12, 12, 4, 3, 1, 2, 2, 1},   /* dilation 2 */
+    {4, 32, 8, 8, 64, 1, 1, 0, 1, 1},   /* 1x1 */
+    {2, 3, 32, 32, 16, 7, 2, 3, 1, 1},  /* a stem: 7x7 stride 2 */
+};
+
+static int run_case(brisk_backend *be, const conv_case *cc, double tol, const char *prec) {
+    brisk_window win = brisk_window_2d(cc->k, cc->stride, cc->pad);
+    win.dh = win.dw = cc->dil;
+    win.groups = cc->groups;
+    conv_graph o = conv_build(cc->n, cc->c, cc->h, cc->w, cc->co, cc->k, win);
+    brisk_error err = {0};
+    ct_pair p;
+    memset(&p, 0, sizeof p);
+    char what[160];
+    snprintf(what, sizeof what, "conv N %lld C %lld %lldx%lld Co %lld k%d s%d p%d d%d g%d, %s", (long long)cc->n,
+             (long long)cc->c, (long long)cc->h, (long long)cc->w, (long long)cc->co, cc->k, cc->stride, cc->pad,
+             cc->dil, cc->groups, prec);
+    int ok = 1;
+    if (brisk_graph_error(o.g, &err) || ct_pair_make(o.g, be, &p, &err) || ct_poison(p.gpu, o.y, &err) ||
+        ct_poison(p.gpu, o.dx, &err) || ct_poison(p.gpu, o.dw, &err) || brisk_exec_run(p.cpu, BRISK_RUN_TRAIN, &err) ||
+        brisk_exec_run(p.gpu, BRISK_RUN_TRAIN, &err) || be->sync(be, &err)) {
+        CHECKF(0, "%s: %s", what, err.msg);
+        ok = 0;
+    } else {
+        ok &= ct_compare(&p, o.y, tol, what);
+        ok &= ct_compare(&p, o.dx, tol, what);
+        ok &= ct_compare(&p, o.dw, tol, what);
+        ok &= ct_inputs_intact(&p);
+        CHECKF(ok, "%s", what);
+    }
+    ct_pair_free(&p);
+    brisk_graph_free(o.g);
+    return ok;
+}
+
+static void test_ops(void) {
+    const struct {
+        brisk_gemm_precision p;
+        double tol;
+    } precs[] = {{BRISK_GEMM_FP32, 1e-5}, {BRISK_GEMM_TF32, 1e-2}, {BRISK_GEMM_BF16, 1e-2}};
+    for (size_t i = 0; i < sizeof precs / sizeof precs[0]; i++) {
+        brisk_backend *be = cuda_backend_for(precs[i].p, 1, 0);
+        REQUIRE(be);
+        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+            run_case(be, &cases[k], precs[i].tol, brisk_gemm_precision_name(precs[i].p));
+        be->destroy(be);
+    }
+}
+
+static void *read_node(brisk_exec *ex, int id, brisk_error *err) {
+    void *b = malloc(ex->g->nodes[id].bytes);
+    if (b && brisk_exec_read(ex, id, b, err)) free(b), b = NULL;
+    return b;
+}
+
+/* A captured replay gives the eager run's bits; with deterministic on, so does a rerun. */
+static void test_capture_and_determinism(void) {
+    for (int det = 0; det < 2; det++) {
+        brisk_backend *be = cuda_backend_for(BRISK_GEMM_FP32, 1, det);
+        REQUIRE(be);
+        brisk_window win = brisk_window_2d(3, 1, 1);
+        conv_graph o = conv_build(8, 32, 16, 16, 32, 3, win);
+        brisk_error err = {0};
+        ct_pair p;
+        int prog = -1;
+        const char *what = det ? "conv: deterministic" : "conv: capture";
+        void *eager[3] = {0}, *again[3] = {0};
+        int ids[3] = {o.y, o.dx, o.dw};
+        if (brisk_graph_error(o.g, &err) || ct_pair_make(o.g, be, &p, &err) ||
+            brisk_exec_run(p.gpu, BRISK_RUN_TRAIN, &err) || be->sync(be, &err)) {
+            CHECKF(0, "%s: %s", what, err.msg);
+        } else {
+            for (int i = 0; i < 3; i++) eager[i] = read_node(p.gpu, ids[i], &err), ct_poison(p.gpu, ids[i], &err);
+            brisk_status st;
+            if (!det) {
+                st = be->capture_begin(be, &err);
+                if (!st) st = brisk_exec_run(p.gpu, BRISK_RUN_TRAIN, &err);
+                brisk_error e2 = {0};
+                brisk_status end = be->capture_end(be, &prog, st ? &e2 : &err);
+                if (!st) st = end;
+                if (!st) st = be->replay(be, prog, &err);
+            } else {
+                st = brisk_exec_run(p.gpu, BRISK_RUN_TRAIN, &err);
+            }
+            if (!st) st = be->sync(be, &err);
+            CHECKF(!st, "%s: %s", what, err.msg);
+            for (int i = 0; i < 3 && !st; i++) {
+                again[i] = read_node(p.gpu, ids[i], &err);
+                size_t bytes = (size_t)brisk_shape_numel(&p.gpu->g->nodes[ids[i]].shape) * 4;
+                CHECKF(eager[i] && again[i] && memcmp(eager[i], again[i], bytes) == 0,
+                       "%s: node %d differs between runs", what, ids[i]);
+            }
+        }
+        for (int i = 0; i < 3; i++) free(eager[i]), free(again[i]);
+        ct_pair_free(&p);
+        brisk_graph_free(o.g);
+        be->destroy(be);
+    }
+}
+
+/* Benchmark mode writes the algorithm cache beside the GEMM cache; the next backend reads it. */
+static void test_algorithm_cache(void) {
+#if BRISK_HAVE_CUDA
+    char dir[] = "/tmp/brisk_conv_bench_XXXXXX";
+    REQUIRE(mkdtemp(dir));
+    char gemm[1100], conv[1100];
+    snprintf(gemm, sizeof gemm, "%s/gemm-autotune.txt", dir);
+    conv_cache_path_beside(gemm, conv, sizeof conv);
+    for (int round = 0; round < 2; round++) {
+        brisk_cuda_options opt;
+        brisk_cuda_options_default(&opt);
+        opt.autotune = 1;
+        snprintf(opt.autotune_cache, sizeof opt.autotune_cache, "%s", gemm);
+        brisk_backend *be = NULL;
+        brisk_error err = {0};
+        REQUIRE(brisk_backend_cuda_create(&opt, &be, &err) == BRISK_OK);
+        run_case(be, &cases[1], 1e-2, round ? "tf32, from the cache" : "tf32, timed");
+        be->destroy(be); /* saves the caches */
+        conv_algo_cache c = {0};
+        snprintf(c.path, sizeof c.path, "%s", conv);
+        CHECKF(conv_cache_load(&c, &err) == BRISK_OK && c.n == 3, "round %d: %s: %d entries (%s)", round, conv, c.n,
+               err.msg);
+        conv_cache_free(&c);
+    }
+    remove(conv);
+    remove(gemm);
+    rmdir(dir);
+#endif
+}
+
+int main(void) {
+    if (!cuda_present()) return CUDA_SKIP;
+    brisk_backend *be = cuda_backend_for(BRISK_GEMM_FP32, 1, 0);
+    if (!be) return 1;
+    brisk_node n;
+    memset(&n, 0, sizeof n);
+    n.op = BRISK_OP_CONV2D;
+    n.dtype = BRISK_F32;
+    int on = be->supports_op(be, &n, NULL, 0);
+    be->destroy(be);
+    if (!on) {
+#if BRISK_HAVE_CUDA
+        const char *why = cuda_conv_missing();
+#else
+        const char *why = NULL;
+#endif
+        printf("SKIP: the CUDA backend does not run convolutions here: %s\n", why ? why : "(no reason given)");
+        return CUDA_SKIP;
+    }
+    t_case c[] = {T(test_ops), T(test_capture_and_determinism), T(test_algorithm_cache)};
+    return t_run(c, (int)(sizeof c / sizeof c[0]));
+}

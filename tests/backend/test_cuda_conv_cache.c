@@ -1,0 +1,172 @@
+/* The cuDNN convolution algorithm cache file (src/backend/cuda/conv_algo_cache.h), in every
+ * build and without a GPU: keys, the path beside the GEMM cache, a save/load round trip,
+ * and malformed files refused whole with the file, the line and what was expected. In CUDA
+ * builds where cuDNN 9 is installed (no GPU needed), cuDNN accepts the descriptors the
+ * convolution plans set up, for each precision and window. */
+#include "backend/cuda/conv_algo_cache.h"
+#include "test.h"
+#if BRISK_HAVE_CUDA
+#include "backend/cuda/cudnn_conv.h"
+#endif
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const conv_algo_device dev = {.gpu_name = "NVIDIA H100\t80GB", .cc_major = 9, .cc_minor = 0, .sms = 132,
+                                     .cudnn_version = 90100};
+
+static conv_algo_shape shape(conv_pass pass, int groups, conv_math math, int det) {
+    conv_algo_shape s = {.pass = pass, .n = 32, .c = 64, .h = 56, .w = 56, .co = 128, .math = math, .nhwc = 1,
+                         .deterministic = det};
+    s.win = brisk_window_2d(3, 2, 1);
+    s.win.groups = groups;
+    return s;
+}
+
+static void test_path_beside_gemm_cache(void) {
+    char p[1100];
+    conv_cache_path_beside("/home/u/.cache/brisk/gemm-autotune.txt", p, sizeof p);
+    CHECKF(strcmp(p, "/home/u/.cache/brisk/" CONV_CACHE_FILE) == 0, "%s", p);
+    conv_cache_path_beside("tune.txt", p, sizeof p);
+    CHECKF(strcmp(p, CONV_CACHE_FILE) == 0, "%s", p);
+    conv_cache_path_beside("", p, sizeof p); /* --autotune-cache - : no file for either cache */
+    CHECK(p[0] == 0);
+}
+
+static void test_keys(void) {
+    char a[CONV_CACHE_KEY_MAX], b[CONV_CACHE_KEY_MAX];
+    brisk_error err = {0};
+    CHECK(conv_cache_key(&dev, &(conv_algo_shape){0}, a, sizeof a, &err) == BRISK_OK);
+    conv_algo_shape s = shape(CONV_PASS_FWD, 1, CONV_MATH_BF16, 0);
+    CHECK(conv_cache_key(&dev, &s, a, sizeof a, &err) == BRISK_OK);
+    CHECKF(!strchr(a, '\t') && strstr(a, "H100 80GB") && strstr(a, "cudnn 90100") && strstr(a, "bf16 nhwc"), "%s", a);
+    /* every field that changes the choice changes the key */
+    conv_algo_shape v[6] = {shape(CONV_PASS_BWD_DATA, 1, CONV_MATH_BF16, 0), shape(CONV_PASS_FWD, 2, CONV_MATH_BF16, 0),
+                            shape(CONV_PASS_FWD, 1, CONV_MATH_FP16, 0), shape(CONV_PASS_FWD, 1, CONV_MATH_BF16, 1), s,
+                            s};
+    v[4].nhwc = 0;
+    v[5].win.dh = 2;
+    for (int i = 0; i < 6; i++) {
+        CHECK(conv_cache_key(&dev, &v[i], b, sizeof b, &err) == BRISK_OK);
+        CHECKF(strcmp(a, b) != 0, "variant %d: %s", i, b);
+    }
+    conv_algo_device other = dev;
+    other.cudnn_version = 90200;
+    CHECK(conv_cache_key(&other, &s, b, sizeof b, &err) == BRISK_OK && strcmp(a, b) != 0);
+    char small[16];
+    CHECK(conv_cache_key(&dev, &s, small, sizeof small, &err) == BRISK_ERR_INVALID && strstr(err.msg, "key"));
+}
+
+static void test_round_trip(void) {
+    char dir[] = "/tmp/brisk_conv_cache_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    conv_algo_cache c = {0};
+    snprintf(c.path, sizeof c.path, "%s/sub/%s", dir, CONV_CACHE_FILE);
+    brisk_error err = {0};
+    CHECKF(conv_cache_load(&c, &err) == BRISK_OK && c.n == 0, "%s", err.msg); /* no file yet: empty */
+    char keys[3][CONV_CACHE_KEY_MAX];
+    for (int p = 0; p < 3; p++) {
+        conv_algo_shape s = shape((conv_pass)p, 1, CONV_MATH_TF32, p == 2);
+        CHECK(conv_cache_key(&dev, &s, keys[p], sizeof keys[p], &err) == BRISK_OK);
+        CHECK(conv_cache_put(&c, keys[p], 7 - p, &err) == BRISK_OK);
+    }
+    CHECK(conv_cache_put(&c, keys[0], 1, &err) == BRISK_OK && c.n == 3); /* replaced, not added */
+    CHECK(conv_cache_put(&c, "a\tb", 1, &err) == BRISK_ERR_INVALID);
+    CHECK(conv_cache_put(&c, keys[1], CONV_CACHE_ALGO_MAX + 1, &err) == BRISK_ERR_INVALID);
+    CHECK(c.dirty);
+    CHECKF(conv_cache_save(&c, &err) == BRISK_OK && !c.dirty, "%s", err.msg);
+    char *first = conv_cache_format(&c);
+    conv_algo_cache d = {0};
+    memcpy(d.path, c.path, sizeof d.path);
+    CHECKF(conv_cache_load(&d, &err) == BRISK_OK && d.n == 3 && !d.dirty, "%s", err.msg);
+    CHECK(conv_cache_get(&d, keys[0]) == 1 && conv_cache_get(&d, keys[1]) == 6 && conv_cache_get(&d, keys[2]) == 5);
+    CHECK(conv_cache_get(&d, "nothing") == -1);
+    char *second = conv_cache_format(&d);
+    CHECK(first && second && strcmp(first, second) == 0);
+    free(first);
+    free(second);
+    remove(d.path);
+    char sub[1200];
+    snprintf(sub, sizeof sub, "%s/sub", dir);
+    rmdir(sub);
+    rmdir(dir);
+    conv_cache_free(&c);
+    conv_cache_free(&d);
+}
+
+static void test_bad_files(void) {
+    const char *h = CONV_CACHE_HEADER "\n";
+    struct {
+        const char *tail, *want;
+        int line;
+    } bad[] = {
+        {"", "empty", 0},
+        {"key\t3\n", "header", 1},
+        {NULL, "no tab", 2},
+        {NULL, "algorithm number", 2},
+        {NULL, "algorithm number", 2},
+        {NULL, "algorithm number", 2},
+        {NULL, "each key once", 3},
+        {NULL, "no newline", 2},
+        {NULL, "key of", 2},
+    };
+    const char *bodies[] = {"k 3\n", "k\t64\n", "k\t-1\n", "k\t\n", "k\t1\nk\t2\n", "k\t1", "\t1\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[256];
+        if (bad[i].tail) snprintf(text, sizeof text, "%s", bad[i].tail);
+        else snprintf(text, sizeof text, "%s%s", h, bodies[i - 2]);
+        conv_algo_cache c = {0};
+        brisk_error err = {0};
+        brisk_status s = conv_cache_parse(&c, text, "/x/cache.txt", &err);
+        char line[32];
+        snprintf(line, sizeof line, "line %d", bad[i].line);
+        CHECKF(s == BRISK_ERR_FORMAT && c.n == 0 && strstr(err.msg, "/x/cache.txt") && strstr(err.msg, bad[i].want) &&
+                   (bad[i].line == 0 || strstr(err.msg, line)),
+               "case %zu: %s", i, err.msg);
+        conv_cache_free(&c);
+    }
+    conv_algo_cache c = {0};
+    brisk_error err = {0};
+    CHECK(conv_cache_parse(&c, h, "ok", &err) == BRISK_OK && c.n == 0); /* header only */
+    CHECK(conv_cache_parse(&c, CONV_CACHE_HEADER "\nk\t63\n", "ok", &err) == BRISK_OK && conv_cache_get(&c, "k") == 63);
+    conv_cache_free(&c);
+
+    /* a file on disk with a NUL byte, and one that cannot be read */
+    char path[] = "/tmp/brisk_conv_cache_bad_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    CHECK(write(fd, "# x\0y\n", 6) == 6);
+    close(fd);
+    snprintf(c.path, sizeof c.path, "%s", path);
+    CHECKF(conv_cache_load(&c, &err) == BRISK_ERR_FORMAT && strstr(err.msg, path) && strstr(err.msg, "NUL"), "%s",
+           err.msg);
+    remove(path);
+    snprintf(c.path, sizeof c.path, "/tmp");
+    CHECKF(conv_cache_load(&c, &err) != BRISK_OK && strstr(err.msg, "/tmp"), "%s", err.msg);
+    conv_cache_free(&c);
+}
+
+static void test_cudnn_on_host(void) {
+#if BRISK_HAVE_CUDA
+    const char *why = cuda_conv_missing();
+    if (why) {
+        printf("note: cuDNN descriptors not checked: %s\n", why);
+        return;
+    }
+    brisk_window wins[4] = {brisk_window_2d(3, 1, 1), brisk_window_2d(3, 2, 1), brisk_window_2d(1, 1, 0),
+                            brisk_window_2d(7, 2, 3)};
+    wins[1].groups = 4;
+    wins[2].dh = wins[2].dw = 2;
+    brisk_gemm_precision precs[3] = {BRISK_GEMM_FP32, BRISK_GEMM_TF32, BRISK_GEMM_BF16};
+    for (int p = 0; p < 3; p++)
+        for (int i = 0; i < 4; i++) {
+            brisk_error err = {0};
+            CHECKF(cuda_conv_check_descs(precs[p], 2, 8, 17, 15, 16, wins[i], &err) == BRISK_OK, "window %d: %s", i,
+                   err.msg);
+        }
+#endif
+}
+
+TEST_MAIN(T(test_path_beside_gemm_cache), T(test_keys), T(test_round_trip), T(test_bad_files), T(test_cudnn_on_host))
