@@ -34,7 +34,10 @@ static int spec_for(const char *w, int small, brisk_model_spec *s, int64_t *batc
         *s = (brisk_model_spec){.type = BRISK_MODEL_RESNET, .depth = 18, .inputs = 3, .outputs = 34, .image_h = hw,
                                 .image_w = hw, .task = BRISK_TASK_REGRESS};
         *batch = small ? 4 : 16;
-    } else if (strcmp(w, "meshgnn") == 0) { /* torch_ref.py's MeshGNN, --small as there */
+        *lr = 1e-4f;
+        return 0;
+    }
+    if (strcmp(w, "meshgnn") == 0) { /* torch_ref.py's MeshGNN, --small as there */
         int64_t grid = small ? 16 : 64, mesh = small ? 8 : 32;
         *s = (brisk_model_spec){.type = BRISK_MODEL_MESHGNN, .inputs = 20, .outputs = 8, .width = small ? 64 : 256,
                                 .layers = small ? 4 : 16};
