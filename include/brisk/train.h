@@ -148,6 +148,12 @@ typedef struct brisk_dist_spec {
     int shard_optimizer;      /* ZeRO-1: each rank updates its shard of the parameters */
 } brisk_dist_spec;
 
+/* What a run records beside metrics.jsonl (src/train/tboard.c). */
+typedef struct brisk_log_spec {
+    int tensorboard;          /* write a TensorBoard event file into train.out_dir */
+    int64_t histogram_every;  /* parameter histograms every N optimizer steps; 0: none */
+} brisk_log_spec;
+
 typedef struct brisk_config {
     char path[BRISK_PATH_MAX]; /* where it came from, for messages */
     char name[128];            /* run name: the config file's stem */
@@ -162,6 +168,7 @@ typedef struct brisk_config {
     brisk_train_spec train;
     brisk_speed_spec speed;
     brisk_dist_spec dist;
+    brisk_log_spec log;
     char *json;                /* the effective config (after overrides), compact; owned */
 } brisk_config;
 

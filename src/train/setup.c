@@ -12,29 +12,34 @@ static int ends_with(const char *s, const char *suf) {
     return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
-/* The start-of-run report of what is on, and why anything is off. */
+/* The start-of-run report of what is on, and why anything is off: logged, and kept for the
+ * event file's text (tboard.c). */
 static void report_active(brisk_trainer *t) {
     const brisk_config *cfg = &t->cfg;
     const char *opt = cfg->optim.kind == BRISK_OPTIM_ADAMW ? "AdamW" : "SGD";
+    char *r = t->active_report;
+    size_t n = sizeof t->active_report;
     if (!t->be->describe) {
-        brisk_log(&t->log, BRISK_LOG_INFO,
-                  "active    fp32 (CPU); fused %s over one parameter arena; loader prefetch %d%s; "
-                  "grad accumulation %d; clip %s",
-                  opt, cfg->speed.prefetch, cfg->speed.prefetch ? " (background thread)" : " (off)",
-                  cfg->train.accumulate, cfg->optim.clip_norm > 0 ? "on" : "off");
-        return;
+        snprintf(r, n,
+                 "active    fp32 (CPU); fused %s over one parameter arena; loader prefetch %d%s; "
+                 "grad accumulation %d; clip %s",
+                 opt, cfg->speed.prefetch, cfg->speed.prefetch ? " (background thread)" : " (off)",
+                 cfg->train.accumulate, cfg->optim.clip_norm > 0 ? "on" : "off");
+    } else {
+        char desc[2048];
+        t->be->describe(t->be, desc, sizeof desc);
+        brisk_log(&t->log, BRISK_LOG_INFO, "device    cuda: %s", desc);
+        snprintf(r, n,
+                 "active    CUDA graph %s; prefetch %s; fused %s over one parameter arena (one launch)%s; "
+                 "grad accumulation %d; clip %s",
+                 cfg->speed.cuda_graph ? "on (captured after 1 eager warm-up step)" : "off (--no-graph)",
+                 cfg->speed.prefetch ? "on: loader thread into pinned memory, copy stream overlapped with compute"
+                                     : "off (--no-prefetch: each batch copied when needed)",
+                 opt, cfg->optim.clip_norm > 0 ? " with global-norm clipping on the device" : "",
+                 cfg->train.accumulate, cfg->optim.clip_norm > 0 ? "on" : "off");
     }
-    char desc[2048];
-    t->be->describe(t->be, desc, sizeof desc);
-    brisk_log(&t->log, BRISK_LOG_INFO, "device    cuda: %s", desc);
-    brisk_log(&t->log, BRISK_LOG_INFO,
-              "active    CUDA graph %s; prefetch %s; fused %s over one parameter arena (one launch)%s; "
-              "grad accumulation %d; clip %s",
-              cfg->speed.cuda_graph ? "on (captured after 1 eager warm-up step)" : "off (--no-graph)",
-              cfg->speed.prefetch ? "on: loader thread into pinned memory, copy stream overlapped with compute"
-                                  : "off (--no-prefetch: each batch copied when needed)",
-              opt, cfg->optim.clip_norm > 0 ? " with global-norm clipping on the device" : "",
-              cfg->train.accumulate, cfg->optim.clip_norm > 0 ? "on" : "off");
+    brisk_log(&t->log, BRISK_LOG_INFO, "%s", r);
+    if (t->device_note[0]) snprintf(r + strlen(r), n - strlen(r), "\n\ndevice    %s", t->device_note);
 }
 
 
@@ -449,6 +454,7 @@ void brisk_trainer_free(brisk_trainer *t) {
     brisk_weather_free(t->weather);
     free(t->weather);
     if (t->metrics) fclose(t->metrics);
+    brisk_tboard_close(t->tboard);
     brisk_run_dir_unlock(t->lock_fd);
     free(t->losses);
     free(t->buckets);
