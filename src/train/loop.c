@@ -73,6 +73,23 @@ static void device_status(brisk_trainer *t, char *buf, size_t n, dev_numbers *dn
     }
 }
 
+/* Where the run stands, for a driving program's progress bar (control.status). */
+static void report_status(brisk_trainer *t, int epoch_ended, int64_t done, int64_t end, double t_start) {
+    const brisk_train_spec *tr = &t->cfg.train;
+    double elapsed = brisk_now() - t_start;
+    int64_t per_step = brisk_trainer_global_batch(t) * tr->accumulate;
+    int64_t epochs = tr->max_steps < 0 ? tr->epochs : 0;
+    if (!epochs && t->split.ntrain > 0)
+        epochs = (t->total_steps * per_step + t->split.ntrain - 1) / t->split.ntrain;
+    brisk_progress p = {.step = t->step, .total_steps = t->total_steps,
+                        .epoch = epoch_ended ? t->epoch : t->epoch + 1, .epochs = epochs,
+                        .loss = tail_mean(t, tr->log_every),
+                        .samples_per_s = elapsed > 0 ? (double)(per_step * done) / elapsed : 0,
+                        .elapsed_s = elapsed, .eta_s = done > 0 ? elapsed / (double)done * (double)(end - t->step) : -1};
+    if (p.epoch > p.epochs) p.epochs = p.epoch;
+    t->control.status(t->control.user, &p);
+}
+
 /* One number of a metrics.jsonl record, printed with fmt (NaN: null, or left out when
  * optional). */
 typedef struct metric {
@@ -221,6 +238,9 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     double last_epoch_loss = NAN, copy0 = t->copy_s, steps_total = 0, dev_copy0 = device_copy_s(t);
     int64_t epoch_steps = 0, win_n = 0, n_timed = 0;
     int epochs_done = 0, stop_sig = 0;
+    double last_status = 0; /* brisk_now() of the last control.status call */
+    /* a program drawing its own progress (control.status) gets the progress lines at debug level */
+    const brisk_log_level progress_level = t->control.status ? BRISK_LOG_DEBUG : BRISK_LOG_INFO;
     int64_t step_epoch = t->epoch, step_position = t->position; /* where the step in progress began */
     sum->best_val_loss = sum->best_val_accuracy = NAN;
     brisk_metrics_reset(&sum->best, 0);
@@ -269,7 +289,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             if (t->world > 1) /* the loss is the ranks' mean; the speed is this rank's */
                 snprintf(ranks, sizeof ranks, " (x %d ranks, %.0f per rank)", t->world, (double)(B * K) * win_n / win_time);
             double data_ms = 1e3 * win_wait / (double)win_n, copy_ms = 1e3 * win_copy / (double)win_n;
-            brisk_log(&t->log, BRISK_LOG_INFO,
+            brisk_log(&t->log, progress_level,
                       "epoch %lld  step %lld/%lld  loss %.5f  lr %.2e  %.0f samples/s%s  %.3f ms/step (data %.3f, compute %.3f)  %s  %s",
                       (long long)(epoch_ended ? t->epoch : t->epoch + 1), (long long)t->step, (long long)t->total_steps,
                       wl, lr, (double)(B * K) * t->world * win_n / win_time, ranks, ms, data_ms, ms - data_ms, dev, eta);
@@ -287,6 +307,10 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             brisk_numeric_check_scaler(t, n_timed);
         }
         if (hist_now) param_histograms(t);
+        if (t->control.status && (log_now || t->step == end || brisk_now() - last_status >= 0.1)) {
+            report_status(t, epoch_ended, n_timed, end, t_start);
+            last_status = brisk_now();
+        }
         if (epoch_ended) {
             brisk_val_metrics vm;
             if ((st = brisk_validate(t, &vm, err))) goto out;
@@ -401,7 +425,7 @@ out:
         if (!isnan(sum->best.mae))
             snprintf(val + strlen(val), sizeof val - strlen(val), ", MAE %.5g, RMSE %.5g", sum->best.mae, sum->best.rmse);
         brisk_log(&t->log, BRISK_LOG_INFO,
-                  "\nsummary   %lld step%s in %.2f s (%d epoch%s)%s\n"
+                  BRISK_SUMMARY_HEAD "   %lld step%s in %.2f s (%d epoch%s)%s\n"
                   "  train loss        %.5f (last epoch)\n"
                   "  best val loss     %s\n"
                   "  speed             %.0f samples/s over the run%s; %.3f ms/step median, %.3f p95, %.3f mean\n"

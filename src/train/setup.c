@@ -79,7 +79,9 @@ static brisk_status bind_fields(brisk_trainer *t, const brisk_dataset *ds, int *
         int flat = f->sample.ndim == 1 && s.ndim != 1 && brisk_shape_numel(&s) == f->sample.d[0];
         if (!brisk_shape_equal(&s, &f->sample) && !flat) {
             char a[64], b[64];
-            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' has samples of shape %s, the model (%s) expects %s",
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' has samples of shape %s, the model (%s) expects %s; "
+                                "set the model's sizes (model.inputs, model.outputs, ...) to the data's, or map the "
+                                "field to another array with data.fields",
                                 ds->source, f->name, brisk_shape_str(&s, a, sizeof a), t->cfg.path,
                                 brisk_shape_str(&f->sample, b, sizeof b));
         }
