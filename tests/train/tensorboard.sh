@@ -8,7 +8,7 @@ set -eu
 brisk=$1
 pydeps=$2
 work=$3
-here=$(dirname "$0")
+here=$(cd "$(dirname "$0")" && pwd)
 py=/usr/bin/python3
 skip() {
     echo "SKIP: $1"
