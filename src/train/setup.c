@@ -241,7 +241,8 @@ static brisk_status load_data(brisk_trainer *t, brisk_error *err) {
             char list[256] = "";
             for (int i = 0; i < t->io.n_fields; i++)
                 snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", t->io.fields[i].name);
-            return brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.fields: unknown field \"%s\" (this model takes %s)",
+            return brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.fields: unknown field \"%s\" (this model takes %s); "
+                                "key data.fields by those names, each mapped to an npz member or CSV columns",
                                 t->cfg.path, d->field_names[j], list);
         }
     }
