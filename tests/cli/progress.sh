@@ -45,7 +45,8 @@ else bad "quiet: $(cat quiet.out quiet.err)"; fi
 # --log-format json: every line parses, with time, level and msg; an error too
 "$brisk" train p.json --overwrite --log-format json --threads 64 >json.out 2>json.err
 "$brisk" train missing.json --log-format json >jsonerr.out 2>jsonerr.err
-if [ -x "$py" ] && "$py" - json.out json.err jsonerr.out jsonerr.err <<'P'
+"$brisk" train p.json --log-format json --frobnicate >jsonusage.out 2>jsonusage.err
+if [ -x "$py" ] && "$py" - json.out json.err jsonerr.out jsonerr.err jsonusage.out jsonusage.err <<'P'
 import json, sys
 recs = {}
 for path in sys.argv[1:]:
@@ -61,6 +62,8 @@ assert any("64 threads" in r["msg"] for r in recs["json.err"]), recs["json.err"]
 (err,) = recs["jsonerr.err"]
 assert err["level"] == "error" and "missing.json" in err["msg"], err
 assert not recs["jsonerr.out"]
+(err,) = recs["jsonusage.err"]  # a command-line error too
+assert err["level"] == "error" and "unknown option '--frobnicate'" in err["msg"], err
 P
 then ok json-lines
 else bad "json-lines: $(cat json.out json.err jsonerr.err)"; fi
