@@ -23,6 +23,7 @@
 #include "core/protowire.h"
 
 #define FLUSH_BYTES (1 << 20) /* a buffer past this is written at once, whatever the schedule */
+#define FLUSH_SECONDS 30.0    /* and one this old: TensorBoard shows a long epoch as it goes */
 #define HIST_BUCKETS 30
 
 struct brisk_tboard {
@@ -32,6 +33,7 @@ struct brisk_tboard {
     brisk_pb buf;          /* framed records not written yet */
     brisk_pb ev, sum, val; /* scratch for one record */
     int failed;            /* a write failed (reported): every call is a no-op */
+    double flushed;        /* wall time of the last flush (or the open) */
 };
 
 static double wall_time(void) {
@@ -66,7 +68,8 @@ brisk_tboard *brisk_tboard_open(const char *dir, const brisk_logger *log) {
         brisk_tboard_close(tb);
         return NULL;
     }
-    brisk_pb_double(&tb->ev, 1, wall_time());
+    tb->flushed = wall_time();
+    brisk_pb_double(&tb->ev, 1, tb->flushed);
     brisk_pb_string(&tb->ev, 3, "brain.Event:2");
     brisk_tfrecord_append(&tb->buf, tb->ev.p, tb->ev.n);
     return tb;
@@ -77,7 +80,8 @@ static void emit(brisk_tboard *tb, int64_t step) {
     brisk_pb_reset(&tb->sum);
     brisk_pb_reset(&tb->ev);
     brisk_pb_message(&tb->sum, 1, &tb->val);
-    brisk_pb_double(&tb->ev, 1, wall_time());
+    double now = wall_time();
+    brisk_pb_double(&tb->ev, 1, now);
     brisk_pb_int(&tb->ev, 2, step);
     brisk_pb_message(&tb->ev, 5, &tb->sum);
     if (tb->ev.oom) {
@@ -86,7 +90,7 @@ static void emit(brisk_tboard *tb, int64_t step) {
     }
     brisk_tfrecord_append(&tb->buf, tb->ev.p, tb->ev.n);
     if (tb->buf.oom) fail(tb, "out of memory");
-    else if (tb->buf.n > FLUSH_BYTES) brisk_tboard_flush(tb);
+    else if (tb->buf.n > FLUSH_BYTES || now - tb->flushed > FLUSH_SECONDS) brisk_tboard_flush(tb);
 }
 
 void brisk_tboard_scalar(brisk_tboard *tb, int64_t step, const char *tag, double v) {
@@ -163,6 +167,7 @@ void brisk_tboard_flush(brisk_tboard *tb) {
         return;
     }
     brisk_pb_reset(&tb->buf);
+    tb->flushed = wall_time();
     if (fflush(tb->f) != 0) {
         char why[160];
         snprintf(why, sizeof why, "cannot write: %s", strerror(errno));

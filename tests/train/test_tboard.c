@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/protowire.h"
@@ -57,6 +58,10 @@ static void test_records(void) {
     brisk_tboard_text(tb, 0, "config", "{\"a\": 1}");
     float w[] = {-1, 0, 2, 3, INFINITY};
     brisk_tboard_histogram(tb, 3, "params/w", w, 5);
+    struct stat sb;
+    CHECK(stat(path, &sb) == 0 && sb.st_size == 0); /* buffered: the step loop never waits on the disk */
+    brisk_tboard_flush(tb);
+    CHECK(stat(path, &sb) == 0 && sb.st_size > 0);
     brisk_tboard_close(tb);
     uint8_t first[64];
     size_t first_n = sizeof first;
