@@ -148,6 +148,12 @@ typedef struct brisk_dist_spec {
     int shard_optimizer;      /* ZeRO-1: each rank updates its shard of the parameters */
 } brisk_dist_spec;
 
+/* What a run records beside metrics.jsonl (src/train/tboard.c). */
+typedef struct brisk_log_spec {
+    int tensorboard;          /* write a TensorBoard event file into train.out_dir */
+    int64_t histogram_every;  /* parameter histograms every N optimizer steps; 0: none */
+} brisk_log_spec;
+
 typedef struct brisk_config {
     char path[BRISK_PATH_MAX]; /* where it came from, for messages */
     char name[128];            /* run name: the config file's stem */
@@ -162,6 +168,7 @@ typedef struct brisk_config {
     brisk_train_spec train;
     brisk_speed_spec speed;
     brisk_dist_spec dist;
+    brisk_log_spec log;
     char *json;                /* the effective config (after overrides), compact; owned */
 } brisk_config;
 
@@ -301,6 +308,19 @@ void brisk_signal_request(int sig);
 /* "SIGTERM", "SIGINT", "SIGUSR1", "a stop request" (BRISK_STOP_REQUESTED) or "a signal". */
 const char *brisk_signal_name(int sig);
 
+/* The first characters of the run summary's log message (the last one a run logs but for
+ * its continuation lines): a quiet front end shows the summary from it on. */
+#define BRISK_SUMMARY_HEAD "\nsummary"
+
+/* Where a run stands, for a progress bar (brisk_trainer_control.status). */
+typedef struct brisk_progress {
+    int64_t step, total_steps;   /* optimizer steps done, and in all */
+    int64_t epoch, epochs;       /* the epoch in progress (from 1) and the run's last */
+    double loss;                 /* mean loss of the last progress window; NaN: none yet */
+    double samples_per_s;        /* over this run so far */
+    double elapsed_s, eta_s;     /* since this run's start; to its end at that speed (-1: unknown) */
+} brisk_progress;
+
 /* ---- a trainer driven by a program (the library API, src/api): many brisk_trainer_run_more
  * calls make one long run, interleaved with the program's own work. */
 #define BRISK_STOP_REQUESTED (-1) /* stopped_by_signal of a run stopped by a program's request */
@@ -317,6 +337,10 @@ typedef struct brisk_trainer_control {
      * done, the run's total and the mean loss since the last call (NaN: only skipped steps);
      * NULL: none. Bindings drive their own progress bars with it. */
     void (*progress)(void *user, int64_t step, int64_t total_steps, double loss);
+    /* Called after steps, at most every 0.1 s and at the run's last step, with where the run
+     * stands (brisk_progress); NULL: none. A program that sets it shows progress itself (a
+     * live bar), so the trainer's progress lines go to the logger at BRISK_LOG_DEBUG. */
+    void (*status)(void *user, const struct brisk_progress *p);
 } brisk_trainer_control;
 void brisk_trainer_set_control(brisk_trainer *t, const brisk_trainer_control *c);
 /* Data parallel: the trainer runs as rank brisk_dist_rank(d) of brisk_dist_world(d) (dist.h;

@@ -116,7 +116,7 @@ brisk_status brisk_train_run(const char *config, int config_is_path, const char 
         !(st = resume && strcmp(resume, "auto") == 0 ? brisk_trainer_resume_auto(t, &resumed, &err)
                : resume                             ? brisk_trainer_resume(t, resume, &err)
                                                     : BRISK_OK)) {
-        brisk_trainer_set_control(t, &(brisk_trainer_control){stop_asked, &ctx, 0, on_progress});
+        brisk_trainer_set_control(t, &(brisk_trainer_control){stop_asked, &ctx, 0, on_progress, NULL});
         if (!(st = brisk_trainer_run(t, &sum, &err))) st = put(summary_json(&sum, cfg.train.out_dir), result_json,
                                                               result_size, &err);
         if (!st && sum.stopped_by_signal) st = BRISK_STOPPED;

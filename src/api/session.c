@@ -68,7 +68,7 @@ static brisk_status setup(api_session *s, const char *json, const char *path) {
     if ((st = brisk_model_fields(&s->cfg.model, BRISK_BUILD_TRAIN, &s->io, err)) ||
         (st = brisk_trainer_create_with_dataset(&s->cfg, &s->log, NULL, &s->trainer, err)))
         return st;
-    brisk_trainer_set_control(s->trainer, &(brisk_trainer_control){stop_fn, s, 1, NULL});
+    brisk_trainer_set_control(s->trainer, &(brisk_trainer_control){stop_fn, s, 1, NULL, NULL});
     /* data parallel over the host's ranks, each pushing its own samples; before the run
      * directory is claimed, which rank 0 alone then does */
     if (mpi_comm >= 0 && ((st = brisk_dist_create_fortran_comm(&s->dist, mpi_comm, err)) ||

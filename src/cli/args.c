@@ -10,12 +10,12 @@
 #include "cli/cli.h"
 
 int cli_usage(const char *cmd, const char *fmt, ...) {
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "brisk: %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, " (see brisk %s --help)\n", cmd);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    cli_fail("%s: %s (see brisk %s --help)", cmd, msg, cmd); /* as text or JSON (--log-format) */
     return BRISK_EXIT_USAGE;
 }
 

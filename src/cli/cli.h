@@ -25,6 +25,18 @@ int cli_fail_err(const brisk_error *err);
 void cli_log(void *user, brisk_log_level level, const char *msg);
 /* The same with every level on stderr (for commands writing their output to stdout). */
 void cli_log_stderr(void *user, brisk_log_level level, const char *msg);
+/* --log-format json: every log line and error message from here on is one JSON object
+ * {"time", "level", "msg"} on the stream its text would use (information on stdout,
+ * warnings and errors on stderr). */
+void cli_set_log_json(int on);
+int cli_log_is_json(void);
+/* A log sink for --quiet: warnings and errors, and information only from the run's summary
+ * (BRISK_SUMMARY_HEAD) on; user points to an int, 0 at the start. */
+void cli_quiet_log(void *user, brisk_log_level level, const char *msg);
+/* brisk_trainer_control.status for a terminal: one line, rewritten with \r; the next log
+ * line erases it first. cli_progress_end erases it when the run is over. */
+void cli_progress_bar(void *user, const brisk_progress *p);
+void cli_progress_end(void);
 /* Prints text that may come from a file, with control characters and bytes that are not
  * UTF-8 escaped as \xNN (main.c). Every message and log line goes through it. */
 void cli_put_safe(FILE *f, const char *s);

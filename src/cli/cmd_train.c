@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -54,7 +55,12 @@ static const char help[] =
     "                             it has none\n"
     "  --overwrite                start a new run in a run directory that holds one, removing its\n"
     "                             checkpoints and metrics (without it, or --resume, that is refused)\n"
-    "  --quiet                    no progress lines\n"
+    "  --quiet                    only warnings, errors and the final summary\n"
+    "  --log-format text|json     json: every log line one JSON object {\"time\", \"level\", \"msg\"},\n"
+    "                             information on stdout, warnings and errors on stderr\n"
+    "\n"
+    "On a terminal, progress is one live line (steps, epoch, loss, samples/s, ETA); when stdout is\n"
+    "not a terminal (a pipe, a file, a batch job), a plain line every train.log_every steps.\n"
     "\n"
     "Several processes (data parallel): mpirun -np N brisk train CONFIG, or srun with MPI; each rank\n"
     "takes train.batch_size samples of every global batch, rank 0 writes the run directory.\n"
@@ -94,7 +100,7 @@ int cmd_train(int argc, char **argv) {
     char **over = calloc((size_t)argc + 1, sizeof *over);
     if (!over) return cli_fail("out of memory");
     /* The option table: the switches, the flags that set a config key, then the rest. */
-    cli_opt opts[N_SWITCHES + N_FLAG_KEYS + 5];
+    cli_opt opts[N_SWITCHES + N_FLAG_KEYS + 6];
     size_t no = 0;
     for (size_t w = 0; w < N_SWITCHES; w++) opts[no++] = (cli_opt){switches[w].flag, 0};
     for (size_t k = 0; k < N_FLAG_KEYS; k++) opts[no++] = (cli_opt){flag_keys[k].flag, 1};
@@ -103,6 +109,7 @@ int cmd_train(int argc, char **argv) {
     opts[no++] = (cli_opt){"--overwrite", 0};
     opts[no++] = (cli_opt){"--resume", 1};
     opts[no++] = (cli_opt){"--set", 1};
+    opts[no++] = (cli_opt){"--log-format", 1};
     opts[no] = (cli_opt){NULL, 0};
     cli_parser p = {"train", opts, argc, argv, 0, 0};
     const char *name, *v;
@@ -125,6 +132,12 @@ int cmd_train(int argc, char **argv) {
             overwrite = 1;
         } else if (k == opt_quiet + 2) {
             resume = v;
+        } else if (k == opt_quiet + 4) {
+            if (strcmp(v, "json") != 0 && strcmp(v, "text") != 0) {
+                rc = cli_usage("train", "--log-format '%s': expected text or json", v);
+                goto done;
+            }
+            cli_set_log_json(strcmp(v, "json") == 0);
         } else {
             over[n_over++] = strdup(v);
         }
@@ -141,7 +154,9 @@ int cmd_train(int argc, char **argv) {
         goto done;
     }
     cfg.train.overwrite = overwrite;
-    brisk_logger lg = {cli_log, NULL, quiet ? BRISK_LOG_WARN : BRISK_LOG_INFO};
+    int in_summary = 0; /* --quiet: the summary has begun */
+    brisk_logger lg = {cli_log, NULL, BRISK_LOG_INFO};
+    if (quiet) lg = (brisk_logger){cli_quiet_log, &in_summary, BRISK_LOG_INFO};
     brisk_dist *dist = NULL; /* the process group: alone, or a rank under mpirun / srun */
     if (brisk_dist_create(&dist, &err)) {
         rc = cli_fail_err(&err);
@@ -159,6 +174,7 @@ int cmd_train(int argc, char **argv) {
     }
     if (cfg.n_models > 0) { /* a pipeline: each model in turn, then the comparison */
         brisk_pipeline_result res[BRISK_MAX_MODELS];
+        if (quiet) lg.max_level = BRISK_LOG_WARN; /* the comparison below is its summary */
         if (resume) rc = cli_fail("train: --resume takes one model's checkpoint; resume a pipeline's model with its "
                                   "own config (see %s/<name>)", cfg.train.out_dir);
         else if (brisk_pipeline_run(&cfg, &lg, res, &err)) rc = cli_fail_err(&err);
@@ -178,7 +194,12 @@ int cmd_train(int argc, char **argv) {
     /* A file-size limit (ulimit -f) must fail a write with EFBIG, which brisk reports,
      * rather than kill the process. */
     signal(SIGXFSZ, SIG_IGN);
+    /* a live progress line on a terminal, plain lines elsewhere */
+    const char *term = getenv("TERM");
+    int bar = !quiet && lg.max_level >= BRISK_LOG_INFO && !cli_log_is_json() && isatty(STDOUT_FILENO) &&
+              !(term && strcmp(term, "dumb") == 0);
     if (brisk_signals_install(&err) || brisk_trainer_create(&cfg, &lg, &t, &err) ||
+        (bar && (brisk_trainer_set_control(t, &(brisk_trainer_control){.status = cli_progress_bar}), 0)) ||
         brisk_trainer_set_dist(t, dist, 0, &err) ||
         (resume && strcmp(resume, "auto") == 0 && brisk_trainer_resume_auto(t, &resumed, &err)) ||
         (resume && strcmp(resume, "auto") != 0 && brisk_trainer_resume(t, resume, &err)) ||
@@ -186,6 +207,7 @@ int cmd_train(int argc, char **argv) {
         rc = cli_fail_err(&err);
     else
         rc = sum.stopped_by_signal ? BRISK_EXIT_PREEMPTED : BRISK_EXIT_OK;
+    cli_progress_end();
     brisk_trainer_free(t);
     brisk_config_free(&cfg);
     if (rc != BRISK_EXIT_OK && rc != BRISK_EXIT_PREEMPTED) brisk_dist_abandon(dist); /* the others would wait */

@@ -3,8 +3,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "train/progress.h"
+
+/* How log lines reach the terminal: text (default) or one JSON object per line
+ * (--log-format json); and whether a live progress bar is drawn on stdout, which every
+ * other line first erases (the next status redraws it). */
+static int log_json;
+static int bar_drawn;
+
+void cli_set_log_json(int on) { log_json = on; }
+int cli_log_is_json(void) { return log_json; }
 
 static const char usage[] =
     "usage: brisk <command> [options]\n"
@@ -46,6 +59,52 @@ void cli_put_safe(FILE *f, const char *s) {
     }
 }
 
+/* A JSON string: quotes, backslashes and control characters escaped, bytes that are not
+ * UTF-8 shown as the text \xNN (as cli_put_safe does), so every line parses. */
+static void put_json_string(FILE *f, const char *s) {
+    const unsigned char *p = (const unsigned char *)s;
+    fputc('"', f);
+    while (*p) {
+        unsigned c = *p;
+        size_t n = brisk_utf8_char_len(p, 4);
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c), p++;
+        else if (c == '\n') fputs("\\n", f), p++;
+        else if (c == '\t') fputs("\\t", f), p++;
+        else if (n == 0) fprintf(f, "\\\\x%02x", c), p++;
+        else if (n == 1 && (c < 0x20 || c == 0x7F)) fprintf(f, "\\u%04x", c), p++;
+        else fwrite(p, 1, n, f), p += n;
+    }
+    fputc('"', f);
+}
+
+static void erase_bar(void) {
+    if (!bar_drawn) return;
+    fputs("\r\033[K", stdout);
+    fflush(stdout);
+    bar_drawn = 0;
+}
+
+/* One log record: text as before ("brisk: warning: ..." on stderr, information on stdout),
+ * or {"time": .., "level": .., "msg": ..} on the same stream. */
+static void put_record(FILE *f, const char *level, const char *prefix, const char *msg) {
+    erase_bar();
+    if (!log_json) {
+        fputs(prefix, f);
+        cli_put_safe(f, msg);
+        fputc('\n', f);
+        fflush(f);
+        return;
+    }
+    char when[32] = "";
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm)) strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    fprintf(f, "{\"time\": \"%s\", \"level\": \"%s\", \"msg\": ", when, level);
+    put_json_string(f, msg);
+    fputs("}\n", f);
+    fflush(f);
+}
+
 static void vreport(const char *fmt, va_list ap) {
     char small[1024], *buf = small;
     va_list aq;
@@ -53,9 +112,7 @@ static void vreport(const char *fmt, va_list ap) {
     int n = vsnprintf(small, sizeof small, fmt, ap);
     if (n >= (int)sizeof small && (buf = malloc((size_t)n + 1))) vsnprintf(buf, (size_t)n + 1, fmt, aq);
     va_end(aq);
-    fputs("brisk: ", stderr);
-    cli_put_safe(stderr, buf ? buf : small);
-    fputc('\n', stderr);
+    put_record(stderr, "error", "brisk: ", buf ? buf : small);
     if (buf != small) free(buf);
 }
 
@@ -69,25 +126,45 @@ int cli_fail(const char *fmt, ...) {
 
 int cli_fail_err(const brisk_error *err) { return cli_fail("%s", err->msg); }
 
+static const char *level_name(brisk_log_level level) {
+    return level == BRISK_LOG_ERROR ? "error" : level == BRISK_LOG_WARN ? "warning" : level == BRISK_LOG_INFO ? "info" : "debug";
+}
+
 void cli_log(void *user, brisk_log_level level, const char *msg) {
     (void)user;
-    if (level <= BRISK_LOG_WARN) {
-        fprintf(stderr, "brisk: %s", level == BRISK_LOG_WARN ? "warning: " : "");
-        cli_put_safe(stderr, msg);
-        fputc('\n', stderr);
-    } else {
-        cli_put_safe(stdout, msg);
-        fputc('\n', stdout);
-        fflush(stdout);
-    }
+    if (level <= BRISK_LOG_WARN)
+        put_record(stderr, level_name(level), level == BRISK_LOG_WARN ? "brisk: warning: " : "brisk: ", msg);
+    else
+        put_record(stdout, level_name(level), "", msg);
 }
 
 void cli_log_stderr(void *user, brisk_log_level level, const char *msg) {
     (void)user;
-    fprintf(stderr, "brisk: %s", level == BRISK_LOG_WARN ? "warning: " : "");
-    cli_put_safe(stderr, msg);
-    fputc('\n', stderr);
+    put_record(stderr, level_name(level), level == BRISK_LOG_WARN ? "brisk: warning: " : "brisk: ", msg);
 }
+
+void cli_quiet_log(void *user, brisk_log_level level, const char *msg) {
+    int *in_summary = user;
+    if (level == BRISK_LOG_INFO && !*in_summary && strncmp(msg, BRISK_SUMMARY_HEAD, strlen(BRISK_SUMMARY_HEAD)) != 0)
+        return;
+    if (level == BRISK_LOG_INFO) *in_summary = 1;
+    cli_log(NULL, level, msg);
+}
+
+void cli_progress_bar(void *user, const brisk_progress *p) {
+    (void)user;
+    struct winsize ws;
+    int width = ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
+    char line[512];
+    brisk_progress_line(p, width, line, sizeof line);
+    fputs("\r", stdout);
+    fputs(line, stdout);
+    fputs("\033[K", stdout);
+    fflush(stdout);
+    bar_drawn = 1;
+}
+
+void cli_progress_end(void) { erase_bar(); }
 
 int cli_is_help(const char *arg) { return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0; }
 

@@ -1,6 +1,8 @@
 /* Errors as values: a status code plus one line of context. */
 #include "brisk/core.h"
+#include "core/error_hint.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,4 +44,13 @@ const char *brisk_status_name(brisk_status s) {
     case BRISK_STOPPED: return "stopped";
     }
     return "unknown status";
+}
+
+const char *brisk_open_hint(int errnum) {
+    if (errnum == ENOENT || errnum == ENOTDIR)
+        return "; check the path (a relative one starts from the current directory; in a config, from the "
+               "directory the command runs in)";
+    if (errnum == EACCES || errnum == EPERM) return "; check its permissions (ls -l) or run as a user who may read it";
+    if (errnum == EISDIR) return "; name a file, not a directory";
+    return "";
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/json_internal.h"
+#include "core/error_hint.h"
 
 /* A config larger than this is the wrong file (a dataset): refused before it is parsed, as
  * its tree would take some 30 times its size. The largest real configs are a few KiB. */
@@ -250,7 +251,7 @@ brisk_status brisk_json_parse(const char *text, size_t len, const char *name, br
 brisk_status brisk_json_load(const char *path, brisk_json **out, brisk_error *err) {
     *out = NULL;
     FILE *f = fopen(path, "rb");
-    if (!f) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!f) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open: %s%s", path, strerror(errno), brisk_open_hint(errno));
     char *buf = NULL;
     size_t len = 0, cap = 0;
     brisk_status s = BRISK_OK;

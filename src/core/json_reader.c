@@ -523,6 +523,26 @@ void brisk_json_ignore(brisk_json_reader *r, ...) {
 
 /* ---------------------------------------------------------------- unknown keys */
 
+/* Edit distance (insertions, deletions, substitutions, adjacent swaps), for "did you mean";
+ * keys longer than 63 characters are no one's typo of a config key. */
+static int edit_distance(const char *a, const char *b) {
+    size_t n = strlen(a), m = strlen(b);
+    if (n > 63 || m > 63) return 99;
+    int d[64][64];
+    for (size_t i = 0; i <= n; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= m; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= n; i++)
+        for (size_t j = 1; j <= m; j++) {
+            int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < v) v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[n][m];
+}
+
 static brisk_status unknown_in(brisk_json *doc, const cJSON *obj, const char *path) {
     for (const cJSON *c = obj->child; c; c = c->next) {
         const char *key = c->string ? c->string : "";
@@ -538,8 +558,19 @@ static brisk_status unknown_in(brisk_json *doc, const cJSON *obj, const char *pa
             }
             k += (size_t)snprintf(known + k, sizeof known - k, "%s%s", shown++ ? ", " : "", doc->asked[i].key);
         }
-        doc->status = brisk_errorf(&doc->err, BRISK_ERR_INVALID, "%s: %s%sunknown key \"%.200s\" (known: %s)",
-                                   doc->name, path, path[0] ? ": " : "", key, shown ? known : "none");
+        /* the closest known key, when it is a plausible typo (at most a third of it differs) */
+        const char *near = NULL;
+        int best = 99;
+        for (size_t i = 0; i < doc->n_asked; i++) {
+            if (doc->asked[i].obj != obj) continue;
+            int dist = edit_distance(key, doc->asked[i].key);
+            if (dist < best) best = dist, near = doc->asked[i].key;
+        }
+        char mean[96] = "";
+        if (near && best > 0 && 3 * best <= (int)strlen(near)) snprintf(mean, sizeof mean, "did you mean \"%.60s\"? ", near);
+        doc->status = brisk_errorf(&doc->err, BRISK_ERR_INVALID, "%s: %s%sunknown key \"%.200s\" (%sknown: %s); fix or "
+                                   "remove it (every key: brisk config --reference, docs/config.md)",
+                                   doc->name, path, path[0] ? ": " : "", key, mean, shown ? known : "none");
         return doc->status;
     }
     return BRISK_OK;

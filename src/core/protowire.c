@@ -141,3 +141,16 @@ uint32_t brisk_crc32c(uint32_t crc, const void *p, size_t n) {
     }
     return ~crc;
 }
+
+void brisk_tfrecord_append(brisk_pb *out, const void *data, size_t n) {
+    uint8_t len[8], crc[4];
+    for (int i = 0; i < 8; i++) len[i] = (uint8_t)((uint64_t)n >> (8 * i));
+    uint32_t c = brisk_crc32c_masked(len, 8);
+    for (int i = 0; i < 4; i++) crc[i] = (uint8_t)(c >> (8 * i));
+    brisk_pb_raw(out, len, 8);
+    brisk_pb_raw(out, crc, 4);
+    brisk_pb_raw(out, data, n);
+    c = brisk_crc32c_masked(data, n);
+    for (int i = 0; i < 4; i++) crc[i] = (uint8_t)(c >> (8 * i));
+    brisk_pb_raw(out, crc, 4);
+}

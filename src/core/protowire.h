@@ -56,4 +56,8 @@ static inline uint32_t brisk_crc32c_masked(const void *p, size_t n) {
     return ((c >> 15) | (c << 17)) + 0xa282ead8u;
 }
 
+/* Appends one TFRecord (the framing of TensorBoard event files) holding data: uint64 length,
+ * masked CRC-32C of those 8 bytes, the data, masked CRC-32C of the data, all little-endian. */
+void brisk_tfrecord_append(brisk_pb *out, const void *data, size_t n);
+
 #endif

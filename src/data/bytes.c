@@ -1,5 +1,6 @@
 /* data-internal: CRC-32, whole-file loading (mmap) and atomic file writing. */
 #include "data/bytes.h"
+#include "core/error_hint.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,7 +44,7 @@ uint32_t brisk_crc32(uint32_t crc, const void *p, size_t n) {
 brisk_status brisk_file_load(const char *path, brisk_file *f, brisk_error *err) {
     memset(f, 0, sizeof *f);
     int fd = open(path, O_RDONLY);
-    if (fd < 0) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fd < 0) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open: %s%s", path, strerror(errno), brisk_open_hint(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);

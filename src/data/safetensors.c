@@ -13,6 +13,7 @@
 
 #include "brisk/safetensors.h"
 #include "data/safetensors_internal.h"
+#include "core/error_hint.h"
 
 struct brisk_safetensors {
     char *name;
@@ -285,7 +286,7 @@ brisk_status brisk_safetensors_parse(const void *buf, size_t len, const char *na
 brisk_status brisk_safetensors_open(const char *path, brisk_safetensors **out, brisk_error *err) {
     *out = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fd < 0) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open: %s%s", path, strerror(errno), brisk_open_hint(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
         int e = errno;

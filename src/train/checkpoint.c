@@ -152,7 +152,8 @@ brisk_status brisk_checkpoint_read_tensors(const brisk_safetensors *st, const br
         int found = 0;
         for (int j = 0; j < g->n_params && !found; j++) found = strcmp(g->params[j].name, nm) == 0;
         if (!found)
-            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: checkpoint from another model? it has tensor '%s', which this model lacks",
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: checkpoint from another model? it has tensor '%s', which this "
+                                "model lacks; use the config it was trained with (brisk info shows it)",
                                 brisk_safetensors_name(st), nm);
     }
     return BRISK_OK;
@@ -169,7 +170,9 @@ static brisk_status check_model(brisk_trainer *t, const brisk_safetensors *st, c
     if (s && changed) {
         snprintf(tensors, sizeof tensors, "%s", err->msg);
         return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: the checkpoint holds a model of another shape; changed since "
-                            "it was written: %s (%s)", brisk_safetensors_name(st), diff, tensors);
+                            "it was written: %s (%s); resume with the model settings it was trained with (brisk "
+                            "info shows its config), or start a new run with --overwrite or another train.out_dir",
+                            brisk_safetensors_name(st), diff, tensors);
     }
     if (s) return s;
     if (changed)

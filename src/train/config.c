@@ -673,6 +673,15 @@ static void read_dist(brisk_json_reader *root, brisk_dist_spec *d) {
     brisk_json_bool_or(&r, "shard_optimizer", false, &b), d->shard_optimizer = b;
 }
 
+static void read_log(brisk_json_reader *root, brisk_log_spec *l) {
+    brisk_json_reader r;
+    memset(l, 0, sizeof *l);
+    brisk_json_object_opt(root, "log", &r, NULL);
+    bool b;
+    brisk_json_bool_or(&r, "tensorboard", true, &b), l->tensorboard = b;
+    brisk_json_int64_or(&r, "histogram_every", 0, 0, INT64_C(1) << 40, &l->histogram_every);
+}
+
 static void stem(const char *path, char *out, size_t n) {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
@@ -697,6 +706,7 @@ static brisk_status from_doc(brisk_json *doc, const char *label, const char *con
     read_train(&root, cfg->name, &cfg->train);
     read_speed(&root, &cfg->speed);
     read_dist(&root, &cfg->dist);
+    read_log(&root, &cfg->log);
     if ((st = brisk_json_finish(doc, err))) return st;
     return brisk_json_dump(doc, &cfg->json, err);
 }

@@ -139,6 +139,8 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"dist.bucket_mb", "several ranks: MiB of gradients per all-reduce bucket (default 1/16: measured, bench/DIST_NOTES.md)"},
     {"dist.timeout_s", "several ranks: seconds a collective may wait before the run fails naming the missing rank"},
     {"dist.shard_optimizer", "several ranks: ZeRO-1, each rank keeps and updates the optimizer moments of its shard only"},
+    {"log.tensorboard", "write a TensorBoard event file (events.out.tfevents.*) into train.out_dir: the scalars of metrics.jsonl, the config, the optimization report"},
+    {"log.histogram_every", "also histograms of every parameter every N optimizer steps in the event file; 0: off"},
     {"speed.memory_limit", "bytes the run may use (a number, or a string with a unit: \"512MiB\", \"16G\"); 0: what is available"},
 };
 
@@ -301,8 +303,8 @@ brisk_status brisk_config_reference(char **markdown, brisk_error *err) {
         }
         put(&t, "## models (a pipeline)\n\n");
         table(&t, &w, "", "models");
-        static const char *const sections[] = {"data", "optim", "train", "speed", "dist"};
-        for (int k = 0; k < 5; k++) {
+        static const char *const sections[] = {"data", "optim", "train", "speed", "dist", "log"};
+        for (int k = 0; k < 6; k++) {
             put(&t, "## %s\n\n", sections[k]);
             char prefix[16];
             snprintf(prefix, sizeof prefix, "%s.", sections[k]);

@@ -42,12 +42,20 @@ static double device_copy_s(brisk_trainer *t) {
     return s.copy_s;
 }
 
+/* What the progress line and the metrics record say of memory and the loss scaler. */
+typedef struct dev_numbers {
+    double mem_mib;    /* device memory in use, else the plan's size */
+    double loss_scale; /* NaN: no loss scaler */
+    int64_t skipped;   /* steps the loss scaler skipped */
+} dev_numbers;
+
 /* " gpu 87% 1.2/139.8 GiB" (and the loss scaler) from a device backend, else the plan's size */
-static void device_status(brisk_trainer *t, char *buf, size_t n) {
+static void device_status(brisk_trainer *t, char *buf, size_t n, dev_numbers *dn) {
     brisk_backend_stats s;
     brisk_error e;
+    *dn = (dev_numbers){.mem_mib = brisk_plan_total_bytes(&t->plan) / 1048576.0, .loss_scale = NAN};
     if (!t->be->stats || t->be->stats(t->be, &s, &e)) {
-        snprintf(buf, n, "mem %.1f MiB", brisk_plan_total_bytes(&t->plan) / 1048576.0);
+        snprintf(buf, n, "mem %.1f MiB", dn->mem_mib);
         return;
     }
     char util[16] = "?";
@@ -56,10 +64,88 @@ static void device_status(brisk_trainer *t, char *buf, size_t n) {
         t->util_sum += s.util_percent;
         t->util_n++;
     }
+    dn->mem_mib = s.mem_used / 1048576.0;
     snprintf(buf, n, "gpu %s, mem %.2f/%.1f GiB", util, s.mem_used / 1073741824.0, s.mem_total / 1073741824.0);
-    if (s.loss_scale > 0)
+    if (s.loss_scale > 0) {
+        dn->loss_scale = s.loss_scale, dn->skipped = s.skipped_steps;
         snprintf(buf + strlen(buf), n - strlen(buf), ", loss scale %g, %lld skipped", s.loss_scale,
                  (long long)s.skipped_steps);
+    }
+}
+
+/* Where the run stands, for a driving program's progress bar (control.status). */
+static void report_status(brisk_trainer *t, int epoch_ended, int64_t done, int64_t end, double t_start) {
+    const brisk_train_spec *tr = &t->cfg.train;
+    double elapsed = brisk_now() - t_start;
+    int64_t per_step = brisk_trainer_global_batch(t) * tr->accumulate;
+    int64_t epochs = tr->max_steps < 0 ? tr->epochs : 0;
+    if (!epochs && t->split.ntrain > 0)
+        epochs = (t->total_steps * per_step + t->split.ntrain - 1) / t->split.ntrain;
+    brisk_progress p = {.step = t->step, .total_steps = t->total_steps,
+                        .epoch = epoch_ended ? t->epoch : t->epoch + 1, .epochs = epochs,
+                        .loss = tail_mean(t, tr->log_every),
+                        .samples_per_s = elapsed > 0 ? (double)(per_step * done) / elapsed : 0,
+                        .elapsed_s = elapsed, .eta_s = done > 0 ? elapsed / (double)done * (double)(end - t->step) : -1};
+    if (p.epoch > p.epochs) p.epochs = p.epoch;
+    t->control.status(t->control.user, &p);
+}
+
+/* One number of a metrics.jsonl record, printed with fmt (NaN: null, or left out when
+ * optional). */
+typedef struct metric {
+    const char *key, *fmt;
+    double v;
+    int optional;
+} metric;
+
+/* Appends a record {"step": .., "epoch": .. (order: first), metrics..., extra} to
+ * metrics.jsonl and puts each number, as printed there, into the event file under its key:
+ * a value read back from either is the same float. */
+static void record(brisk_trainer *t, int epoch_first, const metric *m, int n, const char *extra) {
+    if (!t->metrics) return;
+    char line[8192], num[64];
+    size_t k = (size_t)snprintf(line, sizeof line, epoch_first ? "{\"epoch\": %lld, \"step\": %lld"
+                                                               : "{\"step\": %lld, \"epoch\": %lld",
+                                (long long)(epoch_first ? t->epoch : t->step),
+                                (long long)(epoch_first ? t->step : t->epoch));
+    for (int i = 0; i < n && k < sizeof line; i++) {
+        if (isfinite(m[i].v)) snprintf(num, sizeof num, m[i].fmt, m[i].v);
+        else if (m[i].optional) continue;
+        else snprintf(num, sizeof num, "null");
+        k += (size_t)snprintf(line + k, sizeof line - k, ", \"%s\": %s", m[i].key, num);
+        if (isfinite(m[i].v)) brisk_tboard_scalar(t->tboard, t->step, m[i].key, strtod(num, NULL));
+    }
+    fprintf(t->metrics, "%s%s}\n", line, extra ? extra : "");
+}
+
+/* Histograms of every parameter into the event file (log.histogram_every). */
+static void param_histograms(brisk_trainer *t) {
+    size_t n = (size_t)t->g->n_param_floats;
+    float *host = malloc(n * sizeof(float) + 1);
+    brisk_error e;
+    if (!host || t->be->download(t->be, host, t->ex->params, n * sizeof(float), &e)) {
+        brisk_log(&t->log, BRISK_LOG_WARN, "tensorboard: parameter histograms at step %lld left out: %s",
+                  (long long)t->step, host ? e.msg : "out of memory");
+        free(host);
+        return;
+    }
+    char tag[BRISK_NAME_MAX + 16];
+    for (int i = 0; i < t->g->n_params; i++) {
+        const brisk_param_info *p = &t->g->params[i];
+        snprintf(tag, sizeof tag, "params/%s", p->name);
+        brisk_tboard_histogram(t->tboard, t->step, tag, host + p->offset, p->numel);
+    }
+    free(host);
+}
+
+/* The event file beside metrics.jsonl (log.tensorboard), with the config and the
+ * optimization report as texts at the run's first step. */
+static void open_tboard(brisk_trainer *t) {
+    if (t->tboard || !t->cfg.log.tensorboard) return;
+    if (!(t->tboard = brisk_tboard_open(t->cfg.train.out_dir, &t->log))) return;
+    brisk_tboard_text(t->tboard, t->step, "config", t->cfg.json ? t->cfg.json : "");
+    brisk_tboard_text(t->tboard, t->step, "optimization", t->active_report);
+    brisk_tboard_flush(t->tboard);
 }
 
 static void *pinned_alloc(void *user, size_t bytes) {
@@ -126,6 +212,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
         brisk_run_dir_mark_start(t);
     }
+    if (files && t->rank == 0) open_tboard(t);
 
     brisk_loader_config lc = {.dataset = &t->data, .indices = t->split.train, .nindices = t->split.ntrain,
                               .batch_size = B, .seed = tr->seed, .shuffle = t->cfg.data.shuffle,
@@ -147,10 +234,13 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     if (max_new_steps > 0 && t->step + max_new_steps < end) end = t->step + max_new_steps;
     int64_t todo = end - t->step;
     double *step_times = malloc(sizeof(double) * (size_t)(todo > 0 ? todo : 1));
-    double t_start = brisk_now(), wait_total = 0, compute_total = 0, win_wait = 0, win_time = 0;
+    double t_start = brisk_now(), wait_total = 0, compute_total = 0, win_wait = 0, win_time = 0, win_copy = 0;
     double last_epoch_loss = NAN, copy0 = t->copy_s, steps_total = 0, dev_copy0 = device_copy_s(t);
     int64_t epoch_steps = 0, win_n = 0, n_timed = 0;
     int epochs_done = 0, stop_sig = 0;
+    double last_status = 0; /* brisk_now() of the last control.status call */
+    /* a program drawing its own progress (control.status) gets the progress lines at debug level */
+    const brisk_log_level progress_level = t->control.status ? BRISK_LOG_DEBUG : BRISK_LOG_INFO;
     int64_t step_epoch = t->epoch, step_position = t->position; /* where the step in progress began */
     sum->best_val_loss = sum->best_val_accuracy = NAN;
     brisk_metrics_reset(&sum->best, 0);
@@ -182,35 +272,44 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
         steps_total += dt;
         wait_total += wait;
         compute_total += dt - wait - copy;
-        win_wait += wait, win_time += dt, win_n++;
+        win_wait += wait, win_time += dt, win_copy += copy, win_n++;
         epoch_steps++;
 
         int log_now = t->step % tr->log_every == 0 || t->step == t->total_steps;
+        int hist_now = t->tboard && t->cfg.log.histogram_every && t->step % t->cfg.log.histogram_every == 0;
         /* device losses are read here, every log_every steps (and at epoch ends) */
-        if ((log_now || epoch_ended || t->step == end) && (st = brisk_step_flush(t, err))) goto out;
+        if ((log_now || epoch_ended || hist_now || t->step == end) && (st = brisk_step_flush(t, err))) goto out;
         if (log_now) {
             double ms = 1e3 * win_time / (double)win_n, wl = tail_mean(t, win_n);
-            char dev[160], wl_json[32] = "null", eta[64]; /* a window of skipped steps only has no loss */
-            device_status(t, dev, sizeof dev);
+            char dev[160], eta[64];
+            dev_numbers dn;
+            device_status(t, dev, sizeof dev, &dn);
             brisk_format_eta(brisk_now() - t_start, n_timed, end - t->step, eta, sizeof eta);
-            if (isfinite(wl)) snprintf(wl_json, sizeof wl_json, "%.9g", wl);
             char ranks[64] = "";
             if (t->world > 1) /* the loss is the ranks' mean; the speed is this rank's */
                 snprintf(ranks, sizeof ranks, " (x %d ranks, %.0f per rank)", t->world, (double)(B * K) * win_n / win_time);
-            brisk_log(&t->log, BRISK_LOG_INFO,
+            double data_ms = 1e3 * win_wait / (double)win_n, copy_ms = 1e3 * win_copy / (double)win_n;
+            brisk_log(&t->log, progress_level,
                       "epoch %lld  step %lld/%lld  loss %.5f  lr %.2e  %.0f samples/s%s  %.3f ms/step (data %.3f, compute %.3f)  %s  %s",
                       (long long)(epoch_ended ? t->epoch : t->epoch + 1), (long long)t->step, (long long)t->total_steps,
-                      wl, lr, (double)(B * K) * t->world * win_n / win_time, ranks, ms,
-                      1e3 * win_wait / (double)win_n, ms - 1e3 * win_wait / (double)win_n, dev, eta);
-            if (t->metrics)
-                fprintf(t->metrics, "{\"step\": %lld, \"epoch\": %lld, \"loss\": %s, \"lr\": %.7g, \"ms_per_step\": %.4f, "
-                    "\"data_ms\": %.4f, \"samples_per_s\": %.1f}\n",
-                    (long long)t->step, (long long)t->epoch, wl_json, lr, ms,
-                    1e3 * win_wait / (double)win_n, (double)(B * K) * win_n / win_time);
+                      wl, lr, (double)(B * K) * t->world * win_n / win_time, ranks, ms, data_ms, ms - data_ms, dev, eta);
+            /* a window of skipped steps only has no loss: null */
+            const metric m[] = {{"loss", "%.9g", wl, 0}, {"lr", "%.7g", lr, 0}, {"ms_per_step", "%.4f", ms, 0},
+                                {"data_ms", "%.4f", data_ms, 0},
+                                {"samples_per_s", "%.1f", (double)(B * K) * win_n / win_time, 0},
+                                {"copy_ms", "%.4f", copy_ms, 0}, {"compute_ms", "%.4f", ms - data_ms - copy_ms, 0},
+                                {"mem_mib", "%.2f", dn.mem_mib, 0}, {"loss_scale", "%.9g", dn.loss_scale, 1},
+                                {"skipped_steps", "%.0f", isnan(dn.loss_scale) ? NAN : (double)dn.skipped, 1}};
+            record(t, 0, m, (int)(sizeof m / sizeof m[0]), NULL);
             if (t->control.progress) t->control.progress(t->control.user, t->step, t->total_steps, wl);
-            win_wait = win_time = 0, win_n = 0;
+            win_wait = win_time = win_copy = 0, win_n = 0;
             scaler_skips(t);
             brisk_numeric_check_scaler(t, n_timed);
+        }
+        if (hist_now) param_histograms(t);
+        if (t->control.status && (log_now || t->step == end || brisk_now() - last_status >= 0.1)) {
+            report_status(t, epoch_ended, n_timed, end, t_start);
+            last_status = brisk_now();
         }
         if (epoch_ended) {
             brisk_val_metrics vm;
@@ -233,14 +332,21 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
                 snprintf(vtxt + strlen(vtxt), sizeof vtxt - strlen(vtxt), "  val MAE %.4g RMSE %.4g", vm.mae, vm.rmse);
             brisk_log(&t->log, BRISK_LOG_INFO, "epoch %lld done  train loss %.5f%s%s", (long long)t->epoch,
                       last_epoch_loss, vtxt, better ? "  (best)" : "");
-            char vbuf[32] = "null", abuf[4096] = "";
-            if (!isnan(vl)) snprintf(vbuf, sizeof vbuf, "%.7g", vl);
+            char abuf[4096] = "";
             if (!isnan(vl)) brisk_metrics_json(&vm, abuf, sizeof abuf);
-            if (t->metrics) {
-                fprintf(t->metrics, "{\"epoch\": %lld, \"step\": %lld, \"train_loss\": %.7g, \"val_loss\": %s%s}\n",
-                        (long long)t->epoch, (long long)t->step, last_epoch_loss, vbuf, abuf);
-                fflush(t->metrics);
+            const metric m[] = {{"train_loss", "%.7g", last_epoch_loss, 0}, {"val_loss", "%.7g", vl, 0}};
+            record(t, 1, m, 2, abuf);
+            /* the validation metrics' scalars as metrics.jsonl prints them (brisk_metrics_json) */
+            if (!isnan(vl)) {
+                const char *key[] = {"val_accuracy", "val_mae", "val_rmse"};
+                double v[] = {vm.accuracy, vm.mae, vm.rmse};
+                char num[32];
+                for (int i = 0; i < 3; i++)
+                    if (isfinite(v[i]) && (i == 0) == (vm.classes != 0))
+                        snprintf(num, sizeof num, "%.6g", v[i]), brisk_tboard_scalar(t->tboard, t->step, key[i], strtod(num, NULL));
             }
+            if (t->metrics) fflush(t->metrics);
+            brisk_tboard_flush(t->tboard);
             if (files && better && !when_due && (st = brisk_rotation_save_best(t, err))) goto out;
             epoch_steps = 0;
         }
@@ -319,7 +425,7 @@ out:
         if (!isnan(sum->best.mae))
             snprintf(val + strlen(val), sizeof val - strlen(val), ", MAE %.5g, RMSE %.5g", sum->best.mae, sum->best.rmse);
         brisk_log(&t->log, BRISK_LOG_INFO,
-                  "\nsummary   %lld step%s in %.2f s (%d epoch%s)%s\n"
+                  BRISK_SUMMARY_HEAD "   %lld step%s in %.2f s (%d epoch%s)%s\n"
                   "  train loss        %.5f (last epoch)\n"
                   "  best val loss     %s\n"
                   "  speed             %.0f samples/s over the run%s; %.3f ms/step median, %.3f p95, %.3f mean\n"
@@ -345,6 +451,7 @@ out:
         if (sum->best_epoch && sum->best.classes) brisk_metrics_log(&sum->best, &t->log);
     }
     if (t->metrics) fflush(t->metrics);
+    brisk_tboard_flush(t->tboard);
     free(step_times);
     return st;
 }

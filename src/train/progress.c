@@ -7,8 +7,12 @@
  * time, and the median hides them. What a user experiences is samples over time. */
 #include "train/progress.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "brisk/train.h"
 
 /* A run whose 95th-percentile step is this many times its median, or whose slowest
  * step is STALL_RATIO times it, ran on a machine whose load varied. An idle run's p95
@@ -53,4 +57,29 @@ void brisk_format_eta(double elapsed, int64_t done, int64_t todo, char *buf, siz
     brisk_format_duration(elapsed, e, sizeof e);
     if (done > 0 && todo >= 0) brisk_format_duration(elapsed / (double)done * (double)todo, r, sizeof r);
     snprintf(buf, n, "elapsed %s, ETA %s", e, r);
+}
+
+void brisk_progress_line(const brisk_progress *p, int width, char *buf, size_t n) {
+    char loss[32] = "?", eta[32] = "?", text[256];
+    if (isfinite(p->loss)) snprintf(loss, sizeof loss, "%.5f", p->loss);
+    if (p->eta_s >= 0) brisk_format_duration(p->eta_s, eta, sizeof eta);
+    double frac = p->total_steps > 0 ? (double)p->step / (double)p->total_steps : 0;
+    frac = frac < 0 ? 0 : frac > 1 ? 1 : frac;
+    int len = snprintf(text, sizeof text, " %3d%% step %lld/%lld epoch %lld/%lld loss %s %.0f samples/s ETA %s",
+                       (int)(100 * frac), (long long)p->step, (long long)p->total_steps, (long long)p->epoch,
+                       (long long)p->epochs, loss, p->samples_per_s, eta);
+    if (width < 40) width = 40;
+    /* a bar of 20 columns, else 8, else none: a fixed size that does not jitter with the text;
+     * one column spare, so that the line never wraps */
+    int text_len = len < (int)sizeof text ? len : (int)sizeof text - 1;
+    int bar = width - 1 - 2 - text_len >= 20 ? 20 : width - 1 - 2 - text_len >= 8 ? 8 : 0;
+    size_t k = 0;
+    if (bar && n > (size_t)bar + 2) {
+        int full = (int)(frac * bar + 1e-9);
+        buf[k++] = '[';
+        for (int i = 0; i < bar; i++) buf[k++] = i < full ? '#' : '.';
+        buf[k++] = ']';
+    }
+    snprintf(buf + k, n - k, "%s", text);
+    if (strlen(buf) > (size_t)width - 1) buf[width - 1] = 0; /* a narrow terminal: cut, never wrap */
 }

@@ -23,4 +23,11 @@ void brisk_format_duration(double seconds, char *buf, size_t n);
  * run and the steps still to do. */
 void brisk_format_eta(double elapsed, int64_t done, int64_t todo, char *buf, size_t n);
 
+/* A progress line of at most `width` - 1 columns (width at least 40), its bar 20 columns, or 8,
+ * or none, as the text leaves room:
+ * "[#########.........]  45% step 450/1000 epoch 2/5 loss 0.12345 1234 samples/s ETA 0:12"
+ * With a total of 0 steps the bar is empty. */
+struct brisk_progress;
+void brisk_progress_line(const struct brisk_progress *p, int width, char *buf, size_t n);
+
 #endif

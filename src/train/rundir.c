@@ -39,7 +39,9 @@ static int previous_run(const char *dir, int remove, char *found, size_t cap, br
     char path[BRISK_PATH_MAX + 300];
     if (found && cap) found[0] = 0;
     for (struct dirent *e; (e = readdir(d));) {
-        if (!previous_run_file(dir, e->d_name)) continue;
+        /* event files go with the run they record, but alone do not make one */
+        int events = remove && strncmp(e->d_name, "events.out.tfevents.", 20) == 0;
+        if (!previous_run_file(dir, e->d_name) && !events) continue;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         if (remove && unlink(path) != 0 && errno != ENOENT) {
             brisk_errorf(err, BRISK_ERR_IO, "%s: cannot remove it to start a new run (train.overwrite): %s", path,

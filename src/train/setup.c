@@ -12,29 +12,34 @@ static int ends_with(const char *s, const char *suf) {
     return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
-/* The start-of-run report of what is on, and why anything is off. */
+/* The start-of-run report of what is on, and why anything is off: logged, and kept for the
+ * event file's text (tboard.c). */
 static void report_active(brisk_trainer *t) {
     const brisk_config *cfg = &t->cfg;
     const char *opt = cfg->optim.kind == BRISK_OPTIM_ADAMW ? "AdamW" : "SGD";
+    char *r = t->active_report;
+    size_t n = sizeof t->active_report;
     if (!t->be->describe) {
-        brisk_log(&t->log, BRISK_LOG_INFO,
-                  "active    fp32 (CPU); fused %s over one parameter arena; loader prefetch %d%s; "
-                  "grad accumulation %d; clip %s",
-                  opt, cfg->speed.prefetch, cfg->speed.prefetch ? " (background thread)" : " (off)",
-                  cfg->train.accumulate, cfg->optim.clip_norm > 0 ? "on" : "off");
-        return;
+        snprintf(r, n,
+                 "active    fp32 (CPU); fused %s over one parameter arena; loader prefetch %d%s; "
+                 "grad accumulation %d; clip %s",
+                 opt, cfg->speed.prefetch, cfg->speed.prefetch ? " (background thread)" : " (off)",
+                 cfg->train.accumulate, cfg->optim.clip_norm > 0 ? "on" : "off");
+    } else {
+        char desc[2048];
+        t->be->describe(t->be, desc, sizeof desc);
+        brisk_log(&t->log, BRISK_LOG_INFO, "device    cuda: %s", desc);
+        snprintf(r, n,
+                 "active    CUDA graph %s; prefetch %s; fused %s over one parameter arena (one launch)%s; "
+                 "grad accumulation %d; clip %s",
+                 cfg->speed.cuda_graph ? "on (captured after 1 eager warm-up step)" : "off (--no-graph)",
+                 cfg->speed.prefetch ? "on: loader thread into pinned memory, copy stream overlapped with compute"
+                                     : "off (--no-prefetch: each batch copied when needed)",
+                 opt, cfg->optim.clip_norm > 0 ? " with global-norm clipping on the device" : "",
+                 cfg->train.accumulate, cfg->optim.clip_norm > 0 ? "on" : "off");
     }
-    char desc[2048];
-    t->be->describe(t->be, desc, sizeof desc);
-    brisk_log(&t->log, BRISK_LOG_INFO, "device    cuda: %s", desc);
-    brisk_log(&t->log, BRISK_LOG_INFO,
-              "active    CUDA graph %s; prefetch %s; fused %s over one parameter arena (one launch)%s; "
-              "grad accumulation %d; clip %s",
-              cfg->speed.cuda_graph ? "on (captured after 1 eager warm-up step)" : "off (--no-graph)",
-              cfg->speed.prefetch ? "on: loader thread into pinned memory, copy stream overlapped with compute"
-                                  : "off (--no-prefetch: each batch copied when needed)",
-              opt, cfg->optim.clip_norm > 0 ? " with global-norm clipping on the device" : "",
-              cfg->train.accumulate, cfg->optim.clip_norm > 0 ? "on" : "off");
+    brisk_log(&t->log, BRISK_LOG_INFO, "%s", r);
+    if (t->device_note[0]) snprintf(r + strlen(r), n - strlen(r), "\n\ndevice    %s", t->device_note);
 }
 
 
@@ -74,7 +79,9 @@ static brisk_status bind_fields(brisk_trainer *t, const brisk_dataset *ds, int *
         int flat = f->sample.ndim == 1 && s.ndim != 1 && brisk_shape_numel(&s) == f->sample.d[0];
         if (!brisk_shape_equal(&s, &f->sample) && !flat) {
             char a[64], b[64];
-            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' has samples of shape %s, the model (%s) expects %s",
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' has samples of shape %s, the model (%s) expects %s; "
+                                "set the model's sizes (model.inputs, model.outputs, ...) to the data's, or map the "
+                                "field to another array with data.fields",
                                 ds->source, f->name, brisk_shape_str(&s, a, sizeof a), t->cfg.path,
                                 brisk_shape_str(&f->sample, b, sizeof b));
         }
@@ -234,7 +241,8 @@ static brisk_status load_data(brisk_trainer *t, brisk_error *err) {
             char list[256] = "";
             for (int i = 0; i < t->io.n_fields; i++)
                 snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", t->io.fields[i].name);
-            return brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.fields: unknown field \"%s\" (this model takes %s)",
+            return brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.fields: unknown field \"%s\" (this model takes %s); "
+                                "key data.fields by those names, each mapped to an npz member or CSV columns",
                                 t->cfg.path, d->field_names[j], list);
         }
     }
@@ -449,6 +457,7 @@ void brisk_trainer_free(brisk_trainer *t) {
     brisk_weather_free(t->weather);
     free(t->weather);
     if (t->metrics) fclose(t->metrics);
+    brisk_tboard_close(t->tboard);
     brisk_run_dir_unlock(t->lock_fd);
     free(t->losses);
     free(t->buckets);

@@ -8,6 +8,7 @@
 #include "brisk/dist.h"
 #include "brisk/safetensors.h"
 #include "brisk/train.h"
+#include "train/tboard.h"
 
 struct brisk_trainer {
     brisk_config cfg;
@@ -34,6 +35,8 @@ struct brisk_trainer {
     float *losses;
     int64_t n_losses, cap_losses;
     FILE *metrics;
+    brisk_tboard *tboard;      /* the TensorBoard event file (log.tensorboard; rank 0); NULL: none */
+    char active_report[3072];  /* the start-of-run report of what is on and why anything is off */
     float *host_params; /* staging for checkpoints */
     /* step.c: how each step runs (eagerly, or replayed from a captured program) */
     int graph;               /* capture the step once warmed up, then replay it */

@@ -17,11 +17,11 @@ J
 echo '{"model": {"type": "mlp", "inputs": 64, "outputs": 3,}' > syntax.json
 expect json-syntax 'syntax.json: line 1' -- "$brisk" train syntax.json
 sed 's/"hidden"/"hiden"/' good.json > typo.json
-expect unknown-key 'typo.json: model: unknown key "hiden"' -- "$brisk" train typo.json
+expect unknown-key 'typo.json: model: unknown key "hiden" \(did you mean "hidden"\? known: .*\); fix or remove it' -- "$brisk" train typo.json
 expect bad-value 'optim.lr: expected a number > 0' -- "$brisk" train good.json --lr fast
 expect bad-flag "unknown option '--frobnicate'" -- "$brisk" train good.json --frobnicate
 expect bad-set 'train.batch_size' -- "$brisk" train good.json --set train.batch_size=-3
-expect missing-config 'nope.json' -- "$brisk" train nope.json
+expect missing-config 'nope.json: cannot open: No such file or directory; check the path' -- "$brisk" train nope.json
 expect bucket-zero 'dist.bucket_mb: expected a number in \[0.001, 4096\], got 0' -- "$brisk" train good.json --bucket-mb 0
 expect bucket-word 'dist.bucket_mb: expected a number' -- "$brisk" train good.json --bucket-mb lots
 expect dist-timeout 'dist.timeout_s: expected a number in \[0.1, ' -- "$brisk" train good.json --dist-timeout -1
@@ -30,7 +30,7 @@ expect shard-flag-value '--shard-optimizer takes no value' -- "$brisk" train goo
 SLURM_PROCID=1 SLURM_NTASKS=2 expect slurm-no-mpi 'SLURM environment gives world size 2, but .*mpirun -np N' -- "$brisk" train good.json
 RANK=0 WORLD_SIZE=2 expect torchrun-no-mpi 'torchrun environment gives world size 2' -- "$brisk" train good.json
 RANK=3 WORLD_SIZE=2 expect torchrun-bad-rank 'RANK=3, WORLD_SIZE=2; expected 0 <= rank < size' -- "$brisk" train good.json
-expect wrong-inputs "field 'x' has samples of shape \[64\], the model .* expects \[63\]" -- "$brisk" train good.json --set model.inputs=63
+expect wrong-inputs "field 'x' has samples of shape \[64\], the model .* expects \[63\]; set the model's sizes" -- "$brisk" train good.json --set model.inputs=63
 expect batch-too-big 'batch_size is 100000' -- "$brisk" train good.json --batch-size 100000
 expect unknown-field 'data.fields: unknown field "z"' -- "$brisk" train good.json --set 'data.fields={"z": "x"}'
 expect missing-member 'tab.npz' -- "$brisk" train good.json --set 'data.fields={"x": "features"}'
@@ -201,7 +201,7 @@ head -c 50 run/last.safetensors > trunc.safetensors
 expect truncated-ckpt 'trunc.safetensors' -- "$brisk" info trunc.safetensors
 expect resume-truncated 'trunc.safetensors' -- "$brisk" train good.json --resume trunc.safetensors
 sed 's/"hidden": \[32\]/"hidden": [16]/' good.json > other.json
-expect other-model 'another shape; changed since it was written: model.hidden: \[32\] -> \[16\]' -- "$brisk" train other.json --resume run/last.safetensors
+expect other-model 'another shape; changed since it was written: model.hidden: \[32\] -> \[16\] .*; resume with the model settings it was trained with' -- "$brisk" train other.json --resume run/last.safetensors
 expect predict-missing 'nope.npy' -- "$brisk" predict run/last.safetensors --input nope.npy --output y.npy
 /usr/bin/python3 -c 'import numpy as np; np.save("wide.npy", np.zeros((4, 65), np.float32))' 2>/dev/null &&
   expect predict-shape 'wide.npy: expected an array of shape \[N, 64\]' -- "$brisk" predict run/last.safetensors --input wide.npy --output y.npy

@@ -30,3 +30,6 @@ endif()
 if(NETCDF_FOUND) # brisk synth weather writes NetCDF-4 through libnetcdf
   add_test(NAME cli.weather COMMAND ${CMAKE_CURRENT_LIST_DIR}/weather.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_weather)
 endif()
+# Progress: a live line on a terminal (under script(1)), plain lines otherwise, --quiet, --log-format json.
+add_test(NAME cli.progress COMMAND ${CMAKE_CURRENT_LIST_DIR}/progress.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_progress)
+set_tests_properties(cli.progress PROPERTIES ENVIRONMENT "OMP_NUM_THREADS=2")

@@ -57,4 +57,28 @@ static void test_nested_and_packed(void) {
     brisk_pb_free(&sub);
 }
 
-TEST_MAIN(T(test_crc32c_known_answers), T(test_varints_and_fields), T(test_nested_and_packed))
+/* A record as TensorBoard's own RecordWriter frames b"brain.Event:2" (bytes taken from it):
+ * length 13, its masked CRC, the data, the data's masked CRC. */
+static void test_tfrecord_framing(void) {
+    static const uint8_t want[] = {0x0d, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x3c, 0x37, 0xb8, 0x34,
+                                   'b',  'r',  'a',  'i',  'n',  '.',  'E',  'v',  'e',  'n',  't',  ':',
+                                   '2',  0xee, 0x01, 0x06, 0x7c};
+    brisk_pb b = {0};
+    brisk_tfrecord_append(&b, "brain.Event:2", 13);
+    CHECK(same(&b, want, sizeof want));
+    /* An Event{wall_time 1.5, file_version} as protobuf encodes it: 09 <1.5> 1a 0d ... */
+    brisk_pb e = {0};
+    brisk_pb_double(&e, 1, 1.5);
+    brisk_pb_string(&e, 3, "brain.Event:2");
+    static const uint8_t ev[] = {0x09, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f, 0x1a, 0x0d,
+                                 'b',  'r', 'a', 'i', 'n', '.', 'E', 'v', 'e', 'n', 't', ':', '2'};
+    CHECK(same(&e, ev, sizeof ev));
+    /* Records follow each other: a second one starts right after the first's data CRC. */
+    brisk_tfrecord_append(&b, e.p, e.n);
+    CHECK(b.n == sizeof want + 16 + e.n && b.p[sizeof want] == e.n && !memcmp(b.p + sizeof want + 12, e.p, e.n));
+    brisk_pb_free(&e);
+    brisk_pb_free(&b);
+}
+
+TEST_MAIN(T(test_crc32c_known_answers), T(test_varints_and_fields), T(test_nested_and_packed),
+          T(test_tfrecord_framing))

@@ -102,7 +102,7 @@ static void test_load_file(void) {
     brisk_json_free(doc);
     unlink(path);
     CHECK(brisk_json_load("/nonexistent/x.json", &doc, &e) == BRISK_ERR_IO);
-    CHECK_MSG(e.msg, "/nonexistent/x.json: cannot open: No such file or directory");
+    CHECK_MSG(e.msg, "/nonexistent/x.json: cannot open: No such file or directory; check the path (a relative one starts from the current directory; in a config, from the directory the command runs in)");
     CHECK(doc == NULL);
 }
 
@@ -269,12 +269,12 @@ static void test_sticky_and_unknown(void) {
     CHECK(brisk_json_unknown_keys(&m) == BRISK_ERR_INVALID);
     brisk_error e;
     brisk_json_status(doc, &e);
-    CHECK_MSG(e.msg, "cfg.json: model: unknown key \"hiden\" (known: type, fine, coarse, hidden)");
+    CHECK_MSG(e.msg, "cfg.json: model: unknown key \"hiden\" (did you mean \"hidden\"? known: type, fine, coarse, hidden); fix or remove it (every key: brisk config --reference, docs/config.md)");
     /* The first error sticks: later getters report it and write their defaults. */
     brisk_json_object(&root, "optim", &o);
     CHECK(brisk_json_number_or(&o, "lr", 0.5, BRISK_GT(0), &lr) == BRISK_ERR_INVALID && lr == 0.5);
     CHECK(brisk_json_finish(doc, &e) == BRISK_ERR_INVALID);
-    CHECK_MSG(e.msg, "cfg.json: model: unknown key \"hiden\" (known: type, fine, coarse, hidden)");
+    CHECK_MSG(e.msg, "cfg.json: model: unknown key \"hiden\" (did you mean \"hidden\"? known: type, fine, coarse, hidden); fix or remove it (every key: brisk config --reference, docs/config.md)");
     brisk_json_free(doc);
 
     /* finish checks every opened object, the top level included. */
@@ -286,7 +286,7 @@ static void test_sticky_and_unknown(void) {
     brisk_json_string(&m, "type", &t);
     brisk_json_object_opt(&root, "optim", &o, NULL);
     CHECK(brisk_json_finish(doc, &e) == BRISK_ERR_INVALID);
-    CHECK_MSG(e.msg, "cfg.json: unknown key \"extra\" (known: model, optim)");
+    CHECK_MSG(e.msg, "cfg.json: unknown key \"extra\" (known: model, optim); fix or remove it (every key: brisk config --reference, docs/config.md)");
     brisk_json_free(doc);
 
     doc = parse("{\"a\": {\"x\": 1}}");
@@ -295,7 +295,7 @@ static void test_sticky_and_unknown(void) {
     brisk_json_object(&root, "a", &m);
     CHECK(brisk_json_has(&m, "y") == false);
     CHECK(brisk_json_finish(doc, &e) == BRISK_ERR_INVALID);
-    CHECK_MSG(e.msg, "cfg.json: a: unknown key \"x\" (known: y)");
+    CHECK_MSG(e.msg, "cfg.json: a: unknown key \"x\" (known: y); fix or remove it (every key: brisk config --reference, docs/config.md)");
     brisk_json_free(doc);
 }
 

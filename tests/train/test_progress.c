@@ -1,5 +1,6 @@
 /* The summary's and the progress lines' arithmetic (train/progress.c): mean, median,
  * nearest-rank p95 and extremes of step times, the unstable-load rule, and durations. */
+#include "brisk/train.h"
 #include "test.h"
 #include "train/progress.h"
 
@@ -58,7 +59,28 @@ static void test_durations(void) {
     CHECK(strcmp(b, "elapsed 1.0 s, ETA ?") == 0);
 }
 
+/* The live progress line: bar, percentage, steps, epoch, loss, speed, ETA; a fixed bar of 20
+ * or 8 columns by the width, and never wider than the terminal (no wrap). */
+static void test_progress_line(void) {
+    brisk_progress p = {.step = 450, .total_steps = 1000, .epoch = 2, .epochs = 5, .loss = 0.123456,
+                        .samples_per_s = 1234.4, .elapsed_s = 10, .eta_s = 12.2};
+    char b[512];
+    brisk_progress_line(&p, 120, b, sizeof b);
+    CHECKF(strcmp(b, "[#########...........]  45% step 450/1000 epoch 2/5 loss 0.12346 1234 samples/s ETA 12.2 s") == 0,
+           "%s", b);
+    brisk_progress_line(&p, 80, b, sizeof b);
+    CHECKF(strncmp(b, "[###.....]  45% step 450/1000", 29) == 0 && strlen(b) <= 79, "%s", b);
+    brisk_progress_line(&p, 40, b, sizeof b); /* too narrow for a bar: the text, cut */
+    CHECKF(strncmp(b, "  45% step 450/1000 epoch 2/5", 29) == 0 && strlen(b) == 39, "%s", b);
+    p = (brisk_progress){.step = 0, .total_steps = 0, .epoch = 1, .epochs = 1, .loss = NAN, .eta_s = -1};
+    brisk_progress_line(&p, 120, b, sizeof b); /* nothing known yet */
+    CHECKF(strstr(b, "[....................]   0% step 0/0") == b && strstr(b, "loss ? 0 samples/s ETA ?"), "%s", b);
+    p.step = p.total_steps = 7;
+    brisk_progress_line(&p, 120, b, sizeof b);
+    CHECKF(strstr(b, "[####################] 100% step 7/7") == b, "%s", b);
+}
+
 int main(void) {
-    t_case c[] = {T(test_stats), T(test_unstable_rule), T(test_durations)};
+    t_case c[] = {T(test_stats), T(test_unstable_rule), T(test_durations), T(test_progress_line)};
     return t_run(c, (int)(sizeof c / sizeof c[0]));
 }

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# How brisk train reports progress: a live line rewritten with \r on a terminal (run under
+# script(1), which gives it a pty), plain lines when stdout is a pipe, --quiet (only the
+# summary), and --log-format json (every line of stdout and stderr one JSON object).
+#   progress.sh BRISK_BINARY WORKDIR
+set -u
+brisk=$1 work=$2
+py=/usr/bin/python3
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+"$brisk" synth tabular tab.npz --samples 640 >/dev/null || { echo "synth failed"; exit 1; }
+cat > p.json <<'J'
+{"model": {"type": "mlp", "inputs": 64, "hidden": [16], "outputs": 3},
+ "data": {"train": "tab.npz", "validation_fraction": 0.2},
+ "train": {"batch_size": 32, "epochs": 2, "log_every": 4, "out_dir": "run"}}
+J
+
+# not a terminal: the plain progress lines, no carriage return
+"$brisk" train p.json --overwrite >plain.out 2>plain.err
+if grep -qE '^epoch 1  step 4/32  loss [0-9.]+' plain.out && ! grep -q $'\r' plain.out; then ok plain-lines
+else bad "plain-lines: $(cat plain.out plain.err)"; fi
+
+# a terminal: one line rewritten with \r (bar, percentage, steps, epoch, loss, speed, ETA), the
+# plain progress lines replaced by it, the other lines and the summary still there
+if command -v script >/dev/null; then
+  TERM=xterm script -qec "'$brisk' train p.json --overwrite" /dev/null >tty.out 2>&1
+  if grep -qE $'\r\\[[#.]+\\] +[0-9]+% step [0-9]+/32 epoch [12]/2 loss [0-9.?]+ [0-9]+ samples/s ETA ' tty.out &&
+     grep -qE $'\r\\[#+\\] 100% step 32/32 epoch 2/2' tty.out &&
+     ! grep -qE 'epoch 1  step 4/32' tty.out && grep -q 'epoch 2 done  train loss' tty.out && grep -q '^summary ' tty.out; then
+    ok tty-bar
+  else bad "tty-bar: $(cat -v tty.out)"; fi
+else
+  echo "skip tty-bar: script(1) not found (util-linux)"
+fi
+
+# --quiet: nothing but the summary on stdout, nothing on stderr
+"$brisk" train p.json --overwrite --quiet >quiet.out 2>quiet.err
+first=$(grep -v '^$' quiet.out | head -1)
+if [ ! -s quiet.err ] && [[ $first == summary* ]] && ! grep -qE '^(epoch|device|model|active)' quiet.out &&
+   grep -q 'best val loss' quiet.out; then ok quiet
+else bad "quiet: $(cat quiet.out quiet.err)"; fi
+
+# --log-format json: every line parses, with time, level and msg; an error too
+"$brisk" train p.json --overwrite --log-format json --threads 64 >json.out 2>json.err
+"$brisk" train missing.json --log-format json >jsonerr.out 2>jsonerr.err
+"$brisk" train p.json --log-format json --frobnicate >jsonusage.out 2>jsonusage.err
+if [ -x "$py" ] && "$py" - json.out json.err jsonerr.out jsonerr.err jsonusage.out jsonusage.err <<'P'
+import json, sys
+recs = {}
+for path in sys.argv[1:]:
+    recs[path] = [json.loads(line) for line in open(path, encoding="utf-8")]
+    for r in recs[path]:
+        assert set(r) == {"time", "level", "msg"}, r
+        assert r["level"] in ("info", "warning", "error") and r["time"].endswith("Z"), r
+        assert (r["level"] == "info") == path.endswith(".out"), (path, r)
+msgs = [r["msg"] for r in recs["json.out"]]
+assert any(m.startswith("epoch 1  step 4/32") for m in msgs), msgs
+assert any(m.startswith("\nsummary") and "best val loss" in m for m in msgs), msgs
+assert any("64 threads" in r["msg"] for r in recs["json.err"]), recs["json.err"]
+(err,) = recs["jsonerr.err"]
+assert err["level"] == "error" and "missing.json" in err["msg"], err
+assert not recs["jsonerr.out"]
+(err,) = recs["jsonusage.err"]  # a command-line error too
+assert err["level"] == "error" and "unknown option '--frobnicate'" in err["msg"], err
+P
+then ok json-lines
+else bad "json-lines: $(cat json.out json.err jsonerr.err)"; fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
