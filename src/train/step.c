@@ -126,8 +126,11 @@ brisk_status brisk_step_micro(brisk_trainer *t, const brisk_batch *b, int micro,
     if (st) return st;
     if (!on_device(t)) {
         float v = 0;
-        if ((st = brisk_exec_run(t->ex, BRISK_RUN_TRAIN, err)) || (st = brisk_exec_read(t->ex, t->io.loss, &v, err)))
+        brisk_dist_overlap_begin_step(t, micro);
+        if ((st = brisk_exec_run(t->ex, BRISK_RUN_TRAIN, err)) || (st = brisk_exec_read(t->ex, t->io.loss, &v, err))) {
+            brisk_dist_overlap_finish(t, 1, err);
             return st;
+        }
         t->micro_loss = micro ? t->micro_loss + v : v;
         return BRISK_OK;
     }
@@ -155,6 +158,8 @@ brisk_status brisk_step_update(brisk_trainer *t, float lr, brisk_error *err) {
     brisk_status st;
     if (!on_device(t)) {
         float loss = (float)(t->micro_loss / K);
+        /* the overlapped all-reduce done before the next collective (MPI_THREAD_SERIALIZED) */
+        if ((st = brisk_dist_overlap_finish(t, 0, err))) return st;
         if ((st = brisk_dist_agree(t, &loss, err))) return st; /* every rank sees the mean loss */
         if (!isfinite(loss)) { /* stop, or skip the update within train.skip_nan_steps */
             if ((st = brisk_numeric_bad_loss(t, loss, err))) return st;
