@@ -536,6 +536,13 @@ struct brisk_backend {
                               brisk_status (*share)(void *user, void *buf, size_t bytes, brisk_error *err), void *user,
                               brisk_error *err);
     brisk_status (*grad_allreduce)(brisk_backend *be, float *g, int64_t n, int64_t bucket_floats, brisk_error *err);
+    /* The all-reduce overlapped with backward (dist.overlap; NULL: not offered): bucket_ready
+     * orders the mean of g[0, count) over the ranks, in place, on the backend's own
+     * communication stream after the work issued so far (the bucket's last producer), while
+     * the work issued next goes on; buckets_join makes the work issued next (the update) wait
+     * for every bucket. Both may be captured into a program. */
+    brisk_status (*grad_bucket_ready)(brisk_backend *be, float *g, int64_t count, brisk_error *err);
+    brisk_status (*grad_buckets_join)(brisk_backend *be, brisk_error *err);
 };
 
 brisk_backend *brisk_backend_cpu_new(int threads); /* threads 0: OpenMP's default */

@@ -26,6 +26,7 @@ static brisk_status share_id(void *user, void *buf, size_t bytes, brisk_error *e
 
 brisk_status brisk_dist_device_reduce(brisk_trainer *t, brisk_error *err) {
     if (t->world == 1) return BRISK_OK;
+    if (t->device_overlap) return t->be->grad_buckets_join(t->be, err); /* issued during backward */
     return t->be->grad_allreduce(t->be, t->ex->grads, t->g->n_param_floats,
                                  brisk_dist_bucket_bytes(t->dist) / (int64_t)sizeof(float), err);
 }
@@ -36,17 +37,48 @@ int64_t brisk_trainer_global_batch(const brisk_trainer *t) {
 
 static void grads_ready(void *user, int n_complete) { brisk_dist_overlap_ready(user, n_complete); }
 
+/* device: each completed bucket's all-reduce issued on the backend's communication stream */
+static void device_grads_ready(void *user, int n_complete) {
+    brisk_trainer *t = user;
+    brisk_backend *be = t->be;
+    for (; t->overlap_told < n_complete && !t->overlap_err.code; t->overlap_told++) {
+        const brisk_dist_bucket *b = &t->overlap_buckets[t->overlap_told];
+        be->grad_bucket_ready(be, (float *)t->ex->grads + b->offset, b->count, &t->overlap_err);
+    }
+}
+
+void brisk_dist_device_arm(brisk_trainer *t, int armed) {
+    if (!t->device_overlap) return;
+    if (armed) t->overlap_told = 0, t->overlap_err = (brisk_error){0};
+    brisk_exec_arm_grad_hook(t->ex, armed);
+}
+
+brisk_status brisk_dist_device_check(brisk_trainer *t, brisk_error *err) {
+    if (!t->device_overlap || !t->overlap_err.code) return BRISK_OK;
+    *err = t->overlap_err;
+    return err->code;
+}
+
 /* dist.overlap: the communication thread, fed by the executor's gradient hook with the
  * buckets in the order backward completes them. Not for ZeRO-1 (a reduce-scatter of the
  * whole arena) nor a device backend (NCCL on its stream). */
 static brisk_status setup_overlap(brisk_trainer *t, const char **why, brisk_error *err) {
     brisk_overlap_mode mode = t->cfg.dist.overlap;
+    int device = t->be->loss_log != NULL;
     *why = NULL;
-    if (mode == BRISK_OVERLAP_AUTO) mode = BRISK_DIST_OVERLAP_DEFAULT ? BRISK_OVERLAP_ON : BRISK_OVERLAP_OFF;
+    /* auto: on the CPU what measured faster; on a device after backward until the NCCL
+     * stream path has run on several GPUs (it never has) */
+    if (mode == BRISK_OVERLAP_AUTO)
+        mode = BRISK_DIST_OVERLAP_DEFAULT && !device ? BRISK_OVERLAP_ON : BRISK_OVERLAP_OFF;
     if (mode == BRISK_OVERLAP_OFF) return (*why = "after backward (dist.overlap off)", BRISK_OK);
     if (t->shard) return (*why = "after backward (ZeRO-1 reduce-scatters the whole arena)", BRISK_OK);
-    if (t->be->loss_log) return BRISK_OK;
-    if (!brisk_dist_can_overlap(t->dist))
+    if (device && (!t->be->grad_bucket_ready || !t->be->grad_buckets_join))
+        return (*why = "after backward (the backend offers no overlap)", BRISK_OK);
+    /* accumulation replays one micro-step program K times: only its last backward may start
+     * the buckets, so the device overlaps at accumulate 1 only */
+    if (device && t->cfg.train.accumulate > 1)
+        return (*why = "after backward (train.accumulate > 1 on a device)", BRISK_OK);
+    if (!device && !brisk_dist_can_overlap(t->dist))
         return (*why = "after backward (MPI granted less than MPI_THREAD_SERIALIZED)", BRISK_OK);
     int nb = (int)t->n_buckets;
     int64_t *off = malloc(sizeof(int64_t) * (size_t)(nb + 1)), *cnt = malloc(sizeof(int64_t) * (size_t)(nb + 1));
@@ -54,10 +86,15 @@ static brisk_status setup_overlap(brisk_trainer *t, const char **why, brisk_erro
     brisk_dist_bucket *sorted = malloc(sizeof *sorted * (size_t)(nb + 1));
     brisk_status st = off && cnt && order && sorted ? BRISK_OK : brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
     for (int b = 0; b < nb && !st; b++) off[b] = t->buckets[b].offset, cnt[b] = t->buckets[b].count;
-    if (!st) st = brisk_exec_set_grad_hook(t->ex, off, cnt, nb, order, grads_ready, NULL, err);
+    if (!st) st = brisk_exec_set_grad_hook(t->ex, off, cnt, nb, order, device ? device_grads_ready : grads_ready,
+                                           t, err);
     for (int b = 0; b < nb && !st; b++) sorted[b] = t->buckets[order[b]];
-    if (!st) st = brisk_dist_overlap_create(t->dist, t->ex->grads, t->g->n_param_floats, sorted, nb, &t->overlap, err);
-    if (!st) t->ex->grad_user = t->overlap;
+    if (!st && device) {
+        t->overlap_buckets = sorted, sorted = NULL;
+        t->device_overlap = 1;
+    }
+    if (!st && !device) st = brisk_dist_overlap_create(t->dist, t->ex->grads, t->g->n_param_floats, sorted, nb, &t->overlap, err);
+    if (!st && !device) t->ex->grad_user = t->overlap;
     free(off), free(cnt), free(order), free(sorted);
     return st;
 }
@@ -89,6 +126,9 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_dat
     brisk_dist_overlap_free(t->overlap);
     t->overlap = NULL;
     t->grads_averaged = 0;
+    free(t->overlap_buckets);
+    t->overlap_buckets = NULL;
+    t->device_overlap = 0;
     t->shard = 0;
     if (t->world == 1) return BRISK_OK;
     if (t->be->loss_log) { /* a device backend: it reduces its own gradients (NCCL) */
@@ -132,8 +172,11 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_dat
     const char *after = NULL;
     if ((ss = setup_overlap(t, &after, err))) return ss;
     char reduce_txt[96];
-    snprintf(reduce_txt, sizeof reduce_txt, "%s", t->overlap ? "overlapped with backward (a communication thread)"
-                                                             : after ? after : "after backward");
+    snprintf(reduce_txt, sizeof reduce_txt, "%s",
+             t->overlap          ? "overlapped with backward (a communication thread)"
+             : t->device_overlap ? "overlapped with backward (NCCL on its own stream)"
+             : after             ? after
+                                 : "after backward");
     /* the batches an epoch has at the global batch, and the run's length */
     int64_t G = brisk_trainer_global_batch(t);
     if (t->split.ntrain > 0) {

@@ -453,6 +453,7 @@ void brisk_trainer_free(brisk_trainer *t) {
     brisk_run_dir_unlock(t->lock_fd);
     free(t->losses);
     free(t->buckets);
+    free(t->overlap_buckets);
     free(t->moments_host);
     free(t->norm_mean);
     free(t->norm_std);

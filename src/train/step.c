@@ -73,7 +73,10 @@ static brisk_status feed(brisk_trainer *t, const brisk_batch *b, brisk_error *er
 
 /* forward + backward of one micro-batch, and its loss into the log */
 static brisk_status micro_body(brisk_trainer *t, brisk_error *err) {
+    brisk_dist_device_arm(t, 1); /* several ranks, dist.overlap: buckets on the NCCL stream */
     brisk_status st = brisk_exec_run(t->ex, BRISK_RUN_TRAIN, err);
+    brisk_dist_device_arm(t, 0);
+    if (!st) st = brisk_dist_device_check(t, err);
     if (!st) st = t->be->loss_log(t->be, t->ex->ptr[t->io.loss], 1.0f / (float)t->cfg.train.accumulate, err);
     return st;
 }
