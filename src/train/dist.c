@@ -112,6 +112,11 @@ brisk_status brisk_dist_overlap_finish(brisk_trainer *t, int failed, brisk_error
     brisk_error e2 = {0};
     brisk_status st = brisk_dist_overlap_end(t->overlap, failed, &reduced, failed ? &e2 : err);
     t->grads_averaged = reduced;
+    if (reduced) {
+        double comm = 0, hidden = 0;
+        brisk_dist_overlap_times(t->overlap, &comm, &hidden);
+        t->overlap_comm_s += comm, t->overlap_hidden_s += hidden, t->overlap_steps++;
+    }
     return failed ? BRISK_OK : st;
 }
 

@@ -97,6 +97,9 @@ struct brisk_trainer {
     int64_t n_buckets;
     brisk_dist_overlap *overlap; /* dist.overlap on the CPU: the communication thread */
     int grads_averaged;        /* this step's gradients were averaged during backward */
+    double overlap_comm_s, overlap_hidden_s; /* summed over overlap_steps: first bucket started
+                                   to last done, and the part of it before backward ended */
+    int64_t overlap_steps;
     int device_overlap;        /* dist.overlap on a device: buckets issued on its NCCL stream */
     brisk_dist_bucket *overlap_buckets; /* device: the buckets in the order backward completes them */
     int overlap_told;          /* device: buckets issued so far in this backward */
