@@ -30,7 +30,8 @@ brisk_status brisk_dist_from_env(brisk_dist *d, brisk_error *err);
  * all-reduce goes through the same calls, overlapped or not. requests point at MPI_Requests. */
 brisk_status brisk_dist_mpi_arrive(brisk_dist *d, const char *what, int64_t step, brisk_error *err);
 brisk_status brisk_dist_mpi_bucket_sum(brisk_dist *d, float *x, int64_t count, void *request, brisk_error *err);
-brisk_status brisk_dist_mpi_wait(brisk_dist *d, void *requests, int n, const char *what, int64_t step,
+/* patient: sleep between polls from the start (while backward needs the cores) */
+brisk_status brisk_dist_mpi_wait(brisk_dist *d, void *requests, int n, const char *what, int64_t step, int patient,
                                  brisk_error *err);
 size_t brisk_dist_mpi_request_size(void);
 void brisk_dist_scale(float *x, int64_t n, float s);

@@ -78,7 +78,14 @@ static void missing_ranks(brisk_dist *d, char *out, size_t cap) {
                                         : "not rank 0; rank 0's message names the rank");
 }
 
-static void pause_briefly(long spins) {
+/* patient: the communication thread, which shares the cores with backward: it yields at
+ * once instead of spinning first */
+static void pause_briefly(long spins, int patient) {
+    if (patient && spins < 2000) {
+        struct timespec ts = {0, 10000};
+        nanosleep(&ts, NULL);
+        return;
+    }
     if (spins < 2000) return;
     struct timespec ts = {0, spins < 20000 ? 20000 : 200000};
     nanosleep(&ts, NULL);
@@ -86,7 +93,7 @@ static void pause_briefly(long spins) {
 
 /* Waits for reqs with the group's deadline; on timeout the group is broken and the error
  * names the ranks that never reached the collective. */
-static brisk_status wait_all(brisk_dist *d, MPI_Request *reqs, int n, const char *what, int64_t step,
+static brisk_status wait_for(brisk_dist *d, MPI_Request *reqs, int n, const char *what, int64_t step, int patient,
                              brisk_error *err) {
     double t0 = brisk_now(), deadline = t0 + d->timeout_s;
     for (long spins = 0;; spins++) {
@@ -103,10 +110,15 @@ static brisk_status wait_all(brisk_dist *d, MPI_Request *reqs, int n, const char
                                 "rank(s) that died or hang: %s",
                                 d->rank, d->world, what, (long long)step, d->timeout_s, who);
         }
-        pause_briefly(spins);
+        pause_briefly(spins, patient);
     }
     d->wait_s += brisk_now() - t0;
     return BRISK_OK;
+}
+
+static brisk_status wait_all(brisk_dist *d, MPI_Request *reqs, int n, const char *what, int64_t step,
+                             brisk_error *err) {
+    return wait_for(d, reqs, n, what, step, 0, err);
 }
 
 /* Tells the peers this rank reached the next collective. */
@@ -283,9 +295,9 @@ brisk_status brisk_dist_mpi_bucket_sum(brisk_dist *d, float *x, int64_t count, v
     return BRISK_OK;
 }
 
-brisk_status brisk_dist_mpi_wait(brisk_dist *d, void *requests, int n, const char *what, int64_t step,
+brisk_status brisk_dist_mpi_wait(brisk_dist *d, void *requests, int n, const char *what, int64_t step, int patient,
                                  brisk_error *err) {
-    return n > 0 ? wait_all(d, requests, n, what, step, err) : BRISK_OK;
+    return n > 0 ? wait_for(d, requests, n, what, step, patient, err) : BRISK_OK;
 }
 
 size_t brisk_dist_mpi_request_size(void) { return sizeof(MPI_Request); }

@@ -31,7 +31,7 @@ struct brisk_dist_overlap {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     /* guarded by mu */
-    int quit, active, cancel, begun;
+    int quit, active, cancel, begun, ending; /* ending: the step waits in end() */
     int64_t ready, step;
     const char *what;
     brisk_status st;
@@ -54,7 +54,7 @@ static void run_step(brisk_dist_overlap *o) {
     for (;;) {
         while (o->ready == started && !o->cancel && started < o->nb) pthread_cond_wait(&o->cv, &o->mu);
         int64_t k = o->ready;
-        int cancel = o->cancel;
+        int cancel = o->cancel, patient = !o->ending;
         const char *what = o->what;
         int64_t step = o->step;
         pthread_mutex_unlock(&o->mu);
@@ -67,7 +67,8 @@ static void run_step(brisk_dist_overlap *o) {
             /* those started must finish before x may be touched, whatever failed */
             brisk_error e2 = {0};
             brisk_status ws = brisk_dist_mpi_wait(o->d, reqs + started * o->req_size,
-                                                  (int)(b - started - (st ? 1 : 0)), what, step, st ? &e2 : &err);
+                                                  (int)(b - started - (st ? 1 : 0)), what, step, patient,
+                                                  st ? &e2 : &err);
             if (!st) st = ws;
             started = k;
             o->t_done = brisk_now();
@@ -142,7 +143,7 @@ void brisk_dist_overlap_free(brisk_dist_overlap *o) {
 void brisk_dist_overlap_begin(brisk_dist_overlap *o, const char *what, int64_t step) {
     pthread_mutex_lock(&o->mu);
     o->what = what, o->step = step;
-    o->ready = 0, o->cancel = 0, o->st = BRISK_OK;
+    o->ready = 0, o->cancel = 0, o->ending = 0, o->st = BRISK_OK;
     o->active = o->begun = 1;
     pthread_cond_broadcast(&o->cv);
     pthread_mutex_unlock(&o->mu);
@@ -166,6 +167,7 @@ brisk_status brisk_dist_overlap_end(brisk_dist_overlap *o, int cancel, int *redu
     }
     double t_end = brisk_now();
     if (cancel) o->cancel = 1;
+    o->ending = 1;
     pthread_cond_broadcast(&o->cv);
     while (o->active) pthread_cond_wait(&o->cv, &o->mu);
     o->begun = 0;
