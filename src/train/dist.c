@@ -200,9 +200,9 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_dat
                  8.0 * (double)g->n_param_floats / 1048576.0);
     if (own_data)
         brisk_log(&t->log, BRISK_LOG_INFO, "dist      rank %d of %d (%s): each rank trains on its own samples, batches of "
-                  "%lld; gradients averaged over the ranks in %lld bucket%s; optimizer %s", t->rank, t->world,
+                  "%lld; gradients averaged over the ranks in %lld bucket%s, %s; optimizer %s", t->rank, t->world,
                   brisk_dist_source(d), (long long)t->cfg.train.batch_size, (long long)t->n_buckets,
-                  t->n_buckets == 1 ? "" : "s", t->shard ? "sharded (ZeRO-1)" : "replicated");
+                  t->n_buckets == 1 ? "" : "s", reduce_txt, t->shard ? "sharded (ZeRO-1)" : "replicated");
     if (own_data) return BRISK_OK;
     brisk_log(&t->log, BRISK_LOG_INFO,
               "dist      rank %d of %d (%s), local rank %d; global batch %lld = %d x %lld; gradients all-reduced in "
