@@ -10,7 +10,10 @@
 #   build     configure + build build-gpu/ for sm_90, everything
 #   test      `brisk check --require-gpu`; every CUDA test (ctest -R cuda, one at a time, among
 #             them dist.test_cuda_dist_alone: world size 1 issues no collective and trains bit
-#             for bit as without a group, printing both ms/step: the all-reduce overhead; the
+#             for bit as without a group, printing both ms/step: the all-reduce overhead;
+#             dist.test_cuda_dist_overlap: a one-rank NCCL communicator, buckets on NCCL's own
+#             stream from the executor's gradient hook, eager and in a CUDA graph, gradients
+#             bit for bit those of a plain backward (never run yet); the
 #             convolution, pooling and batch norm tests also on summary lines of their own); the
 #             same again with every cuBLASLt epilogue refused (REFUSE_EPILOGUE below); then
 #             the CPU tests when 4 minutes are left and cputest is not asked for too

@@ -73,6 +73,12 @@ brisk_status brisk_npz_read_one(const char *path, const char *member, brisk_npy_
 /* A member's dtype and shape (nbytes set, data NULL) without reading its data: a deflated
  * member is inflated only as far as its .npy header. */
 brisk_status brisk_npz_peek(const char *path, const char *member, brisk_npy_array *out, brisk_error *err);
+/* Rows [lo, hi) of the member's leading dimension only (clamped to it; a data-parallel
+ * rank's shard): of a stored member only those bytes are copied out of the mapped file (its
+ * CRC, which covers the whole member, is then not checked); a deflated one is inflated in
+ * pieces, the rows outside dropped as they come (its CRC checked). */
+brisk_status brisk_npz_read_rows(const char *path, const char *member, int64_t lo, int64_t hi, brisk_npy_array *out,
+                                 brisk_error *err);
 const brisk_npy_array *brisk_npz_find(const brisk_npz *z, const char *member);
 void brisk_npz_free(brisk_npz *z);
 
@@ -151,6 +157,13 @@ brisk_status brisk_dataset_load_npz(brisk_dataset *ds, const char *path,
                                     const brisk_field_spec *specs, int nspecs, brisk_error *err);
 brisk_status brisk_dataset_load_csv(brisk_dataset *ds, const char *path,
                                     const brisk_field_spec *specs, int nspecs, brisk_error *err);
+/* Samples [lo, hi) of the file only (clamped; rank r of N: brisk_dist_shard's range), held
+ * and parsed alone: NPZ members read as brisk_npz_read_rows does, CSV rows outside split
+ * (to find where rows end) but neither converted nor kept. file_rows: the file's samples. */
+brisk_status brisk_dataset_load_npz_rows(brisk_dataset *ds, const char *path, const brisk_field_spec *specs,
+                                         int nspecs, int64_t lo, int64_t hi, int64_t *file_rows, brisk_error *err);
+brisk_status brisk_dataset_load_csv_rows(brisk_dataset *ds, const char *path, const brisk_field_spec *specs,
+                                         int nspecs, int64_t lo, int64_t hi, int64_t *file_rows, brisk_error *err);
 /* The most memory loading these fields will hold at once, in bytes, read from the file's
  * headers without loading it (an NPZ member's .npy header; a CSV's header and line count),
  * so a data set too large for the memory is refused before it is read. */

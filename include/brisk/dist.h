@@ -31,6 +31,8 @@ typedef struct brisk_dist_bucket {
  * provisional: a shared machine). */
 #define BRISK_DIST_BUCKET_BYTES_DEFAULT ((int64_t)64 << 10)
 #define BRISK_DIST_TIMEOUT_DEFAULT 300.0
+/* dist.overlap auto: 1 when the overlapped CPU all-reduce measured faster (bench/DIST_NOTES.md) */
+#define BRISK_DIST_OVERLAP_DEFAULT 1
 
 /* Whether this build has MPI. */
 int brisk_dist_have_mpi(void);
@@ -93,6 +95,29 @@ brisk_status brisk_dist_allgather(brisk_dist *d, float *x, int64_t n, const char
  * (all may be NULL elsewhere). */
 brisk_status brisk_dist_gather(brisk_dist *d, const float *mine, float *all, int64_t n, const char *what, int64_t step,
                                brisk_error *err);
+
+/* The gradient all-reduce overlapped with backward (CPU, MPI): a communication thread,
+ * created once, that all-reduces bucket after bucket of x (buckets in the order backward
+ * completes them: brisk_exec_set_grad_hook) as soon as each is ready, with the same calls
+ * as brisk_dist_allreduce_mean, so the result is the same bits. Between begin and end only
+ * that thread calls MPI (MPI_THREAD_SERIALIZED); brisk_dist_can_overlap says whether MPI
+ * granted that level. */
+typedef struct brisk_dist_overlap brisk_dist_overlap;
+int brisk_dist_can_overlap(const brisk_dist *d);
+brisk_status brisk_dist_overlap_create(brisk_dist *d, float *x, int64_t n, const brisk_dist_bucket *buckets,
+                                       int64_t n_buckets, brisk_dist_overlap **out, brisk_error *err);
+void brisk_dist_overlap_free(brisk_dist_overlap *o);
+/* A step's all-reduce begins: the thread waits for buckets to become ready. */
+void brisk_dist_overlap_begin(brisk_dist_overlap *o, const char *what, int64_t step);
+/* The first k buckets (in create's order) are final (any thread; k only grows within a step). */
+void brisk_dist_overlap_ready(brisk_dist_overlap *o, int64_t k);
+/* Waits for every bucket, then averages x (x / world); *reduced = 1 when this step's all-
+ * reduce ran (0: no begin since the last end). cancel: backward failed; only the buckets
+ * already started are waited for and x is left as it is. */
+brisk_status brisk_dist_overlap_end(brisk_dist_overlap *o, int cancel, int *reduced, brisk_error *err);
+/* Seconds the last step's backward ran with all-reduces in flight, and its total, for the
+ * overlap fraction (the thread's view; 0 before a step). */
+void brisk_dist_overlap_times(const brisk_dist_overlap *o, double *comm_s, double *hidden_s);
 
 /* The shard of n elements that rank owns: contiguous, sizes differing by at most one. */
 void brisk_dist_shard(int64_t n, int world, int rank, int64_t *offset, int64_t *count);

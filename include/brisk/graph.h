@@ -397,6 +397,12 @@ brisk_status brisk_plan_build(brisk_graph *g, brisk_plan *plan, brisk_error *err
 void brisk_plan_free(brisk_plan *plan);
 /* Total bytes a run needs on the device: arena + 4 param arenas + inputs + consts. */
 size_t brisk_plan_total_bytes(const brisk_plan *plan);
+/* For each range [offsets[r], +counts[r]) of the gradient arena (floats): the position in
+ * train_order of the last node that writes into it (its last GRAD_ACCUM), or -1 when none
+ * does (a buffer's slot, which stays zero). After that node has run the range holds the
+ * micro-step's final gradient: data parallel reduces it while backward goes on. */
+void brisk_plan_grad_ready(const brisk_graph *g, const brisk_plan *plan, const int64_t *offsets,
+                           const int64_t *counts, int n_ranges, int *last);
 
 /* ---- per-step values. On the CPU a host struct; on CUDA it lives in device memory
  * so that a captured graph never needs re-capture. */
@@ -530,6 +536,13 @@ struct brisk_backend {
                               brisk_status (*share)(void *user, void *buf, size_t bytes, brisk_error *err), void *user,
                               brisk_error *err);
     brisk_status (*grad_allreduce)(brisk_backend *be, float *g, int64_t n, int64_t bucket_floats, brisk_error *err);
+    /* The all-reduce overlapped with backward (dist.overlap; NULL: not offered): bucket_ready
+     * orders the mean of g[0, count) over the ranks, in place, on the backend's own
+     * communication stream after the work issued so far (the bucket's last producer), while
+     * the work issued next goes on; buckets_join makes the work issued next (the update) wait
+     * for every bucket. Both may be captured into a program. */
+    brisk_status (*grad_bucket_ready)(brisk_backend *be, float *g, int64_t count, brisk_error *err);
+    brisk_status (*grad_buckets_join)(brisk_backend *be, brisk_error *err);
 };
 
 brisk_backend *brisk_backend_cpu_new(int threads); /* threads 0: OpenMP's default */
@@ -552,6 +565,13 @@ struct brisk_exec {
                                     parameters it reads; NULL when it owns its own */
     int64_t moments_off, moments_n; /* m and v hold parameter floats [off, off + n): all of
                                        them, or a rank's shard (brisk_exec_shard_moments) */
+    /* brisk_exec_set_grad_hook: ranges of the gradient arena, in the order a training run
+     * completes them; grad_done[s + 1] of them are complete once train_order[s] has run
+     * (grad_done[0] before any node) */
+    int *grad_done;
+    void (*grad_ready)(void *user, int n_complete);
+    void *grad_user;
+    int grad_armed;       /* 1: the next training runs call grad_ready */
 };
 
 typedef enum { BRISK_RUN_TRAIN = 0, BRISK_RUN_EVAL, BRISK_RUN_PREDICT } brisk_run_kind;
@@ -577,6 +597,16 @@ brisk_status brisk_exec_init_params(brisk_exec *ex, uint64_t seed, brisk_error *
 brisk_status brisk_exec_shard_moments(brisk_exec *ex, int64_t off, int64_t n, brisk_error *err);
 /* Copies a whole batch into input i (host pointer, g->inputs[i].bytes bytes). */
 brisk_status brisk_exec_set_input(brisk_exec *ex, int input, const void *host, brisk_error *err);
+/* A hook for data parallel (the gradient all-reduce overlapped with backward): given n
+ * ranges of the gradient arena (floats), writes into order[0..n) the ranges' indices in the
+ * order a training run completes them (by brisk_plan_grad_ready; ties by index), and while
+ * armed (brisk_exec_arm_grad_hook) every training run calls ready(user, k), on the thread
+ * running the schedule, as soon as the first k ranges of that order are complete (k grows
+ * to n within each run). On a device backend "complete" means issued on its stream. */
+brisk_status brisk_exec_set_grad_hook(brisk_exec *ex, const int64_t *offsets, const int64_t *counts, int n,
+                                      int *order, void (*ready)(void *user, int n_complete), void *user,
+                                      brisk_error *err);
+void brisk_exec_arm_grad_hook(brisk_exec *ex, int armed);
 /* Runs one schedule with the step state in ex->step. */
 brisk_status brisk_exec_run(brisk_exec *ex, brisk_run_kind kind, brisk_error *err);
 /* Copies a node's output to host memory (numel * dtype size bytes: not the workspace

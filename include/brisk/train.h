@@ -141,11 +141,16 @@ typedef struct brisk_speed_spec {
     int64_t memory_limit;     /* bytes the run may use; 0: what the machine has available */
 } brisk_speed_spec;
 
+/* dist.overlap: the CPU gradient all-reduce while backward runs (a communication thread)
+ * or after it; auto picks what bench/DIST_NOTES.md measured faster */
+typedef enum { BRISK_OVERLAP_AUTO = 0, BRISK_OVERLAP_ON, BRISK_OVERLAP_OFF } brisk_overlap_mode;
+
 /* Data parallel (dist.h): how a multi-rank run exchanges gradients; ignored by one process. */
 typedef struct brisk_dist_spec {
     double bucket_mb;         /* gradient all-reduce bucket, MiB */
     double timeout_s;         /* a collective not done after this long names the missing rank */
     int shard_optimizer;      /* ZeRO-1: each rank updates its shard of the parameters */
+    brisk_overlap_mode overlap;
 } brisk_dist_spec;
 
 /* What a run records beside metrics.jsonl (src/train/tboard.c). */

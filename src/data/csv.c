@@ -229,7 +229,7 @@ static brisk_status parse_number(csv_reader *r, int k, const char *colname, int 
 }
 
 static brisk_status parse_table(csv_reader *r, const char *const *columns, int ncolumns, const int *integral,
-                                int all_integral, brisk_csv_table *out, brisk_error *err) {
+                                int all_integral, int64_t lo, int64_t hi, brisk_csv_table *out, brisk_error *err) {
     brisk_status st;
     if (!read_record(r, &st, err))
         return st ? st : brisk_errorf(err, BRISK_ERR_FORMAT, "%s: empty file; expected a header row", r->name);
@@ -253,6 +253,8 @@ static brisk_status parse_table(csv_reader *r, const char *const *columns, int n
                               r->name, (long long)r->fline[0], nheader, r->nf);
             break;
         }
+        /* a shard: the records outside it are split (to find where rows end) but not kept */
+        if (out->file_rows++ < lo || out->file_rows > hi) continue;
         if ((size_t)out->rows == cap) {
             cap = cap ? cap * 2 : 1024;
             double *v = realloc(out->v, cap * (size_t)(nsel ? nsel : 1) * sizeof *v);
@@ -267,7 +269,10 @@ static brisk_status parse_table(csv_reader *r, const char *const *columns, int n
             st = parse_number(r, idx[c], names[c], all_integral || (integral && integral[c]), &row[c], err);
         out->lines[out->rows++] = r->fline[0];
     }
-    if (!st && out->rows == 0) st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: no data rows after the header", r->name);
+    if (!st && out->file_rows == 0) st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: no data rows after the header", r->name);
+    else if (!st && out->rows == 0)
+        st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: no data rows in the rows [%lld, %lld) asked for; the file has %lld",
+                          r->name, (long long)lo, (long long)hi, (long long)out->file_rows);
     out->ncols = nsel;
     for (int c = 0; c < nsel; c++) free(names[c]);
     free(names);
@@ -359,6 +364,12 @@ brisk_status brisk_csv_expand_columns(char *const *header, int nh, const char *n
 brisk_status brisk_csv_table_parse(const void *buf, size_t len, const char *name, const char *const *columns,
                                    int ncolumns, const int *integral, int all_integral, brisk_csv_table *out,
                                    brisk_error *err) {
+    return brisk_csv_table_parse_rows(buf, len, name, columns, ncolumns, integral, all_integral, 0, INT64_MAX, out, err);
+}
+
+brisk_status brisk_csv_table_parse_rows(const void *buf, size_t len, const char *name, const char *const *columns,
+                                        int ncolumns, const int *integral, int all_integral, int64_t lo, int64_t hi,
+                                        brisk_csv_table *out, brisk_error *err) {
     memset(out, 0, sizeof *out);
     if (columns && ncolumns <= 0) return brisk_errorf(err, BRISK_ERR_INVALID, "%s: no columns selected", name);
     csv_reader r;
@@ -372,7 +383,7 @@ brisk_status brisk_csv_table_parse(const void *buf, size_t len, const char *name
      * otherwise misread every value); uselocale is per thread. */
     locale_t c_loc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
     locale_t old = c_loc ? uselocale(c_loc) : (locale_t)0;
-    brisk_status st = parse_table(&r, columns, ncolumns, integral, all_integral, out, err);
+    brisk_status st = parse_table(&r, columns, ncolumns, integral, all_integral, lo, hi, out, err);
     if (c_loc) { uselocale(old); freelocale(c_loc); }
     free(r.text);
     free(r.start);

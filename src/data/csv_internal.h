@@ -9,6 +9,7 @@ typedef struct brisk_csv_table {
     int ncols;
     double *v;       /* [rows, ncols]; doubles hold every i32 exactly */
     int64_t *lines;  /* [rows]: the line each row starts on, for messages */
+    int64_t file_rows; /* data rows in the file (rows: those kept) */
 } brisk_csv_table;
 
 /* Reads the header and the selected columns (columns NULL: all). A column with
@@ -17,6 +18,11 @@ typedef struct brisk_csv_table {
 brisk_status brisk_csv_table_parse(const void *buf, size_t len, const char *name, const char *const *columns,
                                    int ncolumns, const int *integral, int all_integral, brisk_csv_table *out,
                                    brisk_error *err);
+/* The same for data rows [lo, hi) only (0-based after the header, clamped to the file): the
+ * other records are split, to find where rows end, but neither parsed as numbers nor kept. */
+brisk_status brisk_csv_table_parse_rows(const void *buf, size_t len, const char *name, const char *const *columns,
+                                        int ncolumns, const int *integral, int all_integral, int64_t lo, int64_t hi,
+                                        brisk_csv_table *out, brisk_error *err);
 void brisk_csv_table_free(brisk_csv_table *t);
 
 /* The header's column names, trimmed, in *names (one malloc'd block: free(*names)). */

@@ -141,13 +141,28 @@ static brisk_status check_specs(const char *path, const brisk_field_spec *specs,
 
 brisk_status brisk_dataset_load_npz(brisk_dataset *ds, const char *path, const brisk_field_spec *specs, int nspecs,
                                     brisk_error *err) {
+    return brisk_dataset_load_npz_rows(ds, path, specs, nspecs, -1, -1, NULL, err);
+}
+
+/* lo < 0: the whole file */
+brisk_status brisk_dataset_load_npz_rows(brisk_dataset *ds, const char *path, const brisk_field_spec *specs,
+                                         int nspecs, int64_t lo, int64_t hi, int64_t *file_rows, brisk_error *err) {
     memset(ds, 0, sizeof *ds);
+    if (file_rows) *file_rows = 0;
     snprintf(ds->source, sizeof ds->source, "%s", path);
     brisk_status st = check_specs(path, specs, nspecs, err);
     for (int i = 0; i < nspecs && !st; i++) {
         const char *member = specs[i].member ? specs[i].member : specs[i].name;
         brisk_npy_array a;
-        if ((st = brisk_npz_read_one(path, member, &a, err))) {
+        if (file_rows && i == 0) { /* the file's count, from the first member's header */
+            if ((st = brisk_npz_peek(path, member, &a, err))) {
+                brisk_error_prefix(err, "field '%s'", specs[i].name);
+                break;
+            }
+            *file_rows = a.shape.ndim ? a.shape.d[0] : 1;
+            brisk_npy_free(&a);
+        }
+        if ((st = lo < 0 ? brisk_npz_read_one(path, member, &a, err) : brisk_npz_read_rows(path, member, lo, hi, &a, err))) {
             brisk_error_prefix(err, "field '%s'", specs[i].name);
             break;
         }
@@ -189,6 +204,11 @@ brisk_status brisk_dataset_load_npz(brisk_dataset *ds, const char *path, const b
 
 brisk_status brisk_dataset_load_csv(brisk_dataset *ds, const char *path, const brisk_field_spec *specs, int nspecs,
                                     brisk_error *err) {
+    return brisk_dataset_load_csv_rows(ds, path, specs, nspecs, 0, INT64_MAX, NULL, err);
+}
+
+brisk_status brisk_dataset_load_csv_rows(brisk_dataset *ds, const char *path, const brisk_field_spec *specs,
+                                         int nspecs, int64_t lo, int64_t hi, int64_t *file_rows, brisk_error *err) {
     memset(ds, 0, sizeof *ds);
     snprintf(ds->source, sizeof ds->source, "%s", path);
     brisk_status st = check_specs(path, specs, nspecs, err);
@@ -227,7 +247,8 @@ brisk_status brisk_dataset_load_csv(brisk_dataset *ds, const char *path, const b
         }
     brisk_csv_table tab;
     memset(&tab, 0, sizeof tab);
-    if (!st) st = brisk_csv_table_parse(f.data, f.len, path, cols, ncols, integral, 0, &tab, err);
+    if (!st) st = brisk_csv_table_parse_rows(f.data, f.len, path, cols, ncols, integral, 0, lo, hi, &tab, err);
+    if (!st && file_rows) *file_rows = tab.file_rows;
     brisk_file_release(&f);
     for (int i = 0, k = 0; i < nspecs && !st; k += fn[i], i++) {
         int nc = fn[i];

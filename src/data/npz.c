@@ -189,6 +189,22 @@ static brisk_status read_directory(const uint8_t *buf, size_t len, const char *f
 
 /* ---------------------------------------------------------------- members */
 
+/* A shard of the leading dimension, rows [r[0], r[1]): clamped to the array by shard_rows,
+ * which also sets its shape and nbytes to the shard's. */
+static size_t row_bytes(const brisk_npy_array *a) {
+    int64_t n0 = a->shape.ndim ? a->shape.d[0] : 1;
+    return n0 > 0 ? a->nbytes / (size_t)n0 : 0;
+}
+static void shard_rows(brisk_npy_array *a, int64_t *r) {
+    int64_t n0 = a->shape.ndim ? a->shape.d[0] : 1;
+    size_t rb = row_bytes(a);
+    if (r[0] < 0) r[0] = 0;
+    if (r[1] > n0) r[1] = n0;
+    if (r[0] > r[1]) r[0] = r[1];
+    if (a->shape.ndim) a->shape.d[0] = r[1] - r[0];
+    a->nbytes = rb * (size_t)(r[1] - r[0]);
+}
+
 #ifdef BRISK_HAVE_ZLIB
 /* A deflated member inflated in pieces, straight to where each piece belongs: the .npy
  * header to a small buffer, the data to the array's own buffer. The peak is the array
@@ -261,8 +277,22 @@ static brisk_status infl_close(inflater *f, uint64_t usize, const char *what, br
 /* The .npy header (at most this long: NumPy's own are under 1 KiB) and then the data. */
 #define NPY_MAX_HEADER (1u << 20)
 
+/* Discards n inflated bytes (the rows outside a shard), through a small buffer. */
+static brisk_status infl_skip(inflater *f, uint64_t n, uint64_t usize, const char *what, brisk_error *err) {
+    uint8_t buf[1 << 14];
+    brisk_status st = BRISK_OK;
+    while (n && !st) {
+        uint64_t k = n < sizeof buf ? n : sizeof buf;
+        st = infl_read(f, buf, k, usize, what, err);
+        n -= k;
+    }
+    return st;
+}
+
+/* rows: NULL, or a shard [rows[0], rows[1]) of the leading dimension to keep (the rest is
+ * inflated, for the CRC, and dropped) */
 static brisk_status inflate_npy(const uint8_t *src, const zentry *e, const char *what, const char *npyname,
-                                int header_only, brisk_npy_array *out, brisk_error *err) {
+                                int header_only, const int64_t *rows, brisk_npy_array *out, brisk_error *err) {
     inflater f;
     brisk_status st = infl_open(&f, src, e->csize, what, err);
     if (st) return st;
@@ -291,9 +321,19 @@ static brisk_status inflate_npy(const uint8_t *src, const zentry *e, const char 
         free(hbuf);
         return BRISK_OK;
     }
+    uint64_t before = 0, after = 0; /* a shard: the bytes inflated and dropped around it */
+    if (!st && rows) {
+        size_t all = out->nbytes, rb = row_bytes(out);
+        int64_t r[2] = {rows[0], rows[1]};
+        shard_rows(out, r);
+        before = (uint64_t)r[0] * rb;
+        after = all - before - out->nbytes;
+    }
     if (!st && !(out->data = malloc(out->nbytes ? out->nbytes : 1)))
         st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: cannot allocate %zu bytes for its array", what, out->nbytes);
+    if (!st) st = infl_skip(&f, before, e->usize, what, err);
     if (!st) st = infl_read(&f, out->data, out->nbytes, e->usize, what, err);
+    if (!st) st = infl_skip(&f, after, e->usize, what, err);
     brisk_status cst = infl_close(&f, e->usize, what, err);
     if (!st) st = cst;
     free(hbuf);
@@ -309,8 +349,9 @@ static brisk_status inflate_npy(const uint8_t *src, const zentry *e, const char 
 }
 #endif
 
+/* rows: NULL, or the shard [rows[0], rows[1]) of the leading dimension to keep */
 static brisk_status read_member(const uint8_t *buf, size_t len, const char *fname, const zentry *e, int header_only,
-                                brisk_npy_array *out, brisk_error *err) {
+                                const int64_t *rows, brisk_npy_array *out, brisk_error *err) {
     char what[512];
     snprintf(what, sizeof what, "%s: member '%.*s'", fname, (int)e->name_len, e->name);
     if (e->flags & 1) return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: encrypted members are not supported", what);
@@ -341,6 +382,21 @@ static brisk_status read_member(const uint8_t *buf, size_t len, const char *fnam
             brisk_status st = brisk_npy_parse_header(data, (size_t)e->usize, npyname, out, &swap, &off, err);
             return st ? st : brisk_npy_check_size(out, npyname, e->usize - off, err);
         }
+        if (rows) { /* a shard: only its bytes are copied (and, the file being mapped, read) */
+            int swap;
+            size_t off;
+            brisk_status st = brisk_npy_parse_header(data, (size_t)e->usize, npyname, out, &swap, &off, err);
+            if (!st) st = brisk_npy_check_size(out, npyname, e->usize - off, err);
+            if (st) return st;
+            size_t rb = row_bytes(out);
+            int64_t sh[2] = {rows[0], rows[1]};
+            shard_rows(out, sh);
+            if (!(out->data = malloc(out->nbytes ? out->nbytes : 1)))
+                return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: cannot allocate %zu bytes for its shard", what, out->nbytes);
+            memcpy(out->data, data + off + (size_t)sh[0] * rb, out->nbytes);
+            brisk_npy_fix_in_place(out, swap);
+            return BRISK_OK;
+        }
         uint32_t crc = brisk_crc32(0, data, (size_t)e->usize);
         if (crc != e->crc)
             return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: CRC-32 mismatch (directory 0x%08x, data 0x%08x): corrupt file",
@@ -352,7 +408,7 @@ static brisk_status read_member(const uint8_t *buf, size_t len, const char *fnam
     if (e->usize / 1032 > e->csize + 64)
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: claims %llu bytes from %llu compressed; impossible for "
                             "deflate", what, (unsigned long long)e->usize, (unsigned long long)e->csize);
-    return inflate_npy(data, e, what, npyname, header_only, out, err);
+    return inflate_npy(data, e, what, npyname, header_only, rows, out, err);
 #else
     return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s is deflated (np.savez_compressed) but brisk was built "
                         "without zlib; install zlib and rebuild, or save with np.savez", what);
@@ -397,7 +453,7 @@ brisk_status brisk_npz_parse(const void *buf, size_t len, const char *name, bris
         memcpy(m->name, es[i].name, es[i].name_len);
         m->name[es[i].name_len] = 0;
         out->count = i + 1;
-        if ((st = read_member(buf, len, name, &es[i], 0, &m->array, err))) break;
+        if ((st = read_member(buf, len, name, &es[i], 0, NULL, &m->array, err))) break;
     }
     free(es);
     if (st) brisk_npz_free(out);
@@ -414,8 +470,8 @@ brisk_status brisk_npz_read(const char *path, brisk_npz *out, brisk_error *err) 
     return st;
 }
 
-static brisk_status read_one(const char *path, const char *member, int header_only, brisk_npy_array *out,
-                             brisk_error *err) {
+static brisk_status read_one(const char *path, const char *member, int header_only, const int64_t *rows,
+                             brisk_npy_array *out, brisk_error *err) {
     memset(out, 0, sizeof *out);
     brisk_file f;
     brisk_status st = brisk_file_load(path, &f, err);
@@ -432,7 +488,7 @@ static brisk_status read_one(const char *path, const char *member, int header_on
         list_members(es, n, list, sizeof list);
         st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: no member '%s' (members: %s)", path, member, list);
     } else {
-        st = read_member(f.data, f.len, path, &es[found], header_only, out, err);
+        st = read_member(f.data, f.len, path, &es[found], header_only, rows, out, err);
     }
     free(es);
     brisk_file_release(&f);
@@ -440,11 +496,17 @@ static brisk_status read_one(const char *path, const char *member, int header_on
 }
 
 brisk_status brisk_npz_read_one(const char *path, const char *member, brisk_npy_array *out, brisk_error *err) {
-    return read_one(path, member, 0, out, err);
+    return read_one(path, member, 0, NULL, out, err);
+}
+
+brisk_status brisk_npz_read_rows(const char *path, const char *member, int64_t lo, int64_t hi, brisk_npy_array *out,
+                                 brisk_error *err) {
+    int64_t rows[2] = {lo, hi};
+    return read_one(path, member, 0, rows, out, err);
 }
 
 brisk_status brisk_npz_peek(const char *path, const char *member, brisk_npy_array *out, brisk_error *err) {
-    return read_one(path, member, 1, out, err);
+    return read_one(path, member, 1, NULL, out, err);
 }
 
 const brisk_npy_array *brisk_npz_find(const brisk_npz *z, const char *member) {

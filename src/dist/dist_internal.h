@@ -16,6 +16,7 @@ struct brisk_dist {
     int broken;          /* a collective timed out or failed: no further one is issued */
     int64_t collectives, bytes;
     double wait_s;
+    int thread_serialized; /* MPI's thread level lets another thread call it (SERIALIZED or more) */
     struct brisk_dist_mpi *mpi; /* NULL: no MPI (world size 1) */
 };
 
@@ -24,5 +25,15 @@ int brisk_dist_mpi_launched(void);
 /* group.c: rank and world size from SLURM's or torchrun's environment, else a single
  * process; a world size above 1 is an error here (it needs MPI, which mpi.c handles). */
 brisk_status brisk_dist_from_env(brisk_dist *d, brisk_error *err);
+
+/* mpi.c, for overlap.c's communication thread (MPI builds only): every bucket of the gradient
+ * all-reduce goes through the same calls, overlapped or not. requests point at MPI_Requests. */
+brisk_status brisk_dist_mpi_arrive(brisk_dist *d, const char *what, int64_t step, brisk_error *err);
+brisk_status brisk_dist_mpi_bucket_sum(brisk_dist *d, float *x, int64_t count, void *request, brisk_error *err);
+/* patient: sleep between polls from the start (while backward needs the cores) */
+brisk_status brisk_dist_mpi_wait(brisk_dist *d, void *requests, int n, const char *what, int64_t step, int patient,
+                                 brisk_error *err);
+size_t brisk_dist_mpi_request_size(void);
+void brisk_dist_scale(float *x, int64_t n, float s);
 
 #endif

@@ -78,7 +78,14 @@ static void missing_ranks(brisk_dist *d, char *out, size_t cap) {
                                         : "not rank 0; rank 0's message names the rank");
 }
 
-static void pause_briefly(long spins) {
+/* patient: the communication thread, which shares the cores with backward: it yields at
+ * once instead of spinning first */
+static void pause_briefly(long spins, int patient) {
+    if (patient && spins < 2000) {
+        struct timespec ts = {0, 10000};
+        nanosleep(&ts, NULL);
+        return;
+    }
     if (spins < 2000) return;
     struct timespec ts = {0, spins < 20000 ? 20000 : 200000};
     nanosleep(&ts, NULL);
@@ -86,7 +93,7 @@ static void pause_briefly(long spins) {
 
 /* Waits for reqs with the group's deadline; on timeout the group is broken and the error
  * names the ranks that never reached the collective. */
-static brisk_status wait_all(brisk_dist *d, MPI_Request *reqs, int n, const char *what, int64_t step,
+static brisk_status wait_for(brisk_dist *d, MPI_Request *reqs, int n, const char *what, int64_t step, int patient,
                              brisk_error *err) {
     double t0 = brisk_now(), deadline = t0 + d->timeout_s;
     for (long spins = 0;; spins++) {
@@ -103,10 +110,15 @@ static brisk_status wait_all(brisk_dist *d, MPI_Request *reqs, int n, const char
                                 "rank(s) that died or hang: %s",
                                 d->rank, d->world, what, (long long)step, d->timeout_s, who);
         }
-        pause_briefly(spins);
+        pause_briefly(spins, patient);
     }
     d->wait_s += brisk_now() - t0;
     return BRISK_OK;
+}
+
+static brisk_status wait_all(brisk_dist *d, MPI_Request *reqs, int n, const char *what, int64_t step,
+                             brisk_error *err) {
+    return wait_for(d, reqs, n, what, step, 0, err);
 }
 
 /* Tells the peers this rank reached the next collective. */
@@ -140,6 +152,9 @@ static brisk_status attach(brisk_dist *d, MPI_Comm parent, brisk_error *err) {
     int rc = MPI_Comm_dup(parent, &m->comm);
     if (rc != MPI_SUCCESS) return mpi_fail(d, rc, "MPI_Comm_dup", err);
     MPI_Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN);
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    d->thread_serialized = level >= MPI_THREAD_SERIALIZED;
     MPI_Comm_rank(m->comm, &d->rank);
     MPI_Comm_size(m->comm, &d->world);
     MPI_Comm node;
@@ -181,7 +196,10 @@ brisk_status brisk_dist_create(brisk_dist **out, brisk_error *err) {
     int inited = 0, provided = 0;
     MPI_Initialized(&inited);
     if (!inited) {
-        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+        /* SERIALIZED: the gradient all-reduce may run on brisk's communication thread while
+         * backward runs (never two threads in MPI at once); FUNNELED would confine MPI to the
+         * main thread. Below SERIALIZED the all-reduce waits for the end of backward. */
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
             free(d);
             return brisk_errorf(err, BRISK_ERR_IO, "MPI_Init_thread failed (an MPI launcher's variables are set)");
         }
@@ -257,15 +275,38 @@ void brisk_dist_free(brisk_dist *d) {
     free(d);
 }
 
-static void scale(float *x, int64_t n, float s) {
+void brisk_dist_scale(float *x, int64_t n, float s) {
     for (int64_t i = 0; i < n; i++) x[i] *= s;
 }
+
+brisk_status brisk_dist_mpi_arrive(brisk_dist *d, const char *what, int64_t step, brisk_error *err) {
+    brisk_status st = usable(d, err);
+    return st ? st : arrive(d, what, step, err);
+}
+
+/* One bucket's sum, in place: the same call for the overlapped and the after-backward
+ * all-reduce, so both give the same bits. */
+brisk_status brisk_dist_mpi_bucket_sum(brisk_dist *d, float *x, int64_t count, void *request, brisk_error *err) {
+    int rc = count > INT_MAX ? MPI_ERR_COUNT
+                             : MPI_Iallreduce(MPI_IN_PLACE, x, (int)count, MPI_FLOAT, MPI_SUM, d->mpi->comm, request);
+    if (rc != MPI_SUCCESS) return mpi_fail(d, rc, "MPI_Iallreduce", err);
+    d->collectives++;
+    d->bytes += count * (int64_t)sizeof(float);
+    return BRISK_OK;
+}
+
+brisk_status brisk_dist_mpi_wait(brisk_dist *d, void *requests, int n, const char *what, int64_t step, int patient,
+                                 brisk_error *err) {
+    return n > 0 ? wait_for(d, requests, n, what, step, patient, err) : BRISK_OK;
+}
+
+size_t brisk_dist_mpi_request_size(void) { return sizeof(MPI_Request); }
 
 brisk_status brisk_dist_allreduce_mean(brisk_dist *d, float *x, int64_t n, const brisk_dist_bucket *buckets,
                                        int64_t n_buckets, const char *what, int64_t step, brisk_error *err) {
     if (!d || d->world == 1 || n == 0) return BRISK_OK;
-    brisk_status st = usable(d, err);
-    if (st || (st = arrive(d, what, step, err))) return st;
+    brisk_status st = brisk_dist_mpi_arrive(d, what, step, err);
+    if (st) return st;
     int64_t per = d->bucket_bytes / (int64_t)sizeof(float);
     if (per > INT_MAX) per = INT_MAX;
     int64_t nb = buckets ? n_buckets : (n + per - 1) / per;
@@ -274,20 +315,17 @@ brisk_status brisk_dist_allreduce_mean(brisk_dist *d, float *x, int64_t n, const
     for (int64_t b = 0; b < nb; b++) {
         int64_t off = buckets ? buckets[b].offset : b * per;
         int64_t cnt = buckets ? buckets[b].count : (n - off < per ? n - off : per);
-        int rc = cnt > INT_MAX ? MPI_ERR_COUNT
-                               : MPI_Iallreduce(MPI_IN_PLACE, x + off, (int)cnt, MPI_FLOAT, MPI_SUM, d->mpi->comm, &reqs[b]);
-        if (rc != MPI_SUCCESS) {
+        if ((st = brisk_dist_mpi_bucket_sum(d, x + off, cnt, &reqs[b], err))) {
             /* those already started must finish before x may be touched */
-            if (b > 0) wait_all(d, reqs, (int)b, what, step, err);
+            brisk_error e2 = {0};
+            if (b > 0) wait_all(d, reqs, (int)b, what, step, &e2);
             free(reqs);
-            return mpi_fail(d, rc, "MPI_Iallreduce", err);
+            return st;
         }
-        d->collectives++;
-        d->bytes += cnt * (int64_t)sizeof(float);
     }
     st = wait_all(d, reqs, (int)nb, what, step, err);
     free(reqs);
-    if (!st) scale(x, n, 1.0f / (float)d->world);
+    if (!st) brisk_dist_scale(x, n, 1.0f / (float)d->world);
     return st;
 }
 

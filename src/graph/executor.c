@@ -28,6 +28,7 @@ void brisk_exec_free(brisk_exec *ex) {
     for (size_t i = 0; i < sizeof areas / sizeof areas[0]; i++)
         if (areas[i]) ex->be->free(ex->be, areas[i]);
     free(ex->ptr);
+    free(ex->grad_done);
     free(ex);
 }
 
@@ -243,6 +244,47 @@ brisk_status brisk_exec_set_input(brisk_exec *ex, int input, const void *host, b
     return st;
 }
 
+brisk_status brisk_exec_set_grad_hook(brisk_exec *ex, const int64_t *offsets, const int64_t *counts, int n,
+                                      int *order, void (*ready)(void *user, int n_complete), void *user,
+                                      brisk_error *err) {
+    if (!ex || n < 0 || (n > 0 && (!offsets || !counts || !order)) || !ready)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "exec: gradient hook without its ranges or callback");
+    const brisk_plan *p = ex->plan;
+    for (int r = 0; r < n; r++)
+        if (offsets[r] < 0 || counts[r] < 0 || offsets[r] + counts[r] > ex->g->n_param_floats)
+            return brisk_errorf(err, BRISK_ERR_INVALID, "exec: gradient range [%lld, +%lld) outside %lld floats",
+                                (long long)offsets[r], (long long)counts[r], (long long)ex->g->n_param_floats);
+    int *last = malloc(sizeof(int) * ((size_t)n + 1)), *done = calloc((size_t)p->n_train + 1, sizeof(int));
+    if (!last || !done) {
+        free(last), free(done);
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "exec: out of memory");
+    }
+    brisk_plan_grad_ready(ex->g, p, offsets, counts, n, last);
+    /* a counting sort by last writer (stable: ties by index): done[s + 1] counts the ranges
+     * whose last writer is at or before position s, which is also where their run starts */
+    for (int r = 0; r < n; r++) done[last[r] + 1]++;
+    for (int s = 1; s <= p->n_train; s++) done[s] += done[s - 1];
+    int *at = calloc((size_t)p->n_train + 1, sizeof(int));
+    if (!at) {
+        free(last), free(done);
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "exec: out of memory");
+    }
+    for (int s = 1; s <= p->n_train; s++) at[s] = done[s - 1];
+    for (int r = 0; r < n; r++) order[at[last[r] + 1]++] = r;
+    free(at);
+    free(last);
+    free(ex->grad_done);
+    ex->grad_done = done;
+    ex->grad_ready = ready;
+    ex->grad_user = user;
+    ex->grad_armed = 0;
+    return BRISK_OK;
+}
+
+void brisk_exec_arm_grad_hook(brisk_exec *ex, int armed) {
+    if (ex) ex->grad_armed = armed && ex->grad_done != NULL;
+}
+
 brisk_status brisk_exec_run(brisk_exec *ex, brisk_run_kind kind, brisk_error *err) {
     if (!ex) return brisk_errorf(err, BRISK_ERR_INVALID, "run: NULL executor");
     const brisk_graph *g = ex->g;
@@ -267,6 +309,9 @@ brisk_status brisk_exec_run(brisk_exec *ex, brisk_run_kind kind, brisk_error *er
     default:
         return brisk_errorf(err, BRISK_ERR_INVALID, "run: kind %d is not a run kind", (int)kind);
     }
+    const int *done = kind == BRISK_RUN_TRAIN && ex->grad_armed ? ex->grad_done : NULL;
+    int told = 0;
+    if (done && done[0] > 0) ex->grad_ready(ex->grad_user, told = done[0]);
     for (int s = 0; s < n; s++) {
         int id = order[s];
         const brisk_node *nd = &g->nodes[id];
@@ -281,6 +326,7 @@ brisk_status brisk_exec_run(brisk_exec *ex, brisk_run_kind kind, brisk_error *er
             brisk_error_prefix(err, "node %d (%s)", id, brisk_op_name(nd->op));
             return rs;
         }
+        if (done && done[s + 1] > told) ex->grad_ready(ex->grad_user, told = done[s + 1]);
     }
     return BRISK_OK;
 }

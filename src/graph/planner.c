@@ -233,3 +233,15 @@ void brisk_plan_free(brisk_plan *plan) {
 size_t brisk_plan_total_bytes(const brisk_plan *plan) {
     return plan->arena_bytes + 4 * plan->param_bytes + plan->input_bytes + plan->const_bytes;
 }
+
+void brisk_plan_grad_ready(const brisk_graph *g, const brisk_plan *plan, const int64_t *offsets,
+                           const int64_t *counts, int n_ranges, int *last) {
+    for (int r = 0; r < n_ranges; r++) last[r] = -1;
+    for (int s = 0; s < plan->n_train; s++) {
+        const brisk_node *nd = &g->nodes[plan->train_order[s]];
+        if (nd->storage != BRISK_STORE_GRAD) continue;
+        int64_t lo = (int64_t)(nd->offset / sizeof(float)), hi = lo + (int64_t)(nd->bytes / sizeof(float));
+        for (int r = 0; r < n_ranges; r++)
+            if (lo < offsets[r] + counts[r] && offsets[r] < hi) last[r] = s;
+    }
+}

@@ -18,6 +18,7 @@ static const char *const gnn_metrics[] = {"plane", "sphere", NULL};
 static const char *const pools[] = {"last", "mean", "cls", NULL};
 static const char *const position_kinds[] = {"learned", "sinusoidal", "none", NULL};
 static const char *const norm_places[] = {"post", "pre", NULL};
+static const char *const overlap_modes[] = {"auto", "on", "off", NULL}; /* brisk_overlap_mode */
 static const char *const tasks[] = {"classify", "regress", NULL};
 static const char *const activations[] = {"relu", "gelu", "gelu_tanh", "silu", "tanh", "sigmoid", NULL};
 static const char *const optimizers[] = {"sgd", "adamw", NULL};
@@ -671,6 +672,8 @@ static void read_dist(brisk_json_reader *root, brisk_dist_spec *d) {
     brisk_json_number_or(&r, "timeout_s", BRISK_DIST_TIMEOUT_DEFAULT, BRISK_IN(0.1, 1e7), &d->timeout_s);
     bool b;
     brisk_json_bool_or(&r, "shard_optimizer", false, &b), d->shard_optimizer = b;
+    int v = BRISK_OVERLAP_AUTO;
+    brisk_json_enum_or(&r, "overlap", overlap_modes, BRISK_OVERLAP_AUTO, &v), d->overlap = (brisk_overlap_mode)v;
 }
 
 static void read_log(brisk_json_reader *root, brisk_log_spec *l) {

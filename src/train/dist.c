@@ -4,11 +4,10 @@
  * N*B would (up to the order of float sums). Rank 0 alone writes checkpoints and metrics.
  *
  * CPU: the gradient arena is all-reduced in buckets (dist.bucket_mb, planned over the
- * parameter table from the last tensor backwards), all buckets in flight at once, after the
- * backward pass. Not overlapped with backward: the executor runs the whole backward as one
- * schedule on all of this process's threads, and Open MPI progresses a non-blocking
- * collective only inside MPI calls, so a bucket started early would move only when the step
- * thread next enters MPI, which is after backward anyway.
+ * parameter table from the last tensor backwards). dist.overlap on: a communication thread
+ * (src/dist/overlap.c) reduces each bucket as soon as the executor's gradient hook says
+ * backward has written it for the last time, while backward goes on; off: all buckets in
+ * flight at once after the backward pass. The same sums either way (tested bit for bit).
  *
  * ZeRO-1 (dist.shard_optimizer): gradients reduce-scattered, each rank updates its shard of
  * the parameters with its shard of the moments, the parameters all-gathered. Elementwise
@@ -27,12 +26,98 @@ static brisk_status share_id(void *user, void *buf, size_t bytes, brisk_error *e
 
 brisk_status brisk_dist_device_reduce(brisk_trainer *t, brisk_error *err) {
     if (t->world == 1) return BRISK_OK;
+    if (t->device_overlap) return t->be->grad_buckets_join(t->be, err); /* issued during backward */
     return t->be->grad_allreduce(t->be, t->ex->grads, t->g->n_param_floats,
                                  brisk_dist_bucket_bytes(t->dist) / (int64_t)sizeof(float), err);
 }
 
 int64_t brisk_trainer_global_batch(const brisk_trainer *t) {
     return t->cfg.train.batch_size * (t->data_shards > 1 ? t->data_shards : 1);
+}
+
+static void grads_ready(void *user, int n_complete) { brisk_dist_overlap_ready(user, n_complete); }
+
+/* device: each completed bucket's all-reduce issued on the backend's communication stream */
+static void device_grads_ready(void *user, int n_complete) {
+    brisk_trainer *t = user;
+    brisk_backend *be = t->be;
+    for (; t->overlap_told < n_complete && !t->overlap_err.code; t->overlap_told++) {
+        const brisk_dist_bucket *b = &t->overlap_buckets[t->overlap_told];
+        be->grad_bucket_ready(be, (float *)t->ex->grads + b->offset, b->count, &t->overlap_err);
+    }
+}
+
+void brisk_dist_device_arm(brisk_trainer *t, int armed) {
+    if (!t->device_overlap) return;
+    if (armed) t->overlap_told = 0, t->overlap_err = (brisk_error){0};
+    brisk_exec_arm_grad_hook(t->ex, armed);
+}
+
+brisk_status brisk_dist_device_check(brisk_trainer *t, brisk_error *err) {
+    if (!t->device_overlap || !t->overlap_err.code) return BRISK_OK;
+    *err = t->overlap_err;
+    return err->code;
+}
+
+/* dist.overlap: the communication thread, fed by the executor's gradient hook with the
+ * buckets in the order backward completes them. Not for ZeRO-1 (a reduce-scatter of the
+ * whole arena) nor a device backend (NCCL on its stream). */
+static brisk_status setup_overlap(brisk_trainer *t, const char **why, brisk_error *err) {
+    brisk_overlap_mode mode = t->cfg.dist.overlap;
+    int device = t->be->loss_log != NULL;
+    *why = NULL;
+    /* auto: on the CPU what measured faster; on a device after backward until the NCCL
+     * stream path has run on several GPUs (it never has) */
+    if (mode == BRISK_OVERLAP_AUTO)
+        mode = BRISK_DIST_OVERLAP_DEFAULT && !device ? BRISK_OVERLAP_ON : BRISK_OVERLAP_OFF;
+    if (mode == BRISK_OVERLAP_OFF) return (*why = "after backward (dist.overlap off)", BRISK_OK);
+    if (t->shard) return (*why = "after backward (ZeRO-1 reduce-scatters the whole arena)", BRISK_OK);
+    if (device && (!t->be->grad_bucket_ready || !t->be->grad_buckets_join))
+        return (*why = "after backward (the backend offers no overlap)", BRISK_OK);
+    /* accumulation replays one micro-step program K times: only its last backward may start
+     * the buckets, so the device overlaps at accumulate 1 only */
+    if (device && t->cfg.train.accumulate > 1)
+        return (*why = "after backward (train.accumulate > 1 on a device)", BRISK_OK);
+    if (!device && !brisk_dist_can_overlap(t->dist))
+        return (*why = "after backward (MPI granted less than MPI_THREAD_SERIALIZED)", BRISK_OK);
+    int nb = (int)t->n_buckets;
+    int64_t *off = malloc(sizeof(int64_t) * (size_t)(nb + 1)), *cnt = malloc(sizeof(int64_t) * (size_t)(nb + 1));
+    int *order = malloc(sizeof(int) * (size_t)(nb + 1));
+    brisk_dist_bucket *sorted = malloc(sizeof *sorted * (size_t)(nb + 1));
+    brisk_status st = off && cnt && order && sorted ? BRISK_OK : brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+    for (int b = 0; b < nb && !st; b++) off[b] = t->buckets[b].offset, cnt[b] = t->buckets[b].count;
+    if (!st) st = brisk_exec_set_grad_hook(t->ex, off, cnt, nb, order, device ? device_grads_ready : grads_ready,
+                                           t, err);
+    for (int b = 0; b < nb && !st; b++) sorted[b] = t->buckets[order[b]];
+    if (!st && device) {
+        t->overlap_buckets = sorted, sorted = NULL;
+        t->device_overlap = 1;
+    }
+    if (!st && !device) st = brisk_dist_overlap_create(t->dist, t->ex->grads, t->g->n_param_floats, sorted, nb, &t->overlap, err);
+    if (!st && !device) t->ex->grad_user = t->overlap;
+    free(off), free(cnt), free(order), free(sorted);
+    return st;
+}
+
+void brisk_dist_overlap_begin_step(brisk_trainer *t, int micro) {
+    int last = micro == t->cfg.train.accumulate - 1;
+    brisk_exec_arm_grad_hook(t->ex, t->overlap && last);
+    if (t->overlap && last) brisk_dist_overlap_begin(t->overlap, "gradient all-reduce", t->step + 1);
+}
+
+brisk_status brisk_dist_overlap_finish(brisk_trainer *t, int failed, brisk_error *err) {
+    if (!t->overlap) return BRISK_OK;
+    brisk_exec_arm_grad_hook(t->ex, 0);
+    int reduced = 0;
+    brisk_error e2 = {0};
+    brisk_status st = brisk_dist_overlap_end(t->overlap, failed, &reduced, failed ? &e2 : err);
+    t->grads_averaged = reduced;
+    if (reduced) {
+        double comm = 0, hidden = 0;
+        brisk_dist_overlap_times(t->overlap, &comm, &hidden);
+        t->overlap_comm_s += comm, t->overlap_hidden_s += hidden, t->overlap_steps++;
+    }
+    return failed ? BRISK_OK : st;
 }
 
 brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_data, brisk_error *err) {
@@ -43,6 +128,12 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_dat
     free(t->buckets);
     t->buckets = NULL;
     t->n_buckets = 0;
+    brisk_dist_overlap_free(t->overlap);
+    t->overlap = NULL;
+    t->grads_averaged = 0;
+    free(t->overlap_buckets);
+    t->overlap_buckets = NULL;
+    t->device_overlap = 0;
     t->shard = 0;
     if (t->world == 1) return BRISK_OK;
     if (t->be->loss_log) { /* a device backend: it reduces its own gradients (NCCL) */
@@ -83,6 +174,14 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_dat
         return brisk_errorf(err, BRISK_ERR_INTERNAL, "%s: the process group must be set before resuming", t->cfg.path);
     brisk_status ss = t->shard ? brisk_exec_shard_moments(t->ex, t->shard_off, t->shard_n, err) : BRISK_OK;
     if (ss) return ss;
+    const char *after = NULL;
+    if ((ss = setup_overlap(t, &after, err))) return ss;
+    char reduce_txt[96];
+    snprintf(reduce_txt, sizeof reduce_txt, "%s",
+             t->overlap          ? "overlapped with backward (a communication thread)"
+             : t->device_overlap ? "overlapped with backward (NCCL on its own stream)"
+             : after             ? after
+                                 : "after backward");
     /* the batches an epoch has at the global batch, and the run's length */
     int64_t G = brisk_trainer_global_batch(t);
     if (t->split.ntrain > 0) {
@@ -101,16 +200,16 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_dat
                  8.0 * (double)g->n_param_floats / 1048576.0);
     if (own_data)
         brisk_log(&t->log, BRISK_LOG_INFO, "dist      rank %d of %d (%s): each rank trains on its own samples, batches of "
-                  "%lld; gradients averaged over the ranks in %lld bucket%s; optimizer %s", t->rank, t->world,
+                  "%lld; gradients averaged over the ranks in %lld bucket%s, %s; optimizer %s", t->rank, t->world,
                   brisk_dist_source(d), (long long)t->cfg.train.batch_size, (long long)t->n_buckets,
-                  t->n_buckets == 1 ? "" : "s", t->shard ? "sharded (ZeRO-1)" : "replicated");
+                  t->n_buckets == 1 ? "" : "s", reduce_txt, t->shard ? "sharded (ZeRO-1)" : "replicated");
     if (own_data) return BRISK_OK;
     brisk_log(&t->log, BRISK_LOG_INFO,
               "dist      rank %d of %d (%s), local rank %d; global batch %lld = %d x %lld; gradients all-reduced in "
-              "%lld bucket%s of >= %.3g MiB (MPI); optimizer %s; collective timeout %g s",
+              "%lld bucket%s of >= %.3g MiB (MPI), %s; optimizer %s; collective timeout %g s",
               t->rank, t->world, brisk_dist_source(d), brisk_dist_local_rank(d), (long long)G, t->world,
               (long long)t->cfg.train.batch_size, (long long)t->n_buckets, t->n_buckets == 1 ? "" : "s",
-              t->cfg.dist.bucket_mb, shard_txt, t->cfg.dist.timeout_s);
+              t->cfg.dist.bucket_mb, reduce_txt, shard_txt, t->cfg.dist.timeout_s);
     brisk_log(&t->log, BRISK_LOG_INFO,
               "sampler   one shuffle per epoch on every rank; each rank reads its %lld samples of each global batch; "
               "%lld of %lld training samples dropped per epoch (the last, incomplete global batch, another part of "
@@ -124,6 +223,10 @@ brisk_status brisk_dist_step_update(brisk_trainer *t, float lr, int K, brisk_err
     int64_t n = t->g->n_param_floats, step = t->step + 1;
     brisk_status st;
     if (t->world == 1) return brisk_optimizer_step(o, step, lr, K, err);
+    if (t->grads_averaged) { /* by the communication thread, during backward */
+        t->grads_averaged = 0;
+        return brisk_optimizer_step(o, step, lr, K, err);
+    }
     if (!t->shard) {
         if ((st = brisk_dist_allreduce_mean(t->dist, ex->grads, n, t->buckets, t->n_buckets, "gradient all-reduce", step, err)))
             return st;

@@ -411,11 +411,20 @@ out:
         sum->total_bytes = brisk_plan_total_bytes(&t->plan);
         sum->params = brisk_model_param_count(&t->cfg.model);
         double w = sum->wall_s > 0 ? sum->wall_s : 1;
-        char ranks_txt[96] = "";
+        char ranks_txt[320] = "", overlap_txt[224] = "";
+        double arena_mib = (double)t->g->n_param_floats * sizeof(float) / 1048576.0;
+        if (t->world > 1) /* per step: the arena in n_buckets; a ring moves 2 (N-1)/N of it per rank */
+            snprintf(overlap_txt, sizeof overlap_txt, "; gradients %.2f MiB in %lld buckets a step, %.2f MiB moved per "
+                     "rank by a ring", arena_mib, (long long)t->n_buckets, arena_mib * 2.0 * (t->world - 1) / t->world);
+        if (t->overlap_steps > 0) /* the communication thread's timeline: how much of it backward hid */
+            snprintf(overlap_txt + strlen(overlap_txt), sizeof overlap_txt - strlen(overlap_txt),
+                     "; all-reduce %.2f ms/step, %.0f%% of it before the step waited for it",
+                     1e3 * t->overlap_comm_s / (double)t->overlap_steps,
+                     t->overlap_comm_s > 0 ? 100.0 * t->overlap_hidden_s / t->overlap_comm_s : 0.0);
         if (t->world > 1)
-            snprintf(ranks_txt, sizeof ranks_txt, " (%d ranks, %.0f per rank; %lld collectives, %.2f s waiting in them)",
+            snprintf(ranks_txt, sizeof ranks_txt, " (%d ranks, %.0f per rank; %lld collectives, %.2f s waiting in them%s)",
                      t->world, sum->samples_per_s / t->world, (long long)brisk_dist_collectives(t->dist),
-                     brisk_dist_wait_seconds(t->dist));
+                     brisk_dist_wait_seconds(t->dist), overlap_txt);
         char resumed[64];
         snprintf(resumed, sizeof resumed, ", %lld in all", (long long)t->step);
         char val[160] = "none (no validation split)";

@@ -446,6 +446,7 @@ void brisk_trainer_free(brisk_trainer *t) {
     if (!t) return;
     if (t->opt.ex) brisk_optimizer_free(&t->opt);
     brisk_eval_free(t); /* a view of ex: first */
+    brisk_dist_overlap_free(t->overlap); /* its thread reduces ex's gradients */
     if (t->ex) brisk_exec_free(t->ex);
     brisk_plan_free(&t->plan);
     if (t->g) brisk_graph_free(t->g);
@@ -461,6 +462,7 @@ void brisk_trainer_free(brisk_trainer *t) {
     brisk_run_dir_unlock(t->lock_fd);
     free(t->losses);
     free(t->buckets);
+    free(t->overlap_buckets);
     free(t->moments_host);
     free(t->norm_mean);
     free(t->norm_std);

@@ -73,7 +73,10 @@ static brisk_status feed(brisk_trainer *t, const brisk_batch *b, brisk_error *er
 
 /* forward + backward of one micro-batch, and its loss into the log */
 static brisk_status micro_body(brisk_trainer *t, brisk_error *err) {
+    brisk_dist_device_arm(t, 1); /* several ranks, dist.overlap: buckets on the NCCL stream */
     brisk_status st = brisk_exec_run(t->ex, BRISK_RUN_TRAIN, err);
+    brisk_dist_device_arm(t, 0);
+    if (!st) st = brisk_dist_device_check(t, err);
     if (!st) st = t->be->loss_log(t->be, t->ex->ptr[t->io.loss], 1.0f / (float)t->cfg.train.accumulate, err);
     return st;
 }
@@ -126,8 +129,11 @@ brisk_status brisk_step_micro(brisk_trainer *t, const brisk_batch *b, int micro,
     if (st) return st;
     if (!on_device(t)) {
         float v = 0;
-        if ((st = brisk_exec_run(t->ex, BRISK_RUN_TRAIN, err)) || (st = brisk_exec_read(t->ex, t->io.loss, &v, err)))
+        brisk_dist_overlap_begin_step(t, micro);
+        if ((st = brisk_exec_run(t->ex, BRISK_RUN_TRAIN, err)) || (st = brisk_exec_read(t->ex, t->io.loss, &v, err))) {
+            brisk_dist_overlap_finish(t, 1, err);
             return st;
+        }
         t->micro_loss = micro ? t->micro_loss + v : v;
         return BRISK_OK;
     }
@@ -155,6 +161,8 @@ brisk_status brisk_step_update(brisk_trainer *t, float lr, brisk_error *err) {
     brisk_status st;
     if (!on_device(t)) {
         float loss = (float)(t->micro_loss / K);
+        /* the overlapped all-reduce done before the next collective (MPI_THREAD_SERIALIZED) */
+        if ((st = brisk_dist_overlap_finish(t, 0, err))) return st;
         if ((st = brisk_dist_agree(t, &loss, err))) return st; /* every rank sees the mean loss */
         if (!isfinite(loss)) { /* stop, or skip the update within train.skip_nan_steps */
             if ((st = brisk_numeric_bad_loss(t, loss, err))) return st;

@@ -98,6 +98,15 @@ struct brisk_trainer {
     int64_t shard_off, shard_n;
     brisk_dist_bucket *buckets;
     int64_t n_buckets;
+    brisk_dist_overlap *overlap; /* dist.overlap on the CPU: the communication thread */
+    int grads_averaged;        /* this step's gradients were averaged during backward */
+    double overlap_comm_s, overlap_hidden_s; /* summed over overlap_steps: first bucket started
+                                   to last done, and the part of it before backward ended */
+    int64_t overlap_steps;
+    int device_overlap;        /* dist.overlap on a device: buckets issued on its NCCL stream */
+    brisk_dist_bucket *overlap_buckets; /* device: the buckets in the order backward completes them */
+    int overlap_told;          /* device: buckets issued so far in this backward */
+    brisk_error overlap_err;   /* device: the first failure issuing one (the hook cannot return it) */
     int agreed_stop;           /* a stop signal reached some rank: every rank stops after this step */
     int agreed_due;            /* rank 0's clock says a timed checkpoint is due */
     int resumed_world;         /* world size of the checkpoint resumed from (0: none recorded) */
@@ -114,6 +123,15 @@ brisk_status brisk_dist_step_update(brisk_trainer *t, float lr, int accumulate, 
 /* The step's loss averaged over the ranks, with the ranks' agreement on stopping and on a
  * timed checkpoint (one small collective per step). */
 brisk_status brisk_dist_agree(brisk_trainer *t, float *loss, brisk_error *err);
+/* dist.overlap (CPU): before micro-batch `micro`'s run, the gradient hook armed on the last
+ * one and the step's all-reduce begun; finish waits for it (before any other collective)
+ * and returns its error. failed: the run failed; only the buckets started are waited for. */
+void brisk_dist_overlap_begin_step(brisk_trainer *t, int micro);
+brisk_status brisk_dist_overlap_finish(brisk_trainer *t, int failed, brisk_error *err);
+/* dist.overlap on a device: arm before the step's backward is issued (accumulate 1), and
+ * the error of any bucket's issue after it. */
+void brisk_dist_device_arm(brisk_trainer *t, int armed);
+brisk_status brisk_dist_device_check(brisk_trainer *t, brisk_error *err);
 /* Device backends: the gradients averaged over the ranks by the backend itself (NCCL), on
  * its stream before the update (captured into the step's program with it). */
 brisk_status brisk_dist_device_reduce(brisk_trainer *t, brisk_error *err);

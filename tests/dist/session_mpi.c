@@ -20,6 +20,15 @@ static int rank;
 
 enum { N = 256, IN = 16, CLASSES = 3, PROBE = 8 };
 
+/* which all-reduce path the session took: a program that called MPI_Init (MPI_THREAD_SINGLE
+ * here) gets the after-backward one, and the log says why */
+static int said_overlap, said_fallback;
+static void on_log(void *user, brisk_log_level level, const char *msg) {
+    (void)user, (void)level;
+    said_overlap |= strstr(msg, "overlapped with backward (a communication thread)") != NULL;
+    said_fallback |= strstr(msg, "after backward (MPI granted less than MPI_THREAD_SERIALIZED)") != NULL;
+}
+
 static brisk_session *make(int comm, const char *out_dir) {
     char cfg[1024], session[64] = "";
     if (comm >= 0) snprintf(session, sizeof session, ", \"session\": {\"mpi_comm\": %d}", comm);
@@ -30,7 +39,7 @@ static brisk_session *make(int comm, const char *out_dir) {
              " \"speed\": {\"threads\": 1, \"prefetch\": 0}%s}",
              IN, CLASSES, out_dir, session);
     brisk_session *s = NULL;
-    if (brisk_session_create(cfg, NULL, NULL, &s) != BRISK_OK) {
+    if (brisk_session_create(cfg, on_log, NULL, &s) != BRISK_OK) {
         fprintf(stderr, "rank %d: create: %s\n", rank, brisk_session_error(s));
         exit(1);
     }
@@ -70,6 +79,13 @@ int main(int argc, char **argv) {
     float mine[PROBE * CLASSES], other[PROBE * CLASSES];
 
     brisk_session *s = make((int)MPI_Comm_c2f(MPI_COMM_WORLD), dir);
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    if (level >= MPI_THREAD_SERIALIZED) EXPECT(said_overlap && !said_fallback, "the log should say the overlap ran");
+    else EXPECT(said_fallback && !said_overlap, "the log should say the all-reduce runs after backward (thread level %d)",
+                level);
+    printf("rank %d: MPI thread level %d: the gradient all-reduce %s\n", rank, level,
+           said_overlap ? "overlaps backward" : said_fallback ? "runs after backward" : "(not logged)");
     train(s, mine);
     MPI_Sendrecv(mine, PROBE * CLASSES, MPI_FLOAT, 1 - rank, 0, other, PROBE * CLASSES, MPI_FLOAT, 1 - rank, 0,
                  MPI_COMM_WORLD, MPI_STATUS_IGNORE);

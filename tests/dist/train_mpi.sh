@@ -7,6 +7,8 @@
 #   fault   one rank stopped (SIGSTOP) mid-run: the other fails within dist.timeout_s naming
 #           it, writes the last completed step's checkpoint, and that checkpoint resumes
 #   signal  SIGUSR1 to rank 1 only: both ranks stop after the same step, checkpoint, exit 75
+#   overlap the all-reduce overlapped with backward (dist.overlap on) = after it (off), bit for
+#           bit: tabular with dropout and small buckets, diffusion with accumulation
 # usage: train_mpi.sh MODE BRISK WEIGHTS_DIFF WORKDIR SOURCE_DIR MPIRUN...
 set -u
 mode=$1 brisk=$2 wdiff=$3 work=$4 src=$5
@@ -135,6 +137,30 @@ signal)
   step=$(echo "$line" | grep -o 'after step [0-9]*' | grep -o '[0-9]*$')
   "$brisk" info s/last.safetensors | grep -qE "^step +${step:-x}$" && ok "the checkpoint holds step $step" \
     || fail "the checkpoint does not hold step $step"
+  ;;
+overlap)
+  "$brisk" synth tabular data/tabular.npz --samples 8192 >/dev/null || exit 1
+  "$brisk" synth diffusion data/diffusion.npz --samples 2000 >/dev/null || exit 1
+  on="--set dist.overlap=on" off="--set dist.overlap=off"
+  # 0.01 MiB buckets: tabular's 0.75 MiB arena in ~80 pieces, most completed mid-backward
+  tb=(--max-steps 30 --batch-size 128 --bucket-mb 0.01)
+  "${mpirun[@]}" "$brisk" train "$tab" "${tb[@]}" --device cpu --threads 1 --log-every 1 --out o1 $on >o1.log 2>&1 \
+    || { cat o1.log; exit 1; }
+  grep -q "overlapped with backward" o1.log && ok "dist.overlap on: the log says the all-reduce overlaps backward" \
+    || { fail "no 'overlapped with backward' in the log"; grep dist o1.log; }
+  two "$tab" "${tb[@]}" --out o2 $off || exit 1
+  check "tabular, overlapped = after backward: losses" cmp_losses o1 o2 --exact --steps 30
+  check "tabular, overlapped = after backward: weights and moments" "$wdiff" o1/last.safetensors o2/last.safetensors 0
+  # accumulation: only the last micro-batch's backward completes the buckets
+  da=(--max-steps 20 --batch-size 8 --set train.accumulate=2)
+  two "$dif" "${da[@]}" --out a1 $on && two "$dif" "${da[@]}" --out a2 $off || exit 1
+  check "diffusion, accumulate 2, overlapped = after backward: losses" cmp_losses a1 a2 --exact --steps 20
+  check "diffusion, accumulate 2, overlapped = after backward: weights" "$wdiff" a1/last.safetensors a2/last.safetensors 0
+  # ZeRO-1 keeps the reduce-scatter after backward
+  "${mpirun[@]}" "$brisk" train "$tab" --max-steps 2 --batch-size 128 --device cpu --threads 1 --out o3 $on \
+    --shard-optimizer >o3.log 2>&1 || { cat o3.log; exit 1; }
+  grep -q "after backward (ZeRO-1" o3.log && ok "ZeRO-1: the log says the reduce-scatter runs after backward" \
+    || { fail "ZeRO-1 log"; grep dist o3.log; }
   ;;
 *) echo "unknown mode $mode"; exit 2 ;;
 esac

@@ -207,4 +207,62 @@ static void test_create_errors(void) {
     brisk_graph_free(m.g);
 }
 
-TEST_MAIN(T(test_buffers_and_runs), T(test_init_params), T(test_create_errors))
+/* The gradient-ready hook (data parallel's overlap): every range is announced once its last
+ * writer has run and not before, in order, the first ones before backward ends; nothing when
+ * not armed or not training. */
+typedef struct { fake *f; int calls, k[64], at[64]; } hook_log;
+static void on_ready(void *user, int n_complete) {
+    hook_log *h = user;
+    if (h->calls < 64) h->k[h->calls] = n_complete, h->at[h->calls] = h->f->n_calls;
+    h->calls++;
+}
+
+static void test_grad_hook(void) {
+    model m = build();
+    brisk_graph *g = m.g;
+    brisk_plan p;
+    brisk_error e, *ep = &e;
+    REQUIRE_OK(brisk_plan_build(g, &p, &e), ep);
+    fake f;
+    brisk_backend be = fake_backend(&f);
+    brisk_exec *ex;
+    REQUIRE_OK(brisk_exec_create(g, &p, &be, &ex, &e), ep);
+    /* ranges: u in two halves, w, b, and an empty range */
+    const brisk_param_info *w = &g->params[0], *b = &g->params[1], *u = &g->params[2];
+    int64_t off[5] = {(int64_t)u->offset, (int64_t)u->offset + 2000, (int64_t)w->offset, (int64_t)b->offset, 0};
+    int64_t cnt[5] = {2000, u->numel - 2000, w->numel, b->numel, 0};
+    int order[5], last[5];
+    hook_log h = {.f = &f};
+    REQUIRE_OK(brisk_exec_set_grad_hook(ex, off, cnt, 5, order, on_ready, &h, &e), ep);
+    brisk_plan_grad_ready(g, &p, off, cnt, 5, last);
+    CHECK(last[4] == -1 && last[0] == last[1] && last[0] >= 0 && last[2] >= 0 && last[3] >= 0);
+    CHECK(g->nodes[p.train_order[last[2]]].op == BRISK_OP_GRAD_ACCUM && p.train_order[last[2]] == w->grad_node);
+    for (int i = 1; i < 5; i++) CHECK(last[order[i - 1]] <= last[order[i]]);
+    CHECK(order[0] == 4); /* no writer: complete from the start */
+    REQUIRE_OK(brisk_exec_run(ex, BRISK_RUN_TRAIN, &e), ep);
+    CHECK(h.calls == 0); /* not armed */
+    brisk_exec_arm_grad_hook(ex, 1);
+    f.n_calls = 0;
+    REQUIRE_OK(brisk_exec_run(ex, BRISK_RUN_TRAIN, &e), ep);
+    CHECK(h.calls >= 2 && h.calls <= 5 && h.k[0] == 1 && h.at[0] == 0 && h.k[h.calls - 1] == 5);
+    for (int c = 1; c < h.calls && c < 64; c++) CHECK(h.k[c] > h.k[c - 1] && h.at[c] >= h.at[c - 1]);
+    /* at each call, the announced ranges' last writers had run; the next range's had not */
+    for (int c = 0; c < h.calls && c < 64; c++) {
+        for (int r = 0; r < h.k[c]; r++) CHECK(last[order[r]] < h.at[c]);
+        if (h.k[c] < 5) CHECK(last[order[h.k[c]]] >= h.at[c]);
+    }
+    CHECK(h.at[1] < p.n_train); /* a range announced before the schedule's end: overlap */
+    int before = h.calls;
+    REQUIRE_OK(brisk_exec_run(ex, BRISK_RUN_EVAL, &e), ep);
+    CHECK(h.calls == before);
+    brisk_exec_arm_grad_hook(ex, 0);
+    REQUIRE_OK(brisk_exec_run(ex, BRISK_RUN_TRAIN, &e), ep);
+    CHECK(h.calls == before);
+    off[0] = -1;
+    CHECK(brisk_exec_set_grad_hook(ex, off, cnt, 5, order, on_ready, &h, &e) == BRISK_ERR_INVALID);
+    brisk_exec_free(ex);
+    brisk_plan_free(&p);
+    brisk_graph_free(g);
+}
+
+TEST_MAIN(T(test_buffers_and_runs), T(test_init_params), T(test_create_errors), T(test_grad_hook))

@@ -260,6 +260,8 @@ brisk_status brisk_backend_cuda_create(const brisk_cuda_options *o, brisk_backen
     be->sync = cu_sync;
     be->comm_init = cuda_comm_init;
     be->grad_allreduce = cuda_grad_allreduce;
+    be->grad_bucket_ready = cuda_grad_bucket_ready;
+    be->grad_buckets_join = cuda_grad_buckets_join;
     be->destroy = cu_destroy;
     be->prepare = cuda_prepare;
     be->forget = cuda_forget;

@@ -138,8 +138,12 @@ typedef struct cuda_backend {
     int n_freqs;
     /* the prepared executor */
     cuda_prep *prep;
-    /* NCCL, loaded at run time (nccl.c): the data-parallel communicator (ncclComm_t) */
+    /* NCCL, loaded at run time (nccl.c): the data-parallel communicator (ncclComm_t), and
+     * for the all-reduce overlapped with backward its own stream, ordered after each bucket's
+     * last producer by nccl_ready (recorded on compute) and joined back by nccl_done */
     void *nccl_comm;
+    cudaStream_t nccl_stream;
+    cudaEvent_t nccl_ready, nccl_done;
     /* NVML, loaded at run time (info.c) */
     void *nvml_lib, *nvml_dev;
     int (*nvml_util)(void *dev, void *util);
@@ -301,6 +305,8 @@ brisk_status cuda_comm_init(brisk_backend *be, int rank, int world,
                             brisk_status (*share)(void *user, void *buf, size_t bytes, brisk_error *err), void *user,
                             brisk_error *err);
 brisk_status cuda_grad_allreduce(brisk_backend *be, float *g, int64_t n, int64_t bucket_floats, brisk_error *err);
+brisk_status cuda_grad_bucket_ready(brisk_backend *be, float *g, int64_t count, brisk_error *err);
+brisk_status cuda_grad_buckets_join(brisk_backend *be, brisk_error *err);
 void cuda_comm_free(cuda_backend *cb);
 
 #endif

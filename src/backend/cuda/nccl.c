@@ -6,9 +6,17 @@
  * out as one launch; being stream-ordered, it is captured into the step's CUDA graph like
  * the rest (NCCL >= 2.9 supports capture).
  *
+ * Overlapped with backward (dist.overlap, cuda_grad_bucket_ready): each bucket's all-reduce
+ * goes on a stream of its own, made to wait for an event recorded on the compute stream right
+ * after the bucket's last producer was issued, so backward's later kernels run while it
+ * moves; cuda_grad_buckets_join records the NCCL stream's completion and the compute stream
+ * (the optimizer) waits for it. Event record and wait across streams are legal inside a
+ * stream capture (the NCCL stream joins the capture through the first wait and leaves it at
+ * the join), and NCCL >= 2.9 supports capture, so the same code runs eagerly and in the step's
+ * CUDA graph. One event serves every bucket: a wait takes the event's state at the call.
+ *
  * Unverified on a GPU: this project's sessions had no machine with two GPUs, and one GPU
- * never calls it (no collective at world size 1). Not yet: overlap with backward (a second
- * stream and per-bucket events). */
+ * never calls it (no collective at world size 1): none of this file has ever run. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -84,6 +92,28 @@ brisk_status cuda_comm_init(brisk_backend *be, int rank, int world,
     ncclComm_t comm;
     NC(nc.ncclCommInitRank(&comm, world, id, rank), "ncclCommInitRank");
     cb->nccl_comm = comm;
+    CU(cudaStreamCreateWithFlags(&cb->nccl_stream, cudaStreamNonBlocking), "NCCL stream");
+    CU(cudaEventCreateWithFlags(&cb->nccl_ready, cudaEventDisableTiming), "NCCL bucket event");
+    CU(cudaEventCreateWithFlags(&cb->nccl_done, cudaEventDisableTiming), "NCCL completion event");
+    return BRISK_OK;
+}
+
+brisk_status cuda_grad_bucket_ready(brisk_backend *be, float *g, int64_t count, brisk_error *err) {
+    cuda_backend *cb = be->impl;
+    if (!cb->nccl_comm || !cb->nccl_stream)
+        return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: gradient bucket all-reduce before comm_init");
+    CU(cudaEventRecord(cb->nccl_ready, cb->compute), "gradient bucket event");
+    CU(cudaStreamWaitEvent(cb->nccl_stream, cb->nccl_ready, 0), "NCCL stream wait");
+    NC(nc.ncclAllReduce(g, g, (size_t)count, ncclFloat32, ncclAvg, (ncclComm_t)cb->nccl_comm, cb->nccl_stream),
+       "all-reduce of a gradient bucket");
+    return BRISK_OK;
+}
+
+brisk_status cuda_grad_buckets_join(brisk_backend *be, brisk_error *err) {
+    cuda_backend *cb = be->impl;
+    if (!cb->nccl_stream) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: gradient join before comm_init");
+    CU(cudaEventRecord(cb->nccl_done, cb->nccl_stream), "NCCL completion event");
+    CU(cudaStreamWaitEvent(cb->compute, cb->nccl_done, 0), "wait for the gradient all-reduce");
     return BRISK_OK;
 }
 
@@ -106,6 +136,12 @@ brisk_status cuda_grad_allreduce(brisk_backend *be, float *g, int64_t n, int64_t
 }
 
 void cuda_comm_free(cuda_backend *cb) {
+    if (cb->nccl_stream) cudaStreamSynchronize(cb->nccl_stream);
+    if (cb->nccl_ready) cudaEventDestroy(cb->nccl_ready);
+    if (cb->nccl_done) cudaEventDestroy(cb->nccl_done);
+    if (cb->nccl_stream) cudaStreamDestroy(cb->nccl_stream);
+    cb->nccl_ready = cb->nccl_done = NULL;
+    cb->nccl_stream = NULL;
     if (!cb->nccl_comm || !nc.loaded) return;
     nc.ncclCommDestroy((ncclComm_t)cb->nccl_comm);
     cb->nccl_comm = NULL;
@@ -121,6 +157,14 @@ brisk_status cuda_comm_init(brisk_backend *be, int rank, int world,
 }
 brisk_status cuda_grad_allreduce(brisk_backend *be, float *g, int64_t n, int64_t bucket_floats, brisk_error *err) {
     (void)be, (void)g, (void)n, (void)bucket_floats;
+    return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda: several GPUs need NCCL; this brisk was built without nccl.h");
+}
+brisk_status cuda_grad_bucket_ready(brisk_backend *be, float *g, int64_t count, brisk_error *err) {
+    (void)be, (void)g, (void)count;
+    return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda: several GPUs need NCCL; this brisk was built without nccl.h");
+}
+brisk_status cuda_grad_buckets_join(brisk_backend *be, brisk_error *err) {
+    (void)be;
     return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda: several GPUs need NCCL; this brisk was built without nccl.h");
 }
 void cuda_comm_free(cuda_backend *cb) { (void)cb; }
