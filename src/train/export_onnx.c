@@ -144,8 +144,7 @@ brisk_status brisk_export_onnx(const char *checkpoint, const char *onnx_path, in
         (st = brisk_checkpoint_target_normalization(checkpoint, &tmean, &tstd, err)))
         goto out;
     brisk_onnx_post p = {m->type != BRISK_MODEL_DIFFUSION && m->task == BRISK_TASK_CLASSIFY, tmean, tstd, mean, std, nn};
-    const char *name = m->type == BRISK_MODEL_MLP ? "mlp" : m->type == BRISK_MODEL_DIFFUSION ? "diffusion_denoiser"
-                       : m->type == BRISK_MODEL_LSTM ? "lstm" : "transformer";
+    const char *name = m->type == BRISK_MODEL_DIFFUSION ? "diffusion_denoiser" : brisk_model_type_name(m->type);
     size_t bytes = 0;
     if ((st = brisk_onnx_write(g, g3, params, &io, &p, fp16, name, onnx_path, &bytes, err))) goto out;
     brisk_log(log, BRISK_LOG_INFO, "export    %s -> %s (ONNX opset %d, %s, %zu bytes)", checkpoint, onnx_path, ONNX_OPSET,
