@@ -82,7 +82,7 @@ static brisk_status walk(ox *o, const brisk_model_io *io, const brisk_onnx_post 
 brisk_status brisk_onnx_write(const brisk_graph *g, const brisk_graph *g3, const float *params, const brisk_model_io *io,
                               const brisk_onnx_post *post, int fp16, const char *name, const char *path, size_t *bytes,
                               brisk_error *err) {
-    ox o = {g, g3, params, fp16, {0}, 0, NULL, err};
+    ox o = {g, g3, params, fp16, {0}, 0, NULL, err, ""};
     brisk_pb model = {0}, opset = {0};
     brisk_status st = BRISK_OK;
     if (!(o.name = calloc((size_t)g->n_nodes, sizeof *o.name))) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
@@ -123,11 +123,6 @@ brisk_status brisk_export_onnx(const char *checkpoint, const char *onnx_path, in
     brisk_model_io io, io3;
     float *params = NULL, *mean = NULL, *std = NULL;
     if (!g || !g3 || !be) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto out; }
-    if (m->type == BRISK_MODEL_MESHGNN) {
-        st = brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: a meshgnn has no ONNX export yet (its segment sums over the "
-                          "mesh need ONNX ScatterND with reduction); export an mlp, diffusion, lstm or transformer", checkpoint);
-        goto out;
-    }
     if ((st = brisk_model_build(m, 2, BRISK_BUILD_PREDICT, g, &io, err)) ||
         (st = brisk_model_build(m, 3, BRISK_BUILD_PREDICT, g3, &io3, err)) || (st = brisk_plan_build(g, &plan, err)) ||
         (st = brisk_exec_create(g, &plan, be, &ex, err)) || (st = brisk_checkpoint_load_params(checkpoint, ex, err)))
@@ -138,7 +133,11 @@ brisk_status brisk_export_onnx(const char *checkpoint, const char *onnx_path, in
     }
     if ((st = be->download(be, params, ex->params, sizeof(float) * (size_t)g->n_param_floats, err))) goto out;
     int nn = 0;
-    if (io.n_fields == 1 && (st = brisk_checkpoint_normalization(checkpoint, &mean, &std, &nn, err))) goto out;
+    /* a meshgnn's normalisation is its data's (brisk_weather), not of one input row: its
+     * inputs are the normalised fields, as brisk rollout feeds them */
+    if (io.n_fields == 1 && m->type != BRISK_MODEL_MESHGNN &&
+        (st = brisk_checkpoint_normalization(checkpoint, &mean, &std, &nn, err)))
+        goto out;
     float tmean = 0, tstd = 1;
     if (m->task == BRISK_TASK_REGRESS && m->type != BRISK_MODEL_DIFFUSION &&
         (st = brisk_checkpoint_target_normalization(checkpoint, &tmean, &tstd, err)))
