@@ -1,10 +1,11 @@
 """`brisk export CKPT --onnx FILE`: ONNX Runtime loads the model and its outputs equal `brisk
-predict`'s to 1e-5 for mlp (classifier and regressor), lstm (also bidirectional, mean pool) and
-transformer (pre- and post-norm, causal, learned and sinusoidal positions) and the ResNet
-keypoint regressors (18 and 34 with BasicBlock, 50 with Bottleneck; BatchNorm in inference with
-the trained running statistics), and the diffusion denoiser's equal a float64 NumPy forward of
-the checkpoint's weights (brisk predict does not run a denoiser). Skipped without onnxruntime
-(build/pydeps)."""
+predict`'s to 1e-5 for mlp (classifier and regressor), lstm (also bidirectional, mean pool),
+transformer (pre- and post-norm, causal, learned and sinusoidal positions), the ResNet keypoint
+regressors (18 and 34 with BasicBlock, 50 with Bottleneck; BatchNorm in inference with the
+trained running statistics) and the meshgnn (its graph's gathers and segment sums; the change
+in the fields' units, to 1e-5 of each channel's scale); the diffusion denoiser's equal a
+float64 NumPy forward of the checkpoint's weights (brisk predict does not run a denoiser).
+Skipped without onnxruntime (build/pydeps)."""
 import json
 import subprocess
 
@@ -169,6 +170,31 @@ def test_resnet_keypoints(images, tmp_path, brisk_bin, depth):
         assert s.get_inputs()[0].shape == ["N", 3, 32, 32] and y.shape == (5, 4, 2)
         err = np.abs(y.reshape(ref.shape) - ref).max()
         assert err < tol, (extra, err)
+
+
+def test_meshgnn(tmp_path, brisk_bin):
+    # the weather example at a small size: 16 x 16 grid, 4 x 4 mesh; the graph (edge indices
+    # as initializers, segment sums as ScatterND add) comes from the data's grid
+    run(brisk_bin, "synth", "weather", str(tmp_path / "w.nc"), "--samples", "120")
+    cfg = {"model": {"type": "meshgnn", "inputs": 20, "outputs": 8, "mesh": [4, 4], "latent": 16, "layers": 2},
+           "data": {"train": str(tmp_path / "w.nc"), "validation_fraction": 0.2,
+                    "netcdf": {"variables": ["t2m", "msl", "t", "z"], "static": ["orography", "lsm"],
+                               "history": 2, "lead": 1, "time_features": True}},
+           "train": {"batch_size": 4, "max_steps": 3, "out_dir": str(tmp_path / "g")}}
+    ckpt = train(brisk_bin, tmp_path, "g", cfg)
+    x = np.random.default_rng(3).standard_normal((5, 256, 20)).astype(np.float32)  # normalised inputs
+    np.save(tmp_path / "x.npy", x)
+    run(brisk_bin, "predict", ckpt, "--input", str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy"))
+    ref = np.load(tmp_path / "y.npy")  # the change over the lead in the fields' units
+    run(brisk_bin, "export", ckpt, "--onnx", str(tmp_path / "g.onnx"))
+    s = ort.InferenceSession(str(tmp_path / "g.onnx"), providers=["CPUExecutionProvider"])
+    assert s.get_inputs()[0].shape == ["N", 256, 20] and s.get_outputs()[0].shape == ["N", 256, 8]
+    scale = np.array(brisk.metadata(ckpt)["normalization"]["std"][-8:])  # the change's, per channel
+    for n in (5, 1):  # any batch: the copies' index offsets are made at run time
+        y = s.run(None, {"x": x[:n]})[0]
+        assert y.shape == ref[:n].shape
+        err = (np.abs(y - ref[:n]) / scale).max()  # channels differ by 1e5 in units: 1e-5 of each one's scale
+        assert err < 1e-5, err
 
 
 def test_export_errors(tmp_path, brisk_bin, tabular):

@@ -102,6 +102,8 @@ typedef struct brisk_onnx_post {
     float tmean, tstd;       /* a regression's target units */
     const float *mean, *std; /* windowed inputs' normalisation (n features), or n = 0 */
     int n;
+    const float *cmean, *cstd; /* per channel of the output's last axis (nc), or nc = 0: a meshgnn's change */
+    int nc;
 } brisk_onnx_post;
 
 /* export_onnx_ops.c: node id of o->g as ONNX nodes writing the value o->name[id]. */

@@ -93,7 +93,7 @@ static void check_model(build_fn build, const char *name) {
     run_batch(ex3, &io3, 3, x, dir);
     free(x);
     snprintf(path, sizeof path, "%s/m.onnx", dir);
-    brisk_onnx_post post = {0, 0.0f, 1.0f, NULL, NULL, 0};
+    brisk_onnx_post post = {.tstd = 1.0f};
     REQUIRE_OK(brisk_onnx_write(g, g3, ex->params, &io, &post, 0, name, path, NULL, &err), &err);
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "PYTHONPATH='%s/pydeps' /usr/bin/python3 -c 'import onnxruntime' 2>/dev/null", BRISK_BINARY_DIR);

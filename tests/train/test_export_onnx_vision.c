@@ -95,7 +95,7 @@ static void test_vision_block(void) {
     run_batch(ex, 2, x, dir, "2");
     run_batch(ex3, 3, x, dir, "3");
     snprintf(path, sizeof path, "%s/block.onnx", dir);
-    brisk_onnx_post post = {0, 0.0f, 1.0f, NULL, NULL, 0};
+    brisk_onnx_post post = {.tstd = 1.0f};
     size_t bytes = 0;
     REQUIRE_OK(brisk_onnx_write(g, g3, p, &io, &post, 0, "block", path, &bytes, &err), &err);
     CHECK(bytes > 4 * 108);
@@ -141,7 +141,7 @@ static void test_refused(void) {
         io[k] = (brisk_model_io){.n_fields = 1, .input_node = {0}, .output = y, .loss = -1};
         REQUIRE_OK(brisk_graph_error(g[k], &err), &err);
     }
-    brisk_onnx_post post = {0, 0.0f, 1.0f, NULL, NULL, 0};
+    brisk_onnx_post post = {.tstd = 1.0f};
     brisk_status st = brisk_onnx_write(g[0], g[1], NULL, &io[0], &post, 0, "m", path, NULL, &err);
     CHECKF(st == BRISK_ERR_UNSUPPORTED && strstr(err.msg, "mse") && strstr(err.msg, "no ONNX export"), "%s",
            err.msg);
