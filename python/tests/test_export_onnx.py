@@ -195,6 +195,11 @@ def test_meshgnn(tmp_path, brisk_bin):
         assert y.shape == ref[:n].shape
         err = (np.abs(y - ref[:n]) / scale).max()  # channels differ by 1e5 in units: 1e-5 of each one's scale
         assert err < 1e-5, err
+    # the graph is the training data's grid: without that file, one error naming it
+    (tmp_path / "w.nc").rename(tmp_path / "moved.nc")
+    r = run(brisk_bin, "export", ckpt, "--onnx", str(tmp_path / "h.onnx"), ok=False)
+    assert r.returncode == 1 and "w.nc" in r.stderr and "grid" in r.stderr, r.stderr
+    assert not (tmp_path / "h.onnx").exists()
 
 
 def test_export_errors(tmp_path, brisk_bin, tabular):
