@@ -149,7 +149,7 @@ brisk_status brisk_export_onnx(const char *checkpoint, const char *onnx_path, in
         goto out;
     brisk_onnx_post p = {m->type != BRISK_MODEL_DIFFUSION && m->task == BRISK_TASK_CLASSIFY, tmean, tstd, mean, std, nn,
                          NULL, NULL, 0};
-    if (m->type == BRISK_MODEL_MESHGNN) { /* as brisk predict: the change in the fields' units */
+    if (m->type == BRISK_MODEL_MESHGNN && cfg.data.netcdf.enabled) { /* as predict: the change in the fields' units */
         if (!(units = malloc(sizeof(float) * (size_t)(2 * m->outputs)))) {
             st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
             goto out;

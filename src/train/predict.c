@@ -97,7 +97,8 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
         goto out;
     for (int64_t i = 0; m->task == BRISK_TASK_REGRESS && i < N * C; i++)
         ((float *)y.data)[i] = ((float *)y.data)[i] * tstd + tmean;
-    if (m->type == BRISK_MODEL_MESHGNN) { /* the change over the lead in the fields' units, as rollout adds it */
+    /* a meshgnn on NetCDF fields: the change over the lead in the fields' units, as rollout adds it */
+    if (m->type == BRISK_MODEL_MESHGNN && cfg.data.netcdf.enabled) {
         int64_t K = m->outputs;
         if (!(units = malloc(sizeof(float) * (size_t)(2 * K)))) {
             st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
@@ -124,9 +125,10 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
             goto out;
     }
     if (m->type == BRISK_MODEL_MESHGNN)
-        brisk_log(log, BRISK_LOG_INFO, "predict   %lld samples -> %s [%lld, %lld, %lld] (the change of each channel over "
-                  "the lead, in the fields' units)", (long long)N, output_npy, (long long)N, (long long)(C / m->outputs),
-                  (long long)m->outputs);
+        brisk_log(log, BRISK_LOG_INFO, "predict   %lld samples -> %s [%lld, %lld, %lld] (%s)", (long long)N, output_npy,
+                  (long long)N, (long long)(C / m->outputs), (long long)m->outputs,
+                  cfg.data.netcdf.enabled ? "the change of each channel over the lead, in the fields' units"
+                                          : "outputs per grid node");
     else if (m->type == BRISK_MODEL_RESNET)
         brisk_log(log, BRISK_LOG_INFO, "predict   %lld %s -> %s [%lld, %lld, 2] (keypoints, %s)", (long long)N,
                   folder ? "images" : "rows", output_npy, (long long)N, (long long)C / 2,
