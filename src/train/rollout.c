@@ -40,8 +40,8 @@ brisk_status brisk_meshgnn_fit_checkpoint(const char *ckpt, brisk_config *cfg, b
     if (st) {
         char why[sizeof err->msg];
         snprintf(why, sizeof why, "%s", err->msg);
-        brisk_errorf(err, st, "%s: a meshgnn's graph is the grid of the data it trained on (data.netcdf), read again "
-                     "here; %s", ckpt, why);
+        brisk_errorf(err, st, "%s: a meshgnn's graph is built from the grid of the data it trained on (data.netcdf, "
+                     "paths as in its config): run where training ran, with those files in place; %s", ckpt, why);
     }
     return st;
 }
