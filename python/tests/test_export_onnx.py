@@ -1,8 +1,11 @@
 """`brisk export CKPT --onnx FILE`: ONNX Runtime loads the model and its outputs equal `brisk
-predict`'s to 1e-5 for mlp (classifier and regressor), lstm (also bidirectional, mean pool) and
-transformer (pre- and post-norm, causal, learned and sinusoidal positions), and the diffusion
-denoiser's equal a float64 NumPy forward of the checkpoint's weights (brisk predict does not
-run a denoiser). Skipped without onnxruntime (build/pydeps)."""
+predict`'s to 1e-5 for mlp (classifier and regressor), lstm (also bidirectional, mean pool),
+transformer (pre- and post-norm, causal, learned and sinusoidal positions), the ResNet keypoint
+regressors (18 and 34 with BasicBlock, 50 with Bottleneck; BatchNorm in inference with the
+trained running statistics) and the meshgnn (its graph's gathers and segment sums; the change
+in the fields' units, to 1e-5 of each channel's scale); the diffusion denoiser's equal a
+float64 NumPy forward of the checkpoint's weights (brisk predict does not run a denoiser).
+Skipped without onnxruntime (build/pydeps)."""
 import json
 import subprocess
 
@@ -137,6 +140,67 @@ def test_diffusion_denoiser(tmp_path, brisk_bin):
     ref = h @ w["net.4.weight"].T + w["net.4.bias"]
     assert y.shape == (9, 256)
     assert np.abs(y - ref).max() < 1e-5, np.abs(y - ref).max()
+
+
+@pytest.fixture
+def images(tmp_path, brisk_bin):
+    run(brisk_bin, "synth", "images", str(tmp_path / "img"), "--samples", "40")
+    return tmp_path / "img"
+
+
+@pytest.mark.parametrize("depth", [18, 34, 50])
+def test_resnet_keypoints(images, tmp_path, brisk_bin, depth):
+    # 32 x 32 (resized from the 64 x 64 PNGs) keeps the deeper nets quick; 3 steps move the
+    # running statistics off their initial 0 and 1, so inference's BatchNorm is exercised
+    cfg = {"model": {"type": "resnet", "depth": depth, "keypoints": 4, "channels": 3},
+           "data": {"images": {"labels": str(images / "labels.csv"), "size": [32, 32], "resize": True,
+                               "mean": [0.5, 0.5, 0.5], "std": [0.25, 0.25, 0.25]}, "validation_fraction": 0.2},
+           "train": {"batch_size": 8, "max_steps": 3, "out_dir": str(tmp_path / "rn")}}
+    ckpt = train(brisk_bin, tmp_path, "rn", cfg)
+    w = brisk.load(ckpt)
+    assert np.abs(w["stem.1.running_var"] - 1).max() > 1e-3 and np.abs(w["stem.1.running_mean"]).max() > 1e-3
+    x = np.random.default_rng(depth).standard_normal((5, 3, 32, 32)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    run(brisk_bin, "predict", ckpt, "--input", str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy"))
+    ref = np.load(tmp_path / "y.npy")  # [N, 2K]: brisk predict writes rows
+    variants = [((), 1e-5)] + ([(("--fp16",), 2e-3)] if depth == 18 else [])
+    for extra, tol in variants:
+        run(brisk_bin, "export", ckpt, "--onnx", str(tmp_path / "m.onnx"), *extra)
+        y, s = onnx_run(tmp_path / "m.onnx", {"x": x})
+        assert s.get_inputs()[0].shape == ["N", 3, 32, 32] and y.shape == (5, 4, 2)
+        err = np.abs(y.reshape(ref.shape) - ref).max()
+        assert err < tol, (extra, err)
+
+
+def test_meshgnn(tmp_path, brisk_bin):
+    # the weather example at a small size: 16 x 16 grid, 4 x 4 mesh; the graph (edge indices
+    # as initializers, segment sums as ScatterND add) comes from the data's grid
+    run(brisk_bin, "synth", "weather", str(tmp_path / "w.nc"), "--samples", "120")
+    cfg = {"model": {"type": "meshgnn", "inputs": 20, "outputs": 8, "mesh": [4, 4], "latent": 16, "layers": 2},
+           "data": {"train": str(tmp_path / "w.nc"), "validation_fraction": 0.2,
+                    "netcdf": {"variables": ["t2m", "msl", "t", "z"], "static": ["orography", "lsm"],
+                               "history": 2, "lead": 1, "time_features": True}},
+           "train": {"batch_size": 4, "max_steps": 3, "out_dir": str(tmp_path / "g")}}
+    ckpt = train(brisk_bin, tmp_path, "g", cfg)
+    x = np.random.default_rng(3).standard_normal((5, 256, 20)).astype(np.float32)  # normalised inputs
+    np.save(tmp_path / "x.npy", x)
+    run(brisk_bin, "predict", ckpt, "--input", str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy"))
+    ref = np.load(tmp_path / "y.npy")  # the change over the lead in the fields' units
+    scale = np.array(brisk.metadata(ckpt)["normalization"]["std"][-8:])  # the change's, per channel
+    for extra, tol in (((), 1e-5), (("--fp16",), 2e-3)):
+        run(brisk_bin, "export", ckpt, "--onnx", str(tmp_path / "g.onnx"), *extra)
+        s = ort.InferenceSession(str(tmp_path / "g.onnx"), providers=["CPUExecutionProvider"])
+        assert s.get_inputs()[0].shape == ["N", 256, 20] and s.get_outputs()[0].shape == ["N", 256, 8]
+        for n in (5, 1):  # any batch: the copies' index offsets are made at run time
+            y = s.run(None, {"x": x[:n]})[0]
+            assert y.shape == ref[:n].shape
+            err = (np.abs(y - ref[:n]) / scale).max()  # channels differ by 1e5 in units: tol of each one's scale
+            assert err < tol, (extra, n, err)
+    # the graph is the training data's grid: without that file, one error naming it
+    (tmp_path / "w.nc").rename(tmp_path / "moved.nc")
+    r = run(brisk_bin, "export", ckpt, "--onnx", str(tmp_path / "h.onnx"), ok=False)
+    assert r.returncode == 1 and "w.nc" in r.stderr and "grid" in r.stderr, r.stderr
+    assert not (tmp_path / "h.onnx").exists()
 
 
 def test_export_errors(tmp_path, brisk_bin, tabular):

@@ -9,11 +9,13 @@ static const char help[] =
     "\n"
     "Writes the inference graph of a checkpoint's model as an ONNX model (opset 17, IR version 8)\n"
     "for ONNX Runtime, TensorRT and the like: mlp, diffusion (the denoiser: inputs coarse, x_t and\n"
-    "the step t (int32), output the predicted noise, or x0 with model.noise.prediction x0), lstm\n"
-    "and transformer. Inputs are named as the model's fields (x for mlp and sequence models) with\n"
-    "the batch dimension N; the output \"output\" is what brisk predict writes for the same input:\n"
-    "class probabilities for a classifier, outputs in the target's units for a regression, with the\n"
-    "normalisation of windowed data inside.\n"
+    "the step t (int32), output the predicted noise, or x0 with model.noise.prediction x0), lstm,\n"
+    "transformer, resnet (x [N, C, H, W] normalised, keypoints [N, K, 2]) and meshgnn (its graph\n"
+    "inside: Gather and ScatterND with reduction add). Inputs are named as the model's fields (x\n"
+    "for all but diffusion) with the batch dimension N; the output \"output\" is what brisk predict\n"
+    "writes for the same input: class probabilities for a classifier, outputs in the target's\n"
+    "units for a regression, with the normalisation of windowed data inside; a meshgnn's change\n"
+    "in the fields' units.\n"
     "  --onnx FILE   where to write the model (replaced atomically; - for standard output)\n"
     "  --fp16        store the weights as fp16 (half the file); the computation stays fp32\n";
 

@@ -7,7 +7,8 @@
  * reordered). The graph is built twice, for batches 2 and 3: the dimensions that differ are
  * the batch's, so the ONNX model takes any batch (dim "N") and its Reshapes say -1 there.
  * What `brisk predict` does around the graph is in the model too: the input normalisation of
- * windowed data, softmax for a classifier, the target's units for a regression. */
+ * windowed data, softmax for a classifier, the target's units for a regression, a meshgnn's
+ * change in the fields' units. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,9 @@ static brisk_status walk(ox *o, const brisk_model_io *io, const brisk_onnx_post 
     if (p->softmax) {
         attr_int(&a, "axis", -1);
         NODE(o, "Softmax", "output", &a, y);
+    } else if (p->nc) {
+        NODE(o, "Mul", fresh(o, t), NULL, y, const_f32(o, c[0], p->cstd, p->nc));
+        NODE(o, "Add", "output", NULL, t, const_f32(o, c[1], p->cmean, p->nc));
     } else if (p->tstd != 1.0f || p->tmean != 0.0f) {
         NODE(o, "Mul", fresh(o, t), NULL, y, scalar(o, c[0], p->tstd));
         NODE(o, "Add", "output", NULL, t, scalar(o, c[1], p->tmean));
@@ -82,7 +86,7 @@ static brisk_status walk(ox *o, const brisk_model_io *io, const brisk_onnx_post 
 brisk_status brisk_onnx_write(const brisk_graph *g, const brisk_graph *g3, const float *params, const brisk_model_io *io,
                               const brisk_onnx_post *post, int fp16, const char *name, const char *path, size_t *bytes,
                               brisk_error *err) {
-    ox o = {g, g3, params, fp16, {0}, 0, NULL, err};
+    ox o = {g, g3, params, fp16, {0}, 0, NULL, err, ""};
     brisk_pb model = {0}, opset = {0};
     brisk_status st = BRISK_OK;
     if (!(o.name = calloc((size_t)g->n_nodes, sizeof *o.name))) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
@@ -121,14 +125,10 @@ brisk_status brisk_export_onnx(const char *checkpoint, const char *onnx_path, in
     brisk_plan plan = {0};
     brisk_exec *ex = NULL;
     brisk_model_io io, io3;
-    float *params = NULL, *mean = NULL, *std = NULL;
+    float *params = NULL, *mean = NULL, *std = NULL, *units = NULL;
     if (!g || !g3 || !be) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto out; }
-    if (m->type == BRISK_MODEL_MESHGNN) {
-        st = brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: a meshgnn has no ONNX export yet (its segment sums over the "
-                          "mesh need ONNX ScatterND with reduction); export an mlp, diffusion, lstm or transformer", checkpoint);
-        goto out;
-    }
-    if ((st = brisk_model_build(m, 2, BRISK_BUILD_PREDICT, g, &io, err)) ||
+    if ((st = brisk_meshgnn_fit_checkpoint(checkpoint, &cfg, err)) ||
+        (st = brisk_model_build(m, 2, BRISK_BUILD_PREDICT, g, &io, err)) ||
         (st = brisk_model_build(m, 3, BRISK_BUILD_PREDICT, g3, &io3, err)) || (st = brisk_plan_build(g, &plan, err)) ||
         (st = brisk_exec_create(g, &plan, be, &ex, err)) || (st = brisk_checkpoint_load_params(checkpoint, ex, err)))
         goto out;
@@ -138,20 +138,33 @@ brisk_status brisk_export_onnx(const char *checkpoint, const char *onnx_path, in
     }
     if ((st = be->download(be, params, ex->params, sizeof(float) * (size_t)g->n_param_floats, err))) goto out;
     int nn = 0;
-    if (io.n_fields == 1 && (st = brisk_checkpoint_normalization(checkpoint, &mean, &std, &nn, err))) goto out;
+    /* a meshgnn's normalisation is its data's (brisk_weather), not of one input row: its
+     * inputs are the normalised fields, as brisk rollout feeds them */
+    if (io.n_fields == 1 && m->type != BRISK_MODEL_MESHGNN &&
+        (st = brisk_checkpoint_normalization(checkpoint, &mean, &std, &nn, err)))
+        goto out;
     float tmean = 0, tstd = 1;
     if (m->task == BRISK_TASK_REGRESS && m->type != BRISK_MODEL_DIFFUSION &&
         (st = brisk_checkpoint_target_normalization(checkpoint, &tmean, &tstd, err)))
         goto out;
-    brisk_onnx_post p = {m->type != BRISK_MODEL_DIFFUSION && m->task == BRISK_TASK_CLASSIFY, tmean, tstd, mean, std, nn};
-    const char *name = m->type == BRISK_MODEL_MLP ? "mlp" : m->type == BRISK_MODEL_DIFFUSION ? "diffusion_denoiser"
-                       : m->type == BRISK_MODEL_LSTM ? "lstm" : "transformer";
+    brisk_onnx_post p = {m->type != BRISK_MODEL_DIFFUSION && m->task == BRISK_TASK_CLASSIFY, tmean, tstd, mean, std, nn,
+                         NULL, NULL, 0};
+    if (m->type == BRISK_MODEL_MESHGNN && cfg.data.netcdf.enabled) { /* as predict: the change in the fields' units */
+        if (!(units = malloc(sizeof(float) * (size_t)(2 * m->outputs)))) {
+            st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        if ((st = brisk_meshgnn_change_units(checkpoint, m->outputs, units, units + m->outputs, err))) goto out;
+        p.cmean = units, p.cstd = units + m->outputs, p.nc = (int)m->outputs;
+    }
+    const char *name = m->type == BRISK_MODEL_DIFFUSION ? "diffusion_denoiser" : brisk_model_type_name(m->type);
     size_t bytes = 0;
     if ((st = brisk_onnx_write(g, g3, params, &io, &p, fp16, name, onnx_path, &bytes, err))) goto out;
     brisk_log(log, BRISK_LOG_INFO, "export    %s -> %s (ONNX opset %d, %s, %zu bytes)", checkpoint, onnx_path, ONNX_OPSET,
               fp16 ? "fp16 weights" : "fp32", bytes);
 out:
     free(params);
+    free(units);
     free(mean);
     free(std);
     if (ex) brisk_exec_free(ex);

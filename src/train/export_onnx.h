@@ -23,6 +23,7 @@ typedef struct ox {
     int tmp;
     char (*name)[BRISK_NAME_MAX + 8]; /* the ONNX value of each node */
     brisk_error *err;
+    char batch[BRISK_NAME_MAX + 8];   /* the batch size at run time, int64 [1], once emitted ("": not yet) */
 } ox;
 
 typedef struct attrs {
@@ -101,10 +102,19 @@ typedef struct brisk_onnx_post {
     float tmean, tstd;       /* a regression's target units */
     const float *mean, *std; /* windowed inputs' normalisation (n features), or n = 0 */
     int n;
+    const float *cmean, *cstd; /* per channel of the output's last axis (nc), or nc = 0: a meshgnn's change */
+    int nc;
 } brisk_onnx_post;
 
 /* export_onnx_ops.c: node id of o->g as ONNX nodes writing the value o->name[id]. */
 brisk_status brisk_onnx_emit(ox *o, int id);
+/* export_onnx_graphnet.c: a shape whose batch dimension (2u at batch 2, 3u at batch 3) is B u
+ * at run time, as an int64 [ndim] value named fresh into out; */
+brisk_status brisk_onnx_runtime_shape(ox *o, const brisk_shape *s2, const brisk_shape *s3, char *out);
+/* CONST id of B copies of graph indices, copy b offset by b times the graph's size, into out; */
+brisk_status brisk_onnx_batched_indices(ox *o, int id, char *out);
+/* SEGMENT_SUM or SCATTER_ADD id as ScatterND(reduction add) writing out. */
+brisk_status brisk_onnx_segment_sum(ox *o, int id, const char *out);
 /* export_onnx.c: the graph g (built for batch 2; g3 the same model for batch 3) with its
  * parameters (g's layout) as an ONNX model file, its inputs io's fields, its output "output"
  * = io->output with post applied; *bytes (may be NULL) gets the file's size. */

@@ -1,6 +1,7 @@
 /* Each brisk op of an inference graph as ONNX nodes (opset 17): elementwise ops one to one,
  * fused ops as short subgraphs (ATTENTION as MatMul/Softmax, LSTM as ONNX's LSTM with the gates
- * reordered), vision ops (NCHW) as Conv, BatchNormalization and the pools. */
+ * reordered), vision ops (NCHW) as Conv, BatchNormalization and the pools; the graph
+ * networks' batched indices and segment sums in export_onnx_graphnet.c. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -233,8 +234,7 @@ brisk_status brisk_onnx_emit(ox *o, int id) {
     switch (n->op) {
     case BRISK_OP_PARAM: return param(o, id);
     case BRISK_OP_CONST: {
-        if (!brisk_shape_equal(&n->shape, &n3->shape))
-            return brisk_errorf(o->err, BRISK_ERR_UNSUPPORTED, "export: constant %d depends on the batch size", id);
+        if (!brisk_shape_equal(&n->shape, &n3->shape)) return brisk_onnx_batched_indices(o, id, out);
         int64_t d[BRISK_MAX_DIMS];
         int nd = (int)dims_of(&n->shape, d);
         initializer(o, out, n->dtype == BRISK_I32 ? T_INT32 : T_FLOAT, d, nd, o->g->const_data + n->attr.i0,
@@ -295,8 +295,16 @@ brisk_status brisk_onnx_emit(ox *o, int id) {
         return BRISK_OK;
     }
     case BRISK_OP_EXPAND: {
-        /* Expand broadcasts both ways and takes no -1: 1 in the batch's dimension keeps x's */
-        brisk_status st = target_shape(o, id, &n->attr.shape2, &n3->attr.shape2, 1, c[0]);
+        /* Expand broadcasts both ways and takes no -1: 1 in the batch's dimension keeps x's
+         * when x has it; when x is 1 there (one copy for every sample), B comes at run time */
+        const brisk_shape *xs = &o->g->nodes[n->in[0]].shape, *s2 = &n->attr.shape2, *s3 = &n3->attr.shape2;
+        int from_one = 0;
+        for (int i = 0; i < s2->ndim; i++) {
+            int k = i - (s2->ndim - xs->ndim); /* x's dimension under i, broadcasting from the right */
+            from_one |= s2->d[i] != s3->d[i] && (k < 0 || xs->d[k] == 1);
+        }
+        brisk_status st = from_one ? brisk_onnx_runtime_shape(o, s2, s3, c[0])
+                                   : target_shape(o, id, s2, s3, 1, c[0]);
         if (!st) NODE(o, "Expand", out, NULL, x, c[0]);
         return st;
     }
@@ -354,6 +362,7 @@ brisk_status brisk_onnx_emit(ox *o, int id) {
         NODE(o, "Concat", out, &a, t[0], t[3]);
         return BRISK_OK;
     }
+    case BRISK_OP_SEGMENT_SUM: case BRISK_OP_SCATTER_ADD: return brisk_onnx_segment_sum(o, id, out);
     case BRISK_OP_LSTM: return lstm(o, id, out);
     case BRISK_OP_CONV2D: case BRISK_OP_BATCHNORM: case BRISK_OP_POOL2D: return vision(o, id, out);
     case BRISK_OP_ATTENTION: return attention(o, id, out);

@@ -41,7 +41,7 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
     brisk_plan plan = {0};
     brisk_exec *ex = NULL;
     brisk_backend *be = NULL;
-    float *buf = NULL;
+    float *buf = NULL, *units = NULL;
     int to_csv = ends_with(output_npy, ".csv");
     if (!to_csv && !ends_with(output_npy, ".npy") && strcmp(output_npy, "-") != 0 && !is_device(output_npy)) {
         st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: expected an output ending in .npy or .csv (the format is taken "
@@ -53,13 +53,10 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
                           "coarse fields, x_t and t: it makes fine fields by sampling (brisk sample)", checkpoint);
         goto out;
     }
-    if (m->type == BRISK_MODEL_MESHGNN) { /* its rows are whole grids: a forecast is a rollout */
-        st = brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: predict writes one row of outputs per input row; a meshgnn "
-                          "forecasts whole grids, which brisk predict does not support", checkpoint);
-        goto out;
-    }
     brisk_model_io io;
-    if ((st = brisk_model_fields(m, BRISK_BUILD_PREDICT, &io, err))) goto out;
+    if ((st = brisk_meshgnn_fit_checkpoint(checkpoint, &cfg, err)) ||
+        (st = brisk_model_fields(m, BRISK_BUILD_PREDICT, &io, err)))
+        goto out;
     if (io.n_fields != 1) {
         st = brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: this model also takes a padding mask; predict reads only x",
                           checkpoint);
@@ -77,9 +74,10 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
     be = brisk_backend_cpu_new(cfg.speed.threads);
     if (!g || !be) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto out; }
     if ((st = brisk_model_build(m, B, BRISK_BUILD_PREDICT, g, &io, err)) || (st = brisk_plan_build(g, &plan, err)) ||
-        (st = brisk_exec_create(g, &plan, be, &ex, err)) || (st = brisk_checkpoint_load_params(checkpoint, ex, err)) ||
-        (st = brisk_tensor_alloc(&y, BRISK_F32, brisk_shape2(N, C), err)))
+        (st = brisk_exec_create(g, &plan, be, &ex, err)) || (st = brisk_checkpoint_load_params(checkpoint, ex, err)))
         goto out;
+    C = brisk_shape_numel(&g->nodes[io.output].shape) / B; /* a meshgnn's: grid nodes x outputs */
+    if ((st = brisk_tensor_alloc(&y, BRISK_F32, brisk_shape2(N, C), err))) goto out;
     buf = calloc((size_t)(B * (per > C ? per : C)), sizeof(float));
     if (!buf) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto out; }
     ex->step.training = 0;
@@ -99,6 +97,16 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
         goto out;
     for (int64_t i = 0; m->task == BRISK_TASK_REGRESS && i < N * C; i++)
         ((float *)y.data)[i] = ((float *)y.data)[i] * tstd + tmean;
+    /* a meshgnn on NetCDF fields: the change over the lead in the fields' units, as rollout adds it */
+    if (m->type == BRISK_MODEL_MESHGNN && cfg.data.netcdf.enabled) {
+        int64_t K = m->outputs;
+        if (!(units = malloc(sizeof(float) * (size_t)(2 * K)))) {
+            st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+            goto out;
+        }
+        if ((st = brisk_meshgnn_change_units(checkpoint, K, units, units + K, err))) goto out;
+        for (int64_t i = 0; i < N * C; i++) ((float *)y.data)[i] = ((float *)y.data)[i] * units[K + i % K] + units[i % K];
+    }
     /* The input was checked finite: a NaN or inf here comes from the weights. */
     int64_t bad = 0;
     for (int64_t i = 0; i < N * C; i++) bad += !isfinite(((const float *)y.data)[i]);
@@ -110,11 +118,18 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
     }
     if (folder) {
         if ((st = brisk_predict_images_output(&cfg, &images, &y, output_npy, to_csv, err))) goto out;
-    } else if ((st = to_csv ? brisk_csv_write(output_npy, &y, m->task == BRISK_TASK_CLASSIFY ? "p" : "y", err)
-                            : brisk_npy_write(output_npy, &y, err))) {
-        goto out;
+    } else {
+        if (m->type == BRISK_MODEL_MESHGNN && !to_csv) y.shape = brisk_shape3(N, C / m->outputs, m->outputs);
+        if ((st = to_csv ? brisk_csv_write(output_npy, &y, m->task == BRISK_TASK_CLASSIFY ? "p" : "y", err)
+                         : brisk_npy_write(output_npy, &y, err)))
+            goto out;
     }
-    if (m->type == BRISK_MODEL_RESNET)
+    if (m->type == BRISK_MODEL_MESHGNN)
+        brisk_log(log, BRISK_LOG_INFO, "predict   %lld samples -> %s [%lld, %lld, %lld] (%s)", (long long)N, output_npy,
+                  (long long)N, (long long)(C / m->outputs), (long long)m->outputs,
+                  cfg.data.netcdf.enabled ? "the change of each channel over the lead, in the fields' units"
+                                          : "outputs per grid node");
+    else if (m->type == BRISK_MODEL_RESNET)
         brisk_log(log, BRISK_LOG_INFO, "predict   %lld %s -> %s [%lld, %lld, 2] (keypoints, %s)", (long long)N,
                   folder ? "images" : "rows", output_npy, (long long)N, (long long)C / 2,
                   folder ? "in pixels of each image" : "as fractions of the width and height");
@@ -123,6 +138,7 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
                   (long long)C, m->task == BRISK_TASK_CLASSIFY ? "class probabilities" : "regression outputs");
 out:
     free(buf);
+    free(units);
     brisk_tensor_free(&x);
     brisk_tensor_free(&y);
     brisk_dataset_free(&images);

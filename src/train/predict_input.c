@@ -5,7 +5,8 @@
  * .csv or .npz with the feature columns by name, or an .npy [rows, features] in the
  * config's order), cut into every window of seq_len rows (window k ends at row
  * k + seq_len - 1). Raw values in both cases: the normalisation stored in the checkpoint
- * is applied here, as in training. */
+ * is applied here, as in training. A meshgnn's samples [N, grid nodes, inputs] come
+ * normalised, as brisk rollout builds them. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,9 @@ brisk_status brisk_predict_input(const brisk_config *cfg, const char *checkpoint
     int nn = 0;
     brisk_status st = brisk_checkpoint_normalization(checkpoint, &mean, &std, &nn, err);
     if (st) return st;
+    /* a meshgnn's is of its fields, which brisk_weather_input turns into the normalised
+     * inputs predict takes */
+    if (cfg->model.type == BRISK_MODEL_MESHGNN) nn = 0;
     /* Without it raw data would reach a model trained on normalised windows. */
     if (wc->enabled && wc->normalize && nn == 0)
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: trained on normalised windows (data.windows.normalize) but holds "

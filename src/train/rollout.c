@@ -9,7 +9,7 @@
 
 #include "train/trainer_internal.h"
 
-/* The checkpoint's meshgnn and data.netcdf, over `data`. */
+/* The checkpoint's meshgnn and data.netcdf, over `data` (NULL: the files it trained on). */
 static brisk_status open_data(const char *ckpt, const char *data, brisk_config *cfg, brisk_weather *w, brisk_error *err) {
     if (cfg->model.type != BRISK_MODEL_MESHGNN || !cfg->data.netcdf.enabled)
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: rollout needs a meshgnn trained on data.netcdf; this "
@@ -23,13 +23,43 @@ static brisk_status open_data(const char *ckpt, const char *data, brisk_config *
     const char *paths[BRISK_NETCDF_MAX_FILES], *names[BRISK_WEATHER_MAX_VARS + BRISK_NETCDF_MAX_STATICS];
     brisk_weather_spec spec;
     brisk_weather_spec_of(&cfg->data, paths, names, &spec);
-    paths[0] = data;
-    spec.npaths = 1;
+    if (data) paths[0] = data, spec.npaths = 1;
     spec.mean = mean, spec.std = std, spec.nnorm = n;
     if (!st) st = brisk_weather_open(&spec, w, err);
     free(mean);
     free(std);
     if (!st) st = brisk_weather_fit_model(&cfg->model, w, ckpt, err);
+    return st;
+}
+
+brisk_status brisk_meshgnn_fit_checkpoint(const char *ckpt, brisk_config *cfg, brisk_error *err) {
+    if (cfg->model.type != BRISK_MODEL_MESHGNN || !cfg->data.netcdf.enabled) return BRISK_OK;
+    brisk_weather w = {0};
+    brisk_status st = open_data(ckpt, NULL, cfg, &w, err);
+    brisk_weather_free(&w);
+    if (st) {
+        char why[sizeof err->msg];
+        snprintf(why, sizeof why, "%s", err->msg);
+        brisk_errorf(err, st, "%s: a meshgnn's graph is built from the grid of the data it trained on (data.netcdf, "
+                     "paths as in its config): run where training ran, with those files in place; %s", ckpt, why);
+    }
+    return st;
+}
+
+brisk_status brisk_meshgnn_change_units(const char *ckpt, int64_t channels, float *mean, float *std, brisk_error *err) {
+    float *m = NULL, *s = NULL;
+    int n = 0;
+    brisk_status st = brisk_checkpoint_normalization(ckpt, &m, &s, &n, err);
+    if (!st && (n < 2 * channels))
+        st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: 'normalization' metadata of %d values; a meshgnn of %lld channels "
+                          "needs its channels', statics' and changes' (at least %lld); damaged or not written by brisk",
+                          ckpt, n, (long long)channels, (long long)(2 * channels));
+    if (!st) { /* the changes' come last */
+        memcpy(mean, m + n - channels, sizeof(float) * (size_t)channels);
+        memcpy(std, s + n - channels, sizeof(float) * (size_t)channels);
+    }
+    free(m);
+    free(s);
     return st;
 }
 

@@ -233,6 +233,13 @@ brisk_status brisk_checkpoint_normalization(const char *path, float **mean, floa
 /* The target normalisation of a windowed regression checkpoint (metadata
  * "target_normalization", {"mean": m, "std": s}); 0 and 1 when it has none. */
 brisk_status brisk_checkpoint_target_normalization(const char *path, float *mean, float *std, brisk_error *err);
+/* rollout.c: a meshgnn trained on data.netcdf has the graph of its data's grid: cfg->model
+ * fitted to the files the checkpoint trained on (paths as in its config); no-op for others. */
+brisk_status brisk_meshgnn_fit_checkpoint(const char *ckpt, brisk_config *cfg, brisk_error *err);
+/* rollout.c: a meshgnn's output on data.netcdf (the normalised change over the lead) in the fields' units
+ * is y * std[c] + mean[c] per channel c: the change's normalisation in the checkpoint's
+ * (channels, statics, changes), copied into mean and std (channels floats each). */
+brisk_status brisk_meshgnn_change_units(const char *ckpt, int64_t channels, float *mean, float *std, brisk_error *err);
 /* predict_input.c: the samples `brisk predict` runs, [N, ...sample], from its input file. */
 brisk_status brisk_predict_input(const brisk_config *cfg, const char *checkpoint, const char *input,
                                  const brisk_shape *sample, brisk_tensor *x, brisk_error *err);

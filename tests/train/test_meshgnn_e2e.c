@@ -1,7 +1,7 @@
 /* The mesh GNN end to end from an .npz of grid fields: config keys (model.type "meshgnn"),
  * training that learns a local map from inputs to the change (validation loss well below the
- * targets' variance, the best constant guess), and bad config values as errors naming the
- * key. */
+ * targets' variance, the best constant guess), brisk predict on it, and bad config values as
+ * errors naming the key. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +64,43 @@ static void test_learns(void) {
     CHECK(s.params > 0 && s.best_val_loss < 0.25 * y_var);
 }
 
+/* brisk predict on the learnt model: samples [N, grid, inputs] -> [N, grid, outputs], close to
+ * the targets as the validation loss says, and each sample's the same alone as in a batch. */
+static void test_predict(void) {
+    setup();
+    char ckpt[400], xin[400], yout[400], y1[400];
+    snprintf(ckpt, sizeof ckpt, "%s/run/last.safetensors", dir);
+    snprintf(xin, sizeof xin, "%s/x3.npy", dir);
+    snprintf(yout, sizeof yout, "%s/y3.npy", dir);
+    snprintf(y1, sizeof y1, "%s/y1.npy", dir);
+    brisk_error err = {0};
+    brisk_npz z;
+    REQUIRE_OK(brisk_npz_read(data, &z, &err), &err);
+    brisk_tensor x = {0}, y = {0}, p = {0}, p1 = {0};
+    REQUIRE_OK(brisk_npy_to_tensor(brisk_npz_find(&z, "x"), BRISK_F32, "x", &x, &err), &err);
+    REQUIRE_OK(brisk_npy_to_tensor(brisk_npz_find(&z, "y"), BRISK_F32, "y", &y, &err), &err);
+    brisk_npz_free(&z);
+    brisk_logger quiet = {0};
+    x.shape.d[0] = 3; /* the first three samples */
+    REQUIRE_OK(brisk_npy_write(xin, &x, &err), &err);
+    REQUIRE_OK(brisk_predict_file(ckpt, xin, yout, &quiet, &err), &err);
+    x.shape.d[0] = 1;
+    REQUIRE_OK(brisk_npy_write(xin, &x, &err), &err);
+    REQUIRE_OK(brisk_predict_file(ckpt, xin, y1, &quiet, &err), &err);
+    REQUIRE_OK(brisk_npy_load(yout, BRISK_F32, &p, &err), &err);
+    REQUIRE_OK(brisk_npy_load(y1, BRISK_F32, &p1, &err), &err);
+    CHECK(p.shape.ndim == 3 && p.shape.d[0] == 3 && p.shape.d[1] == 64 && p.shape.d[2] == 2);
+    CHECK(p1.shape.ndim == 3 && p1.shape.d[0] == 1);
+    double se = 0, diff = 0;
+    const float *pv = p.data, *yv = y.data, *p1v = p1.data;
+    for (int64_t i = 0; i < 3 * 64 * 2; i++) se += (pv[i] - yv[i]) * (double)(pv[i] - yv[i]);
+    for (int64_t i = 0; i < 64 * 2; i++) diff = fmax(diff, fabs(pv[i] - p1v[i]));
+    fprintf(stderr, "meshgnn predict: mse %.5f (targets' variance %.5f), batch 1 vs 3 max difference %g\n",
+            se / (3 * 64 * 2), y_var, diff);
+    CHECK(se / (3 * 64 * 2) < 0.5 * y_var && diff < 1e-5);
+    brisk_tensor_free(&x), brisk_tensor_free(&y), brisk_tensor_free(&p), brisk_tensor_free(&p1);
+}
+
 static void expect_error(const char *model, const char *want) {
     setup();
     char json[2048];
@@ -117,4 +154,4 @@ static void test_icosahedral(void) {
     CHECK(s.params > 0);
 }
 
-TEST_MAIN(T(test_learns), T(test_bad_config), T(test_icosahedral))
+TEST_MAIN(T(test_learns), T(test_predict), T(test_bad_config), T(test_icosahedral))
