@@ -361,6 +361,15 @@ brisk_status brisk_pipeline_run(const brisk_config *cfg, const brisk_logger *log
  * wall time, samples/s, planned memory. */
 void brisk_pipeline_report(const brisk_pipeline_result *results, int n, const brisk_logger *log);
 
+/* ---- HTML reports: one self-contained page (inline SVG, no script, no network) each
+ * (report_run.c) */
+/* A run directory's report from its metrics.jsonl: losses, learning rate, throughput, the
+ * time split, memory and the optimizations that were on. out_path NULL: RUN_DIR/report.html.
+ * The path written goes to written (when not NULL). A missing or damaged file is an error
+ * naming it and what to do. */
+brisk_status brisk_report_run(const char *run_dir, const char *out_path, char *written, size_t written_size,
+                              brisk_error *err);
+
 /* ---- inference from a checkpoint (device-agnostic) */
 brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, const char *output_npy,
                                 const brisk_logger *log, brisk_error *err);

@@ -42,14 +42,17 @@ static double device_copy_s(brisk_trainer *t) {
     return s.copy_s;
 }
 
-/* " gpu 87% 1.2/139.8 GiB" (and the loss scaler) from a device backend, else the plan's size */
-static void device_status(brisk_trainer *t, char *buf, size_t n) {
+/* " gpu 87% 1.2/139.8 GiB" (and the loss scaler) from a device backend, else the plan's size;
+ * the memory in use (MiB) into *mem_mib */
+static void device_status(brisk_trainer *t, char *buf, size_t n, double *mem_mib) {
     brisk_backend_stats s;
     brisk_error e;
     if (!t->be->stats || t->be->stats(t->be, &s, &e)) {
-        snprintf(buf, n, "mem %.1f MiB", brisk_plan_total_bytes(&t->plan) / 1048576.0);
+        *mem_mib = brisk_plan_total_bytes(&t->plan) / 1048576.0;
+        snprintf(buf, n, "mem %.1f MiB", *mem_mib);
         return;
     }
+    *mem_mib = s.mem_used / 1048576.0;
     char util[16] = "?";
     if (s.util_percent >= 0) {
         snprintf(util, sizeof util, "%d%%", s.util_percent);
@@ -147,7 +150,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     if (max_new_steps > 0 && t->step + max_new_steps < end) end = t->step + max_new_steps;
     int64_t todo = end - t->step;
     double *step_times = malloc(sizeof(double) * (size_t)(todo > 0 ? todo : 1));
-    double t_start = brisk_now(), wait_total = 0, compute_total = 0, win_wait = 0, win_time = 0;
+    double t_start = brisk_now(), wait_total = 0, compute_total = 0, win_wait = 0, win_time = 0, win_copy = 0;
     double last_epoch_loss = NAN, copy0 = t->copy_s, steps_total = 0, dev_copy0 = device_copy_s(t);
     int64_t epoch_steps = 0, win_n = 0, n_timed = 0;
     int epochs_done = 0, stop_sig = 0;
@@ -182,7 +185,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
         steps_total += dt;
         wait_total += wait;
         compute_total += dt - wait - copy;
-        win_wait += wait, win_time += dt, win_n++;
+        win_wait += wait, win_time += dt, win_copy += copy, win_n++;
         epoch_steps++;
 
         int log_now = t->step % tr->log_every == 0 || t->step == t->total_steps;
@@ -191,7 +194,8 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
         if (log_now) {
             double ms = 1e3 * win_time / (double)win_n, wl = tail_mean(t, win_n);
             char dev[160], wl_json[32] = "null", eta[64]; /* a window of skipped steps only has no loss */
-            device_status(t, dev, sizeof dev);
+            double mem_mib;
+            device_status(t, dev, sizeof dev, &mem_mib);
             brisk_format_eta(brisk_now() - t_start, n_timed, end - t->step, eta, sizeof eta);
             if (isfinite(wl)) snprintf(wl_json, sizeof wl_json, "%.9g", wl);
             char ranks[64] = "";
@@ -204,11 +208,12 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
                       1e3 * win_wait / (double)win_n, ms - 1e3 * win_wait / (double)win_n, dev, eta);
             if (t->metrics)
                 fprintf(t->metrics, "{\"step\": %lld, \"epoch\": %lld, \"loss\": %s, \"lr\": %.7g, \"ms_per_step\": %.4f, "
-                    "\"data_ms\": %.4f, \"samples_per_s\": %.1f}\n",
+                    "\"data_ms\": %.4f, \"copy_ms\": %.4f, \"samples_per_s\": %.1f, \"mem_mib\": %.2f}\n",
                     (long long)t->step, (long long)t->epoch, wl_json, lr, ms,
-                    1e3 * win_wait / (double)win_n, (double)(B * K) * win_n / win_time);
+                    1e3 * win_wait / (double)win_n, 1e3 * win_copy / (double)win_n, (double)(B * K) * win_n / win_time,
+                    mem_mib);
             if (t->control.progress) t->control.progress(t->control.user, t->step, t->total_steps, wl);
-            win_wait = win_time = 0, win_n = 0;
+            win_wait = win_time = win_copy = 0, win_n = 0;
             scaler_skips(t);
             brisk_numeric_check_scaler(t, n_timed);
         }
@@ -233,12 +238,13 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
                 snprintf(vtxt + strlen(vtxt), sizeof vtxt - strlen(vtxt), "  val MAE %.4g RMSE %.4g", vm.mae, vm.rmse);
             brisk_log(&t->log, BRISK_LOG_INFO, "epoch %lld done  train loss %.5f%s%s", (long long)t->epoch,
                       last_epoch_loss, vtxt, better ? "  (best)" : "");
-            char vbuf[32] = "null", abuf[4096] = "";
+            char vbuf[32] = "null", tbuf[32] = "null", abuf[4096] = ""; /* NaN: null, as JSON has no NaN */
             if (!isnan(vl)) snprintf(vbuf, sizeof vbuf, "%.7g", vl);
+            if (isfinite(last_epoch_loss)) snprintf(tbuf, sizeof tbuf, "%.7g", last_epoch_loss);
             if (!isnan(vl)) brisk_metrics_json(&vm, abuf, sizeof abuf);
             if (t->metrics) {
-                fprintf(t->metrics, "{\"epoch\": %lld, \"step\": %lld, \"train_loss\": %.7g, \"val_loss\": %s%s}\n",
-                        (long long)t->epoch, (long long)t->step, last_epoch_loss, vbuf, abuf);
+                fprintf(t->metrics, "{\"epoch\": %lld, \"step\": %lld, \"train_loss\": %s, \"val_loss\": %s%s}\n",
+                        (long long)t->epoch, (long long)t->step, tbuf, vbuf, abuf);
                 fflush(t->metrics);
             }
             if (files && better && !when_due && (st = brisk_rotation_save_best(t, err))) goto out;
@@ -343,6 +349,7 @@ out:
                       "descheduled thread); see the thread count on the device line",
                       ss.min_ms, ss.max_ms, ss.median_ms > 0 ? ss.p95_ms / ss.median_ms : 0);
         if (sum->best_epoch && sum->best.classes) brisk_metrics_log(&sum->best, &t->log);
+        brisk_run_dir_mark_end(t, sum);
     }
     if (t->metrics) fflush(t->metrics);
     free(step_times);
