@@ -163,6 +163,12 @@ int cmd_train(int argc, char **argv) {
                                   "own config (see %s/<name>)", cfg.train.out_dir);
         else if (brisk_pipeline_run(&cfg, &lg, res, &err)) rc = cli_fail_err(&err);
         else rc = 0;
+        brisk_error rerr = {0};
+        if (rc == 0 && brisk_report_pipeline(cfg.train.out_dir, res, cfg.n_models, &rerr))
+            brisk_log(&lg, BRISK_LOG_WARN, "no report: %s", rerr.msg);
+        else if (rc == 0)
+            brisk_log(&lg, BRISK_LOG_INFO, "  report  %s/report.html (each model's in its own directory)",
+                      cfg.train.out_dir);
         if (quiet && rc == 0) { /* the table is the point of a pipeline: show it even when quiet */
             brisk_logger all = {cli_log, NULL, BRISK_LOG_INFO};
             brisk_pipeline_report(res, cfg.n_models, &all);

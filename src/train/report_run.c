@@ -17,7 +17,7 @@
 #include "train/report_svg.h"
 
 /* the page's grid: two columns of fixed-size charts below a fixed-height header */
-enum { CHART_W = 570, CHART_H = 300, GAP = 20, HEAD_H = 150, BODY = 20 };
+enum { CHART_W = 570, CHART_H = 300, GAP = 20, HEAD_H = 150 };
 
 enum { S_STEP, S_LOSS, S_LR, S_MS, S_DATA, S_COPY, S_SPS, S_MEM, S_COLS };
 enum { E_STEP, E_TRAIN, E_VAL, E_COLS };
@@ -209,14 +209,12 @@ static void header(brisk_html *b, const char *dir, const run_log *r) {
     brisk_html_printf(b, "</div>\n</div>\n");
 }
 
-/* The chart slot (col, row) of the grid, with its page box for the screenshot test. */
+/* The chart slot (col, row) of the grid. */
 static void slot_begin(brisk_html *b, int col, int row, int h) {
-    int x = col * (CHART_W + GAP), y = HEAD_H + row * (CHART_H + GAP);
-    brisk_html_printf(b, "<div class=\"chart\" style=\"left:%dpx;top:%dpx;width:%dpx;height:%dpx\" "
-                      "data-box=\"%d,%d,%d,%d\">\n", x, y, CHART_W, h, BODY + x + 1, BODY + y + 1, CHART_W, h);
+    brisk_html_box_begin(b, col * (CHART_W + GAP), HEAD_H + row * (CHART_H + GAP), CHART_W, h);
 }
 
-static void slot_end(brisk_html *b) { brisk_html_printf(b, "</div>\n"); }
+static void slot_end(brisk_html *b) { brisk_html_box_end(b); }
 
 /* The x domain of every step chart: the first to the last step logged. */
 static void step_domain(const run_log *r, double *x0, double *x1) {
@@ -310,7 +308,7 @@ static void memory_chart(brisk_html *b, const run_log *r) {
     for (int i = 0; i < n; i++) v[i] = ldexp(v[i], -10 * u);
     slot_begin(b, 0, 2, brisk_bars_height(n));
     brisk_bars(b, "memory", "#8c564b", CHART_W, n ? "Memory" : "Memory (no run_end line: the run did not finish)",
-               units[u], labels, v, n);
+               units[u], labels, v, n, "failed");
     slot_end(b);
 }
 
@@ -323,7 +321,7 @@ static void time_total_chart(brisk_html *b, const run_log *r) {
     if (n && v[3] < 0) v[3] = 0;
     slot_begin(b, 1, 2, brisk_bars_height(n));
     brisk_bars(b, "time_total", "#e377c2", CHART_W, n ? "Time over the run" : "Time over the run (no run_end line)",
-               "s", labels, v, n);
+               "s", labels, v, n, "failed");
     slot_end(b);
 }
 

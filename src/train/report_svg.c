@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 enum { MARGIN_LEFT = 64, MARGIN_RIGHT = 18, MARGIN_TOP = 34, MARGIN_BOTTOM = 42, MAX_TICKS = 12 };
-enum { BAR_ROW = 28, BAR_TOP = 40, BAR_VALUE = 110 };
+enum { BAR_ROW = 28, BAR_TOP = 40, BAR_VALUE = 130 };
 
 void brisk_html_free(brisk_html *b) {
     free(b->s);
@@ -291,7 +291,7 @@ void brisk_chart_end(brisk_html *b) { brisk_html_printf(b, "</svg>\n"); }
 int brisk_bars_height(int n) { return BAR_TOP + BAR_ROW * (n > 0 ? n : 1) + 12; }
 
 void brisk_bars(brisk_html *b, const char *id, const char *colour, int width, const char *title, const char *unit,
-                const char *const *labels, const double *values, int n) {
+                const char *const *labels, const double *values, int n, const char *missing) {
     int height = brisk_bars_height(n);
     int label_w = width * 2 / 5 > 300 ? 300 : width * 2 / 5; /* the row names' column */
     double top = 0, span = width - label_w - BAR_VALUE;
@@ -317,7 +317,9 @@ void brisk_bars(brisk_html *b, const char *id, const char *colour, int width, co
         brisk_html_printf(b, "</text>\n");
         char v[32];
         if (!isfinite(values[i])) {
-            brisk_html_printf(b, "<text class=\"note\" x=\"%d\" y=\"%.1f\">failed</text>\n", label_w + 4, y + 18);
+            brisk_html_printf(b, "<text class=\"note\" x=\"%d\" y=\"%.1f\">", label_w + 4, y + 18);
+            brisk_html_escape(b, missing);
+            brisk_html_printf(b, "</text>\n");
             continue;
         }
         double w = top > 0 && values[i] > 0 ? values[i] / top * span : 0;
@@ -365,6 +367,16 @@ void brisk_html_page_begin(brisk_html *b, const char *title) {
 }
 
 void brisk_html_page_end(brisk_html *b) { brisk_html_printf(b, "</body>\n</html>\n"); }
+
+enum { BODY_MARGIN = 20, BOX_BORDER = 1 }; /* as the style sheet sets them */
+
+void brisk_html_box_begin(brisk_html *b, int left, int top, int w, int h) {
+    brisk_html_printf(b, "<div class=\"chart\" style=\"left:%dpx;top:%dpx;width:%dpx;height:%dpx\" "
+                      "data-box=\"%d,%d,%d,%d\">\n", left, top, w, h, BODY_MARGIN + left + BOX_BORDER,
+                      BODY_MARGIN + top + BOX_BORDER, w, h);
+}
+
+void brisk_html_box_end(brisk_html *b) { brisk_html_printf(b, "</div>\n"); }
 
 int brisk_html_write(const brisk_html *b, const char *path, char *msg, size_t msg_size) {
     if (b->oom) {

@@ -23,6 +23,10 @@ void brisk_html_escape(brisk_html *b, const char *text);
 /* The page's start (doctype, title, the shared style sheet, a fixed-width body) and end. */
 void brisk_html_page_begin(brisk_html *b, const char *title);
 void brisk_html_page_end(brisk_html *b);
+/* A chart's box at (left, top) of the page's fixed-layout area (class "page"), w x h pixels;
+ * data-box gives it in screenshot pixels (the body's 20px margin added) for the test's check. */
+void brisk_html_box_begin(brisk_html *b, int left, int top, int w, int h);
+void brisk_html_box_end(brisk_html *b);
 /* Writes the text to path atomically (path.tmp.<pid>, then rename); an error names the path. */
 int brisk_html_write(const brisk_html *b, const char *path, char *msg, size_t msg_size);
 /* "1.23e-04", "0.5", "1200", "12k", "3.4M": short tick and value labels, "-" for NaN. */
@@ -71,9 +75,9 @@ void brisk_chart_legend(brisk_html *b, const brisk_chart *c, const char *const *
 void brisk_chart_end(brisk_html *b);
 
 /* A horizontal bar chart: one labelled bar per row, value printed at its end; a
- * non-finite value is drawn as "failed" with no bar. */
+ * non-finite value gets the text `missing` ("failed", "no validation") and no bar. */
 void brisk_bars(brisk_html *b, const char *id, const char *colour, int width, const char *title, const char *unit,
-                const char *const *labels, const double *values, int n);
+                const char *const *labels, const double *values, int n, const char *missing);
 /* The height brisk_bars gives n rows. */
 int brisk_bars_height(int n);
 

@@ -42,6 +42,22 @@ grep -q '<script' run/report.html && bad "report has a script" || ok no-script
 grep -q 'id="optimizations"' run/report.html && grep -q 'class="off">off' run/report.html && ok optimization-table ||
   bad optimization-table
 
+# a pipeline: the comparison page, each model's report linked and written
+cat > pipe.json <<'J'
+{"models": [{"name": "small", "type": "mlp", "inputs": 64, "hidden": [8], "outputs": 3},
+            {"name": "wide", "type": "mlp", "inputs": 64, "hidden": [64, 64], "outputs": 3}],
+ "data": {"train": "tab.npz", "validation_fraction": 0.25},
+ "train": {"batch_size": 32, "epochs": 2, "log_every": 2, "out_dir": "pipe"}, "speed": {"threads": 2}}
+J
+"$brisk" train pipe.json --quiet >/dev/null 2>&1 && [ -s pipe/report.html ] && [ -s pipe/small/report.html ] &&
+  [ -s pipe/wide/report.html ] && grep -q 'href="wide/report.html"' pipe/report.html && ok pipeline-report ||
+  bad pipeline-report
+
+# brisk bench: the ablation table as a page (CPU rows here)
+"$brisk" bench run.json --steps 20 --rounds 1 --report bench.html > bench.txt 2>&1 && grep -q "report    bench.html" bench.txt &&
+  grep -q 'id="ms_per_step"' bench.html && grep -q "CPU, 1 thread" bench.html && ok bench-report ||
+  bad "bench-report: $(tail -3 bench.txt)"
+
 # every loss NaN, a single step (hand-written, as a diverged run leaves it)
 mkdir -p nan
 cat > nan/metrics.jsonl <<'J'
@@ -69,6 +85,10 @@ if [ "$mode" = screenshot ]; then
   }
   shot run/report.html run.png && $py "$src/tests/cli/check_report_png.py" run/report.html run.png && ok screenshot-run ||
     bad "screenshot-run: $(tail -3 chromium.log)"
+  shot pipe/report.html pipe.png && $py "$src/tests/cli/check_report_png.py" pipe/report.html pipe.png &&
+    ok screenshot-pipeline || bad "screenshot-pipeline: $(tail -3 chromium.log)"
+  shot bench.html bench.png && $py "$src/tests/cli/check_report_png.py" bench.html bench.png &&
+    ok screenshot-bench || bad "screenshot-bench: $(tail -3 chromium.log)"
   shot nan/report.html nan.png && $py "$src/tests/cli/check_report_png.py" nan/report.html nan.png --min 20 --blank loss &&
     ok screenshot-nan || bad "screenshot-nan: $(tail -3 chromium.log)"
 fi

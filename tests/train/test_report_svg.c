@@ -118,8 +118,8 @@ static void empty_and_bars(void) {
     brisk_chart_end(&b);
     const char *labels[3] = {"fast", "a \"quoted\" row", "failed"};
     double v[3] = {2, 8, NAN};
-    brisk_bars(&b, "bars", "#abcdef", 600, "ms/step", "ms", labels, v, 3);
-    brisk_bars(&b, "none", "#abcdef", 600, "nothing", "ms", NULL, NULL, 0);
+    brisk_bars(&b, "bars", "#abcdef", 600, "ms/step", "ms", labels, v, 3, "failed");
+    brisk_bars(&b, "none", "#abcdef", 600, "nothing", "ms", NULL, NULL, 0, "failed");
     REQUIRE(b.s && !b.oom);
     CHECK(!strstr(b.s, "nan") && strstr(b.s, "no &lt;data&gt;") && strstr(b.s, "a &quot;quoted&quot; row"));
     CHECK(count(b.s, "fill=\"#abcdef\"") == 2 && strstr(b.s, ">failed<") && strstr(b.s, "no rows"));
