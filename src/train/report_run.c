@@ -191,7 +191,9 @@ static void header(brisk_html *b, const char *dir, const run_log *r) {
     double final = end_num(r, "final_loss");
     if (!isfinite(final) && s->n) final = last_finite(s->col[S_LOSS], s->n);
     brisk_html_printf(b, "<div class=\"head\">\n<h1>brisk run report</h1>\n<div class=\"path\">");
-    brisk_html_escape(b, dir);
+    char *full = realpath(dir, NULL); /* "." or "run" say little once the page is opened elsewhere */
+    brisk_html_escape(b, full ? full : dir);
+    free(full);
     if (r->started[0]) {
         brisk_html_printf(b, " &middot; started ");
         brisk_html_escape(b, r->started);
@@ -307,7 +309,7 @@ static void memory_chart(brisk_html *b, const run_log *r) {
     while (u < 3 && top >= 1024.0 * 0.5) top /= 1024, u++;
     for (int i = 0; i < n; i++) v[i] = ldexp(v[i], -10 * u);
     slot_begin(b, 0, 2, brisk_bars_height(n));
-    brisk_bars(b, "memory", "#8c564b", CHART_W, n ? "Memory" : "Memory (no run_end line: the run did not finish)",
+    brisk_bars(b, "memory", "#8c564b", CHART_W, n ? "Memory" : "Memory (no run_end line: the run is going on, or was killed)",
                units[u], labels, v, n, "failed");
     slot_end(b);
 }
@@ -320,7 +322,7 @@ static void time_total_chart(brisk_html *b, const run_log *r) {
     int n = isfinite(wall) ? 4 : 0;
     if (n && v[3] < 0) v[3] = 0;
     slot_begin(b, 1, 2, brisk_bars_height(n));
-    brisk_bars(b, "time_total", "#e377c2", CHART_W, n ? "Time over the run" : "Time over the run (no run_end line)",
+    brisk_bars(b, "time_total", "#e377c2", CHART_W, n ? "Time over the run" : "Time over the run (no run_end line yet)",
                "s", labels, v, n, "failed");
     slot_end(b);
 }

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { MARGIN_LEFT = 64, MARGIN_RIGHT = 18, MARGIN_TOP = 34, MARGIN_BOTTOM = 42, MAX_TICKS = 12 };
+enum { MARGIN_LEFT = 70, MARGIN_RIGHT = 24, MARGIN_TOP = 34, MARGIN_BOTTOM = 42, MAX_TICKS = 12 };
 enum { BAR_ROW = 28, BAR_TOP = 40, BAR_VALUE = 130 };
 
 void brisk_html_free(brisk_html *b) {
@@ -65,6 +65,17 @@ void brisk_html_escape(brisk_html *b, const char *text) {
     }
 }
 
+/* "1.5e-04" -> "1.5e-4", "2e+05" -> "2e5": tick labels stay narrow. */
+static void short_exponent(char *s) {
+    char *e = strchr(s, 'e');
+    if (!e) return;
+    char *d = e + 1, *src = e + 1;
+    if (*src == '+') src++;
+    else if (*src == '-') *d++ = *src++;
+    while (*src == '0' && src[1]) src++;
+    memmove(d, src, strlen(src) + 1);
+}
+
 void brisk_svg_format(double v, char *buf, size_t n) {
     double a = fabs(v);
     if (!isfinite(v)) snprintf(buf, n, isnan(v) ? "-" : v > 0 ? "inf" : "-inf");
@@ -74,6 +85,7 @@ void brisk_svg_format(double v, char *buf, size_t n) {
     else if (a >= 1e4) snprintf(buf, n, "%.3gk", v / 1e3);
     else if (a < 1e-3) snprintf(buf, n, "%.2e", v);
     else snprintf(buf, n, "%.4g", v);
+    short_exponent(buf);
 }
 
 int brisk_svg_range(const double *v, int n, double *lo, double *hi) {
@@ -125,6 +137,7 @@ static void tick_label(double v, double step, double top, char *buf, size_t n) {
     } else if (top < 1e-2) {
         int d = (int)floor(log10(top)) - (int)floor(log10(step) + 1e-9);
         snprintf(buf, n, "%.*e", d < 0 ? 0 : d > 3 ? 3 : d, v);
+        short_exponent(buf);
     } else {
         int d = (int)ceil(-log10(step) - 1e-9);
         snprintf(buf, n, "%.*f", d < 0 ? 0 : d > 6 ? 6 : d, v);
@@ -181,7 +194,7 @@ void brisk_chart_begin(brisk_html *b, brisk_chart *c, const char *id, const char
     brisk_html_printf(b, "<text class=\"axis\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">", c->px + c->pw / 2,
                       height - 6);
     brisk_html_escape(b, xlabel);
-    brisk_html_printf(b, "</text>\n<text class=\"axis\" transform=\"translate(14 %.1f) rotate(-90)\" "
+    brisk_html_printf(b, "</text>\n<text class=\"axis\" transform=\"translate(13 %.1f) rotate(-90)\" "
                       "text-anchor=\"middle\">", c->py + c->ph / 2);
     brisk_html_escape(b, ylabel);
     brisk_html_printf(b, "</text>\n");
@@ -193,6 +206,41 @@ static void point(const brisk_chart *c, double x, double y, double *X, double *Y
     *Y = brisk_chart_y(c, y);
     if (*Y < c->py) *Y = c->py;
     if (*Y > c->py + c->ph) *Y = c->py + c->ph;
+}
+
+/* The points of one unbroken line. Many points per pixel column (a long run logged every
+ * step) keep, per column, the first, lowest, highest and last, in order: the page stays
+ * small and every spike still shows. */
+static void polyline_points(brisk_html *b, const brisk_chart *c, const double *x, const double *y, int n) {
+    double X, Y;
+    int dense = n > 2 * (int)c->pw;
+    for (int k = 0; k < n;) {
+        point(c, x[k], y[k], &X, &Y);
+        if (!dense) {
+            brisk_html_printf(b, "%s%.1f,%.1f", k ? " " : "", X, Y);
+            k++;
+            continue;
+        }
+        long col = lround(X);
+        int lo = k, hi = k, last = k;
+        double ylo = Y, yhi = Y;
+        for (last = k + 1; last < n; last++) {
+            double X2, Y2;
+            point(c, x[last], y[last], &X2, &Y2);
+            if (lround(X2) != col) break;
+            if (Y2 < ylo) ylo = Y2, lo = last;
+            if (Y2 > yhi) yhi = Y2, hi = last;
+        }
+        last--; /* the column's last point */
+        int keep[4] = {k, lo < hi ? lo : hi, lo < hi ? hi : lo, last}, prev = -1;
+        for (int q = 0; q < 4; q++) {
+            if (keep[q] == prev) continue;
+            prev = keep[q];
+            point(c, x[prev], y[prev], &X, &Y);
+            brisk_html_printf(b, "%s%.1f,%.1f", k || q ? " " : "", X, Y);
+        }
+        k = last + 1;
+    }
 }
 
 int brisk_chart_line(brisk_html *b, const brisk_chart *c, const double *x, const double *y, int n, const char *colour) {
@@ -209,10 +257,7 @@ int brisk_chart_line(brisk_html *b, const brisk_chart *c, const double *x, const
         } else {
             brisk_html_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" stroke-linejoin=\"round\" "
                               "points=\"", colour);
-            for (int k = i; k < j; k++) {
-                point(c, x[k], y[k], &X, &Y);
-                brisk_html_printf(b, "%s%.1f,%.1f", k > i ? " " : "", X, Y);
-            }
+            polyline_points(b, c, x + i, y + i, j - i);
             brisk_html_printf(b, "\"/>\n");
         }
         drawn += j - i;
@@ -236,9 +281,36 @@ int brisk_chart_dots(brisk_html *b, const brisk_chart *c, const double *x, const
 
 static double finite_or_zero(double v) { return isfinite(v) && v > 0 ? v : 0; }
 
+/* More points than pixel columns: the means of runs of g points, then the stack of those. */
+static void stack_reduced(brisk_html *b, const brisk_chart *c, const double *x, const double *const *layers, int k,
+                          int n, const char *const *colours) {
+    int g = (n + (int)c->pw - 1) / (int)c->pw, m = (n + g - 1) / g;
+    double *buf = calloc((size_t)m * (size_t)(k + 1), sizeof *buf);
+    const double *rl[8];
+    if (!buf || k > 8) {
+        free(buf);
+        b->oom = 1;
+        return;
+    }
+    for (int l = 0; l <= k; l++) {
+        const double *src = l == 0 ? x : layers[l - 1];
+        double *dst = buf + (size_t)l * (size_t)m;
+        for (int i = 0; i < n; i++) dst[i / g] += (l == 0 ? src[i] : finite_or_zero(src[i])) / g;
+        if (n % g) /* the last, shorter run: its own mean */
+            dst[m - 1] = dst[m - 1] * g / (n % g);
+        if (l > 0) rl[l - 1] = dst;
+    }
+    brisk_chart_stack(b, c, buf, rl, k, m, colours);
+    free(buf);
+}
+
 void brisk_chart_stack(brisk_html *b, const brisk_chart *c, const double *x, const double *const *layers, int k, int n,
                        const char *const *colours) {
     if (n < 1) return;
+    if (n > 2 * (int)c->pw) {
+        stack_reduced(b, c, x, layers, k, n, colours);
+        return;
+    }
     double *below = calloc((size_t)n, sizeof *below);
     if (!below) {
         b->oom = 1;

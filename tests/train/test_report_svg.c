@@ -75,7 +75,9 @@ static void formatting(void) {
     brisk_svg_format(0.5, s, sizeof s);
     CHECKF(strcmp(s, "0.5") == 0, "%s", s);
     brisk_svg_format(1.5e-4, s, sizeof s);
-    CHECKF(strcmp(s, "1.50e-04") == 0, "%s", s);
+    CHECKF(strcmp(s, "1.50e-4") == 0, "%s", s);
+    brisk_svg_format(-2e-7, s, sizeof s);
+    CHECKF(strcmp(s, "-2.00e-7") == 0, "%s", s);
 }
 
 static void scales_and_lines(void) {
@@ -125,6 +127,33 @@ static void empty_and_bars(void) {
     CHECK(count(b.s, "fill=\"#abcdef\"") == 2 && strstr(b.s, ">failed<") && strstr(b.s, "no rows"));
     CHECK(brisk_bars_height(3) > brisk_bars_height(1) && brisk_bars_height(0) == brisk_bars_height(1));
     brisk_html_free(&b);
+}
+
+/* A long run logged every step: the page stays small, a one-step spike still shows. */
+static void dense_series(void) {
+    enum { N = 200000 };
+    double *x = malloc(sizeof(double) * N), *y = malloc(sizeof(double) * N), *z = malloc(sizeof(double) * N);
+    REQUIRE(x && y && z);
+    for (int i = 0; i < N; i++) x[i] = i, y[i] = 1.0 + 0.001 * (i % 7), z[i] = 2;
+    y[123457] = 9; /* the spike */
+    brisk_html b = {0};
+    brisk_chart c;
+    brisk_chart_begin(&b, &c, "d", "#123456", 600, 300, "", "", "", 0, N - 1, 0, 10);
+    size_t before = b.len;
+    CHECK(brisk_chart_line(&b, &c, x, y, N, "#ff0000") == N);
+    size_t line_bytes = b.len - before;
+    CHECKF(line_bytes < 4 * 4 * 600 * 12, "%zu bytes for the line", line_bytes);
+    char spike[32];
+    snprintf(spike, sizeof spike, ",%.1f", brisk_chart_y(&c, 9));
+    CHECKF(strstr(b.s + before, spike) != NULL, "the spike %s is kept", spike);
+    const double *layers[2] = {y, z};
+    const char *colours[2] = {"#00ff00", "#0000ff"};
+    before = b.len;
+    brisk_chart_stack(&b, &c, x, layers, 2, N, colours);
+    CHECKF(b.len - before < 2 * 2 * 600 * 14 + 400, "%zu bytes for the stack", b.len - before);
+    CHECK(count(b.s + before, "<polygon") == 2 && !strstr(b.s + before, "nan"));
+    brisk_html_free(&b);
+    free(x), free(y), free(z);
 }
 
 static char dir[512];
@@ -210,4 +239,4 @@ static void run_reports(void) {
     CHECK(system(path) == 0);
 }
 
-TEST_MAIN(T(escaping), T(ranges), T(ticks), T(formatting), T(scales_and_lines), T(empty_and_bars), T(run_reports))
+TEST_MAIN(T(escaping), T(ranges), T(ticks), T(formatting), T(scales_and_lines), T(empty_and_bars), T(dense_series), T(run_reports))
