@@ -1,166 +1,19 @@
 /* `brisk report RUN_DIR`: one self-contained page from a run directory's metrics.jsonl
- * (loop.c and rundir.c write it): training and validation loss, learning rate,
- * throughput and the time split per logged window, memory, and the optimizations the
- * run had on. A resumed run repeats step numbers after its "run_start" line: the later
- * lines replace the earlier ones, so the plots show the history the checkpoints hold.
- * A run killed mid-write may leave a last line without its newline: it is left out,
- * with a note. */
-#include <cjson/cJSON.h>
-#include <errno.h>
+ * (loop.c and rundir.c write it; report_log.c reads it): training and validation loss,
+ * learning rate, throughput and the time split per logged window, memory, and the
+ * optimizations the run had on. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "brisk/train.h"
+#include "train/report_log.h"
 #include "train/report_svg.h"
 
 /* the page's grid: two columns of fixed-size charts below a fixed-height header */
 enum { CHART_W = 570, CHART_H = 300, GAP = 20, HEAD_H = 150 };
 
-enum { S_STEP, S_LOSS, S_LR, S_MS, S_DATA, S_COPY, S_SPS, S_MEM, S_COLS };
-enum { E_STEP, E_TRAIN, E_VAL, E_COLS };
-static const char *const step_keys[S_COLS] = {"step", "loss", "lr", "ms_per_step", "data_ms", "copy_ms",
-                                              "samples_per_s", "mem_mib"};
-static const char *const epoch_keys[E_COLS] = {"step", "train_loss", "val_loss"};
-
-typedef struct table {
-    double *col[S_COLS];
-    int n, cap, ncols;
-} table;
-
-typedef struct run_log {
-    table steps, epochs;
-    int runs;            /* run_start lines: 1 + resumes */
-    int truncated;       /* a last line without its newline was left out */
-    char started[32];    /* the first run's start time */
-    cJSON *end;          /* the last "run_end" line */
-    cJSON *optimizations; /* the last run_start's "optimizations" */
-} run_log;
-
-static void table_free(table *t) {
-    for (int c = 0; c < t->ncols; c++) free(t->col[c]);
-}
-
-static int table_add(table *t, const double *row) {
-    /* a resumed run logs steps again from its checkpoint: those replace the earlier lines */
-    while (t->n > 0 && t->col[0][t->n - 1] >= row[0]) t->n--;
-    if (t->n == t->cap) {
-        int cap = t->cap ? 2 * t->cap : 256;
-        for (int c = 0; c < t->ncols; c++) {
-            double *p = realloc(t->col[c], sizeof(double) * (size_t)cap);
-            if (!p) return -1;
-            t->col[c] = p;
-        }
-        t->cap = cap;
-    }
-    for (int c = 0; c < t->ncols; c++) t->col[c][t->n] = row[c];
-    t->n++;
-    return 0;
-}
-
-static void log_free(run_log *r) {
-    table_free(&r->steps);
-    table_free(&r->epochs);
-    cJSON_Delete(r->end);
-    cJSON_Delete(r->optimizations);
-}
-
-/* The member as a number: NaN when absent or null; -1 (err filled) when of another type. */
-static int member(const cJSON *o, const char *key, double *v, const char *path, int line, brisk_error *err) {
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, key);
-    *v = NAN;
-    if (!m || cJSON_IsNull(m)) return 0;
-    if (cJSON_IsNumber(m)) {
-        *v = m->valuedouble;
-        return 0;
-    }
-    brisk_errorf(err, BRISK_ERR_FORMAT, "%s line %d: \"%s\" is not a number; the file was changed by hand or by "
-                 "another program: fix or remove that line and run brisk report again", path, line, key);
-    return -1;
-}
-
-static int read_row(const cJSON *o, const char *const *keys, int n, double *row, const char *path, int line,
-                    brisk_error *err) {
-    for (int c = 0; c < n; c++)
-        if (member(o, keys[c], &row[c], path, line, err)) return -1;
-    if (!isfinite(row[0])) {
-        brisk_errorf(err, BRISK_ERR_FORMAT, "%s line %d: no \"step\" number; fix or remove that line and run brisk "
-                     "report again", path, line);
-        return -1;
-    }
-    return 0;
-}
-
-static brisk_status parse_line(run_log *r, cJSON *o, const char *path, int line, brisk_error *err) {
-    const cJSON *ev = cJSON_GetObjectItemCaseSensitive(o, "event");
-    double row[S_COLS];
-    if (cJSON_IsString(ev)) {
-        if (strcmp(ev->valuestring, "run_start") == 0) {
-            const cJSON *when = cJSON_GetObjectItemCaseSensitive(o, "time");
-            if (r->runs++ == 0 && cJSON_IsString(when)) snprintf(r->started, sizeof r->started, "%s", when->valuestring);
-            cJSON *opts = cJSON_DetachItemFromObjectCaseSensitive(o, "optimizations");
-            if (opts) cJSON_Delete(r->optimizations), r->optimizations = opts;
-        } else if (strcmp(ev->valuestring, "run_end") == 0) {
-            cJSON_Delete(r->end);
-            r->end = cJSON_Duplicate(o, 1);
-        }
-        return BRISK_OK; /* other events: for other readers */
-    }
-    int is_epoch = cJSON_GetObjectItemCaseSensitive(o, "val_loss") || cJSON_GetObjectItemCaseSensitive(o, "train_loss");
-    table *t = is_epoch ? &r->epochs : &r->steps;
-    if (read_row(o, is_epoch ? epoch_keys : step_keys, t->ncols, row, path, line, err)) return BRISK_ERR_FORMAT;
-    if (table_add(t, row)) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
-    return BRISK_OK;
-}
-
-static brisk_status read_log(const char *dir, run_log *r, brisk_error *err) {
-    char path[BRISK_PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-    struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return brisk_errorf(err, BRISK_ERR_IO, "%s: no such directory; give the run directory brisk train wrote "
-                            "(train.out_dir, --out)", dir);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open it (%s): %s is not a run directory of brisk train, "
-                            "or its run has not started; train with --out %s first", path, strerror(errno), dir, dir);
-    brisk_status st = BRISK_OK;
-    char *text = NULL;
-    size_t cap = 0;
-    int line = 0;
-    for (ssize_t len; st == BRISK_OK && (len = getline(&text, &cap, f)) > 0;) {
-        line++;
-        int whole = text[len - 1] == '\n';
-        size_t k = (size_t)len;
-        while (k > 0 && (text[k - 1] == '\n' || text[k - 1] == '\r' || text[k - 1] == ' ')) text[--k] = 0;
-        if (k == 0) continue;
-        cJSON *o = cJSON_Parse(text);
-        if (!cJSON_IsObject(o)) {
-            if (!whole) r->truncated = 1; /* the run was killed while writing it */
-            else st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s line %d: not a JSON object (\"%.40s%s\"); the file is "
-                                   "damaged: fix or remove that line and run brisk report again", path, line, text,
-                                   k > 40 ? "..." : "");
-        } else {
-            st = parse_line(r, o, path, line, err);
-        }
-        cJSON_Delete(o);
-    }
-    if (st == BRISK_OK && ferror(f))
-        st = brisk_errorf(err, BRISK_ERR_IO, "%s: read failed: %s", path, strerror(errno));
-    free(text);
-    fclose(f);
-    if (st == BRISK_OK && r->steps.n == 0 && r->epochs.n == 0 && r->runs == 0)
-        st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: empty: the run logged nothing yet; run brisk report again after "
-                          "its first progress line (train.log_every)", path);
-    return st;
-}
-
-static double end_num(const run_log *r, const char *key) {
-    const cJSON *m = r->end ? cJSON_GetObjectItemCaseSensitive(r->end, key) : NULL;
-    return cJSON_IsNumber(m) ? m->valuedouble : NAN;
-}
+static double end_num(const run_log *r, const char *key) { return brisk_run_log_end(r, key); }
 
 static double last_finite(const double *v, int n) {
     for (int i = n - 1; i >= 0; i--)
@@ -185,7 +38,7 @@ static void stat_box(brisk_html *b, const char *label, const char *fmt, double v
 }
 
 static void header(brisk_html *b, const char *dir, const run_log *r) {
-    const table *s = &r->steps, *e = &r->epochs;
+    const log_table *s = &r->steps, *e = &r->epochs;
     double steps = end_num(r, "steps");
     if (!isfinite(steps)) steps = fmax(s->n ? s->col[S_STEP][s->n - 1] : NAN, e->n ? e->col[E_STEP][e->n - 1] : NAN);
     double final = end_num(r, "final_loss");
@@ -221,7 +74,7 @@ static void slot_end(brisk_html *b) { brisk_html_box_end(b); }
 /* The x domain of every step chart: the first to the last step logged. */
 static void step_domain(const run_log *r, double *x0, double *x1) {
     double lo = INFINITY, hi = -INFINITY;
-    const table *t[2] = {&r->steps, &r->epochs};
+    const log_table *t[2] = {&r->steps, &r->epochs};
     for (int k = 0; k < 2; k++)
         if (t[k]->n) lo = fmin(lo, t[k]->col[0][0]), hi = fmax(hi, t[k]->col[0][t[k]->n - 1]);
     if (lo == hi) lo -= 1, hi += 1; /* a single step: one step either side */
@@ -230,7 +83,7 @@ static void step_domain(const run_log *r, double *x0, double *x1) {
 }
 
 static void loss_chart(brisk_html *b, const run_log *r, double x0, double x1) {
-    const table *s = &r->steps, *e = &r->epochs;
+    const log_table *s = &r->steps, *e = &r->epochs;
     double lo = INFINITY, hi = -INFINITY, a, z;
     if (brisk_svg_range(s->col[S_LOSS], s->n, &a, &z)) lo = a, hi = z;
     if (e->n && brisk_svg_range(e->col[E_VAL], e->n, &a, &z)) lo = fmin(lo, a), hi = fmax(hi, z);
@@ -252,7 +105,7 @@ static void loss_chart(brisk_html *b, const run_log *r, double x0, double x1) {
 /* A one-series chart of a step column. */
 static void series_chart(brisk_html *b, const run_log *r, int col, int row, const char *id, const char *colour,
                          const char *title, const char *ylabel, int column, double x0, double x1, const char *empty) {
-    const table *s = &r->steps;
+    const log_table *s = &r->steps;
     double lo, hi;
     brisk_svg_range(s->col[column], s->n, &lo, &hi);
     if (lo > 0 && lo < 0.5 * hi) lo = 0; /* from zero unless that flattens the curve */
@@ -265,7 +118,7 @@ static void series_chart(brisk_html *b, const run_log *r, int col, int row, cons
 }
 
 static void time_split_chart(brisk_html *b, const run_log *r, double x0, double x1) {
-    const table *s = &r->steps;
+    const log_table *s = &r->steps;
     int n = s->n;
     double *layer[3];
     for (int k = 0; k < 3; k++) layer[k] = calloc((size_t)(n ? n : 1), sizeof(double));
@@ -357,7 +210,7 @@ static void optimization_table(brisk_html *b, const run_log *r) {
 }
 
 static void epoch_table(brisk_html *b, const run_log *r) {
-    const table *e = &r->epochs;
+    const log_table *e = &r->epochs;
     if (!e->n) return;
     brisk_html_printf(b, "<h2>Epochs</h2>\n<table id=\"epochs\">\n<tr><th>epoch</th><th>step</th>"
                       "<th>train loss</th><th>validation loss</th></tr>\n");
@@ -401,8 +254,7 @@ brisk_status brisk_report_run(const char *run_dir, const char *out_path, char *w
                               brisk_error *err) {
     run_log r;
     memset(&r, 0, sizeof r);
-    r.steps.ncols = S_COLS, r.epochs.ncols = E_COLS;
-    brisk_status st = read_log(run_dir, &r, err);
+    brisk_status st = brisk_run_log_read(run_dir, &r, err);
     char path[BRISK_PATH_MAX + 32];
     if (out_path) snprintf(path, sizeof path, "%s", out_path);
     else snprintf(path, sizeof path, "%s/report.html", run_dir);
@@ -414,6 +266,6 @@ brisk_status brisk_report_run(const char *run_dir, const char *out_path, char *w
         brisk_html_free(&b);
     }
     if (!st && written) snprintf(written, written_size, "%s", path);
-    log_free(&r);
+    brisk_run_log_free(&r);
     return st;
 }

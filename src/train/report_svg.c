@@ -109,6 +109,7 @@ int brisk_svg_range(const double *v, int n, double *lo, double *hi) {
 int brisk_svg_ticks(double *lo, double *hi, int max, double *ticks) {
     if (max < 2) max = 2;
     if (!(*hi > *lo) || !isfinite(*lo) || !isfinite(*hi)) *lo = 0, *hi = 1;
+    if (!isfinite(*hi - *lo)) *lo = fmax(*lo, -1e307), *hi = fmin(*hi, 1e307); /* a span past DBL_MAX */
     static const double nice[] = {1, 2, 5, 10};
     double mag = pow(10, floor(log10((*hi - *lo) / (max - 1))));
     for (int e = 0;; e++) {

@@ -58,6 +58,9 @@ static void ticks(void) {
     lo = 5, hi = 5; /* empty or bad domain: 0..1 */
     n = brisk_svg_ticks(&lo, &hi, 5, t);
     CHECK(lo == 0 && hi == 1 && n >= 2);
+    lo = -1e308, hi = 1e308; /* a span past the largest double: finite ticks */
+    n = brisk_svg_ticks(&lo, &hi, 5, t);
+    CHECK(n >= 2 && n <= 5 && isfinite(lo) && isfinite(hi) && isfinite(t[n - 1]) && lo <= -1e307 && hi >= 1e307);
     lo = 0, hi = 1e9; /* huge: still at most max */
     CHECK(brisk_svg_ticks(&lo, &hi, 3, t) <= 3);
 }
@@ -235,6 +238,27 @@ static void run_reports(void) {
     snprintf(path, sizeof path, "%s/nonexistent", dir);
     CHECK(brisk_report_run(path, NULL, NULL, 0, &err) == BRISK_ERR_IO);
     CHECKF(strstr(err.msg, "no such directory"), "%s", err.msg);
+
+    /* the bench page: a failed row named with its reason, names escaped */
+    brisk_bench_row rows[3] = {{"base <fp32>", 2.0, 0.01, 2.5, 1000, -1, 1, ""},
+                               {"+ graph", 1.0, 0.02, 1.2, 2000, 80, 2, ""},
+                               {"+ bf16", NAN, 0, 0, 0, -1, 0, "no bf16 & no fp16"}};
+    snprintf(path, sizeof path, "%s/bench.html", dir);
+    REQUIRE_OK(brisk_report_bench(path, "x.json on <GPU>", rows, 3, &err), &err);
+    FILE *f = fopen(path, "rb");
+    REQUIRE(f);
+    char *page = calloc(1, 1 << 16);
+    REQUIRE(page);
+    (void)!fread(page, 1, (1 << 16) - 1, f);
+    fclose(f);
+    CHECK(strstr(page, "base &lt;fp32&gt;") && strstr(page, "x.json on &lt;GPU&gt;") && !strstr(page, "<GPU>"));
+    CHECK(strstr(page, "no bf16 &amp; no fp16") && strstr(page, ">failed<") && strstr(page, "2.00x"));
+    CHECK(count(page, "data-box=") == 2 && !strstr(page, "nan"));
+    free(page);
+    CHECK(brisk_report_bench(path, "t", rows, -1, &err) == BRISK_ERR_INVALID);
+    snprintf(path, sizeof path, "%s/no/such/dir/bench.html", dir);
+    CHECK(brisk_report_bench(path, "t", rows, 3, &err) == BRISK_ERR_IO);
+    CHECKF(strstr(err.msg, "cannot write the report"), "%s", err.msg);
     snprintf(path, sizeof path, "rm -rf '%s'", dir);
     CHECK(system(path) == 0);
 }
