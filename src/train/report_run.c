@@ -146,15 +146,22 @@ static void time_split_chart(brisk_html *b, const run_log *r, double x0, double 
 }
 
 static void memory_chart(brisk_html *b, const run_log *r) {
-    const char *labels[4];
-    double v[4], top = 0;
+    const char *labels[5];
+    double v[5], top = 0;
     int n = 0;
     double arena = end_num(r, "arena_bytes"), params = end_num(r, "state_bytes"), total = end_num(r, "total_bytes");
     double device = end_num(r, "device_mem_used");
     if (isfinite(arena)) labels[n] = "activations (planned arena)", v[n++] = arena;
     if (isfinite(params)) labels[n] = "parameters, gradients, moments", v[n++] = params;
     if (isfinite(total)) labels[n] = "planned in all", v[n++] = total;
-    if (isfinite(device) && device > 0) labels[n] = "device in use at the end", v[n++] = device;
+    if (isfinite(device) && device > 0) { /* a GPU run: its progress lines logged the device's memory in use */
+        double peak = NAN;
+        for (int i = 0; i < r->steps.n; i++)
+            if (isfinite(r->steps.col[S_MEM][i]) && !(r->steps.col[S_MEM][i] * 1048576.0 <= peak))
+                peak = r->steps.col[S_MEM][i] * 1048576.0;
+        if (isfinite(peak)) labels[n] = "device in use, highest logged", v[n++] = peak;
+        labels[n] = "device in use at the end", v[n++] = device;
+    }
     for (int i = 0; i < n; i++) top = fmax(top, v[i]);
     /* the unit that gives the largest bar a few digits before the point */
     static const char *const units[] = {"bytes", "KiB", "MiB", "GiB"};
@@ -232,7 +239,7 @@ static void render(brisk_html *b, const char *dir, const run_log *r) {
     brisk_html_page_begin(b, title);
     double x0, x1;
     step_domain(r, &x0, &x1);
-    int height = HEAD_H + 2 * (CHART_H + GAP) + brisk_bars_height(4);
+    int height = HEAD_H + 2 * (CHART_H + GAP) + brisk_bars_height(5);
     brisk_html_printf(b, "<div class=\"page\" style=\"height:%dpx\">\n", height);
     header(b, dir, r);
     loss_chart(b, r, x0, x1);

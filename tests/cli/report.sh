@@ -58,16 +58,19 @@ J
   grep -q 'id="ms_per_step"' bench.html && grep -q "CPU, 1 thread" bench.html && ok bench-report ||
   bad "bench-report: $(tail -3 bench.txt)"
 
-# every loss NaN, a single step (hand-written, as a diverged run leaves it)
+# every loss NaN, a single step (hand-written, as a diverged GPU run leaves it)
 mkdir -p nan
 cat > nan/metrics.jsonl <<'J'
 {"event":"run_start","time":"2026-11-27T10:00:00Z","step":0,"optimizations":[{"name":"loader prefetch","state":"off","detail":"speed.prefetch is 0"}]}
 {"step": 1, "epoch": 0, "loss": null, "lr": 0.001, "ms_per_step": 4.5, "data_ms": 1.5, "copy_ms": 0, "samples_per_s": 7000, "mem_mib": 3}
 {"epoch": 1, "step": 1, "train_loss": null, "val_loss": null}
-{"event":"run_end","steps":1,"steps_run":1,"wall_s":0.02,"data_wait_s":0.0015,"copy_s":0,"compute_s":0.003,"samples_per_s":7000,"ms_per_step_median":4.5,"final_loss":null,"best_val_loss":null,"params":99,"arena_bytes":1048576,"state_bytes":4096,"total_bytes":1052672}
+{"event":"run_end","steps":1,"steps_run":1,"wall_s":0.02,"data_wait_s":0.0015,"copy_s":0,"compute_s":0.003,"samples_per_s":7000,"ms_per_step_median":4.5,"final_loss":null,"best_val_loss":null,"params":99,"arena_bytes":1048576,"state_bytes":4096,"total_bytes":1052672,"device_mem_used":2097152}
 J
 "$brisk" report nan >/dev/null 2>&1 && grep -q "no finite loss logged" nan/report.html && ok nan-single-step ||
   bad nan-single-step
+# a GPU run's memory (device_mem_used, mem_mib per progress line): the device's bars too
+grep -q "device in use, highest logged" nan/report.html && grep -q "3 MiB" nan/report.html && ok device-memory ||
+  bad device-memory
 
 # damaged and missing files: one error naming the file and what to do
 mkdir -p bad && printf '{"step": 1, "loss": 1}\n{"step": 2, "lo\n{"step": 3, "loss": 1}\n' > bad/metrics.jsonl
