@@ -89,9 +89,66 @@ static brisk_status parse_line(run_log *r, cJSON *o, const char *path, int line,
     return BRISK_OK;
 }
 
-brisk_status brisk_run_log_read(const char *dir, run_log *r, brisk_error *err) {
+/* One line of the file, NUL-terminated in place; whole: it ended with its newline. */
+static brisk_status take_line(run_log *r, char *text, size_t len, int whole, const char *path, int line,
+                              brisk_error *err) {
+    size_t k = len;
+    while (k > 0 && (text[k - 1] == '\n' || text[k - 1] == '\r' || text[k - 1] == ' ')) text[--k] = 0;
+    if (k == 0) return BRISK_OK;
+    cJSON *o = cJSON_ParseWithLength(text, k);
+    brisk_status st = BRISK_OK;
+    if (!cJSON_IsObject(o)) {
+        if (!whole) r->truncated = 1; /* the run was killed while writing it */
+        else st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s line %d: not a JSON object (\"%.40s%s\"); the file is "
+                               "damaged: fix or remove that line and run brisk report again", path, line, text,
+                               k > 40 ? "..." : "");
+    } else {
+        st = parse_line(r, o, path, line, err);
+    }
+    cJSON_Delete(o);
+    return st;
+}
+
+static void log_init(run_log *r) {
     memset(r, 0, sizeof *r);
     r->steps.ncols = S_COLS, r->epochs.ncols = E_COLS;
+}
+
+static brisk_status check_not_empty(const run_log *r, const char *path, brisk_error *err) {
+    if (r->steps.n == 0 && r->epochs.n == 0 && r->runs == 0)
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: empty: the run logged nothing yet; run brisk report again "
+                            "after its first progress line (train.log_every)", path);
+    return BRISK_OK;
+}
+
+brisk_status brisk_run_log_parse(const char *data, size_t size, const char *path, run_log *r, brisk_error *err) {
+    log_init(r);
+    brisk_status st = BRISK_OK;
+    char *text = NULL;
+    size_t cap = 0;
+    int line = 0;
+    for (size_t at = 0; st == BRISK_OK && at < size;) {
+        const char *nl = memchr(data + at, '\n', size - at);
+        size_t len = nl ? (size_t)(nl - (data + at)) + 1 : size - at;
+        if (len + 1 > cap) {
+            char *t = realloc(text, len + 1);
+            if (!t) {
+                st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
+                break;
+            }
+            text = t, cap = len + 1;
+        }
+        memcpy(text, data + at, len);
+        text[len] = 0;
+        st = take_line(r, text, len, nl != NULL, path, ++line, err);
+        at += len;
+    }
+    free(text);
+    return st ? st : check_not_empty(r, path, err);
+}
+
+brisk_status brisk_run_log_read(const char *dir, run_log *r, brisk_error *err) {
+    log_init(r);
     char path[BRISK_PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
     struct stat sb;
@@ -106,32 +163,16 @@ brisk_status brisk_run_log_read(const char *dir, run_log *r, brisk_error *err) {
     char *text = NULL;
     size_t cap = 0;
     int line = 0;
-    for (ssize_t len; st == BRISK_OK && (len = getline(&text, &cap, f)) > 0;) {
-        line++;
-        int whole = text[len - 1] == '\n';
-        size_t k = (size_t)len;
-        while (k > 0 && (text[k - 1] == '\n' || text[k - 1] == '\r' || text[k - 1] == ' ')) text[--k] = 0;
-        if (k == 0) continue;
-        cJSON *o = cJSON_Parse(text);
-        if (!cJSON_IsObject(o)) {
-            if (!whole) r->truncated = 1; /* the run was killed while writing it */
-            else st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s line %d: not a JSON object (\"%.40s%s\"); the file is "
-                                   "damaged: fix or remove that line and run brisk report again", path, line, text,
-                                   k > 40 ? "..." : "");
-        } else {
-            st = parse_line(r, o, path, line, err);
-        }
-        cJSON_Delete(o);
-    }
+    /* line by line: a long run's file need not fit in memory twice */
+    for (ssize_t len; st == BRISK_OK && (len = getline(&text, &cap, f)) > 0;)
+        st = take_line(r, text, (size_t)len, text[len - 1] == '\n', path, ++line, err);
     if (st == BRISK_OK && ferror(f))
         st = brisk_errorf(err, BRISK_ERR_IO, "%s: read failed: %s", path, strerror(errno));
     free(text);
     fclose(f);
-    if (st == BRISK_OK && r->steps.n == 0 && r->epochs.n == 0 && r->runs == 0)
-        st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: empty: the run logged nothing yet; run brisk report again after "
-                          "its first progress line (train.log_every)", path);
-    return st;
+    return st ? st : check_not_empty(r, path, err);
 }
+
 double brisk_run_log_end(const run_log *r, const char *key) {
     const cJSON *m = r->end ? cJSON_GetObjectItemCaseSensitive(r->end, key) : NULL;
     return cJSON_IsNumber(m) ? m->valuedouble : NAN;

@@ -31,8 +31,14 @@ typedef struct run_log {
 /* Reads dir/metrics.jsonl into *r (zeroed first); a missing or damaged file is an error
  * naming it, the line, and what to do. Free with brisk_run_log_free, also after an error. */
 brisk_status brisk_run_log_read(const char *dir, run_log *r, brisk_error *err);
+/* The same from a buffer (the fuzz target), path naming it in messages. */
+brisk_status brisk_run_log_parse(const char *data, size_t size, const char *path, run_log *r, brisk_error *err);
 void brisk_run_log_free(run_log *r);
 /* A number of the run_end line; NaN when there is none. */
 double brisk_run_log_end(const run_log *r, const char *key);
+
+/* report_run.c: the run report's page for a run log read from dir. */
+struct brisk_html;
+void brisk_report_run_render(struct brisk_html *b, const char *dir, const run_log *r);
 
 #endif

@@ -233,7 +233,7 @@ static void epoch_table(brisk_html *b, const run_log *r) {
     brisk_html_printf(b, "</table>\n");
 }
 
-static void render(brisk_html *b, const char *dir, const run_log *r) {
+void brisk_report_run_render(brisk_html *b, const char *dir, const run_log *r) {
     char title[BRISK_PATH_MAX + 32];
     snprintf(title, sizeof title, "brisk report: %s", dir);
     brisk_html_page_begin(b, title);
@@ -267,7 +267,7 @@ brisk_status brisk_report_run(const char *run_dir, const char *out_path, char *w
     else snprintf(path, sizeof path, "%s/report.html", run_dir);
     if (!st) {
         brisk_html b = {0};
-        render(&b, run_dir, &r);
+        brisk_report_run_render(&b, run_dir, &r);
         char msg[BRISK_PATH_MAX + 128];
         if (brisk_html_write(&b, path, msg, sizeof msg)) st = brisk_errorf(err, BRISK_ERR_IO, "%s", msg);
         brisk_html_free(&b);
