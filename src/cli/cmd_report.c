@@ -1,5 +1,6 @@
 /* brisk report RUN_DIR [--output FILE]: the run directory's HTML report (report_run.c). */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/cli.h"
 
@@ -15,7 +16,8 @@ int cmd_report(int argc, char **argv) {
                  "Writes RUN_DIR/report.html (or FILE): one self-contained page, no script and no network, with\n"
                  "plots of the training and validation loss, learning rate, throughput, the time per step\n"
                  "(data wait, copy, compute), memory, and the optimizations the run had on and why any was off,\n"
-                 "all read from RUN_DIR/metrics.jsonl. brisk train writes it at the end of every run.");
+                 "all read from RUN_DIR/metrics.jsonl. brisk train writes it at the end of every run. FILE may\n"
+                 "be a device or FIFO (written in place) or - (standard output).");
             return 0;
         }
         if (k == 0) out = v;
@@ -26,6 +28,6 @@ int cmd_report(int argc, char **argv) {
     brisk_error err = {0};
     char written[BRISK_PATH_MAX + 64];
     if (brisk_report_run(dir, out, written, sizeof written, &err)) return cli_fail_err(&err);
-    printf("report    %s\n", written);
+    if (strcmp(written, "-") != 0) printf("report    %s\n", written); /* "-": the page itself went to stdout */
     return 0;
 }

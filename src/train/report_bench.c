@@ -68,9 +68,7 @@ brisk_status brisk_report_bench(const char *out_path, const char *title, const b
     brisk_html_printf(&b, "</table>\n<p class=\"notes\">spread: max - min of the rounds' median ms/step, over their "
                       "median; p95: the worst round's.</p>\n");
     brisk_html_page_end(&b);
-    char msg[BRISK_PATH_MAX + 128];
-    brisk_status st = brisk_html_write(&b, out_path, msg, sizeof msg) ? brisk_errorf(err, BRISK_ERR_IO, "%s", msg)
-                                                                       : BRISK_OK;
+    brisk_status st = brisk_html_write(&b, out_path, err);
     brisk_html_free(&b);
     return st;
 }

@@ -143,9 +143,9 @@ brisk_status brisk_report_pipeline(const char *out_dir, const brisk_pipeline_res
             brisk_html_printf(&b, "</p>\n");
         }
     brisk_html_page_end(&b);
-    char path[BRISK_PATH_MAX + 32], msg[BRISK_PATH_MAX + 128];
+    char path[BRISK_PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/report.html", out_dir);
-    brisk_status st = brisk_html_write(&b, path, msg, sizeof msg) ? brisk_errorf(err, BRISK_ERR_IO, "%s", msg) : BRISK_OK;
+    brisk_status st = brisk_html_write(&b, path, err);
     brisk_html_free(&b);
     return st;
 }

@@ -268,8 +268,7 @@ brisk_status brisk_report_run(const char *run_dir, const char *out_path, char *w
     if (!st) {
         brisk_html b = {0};
         brisk_report_run_render(&b, run_dir, &r);
-        char msg[BRISK_PATH_MAX + 128];
-        if (brisk_html_write(&b, path, msg, sizeof msg)) st = brisk_errorf(err, BRISK_ERR_IO, "%s", msg);
+        st = brisk_html_write(&b, path, err);
         brisk_html_free(&b);
     }
     if (!st && written) snprintf(written, written_size, "%s", path);

@@ -3,13 +3,13 @@
  * brisk_html buffer; every label from outside (titles, names) is escaped. */
 #include "train/report_svg.h"
 
-#include <errno.h>
+#include "data/bytes.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 enum { MARGIN_LEFT = 70, MARGIN_RIGHT = 24, MARGIN_TOP = 34, MARGIN_BOTTOM = 42, MAX_TICKS = 12 };
 enum { BAR_ROW = 28, BAR_TOP = 40, BAR_VALUE = 130 };
@@ -451,27 +451,11 @@ void brisk_html_box_begin(brisk_html *b, int left, int top, int w, int h) {
 
 void brisk_html_box_end(brisk_html *b) { brisk_html_printf(b, "</div>\n"); }
 
-int brisk_html_write(const brisk_html *b, const char *path, char *msg, size_t msg_size) {
-    if (b->oom) {
-        snprintf(msg, msg_size, "%s: out of memory while building the report", path);
-        return -1;
-    }
-    size_t n = strlen(path) + 32;
-    char *tmp = malloc(n);
-    if (!tmp) {
-        snprintf(msg, msg_size, "%s: out of memory", path);
-        return -1;
-    }
-    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    int ok = f && fwrite(b->s ? b->s : "", 1, b->len, f) == b->len;
-    if (f && fclose(f) != 0) ok = 0;
-    if (!ok || rename(tmp, path) != 0) {
-        snprintf(msg, msg_size, "%s: cannot write the report: %s", path, strerror(errno));
-        remove(tmp);
-        free(tmp);
-        return -1;
-    }
-    free(tmp);
-    return 0;
+brisk_status brisk_html_write(const brisk_html *b, const char *path, brisk_error *err) {
+    if (b->oom) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory while building the report", path);
+    brisk_out o;
+    brisk_status st = brisk_out_open(&o, path, err);
+    if (st) return st;
+    brisk_out_write(&o, b->s ? b->s : "", b->len);
+    return brisk_out_commit(&o, err);
 }

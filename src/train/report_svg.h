@@ -8,6 +8,8 @@
 
 #include <stddef.h>
 
+#include "brisk/core.h"
+
 /* Text grown by appending; oom is set (and further appends dropped) when memory runs out. */
 typedef struct brisk_html {
     char *s;
@@ -27,8 +29,9 @@ void brisk_html_page_end(brisk_html *b);
  * data-box gives it in screenshot pixels (the body's 20px margin added) for the test's check. */
 void brisk_html_box_begin(brisk_html *b, int left, int top, int w, int h);
 void brisk_html_box_end(brisk_html *b);
-/* Writes the text to path atomically (path.tmp.<pid>, then rename); an error names the path. */
-int brisk_html_write(const brisk_html *b, const char *path, char *msg, size_t msg_size);
+/* Writes the page to path as every brisk output is written (data/bytes.h): a file replaced
+ * atomically, a device or FIFO written in place, "-" standard output. */
+brisk_status brisk_html_write(const brisk_html *b, const char *path, brisk_error *err);
 /* "1.23e-04", "0.5", "1200", "12k", "3.4M": short tick and value labels, "-" for NaN. */
 void brisk_svg_format(double v, char *buf, size_t n);
 

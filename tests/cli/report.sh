@@ -36,6 +36,14 @@ rm run/report.html
   bad "report-command: $(cat out.txt)"
 "$brisk" report run --output other.html >/dev/null 2>&1 && cmp -s other.html run/report.html && ok report-output ||
   bad report-output
+# outputs as every brisk command writes them: - is stdout, a device in place, a directory refused
+"$brisk" report run --output - > stdout.html 2>/dev/null && head -1 stdout.html | grep -q '<!DOCTYPE html>' &&
+  ! grep -q '^report ' stdout.html && ok output-stdout || bad output-stdout
+ln -s /dev/null devnull
+"$brisk" report run --output devnull >/dev/null 2>&1 && [ -L devnull ] && [ -c /dev/null ] && ok output-device ||
+  bad output-device
+mkdir -p adir
+expect output-directory 'adir: exists and is a directory' -- "$brisk" report run --output adir
 grep -q '<script' run/report.html && bad "report has a script" || ok no-script
 [ "$(grep -o 'http[s]*://[^"]*' run/report.html | sort -u)" = "http://www.w3.org/2000/svg" ] && ok no-network ||
   bad "no-network: $(grep -o 'http[s]*://[^"]*' run/report.html | sort -u | head -3)"
