@@ -1,4 +1,5 @@
 /* metrics.jsonl read back for the reports (report_log.h). */
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -147,6 +148,22 @@ brisk_status brisk_run_log_parse(const char *data, size_t size, const char *path
     return st ? st : check_not_empty(r, path, err);
 }
 
+/* The first folder of dir holding a metrics.jsonl, into sub: a pipeline's out_dir. */
+static int runs_below(const char *dir, char *sub, size_t n) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int found = 0;
+    for (struct dirent *e; !found && (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        char path[BRISK_PATH_MAX + 300];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/%s/metrics.jsonl", dir, e->d_name);
+        if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) found = 1, snprintf(sub, n, "%s", e->d_name);
+    }
+    closedir(d);
+    return found;
+}
+
 brisk_status brisk_run_log_read(const char *dir, run_log *r, brisk_error *err) {
     log_init(r);
     char path[BRISK_PATH_MAX + 32];
@@ -156,9 +173,15 @@ brisk_status brisk_run_log_read(const char *dir, run_log *r, brisk_error *err) {
         return brisk_errorf(err, BRISK_ERR_IO, "%s: no such directory; give the run directory brisk train wrote "
                             "(train.out_dir, --out)", dir);
     FILE *f = fopen(path, "rb");
-    if (!f)
+    if (!f) {
+        int e = errno;
+        char sub[256];
+        if (e == ENOENT && runs_below(dir, sub, sizeof sub))
+            return brisk_errorf(err, BRISK_ERR_IO, "%s: no metrics.jsonl, but its folders hold runs (a pipeline's "
+                                "models: their comparison is %s/report.html): brisk report %s/%s", dir, dir, dir, sub);
         return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open it (%s): %s is not a run directory of brisk train, "
-                            "or its run has not started; train with --out %s first", path, strerror(errno), dir, dir);
+                            "or its run has not started; train with --out %s first", path, strerror(e), dir, dir);
+    }
     brisk_status st = BRISK_OK;
     char *text = NULL;
     size_t cap = 0;

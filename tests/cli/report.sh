@@ -86,6 +86,7 @@ expect damaged-line 'bad/metrics.jsonl line 2: not a JSON object .*remove that l
 mkdir -p empty
 expect missing-metrics 'empty/metrics.jsonl: cannot open it .*--out empty' -- "$brisk" report empty
 expect missing-dir 'nowhere: no such directory' -- "$brisk" report nowhere
+expect pipeline-dir 'pipe: no metrics.jsonl, but its folders hold runs .*brisk report pipe/(small|wide)' -- "$brisk" report pipe
 expect no-argument 'a run directory is required' -- "$brisk" report
 
 if [ "$mode" = screenshot ]; then
