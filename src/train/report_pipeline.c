@@ -87,7 +87,9 @@ brisk_status brisk_report_pipeline(const char *out_dir, const brisk_pipeline_res
     brisk_html_printf(&b, "<div class=\"page\" style=\"height:%dpx\">\n<div class=\"head\" style=\"height:%dpx\">\n"
                       "<h1>brisk pipeline: %d models on the same data</h1>\n<div class=\"path\">", top + 2 * (h + GAP),
                       HEAD_H, n);
-    brisk_html_escape(&b, out_dir);
+    char *full = realpath(out_dir, NULL);
+    brisk_html_escape(&b, full ? full : out_dir);
+    free(full);
     brisk_html_printf(&b, "</div>\n</div>\n");
     loss_overlay(&b, out_dir, res, n);
     brisk_html_box_begin(&b, 0, top, CHART_W, h);

@@ -162,7 +162,8 @@ void brisk_chart_begin(brisk_html *b, brisk_chart *c, const char *id, const char
             xt[kept++] = xt[i];
     nx = kept;
     int ny = brisk_svg_ticks(&y0, &y1, height / 45 < MAX_TICKS ? height / 45 : MAX_TICKS, yt);
-    *c = (brisk_chart){.width = width, .height = height, .px = MARGIN_LEFT, .py = MARGIN_TOP,
+    *c = (brisk_chart){.width = width, .height = height, .title_len = title ? (int)strlen(title) : 0,
+                       .px = MARGIN_LEFT, .py = MARGIN_TOP,
                        .pw = width - MARGIN_LEFT - MARGIN_RIGHT, .ph = height - MARGIN_TOP - MARGIN_BOTTOM,
                        .x0 = x0, .x1 = x1, .y0 = y0, .y1 = y1};
     brisk_html_printf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" id=\"",
@@ -348,12 +349,30 @@ void brisk_chart_note(brisk_html *b, const brisk_chart *c, const char *text) {
 
 void brisk_chart_legend(brisk_html *b, const brisk_chart *c, const char *const *names, const char *const *colours,
                         int k) {
-    /* right to left from the plot's right edge, about 7 pixels per character */
-    double x = c->px + c->pw;
-    for (int i = k - 1; i >= 0; i--) {
-        x -= 22 + 7.0 * (double)strlen(names[i]);
-        brisk_html_printf(b, "<rect x=\"%.1f\" y=\"10\" width=\"12\" height=\"12\" fill=\"%s\"/>"
-                          "<text class=\"legend\" x=\"%.1f\" y=\"21\">", x, colours[i], x + 16);
+    /* about 7.4 pixels per character of the legend's 12px text, 8.5 of the 15px bold title */
+    double need = 0, widest = 0, title_end = c->px + 8.5 * (double)c->title_len + 16;
+    for (int i = 0; i < k; i++) {
+        double w = 24 + 7.4 * (double)strlen(names[i]);
+        need += w, widest = w > widest ? w : widest;
+    }
+    if (c->px + c->pw - need >= title_end) { /* one row right of the title, right to left */
+        double x = c->px + c->pw;
+        for (int i = k - 1; i >= 0; i--) {
+            x -= 24 + 7.4 * (double)strlen(names[i]);
+            brisk_html_printf(b, "<rect x=\"%.1f\" y=\"10\" width=\"12\" height=\"12\" fill=\"%s\"/>"
+                              "<text class=\"legend\" x=\"%.1f\" y=\"21\">", x, colours[i], x + 16);
+            brisk_html_escape(b, names[i]);
+            brisk_html_printf(b, "</text>\n");
+        }
+        return;
+    }
+    /* too wide (many or long names): a column in the plot's top right corner, on white */
+    double x = c->px + c->pw - widest - 8, y = c->py + 6;
+    brisk_html_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"#fff\" "
+                      "fill-opacity=\"0.85\" stroke=\"#ddd\"/>\n", x - 6, y - 4, widest + 10, 18 * k + 6);
+    for (int i = 0; i < k; i++, y += 18) {
+        brisk_html_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>"
+                          "<text class=\"legend\" x=\"%.1f\" y=\"%.1f\">", x, y, colours[i], x + 16, y + 11);
         brisk_html_escape(b, names[i]);
         brisk_html_printf(b, "</text>\n");
     }

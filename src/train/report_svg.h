@@ -46,6 +46,7 @@ int brisk_svg_ticks(double *lo, double *hi, int max, double *ticks);
 /* A chart: an <svg> of width x height pixels with its plot area inset for the axes. */
 typedef struct brisk_chart {
     int width, height;
+    int title_len;               /* characters: the legend keeps clear of the title */
     double px, py, pw, ph;       /* plot area in pixels */
     double x0, x1, y0, y1;       /* data domain (after the ticks widened it) */
 } brisk_chart;
@@ -72,7 +73,8 @@ void brisk_chart_stack(brisk_html *b, const brisk_chart *c, const double *x, con
                        const char *const *colours);
 /* A centred note in the plot area ("no finite losses"). */
 void brisk_chart_note(brisk_html *b, const brisk_chart *c, const char *text);
-/* A legend row at the top right of the plot area. */
+/* The series' names and colours: a row right of the title, or where they do not fit there,
+ * a column in the plot's top right corner. */
 void brisk_chart_legend(brisk_html *b, const brisk_chart *c, const char *const *names, const char *const *colours,
                         int k);
 void brisk_chart_end(brisk_html *b);

@@ -102,6 +102,16 @@ static void scales_and_lines(void) {
     CHECK(brisk_chart_line(&b, &c, x, none, 6, "#0000ff") == 0);
     CHECK(brisk_chart_line(&b, &c, NULL, NULL, 0, "#0000ff") == 0); /* an empty series */
     brisk_chart_end(&b);
+    const char *few[2] = {"a", "b"}, *many[8] = {"model <one>", "model two", "model three", "model four",
+                                                "model five", "model six", "model seven", "model eight"};
+    const char *cols[8] = {"#000001", "#000002", "#000003", "#000004", "#000005", "#000006", "#000007", "#000008"};
+    size_t before = b.len;
+    brisk_chart_legend(&b, &c, few, cols, 2); /* fits beside the title: the top margin's row */
+    CHECK(count(b.s + before, " y=\"10\"") == 2);
+    before = b.len;
+    brisk_chart_legend(&b, &c, many, cols, 8); /* too wide: a column inside the plot */
+    CHECK(count(b.s + before, " y=\"10\"") == 0 && count(b.s + before, "class=\"legend\"") == 8);
+    CHECK(strstr(b.s + before, "model &lt;one&gt;") != NULL);
     REQUIRE(b.s && !b.oom);
     CHECK(strstr(b.s, "id=\"t&lt;1&gt;\"") && strstr(b.s, "data-colour=\"#123456\"") && strstr(b.s, "A &amp; B"));
     CHECK(count(b.s, "stroke=\"#ff0000\"") == 2 && count(b.s, "fill=\"#00ff00\"") == 1 && !strstr(b.s, "#0000ff"));
