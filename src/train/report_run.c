@@ -177,7 +177,7 @@ static void memory_chart(brisk_html *b, const run_log *r) {
 static void time_total_chart(brisk_html *b, const run_log *r) {
     double wall = end_num(r, "wall_s"), data = end_num(r, "data_wait_s"), copy = end_num(r, "copy_s");
     double compute = end_num(r, "compute_s");
-    const char *labels[] = {"data wait", "copy to device", "compute", "other (logging, checkpoints)"};
+    const char *labels[] = {"data wait", "copy to device", "compute", "other (validation, checkpoints)"};
     double v[4] = {data, copy, compute, wall - data - copy - compute};
     int n = isfinite(wall) ? 4 : 0;
     if (n && v[3] < 0) v[3] = 0;
