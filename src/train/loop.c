@@ -239,7 +239,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             brisk_log(&t->log, BRISK_LOG_INFO, "epoch %lld done  train loss %.5f%s%s", (long long)t->epoch,
                       last_epoch_loss, vtxt, better ? "  (best)" : "");
             char vbuf[32] = "null", tbuf[32] = "null", abuf[4096] = ""; /* NaN: null, as JSON has no NaN */
-            if (!isnan(vl)) snprintf(vbuf, sizeof vbuf, "%.7g", vl);
+            if (isfinite(vl)) snprintf(vbuf, sizeof vbuf, "%.7g", vl);
             if (isfinite(last_epoch_loss)) snprintf(tbuf, sizeof tbuf, "%.7g", last_epoch_loss);
             if (!isnan(vl)) brisk_metrics_json(&vm, abuf, sizeof abuf);
             if (t->metrics) {

@@ -90,14 +90,20 @@ static void loss_chart(brisk_html *b, const run_log *r, double x0, double x1) {
     if (!(lo <= hi)) lo = 0, hi = 1;
     double v[2] = {lo, hi};
     brisk_svg_range(v, 2, &lo, &hi);
+    /* windows whose every step was skipped for a NaN/inf loss (train.skip_nan_steps) log null */
+    int missing = 0;
+    for (int i = 0; i < s->n; i++) missing += !isfinite(s->col[S_LOSS][i]);
+    char title[96] = "Loss";
+    if (missing && missing < s->n)
+        snprintf(title, sizeof title, "Loss (%d of %d logged windows without a finite loss)", missing, s->n);
     brisk_chart c;
     slot_begin(b, 0, 0, CHART_H);
-    brisk_chart_begin(b, &c, "loss", "#1f77b4", CHART_W, CHART_H, "Loss", "step", "loss", x0, x1, lo, hi);
+    brisk_chart_begin(b, &c, "loss", "#1f77b4", CHART_W, CHART_H, title, "step", "loss", x0, x1, lo, hi);
     int drawn = brisk_chart_line(b, &c, s->col[S_STEP], s->col[S_LOSS], s->n, "#1f77b4");
-    if (e->n) drawn += brisk_chart_dots(b, &c, e->col[E_STEP], e->col[E_VAL], e->n, "#ff7f0e");
+    int val = e->n ? brisk_chart_dots(b, &c, e->col[E_STEP], e->col[E_VAL], e->n, "#ff7f0e") : 0;
     const char *names[] = {"train (window mean)", "validation"}, *colours[] = {"#1f77b4", "#ff7f0e"};
-    if (!drawn) brisk_chart_note(b, &c, s->n ? "no finite loss logged (NaN or inf)" : "no steps logged");
-    else brisk_chart_legend(b, &c, names, colours, e->n ? 2 : 1);
+    if (!drawn && !val) brisk_chart_note(b, &c, s->n ? "no finite loss logged (NaN or inf)" : "no steps logged");
+    else brisk_chart_legend(b, &c, names, colours, val ? 2 : 1);
     brisk_chart_end(b);
     slot_end(b);
 }

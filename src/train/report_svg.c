@@ -80,6 +80,7 @@ void brisk_svg_format(double v, char *buf, size_t n) {
     double a = fabs(v);
     if (!isfinite(v)) snprintf(buf, n, isnan(v) ? "-" : v > 0 ? "inf" : "-inf");
     else if (a == 0) snprintf(buf, n, "0");
+    else if (a >= 1e12) snprintf(buf, n, "%.3g", v);
     else if (a >= 1e9) snprintf(buf, n, "%.3gG", v / 1e9);
     else if (a >= 1e6) snprintf(buf, n, "%.3gM", v / 1e6);
     else if (a >= 1e4) snprintf(buf, n, "%.3gk", v / 1e3);

@@ -50,6 +50,16 @@ grep -q '<script' run/report.html && bad "report has a script" || ok no-script
 grep -q 'id="optimizations"' run/report.html && grep -q 'class="off">off' run/report.html && ok optimization-table ||
   bad optimization-table
 
+# a run that diverges: stopped by the NaN loss (exit 1), its report written all the same; and
+# with train.skip_nan_steps, a run whose every step after the first is skipped (loss null)
+sed 's/"lr": 3e-3, "schedule": {"type": "cosine", "warmup_steps": 4}/"type": "sgd", "lr": 1e30/; s/"out_dir": "run"/"out_dir": "diverged"/' run.json > diverged.json
+"$brisk" train diverged.json > diverged.txt 2>&1; rc=$?
+[ $rc = 1 ] && grep -q "the training loss is NaN" diverged.txt && grep -q "report            diverged/report.html" diverged.txt &&
+  [ -s diverged/report.html ] && ok diverged-run-report || bad "diverged-run-report (exit $rc): $(tail -2 diverged.txt)"
+"$brisk" train diverged.json --overwrite --set train.skip_nan_steps=1000 > skipped.txt 2>&1 &&
+  [ "$(grep -c '"loss": null' diverged/metrics.jsonl)" -gt 10 ] && grep -q 'id="loss"' diverged/report.html &&
+  ok skipped-nan-steps-report || bad "skipped-nan-steps-report: $(tail -2 skipped.txt)"
+
 # a pipeline: the comparison page, each model's report linked and written
 cat > pipe.json <<'J'
 {"models": [{"name": "small", "type": "mlp", "inputs": 64, "hidden": [8], "outputs": 3},
@@ -101,6 +111,9 @@ if [ "$mode" = screenshot ]; then
     ok screenshot-pipeline || bad "screenshot-pipeline: $(tail -3 chromium.log)"
   shot bench.html bench.png && $py "$src/tests/cli/check_report_png.py" bench.html bench.png &&
     ok screenshot-bench || bad "screenshot-bench: $(tail -3 chromium.log)"
+  shot diverged/report.html diverged.png &&
+    $py "$src/tests/cli/check_report_png.py" diverged/report.html diverged.png --min 20 && ok screenshot-diverged ||
+    bad "screenshot-diverged: $(tail -3 chromium.log)"
   shot nan/report.html nan.png && $py "$src/tests/cli/check_report_png.py" nan/report.html nan.png --min 20 --blank loss &&
     ok screenshot-nan || bad "screenshot-nan: $(tail -3 chromium.log)"
 fi

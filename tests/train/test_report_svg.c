@@ -75,6 +75,8 @@ static void formatting(void) {
     CHECKF(strcmp(s, "12k") == 0, "%s", s);
     brisk_svg_format(3.4e6, s, sizeof s);
     CHECKF(strcmp(s, "3.4M") == 0, "%s", s);
+    brisk_svg_format(1.05e30, s, sizeof s);
+    CHECKF(strcmp(s, "1.05e30") == 0, "%s", s);
     brisk_svg_format(0.5, s, sizeof s);
     CHECKF(strcmp(s, "0.5") == 0, "%s", s);
     brisk_svg_format(1.5e-4, s, sizeof s);
