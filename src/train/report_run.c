@@ -123,6 +123,26 @@ static void series_chart(brisk_html *b, const run_log *r, int col, int row, cons
     slot_end(b);
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The q-quantile of the finite values (NaN when there are none). */
+static double percentile(const double *v, int n, double q) {
+    double *f = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1)), out = NAN;
+    int k = 0;
+    if (!f) return NAN;
+    for (int i = 0; i < n; i++)
+        if (isfinite(v[i])) f[k++] = v[i];
+    if (k > 0) {
+        qsort(f, (size_t)k, sizeof *f, cmp_double);
+        out = f[(int)(q * (k - 1))];
+    }
+    free(f);
+    return out;
+}
+
 static void time_split_chart(brisk_html *b, const run_log *r, double x0, double x1) {
     const log_table *s = &r->steps;
     int n = s->n;
@@ -138,10 +158,22 @@ static void time_split_chart(brisk_html *b, const run_log *r, double x0, double 
             if (isfinite(ms) && ms > top) top = ms;
         }
     double lo = 0, hi = top > 0 ? top : 1;
+    /* A few windows many times slower than the rest (another program took the CPUs, a
+     * checkpoint) would flatten every other one: the scale stops at twice the 90th
+     * percentile, and the title says how many went past it. */
+    char title[96] = "Time per step";
+    double p90 = percentile(s->col[S_MS], n, 0.9);
+    if (isfinite(p90) && p90 > 0 && top > 4 * p90) {
+        int over = 0;
+        hi = 2 * p90;
+        for (int i = 0; i < n; i++) over += s->col[S_MS][i] > hi;
+        snprintf(title, sizeof title, "Time per step (%d window%s above %.3g ms cut off)", over, over == 1 ? "" : "s",
+                 hi);
+    }
     brisk_chart c;
     const char *names[] = {"data wait", "copy to device", "compute"}, *colours[] = {"#d62728", "#e6ab02", "#17becf"};
     slot_begin(b, 1, 1, CHART_H);
-    brisk_chart_begin(b, &c, "time_split", colours[2], CHART_W, CHART_H, "Time per step", "step", "ms", x0, x1, lo, hi);
+    brisk_chart_begin(b, &c, "time_split", colours[2], CHART_W, CHART_H, title, "step", "ms", x0, x1, lo, hi);
     if (layer[0] && layer[1] && layer[2] && n > 0)
         brisk_chart_stack(b, &c, s->col[S_STEP], (const double *const *)layer, 3, n, colours);
     else brisk_chart_note(b, &c, "no steps logged");

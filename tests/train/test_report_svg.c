@@ -230,6 +230,18 @@ static void run_reports(void) {
     CHECK(strstr(html, "no finite loss logged") && count(html, "data-box=") == 6 && !strstr(html, "nan"));
     free(html);
 
+    /* one window far slower than the rest: the time scale stops at twice the 90th percentile */
+    char spiky[4096] = "";
+    for (int i = 1; i <= 20; i++)
+        snprintf(spiky + strlen(spiky), sizeof spiky - strlen(spiky),
+                 "{\"step\": %d, \"loss\": 1, \"ms_per_step\": %d, \"data_ms\": 0.25}\n", i, i == 7 ? 100 : 1);
+    write_file("metrics.jsonl", spiky);
+    REQUIRE_OK(brisk_report_run(dir, NULL, NULL, 0, &err), &err);
+    html = read_report();
+    REQUIRE(html);
+    CHECKF(strstr(html, "Time per step (1 window above 2 ms cut off)") != NULL, "%.200s", strstr(html, "Time per"));
+    free(html);
+
     /* damaged: the line is named */
     write_file("metrics.jsonl", "{\"step\": 1, \"loss\": 1}\nnot json\n{\"step\": 2, \"loss\": 1}\n");
     CHECK(brisk_report_run(dir, NULL, NULL, 0, &err) == BRISK_ERR_FORMAT);
