@@ -23,7 +23,8 @@
 #   agree     per example, 100 steps each, a loss per step: GPU fp32, tf32 and bf16 against
 #             the CPU's fp32 losses (<= 1e-3 relative; bf16 <= 3e-2); CUDA graph == eager bit
 #             for bit (fp32, --deterministic); --deterministic bit-identical twice (bf16);
-#             fp32 with every epilogue refused against the CPU too
+#             fp32 with every epilogue refused against the CPU too; the bf16 run's report.html
+#             holds the GPU's optimization table (the page comes back in logs.tar.gz)
 #   bench     `brisk bench` of every single-model example and bench/*.json, then torch_ref.py
 #             eager and amp of each workload that has an examples/<workload>.json, then its
 #             compile modes while time is left (so that the ratios come from one call)
@@ -415,7 +416,23 @@ stage_agree() {
     while IFS='|' read -r name a b how; do
       compare "$ex $name" "$ex-$a" "$ex-$b" "$how"
     done < <(checks)
+    report_check "$ex"
   done
+}
+
+# report_check EXAMPLE: the bf16 run wrote its report.html (brisk report) with the optimization
+# table the GPU backend describes (a pipeline: its comparison page); the page comes back in
+# logs.tar.gz (runs/EXAMPLE-bf16/report.html) to be looked at or screenshot elsewhere
+report_check() {
+  local ex=$1 dir="$work/runs/$1-bf16" check="$1 report.html (bf16 run)" want='>CUDA graph<'
+  [ "$(cat "$dir.rc" 2>/dev/null)" = 0 ] || return 0 # the comparisons above already say why
+  [ $cpu = 1 ] && want='id="optimizations"'
+  is_pipeline "$root/examples/$ex.json" && want='id="models"'
+  if [ -s "$dir/report.html" ] && grep -q "$want" "$dir/report.html"; then
+    record PASS agree "$check" "$(grep -o 'class="on">on' "$dir/report.html" | wc -l) optimizations on, $(grep -o 'class="off">off' "$dir/report.html" | wc -l) off (runs/$ex-bf16/report.html in logs.tar.gz)"
+  else
+    record FAIL agree "$check" "$([ -s "$dir/report.html" ] && echo "no $want in it" || echo "not written") ($(lastline "$work/logs/agree-$ex-bf16.log"))"
+  fi
 }
 
 torch_ref() {

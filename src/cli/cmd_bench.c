@@ -86,28 +86,30 @@ static int run_row(const char *config, const row *r, int steps, const char *dir,
 }
 
 int cmd_bench(int argc, char **argv) {
-    const char *config = NULL;
+    const char *config = NULL, *report = "bench-report.html";
     int json = 0;
     long long steps = 300, rounds = 3;
-    static const cli_opt opts[] = {{"--steps", 1}, {"--json", 0}, {"--rounds", 1}, {NULL, 0}};
+    static const cli_opt opts[] = {{"--steps", 1}, {"--json", 0}, {"--rounds", 1}, {"--report", 1}, {NULL, 0}};
     cli_parser p = {"bench", opts, argc, argv, 0, 0};
     const char *name, *v;
     for (int k; (k = cli_next(&p, &name, &v)) != CLI_END;) {
         if (k == CLI_ERR) return BRISK_EXIT_USAGE;
         if (k == CLI_HELP) {
-            puts("usage: brisk bench CONFIG [--steps N] [--rounds R] [--json]\n\n"
+            puts("usage: brisk bench CONFIG [--steps N] [--rounds R] [--json] [--report FILE]\n\n"
                  "Trains CONFIG for N steps (default 300, at least 20) once per row of the table and round - on\n"
                  "a GPU the baseline, then each optimization added in turn, then all on; on the CPU one thread\n"
                  "and the default thread count - running the rows interleaved, R rounds (default 3, at most\n"
                  "50) of every row in turn, so that a change in the machine's load does not favour one row.\n"
                  "Prints per row the median ms/step over the rounds, the spread of the rounds' medians, the\n"
                  "worst p95 step, samples/s over all steps, GPU utilisation and the speedup over the first\n"
-                 "row. --json adds one JSON line per row.");
+                 "row. --json adds one JSON line per row. The table is also written as an HTML page with bar\n"
+                 "charts, FILE (default bench-report.html in the current directory).");
             return 0;
         }
         if (k == 0 && cli_parse_count("bench", name, v, 20, 100000000, &steps)) return BRISK_EXIT_USAGE;
         else if (k == 1) json = 1;
         else if (k == 2 && cli_parse_count("bench", name, v, 1, MAX_ROUNDS, &rounds)) return BRISK_EXIT_USAGE;
+        else if (k == 3) report = v;
         else if (k == CLI_POS && config) return cli_usage("bench", "one config file expected, got '%s' and '%s'", config, v);
         else if (k == CLI_POS) config = v;
     }
@@ -152,7 +154,9 @@ int cmd_bench(int argc, char **argv) {
     printf("%-38s %10s %9s %10s %11s %9s %8s\n", "", "ms/step", "spread", "p95 (max)", "samples/s", "GPU util",
            "speedup");
     double base = 0;
+    brisk_bench_row html_rows[MAX_ROWS];
     for (int i = 0; i < n_rows; i++) {
+        html_rows[i] = (brisk_bench_row){.name = tab[i].name, .ms_per_step = NAN, .why = why[i]};
         if (!ok[i]) {
             printf("%-38s failed: %s\n", tab[i].name, why[i]);
             continue;
@@ -168,6 +172,8 @@ int cmd_bench(int argc, char **argv) {
         double sps = secs[i] > 0 ? samples[i] / secs[i] : 0;
         printf("%-38s %10.4f %8.1f%% %10.4f %11.0f %9s %7.2fx\n", tab[i].name, m, 100 * spread, p95[i], sps, u,
                base > 0 && m > 0 ? base / m : 1.0);
+        html_rows[i] = (brisk_bench_row){tab[i].name, m, spread, p95[i], sps, util_n[i] ? util[i] / util_n[i] : -1.0,
+                                         base > 0 && m > 0 ? base / m : 1.0, ""};
         if (json)
             printf("{\"config\": \"%s\", \"row\": %d, \"name\": \"%s\", \"device\": \"%s\", \"steps\": %lld, "
                    "\"rounds\": %d, \"ms_per_step_median\": %.5f, \"ms_per_step_spread\": %.4f, "
@@ -178,6 +184,12 @@ int cmd_bench(int argc, char **argv) {
     }
     printf("(spread: max - min of the %lld rounds' median ms/step, over their median; p95: the worst round's)\n",
            rounds);
+    char title[1400];
+    snprintf(title, sizeof title, "%s: %lld steps per row and round, %lld round%s interleaved, on %s", config, steps,
+             rounds, rounds == 1 ? "" : "s", gpu ? gi.name : "the CPU");
+    brisk_error rerr = {0};
+    if (brisk_report_bench(report, title, html_rows, n_rows, &rerr)) failed = cli_fail_err(&rerr);
+    else printf("report    %s\n", report);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "brisk: bench: could not remove %s\n", dir);

@@ -179,6 +179,12 @@ int cmd_train(int argc, char **argv) {
                                   "own config (see %s/<name>)", cfg.train.out_dir);
         else if (brisk_pipeline_run(&cfg, &lg, res, &err)) rc = cli_fail_err(&err);
         else rc = 0;
+        brisk_error rerr = {0};
+        if (rc == 0 && brisk_report_pipeline(cfg.train.out_dir, res, cfg.n_models, &rerr))
+            brisk_log(&lg, BRISK_LOG_WARN, "no report: %s", rerr.msg);
+        else if (rc == 0)
+            brisk_log(&lg, BRISK_LOG_INFO, "  report  %s/report.html (each model's in its own directory)",
+                      cfg.train.out_dir);
         if (quiet && rc == 0) { /* the table is the point of a pipeline: show it even when quiet */
             brisk_logger all = {cli_log, NULL, BRISK_LOG_INFO};
             brisk_pipeline_report(res, cfg.n_models, &all);
@@ -189,7 +195,7 @@ int cmd_train(int argc, char **argv) {
     }
     brisk_trainer *t = NULL;
     brisk_run_summary sum;
-    int resumed = 0;
+    int resumed = 0, ran = 0;
 
     /* A file-size limit (ulimit -f) must fail a write with EFBIG, which brisk reports,
      * rather than kill the process. */
@@ -203,11 +209,20 @@ int cmd_train(int argc, char **argv) {
         brisk_trainer_set_dist(t, dist, 0, &err) ||
         (resume && strcmp(resume, "auto") == 0 && brisk_trainer_resume_auto(t, &resumed, &err)) ||
         (resume && strcmp(resume, "auto") != 0 && brisk_trainer_resume(t, resume, &err)) ||
-        brisk_trainer_run(t, &sum, &err))
+        (ran = 1, brisk_trainer_run(t, &sum, &err)))
         rc = cli_fail_err(&err);
     else
         rc = sum.stopped_by_signal ? BRISK_EXIT_PREEMPTED : BRISK_EXIT_OK;
     cli_progress_end();
+    /* the run's report, also after a failed run (a NaN loss is worth seeing); rank 0 writes the run directory */
+    if (ran && cfg.train.out_dir[0] && brisk_dist_rank(dist) == 0) {
+        brisk_error rerr = {0};
+        char written[BRISK_PATH_MAX + 64];
+        if (brisk_report_run(cfg.train.out_dir, NULL, written, sizeof written, &rerr)) {
+            if (rc != BRISK_EXIT_ERROR) brisk_log(&lg, BRISK_LOG_WARN, "no report: %s", rerr.msg);
+        } else
+            brisk_log(&lg, BRISK_LOG_INFO, "  report            %s", written);
+    }
     brisk_trainer_free(t);
     brisk_config_free(&cfg);
     if (rc != BRISK_EXIT_OK && rc != BRISK_EXIT_PREEMPTED) brisk_dist_abandon(dist); /* the others would wait */

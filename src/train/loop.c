@@ -458,6 +458,7 @@ out:
                       "descheduled thread); see the thread count on the device line",
                       ss.min_ms, ss.max_ms, ss.median_ms > 0 ? ss.p95_ms / ss.median_ms : 0);
         if (sum->best_epoch && sum->best.classes) brisk_metrics_log(&sum->best, &t->log);
+        brisk_run_dir_mark_end(t, sum);
     }
     if (t->metrics) fflush(t->metrics);
     brisk_tboard_flush(t->tboard);

@@ -275,8 +275,13 @@ brisk_status brisk_checkpoint_find_latest(const char *dir, const brisk_logger *l
  * checkpoints or metrics, unless a resume claimed it (t->run_claimed) or train.overwrite
  * removes them; a continued run adopts best.safetensors' loss as the bar to beat. */
 brisk_status brisk_run_dir_claim(brisk_trainer *t, brisk_error *err);
-/* Appends the run-start record to metrics.jsonl. */
+/* Appends the run-start record to metrics.jsonl, with the optimizations on and off. */
 void brisk_run_dir_mark_start(brisk_trainer *t);
+/* Appends the run-end record: the summary's time split, speed and memory (the report's source). */
+void brisk_run_dir_mark_end(brisk_trainer *t, const brisk_run_summary *sum);
+/* optimizations.c: [{"name", "state" (on, off, info), "detail"}] for the run report; NULL
+ * when out of memory. The caller deletes it. */
+struct cJSON *brisk_trainer_optimizations(const brisk_trainer *t);
 
 /* runlock.c: <dir>/brisk.lock, held (fcntl lock) while the trainer lives; *fd -1 where the
  * filesystem has no locks (a warning says so). */

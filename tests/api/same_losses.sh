@@ -18,8 +18,8 @@ sed 's/"OUT"/"cli"/' base.json > cli.json
 sed 's/"OUT"/"api"/' base.json > api.json
 "$brisk" train cli.json --quiet >/dev/null
 "$tool" api.json d.npz coarse fine
-# step lines without their timings; epoch lines whole; the run-start record (its time) left out
-strip() { grep -v '"event":"run_start"' "$1/metrics.jsonl" | sed -E 's/, "ms_per_step".*\}/}/'; }
+# step lines without their timings; epoch lines whole; the run-start and run-end records (times) left out
+strip() { grep -v '"event":"run_' "$1/metrics.jsonl" | sed -E 's/, "ms_per_step".*\}/}/'; }
 strip cli > cli.txt
 strip api > api.txt
 n=$(grep -c '"loss"' cli.txt)

@@ -17,6 +17,7 @@ suite --only '^tabular$' --steps 3 test agree bench sanitize; rc=$?
 for c in "fp32, epilogues refused, vs CPU \(<= 1e-3\)" "fp32 vs CPU \(<= 1e-3\)" "tf32 vs CPU \(<= 1e-3\)" "bf16 vs CPU \(<= 3e-2\)" "CUDA graph == eager" "deterministic twice"; do
   check "agree: $c" "^PASS .* agree +tabular $c.* +\(--cpu: both on the CPU\) 3 steps"
 done
+check "agree: the run report" "^PASS .* agree +tabular report.html \(bf16 run\) +[0-9]+ optimizations on"
 check "the CUDA tests are listed, not run" "^SKIP .* test +CUDA tests \(ctest -R cuda\) +--cpu: [0-9]+ tests found"
 check "the epilogue switch is named" "^SKIP .*CUDA tests, BRISK_CUDA_REFUSE_EPILOGUES="
 check "sanitizers skip" "^SKIP .* sanitize +memcheck, tabular"

@@ -1,5 +1,5 @@
-/* Replays the seed corpora of the config and checkpoint fuzz targets
- * (tests/fuzz/corpus/{config,checkpoint}) through the targets' own code in every ordinary
+/* Replays the seed corpora of the config, checkpoint and metrics fuzz targets
+ * (tests/fuzz/corpus/{config,checkpoint,metrics}) through the targets' own code in every ordinary
  * build, so inputs that once crashed stay covered by ctest, sanitizer builds included,
  * without clang or libFuzzer. */
 #include <dirent.h>
@@ -14,9 +14,13 @@
 #define LLVMFuzzerTestOneInput fuzz_checkpoint_one
 #include "fuzz/fuzz_checkpoint.c"
 #undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_metrics_one
+#include "fuzz/fuzz_metrics.c"
+#undef LLVMFuzzerTestOneInput
 
 static void test_config_corpus(void) { CHECK(fuzz_replay("config", fuzz_config_one) >= 5); }
 static void test_checkpoint_corpus(void) { CHECK(fuzz_replay("checkpoint", fuzz_checkpoint_one) >= 3); }
+static void test_metrics_corpus(void) { CHECK(fuzz_replay("metrics", fuzz_metrics_one) >= 4); }
 
 /* The seed checkpoints are intact, so the harness reaches the tensor reading with them. */
 static void test_seed_checkpoints_verify(void) {
@@ -29,4 +33,4 @@ static void test_seed_checkpoints_verify(void) {
     }
 }
 
-TEST_MAIN(T(test_config_corpus), T(test_checkpoint_corpus), T(test_seed_checkpoints_verify))
+TEST_MAIN(T(test_config_corpus), T(test_checkpoint_corpus), T(test_metrics_corpus), T(test_seed_checkpoints_verify))

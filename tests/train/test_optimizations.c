@@ -1,0 +1,104 @@
+/* The optimization list of the run report (optimizations.c): on the CPU, the GPU's
+ * optimizations off with the reason and the config's switches with theirs; on a device,
+ * the backend's description taken apart into rows. The device case runs here with the
+ * CPU backend's describe hook replaced by one returning the CUDA backend's format (as
+ * src/backend/cuda/info.c writes it), so it needs no GPU. */
+#include <cjson/cJSON.h>
+#include <unistd.h>
+
+#include "brisk/brisk.h"
+#include "test.h"
+#include "train/trainer_internal.h"
+
+static char dir[512], data[600];
+
+static brisk_trainer *make_trainer(const char *extra, brisk_config *cfg, brisk_error *err) {
+    T_MAKE_DIR(dir, "optimizations");
+    snprintf(data, sizeof data, "%s/tab.npz", dir);
+    if (access(data, F_OK) != 0 && brisk_synth_write("tabular", data, 256, 2, err)) return NULL;
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"model\": {\"type\": \"mlp\", \"inputs\": 64, \"hidden\": [8], \"outputs\": 3},"
+             " \"data\": {\"train\": \"%s\"}, \"train\": {\"batch_size\": 32, \"out_dir\": \"\"%s},"
+             " \"speed\": {\"threads\": 1, \"device\": \"cpu\"}}", data, extra);
+    if (brisk_config_parse(json, "<test>", NULL, 0, cfg, err)) return NULL;
+    brisk_logger quiet = {0};
+    brisk_trainer *t = NULL;
+    if (brisk_trainer_create(cfg, &quiet, &t, err)) {
+        brisk_config_free(cfg);
+        return NULL;
+    }
+    return t;
+}
+
+/* The row named name: its state and detail, or NULL. */
+static const cJSON *row(const cJSON *list, const char *name) {
+    for (const cJSON *it = list ? list->child : NULL; it; it = it->next) {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "name");
+        if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0) return it;
+    }
+    return NULL;
+}
+
+static const char *field(const cJSON *r, const char *key) {
+    const cJSON *v = r ? cJSON_GetObjectItemCaseSensitive(r, key) : NULL;
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static void cpu_rows(void) {
+    brisk_error err = {0};
+    brisk_config cfg;
+    brisk_trainer *t = make_trainer(", \"accumulate\": 2", &cfg, &err);
+    REQUIRE(t);
+    cJSON *list = brisk_trainer_optimizations(t);
+    REQUIRE(list);
+    const cJSON *gpu = row(list, "CUDA graph, mixed precision, fused epilogues, autotune");
+    CHECK(strcmp(field(gpu, "state"), "off") == 0 && strstr(field(gpu, "detail"), "speed.device is cpu"));
+    CHECK(strcmp(field(row(list, "gradient accumulation"), "state"), "on") == 0);
+    CHECK(strstr(field(row(list, "gradient accumulation"), "detail"), "2 micro-batches") != NULL);
+    CHECK(strcmp(field(row(list, "gradient clipping"), "state"), "off") == 0);
+    CHECK(strcmp(field(row(list, "gradient clipping"), "detail"), "optim.clip_norm is 0") == 0);
+    CHECK(strstr(field(row(list, "fused optimizer"), "detail"), "AdamW") != NULL);
+    cJSON_Delete(list);
+    brisk_trainer_free(t);
+    brisk_config_free(&cfg);
+}
+
+static void fake_cuda_describe(brisk_backend *be, char *buf, size_t n) {
+    (void)be;
+    snprintf(buf, n, "NVIDIA H100 80GB HBM3 (cc 9.0, 132 SMs, 79.1 GiB), driver 13.0, runtime 13.0, cuBLASLt 13.0.0; "
+                     "GEMM bf16 operands, fp32 accumulate; epilogue fusion on (4 GEMMs fused, 1 decomposed); "
+                     "autotune off (--no-autotune: the heuristic's first choice); deterministic off; "
+                     "residual adds fused with layernorm: 2");
+}
+
+static void described_rows(void) {
+    brisk_error err = {0};
+    brisk_config cfg;
+    brisk_trainer *t = make_trainer("", &cfg, &err);
+    REQUIRE(t);
+    void (*saved)(brisk_backend *, char *, size_t) = t->be->describe;
+    t->be->describe = fake_cuda_describe;
+    cJSON *list = brisk_trainer_optimizations(t);
+    t->be->describe = saved;
+    REQUIRE(list);
+    CHECK(strstr(field(row(list, "device"), "detail"), "NVIDIA H100 80GB HBM3 (cc 9.0") != NULL);
+    CHECK(strcmp(field(row(list, "GEMM"), "state"), "info") == 0);
+    CHECK(strcmp(field(row(list, "GEMM"), "detail"), "bf16 operands, fp32 accumulate") == 0);
+    const cJSON *fusion = row(list, "epilogue fusion");
+    CHECK(strcmp(field(fusion, "state"), "on") == 0 && strcmp(field(fusion, "detail"), "4 GEMMs fused, 1 decomposed") == 0);
+    const cJSON *tune = row(list, "autotune");
+    CHECK(strcmp(field(tune, "state"), "off") == 0);
+    CHECKF(strcmp(field(tune, "detail"), "--no-autotune: the heuristic's first choice") == 0, "%s", field(tune, "detail"));
+    CHECK(strcmp(field(row(list, "deterministic"), "state"), "off") == 0);
+    CHECK(strcmp(field(row(list, "residual adds fused with layernorm"), "detail"), "2") == 0);
+    CHECK(strcmp(field(row(list, "CUDA graph"), "state"), "on") == 0); /* speed.cuda_graph's default */
+    cJSON_Delete(list);
+    brisk_trainer_free(t);
+    brisk_config_free(&cfg);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
+TEST_MAIN(T(cpu_rows), T(described_rows))
