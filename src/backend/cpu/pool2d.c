@@ -107,6 +107,9 @@ brisk_status cpu_pool_op(cpu_backend *cb, const brisk_graph *g, int id, const vo
     int64_t ny = cpu_numel(ys);
     /* the max gradient reads the forward node's workspace: it must be that node */
     const brisk_node *fw = grad && p.max && n->n_in == 2 ? IN_NODE(g, id, 1) : NULL;
+    if (w->layout != BRISK_LAYOUT_NCHW)
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: NHWC pooling is not implemented (expected NCHW)",
+                            brisk_op_name(n->op));
     if (xs->ndim != 4 || ys->ndim != 4 || xs->d[0] != ys->d[0] || xs->d[1] != ys->d[1] || w->kh < 1 || w->kw < 1 ||
         w->sh < 1 || w->sw < 1 || w->ph < 0 || w->pw < 0 || w->dh < 1 || w->dw < 1 ||
         (!grad && p.max && n->bytes < (size_t)ny * (sizeof(float) + sizeof(int32_t))) ||

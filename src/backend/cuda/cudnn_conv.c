@@ -65,6 +65,9 @@ static brisk_status conv_geom_of(const brisk_graph *g, int id, conv_geom *cg, br
         cg->pass = CONV_PASS_BWD_FILTER; break;
     default: return brisk_errorf(err, BRISK_ERR_INVALID, "node %d is not a convolution", id);
     }
+    if (n->attr.win.layout != BRISK_LAYOUT_NCHW)
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s (node %d): NHWC convolution on CUDA is not implemented",
+                            brisk_op_name(n->op), id);
     const brisk_shape *s[3] = {x, w, y};
     int *d[3] = {cg->x, cg->w, cg->y};
     int ok = 1;
