@@ -22,11 +22,23 @@ typedef enum brisk_gemm_precision {
 } brisk_gemm_precision;
 const char *brisk_gemm_precision_name(brisk_gemm_precision p); /* "fp32", "tf32", ... */
 
+/* The layout cuDNN convolutions run in, whatever the graph's (the op's win.layout): AUTO
+ * times both at prepare, the conversions (casts, transposes) each costs at the node's
+ * boundaries included, and keeps the faster (with autotuning off or --deterministic, a
+ * fixed rule: NHWC for 16-bit data whose channels are multiples of 8, else the graph's);
+ * NCHW and NHWC force one. */
+typedef enum brisk_conv_layout {
+    BRISK_CONV_LAYOUT_AUTO = 0,
+    BRISK_CONV_LAYOUT_NCHW,
+    BRISK_CONV_LAYOUT_NHWC
+} brisk_conv_layout;
+
 typedef struct brisk_cuda_options {
     int device;                     /* CUDA ordinal */
     brisk_gemm_precision precision;
     int autotune;                   /* time the top heuristic GEMM candidates once per shape */
     int deterministic;              /* no split-K reductions, no timing-dependent choices */
+    brisk_conv_layout conv_layout;  /* convolutions: auto (default), nchw or nhwc */
     int fuse;                       /* cuBLASLt epilogues (bias, ReLU/GELU, dGELU + bias grad),
                                        residual add + layernorm */
     char autotune_cache[1024];      /* the autotune cache file; "" = the default place
