@@ -647,6 +647,12 @@ brisk_status cuda_conv_prepare(cuda_backend *cb, const brisk_graph *g, brisk_err
     return BRISK_OK;
 }
 
+void cuda_conv_layouts(const cuda_backend *cb, int *nchw, int *nhwc) {
+    *nchw = *nhwc = 0;
+    for (int i = 0; cb->conv && i < cb->conv->n; i++)
+        if (cb->conv->plans[i].g) ++*(cb->conv->plans[i].nhwc ? nhwc : nchw);
+}
+
 void cuda_conv_forget(cuda_backend *cb) {
     if (!cb->conv) return;
     for (int i = 0; i < cb->conv->n; i++) plan_free(&cb->conv->plans[i]);
@@ -736,6 +742,10 @@ brisk_status cuda_conv_prepare(cuda_backend *cb, const brisk_graph *g, brisk_err
 }
 
 void cuda_conv_forget(cuda_backend *cb) { (void)cb; }
+void cuda_conv_layouts(const cuda_backend *cb, int *nchw, int *nhwc) {
+    (void)cb;
+    *nchw = *nhwc = 0;
+}
 void cuda_conv_free(cuda_backend *cb) { (void)cb; }
 
 brisk_status cuda_run_conv(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
