@@ -38,7 +38,6 @@ typedef struct brisk_cuda_options {
     brisk_gemm_precision precision;
     int autotune;                   /* time the top heuristic GEMM candidates once per shape */
     int deterministic;              /* no split-K reductions, no timing-dependent choices */
-    brisk_conv_layout conv_layout;  /* convolutions: auto (default), nchw or nhwc */
     int fuse;                       /* cuBLASLt epilogues (bias, ReLU/GELU, dGELU + bias grad),
                                        residual add + layernorm */
     char autotune_cache[1024];      /* the autotune cache file; "" = the default place
@@ -48,6 +47,7 @@ typedef struct brisk_cuda_options {
     unsigned refuse_epilogues;      /* BRISK_CUDA_EPI_* bits: these planned fusions run decomposed
                                        (to test the fallbacks); creation adds what
                                        $BRISK_CUDA_REFUSE_EPILOGUES names */
+    brisk_conv_layout conv_layout;  /* convolutions: auto (default), nchw or nhwc */
 } brisk_cuda_options;
 
 /* The cuBLASLt epilogue fusions, for refuse_epilogues. */

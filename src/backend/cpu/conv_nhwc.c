@@ -36,39 +36,52 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t grain_for(int64_t per_item) { return max64(1, CPU_PAR_MIN / max64(per_item, 1)); }
 
-/* The input pixel tap t of output pixel r reads, or -1 in the padding. */
-static int64_t tap_pixel(const conv_geom *c, int64_t r, int64_t t) {
-    int64_t n = r / c->HWo, p = r % c->HWo, oh = p / c->Wo, ow = p % c->Wo;
-    int64_t ih = oh * c->w.sh - c->w.ph + t / c->w.kw * c->w.dh, iw = ow * c->w.sw - c->w.pw + t % c->w.kw * c->w.dw;
-    return ih < 0 || ih >= c->H || iw < 0 || iw >= c->W ? -1 : (n * c->H + ih) * c->W + iw;
+/* Where output pixel r's window starts in its image (n, ih0, iw0): tap (i, j) reads pixel
+ * (ih0 + i dh, iw0 + j dw), padding when outside [0, H) x [0, W). */
+static void window_of(const conv_geom *c, int64_t r, int64_t *n, int64_t *ih0, int64_t *iw0) {
+    int64_t p = r % c->HWo;
+    *n = r / c->HWo;
+    *ih0 = p / c->Wo * c->w.sh - c->w.ph;
+    *iw0 = p % c->Wo * c->w.sw - c->w.pw;
 }
 
 static void im2col_rows(const void *vctx, int64_t q0, int64_t q1) {
     const nhwc_block *b = vctx;
     const conv_geom *c = b->c;
-    int64_t khw = (int64_t)c->w.kh * c->w.kw;
-    for (int64_t q = q0; q < q1; q++)
-        for (int64_t t = 0; t < khw; t++) {
-            float *d = b->col + q * c->K + t * c->Cg;
-            int64_t px = tap_pixel(c, b->r0 + q, t);
-            if (px < 0) memset(d, 0, (size_t)c->Cg * sizeof(float));
-            else memcpy(d, b->x + px * c->C + b->gi * c->Cg, (size_t)c->Cg * sizeof(float));
+    size_t bytes = (size_t)c->Cg * sizeof(float);
+    for (int64_t q = q0; q < q1; q++) {
+        int64_t n, ih0, iw0;
+        window_of(c, b->r0 + q, &n, &ih0, &iw0);
+        float *d = b->col + q * c->K;
+        for (int i = 0; i < c->w.kh; i++) {
+            int64_t ih = ih0 + (int64_t)i * c->w.dh;
+            for (int j = 0; j < c->w.kw; j++, d += c->Cg) {
+                int64_t iw = iw0 + (int64_t)j * c->w.dw;
+                if (ih < 0 || ih >= c->H || iw < 0 || iw >= c->W) memset(d, 0, bytes);
+                else memcpy(d, b->x + ((n * c->H + ih) * c->W + iw) * c->C + b->gi * c->Cg, bytes);
+            }
         }
+    }
 }
 
 /* dx += col over channels [c0, c1) of the group: every pixel and tap in order. */
 static void col2im_channels(const void *vctx, int64_t c0, int64_t c1) {
     const nhwc_block *b = vctx;
     const conv_geom *c = b->c;
-    int64_t khw = (int64_t)c->w.kh * c->w.kw;
-    for (int64_t q = 0; q < b->R; q++)
-        for (int64_t t = 0; t < khw; t++) {
-            int64_t px = tap_pixel(c, b->r0 + q, t);
-            if (px < 0) continue;
-            float *d = b->dx + px * c->C + b->gi * c->Cg;
-            const float *s = b->col + q * c->K + t * c->Cg;
-            for (int64_t ch = c0; ch < c1; ch++) d[ch] += s[ch];
+    for (int64_t q = 0; q < b->R; q++) {
+        int64_t n, ih0, iw0;
+        window_of(c, b->r0 + q, &n, &ih0, &iw0);
+        const float *s = b->col + q * c->K;
+        for (int i = 0; i < c->w.kh; i++) {
+            int64_t ih = ih0 + (int64_t)i * c->w.dh;
+            for (int j = 0; j < c->w.kw; j++, s += c->Cg) {
+                int64_t iw = iw0 + (int64_t)j * c->w.dw;
+                if (ih < 0 || ih >= c->H || iw < 0 || iw >= c->W) continue;
+                float *d = b->dx + ((n * c->H + ih) * c->W + iw) * c->C + b->gi * c->Cg;
+                for (int64_t ch = c0; ch < c1; ch++) d[ch] += s[ch];
+            }
         }
+    }
 }
 
 /* [Co, Cg, kh kw] (OIHW) <-> [Co, kh kw, Cg] (OHWI), one output channel per item. */
