@@ -109,8 +109,8 @@ typedef enum brisk_op {
     /* training glue */
     BRISK_OP_GRAD_ACCUM,  /* (g): storage GRAD at the param's offset; out = g on the first
                              micro-batch of a step, out += g on the others */
-    /* vision (NCHW; CONV2D and its gradients also NHWC). win = kernel, stride, padding
-       (both sides), dilation, groups, layout. */
+    /* vision (NCHW; CONV2D, POOL2D and their gradients also NHWC). win = kernel, stride,
+       padding (both sides), dilation, groups, layout. */
     BRISK_OP_CONV2D,      /* (x [N, C, H, W], w [Co, C/groups, kh, kw]): win; out [N, Co, Ho, Wo],
                              Ho = (H + 2 ph - dh (kh - 1) - 1) / sh + 1 (floor), as
                              torch.nn.functional.conv2d; no bias (add one with ADD). With
@@ -131,8 +131,9 @@ typedef enum brisk_op {
                              gradient when training, the affine map's in eval) */
     BRISK_OP_POOL2D,      /* (x [N, C, H, W]): kind BRISK_POOL_MAX (padding is -inf, dilation
                              allowed, NaN wins) or BRISK_POOL_AVG (padding counts as zeros in
-                             the mean: count_include_pad); win; out [N, C, Ho, Wo]; max keeps a
-                             workspace after it: each window's argmax, i32 flat in its plane */
+                             the mean: count_include_pad); win; out [N, C, Ho, Wo] (NHWC: x
+                             [N, H, W, C], out [N, Ho, Wo, C]); max keeps a workspace after it:
+                             each window's argmax, i32 flat in its plane, where its output is */
     BRISK_OP_POOL2D_GRAD, /* (dy [, pool2d for max]): kind, win; dx, shape = x's; max sends dy
                              to the first maximum of each window, as PyTorch */
     /* graph networks */
@@ -161,7 +162,7 @@ typedef struct brisk_window {
     int ph, pw;   /* zero (max pool: -inf) padding on each side */
     int dh, dw;   /* dilation */
     int groups;   /* CONV2D: C and Co are both multiples of it */
-    int layout;   /* BRISK_LAYOUT_NCHW (0, the default) or BRISK_LAYOUT_NHWC (CONV2D only) */
+    int layout;   /* BRISK_LAYOUT_NCHW (0, the default) or BRISK_LAYOUT_NHWC (CONV2D, POOL2D) */
 } brisk_window;
 
 typedef struct brisk_attr {

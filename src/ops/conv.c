@@ -1,4 +1,4 @@
-/* 2-D convolution (NCHW or NHWC) and pooling (NCHW), with their backward rules.
+/* 2-D convolution and pooling, NCHW or NHWC, with their backward rules.
  *
  * CONV2D follows torch.nn.functional.conv2d: w [Co, C/groups, kh, kw], zero padding on
  * both sides, dilation, groups (input channel block g feeds output block g). Its two
@@ -91,11 +91,11 @@ int brisk_pool2d(brisk_graph *g, int x, int kind, brisk_window win) {
                                 BRISK_POOL_MAX, BRISK_POOL_AVG);
     win.groups = 1;
     if (check_window(g, "pool2d", &win)) return -1;
-    if (win.layout != BRISK_LAYOUT_NCHW)
-        return brisk_graph_fail(g, BRISK_ERR_INVALID, "pool2d: layout NHWC is not supported (expected NCHW)");
+    int nhwc = win.layout == BRISK_LAYOUT_NHWC;
     if (sx.ndim != 4)
-        return brisk_graph_fail(g, BRISK_ERR_SHAPE, "pool2d: x %s (expected [N, C, H, W])",
-                                brisk_shape_str(&sx, bx, sizeof bx));
+        return brisk_graph_fail(g, BRISK_ERR_SHAPE, "pool2d: x %s (expected %s)", brisk_shape_str(&sx, bx, sizeof bx),
+                                nhwc ? "[N, H, W, C] (NHWC)" : "[N, C, H, W]");
+    int64_t C = sx.d[nhwc ? 3 : 1], H = sx.d[nhwc ? 1 : 2], W = sx.d[nhwc ? 2 : 3];
     /* PyTorch's rules: every window holds an input element, average pooling is undilated */
     if (win.ph > win.kh / 2 || win.pw > win.kw / 2)
         return brisk_graph_fail(g, BRISK_ERR_INVALID, "pool2d: padding %dx%d is more than half the %dx%d kernel",
@@ -103,19 +103,21 @@ int brisk_pool2d(brisk_graph *g, int x, int kind, brisk_window win) {
     if (kind == BRISK_POOL_AVG && (win.dh != 1 || win.dw != 1))
         return brisk_graph_fail(g, BRISK_ERR_INVALID, "pool2d: average pooling takes no dilation (got %dx%d)", win.dh,
                                 win.dw);
-    int64_t ho = out_dim(sx.d[2], win.kh, win.sh, win.ph, win.dh), wo = out_dim(sx.d[3], win.kw, win.sw, win.pw, win.dw);
+    int64_t ho = out_dim(H, win.kh, win.sh, win.ph, win.dh), wo = out_dim(W, win.kw, win.sw, win.pw, win.dw);
     if (ho < 1 || wo < 1)
-        return brisk_graph_fail(g, BRISK_ERR_SHAPE, "pool2d: the %dx%d window does not fit x %s padded by %dx%d",
-                                win.kh, win.kw, brisk_shape_str(&sx, bx, sizeof bx), win.ph, win.pw);
-    if (sx.d[2] * sx.d[3] > INT32_MAX)
+        return brisk_graph_fail(g, BRISK_ERR_SHAPE, "pool2d: the %dx%d window does not fit x %s%s padded by %dx%d",
+                                win.kh, win.kw, brisk_shape_str(&sx, bx, sizeof bx), nhwc ? " (NHWC)" : "", win.ph,
+                                win.pw);
+    if (H * W > INT32_MAX)
         return brisk_graph_fail(g, BRISK_ERR_SHAPE, "pool2d: x %s has planes over 2^31 elements",
                                 brisk_shape_str(&sx, bx, sizeof bx));
     brisk_attr at = brisk_attr_none();
     at.kind = kind;
     at.win = win;
-    int id = brisk_graph_append(g, BRISK_OP_POOL2D, &x, 1, BRISK_F32, brisk_shape4(sx.d[0], sx.d[1], ho, wo), &at);
+    brisk_shape sy = nhwc ? brisk_shape4(sx.d[0], ho, wo, C) : brisk_shape4(sx.d[0], C, ho, wo);
+    int id = brisk_graph_append(g, BRISK_OP_POOL2D, &x, 1, BRISK_F32, sy, &at);
     /* max pooling keeps each window's argmax (i32, flat in its plane) for the gradient */
-    if (id >= 0 && kind == BRISK_POOL_MAX) g->nodes[id].bytes += (size_t)(sx.d[0] * sx.d[1] * ho * wo) * sizeof(int32_t);
+    if (id >= 0 && kind == BRISK_POOL_MAX) g->nodes[id].bytes += (size_t)(sx.d[0] * C * ho * wo) * sizeof(int32_t);
     return id;
 }
 

@@ -207,6 +207,9 @@ static brisk_status vision(ox *o, int id, const char *out) {
         return BRISK_OK;
     }
     if (n->op == BRISK_OP_POOL2D) {
+        if (n->attr.win.layout != BRISK_LAYOUT_NCHW)
+            return brisk_errorf(o->err, BRISK_ERR_UNSUPPORTED, "export: node %d (pool2d) is NHWC; ONNX's pooling "
+                                "takes NCHW (build the model with the NCHW layout to export it)", id);
         window(&a, &n->attr.win, n->attr.win.kh, n->attr.win.kw, n->attr.kind == BRISK_POOL_MAX);
         if (n->attr.kind == BRISK_POOL_AVG) attr_int(&a, "count_include_pad", 1);
         NODE(o, n->attr.kind == BRISK_POOL_MAX ? "MaxPool" : "AveragePool", out, &a, x);

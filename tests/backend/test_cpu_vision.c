@@ -214,10 +214,12 @@ static void test_conv_bad_layout(void) {
     at.win.layout = 9;
     int bad = tg_node(&t, BRISK_OP_CONV2D, BRISK_F32, brisk_shape4(2, 3, 3, 3), &at, 2, in);
     CHECK(tg_run(be1, &t, bad, &err) == BRISK_ERR_SHAPE && strstr(err.msg, "layout"));
-    brisk_attr pa = tg_attr0(); /* pooling is NCHW only */
+    brisk_attr pa = tg_attr0(); /* an NHWC pool's channels are last: 4, not 3 */
     pa.kind = BRISK_POOL_AVG, pa.win = wnd(1, 0, 1, 1), pa.win.kh = pa.win.kw = 2, pa.win.layout = BRISK_LAYOUT_NHWC;
-    int pool = tg_node(&t, BRISK_OP_POOL2D, BRISK_F32, brisk_shape4(2, 5, 4, 3), &pa, 1, &x);
-    CHECK(tg_run(be1, &t, pool, &err) == BRISK_ERR_UNSUPPORTED && strstr(err.msg, "NHWC"));
+    int pool = tg_node(&t, BRISK_OP_POOL2D, BRISK_F32, brisk_shape4(2, 4, 4, 3), &pa, 1, &x);
+    CHECK(tg_run(be1, &t, pool, &err) == BRISK_ERR_SHAPE);
+    int pool_ok = tg_node(&t, BRISK_OP_POOL2D, BRISK_F32, brisk_shape4(2, 4, 4, 4), &pa, 1, &x);
+    REQUIRE_OK(tg_run(be1, &t, pool_ok, &err), &err);
     tg_free(&t);
 }
 
@@ -306,7 +308,7 @@ static void test_pool_kernels(void) {
         brisk_window w = ws[k];
         int64_t Ho = (H + 2 * w.ph - w.dh * (w.kh - 1) - 1) / w.sh + 1, Wo = (W + 2 * w.pw - w.dw * (w.kw - 1) - 1) / w.sw + 1;
         tgraph t[2];
-        int ids[2][2];
+        int ids[2][4];
         for (int b = 0; b < 2; b++) {
             tg_rng_state = 0x5EEDull + (uint64_t)k;
             tg_init(&t[b]);
@@ -320,9 +322,34 @@ static void test_pool_kernels(void) {
             int gin[2] = {dy, ids[b][0]};
             ids[b][1] = tg_node(&t[b], BRISK_OP_POOL2D_GRAD, BRISK_F32, brisk_shape4(N, C, H, W), &at,
                                 kinds[k] == BRISK_POOL_MAX ? 2 : 1, gin);
+            /* the same in NHWC, on the inputs transposed */
+            int xn = tg_input(&t[b], BRISK_F32, brisk_shape4(N, H, W, C));
+            int dyn = tg_input(&t[b], BRISK_F32, brisk_shape4(N, Ho, Wo, C));
+            transpose_nc(tg_f(&t[b], x), tg_f(&t[b], xn), N, C, H, W, 1);
+            transpose_nc(tg_f(&t[b], dy), tg_f(&t[b], dyn), N, C, Ho, Wo, 1);
+            at.win.layout = BRISK_LAYOUT_NHWC;
+            ids[b][2] = tg_node_ws(&t[b], BRISK_OP_POOL2D, BRISK_F32, brisk_shape4(N, Ho, Wo, C), &at, 1, &xn, argb);
+            int gn[2] = {dyn, ids[b][2]};
+            ids[b][3] = tg_node(&t[b], BRISK_OP_POOL2D_GRAD, BRISK_F32, brisk_shape4(N, H, W, C), &at,
+                                kinds[k] == BRISK_POOL_MAX ? 2 : 1, gn);
             brisk_error err = {0};
-            for (int i = 0; i < 2; i++) REQUIRE_OK(tg_run(b ? be2 : be1, &t[b], ids[b][i], &err), &err);
+            for (int i = 0; i < 4; i++) REQUIRE_OK(tg_run(b ? be2 : be1, &t[b], ids[b][i], &err), &err);
         }
+        /* NHWC: NCHW's y, argmax and dx transposed, bit for bit (the same sums in the same order) */
+        float *tr = malloc(4 * (size_t)(N * C * H * W));
+        transpose_nc(tg_f(&t[0], ids[0][0]), tr, N, C, Ho, Wo, 1);
+        CHECKF(memcmp(tr, tg_f(&t[0], ids[0][2]), 4 * (size_t)(N * C * Ho * Wo)) == 0, "pool case %d: NHWC y", k);
+        if (kinds[k] == BRISK_POOL_MAX) {
+            transpose_nc(tg_f(&t[0], ids[0][0]) + N * C * Ho * Wo, tr, N, C, Ho, Wo, 1);
+            CHECKF(memcmp(tr, tg_f(&t[0], ids[0][2]) + N * C * Ho * Wo, 4 * (size_t)(N * C * Ho * Wo)) == 0,
+                   "pool case %d: NHWC argmax", k);
+        }
+        transpose_nc(tg_f(&t[0], ids[0][1]), tr, N, C, H, W, 1);
+        CHECKF(memcmp(tr, tg_f(&t[0], ids[0][3]), 4 * (size_t)(N * C * H * W)) == 0, "pool case %d: NHWC dx", k);
+        free(tr);
+        for (int i = 2; i < 4; i++)
+            CHECKF(memcmp(t[0].buf[ids[0][i]], t[1].buf[ids[1][i]], t[0].nodes[ids[0][i]].bytes) == 0,
+                   "pool case %d: NHWC, 1 and 2 threads differ in node %d", k, i);
         double *y = malloc(8 * (size_t)(N * C * Ho * Wo)), *dx = malloc(8 * (size_t)(N * C * H * W));
         vref_pool(kinds[k] == BRISK_POOL_MAX, N * C, H, W, w, tg_f(&t[0], 0), y, tg_f(&t[0], 1), dx);
         const float *got = tg_f(&t[0], ids[0][0]);

@@ -85,18 +85,27 @@ static void test_conv_nhwc(void) {
 
 static void check_pool(int kind, int64_t N, int64_t C, int64_t H, int64_t W, brisk_window w, const char *what) {
     oc c;
-    oc_init(&c, (uint64_t)(kind * 7 + H * 3 + W + w.kh));
+    oc_init(&c, (uint64_t)(kind * 7 + H * 3 + W + w.kh + w.layout * 100));
+    int nhwc = w.layout == BRISK_LAYOUT_NHWC;
     /* distinct values well apart, so a small step never changes which one is a window's max */
-    int x = oc_param(&c, "x", brisk_shape4(N, C, H, W));
+    int x = oc_param(&c, "x", nhwc ? brisk_shape4(N, H, W, C) : brisk_shape4(N, C, H, W));
     float *v = (float *)oc_val(&c, x);
     int64_t n = N * C * H * W;
     for (int64_t i = 0; i < n; i++) v[i] = (float)(((i * 37) % n) * 0.05 - n * 0.025);
     int out = brisk_pool2d(c.g, x, kind, w);
     int64_t Ho = (H + 2 * w.ph - w.dh * (w.kh - 1) - 1) / w.sh + 1, Wo = (W + 2 * w.pw - w.dw * (w.kw - 1) - 1) / w.sw + 1;
-    double *ref = malloc(sizeof(double) * (size_t)(N * C * Ho * Wo));
-    vref_pool(kind == BRISK_POOL_MAX, N * C, H, W, w, v, ref, NULL, NULL);
+    /* the reference pools [N C] planes: NHWC's x gathered into them, its result put back */
+    float *planes = malloc(sizeof(float) * (size_t)n);
+    for (int64_t q = 0; q < N * C; q++)
+        for (int64_t p = 0; p < H * W; p++)
+            planes[q * H * W + p] = v[vref_index(w.layout, q / C, q % C, p / W, p % W, C, H, W)];
+    double *pref = malloc(sizeof(double) * (size_t)(N * C * Ho * Wo)), *ref = malloc(sizeof(double) * (size_t)(N * C * Ho * Wo));
+    vref_pool(kind == BRISK_POOL_MAX, N * C, H, W, w, planes, pref, NULL, NULL);
+    for (int64_t q = 0; q < N * C; q++)
+        for (int64_t p = 0; p < Ho * Wo; p++)
+            ref[vref_index(w.layout, q / C, q % C, p / Wo, p % Wo, C, Ho, Wo)] = pref[q * Ho * Wo + p];
     oc_check(&c, out, ref, what);
-    free(ref);
+    free(planes), free(pref), free(ref);
     oc_free(&c);
 }
 
@@ -108,6 +117,9 @@ static void test_pool(void) {
     check_pool(BRISK_POOL_MAX, 1, 2, 6, 6, d, "max pool dilation 2");
     check_pool(BRISK_POOL_AVG, 2, 3, 7, 6, brisk_window_2d(3, 2, 1), "avg pool 3x3 stride 2 pad 1");
     check_pool(BRISK_POOL_AVG, 1, 2, 4, 4, brisk_window_2d(2, 2, 0), "avg pool 2x2");
+    check_pool(BRISK_POOL_MAX, 2, 3, 7, 6, nhwc(brisk_window_2d(3, 2, 1)), "nhwc max pool 3x3 stride 2 pad 1");
+    check_pool(BRISK_POOL_MAX, 1, 2, 6, 6, nhwc(d), "nhwc max pool dilation 2");
+    check_pool(BRISK_POOL_AVG, 2, 3, 7, 6, nhwc(brisk_window_2d(3, 2, 1)), "nhwc avg pool 3x3 stride 2 pad 1");
 }
 
 /* global average pooling is MEAN over H and W (an existing op), then a flatten */
@@ -151,7 +163,7 @@ static void test_shape_errors(void) {
         {brisk_window_2d(3, 1, 1), 7, "kind"},
         {{.kh = 2, .kw = 2, .sh = 1, .sw = 1, .dh = 2, .dw = 2}, BRISK_POOL_AVG, "dilation"},
         {brisk_window_2d(9, 1, 0), BRISK_POOL_MAX, "does not fit"},
-        {nhwc(brisk_window_2d(2, 2, 0)), BRISK_POOL_MAX, "NHWC"},
+        {nhwc(brisk_window_2d(3, 1, 0)), BRISK_POOL_MAX, "(NHWC)"}, /* x [1, 2, 5, 5] NHWC: H = 2 */
     };
     for (size_t i = 0; i < sizeof pools / sizeof pools[0]; i++) {
         brisk_graph *g = brisk_graph_new();

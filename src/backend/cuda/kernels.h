@@ -209,12 +209,12 @@ cudaError_t cuk_lstm_flip(const float *src, float *dst, int64_t B, int64_t T, in
 cudaError_t cuk_lstm_hprev(const float *h, float *hprev, int64_t B, int64_t T, int64_t H, int reverse,
                            cudaStream_t s);
 
-/* ---- k_pool.cu: POOL2D (+GRAD) over NCHW planes; win = kh, kw, sh, sw, ph, pw, dh, dw.
- * arg: the max's flat position per output (NULL for average). */
-cudaError_t cuk_pool_fwd(const float *x, float *y, int32_t *arg, int64_t planes, int64_t H, int64_t W, int64_t Ho,
-                         int64_t Wo, const int win[8], int max, cudaStream_t s);
-cudaError_t cuk_pool_grad(const float *dy, const int32_t *arg, float *dx, int64_t planes, int64_t H, int64_t W,
-                          int64_t Ho, int64_t Wo, const int win[8], int max, cudaStream_t s);
+/* ---- k_pool.cu: POOL2D (+GRAD) over [N, C, H, W] (nhwc: [N, H, W, C]); win = kh, kw, sh, sw,
+ * ph, pw, dh, dw. arg: the max's flat position in its plane per output (NULL for average). */
+cudaError_t cuk_pool_fwd(const float *x, float *y, int32_t *arg, int64_t N, int64_t C, int64_t H, int64_t W,
+                         int64_t Ho, int64_t Wo, const int win[8], int max, int nhwc, cudaStream_t s);
+cudaError_t cuk_pool_grad(const float *dy, const int32_t *arg, float *dx, int64_t N, int64_t C, int64_t H, int64_t W,
+                          int64_t Ho, int64_t Wo, const int win[8], int max, int nhwc, cudaStream_t s);
 
 /* ---- k_batchnorm.cu: BATCHNORM (+GRAD_GB, GRAD_X) over [N, C, S]; ws = mean [C] | invstd [C] */
 cudaError_t cuk_bn_forward(const float *x, const float *gamma, const float *beta, const float *res, float *rmean,
