@@ -347,6 +347,11 @@ int brisk_conv2d(brisk_graph *g, int x, int w, brisk_window win);
  * the (residual) add. PyTorch's defaults: eps 1e-5, momentum 0.1. */
 int brisk_batchnorm(brisk_graph *g, int x, int gamma, int beta, int running_mean, int running_var,
                     int residual, float eps, float momentum, int relu);
+/* The same with the channels last (x [N, H, W, C], NHWC, or any [..., C]): BATCHNORM over
+ * x viewed as [numel / C, C] (the same statistics: per channel over every other dim),
+ * returned in x's shape. */
+int brisk_batchnorm_nhwc(brisk_graph *g, int x, int gamma, int beta, int running_mean, int running_var,
+                         int residual, float eps, float momentum, int relu);
 /* kind BRISK_POOL_MAX or BRISK_POOL_AVG. Global average pooling is MEAN over dims 2 and 3. */
 int brisk_pool2d(brisk_graph *g, int x, int kind, brisk_window win);
 /* Generic append used by the builders and backward rules: checks nothing beyond
