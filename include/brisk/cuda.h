@@ -22,6 +22,10 @@ typedef enum brisk_gemm_precision {
 } brisk_gemm_precision;
 const char *brisk_gemm_precision_name(brisk_gemm_precision p); /* "fp32", "tf32", ... */
 
+/* The most workspace a cuDNN convolution algorithm may use (larger ones are passed over);
+ * the memory check (train/memory.c) reserves it for a model with convolutions. */
+#define BRISK_CUDA_CONV_WORKSPACE_LIMIT ((size_t)256 << 20)
+
 /* The layout cuDNN convolutions run in, whatever the graph's (the op's win.layout): AUTO
  * times both at prepare, the conversions (casts, transposes) each costs at the node's
  * boundaries included, and keeps the faster (with autotuning off or --deterministic, a

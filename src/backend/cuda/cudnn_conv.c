@@ -43,7 +43,7 @@
 #define IN_NODE(g, id, i) (&(g)->nodes[(g)->nodes[(id)].in[(i)]])
 
 /* The most workspace a convolution algorithm may use: larger ones are passed over. */
-#define CONV_WORKSPACE_LIMIT ((size_t)256 << 20)
+#define CONV_WORKSPACE_LIMIT BRISK_CUDA_CONV_WORKSPACE_LIMIT
 
 /* x [N, C, H, W], w [Co, C/groups, kh, kw], y [N, Co, Ho, Wo] of a conv node, whichever
  * pass: logical dims, stored in the graph's layout (data_nhwc: x [N, H, W, C]). */
