@@ -14,7 +14,9 @@
 #             dist.test_cuda_dist_overlap: a one-rank NCCL communicator, buckets on NCCL's own
 #             stream from the executor's gradient hook, eager and in a CUDA graph, gradients
 #             bit for bit those of a plain backward (never run yet); the
-#             convolution, pooling and batch norm tests also on summary lines of their own); the
+#             convolution, pooling and batch norm tests also on summary lines of their own, the
+#             convolution once more per precision, with its worst error per graph layout and
+#             cuDNN layout (test_cuda_conv writes them to $BRISK_CONV_SUMMARY)); the
 #             same again with every cuBLASLt epilogue refused (REFUSE_EPILOGUE below); then
 #             the CPU tests when 4 minutes are left and cputest is not asked for too
 #   cputest   every other test, pinned to the CPU (CUDA_VISIBLE_DEVICES=), all cores
@@ -274,7 +276,9 @@ stage_test() {
     return
   fi
   if ! done_before test "CUDA tests (ctest -R $CUDA_TESTS)" && enough test "CUDA tests (ctest -R $CUDA_TESTS)" 60; then
-    ctest_run test "CUDA tests (ctest -R $CUDA_TESTS)" "$work/logs/ctest-cuda.log" -- -R "$CUDA_TESTS" -j1
+    rm -f "$work/logs/conv-summary.tsv"
+    ctest_run test "CUDA tests (ctest -R $CUDA_TESTS)" "$work/logs/ctest-cuda.log" \
+      BRISK_CONV_SUMMARY="$work/logs/conv-summary.tsv" -- -R "$CUDA_TESTS" -j1
     # the vision kernels (issue 12) on lines of their own: never run on a GPU before
     local t line
     for t in "test_cuda_conv:cuDNN convolution" "test_cuda_vision:pooling and batch norm"; do
@@ -284,6 +288,20 @@ stage_test() {
         "") record FAIL test "${t#*:} vs CPU (${t%%:*})" "not in ctest-cuda.log" ;;
         *) record FAIL test "${t#*:} vs CPU (${t%%:*})" "$line (ctest-cuda.log)" ;;
       esac
+    done
+    # NHWC and bf16/fp16 convolutions (issue 12, part 3): one line per precision, its worst
+    # relative error per graph layout -> cuDNN layout; never run on a GPU before
+    local prec rows detail
+    for prec in fp32 tf32 bf16 fp16; do
+      rows=$(awk -F'\t' -v p=$prec '$1 == p' "$work/logs/conv-summary.tsv" 2>/dev/null)
+      if [ -z "$rows" ]; then
+        record FAIL test "cuDNN convolution $prec, NCHW/NHWC vs CPU" "no line in conv-summary.tsv (test_cuda_conv did not get that far)"
+        continue
+      fi
+      detail=$(printf '%s\n' "$rows" | awk -F'\t' '{printf "%s%s->%s %s", n++ ? ", " : "", $2, $3, $4; t = $5} END {printf " (tol %s)", t}')
+      if printf '%s\n' "$rows" | awk -F'\t' '$6 != "ok" {bad = 1} END {exit bad}'; then
+        record PASS test "cuDNN convolution $prec, NCHW/NHWC vs CPU" "$detail"
+      else record FAIL test "cuDNN convolution $prec, NCHW/NHWC vs CPU" "$detail"; fi
     done
   fi
   if ! done_before test "CUDA tests, $REFUSE_EPILOGUE" && enough test "CUDA tests, $REFUSE_EPILOGUE" 60; then

@@ -22,6 +22,21 @@ typedef enum brisk_gemm_precision {
 } brisk_gemm_precision;
 const char *brisk_gemm_precision_name(brisk_gemm_precision p); /* "fp32", "tf32", ... */
 
+/* The most workspace a cuDNN convolution algorithm may use (larger ones are passed over);
+ * the memory check (train/memory.c) reserves it for a model with convolutions. */
+#define BRISK_CUDA_CONV_WORKSPACE_LIMIT ((size_t)256 << 20)
+
+/* The layout cuDNN convolutions run in, whatever the graph's (the op's win.layout): AUTO
+ * times both at prepare, the conversions (casts, transposes) each costs at the node's
+ * boundaries included, and keeps the faster (with autotuning off or --deterministic, a
+ * fixed rule: NHWC for 16-bit data whose channels are multiples of 8, else the graph's);
+ * NCHW and NHWC force one. */
+typedef enum brisk_conv_layout {
+    BRISK_CONV_LAYOUT_AUTO = 0,
+    BRISK_CONV_LAYOUT_NCHW,
+    BRISK_CONV_LAYOUT_NHWC
+} brisk_conv_layout;
+
 typedef struct brisk_cuda_options {
     int device;                     /* CUDA ordinal */
     brisk_gemm_precision precision;
@@ -36,6 +51,7 @@ typedef struct brisk_cuda_options {
     unsigned refuse_epilogues;      /* BRISK_CUDA_EPI_* bits: these planned fusions run decomposed
                                        (to test the fallbacks); creation adds what
                                        $BRISK_CUDA_REFUSE_EPILOGUES names */
+    brisk_conv_layout conv_layout;  /* convolutions: auto (default), nchw or nhwc */
 } brisk_cuda_options;
 
 /* The cuBLASLt epilogue fusions, for refuse_epilogues. */

@@ -109,10 +109,13 @@ typedef enum brisk_op {
     /* training glue */
     BRISK_OP_GRAD_ACCUM,  /* (g): storage GRAD at the param's offset; out = g on the first
                              micro-batch of a step, out += g on the others */
-    /* vision (NCHW). win = kernel, stride, padding (both sides), dilation, groups. */
+    /* vision (NCHW; CONV2D, POOL2D and their gradients also NHWC). win = kernel, stride,
+       padding (both sides), dilation, groups, layout. */
     BRISK_OP_CONV2D,      /* (x [N, C, H, W], w [Co, C/groups, kh, kw]): win; out [N, Co, Ho, Wo],
                              Ho = (H + 2 ph - dh (kh - 1) - 1) / sh + 1 (floor), as
-                             torch.nn.functional.conv2d; no bias (add one with ADD) */
+                             torch.nn.functional.conv2d; no bias (add one with ADD). With
+                             win.layout BRISK_LAYOUT_NHWC x is [N, H, W, C] and out
+                             [N, Ho, Wo, Co]; w keeps its [Co, C/groups, kh, kw] shape */
     BRISK_OP_CONV2D_GRAD_X, /* (dy, w): win; dx, shape = x's */
     BRISK_OP_CONV2D_GRAD_W, /* (dy, x): win; dw, shape = w's */
     BRISK_OP_BATCHNORM,   /* (x [N, C, ...], gamma [C], beta [C], running_mean [C], running_var [C]
@@ -128,8 +131,9 @@ typedef enum brisk_op {
                              gradient when training, the affine map's in eval) */
     BRISK_OP_POOL2D,      /* (x [N, C, H, W]): kind BRISK_POOL_MAX (padding is -inf, dilation
                              allowed, NaN wins) or BRISK_POOL_AVG (padding counts as zeros in
-                             the mean: count_include_pad); win; out [N, C, Ho, Wo]; max keeps a
-                             workspace after it: each window's argmax, i32 flat in its plane */
+                             the mean: count_include_pad); win; out [N, C, Ho, Wo] (NHWC: x
+                             [N, H, W, C], out [N, Ho, Wo, C]); max keeps a workspace after it:
+                             each window's argmax, i32 flat in its plane, where its output is */
     BRISK_OP_POOL2D_GRAD, /* (dy [, pool2d for max]): kind, win; dx, shape = x's; max sends dy
                              to the first maximum of each window, as PyTorch */
     /* graph networks */
@@ -146,6 +150,10 @@ typedef enum brisk_op {
 
 enum { BRISK_GELU_ERF = 0, BRISK_GELU_TANH = 1 };
 enum { BRISK_POOL_MAX = 0, BRISK_POOL_AVG = 1 };
+/* Activation layouts of the vision ops: channels second (PyTorch's default) or last
+ * (channels_last; what tensor-core convolutions read). Weights are [Co, C/groups, kh, kw]
+ * in both, so a checkpoint does not depend on the layout. */
+enum { BRISK_LAYOUT_NCHW = 0, BRISK_LAYOUT_NHWC = 1 };
 
 /* A 2-D sliding window: CONV2D, POOL2D and their gradients. */
 typedef struct brisk_window {
@@ -154,6 +162,7 @@ typedef struct brisk_window {
     int ph, pw;   /* zero (max pool: -inf) padding on each side */
     int dh, dw;   /* dilation */
     int groups;   /* CONV2D: C and Co are both multiples of it */
+    int layout;   /* BRISK_LAYOUT_NCHW (0, the default) or BRISK_LAYOUT_NHWC (CONV2D, POOL2D) */
 } brisk_window;
 
 typedef struct brisk_attr {
@@ -328,8 +337,9 @@ int brisk_lstm(brisk_graph *g, int xp, int w_hh, int bias, int reverse);
 /* Self-attention over packed qkv [B, T, 3D] (BRISK_OP_ATTENTION); mask -1 for none. */
 int brisk_attention(brisk_graph *g, int qkv, int mask, int heads, int causal, float dropout);
 /* ---- vision (NCHW). brisk_window_2d: a square kernel k, stride, padding; dilation 1,
- * groups 1. CONV2D takes the kernel size from w [Co, C/groups, kh, kw] (PyTorch's layout)
- * and win's stride, padding, dilation and groups. */
+ * groups 1, layout NCHW. CONV2D takes the kernel size from w [Co, C/groups, kh, kw]
+ * (PyTorch's layout) and win's stride, padding, dilation, groups and layout (NHWC: x
+ * [N, H, W, C], out [N, Ho, Wo, Co]). */
 brisk_window brisk_window_2d(int k, int stride, int pad);
 int brisk_conv2d(brisk_graph *g, int x, int w, brisk_window win);
 /* BatchNorm over dim 1 (BatchNorm2d on [N, C, H, W], BatchNorm1d on [N, C]); running_mean
@@ -337,6 +347,11 @@ int brisk_conv2d(brisk_graph *g, int x, int w, brisk_window win);
  * the (residual) add. PyTorch's defaults: eps 1e-5, momentum 0.1. */
 int brisk_batchnorm(brisk_graph *g, int x, int gamma, int beta, int running_mean, int running_var,
                     int residual, float eps, float momentum, int relu);
+/* The same with the channels last (x [N, H, W, C], NHWC, or any [..., C]): BATCHNORM over
+ * x viewed as [numel / C, C] (the same statistics: per channel over every other dim),
+ * returned in x's shape. */
+int brisk_batchnorm_nhwc(brisk_graph *g, int x, int gamma, int beta, int running_mean, int running_var,
+                         int residual, float eps, float momentum, int relu);
 /* kind BRISK_POOL_MAX or BRISK_POOL_AVG. Global average pooling is MEAN over dims 2 and 3. */
 int brisk_pool2d(brisk_graph *g, int x, int kind, brisk_window win);
 /* Generic append used by the builders and backward rules: checks nothing beyond

@@ -1,4 +1,5 @@
-/* Batch normalisation over dim 1 (BatchNorm2d on [N, C, H, W]; BatchNorm1d on [N, C]), as
+/* Batch normalisation over dim 1 (BatchNorm2d on [N, C, H, W]; BatchNorm1d on [N, C]; NHWC
+ * through brisk_batchnorm_nhwc's [N H W, C] view), as
  * torch.nn.BatchNorm2d: when training, each channel is normalised by the batch's mean and
  * biased variance, and the running buffers move toward the batch's mean and unbiased
  * variance by `momentum`; in eval the running statistics normalise. An optional residual
@@ -62,6 +63,27 @@ int brisk_batchnorm(brisk_graph *g, int x, int gamma, int beta, int running_mean
     int id = brisk_graph_append(g, BRISK_OP_BATCHNORM, ids, n_in, BRISK_F32, sx, &at);
     if (id >= 0) g->nodes[id].bytes += (size_t)(2 * C) * sizeof(float);
     return id;
+}
+
+/* Channels last: a view as [rows, C], where BATCHNORM's dim 1 is the channel (views are
+ * free: RESHAPE aliases), and back. */
+int brisk_batchnorm_nhwc(brisk_graph *g, int x, int gamma, int beta, int running_mean, int running_var,
+                         int residual, float eps, float momentum, int relu) {
+    if (x < 0 || x >= g->n_nodes) return brisk_batchnorm(g, x, gamma, beta, running_mean, running_var, residual, eps,
+                                                         momentum, relu); /* its own error for the id */
+    brisk_shape sx = g->nodes[x].shape;
+    char bx[BRISK_SHAPE_STR];
+    if (sx.ndim < 2 || sx.d[sx.ndim - 1] < 1)
+        return brisk_graph_fail(g, BRISK_ERR_SHAPE, "batchnorm: x %s (expected [N, ..., C], channels last)",
+                                brisk_shape_str(&sx, bx, sizeof bx));
+    int64_t C = sx.d[sx.ndim - 1];
+    brisk_shape rows = brisk_shape2(brisk_shape_numel(&sx) / C, C);
+    int xr = brisk_reshape(g, x, rows);
+    int rr = residual >= 0 && residual < g->n_nodes && brisk_shape_equal(&g->nodes[residual].shape, &sx)
+                 ? brisk_reshape(g, residual, rows)
+                 : residual; /* a mismatch: batchnorm's own error names it */
+    int y = brisk_batchnorm(g, xr, gamma, beta, running_mean, running_var, rr, eps, momentum, relu);
+    return y < 0 ? -1 : brisk_reshape(g, y, sx);
 }
 
 int brisk_bw_batchnorm(brisk_graph *g, int node, int dy, int which) {

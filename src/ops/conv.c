@@ -1,11 +1,14 @@
-/* 2-D convolution and pooling over NCHW tensors, with their backward rules.
+/* 2-D convolution and pooling, NCHW or NHWC, with their backward rules.
  *
  * CONV2D follows torch.nn.functional.conv2d: w [Co, C/groups, kh, kw], zero padding on
  * both sides, dilation, groups (input channel block g feeds output block g). Its two
  * gradients are dedicated ops: CONV2D_GRAD_X(dy, w), the transposed convolution, and
  * CONV2D_GRAD_W(dy, x), the correlation of dy with x. A bias is a broadcast ADD of the
  * bias reshaped to [Co, 1, 1] (whose gradient SUM_TO already reduces), so it is not part
- * of the op.
+ * of the op. win.layout NHWC puts the channels last in x, y and their gradients (the
+ * layout tensor-core convolutions read); w stays [Co, C/groups, kh, kw] so parameters and
+ * checkpoints do not depend on the layout. The gradient ops carry the forward's window,
+ * layout included.
  *
  * POOL2D max or average (count_include_pad, as PyTorch's default; ceil_mode off). Max
  * pooling keeps each window's argmax in a workspace after its output (as the sequence ops
@@ -35,6 +38,9 @@ static int check_window(brisk_graph *g, const char *op, const brisk_window *w) {
                                 "%s: kernel %dx%d, stride %dx%d, padding %dx%d, dilation %dx%d, groups %d "
                                 "(expected kernel, stride, dilation and groups >= 1, padding >= 0)",
                                 op, w->kh, w->kw, w->sh, w->sw, w->ph, w->pw, w->dh, w->dw, w->groups);
+    if (w->layout != BRISK_LAYOUT_NCHW && w->layout != BRISK_LAYOUT_NHWC)
+        return brisk_graph_fail(g, BRISK_ERR_INVALID, "%s: layout %d (expected NCHW %d or NHWC %d)", op, w->layout,
+                                BRISK_LAYOUT_NCHW, BRISK_LAYOUT_NHWC);
     return 0;
 }
 
@@ -43,25 +49,30 @@ int brisk_conv2d(brisk_graph *g, int x, int w, brisk_window win) {
     if (brisk_ops_check_dtype(g, "conv2d", ids, 2, BRISK_F32)) return -1;
     brisk_shape sx = g->nodes[x].shape, sw = g->nodes[w].shape;
     char bx[BRISK_SHAPE_STR], bw[BRISK_SHAPE_STR];
+    int nhwc = win.layout == BRISK_LAYOUT_NHWC;
     if (sx.ndim != 4 || sw.ndim != 4 || sw.d[2] > INT_MAX || sw.d[3] > INT_MAX)
-        return brisk_graph_fail(g, BRISK_ERR_SHAPE, "conv2d: x %s and w %s (expected x [N, C, H, W], w [Co, C/groups, kh, kw])",
-                                brisk_shape_str(&sx, bx, sizeof bx), brisk_shape_str(&sw, bw, sizeof bw));
+        return brisk_graph_fail(g, BRISK_ERR_SHAPE, "conv2d: x %s and w %s (expected x %s, w [Co, C/groups, kh, kw])",
+                                brisk_shape_str(&sx, bx, sizeof bx), brisk_shape_str(&sw, bw, sizeof bw),
+                                nhwc ? "[N, H, W, C] (NHWC)" : "[N, C, H, W]");
     win.kh = (int)sw.d[2];
     win.kw = (int)sw.d[3];
     if (check_window(g, "conv2d", &win)) return -1;
-    if (sx.d[1] % win.groups || sw.d[0] % win.groups || sw.d[1] * win.groups != sx.d[1])
+    /* the spatial and channel dims of x by layout */
+    int64_t C = sx.d[nhwc ? 3 : 1], H = sx.d[nhwc ? 1 : 2], W = sx.d[nhwc ? 2 : 3];
+    if (C % win.groups || sw.d[0] % win.groups || sw.d[1] * win.groups != C)
         return brisk_graph_fail(g, BRISK_ERR_SHAPE,
-                                "conv2d: x %s and w %s with %d groups (expected w [Co, C/groups, kh, kw], C and Co "
-                                "multiples of groups)", brisk_shape_str(&sx, bx, sizeof bx),
+                                "conv2d: x %s%s and w %s with %d groups (expected w [Co, C/groups, kh, kw], C and Co "
+                                "multiples of groups)", brisk_shape_str(&sx, bx, sizeof bx), nhwc ? " (NHWC)" : "",
                                 brisk_shape_str(&sw, bw, sizeof bw), win.groups);
-    int64_t ho = out_dim(sx.d[2], win.kh, win.sh, win.ph, win.dh), wo = out_dim(sx.d[3], win.kw, win.sw, win.pw, win.dw);
+    int64_t ho = out_dim(H, win.kh, win.sh, win.ph, win.dh), wo = out_dim(W, win.kw, win.sw, win.pw, win.dw);
     if (ho < 1 || wo < 1)
-        return brisk_graph_fail(g, BRISK_ERR_SHAPE, "conv2d: the %dx%d kernel (dilation %dx%d) does not fit x %s "
+        return brisk_graph_fail(g, BRISK_ERR_SHAPE, "conv2d: the %dx%d kernel (dilation %dx%d) does not fit x %s%s "
                                 "padded by %dx%d", win.kh, win.kw, win.dh, win.dw, brisk_shape_str(&sx, bx, sizeof bx),
-                                win.ph, win.pw);
+                                nhwc ? " (NHWC)" : "", win.ph, win.pw);
     brisk_attr at = brisk_attr_none();
     at.win = win;
-    return brisk_graph_append(g, BRISK_OP_CONV2D, ids, 2, BRISK_F32, brisk_shape4(sx.d[0], sw.d[0], ho, wo), &at);
+    brisk_shape sy = nhwc ? brisk_shape4(sx.d[0], ho, wo, sw.d[0]) : brisk_shape4(sx.d[0], sw.d[0], ho, wo);
+    return brisk_graph_append(g, BRISK_OP_CONV2D, ids, 2, BRISK_F32, sy, &at);
 }
 
 int brisk_bw_conv2d(brisk_graph *g, int node, int dy, int which) {
@@ -80,9 +91,11 @@ int brisk_pool2d(brisk_graph *g, int x, int kind, brisk_window win) {
                                 BRISK_POOL_MAX, BRISK_POOL_AVG);
     win.groups = 1;
     if (check_window(g, "pool2d", &win)) return -1;
+    int nhwc = win.layout == BRISK_LAYOUT_NHWC;
     if (sx.ndim != 4)
-        return brisk_graph_fail(g, BRISK_ERR_SHAPE, "pool2d: x %s (expected [N, C, H, W])",
-                                brisk_shape_str(&sx, bx, sizeof bx));
+        return brisk_graph_fail(g, BRISK_ERR_SHAPE, "pool2d: x %s (expected %s)", brisk_shape_str(&sx, bx, sizeof bx),
+                                nhwc ? "[N, H, W, C] (NHWC)" : "[N, C, H, W]");
+    int64_t C = sx.d[nhwc ? 3 : 1], H = sx.d[nhwc ? 1 : 2], W = sx.d[nhwc ? 2 : 3];
     /* PyTorch's rules: every window holds an input element, average pooling is undilated */
     if (win.ph > win.kh / 2 || win.pw > win.kw / 2)
         return brisk_graph_fail(g, BRISK_ERR_INVALID, "pool2d: padding %dx%d is more than half the %dx%d kernel",
@@ -90,19 +103,21 @@ int brisk_pool2d(brisk_graph *g, int x, int kind, brisk_window win) {
     if (kind == BRISK_POOL_AVG && (win.dh != 1 || win.dw != 1))
         return brisk_graph_fail(g, BRISK_ERR_INVALID, "pool2d: average pooling takes no dilation (got %dx%d)", win.dh,
                                 win.dw);
-    int64_t ho = out_dim(sx.d[2], win.kh, win.sh, win.ph, win.dh), wo = out_dim(sx.d[3], win.kw, win.sw, win.pw, win.dw);
+    int64_t ho = out_dim(H, win.kh, win.sh, win.ph, win.dh), wo = out_dim(W, win.kw, win.sw, win.pw, win.dw);
     if (ho < 1 || wo < 1)
-        return brisk_graph_fail(g, BRISK_ERR_SHAPE, "pool2d: the %dx%d window does not fit x %s padded by %dx%d",
-                                win.kh, win.kw, brisk_shape_str(&sx, bx, sizeof bx), win.ph, win.pw);
-    if (sx.d[2] * sx.d[3] > INT32_MAX)
+        return brisk_graph_fail(g, BRISK_ERR_SHAPE, "pool2d: the %dx%d window does not fit x %s%s padded by %dx%d",
+                                win.kh, win.kw, brisk_shape_str(&sx, bx, sizeof bx), nhwc ? " (NHWC)" : "", win.ph,
+                                win.pw);
+    if (H * W > INT32_MAX)
         return brisk_graph_fail(g, BRISK_ERR_SHAPE, "pool2d: x %s has planes over 2^31 elements",
                                 brisk_shape_str(&sx, bx, sizeof bx));
     brisk_attr at = brisk_attr_none();
     at.kind = kind;
     at.win = win;
-    int id = brisk_graph_append(g, BRISK_OP_POOL2D, &x, 1, BRISK_F32, brisk_shape4(sx.d[0], sx.d[1], ho, wo), &at);
+    brisk_shape sy = nhwc ? brisk_shape4(sx.d[0], ho, wo, C) : brisk_shape4(sx.d[0], C, ho, wo);
+    int id = brisk_graph_append(g, BRISK_OP_POOL2D, &x, 1, BRISK_F32, sy, &at);
     /* max pooling keeps each window's argmax (i32, flat in its plane) for the gradient */
-    if (id >= 0 && kind == BRISK_POOL_MAX) g->nodes[id].bytes += (size_t)(sx.d[0] * sx.d[1] * ho * wo) * sizeof(int32_t);
+    if (id >= 0 && kind == BRISK_POOL_MAX) g->nodes[id].bytes += (size_t)(sx.d[0] * C * ho * wo) * sizeof(int32_t);
     return id;
 }
 

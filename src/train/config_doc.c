@@ -135,6 +135,8 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"speed.autotune", "GPU: time GEMM algorithms per shape and cache the choice"},
     {"speed.fuse", "GPU: cuBLASLt epilogue fusion (bias, activation and their gradients)"},
     {"speed.deterministic", "GPU: bit-identical runs for the same seed"},
+    {"speed.conv_layout", "GPU: the layout cuDNN convolutions run in; auto: NCHW or NHWC, whichever is faster "
+                          "with the transposes it costs (timed once per shape and cached)"},
     {"speed.autotune_cache", "GPU: the autotune cache file; \"\": ~/.cache/brisk/gemm-autotune.txt, \"-\": none"},
     {"dist.bucket_mb", "several ranks: MiB of gradients per all-reduce bucket (default 1/16: measured, bench/DIST_NOTES.md)"},
     {"dist.timeout_s", "several ranks: seconds a collective may wait before the run fails naming the missing rank"},

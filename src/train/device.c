@@ -37,6 +37,7 @@ static brisk_status pick_gpu(brisk_trainer *t, brisk_error *err) {
     o.autotune = sp->autotune;
     o.fuse = sp->fuse;
     o.deterministic = sp->deterministic;
+    o.conv_layout = (brisk_conv_layout)sp->conv_layout;
     snprintf(o.autotune_cache, sizeof o.autotune_cache, "%s", sp->autotune_cache);
     o.log = t->log;
     brisk_status st = brisk_backend_cuda_create(&o, &t->be, err);

@@ -198,6 +198,9 @@ static brisk_status vision(ox *o, int id, const char *out) {
     const char *x = o->name[n->in[0]];
     attrs a = {0};
     if (n->op == BRISK_OP_CONV2D) {
+        if (n->attr.win.layout != BRISK_LAYOUT_NCHW) /* ONNX's Conv is NCHW only */
+            return brisk_errorf(o->err, BRISK_ERR_UNSUPPORTED, "export: node %d (conv2d) is NHWC; ONNX's Conv takes "
+                                "NCHW (build the model with the NCHW layout to export it)", id);
         const brisk_shape *w = &o->g->nodes[n->in[1]].shape;
         window(&a, &n->attr.win, (int)w->d[2], (int)w->d[3], 1);
         attr_int(&a, "group", n->attr.win.groups > 0 ? n->attr.win.groups : 1);
@@ -205,6 +208,9 @@ static brisk_status vision(ox *o, int id, const char *out) {
         return BRISK_OK;
     }
     if (n->op == BRISK_OP_POOL2D) {
+        if (n->attr.win.layout != BRISK_LAYOUT_NCHW)
+            return brisk_errorf(o->err, BRISK_ERR_UNSUPPORTED, "export: node %d (pool2d) is NHWC; ONNX's pooling "
+                                "takes NCHW (build the model with the NCHW layout to export it)", id);
         window(&a, &n->attr.win, n->attr.win.kh, n->attr.win.kw, n->attr.kind == BRISK_POOL_MAX);
         if (n->attr.kind == BRISK_POOL_AVG) attr_int(&a, "count_include_pad", 1);
         NODE(o, n->attr.kind == BRISK_POOL_MAX ? "MaxPool" : "AveragePool", out, &a, x);

@@ -29,6 +29,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "brisk/cuda.h"
 #include "brisk/json.h"
 #include "train/trainer_internal.h"
 
@@ -175,9 +176,26 @@ static int64_t data_bytes(const brisk_trainer *t) {
  * scratch, the loss log, 16-bit operand copies of small models; a bound, not exact. */
 #define DEVICE_RESERVE ((int64_t)96 << 20)
 
+/* The CUDA convolutions' own buffers (backend/cuda/cudnn_conv.c): the algorithm
+ * workspace, at most BRISK_CUDA_CONV_WORKSPACE_LIMIT, and the staging buffer of the
+ * operands converted to the layout and type cuDNN runs in, at most one conv node's x, w and
+ * y in fp32 (the largest node's). 0 without convolutions. */
+int64_t brisk_memory_conv_reserve(const brisk_graph *g) {
+    int64_t stage = -1;
+    for (int i = 0; g && i < g->n_nodes; i++) {
+        const brisk_node *n = &g->nodes[i];
+        if (n->op != BRISK_OP_CONV2D && n->op != BRISK_OP_CONV2D_GRAD_X && n->op != BRISK_OP_CONV2D_GRAD_W) continue;
+        int64_t e = brisk_shape_numel(&n->shape);
+        for (int k = 0; k < n->n_in && k < 2; k++) e += brisk_shape_numel(&g->nodes[n->in[k]].shape);
+        if (4 * e > stage) stage = 4 * e;
+    }
+    return stage < 0 ? 0 : (int64_t)BRISK_CUDA_CONV_WORKSPACE_LIMIT + stage;
+}
+
 /* What a run needs on top of the data: the plan plus the trainer's buffers. On a device
- * (where = 1: device memory, 2: host memory) the batches are split between the two. */
-static void needed_parts(const brisk_plan *p, int prefetch, int where, int64_t parts[4]) {
+ * (where = 1: device memory, 2: host memory) the batches are split between the two; g (may
+ * be NULL) adds its convolutions' buffers on the device. */
+static void needed_parts(const brisk_plan *p, const brisk_graph *g, int prefetch, int where, int64_t parts[4]) {
     int slots = (prefetch > 0 ? prefetch : 1) + 1;
     parts[0] = (int64_t)p->arena_bytes;
     parts[1] = 4 * (int64_t)p->param_bytes + (int64_t)p->const_bytes;
@@ -185,16 +203,16 @@ static void needed_parts(const brisk_plan *p, int prefetch, int where, int64_t p
     parts[3] = 3 * (int64_t)p->param_bytes;
     if (where == 1) { /* the input area and two staging buffers; the reserve */
         parts[2] = 3 * (int64_t)p->input_bytes;
-        parts[3] = DEVICE_RESERVE;
+        parts[3] = DEVICE_RESERVE + brisk_memory_conv_reserve(g);
     } else if (where == 2) { /* batch slots (pinned) and checkpoint staging */
         parts[0] = parts[1] = 0;
         parts[2] = (int64_t)slots * (int64_t)p->input_bytes;
     }
 }
 
-static int64_t needed_total(const brisk_plan *p, int prefetch, int where) {
+static int64_t needed_total(const brisk_plan *p, const brisk_graph *g, int prefetch, int where) {
     int64_t parts[4];
-    needed_parts(p, prefetch, where, parts);
+    needed_parts(p, g, prefetch, where, parts);
     return parts[0] + parts[1] + parts[2] + parts[3];
 }
 
@@ -227,7 +245,7 @@ static int64_t needed_at(const brisk_config *cfg, int64_t batch, int where) {
     memset(&plan, 0, sizeof plan);
     if (g && !brisk_model_build(&cfg->model, batch, BRISK_BUILD_TRAIN, g, &io, &e) && !brisk_backward(g, io.loss, &e) &&
         !brisk_plan_build(g, &plan, &e))
-        need = needed_total(&plan, cfg->speed.prefetch, where);
+        need = needed_total(&plan, g, cfg->speed.prefetch, where);
     brisk_plan_free(&plan);
     if (g) brisk_graph_free(g);
     return need;
@@ -259,7 +277,7 @@ static brisk_status check_fit(brisk_trainer *t, int where, int64_t avail, const 
     int64_t parts[4];
     /* the data set lives in host memory; it is counted under an explicit limit */
     int64_t data = where != 1 && explicit_limit(source) ? data_bytes(t) : 0;
-    needed_parts(&t->plan, t->cfg.speed.prefetch, where, parts);
+    needed_parts(&t->plan, t->g, t->cfg.speed.prefetch, where, parts);
     int64_t need = data + parts[0] + parts[1] + parts[2] + parts[3];
     if (need <= avail) return BRISK_OK;
     int64_t B = t->cfg.train.batch_size, best = largest_fitting(&t->cfg, B - 1, avail - data, where);

@@ -1,5 +1,5 @@
-/* CONV2D, CONV2D_GRAD_X, CONV2D_GRAD_W, BATCHNORM(_GRAD_GB, _GRAD_X) and POOL2D(_GRAD) on
- * the CPU backend: against float64 references, with outputs poisoned and guarded, with the
+/* CONV2D, CONV2D_GRAD_X, CONV2D_GRAD_W (NCHW and NHWC), BATCHNORM(_GRAD_GB, _GRAD_X) and
+ * POOL2D(_GRAD) on the CPU backend: against float64 references, NHWC against NCHW, with outputs poisoned and guarded, with the
  * column block limit lowered so that the blocks of several images, of one image, and of
  * bands of one image's pixels are all taken; one thread and two give the same bits; shapes
  * that do not agree are errors. */
@@ -90,6 +90,89 @@ static void test_conv(void) {
         for (int l = 0; l < 3; l++) conv_case_run(cases[i], limits[l]);
 }
 
+/* [N, C, H, W] <-> [N, H, W, C] (to_nhwc 0: the reverse), as doubles or floats */
+static void transpose_nc(const float *src, float *dst, int64_t N, int64_t C, int64_t H, int64_t W, int to_nhwc) {
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t p = 0; p < H * W; p++) {
+                int64_t a = (n * C + c) * H * W + p, b = (n * H * W + p) * C + c;
+                if (to_nhwc) dst[b] = src[a];
+                else dst[a] = src[b];
+            }
+}
+
+/* The same case in NHWC, on inputs that are NCHW's transposed: y and dx equal NCHW's
+ * transposed, dw equals NCHW's, to 1e-5; each against float64; 1 and 2 threads agree. */
+static void nhwc_case_run(conv_case k, int64_t limit) {
+    set_col_limit(limit);
+    vref_conv r;
+    vref_conv_init(&r, k.N, k.C, k.H, k.W, k.Co, k.kh, k.kw, k.w);
+    tgraph t[2];
+    int ids[2][3], nids[2][3];
+    for (int b = 0; b < 2; b++) {
+        tg_rng_state = 0xFACADEull + (uint64_t)(k.N * 1000 + k.C * 100 + k.H + k.w.groups + limit);
+        tg_init(&t[b]);
+        conv_run(b ? be2 : be1, &t[b], &k, &r, ids[b]);
+        int x = tg_input(&t[b], BRISK_F32, brisk_shape4(k.N, k.H, k.W, k.C));
+        int dy = tg_input(&t[b], BRISK_F32, brisk_shape4(k.N, r.Ho, r.Wo, k.Co));
+        transpose_nc(tg_f(&t[b], 0), tg_f(&t[b], x), k.N, k.C, k.H, k.W, 1);
+        transpose_nc(tg_f(&t[b], 2), tg_f(&t[b], dy), k.N, k.Co, r.Ho, r.Wo, 1);
+        brisk_attr at = tg_attr0();
+        at.win = k.w;
+        at.win.kh = (int)k.kh, at.win.kw = (int)k.kw, at.win.layout = BRISK_LAYOUT_NHWC;
+        int in0[2] = {x, 1}, in1[2] = {dy, 1}, in2[2] = {dy, x};
+        nids[b][0] = tg_node(&t[b], BRISK_OP_CONV2D, BRISK_F32, t[b].nodes[dy].shape, &at, 2, in0);
+        nids[b][1] = tg_node(&t[b], BRISK_OP_CONV2D_GRAD_X, BRISK_F32, t[b].nodes[x].shape, &at, 2, in1);
+        nids[b][2] = tg_node(&t[b], BRISK_OP_CONV2D_GRAD_W, BRISK_F32, t[b].nodes[1].shape, &at, 2, in2);
+        brisk_error err = {0};
+        for (int i = 0; i < 3; i++) REQUIRE_OK(tg_run(b ? be2 : be1, &t[b], nids[b][i], &err), &err);
+    }
+    set_col_limit(CPU_CONV_COL_FLOATS);
+    tgraph *g = &t[0];
+    int64_t n[3] = {k.N * k.Co * r.Ho * r.Wo, k.N * k.C * k.H * k.W, k.Co * (k.C / k.w.groups) * k.kh * k.kw};
+    vref_conv rn = r;
+    rn.w.layout = BRISK_LAYOUT_NHWC;
+    for (int i = 0; i < 3; i++) {
+        float *nchw = malloc(4 * (size_t)n[i]);
+        double *ref = malloc(8 * (size_t)n[i]), *ref64 = malloc(8 * (size_t)n[i]);
+        if (i == 2) memcpy(nchw, tg_f(g, ids[0][2]), 4 * (size_t)n[i]);
+        else if (i == 0) transpose_nc(tg_f(g, ids[0][0]), nchw, k.N, k.Co, r.Ho, r.Wo, 1);
+        else transpose_nc(tg_f(g, ids[0][1]), nchw, k.N, k.C, k.H, k.W, 1);
+        for (int64_t e = 0; e < n[i]; e++) ref[e] = nchw[e];
+        int x = nids[0][0] - 2, dy = x + 1; /* the NHWC inputs, appended just before the nodes */
+        if (i == 0) vref_conv_fwd(&rn, tg_f(g, x), tg_f(g, 1), ref64);
+        else if (i == 1) vref_conv_dx(&rn, tg_f(g, dy), tg_f(g, 1), ref64);
+        else vref_conv_dw(&rn, tg_f(g, dy), tg_f(g, x), ref64);
+        double e1 = tg_rel_err(tg_f(g, nids[0][i]), ref, n[i]), e2 = tg_rel_err(tg_f(g, nids[0][i]), ref64, n[i]);
+        CHECKF(e1 <= 1e-5 && e2 <= 2e-6, "nhwc conv N %lld C %lld %lldx%lld Co %lld k %lldx%lld s %d p %d d %d g %d "
+               "limit %lld: %s differs from NCHW by %.3g, from float64 by %.3g", (long long)k.N, (long long)k.C,
+               (long long)k.H, (long long)k.W, (long long)k.Co, (long long)k.kh, (long long)k.kw, k.w.sh, k.w.ph,
+               k.w.dh, k.w.groups, (long long)limit, (const char *[]){"y", "dx", "dw"}[i], e1, e2);
+        CHECKF(memcmp(t[0].buf[nids[0][i]], t[1].buf[nids[1][i]], t[0].nodes[nids[0][i]].bytes) == 0,
+               "nhwc conv (limit %lld): 1 and 2 threads differ in %s", (long long)limit,
+               (const char *[]){"y", "dx", "dw"}[i]);
+        free(nchw), free(ref), free(ref64);
+    }
+    tg_free(&t[0]);
+    tg_free(&t[1]);
+}
+
+static void test_conv_nhwc(void) {
+    conv_case cases[] = {
+        {3, 3, 20, 18, 8, 7, 7, wnd(2, 3, 1, 1)},
+        {5, 16, 9, 9, 16, 3, 3, wnd(1, 1, 1, 1)},
+        {5, 16, 9, 9, 32, 1, 1, wnd(2, 0, 1, 1)},   /* 1x1 stride 2: im2col */
+        {4, 24, 6, 7, 12, 1, 1, wnd(1, 0, 1, 1)},   /* pointwise: one GEMM */
+        {4, 24, 6, 7, 12, 1, 1, wnd(1, 0, 1, 3)},   /* pointwise, grouped */
+        {3, 8, 11, 10, 12, 3, 3, wnd(2, 2, 2, 4)},  /* dilation and groups */
+        {2, 6, 8, 8, 6, 3, 3, wnd(1, 1, 1, 6)},     /* depthwise */
+    };
+    /* the default limit: one block; 4096 and 200 floats: many blocks, a few rows each */
+    int64_t limits[3] = {CPU_CONV_COL_FLOATS, 4096, 200};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int l = 0; l < 3; l++) nhwc_case_run(cases[i], limits[l]);
+}
+
 /* The column scratch is bounded by the block limit, not by the batch: a fresh backend with
  * a 4096-float limit runs a layer whose whole-batch column matrix is 100x that. */
 static void test_conv_scratch_bound(void) {
@@ -113,6 +196,31 @@ static void test_conv_scratch_bound(void) {
     free(y);
     tg_free(&t);
     be->destroy(be);
+}
+
+static void test_conv_bad_layout(void) {
+    tgraph t;
+    tg_init(&t);
+    int x = tg_input(&t, BRISK_F32, brisk_shape4(2, 5, 5, 4)), w = tg_input(&t, BRISK_F32, brisk_shape4(3, 4, 3, 3));
+    brisk_attr at = tg_attr0();
+    at.win = wnd(1, 0, 1, 1);
+    at.win.kh = at.win.kw = 3, at.win.layout = BRISK_LAYOUT_NHWC;
+    int in[2] = {x, w};
+    brisk_error err = {0};
+    int ok = tg_node(&t, BRISK_OP_CONV2D, BRISK_F32, brisk_shape4(2, 3, 3, 3), &at, 2, in);
+    REQUIRE_OK(tg_run(be1, &t, ok, &err), &err);
+    int wrong = tg_node(&t, BRISK_OP_CONV2D, BRISK_F32, brisk_shape4(2, 3, 3, 4), &at, 2, in); /* NHWC y: Co last */
+    CHECK(tg_run(be1, &t, wrong, &err) == BRISK_ERR_SHAPE);
+    at.win.layout = 9;
+    int bad = tg_node(&t, BRISK_OP_CONV2D, BRISK_F32, brisk_shape4(2, 3, 3, 3), &at, 2, in);
+    CHECK(tg_run(be1, &t, bad, &err) == BRISK_ERR_SHAPE && strstr(err.msg, "layout"));
+    brisk_attr pa = tg_attr0(); /* an NHWC pool's channels are last: 4, not 3 */
+    pa.kind = BRISK_POOL_AVG, pa.win = wnd(1, 0, 1, 1), pa.win.kh = pa.win.kw = 2, pa.win.layout = BRISK_LAYOUT_NHWC;
+    int pool = tg_node(&t, BRISK_OP_POOL2D, BRISK_F32, brisk_shape4(2, 4, 4, 3), &pa, 1, &x);
+    CHECK(tg_run(be1, &t, pool, &err) == BRISK_ERR_SHAPE);
+    int pool_ok = tg_node(&t, BRISK_OP_POOL2D, BRISK_F32, brisk_shape4(2, 4, 4, 4), &pa, 1, &x);
+    REQUIRE_OK(tg_run(be1, &t, pool_ok, &err), &err);
+    tg_free(&t);
 }
 
 static void test_conv_bad(void) {
@@ -194,13 +302,13 @@ static void test_batchnorm_threads(void) {
 
 static void test_pool_kernels(void) {
     const int64_t N = 3, C = 5, H = 13, W = 11;
-    brisk_window ws[3] = {{3, 3, 2, 2, 1, 1, 1, 1, 1}, {2, 3, 1, 2, 0, 1, 2, 1, 1}, {3, 3, 2, 2, 1, 1, 1, 1, 1}};
+    brisk_window ws[3] = {{3, 3, 2, 2, 1, 1, 1, 1, 1, 0}, {2, 3, 1, 2, 0, 1, 2, 1, 1, 0}, {3, 3, 2, 2, 1, 1, 1, 1, 1, 0}};
     int kinds[3] = {BRISK_POOL_MAX, BRISK_POOL_MAX, BRISK_POOL_AVG};
     for (int k = 0; k < 3; k++) {
         brisk_window w = ws[k];
         int64_t Ho = (H + 2 * w.ph - w.dh * (w.kh - 1) - 1) / w.sh + 1, Wo = (W + 2 * w.pw - w.dw * (w.kw - 1) - 1) / w.sw + 1;
         tgraph t[2];
-        int ids[2][2];
+        int ids[2][4];
         for (int b = 0; b < 2; b++) {
             tg_rng_state = 0x5EEDull + (uint64_t)k;
             tg_init(&t[b]);
@@ -214,9 +322,34 @@ static void test_pool_kernels(void) {
             int gin[2] = {dy, ids[b][0]};
             ids[b][1] = tg_node(&t[b], BRISK_OP_POOL2D_GRAD, BRISK_F32, brisk_shape4(N, C, H, W), &at,
                                 kinds[k] == BRISK_POOL_MAX ? 2 : 1, gin);
+            /* the same in NHWC, on the inputs transposed */
+            int xn = tg_input(&t[b], BRISK_F32, brisk_shape4(N, H, W, C));
+            int dyn = tg_input(&t[b], BRISK_F32, brisk_shape4(N, Ho, Wo, C));
+            transpose_nc(tg_f(&t[b], x), tg_f(&t[b], xn), N, C, H, W, 1);
+            transpose_nc(tg_f(&t[b], dy), tg_f(&t[b], dyn), N, C, Ho, Wo, 1);
+            at.win.layout = BRISK_LAYOUT_NHWC;
+            ids[b][2] = tg_node_ws(&t[b], BRISK_OP_POOL2D, BRISK_F32, brisk_shape4(N, Ho, Wo, C), &at, 1, &xn, argb);
+            int gn[2] = {dyn, ids[b][2]};
+            ids[b][3] = tg_node(&t[b], BRISK_OP_POOL2D_GRAD, BRISK_F32, brisk_shape4(N, H, W, C), &at,
+                                kinds[k] == BRISK_POOL_MAX ? 2 : 1, gn);
             brisk_error err = {0};
-            for (int i = 0; i < 2; i++) REQUIRE_OK(tg_run(b ? be2 : be1, &t[b], ids[b][i], &err), &err);
+            for (int i = 0; i < 4; i++) REQUIRE_OK(tg_run(b ? be2 : be1, &t[b], ids[b][i], &err), &err);
         }
+        /* NHWC: NCHW's y, argmax and dx transposed, bit for bit (the same sums in the same order) */
+        float *tr = malloc(4 * (size_t)(N * C * H * W));
+        transpose_nc(tg_f(&t[0], ids[0][0]), tr, N, C, Ho, Wo, 1);
+        CHECKF(memcmp(tr, tg_f(&t[0], ids[0][2]), 4 * (size_t)(N * C * Ho * Wo)) == 0, "pool case %d: NHWC y", k);
+        if (kinds[k] == BRISK_POOL_MAX) {
+            transpose_nc(tg_f(&t[0], ids[0][0]) + N * C * Ho * Wo, tr, N, C, Ho, Wo, 1);
+            CHECKF(memcmp(tr, tg_f(&t[0], ids[0][2]) + N * C * Ho * Wo, 4 * (size_t)(N * C * Ho * Wo)) == 0,
+                   "pool case %d: NHWC argmax", k);
+        }
+        transpose_nc(tg_f(&t[0], ids[0][1]), tr, N, C, H, W, 1);
+        CHECKF(memcmp(tr, tg_f(&t[0], ids[0][3]), 4 * (size_t)(N * C * H * W)) == 0, "pool case %d: NHWC dx", k);
+        free(tr);
+        for (int i = 2; i < 4; i++)
+            CHECKF(memcmp(t[0].buf[ids[0][i]], t[1].buf[ids[1][i]], t[0].nodes[ids[0][i]].bytes) == 0,
+                   "pool case %d: NHWC, 1 and 2 threads differ in node %d", k, i);
         double *y = malloc(8 * (size_t)(N * C * Ho * Wo)), *dx = malloc(8 * (size_t)(N * C * H * W));
         vref_pool(kinds[k] == BRISK_POOL_MAX, N * C, H, W, w, tg_f(&t[0], 0), y, tg_f(&t[0], 1), dx);
         const float *got = tg_f(&t[0], ids[0][0]);
@@ -240,7 +373,8 @@ static void test_pool_kernels(void) {
 int main(void) {
     be1 = brisk_backend_cpu_new(1);
     be2 = brisk_backend_cpu_new(2);
-    t_case c[] = {T(test_conv), T(test_conv_scratch_bound), T(test_conv_bad), T(test_batchnorm_threads), T(test_pool_kernels)};
+    t_case c[] = {T(test_conv), T(test_conv_nhwc), T(test_conv_scratch_bound), T(test_conv_bad), T(test_conv_bad_layout),
+                  T(test_batchnorm_threads), T(test_pool_kernels)};
     int r = t_run(c, (int)(sizeof c / sizeof c[0]));
     be1->destroy(be1);
     be2->destroy(be2);

@@ -1,14 +1,22 @@
 /* CONV2D, CONV2D_GRAD_X and CONV2D_GRAD_W on the CUDA backend (cuDNN,
  * src/backend/cuda/cudnn_conv.c) against the CPU backend on the same random inputs:
  *   - the three ops on shapes with stride, padding, dilation, groups (depthwise too), a 1x1
- *     and a ResNet stem-like 7x7 stride 2, per precision (fp32: FMA math, tf32 and bf16:
- *     cuDNN's default math on fp32 data);
- *   - a captured CUDA graph replays to the eager run's bits; deterministic mode gives the
- *     same bits twice;
- *   - benchmark mode: a first backend times the algorithms and writes the cache file beside
- *     the GEMM cache, a second one reads it back (the file parses, with entries).
+ *     and a ResNet stem-like 7x7 stride 2, per precision (fp32: FMA math; tf32: cuDNN's
+ *     default math on fp32 data; bf16 and fp16: 16-bit data, fp32 accumulation), per graph
+ *     layout (the ops' win.layout, NCHW or NHWC) and per layout cuDNN runs in
+ *     (speed.conv_layout forced to nchw and to nhwc: each pair of the two, so every
+ *     conversion k_conv_layout.cu makes is exercised);
+ *   - a captured CUDA graph replays to the eager run's bits (also in bf16 on an NHWC graph
+ *     run in NCHW: the conversions are captured too); deterministic mode gives the same
+ *     bits twice;
+ *   - benchmark mode: a first backend times the algorithms and both layouts (auto) and
+ *     writes the cache file beside the GEMM cache, layout choices included; a second one
+ *     reads it back without adding entries.
  * Tolerances (relative norm): fp32 1e-5; TF32 1e-2 (10-bit mantissas over sums of up to
- * C kh kw products). Skips without a GPU and without cuDNN 9. */
+ * C kh kw products); bf16 2e-2 (8-bit mantissas: operands and result rounded); fp16 5e-3.
+ * With $BRISK_CONV_SUMMARY set, one line per precision and layout pair is appended to that
+ * file (precision, graph layout, cuDNN layout, worst error, tolerance, ok/FAIL, tab-separated)
+ * for tools/gpu-session.sh's summary. Skips without a GPU and without cuDNN 9. */
 #include "backend/cuda_test_util.h"
 #include "ops/ops_internal.h" /* brisk_bw_conv2d: the gradient nodes autodiff builds */
 #if BRISK_HAVE_CUDA
@@ -40,7 +48,8 @@ typedef struct conv_graph {
 static conv_graph conv_build(int64_t n, int64_t c, int64_t h, int64_t w, int64_t co, int k, brisk_window win) {
     conv_graph o = {brisk_graph_new(), -1, -1, -1};
     brisk_graph *g = o.g;
-    int x = ct_input(g, BRISK_F32, brisk_shape4(n, c, h, w), -1.0f, 1.0f);
+    int nhwc = win.layout == BRISK_LAYOUT_NHWC;
+    int x = ct_input(g, BRISK_F32, nhwc ? brisk_shape4(n, h, w, c) : brisk_shape4(n, c, h, w), -1.0f, 1.0f);
     float b = 1.0f / sqrtf((float)(c / win.groups * k * k));
     int wt = ct_input(g, BRISK_F32, brisk_shape4(co, c / win.groups, k, k), -b, b);
     o.y = brisk_conv2d(g, x, wt, win);
@@ -68,18 +77,34 @@ static const conv_case cases[] = {
     {2, 3, 32, 32, 16, 7, 2, 3, 1, 1},  /* a stem: 7x7 stride 2 */
 };
 
-static int run_case(brisk_backend *be, const conv_case *cc, double tol, const char *prec) {
+/* The relative error of node id, GPU against CPU (infinity when it cannot be read). */
+static double node_err(ct_pair *p, int id) {
+    const brisk_node *n = &p->cpu->g->nodes[id];
+    brisk_error err = {0};
+    float *a = malloc(n->bytes + 16), *b = malloc(n->bytes + 16);
+    double e = INFINITY;
+    if (a && b && !brisk_exec_read(p->gpu, id, a, &err) && !brisk_exec_read(p->cpu, id, b, &err))
+        e = ct_rel_err(a, b, (int64_t)(n->bytes / 4));
+    free(a);
+    free(b);
+    return e;
+}
+
+/* Runs one case; the worst relative error of y, dx and dw goes to *worst (may be NULL). */
+static int run_case_layout(brisk_backend *be, const conv_case *cc, int nhwc, double tol, const char *prec,
+                           double *worst) {
     brisk_window win = brisk_window_2d(cc->k, cc->stride, cc->pad);
     win.dh = win.dw = cc->dil;
     win.groups = cc->groups;
+    win.layout = nhwc ? BRISK_LAYOUT_NHWC : BRISK_LAYOUT_NCHW;
     conv_graph o = conv_build(cc->n, cc->c, cc->h, cc->w, cc->co, cc->k, win);
     brisk_error err = {0};
     ct_pair p;
     memset(&p, 0, sizeof p);
     char what[160];
-    snprintf(what, sizeof what, "conv N %lld C %lld %lldx%lld Co %lld k%d s%d p%d d%d g%d, %s", (long long)cc->n,
-             (long long)cc->c, (long long)cc->h, (long long)cc->w, (long long)cc->co, cc->k, cc->stride, cc->pad,
-             cc->dil, cc->groups, prec);
+    snprintf(what, sizeof what, "conv N %lld C %lld %lldx%lld Co %lld k%d s%d p%d d%d g%d, %s %s graph",
+             (long long)cc->n, (long long)cc->c, (long long)cc->h, (long long)cc->w, (long long)cc->co, cc->k,
+             cc->stride, cc->pad, cc->dil, cc->groups, prec, nhwc ? "NHWC" : "NCHW");
     int ok = 1;
     if (brisk_graph_error(o.g, &err) || ct_pair_make(o.g, be, &p, &err) || ct_poison(p.gpu, o.y, &err) ||
         ct_poison(p.gpu, o.dx, &err) || ct_poison(p.gpu, o.dw, &err) || brisk_exec_run(p.cpu, BRISK_RUN_TRAIN, &err) ||
@@ -92,24 +117,61 @@ static int run_case(brisk_backend *be, const conv_case *cc, double tol, const ch
         ok &= ct_compare(&p, o.dw, tol, what);
         ok &= ct_inputs_intact(&p);
         CHECKF(ok, "%s", what);
+        int ids[3] = {o.y, o.dx, o.dw};
+        for (int i = 0; i < 3 && worst; i++) {
+            double e = node_err(&p, ids[i]);
+            if (!(e <= *worst)) *worst = e; /* NaN and infinity stick */
+        }
     }
+    if (!ok && worst) *worst = INFINITY;
     ct_pair_free(&p);
     brisk_graph_free(o.g);
     return ok;
+}
+
+static int run_case(brisk_backend *be, const conv_case *cc, double tol, const char *prec) {
+    return run_case_layout(be, cc, 0, tol, prec, NULL);
+}
+
+/* A backend with the precision, cuDNN's layout forced, autotuning off, no cache file. */
+static brisk_backend *backend_layout(brisk_gemm_precision p, brisk_conv_layout layout) {
+    brisk_cuda_options o;
+    brisk_cuda_options_default(&o);
+    o.precision = p;
+    o.autotune = 0;
+    o.conv_layout = layout;
+    snprintf(o.autotune_cache, sizeof o.autotune_cache, "-");
+    brisk_backend *be = NULL;
+    brisk_error err = {0};
+    if (brisk_backend_cuda_create(&o, &be, &err)) fprintf(stderr, "cuda backend: %s\n", err.msg);
+    return be;
 }
 
 static void test_ops(void) {
     const struct {
         brisk_gemm_precision p;
         double tol;
-    } precs[] = {{BRISK_GEMM_FP32, 1e-5}, {BRISK_GEMM_TF32, 1e-2}, {BRISK_GEMM_BF16, 1e-2}};
-    for (size_t i = 0; i < sizeof precs / sizeof precs[0]; i++) {
-        brisk_backend *be = cuda_backend_for(precs[i].p, 1, 0);
-        REQUIRE(be);
-        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
-            run_case(be, &cases[k], precs[i].tol, brisk_gemm_precision_name(precs[i].p));
-        be->destroy(be);
-    }
+    } precs[] = {{BRISK_GEMM_FP32, 1e-5}, {BRISK_GEMM_TF32, 1e-2}, {BRISK_GEMM_BF16, 2e-2}, {BRISK_GEMM_FP16, 5e-3}};
+    const char *summary = getenv("BRISK_CONV_SUMMARY");
+    FILE *sf = summary && summary[0] ? fopen(summary, "a") : NULL;
+    for (size_t i = 0; i < sizeof precs / sizeof precs[0]; i++)
+        for (int dnn = 0; dnn < 2; dnn++) {
+            brisk_backend *be = backend_layout(precs[i].p, dnn ? BRISK_CONV_LAYOUT_NHWC : BRISK_CONV_LAYOUT_NCHW);
+            REQUIRE(be);
+            char prec[64];
+            snprintf(prec, sizeof prec, "%s in cuDNN %s", brisk_gemm_precision_name(precs[i].p), dnn ? "NHWC" : "NCHW");
+            for (int graph = 0; graph < 2; graph++) {
+                double worst = 0;
+                for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+                    run_case_layout(be, &cases[k], graph, precs[i].tol, prec, &worst);
+                if (sf)
+                    fprintf(sf, "%s\t%s\t%s\t%.3g\t%.3g\t%s\n", brisk_gemm_precision_name(precs[i].p),
+                            graph ? "nhwc" : "nchw", dnn ? "nhwc" : "nchw", worst, precs[i].tol,
+                            worst <= precs[i].tol ? "ok" : "FAIL");
+            }
+            be->destroy(be);
+        }
+    if (sf) fclose(sf);
 }
 
 static void *read_node(brisk_exec *ex, int id, brisk_error *err) {
@@ -120,15 +182,19 @@ static void *read_node(brisk_exec *ex, int id, brisk_error *err) {
 
 /* A captured replay gives the eager run's bits; with deterministic on, so does a rerun. */
 static void test_capture_and_determinism(void) {
-    for (int det = 0; det < 2; det++) {
-        brisk_backend *be = cuda_backend_for(BRISK_GEMM_FP32, 1, det);
+    for (int round = 0; round < 3; round++) {
+        int det = round == 1;
+        /* round 2: bf16 data, an NHWC graph, cuDNN in NCHW: the conversions are captured too */
+        brisk_backend *be = round == 2 ? backend_layout(BRISK_GEMM_BF16, BRISK_CONV_LAYOUT_NCHW)
+                                       : cuda_backend_for(BRISK_GEMM_FP32, 1, det);
         REQUIRE(be);
         brisk_window win = brisk_window_2d(3, 1, 1);
+        if (round == 2) win.layout = BRISK_LAYOUT_NHWC;
         conv_graph o = conv_build(8, 32, 16, 16, 32, 3, win);
         brisk_error err = {0};
         ct_pair p;
         int prog = -1;
-        const char *what = det ? "conv: deterministic" : "conv: capture";
+        const char *what = det ? "conv: deterministic" : round == 2 ? "conv: capture, bf16 NHWC graph" : "conv: capture";
         void *eager[3] = {0}, *again[3] = {0};
         int ids[3] = {o.y, o.dx, o.dw};
         if (brisk_graph_error(o.g, &err) || ct_pair_make(o.g, be, &p, &err) ||
@@ -171,6 +237,7 @@ static void test_algorithm_cache(void) {
     char gemm[1100], conv[1100];
     snprintf(gemm, sizeof gemm, "%s/gemm-autotune.txt", dir);
     conv_cache_path_beside(gemm, conv, sizeof conv);
+    int entries = 0;
     for (int round = 0; round < 2; round++) {
         brisk_cuda_options opt;
         brisk_cuda_options_default(&opt);
@@ -183,8 +250,14 @@ static void test_algorithm_cache(void) {
         be->destroy(be); /* saves the caches */
         conv_algo_cache c = {0};
         snprintf(c.path, sizeof c.path, "%s", conv);
-        CHECKF(conv_cache_load(&c, &err) == BRISK_OK && c.n == 3, "round %d: %s: %d entries (%s)", round, conv, c.n,
-               err.msg);
+        /* per pass: the layout choice, and the algorithm of each layout that has one */
+        int layouts = 0;
+        CHECKF(conv_cache_load(&c, &err) == BRISK_OK, "round %d: %s: %s", round, conv, err.msg);
+        for (int i = 0; i < c.n; i++) layouts += strstr(c.keys[i], "layout from nchw") != NULL;
+        CHECKF(layouts == 3 && c.n >= 6 && c.n <= 9, "round %d: %s: %d entries, %d layout choices", round, conv, c.n,
+               layouts);
+        if (round == 0) entries = c.n;
+        else CHECKF(c.n == entries, "the second run added entries: %d, then %d", entries, c.n);
         conv_cache_free(&c);
     }
     remove(conv);

@@ -1,9 +1,12 @@
 /* The cuDNN convolution algorithm cache file (src/backend/cuda/conv_algo_cache.h), in every
  * build and without a GPU: keys, the path beside the GEMM cache, a save/load round trip,
- * and malformed files refused whole with the file, the line and what was expected. In CUDA
- * builds where cuDNN 9 is installed (no GPU needed), cuDNN accepts the descriptors the
- * convolution plans set up, for each precision and window. */
+ * and malformed files refused whole with the file, the line and what was expected; the
+ * layout decision (conv_layout.h): timings -> choice, the rule, forced modes, which
+ * operands are converted, and the layout choice's own cache entry. In CUDA builds where
+ * cuDNN 9 is installed (no GPU needed), cuDNN accepts the descriptors the convolution plans
+ * set up, for each precision (fp32, bf16 and fp16 data), layout and window. */
 #include "backend/cuda/conv_algo_cache.h"
+#include "backend/cuda/conv_layout.h"
 #include "test.h"
 #if BRISK_HAVE_CUDA
 #include "backend/cuda/cudnn_conv.h"
@@ -148,6 +151,95 @@ static void test_bad_files(void) {
     conv_cache_free(&c);
 }
 
+static void test_layout_pick(void) {
+    char why[96];
+    /* timed: the sum of convolution and conversions decides; a tie keeps the graph's layout */
+    conv_layout_costs c = {.conv_ms = {1.0, 0.6}, .convert_ms = {0.0, 0.3}};
+    CHECK(conv_layout_pick(BRISK_CONV_LAYOUT_AUTO, &c, 0, why, sizeof why) == 1 && strstr(why, "timed"));
+    c.convert_ms[1] = 0.5; /* 1.1 > 1.0: the transposes eat NHWC's gain */
+    CHECK(conv_layout_pick(BRISK_CONV_LAYOUT_AUTO, &c, 0, why, sizeof why) == 0);
+    c.convert_ms[1] = 0.4; /* exactly 1.0 each: the graph's layout, either way */
+    CHECK(conv_layout_pick(BRISK_CONV_LAYOUT_AUTO, &c, 0, why, sizeof why) == 0);
+    conv_layout_costs t = {.conv_ms = {0.5, 0.5}, .convert_ms = {0.0, 0.0}};
+    CHECK(conv_layout_pick(BRISK_CONV_LAYOUT_AUTO, &t, 1, why, sizeof why) == 1);
+    /* an NHWC graph: NCHW costs the transposes now */
+    conv_layout_costs n = {.conv_ms = {0.5, 0.7}, .convert_ms = {0.3, 0.0}};
+    CHECK(conv_layout_pick(BRISK_CONV_LAYOUT_AUTO, &n, 1, why, sizeof why) == 1);
+    /* no algorithm in one layout: the other; in neither: -1 */
+    conv_layout_costs m = {.conv_ms = {-1, 5.0}, .convert_ms = {0, 9.0}};
+    CHECK(conv_layout_pick(BRISK_CONV_LAYOUT_AUTO, &m, 0, why, sizeof why) == 1 && strstr(why, "no algorithm"));
+    m.conv_ms[1] = -1;
+    CHECK(conv_layout_pick(BRISK_CONV_LAYOUT_AUTO, &m, 0, why, sizeof why) == -1);
+    /* a forced mode wins over timings, unless its layout has no algorithm */
+    CHECK(conv_layout_pick(BRISK_CONV_LAYOUT_NCHW, &c, 0, why, sizeof why) == 0);
+    c.convert_ms[1] = 9;
+    CHECK(conv_layout_pick(BRISK_CONV_LAYOUT_NHWC, &c, 0, why, sizeof why) == 1 && strstr(why, "conv_layout"));
+    conv_layout_costs f = {.conv_ms = {1.0, -1}};
+    CHECK(conv_layout_pick(BRISK_CONV_LAYOUT_NHWC, &f, 0, why, sizeof why) == 0 && strstr(why, "no algorithm"));
+}
+
+static void test_layout_rule(void) {
+    char why[96];
+    /* 16-bit data with channels in multiples of 8: NHWC, from either graph layout */
+    CHECK(conv_layout_rule(BRISK_CONV_LAYOUT_AUTO, 1, 0, 64, 128, why, sizeof why) == 1 && strstr(why, "16-bit"));
+    CHECK(conv_layout_rule(BRISK_CONV_LAYOUT_AUTO, 2, 1, 64, 128, why, sizeof why) == 1);
+    /* the RGB stem (C = 3) and fp32 keep the graph's layout */
+    CHECK(conv_layout_rule(BRISK_CONV_LAYOUT_AUTO, 1, 0, 3, 64, why, sizeof why) == 0 && strstr(why, "graph"));
+    CHECK(conv_layout_rule(BRISK_CONV_LAYOUT_AUTO, 0, 0, 64, 64, why, sizeof why) == 0);
+    CHECK(conv_layout_rule(BRISK_CONV_LAYOUT_AUTO, 0, 1, 64, 64, why, sizeof why) == 1);
+    CHECK(conv_layout_rule(BRISK_CONV_LAYOUT_NHWC, 0, 0, 3, 5, why, sizeof why) == 1);
+    CHECK(conv_layout_rule(BRISK_CONV_LAYOUT_NCHW, 1, 1, 64, 64, why, sizeof why) == 0);
+    /* names, and the precision's data type and key math */
+    CHECK(conv_layout_parse("auto") == BRISK_CONV_LAYOUT_AUTO && conv_layout_parse("nhwc") == BRISK_CONV_LAYOUT_NHWC &&
+          conv_layout_parse("nchw") == BRISK_CONV_LAYOUT_NCHW && conv_layout_parse("NHWC") == -1 &&
+          conv_layout_parse(NULL) == -1);
+    CHECK(!strcmp(conv_layout_name(BRISK_CONV_LAYOUT_NHWC), "nhwc"));
+    CHECK(conv_data_type(BRISK_GEMM_FP32) == 0 && conv_data_type(BRISK_GEMM_TF32) == 0 &&
+          conv_data_type(BRISK_GEMM_BF16) == 1 && conv_data_type(BRISK_GEMM_FP16) == 2);
+    CHECK(conv_math_of(BRISK_GEMM_FP32) == CONV_MATH_FP32 && conv_math_of(BRISK_GEMM_TF32) == CONV_MATH_TF32 &&
+          conv_math_of(BRISK_GEMM_BF16) == CONV_MATH_BF16 && conv_math_of(BRISK_GEMM_FP16) == CONV_MATH_FP16);
+}
+
+static void test_converted_operands(void) {
+    /* fp32 in the graph's layout: nothing converted (w is OIHW = cuDNN's NCHW filter) */
+    CHECK(!conv_operand_converted(0, 0, 0, 0) && !conv_operand_converted(1, 0, 0, 0));
+    /* fp32, NCHW graph in NHWC: activations and w transposed */
+    CHECK(conv_operand_converted(0, 0, 1, 0) && conv_operand_converted(1, 0, 1, 0));
+    /* fp32, NHWC graph in NHWC: only w (OIHW -> KRSC) */
+    CHECK(!conv_operand_converted(0, 0, 1, 1) && conv_operand_converted(1, 0, 1, 1));
+    /* NHWC graph in NCHW: the activations */
+    CHECK(conv_operand_converted(0, 0, 0, 1) && !conv_operand_converted(1, 0, 0, 1));
+    /* 16 bits: everything is cast */
+    for (int l = 0; l < 4; l++)
+        CHECK(conv_operand_converted(0, 1, l & 1, l >> 1) && conv_operand_converted(1, 2, l & 1, l >> 1));
+}
+
+/* The layout choice has its own entry: differs from both layouts' algorithm keys and by the
+ * graph's layout; it round-trips through the file like an algorithm (value 0 or 1). */
+static void test_layout_keys(void) {
+    conv_algo_shape s = shape(CONV_PASS_FWD, 1, CONV_MATH_BF16, 0);
+    char k[4][CONV_CACHE_KEY_MAX];
+    brisk_error err = {0};
+    s.nhwc = CONV_KEY_NCHW;
+    CHECK(conv_cache_key(&dev, &s, k[0], sizeof k[0], &err) == BRISK_OK);
+    s.nhwc = CONV_KEY_NHWC;
+    CHECK(conv_cache_key(&dev, &s, k[1], sizeof k[1], &err) == BRISK_OK);
+    CHECK(conv_cache_layout_key(&dev, &s, 0, k[2], sizeof k[2], &err) == BRISK_OK);
+    CHECK(conv_cache_layout_key(&dev, &s, 1, k[3], sizeof k[3], &err) == BRISK_OK);
+    CHECKF(strstr(k[2], "bf16 layout from nchw") && strstr(k[3], "layout from nhwc"), "%s / %s", k[2], k[3]);
+    for (int i = 0; i < 4; i++)
+        for (int j = i + 1; j < 4; j++) CHECKF(strcmp(k[i], k[j]) != 0, "keys %d and %d: %s", i, j, k[i]);
+    conv_algo_cache c = {0};
+    CHECK(conv_cache_put(&c, k[2], 1, &err) == BRISK_OK && conv_cache_put(&c, k[1], 7, &err) == BRISK_OK);
+    char *text = conv_cache_format(&c);
+    conv_algo_cache d = {0};
+    CHECK(text && conv_cache_parse(&d, text, "mem", &err) == BRISK_OK);
+    CHECK(conv_cache_get(&d, k[2]) == 1 && conv_cache_get(&d, k[1]) == 7 && conv_cache_get(&d, k[3]) == -1);
+    free(text);
+    conv_cache_free(&c);
+    conv_cache_free(&d);
+}
+
 static void test_cudnn_on_host(void) {
 #if BRISK_HAVE_CUDA
     const char *why = cuda_conv_missing();
@@ -159,14 +251,16 @@ static void test_cudnn_on_host(void) {
                             brisk_window_2d(7, 2, 3)};
     wins[1].groups = 4;
     wins[2].dh = wins[2].dw = 2;
-    brisk_gemm_precision precs[3] = {BRISK_GEMM_FP32, BRISK_GEMM_TF32, BRISK_GEMM_BF16};
-    for (int p = 0; p < 3; p++)
-        for (int i = 0; i < 4; i++) {
-            brisk_error err = {0};
-            CHECKF(cuda_conv_check_descs(precs[p], 2, 8, 17, 15, 16, wins[i], &err) == BRISK_OK, "window %d: %s", i,
-                   err.msg);
-        }
+    brisk_gemm_precision precs[4] = {BRISK_GEMM_FP32, BRISK_GEMM_TF32, BRISK_GEMM_BF16, BRISK_GEMM_FP16};
+    for (int p = 0; p < 4; p++)
+        for (int nhwc = 0; nhwc < 2; nhwc++)
+            for (int i = 0; i < 4; i++) {
+                brisk_error err = {0};
+                CHECKF(cuda_conv_check_descs(precs[p], nhwc, 2, 8, 17, 15, 16, wins[i], &err) == BRISK_OK,
+                       "precision %d nhwc %d window %d: %s", p, nhwc, i, err.msg);
+            }
 #endif
 }
 
-TEST_MAIN(T(test_path_beside_gemm_cache), T(test_keys), T(test_round_trip), T(test_bad_files), T(test_cudnn_on_host))
+TEST_MAIN(T(test_path_beside_gemm_cache), T(test_keys), T(test_round_trip), T(test_bad_files), T(test_layout_pick),
+          T(test_layout_rule), T(test_converted_operands), T(test_layout_keys), T(test_cudnn_on_host))

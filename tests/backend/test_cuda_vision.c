@@ -2,7 +2,8 @@
  * (src/backend/cuda/vision.c, k_pool.cu, k_batchnorm.cu) against the CPU backend on the
  * same random inputs:
  *   - max and average pooling: ResNet's 3x3 stride 2 pad 1 max pool, 2x2 windows, odd
- *     sizes, dilation (max), overlapping windows (gradients summed in the gather);
+ *     sizes, dilation (max), overlapping windows (gradients summed in the gather), in NCHW
+ *     and NHWC;
  *   - batch norm training (output, workspace statistics, the running buffers moved, the
  *     gradients of x, gamma, beta and the residual) with and without the fused residual
  *     and ReLU, 2-D [N, C] and 4-D inputs, then an eval run (running statistics);
@@ -41,16 +42,17 @@ static double out_err(ct_pair *p, int id, brisk_error *err) {
     return e;
 }
 
-static void pool_case(brisk_backend *be, int kind, int64_t n, int64_t c, int64_t h, int64_t w, int k, int stride,
-                      int pad, int dil) {
+static void pool_case_layout(brisk_backend *be, int kind, int64_t n, int64_t c, int64_t h, int64_t w, int k,
+                             int stride, int pad, int dil, int nhwc) {
     brisk_graph *g = brisk_graph_new();
     brisk_window win = brisk_window_2d(k, stride, pad);
     win.dh = win.dw = dil;
-    int x = ct_input(g, BRISK_F32, brisk_shape4(n, c, h, w), -2.0f, 2.0f);
+    win.layout = nhwc ? BRISK_LAYOUT_NHWC : BRISK_LAYOUT_NCHW;
+    int x = ct_input(g, BRISK_F32, nhwc ? brisk_shape4(n, h, w, c) : brisk_shape4(n, c, h, w), -2.0f, 2.0f);
     int y = brisk_pool2d(g, x, kind, win);
     char what[128];
-    snprintf(what, sizeof what, "%s pool %lldx%lldx%lldx%lld k%d s%d p%d d%d", kind == BRISK_POOL_MAX ? "max" : "avg",
-             (long long)n, (long long)c, (long long)h, (long long)w, k, stride, pad, dil);
+    snprintf(what, sizeof what, "%s pool %lldx%lldx%lldx%lld k%d s%d p%d d%d %s", kind == BRISK_POOL_MAX ? "max" : "avg",
+             (long long)n, (long long)c, (long long)h, (long long)w, k, stride, pad, dil, nhwc ? "NHWC" : "NCHW");
     REQUIRE(y >= 0);
     const brisk_shape *ys = &g->nodes[y].shape;
     int dy = ct_input(g, BRISK_F32, brisk_shape4(ys->d[0], ys->d[1], ys->d[2], ys->d[3]), -1.0f, 1.0f);
@@ -72,6 +74,11 @@ static void pool_case(brisk_backend *be, int kind, int64_t n, int64_t c, int64_t
     }
     ct_pair_free(&p);
     brisk_graph_free(g);
+}
+
+static void pool_case(brisk_backend *be, int kind, int64_t n, int64_t c, int64_t h, int64_t w, int k, int stride,
+                      int pad, int dil) {
+    for (int nhwc = 0; nhwc < 2; nhwc++) pool_case_layout(be, kind, n, c, h, w, k, stride, pad, dil, nhwc);
 }
 
 static void test_pool(void) {

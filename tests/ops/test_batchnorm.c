@@ -11,56 +11,59 @@ typedef struct bn_case {
     brisk_shape s;
     int relu, residual;
     float eps, momentum;
+    int nhwc; /* channels last: brisk_batchnorm_nhwc */
 } bn_case;
+
+static int64_t bn_channels(const bn_case *k) { return k->s.d[k->nhwc ? k->s.ndim - 1 : 1]; }
+
+/* The channel of element o. */
+static int64_t bn_channel(const bn_case *k, int64_t o) {
+    int64_t C = bn_channels(k), S = brisk_shape_numel(&k->s) / (k->s.d[0] * C);
+    return k->nhwc ? o % C : o / S % C;
+}
 
 /* ref = bn(x) with the given per-channel mean/var (+ res), ReLU'd when relu. */
 static void bn_reference(const bn_case *k, const float *x, const float *gm, const float *bt, const float *res,
                          const double *mean, const double *var, double *ref) {
-    int64_t N = k->s.d[0], C = k->s.d[1], S = brisk_shape_numel(&k->s) / (N * C);
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t c = 0; c < C; c++)
-            for (int64_t i = 0; i < S; i++) {
-                int64_t o = (n * C + c) * S + i;
-                double v = (x[o] - mean[c]) / sqrt(var[c] + k->eps) * gm[c] + bt[c] + (res ? res[o] : 0);
-                ref[o] = k->relu && v < 0 ? 0 : v;
-            }
+    for (int64_t o = 0; o < brisk_shape_numel(&k->s); o++) {
+        int64_t c = bn_channel(k, o);
+        double v = (x[o] - mean[c]) / sqrt(var[c] + k->eps) * gm[c] + bt[c] + (res ? res[o] : 0);
+        ref[o] = k->relu && v < 0 ? 0 : v;
+    }
 }
 
 static void batch_stats(const bn_case *k, const float *x, double *mean, double *var) {
-    int64_t N = k->s.d[0], C = k->s.d[1], S = brisk_shape_numel(&k->s) / (N * C);
-    for (int64_t c = 0; c < C; c++) {
-        double s = 0, q = 0;
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t i = 0; i < S; i++) s += x[(n * C + c) * S + i];
-        mean[c] = s / (double)(N * S);
-        for (int64_t n = 0; n < N; n++)
-            for (int64_t i = 0; i < S; i++) q += pow(x[(n * C + c) * S + i] - mean[c], 2);
-        var[c] = q / (double)(N * S);
-    }
+    int64_t n = brisk_shape_numel(&k->s), C = bn_channels(k);
+    for (int64_t c = 0; c < C; c++) mean[c] = var[c] = 0;
+    for (int64_t o = 0; o < n; o++) mean[bn_channel(k, o)] += x[o];
+    for (int64_t c = 0; c < C; c++) mean[c] /= (double)(n / C);
+    for (int64_t o = 0; o < n; o++) var[bn_channel(k, o)] += pow(x[o] - mean[bn_channel(k, o)], 2);
+    for (int64_t c = 0; c < C; c++) var[c] /= (double)(n / C);
 }
 
 /* Builds bn over params x, gamma, beta (, residual) and buffers; returns the bn node. */
 static int build_bn(oc *c, const bn_case *k, int *x, int *gm, int *bt, int *res, int *rm, int *rv) {
-    int64_t C = k->s.d[1];
+    int64_t C = bn_channels(k);
     *x = oc_param(c, "x", k->s);
     *gm = oc_param_avoid(c, "gamma", brisk_shape1(C), 0.5, 1.5, 0);
     *bt = oc_param(c, "beta", brisk_shape1(C));
     *res = k->residual ? oc_param(c, "residual", k->s) : -1;
     *rm = brisk_buffer(c->g, "running_mean", brisk_shape1(C), BRISK_INIT_ZEROS);
     *rv = brisk_buffer(c->g, "running_var", brisk_shape1(C), BRISK_INIT_ONES);
-    return brisk_batchnorm(c->g, *x, *gm, *bt, *rm, *rv, *res, k->eps, k->momentum, k->relu);
+    return (k->nhwc ? brisk_batchnorm_nhwc : brisk_batchnorm)(c->g, *x, *gm, *bt, *rm, *rv, *res, k->eps, k->momentum,
+                                                             k->relu);
 }
 
 static void check_train(bn_case k, const char *what) {
     oc c;
-    oc_init(&c, (uint64_t)(k.relu * 2 + k.residual + 90));
+    oc_init(&c, (uint64_t)(k.relu * 2 + k.residual + 90 + k.nhwc * 3));
     /* as layernorm, moving one x moves its channel's statistics, which a wider step keeps
      * above f32 noise; with the ReLU a narrower one keeps outputs from crossing its kink */
     c.fd_eps = k.relu ? 2e-3 : 1e-2;
     c.max_fd = 32;
     int x, gm, bt, res, rm, rv;
     int out = build_bn(&c, &k, &x, &gm, &bt, &res, &rm, &rv);
-    int64_t n = brisk_shape_numel(&k.s), C = k.s.d[1];
+    int64_t n = brisk_shape_numel(&k.s), C = bn_channels(&k);
     double *ref = malloc(sizeof(double) * (size_t)n), *mean = malloc(sizeof(double) * (size_t)C),
            *var = malloc(sizeof(double) * (size_t)C);
     batch_stats(&k, oc_val(&c, x), mean, var);
@@ -71,14 +74,20 @@ static void check_train(bn_case k, const char *what) {
 }
 
 static void test_train(void) {
-    check_train((bn_case){brisk_shape4(3, 4, 3, 5), 0, 0, 1e-5f, 0.1f}, "batchnorm2d");
-    check_train((bn_case){brisk_shape2(6, 5), 0, 0, 1e-3f, 0.1f}, "batchnorm1d [N, C]");
+    check_train((bn_case){brisk_shape4(3, 4, 3, 5), 0, 0, 1e-5f, 0.1f, 0}, "batchnorm2d");
+    check_train((bn_case){brisk_shape2(6, 5), 0, 0, 1e-3f, 0.1f, 0}, "batchnorm1d [N, C]");
 }
 
 static void test_train_relu_residual(void) {
-    check_train((bn_case){brisk_shape4(2, 3, 4, 4), 1, 0, 1e-5f, 0.1f}, "batchnorm + relu");
-    check_train((bn_case){brisk_shape4(2, 3, 4, 3), 0, 1, 1e-5f, 0.1f}, "batchnorm + residual");
-    check_train((bn_case){brisk_shape4(3, 2, 3, 3), 1, 1, 1e-5f, 0.1f}, "batchnorm + residual + relu");
+    check_train((bn_case){brisk_shape4(2, 3, 4, 4), 1, 0, 1e-5f, 0.1f, 0}, "batchnorm + relu");
+    check_train((bn_case){brisk_shape4(2, 3, 4, 3), 0, 1, 1e-5f, 0.1f, 0}, "batchnorm + residual");
+    check_train((bn_case){brisk_shape4(3, 2, 3, 3), 1, 1, 1e-5f, 0.1f, 0}, "batchnorm + residual + relu");
+}
+
+/* Channels last: the same statistics over [N H W, C] */
+static void test_train_nhwc(void) {
+    check_train((bn_case){brisk_shape4(3, 3, 5, 4), 0, 0, 1e-5f, 0.1f, 1}, "batchnorm nhwc");
+    check_train((bn_case){brisk_shape4(3, 3, 3, 2), 1, 1, 1e-5f, 0.1f, 1}, "batchnorm nhwc + residual + relu");
 }
 
 static float *param_values(oc *c, int node) {
@@ -96,7 +105,7 @@ static float *param_values(oc *c, int node) {
 
 /* Eval: the running statistics normalise and the gradient is the affine map's. */
 static void test_eval(void) {
-    bn_case k = {brisk_shape4(2, 3, 3, 4), 1, 1, 1e-5f, 0.3f};
+    bn_case k = {brisk_shape4(2, 3, 3, 4), 1, 1, 1e-5f, 0.3f, 0};
     oc c;
     oc_init(&c, 7);
     int x, gm, bt, res, rm, rv;
@@ -164,7 +173,7 @@ static void test_running_stats_and_buffers(void) {
         REQUIRE_OK(brisk_exec_set_input(ex, 0, xv, &e), &e);
         REQUIRE_OK(brisk_exec_run(ex, BRISK_RUN_TRAIN, &e), &e);
         /* the buffers' update happens in the forward, before the optimizer */
-        bn_case k = {brisk_shape4(N, C, H, W), 1, 0, 1e-5f, momentum};
+        bn_case k = {brisk_shape4(N, C, H, W), 1, 0, 1e-5f, momentum, 0};
         double mean[3], var[3];
         batch_stats(&k, xv, mean, var);
         for (int c = 0; c < 3; c++) {
@@ -207,15 +216,28 @@ static void test_errors(void) {
     brisk_graph *g = brisk_graph_new();
     CHECK(brisk_buffer(g, "b", brisk_shape1(3), BRISK_INIT_NORMAL) == -1);
     brisk_graph_free(g);
+    /* channels last: C is the last dim (gamma [3] does not fit [2, 4, 4, 5]); x must have two */
+    for (int t = 0; t < 2; t++) {
+        g = brisk_graph_new();
+        int x = brisk_input(g, "x", BRISK_F32, t ? brisk_shape1(3) : brisk_shape4(2, 4, 4, 5));
+        int gm = brisk_param(g, "g", brisk_shape1(3), BRISK_INIT_ONES, 0, 0);
+        int bt = brisk_param(g, "b", brisk_shape1(3), BRISK_INIT_ZEROS, 0, 0);
+        int rm = brisk_buffer(g, "rm", brisk_shape1(3), BRISK_INIT_ZEROS), rv = brisk_buffer(g, "rv", brisk_shape1(3), BRISK_INIT_ONES);
+        CHECK(brisk_batchnorm_nhwc(g, x, gm, bt, rm, rv, -1, 1e-5f, 0.1f, 0) == -1);
+        brisk_error e;
+        CHECKF(brisk_graph_error(g, &e) != BRISK_OK && strstr(e.msg, t ? "channels last" : "gamma"), "nhwc case %d: %s",
+               t, e.msg);
+        brisk_graph_free(g);
+    }
     /* training on one value per channel has no variance: a run-time error, not a NaN */
     oc c;
     oc_init(&c, 3);
     int x, gm, bt, res, rm, rv;
-    bn_case k = {brisk_shape4(1, 2, 1, 1), 0, 0, 1e-5f, 0.1f};
+    bn_case k = {brisk_shape4(1, 2, 1, 1), 0, 0, 1e-5f, 0.1f, 0};
     int out = build_bn(&c, &k, &x, &gm, &bt, &res, &rm, &rv);
     CHECK(oc_build(&c, out) != 0);
     oc_free(&c);
 }
 
-TEST_MAIN(T(test_train), T(test_train_relu_residual), T(test_eval), T(test_running_stats_and_buffers),
+TEST_MAIN(T(test_train), T(test_train_relu_residual), T(test_train_nhwc), T(test_eval), T(test_running_stats_and_buffers),
           T(test_errors))

@@ -1,5 +1,5 @@
-/* float64 references for the vision ops (CONV2D and its gradients, POOL2D and its
- * gradient), written as the textbook loops over every output and tap, shared by the op
+/* float64 references for the vision ops (CONV2D and its gradients in both layouts, POOL2D
+ * and its gradient), written as the textbook loops over every output and tap, shared by the op
  * tests (tests/ops) and the CPU kernel tests (tests/backend). */
 #ifndef BRISK_TEST_VISION_REF_H
 #define BRISK_TEST_VISION_REF_H
@@ -22,6 +22,13 @@ static inline void vref_conv_init(vref_conv *r, int64_t N, int64_t C, int64_t H,
     r->Wo = (W + 2 * w.pw - w.dw * (kw - 1) - 1) / w.sw + 1;
 }
 
+/* Where element (n, c, h, w) of a [N, C, H, W] tensor is stored in the window's layout
+ * (NCHW, or NHWC: [N, H, W, C]); w is [Co, C/groups, kh, kw] in both. */
+static inline int64_t vref_index(int layout, int64_t n, int64_t c, int64_t h, int64_t w, int64_t C, int64_t H,
+                                 int64_t W) {
+    return layout == BRISK_LAYOUT_NHWC ? ((n * H + h) * W + w) * C + c : ((n * C + c) * H + h) * W + w;
+}
+
 /* Calls visit(ctx, x index, w index, y index) for every (output, tap) pair inside x. */
 #define VREF_CONV_FOR(r, XI, WI, YI, BODY)                                                              \
     do {                                                                                                \
@@ -37,9 +44,9 @@ static inline void vref_conv_init(vref_conv *r, int64_t N, int64_t C, int64_t H,
                                     int64_t iw_ = ow_ * (r)->w.sw - (r)->w.pw + j_ * (r)->w.dw;         \
                                     if (ih_ < 0 || ih_ >= (r)->H || iw_ < 0 || iw_ >= (r)->W) continue; \
                                     int64_t c_ = co_ / cog_ * cg_ + ci_;                                \
-                                    int64_t XI = ((n_ * (r)->C + c_) * (r)->H + ih_) * (r)->W + iw_;    \
+                                    int64_t XI = vref_index((r)->w.layout, n_, c_, ih_, iw_, (r)->C, (r)->H, (r)->W); \
                                     int64_t WI = ((co_ * cg_ + ci_) * (r)->kh + i_) * (r)->kw + j_;     \
-                                    int64_t YI = ((n_ * (r)->Co + co_) * (r)->Ho + oh_) * (r)->Wo + ow_; \
+                                    int64_t YI = vref_index((r)->w.layout, n_, co_, oh_, ow_, (r)->Co, (r)->Ho, (r)->Wo); \
                                     BODY;                                                               \
                                 }                                                                       \
     } while (0)

@@ -151,6 +151,28 @@ static void test_refused(void) {
     CHECK(access(path, F_OK) != 0);
     brisk_graph_free(g[0]);
     brisk_graph_free(g[1]);
+    /* NHWC convolution and pooling: ONNX's take NCHW */
+    for (int pool = 0; pool < 2; pool++) {
+        for (int k = 0; k < 2; k++) {
+            g[k] = brisk_graph_new();
+            REQUIRE(g[k]);
+            int x = brisk_input(g[k], "x", BRISK_F32, brisk_shape4(2 + k, 5, 5, 2));
+            brisk_window win = brisk_window_2d(3, 1, 1);
+            win.layout = BRISK_LAYOUT_NHWC;
+            int y = pool ? brisk_pool2d(g[k], x, BRISK_POOL_MAX, win)
+                         : brisk_conv2d(g[k], x, brisk_param(g[k], "w", brisk_shape4(3, 2, 3, 3), BRISK_INIT_ZEROS, 0, 1),
+                                        win);
+            io[k] = (brisk_model_io){.n_fields = 1, .input_node = {0}, .output = y, .loss = -1};
+            REQUIRE_OK(brisk_graph_error(g[k], &err), &err);
+        }
+        static const float w0[3 * 2 * 3 * 3]; /* the conv's parameters (zeros) */
+        st = brisk_onnx_write(g[0], g[1], w0, &io[0], &post, 0, "m", path, NULL, &err);
+        CHECKF(st == BRISK_ERR_UNSUPPORTED && strstr(err.msg, "NHWC") && strstr(err.msg, pool ? "pool2d" : "conv2d"),
+               "%s", err.msg);
+        CHECK(access(path, F_OK) != 0);
+        brisk_graph_free(g[0]);
+        brisk_graph_free(g[1]);
+    }
     tu_sh("rm -rf '%s'", dir);
 }
 

@@ -116,6 +116,25 @@ static void test_device_memory_fit(void) {
     release(t, &cfg);
 }
 
+/* A model with convolutions reserves cuDNN's workspace bound and its largest conv node's
+ * operands (x, w, y in fp32: the staging of their converted copies) on the device. */
+static void test_conv_reserve(void) {
+    brisk_graph *g = brisk_graph_new();
+    int x = brisk_input(g, "x", BRISK_F32, brisk_shape4(2, 3, 8, 8));
+    CHECK(brisk_memory_conv_reserve(g) == 0 && brisk_memory_conv_reserve(NULL) == 0);
+    int w = brisk_param(g, "w", brisk_shape4(4, 3, 3, 3), BRISK_INIT_ZEROS, 0, 1);
+    int y = brisk_conv2d(g, x, w, brisk_window_2d(3, 1, 1)); /* [2, 4, 8, 8] */
+    REQUIRE(y >= 0);
+    int64_t want = (int64_t)BRISK_CUDA_CONV_WORKSPACE_LIMIT + 4 * (2 * 3 * 64 + 4 * 3 * 9 + 2 * 4 * 64);
+    CHECKF(brisk_memory_conv_reserve(g) == want, "%lld, want %lld", (long long)brisk_memory_conv_reserve(g),
+           (long long)want);
+    int w2 = brisk_param(g, "w2", brisk_shape4(16, 4, 1, 1), BRISK_INIT_ZEROS, 0, 1);
+    REQUIRE(brisk_conv2d(g, y, w2, brisk_window_2d(1, 1, 0)) >= 0); /* the larger node: [2, 16, 8, 8] out */
+    want = (int64_t)BRISK_CUDA_CONV_WORKSPACE_LIMIT + 4 * (2 * 4 * 64 + 16 * 4 + 2 * 16 * 64);
+    CHECK(brisk_memory_conv_reserve(g) == want);
+    brisk_graph_free(g);
+}
+
 static void test_limits_parse(void) {
     int64_t v = 0;
     CHECK(brisk_parse_bytes("512MiB", &v) == 0 && v == 512 * 1048576LL);
@@ -299,6 +318,6 @@ static void test_every_allocation_site_fails_cleanly(void) {
             errors, absorbed, sites - errors - absorbed);
 }
 
-TEST_MAIN(T(test_plan_that_does_not_fit_is_refused_with_largest_batch), T(test_device_memory_fit), T(test_limits_parse),
-          T(test_failed_allocation_is_an_error), T(test_address_space_limit),
+TEST_MAIN(T(test_plan_that_does_not_fit_is_refused_with_largest_batch), T(test_device_memory_fit), T(test_conv_reserve),
+          T(test_limits_parse), T(test_failed_allocation_is_an_error), T(test_address_space_limit),
           T(test_every_allocation_site_fails_cleanly))

@@ -1,4 +1,4 @@
-/* CONV2D, CONV2D_GRAD_X, CONV2D_GRAD_W over NCHW, as im2col + GEMM (cpu_gemm: brisk's own
+/* CONV2D, CONV2D_GRAD_X, CONV2D_GRAD_W over NCHW (NHWC: conv_nhwc.c), as im2col + GEMM (cpu_gemm: brisk's own
  * sgemm or the BLAS, by matmul.c's rule).
  *
  * For group g and a block of columns (output pixels), the column matrix col [K, P],
@@ -17,36 +17,32 @@
  * Determinism: blocks are fixed by the sizes and run in order; im2col, col2im, the
  * gathers and the dw accumulation are split over rows or channels, each element computed
  * by one thread in a fixed order; the GEMMs are cpu_gemm's. */
-#include "backend/cpu/cpu_internal.h"
+#include "backend/cpu/conv_geom.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct conv_geom {
-    int64_t N, C, H, W, Co, Ho, Wo, HW, HWo;
-    int64_t G, Cg, Cog, K;  /* groups; channels per group in and out; rows of col */
-    brisk_window w;
-    int pointwise;          /* 1x1, stride 1, no padding: col is x itself */
-} conv_geom;
-
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-/* From x [N, C, H, W], w [Co, C/g, kh, kw] and y [N, Co, Ho, Wo]; checks they agree. */
+/* From x [N, C, H, W], w [Co, C/g, kh, kw] and y [N, Co, Ho, Wo] (x [N, H, W, C] and y
+ * [N, Ho, Wo, Co] in NHWC); checks they agree. */
 static brisk_status conv_geometry(const brisk_shape *xs, const brisk_shape *ws, const brisk_shape *ys,
                                   const brisk_window *win, conv_geom *c, brisk_error *err) {
     if (xs->ndim != 4 || ws->ndim != 4 || ys->ndim != 4 || win->groups < 1 || win->sh < 1 || win->sw < 1 ||
-        win->dh < 1 || win->dw < 1 || win->ph < 0 || win->pw < 0)
-        return brisk_errorf(err, BRISK_ERR_SHAPE, "conv2d: x, w and y must be 4-D with a valid window");
+        win->dh < 1 || win->dw < 1 || win->ph < 0 || win->pw < 0 ||
+        (win->layout != BRISK_LAYOUT_NCHW && win->layout != BRISK_LAYOUT_NHWC))
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "conv2d: x, w and y must be 4-D with a valid window and layout");
     memset(c, 0, sizeof *c);
-    c->N = xs->d[0], c->C = xs->d[1], c->H = xs->d[2], c->W = xs->d[3];
-    c->Co = ws->d[0], c->Ho = ys->d[2], c->Wo = ys->d[3];
+    int nhwc = win->layout == BRISK_LAYOUT_NHWC, ci = nhwc ? 3 : 1, hi = nhwc ? 1 : 2, wi = nhwc ? 2 : 3;
+    c->N = xs->d[0], c->C = xs->d[ci], c->H = xs->d[hi], c->W = xs->d[wi];
+    c->Co = ws->d[0], c->Ho = ys->d[hi], c->Wo = ys->d[wi];
     c->w = *win;
     c->G = win->groups;
     int64_t kh = ws->d[2], kw = ws->d[3];
     int64_t ho = (c->H + 2 * win->ph - win->dh * (kh - 1) - 1), wo = (c->W + 2 * win->pw - win->dw * (kw - 1) - 1);
     if (kh != win->kh || kw != win->kw || c->C % c->G || c->Co % c->G || ws->d[1] * c->G != c->C ||
-        ys->d[0] != c->N || ys->d[1] != c->Co || ho < 0 || wo < 0 || ho / win->sh + 1 != c->Ho ||
+        ys->d[0] != c->N || ys->d[ci] != c->Co || ho < 0 || wo < 0 || ho / win->sh + 1 != c->Ho ||
         wo / win->sw + 1 != c->Wo)
         return brisk_errorf(err, BRISK_ERR_SHAPE, "conv2d: x, w and y shapes do not agree with the window");
     c->Cg = c->C / c->G, c->Cog = c->Co / c->G;
@@ -169,7 +165,7 @@ static void block_size(const conv_geom *c, int64_t limit, int64_t *imgs, int64_t
     }
 }
 
-static float *conv_scratch(cpu_backend *cb, size_t floats, brisk_error *err) {
+float *cpu_conv_scratch(cpu_backend *cb, size_t floats, brisk_error *err) {
     if (floats > cb->conv_scratch_cap) {
         free(cb->conv_scratch);
         cb->conv_scratch = NULL;
@@ -204,6 +200,7 @@ brisk_status cpu_conv_op(cpu_backend *cb, const brisk_graph *g, int id, const vo
     default: return brisk_errorf(err, BRISK_ERR_INTERNAL, "conv: not a conv op");
     }
     if (st) return st;
+    if (c.w.layout == BRISK_LAYOUT_NHWC) return cpu_conv_nhwc(cb, n->op, &c, x, w, dy, out, err);
     float *o = out;
     int empty = c.N == 0 || c.HWo == 0 || c.Co == 0 || c.K == 0;
     /* dx accumulates over taps and blocks; dw is written by its first block */
@@ -216,7 +213,7 @@ brisk_status cpu_conv_op(cpu_backend *cb, const brisk_graph *g, int id, const vo
      * over several blocks */
     int64_t Pmax = imgs * pix, ncp = imgs > 1 ? c.Cog * Pmax : 0;
     int64_t ntw = n->op == BRISK_OP_CONV2D_GRAD_W && (imgs < c.N || pix < c.HWo) ? c.Cog * c.K : 0;
-    float *scratch = conv_scratch(cb, (size_t)(c.K * Pmax + ncp + ntw), err);
+    float *scratch = cpu_conv_scratch(cb, (size_t)(c.K * Pmax + ncp + ntw), err);
     if (!scratch) return BRISK_ERR_NOMEM;
     float *col = scratch, *cp = col + c.K * Pmax, *tw = cp + ncp;
     for (int64_t n0 = 0; n0 < c.N; n0 += imgs)

@@ -1,4 +1,5 @@
-/* POOL2D and POOL2D_GRAD over NCHW, one (n, c) plane per work item, as PyTorch computes
+/* POOL2D and POOL2D_GRAD over NCHW or NHWC, one (n, c) plane per work item (in NHWC its
+ * pixels are C apart; the argmax is the flat position in the plane either way), as PyTorch computes
  * them: max takes the first largest value of each window (a NaN wins, padding is never
  * read) and records where it was in the workspace after its output; average divides the
  * sum of the window's in-bounds values by kh kw (padding counts as zeros:
@@ -11,6 +12,7 @@
 
 typedef struct pool_ctx {
     int64_t H, W, Ho, Wo;
+    int64_t C, ps;       /* channels; the pixel stride: 1 (NCHW) or C (NHWC) */
     brisk_window w;
     int max;
     const float *x, *dy;
@@ -28,14 +30,21 @@ static void tap_span(int64_t start, int dil, int k, int64_t len, int64_t *lo, in
     if (*lo > *hi) *lo = *hi;
 }
 
+/* Where plane q's first pixel is in a tensor of `pixels` per plane. */
+static int64_t plane_base(const pool_ctx *p, int64_t q, int64_t pixels) {
+    return p->ps == 1 ? q * pixels : q / p->C * pixels * p->C + q % p->C;
+}
+
 static void pool_forward_planes(const void *vctx, int64_t q0, int64_t q1) {
     const pool_ctx *p = vctx;
     const brisk_window w = p->w;
     double inv = 1.0 / ((double)w.kh * w.kw);
+    int64_t ps = p->ps;
     for (int64_t q = q0; q < q1; q++) {
-        const float *x = p->x + q * p->H * p->W;
-        float *y = p->out + q * p->Ho * p->Wo;
-        int32_t *arg = p->max ? p->arg + q * p->Ho * p->Wo : NULL;
+        const float *x = p->x + plane_base(p, q, p->H * p->W);
+        int64_t yb = plane_base(p, q, p->Ho * p->Wo);
+        float *y = p->out + yb;
+        int32_t *arg = p->max ? p->arg + yb : NULL;
         for (int64_t oh = 0; oh < p->Ho; oh++) {
             int64_t h0 = oh * w.sh - w.ph, i0, i1;
             tap_span(h0, w.dh, w.kh, p->H, &i0, &i1);
@@ -49,18 +58,18 @@ static void pool_forward_planes(const void *vctx, int64_t q0, int64_t q1) {
                     for (int64_t i = i0; i < i1; i++)
                         for (int64_t j = j0; j < j1; j++) {
                             int32_t k = (int32_t)((h0 + i * w.dh) * p->W + w0 + j * w.dw);
-                            float v = x[k];
+                            float v = x[k * ps];
                             int take = (best < 0) | (v > m) | (v != v);
                             m = take ? v : m;
                             best = take ? k : best;
                         }
-                    y[oh * p->Wo + ow] = m;
-                    arg[oh * p->Wo + ow] = best;
+                    y[(oh * p->Wo + ow) * ps] = m;
+                    arg[(oh * p->Wo + ow) * ps] = best;
                 } else {
                     double s = 0;
                     for (int64_t i = i0; i < i1; i++)
-                        for (int64_t j = j0; j < j1; j++) s += x[(h0 + i) * p->W + w0 + j];
-                    y[oh * p->Wo + ow] = (float)(s * inv);
+                        for (int64_t j = j0; j < j1; j++) s += x[((h0 + i) * p->W + w0 + j) * ps];
+                    y[(oh * p->Wo + ow) * ps] = (float)(s * inv);
                 }
             }
         }
@@ -70,26 +79,29 @@ static void pool_forward_planes(const void *vctx, int64_t q0, int64_t q1) {
 static void pool_grad_planes(const void *vctx, int64_t q0, int64_t q1) {
     const pool_ctx *p = vctx;
     float inv = (float)(1.0 / ((double)p->w.kh * p->w.kw));
-    int64_t hw = p->H * p->W;
+    int64_t hw = p->H * p->W, ps = p->ps;
     for (int64_t q = q0; q < q1; q++) {
-        float *dx = p->out + q * hw;
-        const float *dy = p->dy + q * p->Ho * p->Wo;
-        memset(dx, 0, (size_t)hw * sizeof(float));
+        float *dx = p->out + plane_base(p, q, hw);
+        int64_t yb = plane_base(p, q, p->Ho * p->Wo);
+        const float *dy = p->dy + yb;
+        if (ps == 1) memset(dx, 0, (size_t)hw * sizeof(float));
+        else
+            for (int64_t k = 0; k < hw; k++) dx[k * ps] = 0.0f;
         if (p->max) {
-            const int32_t *arg = p->argr + q * p->Ho * p->Wo;
+            const int32_t *arg = p->argr + yb;
             for (int64_t o = 0; o < p->Ho * p->Wo; o++)
-                if (arg[o] >= 0 && arg[o] < hw) dx[arg[o]] += dy[o];
+                if (arg[o * ps] >= 0 && arg[o * ps] < hw) dx[(int64_t)arg[o * ps] * ps] += dy[o * ps];
             continue;
         }
         for (int64_t oh = 0; oh < p->Ho; oh++)
             for (int64_t ow = 0; ow < p->Wo; ow++) {
-                float d = dy[oh * p->Wo + ow] * inv;
+                float d = dy[(oh * p->Wo + ow) * ps] * inv;
                 for (int i = 0; i < p->w.kh; i++) {
                     int64_t ih = oh * p->w.sh - p->w.ph + i;
                     if (ih < 0 || ih >= p->H) continue;
                     for (int j = 0; j < p->w.kw; j++) {
                         int64_t iw = ow * p->w.sw - p->w.pw + j;
-                        if (iw >= 0 && iw < p->W) dx[ih * p->W + iw] += d;
+                        if (iw >= 0 && iw < p->W) dx[(ih * p->W + iw) * ps] += d;
                     }
                 }
             }
@@ -107,14 +119,17 @@ brisk_status cpu_pool_op(cpu_backend *cb, const brisk_graph *g, int id, const vo
     int64_t ny = cpu_numel(ys);
     /* the max gradient reads the forward node's workspace: it must be that node */
     const brisk_node *fw = grad && p.max && n->n_in == 2 ? IN_NODE(g, id, 1) : NULL;
-    if (xs->ndim != 4 || ys->ndim != 4 || xs->d[0] != ys->d[0] || xs->d[1] != ys->d[1] || w->kh < 1 || w->kw < 1 ||
+    int nhwc = w->layout == BRISK_LAYOUT_NHWC, ci = nhwc ? 3 : 1, hi = nhwc ? 1 : 2, wi = nhwc ? 2 : 3;
+    if ((w->layout != BRISK_LAYOUT_NCHW && !nhwc) || xs->ndim != 4 || ys->ndim != 4 || xs->d[0] != ys->d[0] ||
+        xs->d[ci] != ys->d[ci] || w->kh < 1 || w->kw < 1 ||
         w->sh < 1 || w->sw < 1 || w->ph < 0 || w->pw < 0 || w->dh < 1 || w->dw < 1 ||
         (!grad && p.max && n->bytes < (size_t)ny * (sizeof(float) + sizeof(int32_t))) ||
         (grad && p.max && (!fw || fw->op != BRISK_OP_POOL2D || !brisk_shape_equal(&fw->shape, ys) ||
                            fw->bytes < (size_t)ny * (sizeof(float) + sizeof(int32_t)))))
         return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: x, y, the window and the argmax workspace do not agree",
                             brisk_op_name(n->op));
-    p.H = xs->d[2], p.W = xs->d[3], p.Ho = ys->d[2], p.Wo = ys->d[3];
+    p.H = xs->d[hi], p.W = xs->d[wi], p.Ho = ys->d[hi], p.Wo = ys->d[wi];
+    p.C = xs->d[ci], p.ps = nhwc ? p.C : 1;
     if ((p.Ho - 1) * w->sh - w->ph + (int64_t)(w->kh - 1) * w->dh >= p.H + w->ph ||
         (p.Wo - 1) * w->sw - w->pw + (int64_t)(w->kw - 1) * w->dw >= p.W + w->pw)
         return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: the output is larger than the window allows", brisk_op_name(n->op));
@@ -125,7 +140,7 @@ brisk_status cpu_pool_op(cpu_backend *cb, const brisk_graph *g, int id, const vo
         p.x = in[0];
         if (p.max) p.arg = (int32_t *)((float *)out + ny);
     }
-    int64_t planes = xs->d[0] * xs->d[1], per = p.Ho * p.Wo * w->kh * w->kw + p.H * p.W;
+    int64_t planes = xs->d[0] * xs->d[ci], per = p.Ho * p.Wo * w->kh * w->kw + p.H * p.W;
     cpu_parallel(cb, planes, CPU_PAR_MIN / (per ? per : 1) + 1, grad ? pool_grad_planes : pool_forward_planes, &p);
     return BRISK_OK;
 }

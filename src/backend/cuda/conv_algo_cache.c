@@ -22,6 +22,11 @@ static const char *pass_name(conv_pass p) {
     return p == CONV_PASS_FWD ? "fwd" : p == CONV_PASS_BWD_DATA ? "bwd_data" : "bwd_filter";
 }
 
+static const char *layout_field(int nhwc) {
+    static const char *names[] = {"nchw", "nhwc", "layout from nchw", "layout from nhwc"};
+    return (unsigned)nhwc < 4 ? names[nhwc] : "?";
+}
+
 static const char *math_name(conv_math m) {
     static const char *names[] = {"fp32", "tf32", "bf16", "fp16"};
     return (unsigned)m < 4 ? names[m] : "?";
@@ -40,7 +45,7 @@ brisk_status conv_cache_key(const conv_algo_device *dev, const conv_algo_shape *
                        gpu, dev->cc_major, dev->cc_minor, dev->sms, dev->cudnn_version, pass_name(s->pass),
                        (long long)s->n, (long long)s->c, (long long)s->h, (long long)s->w, (long long)s->co, w->kh,
                        w->kw, w->sh, w->sw, w->ph, w->pw, w->dh, w->dw, w->groups, math_name(s->math),
-                       s->nhwc ? "nhwc" : "nchw", s->deterministic ? " det" : "");
+                       layout_field(s->nhwc), s->deterministic ? " det" : "");
     if (len < 0 || (size_t)len >= out_size || len >= CONV_CACHE_KEY_MAX)
         return brisk_errorf(err, BRISK_ERR_INVALID, "conv algorithm cache: key of %d characters (at most %d)", len,
                             CONV_CACHE_KEY_MAX - 1);

@@ -29,13 +29,18 @@ typedef enum conv_pass { CONV_PASS_FWD = 0, CONV_PASS_BWD_DATA, CONV_PASS_BWD_FI
  * 16-bit data with fp32 accumulation. */
 typedef enum conv_math { CONV_MATH_FP32 = 0, CONV_MATH_TF32, CONV_MATH_BF16, CONV_MATH_FP16 } conv_math;
 
-/* Everything that decides which algorithm is fastest for one pass. */
+/* The key's layout field: the layout cuDNN runs in (an algorithm's entry), or the graph's
+ * layout the choice was made from (a layout choice's entry, conv_layout.h: its value is the
+ * chosen layout, 0 NCHW or 1 NHWC). */
+enum { CONV_KEY_NCHW = 0, CONV_KEY_NHWC = 1, CONV_KEY_CHOICE_FROM_NCHW = 2, CONV_KEY_CHOICE_FROM_NHWC = 3 };
+
+/* Everything that decides which algorithm (or layout) is fastest for one pass. */
 typedef struct conv_algo_shape {
     conv_pass pass;
-    int64_t n, c, h, w, co;   /* x [N, C, H, W], w [Co, C/groups, kh, kw] */
-    brisk_window win;
+    int64_t n, c, h, w, co;   /* x [N, C, H, W], w [Co, C/groups, kh, kw] (logical dims in either layout) */
+    brisk_window win;         /* its layout field is not part of the key: nhwc is */
     conv_math math;
-    int nhwc;
+    int nhwc;                 /* CONV_KEY_* */
     int deterministic;
 } conv_algo_shape;
 

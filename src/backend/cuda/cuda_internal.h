@@ -295,6 +295,8 @@ brisk_status cuda_run_conv(cuda_backend *cb, const brisk_graph *g, int id, const
 brisk_status cuda_conv_prepare(cuda_backend *cb, const brisk_graph *g, brisk_error *err);
 void cuda_conv_forget(cuda_backend *cb); /* after the compute stream is idle */
 void cuda_conv_free(cuda_backend *cb);   /* saves the algorithm cache */
+/* How many conv nodes' plans run cuDNN in NCHW and in NHWC (for the run report). */
+void cuda_conv_layouts(const cuda_backend *cb, int *nchw, int *nhwc);
 
 /* ---- info.c */
 void cuda_info_install(brisk_backend *be);

@@ -17,15 +17,24 @@
  * stream), sized at prepare to the largest chosen algorithm's need and never above
  * CONV_WORKSPACE_LIMIT; a step allocates nothing, so it can be captured.
  *
- * Precision: the ops are fp32 (their dtype rule), so the data cuDNN sees are fp32 in every
- * mode. fp32: CUDNN_FMA_MATH (no tensor cores). tf32, bf16, fp16: CUDNN_DEFAULT_MATH, whose
- * fp32 convolutions may use TF32 tensor cores, accumulating in fp32. 16-bit convolution
- * data (bf16/fp16 copies of x and w, NHWC) is not done. Layout: NCHW, the ops' layout. */
+ * Precision and layout: the ops' operands are fp32 in the graph's layout (win.layout, NCHW
+ * or NHWC; w [Co, C/g, kh, kw] in both). fp32: CUDNN_FMA_MATH (no tensor cores); tf32:
+ * CUDNN_DEFAULT_MATH on fp32 data (TF32 tensor cores, fp32 accumulation). bf16 and fp16
+ * (mixed precision, as the GEMMs): the operands are converted to 16 bits at the node's
+ * boundary, cuDNN computes in fp32 (CUDNN_DATA_FLOAT compute type: fp32 accumulation) on
+ * tensor cores, and its 16-bit result is converted back to fp32 for the graph. cuDNN runs
+ * in NCHW or NHWC whatever the graph's layout, as conv_layout.h decides (speed.conv_layout;
+ * auto: timed at prepare with the conversions each layout costs, then cached); a layout or
+ * type other than the graph's is converted by k_conv_layout.cu into a staging buffer shared
+ * by every conv node, sized at prepare like the workspace. Each choice is logged (INFO):
+ * layout, data type, why, and the times when timed. */
 #include "backend/cuda/cuda_internal.h"
 
 #include "backend/cuda/conv_algo_cache.h"
+#include "backend/cuda/conv_layout.h"
 
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,13 +43,15 @@
 #define IN_NODE(g, id, i) (&(g)->nodes[(g)->nodes[(id)].in[(i)]])
 
 /* The most workspace a convolution algorithm may use: larger ones are passed over. */
-#define CONV_WORKSPACE_LIMIT ((size_t)256 << 20)
+#define CONV_WORKSPACE_LIMIT BRISK_CUDA_CONV_WORKSPACE_LIMIT
 
-/* x [N, C, H, W], w [Co, C/groups, kh, kw], y [N, Co, Ho, Wo] of a conv node, whichever pass. */
+/* x [N, C, H, W], w [Co, C/groups, kh, kw], y [N, Co, Ho, Wo] of a conv node, whichever
+ * pass: logical dims, stored in the graph's layout (data_nhwc: x [N, H, W, C]). */
 typedef struct conv_geom {
     int x[4], w[4], y[4];
     brisk_window win;
     conv_pass pass;
+    int data_nhwc;
 } conv_geom;
 
 static int64_t out_dim(int64_t in, int k, int stride, int pad, int dil) {
@@ -65,14 +76,21 @@ static brisk_status conv_geom_of(const brisk_graph *g, int id, conv_geom *cg, br
         cg->pass = CONV_PASS_BWD_FILTER; break;
     default: return brisk_errorf(err, BRISK_ERR_INVALID, "node %d is not a convolution", id);
     }
+    cg->data_nhwc = n->attr.win.layout == BRISK_LAYOUT_NHWC;
+    if (n->attr.win.layout != BRISK_LAYOUT_NCHW && !cg->data_nhwc)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): layout %d (expected NCHW or NHWC)",
+                            brisk_op_name(n->op), id, n->attr.win.layout);
+    /* the logical [N, C, H, W] order of x and y whatever their layout (w is OIHW in both) */
+    static const int from_nhwc[4] = {0, 3, 1, 2}, from_nchw[4] = {0, 1, 2, 3};
     const brisk_shape *s[3] = {x, w, y};
     int *d[3] = {cg->x, cg->w, cg->y};
     int ok = 1;
     for (int k = 0; k < 3 && ok; k++) {
         ok = s[k]->ndim == 4;
+        const int *at = cg->data_nhwc && k != 1 ? from_nhwc : from_nchw;
         for (int i = 0; i < 4 && ok; i++) {
-            ok = s[k]->d[i] >= 0 && s[k]->d[i] <= INT_MAX;
-            d[k][i] = (int)s[k]->d[i];
+            ok = s[k]->d[at[i]] >= 0 && s[k]->d[at[i]] <= INT_MAX;
+            d[k][i] = (int)s[k]->d[at[i]];
         }
     }
     cg->win = n->attr.win;
@@ -83,8 +101,8 @@ static brisk_status conv_geom_of(const brisk_graph *g, int id, conv_geom *cg, br
          out_dim(cg->x[3], v->kw, v->sw, v->pw, v->dw) == cg->y[3];
     if (!ok)
         return brisk_errorf(err, BRISK_ERR_SHAPE, "%s (node %d): shapes do not fit a convolution (x [N, C, H, W], "
-                            "w [Co, C/groups, kh, kw], y [N, Co, Ho, Wo], each dim at most %d)",
-                            brisk_op_name(n->op), id, INT_MAX);
+                            "w [Co, C/groups, kh, kw], y [N, Co, Ho, Wo]%s, each dim at most %d)",
+                            brisk_op_name(n->op), id, cg->data_nhwc ? " in NHWC order" : "", INT_MAX);
     return BRISK_OK;
 }
 
@@ -119,9 +137,12 @@ typedef struct conv_plan {
     int node;
     conv_geom geom;
     int math;
+    int nhwc, dt;           /* the layout and data type cuDNN runs in (conv_layout.h) */
     conv_descs d;
     int algo;
     size_t ws_bytes;
+    size_t stage_off[3];    /* x, w, y in cuDNN's form in the staging buffer; SIZE_MAX: used as they are */
+    size_t stage_bytes;
 } conv_plan;
 
 struct cuda_conv {
@@ -130,6 +151,8 @@ struct cuda_conv {
     int n, cap;
     void *work;               /* shared by every conv node */
     size_t work_bytes;
+    void *stage;              /* the converted operands, shared by every conv node too */
+    size_t stage_bytes;
     conv_algo_cache cache;
     int cache_state;          /* 0 not read yet, 1 read, -1 refused (neither used nor written) */
 };
@@ -137,6 +160,12 @@ struct cuda_conv {
 static int math_type(brisk_gemm_precision precision) {
     return precision == BRISK_GEMM_FP32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
 }
+
+static cudnnDataType_t dnn_type(int dt) {
+    return dt == 1 ? CUDNN_DATA_BFLOAT16 : dt == 2 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+}
+
+static const char *dt_name(int dt) { return dt == 1 ? "bf16" : dt == 2 ? "fp16" : "fp32"; }
 
 static void descs_free(conv_descs *d) {
     if (d->xd) cuda_dnn.cudnnDestroyTensorDescriptor(d->xd);
@@ -146,19 +175,21 @@ static void descs_free(conv_descs *d) {
     memset(d, 0, sizeof *d);
 }
 
-static brisk_status descs_make(const conv_geom *cg, int math, conv_descs *d, const char *what, brisk_error *err) {
+/* The descriptors in layout nhwc (filter KRSC then) and data type dt; the compute type is
+ * fp32 in every mode (16-bit data: fp32 accumulation). */
+static brisk_status descs_make(const conv_geom *cg, int math, int nhwc, int dt, conv_descs *d, const char *what,
+                               brisk_error *err) {
     memset(d, 0, sizeof *d);
     const brisk_window *v = &cg->win;
+    cudnnTensorFormat_t fmt = nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+    cudnnDataType_t t = dnn_type(dt);
     DNN(cudnnCreateTensorDescriptor(&d->xd), what);
     DNN(cudnnCreateTensorDescriptor(&d->yd), what);
     DNN(cudnnCreateFilterDescriptor(&d->wd), what);
     DNN(cudnnCreateConvolutionDescriptor(&d->cd), what);
-    DNN(cudnnSetTensor4dDescriptor(d->xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, cg->x[0], cg->x[1], cg->x[2],
-                                   cg->x[3]), what);
-    DNN(cudnnSetTensor4dDescriptor(d->yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, cg->y[0], cg->y[1], cg->y[2],
-                                   cg->y[3]), what);
-    DNN(cudnnSetFilter4dDescriptor(d->wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, cg->w[0], cg->w[1], cg->w[2], cg->w[3]),
-        what);
+    DNN(cudnnSetTensor4dDescriptor(d->xd, fmt, t, cg->x[0], cg->x[1], cg->x[2], cg->x[3]), what);
+    DNN(cudnnSetTensor4dDescriptor(d->yd, fmt, t, cg->y[0], cg->y[1], cg->y[2], cg->y[3]), what);
+    DNN(cudnnSetFilter4dDescriptor(d->wd, t, fmt, cg->w[0], cg->w[1], cg->w[2], cg->w[3]), what);
     DNN(cudnnSetConvolution2dDescriptor(d->cd, v->ph, v->pw, v->sh, v->sw, v->dh, v->dw, CUDNN_CROSS_CORRELATION,
                                         CUDNN_DATA_FLOAT), what);
     DNN(cudnnSetConvolutionGroupCount(d->cd, v->groups), what);
@@ -166,8 +197,8 @@ static brisk_status descs_make(const conv_geom *cg, int math, conv_descs *d, con
     return BRISK_OK;
 }
 
-brisk_status cuda_conv_check_descs(brisk_gemm_precision precision, int64_t n, int64_t c, int64_t h, int64_t w,
-                                   int64_t co, brisk_window win, brisk_error *err) {
+brisk_status cuda_conv_check_descs(brisk_gemm_precision precision, int nhwc, int64_t n, int64_t c, int64_t h,
+                                   int64_t w, int64_t co, brisk_window win, brisk_error *err) {
     const char *why = cuda_conv_missing();
     if (why) return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s", why);
     conv_geom cg = {.x = {(int)n, (int)c, (int)h, (int)w}, .w = {(int)co, (int)(c / win.groups), win.kh, win.kw},
@@ -175,15 +206,92 @@ brisk_status cuda_conv_check_descs(brisk_gemm_precision precision, int64_t n, in
     cg.y[0] = (int)n, cg.y[1] = (int)co;
     cg.y[2] = (int)out_dim(h, win.kh, win.sh, win.ph, win.dh), cg.y[3] = (int)out_dim(w, win.kw, win.sw, win.pw, win.dw);
     conv_descs d;
-    brisk_status st = descs_make(&cg, math_type(precision), &d, "conv descriptors", err);
+    brisk_status st = descs_make(&cg, math_type(precision), nhwc, conv_data_type(precision), &d, "conv descriptors",
+                                 err);
     descs_free(&d);
     return st;
+}
+
+/* ---------------------------------------------------------------- boundary conversions */
+
+/* The roles x (0), w (1), y (2) of a pass's operands: which is written. */
+static int out_role(conv_pass pass) { return pass == CONV_PASS_FWD ? 2 : pass == CONV_PASS_BWD_DATA ? 0 : 1; }
+
+static const int *role_dims(const conv_geom *cg, int k) { return k == 0 ? cg->x : k == 1 ? cg->w : cg->y; }
+
+/* Which operands the plan's layout and type convert, and where their copies sit. */
+static void stage_layout(conv_plan *p) {
+    size_t off = 0;
+    for (int k = 0; k < 3; k++) {
+        if (!conv_operand_converted(k == 1, p->dt, p->nhwc, p->geom.data_nhwc)) {
+            p->stage_off[k] = SIZE_MAX;
+            continue;
+        }
+        p->stage_off[k] = off;
+        off += ((size_t)numel4(role_dims(&p->geom, k)) * (p->dt ? 2 : 4) + 255) / 256 * 256;
+    }
+    p->stage_bytes = off;
+}
+
+/* Operand k between the graph's form (fp32, the graph's layout; w OIHW) and cuDNN's. */
+static cudaError_t convert(const conv_plan *p, int k, const void *src, void *dst, int to_dnn, cudaStream_t s) {
+    const int *d = role_dims(&p->geom, k);
+    int graph_nhwc = k == 1 ? 0 : p->geom.data_nhwc;
+    int64_t N = d[0], C = d[1], S = (int64_t)d[2] * d[3];
+    return to_dnn ? cuk_conv_relayout(src, 0, graph_nhwc, dst, p->dt, p->nhwc, N, C, S, s)
+                  : cuk_conv_relayout(src, p->dt, p->nhwc, dst, 0, graph_nhwc, N, C, S, s);
+}
+
+/* The conversions one run of the plan makes (inputs in, the output back), on graph-form
+ * buffers g[3] and the staging buffer st. */
+static cudaError_t convert_all(const conv_plan *p, void *const g[3], char *st, cudaStream_t s) {
+    int o = out_role(p->geom.pass);
+    cudaError_t e = cudaSuccess;
+    for (int k = 0; k < 3 && !e; k++)
+        if (p->stage_off[k] != SIZE_MAX) e = convert(p, k, k == o ? st + p->stage_off[k] : g[k],
+                                                     k == o ? g[k] : st + p->stage_off[k], k != o, s);
+    return e;
+}
+
+/* Milliseconds of the plan's conversions (0 when it converts nothing): the mean of 3 runs
+ * after one to warm up, on zeroed scratch operands. */
+static brisk_status time_conversions(cuda_backend *cb, const conv_plan *p, double *ms, const char *what,
+                                     brisk_error *err) {
+    *ms = 0;
+    if (!p->stage_bytes) return BRISK_OK;
+    void *g[3] = {NULL, NULL, NULL}, *st = NULL;
+    cudaEvent_t a = NULL, b = NULL;
+    cudaError_t e = cudaSuccess;
+    for (int k = 0; k < 3 && !e; k++) {
+        size_t bytes = (size_t)numel4(role_dims(&p->geom, k)) * sizeof(float);
+        e = cudaMalloc(&g[k], bytes ? bytes : 4);
+        if (!e) e = cudaMemsetAsync(g[k], 0, bytes ? bytes : 4, cb->compute);
+    }
+    if (!e) e = cudaMalloc(&st, p->stage_bytes);
+    if (!e) e = cudaMemsetAsync(st, 0, p->stage_bytes, cb->compute);
+    if (!e) e = cudaEventCreate(&a);
+    if (!e) e = cudaEventCreate(&b);
+    if (!e) e = convert_all(p, g, st, cb->compute);
+    if (!e) e = cudaEventRecord(a, cb->compute);
+    for (int r = 0; r < 3 && !e; r++) e = convert_all(p, g, st, cb->compute);
+    if (!e) e = cudaEventRecord(b, cb->compute);
+    if (!e) e = cudaEventSynchronize(b);
+    float t = 0;
+    if (!e) e = cudaEventElapsedTime(&t, a, b);
+    *ms = t / 3.0;
+    if (a) cudaEventDestroy(a);
+    if (b) cudaEventDestroy(b);
+    for (int k = 0; k < 3; k++) cudaFree(g[k]);
+    cudaFree(st);
+    if (e) return cuda_fail(err, e, "timing the layout conversions", what);
+    return BRISK_OK;
 }
 
 /* The three passes' perf results, which share a layout but not a type. */
 typedef struct conv_perf {
     int algo;
     cudnnStatus_t status;
+    float time;
     size_t memory;
     cudnnDeterminism_t determinism;
 } conv_perf;
@@ -202,7 +310,8 @@ static int pick(const conv_perf *r, int n, int deterministic, size_t limit) {
 #define COPY_PERF(src, n, dst)                                                                   \
     for (int i_ = 0; i_ < (n); i_++)                                                             \
         (dst)[i_] = (conv_perf){.algo = (int)(src)[i_].algo, .status = (src)[i_].status,         \
-                                .memory = (src)[i_].memory, .determinism = (src)[i_].determinism}
+                                .time = (src)[i_].time, .memory = (src)[i_].memory,              \
+                                .determinism = (src)[i_].determinism}
 
 /* cuDNN's candidates for the plan's pass: timed on scratch operands, or its heuristic's list. */
 static brisk_status candidates(cuda_backend *cb, conv_plan *p, int timed, conv_perf *out, int *n_out,
@@ -215,7 +324,7 @@ static brisk_status candidates(cuda_backend *cb, conv_plan *p, int timed, conv_p
     if (timed) {
         const int *dims[3] = {p->geom.x, p->geom.w, p->geom.y};
         for (int k = 0; k < 3 && !st; k++) {
-            size_t bytes = (size_t)numel4(dims[k]) * sizeof(float);
+            size_t bytes = (size_t)numel4(dims[k]) * (p->dt ? 2 : 4);
             cudaError_t e = cudaMalloc(&buf[k], bytes ? bytes : 4);
             if (e == cudaSuccess) e = cudaMemset(buf[k], 0, bytes ? bytes : 4);
             if (e != cudaSuccess) st = cuda_fail(err, e, "cudaMalloc", what);
@@ -294,6 +403,16 @@ static void cache_open(cuda_backend *cb) {
     c->cache_state = 1;
 }
 
+/* The plan's cache key fields: its shape, math, layout (p->nhwc) and determinism. */
+static conv_algo_shape algo_shape(const cuda_backend *cb, const conv_plan *p) {
+    conv_algo_shape s = {.pass = p->geom.pass, .n = p->geom.x[0], .c = p->geom.x[1], .h = p->geom.x[2],
+                         .w = p->geom.x[3], .co = p->geom.w[0], .win = p->geom.win,
+                         .math = conv_math_of(cb->opt.precision), .nhwc = p->nhwc ? CONV_KEY_NHWC : CONV_KEY_NCHW,
+                         .deterministic = cb->opt.deterministic};
+    s.win.layout = 0; /* the key's layout field says it */
+    return s;
+}
+
 static const char *pass_label(conv_pass p) {
     return p == CONV_PASS_FWD ? "forward" : p == CONV_PASS_BWD_DATA ? "backward data" : "backward filter";
 }
@@ -306,9 +425,7 @@ static brisk_status choose(cuda_backend *cb, conv_plan *p, const char *what, bri
     int det = cb->opt.deterministic, timed = cb->opt.autotune;
     conv_algo_device dev = {.gpu_name = cb->name, .cc_major = cb->cc_major, .cc_minor = cb->cc_minor, .sms = cb->sms,
                             .cudnn_version = cuda_dnn.cudnnGetVersion()};
-    conv_algo_shape s = {.pass = p->geom.pass, .n = p->geom.x[0], .c = p->geom.x[1], .h = p->geom.x[2],
-                         .w = p->geom.x[3], .co = p->geom.w[0], .win = p->geom.win,
-                         .math = p->math == CUDNN_FMA_MATH ? CONV_MATH_FP32 : CONV_MATH_TF32, .deterministic = det};
+    conv_algo_shape s = algo_shape(cb, p);
     char key[CONV_CACHE_KEY_MAX];
     brisk_status st = conv_cache_key(&dev, &s, key, sizeof key, err);
     if (st) return st;
@@ -347,6 +464,84 @@ static brisk_status choose(cuda_backend *cb, conv_plan *p, const char *what, bri
     return BRISK_OK;
 }
 
+/* The fastest usable algorithm's time in the plan's current layout (-1: none; an error of
+ * cuDNN's for that layout counts as none), cached under that layout's key as choose()
+ * would; and what that layout's conversions cost. */
+static brisk_status time_layout(cuda_backend *cb, conv_plan *p, double *conv_ms, double *convert_ms,
+                                const char *what, brisk_error *err) {
+    struct cuda_conv *c = cb->conv;
+    *conv_ms = -1, *convert_ms = 0;
+    stage_layout(p);
+    brisk_error e = {0};
+    conv_perf r[PERF_MAX];
+    int n = 0, i = -1;
+    if (!descs_make(&p->geom, p->math, p->nhwc, p->dt, &p->d, what, &e) && !candidates(cb, p, 1, r, &n, what, &e))
+        i = pick(r, n, cb->opt.deterministic, CONV_WORKSPACE_LIMIT);
+    descs_free(&p->d);
+    if (i < 0) {
+        brisk_log(&cb->opt.log, BRISK_LOG_INFO, "cuda: %s: no usable cuDNN algorithm in %s %s%s%s", what,
+                  p->nhwc ? "NHWC" : "NCHW", dt_name(p->dt), e.msg[0] ? ": " : "", e.msg);
+        return BRISK_OK;
+    }
+    *conv_ms = r[i].time;
+    char key[CONV_CACHE_KEY_MAX];
+    conv_algo_shape s = algo_shape(cb, p);
+    if (c->cache_state == 1 && !conv_cache_key(&(conv_algo_device){.gpu_name = cb->name, .cc_major = cb->cc_major,
+                                                                    .cc_minor = cb->cc_minor, .sms = cb->sms,
+                                                                    .cudnn_version = cuda_dnn.cudnnGetVersion()},
+                                               &s, key, sizeof key, &e) &&
+        conv_cache_put(&c->cache, key, r[i].algo, &e))
+        brisk_log(&cb->opt.log, BRISK_LOG_WARN, "%s", e.msg);
+    return time_conversions(cb, p, convert_ms, what, err);
+}
+
+/* Sets p->nhwc (conv_layout.h): speed.conv_layout, the rule, the cache, or both layouts
+ * timed; logs the choice. */
+static brisk_status choose_layout(cuda_backend *cb, conv_plan *p, const char *what, brisk_error *err) {
+    struct cuda_conv *c = cb->conv;
+    brisk_conv_layout mode = cb->opt.conv_layout;
+    char why[96];
+    int data = p->geom.data_nhwc;
+    /* timing only decides AUTO, and never under --deterministic (no choice may depend on it) */
+    if (mode != BRISK_CONV_LAYOUT_AUTO || !cb->opt.autotune || cb->opt.deterministic) {
+        p->nhwc = conv_layout_rule(mode, p->dt, data, p->geom.x[1], p->geom.w[0], why, sizeof why);
+        brisk_log(&cb->opt.log, BRISK_LOG_INFO, "cuda: %s runs in %s %s (%s)", what, p->nhwc ? "NHWC" : "NCHW",
+                  dt_name(p->dt), why);
+        return BRISK_OK;
+    }
+    conv_algo_device dev = {.gpu_name = cb->name, .cc_major = cb->cc_major, .cc_minor = cb->cc_minor, .sms = cb->sms,
+                            .cudnn_version = cuda_dnn.cudnnGetVersion()};
+    conv_algo_shape s = algo_shape(cb, p);
+    char key[CONV_CACHE_KEY_MAX];
+    brisk_status st = conv_cache_layout_key(&dev, &s, data, key, sizeof key, err);
+    if (st) return st;
+    cache_open(cb);
+    int cached = conv_cache_get(&c->cache, key);
+    if (cached == 0 || cached == 1) {
+        p->nhwc = cached;
+        brisk_log(&cb->opt.log, BRISK_LOG_INFO, "cuda: %s runs in %s %s (timed before: from the cache)", what,
+                  p->nhwc ? "NHWC" : "NCHW", dt_name(p->dt));
+        return BRISK_OK;
+    }
+    conv_layout_costs costs;
+    for (int l = 0; l < 2; l++) {
+        p->nhwc = l;
+        if ((st = time_layout(cb, p, &costs.conv_ms[l], &costs.convert_ms[l], what, err))) return st;
+    }
+    int l = conv_layout_pick(mode, &costs, data, why, sizeof why);
+    if (l < 0)
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: cuDNN offers no %s algorithm in NCHW or NHWC (%s) "
+                            "within %zu MiB of workspace", what, pass_label(p->geom.pass), dt_name(p->dt),
+                            CONV_WORKSPACE_LIMIT >> 20);
+    p->nhwc = l;
+    brisk_error e = {0};
+    if (c->cache_state == 1 && conv_cache_put(&c->cache, key, l, &e)) brisk_log(&cb->opt.log, BRISK_LOG_WARN, "%s", e.msg);
+    brisk_log(&cb->opt.log, BRISK_LOG_INFO, "cuda: %s runs in %s %s (%s: NCHW %.3f + %.3f ms, NHWC %.3f + %.3f ms of "
+              "convolution + conversions; the graph is %s)", what, l ? "NHWC" : "NCHW", dt_name(p->dt), why,
+              costs.conv_ms[0], costs.convert_ms[0], costs.conv_ms[1], costs.convert_ms[1], data ? "NHWC" : "NCHW");
+    return BRISK_OK;
+}
+
 static void plan_free(conv_plan *p) {
     descs_free(&p->d);
     memset(p, 0, sizeof *p);
@@ -376,7 +571,7 @@ static brisk_status plan_get(cuda_backend *cb, const brisk_graph *g, int id, con
     brisk_status st = handle_get(cb, err);
     if (st) return st;
     struct cuda_conv *c = cb->conv;
-    int math = math_type(cb->opt.precision);
+    int math = math_type(cb->opt.precision), dt = conv_data_type(cb->opt.precision);
     conv_plan *p = NULL;
     int free_slot = -1;
     for (int i = 0; i < c->n && !p; i++) {
@@ -384,7 +579,7 @@ static brisk_status plan_get(cuda_backend *cb, const brisk_graph *g, int id, con
         if (!c->plans[i].g && free_slot < 0) free_slot = i;
     }
     /* a plan from a freed graph at the same address: rebuilt when the shape differs */
-    if (p && memcmp(&p->geom, cg, sizeof *cg) == 0 && p->math == math) {
+    if (p && memcmp(&p->geom, cg, sizeof *cg) == 0 && p->math == math && p->dt == dt) {
         *out = p;
         return BRISK_OK;
     }
@@ -410,7 +605,12 @@ static brisk_status plan_get(cuda_backend *cb, const brisk_graph *g, int id, con
     }
     p->geom = *cg;
     p->math = math;
-    if ((st = descs_make(cg, math, &p->d, what, err)) || (st = choose(cb, p, what, err))) {
+    p->dt = dt;
+    if (!(st = choose_layout(cb, p, what, err))) {
+        stage_layout(p);
+        if (!(st = descs_make(cg, math, p->nhwc, dt, &p->d, what, err))) st = choose(cb, p, what, err);
+    }
+    if (st) {
         plan_free(p); /* a free slot now */
         return st;
     }
@@ -420,6 +620,13 @@ static brisk_status plan_get(cuda_backend *cb, const brisk_graph *g, int id, con
         c->work = NULL, c->work_bytes = 0;
         CU(cudaMalloc(&c->work, p->ws_bytes), what);
         c->work_bytes = p->ws_bytes;
+    }
+    if (p->stage_bytes > c->stage_bytes) {
+        CU(cudaStreamSynchronize(cb->compute), what);
+        cudaFree(c->stage);
+        c->stage = NULL, c->stage_bytes = 0;
+        CU(cudaMalloc(&c->stage, p->stage_bytes), what);
+        c->stage_bytes = p->stage_bytes;
     }
     p->g = g;
     p->node = id;
@@ -440,6 +647,12 @@ brisk_status cuda_conv_prepare(cuda_backend *cb, const brisk_graph *g, brisk_err
     return BRISK_OK;
 }
 
+void cuda_conv_layouts(const cuda_backend *cb, int *nchw, int *nhwc) {
+    *nchw = *nhwc = 0;
+    for (int i = 0; cb->conv && i < cb->conv->n; i++)
+        if (cb->conv->plans[i].g) ++*(cb->conv->plans[i].nhwc ? nhwc : nchw);
+}
+
 void cuda_conv_forget(cuda_backend *cb) {
     if (!cb->conv) return;
     for (int i = 0; i < cb->conv->n; i++) plan_free(&cb->conv->plans[i]);
@@ -452,6 +665,7 @@ void cuda_conv_free(cuda_backend *cb) {
     cuda_conv_forget(cb);
     free(c->plans);
     cudaFree(c->work);
+    cudaFree(c->stage);
     if (c->handle) cuda_dnn.cudnnDestroy(c->handle);
     brisk_error e = {0};
     if (c->cache_state == 1 && conv_cache_save(&c->cache, &e)) brisk_log(&cb->opt.log, BRISK_LOG_WARN, "%s", e.msg);
@@ -483,17 +697,30 @@ brisk_status cuda_run_conv(cuda_backend *cb, const brisk_graph *g, int id, const
     const float one = 1.0f, zero = 0.0f;
     void *ws = cb->conv->work;
     conv_descs *d = &p->d;
+    /* x, w, y in the graph's form, then in cuDNN's: converted into the staging buffer where
+     * the plan's layout or type differs (the inputs now, the output after) */
+    void *gf[3];
+    if (cg.pass == CONV_PASS_FWD) gf[0] = (void *)in[0], gf[1] = (void *)in[1], gf[2] = out;
+    else if (cg.pass == CONV_PASS_BWD_DATA) gf[0] = out, gf[1] = (void *)in[1], gf[2] = (void *)in[0];
+    else gf[0] = (void *)in[1], gf[1] = out, gf[2] = (void *)in[0];
+    void *dn[3];
+    int o = out_role(cg.pass);
+    for (int k = 0; k < 3; k++) {
+        dn[k] = p->stage_off[k] == SIZE_MAX ? gf[k] : (char *)cb->conv->stage + p->stage_off[k];
+        if (k != o && dn[k] != gf[k]) CU(convert(p, k, gf[k], dn[k], 1, cb->compute), what);
+    }
     if (cg.pass == CONV_PASS_FWD)
-        DNN(cudnnConvolutionForward(h, &one, d->xd, in[0], d->wd, in[1], d->cd, (cudnnConvolutionFwdAlgo_t)p->algo,
-                                    ws, p->ws_bytes, &zero, d->yd, out), what);
+        DNN(cudnnConvolutionForward(h, &one, d->xd, dn[0], d->wd, dn[1], d->cd, (cudnnConvolutionFwdAlgo_t)p->algo,
+                                    ws, p->ws_bytes, &zero, d->yd, dn[2]), what);
     else if (cg.pass == CONV_PASS_BWD_DATA)
-        DNN(cudnnConvolutionBackwardData(h, &one, d->wd, in[1], d->yd, in[0], d->cd,
-                                         (cudnnConvolutionBwdDataAlgo_t)p->algo, ws, p->ws_bytes, &zero, d->xd, out),
+        DNN(cudnnConvolutionBackwardData(h, &one, d->wd, dn[1], d->yd, dn[2], d->cd,
+                                         (cudnnConvolutionBwdDataAlgo_t)p->algo, ws, p->ws_bytes, &zero, d->xd, dn[0]),
             what);
     else
-        DNN(cudnnConvolutionBackwardFilter(h, &one, d->xd, in[1], d->yd, in[0], d->cd,
+        DNN(cudnnConvolutionBackwardFilter(h, &one, d->xd, dn[0], d->yd, dn[2], d->cd,
                                            (cudnnConvolutionBwdFilterAlgo_t)p->algo, ws, p->ws_bytes, &zero, d->wd,
-                                           out), what);
+                                           dn[1]), what);
+    if (dn[o] != gf[o]) CU(convert(p, o, dn[o], gf[o], 0, cb->compute), what);
     return BRISK_OK;
 }
 
@@ -503,9 +730,9 @@ const char *cuda_conv_missing(void) {
     return "convolution on CUDA needs cuDNN 9 (this build found no cudnn.h: configure with cuDNN's headers installed)";
 }
 
-brisk_status cuda_conv_check_descs(brisk_gemm_precision precision, int64_t n, int64_t c, int64_t h, int64_t w,
-                                   int64_t co, brisk_window win, brisk_error *err) {
-    (void)precision, (void)n, (void)c, (void)h, (void)w, (void)co, (void)win;
+brisk_status cuda_conv_check_descs(brisk_gemm_precision precision, int nhwc, int64_t n, int64_t c, int64_t h,
+                                   int64_t w, int64_t co, brisk_window win, brisk_error *err) {
+    (void)precision, (void)nhwc, (void)n, (void)c, (void)h, (void)w, (void)co, (void)win;
     return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s", cuda_conv_missing());
 }
 
@@ -515,6 +742,10 @@ brisk_status cuda_conv_prepare(cuda_backend *cb, const brisk_graph *g, brisk_err
 }
 
 void cuda_conv_forget(cuda_backend *cb) { (void)cb; }
+void cuda_conv_layouts(const cuda_backend *cb, int *nchw, int *nhwc) {
+    (void)cb;
+    *nchw = *nhwc = 0;
+}
 void cuda_conv_free(cuda_backend *cb) { (void)cb; }
 
 brisk_status cuda_run_conv(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,

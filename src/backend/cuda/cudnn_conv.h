@@ -11,9 +11,10 @@
 const char *cuda_conv_missing(void);
 
 /* Sets up the cuDNN descriptors of a convolution of x [n, c, h, w] into co channels with
- * window win (kernel, stride, padding, dilation, groups) for a precision, without a GPU:
- * CI's check that the installed cuDNN accepts what the plans ask of it. */
-brisk_status cuda_conv_check_descs(brisk_gemm_precision precision, int64_t n, int64_t c, int64_t h, int64_t w,
-                                   int64_t co, brisk_window win, brisk_error *err);
+ * window win (kernel, stride, padding, dilation, groups) for a precision (its data type:
+ * fp32, bf16 or fp16) in layout NCHW or NHWC (nhwc), without a GPU: CI's check that the
+ * installed cuDNN accepts what the plans ask of it. */
+brisk_status cuda_conv_check_descs(brisk_gemm_precision precision, int nhwc, int64_t n, int64_t c, int64_t h,
+                                   int64_t w, int64_t co, brisk_window win, brisk_error *err);
 
 #endif

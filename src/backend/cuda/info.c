@@ -4,6 +4,7 @@
  * live stats for the progress line. cuDNN, NCCL and NVML are loaded at run time (dlopen),
  * so the binary runs without them; NVML gives utilisation and memory when present. */
 #include "backend/cuda/cuda_internal.h"
+#include "backend/cuda/conv_layout.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -270,6 +271,12 @@ static void cu_describe(brisk_backend *be, char *buf, size_t n) {
              cb->opt.deterministic ? "on (no split-K, no atomics, no timing-based choices)" : "off");
     size_t used = strlen(buf);
     if (used < n) snprintf(buf + used, n - used, "; residual adds fused with layernorm: %d", cuda_prep_norm_fusions(cb));
+    int nchw, nhwc;
+    cuda_conv_layouts(cb, &nchw, &nhwc);
+    used = strlen(buf);
+    if (nchw + nhwc && used < n) /* the per-node choices and why: the log's "runs in" lines */
+        snprintf(buf + used, n - used, "; convolutions (speed.conv_layout %s): %d passes in NCHW, %d in NHWC",
+                 conv_layout_name(cb->opt.conv_layout), nchw, nhwc);
 }
 
 void cuda_info_install(brisk_backend *be) {

@@ -83,6 +83,11 @@ cudaError_t cuk_act_grad(int kind, int gelu_tanh, const float *dy, const float *
 cudaError_t cuk_grad_accum(const float *g, float *out, int64_t n, const cuda_values *v, cudaStream_t s);
 /* GEMM operands: f32 -> bf16 (fp16 = 0) or fp16, round to nearest even. */
 cudaError_t cuk_cast_lp(const float *x, void *out, int64_t n, int fp16, cudaStream_t s);
+/* A convolution operand [N, C, S] (NCHW) or [N, S, C] (NHWC) converted between layouts and
+ * types (0 f32, 1 bf16, 2 fp16) in one pass (k_conv_layout.cu). cudaErrorInvalidValue when
+ * the pixels or channels exceed the grid's reach (65535 x 32 in one of them). */
+cudaError_t cuk_conv_relayout(const void *src, int src_type, int src_nhwc, void *dst, int dst_type, int dst_nhwc,
+                              int64_t N, int64_t C, int64_t S, cudaStream_t s);
 /* inputs = staging[values.parity] (bytes, 16-byte aligned buffers). */
 cudaError_t cuk_stage_inputs(void *dst, const void *s0, const void *s1, size_t bytes, const cuda_values *v,
                              cudaStream_t s);
@@ -204,12 +209,12 @@ cudaError_t cuk_lstm_flip(const float *src, float *dst, int64_t B, int64_t T, in
 cudaError_t cuk_lstm_hprev(const float *h, float *hprev, int64_t B, int64_t T, int64_t H, int reverse,
                            cudaStream_t s);
 
-/* ---- k_pool.cu: POOL2D (+GRAD) over NCHW planes; win = kh, kw, sh, sw, ph, pw, dh, dw.
- * arg: the max's flat position per output (NULL for average). */
-cudaError_t cuk_pool_fwd(const float *x, float *y, int32_t *arg, int64_t planes, int64_t H, int64_t W, int64_t Ho,
-                         int64_t Wo, const int win[8], int max, cudaStream_t s);
-cudaError_t cuk_pool_grad(const float *dy, const int32_t *arg, float *dx, int64_t planes, int64_t H, int64_t W,
-                          int64_t Ho, int64_t Wo, const int win[8], int max, cudaStream_t s);
+/* ---- k_pool.cu: POOL2D (+GRAD) over [N, C, H, W] (nhwc: [N, H, W, C]); win = kh, kw, sh, sw,
+ * ph, pw, dh, dw. arg: the max's flat position in its plane per output (NULL for average). */
+cudaError_t cuk_pool_fwd(const float *x, float *y, int32_t *arg, int64_t N, int64_t C, int64_t H, int64_t W,
+                         int64_t Ho, int64_t Wo, const int win[8], int max, int nhwc, cudaStream_t s);
+cudaError_t cuk_pool_grad(const float *dy, const int32_t *arg, float *dx, int64_t N, int64_t C, int64_t H, int64_t W,
+                          int64_t Ho, int64_t Wo, const int win[8], int max, int nhwc, cudaStream_t s);
 
 /* ---- k_batchnorm.cu: BATCHNORM (+GRAD_GB, GRAD_X) over [N, C, S]; ws = mean [C] | invstd [C] */
 cudaError_t cuk_bn_forward(const float *x, const float *gamma, const float *beta, const float *res, float *rmean,

@@ -23,27 +23,29 @@ brisk_status cuda_run_pool(cuda_backend *cb, const brisk_graph *g, int id, const
     int64_t ny = numel(ys);
     /* the max gradient reads the forward node's workspace: it must be that node */
     const brisk_node *fw = grad && max && n->n_in == 2 ? IN_NODE(g, id, 1) : NULL;
-    if (xs->ndim != 4 || ys->ndim != 4 || xs->d[0] != ys->d[0] || xs->d[1] != ys->d[1] || w->kh < 1 || w->kw < 1 ||
+    int nhwc = w->layout == BRISK_LAYOUT_NHWC, ci = nhwc ? 3 : 1, hi = nhwc ? 1 : 2, wi = nhwc ? 2 : 3;
+    if ((w->layout != BRISK_LAYOUT_NCHW && !nhwc) || xs->ndim != 4 || ys->ndim != 4 || xs->d[0] != ys->d[0] ||
+        xs->d[ci] != ys->d[ci] || w->kh < 1 || w->kw < 1 ||
         w->sh < 1 || w->sw < 1 || w->ph < 0 || w->pw < 0 || w->dh < 1 || w->dw < 1 ||
         (!grad && max && n->bytes < (size_t)ny * (sizeof(float) + sizeof(int32_t))) ||
         (grad && max && (!fw || fw->op != BRISK_OP_POOL2D || !brisk_shape_equal(&fw->shape, ys) ||
                          fw->bytes < (size_t)ny * (sizeof(float) + sizeof(int32_t)))))
         return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: x, y, the window and the argmax workspace do not agree",
                             brisk_op_name(n->op));
-    int64_t H = xs->d[2], W = xs->d[3], Ho = ys->d[2], Wo = ys->d[3];
+    int64_t H = xs->d[hi], W = xs->d[wi], Ho = ys->d[hi], Wo = ys->d[wi];
     if ((Ho - 1) * w->sh - w->ph + (int64_t)(w->kh - 1) * w->dh >= H + w->ph ||
         (Wo - 1) * w->sw - w->pw + (int64_t)(w->kw - 1) * w->dw >= W + w->pw)
         return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: the output is larger than the window allows", brisk_op_name(n->op));
     if (H * W > INT32_MAX)
         return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: planes over 2^31 elements", brisk_op_name(n->op));
     int win[8] = {w->kh, w->kw, w->sh, w->sw, w->ph, w->pw, w->dh, w->dw};
-    int64_t planes = xs->d[0] * xs->d[1];
+    int64_t N = xs->d[0], C = xs->d[ci];
     if (grad) {
         const int32_t *arg = max ? (const int32_t *)((const float *)in[1] + ny) : NULL;
-        CU(cuk_pool_grad(in[0], arg, out, planes, H, W, Ho, Wo, win, max, cb->compute), "pool2d_grad");
+        CU(cuk_pool_grad(in[0], arg, out, N, C, H, W, Ho, Wo, win, max, nhwc, cb->compute), "pool2d_grad");
     } else {
         int32_t *arg = max ? (int32_t *)((float *)out + ny) : NULL;
-        CU(cuk_pool_fwd(in[0], out, arg, planes, H, W, Ho, Wo, win, max, cb->compute), "pool2d");
+        CU(cuk_pool_fwd(in[0], out, arg, N, C, H, W, Ho, Wo, win, max, nhwc, cb->compute), "pool2d");
     }
     return BRISK_OK;
 }
