@@ -76,6 +76,12 @@ typedef struct brisk_data_spec {
     int n_fields;
     float validation_fraction;
     int shuffle;
+    /* data.shard_files: with N ranks each loads only rows [r*(R/N), (r+1)*(R/N)) of data.train
+     * (R its rows; the last R mod N dropped) and shuffles within them; validation likewise.
+     * shard_rank/shard_world are not keys: the caller sets them from its process group before
+     * brisk_trainer_create (brisk train does; world 0 or 1: the whole file). */
+    int shard_files;
+    int shard_rank, shard_world;
     int64_t buffer_capacity;            /* API sample buffer (data.buffer): samples held */
     int buffer_reject;                  /* 1: a push into a full buffer fails; 0: drops the oldest */
     brisk_windows_config windows;

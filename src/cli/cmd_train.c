@@ -149,6 +149,7 @@ int cmd_train(int argc, char **argv) {
         goto done;
     }
     if (brisk_dist_rank(dist) != 0) lg.max_level = BRISK_LOG_WARN; /* rank 0 reports for all */
+    cfg.data.shard_rank = brisk_dist_rank(dist), cfg.data.shard_world = brisk_dist_world(dist);
     if (cfg.n_models > 0 && brisk_dist_world(dist) > 1) {
         rc = cli_fail("%s: a config with \"models\" (a pipeline) trains in one process; train each model's own config "
                       "on %d ranks instead", cfg.path, brisk_dist_world(dist));

@@ -124,7 +124,12 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_dat
     t->dist = d;
     t->world = brisk_dist_world(d);
     t->rank = brisk_dist_rank(d);
-    t->data_shards = own_data ? 1 : t->world;
+    /* data.shard_files: every rank loaded its own rows, so it draws whole batches from them */
+    t->data_shards = own_data || t->data_sharded ? 1 : t->world;
+    if (t->data_sharded && (t->cfg.data.shard_world != t->world || t->cfg.data.shard_rank != t->rank))
+        return brisk_errorf(err, BRISK_ERR_INTERNAL, "%s: data.shard_files loaded the rows of rank %d of %d, but the "
+                            "process group makes this rank %d of %d", t->cfg.path, t->cfg.data.shard_rank,
+                            t->cfg.data.shard_world, t->rank, t->world);
     free(t->buckets);
     t->buckets = NULL;
     t->n_buckets = 0;
@@ -207,9 +212,17 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_dat
     brisk_log(&t->log, BRISK_LOG_INFO,
               "dist      rank %d of %d (%s), local rank %d; global batch %lld = %d x %lld; gradients all-reduced in "
               "%lld bucket%s of >= %.3g MiB (MPI), %s; optimizer %s; collective timeout %g s",
-              t->rank, t->world, brisk_dist_source(d), brisk_dist_local_rank(d), (long long)G, t->world,
+              t->rank, t->world, brisk_dist_source(d), brisk_dist_local_rank(d), (long long)G * t->world / t->data_shards, t->world,
               (long long)t->cfg.train.batch_size, (long long)t->n_buckets, t->n_buckets == 1 ? "" : "s",
               t->cfg.dist.bucket_mb, reduce_txt, shard_txt, t->cfg.dist.timeout_s);
+    if (t->data_sharded)
+        brisk_log(&t->log, BRISK_LOG_INFO,
+                  "sampler   data.shard_files: each rank shuffles its own %lld training samples (the same seed and epoch "
+                  "on every rank) and reads whole batches of %lld from them; %lld of them dropped per epoch (the last, "
+                  "incomplete batch, another part of the order each epoch); this rank holds %lld bytes of training data",
+                  (long long)t->split.ntrain, (long long)t->cfg.train.batch_size, (long long)dropped,
+                  (long long)t->shard_bytes);
+    else
     brisk_log(&t->log, BRISK_LOG_INFO,
               "sampler   one shuffle per epoch on every rank; each rank reads its %lld samples of each global batch; "
               "%lld of %lld training samples dropped per epoch (the last, incomplete global batch, another part of "

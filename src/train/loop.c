@@ -168,6 +168,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             if ((st = brisk_loader_next(l, &b, err))) goto out;
             wait += b.wait_s;
             st = brisk_step_micro(t, &b, micro, err);
+            if (!st) st = brisk_sample_dump(t, &b, err);
             epoch_ended |= b.next_epoch != b.epoch;
             t->epoch = b.next_epoch;
             t->position = b.next_position;
