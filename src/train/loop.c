@@ -308,9 +308,9 @@ out:
         double w = sum->wall_s > 0 ? sum->wall_s : 1;
         char ranks_txt[320] = "", overlap_txt[224] = "";
         double arena_mib = (double)t->g->n_param_floats * sizeof(float) / 1048576.0;
-        if (t->world > 1) /* per step: the arena in n_buckets; a ring moves 2 (N-1)/N of it per rank */
+        if (t->world > 1) /* per step: the arena in n_buckets and what a ring moves of it per rank */
             snprintf(overlap_txt, sizeof overlap_txt, "; gradients %.2f MiB in %lld buckets a step, %.2f MiB moved per "
-                     "rank by a ring", arena_mib, (long long)t->n_buckets, arena_mib * 2.0 * (t->world - 1) / t->world);
+                     "rank by a ring", arena_mib, (long long)t->n_buckets, brisk_dist_ring_bytes(arena_mib, t->world));
         if (t->overlap_steps > 0) /* the communication thread's timeline: how much of it backward hid */
             snprintf(overlap_txt + strlen(overlap_txt), sizeof overlap_txt - strlen(overlap_txt),
                      "; all-reduce %.2f ms/step, %.0f%% of it before the step waited for it",

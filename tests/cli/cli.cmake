@@ -30,3 +30,4 @@ endif()
 if(NETCDF_FOUND) # brisk synth weather writes NetCDF-4 through libnetcdf
   add_test(NAME cli.weather COMMAND ${CMAKE_CURRENT_LIST_DIR}/weather.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_weather)
 endif()
+add_test(NAME cli.dist_plan COMMAND ${CMAKE_CURRENT_LIST_DIR}/dist_plan.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_dist_plan ${CMAKE_SOURCE_DIR})

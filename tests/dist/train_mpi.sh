@@ -8,7 +8,8 @@
 #           it, writes the last completed step's checkpoint, and that checkpoint resumes
 #   signal  SIGUSR1 to rank 1 only: both ranks stop after the same step, checkpoint, exit 75
 #   shard   data.shard_files: each rank loads half the rows (npz, csv), an epoch covers every row
-#           once across the ranks (BRISK_DEBUG_SAMPLES), it converges, resuming on 1 rank refused
+#           once across the ranks (BRISK_DEBUG_SAMPLES), it converges, resuming on 1 rank refused;
+#           --dist-plan 2 states the plan the 2-rank run's summary reports
 #   overlap the all-reduce overlapped with backward (dist.overlap on) = after it (off), bit for
 #           bit: tabular with dropout and small buckets, diffusion with accumulation
 # usage: train_mpi.sh MODE BRISK WEIGHTS_DIFF WORKDIR SOURCE_DIR MPIRUN...
@@ -189,6 +190,14 @@ shard)
   acc=$(grep -o "epoch 3 done.*val accuracy [0-9.]*" w.log | grep -o '[0-9.]*$')
   awk -v a="$l1" -v b="$l3" -v c="$acc" 'BEGIN { exit !(b < 0.8 * a && c > 0.7) }' \
     && ok "it converges: train loss $l1 -> $l3, val accuracy $acc (3 classes)" || { fail "no convergence: $l1 -> $l3, $acc"; cat w.log; }
+  # --dist-plan 2 states the plan this 2-rank run's summary reports (one computation)
+  sum=$(grep -o "gradients [0-9.]* MiB in [0-9]* buckets a step, [0-9.]* MiB moved per rank" w.log)
+  pl=$("$brisk" train "$tab" --device cpu --quiet --dist-plan 2 2>&1)
+  nb=$(echo "$pl" | grep -o "buckets *[0-9]*" | grep -o "[0-9]*$")
+  mib=$(echo "$pl" | grep -o "ring traffic .*(\([0-9.]*\) MiB)" | grep -o "[0-9.]* MiB" | head -1)
+  [ -n "$sum" ] && [ -n "$nb" ] && echo "$sum" | grep -q " in $nb buckets a step" \
+    && [ "$(printf '%.2f' "${mib% MiB}")" = "$(echo "$sum" | grep -o '[0-9.]* MiB moved' | grep -o '^[0-9.]*')" ] \
+    && ok "--dist-plan 2 = the run's summary: $sum" || fail "--dist-plan 2: '$pl' vs the summary '$sum'"
   # resuming: the same world size continues, another is refused, naming why
   "${mpirun[@]}" "$brisk" train "$tab" "${sh[@]}" --device cpu --threads 1 --epochs 4 --batch-size 128 --out w \
     --resume auto >w2.log 2>&1 && grep -q "epoch 4 done" w2.log && ok "2 ranks resume a 2-rank run" || { fail "resume"; cat w2.log; }
