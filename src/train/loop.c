@@ -342,6 +342,11 @@ out:
                   100 * compute_total / w, sum->wall_s - wait_total - sum->copy_s - compute_total, sum->total_bytes / 1048576.0, sum->arena_bytes / 1048576.0,
                   files ? tr->out_dir : "none (train.out_dir is \"\")", files ? "/last.safetensors" : "",
                   !files || when_due || isnan(t->best_val) ? "" : ", best.safetensors");
+        if (t->data_sharded)
+            brisk_log(&t->log, BRISK_LOG_INFO, "  data              data.shard_files: each rank loaded %lld of the %lld rows "
+                      "of %s (rank %d: rows from %lld, %.2f MiB)", (long long)t->data.count,
+                      (long long)t->shard_file_rows, t->data.source, t->rank, (long long)t->shard_lo,
+                      (double)t->shard_bytes / 1048576.0);
         brisk_backend_stats bs;
         brisk_error ignored;
         if (t->be->stats && !t->be->stats(t->be, &bs, &ignored) && bs.loss_scale > 0)

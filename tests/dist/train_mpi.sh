@@ -173,6 +173,8 @@ shard)
     --device cpu --threads 1 --epochs 1 --batch-size 128 --out e >e.log 2>&1 || { cat e.log; exit 1; }
   grep -q "shard_files: rank 0 of 2 loaded rows \[0, 4096) of data/tabular.npz: 4096 of 8192 rows, 1064960 bytes" e.log \
     && ok "rank 0 loaded half the rows: $(grep -o 'loaded rows.*bytes' e.log)" || { fail "no shard log line"; grep data e.log; }
+  grep -q "^  data              data.shard_files: each rank loaded 4096 of the 8192 rows" e.log \
+    && ok "the run summary says the mode and rows" || fail "summary: no data line"
   grep -q "^sampler   data.shard_files: each rank shuffles its own 4096" e.log && ok "the sampler line says the mode" \
     || fail "sampler line: $(grep ^sampler e.log)"
   [ "$(wc -l <e.rank0)" = 4096 ] && [ "$(wc -l <e.rank1)" = 4096 ] && ok "each rank trained on 4096 samples" \
