@@ -76,6 +76,12 @@ typedef struct brisk_data_spec {
     int n_fields;
     float validation_fraction;
     int shuffle;
+    /* data.shard_files: with N ranks each loads only rows [r*(R/N), (r+1)*(R/N)) of data.train
+     * (R its rows; the last R mod N dropped) and shuffles within them; validation likewise.
+     * shard_rank/shard_world are not keys: the caller sets them from its process group before
+     * brisk_trainer_create (brisk train does; world 0 or 1: the whole file). */
+    int shard_files;
+    int shard_rank, shard_world;
     int64_t buffer_capacity;            /* API sample buffer (data.buffer): samples held */
     int buffer_reject;                  /* 1: a push into a full buffer fails; 0: drops the oldest */
     brisk_windows_config windows;
@@ -358,6 +364,18 @@ void brisk_trainer_set_control(brisk_trainer *t, const brisk_trainer_control *c)
  * ranks' epochs differ) and every call must ask every rank for the same number of steps. */
 struct brisk_dist;
 brisk_status brisk_trainer_set_dist(brisk_trainer *t, struct brisk_dist *d, int own_data, brisk_error *err);
+/* The gradient all-reduce's plan at `world` ranks, computed without a process group or any
+ * collective (brisk train --dist-plan; the run summary states the same): the gradient arena,
+ * its buckets at dist.bucket_mb (all-reduced one by one each step; their smallest and largest),
+ * and the bytes a ring all-reduce sends (and receives) per rank a step: 2 (N-1)/N of the arena. */
+typedef struct brisk_dist_plan_info {
+    int world;
+    int64_t grad_bytes, bucket_bytes, n_buckets, min_bucket_bytes, max_bucket_bytes, collectives_per_step;
+    double ring_bytes_per_rank;
+} brisk_dist_plan_info;
+brisk_status brisk_trainer_dist_plan(const brisk_trainer *t, int world, brisk_dist_plan_info *out, brisk_error *err);
+/* What a ring all-reduce of `bytes` sends per rank at `world` ranks (0 alone). */
+double brisk_dist_ring_bytes(double bytes, int world);
 /* Creates train.out_dir and takes its lock now instead of at the first run (a second trainer
  * on the directory is refused at once, naming the holder); a previous run there is continued
  * (the driving program loads its checkpoint), not refused. */

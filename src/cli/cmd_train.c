@@ -58,6 +58,9 @@ static const char help[] =
     "  --quiet                    only warnings, errors and the final summary\n"
     "  --log-format text|json     json: every log line one JSON object {\"time\", \"level\", \"msg\"},\n"
     "                             information on stdout, warnings and errors on stderr\n"
+    "  --dist-plan N              print the gradient all-reduce's plan at N ranks (gradient bytes,\n"
+    "                             buckets, ring traffic per rank a step) and exit: no training,\n"
+    "                             no collective\n"
     "\n"
     "On a terminal, progress is one live line (steps, epoch, loss, samples/s, ETA); when stdout is\n"
     "not a terminal (a pipe, a file, a batch job), a plain line every train.log_every steps.\n"
@@ -94,13 +97,39 @@ static const struct { const char *flag, *set; } switches[] = {
 #define N_SWITCHES (sizeof switches / sizeof switches[0])
 #define N_FLAG_KEYS (sizeof flag_keys / sizeof flag_keys[0])
 
+/* --dist-plan N: the trainer's gradient plan at N ranks, printed; nothing trains. */
+static int print_dist_plan(const brisk_config *cfg, const brisk_logger *lg, const char *arg) {
+    char *end;
+    long n = strtol(arg, &end, 10);
+    if (*end || n < 1 || n > 1 << 20) return cli_usage("train", "--dist-plan: '%s' is not a world size (1 to 1048576)", arg);
+    brisk_error err = {0};
+    brisk_trainer *t = NULL;
+    brisk_dist_plan_info p;
+    if (brisk_trainer_create(cfg, lg, &t, &err) || brisk_trainer_dist_plan(t, (int)n, &p, &err)) {
+        brisk_trainer_free(t);
+        return cli_fail_err(&err);
+    }
+    brisk_trainer_free(t);
+    const double MiB = 1048576.0;
+    printf("dist plan  %s at %d rank%s (computed; no collective ran)\n", cfg->path, p.world, p.world == 1 ? "" : "s");
+    printf("  gradients          %lld bytes (%.3f MiB) a step\n", (long long)p.grad_bytes, p.grad_bytes / MiB);
+    printf("  buckets            %lld of >= %lld bytes (dist.bucket_mb %.4g): smallest %lld, largest %lld bytes\n",
+           (long long)p.n_buckets, (long long)p.bucket_bytes, cfg->dist.bucket_mb, (long long)p.min_bucket_bytes,
+           (long long)p.max_bucket_bytes);
+    printf("  collectives        %lld a step (one all-reduce per bucket%s)\n", (long long)p.collectives_per_step,
+           p.world == 1 ? "; none alone" : "");
+    printf("  ring traffic       %.0f bytes (%.3f MiB) sent and as many received per rank a step: 2 (N-1)/N of the "
+           "gradients\n", p.ring_bytes_per_rank, p.ring_bytes_per_rank / MiB);
+    return 0;
+}
+
 int cmd_train(int argc, char **argv) {
-    const char *config = NULL, *resume = NULL;
+    const char *config = NULL, *resume = NULL, *plan = NULL;
     int quiet = 0, overwrite = 0, n_over = 0, rc = 1;
     char **over = calloc((size_t)argc + 1, sizeof *over);
     if (!over) return cli_fail("out of memory");
     /* The option table: the switches, the flags that set a config key, then the rest. */
-    cli_opt opts[N_SWITCHES + N_FLAG_KEYS + 6];
+    cli_opt opts[N_SWITCHES + N_FLAG_KEYS + 7]; /* the six options below and the terminator */
     size_t no = 0;
     for (size_t w = 0; w < N_SWITCHES; w++) opts[no++] = (cli_opt){switches[w].flag, 0};
     for (size_t k = 0; k < N_FLAG_KEYS; k++) opts[no++] = (cli_opt){flag_keys[k].flag, 1};
@@ -110,6 +139,7 @@ int cmd_train(int argc, char **argv) {
     opts[no++] = (cli_opt){"--resume", 1};
     opts[no++] = (cli_opt){"--set", 1};
     opts[no++] = (cli_opt){"--log-format", 1};
+    opts[no++] = (cli_opt){"--dist-plan", 1};
     opts[no] = (cli_opt){NULL, 0};
     cli_parser p = {"train", opts, argc, argv, 0, 0};
     const char *name, *v;
@@ -138,6 +168,8 @@ int cmd_train(int argc, char **argv) {
                 goto done;
             }
             cli_set_log_json(strcmp(v, "json") == 0);
+        } else if (k == opt_quiet + 5) {
+            plan = v;
         } else {
             over[n_over++] = strdup(v);
         }
@@ -164,6 +196,7 @@ int cmd_train(int argc, char **argv) {
         goto done;
     }
     if (brisk_dist_rank(dist) != 0) lg.max_level = BRISK_LOG_WARN; /* rank 0 reports for all */
+    cfg.data.shard_rank = brisk_dist_rank(dist), cfg.data.shard_world = brisk_dist_world(dist);
     if (cfg.n_models > 0 && brisk_dist_world(dist) > 1) {
         rc = cli_fail("%s: a config with \"models\" (a pipeline) trains in one process; train each model's own config "
                       "on %d ranks instead", cfg.path, brisk_dist_world(dist));
@@ -194,6 +227,12 @@ int cmd_train(int argc, char **argv) {
         goto done;
     }
     brisk_trainer *t = NULL;
+    if (plan) {
+        rc = print_dist_plan(&cfg, &lg, plan);
+        brisk_config_free(&cfg);
+        brisk_dist_free(dist);
+        goto done;
+    }
     brisk_run_summary sum;
     int resumed = 0, ran = 0;
 

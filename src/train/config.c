@@ -485,6 +485,8 @@ static void read_data(brisk_json_reader *root, brisk_data_spec *d) {
     bool sh;
     brisk_json_bool_or(&r, "shuffle", true, &sh);
     d->shuffle = sh;
+    brisk_json_bool_or(&r, "shard_files", false, &sh);
+    d->shard_files = sh;
     /* The API's sample buffer: how many samples it holds, and what a push does when full. */
     brisk_json_reader buf;
     int v;

@@ -81,6 +81,10 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"data.validation", "a separate validation file (.npz or .csv like data.train); replaces validation_fraction"},
     {"data.validation_fraction", "share of the samples held out for validation (windows: the last rows, chronologically)"},
     {"data.shuffle", "shuffle the training samples every epoch"},
+    {"data.shard_files", "with N ranks (mpirun), each loads only its 1/N contiguous rows of data.train (.npz or "
+                         ".csv; the last rows mod N dropped) and shuffles within them; the split and validation "
+                         "are per rank too, and the validation loss is averaged over the ranks; resuming needs the "
+                         "same world size"},
     {"data.buffer.capacity", "library API: samples the push buffer holds"},
     {"data.buffer.when_full", "library API: what a push into a full buffer does"},
     {"data.fields.FIELD", "where model field FIELD (x, y, ...) comes from: an npz member, or CSV columns as a list whose entries may be ranges \"first:last\" (header order)"},

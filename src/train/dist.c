@@ -120,11 +120,58 @@ brisk_status brisk_dist_overlap_finish(brisk_trainer *t, int failed, brisk_error
     return failed ? BRISK_OK : st;
 }
 
+/* The gradient arena's buckets at bucket_bytes, as the all-reduce sends them. */
+static brisk_status plan_buckets(const brisk_graph *g, int64_t bucket_bytes, brisk_dist_bucket **out, int64_t *n,
+                                 brisk_error *err) {
+    *out = NULL, *n = 0;
+    int64_t *off = malloc(sizeof(int64_t) * (size_t)(g->n_params + 1)), *len = malloc(sizeof(int64_t) * (size_t)(g->n_params + 1));
+    if (!off || !len) {
+        free(off), free(len);
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < g->n_params; i++) off[i] = g->params[i].offset, len[i] = g->params[i].numel;
+    int64_t nb = brisk_dist_plan_buckets(off, len, g->n_params, bucket_bytes, NULL, 0);
+    *out = malloc(sizeof **out * (size_t)(nb + 1));
+    if (*out) *n = brisk_dist_plan_buckets(off, len, g->n_params, bucket_bytes, *out, nb);
+    free(off), free(len);
+    return *out ? BRISK_OK : brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+}
+
+double brisk_dist_ring_bytes(double bytes, int world) {
+    return world > 1 ? bytes * 2.0 * (world - 1) / world : 0.0;
+}
+
+brisk_status brisk_trainer_dist_plan(const brisk_trainer *t, int world, brisk_dist_plan_info *p, brisk_error *err) {
+    memset(p, 0, sizeof *p);
+    if (world < 1) return brisk_errorf(err, BRISK_ERR_INVALID, "dist plan: world size %d; expected at least 1", world);
+    int64_t bucket = (int64_t)(t->cfg.dist.bucket_mb * 1048576.0);
+    p->world = world;
+    p->bucket_bytes = bucket > 4 ? bucket : 4; /* as brisk_dist_set_bucket_bytes takes it */
+    p->grad_bytes = t->g->n_param_floats * (int64_t)sizeof(float);
+    brisk_dist_bucket *b = NULL;
+    brisk_status st = plan_buckets(t->g, p->bucket_bytes, &b, &p->n_buckets, err);
+    if (st) return st;
+    for (int64_t i = 0; i < p->n_buckets; i++) {
+        int64_t bytes = b[i].count * (int64_t)sizeof(float);
+        if (i == 0 || bytes < p->min_bucket_bytes) p->min_bucket_bytes = bytes;
+        if (bytes > p->max_bucket_bytes) p->max_bucket_bytes = bytes;
+    }
+    free(b);
+    p->collectives_per_step = world > 1 ? p->n_buckets : 0;
+    p->ring_bytes_per_rank = brisk_dist_ring_bytes((double)p->grad_bytes, world);
+    return BRISK_OK;
+}
+
 brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_data, brisk_error *err) {
     t->dist = d;
     t->world = brisk_dist_world(d);
     t->rank = brisk_dist_rank(d);
-    t->data_shards = own_data ? 1 : t->world;
+    /* data.shard_files: every rank loaded its own rows, so it draws whole batches from them */
+    t->data_shards = own_data || t->data_sharded ? 1 : t->world;
+    if (t->data_sharded && (t->cfg.data.shard_world != t->world || t->cfg.data.shard_rank != t->rank))
+        return brisk_errorf(err, BRISK_ERR_INTERNAL, "%s: data.shard_files loaded the rows of rank %d of %d, but the "
+                            "process group makes this rank %d of %d", t->cfg.path, t->cfg.data.shard_rank,
+                            t->cfg.data.shard_world, t->rank, t->world);
     free(t->buckets);
     t->buckets = NULL;
     t->n_buckets = 0;
@@ -153,17 +200,8 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_dat
     brisk_dist_set_timeout(d, t->cfg.dist.timeout_s);
     brisk_dist_set_bucket_bytes(d, (int64_t)(t->cfg.dist.bucket_mb * 1048576.0));
     const brisk_graph *g = t->g;
-    int64_t *off = malloc(sizeof(int64_t) * (size_t)(g->n_params + 1)), *len = malloc(sizeof(int64_t) * (size_t)(g->n_params + 1));
-    if (!off || !len) {
-        free(off), free(len);
-        return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
-    }
-    for (int i = 0; i < g->n_params; i++) off[i] = g->params[i].offset, len[i] = g->params[i].numel;
-    int64_t nb = brisk_dist_plan_buckets(off, len, g->n_params, brisk_dist_bucket_bytes(d), NULL, 0);
-    t->buckets = malloc(sizeof *t->buckets * (size_t)(nb + 1));
-    if (t->buckets) t->n_buckets = brisk_dist_plan_buckets(off, len, g->n_params, brisk_dist_bucket_bytes(d), t->buckets, nb);
-    free(off), free(len);
-    if (!t->buckets) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+    brisk_status bs = plan_buckets(g, brisk_dist_bucket_bytes(d), &t->buckets, &t->n_buckets, err);
+    if (bs) return bs;
     t->shard = t->cfg.dist.shard_optimizer;
     brisk_dist_shard(g->n_param_floats, t->world, t->rank, &t->shard_off, &t->shard_n);
     if (t->shard && own_data)
@@ -207,9 +245,17 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_dat
     brisk_log(&t->log, BRISK_LOG_INFO,
               "dist      rank %d of %d (%s), local rank %d; global batch %lld = %d x %lld; gradients all-reduced in "
               "%lld bucket%s of >= %.3g MiB (MPI), %s; optimizer %s; collective timeout %g s",
-              t->rank, t->world, brisk_dist_source(d), brisk_dist_local_rank(d), (long long)G, t->world,
+              t->rank, t->world, brisk_dist_source(d), brisk_dist_local_rank(d), (long long)G * t->world / t->data_shards, t->world,
               (long long)t->cfg.train.batch_size, (long long)t->n_buckets, t->n_buckets == 1 ? "" : "s",
               t->cfg.dist.bucket_mb, reduce_txt, shard_txt, t->cfg.dist.timeout_s);
+    if (t->data_sharded)
+        brisk_log(&t->log, BRISK_LOG_INFO,
+                  "sampler   data.shard_files: each rank shuffles its own %lld training samples (the same seed and epoch "
+                  "on every rank) and reads whole batches of %lld from them; %lld of them dropped per epoch (the last, "
+                  "incomplete batch, another part of the order each epoch); this rank holds %lld bytes of training data",
+                  (long long)t->split.ntrain, (long long)t->cfg.train.batch_size, (long long)dropped,
+                  (long long)t->shard_bytes);
+    else
     brisk_log(&t->log, BRISK_LOG_INFO,
               "sampler   one shuffle per epoch on every rank; each rank reads its %lld samples of each global batch; "
               "%lld of %lld training samples dropped per epoch (the last, incomplete global batch, another part of "

@@ -109,6 +109,22 @@ static brisk_status eval_batch(brisk_trainer *t, brisk_exec *ex, const brisk_mod
     return st;
 }
 
+/* data.shard_files: each rank validated its own rows; the run's metrics are over all ranks'. */
+static brisk_status reduce_sharded(brisk_trainer *t, brisk_val_metrics *m, double *sum, int64_t *n, brisk_error *err) {
+    int C = m->classes <= BRISK_MAX_CLASSES ? m->classes : 0, nv = 5 + C * C;
+    double *v = malloc(sizeof(double) * (size_t)nv);
+    if (!v) return brisk_errorf(err, BRISK_ERR_NOMEM, "validation: out of memory");
+    v[0] = *sum, v[1] = (double)*n, v[2] = (double)m->n, v[3] = m->abs_sum, v[4] = m->sq_sum;
+    for (int i = 0; i < C * C; i++) v[5 + i] = (double)m->confusion[i / C][i % C];
+    brisk_status st = brisk_dist_allreduce_sum(t->dist, v, nv, "validation metrics", t->step, err);
+    if (!st) {
+        *sum = v[0], *n = (int64_t)v[1], m->n = (int64_t)v[2], m->abs_sum = v[3], m->sq_sum = v[4];
+        for (int i = 0; i < C * C; i++) m->confusion[i / C][i % C] = (int64_t)v[5 + i];
+    }
+    free(v);
+    return st;
+}
+
 brisk_status brisk_validate(brisk_trainer *t, brisk_val_metrics *m, brisk_error *err) {
     const brisk_model_spec *ms = &t->cfg.model;
     int classify = ms->type != BRISK_MODEL_DIFFUSION && ms->task == BRISK_TASK_CLASSIFY;
@@ -144,6 +160,7 @@ brisk_status brisk_validate(brisk_trainer *t, brisk_val_metrics *m, brisk_error 
         brisk_loader_destroy(l);
     }
     free(out);
+    if (!st && t->data_sharded && t->world > 1) st = reduce_sharded(t, m, &sum, &n, err);
     if (st) return st;
     brisk_metrics_finish(m, sum / (double)n);
     return BRISK_OK;

@@ -258,6 +258,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             if ((st = brisk_loader_next(l, &b, err))) goto out;
             wait += b.wait_s;
             st = brisk_step_micro(t, &b, micro, err);
+            if (!st) st = brisk_sample_dump(t, &b, err);
             epoch_ended |= b.next_epoch != b.epoch;
             t->epoch = b.next_epoch;
             t->position = b.next_position;
@@ -413,9 +414,9 @@ out:
         double w = sum->wall_s > 0 ? sum->wall_s : 1;
         char ranks_txt[320] = "", overlap_txt[224] = "";
         double arena_mib = (double)t->g->n_param_floats * sizeof(float) / 1048576.0;
-        if (t->world > 1) /* per step: the arena in n_buckets; a ring moves 2 (N-1)/N of it per rank */
+        if (t->world > 1) /* per step: the arena in n_buckets and what a ring moves of it per rank */
             snprintf(overlap_txt, sizeof overlap_txt, "; gradients %.2f MiB in %lld buckets a step, %.2f MiB moved per "
-                     "rank by a ring", arena_mib, (long long)t->n_buckets, arena_mib * 2.0 * (t->world - 1) / t->world);
+                     "rank by a ring", arena_mib, (long long)t->n_buckets, brisk_dist_ring_bytes(arena_mib, t->world));
         if (t->overlap_steps > 0) /* the communication thread's timeline: how much of it backward hid */
             snprintf(overlap_txt + strlen(overlap_txt), sizeof overlap_txt - strlen(overlap_txt),
                      "; all-reduce %.2f ms/step, %.0f%% of it before the step waited for it",
@@ -447,6 +448,11 @@ out:
                   100 * compute_total / w, sum->wall_s - wait_total - sum->copy_s - compute_total, sum->total_bytes / 1048576.0, sum->arena_bytes / 1048576.0,
                   files ? tr->out_dir : "none (train.out_dir is \"\")", files ? "/last.safetensors" : "",
                   !files || when_due || isnan(t->best_val) ? "" : ", best.safetensors");
+        if (t->data_sharded)
+            brisk_log(&t->log, BRISK_LOG_INFO, "  data              data.shard_files: each rank loaded %lld of the %lld rows "
+                      "of %s (rank %d: rows from %lld, %.2f MiB)", (long long)t->data.count,
+                      (long long)t->shard_file_rows, t->data.source, t->rank, (long long)t->shard_lo,
+                      (double)t->shard_bytes / 1048576.0);
         brisk_backend_stats bs;
         brisk_error ignored;
         if (t->be->stats && !t->be->stats(t->be, &bs, &ignored) && bs.loss_scale > 0)

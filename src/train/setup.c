@@ -216,8 +216,41 @@ static brisk_status load_images(brisk_trainer *t, brisk_error *err) {
 }
 
 /* Which source (npz member or CSV columns) feeds each model field. */
+/* data.shard_files: rank r of W loads rows [r*R/W, (r+1)*R/W) with R/W rounded down, so
+ * every rank has as many rows and its epochs end at the same step as the others'. A CSV's
+ * row count takes a first pass that only splits records. */
+static brisk_status load_shard(brisk_trainer *t, brisk_dataset *ds, const char *path, const brisk_field_spec *specs,
+                               int csv, int64_t *lo, int64_t *file_rows, brisk_error *err) {
+    const brisk_data_spec *d = &t->cfg.data;
+    int W = d->shard_world, r = d->shard_rank;
+    int64_t R = 0;
+    brisk_status st = csv ? brisk_dataset_load_csv_rows(ds, path, specs, t->io.n_fields, 0, 1, &R, err)
+                          : brisk_dataset_load_npz_rows(ds, path, specs, t->io.n_fields, 0, 1, &R, err);
+    brisk_dataset_free(ds);
+    if (st) return st;
+    int64_t per = R / W;
+    if (per < 1)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.shard_files: %s has %lld rows, fewer than the %d ranks",
+                            t->cfg.path, path, (long long)R, W);
+    *lo = (int64_t)r * per, *file_rows = R;
+    st = csv ? brisk_dataset_load_csv_rows(ds, path, specs, t->io.n_fields, *lo, *lo + per, NULL, err)
+             : brisk_dataset_load_npz_rows(ds, path, specs, t->io.n_fields, *lo, *lo + per, NULL, err);
+    if (st) return st;
+    int64_t bytes = 0;
+    for (int i = 0; i < ds->nfields; i++) bytes += (int64_t)brisk_tensor_bytes(&ds->fields[i].tensor);
+    brisk_log(&t->log, BRISK_LOG_INFO, "data      shard_files: rank %d of %d loaded rows [%lld, %lld) of %s: %lld of "
+              "%lld rows, %lld bytes as the model's fields; the last %lld rows (rows mod ranks) are not used", r, W,
+              (long long)*lo, (long long)(*lo + per), path, (long long)per, (long long)R, (long long)bytes,
+              (long long)(R - per * W));
+    return BRISK_OK;
+}
+
 static brisk_status load_data(brisk_trainer *t, brisk_error *err) {
     const brisk_data_spec *d = &t->cfg.data;
+    if (d->shard_files && d->shard_world > 1 && (d->images.enabled || d->netcdf.enabled || d->windows.enabled))
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: data.shard_files reads the rows of an .npz or .csv file; "
+                            "data.%s is not sharded: leave data.shard_files false", t->cfg.path,
+                            d->images.enabled ? "images" : d->netcdf.enabled ? "netcdf" : "windows");
     if (d->images.enabled) {
         brisk_status st = load_images(t, err);
         return st ? st : bind_data(t, err);
@@ -231,7 +264,7 @@ static brisk_status load_data(brisk_trainer *t, brisk_error *err) {
         if (st) return st;
         return bind_data(t, err);
     }
-    brisk_field_spec specs[BRISK_MAX_FIELDS];
+    brisk_field_spec specs[BRISK_MAX_FIELDS] = {{0}};
     const char *own[BRISK_MAX_FIELDS], **cols[BRISK_MAX_FIELDS] = {0};
     int csv = ends_with(d->train, ".csv");
     for (int j = 0; j < d->n_fields; j++) {
@@ -271,18 +304,25 @@ static brisk_status load_data(brisk_trainer *t, brisk_error *err) {
                               t->cfg.path, f->name, d->train);
     }
     int64_t bytes = 0;
+    int W = d->shard_files && d->shard_world > 1 ? d->shard_world : 1;
     if (!st && !(st = brisk_dataset_estimate(d->train, specs, t->io.n_fields, csv, &bytes, err)))
-        st = brisk_memory_check_data(&t->cfg, d->train, bytes, err);
-    if (!st)
+        st = brisk_memory_check_data(&t->cfg, d->train, (bytes + W - 1) / W, err);
+    if (!st && W > 1) {
+        st = load_shard(t, &t->data, d->train, specs, csv, &t->shard_lo, &t->shard_file_rows, err);
+        t->data_sharded = !st;
+        for (int i = 0; i < t->data.nfields && !st; i++) t->shard_bytes += (int64_t)brisk_tensor_bytes(&t->data.fields[i].tensor);
+    } else if (!st)
         st = csv ? brisk_dataset_load_csv(&t->data, d->train, specs, t->io.n_fields, err)
                  : brisk_dataset_load_npz(&t->data, d->train, specs, t->io.n_fields, err);
     /* data.validation: the same fields (members or columns) from another file */
+    int64_t vlo = 0, vrows = 0;
     if (!st && d->validation[0])
         st = ends_with(d->validation, ".csv") != csv
                  ? brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.validation %s must be a %s file like data.train %s",
                                 t->cfg.path, d->validation, csv ? ".csv" : ".npz", d->train)
-             : csv ? brisk_dataset_load_csv(&t->val_data, d->validation, specs, t->io.n_fields, err)
-                   : brisk_dataset_load_npz(&t->val_data, d->validation, specs, t->io.n_fields, err);
+             : W > 1 ? load_shard(t, &t->val_data, d->validation, specs, csv, &vlo, &vrows, err)
+             : csv   ? brisk_dataset_load_csv(&t->val_data, d->validation, specs, t->io.n_fields, err)
+                     : brisk_dataset_load_npz(&t->val_data, d->validation, specs, t->io.n_fields, err);
     for (int i = 0; i < t->io.n_fields; i++) free(cols[i]);
     return st ? st : bind_data(t, err);
 }
@@ -461,6 +501,7 @@ void brisk_trainer_free(brisk_trainer *t) {
     brisk_tboard_close(t->tboard);
     brisk_run_dir_unlock(t->lock_fd);
     free(t->losses);
+    brisk_sample_dump_close(t);
     free(t->buckets);
     free(t->overlap_buckets);
     free(t->moments_host);
@@ -473,6 +514,11 @@ void brisk_trainer_free(brisk_trainer *t) {
 brisk_status brisk_trainer_resume(brisk_trainer *t, const char *checkpoint, brisk_error *err) {
     t->run_claimed = 1; /* a previous run in train.out_dir is continued, not refused */
     brisk_status st = brisk_checkpoint_load(t, checkpoint, err);
+    /* each rank's rows and its sampler position depend on the world size */
+    if (!st && t->cfg.data.shard_files && t->resumed_world > 0 && t->resumed_world != t->world)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: written by %d rank%s, continued by %d with data.shard_files: "
+                            "each rank's rows and its place in them depend on the world size; resume with %d ranks",
+                            checkpoint, t->resumed_world, t->resumed_world == 1 ? "" : "s", t->world, t->resumed_world);
     if (!st)
         brisk_log(&t->log, BRISK_LOG_INFO, "resume    %s: step %lld, epoch %lld, batch %lld of the epoch", checkpoint,
                   (long long)t->step, (long long)t->epoch + 1, (long long)(t->position / brisk_trainer_global_batch(t)));

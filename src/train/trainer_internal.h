@@ -94,6 +94,11 @@ struct brisk_trainer {
     brisk_dist *dist;
     int world, rank;           /* 1 and 0 without a group */
     int data_shards;           /* ranks sharing one dataset's global batch: world, or 1 (own data) */
+    int data_sharded;          /* data.shard_files ran: data holds this rank's rows only */
+    int64_t shard_lo, shard_file_rows; /* data.train's first row here and its row count */
+    int64_t shard_bytes;       /* bytes this rank's training rows hold */
+    FILE *dump;                /* BRISK_DEBUG_SAMPLES (sample_dump.c): this rank's file, */
+    int64_t *dump_order, dump_epoch; /* and the order of the epoch last dumped */
     int shard;                 /* ZeRO-1: this rank updates floats [shard_off, shard_off + shard_n) */
     int64_t shard_off, shard_n;
     brisk_dist_bucket *buckets;
@@ -146,6 +151,9 @@ void brisk_dist_last_checkpoint(brisk_trainer *t, brisk_error *err);
 /* eval.c: validation over every sample of the validation split or file (full batches,
  * then the last, smaller one through a graph planned for its size, built by prepare
  * when the validation size changes). */
+/* sample_dump.c: BRISK_DEBUG_SAMPLES, the file rows of every batch trained on (tests) */
+brisk_status brisk_sample_dump(brisk_trainer *t, const brisk_batch *b, brisk_error *err);
+void brisk_sample_dump_close(brisk_trainer *t);
 brisk_status brisk_validate(brisk_trainer *t, brisk_val_metrics *m, brisk_error *err);
 brisk_status brisk_eval_prepare(brisk_trainer *t, brisk_error *err);
 void brisk_eval_free(brisk_trainer *t);

@@ -33,3 +33,4 @@ endif()
 # Progress: a live line on a terminal (under script(1)), plain lines otherwise, --quiet, --log-format json.
 add_test(NAME cli.progress COMMAND ${CMAKE_CURRENT_LIST_DIR}/progress.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_progress)
 set_tests_properties(cli.progress PROPERTIES ENVIRONMENT "OMP_NUM_THREADS=2")
+add_test(NAME cli.dist_plan COMMAND ${CMAKE_CURRENT_LIST_DIR}/dist_plan.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_dist_plan ${CMAKE_SOURCE_DIR})

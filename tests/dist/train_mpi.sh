@@ -7,6 +7,9 @@
 #   fault   one rank stopped (SIGSTOP) mid-run: the other fails within dist.timeout_s naming
 #           it, writes the last completed step's checkpoint, and that checkpoint resumes
 #   signal  SIGUSR1 to rank 1 only: both ranks stop after the same step, checkpoint, exit 75
+#   shard   data.shard_files: each rank loads half the rows (npz, csv), an epoch covers every row
+#           once across the ranks (BRISK_DEBUG_SAMPLES), it converges, resuming on 1 rank refused;
+#           --dist-plan 2 states the plan the 2-rank run's summary reports
 #   overlap the all-reduce overlapped with backward (dist.overlap on) = after it (off), bit for
 #           bit: tabular with dropout and small buckets, diffusion with accumulation
 # usage: train_mpi.sh MODE BRISK WEIGHTS_DIFF WORKDIR SOURCE_DIR MPIRUN...
@@ -161,6 +164,64 @@ overlap)
     --shard-optimizer >o3.log 2>&1 || { cat o3.log; exit 1; }
   grep -q "after backward (ZeRO-1" o3.log && ok "ZeRO-1: the log says the reduce-scatter runs after backward" \
     || { fail "ZeRO-1 log"; grep dist o3.log; }
+  ;;
+shard)
+  "$brisk" synth tabular data/tabular.npz --samples 8192 >/dev/null || exit 1
+  sh=(--set data.shard_files=true)
+  # one epoch, no validation split: each rank's 4096 rows in 32 batches of 128, dumped
+  BRISK_DEBUG_SAMPLES=$work/e "${mpirun[@]}" "$brisk" train "$tab" "${sh[@]}" --set data.validation_fraction=0 \
+    --device cpu --threads 1 --epochs 1 --batch-size 128 --out e >e.log 2>&1 || { cat e.log; exit 1; }
+  grep -q "shard_files: rank 0 of 2 loaded rows \[0, 4096) of data/tabular.npz: 4096 of 8192 rows, 1064960 bytes" e.log \
+    && ok "rank 0 loaded half the rows: $(grep -o 'loaded rows.*bytes' e.log)" || { fail "no shard log line"; grep data e.log; }
+  grep -q "^  data              data.shard_files: each rank loaded 4096 of the 8192 rows" e.log \
+    && ok "the run summary says the mode and rows" || fail "summary: no data line"
+  grep -q "^sampler   data.shard_files: each rank shuffles its own 4096" e.log && ok "the sampler line says the mode" \
+    || fail "sampler line: $(grep ^sampler e.log)"
+  [ "$(wc -l <e.rank0)" = 4096 ] && [ "$(wc -l <e.rank1)" = 4096 ] && ok "each rank trained on 4096 samples" \
+    || fail "samples per rank: $(wc -l e.rank0 e.rank1 | head -2 | tr '\n' ' ')"
+  awk '$2 < 0 || $2 >= 4096 { bad++ } END { exit bad > 0 }' e.rank0 && awk '$2 < 4096 || $2 >= 8192 { bad++ } END { exit bad > 0 }' e.rank1 \
+    && ok "rank 0 read only rows [0, 4096), rank 1 only [4096, 8192)" || fail "a rank read outside its rows"
+  cat e.rank0 e.rank1 | awk '$1 == 0 { seen[$2]++ } END { for (r = 0; r < 8192; r++) if (seen[r] != 1) bad++; exit bad > 0 }' \
+    && ok "epoch 1 covered each of the 8192 rows exactly once across the ranks" || fail "an epoch missed or repeated rows"
+  cmp -s <(awk '{print $2}' e.rank0 | head -128 | sort -n) <(awk '{print $2 - 4096}' e.rank1 | head -128 | sort -n) \
+    && ok "both ranks shuffle with the same seed (first batches: the same local rows)" || fail "the ranks' orders differ"
+  # trains: 3 epochs with a split per rank, the validation metrics averaged over the ranks
+  "${mpirun[@]}" "$brisk" train "$tab" "${sh[@]}" --device cpu --threads 1 --epochs 3 --batch-size 128 --out w \
+    >w.log 2>&1 || { cat w.log; exit 1; }
+  l1=$(grep -o "epoch 1 done  train loss [0-9.]*" w.log | grep -o '[0-9.]*$') l3=$(grep -o "epoch 3 done  train loss [0-9.]*" w.log | grep -o '[0-9.]*$')
+  acc=$(grep -o "epoch 3 done.*val accuracy [0-9.]*" w.log | grep -o '[0-9.]*$')
+  awk -v a="$l1" -v b="$l3" -v c="$acc" 'BEGIN { exit !(b < 0.8 * a && c > 0.7) }' \
+    && ok "it converges: train loss $l1 -> $l3, val accuracy $acc (3 classes)" || { fail "no convergence: $l1 -> $l3, $acc"; cat w.log; }
+  # --dist-plan 2 states the plan this 2-rank run's summary reports (one computation)
+  sum=$(grep -o "gradients [0-9.]* MiB in [0-9]* buckets a step, [0-9.]* MiB moved per rank" w.log)
+  pl=$("$brisk" train "$tab" --device cpu --quiet --dist-plan 2 2>&1)
+  nb=$(echo "$pl" | grep -o "buckets *[0-9]*" | grep -o "[0-9]*$")
+  mib=$(echo "$pl" | grep -o "ring traffic .*(\([0-9.]*\) MiB)" | grep -o "[0-9.]* MiB" | head -1)
+  [ -n "$sum" ] && [ -n "$nb" ] && echo "$sum" | grep -q " in $nb buckets a step" \
+    && [ "$(printf '%.2f' "${mib% MiB}")" = "$(echo "$sum" | grep -o '[0-9.]* MiB moved' | grep -o '^[0-9.]*')" ] \
+    && ok "--dist-plan 2 = the run's summary: $sum" || fail "--dist-plan 2: '$pl' vs the summary '$sum'"
+  # resuming: the same world size continues, another is refused, naming why
+  "${mpirun[@]}" "$brisk" train "$tab" "${sh[@]}" --device cpu --threads 1 --epochs 4 --batch-size 128 --out w \
+    --resume auto >w2.log 2>&1 && grep -q "epoch 4 done" w2.log && ok "2 ranks resume a 2-rank run" || { fail "resume"; cat w2.log; }
+  "$brisk" train "$tab" "${sh[@]}" --device cpu --threads 1 --epochs 5 --batch-size 128 --out w --resume auto >w3.log 2>&1
+  grep -q "written by 2 ranks, continued by 1 with data.shard_files" w3.log && ok "1 process refuses it: $(grep -o 'each rank.*' w3.log)" \
+    || { fail "2 -> 1 not refused"; cat w3.log; }
+  # one process: the key changes nothing
+  one "$tab" --max-steps 10 --batch-size 128 --out p1 && one "$tab" "${sh[@]}" --max-steps 10 --batch-size 128 --out p2 || exit 1
+  check "1 process, data.shard_files on = off: losses" cmp_losses p1 p2 --exact --steps 10
+  # CSV, 2001 rows: 1000 a rank, the last row dropped, and said so
+  awk 'BEGIN { s = 7; print "a,b,y"; for (i = 0; i < 2001; i++) { s = (s * 69069 + 1) % 4294967296; a = s / 4294967296;
+       s = (s * 69069 + 1) % 4294967296; b = s / 4294967296; printf "%.6f,%.6f,%d\n", a, b, (a + b > 1) } }' >data/t.csv
+  cat >c.json <<'J'
+{"model": {"type": "mlp", "inputs": 2, "hidden": [16], "outputs": 2, "activation": "relu", "task": "classify"},
+ "data": {"train": "data/t.csv", "fields": {"x": ["a", "b"], "y": "y"}, "validation_fraction": 0, "shard_files": true},
+ "optim": {"type": "adamw", "lr": 1e-2}, "train": {"batch_size": 50, "epochs": 1, "seed": 0}}
+J
+  BRISK_DEBUG_SAMPLES=$work/c "${mpirun[@]}" "$brisk" train c.json --device cpu --threads 1 --out c >c.log 2>&1 || { cat c.log; exit 1; }
+  grep -q "rank 0 of 2 loaded rows \[0, 1000) of data/t.csv: 1000 of 2001 rows.*the last 1 rows" c.log \
+    && ok "CSV: rank 0 loaded 1000 of 2001 rows, the last one dropped" || { fail "CSV log"; grep data c.log; }
+  cat c.rank0 c.rank1 | awk '{ seen[$2]++ } END { for (r = 0; r < 2000; r++) if (seen[r] != 1) bad++; exit bad > 0 || length(seen) != 2000 }' \
+    && ok "CSV: the epoch covered rows 0..1999 exactly once" || fail "CSV: rows missed or repeated"
   ;;
 *) echo "unknown mode $mode"; exit 2 ;;
 esac
