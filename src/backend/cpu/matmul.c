@@ -176,11 +176,47 @@ static void pack_b(int trans_b, const float *B, int64_t ldb, int64_t k0, int64_t
     }
 }
 
-/* The MR x NR register tile: C[0:mr, 0:nr] (+)= a_strip^T b_strip over kc. */
+/* Stores (or, with add, adds) row i's accumulators, the first VL columns in v0 and the
+ * next VL in v1, into C's first nr columns: whole vectors where the row has them, the
+ * rest through a partial copy, never a scalar loop per element (a 60 x 60 attention
+ * score block ends in a 28-column strip on every row). Each element gets exactly one
+ * add, as a scalar loop would give it. */
+static inline void store_part(float *ci, vf v, int n, int add) {
+    if (n >= VL) {
+        if (add) {
+            vf o;
+            memcpy(&o, ci, sizeof o);
+            v += o;
+        }
+        memcpy(ci, &v, sizeof v);
+    } else if (n > 0) {
+        if (add) {
+            vf o = {0};
+            memcpy(&o, ci, (size_t)n * sizeof(float));
+            v += o;
+        }
+        memcpy(ci, &v, (size_t)n * sizeof(float));
+    }
+}
+
+/* The MR x NR register tile: C[0:mr, 0:nr] (+)= a_strip^T b_strip over kc. A strip at
+ * most VL wide (N = 16: the attention heads' P V, dQ, dK, dV at dh 16) skips the second
+ * half of the tile, which the packing filled with zeros: the same multiply-adds on every
+ * element that is kept, so the same bits, at half the work. */
 static void micro_kernel(int64_t kc, const float *restrict a, const float *restrict b,
                          float *restrict c, int64_t ldc, int mr, int nr, int add) {
     vf c0[MR], c1[MR];
     for (int i = 0; i < MR; i++) { c0[i] = (vf){0}; c1[i] = (vf){0}; }
+    if (nr <= VL) {
+        for (int64_t k = 0; k < kc; k++) {
+            vf b0 = *(const vf *)(b + k * NR);
+            const float *ak = a + k * MR;
+#pragma GCC unroll 8
+            for (int i = 0; i < MR; i++) c0[i] += ak[i] * b0;
+        }
+        for (int i = 0; i < mr; i++) store_part(c + i * ldc, c0[i], nr, add);
+        return;
+    }
     for (int64_t k = 0; k < kc; k++) {
         vf b0 = *(const vf *)(b + k * NR), b1 = *(const vf *)(b + k * NR + VL);
         const float *ak = a + k * MR;
@@ -190,30 +226,9 @@ static void micro_kernel(int64_t kc, const float *restrict a, const float *restr
             c1[i] += ak[i] * b1;
         }
     }
-    if (mr == MR && nr == NR) {
-        for (int i = 0; i < MR; i++) {
-            float *ci = c + i * ldc;
-            vf o0, o1;
-            if (add) {
-                memcpy(&o0, ci, sizeof o0);
-                memcpy(&o1, ci + VL, sizeof o1);
-                o0 += c0[i];
-                o1 += c1[i];
-            } else {
-                o0 = c0[i];
-                o1 = c1[i];
-            }
-            memcpy(ci, &o0, sizeof o0);
-            memcpy(ci + VL, &o1, sizeof o1);
-        }
-    } else {
-        float tile[MR][NR] __attribute__((aligned(64)));
-        for (int i = 0; i < MR; i++) {
-            memcpy(&tile[i][0], &c0[i], sizeof c0[i]);
-            memcpy(&tile[i][VL], &c1[i], sizeof c1[i]);
-        }
-        for (int i = 0; i < mr; i++)
-            for (int j = 0; j < nr; j++) c[i * ldc + j] = add ? c[i * ldc + j] + tile[i][j] : tile[i][j];
+    for (int i = 0; i < mr; i++) {
+        store_part(c + i * ldc, c0[i], VL, add);
+        store_part(c + i * ldc + VL, c1[i], nr - VL, add);
     }
 }
 
