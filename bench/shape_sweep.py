@@ -60,7 +60,7 @@ def run(cmd):
 
 steps = a.steps or (5 if a.quick else 20)
 warm = "2" if a.quick else "3"
-print(f"{'model':<12}{'width':>6}{'seq':>5}{'batch':>6}{'extra':>14}{'brisk ms':>10}{'torch1':>9}{'torch2':>9}{'ratio':>7}")
+print(f"{'model':<12}{'width':>6}{'seq':>5}{'batch':>6}{'extra':>14}{'brisk ms':>11}{'torch1':>11}{'torch2':>11}{'ratio':>8}")
 worst = {}
 for model in a.models.split(","):
     for s in shapes(model):
@@ -77,8 +77,8 @@ for model in a.models.split(","):
         ratio = tm / b["ms_per_step_median"]
         extra = f"h{s['heads']} ffn{s['ffn']}" if "heads" in s else ""
         print(f"{model:<12}{s.get('width', 0):>6}{s.get('seq', 0):>5}{s['batch']:>6}{extra:>14}"
-              f"{b['ms_per_step_median']:>10.3f}{t[0]['ms_per_step_median']:>9.3f}{t[1]['ms_per_step_median']:>9.3f}"
-              f"{ratio:>6.2f}x", flush=True)
+              f" {b['ms_per_step_median']:>10.3f} {t[0]['ms_per_step_median']:>10.3f} {t[1]['ms_per_step_median']:>10.3f}"
+              f"{ratio:>7.2f}x", flush=True)
         own = s == base[model]
         w = worst.setdefault(model, {"own": None, "worst": None})
         if own:
