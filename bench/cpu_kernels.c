@@ -7,7 +7,9 @@
  *   cmake --build build --target bench_cpu_kernels && build/bench/bench_cpu_kernels [threads]
  *   build/bench/bench_cpu_kernels pool      brisk's pool against OpenMP (see bench_pool)
  *   OMP_WAIT_POLICY=passive build/bench/bench_cpu_kernels pool     ... against passive OpenMP
- *   build/bench/bench_cpu_kernels peak      one core's FMA peak at the build's vector width */
+ *   build/bench/bench_cpu_kernels peak      one core's FMA peak at the build's vector width
+ *   build/bench/bench_cpu_kernels fraction [threads]   clock under load (dependent FMA chain),
+ *                                           the FMA peak from it, and sgemm 2048^3 as a fraction of it */
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/cpu_math.h"
 #include "brisk/graph.h"
@@ -20,9 +22,26 @@
 #include <string.h>
 #include <time.h>
 
+/* BENCH_CPU_TIME=1: the timings are the process's CPU time, not wall time (on a machine
+ * shared with other programs, a descheduled thread then costs nothing; all threads add up) */
 static double now_us(void) {
+    static int cpu = -1;
+    if (cpu < 0) cpu = getenv("BENCH_CPU_TIME") && atoi(getenv("BENCH_CPU_TIME")) > 0;
+    struct timespec ts;
+    clock_gettime(cpu ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
+
+static double wall_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
+
+/* CPU time of the whole process (all its threads) */
+static double cpu_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
 }
 
@@ -72,6 +91,13 @@ static void bench_gemm(int threads, float *scratch) {
         {"tab  dW3          ", 128, 256, 512, 1, 0},
         {"tab  dW4          ", 3, 128, 512, 1, 0},
         {"big  1024^3       ", 1024, 1024, 1024, 0, 0},
+        /* the small Transformer of issue 16 (width 64, dh 16, FFN 128, batch 64 x T 60) */
+        {"tr64 qkv x W^T    ", 3840, 192, 64, 0, 1},
+        {"tr64 ffn2 x W^T   ", 3840, 64, 128, 0, 1},
+        {"tr64 dW qkv       ", 192, 64, 3840, 1, 0},
+        {"attn S  Q K^T     ", 60, 60, 16, 0, 1},
+        {"attn O  P V       ", 60, 16, 60, 0, 0},
+        {"attn dV P^T dO    ", 60, 16, 60, 1, 0},
     };
     cpu_pool *pool = threads > 1 ? cpu_pool_new(threads) : NULL;
     printf("GEMM (threads=%d)          M     N     K ta tb   own us  GF/s | blas us  GF/s\n", threads);
@@ -315,9 +341,82 @@ static void bench_peak(void) {
     printf("FMA peak, one core, %d-wide fp32 vectors: %.1f GFLOP/s (best of 5; checksum %g)\n", PEAK_VL, best, sink);
 }
 
+/* The core clock under load, from a dependent FMA chain: each FMA waits for the one
+ * before it, so the chain runs at one FMA per FMA_LATENCY cycles whatever the clock, and
+ * cycles / seconds is the clock the cores really ran at while all of them were busy (the
+ * TSC ticks at a fixed rate, and a VM shows no cycle counter). FMA_LATENCY: 4 cycles on
+ * Zen 2-5 and Intel since Skylake. Best of many 2 ms samples per thread: a thread
+ * descheduled by another program only makes its sample slower. */
+#define FMA_LATENCY 4
+static double chain_clock_ghz(void) {
+    float x = 1.0f, a = 0.999999f, b = 1e-7f;
+    const long n = 1 << 21;
+    double best = 0;
+    for (int rep = 0; rep < 100; rep++) {
+        double t0 = wall_us();
+        for (long i = 0; i < n; i += 8) {
+            x = __builtin_fmaf(x, a, b); x = __builtin_fmaf(x, a, b); x = __builtin_fmaf(x, a, b);
+            x = __builtin_fmaf(x, a, b); x = __builtin_fmaf(x, a, b); x = __builtin_fmaf(x, a, b);
+            x = __builtin_fmaf(x, a, b); x = __builtin_fmaf(x, a, b);
+            __asm__ volatile("" : "+x"(x));
+        }
+        double ghz = (double)n * FMA_LATENCY / (wall_us() - t0) * 1e-3;
+        if (ghz > best) best = ghz;
+    }
+    return x == 12345.0f ? 0 : best; /* keeps x live */
+}
+
+/* Issue 16's GEMM target: brisk's sgemm at a large square size against the machine's FMA
+ * peak, taken as threads x 2 FMA pipes x 8 floats (AVX2 width; Zen 4 runs AVX-512 as two
+ * 256-bit halves, so the rate is the same) x 2 flops x the clock measured above with every
+ * thread running the chain at once. */
+static void bench_fraction(int threads) {
+    double ghz[64] = {0};
+    if (threads > 64) threads = 64;
+#pragma omp parallel num_threads(threads)
+    ghz[omp_get_thread_num()] = chain_clock_ghz();
+    double lo = ghz[0], sum = 0;
+    for (int t = 0; t < threads; t++) {
+        if (ghz[t] < lo) lo = ghz[t];
+        sum += ghz[t];
+    }
+    double clock = sum / threads, peak = threads * 2.0 * 8 * 2 * clock;
+    printf("clock under load (%d threads, dependent FMA chain at %d cycles): mean %.2f GHz, slowest %.2f GHz\n",
+           threads, FMA_LATENCY, clock, lo);
+    printf("FMA peak = %d cores x 2 FMA units x 8 floats x 2 flops x %.2f GHz = %.1f GFLOP/s\n", threads, clock, peak);
+    const int64_t n = 2048;
+    float *A = randv(n * n), *B = randv(n * n), *C = randv(n * n);
+    size_t per = cpu_sgemm_scratch_floats();
+    float *scratch = aligned_alloc(64, per * sizeof(float) * (size_t)threads);
+    cpu_pool *pool = threads > 1 ? cpu_pool_new(threads) : NULL;
+    /* wall time, and CPU time (on a shared machine the threads lose the CPU to other
+     * programs: flops per CPU-second against one core's peak is the kernel's own rate) */
+    double flop = 2.0 * n * n * n, best = 1e30, s[7], cs[7];
+    for (int r = 0; r < 7; r++) {
+        double t0 = wall_us(), c0 = cpu_us();
+        cpu_sgemm(pool, 0, 0, n, n, n, A, n, B, n, C, n, 0, scratch);
+        s[r] = wall_us() - t0;
+        cs[r] = cpu_us() - c0;
+        if (s[r] < best) best = s[r];
+    }
+    qsort(s, 7, sizeof(double), cmp_d);
+    qsort(cs, 7, sizeof(double), cmp_d);
+    double core_peak = peak / threads;
+    printf("brisk sgemm %lld^3, %d threads: wall median %.1f GFLOP/s (%.0f%% of peak), best %.1f GFLOP/s (%.0f%%); "
+           "per CPU-second (median) %.1f GFLOP/s = %.0f%% of one core's %.1f\n",
+           (long long)n, threads, flop / s[3] * 1e-3, 100 * flop / s[3] * 1e-3 / peak, flop / best * 1e-3,
+           100 * flop / best * 1e-3 / peak, flop / cs[3] * 1e-3, 100 * flop / cs[3] * 1e-3 / core_peak, core_peak);
+    cpu_pool_free(pool);
+    free(A); free(B); free(C); free(scratch);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "peak") == 0) {
         bench_peak();
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "fraction") == 0) {
+        bench_fraction(argc > 2 ? atoi(argv[2]) : 2);
         return 0;
     }
     if (argc > 1 && strcmp(argv[1], "pool") == 0) {

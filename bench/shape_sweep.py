@@ -5,34 +5,41 @@ Transformer and the MLP (tabular) at other widths (32-512), sequence lengths (30
 issue 16 (width 64, 4 heads, FFN 128, batch 64, T 60). Prints a table and, per model, the worst ratio
 of the sweep beside the workload's own.
 
-  bench/shape_sweep.py [--steps N] [--quick] [--models lstm,transformer,tabular]
+  bench/shape_sweep.py [--steps N] [--quick] [--models lstm,transformer,tabular] [--brisk PATH]
 
 brisk: build/bench/brisk_bench at 2 threads (BRISK_THREADS to change); PyTorch: bench/torch_timed.py
 (torch_ref.py's architectures, shapes as options) at 1 and 2 threads. Medians of N timed steps
-after 3 warm-up steps. --quick: 2 shapes per model, 3 steps (checks the script, measures nothing).
+after 3 warm-up steps. --quick: a handful of shapes per model, the workload's own and the extremes
+(widths 32 and 512, sequence 30 and 240, batch 16 and 1024 for the LSTM and the MLP, and the small
+Transformer), at 5 timed steps after 2 warm-up steps: a before/after check in minutes, not the
+full sweep. --brisk: another brisk_bench binary (to set two builds side by side).
 """
 import argparse, json, os, subprocess, sys
 
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(here)
 ap = argparse.ArgumentParser()
-ap.add_argument("--steps", type=int, default=20)
+ap.add_argument("--steps", type=int, default=None, help="timed steps (20; 5 with --quick)")
 ap.add_argument("--quick", action="store_true")
 ap.add_argument("--models", default="lstm,transformer,tabular")
+ap.add_argument("--brisk", default=None, help="brisk_bench binary (default: build/bench/brisk_bench)")
 a = ap.parse_args()
 py = os.environ.get("PYTHON", "/usr/bin/python3")
-bb = os.path.join(root, "build/bench/brisk_bench")
+bb = a.brisk or os.path.join(root, "build/bench/brisk_bench")
 threads = os.environ.get("BRISK_THREADS", "2")
 
 base = {"lstm": dict(width=128, seq=60, batch=256), "transformer": dict(width=128, seq=60, batch=256),
         "tabular": dict(width=512, batch=512)}
 sweep = {"width": [32, 64, 128, 256, 512], "seq": [30, 60, 120, 240], "batch": [16, 64, 256, 1024]}
+# --quick: the extremes only; the Transformer's batch stays at its own (1024 x T 60 is minutes a step)
+quick = {"width": [32, 512], "seq": [30, 240], "batch": [16, 1024]}
+quick_dims = {"lstm": ("width", "seq", "batch"), "transformer": ("width", "seq"), "tabular": ("width", "batch")}
 
 
 def shapes(model):
     out = [dict(base[model])]
-    for dim, values in sweep.items():
-        if dim not in base[model]:
+    for dim, values in (quick if a.quick else sweep).items():
+        if dim not in base[model] or (a.quick and dim not in quick_dims[model]):
             continue
         for v in values:
             s = dict(base[model], **{dim: v})
@@ -40,7 +47,7 @@ def shapes(model):
                 out.append(s)
     if model == "transformer":
         out.append(dict(width=64, seq=60, batch=64, heads=4, ffn=128))
-    return out[:2] if a.quick else out
+    return out
 
 
 def run(cmd):
@@ -51,8 +58,9 @@ def run(cmd):
     return json.loads(line[-1])
 
 
-steps = 3 if a.quick else a.steps
-print(f"{'model':<12}{'width':>6}{'seq':>5}{'batch':>6}{'extra':>14}{'brisk ms':>10}{'torch1':>9}{'torch2':>9}{'ratio':>7}")
+steps = a.steps or (5 if a.quick else 20)
+warm = "2" if a.quick else "3"
+print(f"{'model':<12}{'width':>6}{'seq':>5}{'batch':>6}{'extra':>14}{'brisk ms':>11}{'torch1':>11}{'torch2':>11}{'ratio':>8}")
 worst = {}
 for model in a.models.split(","):
     for s in shapes(model):
@@ -62,15 +70,15 @@ for model in a.models.split(","):
                 opts += [f"--{k}", str(s[k])]
         if model == "transformer" and "ffn" not in s:
             opts += ["--ffn", str(4 * s["width"])]
-        b = run([bb, "--workload", model, "--steps", str(steps), "--warmup", "3", "--threads", threads] + opts)
+        b = run([bb, "--workload", model, "--steps", str(steps), "--warmup", warm, "--threads", threads] + opts)
         t = [run([py, os.path.join(here, "torch_timed.py"), "--workload", model, "--steps", str(steps), "--warmup",
-                  "3", "--threads", str(n)] + opts) for n in (1, 2)]
+                  warm, "--threads", str(n)] + opts) for n in (1, 2)]
         tm = min(x["ms_per_step_median"] for x in t)
         ratio = tm / b["ms_per_step_median"]
         extra = f"h{s['heads']} ffn{s['ffn']}" if "heads" in s else ""
         print(f"{model:<12}{s.get('width', 0):>6}{s.get('seq', 0):>5}{s['batch']:>6}{extra:>14}"
-              f"{b['ms_per_step_median']:>10.3f}{t[0]['ms_per_step_median']:>9.3f}{t[1]['ms_per_step_median']:>9.3f}"
-              f"{ratio:>6.2f}x", flush=True)
+              f" {b['ms_per_step_median']:>10.3f} {t[0]['ms_per_step_median']:>10.3f} {t[1]['ms_per_step_median']:>10.3f}"
+              f"{ratio:>7.2f}x", flush=True)
         own = s == base[model]
         w = worst.setdefault(model, {"own": None, "worst": None})
         if own:

@@ -44,7 +44,7 @@ typedef struct brisk_images_config {
     int resize, gray_to_rgb, skip_bad, verify;
     float mean[3], std[3];
     int64_t max_pixels;
-    int workers;                        /* decoding threads per loader; 0: automatic */
+    int workers;                        /* decoding threads per loader; 0: half of brisk's threads */
     float flip, crop;                   /* data.images.augment */
     int flip_pairs[BRISK_MAX_KEYPOINTS][2];
     int nflip_pairs;

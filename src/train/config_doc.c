@@ -74,7 +74,7 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"data.images.on_error", "a missing, corrupt or wrongly sized image: stop with an error naming it, or skip it and count it"},
     {"data.images.verify", "decode every image at load (catches corrupt pixel data before training; slower start)"},
     {"data.images.max_pixels", "images with more pixels are refused before any pixel memory is allocated"},
-    {"data.images.workers", "decoding threads per loader; 0: half the cores, at most 8"},
+    {"data.images.workers", "decoding threads per loader; 0: half of brisk's threads (speed.threads, else OMP_NUM_THREADS or the CPUs this process may use), at most 8"},
     {"data.images.augment.flip", "probability of a horizontal flip (keypoints of each flip pair swapped)"},
     {"data.images.augment.crop", "a random crop keeping this fraction..1 of each side, resized back; 1: no crop"},
     {"data.images.augment.flip_pairs", "keypoint pairs swapped by a flip, flattened: [a0, b0, a1, b1, ...]"},

@@ -11,16 +11,22 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "brisk/system.h"
 #include "train/progress.h"
 #include "train/trainer_internal.h"
 
-/* Threads decoding an image dataset's samples (data.images.workers); automatic: half the
- * cores, at most 8, as the step's own threads need the rest. Other datasets copy. */
+/* Threads decoding an image dataset's samples (data.images.workers); automatic: half of
+ * brisk's thread budget (speed.threads, else OMP_NUM_THREADS, SLURM_CPUS_PER_TASK or the
+ * CPUs this process may use: brisk_threads_resolve), at least 1, at most 8. Not half the
+ * machine's cores: a run limited to 2 CPUs of 64 would otherwise start 8 decoders that
+ * compete with the step's own threads. Other datasets copy. */
 int brisk_loader_workers(const brisk_config *c) {
     if (!c->data.images.enabled) return 0;
     if (c->data.images.workers > 0) return c->data.images.workers;
-    long n = sysconf(_SC_NPROCESSORS_ONLN) / 2;
-    return n < 1 ? 1 : n > 8 ? 8 : (int)n;
+    brisk_thread_plan tp;
+    brisk_threads_resolve(c->speed.threads, "speed.threads", &tp);
+    int n = tp.threads / 2;
+    return n < 1 ? 1 : n > 8 ? 8 : n;
 }
 
 /* Mean of the last n losses, leaving out steps skipped for a non-finite loss (numeric.c);

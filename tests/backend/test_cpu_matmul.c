@@ -41,6 +41,7 @@ static const mnk shapes[] = {
     {1, 1, 1}, {7, 13, 5}, {16, 256, 295}, {33, 47, 300}, {130, 70, 19}, {20, 600, 31},
     {3, 3, 600}, {9, 33, 17}, {512, 3, 128}, {3, 128, 64}, {5, 8, 0},
     {1000, 8, 40}, {77, 1, 33}, {64, 9, 300}, /* narrow C: computed transposed, in chunks */
+    {60, 16, 600}, {61, 60, 16}, {60, 20, 60}, /* strips of at most one vector (attention at dh 16), tails */
 };
 
 static void check_sgemm_path(int use_blas) {

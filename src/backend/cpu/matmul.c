@@ -176,45 +176,79 @@ static void pack_b(int trans_b, const float *B, int64_t ldb, int64_t k0, int64_t
     }
 }
 
-/* The MR x NR register tile: C[0:mr, 0:nr] (+)= a_strip^T b_strip over kc. */
-static void micro_kernel(int64_t kc, const float *restrict a, const float *restrict b,
-                         float *restrict c, int64_t ldc, int mr, int nr, int add) {
+/* Stores (or, with add, adds) row i's accumulators, the first VL columns in v0 and the
+ * next VL in v1, into C's first nr columns: whole vectors where the row has them, the
+ * rest through a partial copy, never a scalar loop per element (a 60 x 60 attention
+ * score block ends in a 28-column strip on every row). Each element gets exactly one
+ * add, as a scalar loop would give it. */
+static inline void store_part(float *ci, vf v, int n, int add) {
+    if (n >= VL) {
+        if (add) {
+            vf o;
+            memcpy(&o, ci, sizeof o);
+            v += o;
+        }
+        memcpy(ci, &v, sizeof v);
+    } else if (n > 0) {
+        if (add) {
+            vf o = {0};
+            memcpy(&o, ci, (size_t)n * sizeof(float));
+            v += o;
+        }
+        memcpy(ci, &v, (size_t)n * sizeof(float));
+    }
+}
+
+/* The MR x NR register tile: C[0:mr, 0:nr] (+)= A_strip B_strip over kc, with the A
+ * strip's element (row i, depth k) at a[i * ars + k * aks]: packed (ars 1, aks MR), or
+ * read in place from op(A) (see A_IN_PLACE below). A strip at most VL wide (N = 16: the
+ * attention heads' P V, dQ, dK, dV at dh 16) skips the second half of the tile, which the
+ * packing left unused: the same multiply-adds on every element that is kept, so the same
+ * bits, at half the work. */
+static inline __attribute__((always_inline)) void kernel_body(int64_t kc, const float *restrict a, int64_t ars,
+                                                              int64_t aks, const float *restrict b, float *restrict c,
+                                                              int64_t ldc, int mr, int nr, int add) {
     vf c0[MR], c1[MR];
     for (int i = 0; i < MR; i++) { c0[i] = (vf){0}; c1[i] = (vf){0}; }
+    if (nr <= VL) {
+        for (int64_t k = 0; k < kc; k++) {
+            vf b0 = *(const vf *)(b + k * NR);
+            const float *ak = a + k * aks;
+#pragma GCC unroll 8
+            for (int i = 0; i < MR; i++) c0[i] += ak[i * ars] * b0;
+        }
+        for (int i = 0; i < mr; i++) store_part(c + i * ldc, c0[i], nr, add);
+        return;
+    }
     for (int64_t k = 0; k < kc; k++) {
         vf b0 = *(const vf *)(b + k * NR), b1 = *(const vf *)(b + k * NR + VL);
-        const float *ak = a + k * MR;
+        const float *ak = a + k * aks;
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++) {
-            c0[i] += ak[i] * b0;
-            c1[i] += ak[i] * b1;
+            c0[i] += ak[i * ars] * b0;
+            c1[i] += ak[i * ars] * b1;
         }
     }
-    if (mr == MR && nr == NR) {
-        for (int i = 0; i < MR; i++) {
-            float *ci = c + i * ldc;
-            vf o0, o1;
-            if (add) {
-                memcpy(&o0, ci, sizeof o0);
-                memcpy(&o1, ci + VL, sizeof o1);
-                o0 += c0[i];
-                o1 += c1[i];
-            } else {
-                o0 = c0[i];
-                o1 = c1[i];
-            }
-            memcpy(ci, &o0, sizeof o0);
-            memcpy(ci + VL, &o1, sizeof o1);
-        }
-    } else {
-        float tile[MR][NR] __attribute__((aligned(64)));
-        for (int i = 0; i < MR; i++) {
-            memcpy(&tile[i][0], &c0[i], sizeof c0[i]);
-            memcpy(&tile[i][VL], &c1[i], sizeof c1[i]);
-        }
-        for (int i = 0; i < mr; i++)
-            for (int j = 0; j < nr; j++) c[i * ldc + j] = add ? c[i * ldc + j] + tile[i][j] : tile[i][j];
+    for (int i = 0; i < mr; i++) {
+        store_part(c + i * ldc, c0[i], VL, add);
+        store_part(c + i * ldc + VL, c1[i], nr - VL, add);
     }
+}
+
+static void micro_kernel(int64_t kc, const float *restrict a, const float *restrict b, float *restrict c,
+                         int64_t ldc, int mr, int nr, int add) {
+    kernel_body(kc, a, 1, MR, b, c, ldc, mr, nr, add);
+}
+
+/* A read in place: rows of A (not transposed, row stride lda) or columns (transposed) */
+static void micro_kernel_rows(int64_t kc, const float *restrict a, int64_t lda, const float *restrict b,
+                              float *restrict c, int64_t ldc, int nr, int add) {
+    kernel_body(kc, a, lda, 1, b, c, ldc, MR, nr, add);
+}
+
+static void micro_kernel_cols(int64_t kc, const float *restrict a, int64_t lda, const float *restrict b,
+                              float *restrict c, int64_t ldc, int nr, int add) {
+    kernel_body(kc, a, 1, lda, b, c, ldc, MR, nr, add);
 }
 
 /* The depth of the K slices: even slices, 295 = 148 + 147 rather than 256 + 39. */
@@ -226,6 +260,14 @@ static int64_t k_step(int64_t K) {
 /* Columns of op(B) rounded up to whole NR strips. */
 static int64_t n_strips_cols(int64_t N) { return (N + NR - 1) / NR * NR; }
 
+/* Packing A pays when each packed strip feeds many column strips; a C at most
+ * A_IN_PLACE_N wide has at most 2 of them (the width-64 Transformer's projections, and
+ * attention's per-head products), and packing A there cost a third as much as the
+ * multiply-adds (perf: pack_a 11 % of a step, micro_kernel 40 %). The kernel then reads
+ * A in place: the same multiply-adds in the same order, so the same bits. */
+#define A_IN_PLACE_N 64
+#define A_IN_PLACE(m, n) ((n) <= A_IN_PLACE_N)
+
 /* C[m0:m1, n0:n1] on one thread, with its own packing scratch. `prepacked`: op(B) as
  * cpu_sgemm_pack_b laid it out (then B and trans_b are not read), or NULL to pack here. */
 static void sgemm_band_direct(int trans_a, int trans_b, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
@@ -234,6 +276,7 @@ static void sgemm_band_direct(int trans_a, int trans_b, int64_t m0, int64_t m1, 
                        int64_t packed_n) {
     float *pa = scratch, *pb = scratch + (size_t)MC * KC;
     int64_t kstep = k_step(K);
+    int a_in_place = A_IN_PLACE(m1 - m0, n1 - n0);
     for (int64_t jc = n0; jc < n1; jc += NC) {
         int64_t nc = min64(NC, n1 - jc);
         if (K == 0) {
@@ -248,11 +291,24 @@ static void sgemm_band_direct(int trans_a, int trans_b, int64_t m0, int64_t m1, 
             else pack_b(trans_b, B, ldb, pc, kc, jc, nc, pb);
             for (int64_t ic = m0; ic < m1; ic += MC) {
                 int64_t mc = min64(MC, m1 - ic);
-                pack_a(trans_a, A, lda, ic, mc, pc, kc, pa);
-                for (int64_t jr = 0; jr < nc; jr += NR)
-                    for (int64_t ir = 0; ir < mc; ir += MR)
-                        micro_kernel(kc, pa + ir * kc, pb + jr * kc, C + (ic + ir) * ldc + jc + jr, ldc,
-                                     (int)min64(MR, mc - ir), (int)min64(NR, nc - jr), add);
+                /* in place: whole MR strips straight from A; a last partial strip is packed
+                 * (the kernel reads MR rows), at the offset packing would have put it */
+                int64_t full = a_in_place ? mc / MR * MR : 0;
+                if (full < mc) pack_a(trans_a, A, lda, ic + full, mc - full, pc, kc, pa + full * kc);
+                for (int64_t jr = 0; jr < nc; jr += NR) {
+                    int nr = (int)min64(NR, nc - jr);
+                    const float *bs = pb + jr * kc;
+                    float *cs = C + ic * ldc + jc + jr;
+                    int64_t ir = 0;
+                    if (trans_a)
+                        for (; ir < full; ir += MR)
+                            micro_kernel_cols(kc, A + pc * lda + ic + ir, lda, bs, cs + ir * ldc, ldc, nr, add);
+                    else
+                        for (; ir < full; ir += MR)
+                            micro_kernel_rows(kc, A + (ic + ir) * lda + pc, lda, bs, cs + ir * ldc, ldc, nr, add);
+                    for (; ir < mc; ir += MR)
+                        micro_kernel(kc, pa + ir * kc, bs, cs + ir * ldc, ldc, (int)min64(MR, mc - ir), nr, add);
+                }
             }
         }
     }
