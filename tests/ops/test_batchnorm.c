@@ -54,23 +54,67 @@ static int build_bn(oc *c, const bn_case *k, int *x, int *gm, int *bt, int *res,
                                                              k->relu);
 }
 
-static void check_train(bn_case k, const char *what) {
+/* Resamples x until every pre-ReLU value is at least `margin` from 0. A finite difference
+ * whose step carries an output across the kink measures neither side's slope, and here no
+ * step is local: gamma and beta move every output of their channel, x its channel's
+ * statistics. The margin must exceed the largest move of one step (about 3 fd_eps: the
+ * step times gamma invstd for x, times |xhat| for gamma). Returns the resamples left. */
+static int clear_of_kink(oc *c, const bn_case *k, int x, int gm, int bt, int res, double margin) {
+    int64_t n = brisk_shape_numel(&k->s), C = bn_channels(k);
+    float *xv = (float *)oc_val(c, x);
+    double *v = malloc(sizeof(double) * (size_t)n), *mean = malloc(sizeof(double) * (size_t)C),
+           *var = malloc(sizeof(double) * (size_t)C);
+    bn_case lin = *k;
+    lin.relu = 0;
+    int budget = 1000, moved = 1;
+    while (moved && budget > 0) {
+        batch_stats(k, xv, mean, var);
+        bn_reference(&lin, xv, oc_val(c, gm), oc_val(c, bt), res >= 0 ? oc_val(c, res) : NULL, mean, var, v);
+        moved = 0;
+        for (int64_t o = 0; o < n && budget > 0; o++)
+            if (fabs(v[o]) < margin) xv[o] = (float)oc_uniform(c, -1, 1), moved = 1, budget--;
+    }
+    free(v), free(mean), free(var);
+    return budget;
+}
+
+static double check_train_seed(bn_case k, const char *what, uint64_t seed) {
     oc c;
-    oc_init(&c, (uint64_t)(k.relu * 2 + k.residual + 90 + k.nhwc * 3));
-    /* as layernorm, moving one x moves its channel's statistics, which a wider step keeps
-     * above f32 noise; with the ReLU a narrower one keeps outputs from crossing its kink */
-    c.fd_eps = k.relu ? 2e-3 : 1e-2;
+    oc_init(&c, seed);
+    /* as layernorm, moving one x moves its channel's statistics, which a wide step keeps
+     * above f32 noise; with the ReLU the inputs keep clear of its kink instead */
+    c.fd_eps = 1e-2;
     c.max_fd = 32;
     int x, gm, bt, res, rm, rv;
     int out = build_bn(&c, &k, &x, &gm, &bt, &res, &rm, &rv);
+    if (k.relu) CHECKF(clear_of_kink(&c, &k, x, gm, bt, res, 5 * c.fd_eps) > 0, "%s: no x clear of the kink", what);
     int64_t n = brisk_shape_numel(&k.s), C = bn_channels(&k);
     double *ref = malloc(sizeof(double) * (size_t)n), *mean = malloc(sizeof(double) * (size_t)C),
            *var = malloc(sizeof(double) * (size_t)C);
     batch_stats(&k, oc_val(&c, x), mean, var);
     bn_reference(&k, oc_val(&c, x), oc_val(&c, gm), oc_val(&c, bt), res >= 0 ? oc_val(&c, res) : NULL, mean, var, ref);
     oc_check(&c, out, ref, what);
+    double worst = c.fd_worst;
     free(ref), free(mean), free(var);
     oc_free(&c);
+    return worst;
+}
+
+/* Over many seeds, so that the check holds for the inputs, not for lucky ones (with
+ * -DBN_SEEDS=500 every case stayed under 0.44 of the tolerance, all but [N, C] under 0.05). */
+#ifndef BN_SEEDS
+#define BN_SEEDS 16
+#endif
+
+static void check_train(bn_case k, const char *what) {
+    double worst = 0;
+    for (uint64_t seed = 1; seed <= BN_SEEDS; seed++) {
+        char name[96];
+        snprintf(name, sizeof name, "%s, seed %llu", what, (unsigned long long)seed);
+        double w = check_train_seed(k, name, seed);
+        if (w > worst) worst = w;
+    }
+    fprintf(stderr, "  %s: worst gradient error over %d seeds: %.3f of the tolerance\n", what, BN_SEEDS, worst);
 }
 
 static void test_train(void) {
