@@ -193,13 +193,21 @@ int cmd_train(int argc, char **argv) {
         brisk_config_free(&cfg);
         goto done;
     }
+    /* a live progress line on a terminal, plain lines elsewhere */
+    const char *term = getenv("TERM");
+    int bar = !quiet && lg.max_level >= BRISK_LOG_INFO && !cli_log_is_json() && isatty(STDOUT_FILENO) &&
+              !(term && strcmp(term, "dumb") == 0);
+    const brisk_trainer_control bar_control = {.status = cli_progress_bar};
     if (cfg.n_models > 0) { /* a pipeline: each model in turn, then the comparison */
         brisk_pipeline_result res[BRISK_MAX_MODELS];
         if (quiet) lg.max_level = BRISK_LOG_WARN; /* the comparison below is its summary */
+        /* One bar per model, under its "pipeline  model i of n" line: models differ in speed by
+         * orders of magnitude, so only the running model's ETA can be measured honestly. */
         if (resume) rc = cli_fail("train: --resume takes one model's checkpoint; resume a pipeline's model with its "
                                   "own config (see %s/<name>)", cfg.train.out_dir);
-        else if (brisk_pipeline_run(&cfg, &lg, res, &err)) rc = cli_fail_err(&err);
+        else if (brisk_pipeline_run_control(&cfg, &lg, bar ? &bar_control : NULL, res, &err)) rc = cli_fail_err(&err);
         else rc = 0;
+        cli_progress_end();
         brisk_error rerr = {0};
         if (rc == 0 && brisk_report_pipeline(cfg.train.out_dir, res, cfg.n_models, &rerr))
             brisk_log(&lg, BRISK_LOG_WARN, "no report: %s", rerr.msg);
@@ -227,12 +235,8 @@ int cmd_train(int argc, char **argv) {
     /* A file-size limit (ulimit -f) must fail a write with EFBIG, which brisk reports,
      * rather than kill the process. */
     signal(SIGXFSZ, SIG_IGN);
-    /* a live progress line on a terminal, plain lines elsewhere */
-    const char *term = getenv("TERM");
-    int bar = !quiet && lg.max_level >= BRISK_LOG_INFO && !cli_log_is_json() && isatty(STDOUT_FILENO) &&
-              !(term && strcmp(term, "dumb") == 0);
     if (brisk_signals_install(&err) || brisk_trainer_create(&cfg, &lg, &t, &err) ||
-        (bar && (brisk_trainer_set_control(t, &(brisk_trainer_control){.status = cli_progress_bar}), 0)) ||
+        (bar && (brisk_trainer_set_control(t, &bar_control), 0)) ||
         brisk_trainer_set_dist(t, dist, 0, &err) ||
         (resume && strcmp(resume, "auto") == 0 && brisk_trainer_resume_auto(t, &resumed, &err)) ||
         (resume && strcmp(resume, "auto") != 0 && brisk_trainer_resume(t, resume, &err)) ||

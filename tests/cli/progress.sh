@@ -32,6 +32,19 @@ if command -v script >/dev/null; then
      ! grep -qE 'epoch 1  step 4/32' tty.out && grep -q 'epoch 2 done  train loss' tty.out && grep -q '^summary ' tty.out; then
     ok tty-bar
   else bad "tty-bar: $(cat -v tty.out)"; fi
+  # a pipeline: one bar per model, each under its "pipeline  model i of n" line; no plain lines
+  cat > pipe.json <<'J'
+{"models": [{"name": "small", "type": "mlp", "inputs": 64, "hidden": [8], "outputs": 3},
+            {"name": "wide", "type": "mlp", "inputs": 64, "hidden": [32], "outputs": 3}],
+ "data": {"train": "tab.npz", "validation_fraction": 0.2},
+ "train": {"batch_size": 32, "epochs": 2, "log_every": 4, "out_dir": "pipe"}}
+J
+  TERM=xterm script -qec "'$brisk' train pipe.json --overwrite" /dev/null >pipe.out 2>&1
+  if [ "$(grep -oE $'\r\\[#+\\] 100% step 32/32 epoch 2/2' pipe.out | wc -l)" -ge 2 ] &&
+     ! grep -qE 'epoch 1  step 4/32' pipe.out && grep -q 'pipeline  model 2 of 2: wide' pipe.out &&
+     grep -qE '^ *wide ' pipe.out; then
+    ok pipeline-tty-bar
+  else bad "pipeline-tty-bar: $(cat -v pipe.out)"; fi
 else
   echo "skip tty-bar: script(1) not found (util-linux)"
 fi
