@@ -69,17 +69,15 @@ static int common_option(cli_parser *p, const char *a, int *err) {
     return 1;
 }
 
-/* --log-format json anywhere on the line applies to the errors found before it is reached. */
-static void early_log_format(const cli_parser *p) {
-    for (int i = 1; i < p->argc && strcmp(p->argv[i], "--") != 0; i++)
-        if (strcmp(p->argv[i], "--log-format=json") == 0 ||
-            (strcmp(p->argv[i], "--log-format") == 0 && i + 1 < p->argc && strcmp(p->argv[i + 1], "json") == 0))
+void cli_scan_log_format(int argc, char **argv) {
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--log-format=json") == 0 ||
+            (strcmp(argv[i], "--log-format") == 0 && i + 1 < argc && strcmp(argv[i + 1], "json") == 0))
             cli_set_log_json(1);
 }
 
 int cli_next(cli_parser *p, const char **name, const char **value) {
     *name = *value = NULL;
-    if (p->i == 0) early_log_format(p);
     if (++p->i >= p->argc) return CLI_END;
     const char *a = p->argv[p->i];
     if (p->dashdash || a[0] != '-' || strcmp(a, "-") == 0) { /* "-" names standard input or output */

@@ -46,6 +46,9 @@ int cli_is_help(const char *arg);
 
 /* ---- option parsing (args.c), the same for every command. --quiet and --log-format text|json
  * are every command's options, taken by cli_next (never in a command's table). */
+/* --log-format json anywhere on the command line (before --) applies to the errors found before
+ * the parser reaches it (main calls it before dispatching). */
+void cli_scan_log_format(int argc, char **argv);
 /* Prints a command's --help text and the common options' description. */
 void cli_help(const char *text);
 /* --quiet was given: information is not logged (warnings, errors and a command's output are). */

@@ -130,12 +130,13 @@ int cmd_bench(int argc, char **argv) {
     int ok[MAX_ROWS] = {0}, util_n[MAX_ROWS] = {0}, failed = 0;
     char why[MAX_ROWS][sizeof ((brisk_error *)0)->msg];
     memset(why, 0, sizeof why);
+    int bar = isatty(2) && !cli_quiet() && !cli_log_is_json(); /* the round counter, on a terminal only */
     for (int r = 0; r < rounds; r++)
         for (int i = 0; i < n_rows; i++) {
             if (r > 0 && !ok[i]) continue; /* failed in the first round: reported once */
             brisk_run_summary s;
             brisk_error err = {0};
-            if (isatty(2)) fprintf(stderr, "\rround %d/%lld, row %d/%d ", r + 1, rounds, i + 1, n_rows);
+            if (bar) fprintf(stderr, "\rround %d/%lld, row %d/%d ", r + 1, rounds, i + 1, n_rows);
             if (run_row(config, &tab[i], (int)steps, dir, i, !gpu, &s, &err)) {
                 snprintf(why[i], sizeof why[i], "%s", err.msg);
                 ok[i] = 0;
@@ -150,7 +151,7 @@ int cmd_bench(int argc, char **argv) {
             if (s.gpu_util >= 0) util[i] += s.gpu_util, util_n[i]++;
             loss[i] = s.final_loss;
         }
-    if (isatty(2)) fprintf(stderr, "\r%40s\r", "");
+    if (bar) fprintf(stderr, "\r%40s\r", "");
     printf("%-38s %10s %9s %10s %11s %9s %8s\n", "", "ms/step", "spread", "p95 (max)", "samples/s", "GPU util",
            "speedup");
     double base = 0;

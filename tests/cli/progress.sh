@@ -89,8 +89,9 @@ else bad "json-lines: $(cat json.out json.err jsonerr.err)"; fi
 "$brisk" predict missing.safetensors --input tab.npz --output pred2.npy --log-format json >prederr.out 2>prederr.err
 "$brisk" predict --bogus --log-format json >predusage.out 2>predusage.err; prc=$?
 "$brisk" info missing.safetensors --log-format json >info.out 2>info.err
+"$brisk" frobnicate --log-format json >cmd.out 2>cmd.err
 if [ -x "$py" ] && [ $prc = 2 ] && [ -s pred.npy ] && "$py" - synth.out synth.err synthpipe.err pred.out pred.err \
-     prederr.out prederr.err predusage.out predusage.err info.out info.err <<'P'
+     prederr.out prederr.err predusage.out predusage.err info.out info.err cmd.out cmd.err <<'P'
 import json, sys
 recs = {}
 for path in sys.argv[1:]:
@@ -111,6 +112,8 @@ assert r["level"] == "error" and "missing.safetensors" in r["msg"], r
 assert r["level"] == "error" and "predict: unknown option '--bogus'" in r["msg"], r
 (r,) = recs["info.err"]
 assert r["level"] == "error" and "missing.safetensors" in r["msg"], r
+(r,) = recs["cmd.err"]  # no command of that name: no usage text around the record
+assert r["level"] == "error" and r["msg"] == "unknown command 'frobnicate'" and not recs["cmd.out"], r
 P
 then ok json-every-command
 else bad "json-every-command: $(cat synth.out synth.err pred.out pred.err prederr.err predusage.err)"; fi
