@@ -405,6 +405,11 @@ brisk_status brisk_pipeline_config(const brisk_config *cfg, int i, brisk_config 
  * the next is built), filling results[0 .. cfg->n_models), then logs the comparison table. */
 brisk_status brisk_pipeline_run(const brisk_config *cfg, const brisk_logger *log, brisk_pipeline_result *results,
                                 brisk_error *err);
+/* The same with control (NULL: none) set on every model's trainer: its status callback draws a
+ * live bar for each model's run in turn. */
+brisk_status brisk_pipeline_run_control(const brisk_config *cfg, const brisk_logger *log,
+                                        const brisk_trainer_control *control, brisk_pipeline_result *results,
+                                        brisk_error *err);
 /* The table: model, parameters, best validation loss and accuracy (or MAE/RMSE), epochs,
  * wall time, samples/s, planned memory. */
 void brisk_pipeline_report(const brisk_pipeline_result *results, int n, const brisk_logger *log);

@@ -1,6 +1,7 @@
 /* One option syntax for every command: "--flag value", "--flag=value", and "--" ending the
  * options, so a positional argument may start with '-'. A command line error is reported
- * the same way everywhere (exit status 2, the flag named, see `brisk CMD --help`). */
+ * the same way everywhere (exit status 2, the flag named, see `brisk CMD --help`).
+ * --quiet and --log-format are every command's: parsed here, never in a command's table. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,6 +20,62 @@ int cli_usage(const char *cmd, const char *fmt, ...) {
     return BRISK_EXIT_USAGE;
 }
 
+static int quiet;
+
+void cli_help(const char *text) {
+    fputs(text, stdout);
+    fputs("\ncommon options (every command):\n"
+          "  --quiet                no information lines: only warnings, errors and what the command\n"
+          "                         outputs (train: and the final summary; a pipeline: its table)\n"
+          "  --log-format text|json json: every log line and error one JSON object {\"time\", \"level\",\n"
+          "                         \"msg\"}, information on stdout (on stderr when the command's\n"
+          "                         output goes there), warnings and errors on stderr\n",
+          stdout);
+}
+
+int cli_quiet(void) { return quiet; }
+
+brisk_logger cli_logger(int info_on_stderr) {
+    return (brisk_logger){info_on_stderr ? cli_log_stderr : cli_log, NULL, quiet ? BRISK_LOG_WARN : BRISK_LOG_INFO};
+}
+
+void cli_note(int on_stderr, const char *fmt, ...) {
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    brisk_logger lg = cli_logger(on_stderr);
+    brisk_log(&lg, BRISK_LOG_INFO, "%s", msg);
+}
+
+static int set_log_format(const char *cmd, const char *v) {
+    if (strcmp(v, "json") != 0 && strcmp(v, "text") != 0)
+        return cli_usage(cmd, "--log-format '%s': expected text or json", v);
+    cli_set_log_json(strcmp(v, "json") == 0);
+    return 0;
+}
+
+/* The common options, before the command's own; 1 when argument i is one (its value taken). */
+static int common_option(cli_parser *p, const char *a, int *err) {
+    static const char fmt[] = "--log-format";
+    size_t n = strlen(fmt);
+    if (strcmp(a, "--quiet") == 0) return quiet = 1, 1;
+    if (strncmp(a, "--quiet=", 8) == 0) return *err = cli_usage(p->cmd, "--quiet takes no value, got '%s'", a), 1;
+    if (strncmp(a, fmt, n) != 0 || (a[n] != '=' && a[n] != '\0')) return 0;
+    if (a[n] == '=') *err = set_log_format(p->cmd, a + n + 1);
+    else if (p->i + 1 < p->argc) *err = set_log_format(p->cmd, p->argv[++p->i]);
+    else *err = cli_usage(p->cmd, "%s: missing value", fmt);
+    return 1;
+}
+
+void cli_scan_log_format(int argc, char **argv) {
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--log-format=json") == 0 ||
+            (strcmp(argv[i], "--log-format") == 0 && i + 1 < argc && strcmp(argv[i + 1], "json") == 0))
+            cli_set_log_json(1);
+}
+
 int cli_next(cli_parser *p, const char **name, const char **value) {
     *name = *value = NULL;
     if (++p->i >= p->argc) return CLI_END;
@@ -32,6 +89,8 @@ int cli_next(cli_parser *p, const char **name, const char **value) {
         return cli_next(p, name, value);
     }
     if (cli_is_help(a)) return CLI_HELP;
+    int err = 0;
+    if (common_option(p, a, &err)) return err ? CLI_ERR : cli_next(p, name, value);
     const char *eq = strchr(a, '=');
     size_t len = eq ? (size_t)(eq - a) : strlen(a);
     for (int k = 0; p->opts[k].name; k++) {

@@ -44,7 +44,22 @@ void cli_put_safe(FILE *f, const char *s);
 /* True when argv[i] is --help or -h. */
 int cli_is_help(const char *arg);
 
-/* ---- option parsing (args.c), the same for every command */
+/* ---- option parsing (args.c), the same for every command. --quiet and --log-format text|json
+ * are every command's options, taken by cli_next (never in a command's table). */
+/* --log-format json anywhere on the command line (before --) applies to the errors found before
+ * the parser reaches it (main calls it before dispatching). */
+void cli_scan_log_format(int argc, char **argv);
+/* Prints a command's --help text and the common options' description. */
+void cli_help(const char *text);
+/* --quiet was given: information is not logged (warnings, errors and a command's output are). */
+int cli_quiet(void);
+/* The logger of a command: cli_log (cli_log_stderr when info_on_stderr, for commands writing
+ * their output to stdout), at BRISK_LOG_WARN under --quiet, else BRISK_LOG_INFO. */
+brisk_logger cli_logger(int info_on_stderr);
+/* A line of information ("wrote PATH: ..."): through cli_logger, so --quiet drops it and
+ * --log-format json makes it a record. */
+void cli_note(int on_stderr, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 typedef struct cli_opt {
     const char *name; /* "--input" */
     int has_value;
@@ -60,7 +75,8 @@ typedef struct cli_parser {
 enum { CLI_END = -1, CLI_POS = -2, CLI_HELP = -3, CLI_ERR = -4 };
 /* The next argument: an option's index in opts (its value in *value when it takes one,
  * from "--flag value" or "--flag=value"), CLI_POS (*value the argument), CLI_HELP,
- * CLI_END, or CLI_ERR after printing the error (exit with BRISK_EXIT_USAGE). */
+ * CLI_END, or CLI_ERR after printing the error (exit with BRISK_EXIT_USAGE). --quiet and
+ * --log-format are taken here and skipped. */
 int cli_next(cli_parser *p, const char **name, const char **value);
 /* Prints "brisk: CMD: <msg> (see brisk CMD --help)" and returns BRISK_EXIT_USAGE. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

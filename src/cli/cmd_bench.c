@@ -95,7 +95,7 @@ int cmd_bench(int argc, char **argv) {
     for (int k; (k = cli_next(&p, &name, &v)) != CLI_END;) {
         if (k == CLI_ERR) return BRISK_EXIT_USAGE;
         if (k == CLI_HELP) {
-            puts("usage: brisk bench CONFIG [--steps N] [--rounds R] [--json] [--report FILE]\n\n"
+            cli_help("usage: brisk bench CONFIG [--steps N] [--rounds R] [--json] [--report FILE]\n\n"
                  "Trains CONFIG for N steps (default 300, at least 20) once per row of the table and round - on\n"
                  "a GPU the baseline, then each optimization added in turn, then all on; on the CPU one thread\n"
                  "and the default thread count - running the rows interleaved, R rounds (default 3, at most\n"
@@ -103,7 +103,7 @@ int cmd_bench(int argc, char **argv) {
                  "Prints per row the median ms/step over the rounds, the spread of the rounds' medians, the\n"
                  "worst p95 step, samples/s over all steps, GPU utilisation and the speedup over the first\n"
                  "row. --json adds one JSON line per row. The table is also written as an HTML page with bar\n"
-                 "charts, FILE (default bench-report.html in the current directory).");
+                 "charts, FILE (default bench-report.html in the current directory).\n");
             return 0;
         }
         if (k == 0 && cli_parse_count("bench", name, v, 20, 100000000, &steps)) return BRISK_EXIT_USAGE;
@@ -130,12 +130,13 @@ int cmd_bench(int argc, char **argv) {
     int ok[MAX_ROWS] = {0}, util_n[MAX_ROWS] = {0}, failed = 0;
     char why[MAX_ROWS][sizeof ((brisk_error *)0)->msg];
     memset(why, 0, sizeof why);
+    int bar = isatty(2) && !cli_quiet() && !cli_log_is_json(); /* the round counter, on a terminal only */
     for (int r = 0; r < rounds; r++)
         for (int i = 0; i < n_rows; i++) {
             if (r > 0 && !ok[i]) continue; /* failed in the first round: reported once */
             brisk_run_summary s;
             brisk_error err = {0};
-            if (isatty(2)) fprintf(stderr, "\rround %d/%lld, row %d/%d ", r + 1, rounds, i + 1, n_rows);
+            if (bar) fprintf(stderr, "\rround %d/%lld, row %d/%d ", r + 1, rounds, i + 1, n_rows);
             if (run_row(config, &tab[i], (int)steps, dir, i, !gpu, &s, &err)) {
                 snprintf(why[i], sizeof why[i], "%s", err.msg);
                 ok[i] = 0;
@@ -150,7 +151,7 @@ int cmd_bench(int argc, char **argv) {
             if (s.gpu_util >= 0) util[i] += s.gpu_util, util_n[i]++;
             loss[i] = s.final_loss;
         }
-    if (isatty(2)) fprintf(stderr, "\r%40s\r", "");
+    if (bar) fprintf(stderr, "\r%40s\r", "");
     printf("%-38s %10s %9s %10s %11s %9s %8s\n", "", "ms/step", "spread", "p95 (max)", "samples/s", "GPU util",
            "speedup");
     double base = 0;
@@ -192,6 +193,6 @@ int cmd_bench(int argc, char **argv) {
     else printf("report    %s\n", report);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "brisk: bench: could not remove %s\n", dir);
+    if (system(cmd) != 0) cli_log(NULL, BRISK_LOG_WARN, "bench: could not remove the row folders");
     return failed;
 }

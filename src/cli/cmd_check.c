@@ -71,12 +71,12 @@ int cmd_check(int argc, char **argv) {
     for (int k; (k = cli_next(&p, &name, &v)) != CLI_END;) {
         if (k == CLI_ERR) return BRISK_EXIT_USAGE;
         if (k == CLI_HELP) {
-            puts("usage: brisk check [--require-gpu] [--quick]\n\n"
+            cli_help("usage: brisk check [--require-gpu] [--quick]\n\n"
                  "Prints the CPU, threads, vector extensions, BLAS and GPU status brisk sees. On a GPU also\n"
                  "the versions of CUDA, cuBLASLt, cuDNN and NCCL, measured bf16/TF32 GEMM and copy rates, and a\n"
                  "one-step training smoke test against the CPU.\n"
                  "  --require-gpu   exit with status 3 when no GPU can be used\n"
-                 "  --quick         skip the rate measurements and the smoke test");
+                 "  --quick         skip the rate measurements and the smoke test\n");
             return 0;
         }
         if (k == CLI_POS) return cli_usage("check", "unexpected argument '%s'", v);
@@ -93,7 +93,7 @@ int cmd_check(int argc, char **argv) {
     printf("device    training runs on the %s\n", s.gpu_usable ? "GPU" : "CPU");
     fflush(stdout);
     if (require_gpu && !s.gpu_usable) {
-        fprintf(stderr, "brisk: check: --require-gpu: %s\n", s.gpu_reason);
+        cli_fail("check: --require-gpu: %s", s.gpu_reason);
         return 3;
     }
     return smoke_failed ? 1 : 0;

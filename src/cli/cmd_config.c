@@ -17,7 +17,7 @@ int cmd_config(int argc, char **argv) {
     int reference = 0;
     for (int k; (k = cli_next(&p, &name, &v)) != CLI_END;) {
         if (k == CLI_ERR) return BRISK_EXIT_USAGE;
-        if (k == CLI_HELP) { fputs(help, stdout); return 0; }
+        if (k == CLI_HELP) { cli_help(help); return 0; }
         if (k == CLI_POS) return cli_usage("config", "unexpected argument '%s'", v);
         reference = 1;
     }

@@ -26,7 +26,7 @@ int cmd_export(int argc, char **argv) {
     int fp16 = 0;
     for (int k; (k = cli_next(&p, &name, &v)) != CLI_END;) {
         if (k == CLI_ERR) return BRISK_EXIT_USAGE;
-        if (k == CLI_HELP) { fputs(help, stdout); return 0; }
+        if (k == CLI_HELP) { cli_help(help); return 0; }
         if (k == 0) onnx = v;
         else if (k == 1) fp16 = 1;
         else if (!ckpt) ckpt = v;
@@ -36,7 +36,7 @@ int cmd_export(int argc, char **argv) {
         return cli_usage("export", "%s is required", !ckpt ? "a checkpoint" : "--onnx FILE (the only format so far)");
     brisk_error err = {0};
     /* With the model on standard output the message goes to stderr. */
-    brisk_logger lg = {strcmp(onnx, "-") == 0 ? cli_log_stderr : cli_log, NULL, BRISK_LOG_INFO};
+    brisk_logger lg = cli_logger(strcmp(onnx, "-") == 0);
     if (brisk_export_onnx(ckpt, onnx, fp16, &lg, &err)) return cli_fail_err(&err);
     return 0;
 }

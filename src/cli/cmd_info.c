@@ -16,7 +16,7 @@ int cmd_info(int argc, char **argv) {
     const char *path = NULL, *name, *v;
     for (int k; (k = cli_next(&p, &name, &v)) != CLI_END;) {
         if (k == CLI_ERR) return BRISK_EXIT_USAGE;
-        if (k == CLI_HELP) { fputs(help, stdout); return 0; }
+        if (k == CLI_HELP) { cli_help(help); return 0; }
         if (path) return cli_usage("info", "one checkpoint expected, got '%s' and '%s'", path, v);
         path = v;
     }

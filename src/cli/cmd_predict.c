@@ -34,7 +34,7 @@ int cmd_predict(int argc, char **argv) {
     const char *ckpt = NULL, *in = NULL, *out = NULL, *name, *v;
     for (int k; (k = cli_next(&p, &name, &v)) != CLI_END;) {
         if (k == CLI_ERR) return BRISK_EXIT_USAGE;
-        if (k == CLI_HELP) { fputs(help, stdout); return 0; }
+        if (k == CLI_HELP) { cli_help(help); return 0; }
         if (k == 0) in = v;
         else if (k == 1) out = v;
         else if (!ckpt) ckpt = v;
@@ -44,7 +44,7 @@ int cmd_predict(int argc, char **argv) {
         return cli_usage("predict", "%s is required", !ckpt ? "a checkpoint" : !in ? "--input" : "--output");
     brisk_error err = {0};
     /* With the output on standard output the progress line goes to stderr. */
-    brisk_logger lg = {strcmp(out, "-") == 0 ? cli_log_stderr : cli_log, NULL, BRISK_LOG_INFO};
+    brisk_logger lg = cli_logger(strcmp(out, "-") == 0);
     if (brisk_predict_file(ckpt, in, out, &lg, &err)) return cli_fail_err(&err);
     return 0;
 }

@@ -12,12 +12,12 @@ int cmd_report(int argc, char **argv) {
     for (int k; (k = cli_next(&p, &name, &v)) != CLI_END;) {
         if (k == CLI_ERR) return BRISK_EXIT_USAGE;
         if (k == CLI_HELP) {
-            puts("usage: brisk report RUN_DIR [--output FILE]\n\n"
+            cli_help("usage: brisk report RUN_DIR [--output FILE]\n\n"
                  "Writes RUN_DIR/report.html (or FILE): one self-contained page, no script and no network, with\n"
                  "plots of the training and validation loss, learning rate, throughput, the time per step\n"
                  "(data wait, copy, compute), memory, and the optimizations the run had on and why any was off,\n"
                  "all read from RUN_DIR/metrics.jsonl. brisk train writes it at the end of every run. FILE may\n"
-                 "be a device or FIFO (written in place) or - (standard output).");
+                 "be a device or FIFO (written in place) or - (standard output).\n");
             return 0;
         }
         if (k == 0) out = v;
@@ -28,6 +28,6 @@ int cmd_report(int argc, char **argv) {
     brisk_error err = {0};
     char written[BRISK_PATH_MAX + 64];
     if (brisk_report_run(dir, out, written, sizeof written, &err)) return cli_fail_err(&err);
-    if (strcmp(written, "-") != 0) printf("report    %s\n", written); /* "-": the page itself went to stdout */
+    if (strcmp(written, "-") != 0) cli_note(0, "report    %s", written); /* "-": the page itself went to stdout */
     return 0;
 }

@@ -20,20 +20,19 @@ static const char help[] =
 
 int cmd_rollout(int argc, char **argv) {
     static const cli_opt opts[] = {{"--data", 1}, {"--steps", 1}, {"--start", 1}, {"--output", 1},
-                                   {"--jsonl", 1}, {"--quiet", 0}, {NULL, 0}};
+                                   {"--jsonl", 1}, {NULL, 0}};
     cli_parser p = {"rollout", opts, argc, argv, 0, 0};
     const char *name, *v;
     long long steps = 0, start = -1;
     brisk_rollout_spec r = {.start = -1};
     for (int k; (k = cli_next(&p, &name, &v)) != CLI_END;) {
         if (k == CLI_ERR) return BRISK_EXIT_USAGE;
-        if (k == CLI_HELP) { fputs(help, stdout); return 0; }
+        if (k == CLI_HELP) { cli_help(help); return 0; }
         if (k == 0) r.data = v;
         else if (k == 1 && cli_parse_count("rollout", name, v, 1, 100000, &steps)) return BRISK_EXIT_USAGE;
         else if (k == 2 && cli_parse_count("rollout", name, v, 0, 1LL << 40, &start)) return BRISK_EXIT_USAGE;
         else if (k == 3) r.output = v;
         else if (k == 4) r.jsonl = v;
-        else if (k == 5) r.quiet = 1;
         else if (k == CLI_POS) {
             if (r.checkpoint) return cli_usage("rollout", "one checkpoint expected, got '%s' and '%s'", r.checkpoint, v);
             r.checkpoint = v;
@@ -43,7 +42,8 @@ int cmd_rollout(int argc, char **argv) {
         return cli_usage("rollout", "%s is required", !r.checkpoint ? "a checkpoint" : !r.data ? "--data" : "--steps");
     r.steps = steps, r.start = start;
     brisk_error err = {0};
-    brisk_logger lg = {r.quiet || (r.jsonl && strcmp(r.jsonl, "-") == 0) ? cli_log_stderr : cli_log, NULL, BRISK_LOG_INFO};
+    r.quiet = cli_quiet();
+    brisk_logger lg = cli_logger(r.jsonl && strcmp(r.jsonl, "-") == 0);
     if (brisk_rollout(&r, &lg, &err)) return cli_fail_err(&err);
     return 0;
 }

@@ -35,7 +35,7 @@ int cmd_sample(int argc, char **argv) {
     for (int k; (k = cli_next(&cp, &a, &v)) != CLI_END;) {
         char *end = NULL;
         if (k == CLI_ERR) return BRISK_EXIT_USAGE;
-        if (k == CLI_HELP) { fputs(help, stdout); return 0; }
+        if (k == CLI_HELP) { cli_help(help); return 0; }
         if (k == CLI_POS) {
             if (ckpt) return cli_usage("sample", "one checkpoint expected, got '%s' and '%s'", ckpt, v);
             ckpt = v;
@@ -60,7 +60,7 @@ int cmd_sample(int argc, char **argv) {
         return cli_usage("sample", "%s is required", !ckpt ? "a checkpoint" : !coarse ? "--coarse" : "--output");
     p.steps = (int)steps;
     brisk_error err = {0};
-    brisk_logger lg = {strcmp(out, "-") == 0 ? cli_log_stderr : cli_log, NULL, BRISK_LOG_INFO};
+    brisk_logger lg = cli_logger(strcmp(out, "-") == 0);
     if (brisk_sample_file(ckpt, coarse, out, truth, guess, &p, (int)members, (uint64_t)seed, (int)threads, &lg, NULL, &err))
         return cli_fail_err(&err);
     return 0;

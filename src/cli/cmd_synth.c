@@ -29,7 +29,7 @@ int cmd_synth(int argc, char **argv) {
     long long n = 0, seed = 0;
     for (int k; (k = cli_next(&p, &name, &v)) != CLI_END;) {
         if (k == CLI_ERR) return BRISK_EXIT_USAGE;
-        if (k == CLI_HELP) { fputs(help, stdout); return 0; }
+        if (k == CLI_HELP) { cli_help(help); return 0; }
         if (k == 0 && cli_parse_count("synth", name, v, 1, 2147483647LL, &n)) return BRISK_EXIT_USAGE;
         if (k == 1 && cli_parse_count("synth", name, v, 0, 9007199254740992LL, &seed)) return BRISK_EXIT_USAGE;
         if (k != CLI_POS) continue;
@@ -44,17 +44,17 @@ int cmd_synth(int argc, char **argv) {
     brisk_error err = {0};
     if (weather) {
         if (brisk_synth_weather(path, n, (uint64_t)seed, &err)) return cli_fail_err(&err);
-        printf("wrote %s: %lld hourly steps of a 16 x 16 grid (t2m, msl, t and z at 850/500/250 hPa; orography, lsm)\n",
+        cli_note(0, "wrote %s: %lld hourly steps of a 16 x 16 grid (t2m, msl, t and z at 850/500/250 hPa; orography, lsm)",
                path, n);
         return 0;
     }
     if (images) {
         if (brisk_synth_images(path, n, (uint64_t)seed, &err)) return cli_fail_err(&err);
-        printf("wrote %s: %lld PNG images and labels.csv\n", path, n);
+        cli_note(0, "wrote %s: %lld PNG images and labels.csv", path, n);
         return 0;
     }
     if (brisk_synth_write(kind, path, n, (uint64_t)seed, &err)) return cli_fail_err(&err);
     /* With the data on standard output the note goes to stderr. */
-    fprintf(strcmp(path, "-") == 0 ? stderr : stdout, "wrote %s: %lld %s samples\n", path, n, kind);
+    cli_note(strcmp(path, "-") == 0, "wrote %s: %lld %s samples", path, n, kind);
     return 0;
 }

@@ -55,9 +55,6 @@ static const char help[] =
     "                             it has none\n"
     "  --overwrite                start a new run in a run directory that holds one, removing its\n"
     "                             checkpoints and metrics (without it, or --resume, that is refused)\n"
-    "  --quiet                    only warnings, errors and the final summary\n"
-    "  --log-format text|json     json: every log line one JSON object {\"time\", \"level\", \"msg\"},\n"
-    "                             information on stdout, warnings and errors on stderr\n"
     "  --dist-plan N              print the gradient all-reduce's plan at N ranks (gradient bytes,\n"
     "                             buckets, ring traffic per rank a step) and exit: no training,\n"
     "                             no collective\n"
@@ -129,16 +126,14 @@ int cmd_train(int argc, char **argv) {
     char **over = calloc((size_t)argc + 1, sizeof *over);
     if (!over) return cli_fail("out of memory");
     /* The option table: the switches, the flags that set a config key, then the rest. */
-    cli_opt opts[N_SWITCHES + N_FLAG_KEYS + 7]; /* the six options below and the terminator */
+    cli_opt opts[N_SWITCHES + N_FLAG_KEYS + 5]; /* the four options below and the terminator */
     size_t no = 0;
     for (size_t w = 0; w < N_SWITCHES; w++) opts[no++] = (cli_opt){switches[w].flag, 0};
     for (size_t k = 0; k < N_FLAG_KEYS; k++) opts[no++] = (cli_opt){flag_keys[k].flag, 1};
-    const int opt_quiet = (int)no;
-    opts[no++] = (cli_opt){"--quiet", 0};
+    const int opt_overwrite = (int)no;
     opts[no++] = (cli_opt){"--overwrite", 0};
     opts[no++] = (cli_opt){"--resume", 1};
     opts[no++] = (cli_opt){"--set", 1};
-    opts[no++] = (cli_opt){"--log-format", 1};
     opts[no++] = (cli_opt){"--dist-plan", 1};
     opts[no] = (cli_opt){NULL, 0};
     cli_parser p = {"train", opts, argc, argv, 0, 0};
@@ -146,7 +141,7 @@ int cmd_train(int argc, char **argv) {
     for (int k; (k = cli_next(&p, &name, &v)) != CLI_END;) {
         if (n_over && !over[n_over - 1]) { rc = cli_fail("out of memory"); goto done; }
         if (k == CLI_ERR) { rc = BRISK_EXIT_USAGE; goto done; }
-        if (k == CLI_HELP) { fputs(help, stdout); rc = 0; goto done; }
+        if (k == CLI_HELP) { cli_help(help); rc = 0; goto done; }
         if (k == CLI_POS) {
             if (config) { rc = cli_usage("train", "one config file expected, got '%s' and '%s'", config, v); goto done; }
             config = v;
@@ -156,19 +151,11 @@ int cmd_train(int argc, char **argv) {
             const char *key = flag_keys[(size_t)k - N_SWITCHES].key;
             size_t n = strlen(key) + strlen(v) + 2;
             if ((over[n_over++] = malloc(n))) snprintf(over[n_over - 1], n, "%s=%s", key, v);
-        } else if (k == opt_quiet) {
-            quiet = 1;
-        } else if (k == opt_quiet + 1) {
+        } else if (k == opt_overwrite) {
             overwrite = 1;
-        } else if (k == opt_quiet + 2) {
+        } else if (k == opt_overwrite + 1) {
             resume = v;
-        } else if (k == opt_quiet + 4) {
-            if (strcmp(v, "json") != 0 && strcmp(v, "text") != 0) {
-                rc = cli_usage("train", "--log-format '%s': expected text or json", v);
-                goto done;
-            }
-            cli_set_log_json(strcmp(v, "json") == 0);
-        } else if (k == opt_quiet + 5) {
+        } else if (k == opt_overwrite + 3) {
             plan = v;
         } else {
             over[n_over++] = strdup(v);
@@ -176,6 +163,7 @@ int cmd_train(int argc, char **argv) {
     }
     if (n_over && !over[n_over - 1]) { rc = cli_fail("out of memory"); goto done; }
     if (!config) { rc = cli_usage("train", "a config file is required"); goto done; }
+    quiet = cli_quiet();
 
     brisk_error err = {0};
     brisk_config cfg;
@@ -205,13 +193,21 @@ int cmd_train(int argc, char **argv) {
         brisk_config_free(&cfg);
         goto done;
     }
+    /* a live progress line on a terminal, plain lines elsewhere */
+    const char *term = getenv("TERM");
+    int bar = !quiet && lg.max_level >= BRISK_LOG_INFO && !cli_log_is_json() && isatty(STDOUT_FILENO) &&
+              !(term && strcmp(term, "dumb") == 0);
+    const brisk_trainer_control bar_control = {.status = cli_progress_bar};
     if (cfg.n_models > 0) { /* a pipeline: each model in turn, then the comparison */
         brisk_pipeline_result res[BRISK_MAX_MODELS];
         if (quiet) lg.max_level = BRISK_LOG_WARN; /* the comparison below is its summary */
+        /* One bar per model, under its "pipeline  model i of n" line: models differ in speed by
+         * orders of magnitude, so only the running model's ETA can be measured honestly. */
         if (resume) rc = cli_fail("train: --resume takes one model's checkpoint; resume a pipeline's model with its "
                                   "own config (see %s/<name>)", cfg.train.out_dir);
-        else if (brisk_pipeline_run(&cfg, &lg, res, &err)) rc = cli_fail_err(&err);
+        else if (brisk_pipeline_run_control(&cfg, &lg, bar ? &bar_control : NULL, res, &err)) rc = cli_fail_err(&err);
         else rc = 0;
+        cli_progress_end();
         brisk_error rerr = {0};
         if (rc == 0 && brisk_report_pipeline(cfg.train.out_dir, res, cfg.n_models, &rerr))
             brisk_log(&lg, BRISK_LOG_WARN, "no report: %s", rerr.msg);
@@ -239,12 +235,8 @@ int cmd_train(int argc, char **argv) {
     /* A file-size limit (ulimit -f) must fail a write with EFBIG, which brisk reports,
      * rather than kill the process. */
     signal(SIGXFSZ, SIG_IGN);
-    /* a live progress line on a terminal, plain lines elsewhere */
-    const char *term = getenv("TERM");
-    int bar = !quiet && lg.max_level >= BRISK_LOG_INFO && !cli_log_is_json() && isatty(STDOUT_FILENO) &&
-              !(term && strcmp(term, "dumb") == 0);
     if (brisk_signals_install(&err) || brisk_trainer_create(&cfg, &lg, &t, &err) ||
-        (bar && (brisk_trainer_set_control(t, &(brisk_trainer_control){.status = cli_progress_bar}), 0)) ||
+        (bar && (brisk_trainer_set_control(t, &bar_control), 0)) ||
         brisk_trainer_set_dist(t, dist, 0, &err) ||
         (resume && strcmp(resume, "auto") == 0 && brisk_trainer_resume_auto(t, &resumed, &err)) ||
         (resume && strcmp(resume, "auto") != 0 && brisk_trainer_resume(t, resume, &err)) ||

@@ -178,6 +178,7 @@ int main(int argc, char **argv) {
         printf("brisk %s\n", BRISK_VERSION);
         return 0;
     }
+    cli_scan_log_format(argc, argv);
     static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
         {"check", cmd_check}, {"train", cmd_train}, {"predict", cmd_predict},
         {"info", cmd_info},   {"synth", cmd_synth},   {"bench", cmd_bench},
@@ -187,6 +188,7 @@ int main(int argc, char **argv) {
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(argv[1], cmds[i].name) == 0) return cmds[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "brisk: unknown command '%s'\n%s", argv[1], usage);
+    cli_fail("unknown command '%s'", argv[1]);
+    if (!cli_log_is_json()) fputs(usage, stderr);
     return 2;
 }

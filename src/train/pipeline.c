@@ -50,6 +50,12 @@ brisk_status brisk_pipeline_config(const brisk_config *cfg, int i, brisk_config 
 
 brisk_status brisk_pipeline_run(const brisk_config *cfg, const brisk_logger *log, brisk_pipeline_result *results,
                                 brisk_error *err) {
+    return brisk_pipeline_run_control(cfg, log, NULL, results, err);
+}
+
+brisk_status brisk_pipeline_run_control(const brisk_config *cfg, const brisk_logger *log,
+                                        const brisk_trainer_control *control, brisk_pipeline_result *results,
+                                        brisk_error *err) {
     for (int i = 0; i < cfg->n_models; i++) {
         brisk_pipeline_result *r = &results[i];
         memset(r, 0, sizeof *r);
@@ -62,6 +68,7 @@ brisk_status brisk_pipeline_run(const brisk_config *cfg, const brisk_logger *log
                   brisk_model_type_name(r->type), sub.train.out_dir);
         brisk_trainer *t = NULL;
         st = brisk_trainer_create(&sub, log, &t, err);
+        if (!st && control) brisk_trainer_set_control(t, control);
         if (!st) st = brisk_trainer_run(t, &r->summary, err);
         brisk_trainer_free(t); /* every buffer of this model, before the next is built */
         brisk_config_free(&sub);

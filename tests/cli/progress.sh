@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # How brisk train reports progress: a live line rewritten with \r on a terminal (run under
 # script(1), which gives it a pty), plain lines when stdout is a pipe, --quiet (only the
-# summary), and --log-format json (every line of stdout and stderr one JSON object).
+# summary), and --log-format json (every line of stdout and stderr one JSON object); then
+# --quiet and --log-format as every command's options (predict, synth, info, usage errors).
 #   progress.sh BRISK_BINARY WORKDIR
 set -u
 brisk=$1 work=$2
@@ -31,6 +32,19 @@ if command -v script >/dev/null; then
      ! grep -qE 'epoch 1  step 4/32' tty.out && grep -q 'epoch 2 done  train loss' tty.out && grep -q '^summary ' tty.out; then
     ok tty-bar
   else bad "tty-bar: $(cat -v tty.out)"; fi
+  # a pipeline: one bar per model, each under its "pipeline  model i of n" line; no plain lines
+  cat > pipe.json <<'J'
+{"models": [{"name": "small", "type": "mlp", "inputs": 64, "hidden": [8], "outputs": 3},
+            {"name": "wide", "type": "mlp", "inputs": 64, "hidden": [32], "outputs": 3}],
+ "data": {"train": "tab.npz", "validation_fraction": 0.2},
+ "train": {"batch_size": 32, "epochs": 2, "log_every": 4, "out_dir": "pipe"}}
+J
+  TERM=xterm script -qec "'$brisk' train pipe.json --overwrite" /dev/null >pipe.out 2>&1
+  if [ "$(grep -oE $'\r\\[#+\\] 100% step 32/32 epoch 2/2' pipe.out | wc -l)" -ge 2 ] &&
+     ! grep -qE 'epoch 1  step 4/32' pipe.out && grep -q 'pipeline  model 2 of 2: wide' pipe.out &&
+     grep -qE '^ *wide ' pipe.out; then
+    ok pipeline-tty-bar
+  else bad "pipeline-tty-bar: $(cat -v pipe.out)"; fi
 else
   echo "skip tty-bar: script(1) not found (util-linux)"
 fi
@@ -67,6 +81,59 @@ assert err["level"] == "error" and "unknown option '--frobnicate'" in err["msg"]
 P
 then ok json-lines
 else bad "json-lines: $(cat json.out json.err jsonerr.err)"; fi
+
+# --quiet and --log-format are every command's: predict and synth as JSON records, errors too
+"$brisk" synth tabular s.npz --samples 64 --log-format json >synth.out 2>synth.err
+"$brisk" synth tabular - --samples 8 --log-format=json >synthpipe.npz 2>synthpipe.err
+"$brisk" predict run/best.safetensors --input tab.npz --output pred.npy --log-format json >pred.out 2>pred.err
+"$brisk" predict missing.safetensors --input tab.npz --output pred2.npy --log-format json >prederr.out 2>prederr.err
+"$brisk" predict --bogus --log-format json >predusage.out 2>predusage.err; prc=$?
+"$brisk" info missing.safetensors --log-format json >info.out 2>info.err
+"$brisk" frobnicate --log-format json >cmd.out 2>cmd.err
+if [ -x "$py" ] && [ $prc = 2 ] && [ -s pred.npy ] && "$py" - synth.out synth.err synthpipe.err pred.out pred.err \
+     prederr.out prederr.err predusage.out predusage.err info.out info.err cmd.out cmd.err <<'P'
+import json, sys
+recs = {}
+for path in sys.argv[1:]:
+    recs[path] = [json.loads(line) for line in open(path, encoding="utf-8")]
+    for r in recs[path]:
+        assert set(r) == {"time", "level", "msg"}, r
+        assert r["time"].endswith("Z"), r
+(r,) = recs["synth.out"]
+assert r["level"] == "info" and r["msg"] == "wrote s.npz: 64 tabular samples", r
+(r,) = recs["synthpipe.err"]  # data on stdout: the note on stderr
+assert r["msg"] == "wrote -: 8 tabular samples", r
+assert not recs["synth.err"] and not recs["pred.err"] and not recs["prederr.out"] and not recs["predusage.out"]
+(r,) = recs["pred.out"]
+assert r["level"] == "info" and r["msg"].startswith("predict   640 rows -> pred.npy [640, 3]"), r
+(r,) = recs["prederr.err"]
+assert r["level"] == "error" and "missing.safetensors" in r["msg"], r
+(r,) = recs["predusage.err"]  # an error before --log-format is reached follows it too
+assert r["level"] == "error" and "predict: unknown option '--bogus'" in r["msg"], r
+(r,) = recs["info.err"]
+assert r["level"] == "error" and "missing.safetensors" in r["msg"], r
+(r,) = recs["cmd.err"]  # no command of that name: no usage text around the record
+assert r["level"] == "error" and r["msg"] == "unknown command 'frobnicate'" and not recs["cmd.out"], r
+P
+then ok json-every-command
+else bad "json-every-command: $(cat synth.out synth.err pred.out pred.err prederr.err predusage.err)"; fi
+
+# --quiet: synth and predict print nothing; predict to - writes only the array
+rm -f pred.npy
+"$brisk" synth tabular q.npz --samples 64 --quiet >q1.out 2>q1.err
+"$brisk" predict run/best.safetensors --input tab.npz --output pred.npy --quiet >q2.out 2>q2.err
+"$brisk" predict run/best.safetensors --input tab.npz --output - --quiet >q3.npy 2>q3.err
+"$brisk" info run/best.safetensors --quiet >q4.out 2>q4.err
+if [ -s q.npz ] && [ -s pred.npy ] && ! [ -s q1.out ] && ! [ -s q1.err ] && ! [ -s q2.out ] && ! [ -s q2.err ] &&
+   ! [ -s q3.err ] && [ "$(head -c 6 q3.npy | tail -c 5)" = NUMPY ] && cmp -s q3.npy pred.npy &&
+   grep -q 'parameters:' q4.out && ! [ -s q4.err ]; then
+  ok quiet-every-command
+else bad "quiet-every-command: $(cat q1.out q1.err q2.out q2.err q3.err q4.err)"; fi
+
+# a bad --log-format value is a command-line error of any command
+"$brisk" synth tabular z.npz --log-format yaml >/dev/null 2>fmt.err; frc=$?
+if [ $frc = 2 ] && grep -q "synth: --log-format 'yaml': expected text or json" fmt.err && [ ! -e z.npz ]; then ok log-format-value
+else bad "log-format-value: rc $frc $(cat fmt.err)"; fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
