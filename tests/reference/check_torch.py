@@ -4,7 +4,8 @@
 losses, every gradient and the final parameters to 1e-5 relative (fp32, CPU, dropout off);
 meshgnn (the small model, on brisk's graph loaded into its buffers) to 1e-4; resnet (the
 small size: 10 batches in training mode on fixed weights, no optimizer step, see ref_dump.c;
-gradients of the first and last) to 1e-4, with every BatchNorm's running statistics after
+gradients of the first and last, against PyTorch in float64: within 1e-4 or twice PyTorch's
+own fp32 error, see resnet_grads) to 1e-4, with every BatchNorm's running statistics after
 the 10 batches.
 
   check_torch.py tabular|diffusion|lstm|transformer|meshgnn|resnet DUMP.npz WORKLOADS_DIR
@@ -12,6 +13,7 @@ Exit 77 (skip) when PyTorch or torch_ref.py is unavailable."""
 import sys
 
 def main():
+    import copy
     kind, dump, wl_dir = sys.argv[1], sys.argv[2], sys.argv[3]
     try:
         import numpy as np
@@ -72,6 +74,29 @@ def main():
         a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
         return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
 
+    # ResNet at batch 4: the BatchNorm weight and bias gradients are sums that nearly cancel, and
+    # PyTorch's own fp32 gradients differ from its float64 ones by up to 1e-2 on them (measured:
+    # 9.2e-3 at batch 0, 8.0e-3 at batch 9), so two fp32 implementations agree to 1e-4 only when
+    # they happen to sum in the same order (BLAS on an AVX2 machine did; brisk's AVX-512 kernel
+    # does not; the whole gradient then differs by ~6e-3 from PyTorch's fp32 one while it is within
+    # 6e-6 of float64). The check: each tensor no further from PyTorch's float64 gradient than 1e-4
+    # or twice PyTorch's own fp32 distance from it ("grad" below is that ratio times 1e-4); the
+    # distance to PyTorch's fp32 gradients is printed, not judged.
+    m64 = copy.deepcopy(model).double() if kind == "resnet" else None
+    vs32 = [0.0]
+
+    def resnet_grads(s, x, y, g32):
+        m64.zero_grad(set_to_none=True)
+        F.mse_loss(m64.head(m64.blocks(m64.stem(x.double())).mean(dim=(2, 3))), y.double()).backward()
+        num = den = 0.0
+        for name, p in m64.named_parameters():
+            mine, g64 = d[f"grad{s}.{name}"].astype(np.float64), p.grad.numpy()
+            num += float(np.sum((mine - g32[name]) ** 2))
+            den += float(np.sum(np.asarray(g32[name], np.float64) ** 2))
+            own = rel(g32[name], g64)
+            worst["grad"] = max(worst["grad"], rel(mine, g64) / max(1e-4, 2 * own) * 1e-4)
+        vs32[0] = max(vs32[0], (num / max(den, 1e-300)) ** 0.5)
+
     steps = len(d["losses"])
     for s in range(steps):
         opt.zero_grad(set_to_none=True)
@@ -101,8 +126,11 @@ def main():
         worst["output"] = max(worst["output"], rel(d[f"out{s}"], out.detach().numpy()))
         loss.backward()
         worst["loss"] = max(worst["loss"], abs(float(loss) - float(d["losses"][s])) / abs(float(loss)))
-        for name, p in params.items():
-            if f"grad{s}.{name}" in d.files:  # resnet: the first and last step's
+        if kind == "resnet":  # the first and last step's, judged against float64 (see resnet_grads)
+            if f"grad{s}.stem.0.weight" in d.files:
+                resnet_grads(s, x, y, {n: p.grad.numpy() for n, p in params.items()})
+        else:
+            for name, p in params.items():
                 worst["grad"] = max(worst["grad"], rel(d[f"grad{s}.{name}"], p.grad.numpy()))
         if kind != "resnet":
             opt.step()
@@ -120,7 +148,9 @@ def main():
             worst["running"] = max(worst["running"], rel(d[f"final.{name}"], b.numpy()))
     print(f"{kind}: {steps} {'batches, fixed weights' if kind == 'resnet' else 'AdamW steps'}, torch {torch.__version__}: max relative error outputs {worst['output']:.2e}, "
           f"loss {worst['loss']:.2e}, gradients {worst['grad']:.2e}, final parameters {worst['final']:.2e}"
-          + (f", running statistics {worst['running']:.2e}" if "running" in worst else ""))
+          + (f", running statistics {worst['running']:.2e}" if "running" in worst else "")
+          + (f" (gradients: against float64, bounded by PyTorch's own fp32 error; {vs32[0]:.2e} from PyTorch's fp32 ones)"
+             if kind == "resnet" else ""))
     tol = 1e-4 if kind in ("meshgnn", "resnet") else 1e-5
     bad = {k: v for k, v in worst.items() if not v <= tol}
     if bad:
