@@ -11,7 +11,10 @@
  *
  * ZeRO-1 (dist.shard_optimizer): gradients reduce-scattered, each rank updates its shard of
  * the parameters with its shard of the moments, the parameters all-gathered. Elementwise
- * updates of the same averaged gradients: the result equals the unsharded run. */
+ * updates of the same averaged gradients: the result equals the unsharded run. On a device
+ * the backend's grad_reduce_scatter and param_all_gather (NCCL) take brisk_dist_shard's
+ * shards, issued on its stream around the shard's fused update and captured with the step;
+ * checkpoints gather the moments as on the CPU (download, then MPI). Never run on a GPU. */
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -32,6 +35,12 @@ static brisk_status device_shard_check(brisk_trainer *t, brisk_error *err) {
     if (!t->be->grad_reduce_scatter || !t->be->param_all_gather)
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: dist.shard_optimizer on the %s backend, which offers no "
                             "reduce-scatter and all-gather", t->cfg.path, t->be->name);
+    brisk_precision pr = t->cfg.speed.precision; /* auto (bf16 where it can) the backend refuses at step 1 */
+    if (pr == BRISK_PREC_BF16 || pr == BRISK_PREC_FP16)
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: dist.shard_optimizer with speed.precision %s on the %s "
+                            "backend: ZeRO-1 keeps fp32 parameters only so far (their 16-bit copy follows whole-arena "
+                            "updates); use --precision fp32 or tf32", t->cfg.path, pr == BRISK_PREC_BF16 ? "bf16" : "fp16",
+                            t->be->name);
     if (t->cfg.optim.clip_norm > 0)
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: dist.shard_optimizer with optim.clip_norm %g on the %s "
                             "backend: the global gradient norm over the shards is not implemented on a device yet; "

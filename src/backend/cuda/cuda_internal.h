@@ -223,6 +223,8 @@ brisk_status cuda_prep_operand(cuda_backend *cb, const brisk_graph *g, int id, i
 brisk_status cuda_prep_after(cuda_backend *cb, const brisk_graph *g, int id, brisk_error *err);
 /* The bf16/fp16 copy of params (written by the optimizer), or NULL. */
 void *cuda_prep_params_lp(const cuda_backend *cb, const float *params);
+/* 1 when the prepared executor keeps a 16-bit copy of its parameters */
+int cuda_prep_has_params_lp(const cuda_backend *cb);
 /* Marks the low-precision weights stale after a write into [dst, dst + bytes). */
 void cuda_prep_touch(cuda_backend *cb, const void *dst, size_t bytes);
 /* Re-casts the weights into their 16-bit copy when stale (an upload since the last cast):

@@ -155,6 +155,12 @@ static brisk_status zero1_check(cuda_backend *cb, const int64_t *bounds, const c
     for (int r = 0; r < cb->nccl_world; r++)
         if (bounds[r + 1] < bounds[r])
             return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: %s: shard %d ends before it starts", what, r);
+    /* the 16-bit copy of the parameters and the loss scaler follow updates of the whole arena
+     * only (cuda_prep_params_lp): a shard's update would leave them stale. Checked at the
+     * first step's reduce-scatter, before anything moved: the precision is the backend's */
+    if (cuda_prep_has_params_lp(cb))
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda: dist.shard_optimizer (ZeRO-1) keeps fp32 parameters "
+                            "only so far: train with --precision fp32 or tf32, or without --shard-optimizer");
     return BRISK_OK;
 }
 
@@ -190,11 +196,6 @@ brisk_status cuda_param_all_gather(brisk_backend *be, float *p, const int64_t *b
     cuda_backend *cb = be->impl;
     brisk_status st = zero1_check(cb, bounds, "parameter all-gather", err);
     if (st) return st;
-    /* the low-precision copy of the parameters and the loss scaler follow updates of the whole
-     * arena only (cuda_prep_params_lp): a shard's update would leave them stale */
-    if (cuda_prep_params_lp(cb, p))
-        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda: dist.shard_optimizer (ZeRO-1) keeps fp32 parameters "
-                            "only so far: train with precision fp32 or tf32, or without the sharded optimizer");
     ncclComm_t comm = cb->nccl_comm;
     int w = cb->nccl_world;
     if (equal_shards(bounds, w)) {
