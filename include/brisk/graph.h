@@ -566,6 +566,11 @@ struct brisk_backend {
      * ordered after the work already issued and captured with it. */
     brisk_status (*grad_reduce_scatter)(brisk_backend *be, float *g, const int64_t *bounds, brisk_error *err);
     brisk_status (*param_all_gather)(brisk_backend *be, float *p, const int64_t *bounds, brisk_error *err);
+    /* ZeRO-1 with a gradient norm (optim.clip_norm, the inf/NaN skip): the sum of squares that
+     * grad_sumsq last computed (of this rank's shard) summed over the ranks, in the backend's
+     * own copy that the next optim_update reads, so every rank clips and skips by the whole
+     * gradient's norm; ordered and captured like the above. NULL: not offered. */
+    brisk_status (*grad_sumsq_allreduce)(brisk_backend *be, brisk_error *err);
 };
 
 brisk_backend *brisk_backend_cpu_new(int threads); /* threads 0: OpenMP's default */

@@ -27,9 +27,9 @@ static brisk_status share_id(void *user, void *buf, size_t bytes, brisk_error *e
     return brisk_dist_broadcast(user, buf, bytes, "device communicator id broadcast", err);
 }
 
-/* ZeRO-1 on a device: what it cannot do yet, refused before the first step. The device's
- * gradient norm and its inf/NaN check (one value kept in the optimizer's device state) would
- * see this rank's shard only: ranks would clip by different norms or disagree on a skip. */
+/* ZeRO-1 on a device: what it cannot do, refused before the first step. The gradient norm
+ * (clipping, the inf/NaN skip) needs the backend to sum the shards' sums of squares, else
+ * ranks would clip by different norms or disagree on a skip. */
 static brisk_status device_shard_check(brisk_trainer *t, brisk_error *err) {
     if (!t->cfg.dist.shard_optimizer) return BRISK_OK;
     if (!t->be->grad_reduce_scatter || !t->be->param_all_gather)
@@ -41,21 +41,20 @@ static brisk_status device_shard_check(brisk_trainer *t, brisk_error *err) {
                             "backend: ZeRO-1 keeps fp32 parameters only so far (their 16-bit copy follows whole-arena "
                             "updates); use --precision fp32 or tf32", t->cfg.path, pr == BRISK_PREC_BF16 ? "bf16" : "fp16",
                             t->be->name);
-    if (t->cfg.optim.clip_norm > 0)
-        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: dist.shard_optimizer with optim.clip_norm %g on the %s "
-                            "backend: the global gradient norm over the shards is not implemented on a device yet; "
-                            "drop one of them or train with --device cpu", t->cfg.path, t->cfg.optim.clip_norm,
-                            t->be->name);
-    if (t->opt.skip_nonfinite)
-        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: dist.shard_optimizer with train.skip_nan_steps on the %s "
-                            "backend: the ranks' skip decision over the shards is not implemented on a device yet",
-                            t->cfg.path, t->be->name);
+    if ((t->cfg.optim.clip_norm > 0 || t->opt.skip_nonfinite) && !t->be->grad_sumsq_allreduce)
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: dist.shard_optimizer with optim.clip_norm or "
+                            "train.skip_nan_steps on the %s backend, which cannot sum the gradient norm over the "
+                            "shards", t->cfg.path, t->be->name);
     return BRISK_OK;
 }
 
 brisk_status brisk_dist_device_shard_update(brisk_trainer *t, const brisk_optim_args *a, brisk_error *err) {
     brisk_backend *be = t->be;
     brisk_status st = be->grad_reduce_scatter(be, t->ex->grads, t->shard_bounds, err);
+    /* clipping and the inf/NaN skip by the whole gradient's norm: the shards' sums, summed */
+    if (!st && (t->opt.spec.clip_norm > 0 || t->opt.skip_nonfinite) &&
+        !(st = be->grad_sumsq(be, (float *)t->ex->grads + t->shard_off, t->shard_n, t->opt.sumsq, err)))
+        st = be->grad_sumsq_allreduce(be, err);
     if (!st) st = brisk_optimizer_update_range(&t->opt, a->t, a->lr, t->cfg.train.accumulate, t->shard_off, t->shard_n,
                                                err);
     return st ? st : be->param_all_gather(be, t->ex->params, t->shard_bounds, err);

@@ -3,7 +3,7 @@
  * the shard with moments held for the shard only (brisk_exec_shard_moments) and the
  * parameter all-gather must leave the parameters and moments bit for bit those of the plain
  * update, eagerly and captured into a CUDA graph with the rest of the step (the collectives
- * go on the compute stream). Two GPUs would be needed for a real reduction or uneven shards;
+ * go on the compute stream); with clipping too (the shard's sum of squares all-reduced). Two GPUs would be needed for a real reduction or uneven shards;
  * this checks the plumbing and the capture. Skips without a GPU or without NCCL;
  * tools/gpu-session.sh runs it (ctest -R cuda). Never run so far: written without a GPU. */
 #include "backend/cuda_test_util.h"
@@ -35,14 +35,14 @@ static void mlp(brisk_graph **out) {
 /* STEPS AdamW steps; sharded: through the ZeRO-1 collectives, captured: the last two steps
  * recorded as one program each time (set_values then replay, as the trainer does).
  * out: parameters, then m, then v. *ran = 0 when NCCL is missing (skip). */
-static void train(int sharded, int captured, const float *xin, float *out, int *ran) {
+static void train(int sharded, int captured, float clip, const float *xin, float *out, int *ran) {
     brisk_error e = {0}, *ep = &e;
     brisk_graph *g;
     mlp(&g);
     brisk_plan p;
     REQUIRE_OK(brisk_plan_build(g, &p, &e), ep);
     brisk_backend *be = cuda_backend_for(BRISK_GEMM_FP32, 1, 1);
-    REQUIRE(be != NULL && be->grad_reduce_scatter && be->param_all_gather);
+    REQUIRE(be != NULL && be->grad_reduce_scatter && be->param_all_gather && be->grad_sumsq_allreduce);
     brisk_exec *ex;
     REQUIRE_OK(brisk_exec_create(g, &p, be, &ex, &e), ep);
     REQUIRE_OK(brisk_exec_init_params(ex, 11, &e), ep);
@@ -63,6 +63,7 @@ static void train(int sharded, int captured, const float *xin, float *out, int *
     brisk_optim_spec spec;
     brisk_optim_spec_default(&spec);
     spec.lr = 1e-2f;
+    spec.clip_norm = clip;
     brisk_optimizer o;
     REQUIRE_OK(brisk_optimizer_create(&o, &spec, ex, &e), ep);
     REQUIRE_OK(brisk_exec_set_input(ex, 0, xin, &e), ep);
@@ -75,6 +76,9 @@ static void train(int sharded, int captured, const float *xin, float *out, int *
         if (!cap || prog < 0) {
             brisk_status rs = brisk_exec_run(ex, BRISK_RUN_TRAIN, &e);
             if (!rs && sharded) rs = be->grad_reduce_scatter(be, ex->grads, bounds, &e);
+            if (!rs && sharded && clip > 0) /* the trainer's order: the shard's norm, summed over the ranks */
+                if (!(rs = be->grad_sumsq(be, (float *)ex->grads + bounds[0], bounds[1] - bounds[0], o.sumsq, &e)))
+                    rs = be->grad_sumsq_allreduce(be, &e);
             if (!rs) rs = sharded ? brisk_optimizer_update_range(&o, s, spec.lr, 1, bounds[0],
                                                                  bounds[1] - bounds[0], &e)
                                   : brisk_optimizer_step(&o, s, spec.lr, 1, &e);
@@ -112,17 +116,20 @@ static void test_zero1_one_rank(void) {
     float *xin = malloc(sizeof(float) * 32 * 48), *ref = malloc(sizeof(float) * 3 * (size_t)n),
           *got = malloc(sizeof(float) * 3 * (size_t)n);
     for (int i = 0; i < 32 * 48; i++) xin[i] = ct_uniform(-1, 1);
-    for (int captured = 0; captured <= 1; captured++) {
-        int ran = 0;
-        train(0, captured, xin, ref, &ran);
+    /* clip 0.05: small, so that clipping likely acts (the norm itself never seen: no GPU here) */
+    for (int run = 0; run < 4; run++) {
+        int captured = run & 1, ran = 0;
+        float clip = run >= 2 ? 0.05f : 0.0f;
+        train(0, captured, clip, xin, ref, &ran);
         REQUIRE(ran);
-        train(1, captured, xin, got, &ran);
+        train(1, captured, clip, xin, got, &ran);
         if (!ran) break;
-        printf("%s: %lld parameters, %d AdamW steps\n", captured ? "captured" : "eager", (long long)n, STEPS);
-        CHECKF(memcmp(got, ref, sizeof(float) * (size_t)n) == 0, "%s: parameters differ from the unsharded update",
-               captured ? "captured" : "eager");
-        CHECKF(memcmp(got + n, ref + n, sizeof(float) * 2 * (size_t)n) == 0, "%s: moments differ",
-               captured ? "captured" : "eager");
+        printf("%s, clip %g: %lld parameters, %d AdamW steps\n", captured ? "captured" : "eager", clip, (long long)n,
+               STEPS);
+        CHECKF(memcmp(got, ref, sizeof(float) * (size_t)n) == 0, "%s, clip %g: parameters differ from the unsharded "
+               "update", captured ? "captured" : "eager", clip);
+        CHECKF(memcmp(got + n, ref + n, sizeof(float) * 2 * (size_t)n) == 0, "%s, clip %g: moments differ",
+               captured ? "captured" : "eager", clip);
     }
     int moved = 0; /* the moments start at zero: the steps did update (not untouched arenas compared) */
     for (int64_t i = n; i < 3 * n && !moved; i++) moved = ref[i] != 0.0f;

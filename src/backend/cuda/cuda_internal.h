@@ -314,6 +314,7 @@ brisk_status cuda_grad_bucket_ready(brisk_backend *be, float *g, int64_t count, 
 brisk_status cuda_grad_buckets_join(brisk_backend *be, brisk_error *err);
 brisk_status cuda_grad_reduce_scatter(brisk_backend *be, float *g, const int64_t *bounds, brisk_error *err);
 brisk_status cuda_param_all_gather(brisk_backend *be, float *p, const int64_t *bounds, brisk_error *err);
+brisk_status cuda_grad_sumsq_allreduce(brisk_backend *be, brisk_error *err);
 void cuda_comm_free(cuda_backend *cb);
 
 #endif

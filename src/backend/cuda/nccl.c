@@ -219,6 +219,19 @@ brisk_status cuda_param_all_gather(brisk_backend *be, float *p, const int64_t *b
     return BRISK_OK;
 }
 
+/* The optimizer state's double sum of squares (cuda_grad_sumsq), summed in place: the fused
+ * update's clip factor and inf/NaN skip then see the whole gradient on every rank. */
+brisk_status cuda_grad_sumsq_allreduce(brisk_backend *be, brisk_error *err) {
+    cuda_backend *cb = be->impl;
+    if (!cb->nccl_comm) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: gradient norm all-reduce before comm_init");
+    if (!cb->sumsq_fresh)
+        return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: gradient norm all-reduce without grad_sumsq before it");
+    double *s = &cb->ostate->sumsq;
+    NC(nc.ncclAllReduce(s, s, 1, ncclFloat64, ncclSum, (ncclComm_t)cb->nccl_comm, cb->compute),
+       "all-reduce of the gradient norm");
+    return BRISK_OK;
+}
+
 void cuda_comm_free(cuda_backend *cb) {
     if (cb->nccl_stream) cudaStreamSynchronize(cb->nccl_stream);
     if (cb->nccl_ready) cudaEventDestroy(cb->nccl_ready);
@@ -257,6 +270,10 @@ brisk_status cuda_grad_reduce_scatter(brisk_backend *be, float *g, const int64_t
 }
 brisk_status cuda_param_all_gather(brisk_backend *be, float *p, const int64_t *bounds, brisk_error *err) {
     (void)be, (void)p, (void)bounds;
+    return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda: several GPUs need NCCL; this brisk was built without nccl.h");
+}
+brisk_status cuda_grad_sumsq_allreduce(brisk_backend *be, brisk_error *err) {
+    (void)be;
     return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda: several GPUs need NCCL; this brisk was built without nccl.h");
 }
 void cuda_comm_free(cuda_backend *cb) { (void)cb; }
