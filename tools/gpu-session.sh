@@ -13,7 +13,10 @@
 #             for bit as without a group, printing both ms/step: the all-reduce overhead;
 #             dist.test_cuda_dist_overlap: a one-rank NCCL communicator, buckets on NCCL's own
 #             stream from the executor's gradient hook, eager and in a CUDA graph, gradients
-#             bit for bit those of a plain backward (never run yet); the
+#             bit for bit those of a plain backward (never run yet);
+#             dist.test_cuda_zero1: ZeRO-1 with a one-rank NCCL communicator, reduce-scatter,
+#             the shard's AdamW and the all-gather, eager and in a CUDA graph, parameters and
+#             moments bit for bit the plain update's (never run yet); the
 #             convolution, pooling and batch norm tests also on summary lines of their own, the
 #             convolution once more per precision, with its worst error per graph layout and
 #             cuDNN layout (test_cuda_conv writes them to $BRISK_CONV_SUMMARY)); the

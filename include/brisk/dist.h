@@ -121,6 +121,8 @@ void brisk_dist_overlap_times(const brisk_dist_overlap *o, double *comm_s, doubl
 
 /* The shard of n elements that rank owns: contiguous, sizes differing by at most one. */
 void brisk_dist_shard(int64_t n, int world, int rank, int64_t *offset, int64_t *count);
+/* Every rank's shard at once: bounds[r] = rank r's offset, bounds[world] = n. */
+void brisk_dist_shard_bounds(int64_t n, int world, int64_t *bounds);
 
 /* Buckets over an arena of tensors (offsets and sizes in floats, in arena order): from the
  * last tensor backwards (the order backward produces gradients), each bucket closed at a

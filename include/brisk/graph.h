@@ -558,6 +558,19 @@ struct brisk_backend {
      * for every bucket. Both may be captured into a program. */
     brisk_status (*grad_bucket_ready)(brisk_backend *be, float *g, int64_t count, brisk_error *err);
     brisk_status (*grad_buckets_join)(brisk_backend *be, brisk_error *err);
+    /* ZeRO-1 (dist.shard_optimizer; NULL: not offered), after comm_init. Rank r's shard is
+     * floats [bounds[r], bounds[r + 1]) of the arena (bounds[world] = n: the caller's
+     * brisk_dist_shard, so that checkpoints match the CPU path's). grad_reduce_scatter
+     * replaces this rank's shard of g by its mean over the ranks (the rest of g is left
+     * undefined); param_all_gather copies every rank's shard of p to every rank. Both are
+     * ordered after the work already issued and captured with it. */
+    brisk_status (*grad_reduce_scatter)(brisk_backend *be, float *g, const int64_t *bounds, brisk_error *err);
+    brisk_status (*param_all_gather)(brisk_backend *be, float *p, const int64_t *bounds, brisk_error *err);
+    /* ZeRO-1 with a gradient norm (optim.clip_norm, the inf/NaN skip): the sum of squares that
+     * grad_sumsq last computed (of this rank's shard) summed over the ranks, in the backend's
+     * own copy that the next optim_update reads, so every rank clips and skips by the whole
+     * gradient's norm; ordered and captured like the above. NULL: not offered. */
+    brisk_status (*grad_sumsq_allreduce)(brisk_backend *be, brisk_error *err);
 };
 
 brisk_backend *brisk_backend_cpu_new(int threads); /* threads 0: OpenMP's default */

@@ -57,6 +57,14 @@ void brisk_dist_shard(int64_t n, int world, int rank, int64_t *offset, int64_t *
     *count = base + (rank < extra ? 1 : 0);
 }
 
+void brisk_dist_shard_bounds(int64_t n, int world, int64_t *bounds) {
+    for (int r = 0; r < world; r++) {
+        int64_t count;
+        brisk_dist_shard(n, world, r, &bounds[r], &count);
+    }
+    bounds[world] = n;
+}
+
 /* Emits floats [lo, hi) as buckets: one, or pieces of `per` floats (from the top down) when
  * it holds two buckets or more. */
 static int64_t emit(int64_t lo, int64_t hi, int64_t per, brisk_dist_bucket *out, int64_t nb, int64_t cap) {

@@ -11,7 +11,10 @@
  *
  * ZeRO-1 (dist.shard_optimizer): gradients reduce-scattered, each rank updates its shard of
  * the parameters with its shard of the moments, the parameters all-gathered. Elementwise
- * updates of the same averaged gradients: the result equals the unsharded run. */
+ * updates of the same averaged gradients: the result equals the unsharded run. On a device
+ * the backend's grad_reduce_scatter and param_all_gather (NCCL) take brisk_dist_shard's
+ * shards, issued on its stream around the shard's fused update and captured with the step;
+ * checkpoints gather the moments as on the CPU (download, then MPI). Never run on a GPU. */
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -22,6 +25,39 @@
 /* comm_init's transport: rank 0's id to every rank, over MPI */
 static brisk_status share_id(void *user, void *buf, size_t bytes, brisk_error *err) {
     return brisk_dist_broadcast(user, buf, bytes, "device communicator id broadcast", err);
+}
+
+/* ZeRO-1 on a device: what it cannot do, refused before the first step. The gradient norm
+ * (clipping, the inf/NaN skip) needs the backend to sum the shards' sums of squares, else
+ * ranks would clip by different norms or disagree on a skip. */
+static brisk_status device_shard_check(brisk_trainer *t, brisk_error *err) {
+    if (!t->cfg.dist.shard_optimizer) return BRISK_OK;
+    if (!t->be->grad_reduce_scatter || !t->be->param_all_gather)
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: dist.shard_optimizer on the %s backend, which offers no "
+                            "reduce-scatter and all-gather", t->cfg.path, t->be->name);
+    brisk_precision pr = t->cfg.speed.precision; /* auto (bf16 where it can) the backend refuses at step 1 */
+    if (pr == BRISK_PREC_BF16 || pr == BRISK_PREC_FP16)
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: dist.shard_optimizer with speed.precision %s on the %s "
+                            "backend: ZeRO-1 keeps fp32 parameters only so far (their 16-bit copy follows whole-arena "
+                            "updates); use --precision fp32 or tf32", t->cfg.path, pr == BRISK_PREC_BF16 ? "bf16" : "fp16",
+                            t->be->name);
+    if ((t->cfg.optim.clip_norm > 0 || t->opt.skip_nonfinite) && !t->be->grad_sumsq_allreduce)
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: dist.shard_optimizer with optim.clip_norm or "
+                            "train.skip_nan_steps on the %s backend, which cannot sum the gradient norm over the "
+                            "shards", t->cfg.path, t->be->name);
+    return BRISK_OK;
+}
+
+brisk_status brisk_dist_device_shard_update(brisk_trainer *t, const brisk_optim_args *a, brisk_error *err) {
+    brisk_backend *be = t->be;
+    brisk_status st = be->grad_reduce_scatter(be, t->ex->grads, t->shard_bounds, err);
+    /* clipping and the inf/NaN skip by the whole gradient's norm: the shards' sums, summed */
+    if (!st && (t->opt.spec.clip_norm > 0 || t->opt.skip_nonfinite) &&
+        !(st = be->grad_sumsq(be, (float *)t->ex->grads + t->shard_off, t->shard_n, t->opt.sumsq, err)))
+        st = be->grad_sumsq_allreduce(be, err);
+    if (!st) st = brisk_optimizer_update_range(&t->opt, a->t, a->lr, t->cfg.train.accumulate, t->shard_off, t->shard_n,
+                                               err);
+    return st ? st : be->param_all_gather(be, t->ex->params, t->shard_bounds, err);
 }
 
 brisk_status brisk_dist_device_reduce(brisk_trainer *t, brisk_error *err) {
@@ -182,14 +218,15 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_dat
     t->overlap_buckets = NULL;
     t->device_overlap = 0;
     t->shard = 0;
+    free(t->shard_bounds);
+    t->shard_bounds = NULL;
     if (t->world == 1) return BRISK_OK;
+    brisk_status st0;
     if (t->be->loss_log) { /* a device backend: it reduces its own gradients (NCCL) */
         if (!t->be->comm_init || !t->be->grad_allreduce)
             return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: %d ranks on the %s backend, which has no collectives; "
                                 "train with --device cpu (MPI)", t->cfg.path, t->world, t->be->name);
-        if (t->cfg.dist.shard_optimizer)
-            return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: dist.shard_optimizer on the %s backend: ZeRO-1 runs on the "
-                                "CPU path only so far", t->cfg.path, t->be->name);
+        if ((st0 = device_shard_check(t, err))) return st0;
         brisk_status st = t->be->comm_init(t->be, t->rank, t->world, share_id, d, err);
         if (st) return brisk_error_prefix(err, "%s: rank %d of %d", t->cfg.path, t->rank, t->world);
     }
@@ -212,6 +249,11 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_dat
         return brisk_errorf(err, BRISK_ERR_INTERNAL, "%s: the process group must be set before resuming", t->cfg.path);
     brisk_status ss = t->shard ? brisk_exec_shard_moments(t->ex, t->shard_off, t->shard_n, err) : BRISK_OK;
     if (ss) return ss;
+    if (t->shard && t->be->loss_log) { /* the device's collectives take every rank's shard */
+        if (!(t->shard_bounds = malloc(sizeof(int64_t) * (size_t)(t->world + 1))))
+            return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory planning the optimizer shards");
+        brisk_dist_shard_bounds(g->n_param_floats, t->world, t->shard_bounds);
+    }
     const char *after = NULL;
     if ((ss = setup_overlap(t, &after, err))) return ss;
     char reduce_txt[96];

@@ -503,6 +503,7 @@ void brisk_trainer_free(brisk_trainer *t) {
     free(t->losses);
     brisk_sample_dump_close(t);
     free(t->buckets);
+    free(t->shard_bounds);
     free(t->overlap_buckets);
     free(t->moments_host);
     free(t->norm_mean);

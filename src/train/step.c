@@ -110,6 +110,7 @@ static brisk_status body_micro(brisk_trainer *t, const brisk_optim_args *a, bris
 }
 
 static brisk_status body_update(brisk_trainer *t, const brisk_optim_args *a, brisk_error *err) {
+    if (t->shard_bounds) return brisk_dist_device_shard_update(t, a, err); /* ZeRO-1 */
     brisk_status st = brisk_dist_device_reduce(t, err); /* several ranks: NCCL, on the stream */
     return st ? st : brisk_optimizer_step(&t->opt, a->t, a->lr, t->cfg.train.accumulate, err);
 }

@@ -101,6 +101,7 @@ struct brisk_trainer {
     int64_t *dump_order, dump_epoch; /* and the order of the epoch last dumped */
     int shard;                 /* ZeRO-1: this rank updates floats [shard_off, shard_off + shard_n) */
     int64_t shard_off, shard_n;
+    int64_t *shard_bounds;     /* ZeRO-1 on a device: every rank's shard, world + 1 offsets */
     brisk_dist_bucket *buckets;
     int64_t n_buckets;
     brisk_dist_overlap *overlap; /* dist.overlap on the CPU: the communication thread */
@@ -125,6 +126,9 @@ int64_t brisk_trainer_global_batch(const brisk_trainer *t);
 /* Gradients averaged over the ranks (ZeRO-1: this rank's shard only), then the update
  * (ZeRO-1: of the shard, then the parameters gathered). */
 brisk_status brisk_dist_step_update(brisk_trainer *t, float lr, int accumulate, brisk_error *err);
+/* ZeRO-1 on a device: the gradients reduce-scattered, this rank's shard updated and the
+ * parameters all-gathered, all issued on the device's stream (capturable). */
+brisk_status brisk_dist_device_shard_update(brisk_trainer *t, const brisk_optim_args *a, brisk_error *err);
 /* The step's loss averaged over the ranks, with the ranks' agreement on stopping and on a
  * timed checkpoint (one small collective per step). */
 brisk_status brisk_dist_agree(brisk_trainer *t, float *loss, brisk_error *err);

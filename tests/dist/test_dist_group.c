@@ -56,6 +56,16 @@ static void test_shards(void) {
         next = off + cnt;
     }
     CHECK(next == 10);
+    /* every rank's shard at once (ZeRO-1 on a device): the same boundaries */
+    int64_t b[4];
+    brisk_dist_shard_bounds(10, 3, b);
+    CHECK(b[0] == 0 && b[1] == 4 && b[2] == 7 && b[3] == 10);
+    int64_t one[2];
+    brisk_dist_shard_bounds(5, 1, one);
+    CHECK(one[0] == 0 && one[1] == 5);
+    int64_t few[5]; /* fewer floats than ranks: empty shards at the end */
+    brisk_dist_shard_bounds(2, 4, few);
+    CHECK(few[0] == 0 && few[1] == 1 && few[2] == 2 && few[3] == 2 && few[4] == 2);
 }
 
 static void test_buckets(void) {

@@ -262,6 +262,9 @@ brisk_status brisk_backend_cuda_create(const brisk_cuda_options *o, brisk_backen
     be->grad_allreduce = cuda_grad_allreduce;
     be->grad_bucket_ready = cuda_grad_bucket_ready;
     be->grad_buckets_join = cuda_grad_buckets_join;
+    be->grad_reduce_scatter = cuda_grad_reduce_scatter;
+    be->param_all_gather = cuda_param_all_gather;
+    be->grad_sumsq_allreduce = cuda_grad_sumsq_allreduce;
     be->destroy = cu_destroy;
     be->prepare = cuda_prepare;
     be->forget = cuda_forget;

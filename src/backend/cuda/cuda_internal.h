@@ -142,6 +142,7 @@ typedef struct cuda_backend {
      * for the all-reduce overlapped with backward its own stream, ordered after each bucket's
      * last producer by nccl_ready (recorded on compute) and joined back by nccl_done */
     void *nccl_comm;
+    int nccl_rank, nccl_world;
     cudaStream_t nccl_stream;
     cudaEvent_t nccl_ready, nccl_done;
     /* NVML, loaded at run time (info.c) */
@@ -222,6 +223,8 @@ brisk_status cuda_prep_operand(cuda_backend *cb, const brisk_graph *g, int id, i
 brisk_status cuda_prep_after(cuda_backend *cb, const brisk_graph *g, int id, brisk_error *err);
 /* The bf16/fp16 copy of params (written by the optimizer), or NULL. */
 void *cuda_prep_params_lp(const cuda_backend *cb, const float *params);
+/* 1 when the prepared executor keeps a 16-bit copy of its parameters */
+int cuda_prep_has_params_lp(const cuda_backend *cb);
 /* Marks the low-precision weights stale after a write into [dst, dst + bytes). */
 void cuda_prep_touch(cuda_backend *cb, const void *dst, size_t bytes);
 /* Re-casts the weights into their 16-bit copy when stale (an upload since the last cast):
@@ -309,6 +312,9 @@ brisk_status cuda_comm_init(brisk_backend *be, int rank, int world,
 brisk_status cuda_grad_allreduce(brisk_backend *be, float *g, int64_t n, int64_t bucket_floats, brisk_error *err);
 brisk_status cuda_grad_bucket_ready(brisk_backend *be, float *g, int64_t count, brisk_error *err);
 brisk_status cuda_grad_buckets_join(brisk_backend *be, brisk_error *err);
+brisk_status cuda_grad_reduce_scatter(brisk_backend *be, float *g, const int64_t *bounds, brisk_error *err);
+brisk_status cuda_param_all_gather(brisk_backend *be, float *p, const int64_t *bounds, brisk_error *err);
+brisk_status cuda_grad_sumsq_allreduce(brisk_backend *be, brisk_error *err);
 void cuda_comm_free(cuda_backend *cb);
 
 #endif

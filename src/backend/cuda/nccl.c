@@ -34,7 +34,8 @@
 #if BRISK_NCCL_H
 #define NCCL_FNS(X)                                                                                        \
     X(ncclGetVersion) X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclCommDestroy) X(ncclCommAbort)           \
-    X(ncclAllReduce) X(ncclGroupStart) X(ncclGroupEnd) X(ncclGetErrorString)
+    X(ncclAllReduce) X(ncclGroupStart) X(ncclGroupEnd) X(ncclGetErrorString) X(ncclReduceScatter)         \
+    X(ncclAllGather) X(ncclReduce) X(ncclBroadcast)
 
 static struct {
 #define NCCL_FIELD(f) __typeof__(&f) f;
@@ -92,6 +93,7 @@ brisk_status cuda_comm_init(brisk_backend *be, int rank, int world,
     ncclComm_t comm;
     NC(nc.ncclCommInitRank(&comm, world, id, rank), "ncclCommInitRank");
     cb->nccl_comm = comm;
+    cb->nccl_rank = rank, cb->nccl_world = world;
     CU(cudaStreamCreateWithFlags(&cb->nccl_stream, cudaStreamNonBlocking), "NCCL stream");
     CU(cudaEventCreateWithFlags(&cb->nccl_ready, cudaEventDisableTiming), "NCCL bucket event");
     CU(cudaEventCreateWithFlags(&cb->nccl_done, cudaEventDisableTiming), "NCCL completion event");
@@ -135,6 +137,101 @@ brisk_status cuda_grad_allreduce(brisk_backend *be, float *g, int64_t n, int64_t
     return BRISK_OK;
 }
 
+/* ZeRO-1. Equal shards (n a multiple of the world size) are NCCL's own reduce-scatter and
+ * all-gather, in place (rank r's shard at r * count, where NCCL's in-place forms put it).
+ * brisk_dist_shard's shards otherwise differ by one float, which those collectives cannot
+ * express: then one reduce (ncclAvg) to each shard's owner and one broadcast from it, grouped
+ * into a single launch, move the same bytes per rank in a ring. */
+static int equal_shards(const int64_t *bounds, int world) {
+    for (int r = 1; r < world; r++)
+        if (bounds[r + 1] - bounds[r] != bounds[1] - bounds[0]) return 0;
+    return 1;
+}
+
+static brisk_status zero1_check(cuda_backend *cb, const int64_t *bounds, const char *what, brisk_error *err) {
+    if (!cb->nccl_comm) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: %s before comm_init", what);
+    if (!bounds || bounds[0] != 0)
+        return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: %s: the shard bounds must start at 0", what);
+    for (int r = 0; r < cb->nccl_world; r++)
+        if (bounds[r + 1] < bounds[r])
+            return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: %s: shard %d ends before it starts", what, r);
+    /* the 16-bit copy of the parameters and the loss scaler follow updates of the whole arena
+     * only (cuda_prep_params_lp): a shard's update would leave them stale. Checked at the
+     * first step's reduce-scatter, before anything moved: the precision is the backend's */
+    if (cuda_prep_has_params_lp(cb))
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda: dist.shard_optimizer (ZeRO-1) keeps fp32 parameters "
+                            "only so far: train with --precision fp32 or tf32, or without --shard-optimizer");
+    return BRISK_OK;
+}
+
+brisk_status cuda_grad_reduce_scatter(brisk_backend *be, float *g, const int64_t *bounds, brisk_error *err) {
+    cuda_backend *cb = be->impl;
+    brisk_status st = zero1_check(cb, bounds, "gradient reduce-scatter", err);
+    if (st) return st;
+    ncclComm_t comm = cb->nccl_comm;
+    int w = cb->nccl_world;
+    if (equal_shards(bounds, w)) {
+        size_t cnt = (size_t)(bounds[1] - bounds[0]);
+        if (cnt) NC(nc.ncclReduceScatter(g, g + bounds[cb->nccl_rank], cnt, ncclFloat32, ncclAvg, comm, cb->compute),
+                    "reduce-scatter of the gradients");
+        return BRISK_OK;
+    }
+    NC(nc.ncclGroupStart(), "ncclGroupStart");
+    for (int r = 0; r < w; r++) {
+        size_t cnt = (size_t)(bounds[r + 1] - bounds[r]);
+        ncclResult_t res = cnt ? nc.ncclReduce(g + bounds[r], g + bounds[r], cnt, ncclFloat32, ncclAvg, r, comm,
+                                               cb->compute)
+                               : ncclSuccess;
+        if (res != ncclSuccess) {
+            nc.ncclGroupEnd();
+            return brisk_errorf(err, BRISK_ERR_IO, "cuda: NCCL reduce of gradient shard %d failed: %s", r,
+                                nc.ncclGetErrorString(res));
+        }
+    }
+    NC(nc.ncclGroupEnd(), "ncclGroupEnd");
+    return BRISK_OK;
+}
+
+brisk_status cuda_param_all_gather(brisk_backend *be, float *p, const int64_t *bounds, brisk_error *err) {
+    cuda_backend *cb = be->impl;
+    brisk_status st = zero1_check(cb, bounds, "parameter all-gather", err);
+    if (st) return st;
+    ncclComm_t comm = cb->nccl_comm;
+    int w = cb->nccl_world;
+    if (equal_shards(bounds, w)) {
+        size_t cnt = (size_t)(bounds[1] - bounds[0]);
+        if (cnt) NC(nc.ncclAllGather(p + bounds[cb->nccl_rank], p, cnt, ncclFloat32, comm, cb->compute),
+                    "all-gather of the parameters");
+        return BRISK_OK;
+    }
+    NC(nc.ncclGroupStart(), "ncclGroupStart");
+    for (int r = 0; r < w; r++) {
+        size_t cnt = (size_t)(bounds[r + 1] - bounds[r]);
+        ncclResult_t res = cnt ? nc.ncclBroadcast(p + bounds[r], p + bounds[r], cnt, ncclFloat32, r, comm, cb->compute)
+                               : ncclSuccess;
+        if (res != ncclSuccess) {
+            nc.ncclGroupEnd();
+            return brisk_errorf(err, BRISK_ERR_IO, "cuda: NCCL broadcast of parameter shard %d failed: %s", r,
+                                nc.ncclGetErrorString(res));
+        }
+    }
+    NC(nc.ncclGroupEnd(), "ncclGroupEnd");
+    return BRISK_OK;
+}
+
+/* The optimizer state's double sum of squares (cuda_grad_sumsq), summed in place: the fused
+ * update's clip factor and inf/NaN skip then see the whole gradient on every rank. */
+brisk_status cuda_grad_sumsq_allreduce(brisk_backend *be, brisk_error *err) {
+    cuda_backend *cb = be->impl;
+    if (!cb->nccl_comm) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: gradient norm all-reduce before comm_init");
+    if (!cb->sumsq_fresh)
+        return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: gradient norm all-reduce without grad_sumsq before it");
+    double *s = &cb->ostate->sumsq;
+    NC(nc.ncclAllReduce(s, s, 1, ncclFloat64, ncclSum, (ncclComm_t)cb->nccl_comm, cb->compute),
+       "all-reduce of the gradient norm");
+    return BRISK_OK;
+}
+
 void cuda_comm_free(cuda_backend *cb) {
     if (cb->nccl_stream) cudaStreamSynchronize(cb->nccl_stream);
     if (cb->nccl_ready) cudaEventDestroy(cb->nccl_ready);
@@ -164,6 +261,18 @@ brisk_status cuda_grad_bucket_ready(brisk_backend *be, float *g, int64_t count, 
     return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda: several GPUs need NCCL; this brisk was built without nccl.h");
 }
 brisk_status cuda_grad_buckets_join(brisk_backend *be, brisk_error *err) {
+    (void)be;
+    return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda: several GPUs need NCCL; this brisk was built without nccl.h");
+}
+brisk_status cuda_grad_reduce_scatter(brisk_backend *be, float *g, const int64_t *bounds, brisk_error *err) {
+    (void)be, (void)g, (void)bounds;
+    return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda: several GPUs need NCCL; this brisk was built without nccl.h");
+}
+brisk_status cuda_param_all_gather(brisk_backend *be, float *p, const int64_t *bounds, brisk_error *err) {
+    (void)be, (void)p, (void)bounds;
+    return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda: several GPUs need NCCL; this brisk was built without nccl.h");
+}
+brisk_status cuda_grad_sumsq_allreduce(brisk_backend *be, brisk_error *err) {
     (void)be;
     return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda: several GPUs need NCCL; this brisk was built without nccl.h");
 }

@@ -562,6 +562,8 @@ void *cuda_prep_params_lp(const cuda_backend *cb, const float *params) {
     return cb->prep && cb->prep->params_lp && (const void *)params == cb->prep->ex->params ? cb->prep->params_lp : NULL;
 }
 
+int cuda_prep_has_params_lp(const cuda_backend *cb) { return cb->prep && cb->prep->params_lp; }
+
 void cuda_prep_touch(cuda_backend *cb, const void *dst, size_t bytes) {
     cuda_prep *p = cb->prep;
     if (!p || !p->params_lp) return;
