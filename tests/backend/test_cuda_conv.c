@@ -129,9 +129,11 @@ static int run_case_layout(brisk_backend *be, const conv_case *cc, int nhwc, dou
     return ok;
 }
 
+#if BRISK_HAVE_CUDA /* only the algorithm cache test (CUDA builds) runs a single-layout case */
 static int run_case(brisk_backend *be, const conv_case *cc, double tol, const char *prec) {
     return run_case_layout(be, cc, 0, tol, prec, NULL);
 }
+#endif
 
 /* A backend with the precision, cuDNN's layout forced, autotuning off, no cache file. */
 static brisk_backend *backend_layout(brisk_gemm_precision p, brisk_conv_layout layout) {
