@@ -30,6 +30,7 @@ typedef struct nhwc_block {
     float *col;     /* [R, K] */
     const float *w; /* repacking: OIHW source, OHWI target (or the reverse for dw) */
     float *wt;
+    int to_ohwi;
 } nhwc_block;
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -84,22 +85,17 @@ static void col2im_channels(const void *vctx, int64_t c0, int64_t c1) {
     }
 }
 
-/* [Co, Cg, kh kw] (OIHW) <-> [Co, kh kw, Cg] (OHWI), one output channel per item. */
-static void oihw_to_ohwi(const void *vctx, int64_t o0, int64_t o1) {
+/* [Co, Cg, kh kw] (OIHW) <-> [Co, kh kw, Cg] (OHWI), one output channel per item: (ch, t)
+ * sits at ch khw + t in OIHW and at t Cg + ch in OHWI; to_ohwi says which side is w. */
+static void reorder_weights(const void *vctx, int64_t o0, int64_t o1) {
     const nhwc_block *b = vctx;
     const conv_geom *c = b->c;
     int64_t khw = (int64_t)c->w.kh * c->w.kw;
+    int64_t s_ch = b->to_ohwi ? khw : 1, s_t = b->to_ohwi ? 1 : c->Cg;
+    int64_t d_ch = b->to_ohwi ? 1 : khw, d_t = b->to_ohwi ? c->Cg : 1;
     for (int64_t o = o0; o < o1; o++)
         for (int64_t ch = 0; ch < c->Cg; ch++)
-            for (int64_t t = 0; t < khw; t++) b->wt[o * c->K + t * c->Cg + ch] = b->w[o * c->K + ch * khw + t];
-}
-static void ohwi_to_oihw(const void *vctx, int64_t o0, int64_t o1) {
-    const nhwc_block *b = vctx;
-    const conv_geom *c = b->c;
-    int64_t khw = (int64_t)c->w.kh * c->w.kw;
-    for (int64_t o = o0; o < o1; o++)
-        for (int64_t ch = 0; ch < c->Cg; ch++)
-            for (int64_t t = 0; t < khw; t++) b->wt[o * c->K + ch * khw + t] = b->w[o * c->K + t * c->Cg + ch];
+            for (int64_t t = 0; t < khw; t++) b->wt[o * c->K + ch * d_ch + t * d_t] = b->w[o * c->K + ch * s_ch + t * s_t];
 }
 
 static void add_rows(const void *vctx, int64_t i0, int64_t i1) {
@@ -140,8 +136,8 @@ brisk_status cpu_conv_nhwc(cpu_backend *cb, brisk_op op, const conv_geom *c, con
     float *scratch = cpu_conv_scratch(cb, (size_t)(R * c->K + c->Co * c->K + ntw), err);
     if (!scratch) return BRISK_ERR_NOMEM;
     float *col = scratch, *wr = col + R * c->K, *tw = wr + c->Co * c->K;
-    nhwc_block rp = {.c = c, .w = w, .wt = wr};
-    if (op != BRISK_OP_CONV2D_GRAD_W) cpu_parallel(cb, c->Co, grain_for(c->K), oihw_to_ohwi, &rp);
+    nhwc_block rp = {.c = c, .w = w, .wt = wr, .to_ohwi = 1};
+    if (op != BRISK_OP_CONV2D_GRAD_W) cpu_parallel(cb, c->Co, grain_for(c->K), reorder_weights, &rp);
     for (int64_t r0 = 0; r0 < rows; r0 += R)
         for (int64_t gi = 0; gi < c->G; gi++) {
             nhwc_block b = {.c = c, .r0 = r0, .R = min64(R, rows - r0), .gi = gi, .x = x, .dx = out, .col = col};
@@ -162,7 +158,7 @@ brisk_status cpu_conv_nhwc(cpu_backend *cb, brisk_op op, const conv_geom *c, con
         }
     if (op == BRISK_OP_CONV2D_GRAD_W) {
         nhwc_block back = {.c = c, .w = wr, .wt = out};
-        cpu_parallel(cb, c->Co, grain_for(c->K), ohwi_to_oihw, &back);
+        cpu_parallel(cb, c->Co, grain_for(c->K), reorder_weights, &back);
     }
     return BRISK_OK;
 }
