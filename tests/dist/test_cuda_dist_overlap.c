@@ -6,8 +6,7 @@
  * stream left unjoined fails cudaStreamEndCapture). Two GPUs would be needed for a real
  * reduction; this checks the ordering machinery. Skips without a GPU or without NCCL;
  * tools/gpu-session.sh runs it (ctest -R cuda). Never run so far: written without a GPU. */
-#include "backend/cuda_test_util.h"
-#include "brisk/dist.h"
+#include "dist/cuda_dist_util.h"
 
 typedef struct {
     brisk_backend *be;
@@ -24,25 +23,10 @@ static void issue(void *user, int n_complete) {
         l->be->grad_bucket_ready(l->be, l->grads + l->b[l->issued].offset, l->b[l->issued].count, &l->err);
 }
 
-static brisk_status share_nothing(void *user, void *buf, size_t bytes, brisk_error *err) {
-    (void)user, (void)buf, (void)bytes, (void)err;
-    return BRISK_OK; /* one rank: rank 0's id is already here */
-}
-
 static void test_overlap_one_rank(void) {
     brisk_error e = {0}, *ep = &e;
-    brisk_graph *g = brisk_graph_new();
-    int x = brisk_input(g, "x", BRISK_F32, brisk_shape2(32, 48));
-    int h = x;
-    for (int i = 0; i < 4; i++) {
-        char wn[16], bn[16];
-        snprintf(wn, sizeof wn, "w%d", i), snprintf(bn, sizeof bn, "b%d", i);
-        int w = brisk_param(g, wn, brisk_shape2(48, 48), BRISK_INIT_UNIFORM, 0.2f, 1);
-        int b = brisk_param(g, bn, brisk_shape1(48), BRISK_INIT_UNIFORM, 0.1f, 0);
-        h = brisk_relu(g, brisk_bias_add(g, brisk_matmul(g, h, w, 0, 0), b));
-    }
-    int loss = brisk_mean(g, brisk_sum(g, h, 2, 0), 1, 0);
-    REQUIRE_OK(brisk_backward(g, loss, &e), ep);
+    brisk_graph *g;
+    dist_test_mlp(4, &g);
     brisk_plan p;
     REQUIRE_OK(brisk_plan_build(g, &p, &e), ep);
     brisk_backend *be = cuda_backend_for(BRISK_GEMM_FP32, 1, 1);

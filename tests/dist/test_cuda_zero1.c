@@ -6,31 +6,10 @@
  * go on the compute stream); with clipping too (the shard's sum of squares all-reduced). Two GPUs would be needed for a real reduction or uneven shards;
  * this checks the plumbing and the capture. Skips without a GPU or without NCCL;
  * tools/gpu-session.sh runs it (ctest -R cuda). Never run so far: written without a GPU. */
-#include "backend/cuda_test_util.h"
-#include "brisk/dist.h"
+#include "dist/cuda_dist_util.h"
 #include "brisk/optim.h"
 
 enum { STEPS = 3 };
-
-static brisk_status share_nothing(void *user, void *buf, size_t bytes, brisk_error *err) {
-    (void)user, (void)buf, (void)bytes, (void)err;
-    return BRISK_OK; /* one rank: rank 0's id is already here */
-}
-
-static void mlp(brisk_graph **out) {
-    brisk_error e = {0}, *ep = &e;
-    brisk_graph *g = *out = brisk_graph_new();
-    int h = brisk_input(g, "x", BRISK_F32, brisk_shape2(32, 48));
-    for (int i = 0; i < 3; i++) {
-        char wn[16], bn[16];
-        snprintf(wn, sizeof wn, "w%d", i), snprintf(bn, sizeof bn, "b%d", i);
-        int w = brisk_param(g, wn, brisk_shape2(48, 48), BRISK_INIT_UNIFORM, 0.2f, 1);
-        int b = brisk_param(g, bn, brisk_shape1(48), BRISK_INIT_UNIFORM, 0.1f, 0);
-        h = brisk_relu(g, brisk_bias_add(g, brisk_matmul(g, h, w, 0, 0), b));
-    }
-    int loss = brisk_mean(g, brisk_sum(g, h, 2, 0), 1, 0);
-    REQUIRE_OK(brisk_backward(g, loss, &e), ep);
-}
 
 /* STEPS AdamW steps; sharded: through the ZeRO-1 collectives, captured: the last two steps
  * recorded as one program each time (set_values then replay, as the trainer does).
@@ -38,7 +17,7 @@ static void mlp(brisk_graph **out) {
 static void train(int sharded, int captured, float clip, const float *xin, float *out, int *ran) {
     brisk_error e = {0}, *ep = &e;
     brisk_graph *g;
-    mlp(&g);
+    dist_test_mlp(3, &g);
     brisk_plan p;
     REQUIRE_OK(brisk_plan_build(g, &p, &e), ep);
     brisk_backend *be = cuda_backend_for(BRISK_GEMM_FP32, 1, 1);
@@ -110,7 +89,7 @@ static void train(int sharded, int captured, float clip, const float *xin, float
 
 static void test_zero1_one_rank(void) {
     brisk_graph *g;
-    mlp(&g);
+    dist_test_mlp(3, &g);
     int64_t n = g->n_param_floats;
     brisk_graph_free(g);
     float *xin = malloc(sizeof(float) * 32 * 48), *ref = malloc(sizeof(float) * 3 * (size_t)n),
