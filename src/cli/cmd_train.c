@@ -193,10 +193,12 @@ int cmd_train(int argc, char **argv) {
         brisk_config_free(&cfg);
         goto done;
     }
-    /* a live progress line on a terminal, plain lines elsewhere */
+    /* a live progress line on a terminal, plain lines elsewhere; not with several ranks: mpirun
+     * gives each rank a pty even when the job's output goes to a file, and forwards stdout and
+     * stderr separately, so the line's erasures split the warnings printed beside it */
     const char *term = getenv("TERM");
     int bar = !quiet && lg.max_level >= BRISK_LOG_INFO && !cli_log_is_json() && isatty(STDOUT_FILENO) &&
-              !(term && strcmp(term, "dumb") == 0);
+              !(term && strcmp(term, "dumb") == 0) && brisk_dist_world(dist) == 1;
     const brisk_trainer_control bar_control = {.status = cli_progress_bar};
     if (cfg.n_models > 0) { /* a pipeline: each model in turn, then the comparison */
         brisk_pipeline_result res[BRISK_MAX_MODELS];
