@@ -15,8 +15,10 @@
 #             stream from the executor's gradient hook, eager and in a CUDA graph, gradients
 #             bit for bit those of a plain backward (never run yet);
 #             dist.test_cuda_zero1: ZeRO-1 with a one-rank NCCL communicator, reduce-scatter,
-#             the shard's AdamW and the all-gather, eager and in a CUDA graph, parameters and
-#             moments bit for bit the plain update's (never run yet); the
+#             the shard's AdamW and the all-gather, eager and in a CUDA graph, in fp32, bf16
+#             and fp16, parameters, moments, loss scaler and a forward's loss after the steps
+#             bit for bit the plain update's; fp16 with an injected inf: the step skipped and
+#             the scale halved; bf16 updated in two ranges of the arena (never run yet); the
 #             convolution, pooling and batch norm tests also on summary lines of their own, the
 #             convolution once more per precision, with its worst error per graph layout and
 #             cuDNN layout (test_cuda_conv writes them to $BRISK_CONV_SUMMARY)); the

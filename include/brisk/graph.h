@@ -562,8 +562,10 @@ struct brisk_backend {
      * floats [bounds[r], bounds[r + 1]) of the arena (bounds[world] = n: the caller's
      * brisk_dist_shard, so that checkpoints match the CPU path's). grad_reduce_scatter
      * replaces this rank's shard of g by its mean over the ranks (the rest of g is left
-     * undefined); param_all_gather copies every rank's shard of p to every rank. Both are
-     * ordered after the work already issued and captured with it. */
+     * undefined); param_all_gather copies every rank's shard of p to every rank (and brings
+     * the backend's own 16-bit copy of them, if any, up to date: the update wrote this
+     * rank's shard of it). Both are ordered after the work already issued and captured with
+     * it. */
     brisk_status (*grad_reduce_scatter)(brisk_backend *be, float *g, const int64_t *bounds, brisk_error *err);
     brisk_status (*param_all_gather)(brisk_backend *be, float *p, const int64_t *bounds, brisk_error *err);
     /* ZeRO-1 with a gradient norm (optim.clip_norm, the inf/NaN skip): the sum of squares that

@@ -14,7 +14,9 @@
  * updates of the same averaged gradients: the result equals the unsharded run. On a device
  * the backend's grad_reduce_scatter and param_all_gather (NCCL) take brisk_dist_shard's
  * shards, issued on its stream around the shard's fused update and captured with the step;
- * checkpoints gather the moments as on the CPU (download, then MPI). Never run on a GPU. */
+ * checkpoints gather the moments as on the CPU (download, then MPI); bf16/fp16: each rank's
+ * update writes its shard's 16-bit copy, the all-gather casts the others', and the fp16 loss
+ * scaler decides by the all-reduced norm, alike on every rank. Never run on a GPU. */
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -28,31 +30,41 @@ static brisk_status share_id(void *user, void *buf, size_t bytes, brisk_error *e
 }
 
 /* ZeRO-1 on a device: what it cannot do, refused before the first step. The gradient norm
- * (clipping, the inf/NaN skip) needs the backend to sum the shards' sums of squares, else
- * ranks would clip by different norms or disagree on a skip. */
-static brisk_status device_shard_check(brisk_trainer *t, brisk_error *err) {
+ * (clipping, the inf/NaN skip, the fp16 loss scaler's overflow check) needs the backend to
+ * sum the shards' sums of squares, else ranks would clip by different norms or disagree on
+ * a skip. Any precision: bf16/fp16 parameters keep their 16-bit copy current per shard (the
+ * backend's all-gather). Sets t->shard_norm: whether each step sums that norm. */
+brisk_status brisk_dist_device_shard_check(brisk_trainer *t, brisk_error *err) {
+    t->shard_norm = 0;
     if (!t->cfg.dist.shard_optimizer) return BRISK_OK;
     if (!t->be->grad_reduce_scatter || !t->be->param_all_gather)
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: dist.shard_optimizer on the %s backend, which offers no "
                             "reduce-scatter and all-gather", t->cfg.path, t->be->name);
-    brisk_precision pr = t->cfg.speed.precision; /* auto (bf16 where it can) the backend refuses at step 1 */
-    if (pr == BRISK_PREC_BF16 || pr == BRISK_PREC_FP16)
-        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: dist.shard_optimizer with speed.precision %s on the %s "
-                            "backend: ZeRO-1 keeps fp32 parameters only so far (their 16-bit copy follows whole-arena "
-                            "updates); use --precision fp32 or tf32", t->cfg.path, pr == BRISK_PREC_BF16 ? "bf16" : "fp16",
-                            t->be->name);
-    if ((t->cfg.optim.clip_norm > 0 || t->opt.skip_nonfinite) && !t->be->grad_sumsq_allreduce)
-        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: dist.shard_optimizer with optim.clip_norm or "
-                            "train.skip_nan_steps on the %s backend, which cannot sum the gradient norm over the "
-                            "shards", t->cfg.path, t->be->name);
+    /* the scaler is the backend's (fp16, explicit or what auto chose), known once prepared */
+    brisk_scaler_state sc = {0};
+    brisk_status st = t->be->scaler_get ? t->be->scaler_get(t->be, &sc, err) : BRISK_OK;
+    if (st) return brisk_error_prefix(err, "%s: dist.shard_optimizer", t->cfg.path);
+    const char *why = brisk_dist_shard_norm_need(t->cfg.optim.clip_norm, t->opt.skip_nonfinite, sc.active);
+    if (why && !t->be->grad_sumsq_allreduce)
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: dist.shard_optimizer with %s on the %s backend, which "
+                            "cannot sum the gradient norm over the shards", t->cfg.path, why, t->be->name);
+    t->shard_norm = why != NULL;
     return BRISK_OK;
+}
+
+const char *brisk_dist_shard_norm_need(float clip_norm, int skip_nonfinite, int loss_scaler) {
+    return clip_norm > 0 ? "optim.clip_norm"
+           : skip_nonfinite ? "train.skip_nan_steps"
+           : loss_scaler    ? "the fp16 loss scaler"
+                            : NULL;
 }
 
 brisk_status brisk_dist_device_shard_update(brisk_trainer *t, const brisk_optim_args *a, brisk_error *err) {
     brisk_backend *be = t->be;
     brisk_status st = be->grad_reduce_scatter(be, t->ex->grads, t->shard_bounds, err);
-    /* clipping and the inf/NaN skip by the whole gradient's norm: the shards' sums, summed */
-    if (!st && (t->opt.spec.clip_norm > 0 || t->opt.skip_nonfinite) &&
+    /* clipping, the inf/NaN skip and the loss scaler by the whole gradient's norm: the
+     * shards' sums, summed (the unscaling itself is the update's, per shard) */
+    if (!st && t->shard_norm &&
         !(st = be->grad_sumsq(be, (float *)t->ex->grads + t->shard_off, t->shard_n, t->opt.sumsq, err)))
         st = be->grad_sumsq_allreduce(be, err);
     if (!st) st = brisk_optimizer_update_range(&t->opt, a->t, a->lr, t->cfg.train.accumulate, t->shard_off, t->shard_n,
@@ -226,7 +238,7 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_dat
         if (!t->be->comm_init || !t->be->grad_allreduce)
             return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: %d ranks on the %s backend, which has no collectives; "
                                 "train with --device cpu (MPI)", t->cfg.path, t->world, t->be->name);
-        if ((st0 = device_shard_check(t, err))) return st0;
+        if ((st0 = brisk_dist_device_shard_check(t, err))) return st0;
         brisk_status st = t->be->comm_init(t->be, t->rank, t->world, share_id, d, err);
         if (st) return brisk_error_prefix(err, "%s: rank %d of %d", t->cfg.path, t->rank, t->world);
     }

@@ -102,6 +102,7 @@ struct brisk_trainer {
     int shard;                 /* ZeRO-1: this rank updates floats [shard_off, shard_off + shard_n) */
     int64_t shard_off, shard_n;
     int64_t *shard_bounds;     /* ZeRO-1 on a device: every rank's shard, world + 1 offsets */
+    int shard_norm;            /* ZeRO-1 on a device: each step sums the shards' gradient norm */
     brisk_dist_bucket *buckets;
     int64_t n_buckets;
     brisk_dist_overlap *overlap; /* dist.overlap on the CPU: the communication thread */
@@ -127,8 +128,15 @@ int64_t brisk_trainer_global_batch(const brisk_trainer *t);
  * (ZeRO-1: of the shard, then the parameters gathered). */
 brisk_status brisk_dist_step_update(brisk_trainer *t, float lr, int accumulate, brisk_error *err);
 /* ZeRO-1 on a device: the gradients reduce-scattered, this rank's shard updated and the
- * parameters all-gathered, all issued on the device's stream (capturable). */
+ * parameters all-gathered, all issued on the device's stream (capturable); with
+ * t->shard_norm, the shard's gradient sum of squares summed over the ranks before the update. */
 brisk_status brisk_dist_device_shard_update(brisk_trainer *t, const brisk_optim_args *a, brisk_error *err);
+/* ZeRO-1 on a device, at set_dist (the executor prepared): refuses what the backend cannot
+ * shard and sets t->shard_norm. Any precision. */
+brisk_status brisk_dist_device_shard_check(brisk_trainer *t, brisk_error *err);
+/* What makes a ZeRO-1 step need the whole gradient's norm on every rank ("optim.clip_norm",
+ * "train.skip_nan_steps", "the fp16 loss scaler"), or NULL: nothing. */
+const char *brisk_dist_shard_norm_need(float clip_norm, int skip_nonfinite, int loss_scaler);
 /* The step's loss averaged over the ranks, with the ranks' agreement on stopping and on a
  * timed checkpoint (one small collective per step). */
 brisk_status brisk_dist_agree(brisk_trainer *t, float *loss, brisk_error *err);

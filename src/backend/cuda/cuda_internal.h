@@ -110,6 +110,8 @@ typedef struct cuda_backend {
     cuda_errors *errors;
     cuda_optim_state *ostate;
     int sumsq_fresh;       /* grad_sumsq ran since the last update */
+    int sumsq_summed;      /* ... and grad_sumsq_allreduce summed it over the ranks (ZeRO-1) */
+    int shard_pending;     /* grad_reduce_scatter ran since the last update: it updates a shard */
     /* programs (CUDA graphs) */
     int capturing, capture_staging;
     cuda_program *programs;
@@ -221,7 +223,8 @@ brisk_status cuda_prep_operand(cuda_backend *cb, const brisk_graph *g, int id, i
                                const void **out, void *scratch, brisk_error *err);
 /* After node id produced its output: refresh its low-precision copy if a GEMM reads it. */
 brisk_status cuda_prep_after(cuda_backend *cb, const brisk_graph *g, int id, brisk_error *err);
-/* The bf16/fp16 copy of params (written by the optimizer), or NULL. */
+/* The bf16/fp16 copy of the parameter float at params (written by the optimizer), or NULL
+ * when params is not in the prepared executor's parameter arena or it keeps no copy. */
 void *cuda_prep_params_lp(const cuda_backend *cb, const float *params);
 /* 1 when the prepared executor keeps a 16-bit copy of its parameters */
 int cuda_prep_has_params_lp(const cuda_backend *cb);

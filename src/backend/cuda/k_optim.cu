@@ -1,4 +1,4 @@
-/* The fused optimizer over the whole parameter arena, matching src/backend/cpu/optim.c
+/* The fused optimizer over the parameter arena (or a ZeRO-1 shard of it), matching src/backend/cpu/optim.c
  * (torch.optim.AdamW / SGD operation order), plus the dynamic loss scaler:
  *
  *   cuk_optim_finalize (one thread) reads this step's sum of g^2 (when clipping, scaling or
@@ -11,7 +11,8 @@
  *     growth_interval clean steps in a row -> double it. The new scale goes to the loss
  *     gradient seed, so the next backward is scaled by it. All on the device: no host sync.
  *   cuk_optim_update: one launch over all n floats, 4 per thread (16-byte loads when
- *     aligned), which also refreshes the bf16/fp16 copy of the weights the GEMMs read. */
+ *     aligned), which also refreshes the bf16/fp16 copy of the weights the GEMMs read (lp:
+ *     the copy of p's first float, so a shard writes its own part of it). */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <math.h>

@@ -155,12 +155,23 @@ static brisk_status zero1_check(cuda_backend *cb, const int64_t *bounds, const c
     for (int r = 0; r < cb->nccl_world; r++)
         if (bounds[r + 1] < bounds[r])
             return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: %s: shard %d ends before it starts", what, r);
-    /* the 16-bit copy of the parameters and the loss scaler follow updates of the whole arena
-     * only (cuda_prep_params_lp): a shard's update would leave them stale. Checked at the
-     * first step's reduce-scatter, before anything moved: the precision is the backend's */
-    if (cuda_prep_has_params_lp(cb))
-        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda: dist.shard_optimizer (ZeRO-1) keeps fp32 parameters "
-                            "only so far: train with --precision fp32 or tf32, or without --shard-optimizer");
+    if (bounds[cb->nccl_world] < bounds[cb->nccl_rank + 1])
+        return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: %s: the shards end before this rank's", what);
+    return BRISK_OK;
+}
+
+/* bf16/fp16: the 16-bit copy of the other ranks' shards, cast from their fp32 floats just
+ * gathered (this rank's own the fused update wrote). Every rank needs the fp32 parameters
+ * anyway (the ops that read them, rank 0's checkpoints), so gathering the 16-bit copy too
+ * would add 2 bytes per float on the wire where this costs a local pass over HBM; gathering
+ * only the 16-bit copy would leave the fp32 parameters stale. */
+static brisk_status lp_outside_shard(cuda_backend *cb, float *p, const int64_t *bounds, brisk_error *err) {
+    char *lp = cuda_prep_params_lp(cb, p);
+    if (!lp) return BRISK_OK; /* fp32 or tf32: no copy */
+    int fp16 = cuda_in_type(cb) == 2;
+    int64_t lo = bounds[cb->nccl_rank], hi = bounds[cb->nccl_rank + 1], end = bounds[cb->nccl_world];
+    CU(cuk_cast_lp(p, lp, lo, fp16, cb->compute), "casting the gathered parameters to 16 bits");
+    CU(cuk_cast_lp(p + hi, lp + 2 * hi, end - hi, fp16, cb->compute), "casting the gathered parameters to 16 bits");
     return BRISK_OK;
 }
 
@@ -168,6 +179,7 @@ brisk_status cuda_grad_reduce_scatter(brisk_backend *be, float *g, const int64_t
     cuda_backend *cb = be->impl;
     brisk_status st = zero1_check(cb, bounds, "gradient reduce-scatter", err);
     if (st) return st;
+    cb->shard_pending = 1; /* the next update's norm must be the ranks' sum (cuda_optim_update) */
     ncclComm_t comm = cb->nccl_comm;
     int w = cb->nccl_world;
     if (equal_shards(bounds, w)) {
@@ -202,7 +214,7 @@ brisk_status cuda_param_all_gather(brisk_backend *be, float *p, const int64_t *b
         size_t cnt = (size_t)(bounds[1] - bounds[0]);
         if (cnt) NC(nc.ncclAllGather(p + bounds[cb->nccl_rank], p, cnt, ncclFloat32, comm, cb->compute),
                     "all-gather of the parameters");
-        return BRISK_OK;
+        return lp_outside_shard(cb, p, bounds, err);
     }
     NC(nc.ncclGroupStart(), "ncclGroupStart");
     for (int r = 0; r < w; r++) {
@@ -216,11 +228,14 @@ brisk_status cuda_param_all_gather(brisk_backend *be, float *p, const int64_t *b
         }
     }
     NC(nc.ncclGroupEnd(), "ncclGroupEnd");
-    return BRISK_OK;
+    return lp_outside_shard(cb, p, bounds, err);
 }
 
 /* The optimizer state's double sum of squares (cuda_grad_sumsq), summed in place: the fused
- * update's clip factor and inf/NaN skip then see the whole gradient on every rank. */
+ * update's clip factor, inf/NaN skip and fp16 loss scaler then see the whole gradient on
+ * every rank. An inf or NaN in any rank's gradient reaches its shard's owner through the
+ * reduce-scatter's mean and makes that shard's sum, and so this sum, non-finite on every
+ * rank: all skip the step and halve the scale together. */
 brisk_status cuda_grad_sumsq_allreduce(brisk_backend *be, brisk_error *err) {
     cuda_backend *cb = be->impl;
     if (!cb->nccl_comm) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: gradient norm all-reduce before comm_init");
@@ -229,6 +244,7 @@ brisk_status cuda_grad_sumsq_allreduce(brisk_backend *be, brisk_error *err) {
     double *s = &cb->ostate->sumsq;
     NC(nc.ncclAllReduce(s, s, 1, ncclFloat64, ncclSum, (ncclComm_t)cb->nccl_comm, cb->compute),
        "all-reduce of the gradient norm");
+    cb->sumsq_summed = 1;
     return BRISK_OK;
 }
 

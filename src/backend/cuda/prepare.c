@@ -558,8 +558,12 @@ void *const *cuda_prep_ptrs(const cuda_prep *p) { return p->ex->ptr; }
 
 float *cuda_prep_seed(const cuda_backend *cb) { return cb->prep ? cb->prep->seed : NULL; }
 
+/* any float of the arena, not only its start: ZeRO-1 updates (and casts) a shard of it */
 void *cuda_prep_params_lp(const cuda_backend *cb, const float *params) {
-    return cb->prep && cb->prep->params_lp && (const void *)params == cb->prep->ex->params ? cb->prep->params_lp : NULL;
+    const cuda_prep *p = cb->prep;
+    if (!p || !p->params_lp) return NULL;
+    const char *a = (const char *)params, *lo = p->ex->params, *hi = lo + p->ex->plan->param_bytes;
+    return a >= lo && a < hi ? (char *)p->params_lp + (a - lo) / 2 : NULL;
 }
 
 int cuda_prep_has_params_lp(const cuda_backend *cb) { return cb->prep && cb->prep->params_lp; }

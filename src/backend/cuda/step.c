@@ -286,6 +286,7 @@ brisk_status cuda_grad_sumsq(brisk_backend *be, const float *g, int64_t n, float
     if (s) return s;
     CU(cuk_sum_global(1, g, NULL, n, 1.0, &cb->ostate->sumsq, sumsq_out, scratch, cb->compute), "gradient norm");
     cb->sumsq_fresh = 1;
+    cb->sumsq_summed = 0; /* this rank's sum until grad_sumsq_allreduce */
     return BRISK_OK;
 }
 
@@ -313,6 +314,13 @@ brisk_status cuda_optim_update(brisk_backend *be, float *p, const float *g, floa
                            .nesterov = a->nesterov, .grad_scale = a->grad_scale, .clip_norm = a->clip_norm,
                            .use_sumsq = a->clip_norm > 0.0f || scaler || a->skip_nonfinite,
                            .skip_nonfinite = a->skip_nonfinite};
+    /* ZeRO-1: a norm of this rank's shard alone would have ranks clip, skip and scale apart */
+    int shard = cb->shard_pending, summed = cb->sumsq_fresh && cb->sumsq_summed;
+    cb->shard_pending = cb->sumsq_summed = 0;
+    if (shard && c.use_sumsq && !summed)
+        return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: the update of a ZeRO-1 shard with a gradient norm "
+                            "(clipping, the NaN skip or the fp16 loss scaler) needs grad_sumsq of the shard and "
+                            "grad_sumsq_allreduce before it");
     if (c.use_sumsq && !cb->sumsq_fresh && (s = cuda_grad_sumsq(be, g, n, NULL, err))) return s;
     cb->sumsq_fresh = 0;
     CU(cuk_optim_finalize(c, cb->vals, cb->ostate, scaler ? seed : NULL, cb->compute), "optimizer step constants");
