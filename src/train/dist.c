@@ -64,7 +64,7 @@ brisk_status brisk_dist_device_shard_update(brisk_trainer *t, const brisk_optim_
     brisk_status st = be->grad_reduce_scatter(be, t->ex->grads, t->shard_bounds, err);
     /* clipping, the inf/NaN skip and the loss scaler by the whole gradient's norm: the
      * shards' sums, summed (the unscaling itself is the update's, per shard) */
-    if (!st && t->shard_norm &&
+    if (!st && (t->shard_norm || t->opt.spec.clip_norm > 0 || t->opt.skip_nonfinite) &&
         !(st = be->grad_sumsq(be, (float *)t->ex->grads + t->shard_off, t->shard_n, t->opt.sumsq, err)))
         st = be->grad_sumsq_allreduce(be, err);
     if (!st) st = brisk_optimizer_update_range(&t->opt, a->t, a->lr, t->cfg.train.accumulate, t->shard_off, t->shard_n,

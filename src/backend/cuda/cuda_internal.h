@@ -226,8 +226,6 @@ brisk_status cuda_prep_after(cuda_backend *cb, const brisk_graph *g, int id, bri
 /* The bf16/fp16 copy of the parameter float at params (written by the optimizer), or NULL
  * when params is not in the prepared executor's parameter arena or it keeps no copy. */
 void *cuda_prep_params_lp(const cuda_backend *cb, const float *params);
-/* 1 when the prepared executor keeps a 16-bit copy of its parameters */
-int cuda_prep_has_params_lp(const cuda_backend *cb);
 /* Marks the low-precision weights stale after a write into [dst, dst + bytes). */
 void cuda_prep_touch(cuda_backend *cb, const void *dst, size_t bytes);
 /* Re-casts the weights into their 16-bit copy when stale (an upload since the last cast):

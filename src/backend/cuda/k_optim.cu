@@ -1,5 +1,6 @@
-/* The fused optimizer over the parameter arena (or a ZeRO-1 shard of it), matching src/backend/cpu/optim.c
- * (torch.optim.AdamW / SGD operation order), plus the dynamic loss scaler:
+/* The fused optimizer over the parameter arena (or a ZeRO-1 shard of it), matching
+ * src/backend/cpu/optim.c (torch.optim.AdamW / SGD operation order), plus the dynamic loss
+ * scaler:
  *
  *   cuk_optim_finalize (one thread) reads this step's sum of g^2 (when clipping, scaling or
  *     skipping non-finite steps), decides `skip` (the sum not finite: an inf/NaN somewhere,

@@ -155,8 +155,6 @@ static brisk_status zero1_check(cuda_backend *cb, const int64_t *bounds, const c
     for (int r = 0; r < cb->nccl_world; r++)
         if (bounds[r + 1] < bounds[r])
             return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: %s: shard %d ends before it starts", what, r);
-    if (bounds[cb->nccl_world] < bounds[cb->nccl_rank + 1])
-        return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: %s: the shards end before this rank's", what);
     return BRISK_OK;
 }
 
@@ -170,6 +168,9 @@ static brisk_status lp_outside_shard(cuda_backend *cb, float *p, const int64_t *
     if (!lp) return BRISK_OK; /* fp32 or tf32: no copy */
     int fp16 = cuda_in_type(cb) == 2;
     int64_t lo = bounds[cb->nccl_rank], hi = bounds[cb->nccl_rank + 1], end = bounds[cb->nccl_world];
+    if (end > 0 && cuda_prep_params_lp(cb, p + end - 1) != lp + 2 * (end - 1))
+        return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: parameter all-gather: %lld floats reach past the prepared "
+                            "parameter arena", (long long)end);
     CU(cuk_cast_lp(p, lp, lo, fp16, cb->compute), "casting the gathered parameters to 16 bits");
     CU(cuk_cast_lp(p + hi, lp + 2 * hi, end - hi, fp16, cb->compute), "casting the gathered parameters to 16 bits");
     return BRISK_OK;

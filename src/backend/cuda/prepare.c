@@ -566,8 +566,6 @@ void *cuda_prep_params_lp(const cuda_backend *cb, const float *params) {
     return a >= lo && a < hi ? (char *)p->params_lp + (a - lo) / 2 : NULL;
 }
 
-int cuda_prep_has_params_lp(const cuda_backend *cb) { return cb->prep && cb->prep->params_lp; }
-
 void cuda_prep_touch(cuda_backend *cb, const void *dst, size_t bytes) {
     cuda_prep *p = cb->prep;
     if (!p || !p->params_lp) return;
