@@ -9,36 +9,26 @@
 
 #include "brisk/train.h"
 
-/* A number, or null for NaN and inf (JSON has neither). */
-static void num(cJSON *o, const char *key, double v) {
-    if (isfinite(v)) cJSON_AddNumberToObject(o, key, v);
-    else cJSON_AddNullToObject(o, key);
-}
-
 struct cJSON *brisk_run_summary_json(const brisk_run_summary *s, const char *out_dir) {
+    const struct {
+        const char *key;
+        double v; /* NaN or inf (not measured): null, as JSON has neither */
+    } nums[] = {
+        {"steps", (double)s->steps}, {"steps_run", (double)s->steps_run}, {"epochs", s->epochs_done},
+        {"wall_s", s->wall_s}, {"data_wait_s", s->data_wait_s}, {"copy_s", s->copy_s}, {"compute_s", s->compute_s},
+        {"samples_per_s", s->samples_per_s}, {"ms_per_step_median", s->ms_per_step_median},
+        {"ms_per_step_p95", s->ms_per_step_p95}, {"final_loss", s->final_loss}, {"best_val_loss", s->best_val_loss},
+        {"best_val_accuracy", s->best_val_accuracy}, {"best_epoch", s->best_epoch}, {"params", (double)s->params},
+        {"arena_bytes", (double)s->arena_bytes}, {"state_bytes", (double)s->state_bytes},
+        {"total_bytes", (double)s->total_bytes}, {"device_mem_used", s->device_mem_used},
+        {"nan_skipped", (double)s->nan_skipped}, {"stopped_by_signal", s->stopped_by_signal},
+    };
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
-    num(o, "steps", (double)s->steps);
-    num(o, "steps_run", (double)s->steps_run);
-    num(o, "epochs", s->epochs_done);
-    num(o, "wall_s", s->wall_s);
-    num(o, "data_wait_s", s->data_wait_s);
-    num(o, "copy_s", s->copy_s);
-    num(o, "compute_s", s->compute_s);
-    num(o, "samples_per_s", s->samples_per_s);
-    num(o, "ms_per_step_median", s->ms_per_step_median);
-    num(o, "ms_per_step_p95", s->ms_per_step_p95);
-    num(o, "final_loss", s->final_loss);
-    num(o, "best_val_loss", s->best_val_loss);
-    num(o, "best_val_accuracy", s->best_val_accuracy);
-    num(o, "best_epoch", s->best_epoch);
-    num(o, "params", (double)s->params);
-    num(o, "arena_bytes", (double)s->arena_bytes);
-    num(o, "state_bytes", (double)s->state_bytes);
-    num(o, "total_bytes", (double)s->total_bytes);
-    num(o, "device_mem_used", s->device_mem_used);
-    num(o, "nan_skipped", (double)s->nan_skipped);
-    num(o, "stopped_by_signal", s->stopped_by_signal);
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        if (isfinite(nums[i].v)) cJSON_AddNumberToObject(o, nums[i].key, nums[i].v);
+        else cJSON_AddNullToObject(o, nums[i].key);
+    }
     cJSON_AddStringToObject(o, "checkpoint", s->checkpoint);
     if (out_dir) cJSON_AddStringToObject(o, "out_dir", out_dir);
     return o;
