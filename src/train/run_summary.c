@@ -1,8 +1,7 @@
-/* A run's summary (brisk_run_summary) as JSON: the one key set that metrics.jsonl's run_end
- * line, brisk_train_run (the Python package's brisk.train) and anything else that hands a
- * summary on use, so that a number has one name wherever it appears. The names are those
- * metrics.jsonl has always used: run directories on disk (and `brisk report` on them) keep
- * reading as before. */
+/* A run's summary (brisk_run_summary) as JSON, in the one key set of metrics.jsonl's run_end
+ * line and of brisk_train_run's result (the Python package's brisk.train), so that a number
+ * has one name wherever it appears. The names are those run_end has always used: run
+ * directories on disk (and `brisk report` on them) read as before. */
 #include <math.h>
 
 #include <cjson/cJSON.h>
