@@ -425,9 +425,10 @@ out:
         sum->arena_bytes = t->plan.arena_bytes;
         sum->total_bytes = brisk_plan_total_bytes(&t->plan);
         sum->state_bytes = 4 * t->plan.param_bytes; /* parameters, gradients, two moments */
-        brisk_backend_stats bs_end;
-        brisk_error ignored_end;
-        sum->device_mem_used = t->be->stats && !t->be->stats(t->be, &bs_end, &ignored_end) ? (double)bs_end.mem_used : NAN;
+        brisk_backend_stats bs; /* a device backend's counters at the end */
+        brisk_error ignored;
+        const int dev_stats = t->be->stats && !t->be->stats(t->be, &bs, &ignored);
+        sum->device_mem_used = dev_stats ? (double)bs.mem_used : NAN;
         sum->params = brisk_model_param_count(&t->cfg.model);
         double w = sum->wall_s > 0 ? sum->wall_s : 1;
         char ranks_txt[320] = "", overlap_txt[224] = "";
@@ -471,9 +472,7 @@ out:
                       "of %s (rank %d: rows from %lld, %.2f MiB)", (long long)t->data.count,
                       (long long)t->shard_file_rows, t->data.source, t->rank, (long long)t->shard_lo,
                       (double)t->shard_bytes / 1048576.0);
-        brisk_backend_stats bs;
-        brisk_error ignored;
-        if (t->be->stats && !t->be->stats(t->be, &bs, &ignored) && bs.loss_scale > 0)
+        if (dev_stats && bs.loss_scale > 0)
             brisk_log(&t->log, BRISK_LOG_INFO, "  loss scaler       %lld steps skipped (inf/NaN gradients), scale now %g",
                       (long long)bs.skipped_steps, bs.loss_scale);
         if (ss.unstable)
