@@ -251,11 +251,12 @@ int brisk_stop_signal(void);
  * progress (may be NULL) is called at every progress line (train.log_every) with the steps
  * done, the run's total and the mean loss since the last call; a nonzero return asks the run
  * to stop after the current step, with a checkpoint (the call then returns BRISK_STOPPED).
- * On BRISK_OK or BRISK_STOPPED result_json holds the summary as one JSON object: steps,
- * steps_run, epochs, train_loss, val_loss, val_accuracy, best_epoch, wall_s, data_wait_s,
- * compute_s, ms_per_step, samples_per_s, params, arena_bytes, nan_skipped, stopped,
- * checkpoint (the newest written, "" if none) and out_dir (null: not measured); a config with
- * "models" gives {"models": {name: summary, ...}}. On an error, error holds its message.
+ * On BRISK_OK or BRISK_STOPPED result_json holds the summary as one JSON object, with the keys
+ * of metrics.jsonl's run_end line (brisk_run_summary_json in brisk/train.h: steps, epochs,
+ * final_loss, best_val_loss, best_val_accuracy, ms_per_step_median, samples_per_s,
+ * stopped_by_signal, checkpoint (the newest written, "" if none), ...) and out_dir; null: not
+ * measured. A config with "models" gives {"models": {name: summary, ...}}. On an error, error
+ * holds its message.
  * Writes nothing to stdout or stderr (messages go to log, at INFO and above). */
 typedef int (*brisk_train_progress_fn)(void *user, int64_t step, int64_t total_steps, double loss);
 brisk_status brisk_train_run(const char *config, int config_is_path, const char *const *overrides, int n_overrides,

@@ -252,7 +252,18 @@ typedef struct brisk_run_summary {
     char checkpoint[BRISK_PATH_MAX + 64]; /* the newest checkpoint written, "" if none */
     brisk_val_metrics best;   /* the validation metrics of the epoch with the best loss */
     int best_epoch;           /* 0 when there was no validation */
+    size_t state_bytes;       /* parameters, gradients and the two optimizer moments */
+    double device_mem_used;   /* bytes in use on the device at the end; NaN without a device */
 } brisk_run_summary;
+
+/* The summary as one JSON object (release with cJSON_Delete), the key set of metrics.jsonl's
+ * run_end line and of brisk_train_run's result: steps, steps_run, epochs, wall_s, data_wait_s,
+ * copy_s, compute_s, samples_per_s, ms_per_step_median, ms_per_step_p95, final_loss,
+ * best_val_loss, best_val_accuracy, best_epoch, params, arena_bytes, state_bytes, total_bytes,
+ * device_mem_used, nan_skipped, stopped_by_signal (0, a signal number, or -1 for a program's
+ * stop request), checkpoint and, when out_dir is not NULL, out_dir. Numbers not measured
+ * (NaN) are null. NULL when out of memory. */
+struct cJSON *brisk_run_summary_json(const brisk_run_summary *s, const char *out_dir);
 
 typedef struct brisk_trainer brisk_trainer;
 

@@ -53,12 +53,13 @@ def train(config, overrides=None, resume=None, overwrite=False, progress=True, l
     it has none). overwrite=True replaces a previous run in train.out_dir. progress: a bar
     (True), or False. log: as brisk.Session's (None: the logging module's "brisk" logger).
 
-    Returns (summary, checkpoint): summary is a dict (steps, epochs, train_loss, val_loss,
-    val_accuracy, wall_s, ms_per_step, samples_per_s, params, stopped, checkpoint, out_dir...;
-    None where nothing was measured) and checkpoint the newest checkpoint's path ("" when the
+    Returns (summary, checkpoint): summary is a dict with the keys of metrics.jsonl's run_end
+    line (steps, epochs, final_loss, best_val_loss, best_val_accuracy, wall_s,
+    ms_per_step_median, samples_per_s, params, stopped_by_signal, checkpoint, ...; None where
+    nothing was measured) and out_dir, and checkpoint the newest checkpoint's path ("" when the
     config sets no train.out_dir). A config with "models" returns ({"models": {...}}, None).
     KeyboardInterrupt (Ctrl-C) stops the run at the next progress line with a checkpoint
-    (summary["stopped"] is then True). Errors raise BriskError with brisk's message.
+    (summary["stopped_by_signal"] is then nonzero). Errors raise BriskError with brisk's message.
     """
     text, is_path = _config_text(config)
     if isinstance(overrides, dict):

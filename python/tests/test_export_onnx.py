@@ -25,8 +25,13 @@ def run(*args, ok=True):
     return r
 
 
+def session(model):
+    """ONNX Runtime on the CPU over a file (path) or the model's bytes."""
+    return ort.InferenceSession(model if isinstance(model, bytes) else str(model), providers=["CPUExecutionProvider"])
+
+
 def onnx_run(path, feeds):
-    s = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    s = session(path)
     assert [o.name for o in s.get_outputs()] == ["output"]
     return s.run(None, feeds)[0], s
 
@@ -37,13 +42,18 @@ def train(brisk_bin, tmp_path, name, cfg):
     return str(tmp_path / name / "last.safetensors")
 
 
-def export_and_compare(brisk_bin, tmp_path, ckpt, x, tol=1e-5, extra=()):
+def predict(brisk_bin, tmp_path, ckpt, x):
+    """What `brisk predict` gives for x (rows)."""
     np.save(tmp_path / "x.npy", x)
     run(brisk_bin, "predict", ckpt, "--input", str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy"))
+    return np.load(tmp_path / "y.npy")
+
+
+def export_and_compare(brisk_bin, tmp_path, ckpt, x, tol=1e-5, extra=()):
+    ref = predict(brisk_bin, tmp_path, ckpt, x)
     out = tmp_path / "m.onnx"
     run(brisk_bin, "export", ckpt, "--onnx", str(out), *extra)
     y, s = onnx_run(out, {"x": x})
-    ref = np.load(tmp_path / "y.npy")
     assert y.shape == ref.shape and s.get_inputs()[0].shape[0] == "N"
     err = np.abs(y - ref).max()
     assert err < tol, err
@@ -125,7 +135,7 @@ def test_diffusion_denoiser(tmp_path, brisk_bin):
     coarse = rng.standard_normal((9, 7)).astype(np.float32)
     xt = rng.standard_normal((9, 256)).astype(np.float32)
     t = rng.integers(0, 50, 9).astype(np.int32)
-    s = ort.InferenceSession(str(tmp_path / "d.onnx"), providers=["CPUExecutionProvider"])
+    s = session(tmp_path / "d.onnx")
     assert sorted(i.name for i in s.get_inputs()) == ["coarse", "t", "x_t"]
     y = s.run(None, {"coarse": coarse, "x_t": xt, "t": t})[0]
     # the reference: torch_ref.Denoiser's forward in float64 on brisk.load's weights
@@ -160,9 +170,7 @@ def test_resnet_keypoints(images, tmp_path, brisk_bin, depth):
     w = brisk.load(ckpt)
     assert np.abs(w["stem.1.running_var"] - 1).max() > 1e-3 and np.abs(w["stem.1.running_mean"]).max() > 1e-3
     x = np.random.default_rng(depth).standard_normal((5, 3, 32, 32)).astype(np.float32)
-    np.save(tmp_path / "x.npy", x)
-    run(brisk_bin, "predict", ckpt, "--input", str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy"))
-    ref = np.load(tmp_path / "y.npy")  # [N, 2K]: brisk predict writes rows
+    ref = predict(brisk_bin, tmp_path, ckpt, x)  # [N, 2K]: brisk predict writes rows
     variants = [((), 1e-5)] + ([(("--fp16",), 2e-3)] if depth == 18 else [])
     for extra, tol in variants:
         run(brisk_bin, "export", ckpt, "--onnx", str(tmp_path / "m.onnx"), *extra)
@@ -183,13 +191,11 @@ def test_meshgnn(tmp_path, brisk_bin):
            "train": {"batch_size": 4, "max_steps": 3, "out_dir": str(tmp_path / "g")}}
     ckpt = train(brisk_bin, tmp_path, "g", cfg)
     x = np.random.default_rng(3).standard_normal((5, 256, 20)).astype(np.float32)  # normalised inputs
-    np.save(tmp_path / "x.npy", x)
-    run(brisk_bin, "predict", ckpt, "--input", str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy"))
-    ref = np.load(tmp_path / "y.npy")  # the change over the lead in the fields' units
+    ref = predict(brisk_bin, tmp_path, ckpt, x)  # the change over the lead in the fields' units
     scale = np.array(brisk.metadata(ckpt)["normalization"]["std"][-8:])  # the change's, per channel
     for extra, tol in (((), 1e-5), (("--fp16",), 2e-3)):
         run(brisk_bin, "export", ckpt, "--onnx", str(tmp_path / "g.onnx"), *extra)
-        s = ort.InferenceSession(str(tmp_path / "g.onnx"), providers=["CPUExecutionProvider"])
+        s = session(tmp_path / "g.onnx")
         assert s.get_inputs()[0].shape == ["N", 256, 20] and s.get_outputs()[0].shape == ["N", 256, 8]
         for n in (5, 1):  # any batch: the copies' index offsets are made at run time
             y = s.run(None, {"x": x[:n]})[0]
@@ -216,4 +222,4 @@ def test_export_errors(tmp_path, brisk_bin, tabular):
     assert "usage: brisk export" in run(brisk_bin, "export", "--help").stdout
     r = subprocess.run([brisk_bin, "export", ckpt, "--onnx", "-"], capture_output=True)  # the model on stdout
     assert r.returncode == 0 and b"export" in r.stderr
-    assert ort.InferenceSession(r.stdout, providers=["CPUExecutionProvider"]).get_outputs()[0].name == "output"
+    assert session(r.stdout).get_outputs()[0].name == "output"

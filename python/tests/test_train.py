@@ -18,8 +18,12 @@ def test_train_dict_returns_summary_and_checkpoint(tabular, tmp_path, capsys):
     summary, ckpt = brisk.train(config(tabular, tmp_path / "run"))
     assert ckpt == str(tmp_path / "run" / "last.safetensors")
     assert summary["steps"] == 2 * (1024 * 9 // 10 // 128) and summary["epochs"] == 2
-    assert summary["val_loss"] > 0 and 0 <= summary["val_accuracy"] <= 1 and summary["params"] == 64 * 32 + 32 + 99
-    assert not summary["stopped"]
+    assert summary["best_val_loss"] > 0 and 0 <= summary["best_val_accuracy"] <= 1
+    assert summary["params"] == 64 * 32 + 32 + 99 and summary["stopped_by_signal"] == 0
+    # one serialiser: the summary carries what metrics.jsonl's run_end line says
+    with open(tmp_path / "run" / "metrics.jsonl") as f:
+        end = [r for r in map(json.loads, f) if r.get("event") == "run_end"][-1]
+    assert {k: v for k, v in summary.items() if k != "out_dir"} == {k: v for k, v in end.items() if k != "event"}
     err = capsys.readouterr().err  # the progress bar (tqdm or the plain one) went to stderr
     assert "%d/%d" % (summary["steps"], summary["steps"]) in err
 
@@ -73,4 +77,4 @@ def test_ctrl_c_stops_with_checkpoint(tabular, tmp_path, monkeypatch):
     cfg = config(tabular, tmp_path / "run")
     cfg["train"]["epochs"] = 50
     summary, ckpt = brisk.train(cfg)
-    assert summary["stopped"] and summary["steps"] < 50 * 7 and ckpt.endswith(".safetensors")
+    assert summary["stopped_by_signal"] and summary["steps"] < 50 * 7 and ckpt.endswith(".safetensors")

@@ -1,7 +1,7 @@
 /* brisk_train_run: a whole `brisk train` run as one call, for bindings (the Python package's
  * brisk.train). The command's work, not a second trainer: config, trainer (or pipeline), run,
- * and the summary handed back as JSON, so a binding needs no struct layout. */
-#include <math.h>
+ * and the summary handed back as JSON (brisk_run_summary_json: the keys of metrics.jsonl's
+ * run_end line), so a binding needs no struct layout. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,36 +23,6 @@ static void on_progress(void *user, int64_t step, int64_t total, double loss) {
 }
 
 static int stop_asked(void *user) { return ((run_ctx *)user)->stop ? BRISK_STOP_REQUESTED : 0; }
-
-/* NaN (nothing measured) is null: JSON has no NaN. */
-static void num(cJSON *o, const char *k, double v) {
-    if (isfinite(v)) cJSON_AddNumberToObject(o, k, v);
-    else cJSON_AddNullToObject(o, k);
-}
-
-static cJSON *summary_json(const brisk_run_summary *s, const char *out_dir) {
-    cJSON *o = cJSON_CreateObject();
-    if (!o) return NULL;
-    num(o, "steps", (double)s->steps);
-    num(o, "steps_run", (double)s->steps_run);
-    num(o, "epochs", s->epochs_done);
-    num(o, "train_loss", s->final_loss);
-    num(o, "val_loss", s->best_val_loss);
-    num(o, "val_accuracy", s->best_val_accuracy);
-    num(o, "best_epoch", s->best_epoch);
-    num(o, "wall_s", s->wall_s);
-    num(o, "data_wait_s", s->data_wait_s);
-    num(o, "compute_s", s->compute_s);
-    num(o, "ms_per_step", s->ms_per_step_median);
-    num(o, "samples_per_s", s->samples_per_s);
-    num(o, "params", (double)s->params);
-    num(o, "arena_bytes", (double)s->arena_bytes);
-    num(o, "nan_skipped", (double)s->nan_skipped);
-    cJSON_AddBoolToObject(o, "stopped", s->stopped_by_signal != 0);
-    cJSON_AddStringToObject(o, "checkpoint", s->checkpoint);
-    cJSON_AddStringToObject(o, "out_dir", out_dir);
-    return o;
-}
 
 static brisk_status put(cJSON *o, char *out, size_t size, brisk_error *err) {
     char *text = o ? cJSON_PrintUnformatted(o) : NULL;
@@ -98,7 +68,7 @@ brisk_status brisk_train_run(const char *config, int config_is_path, const char 
             for (int i = 0; models && i < cfg.n_models; i++) {
                 char dir[BRISK_PATH_MAX + 40];
                 snprintf(dir, sizeof dir, "%s/%s", cfg.train.out_dir, res[i].name);
-                cJSON *m = summary_json(&res[i].summary, dir);
+                cJSON *m = brisk_run_summary_json(&res[i].summary, dir);
                 if (m) cJSON_AddItemToObject(models, res[i].name, m);
             }
             st = put(o, result_json, result_size, &err);
@@ -117,7 +87,7 @@ brisk_status brisk_train_run(const char *config, int config_is_path, const char 
                : resume                             ? brisk_trainer_resume(t, resume, &err)
                                                     : BRISK_OK)) {
         brisk_trainer_set_control(t, &(brisk_trainer_control){stop_asked, &ctx, 0, on_progress, NULL});
-        if (!(st = brisk_trainer_run(t, &sum, &err))) st = put(summary_json(&sum, cfg.train.out_dir), result_json,
+        if (!(st = brisk_trainer_run(t, &sum, &err))) st = put(brisk_run_summary_json(&sum, cfg.train.out_dir), result_json,
                                                               result_size, &err);
         if (!st && sum.stopped_by_signal) st = BRISK_STOPPED;
     }

@@ -48,6 +48,15 @@ static double device_copy_s(brisk_trainer *t) {
     return s.copy_s;
 }
 
+/* The device's own copy time since *mark replaces the host's measure (which includes waiting
+ * for a free staging buffer); without a device the host's stays. */
+static void use_device_copy(brisk_trainer *t, brisk_time_split *s, double *mark) {
+    double now = device_copy_s(t);
+    if (now < 0) return;
+    s->copy_s = now - *mark;
+    *mark = now;
+}
+
 /* What the progress line and the metrics record say of memory and the loss scaler. */
 typedef struct dev_numbers {
     double mem_mib;    /* device memory in use, else the plan's size */
@@ -240,9 +249,11 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     if (max_new_steps > 0 && t->step + max_new_steps < end) end = t->step + max_new_steps;
     int64_t todo = end - t->step;
     double *step_times = malloc(sizeof(double) * (size_t)(todo > 0 ? todo : 1));
-    double t_start = brisk_now(), wait_total = 0, compute_total = 0, win_wait = 0, win_time = 0, win_copy = 0;
-    double last_epoch_loss = NAN, copy0 = t->copy_s, steps_total = 0, dev_copy0 = device_copy_s(t);
-    int64_t epoch_steps = 0, win_n = 0, n_timed = 0;
+    double t_start = brisk_now(), last_epoch_loss = NAN;
+    /* the run's and the progress window's time split; marks of the device's copy counter */
+    brisk_time_split run = {0}, win = {0};
+    double run_copy_mark = device_copy_s(t), win_copy_mark = run_copy_mark;
+    int64_t epoch_steps = 0, n_timed = 0;
     int epochs_done = 0, stop_sig = 0;
     double last_status = 0; /* brisk_now() of the last control.status call */
     /* a program drawing its own progress (control.status) gets the progress lines at debug level */
@@ -276,10 +287,8 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
         t->samples += brisk_trainer_global_batch(t) * K;
         double dt = brisk_now() - t0, copy = t->copy_s - c0;
         step_times[n_timed++] = dt;
-        steps_total += dt;
-        wait_total += wait;
-        compute_total += dt - wait - copy;
-        win_wait += wait, win_time += dt, win_copy += copy, win_n++;
+        brisk_time_split_add(&run, dt, wait, copy);
+        brisk_time_split_add(&win, dt, wait, copy);
         epoch_steps++;
 
         int log_now = t->step % tr->log_every == 0 || t->step == t->total_steps;
@@ -287,7 +296,9 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
         /* device losses are read here, every log_every steps (and at epoch ends) */
         if ((log_now || epoch_ended || hist_now || t->step == end) && (st = brisk_step_flush(t, err))) goto out;
         if (log_now) {
-            double ms = 1e3 * win_time / (double)win_n, wl = tail_mean(t, win_n);
+            use_device_copy(t, &win, &win_copy_mark);
+            const int64_t win_n = win.steps;
+            const double win_time = win.step_s, ms = 1e3 * win_time / (double)win_n, wl = tail_mean(t, win_n);
             char dev[160], eta[64];
             dev_numbers dn;
             device_status(t, dev, sizeof dev, &dn);
@@ -295,21 +306,23 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             char ranks[64] = "";
             if (t->world > 1) /* the loss is the ranks' mean; the speed is this rank's */
                 snprintf(ranks, sizeof ranks, " (x %d ranks, %.0f per rank)", t->world, (double)(B * K) * win_n / win_time);
-            double data_ms = 1e3 * win_wait / (double)win_n, copy_ms = 1e3 * win_copy / (double)win_n;
+            const double data_ms = 1e3 * win.data_s / (double)win_n, copy_ms = 1e3 * win.copy_s / (double)win_n;
+            const double compute_ms = 1e3 * brisk_time_split_compute_s(&win) / (double)win_n;
             brisk_log(&t->log, progress_level,
-                      "epoch %lld  step %lld/%lld  loss %.5f  lr %.2e  %.0f samples/s%s  %.3f ms/step (data %.3f, compute %.3f)  %s  %s",
+                      "epoch %lld  step %lld/%lld  loss %.5f  lr %.2e  %.0f samples/s%s  %.3f ms/step (data %.3f, copy %.3f, "
+                      "compute %.3f)  %s  %s",
                       (long long)(epoch_ended ? t->epoch : t->epoch + 1), (long long)t->step, (long long)t->total_steps,
-                      wl, lr, (double)(B * K) * t->world * win_n / win_time, ranks, ms, data_ms, ms - data_ms, dev, eta);
+                      wl, lr, (double)(B * K) * t->world * win_n / win_time, ranks, ms, data_ms, copy_ms, compute_ms, dev, eta);
             /* a window of skipped steps only has no loss: null */
             const metric m[] = {{"loss", "%.9g", wl, 0}, {"lr", "%.7g", lr, 0}, {"ms_per_step", "%.4f", ms, 0},
                                 {"data_ms", "%.4f", data_ms, 0},
                                 {"samples_per_s", "%.1f", (double)(B * K) * win_n / win_time, 0},
-                                {"copy_ms", "%.4f", copy_ms, 0}, {"compute_ms", "%.4f", ms - data_ms - copy_ms, 0},
+                                {"copy_ms", "%.4f", copy_ms, 0}, {"compute_ms", "%.4f", compute_ms, 0},
                                 {"mem_mib", "%.2f", dn.mem_mib, 0}, {"loss_scale", "%.9g", dn.loss_scale, 1},
                                 {"skipped_steps", "%.0f", isnan(dn.loss_scale) ? NAN : (double)dn.skipped, 1}};
             record(t, 0, m, (int)(sizeof m / sizeof m[0]), NULL);
             if (t->control.progress) t->control.progress(t->control.user, t->step, t->total_steps, wl);
-            win_wait = win_time = win_copy = 0, win_n = 0;
+            win = (brisk_time_split){0};
             scaler_skips(t);
             brisk_numeric_check_scaler(t, n_timed);
         }
@@ -395,15 +408,10 @@ out:
         sum->epochs_done = epochs_done;
         sum->final_loss = epoch_steps ? tail_mean(t, epoch_steps) : last_epoch_loss;
         sum->wall_s = brisk_now() - t_start;
-        sum->data_wait_s = wait_total;
-        sum->compute_s = compute_total;
-        sum->copy_s = t->copy_s - copy0;
-        double dev_copy = device_copy_s(t);
-        if (dev_copy >= 0) { /* the device's own copy time: the host's includes waiting for a free buffer */
-            sum->copy_s = dev_copy - dev_copy0;
-            compute_total = steps_total - wait_total - sum->copy_s;
-            sum->compute_s = compute_total;
-        }
+        use_device_copy(t, &run, &run_copy_mark);
+        sum->data_wait_s = run.data_s;
+        sum->copy_s = run.copy_s;
+        sum->compute_s = brisk_time_split_compute_s(&run);
         sum->gpu_util = t->util_n ? t->util_sum / t->util_n : -1.0;
         brisk_step_stats ss;
         brisk_step_stats_of(step_times, n_timed, &ss);
@@ -416,6 +424,11 @@ out:
         sum->load_unstable = ss.unstable;
         sum->arena_bytes = t->plan.arena_bytes;
         sum->total_bytes = brisk_plan_total_bytes(&t->plan);
+        sum->state_bytes = 4 * t->plan.param_bytes; /* parameters, gradients, two moments */
+        brisk_backend_stats bs; /* a device backend's counters at the end */
+        brisk_error ignored;
+        const int dev_stats = t->be->stats && !t->be->stats(t->be, &bs, &ignored);
+        sum->device_mem_used = dev_stats ? (double)bs.mem_used : NAN;
         sum->params = brisk_model_param_count(&t->cfg.model);
         double w = sum->wall_s > 0 ? sum->wall_s : 1;
         char ranks_txt[320] = "", overlap_txt[224] = "";
@@ -450,8 +463,8 @@ out:
                   "  checkpoints       %s%s%s",
                   (long long)n_timed, n_timed == 1 ? "" : "s", sum->wall_s, epochs_done, epochs_done == 1 ? "" : "s",
                   n_timed == t->step ? "" : resumed, sum->final_loss, val, sum->samples_per_s, ranks_txt, ss.median_ms, ss.p95_ms,
-                  ss.mean_ms, wait_total, 100 * wait_total / w, sum->copy_s, 100 * sum->copy_s / w, compute_total,
-                  100 * compute_total / w, sum->wall_s - wait_total - sum->copy_s - compute_total, sum->total_bytes / 1048576.0, sum->arena_bytes / 1048576.0,
+                  ss.mean_ms, sum->data_wait_s, 100 * sum->data_wait_s / w, sum->copy_s, 100 * sum->copy_s / w, sum->compute_s,
+                  100 * sum->compute_s / w, sum->wall_s - sum->data_wait_s - sum->copy_s - sum->compute_s, sum->total_bytes / 1048576.0, sum->arena_bytes / 1048576.0,
                   files ? tr->out_dir : "none (train.out_dir is \"\")", files ? "/last.safetensors" : "",
                   !files || when_due || isnan(t->best_val) ? "" : ", best.safetensors");
         if (t->data_sharded)
@@ -459,9 +472,7 @@ out:
                       "of %s (rank %d: rows from %lld, %.2f MiB)", (long long)t->data.count,
                       (long long)t->shard_file_rows, t->data.source, t->rank, (long long)t->shard_lo,
                       (double)t->shard_bytes / 1048576.0);
-        brisk_backend_stats bs;
-        brisk_error ignored;
-        if (t->be->stats && !t->be->stats(t->be, &bs, &ignored) && bs.loss_scale > 0)
+        if (dev_stats && bs.loss_scale > 0)
             brisk_log(&t->log, BRISK_LOG_INFO, "  loss scaler       %lld steps skipped (inf/NaN gradients), scale now %g",
                       (long long)bs.skipped_steps, bs.loss_scale);
         if (ss.unstable)

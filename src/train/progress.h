@@ -13,6 +13,22 @@ typedef struct brisk_step_stats {
     int unstable;                                /* the spread says the machine's load varied */
 } brisk_step_stats;
 
+/* Where some steps' time went: waiting for data, copying batches to the device, and compute,
+ * which is the rest of the steps' time. The one definition of "compute" that the progress
+ * line, metrics.jsonl's compute_ms and the run summary's compute_s share, so data + copy +
+ * compute is the step time in each. */
+typedef struct brisk_time_split {
+    int64_t steps;
+    double step_s, data_s, copy_s;
+} brisk_time_split;
+
+static inline void brisk_time_split_add(brisk_time_split *s, double step_s, double data_s, double copy_s) {
+    s->steps++, s->step_s += step_s, s->data_s += data_s, s->copy_s += copy_s;
+}
+static inline double brisk_time_split_compute_s(const brisk_time_split *s) {
+    return s->step_s - s->data_s - s->copy_s;
+}
+
 /* Statistics of n step times in seconds (sorts times in place). */
 void brisk_step_stats_of(double *times, int64_t n, brisk_step_stats *st);
 

@@ -10,7 +10,7 @@
 #include "train/report_log.h"
 
 static const char *const step_keys[S_COLS] = {"step", "loss", "lr", "ms_per_step", "data_ms", "copy_ms",
-                                              "samples_per_s", "mem_mib"};
+                                              "samples_per_s", "mem_mib", "compute_ms"};
 static const char *const epoch_keys[E_COLS] = {"step", "train_loss", "val_loss"};
 
 

@@ -12,7 +12,7 @@
 
 #include "brisk/train.h"
 
-enum { S_STEP, S_LOSS, S_LR, S_MS, S_DATA, S_COPY, S_SPS, S_MEM, S_COLS };
+enum { S_STEP, S_LOSS, S_LR, S_MS, S_DATA, S_COPY, S_SPS, S_MEM, S_COMPUTE, S_COLS };
 enum { E_STEP, E_TRAIN, E_VAL, E_COLS };
 /* columns, each n long */
 typedef struct log_table {

@@ -152,9 +152,12 @@ static void time_split_chart(brisk_html *b, const run_log *r, double x0, double 
     if (layer[0] && layer[1] && layer[2])
         for (int i = 0; i < n; i++) {
             double ms = s->col[S_MS][i], data = s->col[S_DATA][i], copy = s->col[S_COPY][i];
+            double compute = s->col[S_COMPUTE][i];
             data = isfinite(data) ? data : 0, copy = isfinite(copy) ? copy : 0;
+            /* the trainer's compute_ms (brisk_time_split); logs older than it: the same rule */
+            if (!isfinite(compute)) compute = isfinite(ms) ? ms - data - copy : 0;
             layer[0][i] = data, layer[1][i] = copy;
-            layer[2][i] = isfinite(ms) && ms > data + copy ? ms - data - copy : 0;
+            layer[2][i] = compute > 0 ? compute : 0;
             if (isfinite(ms) && ms > top) top = ms;
         }
     double lo = 0, hi = top > 0 ? top : 1;

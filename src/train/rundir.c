@@ -116,40 +116,21 @@ void brisk_run_dir_mark_start(brisk_trainer *t) {
     fflush(t->metrics);
 }
 
-/* A number, or null for NaN and inf (JSON has neither). */
-static void add_num(cJSON *o, const char *key, double v) {
-    if (isfinite(v)) cJSON_AddNumberToObject(o, key, v);
-    else cJSON_AddNullToObject(o, key);
-}
-
+/* The run's summary under "event": "run_end", in the key set brisk_train_run hands back
+ * (brisk_run_summary_json). */
 void brisk_run_dir_mark_end(brisk_trainer *t, const brisk_run_summary *sum) {
     if (!t->metrics) return;
-    cJSON *o = cJSON_CreateObject();
-    if (!o) return;
-    cJSON_AddStringToObject(o, "event", "run_end");
-    add_num(o, "steps", (double)sum->steps);
-    add_num(o, "steps_run", (double)sum->steps_run);
-    add_num(o, "wall_s", sum->wall_s);
-    add_num(o, "data_wait_s", sum->data_wait_s);
-    add_num(o, "copy_s", sum->copy_s);
-    add_num(o, "compute_s", sum->compute_s);
-    add_num(o, "samples_per_s", sum->samples_per_s);
-    add_num(o, "ms_per_step_median", sum->ms_per_step_median);
-    add_num(o, "ms_per_step_p95", sum->ms_per_step_p95);
-    add_num(o, "final_loss", sum->final_loss);
-    add_num(o, "best_val_loss", sum->best_val_loss);
-    add_num(o, "params", (double)sum->params);
-    add_num(o, "arena_bytes", (double)sum->arena_bytes);
-    add_num(o, "state_bytes", 4.0 * (double)t->plan.param_bytes); /* parameters, gradients, two moments */
-    add_num(o, "total_bytes", (double)sum->total_bytes);
-    brisk_backend_stats bs;
-    brisk_error ignored;
-    if (t->be->stats && !t->be->stats(t->be, &bs, &ignored)) add_num(o, "device_mem_used", (double)bs.mem_used);
-    add_num(o, "nan_skipped", (double)sum->nan_skipped);
-    cJSON_AddNumberToObject(o, "stopped_by_signal", sum->stopped_by_signal);
-    char *line = cJSON_PrintUnformatted(o);
-    if (line) fprintf(t->metrics, "%s\n", line);
-    free(line);
+    cJSON *o = cJSON_CreateObject(), *s = brisk_run_summary_json(sum, NULL);
+    if (o && s && cJSON_AddStringToObject(o, "event", "run_end")) {
+        while (s->child) { /* "event" first, as in every other record */
+            cJSON *item = cJSON_DetachItemViaPointer(s, s->child);
+            if (!cJSON_AddItemToObject(o, item->string, item)) cJSON_Delete(item);
+        }
+        char *line = cJSON_PrintUnformatted(o);
+        if (line) fprintf(t->metrics, "%s\n", line);
+        free(line);
+    }
+    cJSON_Delete(s);
     cJSON_Delete(o);
     fflush(t->metrics);
 }

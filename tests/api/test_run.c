@@ -2,6 +2,8 @@
  * callback (and a stop asked through it), errors as messages; nothing printed. */
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "test.h"
 #include "brisk/api.h"
 #include "brisk/brisk.h"
@@ -29,6 +31,34 @@ static void config(char *buf, size_t n, const char *out, int epochs) {
              " \"out_dir\": \"%s/%s\"}, \"speed\": {\"threads\": 1}}", data, epochs, dir, out);
 }
 
+/* The last line of out/metrics.jsonl, whose event is run_end. */
+static cJSON *run_end_line(const char *out) {
+    char path[700], line[8192], last[8192] = "";
+    snprintf(path, sizeof path, "%s/%s/metrics.jsonl", dir, out);
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, "\"event\":\"run_end\"")) memcpy(last, line, sizeof last);
+    fclose(f);
+    return cJSON_Parse(last);
+}
+
+/* One serialiser: the summary brisk_train_run hands back carries the run_end line's keys and
+ * numbers, plus out_dir. */
+static void check_same_as_run_end(const char *res, const char *out) {
+    cJSON *api = cJSON_Parse(res), *end = run_end_line(out);
+    REQUIRE(api && end);
+    cJSON_DeleteItemFromObjectCaseSensitive(api, "out_dir");
+    cJSON_DeleteItemFromObjectCaseSensitive(end, "event");
+    char *a = cJSON_PrintUnformatted(api), *e = cJSON_PrintUnformatted(end);
+    CHECKF(a && e && strcmp(a, e) == 0, "\n  api     %s\n  run_end %s", a, e);
+    CHECK(cJSON_GetArraySize(api) > 20);
+    cJSON_free(a);
+    cJSON_free(e);
+    cJSON_Delete(api);
+    cJSON_Delete(end);
+}
+
 static void test_run_json(void) {
     setup();
     char cfg[1024], res[4096], msg[512];
@@ -40,17 +70,20 @@ static void test_run_json(void) {
     /* 512 samples, 10% validation: 460 training rows, 7 batches of 64 per epoch */
     CHECK(p.calls == 14 && p.last == 14 && p.total == 14);
     CHECKF(strstr(res, "\"steps\":14") && strstr(res, "\"epochs\":2") && strstr(res, "last.safetensors") &&
-           strstr(res, "\"stopped\":false"), "%s", res);
+           strstr(res, "\"stopped_by_signal\":0,") && strstr(res, "\"best_val_loss\":") &&
+           strstr(res, "\"ms_per_step_median\":"), "%s", res);
+    check_same_as_run_end(res, "a");
     /* a progress callback returning nonzero stops the run after that step, with a checkpoint */
     config(cfg, sizeof cfg, "b", 50);
     prog q = {0, 0, 0, 3};
     st = brisk_train_run(cfg, 0, NULL, 0, NULL, 0, NULL, NULL, on_progress, &q, res, sizeof res, msg, sizeof msg);
     CHECKF(st == BRISK_STOPPED, "%s", msg);
-    CHECKF(strstr(res, "\"steps\":3,") && strstr(res, "\"stopped\":true") && !strstr(res, "\"checkpoint\":\"\""), "%s", res);
+    CHECKF(strstr(res, "\"steps\":3,") && strstr(res, "\"stopped_by_signal\":-1,") && !strstr(res, "\"checkpoint\":\"\""), "%s", res);
     /* resume auto continues it */
     config(cfg, sizeof cfg, "b", 1);
     st = brisk_train_run(cfg, 0, NULL, 0, "auto", 0, NULL, NULL, NULL, NULL, res, sizeof res, msg, sizeof msg);
     CHECKF(st == BRISK_OK && strstr(res, "\"steps\":7,"), "%s %s", msg, res);
+    check_same_as_run_end(res, "b");
 }
 
 static void test_run_errors(void) {

@@ -23,6 +23,23 @@ J
 if grep -qE '^epoch 1  step 4/32  loss [0-9.]+' plain.out && ! grep -q $'\r' plain.out; then ok plain-lines
 else bad "plain-lines: $(cat plain.out plain.err)"; fi
 
+# one definition of compute time: on each progress line data + copy + compute is the step time,
+# and metrics.jsonl's record of that step has the same data_ms, copy_ms and compute_ms
+if [ -x "$py" ] && "$py" - plain.out run/metrics.jsonl <<'P'
+import json, re, sys
+line = re.compile(r"^epoch \d+  step (\d+)/\d+ .* ([0-9.]+) ms/step \(data ([0-9.]+), copy ([0-9.]+), compute (-?[0-9.]+)\)")
+shown = {int(m[1]): [float(v) for v in m.groups()[1:]] for m in map(line.match, open(sys.argv[1])) if m}
+recs = {r["step"]: r for r in map(json.loads, open(sys.argv[2])) if "compute_ms" in r}
+assert len(shown) == 8 and set(shown) == set(recs), (shown, sorted(recs))
+for step, (ms, data, copy, compute) in shown.items():
+    r = recs[step]
+    assert abs(data + copy + compute - ms) < 0.0025, (step, ms, data, copy, compute)
+    for key, v in (("ms_per_step", ms), ("data_ms", data), ("copy_ms", copy), ("compute_ms", compute)):
+        assert abs(r[key] - v) < 0.0006, (step, key, r[key], v)
+P
+then ok compute-split
+else bad "compute-split: $(cat plain.out)"; fi
+
 # a terminal: one line rewritten with \r (bar, percentage, steps, epoch, loss, speed, ETA), the
 # plain progress lines replaced by it, the other lines and the summary still there
 if command -v script >/dev/null; then

@@ -5,6 +5,7 @@
 
 #include "brisk/train.h"
 #include "test.h"
+#include "train/report_log.h"
 #include "train/report_svg.h"
 
 static int count(const char *hay, const char *needle) {
@@ -287,4 +288,16 @@ static void run_reports(void) {
     CHECK(system(path) == 0);
 }
 
-TEST_MAIN(T(escaping), T(ranges), T(ticks), T(formatting), T(scales_and_lines), T(empty_and_bars), T(dense_series), T(run_reports))
+/* The time-per-step chart draws the trainer's compute_ms (brisk_time_split's one definition);
+ * a log older than compute_ms has none (NaN), and the chart works it out by the same rule. */
+static void compute_column(void) {
+    const char log[] = "{\"step\": 1, \"loss\": 1, \"ms_per_step\": 5, \"data_ms\": 1, \"copy_ms\": 1, \"compute_ms\": 2.5}\n"
+                       "{\"step\": 2, \"loss\": 1, \"ms_per_step\": 5, \"data_ms\": 1, \"copy_ms\": 1}\n";
+    run_log r;
+    brisk_error err = {0};
+    REQUIRE_OK(brisk_run_log_parse(log, sizeof log - 1, "m.jsonl", &r, &err), &err);
+    CHECK(r.steps.n == 2 && r.steps.col[S_COMPUTE][0] == 2.5 && isnan(r.steps.col[S_COMPUTE][1]));
+    brisk_run_log_free(&r);
+}
+
+TEST_MAIN(T(escaping), T(ranges), T(ticks), T(formatting), T(scales_and_lines), T(empty_and_bars), T(dense_series), T(run_reports), T(compute_column))
