@@ -116,7 +116,8 @@ static int add_fusion(brisk_fusion_plan *p, brisk_fusion f) {
     return 0;
 }
 
-static int plan_forward(const brisk_exec *ex, const life *l, const brisk_fusion_rules *r, brisk_fusion_plan *p, int m) {
+static int plan_forward(const brisk_exec *ex, const life *l, const brisk_fusion_rules *r, brisk_fusion_plan *p,
+                        int m) {
     const brisk_graph *g = ex->g;
     int64_t N;
     if (!r->gemm_2d(g, m, &N) || l->readers[m] != 1) return 0;
@@ -135,12 +136,16 @@ static int plan_forward(const brisk_exec *ex, const life *l, const brisk_fusion_
         for (int j = 0; j < nt->n_in; j++) {
             if (nt->in[j] != b) continue;
             if ((nt->op == BRISK_OP_RELU ||
-                 (nt->op == BRISK_OP_GELU && (nt->attr.kind == BRISK_GELU_TANH || r->gelu_erf))) && j == 0)
+                 (nt->op == BRISK_OP_GELU && (nt->attr.kind == BRISK_GELU_TANH || r->gelu_erf)) ||
+                 (r->other_acts &&
+                  (nt->op == BRISK_OP_SILU || nt->op == BRISK_OP_TANH || nt->op == BRISK_OP_SIGMOID))) &&
+                j == 0)
                 act = t, n_act++;
             else if (!(nt->op == BRISK_OP_ACT_GRAD && j == 1)) others_ok = 0;
         }
     }
-    brisk_fusion f = {.kind = BRISK_FUSE_GEMM_BIAS, .at = m, .matmul = m, .bias = b, .act = -1, .grad = -1, .sum = -1, .ln = -1};
+    brisk_fusion f = {.kind = BRISK_FUSE_GEMM_BIAS, .at = m, .matmul = m, .bias = b, .act = -1, .grad = -1, .sum = -1,
+                      .ln = -1};
     if (act >= 0 && n_act == 1 && others_ok && l->readers[b] < 1000) {
         const brisk_node *na = &g->nodes[act];
         int grads_match = 1;
@@ -148,15 +153,15 @@ static int plan_forward(const brisk_exec *ex, const life *l, const brisk_fusion_
             const brisk_node *nt = &g->nodes[t];
             if (l->pos[t] >= 0 && nt->op == BRISK_OP_ACT_GRAD && nt->in[1] == b)
                 grads_match &= nt->attr.kind == (int)na->op &&
-                               (na->op == BRISK_OP_RELU || nt->attr.i1 == na->attr.kind) && nt->in[2] == act;
+                               (na->op != BRISK_OP_GELU || nt->attr.i1 == na->attr.kind) && nt->in[2] == act;
         }
         if (grads_match && na->op == BRISK_OP_RELU && early_write_ok(ex, l, act, s, m, 1) &&
             (!r->relu_writes_pre || early_write_ok(ex, l, b, s, m, 1))) {
             f.kind = BRISK_FUSE_GEMM_BIAS_RELU;
             f.act = act;
-        } else if (grads_match && na->op == BRISK_OP_GELU && N % r->gelu_n_multiple == 0 &&
+        } else if (grads_match && na->op != BRISK_OP_RELU && (na->op != BRISK_OP_GELU || N % r->gelu_n_multiple == 0) &&
                    early_write_ok(ex, l, act, s, m, 0) && early_write_ok(ex, l, b, s, m, 1)) {
-            f.kind = BRISK_FUSE_GEMM_BIAS_GELU;
+            f.kind = na->op == BRISK_OP_GELU ? BRISK_FUSE_GEMM_BIAS_GELU : BRISK_FUSE_GEMM_BIAS_ACT;
             f.act = act;
         }
     }
@@ -167,7 +172,8 @@ static int plan_forward(const brisk_exec *ex, const life *l, const brisk_fusion_
     return 0;
 }
 
-static int plan_backward(const brisk_exec *ex, const life *l, const brisk_fusion_rules *r, brisk_fusion_plan *p, int q) {
+static int plan_backward(const brisk_exec *ex, const life *l, const brisk_fusion_rules *r, brisk_fusion_plan *p,
+                         int q) {
     const brisk_graph *g = ex->g;
     const brisk_node *nq = &g->nodes[q];
     if (nq->attr.kind != BRISK_OP_GELU || nq->attr.i1 != BRISK_GELU_TANH || nq->n_in < 3) return 0;

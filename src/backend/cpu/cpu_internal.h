@@ -118,7 +118,7 @@ brisk_status cpu_matmul(cpu_backend *cb, const brisk_graph *g, int id, const voi
 typedef struct cpu_epilogue {
     const float *bias;  /* [N] */
     float *act_out;     /* NULL: bias only */
-    int act;            /* BRISK_OP_RELU or BRISK_OP_GELU */
+    int act;            /* BRISK_OP_RELU, GELU, SILU, TANH or SIGMOID */
     int gelu_tanh;      /* GELU's tanh form, else erf */
 } cpu_epilogue;
 void cpu_epilogue_apply(const cpu_epilogue *e, float *C, int64_t ldc, int64_t m0, int64_t m1, int64_t n0,

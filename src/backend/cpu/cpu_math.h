@@ -117,6 +117,8 @@ static inline float cpu_gelu_erf_grad(float dy, float v) {
     return dy * (cpu_phif(v) + v * pdf);
 }
 
+static inline float cpu_silu(float x) { return x / (1.0f + cpu_expf(-x)); }
+
 static inline float cpu_silu_grad(float dy, float x) {
     float s = cpu_sigmoidf(x);
     return dy * s * (1.0f + x * (1.0f - s));

@@ -235,7 +235,7 @@ static void unary_range(const void *vctx, int64_t i0, int64_t i1) {
         break;
     case BRISK_OP_SILU:
 #pragma omp simd
-        for (int64_t i = 0; i < n; i++) o[i] = x[i] / (1.0f + cpu_expf(-x[i]));
+        for (int64_t i = 0; i < n; i++) o[i] = cpu_silu(x[i]);
         break;
     case BRISK_OP_TANH:
 #pragma omp simd

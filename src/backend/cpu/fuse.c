@@ -1,8 +1,10 @@
 /* The CPU backend's prepare: fusions planned by graph/fusion.c (the patterns and lifetime
  * checks the CUDA backend uses), run here as one pass where the unfused nodes made several:
- *   GEMM + bias (+ ReLU / GELU, either form): the bias and activation applied to each band of C right
- *     after the band is computed (cpu_sgemm_epi), while it is in cache; C is the BIAS_ADD's
- *     buffer (the matmul's own is never written) and the activation writes its own;
+ *   GEMM + bias (+ ReLU, GELU in either form, SiLU, tanh, sigmoid): the bias and activation
+ *     applied to each band of C right after the band is computed (cpu_sgemm_epi), while it
+ *     is in cache; C is the BIAS_ADD's buffer (the matmul's own is never written), the
+ *     activation writes its own (the GPU's ReLU leaves B unwritten; the CPU's ReLU gradient
+ *     reads B, so here B is always written);
  *   ACT_GRAD + SUM over rows (the bias gradient): one pass down column blocks that writes the
  *     gradient and sums it, in the order reduce.c's column sums use;
  *   ADD + LAYERNORM: per row, the sum then its norm, while the row is in L1;
@@ -42,12 +44,21 @@ void cpu_epilogue_apply(const cpu_epilogue *e, float *C, int64_t ldc, int64_t m0
         if (e->act == BRISK_OP_RELU) {
 #pragma omp simd
             for (int64_t j = n0; j < n1; j++) a[j] = cpu_relu(c[j]);
-        } else if (e->gelu_tanh) {
+        } else if (e->act == BRISK_OP_GELU && e->gelu_tanh) {
 #pragma omp simd
             for (int64_t j = n0; j < n1; j++) a[j] = cpu_gelu_tanh(c[j]);
-        } else {
+        } else if (e->act == BRISK_OP_GELU) {
 #pragma omp simd
             for (int64_t j = n0; j < n1; j++) a[j] = cpu_gelu_erf(c[j]);
+        } else if (e->act == BRISK_OP_SILU) {
+#pragma omp simd
+            for (int64_t j = n0; j < n1; j++) a[j] = cpu_silu(c[j]);
+        } else if (e->act == BRISK_OP_TANH) {
+#pragma omp simd
+            for (int64_t j = n0; j < n1; j++) a[j] = cpu_tanhf(c[j]);
+        } else {
+#pragma omp simd
+            for (int64_t j = n0; j < n1; j++) a[j] = cpu_sigmoidf(c[j]);
         }
     }
 }
@@ -253,7 +264,8 @@ static brisk_status run_norm(cpu_backend *cb, const brisk_graph *g, const brisk_
         c.scratch = cb->gemm_scratch; /* per-thread rows; no GEMM runs meanwhile */
     } else { /* a row longer than a thread's GEMM scratch: one thread, its own row */
         if (!(own = malloc((size_t)N * sizeof(float))))
-            return brisk_errorf(err, BRISK_ERR_NOMEM, "cpu: add + layernorm_grad_x (node %d): no memory for a row", f->at);
+            return brisk_errorf(err, BRISK_ERR_NOMEM, "cpu: add + layernorm_grad_x (node %d): no memory for a row",
+                                f->at);
         c.scratch = own;
         add_norm_grad_rows(&c, 0, rows);
         free(own);
@@ -283,7 +295,7 @@ brisk_status cpu_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *e
     if (!cb->fuse) return BRISK_OK;
     /* the ReLU's gradient reads its input here (not its output, as on CUDA): B is written */
     static const brisk_fusion_rules rules = {.gemm_2d = gemm_2d, .gelu_n_multiple = 1, .gelu_erf = 1,
-                                             .relu_writes_pre = 1, .actgrad_sum = 1, .norms = 1};
+                                             .other_acts = 1, .relu_writes_pre = 1, .actgrad_sum = 1, .norms = 1};
     struct cpu_prep *p = calloc(1, sizeof *p);
     if (!p || brisk_fusion_plan_build(ex, &rules, &p->plan)) {
         free(p);
@@ -313,11 +325,13 @@ brisk_status cpu_prep_run(cpu_backend *cb, const brisk_graph *g, int id, const v
     void *const *ptr = p->ex->ptr;
     switch (f->kind) {
     case BRISK_FUSE_GEMM_BIAS: case BRISK_FUSE_GEMM_BIAS_RELU: case BRISK_FUSE_GEMM_BIAS_GELU:
+    case BRISK_FUSE_GEMM_BIAS_ACT:
         return run_gemm(cb, g, f, in, ptr, err);
     case BRISK_FUSE_ACTGRAD_BGRAD: return run_actgrad_sum(cb, g, f, in, out, ptr, err);
     case BRISK_FUSE_ADD_NORM: case BRISK_FUSE_ADD_NORM_GRAD: return run_norm(cb, g, f, in, out, ptr, err);
     default:
-        return brisk_errorf(err, BRISK_ERR_INTERNAL, "cpu: fusion kind %d at node %d has no CPU pass", (int)f->kind, id);
+        return brisk_errorf(err, BRISK_ERR_INTERNAL, "cpu: fusion kind %d at node %d has no CPU pass", (int)f->kind,
+                            id);
     }
 }
 
@@ -339,9 +353,13 @@ void brisk_backend_cpu_fusions(const brisk_backend *be, char *buf, size_t n) {
         return;
     }
     static const struct { brisk_fusion_kind kind; const char *name; } kinds[] = {
-        {BRISK_FUSE_GEMM_BIAS_GELU, "GEMM+bias+GELU"},     {BRISK_FUSE_GEMM_BIAS_RELU, "GEMM+bias+ReLU"},
-        {BRISK_FUSE_GEMM_BIAS, "GEMM+bias"},               {BRISK_FUSE_ACTGRAD_BGRAD, "act-grad+bias-grad"},
-        {BRISK_FUSE_ADD_NORM, "residual+layernorm"},       {BRISK_FUSE_ADD_NORM_GRAD, "residual+layernorm-grad"},
+        {BRISK_FUSE_GEMM_BIAS_GELU, "GEMM+bias+GELU"},
+        {BRISK_FUSE_GEMM_BIAS_RELU, "GEMM+bias+ReLU"},
+        {BRISK_FUSE_GEMM_BIAS_ACT, "GEMM+bias+SiLU/tanh/sigmoid"},
+        {BRISK_FUSE_GEMM_BIAS, "GEMM+bias"},
+        {BRISK_FUSE_ACTGRAD_BGRAD, "act-grad+bias-grad"},
+        {BRISK_FUSE_ADD_NORM, "residual+layernorm"},
+        {BRISK_FUSE_ADD_NORM_GRAD, "residual+layernorm-grad"},
     };
     size_t used = (size_t)snprintf(buf, n, "on (");
     int any = 0;
