@@ -8,8 +8,9 @@
  * the training schedule, so what holds for it holds for them). The fused-away nodes are
  * marked in skip and a backend returns from them at once.
  *
- * GEMM epilogues (forward M = MATMUL; B = BIAS_ADD(M, b); A = RELU(B) or GELU_tanh(B);
- * backward H = MATMUL; Q = ACT_GRAD_gelu_tanh(H, B, A); S = SUM_rows(Q)): the intermediate
+ * GEMM epilogues (forward M = MATMUL; B = BIAS_ADD(M, b); A = RELU(B) or GELU_tanh(B), and
+ * where the rules allow GELU_erf, SILU, TANH, SIGMOID; every other reader of B an ACT_GRAD
+ * of that activation; backward H = MATMUL; Q = ACT_GRAD_gelu_tanh(H, B, A); S = SUM_rows(Q)): the intermediate
  * (M, H) must have no other reader and must not be read after a run. A backend that can
  * fall back to running the work decomposed at the same place (GEMM into the matmul's own
  * buffer, then elementwise kernels) writes and reads the matmul's buffer, so a later
