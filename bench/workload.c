@@ -14,7 +14,7 @@
  * --width sets the LSTM's and the Transformer's width and every hidden layer of the
  * MLP (tabular), --seq the sequence length, --batch the batch, --heads and --ffn the
  * Transformer's. --epoch-steps N adds "epoch_s", the time of each block of N timed steps,
- * for bench/contention.sh. */
+ * for bench/contention.sh. "fusion" lists the CPU backend's fusions (BRISK_CPU_FUSE=0: "off"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,13 +199,15 @@ int main(int argc, char **argv) {
     qsort(times, (size_t)steps, sizeof times[0], cmp_double);
     double med = times[steps / 2], p95 = times[(steps * 95 + 99) / 100 - 1];
     if (steps % 2 == 0) med = 0.5 * (times[steps / 2 - 1] + times[steps / 2]);
+    char fusion[400];
+    brisk_backend_cpu_fusions(be, fusion, sizeof fusion); /* the CPU fusions (BRISK_CPU_FUSE=0: off) */
     printf("{\"workload\": \"%s\", \"impl\": \"brisk\", \"device\": \"cpu\", \"small\": %s, \"batch\": %lld, "
            "\"params\": %lld, \"threads\": %d, \"ms_per_step_median\": %.4f, \"ms_per_step_min\": %.4f, "
            "\"ms_per_step_mean\": %.4f, \"ms_per_step_p95\": %.4f, \"ms_per_step_max\": %.4f, "
-           "\"samples_per_s\": %.1f, \"arena_bytes\": %zu, \"losses\": [%.5f, %.5f]%s}\n",
+           "\"samples_per_s\": %.1f, \"arena_bytes\": %zu, \"losses\": [%.5f, %.5f]%s, \"fusion\": \"%s\"}\n",
            workload, small ? "true" : "false", (long long)batch, (long long)brisk_model_param_count(&spec),
            tp.threads, med * 1e3, times[0] * 1e3, mean * 1e3, p95 * 1e3, times[steps - 1] * 1e3, (double)batch / med, plan.arena_bytes,
-           first_loss, loss, epochs);
+           first_loss, loss, epochs, fusion);
     return 0;
 fail:
     fprintf(stderr, "brisk_bench: %s\n", err.msg);

@@ -576,6 +576,13 @@ struct brisk_backend {
 };
 
 brisk_backend *brisk_backend_cpu_new(int threads); /* threads 0: OpenMP's default */
+/* The CPU backend's fusions (GEMM + bias + activation, act-grad + bias-grad, residual +
+ * layernorm), planned when an executor is created: on unless the environment has
+ * BRISK_CPU_FUSE=0; set_fuse applies to executors created after it (a no-op on another
+ * backend). fusions: "off", or "on (6 GEMM+bias+GELU, 4 residual+layernorm, ...)" for the
+ * prepared executor ("" on another backend). */
+void brisk_backend_cpu_set_fuse(brisk_backend *be, int on);
+void brisk_backend_cpu_fusions(const brisk_backend *be, char *buf, size_t n);
 
 /* The first node of plan's training schedule (forward, backward and loss: eval and
  * predict run subsequences of it) that be has no kernel for, or -1. msg gets

@@ -35,7 +35,7 @@ static const char help[] =
     "  --no-graph                 GPU: run each step eagerly, no CUDA graph    speed.cuda_graph=false\n"
     "  --no-tf32                  GPU: fp32 GEMMs in full fp32                 speed.tf32=false\n"
     "  --no-autotune              GPU: the heuristic's GEMM algorithm          speed.autotune=false\n"
-    "  --no-fuse                  GPU: no epilogue or residual+norm fusion     speed.fuse=false\n"
+    "  --no-fuse                  no epilogue or residual+norm fusion          speed.fuse=false\n"
     "  --deterministic            GPU: bit-identical runs for the same seed    speed.deterministic=true\n"
     "  --shard-optimizer          several ranks: ZeRO-1 optimizer sharding     dist.shard_optimizer=true\n"
     "  --bucket-mb X              several ranks: all-reduce bucket size, MiB   dist.bucket_mb\n"

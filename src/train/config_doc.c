@@ -137,7 +137,7 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"speed.cuda_graph", "GPU: capture the whole step as a CUDA graph"},
     {"speed.tf32", "GPU: fp32 GEMMs on TF32 tensor cores"},
     {"speed.autotune", "GPU: time GEMM algorithms per shape and cache the choice"},
-    {"speed.fuse", "GPU: cuBLASLt epilogue fusion (bias, activation and their gradients)"},
+    {"speed.fuse", "fusion: on a GPU cuBLASLt epilogues (bias, activation and their gradients) and residual + layernorm; on the CPU the same patterns as one pass each (bit-identical results)"},
     {"speed.deterministic", "GPU: bit-identical runs for the same seed"},
     {"speed.conv_layout", "GPU: the layout cuDNN convolutions run in; auto: NCHW or NHWC, whichever is faster "
                           "with the transposes it costs (timed once per shape and cached)"},

@@ -58,6 +58,7 @@ static brisk_status use_cpu(const brisk_config *cfg, const brisk_logger *log, br
                   "(tf32, bf16 and fp16 are GPU modes)", cfg->path);
     *be = brisk_backend_cpu_new(tp.threads);
     if (!*be) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory creating the CPU backend");
+    if (!cfg->speed.fuse) brisk_backend_cpu_set_fuse(*be, 0); /* else BRISK_CPU_FUSE decides, on by default */
     brisk_log(log, BRISK_LOG_INFO, "device    cpu: %s, %d thread%s (%s), %s, BLAS %s%s%s", si.cpu_model, tp.threads,
               tp.threads == 1 ? "" : "s", tp.source, si.simd, si.blas_name, why_not_gpu[0] ? "; " : "", why_not_gpu);
     return BRISK_OK;

@@ -2,7 +2,7 @@
  * into metrics.jsonl's run_start line and the run report (report_run.c) shows it as a
  * table. A GPU run takes the backend's own description (GEMM precision, fusion,
  * autotune, determinism) apart at its "; " separators; a CPU run lists the GPU's
- * optimizations as off, with the reason the GPU was not used. */
+ * optimizations as off, with the reason the GPU was not used, and its own fusions. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
@@ -78,6 +78,15 @@ cJSON *brisk_trainer_optimizations(const brisk_trainer *t) {
         }
         item(list, "device", "info", "CPU, fp32");
         item(list, "CUDA graph, mixed precision, fused epilogues, autotune", "off", why);
+        char fus[512];
+        brisk_backend_cpu_fusions(t->be, fus, sizeof fus);
+        if (strncmp(fus, "on (", 4) == 0) {
+            size_t n = strlen(fus);
+            if (fus[n - 1] == ')') fus[n - 1] = 0;
+            item(list, "CPU fusion", "on", fus + 4);
+        } else if (fus[0]) {
+            item(list, "CPU fusion", "off", "speed.fuse is false (--no-fuse) or BRISK_CPU_FUSE=0");
+        }
     }
     if (cfg->speed.prefetch > 0) {
         snprintf(buf, sizeof buf, "%d batches ahead on a loader thread%s", cfg->speed.prefetch,

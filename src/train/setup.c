@@ -20,10 +20,13 @@ static void report_active(brisk_trainer *t) {
     char *r = t->active_report;
     size_t n = sizeof t->active_report;
     if (!t->be->describe) {
+        char fus[400];
+        brisk_backend_cpu_fusions(t->be, fus, sizeof fus);
         snprintf(r, n,
-                 "active    fp32 (CPU); fused %s over one parameter arena; loader prefetch %d%s; "
+                 "active    fp32 (CPU); fusion %s; fused %s over one parameter arena; loader prefetch %d%s; "
                  "grad accumulation %d; clip %s",
-                 opt, cfg->speed.prefetch, cfg->speed.prefetch ? " (background thread)" : " (off)",
+                 fus[0] ? fus : "off", opt, cfg->speed.prefetch,
+                 cfg->speed.prefetch ? " (background thread)" : " (off)",
                  cfg->train.accumulate, cfg->optim.clip_norm > 0 ? "on" : "off");
     } else {
         char desc[2048];

@@ -96,6 +96,11 @@ static brisk_status cpu_run_node(brisk_backend *be, const brisk_graph *g, int id
             return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): NULL input or output buffer",
                                 brisk_op_name(n->op), id);
     }
+    if (cb->prep) { /* fused at prepare (fuse.c) */
+        int done;
+        s = cpu_prep_run(cb, g, id, in, out, &done, err);
+        if (done) return s;
+    }
     static const brisk_step_state eval_state = {.first_micro = 1};
     if (!st) st = &eval_state;
     switch (n->op) {
@@ -168,6 +173,7 @@ static void cpu_destroy(brisk_backend *be) {
     if (!be) return;
     cpu_backend *cb = be->impl;
     if (cb) {
+        cpu_forget(be, NULL);
         cpu_pool_free(cb->pool);
         free(cb->gemm_scratch);
         free(cb->partials);
@@ -188,6 +194,8 @@ brisk_backend *brisk_backend_cpu_new(int threads) {
     }
     cb->threads = threads < 1 ? 1 : threads;
     cb->conv_col_floats = CPU_CONV_COL_FLOATS;
+    const char *fuse = getenv("BRISK_CPU_FUSE");
+    cb->fuse = !(fuse && strcmp(fuse, "0") == 0);
     size_t bytes = cpu_sgemm_scratch_floats() * sizeof(float) * (size_t)cb->threads;
     if (posix_memalign((void **)&cb->gemm_scratch, 64, bytes) != 0) {
         free(be); free(cb);
@@ -212,6 +220,8 @@ brisk_backend *brisk_backend_cpu_new(int threads) {
     be->grad_sumsq = cpu_grad_sumsq;
     be->optim_update = cpu_optim_update;
     be->sync = cpu_sync;
+    be->prepare = cpu_prepare;
+    be->forget = cpu_forget;
     be->destroy = cpu_destroy;
     return be;
 }

@@ -52,6 +52,8 @@ typedef struct cpu_backend {
     float *conv_scratch;    /* conv.c's column matrix and staging, grown on demand */
     size_t conv_scratch_cap;  /* in floats */
     int64_t conv_col_floats;  /* bound on a column block (CPU_CONV_COL_FLOATS; tests lower it) */
+    int fuse;               /* plan fusions in prepare (fuse.c); BRISK_CPU_FUSE=0 turns it off */
+    struct cpu_prep *prep;  /* the prepared executor's fusions, or NULL */
 } cpu_backend;
 
 /* conv.c's column blocks: whole images while they fit in this many floats (4 MiB, about
@@ -111,6 +113,30 @@ void cpu_sgemm_prepacked(int trans_a, int64_t M, int64_t N, int64_t K, const flo
                          const float *packed, float *C, int64_t ldc, int accumulate, float *scratch);
 brisk_status cpu_matmul(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
                         void *out, brisk_error *err);
+/* A GEMM epilogue (fuse.c): C += bias per row, then act_out = act(C) (leading dim ldc),
+ * over each band of C right after the band is computed, while it is in cache. */
+typedef struct cpu_epilogue {
+    const float *bias;  /* [N] */
+    float *act_out;     /* NULL: bias only */
+    int act;            /* BRISK_OP_RELU, GELU, SILU, TANH or SIGMOID */
+    int gelu_tanh;      /* GELU's tanh form, else erf */
+} cpu_epilogue;
+void cpu_epilogue_apply(const cpu_epilogue *e, float *C, int64_t ldc, int64_t m0, int64_t m1, int64_t n0,
+                        int64_t n1);
+/* cpu_sgemm / cpu_gemm with an epilogue per band (NULL: none); with the BLAS, one pass after. */
+void cpu_sgemm_epi(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
+                   int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, int accumulate, float *scratch,
+                   const cpu_epilogue *epi);
+void cpu_gemm_epi(cpu_backend *cb, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
+                  int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, const cpu_epilogue *epi);
+
+/* ---- fuse.c: the prepare hook (fusions planned by graph/fusion.c) and their passes.
+ * cpu_prep_run runs node id's part of the prepared plan: *done = 1 when the node was
+ * fused away (nothing to do) or the fused pass ran at its place; 0: run it as usual. */
+brisk_status cpu_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *err);
+void cpu_forget(brisk_backend *be, const brisk_exec *ex); /* ex NULL: whatever is prepared */
+brisk_status cpu_prep_run(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out, int *done,
+                          brisk_error *err);
 
 /* ---- elementwise.c */
 brisk_status cpu_binary(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
@@ -139,6 +165,11 @@ void cpu_reduce_sum(cpu_backend *cb, const float *x, const brisk_shape *xs, uint
  * the thread count); fn fills partial[c] for chunk c. */
 double cpu_chunk_sum(cpu_backend *cb, int64_t n, int64_t chunk,
                      double (*fn)(const void *ctx, int64_t i0, int64_t i1), const void *ctx);
+
+/* ---- layernorm.c: one row of LAYERNORM (x, gamma, beta), LAYERNORM_XHAT (x) or
+ * LAYERNORM_GRAD_X (dy, x, gamma) into o; the kernel's own code, for the fused passes. */
+void cpu_ln_row(brisk_op op, const float *restrict x, const float *restrict dy, const float *restrict ga,
+                const float *restrict be, float *restrict o, int64_t N, float eps);
 
 /* ---- softmax_loss.c */
 brisk_status cpu_softmax(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,

@@ -87,4 +87,41 @@ static inline float cpu_phif(float x) {
 
 static inline float cpu_sigmoidf(float x) { return 1.0f / (1.0f + cpu_expf(-x)); }
 
+/* The activations and their derivatives, one definition for the elementwise kernels
+ * (elementwise.c) and the fused passes (fuse.c), so both give the same bits. */
+#define CPU_GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+#define CPU_GELU_C 0.044715f
+#define CPU_INV_SQRT_2PI 0.3989422804014327f
+
+/* x < 0 ? 0 : x keeps NaN (as torch.relu does); fmaxf would turn it into 0 */
+static inline float cpu_relu(float v) { return v < 0.0f ? 0.0f : v; }
+
+/* 0.5 x (1 + tanh u) written as x sigmoid(2u): equal, without the cancellation of
+ * 1 + tanh u for x << 0 */
+static inline float cpu_gelu_tanh(float v) {
+    return v * cpu_sigmoidf(2.0f * CPU_GELU_K * (v + CPU_GELU_C * v * v * v));
+}
+
+/* with s = sigmoid(2u) = (1 + tanh u) / 2 and 1 - tanh^2 u = 4 s (1 - s):
+ * d/dx = s + 2 x s (1 - s) u'(x), u' = k (1 + 3 c x^2) */
+static inline float cpu_gelu_tanh_grad(float dy, float v) {
+    float v2 = v * v;
+    float s = cpu_sigmoidf(2.0f * CPU_GELU_K * (v + CPU_GELU_C * v2 * v));
+    return dy * (s + 2.0f * v * s * (1.0f - s) * CPU_GELU_K * (1.0f + 3.0f * CPU_GELU_C * v2));
+}
+
+static inline float cpu_gelu_erf(float v) { return v * cpu_phif(v); }
+
+static inline float cpu_gelu_erf_grad(float dy, float v) {
+    float pdf = CPU_INV_SQRT_2PI * cpu_expf(-0.5f * v * v);
+    return dy * (cpu_phif(v) + v * pdf);
+}
+
+static inline float cpu_silu(float x) { return x / (1.0f + cpu_expf(-x)); }
+
+static inline float cpu_silu_grad(float dy, float x) {
+    float s = cpu_sigmoidf(x);
+    return dy * s * (1.0f + x * (1.0f - s));
+}
+
 #endif

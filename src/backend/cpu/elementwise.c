@@ -207,9 +207,6 @@ typedef struct unary_ctx {
     float *out;
 } unary_ctx;
 
-#define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
-#define GELU_C 0.044715f
-#define INV_SQRT_2PI 0.3989422804014327f
 
 static void unary_range(const void *vctx, int64_t i0, int64_t i1) {
     const unary_ctx *c = vctx;
@@ -224,27 +221,21 @@ static void unary_range(const void *vctx, int64_t i0, int64_t i1) {
         break;
     }
     case BRISK_OP_RELU:
-        /* x < 0 ? 0 : x keeps NaN (as torch.relu does); fmaxf would turn it into 0 */
 #pragma omp simd
-        for (int64_t i = 0; i < n; i++) o[i] = x[i] < 0.0f ? 0.0f : x[i];
+        for (int64_t i = 0; i < n; i++) o[i] = cpu_relu(x[i]);
         break;
     case BRISK_OP_GELU:
         if (c->kind == BRISK_GELU_TANH) {
-            /* 0.5 x (1 + tanh u) written as x sigmoid(2u): equal, without the
-             * cancellation of 1 + tanh u for x << 0 */
 #pragma omp simd
-            for (int64_t i = 0; i < n; i++) {
-                float v = x[i];
-                o[i] = v * cpu_sigmoidf(2.0f * GELU_K * (v + GELU_C * v * v * v));
-            }
+            for (int64_t i = 0; i < n; i++) o[i] = cpu_gelu_tanh(x[i]);
         } else {
 #pragma omp simd
-            for (int64_t i = 0; i < n; i++) o[i] = x[i] * cpu_phif(x[i]);
+            for (int64_t i = 0; i < n; i++) o[i] = cpu_gelu_erf(x[i]);
         }
         break;
     case BRISK_OP_SILU:
 #pragma omp simd
-        for (int64_t i = 0; i < n; i++) o[i] = x[i] / (1.0f + cpu_expf(-x[i]));
+        for (int64_t i = 0; i < n; i++) o[i] = cpu_silu(x[i]);
         break;
     case BRISK_OP_TANH:
 #pragma omp simd
@@ -283,29 +274,16 @@ static void act_grad_range(const void *vctx, int64_t i0, int64_t i1) {
         break;
     case BRISK_OP_GELU:
         if (c->a != 0.0f) { /* tanh form (a carries attr.i1 == BRISK_GELU_TANH) */
-            /* with s = sigmoid(2u) = (1 + tanh u) / 2 and 1 - tanh^2 u = 4 s (1 - s):
-             * d/dx = s + 2 x s (1 - s) u'(x), u' = k (1 + 3 c x^2) */
 #pragma omp simd
-            for (int64_t i = 0; i < n; i++) {
-                float v = x[i], v2 = v * v;
-                float s = cpu_sigmoidf(2.0f * GELU_K * (v + GELU_C * v2 * v));
-                o[i] = dy[i] * (s + 2.0f * v * s * (1.0f - s) * GELU_K * (1.0f + 3.0f * GELU_C * v2));
-            }
+            for (int64_t i = 0; i < n; i++) o[i] = cpu_gelu_tanh_grad(dy[i], x[i]);
         } else {
 #pragma omp simd
-            for (int64_t i = 0; i < n; i++) {
-                float v = x[i];
-                float pdf = INV_SQRT_2PI * cpu_expf(-0.5f * v * v);
-                o[i] = dy[i] * (cpu_phif(v) + v * pdf);
-            }
+            for (int64_t i = 0; i < n; i++) o[i] = cpu_gelu_erf_grad(dy[i], x[i]);
         }
         break;
     case BRISK_OP_SILU:
 #pragma omp simd
-        for (int64_t i = 0; i < n; i++) {
-            float s = cpu_sigmoidf(x[i]);
-            o[i] = dy[i] * s * (1.0f + x[i] * (1.0f - s));
-        }
+        for (int64_t i = 0; i < n; i++) o[i] = cpu_silu_grad(dy[i], x[i]);
         break;
     case BRISK_OP_TANH:
 #pragma omp simd

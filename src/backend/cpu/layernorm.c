@@ -45,35 +45,37 @@ static ln_stats row_stats(const float *restrict x, int64_t N, float eps) {
     return st;
 }
 
+/* One row; not inlined, so the fused residual passes (fuse.c) run the very same code. */
+__attribute__((noinline)) void cpu_ln_row(brisk_op op, const float *restrict x, const float *restrict dy,
+                                          const float *restrict ga, const float *restrict be, float *restrict o,
+                                          int64_t N, float eps) {
+    ln_stats st = row_stats(x, N, eps);
+    float hi = st.hi, lo = st.lo, rs = st.rstd;
+    if (op == BRISK_OP_LAYERNORM) {
+#pragma omp simd
+        for (int64_t j = 0; j < N; j++) o[j] = ((x[j] - hi) - lo) * rs * ga[j] + be[j];
+    } else if (op == BRISK_OP_LAYERNORM_XHAT) {
+#pragma omp simd
+        for (int64_t j = 0; j < N; j++) o[j] = ((x[j] - hi) - lo) * rs;
+    } else {
+        float sg = 0.0f, sgx = 0.0f;
+#pragma omp simd reduction(+ : sg, sgx)
+        for (int64_t j = 0; j < N; j++) {
+            float gj = dy[j] * ga[j];
+            sg += gj;
+            sgx += gj * ((x[j] - hi) - lo) * rs;
+        }
+        float mg = sg / (float)N, mgx = sgx / (float)N;
+#pragma omp simd
+        for (int64_t j = 0; j < N; j++) o[j] = rs * (dy[j] * ga[j] - mg - ((x[j] - hi) - lo) * rs * mgx);
+    }
+}
+
 static void ln_range(const void *vctx, int64_t r0, int64_t r1) {
     const ln_ctx *c = vctx;
     int64_t N = c->N;
-    for (int64_t r = r0; r < r1; r++) {
-        const float *restrict x = c->x + r * N;
-        float *restrict o = c->out + r * N;
-        ln_stats st = row_stats(x, N, c->eps);
-        float hi = st.hi, lo = st.lo, rs = st.rstd;
-        if (c->op == BRISK_OP_LAYERNORM) {
-            const float *restrict ga = c->gamma, *restrict be = c->beta;
-#pragma omp simd
-            for (int64_t j = 0; j < N; j++) o[j] = ((x[j] - hi) - lo) * rs * ga[j] + be[j];
-        } else if (c->op == BRISK_OP_LAYERNORM_XHAT) {
-#pragma omp simd
-            for (int64_t j = 0; j < N; j++) o[j] = ((x[j] - hi) - lo) * rs;
-        } else {
-            const float *restrict dy = c->dy + r * N, *restrict ga = c->gamma;
-            float sg = 0.0f, sgx = 0.0f;
-#pragma omp simd reduction(+ : sg, sgx)
-            for (int64_t j = 0; j < N; j++) {
-                float gj = dy[j] * ga[j];
-                sg += gj;
-                sgx += gj * ((x[j] - hi) - lo) * rs;
-            }
-            float mg = sg / (float)N, mgx = sgx / (float)N;
-#pragma omp simd
-            for (int64_t j = 0; j < N; j++) o[j] = rs * (dy[j] * ga[j] - mg - ((x[j] - hi) - lo) * rs * mgx);
-        }
-    }
+    for (int64_t r = r0; r < r1; r++)
+        cpu_ln_row(c->op, c->x + r * N, c->dy ? c->dy + r * N : NULL, c->gamma, c->beta, c->out + r * N, N, c->eps);
 }
 
 brisk_status cpu_layernorm(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,

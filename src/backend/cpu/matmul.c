@@ -399,6 +399,7 @@ typedef struct gemm_job {
     const float *A, *B;
     float *C, *scratch;
     size_t per;
+    const cpu_epilogue *epi;
 } gemm_job;
 
 static void blas_band(int trans_a, int trans_b, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
@@ -414,12 +415,19 @@ static void gemm_band_range(const void *vctx, int64_t b0, int64_t b1) {
         if (j->blas) blas_band(j->ta, j->tb, m0, m1, n0, n1, j->K, j->A, j->lda, j->B, j->ldb, j->C, j->ldc);
         else sgemm_band(j->ta, j->tb, m0, m1, n0, n1, j->K, j->A, j->lda, j->B, j->ldb, j->C, j->ldc, j->accumulate,
                         scratch);
+        if (j->epi) cpu_epilogue_apply(j->epi, j->C, j->ldc, m0, m1, n0, n1);
     }
 }
 
 void cpu_sgemm(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
                int accumulate, float *scratch) {
+    cpu_sgemm_epi(pool, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate, scratch, NULL);
+}
+
+void cpu_sgemm_epi(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
+                   int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, int accumulate, float *scratch,
+                   const cpu_epilogue *epi) {
     if (M <= 0 || N <= 0) return;
     size_t per = cpu_sgemm_scratch_floats();
     int nb = gemm_bands(M, N, K); /* on one thread too: a band's path (narrow or not) is part of its bits */
@@ -432,11 +440,12 @@ void cpu_sgemm(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t N, i
     }
     if (nb == 1) {
         sgemm_band(trans_a, trans_b, 0, M, 0, N, K, A, lda, B, ldb, C, ldc, accumulate, scratch);
+        if (epi) cpu_epilogue_apply(epi, C, ldc, 0, M, 0, N);
     } else {
         /* Without a pool the bands run here, in order, on the caller's one scratch: a caller inside
          * a parallel chunk (attention) passes its own thread's slice, which indexing by worker id
          * would overrun. */
-        gemm_job j = {trans_a, trans_b, accumulate, nb, 0, M, N, K, lda, ldb, ldc, A, B, C, scratch, pool ? per : 0};
+        gemm_job j = {trans_a, trans_b, accumulate, nb, 0, M, N, K, lda, ldb, ldc, A, B, C, scratch, pool ? per : 0, epi};
         cpu_pool_run(pool, nb, 1, gemm_band_range, &j);
     }
     free(own);
@@ -485,7 +494,7 @@ int cpu_sgemm_blas(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t 
     if (nb == 1) {
         blas_band(trans_a, trans_b, 0, M, 0, N, K, A, lda, B, ldb, C, ldc);
     } else {
-        gemm_job j = {trans_a, trans_b, 0, nb, 1, M, N, K, lda, ldb, ldc, A, B, C, NULL, 0};
+        gemm_job j = {trans_a, trans_b, 0, nb, 1, M, N, K, lda, ldb, ldc, A, B, C, NULL, 0, NULL};
         cpu_pool_run(pool, nb, 1, gemm_band_range, &j);
     }
     return 1;
@@ -583,4 +592,12 @@ void cpu_gemm(cpu_backend *cb, int trans_a, int trans_b, int64_t M, int64_t N, i
               int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc) {
     if (!cpu_sgemm_use_blas(M, N, K) || !cpu_sgemm_blas(cb->pool, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc))
         cpu_sgemm(cb->pool, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, 0, cb->gemm_scratch);
+}
+
+void cpu_gemm_epi(cpu_backend *cb, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
+                  int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, const cpu_epilogue *epi) {
+    if (!cpu_sgemm_use_blas(M, N, K) || !cpu_sgemm_blas(cb->pool, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc))
+        cpu_sgemm_epi(cb->pool, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, 0, cb->gemm_scratch, epi);
+    else if (epi && M > 0 && N > 0)
+        cpu_epilogue_apply(epi, C, ldc, 0, M, 0, N);
 }

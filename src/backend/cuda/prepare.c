@@ -1,4 +1,7 @@
-/* The per-executor plan (be->prepare), made once over the whole training schedule:
+/* The per-executor plan (be->prepare), made once over the whole training schedule. The
+ * patterns and lifetime checks are graph/fusion.c's, shared with the CPU backend (rules:
+ * N a multiple of 8 for GELU epilogues, the backward GEMM pattern); this file keeps what
+ * is CUDA's: the epilogue per fusion, the decomposed fallback, the 16-bit copies.
  *
  * Epilogue fusion. Two patterns become one cuBLASLt call with an epilogue:
  *   forward   M = MATMUL(x, W); B = BIAS_ADD(M, b); A = RELU(B) or GELU_tanh(B)
@@ -10,7 +13,7 @@
  *   The intermediate (M, H) must have no other reader and must not be read after a run.
  *   The fused GEMM runs at the matmul's place in the schedule, so it writes the later
  *   nodes' buffers early; the memory plan reuses buffers by lifetime, so that is allowed
- *   only when no other buffer sharing those bytes is live in between (checked here on the
+ *   only when no other buffer sharing those bytes is live in between (checked by graph/fusion.c on the
  *   planned offsets; eval and predict run subsequences of the training schedule, so what
  *   holds for it holds for them). The fused-away nodes then return at once from run_node.
  *   When cuBLASLt has no algorithm for an epilogue (or BRISK_CUDA_REFUSE_EPILOGUES refuses
@@ -39,6 +42,7 @@
  * fp16 loss scaling: the loss gradient seed (the const 1.0 autodiff feeds the loss's
  * backward) is overwritten with the loss scale, on the device, by the optimizer. */
 #include "backend/cuda/cuda_internal.h"
+#include "graph/fusion.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,79 +108,7 @@ static int base_of(const brisk_graph *g, int i) {
     return g->nodes[i].storage == BRISK_STORE_ALIAS ? g->nodes[i].alias_of : i;
 }
 
-/* ---------------------------------------------------------------- lifetimes */
-
-typedef struct life {
-    int *pos, *last;   /* schedule position of each node (-1: not run) and its base's last use */
-    int *readers;      /* scheduled readers of each node's own output (aliases count as many) */
-} life;
-
-static void life_free(life *l) {
-    free(l->pos);
-    free(l->last);
-    free(l->readers);
-}
-
-static int life_build(const brisk_exec *ex, life *l) {
-    const brisk_graph *g = ex->g;
-    const brisk_plan *pl = ex->plan;
-    int n = g->n_nodes, T = pl->n_train;
-    l->pos = malloc(sizeof(int) * (size_t)(n + 1));
-    l->last = malloc(sizeof(int) * (size_t)(n + 1));
-    l->readers = calloc((size_t)n + 1, sizeof(int));
-    if (!l->pos || !l->last || !l->readers) return -1;
-    for (int i = 0; i < n; i++) l->pos[i] = l->last[i] = -1;
-    for (int s = 0; s < T; s++) l->pos[pl->train_order[s]] = l->last[pl->train_order[s]] = s;
-    for (int s = 0; s < T; s++) {
-        const brisk_node *nd = &g->nodes[pl->train_order[s]];
-        for (int j = 0; j < nd->n_in; j++) {
-            int b = base_of(g, nd->in[j]);
-            if (l->last[b] < s) l->last[b] = s;
-            l->readers[nd->in[j]]++;
-        }
-    }
-    for (int i = 0; i < n; i++) {
-        if (g->nodes[i].storage == BRISK_STORE_ALIAS) l->readers[g->nodes[i].alias_of] += 1000; /* viewed: never fuse */
-        if (i == g->loss || i == g->output || g->nodes[i].keep) {
-            l->readers[i] += 1000;
-            l->last[base_of(g, i)] = T;
-        }
-    }
-    return 0;
-}
-
-/* Writing node y's buffer at step s (before its own step) is safe when no other arena
- * buffer overlapping it is live at any step in [s, pos(y)). `gone` is the fused matmul,
- * whose own buffer the fused GEMM neither writes nor anyone reads; but the decomposed
- * fallback writes it and then computes y from it elementwise (from_gone), so then y may
- * share its bytes only exactly (in place), never shifted. */
-static int early_write_ok(const brisk_exec *ex, const life *l, int y, int s, int gone, int from_gone) {
-    const brisk_graph *g = ex->g;
-    const brisk_node *ny = &g->nodes[y];
-    if (ny->storage != BRISK_STORE_ARENA || l->pos[y] < 0 || ny->offset == SIZE_MAX) return 0;
-    size_t lo = ny->offset, hi = ny->offset + ny->bytes;
-    for (int t = 0; t < g->n_nodes; t++) {
-        const brisk_node *nt = &g->nodes[t];
-        if (t == y || nt->storage != BRISK_STORE_ARENA || nt->offset == SIZE_MAX || l->pos[t] < 0) continue;
-        if (nt->offset >= hi || nt->offset + nt->bytes <= lo) continue;
-        if (t == gone) {
-            if (from_gone && (nt->offset != lo || nt->bytes != ny->bytes)) return 0;
-            continue;
-        }
-        if (l->last[t] >= s && l->pos[t] < l->pos[y]) return 0;
-    }
-    return 1;
-}
-
 /* ---------------------------------------------------------------- fusion patterns */
-
-static int only_reader_is(const brisk_graph *g, const life *l, int x, int reader) {
-    if (l->readers[x] != 1) return 0;
-    const brisk_node *r = &g->nodes[reader];
-    int hits = 0;
-    for (int j = 0; j < r->n_in; j++) hits += r->in[j] == x;
-    return hits == 1;
-}
 
 /* an unfolded (batch 1) 2-D product whose output rows carry a bias over N */
 static int gemm_2d(const brisk_graph *g, int m, int64_t *n_out) {
@@ -188,9 +120,6 @@ static int gemm_2d(const brisk_graph *g, int m, int64_t *n_out) {
     return 1;
 }
 
-/* cuda_epilogue -> BRISK_CUDA_EPI_* bit */
-static unsigned epi_bit(cuda_epilogue e) { return e == EPI_NONE ? 0u : 1u << (e - 1); }
-
 static int add_fusion(cuda_prep *p, cuda_fusion f) {
     cuda_fusion *grown = realloc(p->fusions, (size_t)(p->n_fusions + 1) * sizeof *grown);
     if (!grown) return -1;
@@ -200,167 +129,17 @@ static int add_fusion(cuda_prep *p, cuda_fusion f) {
     return 0;
 }
 
-static int plan_forward(const brisk_exec *ex, const life *l, cuda_prep *p, int m) {
-    const brisk_graph *g = ex->g;
-    int64_t N;
-    if (!gemm_2d(g, m, &N) || l->readers[m] != 1) return 0;
-    int b = -1;
-    for (int t = 0; t < g->n_nodes && b < 0; t++)
-        if (l->pos[t] >= 0 && g->nodes[t].op == BRISK_OP_BIAS_ADD && g->nodes[t].in[0] == m && g->nodes[t].in[1] != m)
-            b = t;
-    if (b < 0 || !only_reader_is(g, l, m, b)) return 0;
-    int s = l->pos[m];
-    if (l->pos[base_of(g, g->nodes[b].in[1])] >= s) return 0; /* the bias must exist when the GEMM runs */
-    /* an activation reading B, every other reader of B a matching ACT_GRAD */
-    int act = -1, others_ok = 1, n_act = 0;
-    for (int t = 0; t < g->n_nodes; t++) {
-        const brisk_node *nt = &g->nodes[t];
-        if (l->pos[t] < 0) continue;
-        for (int j = 0; j < nt->n_in; j++) {
-            if (nt->in[j] != b) continue;
-            if ((nt->op == BRISK_OP_RELU || (nt->op == BRISK_OP_GELU && nt->attr.kind == BRISK_GELU_TANH)) && j == 0)
-                act = t, n_act++;
-            else if (!(nt->op == BRISK_OP_ACT_GRAD && j == 1)) others_ok = 0;
-        }
-    }
-    cuda_fusion f = {.epi = EPI_BIAS, .matmul = m, .bias_node = b, .act_node = -1, .grad_node = -1, .sum_node = -1};
-    if (act >= 0 && n_act == 1 && others_ok && l->readers[b] < 1000) {
-        const brisk_node *na = &g->nodes[act];
-        int grads_match = 1;
-        for (int t = 0; t < g->n_nodes; t++) {
-            const brisk_node *nt = &g->nodes[t];
-            if (l->pos[t] >= 0 && nt->op == BRISK_OP_ACT_GRAD && nt->in[1] == b)
-                grads_match &= nt->attr.kind == (int)na->op &&
-                               (na->op == BRISK_OP_RELU || nt->attr.i1 == BRISK_GELU_TANH) && nt->in[2] == act;
-        }
-        if (grads_match && na->op == BRISK_OP_RELU && early_write_ok(ex, l, act, s, m, 1)) {
-            f.epi = EPI_RELU_BIAS;
-            f.act_node = act;
-        } else if (grads_match && na->op == BRISK_OP_GELU && N % 8 == 0 && early_write_ok(ex, l, act, s, m, 0) &&
-                   early_write_ok(ex, l, b, s, m, 1)) {
-            f.epi = EPI_GELU_AUX_BIAS;
-            f.act_node = act;
-        }
-    }
-    if (f.epi == EPI_BIAS && !early_write_ok(ex, l, b, s, m, 1)) return 0;
-    if (add_fusion(p, f)) return -1;
-    p->skip[b] = 1;
-    if (f.act_node >= 0) p->skip[f.act_node] = 1;
-    return 0;
-}
-
-static int plan_backward(const brisk_exec *ex, const life *l, cuda_prep *p, int q) {
-    const brisk_graph *g = ex->g;
-    const brisk_node *nq = &g->nodes[q];
-    if (nq->attr.kind != BRISK_OP_GELU || nq->attr.i1 != BRISK_GELU_TANH || nq->n_in < 3) return 0;
-    int h = nq->in[0];
-    int64_t N;
-    if (g->nodes[h].op != BRISK_OP_MATMUL || l->pos[h] < 0 || p->fusion_of[h] >= 0 || !gemm_2d(g, h, &N) ||
-        N % 8 != 0 || !only_reader_is(g, l, h, q) || nq->in[1] == h || nq->in[2] == h)
-        return 0;
-    int sum = -1;
-    for (int t = 0; t < g->n_nodes && sum < 0; t++) {
-        const brisk_node *nt = &g->nodes[t];
-        int nd = g->nodes[q].shape.ndim;
-        if (l->pos[t] >= 0 && nt->op == BRISK_OP_SUM && nt->in[0] == q && nd >= 2 && !nt->attr.keepdim &&
-            nt->attr.axes == (1u << (nd - 1)) - 1u && l->readers[t] < 1000)
-            sum = t;
-    }
-    int s = l->pos[h];
-    if (l->pos[base_of(g, nq->in[1])] >= s || l->pos[base_of(g, nq->in[2])] >= s) return 0;
-    if (sum < 0 || !early_write_ok(ex, l, q, s, h, 1) || !early_write_ok(ex, l, sum, s, h, 0)) return 0;
-    cuda_fusion f = {.epi = EPI_DGELU_BGRAD, .matmul = h, .bias_node = -1, .act_node = -1, .grad_node = q,
-                     .sum_node = sum};
-    if (add_fusion(p, f)) return -1;
-    p->skip[q] = p->skip[sum] = 1;
-    return 0;
-}
-
-/* ---------------------------------------------------------------- residual + layernorm */
-
-/* an ADD with both operands of its own shape (no broadcast) over rows of its last dim */
-static int plain_add(const brisk_graph *g, const life *l, int a) {
-    const brisk_node *n = &g->nodes[a];
-    if (n->op != BRISK_OP_ADD || n->dtype != BRISK_F32 || l->pos[a] < 0 || n->shape.ndim < 1 ||
-        brisk_shape_numel(&n->shape) == 0)
-        return 0;
-    for (int k = 0; k < 2; k++)
-        if (!brisk_shape_equal(&g->nodes[n->in[k]].shape, &n->shape)) return 0;
-    return 1;
-}
-
-/* Nothing scheduled in (from, to] writes over v's buffer, so v can be read at `to`. */
-static int intact_until(const brisk_exec *ex, const life *l, int v, int from, int to) {
-    const brisk_graph *g = ex->g;
-    const brisk_node *nv = &g->nodes[base_of(g, v)];
-    if (nv->storage != BRISK_STORE_ARENA) /* inputs, params, consts: nothing writes them during a run */
-        return nv->storage == BRISK_STORE_INPUT || nv->storage == BRISK_STORE_PARAM || nv->storage == BRISK_STORE_CONST;
-    if (nv->offset == SIZE_MAX) return 0;
-    size_t lo = nv->offset, hi = nv->offset + nv->bytes;
-    for (int t = 0; t < g->n_nodes; t++) {
-        const brisk_node *nt = &g->nodes[t];
-        if (nt->storage != BRISK_STORE_ARENA || nt->offset == SIZE_MAX || l->pos[t] <= from || l->pos[t] > to) continue;
-        if (nt->offset < hi && nt->offset + nt->bytes > lo) return 0;
-    }
-    return 1;
-}
-
 static int add_norm(cuda_prep *p, cuda_norm_fusion f) {
     cuda_norm_fusion *grown = realloc(p->norms, (size_t)(p->n_norms + 1) * sizeof *grown);
     if (!grown) return -1;
     p->norms = grown;
     p->norm_of[f.add] = p->n_norms;
     p->norms[p->n_norms++] = f;
-    p->skip[f.grad >= 0 ? f.grad : f.ln] = 1;
     return 0;
 }
 
-static int plan_norm(const brisk_exec *ex, life *l, cuda_prep *p, int a) {
-    const brisk_graph *g = ex->g;
-    if (!plain_add(g, l, a)) return 0;
-    const brisk_node *na = &g->nodes[a];
-    int s = l->pos[a];
-    /* backward: the add consumes a norm gradient it alone reads */
-    for (int k = 1; k >= 0; k--) {
-        int q = na->in[k];
-        const brisk_node *nq = &g->nodes[q];
-        if (nq->op != BRISK_OP_LAYERNORM_GRAD_X || nq->n_in < 3 || p->skip[q] || l->pos[q] < 0 ||
-            na->in[1 - k] == q || !only_reader_is(g, l, q, a) || !brisk_shape_equal(&nq->shape, &na->shape))
-            continue;
-        int ok = 1;
-        for (int j = 0; j < 3 && ok; j++) ok = intact_until(ex, l, nq->in[j], l->pos[q], s);
-        if (!ok) continue;
-        for (int j = 0; j < 3; j++) {
-            int b = base_of(g, nq->in[j]);
-            if (l->last[b] < s) l->last[b] = s;
-        }
-        return add_norm(p, (cuda_norm_fusion){.add = a, .ln = -1, .grad = q});
-    }
-    /* forward: a layer norm of the sum, written early; no GEMM in between, whose fused
-     * epilogue could write early over it in turn. The norm may take the very buffer of an
-     * operand the add reads last: the kernel reads each element before it writes it. */
-    for (int t = 0; t < g->n_nodes; t++) {
-        const brisk_node *nt = &g->nodes[t];
-        if (nt->op != BRISK_OP_LAYERNORM || nt->n_in < 3 || nt->in[0] != a || l->pos[t] <= s || p->skip[t] ||
-            !brisk_shape_equal(&nt->shape, &na->shape) || l->pos[base_of(g, nt->in[1])] >= s ||
-            l->pos[base_of(g, nt->in[2])] >= s)
-            continue;
-        int reused = -1;
-        for (int k = 0; k < 2; k++) {
-            const brisk_node *op = &g->nodes[na->in[k]];
-            if (op->storage == BRISK_STORE_ARENA && op->offset == nt->offset && op->bytes == nt->bytes &&
-                l->last[na->in[k]] == s && l->readers[na->in[k]] < 1000)
-                reused = na->in[k];
-        }
-        if (!early_write_ok(ex, l, t, s, reused, 1)) continue;
-        int gemm_between = 0;
-        for (int k = s + 1; k < l->pos[t] && !gemm_between; k++)
-            gemm_between = g->nodes[ex->plan->train_order[k]].op == BRISK_OP_MATMUL;
-        if (gemm_between) continue;
-        return add_norm(p, (cuda_norm_fusion){.add = a, .ln = t, .grad = -1});
-    }
-    return 0;
-}
+/* cuda_epilogue -> BRISK_CUDA_EPI_* bit */
+static unsigned epi_bit(cuda_epilogue e) { return e == EPI_NONE ? 0u : 1u << (e - 1); }
 
 /* ---------------------------------------------------------------- low precision */
 
@@ -451,30 +230,36 @@ static cuda_prep *prep_alloc(const brisk_exec *ex) {
     return p;
 }
 
-static int plan_fusions(const brisk_exec *ex, life *l, cuda_prep *p) {
-    const brisk_graph *g = ex->g;
-    /* first: the backward pairs extend lifetimes the GEMM fusions' checks then respect */
-    for (int s = 0; s < ex->plan->n_train; s++)
-        if (plan_norm(ex, l, p, ex->plan->train_order[s])) return -1;
-    for (int s = 0; s < ex->plan->n_train; s++) {
-        int id = ex->plan->train_order[s];
-        if (g->nodes[id].op == BRISK_OP_MATMUL && plan_forward(ex, l, p, id)) return -1;
+/* The shared plan (graph/fusion.c) in this backend's tables: GEMMs with a cuBLASLt
+ * epilogue (N a multiple of 8 for the GELU ones), residual + layernorm pairs. */
+static int plan_fusions(const brisk_exec *ex, cuda_prep *p) {
+    static const brisk_fusion_rules rules = {.gemm_2d = gemm_2d, .gelu_n_multiple = 8, .gemm_backward = 1, .norms = 1};
+    brisk_fusion_plan fp;
+    if (brisk_fusion_plan_build(ex, &rules, &fp)) return -1;
+    int rc = 0;
+    memcpy(p->skip, fp.skip, (size_t)ex->g->n_nodes);
+    for (int i = 0; i < fp.n && !rc; i++) {
+        const brisk_fusion *f = &fp.list[i];
+        if (f->kind == BRISK_FUSE_ADD_NORM || f->kind == BRISK_FUSE_ADD_NORM_GRAD) {
+            rc = add_norm(p, (cuda_norm_fusion){.add = f->at, .ln = f->ln, .grad = f->grad});
+            continue;
+        }
+        cuda_epilogue epi = f->kind == BRISK_FUSE_GEMM_BIAS_RELU ? EPI_RELU_BIAS
+                            : f->kind == BRISK_FUSE_GEMM_BIAS_GELU ? EPI_GELU_AUX_BIAS
+                            : f->kind == BRISK_FUSE_GEMM_DGELU_BGRAD ? EPI_DGELU_BGRAD : EPI_BIAS;
+        rc = add_fusion(p, (cuda_fusion){.epi = epi, .matmul = f->matmul, .bias_node = f->bias, .act_node = f->act,
+                                         .grad_node = f->grad, .sum_node = f->sum});
     }
-    for (int s = 0; s < ex->plan->n_train; s++) {
-        int id = ex->plan->train_order[s];
-        if (g->nodes[id].op == BRISK_OP_ACT_GRAD && !p->skip[id] && plan_backward(ex, l, p, id)) return -1;
-    }
-    return 0;
+    brisk_fusion_plan_free(&fp);
+    return rc;
 }
 
 cuda_prep *cuda_prep_plan_host(const brisk_exec *ex) {
     cuda_prep *p = prep_alloc(ex);
-    life l = {0};
-    if (!p || life_build(ex, &l) || plan_fusions(ex, &l, p)) {
+    if (p && plan_fusions(ex, p)) {
         cuda_prep_free(p);
         p = NULL;
     }
-    life_free(&l);
     return p;
 }
 
@@ -500,11 +285,10 @@ brisk_status cuda_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *
     if (cb->prep) cuda_forget(be, cb->prep->ex);
     const brisk_graph *g = ex->g;
     cuda_prep *p = prep_alloc(ex);
-    life l = {0};
     brisk_status st = BRISK_OK;
     if (!p) return brisk_errorf(err, BRISK_ERR_NOMEM, "cuda prepare: out of memory");
     p->in_type = cuda_in_type(cb);
-    if (life_build(ex, &l) || (cb->opt.fuse && plan_fusions(ex, &l, p))) goto nomem;
+    if (cb->opt.fuse && plan_fusions(ex, p)) goto nomem;
     int refused = 0;
     for (int i = 0; i < p->n_fusions; i++)
         if (cb->opt.refuse_epilogues & epi_bit(p->fusions[i].epi)) p->fusions[i].failed = 1, refused++;
@@ -519,7 +303,6 @@ brisk_status cuda_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *
     cb->prep = p;
     cb->inputs = ex->inputs;
     cb->input_bytes = ex->plan->input_bytes;
-    life_free(&l);
     /* fp16: the loss gradient seed carries the loss scale */
     int scaler = cb->opt.precision == BRISK_GEMM_FP16 && g->grad_of && g->loss >= 0 && g->grad_of[g->loss] >= 0 &&
                  g->nodes[g->grad_of[g->loss]].op == BRISK_OP_CONST;
@@ -528,7 +311,6 @@ brisk_status cuda_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *
 nomem:
     st = brisk_errorf(err, BRISK_ERR_NOMEM, "cuda prepare: out of memory");
 fail:
-    life_free(&l);
     cuda_prep_free(p);
     return st;
 }

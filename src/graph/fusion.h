@@ -1,0 +1,61 @@
+/* Fusion planning over a prepared executor's training schedule, shared by the backends'
+ * prepare hooks (backend/cuda/prepare.c, backend/cpu/fuse.c): which nodes may run as one
+ * pass, given the memory plan's buffer reuse. What a fusion is computed with (a cuBLASLt
+ * epilogue, a CPU GEMM band epilogue, a fused row kernel) is the backend's business; this
+ * finds the patterns and checks the lifetimes, in one order, the same for every backend.
+ * Internal to the library (backends include it), not a public header. */
+#ifndef BRISK_GRAPH_FUSION_H
+#define BRISK_GRAPH_FUSION_H
+
+#include "brisk/graph.h"
+
+#include <stdint.h>
+
+typedef enum {
+    BRISK_FUSE_GEMM_BIAS,        /* M = MATMUL; B = BIAS_ADD(M, b): writes B */
+    BRISK_FUSE_GEMM_BIAS_RELU,   /* ... A = RELU(B): writes A (and B when rules.relu_writes_pre) */
+    BRISK_FUSE_GEMM_BIAS_GELU,   /* ... A = GELU_tanh(B) (or erf, rules.gelu_erf): writes A and B */
+    BRISK_FUSE_GEMM_BIAS_ACT,    /* ... A = SILU, TANH or SIGMOID(B) (rules.other_acts): writes A and B */
+    BRISK_FUSE_GEMM_DGELU_BGRAD, /* H = MATMUL; Q = ACT_GRAD_gelu_tanh(H, B, A); S = SUM_rows(Q) */
+    BRISK_FUSE_ACTGRAD_BGRAD,    /* Q = ACT_GRAD(dy, x, y); S = SUM_rows(Q), at Q's place */
+    BRISK_FUSE_ADD_NORM,         /* S = ADD(a, b); Y = LAYERNORM(S, gamma, beta), at the add */
+    BRISK_FUSE_ADD_NORM_GRAD,    /* ADD(r, LAYERNORM_GRAD_X(dy, x, gamma)), the grad unwritten */
+} brisk_fusion_kind;
+
+/* One fusion: `at` is the node at whose schedule place it all runs (the matmul, the
+ * act_grad or the add); the other fields are -1 where the kind has no such node. */
+typedef struct brisk_fusion {
+    brisk_fusion_kind kind;
+    int at;
+    int matmul, bias, act, grad, sum, ln;
+} brisk_fusion;
+
+/* What the backend can run. */
+typedef struct brisk_fusion_rules {
+    /* 1 with the product's N when node m is one 2-D product (batch 1 once folded) that the
+     * backend can fuse; NULL: no GEMM patterns */
+    int (*gemm_2d)(const brisk_graph *g, int m, int64_t *n_out);
+    int gelu_n_multiple;   /* GELU epilogues need N a multiple of this (cuBLASLt: 8) */
+    int gelu_erf;          /* the erf form of GELU too (cuBLASLt has the tanh form only) */
+    int other_acts;        /* SiLU, tanh and sigmoid epilogues too (cuBLASLt has none) */
+    int relu_writes_pre;   /* the ReLU fusion writes B too (its gradient reads B, not A) */
+    int gemm_backward;     /* plan BRISK_FUSE_GEMM_DGELU_BGRAD */
+    int actgrad_sum;       /* plan BRISK_FUSE_ACTGRAD_BGRAD */
+    int norms;             /* plan the residual + layernorm pairs */
+} brisk_fusion_rules;
+
+typedef struct brisk_fusion_plan {
+    uint8_t *skip;         /* per node: computed by a fusion at another node's place */
+    int *fusion_at;        /* per node: index into list of the fusion that runs there, else -1 */
+    brisk_fusion *list;
+    int n;
+} brisk_fusion_plan;
+
+/* Plans ex's fusions by rules (the norms first, then forward GEMMs, then backward ones, each
+ * in schedule order). Returns 0, or -1 out of memory (plan then empty and freed). */
+int brisk_fusion_plan_build(const brisk_exec *ex, const brisk_fusion_rules *rules, brisk_fusion_plan *plan);
+void brisk_fusion_plan_free(brisk_fusion_plan *plan);
+/* Counts of plan's fusions of one kind. */
+int brisk_fusion_count(const brisk_fusion_plan *plan, brisk_fusion_kind kind);
+
+#endif
