@@ -147,6 +147,9 @@ void brisk_run_dir_mark_end(brisk_trainer *t, const brisk_run_summary *sum) {
     if (t->be->stats && !t->be->stats(t->be, &bs, &ignored)) add_num(o, "device_mem_used", (double)bs.mem_used);
     add_num(o, "nan_skipped", (double)sum->nan_skipped);
     cJSON_AddNumberToObject(o, "stopped_by_signal", sum->stopped_by_signal);
+    /* again at the end: what was decided during the run (the CPU's GEMM kernels per shape) */
+    cJSON *opts = brisk_trainer_optimizations(t);
+    if (opts) cJSON_AddItemToObject(o, "optimizations", opts);
     char *line = cJSON_PrintUnformatted(o);
     if (line) fprintf(t->metrics, "%s\n", line);
     free(line);
