@@ -95,6 +95,13 @@ void cpu_sgemm(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t N, i
 /* The same product through the BLAS when built with one (returns 0 if not). */
 int cpu_sgemm_blas(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                    const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
+/* The first of the bands that cpu_sgemm (blas 0) or cpu_sgemm_blas (1) cut this product
+ * into, over the first min(K, kmax) of K only, on this thread; returns the number of bands.
+ * What a thread of either runs per chunk, at a fraction of the cost: gemm_choice.c times
+ * this. C's band gets that partial product. */
+int cpu_sgemm_one_band(int blas, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, int64_t kmax,
+                       const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
+                       float *scratch);
 /* The compiled rule between the two (the fixed mode of gemm_choice.c). */
 int cpu_sgemm_use_blas(int64_t M, int64_t N, int64_t K);
 /* C = op(A) op(B) as MATMUL computes it: BLAS or brisk's own by cpu_gemm_choose_blas, on the

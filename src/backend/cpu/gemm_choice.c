@@ -2,8 +2,9 @@
  * Neither wins everywhere on the AVX-512 box (bench/cpu_kernels.c, 1 thread, us, own |
  * OpenBLAS): 16x256x295 xW 28.6|20.8 but xW^T 31.6|36.3, 512x3x128 17.4|5.5, large shapes
  * own 2-15 % faster. So the first time a shape is seen, both run on the caller's real
- * operands (C is overwritten by the real call right after), alternating, one warm-up each
- * then TIMED_RUNS timed samples, on this thread alone (no pool: the thread count cannot
+ * operands (the first of the product's bands; C is overwritten by the real call right
+ * after), alternating, one warm-up each
+ * then up to TIMED_RUNS timed samples, on this thread alone (no pool: the thread count cannot
  * change the decision), timed in this thread's CPU time so that another program taking
  * the core does not count; the median decides.
  *
@@ -214,40 +215,52 @@ static double thread_ns(void) {
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-static double median3(double *v) {
-    double a = v[0], b = v[1], c = v[2];
-    if (a > b) { double t = a; a = b; b = t; }
-    if (b > c) b = c;
-    return a > b ? a : b;
+/* the median of n (n <= TIMED_RUNS) values; of two, the smaller */
+static double median(double *v, int n) {
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1], v[j - 1] = t;
+        }
+    return v[(n - 1) / 2];
 }
 
-/* Runs own (0) or the BLAS (1) `reps` times; this thread's CPU ns per call. */
+/* Runs own (0) or the BLAS (1) on the product's first band `reps` times; this thread's CPU
+ * ns per call. Both kernels cut a product into the same bands, one per pool chunk (matmul.c),
+ * so a band is the unit whose speed matters, and timing one costs 1/bands of the product
+ * (15360 x 384 x 128, 64 bands: timing it whole took 70 ms on the loaded box). A deep K
+ * (a weight gradient over batch x time: 512 x 128 x 15360, 4 bands) is timed over its first
+ * TIMED_K only: both kernels go through K in slices of 256 or so, each slice the same work,
+ * so a few slices give the rate (the whole band took 27 ms to time). */
+#define TIMED_K 1024
 static double timed(int blas, int reps, int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                     const float *B, int64_t ldb, float *C, int64_t ldc, float *scratch) {
     double t0 = thread_ns();
-    for (int r = 0; r < reps; r++) {
-        if (blas) cpu_sgemm_blas(NULL, ta, tb, M, N, K, A, lda, B, ldb, C, ldc);
-        else cpu_sgemm(NULL, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, 0, scratch);
-    }
+    for (int r = 0; r < reps; r++) cpu_sgemm_one_band(blas, ta, tb, M, N, K, TIMED_K, A, lda, B, ldb, C, ldc, scratch);
     return (thread_ns() - t0) / reps;
 }
 
-/* 1 when the BLAS was faster on this thread: after one warm-up call each, TIMED_RUNS samples
- * of each kernel, alternating, each sample at least SAMPLE_NS long (a 60 x 60 x 16 product
- * takes about 2 us, near the clock's own cost), the median of each. */
-#define SAMPLE_NS 20000.0
+/* 1 when the BLAS was faster on this thread: after one warm-up call each, up to TIMED_RUNS
+ * samples of each kernel, alternating, each sample at least SAMPLE_NS long (a 60 x 60 x 16
+ * product takes about 2 us, near the clock's own cost); the medians decide. A shape whose
+ * band is large stops sampling once it has cost SHAPE_BUDGET_NS: there per-call costs do
+ * not matter, and one or two samples tell the rates apart as well as three. */
+#define SAMPLE_NS 20e3
+#define SHAPE_BUDGET_NS 1e6
 static int time_both(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
                      int64_t ldb, float *C, int64_t ldc, float *scratch) {
-    double own[TIMED_RUNS], blas[TIMED_RUNS];
+    double own[TIMED_RUNS], blas[TIMED_RUNS], t0 = thread_ns();
     double w = timed(0, 1, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, scratch);
     double wb = timed(1, 1, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, scratch);
     if (wb < w) w = wb;
     int reps = w <= 0 ? 64 : SAMPLE_NS / w > 64 ? 64 : SAMPLE_NS / w < 1 ? 1 : (int)(SAMPLE_NS / w);
-    for (int r = 0; r < TIMED_RUNS; r++) {
-        own[r] = timed(0, reps, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, scratch);
-        blas[r] = timed(1, reps, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, scratch);
+    int n = 0;
+    while (n < TIMED_RUNS && (n == 0 || thread_ns() - t0 < SHAPE_BUDGET_NS)) {
+        own[n] = timed(0, reps, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, scratch);
+        blas[n] = timed(1, reps, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, scratch);
+        n++;
     }
-    return median3(blas) < median3(own);
+    return median(blas, n) < median(own, n);
 }
 
 int cpu_gemm_choose_blas(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,

@@ -443,6 +443,19 @@ void cpu_sgemm(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t N, i
     free(own);
 }
 
+int cpu_sgemm_one_band(int blas, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, int64_t kmax,
+                       const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
+                       float *scratch) {
+    if (M <= 0 || N <= 0) return 0;
+    int nb = gemm_bands(M, N, K);
+    int64_t m0, m1, n0, n1;
+    if (!band_split(M, N, nb, 0, &m0, &m1, &n0, &n1)) return nb;
+    if (K > kmax) K = kmax;
+    if (blas) blas_band(trans_a, trans_b, m0, m1, n0, n1, K, A, lda, B, ldb, C, ldc);
+    else sgemm_band(trans_a, trans_b, m0, m1, n0, n1, K, A, lda, B, ldb, C, ldc, 0, scratch);
+    return nb;
+}
+
 size_t cpu_sgemm_packed_b_floats(int64_t K, int64_t N) { return (size_t)(K * n_strips_cols(N)) + 64; }
 
 void cpu_sgemm_pack_b(int trans_b, int64_t K, int64_t N, const float *B, int64_t ldb, float *packed) {
