@@ -384,8 +384,12 @@ void brisk_cpu_gemm_describe(char *buf, size_t n) {
                  cpu_sgemm_use_blas(64, 64, 64) ? "the BLAS" : "brisk's own sgemm");
         return;
     default:
-        snprintf(buf, n, "%d shapes, %d BLAS / %d own, tuned in %.1f ms, %d from cache%s%s", s.shapes, s.blas, s.own,
-                 s.tune_ms, s.from_cache, s.cache_path[0] ? " " : " (no cache file)", s.cache_path);
+        if (s.shapes == 0) /* the run's start: nothing decided yet */
+            snprintf(buf, n, "own sgemm or the BLAS, timed as each shape is first seen (cache %s)",
+                     s.cache_path[0] ? s.cache_path : "none");
+        else
+            snprintf(buf, n, "%d shapes, %d BLAS / %d own, tuned in %.1f ms, %d from cache (%s)", s.shapes, s.blas,
+                     s.own, s.tune_ms, s.from_cache, s.cache_path[0] ? s.cache_path : "no cache file");
     }
 }
 
