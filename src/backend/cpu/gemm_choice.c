@@ -11,10 +11,12 @@
  * The key is everything that changes a kernel's speed or bits: trans_a, trans_b, M, N, K
  * and the three leading dimensions. The decision is process-wide and fixed once made (an
  * insert-only table: lookups take no lock), so every backend, thread count and band split
- * of one process uses the same kernel for a shape. The bands themselves depend on the
- * shape only (matmul.c), and OpenBLAS runs one band at a time on one thread, so its
- * results, like brisk's own, do not depend on the thread count (tests/backend/
- * test_cpu_threads.c).
+ * of one process uses the same kernel for a shape. OpenBLAS's bits do depend on how C is
+ * split (0.3.21, one thread: 16x256x295 x W^T in 32-column bands differs from the whole
+ * product in 3703 of 4096 elements, 15360x128x32 x W^T in 8-row bands in 77 %), so it must
+ * only ever see the bands matmul.c cuts by shape alone, one at a time on one thread: then
+ * its results, like brisk's own, do not depend on the thread count (test_cpu_threads.c,
+ * test_cpu_gemm_choice.c).
  *
  * Decisions are appended to a text cache, "key<TAB>own|blas" per line, beside the CUDA
  * autotune cache (cpu-gemm-choice.txt in the same folder), the key prefixed by the CPU
@@ -275,6 +277,7 @@ int cpu_gemm_choose_blas(int ta, int tb, int64_t M, int64_t N, int64_t K, const 
     if (m == BRISK_CPU_GEMM_OWN) return 0;
     if (m == BRISK_CPU_GEMM_BLAS) return 1;
     if (m == BRISK_CPU_GEMM_FIXED) return cpu_sgemm_use_blas(M, N, K);
+    if (M <= 0 || N <= 0 || K <= 0) return 0; /* nothing to time: C is empty or zeros */
     uint64_t h = hash_key(ta, tb, M, N, K, lda, ldb, ldc);
     for (int i = 0; i < TABLE_SIZE; i++) { /* lock-free: entries are only ever added */
         entry *e = &table[(h + (uint64_t)i) & (TABLE_SIZE - 1)];
