@@ -587,6 +587,7 @@ int brisk_cpu_gemm_mode_parse(const char *s, brisk_cpu_gemm_mode *mode); /* "aut
 typedef struct brisk_cpu_gemm_stats {
     brisk_cpu_gemm_mode mode;
     int shapes, blas, own, from_cache; /* decisions made (auto), how many read from the cache */
+    int untimed;                       /* ... how many by the fixed rule: no writable cache */
     double tune_ms;                    /* this process's time spent timing, CPU ms */
     char cache_path[4096];             /* "" when none */
 } brisk_cpu_gemm_stats;

@@ -136,11 +136,12 @@ static void test_forced(void) {
     CHECK(brisk_cpu_gemm_mode_parse("fixed", &m) == 0 && m == BRISK_CPU_GEMM_FIXED);
     CHECK(brisk_cpu_gemm_mode_parse("fast", &m) == -1);
 
+    /* no cache file: a timed choice the next run could not repeat, so the fixed rule */
     brisk_cpu_gemm_configure(BRISK_CPU_GEMM_AUTO, "-");
     cpu_gemm_choice_reset();
-    choose(&shapes[0], &o);
+    CHECK(choose(&shapes[0], &o) == cpu_sgemm_use_blas(16, 256, 295));
     brisk_cpu_gemm_get_stats(&st);
-    CHECK(st.shapes == 1 && st.cache_path[0] == 0);
+    CHECK(st.shapes == 1 && st.untimed == 1 && st.tune_ms == 0 && st.cache_path[0] == 0);
     CHECK(access(cache, F_OK) != 0);
     drop(&o);
     setup();

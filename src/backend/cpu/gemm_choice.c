@@ -23,7 +23,10 @@
  * model and the build (brisk commit, SIMD level, OpenBLAS's build): a later run reads
  * them and makes the same choices without timing. Appending one short line per new shape
  * (O_APPEND) keeps concurrent runs from clobbering each other; for a key found twice the
- * first line wins.
+ * first line wins. Without a cache file that can be written (speed.autotune_cache "-", no
+ * HOME, a read-only folder) a shape not already in it takes the fixed rule, untimed: two runs
+ * that each timed afresh could choose differently under load and differ in the last bits
+ * (tests/api/same_losses.sh compares a CLI and an API run of one config bit for bit).
  *
  * Modes (brisk_cpu_gemm_configure): auto (above), own, blas (forced), and fixed: the
  * compiled rule of cpu_sgemm_use_blas (own kernel on an AVX-512 build, the BLAS
@@ -81,6 +84,7 @@ static void read_env(void) {
 static char cache_path[4096];
 static int path_set; /* by brisk_cpu_gemm_configure; else the default place */
 static int cache_loaded;
+static int writable = -1; /* cache_writable's answer; -1: not asked yet */
 static char prefix[512]; /* "cpu model|build|" */
 static brisk_cpu_gemm_stats stats;
 
@@ -190,6 +194,19 @@ static void mkdirs_for(const char *path) {
             mkdir(buf, 0755);
             *p = '/';
         }
+}
+
+/* 1 when decisions can be kept for the next run (checked once per cache path) */
+static int cache_writable(void) {
+    if (writable < 0) {
+        writable = 0;
+        if (cache_path[0]) {
+            mkdirs_for(cache_path);
+            int fd = open(cache_path, O_WRONLY | O_APPEND | O_CREAT, 0644);
+            if (fd >= 0) writable = 1, close(fd);
+        }
+    }
+    return writable;
 }
 
 static void append_cache(const entry *e) {
@@ -314,6 +331,9 @@ int cpu_gemm_choose_blas(int ta, int tb, int64_t M, int64_t N, int64_t K, const 
     slot->lda = lda, slot->ldb = ldb, slot->ldc = ldc;
     if (blas >= 0) {
         stats.from_cache++;
+    } else if (!cache_writable()) { /* a choice the next run could not repeat: the fixed rule */
+        blas = cpu_sgemm_use_blas(M, N, K);
+        stats.untimed++;
     } else {
         double t0 = thread_ns();
         float *own_scratch = NULL;
@@ -348,6 +368,7 @@ void brisk_cpu_gemm_configure(brisk_cpu_gemm_mode m, const char *autotune_cache)
         file_keys = NULL;
         n_file_keys = 0;
         cache_loaded = 0;
+        writable = -1;
     }
     pthread_mutex_unlock(&lock);
 }
@@ -391,8 +412,9 @@ void brisk_cpu_gemm_describe(char *buf, size_t n) {
             snprintf(buf, n, "own sgemm or the BLAS, timed as each shape is first seen (cache %s)",
                      s.cache_path[0] ? s.cache_path : "none");
         else
-            snprintf(buf, n, "%d shapes, %d BLAS / %d own, tuned in %.1f ms, %d from cache (%s)", s.shapes, s.blas,
-                     s.own, s.tune_ms, s.from_cache, s.cache_path[0] ? s.cache_path : "no cache file");
+            snprintf(buf, n, "%d shapes, %d BLAS / %d own, tuned in %.1f ms, %d from cache (%s)%s", s.shapes, s.blas,
+                     s.own, s.tune_ms, s.from_cache, s.cache_path[0] ? s.cache_path : "no cache file",
+                     s.untimed ? "; no writable cache: the fixed rule, untimed, for the shapes not in it" : "");
     }
 }
 
@@ -405,5 +427,6 @@ void cpu_gemm_choice_reset(void) {
     file_keys = NULL;
     n_file_keys = 0;
     cache_loaded = 0;
+    writable = -1;
     pthread_mutex_unlock(&lock);
 }
