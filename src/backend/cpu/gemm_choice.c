@@ -284,11 +284,7 @@ static int time_both(int ta, int tb, int64_t M, int64_t N, int64_t K, const floa
 
 int cpu_gemm_choose_blas(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
                          int64_t ldb, float *C, int64_t ldc, float *scratch) {
-#if !BRISK_HAVE_BLAS
-    (void)ta; (void)tb; (void)M; (void)N; (void)K; (void)A; (void)lda; (void)B; (void)ldb; (void)C; (void)ldc;
-    (void)scratch;
-    return 0;
-#else
+    if (!BRISK_HAVE_BLAS) return 0;
     pthread_once(&env_once, read_env);
     int m = atomic_load_explicit(&mode, memory_order_relaxed);
     if (m == BRISK_CPU_GEMM_OWN) return 0;
@@ -351,7 +347,6 @@ int cpu_gemm_choose_blas(int ta, int tb, int64_t M, int64_t N, int64_t K, const 
     atomic_store_explicit(&slot->ready, 1, memory_order_release);
     pthread_mutex_unlock(&lock);
     return blas;
-#endif
 }
 
 void brisk_cpu_gemm_configure(brisk_cpu_gemm_mode m, const char *autotune_cache) {
