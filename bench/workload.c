@@ -188,6 +188,8 @@ int main(int argc, char **argv) {
     }
     double mean = 0;
     for (int s = 0; s < steps; s++) mean += times[s] / steps;
+    brisk_cpu_gemm_stats gs; /* the CPU's GEMM kernel per shape, decided in the warm-up steps */
+    brisk_cpu_gemm_get_stats(&gs);
     char epochs[4096] = "";
     for (long long e = 0, k = 0; epoch_steps > 0 && e + epoch_steps <= steps && k < (long long)sizeof epochs - 32;
          e += epoch_steps) {
@@ -204,10 +206,11 @@ int main(int argc, char **argv) {
     printf("{\"workload\": \"%s\", \"impl\": \"brisk\", \"device\": \"cpu\", \"small\": %s, \"batch\": %lld, "
            "\"params\": %lld, \"threads\": %d, \"ms_per_step_median\": %.4f, \"ms_per_step_min\": %.4f, "
            "\"ms_per_step_mean\": %.4f, \"ms_per_step_p95\": %.4f, \"ms_per_step_max\": %.4f, "
-           "\"samples_per_s\": %.1f, \"arena_bytes\": %zu, \"losses\": [%.5f, %.5f]%s, \"fusion\": \"%s\"}\n",
+           "\"samples_per_s\": %.1f, \"arena_bytes\": %zu, \"losses\": [%.5f, %.5f]%s, \"fusion\": \"%s\", "
+           "\"gemm_shapes\": %d, \"gemm_blas\": %d, \"gemm_from_cache\": %d, \"gemm_tune_ms\": %.2f}\n",
            workload, small ? "true" : "false", (long long)batch, (long long)brisk_model_param_count(&spec),
            tp.threads, med * 1e3, times[0] * 1e3, mean * 1e3, p95 * 1e3, times[steps - 1] * 1e3, (double)batch / med, plan.arena_bytes,
-           first_loss, loss, epochs, fusion);
+           first_loss, loss, epochs, fusion, gs.shapes, gs.blas, gs.from_cache, gs.tune_ms);
     return 0;
 fail:
     fprintf(stderr, "brisk_bench: %s\n", err.msg);

@@ -584,6 +584,26 @@ brisk_backend *brisk_backend_cpu_new(int threads); /* threads 0: OpenMP's defaul
 void brisk_backend_cpu_set_fuse(brisk_backend *be, int on);
 void brisk_backend_cpu_fusions(const brisk_backend *be, char *buf, size_t n);
 
+/* The CPU backend's GEMM kernel per shape (src/backend/cpu/gemm_choice.c), process-wide:
+ * auto times brisk's own sgemm against the BLAS the first time a shape is seen and keeps
+ * the faster (cached in cpu-gemm-choice.txt beside the CUDA autotune cache); own and blas
+ * force one; fixed is the compiled rule with no timing (what --deterministic uses). Without
+ * a BLAS every mode is own. autotune_cache: speed.autotune_cache ("" the default folder,
+ * "-" no cache file). Decisions already made stay. */
+typedef enum { BRISK_CPU_GEMM_AUTO = 0, BRISK_CPU_GEMM_OWN, BRISK_CPU_GEMM_BLAS, BRISK_CPU_GEMM_FIXED } brisk_cpu_gemm_mode;
+void brisk_cpu_gemm_configure(brisk_cpu_gemm_mode mode, const char *autotune_cache);
+int brisk_cpu_gemm_mode_parse(const char *s, brisk_cpu_gemm_mode *mode); /* "auto"..: 0, else -1 */
+typedef struct brisk_cpu_gemm_stats {
+    brisk_cpu_gemm_mode mode;
+    int shapes, blas, own, from_cache; /* decisions made (auto), how many read from the cache */
+    int untimed;                       /* ... how many by the fixed rule: no writable cache */
+    double tune_ms;                    /* this process's time spent timing, CPU ms */
+    char cache_path[4096];             /* "" when none */
+} brisk_cpu_gemm_stats;
+void brisk_cpu_gemm_get_stats(brisk_cpu_gemm_stats *out);
+/* One line for the run's optimization list: "12 shapes, 3 BLAS / 9 own, tuned in 4.1 ms, ..." */
+void brisk_cpu_gemm_describe(char *buf, size_t n);
+
 /* The first node of plan's training schedule (forward, backward and loss: eval and
  * predict run subsequences of it) that be has no kernel for, or -1. msg gets
  * "<op> on <dtype> <shape> (node N): <the backend's reason>". */

@@ -144,6 +144,7 @@ typedef struct brisk_speed_spec {
     int fuse;                 /* cuBLASLt epilogues (bias, ReLU/GELU and their gradients) */
     int deterministic;        /* bit-identical runs: no split-K, no timing-based choices */
     int conv_layout;          /* brisk_conv_layout (cuda.h): 0 auto, 1 nchw, 2 nhwc */
+    int cpu_gemm;             /* CPU: brisk_cpu_gemm_mode (graph.h): 0 auto (timed per shape), own, blas, fixed */
     char autotune_cache[BRISK_PATH_MAX]; /* "" = default place, "-" = none */
     int64_t memory_limit;     /* bytes the run may use; 0: what the machine has available */
 } brisk_speed_spec;

@@ -26,6 +26,7 @@ static const char *const schedules[] = {"constant", "linear", "cosine", NULL};
 static const char *const devices[] = {"auto", "cpu", "cuda", NULL};
 static const char *const precisions[] = {"auto", "fp32", "tf32", "bf16", "fp16", NULL};
 static const char *const conv_layouts[] = {"auto", "nchw", "nhwc", NULL}; /* brisk_conv_layout's order */
+static const char *const cpu_gemms[] = {"auto", "own", "blas", "fixed", NULL}; /* brisk_cpu_gemm_mode's order */
 static const char *const noise_schedules[] = {"linear", NULL};
 static const char *const predictions[] = {"noise", "x0", NULL};
 static const char *const when_full[] = {"drop_oldest", "reject", NULL};
@@ -661,6 +662,7 @@ static void read_speed(brisk_json_reader *root, brisk_speed_spec *sp) {
     brisk_json_bool_or(&r, "fuse", true, &b), sp->fuse = b;
     brisk_json_bool_or(&r, "deterministic", false, &b), sp->deterministic = b;
     brisk_json_enum_or(&r, "conv_layout", conv_layouts, 0, &v), sp->conv_layout = v;
+    brisk_json_enum_or(&r, "cpu_gemm", cpu_gemms, 0, &v), sp->cpu_gemm = v;
     const char *s;
     brisk_json_string_or(&r, "autotune_cache", "", &s);
     copy_path(&r, "autotune_cache", sp->autotune_cache, sizeof sp->autotune_cache, s);

@@ -136,11 +136,15 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"speed.threads", "CPU threads; 0: all cores"},
     {"speed.cuda_graph", "GPU: capture the whole step as a CUDA graph"},
     {"speed.tf32", "GPU: fp32 GEMMs on TF32 tensor cores"},
-    {"speed.autotune", "GPU: time GEMM algorithms per shape and cache the choice"},
+    {"speed.autotune", "GPU: time GEMM algorithms per shape and cache the choice; false: the CPU's GEMM kernel by a fixed rule too"},
     {"speed.fuse", "fusion: on a GPU cuBLASLt epilogues (bias, activation and their gradients) and residual + layernorm; on the CPU the same patterns as one pass each (bit-identical results)"},
-    {"speed.deterministic", "GPU: bit-identical runs for the same seed"},
+    {"speed.deterministic", "bit-identical runs for the same seed (GPU: no split-K, no timed choices; CPU: the GEMM kernel by a fixed rule)"},
     {"speed.conv_layout", "GPU: the layout cuDNN convolutions run in; auto: NCHW or NHWC, whichever is faster "
                           "with the transposes it costs (timed once per shape and cached)"},
+    {"speed.cpu_gemm", "CPU: auto|own|blas|fixed, the GEMM kernel per shape; auto: brisk's own sgemm or the BLAS, "
+                       "whichever is faster (timed once per shape, cached beside speed.autotune_cache as "
+                       "cpu-gemm-choice.txt); fixed: the compiled rule, no timing (what speed.deterministic and "
+                       "speed.autotune false use); env BRISK_CPU_GEMM overrides"},
     {"speed.autotune_cache", "GPU: the autotune cache file; \"\": ~/.cache/brisk/gemm-autotune.txt, \"-\": none"},
     {"dist.bucket_mb", "several ranks: MiB of gradients per all-reduce bucket (default 1/16: measured, bench/DIST_NOTES.md)"},
     {"dist.timeout_s", "several ranks: seconds a collective may wait before the run fails naming the missing rank"},

@@ -56,6 +56,10 @@ static brisk_status use_cpu(const brisk_config *cfg, const brisk_logger *log, br
     if (cfg->speed.precision != BRISK_PREC_AUTO && cfg->speed.precision != BRISK_PREC_FP32)
         brisk_log(log, BRISK_LOG_WARN, "%s: speed.precision: the CPU backend trains in fp32 "
                   "(tf32, bf16 and fp16 are GPU modes)", cfg->path);
+    /* a timed choice can differ between runs: deterministic runs take the fixed rule */
+    brisk_cpu_gemm_mode gm = (brisk_cpu_gemm_mode)cfg->speed.cpu_gemm;
+    if (gm == BRISK_CPU_GEMM_AUTO && (cfg->speed.deterministic || !cfg->speed.autotune)) gm = BRISK_CPU_GEMM_FIXED;
+    brisk_cpu_gemm_configure(gm, cfg->speed.autotune_cache);
     *be = brisk_backend_cpu_new(tp.threads);
     if (!*be) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory creating the CPU backend");
     if (!cfg->speed.fuse) brisk_backend_cpu_set_fuse(*be, 0); /* else BRISK_CPU_FUSE decides, on by default */

@@ -480,6 +480,11 @@ out:
                       "%.1fx the median); other programs are likely using these CPUs (a step waits for any "
                       "descheduled thread); see the thread count on the device line",
                       ss.min_ms, ss.max_ms, ss.median_ms > 0 ? ss.p95_ms / ss.median_ms : 0);
+        if (strcmp(t->be->name, "cpu") == 0) {
+            char gemm[600];
+            brisk_cpu_gemm_describe(gemm, sizeof gemm);
+            brisk_log(&t->log, BRISK_LOG_INFO, "  GEMM kernel       per shape: %s", gemm);
+        }
         if (sum->best_epoch && sum->best.classes) brisk_metrics_log(&sum->best, &t->log);
         brisk_run_dir_mark_end(t, sum);
     }

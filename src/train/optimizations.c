@@ -87,6 +87,11 @@ cJSON *brisk_trainer_optimizations(const brisk_trainer *t) {
         } else if (fus[0]) {
             item(list, "CPU fusion", "off", "speed.fuse is false (--no-fuse) or BRISK_CPU_FUSE=0");
         }
+        brisk_cpu_gemm_stats gs;
+        brisk_cpu_gemm_get_stats(&gs);
+        brisk_cpu_gemm_describe(buf, sizeof buf);
+        item(list, "GEMM kernel per shape", gs.mode == BRISK_CPU_GEMM_AUTO && strstr(buf, "without a BLAS") == NULL
+                                                ? "on" : "off", buf);
     }
     if (cfg->speed.prefetch > 0) {
         snprintf(buf, sizeof buf, "%d batches ahead on a loader thread%s", cfg->speed.prefetch,

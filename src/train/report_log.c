@@ -78,6 +78,8 @@ static brisk_status parse_line(run_log *r, cJSON *o, const char *path, int line,
             cJSON *opts = cJSON_DetachItemFromObjectCaseSensitive(o, "optimizations");
             if (opts) cJSON_Delete(r->optimizations), r->optimizations = opts;
         } else if (strcmp(ev->valuestring, "run_end") == 0) {
+            cJSON *opts = cJSON_DetachItemFromObjectCaseSensitive(o, "optimizations"); /* as decided by the end */
+            if (opts) cJSON_Delete(r->optimizations), r->optimizations = opts;
             cJSON_Delete(r->end);
             r->end = cJSON_Duplicate(o, 1);
         }

@@ -117,7 +117,7 @@ void brisk_run_dir_mark_start(brisk_trainer *t) {
 }
 
 /* The run's summary under "event": "run_end", in the key set brisk_train_run hands back
- * (brisk_run_summary_json). */
+ * (brisk_run_summary_json), and the optimization list again as decided by then. */
 void brisk_run_dir_mark_end(brisk_trainer *t, const brisk_run_summary *sum) {
     if (!t->metrics) return;
     cJSON *o = cJSON_CreateObject(), *s = brisk_run_summary_json(sum, NULL);
@@ -126,6 +126,9 @@ void brisk_run_dir_mark_end(brisk_trainer *t, const brisk_run_summary *sum) {
             cJSON *item = cJSON_DetachItemViaPointer(s, s->child);
             if (!cJSON_AddItemToObject(o, item->string, item)) cJSON_Delete(item);
         }
+        /* again at the end: what was decided during the run (the CPU's GEMM kernels per shape) */
+        cJSON *opts = brisk_trainer_optimizations(t);
+        if (opts) cJSON_AddItemToObject(o, "optimizations", opts);
         char *line = cJSON_PrintUnformatted(o);
         if (line) fprintf(t->metrics, "%s\n", line);
         free(line);

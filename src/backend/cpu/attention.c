@@ -99,7 +99,7 @@ static void forward_items(const void *vctx, int64_t i0, int64_t i1) {
     for (int64_t it = i0; it < i1; it++) {
         int64_t b = it / c->heads, h = it % c->heads;
         const float *Q = c->qkv + b * T * ld + h * dh, *K = Q + D, *V = Q + 2 * D;
-        cpu_sgemm(NULL, 0, 1, T, T, dh, Q, ld, K, ld, S, T, 0, scratch);
+        cpu_gemm_local(0, 1, T, T, dh, Q, ld, K, ld, S, T, scratch);
         if (it == i0 || h == 0) key_bias(c, b, kb);
         softmax_rows(c, kb, S, c->lse + it * T, NULL);
         if (c->dropout) {
@@ -107,7 +107,7 @@ static void forward_items(const void *vctx, int64_t i0, int64_t i1) {
 #pragma omp simd
             for (int64_t k = 0; k < T * T; k++) S[k] *= F[k];
         }
-        cpu_sgemm(NULL, 0, 0, T, dh, T, S, T, V, ld, c->out + b * T * D + h * dh, D, 0, scratch);
+        cpu_gemm_local(0, 0, T, dh, T, S, T, V, ld, c->out + b * T * D + h * dh, D, scratch);
     }
 }
 
@@ -123,7 +123,7 @@ static void backward_items(const void *vctx, int64_t i0, int64_t i1) {
         const float *Q = c->qkv + b * T * ld + h * dh, *K = Q + D, *V = Q + 2 * D;
         const float *dO = c->dy + b * T * D + h * dh;
         float *dQ = c->dqkv + b * T * ld + h * dh, *dK = dQ + D, *dV = dQ + 2 * D;
-        cpu_sgemm(NULL, 0, 1, T, T, dh, Q, ld, K, ld, P, T, 0, scratch);
+        cpu_gemm_local(0, 1, T, T, dh, Q, ld, K, ld, P, T, scratch);
         if (it == i0 || h == 0) key_bias(c, b, kb);
         softmax_rows(c, kb, P, NULL, c->lse + it * T);
         const float *Pw = P; /* the weights out was made from */
@@ -133,8 +133,8 @@ static void backward_items(const void *vctx, int64_t i0, int64_t i1) {
             for (int64_t k = 0; k < T * T; k++) Pd[k] = P[k] * F[k];
             Pw = Pd;
         }
-        cpu_sgemm(NULL, 1, 0, T, dh, T, Pw, T, dO, D, dV, ld, 0, scratch);  /* dV = Pd^T dO */
-        cpu_sgemm(NULL, 0, 1, T, T, dh, dO, D, V, ld, dP, T, 0, scratch);   /* dPd = dO V^T */
+        cpu_gemm_local(1, 0, T, dh, T, Pw, T, dO, D, dV, ld, scratch);  /* dV = Pd^T dO */
+        cpu_gemm_local(0, 1, T, T, dh, dO, D, V, ld, dP, T, scratch);   /* dPd = dO V^T */
         for (int64_t i = 0; i < T; i++) {
             float *restrict g = dP + i * T;
             const float *restrict pr = P + i * T, *restrict pw = Pw + i * T;
@@ -150,8 +150,8 @@ static void backward_items(const void *vctx, int64_t i0, int64_t i1) {
                 for (int64_t j = 0; j < T; j++) g[j] = pr[j] * (g[j] - di) * sc;
             }
         }
-        cpu_sgemm(NULL, 0, 0, T, dh, T, dP, T, K, ld, dQ, ld, 0, scratch); /* dQ = dS K */
-        cpu_sgemm(NULL, 1, 0, T, dh, T, dP, T, Q, ld, dK, ld, 0, scratch); /* dK = dS^T Q */
+        cpu_gemm_local(0, 0, T, dh, T, dP, T, K, ld, dQ, ld, scratch); /* dQ = dS K */
+        cpu_gemm_local(1, 0, T, dh, T, dP, T, Q, ld, dK, ld, scratch); /* dK = dS^T Q */
     }
 }
 

@@ -97,12 +97,30 @@ void cpu_sgemm(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t N, i
 /* The same product through the BLAS when built with one (returns 0 if not). */
 int cpu_sgemm_blas(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                    const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
-/* The backend's choice between the two, by shape (see the rule in matmul.c). */
+/* The first of the bands that cpu_sgemm (blas 0) or cpu_sgemm_blas (1) cut this product
+ * into, over the first min(K, kmax) of K only, on this thread; returns the number of bands.
+ * What a thread of either runs per chunk, at a fraction of the cost: gemm_choice.c times
+ * this. C's band gets that partial product. */
+int cpu_sgemm_one_band(int blas, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, int64_t kmax,
+                       const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
+                       float *scratch);
+/* The compiled rule between the two (the fixed mode of gemm_choice.c). */
 int cpu_sgemm_use_blas(int64_t M, int64_t N, int64_t K);
-/* C = op(A) op(B) as MATMUL computes it: BLAS or brisk's own by that rule, on the
+/* C = op(A) op(B) as MATMUL computes it: BLAS or brisk's own by cpu_gemm_choose_blas, on the
  * backend's threads and scratch (call it outside any parallel region). */
 void cpu_gemm(cpu_backend *cb, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
               int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc);
+/* gemm_choice.c: 1 when C = op(A) op(B) of this shape and these leading dims should run
+ * on the BLAS, 0 for brisk's own sgemm. The first call for a shape may time both kernels
+ * on these operands (overwriting C); scratch: cpu_sgemm_scratch_floats() for this thread,
+ * or NULL to allocate. Safe from any thread. */
+int cpu_gemm_choose_blas(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
+                         int64_t ldb, float *C, int64_t ldc, float *scratch);
+void cpu_gemm_choice_reset(void); /* tests: forget all decisions */
+/* The same product on the calling thread alone (inside a parallel chunk: attention's
+ * per-head products), by the per-shape choice; scratch: this thread's. */
+void cpu_gemm_local(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                    const float *B, int64_t ldb, float *C, int64_t ldc, float *scratch);
 /* op(B) [K, N] packed once for many products with the same B (a recurrent weight,
  * applied at every time step), then products on the calling thread with it: the same
  * arithmetic, element for element, as cpu_sgemm. packed: cpu_sgemm_packed_b_floats(),

@@ -13,7 +13,8 @@
  * pool one at a time, the bands fixed by the shape: every element of C is computed by
  * one thread in the same order, so the result does not depend on timing.
  *
- * BLAS or own, per shape: see cpu_sgemm_use_blas() below. */
+ * BLAS or own, per shape: timed once per shape by gemm_choice.c; cpu_sgemm_use_blas()
+ * below is the fixed rule it falls back to. */
 #include "backend/cpu/cpu_internal.h"
 
 #include <stdlib.h>
@@ -451,6 +452,19 @@ void cpu_sgemm_epi(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t 
     free(own);
 }
 
+int cpu_sgemm_one_band(int blas, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, int64_t kmax,
+                       const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
+                       float *scratch) {
+    if (M <= 0 || N <= 0) return 0;
+    int nb = gemm_bands(M, N, K);
+    int64_t m0, m1, n0, n1;
+    if (!band_split(M, N, nb, 0, &m0, &m1, &n0, &n1)) return nb;
+    if (K > kmax) K = kmax;
+    if (blas) blas_band(trans_a, trans_b, m0, m1, n0, n1, K, A, lda, B, ldb, C, ldc);
+    else sgemm_band(trans_a, trans_b, m0, m1, n0, n1, K, A, lda, B, ldb, C, ldc, 0, scratch);
+    return nb;
+}
+
 size_t cpu_sgemm_packed_b_floats(int64_t K, int64_t N) { return (size_t)(K * n_strips_cols(N)) + 64; }
 
 void cpu_sgemm_pack_b(int trans_b, int64_t K, int64_t N, const float *B, int64_t ldb, float *packed) {
@@ -541,9 +555,7 @@ static void batched_range(const void *vctx, int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; i++) {
         const float *a = j->A + i * j->sa, *b = j->B + i * j->sb;
         float *c = j->C + i * j->M * j->N;
-        if (!cpu_sgemm_use_blas(j->M, j->N, j->K) ||
-            !cpu_sgemm_blas(NULL, j->ta, j->tb, j->M, j->N, j->K, a, j->lda, b, j->ldb, c, j->N))
-            cpu_sgemm(NULL, j->ta, j->tb, j->M, j->N, j->K, a, j->lda, b, j->ldb, c, j->N, 0, scratch);
+        cpu_gemm_local(j->ta, j->tb, j->M, j->N, j->K, a, j->lda, b, j->ldb, c, j->N, scratch);
     }
 }
 
@@ -590,14 +602,22 @@ brisk_status cpu_matmul(cpu_backend *cb, const brisk_graph *g, int id, const voi
 
 void cpu_gemm(cpu_backend *cb, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
               int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc) {
-    if (!cpu_sgemm_use_blas(M, N, K) || !cpu_sgemm_blas(cb->pool, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc))
-        cpu_sgemm(cb->pool, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, 0, cb->gemm_scratch);
+    cpu_gemm_epi(cb, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, NULL);
 }
 
+/* the same kernel choice as an unfused MATMUL, so fused and unfused results agree bit for bit */
 void cpu_gemm_epi(cpu_backend *cb, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
                   int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, const cpu_epilogue *epi) {
-    if (!cpu_sgemm_use_blas(M, N, K) || !cpu_sgemm_blas(cb->pool, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc))
+    if (!cpu_gemm_choose_blas(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, cb->gemm_scratch) ||
+        !cpu_sgemm_blas(cb->pool, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc))
         cpu_sgemm_epi(cb->pool, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, 0, cb->gemm_scratch, epi);
     else if (epi && M > 0 && N > 0)
         cpu_epilogue_apply(epi, C, ldc, 0, M, 0, N);
+}
+
+void cpu_gemm_local(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                    const float *B, int64_t ldb, float *C, int64_t ldc, float *scratch) {
+    if (!cpu_gemm_choose_blas(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, scratch) ||
+        !cpu_sgemm_blas(NULL, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc))
+        cpu_sgemm(NULL, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, 0, scratch);
 }
