@@ -31,8 +31,6 @@ typedef struct brisk_dist_bucket {
  * provisional: a shared machine). */
 #define BRISK_DIST_BUCKET_BYTES_DEFAULT ((int64_t)64 << 10)
 #define BRISK_DIST_TIMEOUT_DEFAULT 300.0
-/* dist.overlap auto: 1 when the overlapped CPU all-reduce measured faster (bench/DIST_NOTES.md) */
-#define BRISK_DIST_OVERLAP_DEFAULT 1
 
 /* Whether this build has MPI. */
 int brisk_dist_have_mpi(void);

@@ -149,7 +149,8 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"dist.bucket_mb", "several ranks: MiB of gradients per all-reduce bucket (default 1/16: measured, bench/DIST_NOTES.md)"},
     {"dist.timeout_s", "several ranks: seconds a collective may wait before the run fails naming the missing rank"},
     {"dist.overlap", "several ranks, CPU: auto|on|off, the gradient all-reduce on a communication thread while "
-                     "backward runs (on) or after it (off); auto: measured, bench/DIST_NOTES.md"},
+                     "backward runs (on) or after it (off), the same bits; auto: the two timed in turn over the first steps "
+                     "(16 each, after 3), every rank keeping the faster"},
     {"dist.shard_optimizer", "several ranks: ZeRO-1, each rank keeps and updates the optimizer moments of its shard only"},
     {"log.tensorboard", "write a TensorBoard event file (events.out.tfevents.*) into train.out_dir: the scalars of metrics.jsonl, the config, the optimization report"},
     {"log.histogram_every", "also histograms of every parameter every N optimizer steps in the event file; 0: off"},

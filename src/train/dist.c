@@ -19,6 +19,7 @@
  * scaler decides by the all-reduced norm, alike on every rank. Never run on a GPU. */
 #include <math.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,10 +115,12 @@ static brisk_status setup_overlap(brisk_trainer *t, const char **why, brisk_erro
     brisk_overlap_mode mode = t->cfg.dist.overlap;
     int device = t->be->loss_log != NULL;
     *why = NULL;
-    /* auto: on the CPU what measured faster; on a device after backward until the NCCL
-     * stream path has run on several GPUs (it never has) */
-    if (mode == BRISK_OVERLAP_AUTO)
-        mode = BRISK_DIST_OVERLAP_DEFAULT && !device ? BRISK_OVERLAP_ON : BRISK_OVERLAP_OFF;
+    /* auto: on a device after backward until the NCCL stream path has run on several GPUs
+     * (it never has). On the CPU timed per run: MPI's shared-memory all-reduce is CPU work, and
+     * on the 2-core machine idle after backward was faster (tabular 4.8 vs 5.3-5.6 ms/step,
+     * diffusion 1.2 vs 1.9-2.1), loaded overlapped was (tabular 7 vs 21): bench/DIST_NOTES.md */
+    if (mode == BRISK_OVERLAP_AUTO && device) return (*why = "after backward (dist.overlap auto on a GPU)", BRISK_OK);
+    if (mode == BRISK_OVERLAP_AUTO) t->trial = 1, t->trial_step = -3; /* warm-up steps before the timed ones */
     if (mode == BRISK_OVERLAP_OFF) return (*why = "after backward (dist.overlap off)", BRISK_OK);
     if (t->shard) return (*why = "after backward (ZeRO-1 reduce-scatters the whole arena)", BRISK_OK);
     if (device && (!t->be->grad_bucket_ready || !t->be->grad_buckets_join))
@@ -149,12 +152,51 @@ static brisk_status setup_overlap(brisk_trainer *t, const char **why, brisk_erro
 
 void brisk_dist_overlap_begin_step(brisk_trainer *t, int micro) {
     int last = micro == t->cfg.train.accumulate - 1;
-    brisk_exec_arm_grad_hook(t->ex, t->overlap && last);
-    if (t->overlap && last) brisk_dist_overlap_begin(t->overlap, "gradient all-reduce", t->step + 1);
+    /* the trial's odd steps reduce after backward */
+    int timed = t->overlap && t->trial && t->trial_step >= 0;
+    t->overlap_now = t->overlap && last && !(timed && t->trial_step % 2);
+    if (last && timed) t->trial_t0 = brisk_now();
+    brisk_exec_arm_grad_hook(t->ex, t->overlap_now);
+    if (t->overlap_now) brisk_dist_overlap_begin(t->overlap, "gradient all-reduce", t->step + 1);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* dist.overlap auto: the last micro-batch's forward and backward plus the all-reduce timed,
+ * overlapped and not in turn; once both have BRISK_OVERLAP_TRIAL steps, every rank keeps the
+ * mode with the smaller mean of the ranks' medians (a collective: same step on every rank) */
+static brisk_status overlap_trial(brisk_trainer *t, int64_t step, brisk_error *err) {
+    if (!t->overlap || !t->trial) return BRISK_OK;
+    if (t->trial_step < 0) return (t->trial_step++, BRISK_OK);
+    int mode = t->trial_step % 2;
+    if (t->trial_n[mode] < BRISK_OVERLAP_TRIAL) t->trial_ms[mode][t->trial_n[mode]++] = 1e3 * (brisk_now() - t->trial_t0);
+    t->trial_step++;
+    if (t->trial_n[0] < BRISK_OVERLAP_TRIAL || t->trial_n[1] < BRISK_OVERLAP_TRIAL) return BRISK_OK;
+    t->trial = 0;
+    double med[2];
+    for (int m = 0; m < 2; m++) {
+        qsort(t->trial_ms[m], BRISK_OVERLAP_TRIAL, sizeof(double), cmp_double);
+        med[m] = 0.5 * (t->trial_ms[m][BRISK_OVERLAP_TRIAL / 2 - 1] + t->trial_ms[m][BRISK_OVERLAP_TRIAL / 2]);
+    }
+    brisk_status st = brisk_dist_allreduce_sum(t->dist, med, 2, "dist.overlap trial", step, err);
+    if (st) return st;
+    int keep = med[0] <= med[1];
+    brisk_log(&t->log, BRISK_LOG_INFO, "dist      all-reduce %s: %.3f ms overlapped vs %.3f ms after backward "
+              "(dist.overlap auto: median of %d steps each, mean of the ranks)", keep ? "overlapped with backward"
+              : "after backward", med[0] / t->world, med[1] / t->world, BRISK_OVERLAP_TRIAL);
+    if (!keep) {
+        brisk_dist_overlap_free(t->overlap);
+        t->overlap = NULL, t->ex->grad_user = NULL;
+    }
+    return BRISK_OK;
 }
 
 brisk_status brisk_dist_overlap_finish(brisk_trainer *t, int failed, brisk_error *err) {
-    if (!t->overlap) return BRISK_OK;
+    if (!t->overlap_now) return BRISK_OK;
+    t->overlap_now = 0;
     brisk_exec_arm_grad_hook(t->ex, 0);
     int reduced = 0;
     brisk_error e2 = {0};
@@ -268,9 +310,10 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_dat
     }
     const char *after = NULL;
     if ((ss = setup_overlap(t, &after, err))) return ss;
-    char reduce_txt[96];
+    char reduce_txt[160];
     snprintf(reduce_txt, sizeof reduce_txt, "%s",
-             t->overlap          ? "overlapped with backward (a communication thread)"
+             t->overlap && t->trial ? "overlapped with backward or after it, whichever the first steps time faster"
+             : t->overlap           ? "overlapped with backward (a communication thread)"
              : t->device_overlap ? "overlapped with backward (NCCL on its own stream)"
              : after             ? after
                                  : "after backward");
@@ -325,10 +368,12 @@ brisk_status brisk_dist_step_update(brisk_trainer *t, float lr, int K, brisk_err
     if (t->world == 1) return brisk_optimizer_step(o, step, lr, K, err);
     if (t->grads_averaged) { /* by the communication thread, during backward */
         t->grads_averaged = 0;
+        if ((st = overlap_trial(t, step, err))) return st;
         return brisk_optimizer_step(o, step, lr, K, err);
     }
     if (!t->shard) {
-        if ((st = brisk_dist_allreduce_mean(t->dist, ex->grads, n, t->buckets, t->n_buckets, "gradient all-reduce", step, err)))
+        if ((st = brisk_dist_allreduce_mean(t->dist, ex->grads, n, t->buckets, t->n_buckets, "gradient all-reduce", step, err)) ||
+            (st = overlap_trial(t, step, err)))
             return st;
         return brisk_optimizer_step(o, step, lr, K, err);
     }

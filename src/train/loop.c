@@ -438,8 +438,8 @@ out:
                      "rank by a ring", arena_mib, (long long)t->n_buckets, brisk_dist_ring_bytes(arena_mib, t->world));
         if (t->overlap_steps > 0) /* the communication thread's timeline: how much of it backward hid */
             snprintf(overlap_txt + strlen(overlap_txt), sizeof overlap_txt - strlen(overlap_txt),
-                     "; all-reduce %.2f ms/step, %.0f%% of it before the step waited for it",
-                     1e3 * t->overlap_comm_s / (double)t->overlap_steps,
+                     "; all-reduce %.2f ms/step in %lld overlapped steps, %.0f%% of it before the step waited for it",
+                     1e3 * t->overlap_comm_s / (double)t->overlap_steps, (long long)t->overlap_steps,
                      t->overlap_comm_s > 0 ? 100.0 * t->overlap_hidden_s / t->overlap_comm_s : 0.0);
         if (t->world > 1)
             snprintf(ranks_txt, sizeof ranks_txt, " (%d ranks, %.0f per rank; %lld collectives, %.2f s waiting in them%s)",

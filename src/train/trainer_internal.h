@@ -10,6 +10,8 @@
 #include "brisk/train.h"
 #include "train/tboard.h"
 
+#define BRISK_OVERLAP_TRIAL 16 /* timed steps per mode (dist.overlap auto, CPU) */
+
 struct brisk_trainer {
     brisk_config cfg;
     brisk_logger log;
@@ -110,6 +112,11 @@ struct brisk_trainer {
     double overlap_comm_s, overlap_hidden_s; /* summed over overlap_steps: first bucket started
                                    to last done, and the part of it before backward ended */
     int64_t overlap_steps;
+    /* dist.overlap auto on the CPU: the first steps after a warm-up alternate overlapped and
+     * after-backward (the same bits), and the ranks keep the faster by their mean median */
+    int overlap_now;           /* this step's buckets go to the communication thread */
+    int trial, trial_step, trial_n[2]; /* trial: 1 while timing; trial_step from -3 (warm-up) */
+    double trial_t0, trial_ms[2][BRISK_OVERLAP_TRIAL];
     int device_overlap;        /* dist.overlap on a device: buckets issued on its NCCL stream */
     brisk_dist_bucket *overlap_buckets; /* device: the buckets in the order backward completes them */
     int overlap_told;          /* device: buckets issued so far in this backward */

@@ -164,6 +164,15 @@ overlap)
     --shard-optimizer >o3.log 2>&1 || { cat o3.log; exit 1; }
   grep -q "after backward (ZeRO-1" o3.log && ok "ZeRO-1: the log says the reduce-scatter runs after backward" \
     || { fail "ZeRO-1 log"; grep dist o3.log; }
+  # auto: 3 warm-up steps, then 16 overlapped and 16 after backward in turn; every rank keeps the faster
+  "${mpirun[@]}" "$brisk" train "$tab" "${tb[@]}" --max-steps 40 --device cpu --threads 1 --log-every 1 --out o4 \
+    >o4.log 2>&1 || { cat o4.log; exit 1; }
+  grep -q "whichever the first steps time faster" o4.log && [ "$(grep -c "dist.overlap auto: median of 16 steps each" o4.log)" = 1 ] \
+    && ok "dist.overlap auto: timed both ways, one decision: $(grep -o 'all-reduce [a-z ]*: [0-9.]* ms overlapped vs [0-9.]* ms' o4.log)" \
+    || { fail "dist.overlap auto log"; grep -i "backward" o4.log; }
+  two "$tab" "${tb[@]}" --max-steps 40 --out o5 $off || exit 1
+  check "tabular, dist.overlap auto = after backward: losses" cmp_losses o4 o5 --exact --steps 40
+  check "tabular, dist.overlap auto = after backward: weights and moments" "$wdiff" o4/last.safetensors o5/last.safetensors 0
   ;;
 shard)
   "$brisk" synth tabular data/tabular.npz --samples 8192 >/dev/null || exit 1
