@@ -7,6 +7,7 @@
 #include "cpu_test_util.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 typedef struct { int ta, tb; int64_t M, N, K; } gshape;
@@ -181,12 +182,52 @@ static void test_kernels_agree(void) {
     }
 }
 
+/* Two runs that timed one new shape at once (MPI ranks, parallel tests) and decided apart both
+ * take the key's first line in the file, which every later run reads too. */
+static void test_first_line_wins(void) {
+    setup();
+    operands o0 = make(&shapes[0]);
+    choose(&shapes[0], &o0); /* loads the (empty) cache, writes a header and one line */
+    drop(&o0);
+    FILE *f = fopen(cache, "r");
+    REQUIRE(f);
+    char line[1024] = "", prefix[1024] = "";
+    while (fgets(line, sizeof line, f) && line[0] == '#') {}
+    fclose(f);
+    char *bar = strrchr(line, '|');
+    REQUIRE(bar);
+    memcpy(prefix, line, (size_t)(bar - line + 1));
+    /* "another run" decides shapes 1-6 after this one loaded the file, the BLAS and own in turn
+     * (so that this run's own timing cannot agree with all of them by chance) */
+    f = fopen(cache, "a");
+    REQUIRE(f);
+    for (int i = 1; i < NS - 1; i++) {
+        operands o = make(&shapes[i]);
+        fprintf(f, "%s%d %d %lld %lld %lld %lld %lld %lld\t%s\n", prefix, shapes[i].ta, shapes[i].tb,
+                (long long)shapes[i].M, (long long)shapes[i].N, (long long)shapes[i].K, (long long)o.lda,
+                (long long)o.ldb, (long long)o.ldc, i % 2 ? "blas" : "own");
+        drop(&o);
+    }
+    fclose(f);
+    for (int i = 1; i < NS - 1; i++) {
+        operands o = make(&shapes[i]);
+        CHECKF(choose(&shapes[i], &o) == i % 2, "shape %d: not the file's first line", i);
+        drop(&o);
+    }
+    cpu_gemm_choice_reset(); /* a later run: the same */
+    for (int i = 1; i < NS - 1; i++) {
+        operands o = make(&shapes[i]);
+        CHECK(choose(&shapes[i], &o) == i % 2);
+        drop(&o);
+    }
+}
+
 int main(void) {
     if (!have_blas()) {
         printf("skipped: built without a BLAS\n");
         return 77;
     }
-    t_case c[] = {T(test_choice_made_cached_reread), T(test_forced), T(test_kernels_agree)};
+    t_case c[] = {T(test_choice_made_cached_reread), T(test_first_line_wins), T(test_forced), T(test_kernels_agree)};
     int rc = t_run(c, (int)(sizeof c / sizeof c[0]));
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

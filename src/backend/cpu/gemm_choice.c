@@ -23,7 +23,9 @@
  * model and the build (brisk commit, SIMD level, OpenBLAS's build): a later run reads
  * them and makes the same choices without timing. Appending one short line per new shape
  * (O_APPEND) keeps concurrent runs from clobbering each other; for a key found twice the
- * first line wins. Without a cache file that can be written (speed.autotune_cache "-", no
+ * first line wins, also for the run that wrote a later one: it re-reads the file after
+ * appending and takes the first (MPI ranks or parallel runs timing one new shape at once
+ * would otherwise each keep their own). Without a cache file that can be written (speed.autotune_cache "-", no
  * HOME, a read-only folder) a shape not already in it takes the fixed rule, untimed: two runs
  * that each timed afresh could choose differently under load and differ in the last bits
  * (tests/api/same_losses.sh compares a CLI and an API run of one config bit for bit).
@@ -156,6 +158,7 @@ static void make_prefix(void) {
 
 static void load_cache(void) {
     cache_loaded = 1;
+    free(file_keys), file_keys = NULL, n_file_keys = 0;
     if (!prefix[0]) make_prefix();
     if (!path_set) default_cache_path(NULL), path_set = 1;
     if (!cache_path[0]) return;
@@ -282,6 +285,17 @@ static int time_both(int ta, int tb, int64_t M, int64_t N, int64_t K, const floa
     return median(blas, n) < median(own, n);
 }
 
+/* the key's first line in the cache file: 1 blas, 0 own, -1 none */
+static int file_choice(int ta, int tb, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb, int64_t ldc) {
+    for (int i = 0; i < n_file_keys; i++) {
+        const cached *c = &file_keys[i];
+        if (c->ta == ta && c->tb == tb && c->M == M && c->N == N && c->K == K && c->lda == lda && c->ldb == ldb &&
+            c->ldc == ldc)
+            return c->blas;
+    }
+    return -1;
+}
+
 int cpu_gemm_choose_blas(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
                          int64_t ldb, float *C, int64_t ldc, float *scratch) {
     if (!BRISK_HAVE_BLAS) return 0;
@@ -316,13 +330,7 @@ int cpu_gemm_choose_blas(int ta, int tb, int64_t M, int64_t N, int64_t K, const 
         pthread_mutex_unlock(&lock);
         return cpu_sgemm_use_blas(M, N, K);
     }
-    int blas = -1;
-    for (int i = 0; i < n_file_keys && blas < 0; i++) {
-        const cached *c = &file_keys[i];
-        if (c->ta == ta && c->tb == tb && c->M == M && c->N == N && c->K == K && c->lda == lda && c->ldb == ldb &&
-            c->ldc == ldc)
-            blas = c->blas;
-    }
+    int blas = file_choice(ta, tb, M, N, K, lda, ldb, ldc);
     slot->ta = ta, slot->tb = tb, slot->M = M, slot->N = N, slot->K = K;
     slot->lda = lda, slot->ldb = ldb, slot->ldc = ldc;
     if (blas >= 0) {
@@ -339,6 +347,12 @@ int cpu_gemm_choose_blas(int ta, int tb, int64_t M, int64_t N, int64_t K, const 
         stats.tune_ms += (thread_ns() - t0) * 1e-6;
         slot->blas = blas;
         append_cache(slot);
+        /* runs that timed the same new shape at once (MPI ranks, parallel tests) may have
+         * decided apart: all of them take the key's first line in the file, so that every
+         * later run, which reads that line, computes with the same kernel */
+        load_cache();
+        int first = file_choice(ta, tb, M, N, K, lda, ldb, ldc);
+        if (first >= 0) blas = first;
     }
     slot->blas = blas;
     stats.shapes++;
