@@ -157,7 +157,8 @@ static void test_throttle_under_stall(void) {
     /* the stall stops: after the pause a probe window finds the workers worth it again */
     atomic_store(&c.stall, 0);
     int64_t t0 = mono_ns();
-    while (cpu_pool_get_stats(p).recoveries == s.recoveries && mono_ns() - t0 < 20000000000LL) /* long: ctest may load the CPUs */
+    /* 20 s: ctest may load the CPUs with other tests meanwhile */
+    while (cpu_pool_get_stats(p).recoveries == s.recoveries && mono_ns() - t0 < 20000000000LL)
         same &= run_stall_job(p, &c, want);
     cpu_pool_stats r = cpu_pool_get_stats(p);
     CHECKF(r.recoveries > s.recoveries, "no recovery within 20 s of the stall's end (%lld jobs, %lld alone)",
