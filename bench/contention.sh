@@ -70,7 +70,7 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 def get(w, c, impl):
     return next((r for r in rows if r["workload"] == w and r["case"] == c and r["impl"] == impl), None)
 print(f"{'workload':<12}{'case':<9}{'impl':<6}{'step med':>10}{'step max':>10}{'epoch med':>11}{'epoch max':>11}"
-      f"{'x idle':>8}{'max/med':>9}{'torch/brisk':>12}")
+      f"{'x idle':>8}{'max/med':>9}{'torch/brisk':>12}{'alone':>7}")
 for w in dict.fromkeys(r["workload"] for r in rows):
     idle = {}
     for c in ("idle", "pinned1", "busy2"):
@@ -85,8 +85,10 @@ for w in dict.fromkeys(r["workload"] for r in rows):
             tb = (statistics.median(other["epoch_s"]) / em) if impl == "brisk" and other and em else None
             print(f"{w:<12}{c:<9}{impl:<6}{r['ms_per_step_median']:>8.3f}ms{r['ms_per_step_max']:>8.2f}ms"
                   f"{em:>10.3f}s{ex:>10.3f}s{ratio:>7.2f}x{ex / em if em else 0:>8.2f}x"
-                  + (f"{tb:>11.2f}x" if tb else ""))
+                  + (f"{tb:>11.2f}x" if tb else "")
+                  + (f"{100 * r['pool_alone']:>6.0f}%" if r.get("pool_alone", -1) >= 0 else ""))
 print("(x idle: median epoch over the idle one; max/med: worst epoch over the median; "
-      "torch/brisk: PyTorch's median epoch over brisk's, same load)")
+      "torch/brisk: PyTorch's median epoch over brisk's, same load; alone: brisk's parallel jobs its pool "
+      "ran on the calling thread alone, throttled because workers were descheduled)")
 PY
 rm -f "$log"

@@ -583,6 +583,11 @@ brisk_backend *brisk_backend_cpu_new(int threads); /* threads 0: OpenMP's defaul
  * prepared executor ("" on another backend). */
 void brisk_backend_cpu_set_fuse(brisk_backend *be, int on);
 void brisk_backend_cpu_fusions(const brisk_backend *be, char *buf, size_t n);
+/* When the CPU thread pool ran jobs on the calling thread alone because waiting for
+ * descheduled workers cost more than they gained (other programs held the cores): the
+ * share of its parallel jobs it ran alone (0 to 1; -1 on another backend or with one
+ * thread), and a few words for a report in buf ("" when it never throttled). */
+double brisk_backend_cpu_pool_note(const brisk_backend *be, char *buf, size_t n);
 
 /* The CPU backend's GEMM kernel per shape (src/backend/cpu/gemm_choice.c), process-wide:
  * auto times brisk's own sgemm against the BLAS the first time a shape is seen and keeps

@@ -484,6 +484,8 @@ out:
             char gemm[600];
             brisk_cpu_gemm_describe(gemm, sizeof gemm);
             brisk_log(&t->log, BRISK_LOG_INFO, "  GEMM kernel       per shape: %s", gemm);
+            if (brisk_backend_cpu_pool_note(t->be, gemm, sizeof gemm) > 0)
+                brisk_log(&t->log, BRISK_LOG_INFO, "  CPU pool          %s", gemm);
         }
         if (sum->best_epoch && sum->best.classes) brisk_metrics_log(&sum->best, &t->log);
         brisk_run_dir_mark_end(t, sum);

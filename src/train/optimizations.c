@@ -90,6 +90,7 @@ cJSON *brisk_trainer_optimizations(const brisk_trainer *t) {
         brisk_cpu_gemm_stats gs;
         brisk_cpu_gemm_get_stats(&gs);
         brisk_cpu_gemm_describe(buf, sizeof buf);
+        if (brisk_backend_cpu_pool_note(t->be, buf, sizeof buf) > 0) item(list, "CPU pool throttle", "on", buf);
         item(list, "GEMM kernel per shape", gs.mode == BRISK_CPU_GEMM_AUTO && strstr(buf, "without a BLAS") == NULL
                                                 ? "on" : "off", buf);
     }

@@ -2,7 +2,9 @@
 /* brisk's CPU thread pool (backend/cpu/pool.c): every chunk runs exactly once, on a
  * worker index in range, for many jobs in a row (the generation hand-off), nested
  * calls run inline, and a pool with more threads than CPUs, or one whose workers
- * were never woken before it is freed, still finishes. */
+ * were never woken before it is freed, still finishes; and the throttle: a worker made
+ * slow (descheduled, as on a busy machine) sends the pool to the caller alone, it
+ * comes back when the stall stops, and the results never change. */
 #include "backend/cpu/pool.h"
 #include "test.h"
 
@@ -104,8 +106,69 @@ static void test_oversubscribed_and_sleeping(void) {
     for (int k = 0; k < 20; k++) cpu_pool_free(cpu_pool_new(4)); /* workers that never ran a job */
 }
 
+typedef struct stall_ctx {
+    _Atomic int stall;       /* workers (not the caller) sleep STALL_NS in each chunk */
+    double out[16];
+} stall_ctx;
+
+#define STALL_NS 3000000
+
+static int64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ~10 us of arithmetic per item, the size of a step's small GEMMs */
+static void stall_range(const void *vctx, int64_t i0, int64_t i1) {
+    stall_ctx *c = (stall_ctx *)vctx;
+    if (cpu_worker_id() != 0 && atomic_load(&c->stall)) {
+        struct timespec ts = {0, STALL_NS};
+        nanosleep(&ts, NULL);
+    }
+    for (int64_t i = i0; i < i1; i++) {
+        double x = (double)i + 0.5;
+        for (int k = 0; k < 4000; k++) x = x * 0.999999 + 1e-3 / (x + k);
+        c->out[i] = x;
+    }
+}
+
+static int run_stall_job(cpu_pool *p, stall_ctx *c, const double *want) {
+    memset(c->out, 0, sizeof c->out);
+    cpu_pool_run(p, 16, 1, stall_range, c);
+    return memcmp(c->out, want, sizeof c->out) == 0;
+}
+
+static void test_throttle_under_stall(void) {
+    static stall_ctx c;
+    double want[16];
+    cpu_pool_run(NULL, 16, 1, stall_range, &c);
+    memcpy(want, c.out, sizeof want);
+    cpu_pool *p = cpu_pool_new(2);
+    REQUIRE(p);
+    int same = 1;
+    /* stalled workers: a 100 us job would take 3 ms with them, so the caller goes alone */
+    atomic_store(&c.stall, 1);
+    for (int64_t t0 = mono_ns(); mono_ns() - t0 < 300000000;) same &= run_stall_job(p, &c, want);
+    cpu_pool_stats s = cpu_pool_get_stats(p);
+    CHECKF(s.throttles >= 1, "no throttle under a stall (%lld jobs)", (long long)s.jobs);
+    CHECKF(s.solo_jobs * 2 > s.jobs, "only %lld of %lld jobs alone under a stall", (long long)s.solo_jobs,
+           (long long)s.jobs);
+    /* the stall stops: after the pause a probe window finds the workers worth it again */
+    atomic_store(&c.stall, 0);
+    int64_t t0 = mono_ns();
+    /* 20 s: ctest may load the CPUs with other tests meanwhile */
+    while (cpu_pool_get_stats(p).recoveries == s.recoveries && mono_ns() - t0 < 20000000000LL)
+        same &= run_stall_job(p, &c, want);
+    cpu_pool_stats r = cpu_pool_get_stats(p);
+    CHECKF(r.recoveries > s.recoveries, "no recovery within 20 s of the stall's end (%lld jobs, %lld alone)",
+           (long long)(r.jobs - s.jobs), (long long)(r.solo_jobs - s.solo_jobs));
+    CHECK(same); /* alone or not, bit for bit the serial results */
+    cpu_pool_free(p);
+}
+
 int main(void) {
     t_case c[] = {T(test_every_chunk_once), T(test_many_jobs), T(test_nested_inline),
-                  T(test_oversubscribed_and_sleeping)};
+                  T(test_oversubscribed_and_sleeping), T(test_throttle_under_stall)};
     return t_run(c, (int)(sizeof c / sizeof c[0]));
 }

@@ -13,6 +13,7 @@
 #include "backend/cpu/cpu_internal.h"
 
 #include "brisk/system.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -181,6 +182,19 @@ static void cpu_destroy(brisk_backend *be) {
         free(cb);
     }
     free(be);
+}
+
+double brisk_backend_cpu_pool_note(const brisk_backend *be, char *buf, size_t n) {
+    if (n) buf[0] = 0;
+    if (!be || !be->name || strcmp(be->name, "cpu") != 0) return -1;
+    const cpu_backend *cb = be->impl;
+    if (!cb->pool) return -1;
+    cpu_pool_stats s = cpu_pool_get_stats(cb->pool);
+    double share = s.jobs ? (double)s.solo_jobs / (double)s.jobs : 0;
+    if (s.solo_jobs && n)
+        snprintf(buf, n, "ran on 1 of %d threads for %.0f %% of parallel jobs (%lld pauses): other programs held "
+                 "the cores", cb->threads, 100 * share, (long long)s.throttles);
+    return share;
 }
 
 brisk_backend *brisk_backend_cpu_new(int threads) {

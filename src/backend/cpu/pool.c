@@ -21,7 +21,23 @@
  *
  * Waiting: a worker spins for SPIN_NS after its last job (kernels of one step follow
  * each other within microseconds, so an idle-machine step never sleeps), then sleeps on
- * a futex until the next job; the caller waiting for the last chunks does the same. */
+ * a futex until the next job; the caller waiting for the last chunks does the same.
+ *
+ * Throttle: dynamic chunks bound the wait to one claimed chunk, but on a shared machine
+ * that chunk may belong to a worker the kernel has just descheduled (CFS slices are
+ * ms, a step's jobs are ~10 us), and a job of 10 us then takes ms. So the caller
+ * measures, per job, its own time per chunk (an estimate of the job run alone: that
+ * time x chunks) against what the job took in parallel, wait included; when, over a
+ * window of jobs, parallel cost more than running alone would have (or the excess
+ * passes THROTTLE_EXCESS_NS at any point), the caller runs every job alone for a while
+ * (the workers sleep and hand their cores back), then probes with the workers again;
+ * each failed probe doubles the pause, up to THROTTLE_MAX_NS, so a lasting load costs
+ * a probe window per second at most and an idle machine gets its speed back within
+ * that. Alone, the caller runs the same chunks in order: results are unchanged. Why
+ * the whole pool and not a per-job threshold: under a busy machine's load the jobs
+ * that stall are the small ones, which are nearly all of a step's jobs; and why
+ * measured waits and not run-delay counters (schedstat, getrusage): those say a
+ * thread waited for a core, not whether that cost the step anything. */
 #define _GNU_SOURCE
 #include "backend/cpu/pool.h"
 
@@ -48,6 +64,13 @@
  * shared with another program is handed back at once. */
 #define SPIN_NS 40000
 
+/* The throttle (see the header): a window of jobs judged together, the excess wait
+ * that throttles at once, and the first and longest pause before a probe. */
+#define THROTTLE_WINDOW 128
+#define THROTTLE_EXCESS_NS 1000000
+#define THROTTLE_MIN_NS 20000000
+#define THROTTLE_MAX_NS 1000000000
+
 struct cpu_pool {
     int threads;                 /* caller + workers */
     pthread_t *tid;
@@ -63,6 +86,11 @@ struct cpu_pool {
     _Atomic int sleepers;        /* workers in or about to enter futex_wait on gen */
     _Atomic int caller_sleeps;   /* the caller is in or about to enter futex_wait on done */
     _Atomic int stop;
+    /* the throttle: touched only by the caller (runs on one pool are not concurrent) */
+    int64_t solo_until, pause_ns;  /* run alone until solo_until; the next pause */
+    int64_t win_jobs, win_par_ns, win_solo_ns; /* this window: jobs, time in parallel, estimate alone */
+    int probing;                   /* this window follows a pause */
+    cpu_pool_stats stats;
 };
 
 static _Thread_local int tl_worker;    /* this thread's index in the pool running it */
@@ -86,7 +114,8 @@ static int64_t now_ns(void) {
 
 /* Claims and runs chunks of generation g until none is left; the fields were read
  * after the ticket showed g, and a successful claim proves they still belong to g. */
-static void run_chunks(cpu_pool *p, uint32_t g) {
+static int64_t run_chunks(cpu_pool *p, uint32_t g) {
+    int64_t ran = 0;
     uint64_t t = atomic_load_explicit(&p->ticket, memory_order_acquire);
     cpu_chunk_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
     const void *ctx = atomic_load_explicit(&p->ctx, memory_order_relaxed);
@@ -94,7 +123,7 @@ static void run_chunks(cpu_pool *p, uint32_t g) {
     int64_t chunk = atomic_load_explicit(&p->chunk, memory_order_relaxed);
     uint32_t nchunks = atomic_load_explicit(&p->nchunks, memory_order_relaxed);
     for (;;) {
-        if ((uint32_t)(t >> 32) != g || (uint32_t)t >= nchunks) return;
+        if ((uint32_t)(t >> 32) != g || (uint32_t)t >= nchunks) return ran;
         if (!atomic_compare_exchange_weak_explicit(&p->ticket, &t, t + 1, memory_order_acq_rel,
                                                    memory_order_acquire))
             continue;
@@ -102,6 +131,7 @@ static void run_chunks(cpu_pool *p, uint32_t g) {
         tl_in_job = 1;
         fn(ctx, i0, i1);
         tl_in_job = 0;
+        ran++;
         /* seq_cst: the caller stores caller_sleeps, then reads done */
         if (atomic_fetch_add(&p->done, 1) + 1 == nchunks &&
             atomic_load(&p->caller_sleeps))
@@ -140,6 +170,7 @@ cpu_pool *cpu_pool_new(int threads) {
     cpu_pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->threads = threads < 1 ? 1 : threads;
+    p->pause_ns = THROTTLE_MIN_NS;
     if (p->threads > 1) {
         p->tid = calloc((size_t)p->threads, sizeof *p->tid);
         if (!p->tid) { free(p); return NULL; }
@@ -169,11 +200,50 @@ void cpu_pool_free(cpu_pool *p) {
 
 int cpu_pool_threads(const cpu_pool *p) { return p ? p->threads : 1; }
 
+static void throttle(cpu_pool *p, int64_t now) {
+    p->solo_until = now + p->pause_ns;
+    p->pause_ns = p->pause_ns * 2 < THROTTLE_MAX_NS ? p->pause_ns * 2 : THROTTLE_MAX_NS;
+    p->stats.throttles++;
+    p->probing = 1;
+    p->win_jobs = p->win_par_ns = p->win_solo_ns = 0;
+}
+
+/* One parallel job's account: it took par_ns; alone it would have taken about the
+ * caller's time per chunk times the chunks (unknown when the caller ran none). */
+static void throttle_account(cpu_pool *p, int64_t now, int64_t par_ns, int64_t own_ns, int64_t own, int64_t nchunks) {
+    if (own <= 0) return;
+    p->win_jobs++;
+    p->win_par_ns += par_ns;
+    p->win_solo_ns += own_ns * nchunks / own;
+    if (p->win_par_ns - p->win_solo_ns > THROTTLE_EXCESS_NS) {
+        throttle(p, now);
+    } else if (p->win_jobs >= THROTTLE_WINDOW) {
+        if (p->win_par_ns > p->win_solo_ns) {
+            throttle(p, now);
+            return;
+        }
+        if (p->probing) p->stats.recoveries++;
+        p->probing = 0;
+        p->pause_ns = THROTTLE_MIN_NS;
+        p->win_jobs = p->win_par_ns = p->win_solo_ns = 0;
+    }
+}
+
 void cpu_pool_run(cpu_pool *p, int64_t n, int64_t chunk, cpu_chunk_fn fn, const void *ctx) {
     if (n <= 0) return;
     if (chunk < 1) chunk = 1;
     int64_t nchunks = (n + chunk - 1) / chunk;
-    if (!p || p->threads <= 1 || nchunks <= 1 || tl_in_job || nchunks > UINT32_MAX / 2) {
+    int64_t t0 = 0;
+    int eligible = p && p->threads > 1 && nchunks > 1 && !tl_in_job && nchunks <= UINT32_MAX / 2;
+    if (eligible) {
+        p->stats.jobs++;
+        t0 = now_ns();
+        if (t0 < p->solo_until) {
+            p->stats.solo_jobs++;
+            eligible = 0;
+        }
+    }
+    if (!eligible) {
         /* the same chunks, in order, on this thread: the same results */
         for (int64_t k = 0; k < nchunks; k++) fn(ctx, k * chunk, (k + 1) * chunk < n ? (k + 1) * chunk : n);
         return;
@@ -193,18 +263,29 @@ void cpu_pool_run(cpu_pool *p, int64_t n, int64_t chunk, cpu_chunk_fn fn, const 
     if (atomic_load(&p->sleepers) > 0) futex_wake(&p->gen, p->threads - 1);
     int saved = tl_worker;
     tl_worker = 0;
-    run_chunks(p, g);
+    int64_t own = run_chunks(p, g);
     tl_worker = saved;
+    int64_t t1 = now_ns();
     uint32_t d = atomic_load_explicit(&p->done, memory_order_acquire);
-    if (d == nchunks) return;
-    int64_t t0 = now_ns();
+    if (d == nchunks) {
+        throttle_account(p, t1, t1 - t0, t1 - t0, own, nchunks);
+        return;
+    }
     for (int i = 1; (d = atomic_load_explicit(&p->done, memory_order_acquire)) != nchunks; i++) {
         CPU_RELAX();
-        if ((i & 63) == 0 && now_ns() - t0 > SPIN_NS) {
+        if ((i & 63) == 0 && now_ns() - t1 > SPIN_NS) {
             atomic_store(&p->caller_sleeps, 1);
             d = atomic_load(&p->done);
             if (d != nchunks) futex_wait(&p->done, d);
             atomic_store(&p->caller_sleeps, 0);
         }
     }
+    int64_t t2 = now_ns();
+    throttle_account(p, t2, t2 - t0, t1 - t0, own, nchunks);
+}
+
+cpu_pool_stats cpu_pool_get_stats(const cpu_pool *p) {
+    cpu_pool_stats s = {0};
+    if (p) s = p->stats;
+    return s;
 }

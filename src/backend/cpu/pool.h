@@ -22,6 +22,14 @@ int cpu_pool_threads(const cpu_pool *p);
  * calls on one pool. */
 void cpu_pool_run(cpu_pool *p, int64_t n, int64_t chunk, cpu_chunk_fn fn, const void *ctx);
 
+/* What the throttle (pool.c) did: parallel jobs asked for, those run by the caller
+ * alone because waiting for descheduled workers cost more than they gained, times it
+ * throttled, and probes after which the workers were worth it again. */
+typedef struct cpu_pool_stats {
+    int64_t jobs, solo_jobs, throttles, recoveries;
+} cpu_pool_stats;
+cpu_pool_stats cpu_pool_get_stats(const cpu_pool *p);
+
 /* The index, 0 .. threads - 1, of the calling thread in the pool whose chunk it is
  * running (the caller of cpu_pool_run is 0): for per-thread scratch. */
 int cpu_worker_id(void);
