@@ -5,6 +5,7 @@
  * (brisk_threads_resolve) and when it warns. */
 #define _GNU_SOURCE
 #include "brisk/brisk.h"
+#include "model_inputs.h"
 #include "test.h"
 
 #include <pthread.h>
@@ -78,22 +79,7 @@ static int train(int which, int threads, run_out *o) {
         return -1;
     }
     void *data[BRISK_MAX_FIELDS] = {0};
-    uint32_t key[2] = {3, 0};
-    for (int f = 0; f < io.n_fields; f++) {
-        const brisk_input_info *in = &g->inputs[io.input_node[f]];
-        int64_t n = brisk_shape_numel(&in->shape);
-        data[f] = malloc(in->bytes);
-        for (int64_t i = 0; i < n; i += 4) {
-            uint32_t ctr[4] = {(uint32_t)(i / 4), (uint32_t)f, 0, 0}, u[4];
-            float nv[4];
-            brisk_philox4x32(ctr, key, u);
-            brisk_philox_normal4(ctr, key, nv);
-            for (int k = 0; k < 4 && i + k < n; k++) {
-                if (in->dtype == BRISK_I32) ((int32_t *)data[f])[i + k] = (int32_t)(u[k] % 3);
-                else ((float *)data[f])[i + k] = nv[k];
-            }
-        }
-    }
+    model_inputs(g, &io, data);
     int rc = 0;
     for (int s = 0; s < STEPS && !rc; s++) {
         for (int f = 0; f < io.n_fields && !rc; f++) rc = brisk_exec_set_input(ex, io.input_node[f], data[f], &err) != 0;

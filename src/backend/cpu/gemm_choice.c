@@ -363,6 +363,15 @@ int cpu_gemm_choose_blas(int ta, int tb, int64_t M, int64_t N, int64_t K, const 
     return blas;
 }
 
+/* the cache file's keys dropped, to be read again when next needed (under the lock) */
+static void forget_file(void) {
+    free(file_keys);
+    file_keys = NULL;
+    n_file_keys = 0;
+    cache_loaded = 0;
+    writable = -1;
+}
+
 void brisk_cpu_gemm_configure(brisk_cpu_gemm_mode m, const char *autotune_cache) {
     pthread_once(&env_once, read_env);
     int e = env_mode();
@@ -372,13 +381,7 @@ void brisk_cpu_gemm_configure(brisk_cpu_gemm_mode m, const char *autotune_cache)
     snprintf(old, sizeof old, "%s", cache_path);
     default_cache_path(autotune_cache);
     path_set = 1;
-    if (strcmp(old, cache_path) != 0) { /* another file: its decisions, read when next needed */
-        free(file_keys);
-        file_keys = NULL;
-        n_file_keys = 0;
-        cache_loaded = 0;
-        writable = -1;
-    }
+    if (strcmp(old, cache_path) != 0) forget_file(); /* another file: its decisions, read when next needed */
     pthread_mutex_unlock(&lock);
 }
 
@@ -432,10 +435,6 @@ void cpu_gemm_choice_reset(void) {
     pthread_mutex_lock(&lock);
     for (int i = 0; i < TABLE_SIZE; i++) atomic_store(&table[i].ready, 0);
     memset(&stats, 0, sizeof stats);
-    free(file_keys);
-    file_keys = NULL;
-    n_file_keys = 0;
-    cache_loaded = 0;
-    writable = -1;
+    forget_file();
     pthread_mutex_unlock(&lock);
 }
