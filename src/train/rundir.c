@@ -91,6 +91,15 @@ brisk_status brisk_run_dir_claim(brisk_trainer *t, brisk_error *err) {
     return BRISK_OK;
 }
 
+/* one metrics.jsonl line: the record with the optimization list as decided so far */
+static void put_with_optimizations(brisk_trainer *t, cJSON *o) {
+    cJSON *opts = brisk_trainer_optimizations(t);
+    if (opts) cJSON_AddItemToObject(o, "optimizations", opts);
+    char *line = cJSON_PrintUnformatted(o);
+    if (line) fprintf(t->metrics, "%s\n", line);
+    free(line);
+}
+
 void brisk_run_dir_mark_start(brisk_trainer *t) {
     if (!t->metrics) return;
     char when[32] = "";
@@ -107,11 +116,7 @@ void brisk_run_dir_mark_start(brisk_trainer *t) {
     cJSON_AddNumberToObject(o, "batch_size", (double)t->cfg.train.batch_size);
     if (t->last_ckpt[0]) cJSON_AddStringToObject(o, "resumed_from", t->last_ckpt);
     else cJSON_AddNullToObject(o, "resumed_from");
-    cJSON *opts = brisk_trainer_optimizations(t);
-    if (opts) cJSON_AddItemToObject(o, "optimizations", opts);
-    char *line = cJSON_PrintUnformatted(o);
-    if (line) fprintf(t->metrics, "%s\n", line);
-    free(line);
+    put_with_optimizations(t, o);
     cJSON_Delete(o);
     fflush(t->metrics);
 }
@@ -126,12 +131,7 @@ void brisk_run_dir_mark_end(brisk_trainer *t, const brisk_run_summary *sum) {
             cJSON *item = cJSON_DetachItemViaPointer(s, s->child);
             if (!cJSON_AddItemToObject(o, item->string, item)) cJSON_Delete(item);
         }
-        /* again at the end: what was decided during the run (the CPU's GEMM kernels per shape) */
-        cJSON *opts = brisk_trainer_optimizations(t);
-        if (opts) cJSON_AddItemToObject(o, "optimizations", opts);
-        char *line = cJSON_PrintUnformatted(o);
-        if (line) fprintf(t->metrics, "%s\n", line);
-        free(line);
+        put_with_optimizations(t, o); /* again: what the run decided (the CPU's GEMM kernels per shape) */
     }
     cJSON_Delete(s);
     cJSON_Delete(o);

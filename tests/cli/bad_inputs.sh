@@ -27,6 +27,8 @@ expect bucket-word 'dist.bucket_mb: expected a number' -- "$brisk" train good.js
 expect dist-timeout 'dist.timeout_s: expected a number in \[0.1, ' -- "$brisk" train good.json --dist-timeout -1
 expect shard-bool 'dist.shard_optimizer: expected true or false, got 3' -- "$brisk" train good.json --set dist.shard_optimizer=3
 expect conv-layout 'speed.conv_layout: expected one of "auto", "nchw", "nhwc", got "sideways"' -- "$brisk" train good.json --set speed.conv_layout=sideways
+expect cpu-gemm 'speed.cpu_gemm: expected one of "auto", "own", "blas", "fixed", got "mkl"' -- "$brisk" train good.json --set speed.cpu_gemm=mkl
+expect overlap-mode 'dist.overlap: expected one of "auto", "on", "off", got "maybe"' -- "$brisk" train good.json --set dist.overlap=maybe
 expect shard-flag-value '--shard-optimizer takes no value' -- "$brisk" train good.json --shard-optimizer=yes
 SLURM_PROCID=1 SLURM_NTASKS=2 expect slurm-no-mpi 'SLURM environment gives world size 2, but .*mpirun -np N' -- "$brisk" train good.json
 RANK=0 WORLD_SIZE=2 expect torchrun-no-mpi 'torchrun environment gives world size 2' -- "$brisk" train good.json
