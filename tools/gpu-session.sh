@@ -51,6 +51,9 @@
 #                  passes), CUDA-only steps report SKIP; the ctest tools.session_dry_run runs it
 #   --build-dir D  (default build-gpu)   --no-build: use D as it is
 #   --work D       the results folder, kept between calls while the machine is warm (gpu-logs)
+#   --lean         for a short lease (15 device minutes): the CUDA tests once (not again with
+#                  the epilogues refused), no CPU tests inside stage test, no compile modes
+#                  inside stage bench, and a CUDA test is stopped after 150 s instead of 300
 #
 # A GPU session, with the device tool (README.md, "On a GPU"). Once, here, before the first call:
 #   ../shared/tools/pack-debs libcjson-dev libcjson1     # -> .deps/ (the image lacks cJSON)
@@ -82,13 +85,14 @@ TORCH_STEPS=200
 cd "$(dirname "$0")/.."
 root=$PWD
 usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0" >&2; exit 2; }
-stages=() fresh=0 deadline=540 only=. steps=100 resume=0 cpu=0 build=build-gpu nobuild=0 work=gpu-logs
+stages=() lean=0 fresh=0 deadline=540 only=. steps=100 resume=0 cpu=0 build=build-gpu nobuild=0 work=gpu-logs
 while [ $# -gt 0 ]; do
   case $1 in
     --deadline) deadline=${2:?}; shift ;;
     --only) only=${2:?}; shift ;;
     --steps) steps=${2:?}; shift ;;
     --continue) resume=1 ;;
+    --lean) lean=1 ;;
     --fresh) fresh=1 ;;
     --cpu) cpu=1 ;;
     --build-dir) build=${2:?}; shift ;;
@@ -245,7 +249,7 @@ skips_ok=0
 ctest_run() {
   local stage=$1 check=$2 log=$3 envs=() t0=$(date +%s); shift 3
   while [ "$1" != -- ]; do envs+=("$1"); shift; done; shift
-  (cd "$build" && env "${envs[@]}" timeout "$(tmo 15)" ctest --output-on-failure --timeout 300 "$@") >"$log" 2>&1
+  (cd "$build" && env "${envs[@]}" timeout "$(tmo 15)" ctest --output-on-failure --timeout $([ $lean = 1 ] && echo 150 || echo 300) "$@") >"$log" 2>&1
   local rc=$? total passed skipped failed
   total=$(grep -cE 'Test +#[0-9]+: ' "$log")
   passed=$(grep -cE 'Test +#[0-9]+: .* Passed' "$log")
@@ -309,6 +313,7 @@ stage_test() {
       else record FAIL test "cuDNN convolution $prec, NCHW/NHWC vs CPU" "$detail"; fi
     done
   fi
+  [ $lean = 1 ] && { record SKIP test "CUDA tests, $REFUSE_EPILOGUE" "--lean: not run"; return; }
   if ! done_before test "CUDA tests, $REFUSE_EPILOGUE" && enough test "CUDA tests, $REFUSE_EPILOGUE" 60; then
     ctest_run test "CUDA tests, $REFUSE_EPILOGUE" "$work/logs/ctest-cuda-refused.log" $REFUSE_EPILOGUE -- -R "$CUDA_TESTS" -j1
   fi
@@ -522,7 +527,7 @@ stage_bench() {
     else record FAIL bench "$check" "exit $rc, $n rows; $(grep -m1 'failed:' "$log" | cut -c1-160)$(lastline "$log")"; fi
   done
   torch_modes eager amp
-  torch_modes compile amp-compile
+  [ $lean = 1 ] || torch_modes compile amp-compile
 }
 
 for s in "${stages[@]}"; do
