@@ -121,6 +121,21 @@ static inline void ct_pair_free(ct_pair *p) {
     memset(p, 0, sizeof *p);
 }
 
+/* The labels an integer input may hold: below the class count of every cross entropy that
+ * reads it (the CPU rejects the others, as it should), else 5. */
+static inline float ct_label_bound(const brisk_graph *g, int input) {
+    int64_t bound = 5;
+    for (int k = 0; k < g->n_nodes; k++) {
+        const brisk_node *n = &g->nodes[k];
+        if (n->op != BRISK_OP_CROSS_ENTROPY) continue;
+        int lab = n->in[1];
+        while (g->nodes[lab].op == BRISK_OP_RESHAPE) lab = g->nodes[lab].in[0];
+        const brisk_shape *s = &g->nodes[n->in[0]].shape;
+        if (lab == input && s->ndim >= 1 && s->d[s->ndim - 1] < bound) bound = s->d[s->ndim - 1];
+    }
+    return (float)bound;
+}
+
 /* Plans g (once: both executors share the placement) and creates both executors with the
  * same parameters (init from seed 5) and the same random inputs. */
 static inline brisk_status ct_pair_make(brisk_graph *g, brisk_backend *gpu, ct_pair *p, brisk_error *err) {
@@ -136,8 +151,8 @@ static inline brisk_status ct_pair_make(brisk_graph *g, brisk_backend *gpu, ct_p
         void *host = malloc(in->bytes + 16);
         int id = in->node;
         float lo = id < CT_MAX_NODES ? ct_lo[id] : 0, hi = id < CT_MAX_NODES ? ct_hi[id] : 0;
-        if (lo == hi) /* not made by ct_input: floats in [-2, 2), labels in [0, 5) */
-            lo = in->dtype == BRISK_F32 ? -2.0f : 0.0f, hi = in->dtype == BRISK_F32 ? 2.0f : 5.0f;
+        if (lo == hi) /* not made by ct_input: floats in [-2, 2), labels below the class count */
+            lo = in->dtype == BRISK_F32 ? -2.0f : 0.0f, hi = in->dtype == BRISK_F32 ? 2.0f : ct_label_bound(g, id);
         ct_fill(host, in->dtype, brisk_shape_numel(&in->shape), lo, hi);
         st = brisk_exec_set_input(p->cpu, i, host, err);
         if (!st) st = brisk_exec_set_input(p->gpu, i, host, err);

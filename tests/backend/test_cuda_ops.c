@@ -15,7 +15,7 @@ static brisk_backend *gpu_fp32(void) {
 static void run_case_on(brisk_backend *gpu, brisk_graph *g, int out, double tol, const char *what) {
     brisk_error err = {0};
     ct_pair p;
-    if (!g || out < 0 || brisk_graph_error(g, &err)) {
+    if (!g || brisk_graph_error(g, &err) || out < 0) {
         CHECKF(0, "%s: building the graph: %s", what, err.msg);
         if (g) brisk_graph_free(g);
         return;
@@ -191,15 +191,7 @@ static void test_reduce(void) {
         int x = ct_input(g, BRISK_F32, big[k].x, -1, 1);
         run_case(g, brisk_sum(g, x, big[k].axes, 0), 1e-5, big[k].what);
     }
-    /* over an empty axis: SUM 0, MEAN NaN, as the CPU (NaN matches NaN in the comparison) */
-    struct { brisk_shape x; uint32_t axes; } empty[] = {{{3, {3, 0, 4}}, 2}, {{1, {0}}, 1}, {{2, {0, 5}}, 1}};
-    for (size_t k = 0; k < sizeof empty / sizeof empty[0]; k++)
-        for (int mean = 0; mean < 2; mean++) {
-            brisk_graph *g = brisk_graph_new();
-            int x = ct_input(g, BRISK_F32, empty[k].x, -1, 1);
-            run_case(g, mean ? brisk_mean(g, x, empty[k].axes, 0) : brisk_sum(g, x, empty[k].axes, 0), 0,
-                     mean ? "mean over an empty axis" : "sum over an empty axis");
-        }
+    /* no empty axis: the graph refuses a dim <= 0 at the input, so no kernel sees one */
     brisk_graph *g = brisk_graph_new();
     int x = ct_input(g, BRISK_F32, brisk_shape3(4, 5, 6), -2, 2);
     run_case(g, brisk_sum_to(g, x, brisk_shape2(5, 1)), 1e-5, "sum_to [4,5,6] -> [5,1]");
@@ -353,26 +345,25 @@ static void test_shape(void) {
                      brisk_dtype_name(dt));
             run_case(g, brisk_transpose(g, x, perms[p]), 0.0, what);
         }
-        g = brisk_graph_new();
-        x = ct_input(g, dt, brisk_shape3(1, 6, 1), 0, hi);
-        snprintf(what, sizeof what, "expand %s", brisk_dtype_name(dt));
-        run_case(g, brisk_expand(g, x, brisk_shape3(4, 6, 5)), 0.0, what);
     }
+    /* expand and gather take f32 alone (the graph refuses other dtypes) */
     brisk_graph *g = brisk_graph_new();
-    int x = ct_input(g, BRISK_F32, brisk_shape2(64, 32), -2, 2);
+    int x = ct_input(g, BRISK_F32, brisk_shape3(1, 6, 1), -2, 2);
+    run_case(g, brisk_expand(g, x, brisk_shape3(4, 6, 5)), 0.0, "expand f32");
+    g = brisk_graph_new();
+    x = ct_input(g, BRISK_F32, brisk_shape2(64, 32), -2, 2);
     run_case(g, brisk_expand(g, brisk_reshape(g, x, brisk_shape3(1, 64, 32)), brisk_shape3(3, 64, 32)), 0.0,
              "expand 16-byte rows");
 }
 
 static void test_index(void) {
-    const brisk_dtype dts[] = {BRISK_F32, BRISK_BF16, BRISK_U8};
     const int64_t widths[] = {8, 6, 3};
     for (int k = 0; k < 3; k++) {
         brisk_graph *g = brisk_graph_new();
-        int t = ct_input(g, dts[k], brisk_shape2(50, widths[k]), 0, 100);
+        int t = ct_input(g, BRISK_F32, brisk_shape2(50, widths[k]), 0, 100);
         int i = ct_input(g, BRISK_I32, brisk_shape2(3, 4), 0, 50);
         char what[64];
-        snprintf(what, sizeof what, "gather %s rows of %lld", brisk_dtype_name(dts[k]), (long long)widths[k]);
+        snprintf(what, sizeof what, "gather f32 rows of %lld", (long long)widths[k]);
         run_case(g, brisk_gather(g, t, i), 0.0, what);
     }
     brisk_graph *g = brisk_graph_new();
