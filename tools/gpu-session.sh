@@ -79,8 +79,8 @@ REFUSE_EPILOGUE="BRISK_CUDA_REFUSE_EPILOGUES=all"  # env assignment(s) that forc
 CUDA_TESTS=cuda                                    # ctest -R: the tests about CUDA; the rest run CPU-pinned
 RTOL_FP32=1e-3 RTOL_BF16=3e-2                      # agreement with the CPU: fp32/tf32, bf16
 SANITIZE_STEPS=3                                   # an eager warm-up step, the capture, a replay
-BENCH_STEPS=200 BENCH_STEPS_HEAVY=40               # examples; bench/*.json (GEMM-bound, 6.6 TFLOP a step)
-TORCH_STEPS=200
+BENCH_STEPS=${BENCH_STEPS:-200} BENCH_STEPS_HEAVY=${BENCH_STEPS_HEAVY:-40}  # examples; bench/*.json (6.6 TFLOP a step)
+TORCH_STEPS=${TORCH_STEPS:-200}                    # (all three may come from the environment)
 
 cd "$(dirname "$0")/.."
 root=$PWD
