@@ -58,14 +58,16 @@
 # A GPU session, with the device tool (README.md, "On a GPU"). Once, here, before the first call:
 #   ../shared/tools/pack-debs libcjson-dev libcjson1     # -> .deps/ (the image lacks cJSON)
 #   mkdir -p .gpu && cp ../shared/workloads/torch_ref.py .gpu/   # ../shared does not travel
-# Then these calls, each run(command=..., carry=[".deps", ".gpu"], timeout_s=600). The times
-# are estimates, not yet measured on a GPU (the summary's "stage times" line says what each took):
-#   tools/gpu-session.sh build test         build 1-3 min; check, CUDA tests twice 2-5 min
-#   tools/gpu-session.sh agree              3-5 min (CPU references run beside the GPU runs)
-#   tools/gpu-session.sh sanitize           4-9 min (the sanitizers slow a step 10-100x)
-#   tools/gpu-session.sh bench              brisk bench 1-2 min, torch eager/amp 2 min, compile
-#   tools/gpu-session.sh --continue cputest torch   CPU tests 2-3 min (if test had no time), the
-#                                           compile modes bench had no time for
+# Measured on the first GPU run (H200, 2026-11-27, one call of 544 s, the machine's start ~30 s):
+# build from scratch 24 s; test (check + the 16 CUDA tests once) 31 s; bench 405 s (brisk bench
+# of 6 configs 4 min, 3 of them for bench/gemm_bound.json; torch eager+amp of 6 workloads 3 min);
+# agree 79 s for 2 examples. A session's lease is now 15 device minutes, starts and idle time
+# included: plan two calls, each run(command=..., carry=[".deps", ".gpu"]):
+#   tools/gpu-session.sh --lean --fresh --deadline 555 build test bench agree    (timeout_s 600)
+#   then, after fixing here, with what is left (a fresh start costs ~30 s; none under 4 min):
+#   BENCH_STEPS=100 TORCH_STEPS=100 tools/gpu-session.sh --lean --deadline D --only 'REGEX' build test bench
+# With a 30-minute lease, the stages one call each: build test; agree; sanitize; bench;
+# --continue cputest torch.
 # A stage cut short by its deadline says SKIP (deadline) per check: call it again with
 # --continue. The build and results folders survive only while the machine is warm (30 s
 # after a call); on a cold one a stage rebuilds what it needs first (the brisk command alone:
