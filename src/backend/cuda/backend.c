@@ -111,6 +111,8 @@ brisk_status cuda_buffer_retire(cuda_backend *cb, void *p, const char *what, bri
         if (!r) return brisk_errorf(err, BRISK_ERR_NOMEM, "cuda: out of memory (%s)", what);
         cb->retired = r;
         cb->retired[cb->n_retired++] = p;
+        brisk_log(&cb->opt.log, BRISK_LOG_INFO, "cuda: %s after a CUDA graph was captured: the old buffer is kept for "
+                  "its replays", what);
         return BRISK_OK;
     }
     CU(cudaStreamSynchronize(cb->compute), what); /* work already issued may still use it */
