@@ -9,6 +9,9 @@
  *   - a captured CUDA graph replays to the eager run's bits (also in bf16 on an NHWC graph
  *     run in NCHW: the conversions are captured too); deterministic mode gives the same
  *     bits twice;
+ *   - the ResNet example's convolutions (batch 32 and validation's tail of 6), fp32 and bf16;
+ *   - a program captured before a later graph grows the shared workspace and staging
+ *     buffer still replays (the buffers it was captured with are retired, not freed);
  *   - benchmark mode: a first backend times the algorithms and both layouts (auto) and
  *     writes the cache file beside the GEMM cache, layout choices included; a second one
  *     reads it back without adding entries.
@@ -231,6 +234,135 @@ static void test_capture_and_determinism(void) {
     }
 }
 
+/* The ResNet example's convolutions (examples/resnet.json: ResNet-18 at 64x64, batch 32;
+ * validation's last batch of 102 % 32 = 6 rows) in fp32 and bf16 with cuDNN's layout
+ * chosen as a run chooses it (auto), against the CPU. */
+static void test_resnet_sizes(void) {
+    static const conv_case rc[] = {
+        {32, 3, 64, 64, 64, 7, 2, 3, 1, 1},    /* stem */
+        {32, 64, 16, 16, 64, 3, 1, 1, 1, 1},   /* stage 1 */
+        {32, 64, 16, 16, 128, 3, 2, 1, 1, 1},  /* stage 2's first conv */
+        {32, 64, 16, 16, 128, 1, 2, 0, 1, 1},  /* its shortcut */
+        {32, 512, 2, 2, 512, 3, 1, 1, 1, 1},   /* stage 4 */
+        {6, 3, 64, 64, 64, 7, 2, 3, 1, 1},     /* the validation tail's stem */
+        {6, 256, 4, 4, 512, 3, 2, 1, 1, 1},    /* ... and stage 4's first conv */
+    };
+    const struct {
+        brisk_gemm_precision p;
+        double tol;
+    } precs[] = {{BRISK_GEMM_FP32, 1e-4}, {BRISK_GEMM_BF16, 2e-2}}; /* fp32: sums of up to 32768 terms (dw) */
+    for (size_t i = 0; i < sizeof precs / sizeof precs[0]; i++) {
+        brisk_backend *be = backend_layout(precs[i].p, BRISK_CONV_LAYOUT_AUTO);
+        REQUIRE(be);
+        char prec[64];
+        snprintf(prec, sizeof prec, "%s, ResNet example", brisk_gemm_precision_name(precs[i].p));
+        for (size_t k = 0; k < sizeof rc / sizeof rc[0]; k++) run_case_layout(be, &rc[k], 0, precs[i].tol, prec, NULL);
+        be->destroy(be);
+    }
+}
+
+#if BRISK_HAVE_CUDA
+/* A program captured on graph A, then a graph planned after the capture - as validation's
+ * last, smaller batch is: a view of the training executor, never prepared - whose
+ * convolution needs more staging (cuDNN forced to NHWC, NCHW graphs: x and y are staged)
+ * than A's. The shared buffers grow; A's program replays with the addresses it was captured
+ * with, so the old buffers must stay allocated and the replay must give the eager bits.
+ * The ResNet example's CUDA-graph rows read freed memory here (an illegal memory access,
+ * first GPU run). B is the example's stem at its batch size, checked against the CPU. */
+static void test_program_outlives_growth(void) {
+    brisk_backend *be = backend_layout(BRISK_GEMM_FP32, BRISK_CONV_LAYOUT_NHWC);
+    REQUIRE(be);
+    const char *what = "conv: a program captured before the buffers grow";
+    conv_graph a = conv_build(2, 8, 12, 12, 16, 3, brisk_window_2d(3, 1, 1));
+    brisk_graph *gb = brisk_graph_new();
+    /* brisk_input, not ct_input: the value ranges ct_input records are A's until ct_pair_free */
+    int bx = brisk_input(gb, "bx", BRISK_F32, brisk_shape4(32, 3, 64, 64));
+    int bw = brisk_input(gb, "bw", BRISK_F32, brisk_shape4(64, 3, 7, 7));
+    int by = brisk_conv2d(gb, bx, bw, brisk_window_2d(7, 2, 3));
+    gb->loss = gb->output = need_all(gb, &by, 1);
+    brisk_plan pb;
+    memset(&pb, 0, sizeof pb);
+    brisk_exec *vb = NULL, *cpu_ex = NULL;
+    brisk_backend *cpu = brisk_backend_cpu_new(2);
+    brisk_error err = {0};
+    ct_pair p;
+    memset(&p, 0, sizeof p);
+    int ids[3] = {a.y, a.dx, a.dw}, prog = -1;
+    void *eager[3] = {0}, *again[3] = {0};
+    const void *work0, *stage0, *work1, *stage1;
+    size_t wb0, sb0, wb1, sb1;
+    brisk_status st = brisk_graph_error(a.g, &err);
+    if (!st) st = brisk_graph_error(gb, &err);
+    if (!st) st = ct_pair_make(a.g, be, &p, &err);
+    if (!st) st = brisk_exec_run(p.gpu, BRISK_RUN_TRAIN, &err);
+    if (!st) st = be->sync(be, &err);
+    for (int i = 0; i < 3 && !st; i++) eager[i] = read_node(p.gpu, ids[i], &err), st = ct_poison(p.gpu, ids[i], &err);
+    if (!st && !(st = be->capture_begin(be, &err))) {
+        st = brisk_exec_run(p.gpu, BRISK_RUN_TRAIN, &err);
+        brisk_error e2 = {0};
+        brisk_status end = be->capture_end(be, &prog, st ? &e2 : &err);
+        if (!st) st = end;
+    }
+    if (!st) st = be->replay(be, prog, &err);
+    if (!st) st = be->sync(be, &err);
+    cuda_conv_buffers(be, &work0, &wb0, &stage0, &sb0);
+    /* B: planned and run after the capture, on a view of A's executor */
+    if (!st) st = brisk_plan_build(gb, &pb, &err);
+    if (!st) st = brisk_exec_create_view(gb, &pb, p.gpu, &vb, &err);
+    if (!st) st = brisk_exec_create(gb, &pb, cpu, &cpu_ex, &err);
+    for (int i = 0; i < gb->n_inputs && !st; i++) {
+        const brisk_input_info *in = &gb->inputs[i];
+        float *host = malloc(in->bytes);
+        REQUIRE(host);
+        float r = in->node == bw ? 0.1f : 1.0f;
+        ct_fill(host, BRISK_F32, brisk_shape_numel(&in->shape), -r, r);
+        st = brisk_exec_set_input(vb, i, host, &err);
+        if (!st) st = brisk_exec_set_input(cpu_ex, i, host, &err);
+        free(host);
+    }
+    if (!st) st = brisk_exec_run(vb, BRISK_RUN_EVAL, &err);
+    if (!st) st = brisk_exec_run(cpu_ex, BRISK_RUN_EVAL, &err);
+    if (!st) st = be->sync(be, &err);
+    cuda_conv_buffers(be, &work1, &wb1, &stage1, &sb1);
+    if (!st) {
+        int64_t n = brisk_shape_numel(&gb->nodes[by].shape);
+        float *gy = malloc((size_t)n * 4), *cy = malloc((size_t)n * 4);
+        REQUIRE(gy && cy);
+        double e = INFINITY;
+        if (!brisk_exec_read(vb, by, gy, &err) && !brisk_exec_read(cpu_ex, by, cy, &err)) e = ct_rel_err(gy, cy, n);
+        CHECKF(e <= 1e-4, "%s: the later graph's y relative error %.3g", what, e);
+        free(gy);
+        free(cy);
+        CHECKF(sb1 > sb0 && stage1 != stage0, "%s: the staging buffer did not grow (%zu then %zu bytes): the case no "
+               "longer tests what it is for", what, sb0, sb1);
+        /* the buffers the program was captured with: retired, not freed */
+        CHECKF(cuda_conv_device_live(stage0), "%s: the staging buffer the program uses was freed", what);
+        if (work1 != work0 && work0)
+            CHECKF(cuda_conv_device_live(work0), "%s: the workspace the program uses was freed", what);
+        printf("%s: staging %zu -> %zu bytes, workspace %zu -> %zu bytes\n", what, sb0, sb1, wb0, wb1);
+        for (int i = 0; i < 3 && !st; i++) st = ct_poison(p.gpu, ids[i], &err); /* the replay must rewrite them */
+        if (!st) st = be->replay(be, prog, &err);
+        if (!st) st = be->sync(be, &err);
+    }
+    CHECKF(!st, "%s: %s", what, err.msg);
+    for (int i = 0; i < 3 && !st; i++) {
+        again[i] = read_node(p.gpu, ids[i], &err);
+        size_t bytes = (size_t)brisk_shape_numel(&p.gpu->g->nodes[ids[i]].shape) * 4;
+        CHECKF(eager[i] && again[i] && memcmp(eager[i], again[i], bytes) == 0,
+               "%s: node %d differs from the eager run after the buffers grew", what, ids[i]);
+    }
+    for (int i = 0; i < 3; i++) free(eager[i]), free(again[i]);
+    if (vb) brisk_exec_free(vb);
+    if (cpu_ex) brisk_exec_free(cpu_ex);
+    brisk_plan_free(&pb);
+    cpu->destroy(cpu);
+    ct_pair_free(&p);
+    brisk_graph_free(gb);
+    brisk_graph_free(a.g);
+    be->destroy(be);
+}
+#endif
+
 /* Benchmark mode writes the algorithm cache beside the GEMM cache; the next backend reads it. */
 static void test_algorithm_cache(void) {
 #if BRISK_HAVE_CUDA
@@ -287,6 +419,10 @@ int main(void) {
         printf("SKIP: the CUDA backend does not run convolutions here: %s\n", why ? why : "(no reason given)");
         return CUDA_SKIP;
     }
-    t_case c[] = {T(test_ops), T(test_capture_and_determinism), T(test_algorithm_cache)};
+    t_case c[] = {T(test_ops), T(test_capture_and_determinism), T(test_resnet_sizes),
+#if BRISK_HAVE_CUDA
+                  T(test_program_outlives_growth),
+#endif
+                  T(test_algorithm_cache)};
     return t_run(c, (int)(sizeof c / sizeof c[0]));
 }

@@ -7,6 +7,7 @@
  *   - batch norm training (output, workspace statistics, the running buffers moved, the
  *     gradients of x, gamma, beta and the residual) with and without the fused residual
  *     and ReLU, 2-D [N, C] and 4-D inputs, then an eval run (running statistics);
+ *   - both at the ResNet example's sizes (batch 32 at 64x64, and validation's 6-row tail);
  *   - batch norm gives the same bits twice (no atomics in these kernels).
  * Tolerances (relative norm): 1e-5 (float sums on the GPU against the CPU's double sums for
  * average pooling; double statistics on both for batch norm). Skips without a GPU. */
@@ -90,6 +91,10 @@ static void test_pool(void) {
         pool_case(be, kind, 2, 3, 13, 7, 3, 1, 1, 1);  /* overlapping windows */
     }
     pool_case(be, BRISK_POOL_MAX, 2, 4, 12, 12, 3, 2, 1, 2); /* dilated max */
+    /* the ResNet example's stem pool (examples/resnet.json: 64x64, batch 32) and on
+     * validation's last batch (102 % 32 = 6 rows) */
+    pool_case(be, BRISK_POOL_MAX, 32, 64, 32, 32, 3, 2, 1, 1);
+    pool_case(be, BRISK_POOL_MAX, 6, 64, 32, 32, 3, 2, 1, 1);
     be->destroy(be);
 }
 
@@ -157,6 +162,13 @@ static void test_batchnorm(void) {
     bn_case(be, brisk_shape4(4, 8, 7, 9), 0, 1);
     bn_case(be, brisk_shape4(3, 16, 10, 10), 1, 1); /* a ResNet block's tail */
     bn_case(be, brisk_shape2(64, 12), 0, 1);        /* BatchNorm1d */
+    /* the ResNet example's (batch 32 at 64x64, and validation's 6-row tail): the stem's,
+     * stage 1's block tail, a shortcut's, stage 4's */
+    bn_case(be, brisk_shape4(32, 64, 32, 32), 0, 1);
+    bn_case(be, brisk_shape4(32, 64, 16, 16), 1, 1);
+    bn_case(be, brisk_shape4(32, 128, 8, 8), 0, 0);
+    bn_case(be, brisk_shape4(32, 512, 2, 2), 1, 1);
+    bn_case(be, brisk_shape4(6, 512, 2, 2), 1, 1);
     be->destroy(be);
 }
 

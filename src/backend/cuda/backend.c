@@ -102,6 +102,31 @@ static brisk_status cu_memset0(brisk_backend *be, void *dst, size_t bytes, brisk
     return BRISK_OK;
 }
 
+brisk_status cuda_buffer_retire(cuda_backend *cb, void *p, const char *what, brisk_error *err) {
+    if (!p) return BRISK_OK;
+    if (cb->capturing)
+        return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: %s while capturing a CUDA graph", what);
+    if (cb->n_programs > 0) { /* a captured program may point at it: keep it until the end */
+        void **r = realloc(cb->retired, (size_t)(cb->n_retired + 1) * sizeof *r);
+        if (!r) return brisk_errorf(err, BRISK_ERR_NOMEM, "cuda: out of memory (%s)", what);
+        cb->retired = r;
+        cb->retired[cb->n_retired++] = p;
+        brisk_log(&cb->opt.log, BRISK_LOG_INFO, "cuda: %s after a CUDA graph was captured: the old buffer is kept for "
+                  "its replays", what);
+        return BRISK_OK;
+    }
+    CU(cudaStreamSynchronize(cb->compute), what); /* work already issued may still use it */
+    cudaFree(p);
+    return BRISK_OK;
+}
+
+void cuda_retired_free(cuda_backend *cb) {
+    for (int i = 0; i < cb->n_retired; i++) cudaFree(cb->retired[i]);
+    free(cb->retired);
+    cb->retired = NULL;
+    cb->n_retired = 0;
+}
+
 brisk_status cuda_scratch(cuda_backend *cb, size_t bytes, void **out, brisk_error *err) {
     if (bytes > cb->scratch_bytes) {
         if (cb->capturing)
@@ -109,15 +134,8 @@ brisk_status cuda_scratch(cuda_backend *cb, size_t bytes, void **out, brisk_erro
                                 "graph (the warm-up step should have sized it)", bytes);
         size_t n = bytes < ((size_t)1 << 20) ? ((size_t)1 << 20) : (bytes + 4095) / 4096 * 4096;
         if (cb->scratch) {
-            if (cb->n_programs > 0) { /* a captured program may point at it: keep it until the end */
-                void **r = realloc(cb->retired, (size_t)(cb->n_retired + 1) * sizeof *r);
-                if (!r) return brisk_errorf(err, BRISK_ERR_NOMEM, "cuda: out of memory");
-                cb->retired = r;
-                cb->retired[cb->n_retired++] = cb->scratch;
-            } else {
-                CU(cudaStreamSynchronize(cb->compute), "growing the scratch buffer");
-                cudaFree(cb->scratch);
-            }
+            brisk_status st = cuda_buffer_retire(cb, cb->scratch, "growing the scratch buffer", err);
+            if (st) return st;
             cb->scratch = NULL;
             cb->scratch_bytes = 0;
         }
@@ -164,8 +182,7 @@ static void cu_destroy(brisk_backend *be) {
         for (int i = 0; i < cb->n_freqs; i++) cudaFree(cb->freqs[i].dev);
         free(cb->freqs);
         cudaFree(cb->scratch);
-        for (int i = 0; i < cb->n_retired; i++) cudaFree(cb->retired[i]);
-        free(cb->retired);
+        cuda_retired_free(cb);
         cudaFree(cb->workspace);
         cudaFree(cb->vals);
         cudaFree(cb->errors);

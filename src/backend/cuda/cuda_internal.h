@@ -101,7 +101,8 @@ typedef struct cuda_backend {
     /* scratch for reductions, loss terms and unprepared operand casts; grown outside capture */
     void *scratch;
     size_t scratch_bytes;
-    void **retired;        /* outgrown scratch buffers a captured program may still use */
+    void **retired;        /* outgrown shared buffers (scratch, the conv workspace and staging) a
+                            * captured program may still use: freed at destroy */
     int n_retired;
     /* per-step values: device block and the host's copy of what was last written */
     cuda_values *vals;
@@ -170,6 +171,12 @@ static inline cudaError_t cuda_use_device(const cuda_backend *cb) {
 
 /* ---- backend.c */
 brisk_status cuda_scratch(cuda_backend *cb, size_t bytes, void **out, brisk_error *err);
+/* A shared device buffer being outgrown: freed now when no captured program exists, else kept
+ * (cb->retired) until the backend goes, since a program replays with the addresses it was
+ * captured with. Never while capturing. */
+brisk_status cuda_buffer_retire(cuda_backend *cb, void *p, const char *what, brisk_error *err);
+/* Frees the retired buffers: once no program exists and the compute stream is idle. */
+void cuda_retired_free(cuda_backend *cb);
 /* Reads and clears the kernels' error record; an error names the node it came from. */
 brisk_status cuda_check_errors(cuda_backend *cb, brisk_error *err);
 brisk_status cuda_sync(cuda_backend *cb, brisk_error *err);

@@ -108,6 +108,15 @@ static brisk_status conv_geom_of(const brisk_graph *g, int id, conv_geom *cg, br
 
 static int64_t numel4(const int d[4]) { return (int64_t)d[0] * d[1] * d[2] * d[3]; }
 
+int cuda_conv_device_live(const void *p) {
+    struct cudaPointerAttributes a;
+    if (!p || cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return a.type == cudaMemoryTypeDevice;
+}
+
 #if BRISK_HAVE_CUDNN_H
 
 #include "backend/cuda/cudnn_load.h"
@@ -614,16 +623,19 @@ static brisk_status plan_get(cuda_backend *cb, const brisk_graph *g, int id, con
         plan_free(p); /* a free slot now */
         return st;
     }
+    /* Outgrown buffers are retired, not freed, once a program is captured: a graph planned
+     * after the capture (validation's smaller last batch, brisk_exec_create_view) may need
+     * more workspace or staging than the training step, and the captured step still
+     * replays with the old addresses. Freeing them made the next replay of the ResNet
+     * example's step read freed memory (an illegal memory access, GPU run of 2026-11-27). */
     if (p->ws_bytes > c->work_bytes) {
-        CU(cudaStreamSynchronize(cb->compute), what); /* an earlier conv may still use the old buffer */
-        cudaFree(c->work);
+        if ((st = cuda_buffer_retire(cb, c->work, "growing the convolution workspace", err))) return st;
         c->work = NULL, c->work_bytes = 0;
         CU(cudaMalloc(&c->work, p->ws_bytes), what);
         c->work_bytes = p->ws_bytes;
     }
     if (p->stage_bytes > c->stage_bytes) {
-        CU(cudaStreamSynchronize(cb->compute), what);
-        cudaFree(c->stage);
+        if ((st = cuda_buffer_retire(cb, c->stage, "growing the convolution staging buffer", err))) return st;
         c->stage = NULL, c->stage_bytes = 0;
         CU(cudaMalloc(&c->stage, p->stage_bytes), what);
         c->stage_bytes = p->stage_bytes;
@@ -724,7 +736,20 @@ brisk_status cuda_run_conv(cuda_backend *cb, const brisk_graph *g, int id, const
     return BRISK_OK;
 }
 
+void cuda_conv_buffers(const brisk_backend *be, const void **work, size_t *work_bytes, const void **stage,
+                       size_t *stage_bytes) {
+    const struct cuda_conv *c = ((const cuda_backend *)be->impl)->conv;
+    *work = c ? c->work : NULL, *work_bytes = c ? c->work_bytes : 0;
+    *stage = c ? c->stage : NULL, *stage_bytes = c ? c->stage_bytes : 0;
+}
+
 #else /* no cudnn.h at build time */
+
+void cuda_conv_buffers(const brisk_backend *be, const void **work, size_t *work_bytes, const void **stage,
+                       size_t *stage_bytes) {
+    (void)be;
+    *work = *stage = NULL, *work_bytes = *stage_bytes = 0;
+}
 
 const char *cuda_conv_missing(void) {
     return "convolution on CUDA needs cuDNN 9 (this build found no cudnn.h: configure with cuDNN's headers installed)";

@@ -17,4 +17,12 @@ const char *cuda_conv_missing(void);
 brisk_status cuda_conv_check_descs(brisk_gemm_precision precision, int nhwc, int64_t n, int64_t c, int64_t h,
                                    int64_t w, int64_t co, brisk_window win, brisk_error *err);
 
+/* For the tests (tests/backend/test_cuda_conv.c): the shared workspace and staging buffer
+ * of be, a CUDA backend, as they are now (NULL and 0 before any convolution). */
+void cuda_conv_buffers(const brisk_backend *be, const void **work, size_t *work_bytes, const void **stage,
+                       size_t *stage_bytes);
+
+/* For the tests: 1 when p is still a device allocation (not freed), 0 when not. */
+int cuda_conv_device_live(const void *p);
+
 #endif

@@ -184,6 +184,7 @@ void cuda_forget(brisk_backend *be, const brisk_exec *ex) {
     cuda_use_device(cb);
     cudaStreamSynchronize(cb->compute);
     cuda_programs_clear(cb); /* captured programs point into this executor's buffers */
+    cuda_retired_free(cb);   /* what only those programs still used */
     cuda_rnn_forget(cb);
     cuda_conv_forget(cb);
     cuda_prep_free(cb->prep);
