@@ -6,9 +6,10 @@
  *     layout (the ops' win.layout, NCHW or NHWC) and per layout cuDNN runs in
  *     (speed.conv_layout forced to nchw and to nhwc: each pair of the two, so every
  *     conversion k_conv_layout.cu makes is exercised);
- *   - a captured CUDA graph replays to the eager run's bits (also in bf16 on an NHWC graph
- *     run in NCHW: the conversions are captured too); deterministic mode gives the same
- *     bits twice;
+ *   - deterministic mode: a captured CUDA graph replays to the eager run's bits (also in
+ *     bf16 on an NHWC graph run in NCHW: the conversions are captured too), and an eager
+ *     run gives the same bits twice; outside it a replay agrees with the eager run within
+ *     1e-5 (cuDNN may pick atomics there, so not bit for bit);
  *   - benchmark mode: a first backend times the algorithms and both layouts (auto) and
  *     writes the cache file beside the GEMM cache, layout choices included; a second one
  *     reads it back without adding entries.
@@ -136,17 +137,22 @@ static int run_case(brisk_backend *be, const conv_case *cc, double tol, const ch
 #endif
 
 /* A backend with the precision, cuDNN's layout forced, autotuning off, no cache file. */
-static brisk_backend *backend_layout(brisk_gemm_precision p, brisk_conv_layout layout) {
+static brisk_backend *backend_layout_det(brisk_gemm_precision p, brisk_conv_layout layout, int deterministic) {
     brisk_cuda_options o;
     brisk_cuda_options_default(&o);
     o.precision = p;
     o.autotune = 0;
+    o.deterministic = deterministic;
     o.conv_layout = layout;
     snprintf(o.autotune_cache, sizeof o.autotune_cache, "-");
     brisk_backend *be = NULL;
     brisk_error err = {0};
     if (brisk_backend_cuda_create(&o, &be, &err)) fprintf(stderr, "cuda backend: %s\n", err.msg);
     return be;
+}
+
+static brisk_backend *backend_layout(brisk_gemm_precision p, brisk_conv_layout layout) {
+    return backend_layout_det(p, layout, 0);
 }
 
 static void test_ops(void) {
@@ -182,12 +188,17 @@ static void *read_node(brisk_exec *ex, int id, brisk_error *err) {
     return b;
 }
 
-/* A captured replay gives the eager run's bits; with deterministic on, so does a rerun. */
+/* What brisk promises (README, DESIGN.md): under --deterministic a step gives the same bits
+ * every run, a captured CUDA graph's replay the eager run's bits. Outside it cuDNN may pick
+ * a backward algorithm that sums with atomics (the first GPU run: fp32 backward data, eager
+ * and replay differed in the last bits), so there the replay is only as close to the eager
+ * run as two eager runs are. Rounds: deterministic fp32 replay; deterministic fp32 eager
+ * twice; deterministic bf16 replay of an NHWC graph run in NCHW (the conversions are
+ * captured too); fp32 replay outside deterministic mode, within 1e-5. */
 static void test_capture_and_determinism(void) {
-    for (int round = 0; round < 3; round++) {
-        int det = round == 1;
-        /* round 2: bf16 data, an NHWC graph, cuDNN in NCHW: the conversions are captured too */
-        brisk_backend *be = round == 2 ? backend_layout(BRISK_GEMM_BF16, BRISK_CONV_LAYOUT_NCHW)
+    for (int round = 0; round < 4; round++) {
+        int det = round < 3, capture = round != 1;
+        brisk_backend *be = round == 2 ? backend_layout_det(BRISK_GEMM_BF16, BRISK_CONV_LAYOUT_NCHW, 1)
                                        : cuda_backend_for(BRISK_GEMM_FP32, 1, det);
         REQUIRE(be);
         brisk_window win = brisk_window_2d(3, 1, 1);
@@ -196,7 +207,12 @@ static void test_capture_and_determinism(void) {
         brisk_error err = {0};
         ct_pair p;
         int prog = -1;
-        const char *what = det ? "conv: deterministic" : round == 2 ? "conv: capture, bf16 NHWC graph" : "conv: capture";
+        static const char *const whats[4] = {
+            "conv: fp32, deterministic: eager run vs captured replay (bits)",
+            "conv: fp32, deterministic: eager run twice (bits)",
+            "conv: bf16 NHWC graph in cuDNN NCHW, deterministic: eager run vs captured replay (bits)",
+            "conv: fp32, not deterministic: eager run vs captured replay (within 1e-5)"};
+        const char *what = whats[round];
         void *eager[3] = {0}, *again[3] = {0};
         int ids[3] = {o.y, o.dx, o.dw};
         if (brisk_graph_error(o.g, &err) || ct_pair_make(o.g, be, &p, &err) ||
@@ -205,7 +221,7 @@ static void test_capture_and_determinism(void) {
         } else {
             for (int i = 0; i < 3; i++) eager[i] = read_node(p.gpu, ids[i], &err), ct_poison(p.gpu, ids[i], &err);
             brisk_status st;
-            if (!det) {
+            if (capture) {
                 st = be->capture_begin(be, &err);
                 if (!st) st = brisk_exec_run(p.gpu, BRISK_RUN_TRAIN, &err);
                 brisk_error e2 = {0};
@@ -219,9 +235,14 @@ static void test_capture_and_determinism(void) {
             CHECKF(!st, "%s: %s", what, err.msg);
             for (int i = 0; i < 3 && !st; i++) {
                 again[i] = read_node(p.gpu, ids[i], &err);
-                size_t bytes = (size_t)brisk_shape_numel(&p.gpu->g->nodes[ids[i]].shape) * 4;
-                CHECKF(eager[i] && again[i] && memcmp(eager[i], again[i], bytes) == 0,
-                       "%s: node %d differs between runs", what, ids[i]);
+                int64_t len = brisk_shape_numel(&p.gpu->g->nodes[ids[i]].shape);
+                if (det) {
+                    CHECKF(eager[i] && again[i] && memcmp(eager[i], again[i], (size_t)len * 4) == 0,
+                           "%s: node %d differs", what, ids[i]);
+                } else {
+                    double e = eager[i] && again[i] ? ct_rel_err(again[i], eager[i], len) : INFINITY;
+                    CHECKF(e <= 1e-5, "%s: node %d differs by %.3g", what, ids[i], e);
+                }
             }
         }
         for (int i = 0; i < 3; i++) free(eager[i]), free(again[i]);
