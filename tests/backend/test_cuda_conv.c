@@ -10,6 +10,8 @@
  *     bf16 on an NHWC graph run in NCHW: the conversions are captured too), and an eager
  *     run gives the same bits twice; outside it a replay agrees with the eager run within
  *     1e-5 (cuDNN may pick atomics there, so not bit for bit);
+ *   - a layout in which cuDNN runs nothing ($BRISK_CUDA_REFUSE_CONV_LAYOUTS) sends the nodes
+ *     to the other layout, still right; both refused is a clear error;
  *   - benchmark mode: a first backend times the algorithms and both layouts (auto) and
  *     writes the cache file beside the GEMM cache, layout choices included; a second one
  *     reads it back without adding entries.
@@ -22,6 +24,7 @@
 #include "ops/ops_internal.h" /* brisk_bw_conv2d: the gradient nodes autodiff builds */
 #if BRISK_HAVE_CUDA
 #include "backend/cuda/conv_algo_cache.h"
+#include "backend/cuda/conv_layout.h"
 #include "backend/cuda/cudnn_conv.h"
 #endif
 
@@ -252,6 +255,55 @@ static void test_capture_and_determinism(void) {
     }
 }
 
+/* The other-layout fallback, on any GPU: $BRISK_CUDA_REFUSE_CONV_LAYOUTS stands in for a
+ * cuDNN that refuses every algorithm in a layout. Forced to NHWC with NHWC refused, the
+ * three passes run in NCHW (describe counts them there) and agree with the CPU; with both
+ * refused, the run fails naming the switch and both layouts. */
+static void test_layout_fallback(void) {
+#if BRISK_HAVE_CUDA
+    for (int both = 0; both < 2; both++) {
+        REQUIRE(setenv(CONV_REFUSE_LAYOUTS_ENV, both ? "nchw,nhwc" : "nhwc", 1) == 0);
+        brisk_backend *be = backend_layout(BRISK_GEMM_FP32, BRISK_CONV_LAYOUT_NHWC);
+        REQUIRE(be);
+        const conv_case *cc = &cases[2]; /* depthwise */
+        brisk_window win = brisk_window_2d(cc->k, cc->stride, cc->pad);
+        win.groups = cc->groups;
+        conv_graph o = conv_build(cc->n, cc->c, cc->h, cc->w, cc->co, cc->k, win);
+        brisk_error err = {0};
+        ct_pair p;
+        memset(&p, 0, sizeof p);
+        const char *what = both ? "conv: both layouts refused" : "conv: NHWC refused";
+        brisk_status st = brisk_graph_error(o.g, &err);
+        if (!st) st = ct_pair_make(o.g, be, &p, &err);
+        if (!st) st = brisk_exec_run(p.cpu, BRISK_RUN_TRAIN, &err);
+        if (!st) st = brisk_exec_run(p.gpu, BRISK_RUN_TRAIN, &err);
+        if (!st) st = be->sync(be, &err);
+        if (both) {
+            CHECKF(st != BRISK_OK && strstr(err.msg, CONV_REFUSE_LAYOUTS_ENV) &&
+                       strstr(err.msg, "in NHWC") && strstr(err.msg, "in NCHW"),
+                   "%s: status %d: %s", what, (int)st, err.msg);
+        } else {
+            CHECKF(!st, "%s: %s", what, err.msg);
+            if (!st) {
+                CHECKF(ct_compare(&p, o.y, 1e-5, what) && ct_compare(&p, o.dx, 1e-5, what) &&
+                           ct_compare(&p, o.dw, 1e-5, what),
+                       "%s", what);
+                char text[2048] = "";
+                be->describe(be, text, sizeof text);
+                const char *at = strstr(text, "convolutions (");
+                int nchw = -1, nhwc = -1;
+                if (at && (at = strchr(at, ':'))) sscanf(at, ": %d passes in NCHW, %d in NHWC", &nchw, &nhwc);
+                CHECKF(nchw >= 3 && nhwc == 0, "%s: describe says %s", what, text);
+            }
+        }
+        ct_pair_free(&p);
+        brisk_graph_free(o.g);
+        be->destroy(be);
+    }
+    unsetenv(CONV_REFUSE_LAYOUTS_ENV);
+#endif
+}
+
 /* Benchmark mode writes the algorithm cache beside the GEMM cache; the next backend reads it. */
 static void test_algorithm_cache(void) {
 #if BRISK_HAVE_CUDA
@@ -308,6 +360,7 @@ int main(void) {
         printf("SKIP: the CUDA backend does not run convolutions here: %s\n", why ? why : "(no reason given)");
         return CUDA_SKIP;
     }
-    t_case c[] = {T(test_ops), T(test_capture_and_determinism), T(test_algorithm_cache)};
+    t_case c[] = {T(test_ops), T(test_capture_and_determinism), T(test_layout_fallback),
+                  T(test_algorithm_cache)};
     return t_run(c, (int)(sizeof c / sizeof c[0]));
 }

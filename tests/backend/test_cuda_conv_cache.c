@@ -264,6 +264,25 @@ static void test_algo_usable(void) {
     CHECK(conv_algo_usable(CONV_PASS_BWD_FILTER, 1, 1, 0, 1, 1, lim));
 }
 
+/* $BRISK_CUDA_REFUSE_CONV_LAYOUTS's values, and one clear error for anything else. */
+static void test_refused_layouts(void) {
+    unsigned m = 9;
+    brisk_error err = {0};
+    CHECK(conv_layout_parse_refused(NULL, &m, &err) == BRISK_OK && m == 0);
+    CHECK(conv_layout_parse_refused("", &m, &err) == BRISK_OK && m == 0);
+    CHECK(conv_layout_parse_refused("nchw", &m, &err) == BRISK_OK && m == 1);
+    CHECK(conv_layout_parse_refused("nhwc", &m, &err) == BRISK_OK && m == 2);
+    CHECK(conv_layout_parse_refused("nhwc,nchw", &m, &err) == BRISK_OK && m == 3);
+    CHECK(conv_layout_parse_refused("nhwc,", &m, &err) == BRISK_OK && m == 2); /* a trailing comma ends it */
+    const char *bad[] = {"NHWC", "nchw,nhw", "all", ",nchw", "nchw;nhwc"};
+    for (int i = 0; i < 5; i++) {
+        err.msg[0] = 0;
+        CHECKF(conv_layout_parse_refused(bad[i], &m, &err) == BRISK_ERR_INVALID && m == 0 &&
+                   strstr(err.msg, CONV_REFUSE_LAYOUTS_ENV),
+               "\"%s\": %s", bad[i], err.msg);
+    }
+}
+
 static void test_cudnn_on_host(void) {
 #if BRISK_HAVE_CUDA
     const char *why = cuda_conv_missing();
@@ -287,5 +306,5 @@ static void test_cudnn_on_host(void) {
 }
 
 TEST_MAIN(T(test_path_beside_gemm_cache), T(test_keys), T(test_round_trip), T(test_bad_files), T(test_layout_pick),
-          T(test_layout_rule), T(test_converted_operands), T(test_layout_keys), T(test_algo_usable),
+          T(test_layout_rule), T(test_converted_operands), T(test_layout_keys), T(test_algo_usable), T(test_refused_layouts),
           T(test_cudnn_on_host))

@@ -683,8 +683,13 @@ static brisk_status handle_get(cuda_backend *cb, brisk_error *err) {
     return BRISK_OK;
 }
 
-/* The plan's descriptors and algorithm in its layout p->nhwc (descriptors freed on failure). */
-static brisk_status plan_in_layout(cuda_backend *cb, conv_plan *p, const char *what, brisk_error *err) {
+/* The plan's descriptors and algorithm in its layout p->nhwc (descriptors freed on failure);
+ * `refused`: the layouts $BRISK_CUDA_REFUSE_CONV_LAYOUTS refuses (conv_layout.h). */
+static brisk_status plan_in_layout(cuda_backend *cb, conv_plan *p, unsigned refused, const char *what,
+                                   brisk_error *err) {
+    if (refused & (p->nhwc ? 2u : 1u))
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: " CONV_REFUSE_LAYOUTS_ENV " refuses cuDNN's algorithms "
+                            "in %s", what, p->nhwc ? "NHWC" : "NCHW");
     stage_layout(p);
     brisk_status st = descs_make(&p->geom, p->math, p->nhwc, p->dt, &p->d, what, err);
     if (!st) st = choose(cb, p, what, err);
@@ -736,12 +741,14 @@ static brisk_status plan_get(cuda_backend *cb, const brisk_graph *g, int id, con
     p->math = math;
     p->dt = dt;
     brisk_error first = {0};
-    if (!(st = choose_layout(cb, p, what, err)) && (st = plan_in_layout(cb, p, what, &first))) {
+    unsigned refused = 0;
+    if (!(st = conv_layout_parse_refused(getenv(CONV_REFUSE_LAYOUTS_ENV), &refused, err)) &&
+        !(st = choose_layout(cb, p, what, err)) && (st = plan_in_layout(cb, p, refused, what, &first))) {
         /* nothing of cuDNN's runs in that layout: the other one, at the cost of the
          * conversions at the node's boundaries; an error naming both when neither runs */
         brisk_error other = {0};
         p->nhwc = !p->nhwc;
-        if (st != BRISK_ERR_NOMEM) st = plan_in_layout(cb, p, what, &other);
+        if (st != BRISK_ERR_NOMEM) st = plan_in_layout(cb, p, refused, what, &other);
         if (st && other.msg[0])
             brisk_errorf(err, st, "%s; and in %s: %s", first.msg, p->nhwc ? "NHWC" : "NCHW", other.msg);
         else if (st)
