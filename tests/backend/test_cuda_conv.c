@@ -139,6 +139,12 @@ static int run_case(brisk_backend *be, const conv_case *cc, double tol, const ch
 }
 #endif
 
+/* The backend's warnings on stdout (ctest -V shows them): which nodes left the forced layout. */
+static void print_warning(void *user, brisk_log_level level, const char *msg) {
+    (void)user, (void)level;
+    printf("backend: %s\n", msg);
+}
+
 /* A backend with the precision, cuDNN's layout forced, autotuning off, no cache file. */
 static brisk_backend *backend_layout_det(brisk_gemm_precision p, brisk_conv_layout layout, int deterministic) {
     brisk_cuda_options o;
@@ -147,6 +153,7 @@ static brisk_backend *backend_layout_det(brisk_gemm_precision p, brisk_conv_layo
     o.autotune = 0;
     o.deterministic = deterministic;
     o.conv_layout = layout;
+    o.log = (brisk_logger){.fn = print_warning, .max_level = BRISK_LOG_WARN};
     snprintf(o.autotune_cache, sizeof o.autotune_cache, "-");
     brisk_backend *be = NULL;
     brisk_error err = {0};
