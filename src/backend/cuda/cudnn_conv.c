@@ -526,8 +526,8 @@ static void note_refusal(char *tried, size_t size, int algo, const char *why) {
  * when none runs in the plan's layout and type. */
 static brisk_status choose(cuda_backend *cb, conv_plan *p, const char *what, brisk_error *err) {
     struct cuda_conv *c = cb->conv;
-    /* --deterministic still times, among deterministic algorithms only: every candidate
-     * gives the same bits on every run, and the cache keeps the choice across runs */
+    /* --deterministic turns autotuning off (backend.c: no choice may depend on timing), so
+     * there the heuristic's order decides, among deterministic algorithms only */
     int det = cb->opt.deterministic, timed = cb->opt.autotune;
     conv_algo_device dev = {.gpu_name = cb->name, .cc_major = cb->cc_major, .cc_minor = cb->cc_minor, .sms = cb->sms,
                             .cudnn_version = cuda_dnn.cudnnGetVersion()};
