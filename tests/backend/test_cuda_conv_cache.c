@@ -306,5 +306,5 @@ static void test_cudnn_on_host(void) {
 }
 
 TEST_MAIN(T(test_path_beside_gemm_cache), T(test_keys), T(test_round_trip), T(test_bad_files), T(test_layout_pick),
-          T(test_layout_rule), T(test_converted_operands), T(test_layout_keys), T(test_algo_usable), T(test_refused_layouts),
-          T(test_cudnn_on_host))
+          T(test_layout_rule), T(test_converted_operands), T(test_layout_keys), T(test_algo_usable),
+          T(test_refused_layouts), T(test_cudnn_on_host))
