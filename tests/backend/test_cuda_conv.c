@@ -200,9 +200,9 @@ static void *read_node(brisk_exec *ex, int id, brisk_error *err) {
 
 /* What brisk promises (README, DESIGN.md): under --deterministic a step gives the same bits
  * every run, a captured CUDA graph's replay the eager run's bits. Outside it cuDNN may pick
- * a backward algorithm that sums with atomics (the first GPU run: fp32 backward data, eager
- * and replay differed in the last bits), so there the replay is only as close to the eager
- * run as two eager runs are. Rounds: deterministic fp32 replay; deterministic fp32 eager
+ * a backward algorithm that sums with atomics (the likely cause of the first GPU run's
+ * "node 4 differs": fp32 backward data, eager vs replay), so there a replay is only as
+ * close to the eager run as two eager runs are. Rounds: deterministic fp32 replay; deterministic fp32 eager
  * twice; deterministic bf16 replay of an NHWC graph run in NCHW (the conversions are
  * captured too); fp32 replay outside deterministic mode, within 1e-5. */
 static void test_capture_and_determinism(void) {
