@@ -6,9 +6,12 @@
  *     layout (the ops' win.layout, NCHW or NHWC) and per layout cuDNN runs in
  *     (speed.conv_layout forced to nchw and to nhwc: each pair of the two, so every
  *     conversion k_conv_layout.cu makes is exercised);
- *   - a captured CUDA graph replays to the eager run's bits (also in bf16 on an NHWC graph
- *     run in NCHW: the conversions are captured too); deterministic mode gives the same
- *     bits twice;
+ *   - deterministic mode: a captured CUDA graph replays to the eager run's bits (also in
+ *     bf16 on an NHWC graph run in NCHW: the conversions are captured too), and an eager
+ *     run gives the same bits twice; outside it a replay agrees with the eager run within
+ *     1e-5 (cuDNN may pick atomics there, so not bit for bit);
+ *   - a layout in which cuDNN runs nothing ($BRISK_CUDA_REFUSE_CONV_LAYOUTS) sends the nodes
+ *     to the other layout, still right; both refused is a clear error;
  *   - the ResNet example's convolutions (batch 32 and validation's tail of 6), fp32 and bf16;
  *   - a program captured before a later graph grows the shared workspace and staging
  *     buffer still replays (the buffers it was captured with are retired, not freed);
@@ -24,6 +27,7 @@
 #include "ops/ops_internal.h" /* brisk_bw_conv2d: the gradient nodes autodiff builds */
 #if BRISK_HAVE_CUDA
 #include "backend/cuda/conv_algo_cache.h"
+#include "backend/cuda/conv_layout.h"
 #include "backend/cuda/cudnn_conv.h"
 #endif
 
@@ -138,18 +142,30 @@ static int run_case(brisk_backend *be, const conv_case *cc, double tol, const ch
 }
 #endif
 
+/* The backend's warnings on stdout (ctest -V shows them): which nodes left the forced layout. */
+static void print_warning(void *user, brisk_log_level level, const char *msg) {
+    (void)user, (void)level;
+    printf("backend: %s\n", msg);
+}
+
 /* A backend with the precision, cuDNN's layout forced, autotuning off, no cache file. */
-static brisk_backend *backend_layout(brisk_gemm_precision p, brisk_conv_layout layout) {
+static brisk_backend *backend_layout_det(brisk_gemm_precision p, brisk_conv_layout layout, int deterministic) {
     brisk_cuda_options o;
     brisk_cuda_options_default(&o);
     o.precision = p;
     o.autotune = 0;
+    o.deterministic = deterministic;
     o.conv_layout = layout;
+    o.log = (brisk_logger){.fn = print_warning, .max_level = BRISK_LOG_WARN};
     snprintf(o.autotune_cache, sizeof o.autotune_cache, "-");
     brisk_backend *be = NULL;
     brisk_error err = {0};
     if (brisk_backend_cuda_create(&o, &be, &err)) fprintf(stderr, "cuda backend: %s\n", err.msg);
     return be;
+}
+
+static brisk_backend *backend_layout(brisk_gemm_precision p, brisk_conv_layout layout) {
+    return backend_layout_det(p, layout, 0);
 }
 
 static void test_ops(void) {
@@ -185,12 +201,17 @@ static void *read_node(brisk_exec *ex, int id, brisk_error *err) {
     return b;
 }
 
-/* A captured replay gives the eager run's bits; with deterministic on, so does a rerun. */
+/* What brisk promises (README, DESIGN.md): under --deterministic a step gives the same bits
+ * every run, a captured CUDA graph's replay the eager run's bits. Outside it cuDNN may pick
+ * a backward algorithm that sums with atomics (the likely cause of the first GPU run's
+ * "node 4 differs": fp32 backward data, eager vs replay), so there a replay is only as
+ * close to the eager run as two eager runs are. Rounds: deterministic fp32 replay; deterministic fp32 eager
+ * twice; deterministic bf16 replay of an NHWC graph run in NCHW (the conversions are
+ * captured too); fp32 replay outside deterministic mode, within 1e-5. */
 static void test_capture_and_determinism(void) {
-    for (int round = 0; round < 3; round++) {
-        int det = round == 1;
-        /* round 2: bf16 data, an NHWC graph, cuDNN in NCHW: the conversions are captured too */
-        brisk_backend *be = round == 2 ? backend_layout(BRISK_GEMM_BF16, BRISK_CONV_LAYOUT_NCHW)
+    for (int round = 0; round < 4; round++) {
+        int det = round < 3, capture = round != 1;
+        brisk_backend *be = round == 2 ? backend_layout_det(BRISK_GEMM_BF16, BRISK_CONV_LAYOUT_NCHW, 1)
                                        : cuda_backend_for(BRISK_GEMM_FP32, 1, det);
         REQUIRE(be);
         brisk_window win = brisk_window_2d(3, 1, 1);
@@ -199,7 +220,12 @@ static void test_capture_and_determinism(void) {
         brisk_error err = {0};
         ct_pair p;
         int prog = -1;
-        const char *what = det ? "conv: deterministic" : round == 2 ? "conv: capture, bf16 NHWC graph" : "conv: capture";
+        static const char *const whats[4] = {
+            "conv: fp32, deterministic: eager run vs captured replay (bits)",
+            "conv: fp32, deterministic: eager run twice (bits)",
+            "conv: bf16 NHWC graph in cuDNN NCHW, deterministic: eager run vs captured replay (bits)",
+            "conv: fp32, not deterministic: eager run vs captured replay (within 1e-5)"};
+        const char *what = whats[round];
         void *eager[3] = {0}, *again[3] = {0};
         int ids[3] = {o.y, o.dx, o.dw};
         if (brisk_graph_error(o.g, &err) || ct_pair_make(o.g, be, &p, &err) ||
@@ -208,7 +234,7 @@ static void test_capture_and_determinism(void) {
         } else {
             for (int i = 0; i < 3; i++) eager[i] = read_node(p.gpu, ids[i], &err), ct_poison(p.gpu, ids[i], &err);
             brisk_status st;
-            if (!det) {
+            if (capture) {
                 st = be->capture_begin(be, &err);
                 if (!st) st = brisk_exec_run(p.gpu, BRISK_RUN_TRAIN, &err);
                 brisk_error e2 = {0};
@@ -222,9 +248,14 @@ static void test_capture_and_determinism(void) {
             CHECKF(!st, "%s: %s", what, err.msg);
             for (int i = 0; i < 3 && !st; i++) {
                 again[i] = read_node(p.gpu, ids[i], &err);
-                size_t bytes = (size_t)brisk_shape_numel(&p.gpu->g->nodes[ids[i]].shape) * 4;
-                CHECKF(eager[i] && again[i] && memcmp(eager[i], again[i], bytes) == 0,
-                       "%s: node %d differs between runs", what, ids[i]);
+                int64_t len = brisk_shape_numel(&p.gpu->g->nodes[ids[i]].shape);
+                if (det) {
+                    CHECKF(eager[i] && again[i] && memcmp(eager[i], again[i], (size_t)len * 4) == 0,
+                           "%s: node %d differs", what, ids[i]);
+                } else {
+                    double e = eager[i] && again[i] ? ct_rel_err(again[i], eager[i], len) : INFINITY;
+                    CHECKF(e <= 1e-5, "%s: node %d differs by %.3g", what, ids[i], e);
+                }
             }
         }
         for (int i = 0; i < 3; i++) free(eager[i]), free(again[i]);
@@ -363,6 +394,55 @@ static void test_program_outlives_growth(void) {
 }
 #endif
 
+/* The other-layout fallback, on any GPU: $BRISK_CUDA_REFUSE_CONV_LAYOUTS stands in for a
+ * cuDNN that refuses every algorithm in a layout. Forced to NHWC with NHWC refused, the
+ * three passes run in NCHW (describe counts them there) and agree with the CPU; with both
+ * refused, the run fails naming the switch and both layouts. */
+static void test_layout_fallback(void) {
+#if BRISK_HAVE_CUDA
+    for (int both = 0; both < 2; both++) {
+        REQUIRE(setenv(CONV_REFUSE_LAYOUTS_ENV, both ? "nchw,nhwc" : "nhwc", 1) == 0);
+        brisk_backend *be = backend_layout(BRISK_GEMM_FP32, BRISK_CONV_LAYOUT_NHWC);
+        REQUIRE(be);
+        const conv_case *cc = &cases[2]; /* depthwise */
+        brisk_window win = brisk_window_2d(cc->k, cc->stride, cc->pad);
+        win.groups = cc->groups;
+        conv_graph o = conv_build(cc->n, cc->c, cc->h, cc->w, cc->co, cc->k, win);
+        brisk_error err = {0};
+        ct_pair p;
+        memset(&p, 0, sizeof p);
+        const char *what = both ? "conv: both layouts refused" : "conv: NHWC refused";
+        brisk_status st = brisk_graph_error(o.g, &err);
+        if (!st) st = ct_pair_make(o.g, be, &p, &err);
+        if (!st) st = brisk_exec_run(p.cpu, BRISK_RUN_TRAIN, &err);
+        if (!st) st = brisk_exec_run(p.gpu, BRISK_RUN_TRAIN, &err);
+        if (!st) st = be->sync(be, &err);
+        if (both) {
+            CHECKF(st != BRISK_OK && strstr(err.msg, CONV_REFUSE_LAYOUTS_ENV) &&
+                       strstr(err.msg, "in NHWC") && strstr(err.msg, "in NCHW"),
+                   "%s: status %d: %s", what, (int)st, err.msg);
+        } else {
+            CHECKF(!st, "%s: %s", what, err.msg);
+            if (!st) {
+                CHECKF(ct_compare(&p, o.y, 1e-5, what) && ct_compare(&p, o.dx, 1e-5, what) &&
+                           ct_compare(&p, o.dw, 1e-5, what),
+                       "%s", what);
+                char text[2048] = "";
+                be->describe(be, text, sizeof text);
+                const char *at = strstr(text, "convolutions (");
+                int nchw = -1, nhwc = -1;
+                if (at && (at = strchr(at, ':'))) sscanf(at, ": %d passes in NCHW, %d in NHWC", &nchw, &nhwc);
+                CHECKF(nchw >= 3 && nhwc == 0, "%s: describe says %s", what, text);
+            }
+        }
+        ct_pair_free(&p);
+        brisk_graph_free(o.g);
+        be->destroy(be);
+    }
+    unsetenv(CONV_REFUSE_LAYOUTS_ENV);
+#endif
+}
+
 /* Benchmark mode writes the algorithm cache beside the GEMM cache; the next backend reads it. */
 static void test_algorithm_cache(void) {
 #if BRISK_HAVE_CUDA
@@ -419,7 +499,7 @@ int main(void) {
         printf("SKIP: the CUDA backend does not run convolutions here: %s\n", why ? why : "(no reason given)");
         return CUDA_SKIP;
     }
-    t_case c[] = {T(test_ops), T(test_capture_and_determinism), T(test_resnet_sizes),
+    t_case c[] = {T(test_ops), T(test_capture_and_determinism), T(test_layout_fallback), T(test_resnet_sizes),
 #if BRISK_HAVE_CUDA
                   T(test_program_outlives_growth),
 #endif

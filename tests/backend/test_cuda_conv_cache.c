@@ -2,7 +2,8 @@
  * build and without a GPU: keys, the path beside the GEMM cache, a save/load round trip,
  * and malformed files refused whole with the file, the line and what was expected; the
  * layout decision (conv_layout.h): timings -> choice, the rule, forced modes, which
- * operands are converted, and the layout choice's own cache entry. In CUDA builds where
+ * operands are converted, and the layout choice's own cache entry; which of cuDNN's
+ * algorithms a plan may use (workspace, deterministic mode). In CUDA builds where
  * cuDNN 9 is installed (no GPU needed), cuDNN accepts the descriptors the convolution plans
  * set up, for each precision (fp32, bf16 and fp16 data), layout and window. */
 #include "backend/cuda/conv_algo_cache.h"
@@ -240,6 +241,48 @@ static void test_layout_keys(void) {
     conv_cache_free(&d);
 }
 
+/* Which of cuDNN's perf results a plan may choose: --deterministic refuses the atomic
+ * algorithms even when a result calls them deterministic. */
+static void test_algo_usable(void) {
+    const size_t lim = (size_t)256 << 20;
+    CHECK(conv_algo_atomic(CONV_PASS_BWD_DATA, 0) && !conv_algo_atomic(CONV_PASS_BWD_DATA, 1));
+    CHECK(conv_algo_atomic(CONV_PASS_BWD_FILTER, 0) && conv_algo_atomic(CONV_PASS_BWD_FILTER, 3) &&
+          !conv_algo_atomic(CONV_PASS_BWD_FILTER, 1));
+    for (int a = 0; a < 8; a++) CHECKF(!conv_algo_atomic(CONV_PASS_FWD, a), "forward algorithm %d", a);
+    /* outside deterministic mode anything that ran and fits */
+    CHECK(conv_algo_usable(CONV_PASS_BWD_DATA, 0, 1, 1024, 0, 0, lim));
+    CHECK(!conv_algo_usable(CONV_PASS_BWD_DATA, 1, 0, 1024, 1, 0, lim)); /* did not run */
+    CHECK(!conv_algo_usable(CONV_PASS_FWD, 1, 1, lim + 1, 1, 0, lim));   /* too much workspace */
+    CHECK(conv_algo_usable(CONV_PASS_FWD, 1, 1, lim, 1, 0, lim));
+    CHECK(!conv_algo_usable(CONV_PASS_FWD, -1, 1, 0, 1, 0, lim) &&
+          !conv_algo_usable(CONV_PASS_FWD, CONV_CACHE_ALGO_MAX + 1, 1, 0, 1, 0, lim));
+    /* deterministic: the result's flag and the algorithm both */
+    CHECK(!conv_algo_usable(CONV_PASS_BWD_DATA, 1, 1, 0, 0, 1, lim));
+    CHECK(!conv_algo_usable(CONV_PASS_BWD_DATA, 0, 1, 0, 1, 1, lim));   /* mislabelled atomics */
+    CHECK(!conv_algo_usable(CONV_PASS_BWD_FILTER, 3, 1, 0, 1, 1, lim));
+    CHECK(conv_algo_usable(CONV_PASS_BWD_DATA, 1, 1, 0, 1, 1, lim));
+    CHECK(conv_algo_usable(CONV_PASS_BWD_FILTER, 1, 1, 0, 1, 1, lim));
+}
+
+/* $BRISK_CUDA_REFUSE_CONV_LAYOUTS's values, and one clear error for anything else. */
+static void test_refused_layouts(void) {
+    unsigned m = 9;
+    brisk_error err = {0};
+    CHECK(conv_layout_parse_refused(NULL, &m, &err) == BRISK_OK && m == 0);
+    CHECK(conv_layout_parse_refused("", &m, &err) == BRISK_OK && m == 0);
+    CHECK(conv_layout_parse_refused("nchw", &m, &err) == BRISK_OK && m == 1);
+    CHECK(conv_layout_parse_refused("nhwc", &m, &err) == BRISK_OK && m == 2);
+    CHECK(conv_layout_parse_refused("nhwc,nchw", &m, &err) == BRISK_OK && m == 3);
+    CHECK(conv_layout_parse_refused("nhwc,", &m, &err) == BRISK_OK && m == 2); /* a trailing comma ends it */
+    const char *bad[] = {"NHWC", "nchw,nhw", "all", ",nchw", "nchw;nhwc"};
+    for (int i = 0; i < 5; i++) {
+        err.msg[0] = 0;
+        CHECKF(conv_layout_parse_refused(bad[i], &m, &err) == BRISK_ERR_INVALID && m == 0 &&
+                   strstr(err.msg, CONV_REFUSE_LAYOUTS_ENV),
+               "\"%s\": %s", bad[i], err.msg);
+    }
+}
+
 static void test_cudnn_on_host(void) {
 #if BRISK_HAVE_CUDA
     const char *why = cuda_conv_missing();
@@ -263,4 +306,5 @@ static void test_cudnn_on_host(void) {
 }
 
 TEST_MAIN(T(test_path_beside_gemm_cache), T(test_keys), T(test_round_trip), T(test_bad_files), T(test_layout_pick),
-          T(test_layout_rule), T(test_converted_operands), T(test_layout_keys), T(test_cudnn_on_host))
+          T(test_layout_rule), T(test_converted_operands), T(test_layout_keys), T(test_algo_usable),
+          T(test_refused_layouts), T(test_cudnn_on_host))

@@ -96,6 +96,18 @@ void conv_cache_free(conv_algo_cache *c) {
     c->n = c->cap = c->dirty = 0;
 }
 
+int conv_algo_atomic(conv_pass pass, int algo) {
+    if (pass == CONV_PASS_BWD_DATA) return algo == 0;
+    if (pass == CONV_PASS_BWD_FILTER) return algo == 0 || algo == 3;
+    return 0;
+}
+
+int conv_algo_usable(conv_pass pass, int algo, int status_ok, size_t memory, int flagged_deterministic,
+                     int deterministic, size_t limit) {
+    if (!status_ok || memory > limit || algo < 0 || algo > CONV_CACHE_ALGO_MAX) return 0;
+    return !deterministic || (flagged_deterministic && !conv_algo_atomic(pass, algo));
+}
+
 /* One "key<TAB>algorithm" line of len bytes (no newline) into c, or why not in *why. */
 static int parse_line(conv_algo_cache *c, const char *line, size_t len, const char **why, brisk_error *err) {
     const char *tab = memchr(line, '\t', len);

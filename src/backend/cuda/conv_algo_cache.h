@@ -89,4 +89,16 @@ brisk_status conv_cache_put(conv_algo_cache *c, const char *key, int algo, brisk
 
 void conv_cache_free(conv_algo_cache *c);
 
+/* cuDNN's documented non-deterministic algorithms (cudnn_ops.h): backward data ALGO_0 and
+ * backward filter ALGO_0 and ALGO_3, which sum with atomics (every forward algorithm is
+ * deterministic). cudnn_conv.c checks these values against cuDNN's header when it builds. */
+int conv_algo_atomic(conv_pass pass, int algo);
+
+/* Whether one of cuDNN's perf results may be chosen: it ran (or the heuristic lists it as
+ * supported: status_ok), its workspace fits limit and, under deterministic, both its own
+ * determinism flag says so and it is not one of the atomic algorithms above (a mislabelled
+ * result cannot break --deterministic's promise). */
+int conv_algo_usable(conv_pass pass, int algo, int status_ok, size_t memory, int flagged_deterministic,
+                     int deterministic, size_t limit);
+
 #endif

@@ -80,3 +80,19 @@ brisk_status conv_cache_layout_key(const conv_algo_device *dev, const conv_algo_
     k.nhwc = data_nhwc ? CONV_KEY_CHOICE_FROM_NHWC : CONV_KEY_CHOICE_FROM_NCHW;
     return conv_cache_key(dev, &k, out, out_size, err);
 }
+
+brisk_status conv_layout_parse_refused(const char *spec, unsigned *mask, brisk_error *err) {
+    *mask = 0;
+    for (const char *at = spec ? spec : ""; *at;) {
+        size_t len = strcspn(at, ",");
+        if (len == 4 && !strncmp(at, "nchw", 4)) *mask |= 1;
+        else if (len == 4 && !strncmp(at, "nhwc", 4)) *mask |= 2;
+        else {
+            *mask = 0;
+            return brisk_errorf(err, BRISK_ERR_INVALID, CONV_REFUSE_LAYOUTS_ENV " is \"%s\": \"%.*s\" is not nchw or "
+                                "nhwc (expected a comma-separated list of them)", spec, (int)len, at);
+        }
+        at += len + (at[len] == ',');
+    }
+    return BRISK_OK;
+}

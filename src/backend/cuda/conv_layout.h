@@ -54,4 +54,11 @@ int conv_operand_converted(int role, int dt, int nhwc, int data_nhwc);
 brisk_status conv_cache_layout_key(const conv_algo_device *dev, const conv_algo_shape *s, int data_nhwc, char *out,
                                    size_t out_size, brisk_error *err);
 
+/* The test switch that exercises the other-layout fallback on any GPU: $BRISK_CUDA_REFUSE_CONV_LAYOUTS,
+ * a comma-separated list of nchw and nhwc, makes every cuDNN algorithm in those layouts count
+ * as refused. Parses spec (NULL or "": none) into *mask (bit 0 NCHW, bit 1 NHWC); anything
+ * else is BRISK_ERR_INVALID naming the variable. */
+#define CONV_REFUSE_LAYOUTS_ENV "BRISK_CUDA_REFUSE_CONV_LAYOUTS"
+brisk_status conv_layout_parse_refused(const char *spec, unsigned *mask, brisk_error *err);
+
 #endif

@@ -10,8 +10,16 @@
  * bound (and, under --deterministic, is deterministic) is kept in the algorithm cache
  * (conv_algo_cache.h) beside the GEMM autotune cache, keyed by GPU, cuDNN version and
  * shape, so the next run reads it instead of timing. With autotuning off, cuDNN's heuristic
- * (cudnnGet*Algorithm_v7) chooses under the same rules. Each choice is logged (INFO):
- * node, pass, algorithm, workspace, and whether it was timed, cached or heuristic.
+ * (cudnnGet*Algorithm_v7) chooses under the same rules. Whichever way, an algorithm is
+ * only kept after one trial launch on scratch operands that cuDNN accepts (cuDNN 9's
+ * heuristic lists some it then refuses); when none runs in the layout chosen, the node runs
+ * in the other layout (a warning the first time), and when none runs in either, the plan
+ * fails naming every refusal: an unsupported combination is never launched in a step.
+ * Under --deterministic only deterministic algorithms are candidates (conv_algo_usable):
+ * then a step's bits, captured CUDA graph or eager, are the same every run; outside it
+ * cuDNN may pick one that sums with atomics, whose last bits vary from run to run. Each
+ * choice is logged (INFO): node, pass, algorithm, layout, type, workspace, and whether it
+ * was timed, cached or heuristic.
  *
  * Workspace: one buffer shared by every conv node (they run one at a time on the compute
  * stream), sized at prepare to the largest chosen algorithm's need and never above
@@ -164,6 +172,7 @@ struct cuda_conv {
     size_t stage_bytes;
     conv_algo_cache cache;
     int cache_state;          /* 0 not read yet, 1 read, -1 refused (neither used nor written) */
+    int fallbacks;            /* nodes run in the other layout: the first is a warning, the rest INFO */
 };
 
 static int math_type(brisk_gemm_precision precision) {
@@ -306,12 +315,17 @@ typedef struct conv_perf {
 } conv_perf;
 #define PERF_MAX 16
 
-/* The first (fastest, or the heuristic's first) result that ran, fits the limit and is
- * deterministic where asked; -1 when none. */
-static int pick(const conv_perf *r, int n, int deterministic, size_t limit) {
-    for (int i = 0; i < n; i++)
-        if (r[i].status == CUDNN_STATUS_SUCCESS && r[i].memory <= limit &&
-            (!deterministic || r[i].determinism == CUDNN_DETERMINISTIC))
+/* conv_algo_atomic's numbers are cuDNN's */
+_Static_assert(CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 == 0 && CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 == 0 &&
+                   CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3 == 3,
+               "cuDNN's non-deterministic convolution algorithms moved: update conv_algo_atomic");
+
+/* The first result from index `from` on (fastest first, or the heuristic's order) that
+ * conv_algo_usable accepts; -1 when none. */
+static int pick(const conv_perf *r, int n, int from, conv_pass pass, int deterministic, size_t limit) {
+    for (int i = from < 0 ? 0 : from; i < n; i++)
+        if (conv_algo_usable(pass, r[i].algo, r[i].status == CUDNN_STATUS_SUCCESS, r[i].memory,
+                             r[i].determinism == CUDNN_DETERMINISTIC, deterministic, limit))
             return i;
     return -1;
 }
@@ -322,45 +336,65 @@ static int pick(const conv_perf *r, int n, int deterministic, size_t limit) {
                                 .time = (src)[i_].time, .memory = (src)[i_].memory,              \
                                 .determinism = (src)[i_].determinism}
 
-/* cuDNN's candidates for the plan's pass: timed on scratch operands, or its heuristic's list. */
-static brisk_status candidates(cuda_backend *cb, conv_plan *p, int timed, conv_perf *out, int *n_out,
-                               const char *what, brisk_error *err) {
+/* x, w, y in cuDNN's form (the plan's layout and type), zeroed: the operands of timing and
+ * of trial launches. */
+typedef struct conv_scratch {
+    void *buf[3];
+} conv_scratch;
+
+static void scratch_free(conv_scratch *sc) {
+    for (int k = 0; k < 3; k++) cudaFree(sc->buf[k]);
+    memset(sc, 0, sizeof *sc);
+}
+
+static brisk_status scratch_make(const conv_plan *p, conv_scratch *sc, const char *what, brisk_error *err) {
+    memset(sc, 0, sizeof *sc);
+    for (int k = 0; k < 3; k++) {
+        size_t bytes = (size_t)numel4(role_dims(&p->geom, k)) * (p->dt ? 2 : 4);
+        cudaError_t e = cudaMalloc(&sc->buf[k], bytes ? bytes : 4);
+        if (e == cudaSuccess) e = cudaMemset(sc->buf[k], 0, bytes ? bytes : 4);
+        if (e != cudaSuccess) {
+            scratch_free(sc);
+            return cuda_fail(err, e, "cudaMalloc (convolution scratch operands)", what);
+        }
+    }
+    return BRISK_OK;
+}
+
+/* cuDNN's candidates for the plan's pass: timed on the scratch operands, or its heuristic's list. */
+static brisk_status candidates(cuda_backend *cb, conv_plan *p, int timed, const conv_scratch *sc, conv_perf *out,
+                               int *n_out, const char *what, brisk_error *err) {
     cudnnHandle_t h = cb->conv->handle;
     conv_descs *d = &p->d;
+    void *const *buf = sc ? sc->buf : NULL;
     int n = 0;
-    void *buf[3] = {NULL, NULL, NULL}, *ws = NULL;
+    void *ws = NULL;
     brisk_status st = BRISK_OK;
+    *n_out = 0;
+    if (timed && !buf) return brisk_errorf(err, BRISK_ERR_INTERNAL, "%s: timing without scratch operands", what);
     if (timed) {
-        const int *dims[3] = {p->geom.x, p->geom.w, p->geom.y};
-        for (int k = 0; k < 3 && !st; k++) {
-            size_t bytes = (size_t)numel4(dims[k]) * (p->dt ? 2 : 4);
-            cudaError_t e = cudaMalloc(&buf[k], bytes ? bytes : 4);
-            if (e == cudaSuccess) e = cudaMemset(buf[k], 0, bytes ? bytes : 4);
-            if (e != cudaSuccess) st = cuda_fail(err, e, "cudaMalloc", what);
-        }
         /* the largest workspace that can be had up to the limit, halving on failure */
         size_t ws_bytes = CONV_WORKSPACE_LIMIT;
-        while (!st && ws_bytes && cudaMalloc(&ws, ws_bytes) != cudaSuccess) ws_bytes /= 2, cudaGetLastError();
+        while (ws_bytes && cudaMalloc(&ws, ws_bytes) != cudaSuccess) ws_bytes /= 2, cudaGetLastError();
         if (!ws) ws_bytes = 0;
         cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
-        if (!st && p->geom.pass == CONV_PASS_FWD) {
+        if (p->geom.pass == CONV_PASS_FWD) {
             cudnnConvolutionFwdAlgoPerf_t r[PERF_MAX];
             s = cuda_dnn.cudnnFindConvolutionForwardAlgorithmEx(h, d->xd, buf[0], d->wd, buf[1], d->cd, d->yd, buf[2],
                                                                 PERF_MAX, &n, r, ws, ws_bytes);
             COPY_PERF(r, n, out);
-        } else if (!st && p->geom.pass == CONV_PASS_BWD_DATA) {
+        } else if (p->geom.pass == CONV_PASS_BWD_DATA) {
             cudnnConvolutionBwdDataAlgoPerf_t r[PERF_MAX];
             s = cuda_dnn.cudnnFindConvolutionBackwardDataAlgorithmEx(h, d->wd, buf[1], d->yd, buf[2], d->cd, d->xd,
                                                                      buf[0], PERF_MAX, &n, r, ws, ws_bytes);
             COPY_PERF(r, n, out);
-        } else if (!st) {
+        } else {
             cudnnConvolutionBwdFilterAlgoPerf_t r[PERF_MAX];
             s = cuda_dnn.cudnnFindConvolutionBackwardFilterAlgorithmEx(h, d->xd, buf[0], d->yd, buf[2], d->cd, d->wd,
                                                                        buf[1], PERF_MAX, &n, r, ws, ws_bytes);
             COPY_PERF(r, n, out);
         }
-        if (!st && s != CUDNN_STATUS_SUCCESS) st = cuda_dnn_fail(err, s, "cudnnFind*AlgorithmEx", what);
-        for (int k = 0; k < 3; k++) cudaFree(buf[k]);
+        if (s != CUDNN_STATUS_SUCCESS) st = cuda_dnn_fail(err, s, "cudnnFind*AlgorithmEx", what);
         cudaFree(ws);
     } else if (p->geom.pass == CONV_PASS_FWD) {
         cudnnConvolutionFwdAlgoPerf_t r[PERF_MAX];
@@ -375,25 +409,87 @@ static brisk_status candidates(cuda_backend *cb, conv_plan *p, int timed, conv_p
         DNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d->xd, d->yd, d->cd, d->wd, PERF_MAX, &n, r), what);
         COPY_PERF(r, n, out);
     }
-    *n_out = n;
+    *n_out = st ? 0 : n;
     return st;
 }
 
-/* The workspace a cached algorithm needs for the plan's shape. */
-static brisk_status algo_workspace(cuda_backend *cb, conv_plan *p, int algo, size_t *bytes, const char *what,
-                                   brisk_error *err) {
+/* The workspace algo needs for the plan's descriptors, as cuDNN's status. */
+static cudnnStatus_t algo_workspace(cuda_backend *cb, conv_plan *p, int algo, size_t *bytes) {
     cudnnHandle_t h = cb->conv->handle;
     conv_descs *d = &p->d;
     *bytes = 0;
     if (p->geom.pass == CONV_PASS_FWD)
-        DNN(cudnnGetConvolutionForwardWorkspaceSize(h, d->xd, d->wd, d->cd, d->yd, (cudnnConvolutionFwdAlgo_t)algo,
-                                                    bytes), what);
-    else if (p->geom.pass == CONV_PASS_BWD_DATA)
-        DNN(cudnnGetConvolutionBackwardDataWorkspaceSize(h, d->wd, d->yd, d->cd, d->xd,
-                                                         (cudnnConvolutionBwdDataAlgo_t)algo, bytes), what);
-    else
-        DNN(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d->xd, d->yd, d->cd, d->wd,
-                                                           (cudnnConvolutionBwdFilterAlgo_t)algo, bytes), what);
+        return cuda_dnn.cudnnGetConvolutionForwardWorkspaceSize(h, d->xd, d->wd, d->cd, d->yd,
+                                                                (cudnnConvolutionFwdAlgo_t)algo, bytes);
+    if (p->geom.pass == CONV_PASS_BWD_DATA)
+        return cuda_dnn.cudnnGetConvolutionBackwardDataWorkspaceSize(h, d->wd, d->yd, d->cd, d->xd,
+                                                                     (cudnnConvolutionBwdDataAlgo_t)algo, bytes);
+    return cuda_dnn.cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d->xd, d->yd, d->cd, d->wd,
+                                                                   (cudnnConvolutionBwdFilterAlgo_t)algo, bytes);
+}
+
+static const char *pass_call(conv_pass p) {
+    return p == CONV_PASS_FWD ? "cudnnConvolutionForward" : p == CONV_PASS_BWD_DATA ? "cudnnConvolutionBackwardData"
+                                                                                   : "cudnnConvolutionBackwardFilter";
+}
+
+/* One launch of the plan's pass with algo on operands dn (x, w, y in cuDNN's form): the
+ * step's launch and the trial launch at plan time are this one call. */
+static cudnnStatus_t launch(cuda_backend *cb, const conv_plan *p, int algo, void *const dn[3], void *ws,
+                            size_t ws_bytes) {
+    cudnnHandle_t h = cb->conv->handle;
+    const conv_descs *d = &p->d;
+    const float one = 1.0f, zero = 0.0f;
+    if (p->geom.pass == CONV_PASS_FWD)
+        return cuda_dnn.cudnnConvolutionForward(h, &one, d->xd, dn[0], d->wd, dn[1], d->cd,
+                                                (cudnnConvolutionFwdAlgo_t)algo, ws, ws_bytes, &zero, d->yd, dn[2]);
+    if (p->geom.pass == CONV_PASS_BWD_DATA)
+        return cuda_dnn.cudnnConvolutionBackwardData(h, &one, d->wd, dn[1], d->yd, dn[2], d->cd,
+                                                     (cudnnConvolutionBwdDataAlgo_t)algo, ws, ws_bytes, &zero, d->xd,
+                                                     dn[0]);
+    return cuda_dnn.cudnnConvolutionBackwardFilter(h, &one, d->xd, dn[0], d->yd, dn[2], d->cd,
+                                                   (cudnnConvolutionBwdFilterAlgo_t)algo, ws, ws_bytes, &zero, d->wd,
+                                                   dn[1]);
+}
+
+/* Whether algo runs for the plan's exact descriptors: its workspace as cuDNN computes it
+ * (never below what the perf result listed), within the limit, and one trial launch on the
+ * scratch operands that cuDNN accepts. cuDNN's heuristic (cudnnGet*Algorithm_v7) can list
+ * as supported an algorithm that the launch then refuses: on the first GPU run (H200, cuDNN
+ * 9), fp16 depthwise backward data in NHWC failed with CUDNN_STATUS_BAD_PARAM at every step.
+ * Plans are made before any capture, so the trial never lands in a CUDA graph. *ok is 0 and
+ * why says what cuDNN answered when it does not run; errors are only CUDA's own. */
+static brisk_status try_algo(cuda_backend *cb, conv_plan *p, const conv_scratch *sc, int algo, size_t listed,
+                             size_t *ws_bytes, int *ok, char *why, size_t why_size, const char *what,
+                             brisk_error *err) {
+    *ok = 0;
+    size_t need = 0;
+    cudnnStatus_t s = algo_workspace(cb, p, algo, &need);
+    if (s != CUDNN_STATUS_SUCCESS) {
+        snprintf(why, why_size, "workspace query: %s", cuda_dnn.cudnnGetErrorString(s));
+        return BRISK_OK;
+    }
+    if (need < listed) need = listed;
+    if (need > CONV_WORKSPACE_LIMIT) {
+        snprintf(why, why_size, "needs %zu MiB of workspace", need >> 20);
+        return BRISK_OK;
+    }
+    void *ws = NULL;
+    if (need && cudaMalloc(&ws, need) != cudaSuccess) {
+        cudaGetLastError();
+        snprintf(why, why_size, "its %zu bytes of workspace could not be allocated", need);
+        return BRISK_OK;
+    }
+    s = launch(cb, p, algo, sc->buf, ws, need);
+    cudaError_t e = cudaStreamSynchronize(cb->compute);
+    cudaFree(ws);
+    if (e != cudaSuccess) return cuda_fail(err, e, "a trial launch of a cuDNN convolution algorithm", what);
+    if (s != CUDNN_STATUS_SUCCESS) {
+        snprintf(why, why_size, "%s: %s", pass_call(p->geom.pass), cuda_dnn.cudnnGetErrorString(s));
+        return BRISK_OK;
+    }
+    *ws_bytes = need;
+    *ok = 1;
     return BRISK_OK;
 }
 
@@ -426,11 +522,21 @@ static const char *pass_label(conv_pass p) {
     return p == CONV_PASS_FWD ? "forward" : p == CONV_PASS_BWD_DATA ? "backward data" : "backward filter";
 }
 
-/* Chooses the plan's algorithm and its workspace (see the file comment). */
+/* Appends "algorithm A (why)" to the list of refusals in `tried`. */
+static void note_refusal(char *tried, size_t size, int algo, const char *why) {
+    size_t len = strlen(tried);
+    if (len + 1 < size)
+        snprintf(tried + len, size - len, "%salgorithm %d (%s)", len ? ", " : "", algo, why);
+}
+
+/* Chooses the plan's algorithm and its workspace (see the file comment) among those that
+ * run for its descriptors (try_algo), in order: the cached one, then cuDNN's (timed
+ * fastest first, or the heuristic's order). BRISK_ERR_UNSUPPORTED, naming each refusal,
+ * when none runs in the plan's layout and type. */
 static brisk_status choose(cuda_backend *cb, conv_plan *p, const char *what, brisk_error *err) {
     struct cuda_conv *c = cb->conv;
-    /* --deterministic still times, among deterministic algorithms only: every candidate
-     * gives the same bits on every run, and the cache keeps the choice across runs */
+    /* --deterministic turns autotuning off (backend.c: no choice may depend on timing), so
+     * there the heuristic's order decides, among deterministic algorithms only */
     int det = cb->opt.deterministic, timed = cb->opt.autotune;
     conv_algo_device dev = {.gpu_name = cb->name, .cc_major = cb->cc_major, .cc_minor = cb->cc_minor, .sms = cb->sms,
                             .cudnn_version = cuda_dnn.cudnnGetVersion()};
@@ -438,38 +544,49 @@ static brisk_status choose(cuda_backend *cb, conv_plan *p, const char *what, bri
     char key[CONV_CACHE_KEY_MAX];
     brisk_status st = conv_cache_key(&dev, &s, key, sizeof key, err);
     if (st) return st;
-    const char *source = "heuristic";
-    int algo = -1;
+    conv_scratch sc;
+    if ((st = scratch_make(p, &sc, what, err))) return st;
+    const char *source = timed ? "timed" : "heuristic";
+    char tried[400] = "", why[120];
+    int algo = -1, ok = 0, from_cache = 0, refused_cached = -1;
+    size_t ws = 0;
     if (timed) {
         cache_open(cb);
-        algo = conv_cache_get(&c->cache, key);
-        if (algo >= 0) {
-            if ((st = algo_workspace(cb, p, algo, &p->ws_bytes, what, err))) return st;
-            if (p->ws_bytes > CONV_WORKSPACE_LIMIT) algo = -1;
-            else source = "from the cache";
+        int cached = conv_cache_get(&c->cache, key);
+        if (cached >= 0 && conv_algo_usable(p->geom.pass, cached, 1, 0, 1, det, CONV_WORKSPACE_LIMIT)) {
+            st = try_algo(cb, p, &sc, cached, 0, &ws, &ok, why, sizeof why, what, err);
+            if (!st && ok) algo = cached, from_cache = 1, source = "from the cache";
+            else if (!st) note_refusal(tried, sizeof tried, cached, why), refused_cached = cached;
         }
     }
-    if (algo < 0) {
-        conv_perf r[PERF_MAX];
-        int n = 0;
-        if ((st = candidates(cb, p, timed, r, &n, what, err))) return st;
-        int i = pick(r, n, det, CONV_WORKSPACE_LIMIT);
-        if (i < 0)
-            return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: cuDNN offers no %s%s algorithm within %zu MiB of "
-                                "workspace", what, det ? "deterministic " : "", pass_label(p->geom.pass),
-                                CONV_WORKSPACE_LIMIT >> 20);
-        algo = r[i].algo;
-        p->ws_bytes = r[i].memory;
-        if (timed) {
-            source = "timed";
-            brisk_error e = {0};
-            if (c->cache_state == 1 && conv_cache_put(&c->cache, key, algo, &e))
-                brisk_log(&cb->opt.log, BRISK_LOG_WARN, "%s", e.msg);
-        }
+    conv_perf r[PERF_MAX];
+    int n = 0;
+    if (!st && algo < 0) st = candidates(cb, p, timed, &sc, r, &n, what, err);
+    for (int i = 0; !st && algo < 0 && (i = pick(r, n, i, p->geom.pass, det, CONV_WORKSPACE_LIMIT)) >= 0; i++) {
+        if (r[i].algo == refused_cached) continue;
+        st = try_algo(cb, p, &sc, r[i].algo, r[i].memory, &ws, &ok, why, sizeof why, what, err);
+        if (!st && ok) algo = r[i].algo;
+        else if (!st) note_refusal(tried, sizeof tried, r[i].algo, why);
+    }
+    scratch_free(&sc);
+    if (st) return st;
+    if (algo < 0)
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: cuDNN offers no %s%s algorithm that runs in %s %s within "
+                            "%zu MiB of workspace%s%s%s", what, det ? "deterministic " : "", pass_label(p->geom.pass),
+                            p->nhwc ? "NHWC" : "NCHW", dt_name(p->dt), CONV_WORKSPACE_LIMIT >> 20,
+                            tried[0] ? " (refused: " : "", tried, tried[0] ? ")" : "");
+    if (tried[0])
+        brisk_log(&cb->opt.log, BRISK_LOG_INFO, "cuda: %s %s: cuDNN listed but refused %s", what,
+                  pass_label(p->geom.pass), tried);
+    if (timed && !from_cache) {
+        brisk_error e = {0};
+        if (c->cache_state == 1 && conv_cache_put(&c->cache, key, algo, &e))
+            brisk_log(&cb->opt.log, BRISK_LOG_WARN, "%s", e.msg);
     }
     p->algo = algo;
-    brisk_log(&cb->opt.log, BRISK_LOG_INFO, "cuda: %s %s: cuDNN algorithm %d, %zu bytes of workspace (%s)", what,
-              pass_label(p->geom.pass), algo, p->ws_bytes, source);
+    p->ws_bytes = ws;
+    brisk_log(&cb->opt.log, BRISK_LOG_INFO, "cuda: %s %s: cuDNN algorithm %d in %s %s, %zu bytes of workspace (%s)",
+              what, pass_label(p->geom.pass), algo, p->nhwc ? "NHWC" : "NCHW", dt_name(p->dt), p->ws_bytes, source);
     return BRISK_OK;
 }
 
@@ -483,10 +600,13 @@ static brisk_status time_layout(cuda_backend *cb, conv_plan *p, double *conv_ms,
     stage_layout(p);
     brisk_error e = {0};
     conv_perf r[PERF_MAX];
+    conv_scratch sc = {{NULL, NULL, NULL}};
     int n = 0, i = -1;
-    if (!descs_make(&p->geom, p->math, p->nhwc, p->dt, &p->d, what, &e) && !candidates(cb, p, 1, r, &n, what, &e))
-        i = pick(r, n, cb->opt.deterministic, CONV_WORKSPACE_LIMIT);
+    if (!scratch_make(p, &sc, what, &e) && !descs_make(&p->geom, p->math, p->nhwc, p->dt, &p->d, what, &e) &&
+        !candidates(cb, p, 1, &sc, r, &n, what, &e))
+        i = pick(r, n, 0, p->geom.pass, cb->opt.deterministic, CONV_WORKSPACE_LIMIT);
     descs_free(&p->d);
+    scratch_free(&sc);
     if (i < 0) {
         brisk_log(&cb->opt.log, BRISK_LOG_INFO, "cuda: %s: no usable cuDNN algorithm in %s %s%s%s", what,
                   p->nhwc ? "NHWC" : "NCHW", dt_name(p->dt), e.msg[0] ? ": " : "", e.msg);
@@ -572,6 +692,20 @@ static brisk_status handle_get(cuda_backend *cb, brisk_error *err) {
     return BRISK_OK;
 }
 
+/* The plan's descriptors and algorithm in its layout p->nhwc (descriptors freed on failure);
+ * `refused`: the layouts $BRISK_CUDA_REFUSE_CONV_LAYOUTS refuses (conv_layout.h). */
+static brisk_status plan_in_layout(cuda_backend *cb, conv_plan *p, unsigned refused, const char *what,
+                                   brisk_error *err) {
+    if (refused & (p->nhwc ? 2u : 1u))
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: " CONV_REFUSE_LAYOUTS_ENV " refuses cuDNN's algorithms "
+                            "in %s", what, p->nhwc ? "NHWC" : "NCHW");
+    stage_layout(p);
+    brisk_status st = descs_make(&p->geom, p->math, p->nhwc, p->dt, &p->d, what, err);
+    if (!st) st = choose(cb, p, what, err);
+    if (st) descs_free(&p->d);
+    return st;
+}
+
 /* The plan of conv node `id` of g, made now when there is none (never while capturing). */
 static brisk_status plan_get(cuda_backend *cb, const brisk_graph *g, int id, const conv_geom *cg, conv_plan **out,
                              brisk_error *err) {
@@ -615,9 +749,23 @@ static brisk_status plan_get(cuda_backend *cb, const brisk_graph *g, int id, con
     p->geom = *cg;
     p->math = math;
     p->dt = dt;
-    if (!(st = choose_layout(cb, p, what, err))) {
-        stage_layout(p);
-        if (!(st = descs_make(cg, math, p->nhwc, dt, &p->d, what, err))) st = choose(cb, p, what, err);
+    brisk_error first = {0};
+    unsigned refused = 0;
+    if (!(st = conv_layout_parse_refused(getenv(CONV_REFUSE_LAYOUTS_ENV), &refused, err)) &&
+        !(st = choose_layout(cb, p, what, err)) && (st = plan_in_layout(cb, p, refused, what, &first))) {
+        /* nothing of cuDNN's runs in that layout: the other one, at the cost of the
+         * conversions at the node's boundaries; an error naming both when neither runs */
+        brisk_error other = {0};
+        p->nhwc = !p->nhwc;
+        if (st != BRISK_ERR_NOMEM) st = plan_in_layout(cb, p, refused, what, &other);
+        if (st && other.msg[0])
+            brisk_errorf(err, st, "%s; and in %s: %s", first.msg, p->nhwc ? "NHWC" : "NCHW", other.msg);
+        else if (st)
+            brisk_errorf(err, st, "%s", first.msg);
+        else
+            brisk_log(&cb->opt.log, c->fallbacks++ ? BRISK_LOG_INFO : BRISK_LOG_WARN,
+                      "cuda: %s runs in %s %s instead: %s", what, p->nhwc ? "NHWC" : "NCHW", dt_name(p->dt),
+                      first.msg);
     }
     if (st) {
         plan_free(p); /* a free slot now */
@@ -705,10 +853,6 @@ brisk_status cuda_run_conv(cuda_backend *cb, const brisk_graph *g, int id, const
     }
     conv_plan *p;
     if ((st = plan_get(cb, g, id, &cg, &p, err))) return st;
-    cudnnHandle_t h = cb->conv->handle;
-    const float one = 1.0f, zero = 0.0f;
-    void *ws = cb->conv->work;
-    conv_descs *d = &p->d;
     /* x, w, y in the graph's form, then in cuDNN's: converted into the staging buffer where
      * the plan's layout or type differs (the inputs now, the output after) */
     void *gf[3];
@@ -721,17 +865,13 @@ brisk_status cuda_run_conv(cuda_backend *cb, const brisk_graph *g, int id, const
         dn[k] = p->stage_off[k] == SIZE_MAX ? gf[k] : (char *)cb->conv->stage + p->stage_off[k];
         if (k != o && dn[k] != gf[k]) CU(convert(p, k, gf[k], dn[k], 1, cb->compute), what);
     }
-    if (cg.pass == CONV_PASS_FWD)
-        DNN(cudnnConvolutionForward(h, &one, d->xd, dn[0], d->wd, dn[1], d->cd, (cudnnConvolutionFwdAlgo_t)p->algo,
-                                    ws, p->ws_bytes, &zero, d->yd, dn[2]), what);
-    else if (cg.pass == CONV_PASS_BWD_DATA)
-        DNN(cudnnConvolutionBackwardData(h, &one, d->wd, dn[1], d->yd, dn[2], d->cd,
-                                         (cudnnConvolutionBwdDataAlgo_t)p->algo, ws, p->ws_bytes, &zero, d->xd, dn[0]),
-            what);
-    else
-        DNN(cudnnConvolutionBackwardFilter(h, &one, d->xd, dn[0], d->yd, dn[2], d->cd,
-                                           (cudnnConvolutionBwdFilterAlgo_t)p->algo, ws, p->ws_bytes, &zero, d->wd,
-                                           dn[1]), what);
+    cudnnStatus_t s = launch(cb, p, p->algo, dn, cb->conv->work, p->ws_bytes);
+    if (s != CUDNN_STATUS_SUCCESS) {
+        char call[160];
+        snprintf(call, sizeof call, "%s (algorithm %d in %s %s, %zu bytes of workspace)", pass_call(cg.pass), p->algo,
+                 p->nhwc ? "NHWC" : "NCHW", dt_name(p->dt), p->ws_bytes);
+        return cuda_dnn_fail(err, s, call, what);
+    }
     if (dn[o] != gf[o]) CU(convert(p, o, dn[o], gf[o], 0, cb->compute), what);
     return BRISK_OK;
 }
