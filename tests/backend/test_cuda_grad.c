@@ -7,7 +7,9 @@
  * every planned fusion runs decomposed instead, and the same comparisons check those
  * paths; test_refused_epilogues does that in any run. Tolerances (relative norm): fp32 1e-4 for gradients (reductions in
  * another order, through several layers), TF32 2e-2, bf16/fp16 5e-2 (the operand rounding
- * compounds through the layers; single ops are held to 1e-2 in test_cuda_ops). */
+ * compounds through the layers; single ops are held to 1e-2 in test_cuda_ops); the ReLU
+ * models' gradients in TF32/bf16/fp16 0.25 where some ReLU took the other sign than on
+ * the CPU (RELU_LOWP_TOL: derived there). */
 #include "backend/cuda_test_util.h"
 
 typedef brisk_status (*build_fn)(brisk_graph *g, brisk_model_io *io, brisk_error *err);
@@ -86,16 +88,65 @@ static brisk_status mixed(brisk_graph *g, brisk_model_io *io, brisk_error *err) 
 static const struct {
     const char *name;
     build_fn build;
-    int expect_fusion;
+    int expect_fusion, relu; /* relu: a ReLU between layers (see RELU_LOWP_TOL) */
 } models[] = {
-    {"mlp relu + dropout (RELU_BIAS)", mlp_relu, 1},  {"mlp gelu tanh (GELU_AUX_BIAS, DGELU_BGRAD)", mlp_gelu_tanh, 1},
-    {"mlp gelu erf (BIAS)", mlp_gelu, 1},             {"mlp silu (BIAS)", mlp_silu, 1},
-    {"mlp tanh", mlp_tanh, 1},                        {"mlp sigmoid", mlp_sigmoid, 1},
-    {"diffusion denoiser", diffusion, 1},             {"layernorm/softmax/attention-like", mixed, 0},
-    {"transformer pre-LN, dropout", transformer_pre, 1},
-    {"transformer post-LN, causal, padding mask", transformer_post, 1},
-    {"meshgnn (gather, segment sums)", meshgnn, 0},
+    {"mlp relu + dropout (RELU_BIAS)", mlp_relu, 1, 1},  {"mlp gelu tanh (GELU_AUX_BIAS, DGELU_BGRAD)", mlp_gelu_tanh, 1, 0},
+    {"mlp gelu erf (BIAS)", mlp_gelu, 1, 0},             {"mlp silu (BIAS)", mlp_silu, 1, 0},
+    {"mlp tanh", mlp_tanh, 1, 0},                        {"mlp sigmoid", mlp_sigmoid, 1, 0},
+    {"diffusion denoiser", diffusion, 1, 0},             {"layernorm/softmax/attention-like", mixed, 0, 0},
+    {"transformer pre-LN, dropout", transformer_pre, 1, 0},
+    {"transformer post-LN, causal, padding mask", transformer_post, 1, 1},
+    {"meshgnn (gather, segment sums)", meshgnn, 0, 0},
 };
+
+/* The gradients of a ReLU model in reduced precision (TF32, bf16, fp16) against the CPU's
+ * fp32, with no bug: the first GPU run gave 0.054-0.098 for "mlp relu + dropout" in bf16
+ * (net.0.weight and .bias) in half of its runs, every smooth model passing at 5e-2.
+ * A pre-activation within the GEMM operands' rounding of zero can take the other sign
+ * (probability ~ u per unit for unit roundoff u; emulated below: on average 2.6 of the
+ * 3328 ReLU units of a batch of 32 in bf16, 0.33 with 11 bits), and a flipped unit passes
+ * or stops its whole backward contribution, so the gradients behind a ReLU err by
+ * ~ sqrt(flipped fraction), not ~ u;
+ * how far one flip moves a layer's gradient hardly depends on the precision, only how
+ * often flips happen. tools/gpu/relu_lowp_error.py emulates this model's GPU path against
+ * a float64 reference (the same weights, batch and dropout masks), 100000 draws: bf16
+ * median 0.050, p99.9 0.18, max 0.31, over 0.2 in 31, over 0.25 in 1; fp16/TF32 (11 bits)
+ * median 0.0005, max 0.17; with the reference's ReLU masks forced, bf16 at most 0.0065.
+ * So the test counts the flips (the ReLU outputs, kept readable, positive on one side
+ * only) and prints them: with none, the precision's own tolerance; with some, 0.25 (a
+ * flaky failure about once in 1e5 bf16 draws). The transformer's ReLU FFNs get the same
+ * bound by the same argument (not emulated). The bugs this leaves visible: the dropout
+ * scale twice moves net.0's gradient by 56%, a wrong ReLU mask by O(1) (and without flips
+ * anything over the usual tolerance); the same epilogue, mask and dropout code is held to
+ * 1e-4 in fp32 (test_fp32_fused, test_refused_epilogues), the 16-bit operand casts to 5e-2
+ * by the smooth models. Keeping the ReLU outputs leaves the CUDA fusion plan of both
+ * models unchanged (the same epilogues and residual-norm pairs). */
+#define RELU_LOWP_TOL 0.25
+
+static void keep_relus(brisk_graph *g) {
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i].op == BRISK_OP_RELU) g->nodes[i].keep = 1;
+}
+
+/* ReLU outputs positive on the GPU or the CPU only (*units: all of them); -1: unreadable */
+static int64_t relu_flips(ct_pair *p, int64_t *units, brisk_error *err) {
+    const brisk_graph *g = p->cpu->g;
+    int64_t flips = 0;
+    *units = 0;
+    for (int i = 0; i < g->n_nodes && flips >= 0; i++) {
+        if (g->nodes[i].op != BRISK_OP_RELU) continue;
+        int64_t n = brisk_shape_numel(&g->nodes[i].shape);
+        float *a = malloc(sizeof(float) * (size_t)n + 4), *b = malloc(sizeof(float) * (size_t)n + 4);
+        if (!a || !b || brisk_exec_read(p->gpu, i, a, err) || brisk_exec_read(p->cpu, i, b, err)) {
+            flips = -1;
+        } else {
+            for (int64_t k = 0; k < n; k++) flips += (a[k] > 0.0f) != (b[k] > 0.0f);
+            *units += n;
+        }
+        free(a), free(b);
+    }
+    return flips;
+}
 
 /* The run report's "epilogue fusion on (N GEMMs[ fused, M decomposed])". */
 static int fused_gemms(brisk_backend *be, int *decomposed) {
@@ -117,6 +168,7 @@ static int fused_norms(brisk_backend *be) {
 }
 
 static void compare_model(int m, brisk_gemm_precision prec, int fuse, double tol_loss, double tol_grad) {
+    int lowp_relu = models[m].relu && prec != BRISK_GEMM_FP32;
     brisk_backend *be = cuda_backend_for(prec, fuse, 0);
     REQUIRE(be);
     brisk_graph *g = brisk_graph_new();
@@ -125,7 +177,9 @@ static void compare_model(int m, brisk_gemm_precision prec, int fuse, double tol
     ct_pair p;
     char what[200];
     snprintf(what, sizeof what, "%s, %s, fusion %s", models[m].name, brisk_gemm_precision_name(prec), fuse ? "on" : "off");
-    if (models[m].build(g, &io, &err) || ct_pair_make(g, be, &p, &err)) {
+    brisk_status bs = models[m].build(g, &io, &err);
+    if (!bs && lowp_relu) keep_relus(g); /* before planning */
+    if (bs || ct_pair_make(g, be, &p, &err)) {
         CHECKF(0, "%s: %s", what, err.msg);
         brisk_graph_free(g);
         be->destroy(be);
@@ -149,6 +203,13 @@ static void compare_model(int m, brisk_gemm_precision prec, int fuse, double tol
         if (fuse && residual_ln) CHECKF(fused_norms(be) > 0, "%s: no residual add was fused", what);
         if (!fuse) CHECKF(fused_norms(be) == 0, "%s: a residual add fused with fusion off", what);
         CHECKF(ct_compare(&p, g->loss, tol_loss, what), "%s: loss", what);
+        if (lowp_relu) {
+            int64_t units, flips = relu_flips(&p, &units, &err);
+            CHECKF(flips >= 0, "%s: reading the ReLU outputs: %s", what, err.msg);
+            if (flips != 0 && tol_grad < RELU_LOWP_TOL) tol_grad = RELU_LOWP_TOL;
+            printf("%s: %lld of %lld ReLU outputs differ in sign from the CPU's: gradients held to %g\n", what,
+                   (long long)flips, (long long)units, tol_grad);
+        }
         float scale = 1.0f;
         brisk_backend_stats s;
         if (prec == BRISK_GEMM_FP16 && !be->stats(be, &s, &err) && s.loss_scale > 0) scale = s.loss_scale;

@@ -74,27 +74,33 @@ __device__ __forceinline__ void store_lp(void *lp, int fp16, int64_t i, float x)
     else ((__nv_bfloat16 *)lp)[i] = __float2bfloat16_rn(x);
 }
 
-/* one element; p, m, v passed by reference */
+/* One element; p, m, v passed by reference. Every operation is rounded on its own
+ * (__f*_rn): nvcc may contract a * b + c into an FMA, and which product it fuses depends on
+ * the code around it. The float4 loop and the scalar loop (unaligned arrays, the tail)
+ * contracted v = b2 v + (1 - b2) g^2 differently, so an update in two ranges (ZeRO-1 shards
+ * starting at an odd float) gave other bits than the whole arena's. Unfused, an element's
+ * result no longer depends on the path that updates it (the CPU's order of operations). */
 __device__ __forceinline__ void adamw_one(const cuda_optim_consts &c, const cuda_optim_state &s, float g,
                                           float decay, float &p, float &m, float &v) {
-    float gi = g * s.coef;
-    float pi = p * decay;
-    float mi = m + (1.0f - c.beta1) * (gi - m);
-    float vi = c.beta2 * v + (1.0f - c.beta2) * (gi * gi);
+    float gi = __fmul_rn(g, s.coef);
+    float pi = __fmul_rn(p, decay);
+    float mi = __fadd_rn(m, __fmul_rn(__fsub_rn(1.0f, c.beta1), __fsub_rn(gi, m)));
+    float vi = __fadd_rn(__fmul_rn(c.beta2, v), __fmul_rn(__fsub_rn(1.0f, c.beta2), __fmul_rn(gi, gi)));
     m = mi;
     v = vi;
-    p = pi - s.step_size * (mi / (sqrtf(vi) / s.bc2_sqrt + c.eps));
+    float den = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), s.bc2_sqrt), c.eps);
+    p = __fsub_rn(pi, __fmul_rn(s.step_size, __fdiv_rn(mi, den)));
 }
 
 __device__ __forceinline__ void sgd_one(const cuda_optim_consts &c, const cuda_optim_state &s, float g, float wd,
                                         float &p, float &m) {
-    float d = g * s.coef + wd * p;
+    float d = __fadd_rn(__fmul_rn(g, s.coef), __fmul_rn(wd, p));
     if (c.momentum == 0.0f) {
-        p -= s.lr * d;
+        p = __fsub_rn(p, __fmul_rn(s.lr, d));
     } else {
-        float b = c.momentum * m + d;
+        float b = __fadd_rn(__fmul_rn(c.momentum, m), d);
         m = b;
-        p -= c.nesterov ? s.lr * (d + c.momentum * b) : s.lr * b;
+        p = __fsub_rn(p, __fmul_rn(s.lr, c.nesterov ? __fadd_rn(d, __fmul_rn(c.momentum, b)) : b));
     }
 }
 
