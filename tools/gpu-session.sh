@@ -83,7 +83,7 @@ CUDA_TESTS=cuda                                    # ctest -R: the tests about C
 RTOL_FP32=1e-3 RTOL_BF16=3e-2                      # agreement with the CPU: fp32/tf32, bf16
 SANITIZE_STEPS=3                                   # an eager warm-up step, the capture, a replay
 BENCH_STEPS=${BENCH_STEPS:-200} BENCH_STEPS_HEAVY=${BENCH_STEPS_HEAVY:-40}  # examples; bench/*.json (6.6 TFLOP a step)
-TORCH_STEPS=${TORCH_STEPS:-200}                    # (all three may come from the environment)
+TORCH_STEPS=${TORCH_STEPS:-200}                    # (these three, and TORCH_MODES of stage bench, may come from the environment)
 
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -552,7 +552,7 @@ stage_bench() {
     if [ $rc = 0 ] && [ "$n" -gt 0 ]; then record PASS bench "$check" "$n rows, $s steps; $last"
     else record FAIL bench "$check" "exit $rc, $n rows; $(grep -m1 'failed:' "$log" | cut -c1-160)$(lastline "$log")"; fi
   done
-  torch_modes eager amp
+  torch_modes ${TORCH_MODES:-eager amp}
   [ $lean = 1 ] || torch_modes compile amp-compile
 }
 
