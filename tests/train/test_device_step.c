@@ -29,6 +29,7 @@ static struct {
     int skip_nonfinite;  /* what the optimizer was asked */
     int capturing, begun, ended, replays, ran_while_capturing;
     int marks[RING][2], bad_marks; /* step_mark calls per slot (start, end); out of order or capturing */
+    int synced_after_last_mark;    /* a sync came after the last step_mark (the wall time's end) */
 } fk;
 static int fake_clock;             /* train_with installs step_mark and step_times */
 static brisk_run_summary last_sum; /* train_with's run */
@@ -41,6 +42,12 @@ static brisk_status f_step_mark(brisk_backend *be, uint32_t slot, int end, brisk
     int *m = fk.marks[slot % RING];
     if (fk.capturing || (end ? m[1] != m[0] - 1 : m[0] != m[1])) fk.bad_marks++;
     m[end ? 1 : 0]++;
+    fk.synced_after_last_mark = 0;
+    return BRISK_OK;
+}
+static brisk_status f_sync(brisk_backend *be, brisk_error *err) {
+    (void)be, (void)err;
+    fk.synced_after_last_mark = 1;
     return BRISK_OK;
 }
 static brisk_status f_step_times(brisk_backend *be, uint32_t first, int n, double *ms, brisk_error *err) {
@@ -146,7 +153,7 @@ static brisk_status train_with(const char *out, int fake, int accumulate, int sk
         be->loss_log = f_loss_log;
         be->loss_read = f_loss_read;
         be->loss_log_size = RING;
-        if (fake_clock) be->step_mark = f_step_mark, be->step_times = f_step_times;
+        if (fake_clock) be->step_mark = f_step_mark, be->step_times = f_step_times, be->sync = f_sync;
     }
     brisk_run_summary sum;
     st = brisk_trainer_run_steps(t, steps, &sum, err);
@@ -229,6 +236,7 @@ static void test_device_step_times(void) {
     CHECKF(fk.bad_marks == 0 && fk.marks[0][0] == 1 && fk.marks[STEPS - 1][1] == 1 && fk.marks[STEPS][0] == 0,
            "marks: %d out of order or while capturing; step 1 %d starts, step %d %d ends", fk.bad_marks,
            fk.marks[0][0], STEPS, fk.marks[STEPS - 1][1]);
+    CHECKF(fk.synced_after_last_mark, "the run ended without waiting for the device: its wall time may end early");
     CHECKF(fabs(last_sum.ms_per_step_median - 59.5) < 1e-9 && fabs(last_sum.ms_per_step_p95 - 68) < 1e-9 &&
                fabs(last_sum.ms_per_step_max - 69) < 1e-9 && fabs(last_sum.ms_per_step_mean - 59.5) < 1e-9,
            "median %g, p95 %g, max %g, mean %g ms: expected the device's 59.5, 68, 69, 59.5",
