@@ -438,6 +438,10 @@ out:
         }
         snprintf(sum->step_clock, sizeof sum->step_clock, dev_times ? "device events (%s)" : "host clock",
                  t->be->name);
+        if (t->dev_clock && !dev_times) /* never expected: say that these times only time the issuing */
+            brisk_log(&t->log, BRISK_LOG_WARN, "the device timed %lld of this run's %lld steps; the step times below "
+                      "are the host's, which time only the issuing of the work", (long long)t->n_dev_ms,
+                      (long long)n_timed);
         brisk_step_stats ss;
         brisk_step_stats_of(step_times, n_timed, &ss);
         sum->steps_run = n_timed;
