@@ -9,7 +9,10 @@
 # Stages (run in the order given, under one deadline; each builds what it needs first):
 #   build     configure + build build-gpu/ for sm_90, everything
 #   test      `brisk check --require-gpu`; every CUDA test (ctest -R cuda, one at a time, among
-#             them dist.test_cuda_dist_alone: world size 1 issues no collective and trains bit
+#             them train.test_cuda_train's test_step_times_are_device_times: a GEMM-bound MLP
+#             (CUDA graph, prefetch) whose median device ms/step x 30 is within 35 % of the
+#             steps' wall time and below 2 PFLOP/s, i.e. step times are the device's (never run
+#             yet); dist.test_cuda_dist_alone: world size 1 issues no collective and trains bit
 #             for bit as without a group, printing both ms/step: the all-reduce overhead;
 #             dist.test_cuda_dist_overlap: a one-rank NCCL communicator, buckets on NCCL's own
 #             stream from the executor's gradient hook, eager and in a CUDA graph, gradients

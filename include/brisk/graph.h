@@ -530,6 +530,15 @@ struct brisk_backend {
     brisk_status (*loss_log)(brisk_backend *be, const float *loss, float weight, brisk_error *err);
     brisk_status (*loss_read)(brisk_backend *be, uint32_t first, int n, float *host, brisk_error *err);
     int loss_log_size;
+    /* Step times as the device sees them (NULL: the host's clock times the steps; on a device
+     * that queues work the host's time is only how long issuing a step took). step_mark
+     * records, after the work issued so far, the start (end 0) or the end (end 1) of step
+     * `slot` (kept at slot % loss_log_size, like its loss); never while capturing a program.
+     * step_times, once loss_read has read the same steps (it waits for them), writes each
+     * step's milliseconds from its start mark to its end mark: the device's busy time and its
+     * idle gaps within the step, so it is the step's real duration whichever side is slower. */
+    brisk_status (*step_mark)(brisk_backend *be, uint32_t slot, int end, brisk_error *err);
+    brisk_status (*step_times)(brisk_backend *be, uint32_t first, int n, double *ms, brisk_error *err);
     /* Host memory the device copies from fastest (pinned), for the loader's batches. */
     void *(*host_alloc)(brisk_backend *be, size_t bytes);
     void (*host_free)(brisk_backend *be, void *p);

@@ -255,6 +255,8 @@ typedef struct brisk_run_summary {
     int best_epoch;           /* 0 when there was no validation */
     size_t state_bytes;       /* parameters, gradients and the two optimizer moments */
     double device_mem_used;   /* bytes in use on the device at the end; NaN without a device */
+    char step_clock[48];      /* what timed the steps (ms_per_step_*, samples_per_s): "device events
+                                 (cuda)", the device's own clock, or "host clock" */
 } brisk_run_summary;
 
 /* The summary as one JSON object (release with cJSON_Delete), the key set of metrics.jsonl's
@@ -262,7 +264,7 @@ typedef struct brisk_run_summary {
  * copy_s, compute_s, samples_per_s, ms_per_step_median, ms_per_step_p95, final_loss,
  * best_val_loss, best_val_accuracy, best_epoch, params, arena_bytes, state_bytes, total_bytes,
  * device_mem_used, nan_skipped, stopped_by_signal (0, a signal number, or -1 for a program's
- * stop request), checkpoint and, when out_dir is not NULL, out_dir. Numbers not measured
+ * stop request), checkpoint, step_clock and, when out_dir is not NULL, out_dir. Numbers not measured
  * (NaN) are null. NULL when out of memory. */
 struct cJSON *brisk_run_summary_json(const brisk_run_summary *s, const char *out_dir);
 

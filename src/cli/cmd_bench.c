@@ -8,7 +8,10 @@
  *   all on           brisk's defaults (adds TF32 where fp32 remains and epilogue fusion)
  * and reports the median ms/step, samples/s, mean GPU utilisation and the speedup over
  * the baseline. Without a GPU the rows are the CPU on one thread and on the default
- * thread count.
+ * thread count. Every time here is the run summary's, which on a GPU comes from events on
+ * the device (start and end of each step), never from the host's clock, which would only
+ * time the issuing of the work; GPU utilisation is NVML's share of recent time in which a
+ * kernel ran, sampled at the progress lines (a coarse cross-check, not a timing).
  *
  * Rows are run interleaved: --rounds R (default 3) rounds, each running every row once,
  * so a drift in the machine's load (another job starting, the CPU clock settling) falls
@@ -128,7 +131,7 @@ int cmd_bench(int argc, char **argv) {
     double med[MAX_ROWS][MAX_ROUNDS], p95[MAX_ROWS] = {0}, samples[MAX_ROWS] = {0}, secs[MAX_ROWS] = {0};
     double util[MAX_ROWS] = {0}, loss[MAX_ROWS] = {0};
     int ok[MAX_ROWS] = {0}, util_n[MAX_ROWS] = {0}, failed = 0;
-    char why[MAX_ROWS][sizeof ((brisk_error *)0)->msg];
+    char why[MAX_ROWS][sizeof ((brisk_error *)0)->msg], clock[sizeof ((brisk_run_summary *)0)->step_clock] = "";
     memset(why, 0, sizeof why);
     int bar = isatty(2) && !cli_quiet() && !cli_log_is_json(); /* the round counter, on a terminal only */
     for (int r = 0; r < rounds; r++)
@@ -150,6 +153,7 @@ int cmd_bench(int argc, char **argv) {
             secs[i] += (double)s.steps_run * s.ms_per_step_mean * 1e-3;
             if (s.gpu_util >= 0) util[i] += s.gpu_util, util_n[i]++;
             loss[i] = s.final_loss;
+            snprintf(clock, sizeof clock, "%s", s.step_clock);
         }
     if (bar) fprintf(stderr, "\r%40s\r", "");
     printf("%-38s %10s %9s %10s %11s %9s %8s\n", "", "ms/step", "spread", "p95 (max)", "samples/s", "GPU util",
@@ -185,6 +189,9 @@ int cmd_bench(int argc, char **argv) {
     }
     printf("(spread: max - min of the %lld rounds' median ms/step, over their median; p95: the worst round's)\n",
            rounds);
+    if (clock[0])
+        printf("(step times: %s%s)\n", clock,
+               gpu ? "; GPU util: NVML's share of time a kernel ran, sampled at the progress lines" : "");
     char title[1400];
     snprintf(title, sizeof title, "%s: %lld steps per row and round, %lld round%s interleaved, on %s", config, steps,
              rounds, rounds == 1 ? "" : "s", gpu ? gi.name : "the CPU");

@@ -57,6 +57,16 @@ static void use_device_copy(brisk_trainer *t, brisk_time_split *s, double *mark)
     *mark = now;
 }
 
+/* On a device that times steps itself (step.c), the last n steps' time in seconds from its
+ * clock, once flushed; -1 otherwise (the host's clock then stands). The host's clock around
+ * a step there would time only the issuing of its work. */
+static double device_steps_s(const brisk_trainer *t, int64_t n_timed, int64_t n) {
+    if (!t->dev_clock || t->n_dev_ms != n_timed || n > n_timed) return -1;
+    double s = 0;
+    for (int64_t i = n_timed - n; i < n_timed; i++) s += 1e-3 * t->dev_ms[i];
+    return s;
+}
+
 /* What the progress line and the metrics record say of memory and the loss scaler. */
 typedef struct dev_numbers {
     double mem_mib;    /* device memory in use, else the plan's size */
@@ -266,6 +276,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     while (t->step < end && !(stop_sig = stop_pending(t))) {
         double t0 = brisk_now(), wait = 0, c0 = t->copy_s;
         int epoch_ended = 0;
+        if ((st = brisk_step_begin(t, err))) goto out;
         step_epoch = t->epoch, step_position = t->position;
         /* sched_shift: the schedule's position by samples seen, after a resume at another batch size */
         float lr = brisk_schedule_lr(&t->cfg.optim, t->step + t->sched_shift,
@@ -297,6 +308,8 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
         if ((log_now || epoch_ended || hist_now || t->step == end) && (st = brisk_step_flush(t, err))) goto out;
         if (log_now) {
             use_device_copy(t, &win, &win_copy_mark);
+            const double dev_s = device_steps_s(t, n_timed, win.steps);
+            if (dev_s >= 0) win.step_s = dev_s;
             const int64_t win_n = win.steps;
             const double win_time = win.step_s, ms = 1e3 * win_time / (double)win_n, wl = tail_mean(t, win_n);
             char dev[160], eta[64];
@@ -394,7 +407,9 @@ out:
         brisk_dist_last_checkpoint(t, err);
     }
     if (!st) st = brisk_step_flush(t, err);
-    else if (t->be->sync) {
+    /* the wall time ends when the device has done this run's work */
+    if (!st && t->dev_clock && t->be->sync) st = t->be->sync(t->be, err);
+    else if (st && t->be->sync) {
         brisk_error ignored;
         t->be->sync(t->be, &ignored); /* nothing of this run may still be running on the device */
     }
@@ -413,6 +428,20 @@ out:
         sum->copy_s = run.copy_s;
         sum->compute_s = brisk_time_split_compute_s(&run);
         sum->gpu_util = t->util_n ? t->util_sum / t->util_n : -1.0;
+        /* the step statistics from the device's clock where it has one (its times replace
+         * the host's, whose sum is the compute split's step time too) */
+        const int dev_times = device_steps_s(t, n_timed, n_timed) >= 0;
+        if (dev_times) {
+            for (int64_t i = 0; i < n_timed; i++) step_times[i] = 1e-3 * t->dev_ms[i];
+            run.step_s = device_steps_s(t, n_timed, n_timed);
+            sum->compute_s = brisk_time_split_compute_s(&run);
+        }
+        snprintf(sum->step_clock, sizeof sum->step_clock, dev_times ? "device events (%s)" : "host clock",
+                 t->be->name);
+        if (t->dev_clock && !dev_times) /* never expected: say that these times only time the issuing */
+            brisk_log(&t->log, BRISK_LOG_WARN, "the device timed %lld of this run's %lld steps; the step times below "
+                      "are the host's, which time only the issuing of the work", (long long)t->n_dev_ms,
+                      (long long)n_timed);
         brisk_step_stats ss;
         brisk_step_stats_of(step_times, n_timed, &ss);
         sum->steps_run = n_timed;
@@ -458,12 +487,13 @@ out:
                   "  train loss        %.5f (last epoch)\n"
                   "  best val loss     %s\n"
                   "  speed             %.0f samples/s over the run%s; %.3f ms/step median, %.3f p95, %.3f mean\n"
+                  "  step times        %s\n"
                   "  time              data wait %.2f s (%.1f%%), copy to device %.2f s (%.1f%%), compute %.2f s (%.1f%%), other %.2f s\n"
                   "  memory            %.2f MiB planned (activations %.2f MiB)\n"
                   "  checkpoints       %s%s%s",
                   (long long)n_timed, n_timed == 1 ? "" : "s", sum->wall_s, epochs_done, epochs_done == 1 ? "" : "s",
                   n_timed == t->step ? "" : resumed, sum->final_loss, val, sum->samples_per_s, ranks_txt, ss.median_ms, ss.p95_ms,
-                  ss.mean_ms, sum->data_wait_s, 100 * sum->data_wait_s / w, sum->copy_s, 100 * sum->copy_s / w, sum->compute_s,
+                  ss.mean_ms, sum->step_clock, sum->data_wait_s, 100 * sum->data_wait_s / w, sum->copy_s, 100 * sum->copy_s / w, sum->compute_s,
                   100 * sum->compute_s / w, sum->wall_s - sum->data_wait_s - sum->copy_s - sum->compute_s, sum->total_bytes / 1048576.0, sum->arena_bytes / 1048576.0,
                   files ? tr->out_dir : "none (train.out_dir is \"\")", files ? "/last.safetensors" : "",
                   !files || when_due || isnan(t->best_val) ? "" : ", best.safetensors");

@@ -29,6 +29,7 @@ struct cJSON *brisk_run_summary_json(const brisk_run_summary *s, const char *out
         else cJSON_AddNullToObject(o, nums[i].key);
     }
     cJSON_AddStringToObject(o, "checkpoint", s->checkpoint);
+    cJSON_AddStringToObject(o, "step_clock", s->step_clock);
     if (out_dir) cJSON_AddStringToObject(o, "out_dir", out_dir);
     return o;
 }

@@ -12,9 +12,13 @@
  * copy of the staged batch), and every later step replays it after writing the per-step
  * values (step state, lr, t) into device memory with set_values. With accumulate K > 1
  * the micro-step and the update are two programs (the micro-step replayed K times).
- * Nothing in a step synchronises the host with the device. Under train.skip_nan_steps a
- * device step whose gradients are not finite skips its own update on the device (any
- * precision), and the host counts it when it reads that step's loss. */
+ * Nothing in a step synchronises the host with the device, so the host's clock around a
+ * step measures only how long issuing it took (the host may run steps ahead of the GPU):
+ * when the backend offers step_mark, each step's start (before its batch is fetched) and
+ * end (after its update) are marked on the device, outside any capture, and flush reads the
+ * device's step times with the losses; the trainer's step statistics use those. Under
+ * train.skip_nan_steps a device step whose gradients are not finite skips its own update
+ * on the device (any precision), and the host counts it when it reads that step's loss. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +52,8 @@ brisk_status brisk_step_setup(brisk_trainer *t, brisk_error *err) {
     /* programs captured by an earlier run_steps() of this trainer stay valid: same buffers */
     t->loss_first = t->step;
     t->loss_pending = 0;
+    t->n_dev_ms = 0;
+    t->dev_clock = on_device(t) && be->step_mark && be->step_times;
     int can = be->capture_begin && be->capture_end && be->replay && be->set_values && on_device(t);
     t->graph = can && t->cfg.speed.cuda_graph;
     if (!can) snprintf(t->graph_off, sizeof t->graph_off, "the %s backend runs eagerly", be->name);
@@ -120,6 +126,10 @@ static brisk_status body_step(brisk_trainer *t, const brisk_optim_args *a, brisk
     return st ? st : body_update(t, a, err);
 }
 
+brisk_status brisk_step_begin(brisk_trainer *t, brisk_error *err) {
+    return t->dev_clock ? t->be->step_mark(t->be, (uint32_t)t->step, 0, err) : BRISK_OK;
+}
+
 brisk_status brisk_step_micro(brisk_trainer *t, const brisk_batch *b, int micro, brisk_error *err) {
     const int K = t->cfg.train.accumulate;
     t->cur = (brisk_step_state){.seed = t->cfg.train.seed, .rng_step = (uint32_t)(t->step * K + micro),
@@ -188,6 +198,7 @@ brisk_status brisk_step_update(brisk_trainer *t, float lr, brisk_error *err) {
         if ((st = body_update(t, &a, err))) return st;
         t->eager_steps++;
     }
+    if (t->dev_clock && (st = be->step_mark(be, (uint32_t)t->step, 1, err))) return st;
     /* several ranks: agree on stopping and timed checkpoints (host values only; each rank's
      * progress line shows its own loss on a device) */
     float no_loss = 0;
@@ -197,12 +208,28 @@ brisk_status brisk_step_update(brisk_trainer *t, float lr, brisk_error *err) {
     return BRISK_OK;
 }
 
+/* the device's times of the n steps from loss_first, after loss_read waited for them */
+static brisk_status read_step_times(brisk_trainer *t, int n, brisk_error *err) {
+    if (t->n_dev_ms + n > t->cap_dev_ms) {
+        int64_t cap = t->cap_dev_ms ? 2 * t->cap_dev_ms : 1024;
+        while (cap < t->n_dev_ms + n) cap *= 2;
+        double *p = realloc(t->dev_ms, (size_t)cap * sizeof *p);
+        if (!p) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+        t->dev_ms = p;
+        t->cap_dev_ms = cap;
+    }
+    brisk_status st = t->be->step_times(t->be, (uint32_t)t->loss_first, n, t->dev_ms + t->n_dev_ms, err);
+    if (!st) t->n_dev_ms += n;
+    return st;
+}
+
 brisk_status brisk_step_flush(brisk_trainer *t, brisk_error *err) {
     if (!on_device(t) || t->loss_pending == 0) return BRISK_OK;
     int n = t->loss_pending;
     float *buf = malloc(sizeof(float) * (size_t)n);
     if (!buf) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
     brisk_status st = t->be->loss_read(t->be, (uint32_t)t->loss_first, n, buf, err);
+    if (!st && t->dev_clock) st = read_step_times(t, n, err);
     for (int i = 0; i < n && !st; i++) {
         if (isfinite(buf[i])) {
             st = brisk_trainer_push_loss(t, buf[i], err);

@@ -47,6 +47,9 @@ struct brisk_trainer {
     int64_t eager_steps;     /* steps run eagerly by this process (the first is the warm-up) */
     int64_t loss_first;      /* step whose loss is the first not read yet (device loss log) */
     int loss_pending;        /* steps whose losses wait in the device loss log */
+    int dev_clock;           /* the backend times steps itself (step_mark, step_times) */
+    double *dev_ms;          /* this run's device step times (ms), read with the losses */
+    int64_t n_dev_ms, cap_dev_ms;
     double micro_loss;       /* CPU path: losses of this step's micro-batches, summed */
     brisk_step_state cur;    /* the micro-batch being run */
     double copy_s;           /* time spent handing batches to the device */
@@ -191,6 +194,9 @@ brisk_status brisk_step_setup(brisk_trainer *t, brisk_error *err);
 /* Threads decoding an image dataset per loader (data.images.workers, or automatic); 0 for
  * other datasets (loop.c). */
 int brisk_loader_workers(const brisk_config *c);
+/* Marks the start of a step on the device (its end is marked by update()), when the backend
+ * times steps itself; flush() then reads the step times into t->dev_ms with the losses. */
+brisk_status brisk_step_begin(brisk_trainer *t, brisk_error *err);
 brisk_status brisk_step_micro(brisk_trainer *t, const brisk_batch *b, int micro, brisk_error *err);
 brisk_status brisk_step_update(brisk_trainer *t, float lr, brisk_error *err);
 brisk_status brisk_step_flush(brisk_trainer *t, brisk_error *err);

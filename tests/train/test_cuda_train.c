@@ -4,11 +4,12 @@
  * scaler skips a step with an injected inf and recovers (and so does every other precision
  * under train.skip_nan_steps, on the device), checkpoints move between GPU and CPU in both
  * directions (and `predict` runs a GPU-trained model on the CPU), validation scores
- * every sample, and the ResNet example's CUDA-graph step survives its validation. Skips
- * without a GPU. */
+ * every sample, the ResNet example's CUDA-graph step survives its validation, and the
+ * step times the trainer reports are the device's. Skips without a GPU. */
 #include <unistd.h>
 
 #include "backend/cuda_test_util.h"
+#include "train/trainer_internal.h"
 
 static char dir[256];
 
@@ -402,6 +403,62 @@ static void test_resnet_graph_across_validation(void) {
     CHECKF(na == 16, "resnet, CUDA graph row: %lld losses", (long long)na);
     for (int64_t i = 0; i < na; i++) CHECKF(isfinite(a[i]), "resnet, CUDA graph row: step %lld loss %g", (long long)i + 1, a[i]);
     free(a);
+
+/* The step times are the device's (step_mark events), not the host's clock. With the step a
+ * replayed CUDA graph and batches prefetched nothing in a step waits for the GPU, so the
+ * host runs ahead (to the next loss read) and its clock times only the issuing: 0.13 ms
+ * for a 6.6-TFLOP step on the H200 (bench/gemm_bound.json). Here an MLP 64-4096-4096-4096-3
+ * at batch 4096, fp32 without TF32 (about 0.83 TFLOP a step), 8 batches an epoch, 30 timed
+ * steps after a warm-up run (the eager first step, the capture): the median device ms/step
+ * times 30 is within 35 % of the wall time of those steps (a device sync before and after),
+ * and the median is no faster than 2 PFLOP/s (no H200 does that in fp32, or at all dense). */
+static void test_step_times_are_device_times(void) {
+    enum { STEPS = 30, B = 4096, W = 4096 };
+    make_dir();
+    brisk_error err = {0};
+    char data[400], json[2048];
+    snprintf(data, sizeof data, "%s/wide.npz", dir);
+    REQUIRE_OK(brisk_synth_write("tabular", data, 8 * B, 0, &err), &err);
+    snprintf(json, sizeof json,
+             "{\"model\": {\"type\": \"mlp\", \"inputs\": 64, \"hidden\": [%d, %d, %d], \"outputs\": 3}, "
+             "\"data\": {\"train\": \"%s\", \"validation_fraction\": 0.0}, "
+             "\"train\": {\"batch_size\": %d, \"epochs\": 1000, \"seed\": 3, \"log_every\": 10, \"out_dir\": \"\"}, "
+             "\"speed\": {" GPU_FP32 ", \"cuda_graph\": true, \"prefetch\": 4}}",
+             W, W, W, data, B);
+    brisk_config cfg;
+    REQUIRE_OK(brisk_config_parse(json, "<test>", NULL, 0, &cfg, &err), &err);
+    brisk_trainer *t = NULL;
+    brisk_logger quiet = {0};
+    brisk_status st = brisk_trainer_create(&cfg, &quiet, &t, &err);
+    brisk_config_free(&cfg);
+    REQUIRE_OK(st, &err);
+    brisk_run_summary s;
+    st = brisk_trainer_run_steps(t, 5, &s, &err);
+    if (!st) st = t->be->sync(t->be, &err);
+    double t0 = brisk_now();
+    if (!st) st = brisk_trainer_run_steps(t, STEPS, &s, &err);
+    if (!st) st = t->be->sync(t->be, &err);
+    double wall_ms = 1e3 * (brisk_now() - t0);
+    brisk_trainer_free(t);
+    REQUIRE_OK(st, &err);
+    const double flop = 6.0 * B * (64.0 * W + 2.0 * W * W + 3.0 * W); /* forward 2, backward 4 per multiply-add */
+    const double floor_ms = 1e3 * flop / 2e15;
+    printf("device step times: median %.3f ms, p95 %.3f, mean %.3f; %d steps in %.1f ms wall (%.3f ms/step); "
+           "%.0f TFLOP/s at the median; summary wall %.1f ms; clock: %s\n",
+           s.ms_per_step_median, s.ms_per_step_p95, s.ms_per_step_mean, STEPS, wall_ms, wall_ms / STEPS,
+           flop / (1e-3 * s.ms_per_step_median) / 1e12, 1e3 * s.wall_s, s.step_clock);
+    CHECKF(strncmp(s.step_clock, "device events", 13) == 0, "the steps were timed by the %s", s.step_clock);
+    CHECKF(s.steps_run == STEPS, "%lld steps timed", (long long)s.steps_run);
+    double sum_ms = s.ms_per_step_median * STEPS;
+    CHECKF(fabs(sum_ms - wall_ms) <= 0.35 * wall_ms,
+           "median %.4f ms/step x %d = %.1f ms, but the steps took %.1f ms of wall time (device synced around them): "
+           "the step times are not the device's", s.ms_per_step_median, STEPS, sum_ms, wall_ms);
+    CHECKF(s.ms_per_step_median >= floor_ms,
+           "median %.4f ms/step for %.3g FLOP is %.0f TFLOP/s, faster than the 2000 TFLOP/s no GPU reaches: the step "
+           "times are not the device's, or the step did not run its work", s.ms_per_step_median, flop,
+           flop / (1e-3 * s.ms_per_step_median) / 1e12);
+    CHECKF(1e3 * s.wall_s >= sum_ms * 0.65, "the summary's wall time %.1f ms is shorter than its steps' %.1f ms",
+           1e3 * s.wall_s, sum_ms);
 }
 
 static void test_fp16_scaler_skip(void) { skip_bad_step(BRISK_GEMM_FP16); }
@@ -413,4 +470,4 @@ CUDA_TEST_MAIN(T(test_graph_matches_eager), T(test_deterministic), T(test_prefet
                T(test_resume_across_devices), T(test_fp16_trains), T(test_fp16_scaler_skip),
                T(test_skip_nonfinite_fp32), T(test_skip_nonfinite_tf32), T(test_skip_nonfinite_bf16),
                T(test_bf16_resume_after_capture), T(test_fp16_resume), T(test_validation_every_sample),
-               T(test_resnet_graph_across_validation))
+               T(test_resnet_graph_across_validation), T(test_step_times_are_device_times))

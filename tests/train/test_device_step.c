@@ -6,7 +6,10 @@
  *   double-applied step would show in the losses.
  * - A non-finite loss read back from the device log: under train.skip_nan_steps the
  *   device skipped that update itself (skip_nonfinite reaches the optimizer), and the host
- *   counts it against the allowance naming its step; without it the run stops there. */
+ *   counts it against the allowance naming its step; without it the run stops there.
+ * - A backend that times steps itself (step_mark, step_times): the summary's and the
+ *   progress lines' step times are its times, not the host's clock (which on a GPU times
+ *   only the issuing of the work); marks come in start/end pairs, never during a capture. */
 #include <unistd.h>
 
 #include "brisk/brisk.h"
@@ -25,7 +28,39 @@ static struct {
     int nan_slot;        /* loss_log writes NaN for this step (-1: none) */
     int skip_nonfinite;  /* what the optimizer was asked */
     int capturing, begun, ended, replays, ran_while_capturing;
+    int marks[RING][2], bad_marks; /* step_mark calls per slot (start, end); out of order or capturing */
+    int synced_after_last_mark;    /* a sync came after the last step_mark (the wall time's end) */
 } fk;
+static int fake_clock;             /* train_with installs step_mark and step_times */
+static brisk_run_summary last_sum; /* train_with's run */
+static int log_every = 50;         /* train.log_every of train_with's runs */
+
+/* the scripted device time of step s: 50 + s ms, far from what the host measures */
+static double scripted_ms(uint32_t s) { return 50.0 + (double)s; }
+static brisk_status f_step_mark(brisk_backend *be, uint32_t slot, int end, brisk_error *err) {
+    (void)be, (void)err;
+    int *m = fk.marks[slot % RING];
+    if (fk.capturing || (end ? m[1] != m[0] - 1 : m[0] != m[1])) fk.bad_marks++;
+    m[end ? 1 : 0]++;
+    fk.synced_after_last_mark = 0;
+    return BRISK_OK;
+}
+static brisk_status f_sync(brisk_backend *be, brisk_error *err) {
+    (void)be, (void)err;
+    fk.synced_after_last_mark = 1;
+    return BRISK_OK;
+}
+static brisk_status f_step_times(brisk_backend *be, uint32_t first, int n, double *ms, brisk_error *err) {
+    (void)be;
+    for (int i = 0; i < n; i++) {
+        const int *m = fk.marks[(first + (uint32_t)i) % RING];
+        if (m[0] != m[1] || !m[0])
+            return brisk_errorf(err, BRISK_ERR_INTERNAL, "fake: step %u read with %d start and %d end marks",
+                                first + (unsigned)i, m[0], m[1]);
+        ms[i] = scripted_ms(first + (uint32_t)i);
+    }
+    return BRISK_OK;
+}
 
 static brisk_status f_run_node(brisk_backend *be, const brisk_graph *g, int id, const void *const *in, void *out,
                                const brisk_step_state *st, brisk_error *err) {
@@ -92,9 +127,9 @@ static brisk_status train_with(const char *out, int fake, int accumulate, int sk
     if (access(data, F_OK) != 0 && brisk_synth_write("tabular", data, 512, 0, err)) return BRISK_ERR_IO;
     snprintf(json, sizeof json,
              "{\"model\": {\"type\": \"mlp\", \"inputs\": 64, \"hidden\": [32], \"outputs\": 3, \"dropout\": 0.1}, "
-             "\"data\": {\"train\": \"%s\"}, \"train\": {\"batch_size\": 32, \"epochs\": 20, \"seed\": 5, "
+             "\"data\": {\"train\": \"%s\"}, \"train\": {\"batch_size\": 32, \"epochs\": 20, \"seed\": 5, \"log_every\": %d, "
              "\"accumulate\": %d, \"skip_nan_steps\": %d, \"out_dir\": \"%s/%s\"}, \"speed\": {\"device\": \"cpu\", "
-             "\"cuda_graph\": true, \"prefetch\": 0}}", data, accumulate, skip_nan, dir, out);
+             "\"cuda_graph\": true, \"prefetch\": 0}}", data, log_every, accumulate, skip_nan, dir, out);
     brisk_config cfg;
     brisk_status st = brisk_config_parse(json, "<test>", NULL, 0, &cfg, err);
     if (st) return st;
@@ -118,9 +153,11 @@ static brisk_status train_with(const char *out, int fake, int accumulate, int sk
         be->loss_log = f_loss_log;
         be->loss_read = f_loss_read;
         be->loss_log_size = RING;
+        if (fake_clock) be->step_mark = f_step_mark, be->step_times = f_step_times, be->sync = f_sync;
     }
     brisk_run_summary sum;
     st = brisk_trainer_run_steps(t, steps, &sum, err);
+    last_sum = sum;
     int64_t n = 0;
     const float *l = brisk_trainer_losses(t, &n);
     if (!st && n != steps) st = brisk_errorf(err, BRISK_ERR_INTERNAL, "%lld losses for %lld steps", (long long)n,
@@ -178,8 +215,42 @@ static void test_nonfinite_device_step(void) {
     CHECKF(st == BRISK_ERR_NUMERIC && strstr(err.msg, "step 5") && strstr(err.msg, "NaN"), "%s", err.msg);
 }
 
+/* 20 steps timed 50..69 ms by the fake device: median 59.5, p95 (nearest rank) 68, max 69,
+ * the two progress windows of 10 steps 54.5 and 64.5 ms/step. The CPU says "host clock". */
+static void test_device_step_times(void) {
+    enum { STEPS = 20 };
+    float l[STEPS];
+    log_buf lb = {""};
+    brisk_error err = {0};
+    log_every = 10;
+    REQUIRE_OK(train("cpu_clock", 0, 1, l, STEPS, &lb, &err), &err);
+    CHECKF(strcmp(last_sum.step_clock, "host clock") == 0 && strstr(lb.text, "step times        host clock\n"), "%s",
+           lb.text);
+    CHECKF(last_sum.ms_per_step_median < 40, "the CPU's host-clock median: %g ms", last_sum.ms_per_step_median);
+    memset(&lb, 0, sizeof lb);
+    fake_clock = 1;
+    brisk_status st = train("dev_clock", 1, 1, l, STEPS, &lb, &err);
+    fake_clock = 0;
+    log_every = 50;
+    REQUIRE_OK(st, &err);
+    CHECKF(fk.bad_marks == 0 && fk.marks[0][0] == 1 && fk.marks[STEPS - 1][1] == 1 && fk.marks[STEPS][0] == 0,
+           "marks: %d out of order or while capturing; step 1 %d starts, step %d %d ends", fk.bad_marks,
+           fk.marks[0][0], STEPS, fk.marks[STEPS - 1][1]);
+    CHECKF(fk.synced_after_last_mark, "the run ended without waiting for the device: its wall time may end early");
+    CHECKF(fabs(last_sum.ms_per_step_median - 59.5) < 1e-9 && fabs(last_sum.ms_per_step_p95 - 68) < 1e-9 &&
+               fabs(last_sum.ms_per_step_max - 69) < 1e-9 && fabs(last_sum.ms_per_step_mean - 59.5) < 1e-9,
+           "median %g, p95 %g, max %g, mean %g ms: expected the device's 59.5, 68, 69, 59.5",
+           last_sum.ms_per_step_median, last_sum.ms_per_step_p95, last_sum.ms_per_step_max, last_sum.ms_per_step_mean);
+    double want = 32.0 * STEPS / (1e-3 * 59.5 * STEPS);
+    CHECKF(fabs(last_sum.samples_per_s - want) < 1e-6 * want, "samples/s %g, expected %g", last_sum.samples_per_s, want);
+    CHECKF(strcmp(last_sum.step_clock, "device events (cpu)") == 0, "step clock '%s'", last_sum.step_clock);
+    CHECKF(strstr(lb.text, "step times        device events (cpu)\n") && strstr(lb.text, "59.500 ms/step median") &&
+               strstr(lb.text, "54.500 ms/step (") && strstr(lb.text, "64.500 ms/step ("),
+           "%s", lb.text);
+}
+
 static void test_failed_capture_runs_eagerly(void) { fallback(1); }
 static void test_failed_capture_runs_eagerly_accumulating(void) { fallback(2); }
 
 TEST_MAIN(T(test_failed_capture_runs_eagerly), T(test_failed_capture_runs_eagerly_accumulating),
-          T(test_nonfinite_device_step))
+          T(test_nonfinite_device_step), T(test_device_step_times))

@@ -74,8 +74,10 @@ def ratios(work):
         batch, dims = 8192, [64, 8192, 8192, 8192, 3]
         flops = 6.0 * batch * sum(a * b for a, b in zip(dims, dims[1:]))
         tf = flops / (g[5]["ms_per_step_median"] * 1e-3) / 1e12
+        # above the GEMM rate itself cannot be: a step time that is not the device's (the host's clock)
+        bad = " - IMPOSSIBLE: the step times are not the device's" if tf > float(m.group(1)) else ""
         lines.append(f"gemm_bound: {tf:.0f} TFLOP/s = {100 * tf / float(m.group(1)):.0f}% of the measured bf16 "
-                     f"GEMM rate {float(m.group(1)):.0f} TFLOP/s")
+                     f"GEMM rate {float(m.group(1)):.0f} TFLOP/s{bad}")
     return lines
 
 

@@ -120,6 +120,7 @@ typedef struct cuda_backend {
     /* the loss log */
     float *loss_ring;
     float *loss_host;      /* pinned */
+    cudaEvent_t *step_ev;  /* 2 * CUDA_LOSS_LOG step marks (start, end), created on first use */
     /* input staging: two device buffers alternate, written on the copy stream */
     void *staging[2];
     size_t staging_bytes;

@@ -19,6 +19,10 @@
  * The loss log: each micro-step adds weight * loss into slot values.loss_slot of a device
  * ring; the host reads a run of slots every N steps (one synchronisation per read).
  *
+ * Step times: two timed events per step (start, end) in rings beside the loss log, recorded
+ * on the compute stream outside any capture; read with cudaEventElapsedTime after the loss
+ * read's synchronisation. The host's own clock would time only the issuing of the work.
+ *
  * The optimizer: the gradient sum of squares (when clipping or loss scaling), the
  * one-thread finalize (skip decision, clip factor, AdamW constants, scaler update), and
  * the fused update: three launches, no host synchronisation, all capturable. */
@@ -228,6 +232,42 @@ static brisk_status cu_loss_read(brisk_backend *be, uint32_t first, int n, float
     return BRISK_OK;
 }
 
+/* ---------------------------------------------------------------- step times */
+
+static brisk_status cu_step_mark(brisk_backend *be, uint32_t slot, int end, brisk_error *err) {
+    cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
+    if (cb->capturing) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: step_mark while capturing a CUDA graph");
+    if (!cb->step_ev && !(cb->step_ev = calloc(2 * CUDA_LOSS_LOG, sizeof *cb->step_ev)))
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "cuda: out of memory for the step events");
+    cudaEvent_t *ev = &cb->step_ev[2 * (slot % CUDA_LOSS_LOG) + (end ? 1 : 0)];
+    if (!*ev) CU(cudaEventCreate(ev), "creating a step-time event"); /* timing on */
+    CU(cudaEventRecord(*ev, cb->compute), "recording a step-time event");
+    return BRISK_OK;
+}
+
+static brisk_status cu_step_times(brisk_backend *be, uint32_t first, int n, double *ms, brisk_error *err) {
+    cuda_backend *cb = be->impl;
+    USE_DEVICE(cb);
+    if (n < 0 || n > CUDA_LOSS_LOG)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "cuda: %d step times asked for, the ring holds %d", n, CUDA_LOSS_LOG);
+    for (int i = 0; i < n; i++) {
+        uint32_t at = (first + (uint32_t)i) % CUDA_LOSS_LOG;
+        cudaEvent_t a = cb->step_ev ? cb->step_ev[2 * at] : NULL, b = cb->step_ev ? cb->step_ev[2 * at + 1] : NULL;
+        if (!a || !b)
+            return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: step %lld has no %s mark", (long long)first + i,
+                                a ? "end" : "start");
+        float f = 0;
+        cudaError_t e = cudaEventElapsedTime(&f, a, b);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            return cuda_fail(err, e, "cudaEventElapsedTime", "reading a step's device time (are its marks done?)");
+        }
+        ms[i] = f;
+    }
+    return BRISK_OK;
+}
+
 /* ---------------------------------------------------------------- optimizer */
 
 brisk_status cuda_scaler_init(cuda_backend *cb, int on, brisk_error *err) {
@@ -361,6 +401,12 @@ void cuda_step_free(cuda_backend *cb) {
     if (cb->copy_start) cudaEventDestroy(cb->copy_start);
     if (cb->loss_ring) cudaFree(cb->loss_ring);
     if (cb->loss_host) cudaFreeHost(cb->loss_host);
+    if (cb->step_ev) {
+        for (int i = 0; i < 2 * CUDA_LOSS_LOG; i++)
+            if (cb->step_ev[i]) cudaEventDestroy(cb->step_ev[i]);
+        free(cb->step_ev);
+        cb->step_ev = NULL;
+    }
 }
 
 void cuda_step_install(brisk_backend *be) {
@@ -372,6 +418,8 @@ void cuda_step_install(brisk_backend *be) {
     be->loss_log = cu_loss_log;
     be->loss_read = cu_loss_read;
     be->loss_log_size = CUDA_LOSS_LOG;
+    be->step_mark = cu_step_mark;
+    be->step_times = cu_step_times;
     be->scaler_get = cu_scaler_get;
     be->scaler_set = cu_scaler_set;
 }
