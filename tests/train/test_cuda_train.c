@@ -403,6 +403,7 @@ static void test_resnet_graph_across_validation(void) {
     CHECKF(na == 16, "resnet, CUDA graph row: %lld losses", (long long)na);
     for (int64_t i = 0; i < na; i++) CHECKF(isfinite(a[i]), "resnet, CUDA graph row: step %lld loss %g", (long long)i + 1, a[i]);
     free(a);
+}
 
 /* The step times are the device's (step_mark events), not the host's clock. With the step a
  * replayed CUDA graph and batches prefetched nothing in a step waits for the GPU, so the
