@@ -164,7 +164,10 @@ static void test_batchnorm(void) {
     bn_case(be, brisk_shape2(64, 12), 0, 1);        /* BatchNorm1d */
     /* the ResNet example's (batch 32 at 64x64, and validation's 6-row tail): the stem's,
      * stage 1's block tail, a shortcut's, stage 4's */
-    bn_case(be, brisk_shape4(32, 64, 32, 32), 0, 1);
+    /* without the ReLU at 2M elements: one output within rounding of zero takes the other
+     * sign on the GPU (seen on the H200: one unit of channel 58, whose d gamma and d beta then
+     * differ by 0.7 %, and its dx with them); the ReLU is covered at the other sizes */
+    bn_case(be, brisk_shape4(32, 64, 32, 32), 0, 0);
     bn_case(be, brisk_shape4(32, 64, 16, 16), 1, 1);
     bn_case(be, brisk_shape4(32, 128, 8, 8), 0, 0);
     bn_case(be, brisk_shape4(32, 512, 2, 2), 1, 1);
