@@ -442,8 +442,16 @@ out:
             brisk_log(&t->log, BRISK_LOG_WARN, "the device timed %lld of this run's %lld steps; the step times below "
                       "are the host's, which time only the issuing of the work", (long long)t->n_dev_ms,
                       (long long)n_timed);
+        /* On a device the first steps set up (cuDNN plans, the eager warm-up, the capture):
+         * hundreds of ms that say nothing about the machine's load, so the judgement of
+         * stability leaves them out (the statistics keep them). */
+        int64_t warm = !dev_times ? 0 : t->graph && t->programs_ready ? t->eager_steps + 1 : 1;
+        if (warm > n_timed) warm = n_timed;
+        brisk_step_stats steady;
+        brisk_step_stats_of(step_times + warm, n_timed - warm, &steady); /* sorts that tail only */
         brisk_step_stats ss;
         brisk_step_stats_of(step_times, n_timed, &ss);
+        ss.unstable = steady.unstable;
         sum->steps_run = n_timed;
         sum->ms_per_step_median = ss.median_ms;
         sum->ms_per_step_mean = ss.mean_ms;
