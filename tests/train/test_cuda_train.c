@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "backend/cuda_test_util.h"
+#include "train/train_test_util.h"
 #include "train/trainer_internal.h"
 
 static char dir[256];
@@ -43,23 +44,8 @@ static brisk_status train(const char *model, const char *speed, const char *extr
              "{%s, \"train\": {\"batch_size\": 64, \"epochs\": 100, \"seed\": 3, \"log_every\": 7, \"out_dir\": \"%s/%s\"%s}, "
              "\"speed\": {%s}}",
              m, dir, out, extra, speed);
-    brisk_config cfg;
-    brisk_status st = brisk_config_parse(json, "<test>", NULL, 0, &cfg, err);
-    if (st) return st;
-    brisk_trainer *t = NULL;
-    brisk_logger quiet = {0};
     brisk_run_summary s;
-    st = brisk_trainer_create(&cfg, &quiet, &t, err);
-    if (!st && resume) st = brisk_trainer_resume(t, resume, err);
-    if (!st) st = brisk_trainer_run_steps(t, steps, sum ? sum : &s, err);
-    if (!st && losses) {
-        const float *l = brisk_trainer_losses(t, n);
-        *losses = malloc(sizeof(float) * (size_t)(*n ? *n : 1));
-        memcpy(*losses, l, sizeof(float) * (size_t)*n);
-    }
-    brisk_trainer_free(t);
-    brisk_config_free(&cfg);
-    return st;
+    return tu_train_json(json, resume, steps, sum ? sum : &s, losses, n, err);
 }
 
 #define GPU_FP32 "\"device\": \"cuda\", \"precision\": \"fp32\", \"tf32\": false, \"autotune\": false"
@@ -366,21 +352,7 @@ static brisk_status train_resnet(const char *speed, const char *out, float **los
              "\"train\": {\"batch_size\": 32, \"epochs\": 10, \"seed\": 0, \"log_every\": 4, \"out_dir\": \"%s/%s\"}, "
              "\"speed\": {%s}}",
              labels, dir, out, speed);
-    brisk_config cfg;
-    brisk_status st = brisk_config_parse(json, "<test>", NULL, 0, &cfg, err);
-    if (st) return st;
-    brisk_trainer *t = NULL;
-    brisk_logger quiet = {0};
-    st = brisk_trainer_create(&cfg, &quiet, &t, err);
-    if (!st) st = brisk_trainer_run_steps(t, 16, sum, err);
-    if (!st && losses) {
-        const float *l = brisk_trainer_losses(t, n);
-        *losses = malloc(sizeof(float) * (size_t)(*n ? *n : 1));
-        memcpy(*losses, l, sizeof(float) * (size_t)*n);
-    }
-    brisk_trainer_free(t);
-    brisk_config_free(&cfg);
-    return st;
+    return tu_train_json(json, NULL, 16, sum, losses, n, err);
 }
 
 /* Captured and eager give the same bits across the validation (deterministic cuDNN
