@@ -54,6 +54,9 @@ def ratios(work):
     for r in jsonl(os.path.join(work, "torch.jsonl")):
         if "ms_per_step_median" in r:
             torch.setdefault(r.get("workload"), {})[r.get("mode")] = r["ms_per_step_median"]
+    # bench/<w>_workload.json is torch_ref.py's workload <w> where examples/<w>.json is not
+    for name in [n for n in bench if n.endswith("_workload")]:
+        bench[name[: -len("_workload")]] = bench.pop(name)
     lines = []
     for w in sorted(set(bench) & set(torch)):
         last = bench[w][max(bench[w])]
