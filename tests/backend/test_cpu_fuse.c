@@ -10,15 +10,7 @@
 
 #include <stdint.h>
 
-#define STEPS 3
 #define N_MODELS 6
-
-typedef struct run_out {
-    float losses[STEPS];
-    void *params, *grads;
-    size_t param_bytes;
-    char fusions[256];
-} run_out;
 
 static const char *model_name(int which) {
     return (const char *[]){"mlp-relu", "mlp-gelu", "mlp-gelu-tanh", "transformer-post-ln", "transformer-pre-ln",
@@ -49,61 +41,12 @@ static void model_for(int which, brisk_model_spec *s, int64_t *batch) {
     }
 }
 
-/* STEPS AdamW steps from seed-fixed weights and data; fuse on or off. */
-static int train(int which, int threads, int fuse, run_out *o) {
+/* model_run's steps of model `which`, fuse on or off. */
+static int train(int which, int threads, int fuse, model_run_out *o) {
     brisk_model_spec spec;
     int64_t batch;
     model_for(which, &spec, &batch);
-    brisk_error err = {0};
-    brisk_graph *g = brisk_graph_new();
-    brisk_model_io io;
-    brisk_plan plan;
-    brisk_exec *ex = NULL;
-    brisk_backend *be = brisk_backend_cpu_new(threads);
-    brisk_backend_cpu_set_fuse(be, fuse);
-    brisk_optim_spec os;
-    brisk_optim_spec_default(&os);
-    os.lr = 1e-3f;
-    brisk_optimizer opt;
-    if (!g || !be || brisk_model_build(&spec, batch, BRISK_BUILD_TRAIN, g, &io, &err) ||
-        brisk_backward(g, io.loss, &err) || brisk_plan_build(g, &plan, &err) ||
-        brisk_exec_create(g, &plan, be, &ex, &err) || brisk_exec_init_params(ex, 7, &err) ||
-        brisk_optimizer_create(&opt, &os, ex, &err)) {
-        fprintf(stderr, "%s: %s\n", model_name(which), err.msg);
-        return -1;
-    }
-    brisk_backend_cpu_fusions(be, o->fusions, sizeof o->fusions);
-    void *data[BRISK_MAX_FIELDS] = {0};
-    model_inputs(g, &io, data);
-    int rc = 0;
-    o->param_bytes = plan.param_bytes;
-    o->params = malloc(o->param_bytes);
-    o->grads = malloc(o->param_bytes);
-    for (int s = 0; s < STEPS && !rc; s++) {
-        for (int f = 0; f < io.n_fields && !rc; f++)
-            rc = brisk_exec_set_input(ex, io.input_node[f], data[f], &err) != 0;
-        ex->step.rng_step = (uint32_t)s;
-        ex->step.first_micro = 1;
-        ex->step.training = 1;
-        if (!rc) rc = brisk_exec_run(ex, BRISK_RUN_TRAIN, &err) != 0;
-        if (!rc && s == STEPS - 1) rc = be->download(be, o->grads, ex->grads, o->param_bytes, &err) != 0;
-        if (!rc)
-            rc = brisk_optimizer_step(&opt, s + 1, os.lr, 1, &err) || brisk_exec_read(ex, io.loss, &o->losses[s], &err);
-    }
-    if (!rc) rc = be->download(be, o->params, ex->params, o->param_bytes, &err) != 0;
-    if (rc) fprintf(stderr, "%s (fuse %d, %d threads): %s\n", model_name(which), fuse, threads, err.msg);
-    for (int f = 0; f < io.n_fields; f++) free(data[f]);
-    brisk_optimizer_free(&opt);
-    brisk_exec_free(ex);
-    brisk_plan_free(&plan);
-    brisk_graph_free(g);
-    be->destroy(be);
-    return rc ? -1 : 0;
-}
-
-static void out_free(run_out *o) {
-    free(o->params);
-    free(o->grads);
+    return model_run(&spec, batch, threads, fuse, 1, model_name(which), o);
 }
 
 static void test_fused_equals_unfused(void) {
@@ -114,11 +57,11 @@ static void test_fused_equals_unfused(void) {
         "on (2 GEMM+bias+GELU, 1 GEMM+bias, 1 act-grad+bias-grad)",
         NULL, NULL, "on (2 GEMM+bias+SiLU/tanh/sigmoid, 1 GEMM+bias)"};
     for (int which = 0; which < N_MODELS; which++) {
-        run_out ref = {0};
+        model_run_out ref = {0};
         REQUIRE(train(which, 1, 0, &ref) == 0);
         CHECKF(strcmp(ref.fusions, "off") == 0, "%s unfused: \"%s\"", model_name(which), ref.fusions);
         for (int threads = 1; threads <= 2; threads++) {
-            run_out o = {0};
+            model_run_out o = {0};
             CHECK(train(which, threads, 1, &o) == 0);
             printf("%s, %d thread%s: fusions %s\n", model_name(which), threads, threads > 1 ? "s" : "", o.fusions);
             CHECKF(strncmp(o.fusions, "on (", 4) == 0 && !strstr(o.fusions, "no pattern"), "%s: \"%s\"",
@@ -132,10 +75,10 @@ static void test_fused_equals_unfused(void) {
                    "%s, %d threads: gradients differ fused vs unfused", model_name(which), threads);
             CHECKF(o.params && ref.params && memcmp(ref.params, o.params, ref.param_bytes) == 0,
                    "%s, %d threads: parameters differ fused vs unfused after %d steps", model_name(which), threads,
-                   STEPS);
-            out_free(&o);
+                   MODEL_RUN_STEPS);
+            model_run_free(&o);
         }
-        out_free(&ref);
+        model_run_free(&ref);
     }
 }
 
@@ -158,7 +101,7 @@ static int count_of(const char *fusions, const char *name) {
  * adds backward. */
 static void test_transformer_counts(void) {
     for (int which = 3; which <= 4; which++) {
-        run_out o = {0};
+        model_run_out o = {0};
         REQUIRE(train(which, 1, 1, &o) == 0);
         int gelu = count_of(o.fusions, "GEMM+bias+GELU"), ag = count_of(o.fusions, "act-grad+bias-grad");
         int norm = count_of(o.fusions, "residual+layernorm");
@@ -167,7 +110,7 @@ static void test_transformer_counts(void) {
                o.fusions);
         if (which == 3) CHECKF(norm == 4 && norm_grad == 0, "%s: \"%s\"", model_name(which), o.fusions);
         else CHECKF(norm == 3 && norm_grad == 4, "%s: \"%s\"", model_name(which), o.fusions);
-        out_free(&o);
+        model_run_free(&o);
     }
 }
 

@@ -14,14 +14,6 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#define STEPS 3
-
-typedef struct run_out {
-    float losses[STEPS];
-    void *params;
-    size_t param_bytes;
-} run_out;
-
 static void model_for(int which, brisk_model_spec *s, int64_t *batch) {
     memset(s, 0, sizeof *s);
     switch (which) {
@@ -56,58 +48,19 @@ static const char *model_name(int which) {
     return (const char *[]){"mlp", "lstm", "transformer", "diffusion"}[which];
 }
 
-/* STEPS AdamW steps of model `which` on `threads` threads, from seed-fixed weights and data. */
-static int train(int which, int threads, run_out *o) {
+/* model_run's steps of model `which` on `threads` threads. */
+static int train(int which, int threads, model_run_out *o) {
     brisk_model_spec spec;
     int64_t batch;
     model_for(which, &spec, &batch);
-    brisk_error err = {0};
-    brisk_graph *g = brisk_graph_new();
-    brisk_model_io io;
-    brisk_plan plan;
-    brisk_exec *ex = NULL;
-    brisk_backend *be = brisk_backend_cpu_new(threads);
-    brisk_optim_spec os;
-    brisk_optim_spec_default(&os);
-    os.lr = 1e-3f;
-    brisk_optimizer opt;
-    if (!g || !be || brisk_model_build(&spec, batch, BRISK_BUILD_TRAIN, g, &io, &err) ||
-        brisk_backward(g, io.loss, &err) || brisk_plan_build(g, &plan, &err) ||
-        brisk_exec_create(g, &plan, be, &ex, &err) || brisk_exec_init_params(ex, 7, &err) ||
-        brisk_optimizer_create(&opt, &os, ex, &err)) {
-        fprintf(stderr, "%s: %s\n", model_name(which), err.msg);
-        return -1;
-    }
-    void *data[BRISK_MAX_FIELDS] = {0};
-    model_inputs(g, &io, data);
-    int rc = 0;
-    for (int s = 0; s < STEPS && !rc; s++) {
-        for (int f = 0; f < io.n_fields && !rc; f++) rc = brisk_exec_set_input(ex, io.input_node[f], data[f], &err) != 0;
-        ex->step.rng_step = (uint32_t)s;
-        ex->step.first_micro = 1;
-        ex->step.training = 1;
-        if (!rc)
-            rc = brisk_exec_run(ex, BRISK_RUN_TRAIN, &err) || brisk_optimizer_step(&opt, s + 1, os.lr, 1, &err) ||
-                 brisk_exec_read(ex, io.loss, &o->losses[s], &err);
-    }
-    o->param_bytes = plan.param_bytes;
-    o->params = malloc(o->param_bytes);
-    if (!rc && o->params) rc = be->download(be, o->params, ex->params, o->param_bytes, &err) != 0;
-    if (rc) fprintf(stderr, "%s on %d threads: %s\n", model_name(which), threads, err.msg);
-    for (int f = 0; f < io.n_fields; f++) free(data[f]);
-    brisk_optimizer_free(&opt);
-    brisk_exec_free(ex);
-    brisk_plan_free(&plan);
-    brisk_graph_free(g);
-    be->destroy(be);
-    return rc ? -1 : 0;
+    return model_run(&spec, batch, threads, -1, 0, model_name(which), o);
 }
 
-static void check_same(int which, const run_out *a, const run_out *b, const char *what) {
+static void check_same(int which, const model_run_out *a, const model_run_out *b, const char *what) {
     CHECKF(memcmp(a->losses, b->losses, sizeof a->losses) == 0, "%s %s: losses %.9g %.9g %.9g vs %.9g %.9g %.9g",
            model_name(which), what, a->losses[0], a->losses[1], a->losses[2], b->losses[0], b->losses[1], b->losses[2]);
     CHECKF(a->param_bytes == b->param_bytes && memcmp(a->params, b->params, a->param_bytes) == 0,
-           "%s %s: parameters differ after %d steps", model_name(which), what, STEPS);
+           "%s %s: parameters differ after %d steps", model_name(which), what, MODEL_RUN_STEPS);
 }
 
 static _Atomic int busy_stop;
@@ -120,29 +73,29 @@ static void *busy_loop(void *arg) {
 
 static void test_bit_identical_across_threads(void) {
     for (int which = 0; which < 4; which++) {
-        run_out ref = {0};
+        model_run_out ref = {0};
         REQUIRE(train(which, 1, &ref) == 0);
         for (int threads = 2; threads <= 4; threads++) {
-            run_out o = {0};
+            model_run_out o = {0};
             char what[64];
             snprintf(what, sizeof what, "1 vs %d threads", threads);
             CHECK(train(which, threads, &o) == 0);
             check_same(which, &ref, &o, what);
-            free(o.params);
+            model_run_free(&o);
         }
         /* under contention: two busy threads beside a 2-thread run (a few hundred ms) */
         pthread_t busy[2];
         atomic_store(&busy_stop, 0);
         int started = 0;
         for (int k = 0; k < 2; k++) started += pthread_create(&busy[k], NULL, busy_loop, NULL) == 0;
-        run_out o = {0};
+        model_run_out o = {0};
         int rc = train(which, 2, &o);
         atomic_store(&busy_stop, 1);
         for (int k = 0; k < started; k++) pthread_join(busy[k], NULL);
         CHECK(rc == 0);
         check_same(which, &ref, &o, "1 vs 2 threads beside 2 busy threads");
-        free(o.params);
-        free(ref.params);
+        model_run_free(&o);
+        model_run_free(&ref);
     }
 }
 
