@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# brisk profile on the CPU: the table prints, its rows (every node, the batch coming in, the loss
+# and update) sum to within 20 % of the plain eager step's median, the JSON parses and carries
+# the same numbers, and bad arguments get one clear error.
+#   profile.sh BRISK_BINARY WORKDIR
+set -u
+. "$(dirname "$0")/expect.sh"
+brisk=$1 work=$2
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+"$brisk" synth tabular tab.npz --samples 1024 >/dev/null || { echo "synth failed"; exit 1; }
+cat > p.json <<'J'
+{"model": {"type": "mlp", "inputs": 64, "hidden": [512, 512], "outputs": 3},
+ "data": {"train": "tab.npz", "validation_fraction": 0.25}, "train": {"batch_size": 128, "epochs": 1, "out_dir": "run"}}
+J
+"$brisk" profile p.json --device cpu --threads 1 --steps 3 --warmup 1 --top 4 > out.txt 2> err.txt
+rc=$?
+[ $rc -eq 0 ] && grep -q '^per op type' out.txt && grep -qE '^matmul +[0-9.]+ +[0-9.]+ +[0-9.]+%' out.txt &&
+  grep -q '^top 4 nodes' out.txt && grep -q '^step (median)' out.txt && grep -q '^node runs' out.txt &&
+  ok table || bad "table (exit $rc): $(cat out.txt err.txt)"
+[ ! -e run ] && ok no-run-dir || bad "no-run-dir: profile wrote run/"
+
+"$brisk" profile p.json --device cpu --threads 1 --steps 25 --warmup 3 --top 3 --json > out.json 2> err.txt
+rc=$?
+/usr/bin/python3 - out.json <<'P' && ok json-sums || bad "json-sums (exit $rc): $(cat out.json err.txt)"
+import json, sys
+j = json.load(open(sys.argv[1]))
+rows = sum(o["ms_per_step"] for o in j["ops"])
+assert abs(rows - j["rows_ms"]) < 1e-6 * max(rows, 1), (rows, j["rows_ms"])
+assert j["steps"] == 25 and j["device"] == "cpu" and j["clock"] == "host clock", j
+assert len(j["top_nodes"]) == 3 and j["top_nodes"][0]["ms_per_step"] >= j["top_nodes"][1]["ms_per_step"]
+ops = {o["op"]: o for o in j["ops"]}
+assert ops["matmul"]["calls_per_step"] == 8, ops["matmul"]  # 3 forward; 2 per layer backward, 1 for the first
+assert "(batch in)" in ops and "(loss + update)" in ops
+plain, timed = j["step_ms_plain"], j["step_ms_timed"]
+print("rows %.4f ms, timed step %.4f ms, plain step %.4f ms" % (rows, timed, plain))
+assert abs(rows / plain - 1) < 0.20, "the rows sum to %.4f ms, the plain eager step is %.4f ms" % (rows, plain)
+assert abs(rows / timed - 1) < 0.20, (rows, timed)
+assert j["kernel_nodes"] == -1 and j["launch_floor_ms"] is None
+P
+
+expect no-config 'profile: a config file is required' -- "$brisk" profile
+expect bad-steps "profile: --steps" -- "$brisk" profile p.json --steps 0
+expect bad-override 'speed.device' -- "$brisk" profile p.json --device tpu
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
