@@ -163,6 +163,20 @@ static brisk_status tabulate(const brisk_profiler *p, brisk_profile_result *r, b
     return BRISK_OK;
 }
 
+/* the kernels a step launches and the launch floor for as many; what fails is only noted */
+static void launch_floor(brisk_trainer *t, brisk_profile_result *r) {
+    brisk_error e = {0};
+    if (brisk_step_capture_kernels(t, &r->kernel_nodes, &e)) {
+        brisk_log(&t->log, BRISK_LOG_WARN, "profile: no kernel count: %s", e.msg);
+        r->kernel_nodes = -1;
+        return;
+    }
+    if (r->kernel_nodes > 0 && brisk_cuda_launch_floor(t->be, r->kernel_nodes, &r->floor_ms, &e)) {
+        brisk_log(&t->log, BRISK_LOG_WARN, "profile: no launch floor: %s", e.msg);
+        r->floor_ms = NAN;
+    }
+}
+
 static void profiler_free(brisk_profiler *p) {
     free(p->mark_id), free(p->host), free(p->node_ms), free(p->node_calls), free(p->marked), free(p->plain);
 }
@@ -213,7 +227,8 @@ brisk_status brisk_profile_run(const brisk_config *cfg, const brisk_logger *log,
     out->accumulate = t->cfg.train.accumulate;
     out->marked_ms = median(p.marked, p.n_marked);
     out->plain_ms = median(p.plain, p.n_plain);
-    st = tabulate(&p, out, err);
+    if ((st = tabulate(&p, out, err))) goto out;
+    launch_floor(t, out);
 out:
     if (t) t->prof = NULL;
     profiler_free(&p);
