@@ -9,7 +9,8 @@
 #include "cli/cli.h"
 
 static const char help[] =
-    "usage: brisk profile CONFIG [--steps N] [--warmup W] [--top K] [--json] [train overrides]\n"
+    "usage: brisk profile CONFIG [--steps N] [--warmup W] [--top K] [--json] [--json-out FILE]\n"
+    "                            [train overrides]\n"
     "\n"
     "Builds the trainer as brisk train would (without a run directory or a CUDA graph), runs W\n"
     "warm-up steps (default 5), then 2N steps eagerly (N default 20): N plain steps and N steps\n"
@@ -20,7 +21,8 @@ static const char help[] =
     "plain one (what the timing costs); the node runs a step and, on a GPU, the kernels a step\n"
     "launches and the launch floor: replaying an empty CUDA graph of that many kernels.\n"
     "(batch in) is the time before the first node (the batch's copy), (loss + update) the time\n"
-    "after the last (the loss and the optimizer). --json prints one JSON object instead.\n"
+    "after the last (the loss and the optimizer). --json prints one JSON object instead;\n"
+    "--json-out FILE writes it to FILE besides the text.\n"
     "Overrides, as for brisk train:\n"
     "  --device auto|cpu|cuda   --precision auto|fp32|tf32|bf16|fp16   --batch-size N\n"
     "  --accumulate K   --threads N   --no-tf32   --no-autotune   --no-fuse   --no-prefetch\n"
@@ -38,12 +40,12 @@ static const struct { const char *flag, *set; } switches[] = {
 #define N_SWITCHES (int)(sizeof switches / sizeof switches[0])
 
 int cmd_profile(int argc, char **argv) {
-    const char *config = NULL;
+    const char *config = NULL, *json_out = NULL;
     long long steps = 20, warmup = 5, top = 15;
     int json = 0, n_over = 0, rc = 1;
     char **over = calloc((size_t)argc + 1, sizeof *over);
     if (!over) return cli_fail("out of memory");
-    cli_opt opts[N_KEYS + N_SWITCHES + 6];
+    cli_opt opts[N_KEYS + N_SWITCHES + 7];
     int no = 0;
     for (int k = 0; k < N_KEYS; k++) opts[no++] = (cli_opt){flag_keys[k].flag, 1};
     for (int k = 0; k < N_SWITCHES; k++) opts[no++] = (cli_opt){switches[k].flag, 0};
@@ -53,6 +55,7 @@ int cmd_profile(int argc, char **argv) {
     opts[no++] = (cli_opt){"--top", 1};
     opts[no++] = (cli_opt){"--json", 0};
     opts[no++] = (cli_opt){"--set", 1};
+    opts[no++] = (cli_opt){"--json-out", 1};
     opts[no] = (cli_opt){NULL, 0};
     cli_parser p = {"profile", opts, argc, argv, 0, 0};
     const char *name, *v;
@@ -76,6 +79,8 @@ int cmd_profile(int argc, char **argv) {
             json = 1;
         } else if (k == own + 4) {
             over[n_over++] = strdup(v);
+        } else if (k == own + 5) {
+            json_out = v;
         }
         if (n_over && !over[n_over - 1]) { rc = cli_fail("out of memory"); goto done; }
     }
@@ -89,15 +94,19 @@ int cmd_profile(int argc, char **argv) {
     brisk_profile_result r;
     if (brisk_profile_run(&cfg, &lg, &po, &r, &err)) {
         rc = cli_fail_err(&err);
-    } else if (json) {
-        cJSON *j = brisk_profile_json(config, &r, (int)top);
+    } else {
+        cJSON *j = json || json_out ? brisk_profile_json(config, &r, (int)top) : NULL;
         char *s = j ? cJSON_PrintUnformatted(j) : NULL;
-        rc = s ? (printf("%s\n", s), 0) : cli_fail("out of memory");
+        rc = (json || json_out) && !s ? cli_fail("out of memory") : 0;
+        if (!rc && json) printf("%s\n", s);
+        else if (!rc) brisk_profile_print(stdout, config, &r, (int)top);
+        if (!rc && json_out) {
+            FILE *f = fopen(json_out, "w");
+            if (!f || fprintf(f, "%s\n", s) < 0) rc = cli_fail("%s: cannot write", json_out);
+            if (f && fclose(f) != 0 && !rc) rc = cli_fail("%s: cannot write", json_out);
+        }
         free(s);
         cJSON_Delete(j);
-    } else {
-        brisk_profile_print(stdout, config, &r, (int)top);
-        rc = 0;
     }
     brisk_profile_result_free(&r);
     brisk_config_free(&cfg);
