@@ -506,6 +506,9 @@ typedef struct brisk_profile_result {
     char precision[16];    /* speed.precision */
     char clock[48];        /* what timed it: "device events (cuda)" or "host clock" */
     int steps, warmup, accumulate;
+    int steps_kept;        /* timed steps within 1.5x of their median, which the tables average
+                              (a longer one was descheduled: on a loaded machine it would
+                              dominate the means) */
     int n_ops, n_nodes;    /* ops: by ms_per_step, descending; nodes: the same, every node run */
     brisk_profile_op *ops;
     brisk_profile_node *nodes;

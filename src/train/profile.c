@@ -29,9 +29,10 @@ typedef struct brisk_profiler {
     int slot;               /* the next mark */
     int *mark_id;           /* per mark of this step: the node after it, or MARK_* */
     double *host;           /* per mark: the host clock (no be->mark) */
-    double *node_ms;        /* per node: total over the timed steps */
-    int *node_calls;
-    double in_ms, after_ms; /* the gaps before the first node and after a run's last */
+    int width;              /* n_nodes + 2: a timed step's row of node_ms */
+    double *node_ms;        /* per timed step, per node, then the gaps before the first node
+                               and after a run's last: [step * width + node] */
+    int *node_calls;        /* per node: runs over the timed steps */
     double *marked, *plain; /* step times (ms) of the timed and of the plain steps */
     int n_marked, n_plain, cap_steps;
 } brisk_profiler;
@@ -83,15 +84,16 @@ brisk_status brisk_profile_step_end(brisk_trainer *t, brisk_error *err) {
         if (p->n_plain < p->cap_steps) p->plain[p->n_plain++] = step_ms;
         return BRISK_OK;
     }
+    if (p->n_marked >= p->cap_steps) return BRISK_OK;
+    double *row = p->node_ms + (size_t)p->n_marked * (size_t)p->width;
     for (int i = 0; i + 1 < p->slot; i++) {
         double ms;
         if ((st = between(p, i, i + 1, &ms, err))) return st;
         int id = p->mark_id[i];
-        if (id >= 0) p->node_ms[id] += ms, p->node_calls[id]++;
-        else if (id == MARK_BEGIN) p->in_ms += ms;
-        else p->after_ms += ms;
+        if (id >= 0) row[id] += ms, p->node_calls[id]++;
+        else row[p->width - (id == MARK_BEGIN ? 2 : 1)] += ms;
     }
-    if (p->n_marked < p->cap_steps) p->marked[p->n_marked++] = step_ms;
+    p->marked[p->n_marked++] = step_ms;
     return BRISK_OK;
 }
 
@@ -121,20 +123,41 @@ static const char *precision_name(brisk_precision pr) {
     return (unsigned)pr < sizeof names / sizeof names[0] ? names[pr] : "?";
 }
 
-/* the per-node sums into the result's tables */
+/* The per-node means over the kept steps into the result's tables. A timed step that took
+ * more than KEEP times the median timed step is left out: on a loaded machine the host (or,
+ * eagerly, the device waiting on it) was descheduled within it, and one such step would
+ * dominate the means. */
+#define KEEP 1.5
 static brisk_status tabulate(const brisk_profiler *p, brisk_profile_result *r, brisk_error *err) {
     const brisk_trainer *t = p->t;
     const brisk_graph *g = t->g;
-    const double n = r->steps;
+    const int w = p->width;
+    double *sum = calloc((size_t)w, sizeof *sum), *sorted = malloc(sizeof(double) * (size_t)p->n_marked);
+    if (!sum || !sorted) {
+        free(sum), free(sorted);
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "profile: out of memory");
+    }
+    memcpy(sorted, p->marked, sizeof(double) * (size_t)p->n_marked);
+    const double cut = KEEP * median(sorted, p->n_marked);
+    free(sorted);
+    for (int s = 0; s < p->n_marked; s++) {
+        if (p->marked[s] > cut) continue;
+        r->steps_kept++;
+        for (int i = 0; i < w; i++) sum[i] += p->node_ms[(size_t)s * (size_t)w + (size_t)i];
+    }
+    const double n = r->steps, kept = r->steps_kept; /* at least the median step */
     int used = 0;
     for (int i = 0; i < g->n_nodes; i++) used += p->node_calls[i] > 0;
     r->nodes = calloc((size_t)used + 1, sizeof *r->nodes);
     r->ops = calloc((size_t)BRISK_OP_COUNT + 2, sizeof *r->ops);
-    if (!r->nodes || !r->ops) return brisk_errorf(err, BRISK_ERR_NOMEM, "profile: out of memory");
+    if (!r->nodes || !r->ops) {
+        free(sum);
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "profile: out of memory");
+    }
     int op_at[BRISK_OP_COUNT];
     for (int k = 0; k < BRISK_OP_COUNT; k++) op_at[k] = -1;
-    r->ops[0] = (brisk_profile_op){"(batch in)", t->cfg.train.accumulate, p->in_ms / n};
-    r->ops[1] = (brisk_profile_op){"(loss + update)", t->cfg.train.accumulate, p->after_ms / n};
+    r->ops[0] = (brisk_profile_op){"(batch in)", t->cfg.train.accumulate, sum[w - 2] / kept};
+    r->ops[1] = (brisk_profile_op){"(loss + update)", t->cfg.train.accumulate, sum[w - 1] / kept};
     r->n_ops = 2;
     for (int i = 0; i < g->n_nodes; i++) {
         if (!p->node_calls[i]) continue;
@@ -142,7 +165,7 @@ static brisk_status tabulate(const brisk_profiler *p, brisk_profile_result *r, b
         brisk_profile_node *o = &r->nodes[r->n_nodes++];
         o->id = i;
         o->calls_per_step = (int)lround(p->node_calls[i] / n);
-        o->ms_per_step = p->node_ms[i] / n;
+        o->ms_per_step = sum[i] / kept;
         snprintf(o->op, sizeof o->op, "%s", brisk_op_name(nd->op));
         char b[BRISK_SHAPE_STR];
         snprintf(o->shape, sizeof o->shape, "%s", brisk_shape_str(&nd->shape, b, sizeof b));
@@ -158,6 +181,7 @@ static brisk_status tabulate(const brisk_profiler *p, brisk_profile_result *r, b
         r->ops[op_at[k]].ms_per_step += o->ms_per_step;
         r->nodes_per_step += o->calls_per_step;
     }
+    free(sum);
     qsort(r->ops, (size_t)r->n_ops, sizeof *r->ops, cmp_op);
     qsort(r->nodes, (size_t)r->n_nodes, sizeof *r->nodes, cmp_node);
     return BRISK_OK;
@@ -200,9 +224,10 @@ brisk_status brisk_profile_run(const brisk_config *cfg, const brisk_logger *log,
     if (st) return st;
     brisk_profiler p = {.t = t, .first = o->warmup, .cap_steps = o->steps};
     int nn = t->g->n_nodes;
+    p.width = nn + 2;
     p.mark_id = malloc(sizeof(int) * BRISK_MAX_MARKS);
     p.host = malloc(sizeof(double) * BRISK_MAX_MARKS);
-    p.node_ms = calloc((size_t)nn + 1, sizeof(double));
+    p.node_ms = calloc((size_t)o->steps * (size_t)p.width, sizeof(double));
     p.node_calls = calloc((size_t)nn + 1, sizeof(int));
     p.marked = malloc(sizeof(double) * (size_t)o->steps);
     p.plain = malloc(sizeof(double) * (size_t)o->steps);
@@ -225,9 +250,9 @@ brisk_status brisk_profile_run(const brisk_config *cfg, const brisk_logger *log,
     out->steps = p.n_marked;
     out->warmup = o->warmup;
     out->accumulate = t->cfg.train.accumulate;
+    if ((st = tabulate(&p, out, err))) goto out;
     out->marked_ms = median(p.marked, p.n_marked);
     out->plain_ms = median(p.plain, p.n_plain);
-    if ((st = tabulate(&p, out, err))) goto out;
     launch_floor(t, out);
 out:
     if (t) t->prof = NULL;

@@ -16,6 +16,9 @@ void brisk_profile_print(FILE *f, const char *config, const brisk_profile_result
     const double sum = total_ms(r);
     fprintf(f, "brisk profile %s: %s, precision %s, %d timed steps (and %d plain) after %d warm-up, eager; %s\n",
             config, r->device, r->precision, r->steps, r->steps, r->warmup, r->clock);
+    if (r->steps_kept < r->steps)
+        fprintf(f, "(the tables average %d of the %d timed steps: the others took over 1.5x their median)\n",
+                r->steps_kept, r->steps);
     fprintf(f, "\nper op type (per step)\n%-28s %8s %12s %8s %12s\n", "op", "calls", "ms", "share", "us/call");
     for (int i = 0; i < r->n_ops; i++) {
         const brisk_profile_op *o = &r->ops[i];
@@ -60,6 +63,7 @@ cJSON *brisk_profile_json(const char *config, const brisk_profile_result *r, int
     cJSON_AddStringToObject(j, "precision", r->precision);
     cJSON_AddStringToObject(j, "clock", r->clock);
     cJSON_AddNumberToObject(j, "steps", r->steps);
+    cJSON_AddNumberToObject(j, "steps_kept", r->steps_kept);
     cJSON_AddNumberToObject(j, "warmup", r->warmup);
     cJSON_AddNumberToObject(j, "accumulate", r->accumulate);
     cJSON_AddItemToObject(j, "step_ms_timed", num(r->marked_ms));

@@ -21,7 +21,7 @@ rc=$?
   ok table || bad "table (exit $rc): $(cat out.txt err.txt)"
 [ ! -e run ] && ok no-run-dir || bad "no-run-dir: profile wrote run/"
 
-"$brisk" profile p.json --device cpu --threads 1 --steps 25 --warmup 3 --top 3 --json > out.json 2> err.txt
+"$brisk" profile p.json --device cpu --threads 1 --steps 25 --warmup 3 --top 3 --json --json-out copy.json > out.json 2> err.txt
 rc=$?
 /usr/bin/python3 - out.json <<'P' && ok json-sums || bad "json-sums (exit $rc): $(cat out.json err.txt)"
 import json, sys
@@ -38,7 +38,13 @@ print("rows %.4f ms, timed step %.4f ms, plain step %.4f ms" % (rows, timed, pla
 assert abs(rows / plain - 1) < 0.20, "the rows sum to %.4f ms, the plain eager step is %.4f ms" % (rows, plain)
 assert abs(rows / timed - 1) < 0.20, (rows, timed)
 assert j["kernel_nodes"] == -1 and j["launch_floor_ms"] is None
+assert json.load(open("copy.json"))["ops"][0]["op"] == j["ops"][0]["op"]
 P
+
+# the backend's note on how it ran a node: the CPU's fused GEMM + bias + ReLU
+"$brisk" profile p.json --device cpu --threads 1 --steps 2 --warmup 1 --top 100 > notes.txt 2>&1 &&
+  grep -qE '^ +[0-9]+ matmul .*fused pass: GEMM \+ bias \+ ReLU' notes.txt &&
+  grep -qE '^ +[0-9]+ relu .*computed by a fused neighbour' notes.txt && ok notes || bad "notes: $(cat notes.txt)"
 
 expect no-config 'profile: a config file is required' -- "$brisk" profile
 expect bad-steps "profile: --steps" -- "$brisk" profile p.json --steps 0
