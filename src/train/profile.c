@@ -60,7 +60,8 @@ static brisk_status node_hook(void *user, int pos, int id, brisk_error *err) {
 brisk_status brisk_profile_step_begin(brisk_trainer *t, brisk_error *err) {
     brisk_profiler *p = t->prof;
     p->slot = 0;
-    p->timing = t->step >= p->first && (t->step - p->first) % 2 == 1;
+    /* the last warm-up step marks its nodes too, untimed: the device's events are made then */
+    p->timing = t->step >= p->first ? (t->step - p->first) % 2 == 1 : t->step == p->first - 1;
     brisk_exec_set_node_hook(t->ex, p->timing ? node_hook : NULL, p);
     return mark(p, MARK_BEGIN, err);
 }

@@ -300,6 +300,8 @@ brisk_status cuda_run_lstm(cuda_backend *cb, const brisk_graph *g, int id, const
 brisk_status cuda_rnn_prepare(cuda_backend *cb, const brisk_graph *g, brisk_error *err);
 void cuda_rnn_forget(cuda_backend *cb); /* after the compute stream is idle */
 void cuda_rnn_free(cuda_backend *cb);
+/* How LSTM node id of g runs (cuDNN's math, sizes), for brisk profile; "" if unplanned. */
+void cuda_rnn_note(const cuda_backend *cb, const brisk_graph *g, int id, char *buf, size_t n);
 
 /* ---- vision.c: pooling and batch norm (k_pool.cu, k_batchnorm.cu) */
 brisk_status cuda_run_pool(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
