@@ -512,7 +512,8 @@ typedef struct brisk_profile_result {
     int n_ops, n_nodes;    /* ops: by ms_per_step, descending; nodes: the same, every node run */
     brisk_profile_op *ops;
     brisk_profile_node *nodes;
-    double marked_ms, plain_ms;  /* median step time of the timed and of the plain steps */
+    double marked_ms, plain_ms;  /* step time of the timed and of the plain steps: the mean of
+                                    those within 1.5x of their median (as the tables) */
     int nodes_per_step;    /* node runs in a step (schedule length x accumulate) */
     int kernel_nodes;      /* kernels a step launches (the nodes of its CUDA graph); -1: unknown */
     double floor_ms;       /* replaying an empty CUDA graph of kernel_nodes kernels; NaN: none */

@@ -109,6 +109,23 @@ static double median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/* the mean of the steps within KEEP times their median (the ones the tables average) */
+#define KEEP 1.5
+static double kept_mean(const double *v, int n) {
+    double *sorted = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1)), sum = 0;
+    if (!sorted || n == 0) {
+        free(sorted);
+        return NAN;
+    }
+    memcpy(sorted, v, sizeof(double) * (size_t)n);
+    const double cut = KEEP * median(sorted, n);
+    free(sorted);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (v[i] <= cut) sum += v[i], k++;
+    return sum / k;
+}
+
 static int cmp_op(const void *a, const void *b) {
     double x = ((const brisk_profile_op *)a)->ms_per_step, y = ((const brisk_profile_op *)b)->ms_per_step;
     return (x < y) - (x > y);
@@ -128,7 +145,6 @@ static const char *precision_name(brisk_precision pr) {
  * more than KEEP times the median timed step is left out: on a loaded machine the host (or,
  * eagerly, the device waiting on it) was descheduled within it, and one such step would
  * dominate the means. */
-#define KEEP 1.5
 static brisk_status tabulate(const brisk_profiler *p, brisk_profile_result *r, brisk_error *err) {
     const brisk_trainer *t = p->t;
     const brisk_graph *g = t->g;
@@ -252,8 +268,8 @@ brisk_status brisk_profile_run(const brisk_config *cfg, const brisk_logger *log,
     out->warmup = o->warmup;
     out->accumulate = t->cfg.train.accumulate;
     if ((st = tabulate(&p, out, err))) goto out;
-    out->marked_ms = median(p.marked, p.n_marked);
-    out->plain_ms = median(p.plain, p.n_plain);
+    out->marked_ms = kept_mean(p.marked, p.n_marked);
+    out->plain_ms = kept_mean(p.plain, p.n_plain);
     launch_floor(t, out);
 out:
     if (t) t->prof = NULL;

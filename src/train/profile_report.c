@@ -37,7 +37,7 @@ void brisk_profile_print(FILE *f, const char *config, const brisk_profile_result
         fprintf(f, "%6d %-22s %-8s %-28s %10.4f %6.1f%%  %s%s\n", n->id, n->op, n->dtype, n->shape, n->ms_per_step,
                 sum > 0 ? 100 * n->ms_per_step / sum : 0.0, calls, n->note);
     }
-    fprintf(f, "\nstep (median)   timed %.4f ms (sum of the rows %.4f), plain eager %.4f ms: the marks cost %+.1f%%\n",
+    fprintf(f, "\nstep            timed %.4f ms (sum of the rows %.4f), plain eager %.4f ms: the marks cost %+.1f%%\n",
             r->marked_ms, sum, r->plain_ms, r->plain_ms > 0 ? 100 * (r->marked_ms / r->plain_ms - 1) : 0.0);
     fprintf(f, "node runs       %d a step", r->nodes_per_step);
     if (r->kernel_nodes >= 0) fprintf(f, "; kernels %d a step (a captured step's CUDA graph nodes)", r->kernel_nodes);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # brisk profile on the CPU: the table prints, its rows (every node, the batch coming in, the loss
-# and update) sum to within 20 % of the plain eager step's median, the JSON parses and carries
-# the same numbers, and bad arguments get one clear error.
+# and update) sum to the timed step and to within 20 % of the plain eager step, the JSON parses
+# and carries the same numbers, the CPU backend says which nodes it fused, and bad arguments get
+# one clear error.
 #   profile.sh BRISK_BINARY WORKDIR
 set -u
 . "$(dirname "$0")/expect.sh"
@@ -17,13 +18,16 @@ J
 "$brisk" profile p.json --device cpu --threads 1 --steps 3 --warmup 1 --top 4 > out.txt 2> err.txt
 rc=$?
 [ $rc -eq 0 ] && grep -q '^per op type' out.txt && grep -qE '^matmul +[0-9.]+ +[0-9.]+ +[0-9.]+%' out.txt &&
-  grep -q '^top 4 nodes' out.txt && grep -q '^step (median)' out.txt && grep -q '^node runs' out.txt &&
+  grep -q '^top 4 nodes' out.txt && grep -q '^step  *timed' out.txt && grep -q '^node runs' out.txt &&
   ok table || bad "table (exit $rc): $(cat out.txt err.txt)"
 [ ! -e run ] && ok no-run-dir || bad "no-run-dir: profile wrote run/"
 
+# the timing check is retried (up to 3 runs): on a loaded machine a run's steps may vary by more
+timing=0
+for try in 1 2 3; do
 "$brisk" profile p.json --device cpu --threads 1 --steps 25 --warmup 3 --top 3 --json --json-out copy.json > out.json 2> err.txt
 rc=$?
-/usr/bin/python3 - out.json <<'P' && ok json-sums || bad "json-sums (exit $rc): $(cat out.json err.txt)"
+/usr/bin/python3 - out.json <<'P' && { timing=1; break; }
 import json, sys
 j = json.load(open(sys.argv[1]))
 rows = sum(o["ms_per_step"] for o in j["ops"])
@@ -36,10 +40,13 @@ assert "(batch in)" in ops and "(loss + update)" in ops
 plain, timed = j["step_ms_plain"], j["step_ms_timed"]
 print("rows %.4f ms, timed step %.4f ms, plain step %.4f ms" % (rows, timed, plain))
 assert abs(rows / plain - 1) < 0.20, "the rows sum to %.4f ms, the plain eager step is %.4f ms" % (rows, plain)
-assert abs(rows / timed - 1) < 0.20, (rows, timed)
+assert abs(rows / timed - 1) < 0.01, (rows, timed)  # the same steps, their intervals on one clock
 assert j["kernel_nodes"] == -1 and j["launch_floor_ms"] is None
 assert json.load(open("copy.json"))["ops"][0]["op"] == j["ops"][0]["op"]
 P
+echo "   (try $try: the timing check failed; $(uptime | sed 's/.*load/load/'))"
+done
+[ $timing = 1 ] && [ $rc = 0 ] && grep -q '"steps_kept"' out.json && ok json-sums || bad "json-sums (exit $rc): $(cat out.json err.txt)"
 
 # the backend's note on how it ran a node: the CPU's fused GEMM + bias + ReLU
 "$brisk" profile p.json --device cpu --threads 1 --steps 2 --warmup 1 --top 100 > notes.txt 2>&1 &&
