@@ -40,7 +40,7 @@
 #             eager and amp of each workload that has an examples/<workload>.json, then its
 #             compile modes while time is left (so that the ratios come from one call)
 #   profile   `brisk profile` (eager, every node timed by events) of each example matching --only,
-#             fp32 and bf16 (on the CPU, --cpu: fp32 only): logs/profile-EXAMPLE-PREC.txt (the
+#             fp32, bf16, and bf16 without autotune (--cpu: fp32 only): logs/profile-EXAMPLE-*.txt (the
 #             per-op and top-node tables) and .json, and a line each: the top op type and its
 #             share, the kernels a step launches, and the step against the launch floor (an empty
 #             CUDA graph of that many kernels replayed). For the open questions of the first GPU
@@ -76,6 +76,8 @@
 #   tools/gpu-session.sh --lean --fresh --deadline 555 build test bench agree    (timeout_s 600)
 #   then, after fixing here, with what is left (a fresh start costs ~30 s; none under 4 min):
 #   BENCH_STEPS=100 TORCH_STEPS=100 tools/gpu-session.sh --lean --deadline D --only 'REGEX' build test bench
+# Where the ResNet and LSTM steps' time goes (brisk profile, no nsys needed; never run yet, time
+# estimated at 2-4 min): tools/gpu-session.sh --lean --only 'resnet|lstm' build profile
 # With a 30-minute lease, the stages one call each: build test; agree; sanitize; bench;
 # --continue cputest torch.
 # A stage cut short by its deadline says SKIP (deadline) per check: call it again with
@@ -570,17 +572,22 @@ stage_bench() {
 stage_profile() {
   ensure_build cli
   note profile
-  local dev=cuda precs="fp32 bf16" n=$PROFILE_STEPS ex prec
-  [ $cpu = 1 ] && dev=cpu precs=fp32 n=3
+  # variants: name:flags (bf16 without autotune: bench's "+ mixed precision" row, 2.5x its autotuned one for ResNet)
+  local dev=cuda variants="fp32:--precision=fp32 bf16:--precision=bf16 bf16-noautotune:--precision=bf16,--no-autotune"
+  local n=$PROFILE_STEPS ex v
+  [ $cpu = 1 ] && dev=cpu variants="fp32:--precision=fp32" n=3
   for ex in $(examples); do
     local cfg=$root/examples/$ex.json
     is_pipeline "$cfg" && { record SKIP profile "brisk profile $ex" "a pipeline: profile its models' own configs"; continue; }
-    for prec in $precs; do
-      local check="brisk profile $ex $prec" log=$work/logs/profile-$ex-$prec
+    for v in $variants; do
+      local prec=${v%%:*} flags check log
+      IFS=, read -ra flags <<<"${v#*:}"
+      check="brisk profile $ex $prec" log=$work/logs/profile-$ex-$prec
       done_before profile "$check" && continue
       enough profile "$check" 45 || continue
       ensure_data "$cfg" || { record FAIL profile "$check" "brisk synth failed (logs/synth.log)"; continue; }
-      (cd "$work" && timeout "$(tmo 10 240)" "$brisk" profile "$cfg" --device $dev --precision $prec --steps $n \
+      rm -f "$log.json"
+      (cd "$work" && timeout "$(tmo 10 240)" "$brisk" profile "$cfg" --device $dev "${flags[@]}" --steps $n \
         --warmup 5 --top 20 --json-out "$log.json") >"$log.txt" 2>&1
       local rc=$? line
       sed 's/^/   /' "$log.txt"
