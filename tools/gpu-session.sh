@@ -40,7 +40,8 @@
 #             eager and amp of each workload that has an examples/<workload>.json, then its
 #             compile modes while time is left (so that the ratios come from one call)
 #   profile   `brisk profile` (eager, every node timed by events) of each example matching --only,
-#             fp32, bf16, and bf16 without autotune (--cpu: fp32 only): logs/profile-EXAMPLE-*.txt (the
+#             fp32, bf16 without autotune and bf16 (brisk bench's fp32, "+ mixed precision" and "all
+#             on" rows; --cpu: fp32 only): logs/profile-EXAMPLE-*.txt (the
 #             per-op and top-node tables) and .json, and a line each: the top op type and its
 #             share, the kernels a step launches, and the step against the launch floor (an empty
 #             CUDA graph of that many kernels replayed). For the open questions of the first GPU
@@ -572,8 +573,10 @@ stage_bench() {
 stage_profile() {
   ensure_build cli
   note profile
-  # variants: name:flags (bf16 without autotune: bench's "+ mixed precision" row, 2.5x its autotuned one for ResNet)
-  local dev=cuda variants="fp32:--precision=fp32 bf16:--precision=bf16 bf16-noautotune:--precision=bf16,--no-autotune"
+  # variants, name:flags, as brisk bench's rows: fp32 = its fp32 rows (4.04 ms/step for ResNet on the
+  # H200, replayed), bf16-noautotune = "+ mixed precision" (24.2 ms), bf16 = "all on" (9.6 ms)
+  local dev=cuda variants="fp32:--precision=fp32,--no-tf32,--no-autotune,--no-fuse
+    bf16-noautotune:--precision=bf16,--no-autotune,--no-fuse bf16:--precision=bf16"
   local n=$PROFILE_STEPS ex v
   [ $cpu = 1 ] && dev=cpu variants="fp32:--precision=fp32" n=3
   for ex in $(examples); do
