@@ -48,6 +48,17 @@ echo "   (try $try: the timing check failed; $(uptime | sed 's/.*load/load/'))"
 done
 [ $timing = 1 ] && [ $rc = 0 ] && grep -q '"steps_kept"' out.json && ok json-sums || bad "json-sums (exit $rc): $(cat out.json err.txt)"
 
+# two micro-batches a step: every node runs twice, the gaps are counted per micro-batch
+"$brisk" profile p.json --device cpu --threads 1 --accumulate 2 --steps 3 --warmup 1 --json > acc.json 2> err.txt &&
+/usr/bin/python3 - acc.json <<'P' && ok accumulate || bad "accumulate: $(cat acc.json err.txt)"
+import json, sys
+j = json.load(open(sys.argv[1]))
+ops = {o["op"]: o for o in j["ops"]}
+assert j["accumulate"] == 2 and ops["matmul"]["calls_per_step"] == 16 and j["node_runs_per_step"] == 2 * 26, j
+assert ops["(batch in)"]["calls_per_step"] == 2, ops
+assert abs(j["rows_ms"] / j["step_ms_timed"] - 1) < 0.01, j
+P
+
 # the backend's note on how it ran a node: the CPU's fused GEMM + bias + ReLU
 "$brisk" profile p.json --device cpu --threads 1 --steps 2 --warmup 1 --top 100 > notes.txt 2>&1 &&
   grep -qE '^ +[0-9]+ matmul .*fused pass: GEMM \+ bias \+ ReLU' notes.txt &&
