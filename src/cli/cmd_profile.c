@@ -64,7 +64,10 @@ int cmd_profile(int argc, char **argv) {
     for (int k; (k = cli_next(&p, &name, &v)) != CLI_END;) {
         if (k == CLI_ERR) { rc = BRISK_EXIT_USAGE; goto done; }
         if (k == CLI_HELP) { cli_help(help); rc = 0; goto done; }
-        if (k == CLI_POS && config) { rc = cli_usage("profile", "one config file expected, got '%s' and '%s'", config, v); goto done; }
+        if (k == CLI_POS && config) {
+            rc = cli_usage("profile", "one config file expected, got '%s' and '%s'", config, v);
+            goto done;
+        }
         if (k == CLI_POS) { config = v; continue; }
         if (k < N_KEYS) {
             size_t n = strlen(flag_keys[k].key) + strlen(v) + 2;
@@ -89,7 +92,10 @@ int cmd_profile(int argc, char **argv) {
     if (!config) { rc = cli_usage("profile", "a config file is required"); goto done; }
     brisk_config cfg;
     brisk_error err = {0};
-    if (brisk_config_load(config, (const char *const *)over, n_over, &cfg, &err)) { rc = cli_fail_err(&err); goto done; }
+    if (brisk_config_load(config, (const char *const *)over, n_over, &cfg, &err)) {
+        rc = cli_fail_err(&err);
+        goto done;
+    }
     brisk_logger lg = cli_logger(1);
     lg.max_level = BRISK_LOG_WARN; /* the run's own progress and summary lines are not the profile */
     brisk_profile_options po = {.steps = (int)steps, .warmup = (int)warmup};

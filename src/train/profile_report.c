@@ -28,8 +28,8 @@ void brisk_profile_print(FILE *f, const char *config, const brisk_profile_result
     }
     fprintf(f, "%-28s %8s %12.4f\n", "total", "", sum);
     int k = top < r->n_nodes ? top : r->n_nodes;
-    fprintf(f, "\ntop %d nodes (per step)\n%6s %-22s %-8s %-28s %10s %7s  %s\n", k, "node", "op", "dtype", "shape", "ms",
-            "share", "how");
+    fprintf(f, "\ntop %d nodes (per step)\n%6s %-22s %-8s %-28s %10s %7s  %s\n", k, "node", "op", "dtype", "shape",
+            "ms", "share", "how");
     for (int i = 0; i < k; i++) {
         const brisk_profile_node *n = &r->nodes[i];
         char calls[24] = "";
@@ -43,8 +43,8 @@ void brisk_profile_print(FILE *f, const char *config, const brisk_profile_result
     if (r->kernel_nodes >= 0) fprintf(f, "; kernels %d a step (a captured step's CUDA graph nodes)", r->kernel_nodes);
     fprintf(f, "\n");
     if (isfinite(r->floor_ms))
-        fprintf(f, "launch floor    %.4f ms: an empty CUDA graph of %d kernels replayed; the plain step is %.2fx that\n",
-                r->floor_ms, r->kernel_nodes, r->floor_ms > 0 ? r->plain_ms / r->floor_ms : 0.0);
+        fprintf(f, "launch floor    %.4f ms: an empty CUDA graph of %d kernels replayed; the plain step is %.2fx "
+                "that\n", r->floor_ms, r->kernel_nodes, r->floor_ms > 0 ? r->plain_ms / r->floor_ms : 0.0);
     else
         fprintf(f, "launch floor    - (no CUDA device)\n");
 }
