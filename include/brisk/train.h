@@ -490,6 +490,7 @@ brisk_status brisk_rollout(const brisk_rollout_spec *r, const brisk_logger *log,
 typedef struct brisk_profile_options {
     int steps;   /* timed steps (as many plain ones run besides), >= 1 */
     int warmup;  /* steps run first and not timed (the first GPU step autotunes), >= 0 */
+    const char *model; /* a pipeline config ("models"): the model to profile, by name; else NULL */
 } brisk_profile_options;
 typedef struct brisk_profile_op {
     char op[48];           /* the op's name, or "(batch in)" / "(loss + update)" for the gaps */

@@ -10,7 +10,7 @@
 
 static const char help[] =
     "usage: brisk profile CONFIG [--steps N] [--warmup W] [--top K] [--json] [--json-out FILE]\n"
-    "                            [train overrides]\n"
+    "                            [--model NAME] [train overrides]\n"
     "\n"
     "Builds the trainer as brisk train would (without a run directory or a CUDA graph), runs W\n"
     "warm-up steps (default 5), then 2N steps eagerly (N default 20): N plain steps and N steps\n"
@@ -24,7 +24,8 @@ static const char help[] =
     "after the last (the loss and the optimizer). The step times and the tables average the steps\n"
     "within 1.5x of their median (a longer one was descheduled; the text says how many were kept).\n"
     "--json prints one JSON object instead;\n"
-    "--json-out FILE writes it to FILE besides the text.\n"
+    "--json-out FILE writes it to FILE besides the text. A pipeline config (\"models\"): --model NAME\n"
+    "profiles that model.\n"
     "Overrides, as for brisk train:\n"
     "  --device auto|cpu|cuda   --precision auto|fp32|tf32|bf16|fp16   --batch-size N\n"
     "  --accumulate K   --threads N   --no-tf32   --no-autotune   --no-fuse   --no-prefetch\n"
@@ -42,12 +43,12 @@ static const struct { const char *flag, *set; } switches[] = {
 #define N_SWITCHES (int)(sizeof switches / sizeof switches[0])
 
 int cmd_profile(int argc, char **argv) {
-    const char *config = NULL, *json_out = NULL;
+    const char *config = NULL, *json_out = NULL, *model = NULL;
     long long steps = 20, warmup = 5, top = 15;
     int json = 0, n_over = 0, rc = 1;
     char **over = calloc((size_t)argc + 1, sizeof *over);
     if (!over) return cli_fail("out of memory");
-    cli_opt opts[N_KEYS + N_SWITCHES + 7];
+    cli_opt opts[N_KEYS + N_SWITCHES + 8];
     int no = 0;
     for (int k = 0; k < N_KEYS; k++) opts[no++] = (cli_opt){flag_keys[k].flag, 1};
     for (int k = 0; k < N_SWITCHES; k++) opts[no++] = (cli_opt){switches[k].flag, 0};
@@ -58,6 +59,7 @@ int cmd_profile(int argc, char **argv) {
     opts[no++] = (cli_opt){"--json", 0};
     opts[no++] = (cli_opt){"--set", 1};
     opts[no++] = (cli_opt){"--json-out", 1};
+    opts[no++] = (cli_opt){"--model", 1};
     opts[no] = (cli_opt){NULL, 0};
     cli_parser p = {"profile", opts, argc, argv, 0, 0};
     const char *name, *v;
@@ -86,6 +88,8 @@ int cmd_profile(int argc, char **argv) {
             over[n_over++] = strdup(v);
         } else if (k == own + 5) {
             json_out = v;
+        } else if (k == own + 6) {
+            model = v;
         }
         if (n_over && !over[n_over - 1]) { rc = cli_fail("out of memory"); goto done; }
     }
@@ -98,7 +102,7 @@ int cmd_profile(int argc, char **argv) {
     }
     brisk_logger lg = cli_logger(1);
     lg.max_level = BRISK_LOG_WARN; /* the run's own progress and summary lines are not the profile */
-    brisk_profile_options po = {.steps = (int)steps, .warmup = (int)warmup};
+    brisk_profile_options po = {.steps = (int)steps, .warmup = (int)warmup, .model = model};
     brisk_profile_result r;
     if (brisk_profile_run(&cfg, &lg, &po, &r, &err)) {
         rc = cli_fail_err(&err);

@@ -230,14 +230,34 @@ brisk_status brisk_profile_run(const brisk_config *cfg, const brisk_logger *log,
     if (o->steps < 1 || o->warmup < 0 || o->steps > 100000 || o->warmup > 100000)
         return brisk_errorf(err, BRISK_ERR_INVALID, "profile: %d steps after %d warm-up steps; expected 1 to 100000 "
                             "steps and 0 to 100000 warm-up steps", o->steps, o->warmup);
-    /* the trainer reads its own copy; this one only changes scalars of the caller's */
-    brisk_config c = *cfg;
+    /* a pipeline: the named model's own config (brisk_pipeline_config), else the caller's;
+     * the trainer reads its own copy, and this one only changes scalars */
+    brisk_config c = *cfg, sub = {0};
+    if (cfg->n_models > 0 || o->model) {
+        int m = -1;
+        char names[BRISK_MAX_MODELS * 34] = "";
+        for (int i = 0; i < cfg->n_models; i++) {
+            if (o->model && strcmp(cfg->model_names[i], o->model) == 0) m = i;
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", cfg->model_names[i]);
+        }
+        if (!cfg->n_models)
+            return brisk_errorf(err, BRISK_ERR_INVALID, "profile: %s has one model; a model name is for a config with "
+                                "\"models\"", cfg->path);
+        if (m < 0)
+            return brisk_errorf(err, BRISK_ERR_INVALID,
+                                "profile: %s is a pipeline; name one of its models with --model: %s%s%s%s", cfg->path,
+                                names, o->model ? " (not '" : "", o->model ? o->model : "", o->model ? "')" : "");
+        brisk_status st = brisk_pipeline_config(cfg, m, &sub, err);
+        if (st) return st;
+        c = sub;
+    }
     c.train.max_steps = (int64_t)o->warmup + 2 * (int64_t)o->steps;
     c.train.out_dir[0] = 0;   /* no run directory, no checkpoints */
     c.train.log_every = 1 << 30;
     c.speed.cuda_graph = 0;   /* every node runs, and is timed, on its own */
     brisk_trainer *t = NULL;
     brisk_status st = brisk_trainer_create(&c, log, &t, err);
+    brisk_config_free(&sub); /* the trainer has its own copy */
     if (st) return st;
     brisk_profiler p = {.t = t, .first = o->warmup, .cap_steps = o->steps};
     int nn = t->g->n_nodes;

@@ -64,6 +64,20 @@ P
   grep -qE '^ +[0-9]+ matmul .*fused pass: GEMM \+ bias \+ ReLU' notes.txt &&
   grep -qE '^ +[0-9]+ relu .*computed by a fused neighbour' notes.txt && ok notes || bad "notes: $(cat notes.txt)"
 
+# a pipeline: one of its models, by name (its own config, as brisk train runs it)
+cat > pipe.json <<'J'
+{"models": [{"name": "wide", "type": "mlp", "inputs": 64, "hidden": [256], "outputs": 3},
+            {"name": "deep", "type": "mlp", "inputs": 64, "hidden": [32, 32, 32], "outputs": 3}],
+ "data": {"train": "tab.npz", "validation_fraction": 0.25}, "train": {"batch_size": 64, "epochs": 1, "out_dir": "pipe"}}
+J
+"$brisk" profile pipe.json --model deep --device cpu --steps 2 --warmup 1 --json > pipe.out 2>&1 &&
+  /usr/bin/python3 -c 'import json,sys; j=json.load(open("pipe.out")); m=[o for o in j["ops"] if o["op"]=="matmul"][0]; assert m["calls_per_step"]==11, m' &&
+  [ ! -e pipe ] && ok pipeline-model || bad "pipeline-model: $(cat pipe.out)"
+expect pipeline-needs-model "pipe.json is a pipeline; name one of its models with --model: wide, deep$" -- \
+  "$brisk" profile pipe.json --device cpu
+expect pipeline-unknown-model "with --model: wide, deep \(not 'shallow'\)" -- "$brisk" profile pipe.json --model shallow
+expect model-not-pipeline 'p.json has one model' -- "$brisk" profile p.json --model wide
+
 expect no-config 'profile: a config file is required' -- "$brisk" profile
 expect bad-steps "profile: --steps" -- "$brisk" profile p.json --steps 0
 expect bad-override 'speed.device' -- "$brisk" profile p.json --device tpu
