@@ -39,6 +39,13 @@
 #   bench     `brisk bench` of every single-model example and bench/*.json, then torch_ref.py
 #             eager and amp of each workload that has an examples/<workload>.json, then its
 #             compile modes while time is left (so that the ratios come from one call)
+#   profile   `brisk profile` (eager, every node timed by events) of each example matching --only,
+#             fp32, bf16 without autotune and bf16 (brisk bench's fp32, "+ mixed precision" and "all
+#             on" rows; --cpu: fp32 only): logs/profile-EXAMPLE-*.txt (the
+#             per-op and top-node tables) and .json, and a line each: the top op type and its
+#             share, the kernels a step launches, and the step against the launch floor (an empty
+#             CUDA graph of that many kernels replayed). For the open questions of the first GPU
+#             runs: --only 'resnet|lstm' (never run on a GPU yet)
 #   torch     torch_ref.py in every mode (eager, amp, compile, amp-compile); builds nothing
 #   all       every stage above, in that order (for a GPU box without the device tool's limit)
 # The examples are examples/*.json as found (a config with "models" is a pipeline: one run
@@ -70,6 +77,8 @@
 #   tools/gpu-session.sh --lean --fresh --deadline 555 build test bench agree    (timeout_s 600)
 #   then, after fixing here, with what is left (a fresh start costs ~30 s; none under 4 min):
 #   BENCH_STEPS=100 TORCH_STEPS=100 tools/gpu-session.sh --lean --deadline D --only 'REGEX' build test bench
+# Where the ResNet and LSTM steps' time goes (brisk profile, no nsys needed; never run yet, time
+# estimated at 2-4 min): tools/gpu-session.sh --lean --only 'resnet|lstm' build profile
 # With a 30-minute lease, the stages one call each: build test; agree; sanitize; bench;
 # --continue cputest torch.
 # A stage cut short by its deadline says SKIP (deadline) per check: call it again with
@@ -87,6 +96,7 @@ RTOL_FP32=1e-3 RTOL_BF16=3e-2                      # agreement with the CPU: fp3
 SANITIZE_STEPS=3                                   # an eager warm-up step, the capture, a replay
 BENCH_STEPS=${BENCH_STEPS:-200} BENCH_STEPS_HEAVY=${BENCH_STEPS_HEAVY:-40}  # examples; bench/*.json (6.6 TFLOP a step)
 TORCH_STEPS=${TORCH_STEPS:-200}                    # (these three, and TORCH_MODES of stage bench, may come from the environment)
+PROFILE_STEPS=${PROFILE_STEPS:-20}                 # timed steps of each brisk profile (as many plain ones run too)
 
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -104,8 +114,8 @@ while [ $# -gt 0 ]; do
     --build-dir) build=${2:?}; shift ;;
     --no-build) nobuild=1 ;;
     --work) work=${2:?}; shift ;;
-    build|test|cputest|sanitize|agree|bench|torch) stages+=("$1") ;;
-    all) stages+=(build test cputest sanitize agree bench torch) ;;
+    build|test|cputest|sanitize|agree|bench|profile|torch) stages+=("$1") ;;
+    all) stages+=(build test cputest sanitize agree bench profile torch) ;;
     *) echo "gpu-session.sh: unknown argument '$1'" >&2; usage ;;
   esac
   shift
@@ -560,6 +570,50 @@ stage_bench() {
   [ $lean = 1 ] || torch_modes compile amp-compile
 }
 
+# brisk profile of each example (not a pipeline): fp32 and bf16, one line each
+stage_profile() {
+  ensure_build cli
+  note profile
+  # variants, name:flags, as brisk bench's rows: fp32 = its fp32 rows (4.04 ms/step for ResNet on the
+  # H200, replayed), bf16-noautotune = "+ mixed precision" (24.2 ms), bf16 = "all on" (9.6 ms)
+  local dev=cuda variants="fp32:--precision=fp32,--no-tf32,--no-autotune,--no-fuse
+    bf16-noautotune:--precision=bf16,--no-autotune,--no-fuse bf16:--precision=bf16"
+  local n=$PROFILE_STEPS ex v
+  [ $cpu = 1 ] && dev=cpu variants="fp32:--precision=fp32" n=3
+  for ex in $(examples); do
+    local cfg=$root/examples/$ex.json
+    is_pipeline "$cfg" && { record SKIP profile "brisk profile $ex" "a pipeline: profile its models' own configs"; continue; }
+    for v in $variants; do
+      local prec=${v%%:*} flags check log
+      IFS=, read -ra flags <<<"${v#*:}"
+      check="brisk profile $ex $prec" log=$work/logs/profile-$ex-$prec
+      done_before profile "$check" && continue
+      enough profile "$check" 45 || continue
+      ensure_data "$cfg" || { record FAIL profile "$check" "brisk synth failed (logs/synth.log)"; continue; }
+      rm -f "$log.json"
+      (cd "$work" && timeout "$(tmo 10 240)" "$brisk" profile "$cfg" --device $dev "${flags[@]}" --steps $n \
+        --warmup 5 --top 20 --json-out "$log.json") >"$log.txt" 2>&1
+      local rc=$? line
+      sed 's/^/   /' "$log.txt"
+      line=$($py - "$log.json" 2>/dev/null <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+top = r["ops"][0]
+floor = r["launch_floor_ms"]
+f = "launch floor %.4f ms, the step %.1fx it" % (floor, r["step_ms_plain"] / floor) if floor else "no launch floor"
+print("top %s %.0f%% of %.4f ms; %d node runs, %s kernels a step; %s; the timed step %.4f ms (%+.0f%%)" % (
+    top["op"], 100 * top["share"], r["step_ms_plain"], r["node_runs_per_step"],
+    r["kernel_nodes"] if r["kernel_nodes"] >= 0 else "?", f, r["step_ms_timed"],
+    100 * (r["step_ms_timed"] / r["step_ms_plain"] - 1)))
+PY
+)
+      if [ $rc = 0 ] && [ -n "$line" ]; then record PASS profile "$check" "$line (logs/${log##*/}.txt)"
+      elif [ $rc = 124 ] || [ $rc = 137 ]; then record FAIL profile "$check" "timed out (${log##*/}.txt)"
+      else record FAIL profile "$check" "exit $rc: $(lastline "$log.txt")"; fi
+    done
+  done
+}
+
 for s in "${stages[@]}"; do
   t_stage=$(date +%s)
   case $s in
@@ -569,6 +623,7 @@ for s in "${stages[@]}"; do
     sanitize) stage_sanitize ;;
     agree) stage_agree ;;
     bench) stage_bench ;;
+    profile) stage_profile ;;
     torch) note torch; torch_modes eager amp compile amp-compile ;;
   esac
   printf '%s\t%s\t%s\n' "$(date +%s)" "$s" "$(($(date +%s) - t_stage))" >>"$work/timings.tsv"

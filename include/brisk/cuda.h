@@ -75,6 +75,13 @@ void brisk_cuda_options_default(brisk_cuda_options *o);
  * build, no driver, no device, too old a GPU) when there is none. */
 brisk_status brisk_backend_cuda_create(const brisk_cuda_options *o, brisk_backend **out, brisk_error *err);
 
+/* For brisk profile: the kernel nodes of a program the backend captured (capture_end), child
+ * graphs included; -1 when be is not a CUDA backend or has no such program. */
+int brisk_cuda_program_kernels(brisk_backend *be, int program);
+/* The launch floor: the median time (ms) of replaying a CUDA graph of `kernels` empty
+ * one-thread kernels on be's device (its own stream; the backend's state is untouched), the
+ * least a replayed step of that many kernels can take. */
+brisk_status brisk_cuda_launch_floor(brisk_backend *be, int kernels, double *ms, brisk_error *err);
 /* Whether the CUDA backend has a kernel for node (its op and dtype), answered without a
  * GPU (the backend's supports_op); 0 with the reason in why (may be NULL). A build without
  * CUDA answers 0: "built without CUDA". */

@@ -539,6 +539,15 @@ struct brisk_backend {
      * idle gaps within the step, so it is the step's real duration whichever side is slower. */
     brisk_status (*step_mark)(brisk_backend *be, uint32_t slot, int end, brisk_error *err);
     brisk_status (*step_times)(brisk_backend *be, uint32_t first, int n, double *ms, brisk_error *err);
+    /* Timing marks for a profile (brisk profile). mark records mark `slot` (0 to
+     * BRISK_MAX_MARKS - 1) after the work issued so far; never while capturing a program.
+     * mark_elapsed waits for mark `to` and writes the milliseconds between marks from and to
+     * as the device saw them. NULL: the caller times with the host clock (the CPU backend,
+     * whose run_node returns when its work is done). note, where the backend has one, writes
+     * a few words on how it runs node id, e.g. the algorithm or fusion it chose ("" if none). */
+    brisk_status (*mark)(brisk_backend *be, int slot, brisk_error *err);
+    brisk_status (*mark_elapsed)(brisk_backend *be, int from, int to, double *ms, brisk_error *err);
+    void (*note)(brisk_backend *be, const brisk_graph *g, int id, char *buf, size_t n);
     /* Host memory the device copies from fastest (pinned), for the loader's batches. */
     void *(*host_alloc)(brisk_backend *be, size_t bytes);
     void (*host_free)(brisk_backend *be, void *p);
@@ -643,9 +652,20 @@ struct brisk_exec {
     void (*grad_ready)(void *user, int n_complete);
     void *grad_user;
     int grad_armed;       /* 1: the next training runs call grad_ready */
+    /* brisk_exec_set_node_hook: called in training runs before each node and after the last */
+    brisk_status (*node_hook)(void *user, int pos, int id, brisk_error *err);
+    void *node_user;
 };
 
 typedef enum { BRISK_RUN_TRAIN = 0, BRISK_RUN_EVAL, BRISK_RUN_PREDICT } brisk_run_kind;
+
+/* The most timing marks a backend's mark takes (slots 0 to BRISK_MAX_MARKS - 1). */
+#define BRISK_MAX_MARKS 65536
+/* A profiler's hook (hook NULL: none): in every training run, hook(user, s, id) before the
+ * node at schedule position s (id its node) and hook(user, n, -1) after the last of n, so
+ * that the time between two calls is one node's. An error from it stops the run. */
+void brisk_exec_set_node_hook(brisk_exec *ex, brisk_status (*hook)(void *user, int pos, int id, brisk_error *err),
+                              void *user);
 
 /* Allocates the areas, zeroes what runs read first, uploads the consts, and lets the
  * backend prepare (be->prepare) when it has that hook. */

@@ -4,6 +4,8 @@
 #ifndef BRISK_TRAIN_H
 #define BRISK_TRAIN_H
 
+#include <stdio.h>
+
 #include "brisk/data.h"
 #include "brisk/nn.h"
 #include "brisk/json.h"
@@ -476,6 +478,54 @@ typedef struct brisk_rollout_spec {
     int quiet;
 } brisk_rollout_spec;
 brisk_status brisk_rollout(const brisk_rollout_spec *r, const brisk_logger *log, brisk_error *err);
+
+
+/* ---- brisk profile: where a step's time goes, node by node (src/train/profile.c). The
+ * trainer is built as brisk train builds it (no run directory, no CUDA graph), runs `warmup`
+ * steps, then 2 * steps steps eagerly, alternating a plain step (its start and end marked)
+ * and a timed one (every node of the forward and backward marked, and the work before the
+ * first node and after the last: the batch coming in, the loss and the optimizer update).
+ * On a device the marks are events on the compute stream read after a sync at each step's
+ * end; on the CPU the host's clock. */
+typedef struct brisk_profile_options {
+    int steps;   /* timed steps (as many plain ones run besides), >= 1 */
+    int warmup;  /* steps run first and not timed (the first GPU step autotunes), >= 0 */
+    const char *model; /* a pipeline config ("models"): the model to profile, by name; else NULL */
+} brisk_profile_options;
+typedef struct brisk_profile_op {
+    char op[48];           /* the op's name, or "(batch in)" / "(loss + update)" for the gaps */
+    double calls_per_step, ms_per_step; /* means over the timed steps */
+} brisk_profile_op;
+typedef struct brisk_profile_node {
+    int id, calls_per_step;
+    char op[48], shape[96], dtype[16];
+    char note[192];        /* the backend's note on how it ran the node ("" if none) */
+    double ms_per_step;
+} brisk_profile_node;
+typedef struct brisk_profile_result {
+    char device[32];       /* "cpu" or "cuda" */
+    char precision[16];    /* speed.precision */
+    char clock[48];        /* what timed it: "device events (cuda)" or "host clock" */
+    int steps, warmup, accumulate;
+    int steps_kept;        /* timed steps within 1.5x of their median, which the tables average
+                              (a longer one was descheduled: on a loaded machine it would
+                              dominate the means) */
+    int n_ops, n_nodes;    /* ops: by ms_per_step, descending; nodes: the same, every node run */
+    brisk_profile_op *ops;
+    brisk_profile_node *nodes;
+    double marked_ms, plain_ms;  /* step time of the timed and of the plain steps: the mean of
+                                    those within 1.5x of their median (as the tables) */
+    int nodes_per_step;    /* node runs in a step (schedule length x accumulate) */
+    int kernel_nodes;      /* kernels a step launches (the nodes of its CUDA graph); -1: unknown */
+    double floor_ms;       /* replaying an empty CUDA graph of kernel_nodes kernels; NaN: none */
+} brisk_profile_result;
+brisk_status brisk_profile_run(const brisk_config *cfg, const brisk_logger *log, const brisk_profile_options *o,
+                               brisk_profile_result *out, brisk_error *err);
+void brisk_profile_result_free(brisk_profile_result *r);
+/* The result as text (per op type, the top `top` nodes, the step times) or one JSON object
+ * (release with cJSON_Delete; NULL when out of memory). */
+void brisk_profile_print(FILE *f, const char *config, const brisk_profile_result *r, int top);
+struct cJSON *brisk_profile_json(const char *config, const brisk_profile_result *r, int top);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,7 @@ int cmd_config(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_rollout(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 
 /* Prints "brisk: <msg>" to stderr and returns 1 (the exit status for errors). */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

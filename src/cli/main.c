@@ -32,6 +32,7 @@ static const char usage[] =
     "  info CKPT          list a checkpoint's tensors and training state\n"
     "  synth KIND PATH    write the example data set KIND (diffusion, tabular, series, images, weather)\n"
     "  bench CONFIG       time CONFIG with each GPU optimization added in turn\n"
+    "  profile CONFIG     where a step's time goes: per op type and node, and the launch floor\n"
     "  report RUN_DIR     write the run's report.html: loss, speed, memory plots (train writes it too)\n"
     "  config --reference every config key: type, accepted values, default, meaning\n"
     "\n"
@@ -184,7 +185,7 @@ int main(int argc, char **argv) {
         {"info", cmd_info},   {"synth", cmd_synth},   {"bench", cmd_bench},
         {"sample", cmd_sample}, {"config", cmd_config}, {"export", cmd_export},
         {"sample", cmd_sample}, {"config", cmd_config}, {"rollout", cmd_rollout},
-        {"report", cmd_report},
+        {"report", cmd_report}, {"profile", cmd_profile},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(argv[1], cmds[i].name) == 0) return cmds[i].fn(argc - 1, argv + 1);

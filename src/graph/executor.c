@@ -312,10 +312,13 @@ brisk_status brisk_exec_run(brisk_exec *ex, brisk_run_kind kind, brisk_error *er
     const int *done = kind == BRISK_RUN_TRAIN && ex->grad_armed ? ex->grad_done : NULL;
     int told = 0;
     if (done && done[0] > 0) ex->grad_ready(ex->grad_user, told = done[0]);
+    brisk_status (*hook)(void *, int, int, brisk_error *) = kind == BRISK_RUN_TRAIN ? ex->node_hook : NULL;
     for (int s = 0; s < n; s++) {
         int id = order[s];
         const brisk_node *nd = &g->nodes[id];
         const void *in[BRISK_MAX_INPUTS];
+        brisk_status hs = hook ? hook(ex->node_user, s, id, err) : BRISK_OK;
+        if (hs) return hs;
         int ok = ex->ptr[id] != NULL;
         for (int j = 0; j < nd->n_in; j++) ok &= (in[j] = ex->ptr[nd->in[j]]) != NULL;
         if (!ok)
@@ -328,7 +331,14 @@ brisk_status brisk_exec_run(brisk_exec *ex, brisk_run_kind kind, brisk_error *er
         }
         if (done && done[s + 1] > told) ex->grad_ready(ex->grad_user, told = done[s + 1]);
     }
-    return BRISK_OK;
+    return hook ? hook(ex->node_user, n, -1, err) : BRISK_OK;
+}
+
+void brisk_exec_set_node_hook(brisk_exec *ex, brisk_status (*hook)(void *user, int pos, int id, brisk_error *err),
+                              void *user) {
+    if (!ex) return;
+    ex->node_hook = hook;
+    ex->node_user = hook ? user : NULL;
 }
 
 brisk_status brisk_exec_read(brisk_exec *ex, int node, void *host, brisk_error *err) {

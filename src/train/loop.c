@@ -277,6 +277,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
         double t0 = brisk_now(), wait = 0, c0 = t->copy_s;
         int epoch_ended = 0;
         if ((st = brisk_step_begin(t, err))) goto out;
+        if (t->prof && (st = brisk_profile_step_begin(t, err))) goto out;
         step_epoch = t->epoch, step_position = t->position;
         /* sched_shift: the schedule's position by samples seen, after a resume at another batch size */
         float lr = brisk_schedule_lr(&t->cfg.optim, t->step + t->sched_shift,
@@ -294,6 +295,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             if (st) goto out;
         }
         if ((st = brisk_step_update(t, lr, err))) goto out;
+        if (t->prof && (st = brisk_profile_step_end(t, err))) goto out;
         t->step++;
         t->samples += brisk_trainer_global_batch(t) * K;
         double dt = brisk_now() - t0, copy = t->copy_s - c0;

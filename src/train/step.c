@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "brisk/cuda.h"
 #include "train/trainer_internal.h"
 
 static int on_device(const brisk_trainer *t) { return t->be->loss_log != NULL && t->be->loss_read != NULL; }
@@ -124,6 +125,27 @@ static brisk_status body_update(brisk_trainer *t, const brisk_optim_args *a, bri
 static brisk_status body_step(brisk_trainer *t, const brisk_optim_args *a, brisk_error *err) {
     brisk_status st = micro_body(t, err);
     return st ? st : body_update(t, a, err);
+}
+
+brisk_status brisk_step_capture_kernels(brisk_trainer *t, int *kernels, brisk_error *err) {
+    *kernels = -1;
+    brisk_backend *be = t->be;
+    if (!be->capture_begin || !be->capture_end || !be->set_values || !on_device(t)) return BRISK_OK;
+    const int K = t->cfg.train.accumulate;
+    brisk_optim_args a = brisk_optimizer_args(&t->opt, t->step + 1, 0.0f, K);
+    int counts[2] = {0, 0};
+    for (int pass = 0; pass < (K > 1 ? 2 : 1); pass++) { /* the whole step; with K > 1 also a micro-step */
+        brisk_error ce = {0};
+        int program = -1;
+        brisk_status st = be->set_values(be, &t->cur, &a, err);
+        if (st || (st = be->capture_begin(be, err))) return st;
+        st = pass == 0 ? body_step(t, &a, &ce) : micro_body(t, &ce);
+        brisk_status end = be->capture_end(be, &program, st ? &(brisk_error){0} : &ce);
+        if (st || end) return brisk_errorf(err, st ? st : end, "capturing a step to count its kernels: %s", ce.msg);
+        if ((counts[pass] = brisk_cuda_program_kernels(be, program)) < 0) return BRISK_OK;
+    }
+    *kernels = counts[0] + (K - 1) * counts[1];
+    return BRISK_OK;
 }
 
 brisk_status brisk_step_begin(brisk_trainer *t, brisk_error *err) {

@@ -48,6 +48,7 @@ struct brisk_trainer {
     int64_t loss_first;      /* step whose loss is the first not read yet (device loss log) */
     int loss_pending;        /* steps whose losses wait in the device loss log */
     int dev_clock;           /* the backend times steps itself (step_mark, step_times) */
+    struct brisk_profiler *prof; /* brisk profile times this run's steps and nodes (profile.c) */
     double *dev_ms;          /* this run's device step times (ms), read with the losses */
     int64_t n_dev_ms, cap_dev_ms;
     double micro_loss;       /* CPU path: losses of this step's micro-batches, summed */
@@ -200,6 +201,13 @@ brisk_status brisk_step_begin(brisk_trainer *t, brisk_error *err);
 brisk_status brisk_step_micro(brisk_trainer *t, const brisk_batch *b, int micro, brisk_error *err);
 brisk_status brisk_step_update(brisk_trainer *t, float lr, brisk_error *err);
 brisk_status brisk_step_flush(brisk_trainer *t, brisk_error *err);
+/* profile.c: around each step of a profiled run (t->prof set): after brisk_step_begin and
+ * after brisk_step_update. */
+brisk_status brisk_profile_step_begin(brisk_trainer *t, brisk_error *err);
+/* After a run: records one whole step as a device program, never run, and writes the kernels
+ * it launches (-1: not a device that captures, or it cannot count them). */
+brisk_status brisk_step_capture_kernels(brisk_trainer *t, int *kernels, brisk_error *err);
+brisk_status brisk_profile_step_end(brisk_trainer *t, brisk_error *err);
 brisk_status brisk_trainer_push_loss(brisk_trainer *t, float loss, brisk_error *err);
 
 /* device.c: the backend (speed.device), chosen before the model is built; then, with the

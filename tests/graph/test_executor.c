@@ -1,6 +1,7 @@
 /* The executor over a recording fake backend (host memory, no kernels): buffer
  * resolution, parameter initialisation from the seed, inputs, the schedules each
- * run kind walks and the step state it passes, and error propagation. */
+ * run kind walks and the step state it passes, error propagation, and the gradient and node
+ * hooks. */
 #include "brisk/graph.h"
 #include "test.h"
 
@@ -265,4 +266,56 @@ static void test_grad_hook(void) {
     brisk_graph_free(g);
 }
 
-TEST_MAIN(T(test_buffers_and_runs), T(test_init_params), T(test_create_errors), T(test_grad_hook))
+/* The node hook (brisk profile's timing marks): in a training run, before each node with its
+ * schedule position and id, and once after the last (id -1), each before the node's run_node;
+ * never in eval or predict runs; an error from it stops the run there. */
+typedef struct node_log {
+    fake *f;
+    int pos[256], id[256], ran_before[256], n, fail_at;
+} node_log;
+
+static brisk_status on_node(void *user, int pos, int id, brisk_error *err) {
+    node_log *l = user;
+    if (pos == l->fail_at) return brisk_errorf(err, BRISK_ERR_INTERNAL, "hook failed at %d", pos);
+    if (l->n < 256) l->pos[l->n] = pos, l->id[l->n] = id, l->ran_before[l->n] = l->f->n_calls, l->n++;
+    return BRISK_OK;
+}
+
+static void test_node_hook(void) {
+    model m = build();
+    brisk_graph *g = m.g;
+    brisk_plan p;
+    brisk_error e, *ep = &e;
+    REQUIRE_OK(brisk_plan_build(g, &p, &e), ep);
+    fake f;
+    brisk_backend be = fake_backend(&f);
+    brisk_exec *ex;
+    REQUIRE_OK(brisk_exec_create(g, &p, &be, &ex, &e), ep);
+    node_log l = {.f = &f, .fail_at = -1};
+    brisk_exec_set_node_hook(ex, on_node, &l);
+    REQUIRE_OK(brisk_exec_run(ex, BRISK_RUN_TRAIN, &e), ep);
+    CHECKF(l.n == p.n_train + 1, "%d hook calls for %d nodes", l.n, p.n_train);
+    for (int s = 0; s < l.n && s <= p.n_train; s++) {
+        CHECK(l.pos[s] == s && l.ran_before[s] == s);
+        CHECK(l.id[s] == (s < p.n_train ? p.train_order[s] : -1));
+    }
+    l.n = 0;
+    REQUIRE_OK(brisk_exec_run(ex, BRISK_RUN_EVAL, &e), ep);
+    REQUIRE_OK(brisk_exec_run(ex, BRISK_RUN_PREDICT, &e), ep);
+    CHECK(l.n == 0);
+    l.fail_at = 2;
+    f.n_calls = 0;
+    CHECK(brisk_exec_run(ex, BRISK_RUN_TRAIN, &e) == BRISK_ERR_INTERNAL && strstr(e.msg, "hook failed at 2"));
+    CHECK(f.n_calls == 2 && l.n == 2);
+    l.fail_at = p.n_train; /* the mark after the last node */
+    CHECK(brisk_exec_run(ex, BRISK_RUN_TRAIN, &e) == BRISK_ERR_INTERNAL);
+    brisk_exec_set_node_hook(ex, NULL, &l);
+    l.n = 0;
+    REQUIRE_OK(brisk_exec_run(ex, BRISK_RUN_TRAIN, &e), ep);
+    CHECK(l.n == 0 && ex->node_user == NULL);
+    brisk_exec_free(ex);
+    brisk_plan_free(&p);
+    brisk_graph_free(g);
+}
+
+TEST_MAIN(T(test_buffers_and_runs), T(test_init_params), T(test_create_errors), T(test_grad_hook), T(test_node_hook))

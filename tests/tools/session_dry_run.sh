@@ -27,6 +27,10 @@ check "stage times" "^stage times: test [0-9]+ s .*agree [0-9]+ s"
 tar tzf "$OUT/logs.tar.gz" | grep -q 'runs/tabular-cpu/metrics.jsonl' && echo "ok   logs.tar.gz holds the runs" ||
   { echo "FAIL: logs.tar.gz lacks runs/tabular-cpu/metrics.jsonl"; fails=$((fails + 1)); }
 
+# stage profile: brisk profile of the example, fp32 only on the CPU, one line with the top op type
+suite --only '^tabular$' profile
+check "profile: a line" "^PASS .* profile +brisk profile tabular fp32 +top [a-z_()+ ]+ [0-9]+% of [0-9.]+ ms; [0-9]+ node runs"
+
 # every example is found (sanitize lists each as a SKIP without a GPU)
 suite sanitize
 for f in "$src"/examples/*.json; do check "found $(basename "$f")" "sanitize +memcheck, $(basename "$f" .json) "; done

@@ -236,6 +236,7 @@ brisk_backend *brisk_backend_cpu_new(int threads) {
     be->sync = cpu_sync;
     be->prepare = cpu_prepare;
     be->forget = cpu_forget;
+    be->note = cpu_note;
     be->destroy = cpu_destroy;
     return be;
 }

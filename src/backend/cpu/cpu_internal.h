@@ -153,6 +153,8 @@ void cpu_gemm_epi(cpu_backend *cb, int trans_a, int trans_b, int64_t M, int64_t 
  * fused away (nothing to do) or the fused pass ran at its place; 0: run it as usual. */
 brisk_status cpu_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *err);
 void cpu_forget(brisk_backend *be, const brisk_exec *ex); /* ex NULL: whatever is prepared */
+/* How node id of the prepared graph runs (the fusion it is part of), for brisk profile ("": unfused). */
+void cpu_note(brisk_backend *be, const brisk_graph *g, int id, char *buf, size_t n);
 brisk_status cpu_prep_run(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out, int *done,
                           brisk_error *err);
 

@@ -342,6 +342,27 @@ brisk_status cpu_prep_run(cpu_backend *cb, const brisk_graph *g, int id, const v
     }
 }
 
+void cpu_note(brisk_backend *be, const brisk_graph *g, int id, char *buf, size_t n) {
+    static const char *const kinds[] = {
+        [BRISK_FUSE_GEMM_BIAS] = "GEMM + bias",
+        [BRISK_FUSE_GEMM_BIAS_RELU] = "GEMM + bias + ReLU",
+        [BRISK_FUSE_GEMM_BIAS_GELU] = "GEMM + bias + GELU",
+        [BRISK_FUSE_GEMM_BIAS_ACT] = "GEMM + bias + activation",
+        [BRISK_FUSE_GEMM_DGELU_BGRAD] = "GEMM + GELU gradient + bias gradient",
+        [BRISK_FUSE_ACTGRAD_BGRAD] = "activation gradient + bias gradient",
+        [BRISK_FUSE_ADD_NORM] = "residual add + layernorm",
+        [BRISK_FUSE_ADD_NORM_GRAD] = "residual add + layernorm gradient",
+    };
+    if (!n) return;
+    buf[0] = 0;
+    const struct cpu_prep *p = prep_for(be->impl, g);
+    if (!p || id < 0 || id >= g->n_nodes) return;
+    int k = p->plan.fusion_at[id];
+    if (p->plan.skip[id]) snprintf(buf, n, "computed by a fused neighbour (nothing run here)");
+    else if (k >= 0 && (unsigned)p->plan.list[k].kind < sizeof kinds / sizeof kinds[0] && kinds[p->plan.list[k].kind])
+        snprintf(buf, n, "fused pass: %s", kinds[p->plan.list[k].kind]);
+}
+
 void brisk_backend_cpu_set_fuse(brisk_backend *be, int on) {
     if (be && be->name && strcmp(be->name, "cpu") == 0) ((cpu_backend *)be->impl)->fuse = on != 0;
 }

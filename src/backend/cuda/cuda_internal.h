@@ -84,6 +84,7 @@ typedef struct cuda_freq {
 typedef struct cuda_program {
     void *exec;            /* cudaGraphExec_t */
     int staging;           /* starts by copying the staged inputs in */
+    int kernels;           /* kernel nodes of its graph (child graphs included) */
 } cuda_program;
 
 typedef struct cuda_backend {
@@ -121,6 +122,7 @@ typedef struct cuda_backend {
     float *loss_ring;
     float *loss_host;      /* pinned */
     cudaEvent_t *step_ev;  /* 2 * CUDA_LOSS_LOG step marks (start, end), created on first use */
+    cudaEvent_t *mark_ev;  /* BRISK_MAX_MARKS profile marks (profile.c), each created on first use */
     /* input staging: two device buffers alternate, written on the copy stream */
     void *staging[2];
     size_t staging_bytes;
@@ -280,6 +282,10 @@ brisk_status cuda_step_init(cuda_backend *cb, brisk_error *err);
 void cuda_step_free(cuda_backend *cb);
 /* Destroys every captured program (their buffers are going away). */
 void cuda_programs_clear(cuda_backend *cb);
+/* ---- profile.c: timing marks, node notes, a captured graph's kernel count */
+void cuda_profile_install(brisk_backend *be);
+void cuda_profile_free(cuda_backend *cb);
+int cuda_graph_kernels(void *graph); /* cudaGraph_t */
 brisk_status cuda_grad_sumsq(brisk_backend *be, const float *g, int64_t n, float *sumsq_out, brisk_error *err);
 brisk_status cuda_optim_update(brisk_backend *be, float *p, const float *g, float *m, float *v, int64_t n,
                                const brisk_optim_args *args, const float *sumsq, const uint8_t *decay_mask,
@@ -294,6 +300,8 @@ brisk_status cuda_run_lstm(cuda_backend *cb, const brisk_graph *g, int id, const
 brisk_status cuda_rnn_prepare(cuda_backend *cb, const brisk_graph *g, brisk_error *err);
 void cuda_rnn_forget(cuda_backend *cb); /* after the compute stream is idle */
 void cuda_rnn_free(cuda_backend *cb);
+/* How LSTM node id of g runs (cuDNN's math, sizes), for brisk profile; "" if unplanned. */
+void cuda_rnn_note(const cuda_backend *cb, const brisk_graph *g, int id, char *buf, size_t n);
 
 /* ---- vision.c: pooling and batch norm (k_pool.cu, k_batchnorm.cu) */
 brisk_status cuda_run_pool(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
@@ -309,6 +317,8 @@ void cuda_conv_forget(cuda_backend *cb); /* after the compute stream is idle */
 void cuda_conv_free(cuda_backend *cb);   /* saves the algorithm cache */
 /* How many conv nodes' plans run cuDNN in NCHW and in NHWC (for the run report). */
 void cuda_conv_layouts(const cuda_backend *cb, int *nchw, int *nhwc);
+/* How conv node id of g runs (algorithm, layout, data type), for brisk profile; "" if unplanned. */
+void cuda_conv_note(const cuda_backend *cb, const brisk_graph *g, int id, char *buf, size_t n);
 
 /* ---- info.c */
 void cuda_info_install(brisk_backend *be);

@@ -813,6 +813,17 @@ void cuda_conv_layouts(const cuda_backend *cb, int *nchw, int *nhwc) {
         if (cb->conv->plans[i].g) ++*(cb->conv->plans[i].nhwc ? nhwc : nchw);
 }
 
+void cuda_conv_note(const cuda_backend *cb, const brisk_graph *g, int id, char *buf, size_t n) {
+    if (n) buf[0] = 0;
+    for (int i = 0; cb->conv && i < cb->conv->n; i++) {
+        const conv_plan *p = &cb->conv->plans[i];
+        if (p->g != g || p->node != id) continue;
+        snprintf(buf, n, "cuDNN algo %d, %s %s, workspace %zu B%s", p->algo, p->nhwc ? "NHWC" : "NCHW", dt_name(p->dt),
+                 p->ws_bytes, p->stage_bytes ? ", operands converted at the node" : "");
+        return;
+    }
+}
+
 void cuda_conv_forget(cuda_backend *cb) {
     if (!cb->conv) return;
     for (int i = 0; i < cb->conv->n; i++) plan_free(&cb->conv->plans[i]);

@@ -418,6 +418,31 @@ brisk_status cuda_rnn_prepare(cuda_backend *cb, const brisk_graph *g, brisk_erro
     return BRISK_OK;
 }
 
+void cuda_rnn_note(const cuda_backend *cb, const brisk_graph *g, int id, char *buf, size_t n) {
+    if (!n) return;
+    buf[0] = 0;
+    const brisk_node *nd = NODE(g, id);
+    if (nd->op == BRISK_OP_LSTM_GRAD_W) {
+        snprintf(buf, n, "one cuBLASLt GEMM (dgates^T h_prev)");
+        return;
+    }
+    int64_t d[3];
+    int lstm_id, reverse;
+    brisk_error e = {0};
+    if (check_node(g, id, &lstm_id, d, &reverse, &e)) return;
+    for (int i = 0; cb->rnn && i < cb->rnn->n; i++) {
+        const lstm_plan *p = &cb->rnn->plans[i];
+        if (p->g != g || p->node != lstm_id) continue;
+        const char *math = p->math == CUDNN_FMA_MATH ? "FMA (no tensor cores)"
+                           : p->math == CUDNN_DEFAULT_MATH ? "default (TF32 tensor cores)"
+                                                           : "fp16 tensor cores (allow conversion)";
+        snprintf(buf, n, "cuDNN RNN %s, B %lld T %lld H %lld%s, math %s, workspace %zu B", nd->op == BRISK_OP_LSTM
+                 ? "forward (training)" : "backward data", (long long)p->B, (long long)p->T, (long long)p->H,
+                 p->reverse ? ", reversed" : "", math, p->work_bytes);
+        return;
+    }
+}
+
 void cuda_rnn_forget(cuda_backend *cb) {
     if (!cb->rnn) return;
     for (int i = 0; i < cb->rnn->n; i++) plan_free(&cb->rnn->plans[i]);
@@ -523,6 +548,11 @@ brisk_status cuda_rnn_check_descs(brisk_gemm_precision precision, int64_t B, int
                                   brisk_error *err) {
     (void)precision, (void)B, (void)T, (void)H;
     return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s", cuda_rnn_missing());
+}
+
+void cuda_rnn_note(const cuda_backend *cb, const brisk_graph *g, int id, char *buf, size_t n) {
+    (void)cb, (void)g, (void)id;
+    if (n) buf[0] = 0;
 }
 
 void cuda_rnn_forget(cuda_backend *cb) { (void)cb; }

@@ -67,6 +67,8 @@ typedef struct cuda_strides {
 
 /* ---- k_elementwise.cu */
 cudaError_t cuk_set_values(cuda_values *dst, cuda_values v, cudaStream_t s);
+/* A kernel that does nothing, one thread: the launch floor's unit (profile.c). */
+cudaError_t cuk_empty(cudaStream_t s);
 /* ADD/SUB/MUL/DIV (brisk_op values) over a broadcast view: operand 0 = x, 1 = y, 2 = out. */
 cudaError_t cuk_binary(int op, const float *x, const float *y, float *out, const cuda_strides *v, int64_t n,
                        cudaStream_t s);

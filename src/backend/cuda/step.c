@@ -130,6 +130,7 @@ static brisk_status cu_capture_end(brisk_backend *be, int *program, brisk_error 
         cudaGetLastError();
         return cuda_fail(err, e, "cudaStreamEndCapture", "finishing the CUDA graph capture");
     }
+    int kernels = cuda_graph_kernels(graph);
     cudaGraphExec_t exec = NULL;
     e = cudaGraphInstantiate(&exec, graph, 0);
     cudaGraphDestroy(graph);
@@ -147,7 +148,7 @@ static brisk_status cu_capture_end(brisk_backend *be, int *program, brisk_error 
         cb->programs = grown;
         cb->cap_programs = cap;
     }
-    cb->programs[cb->n_programs] = (cuda_program){exec, staging};
+    cb->programs[cb->n_programs] = (cuda_program){exec, staging, kernels};
     *program = cb->n_programs++;
     return BRISK_OK;
 }
@@ -393,6 +394,7 @@ void cuda_programs_clear(cuda_backend *cb) {
 
 void cuda_step_free(cuda_backend *cb) {
     cuda_programs_clear(cb);
+    cuda_profile_free(cb);
     for (int i = 0; i < 2; i++) {
         if (cb->staging[i]) cudaFree(cb->staging[i]);
         if (cb->copied[i]) cudaEventDestroy(cb->copied[i]);
@@ -420,6 +422,7 @@ void cuda_step_install(brisk_backend *be) {
     be->loss_log_size = CUDA_LOSS_LOG;
     be->step_mark = cu_step_mark;
     be->step_times = cu_step_times;
+    cuda_profile_install(be);
     be->scaler_get = cu_scaler_get;
     be->scaler_set = cu_scaler_set;
 }

@@ -47,3 +47,14 @@ int brisk_cuda_op_supported(const brisk_node *node, char *why, size_t why_size) 
     if (why && why_size) snprintf(why, why_size, "built without CUDA");
     return 0;
 }
+
+int brisk_cuda_program_kernels(brisk_backend *be, int program) {
+    (void)be, (void)program;
+    return -1;
+}
+
+brisk_status brisk_cuda_launch_floor(brisk_backend *be, int kernels, double *ms, brisk_error *err) {
+    (void)be, (void)kernels;
+    *ms = 0;
+    return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "no CUDA backend: %s", CPU_ONLY);
+}

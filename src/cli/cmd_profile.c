@@ -1,0 +1,129 @@
+/* brisk profile CONFIG: where a step's time goes, per op type and per node, timed by the
+ * library (src/train/profile.c); this file parses flags and prints. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli/cli.h"
+
+static const char help[] =
+    "usage: brisk profile CONFIG [--steps N] [--warmup W] [--top K] [--json] [--json-out FILE]\n"
+    "                            [--model NAME] [train overrides]\n"
+    "\n"
+    "Builds the trainer as brisk train would (without a run directory or a CUDA graph), runs W\n"
+    "warm-up steps (default 5), then 2N steps eagerly (N default 20): N plain steps and N steps\n"
+    "with every node of the forward and backward timed (on a GPU by events on the compute stream,\n"
+    "read after a sync at each step's end; on the CPU by the host clock), alternating. Prints per op\n"
+    "type the calls, ms and share of a step and the mean us per call; the top K nodes (default 15)\n"
+    "with their shape, dtype and the backend's note on how it ran them; the timed step beside the\n"
+    "plain one (what the timing costs); the node runs a step and, on a GPU, the kernels a step\n"
+    "launches and the launch floor: replaying an empty CUDA graph of that many kernels.\n"
+    "(batch in) is the time before the first node (the batch's copy), (loss + update) the time\n"
+    "after the last (the loss and the optimizer). The step times and the tables average the steps\n"
+    "within 1.5x of their median (a longer one was descheduled; the text says how many were kept).\n"
+    "--json prints one JSON object instead;\n"
+    "--json-out FILE writes it to FILE besides the text. A pipeline config (\"models\"): --model NAME\n"
+    "profiles that model.\n"
+    "Overrides, as for brisk train:\n"
+    "  --device auto|cpu|cuda   --precision auto|fp32|tf32|bf16|fp16   --batch-size N\n"
+    "  --accumulate K   --threads N   --no-tf32   --no-autotune   --no-fuse   --no-prefetch\n"
+    "  --deterministic   --set KEY=VALUE\n";
+
+static const struct { const char *flag, *key; } flag_keys[] = {
+    {"--device", "speed.device"}, {"--precision", "speed.precision"}, {"--batch-size", "train.batch_size"},
+    {"--accumulate", "train.accumulate"}, {"--threads", "speed.threads"},
+};
+static const struct { const char *flag, *set; } switches[] = {
+    {"--no-tf32", "speed.tf32=false"}, {"--no-autotune", "speed.autotune=false"}, {"--no-fuse", "speed.fuse=false"},
+    {"--no-prefetch", "speed.prefetch=0"}, {"--deterministic", "speed.deterministic=true"},
+};
+#define N_KEYS (int)(sizeof flag_keys / sizeof flag_keys[0])
+#define N_SWITCHES (int)(sizeof switches / sizeof switches[0])
+
+int cmd_profile(int argc, char **argv) {
+    const char *config = NULL, *json_out = NULL, *model = NULL;
+    long long steps = 20, warmup = 5, top = 15;
+    int json = 0, n_over = 0, rc = 1;
+    char **over = calloc((size_t)argc + 1, sizeof *over);
+    if (!over) return cli_fail("out of memory");
+    cli_opt opts[N_KEYS + N_SWITCHES + 8];
+    int no = 0;
+    for (int k = 0; k < N_KEYS; k++) opts[no++] = (cli_opt){flag_keys[k].flag, 1};
+    for (int k = 0; k < N_SWITCHES; k++) opts[no++] = (cli_opt){switches[k].flag, 0};
+    const int own = no;
+    opts[no++] = (cli_opt){"--steps", 1};
+    opts[no++] = (cli_opt){"--warmup", 1};
+    opts[no++] = (cli_opt){"--top", 1};
+    opts[no++] = (cli_opt){"--json", 0};
+    opts[no++] = (cli_opt){"--set", 1};
+    opts[no++] = (cli_opt){"--json-out", 1};
+    opts[no++] = (cli_opt){"--model", 1};
+    opts[no] = (cli_opt){NULL, 0};
+    cli_parser p = {"profile", opts, argc, argv, 0, 0};
+    const char *name, *v;
+    for (int k; (k = cli_next(&p, &name, &v)) != CLI_END;) {
+        if (k == CLI_ERR) { rc = BRISK_EXIT_USAGE; goto done; }
+        if (k == CLI_HELP) { cli_help(help); rc = 0; goto done; }
+        if (k == CLI_POS && config) {
+            rc = cli_usage("profile", "one config file expected, got '%s' and '%s'", config, v);
+            goto done;
+        }
+        if (k == CLI_POS) { config = v; continue; }
+        if (k < N_KEYS) {
+            size_t n = strlen(flag_keys[k].key) + strlen(v) + 2;
+            if ((over[n_over++] = malloc(n))) snprintf(over[n_over - 1], n, "%s=%s", flag_keys[k].key, v);
+        } else if (k < own) {
+            over[n_over++] = strdup(switches[k - N_KEYS].set);
+        } else if (k == own && cli_parse_count("profile", name, v, 1, 100000, &steps)) {
+            rc = BRISK_EXIT_USAGE; goto done;
+        } else if (k == own + 1 && cli_parse_count("profile", name, v, 0, 100000, &warmup)) {
+            rc = BRISK_EXIT_USAGE; goto done;
+        } else if (k == own + 2 && cli_parse_count("profile", name, v, 1, 1000000, &top)) {
+            rc = BRISK_EXIT_USAGE; goto done;
+        } else if (k == own + 3) {
+            json = 1;
+        } else if (k == own + 4) {
+            over[n_over++] = strdup(v);
+        } else if (k == own + 5) {
+            json_out = v;
+        } else if (k == own + 6) {
+            model = v;
+        }
+        if (n_over && !over[n_over - 1]) { rc = cli_fail("out of memory"); goto done; }
+    }
+    if (!config) { rc = cli_usage("profile", "a config file is required"); goto done; }
+    brisk_config cfg;
+    brisk_error err = {0};
+    if (brisk_config_load(config, (const char *const *)over, n_over, &cfg, &err)) {
+        rc = cli_fail_err(&err);
+        goto done;
+    }
+    brisk_logger lg = cli_logger(1);
+    lg.max_level = BRISK_LOG_WARN; /* the run's own progress and summary lines are not the profile */
+    brisk_profile_options po = {.steps = (int)steps, .warmup = (int)warmup, .model = model};
+    brisk_profile_result r;
+    if (brisk_profile_run(&cfg, &lg, &po, &r, &err)) {
+        rc = cli_fail_err(&err);
+    } else {
+        cJSON *j = json || json_out ? brisk_profile_json(config, &r, (int)top) : NULL;
+        char *s = j ? cJSON_PrintUnformatted(j) : NULL;
+        rc = (json || json_out) && !s ? cli_fail("out of memory") : 0;
+        if (!rc && json) printf("%s\n", s);
+        else if (!rc) brisk_profile_print(stdout, config, &r, (int)top);
+        if (!rc && json_out) {
+            FILE *f = fopen(json_out, "w");
+            if (!f || fprintf(f, "%s\n", s) < 0) rc = cli_fail("%s: cannot write", json_out);
+            if (f && fclose(f) != 0 && !rc) rc = cli_fail("%s: cannot write", json_out);
+        }
+        free(s);
+        cJSON_Delete(j);
+    }
+    brisk_profile_result_free(&r);
+    brisk_config_free(&cfg);
+done:
+    for (int i = 0; i < n_over; i++) free(over[i]);
+    free(over);
+    return rc;
+}
