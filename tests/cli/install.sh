@@ -6,10 +6,8 @@
 #   install.sh BUILD_DIR WORKDIR CMAKE_COMMAND C_COMPILER
 set -u
 build=$1 work=$2 cmake=$3 cc=$4
+. "$(dirname "$0")/expect.sh"
 rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 "$cmake" --install "$build" --prefix "$work/prefix" >install.log 2>&1 || { cat install.log; echo "FAIL install"; exit 1; }
 for f in bin/brisk include/brisk/brisk.h include/brisk/api.h lib/libbrisk.a lib/pkgconfig/brisk.pc \
          lib/cmake/brisk/briskConfig.cmake lib/cmake/brisk/briskTargets.cmake; do

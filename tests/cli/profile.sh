@@ -8,8 +8,6 @@ set -u
 . "$(dirname "$0")/expect.sh"
 brisk=$1 work=$2
 rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 "$brisk" synth tabular tab.npz --samples 1024 >/dev/null || { echo "synth failed"; exit 1; }
 cat > p.json <<'J'
 {"model": {"type": "mlp", "inputs": 64, "hidden": [512, 512], "outputs": 3},

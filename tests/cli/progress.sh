@@ -7,10 +7,8 @@
 set -u
 brisk=$1 work=$2
 py=/usr/bin/python3
+. "$(dirname "$0")/expect.sh"
 rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 "$brisk" synth tabular tab.npz --samples 640 >/dev/null || { echo "synth failed"; exit 1; }
 cat > p.json <<'J'
 {"model": {"type": "mlp", "inputs": 64, "hidden": [16], "outputs": 3},

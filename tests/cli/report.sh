@@ -15,8 +15,6 @@ if [ "$mode" = screenshot ] && [ -z "$chromium" ]; then
 fi
 if [ "$mode" = screenshot ] && ! $py -c 'import numpy' 2>/dev/null; then echo "skipped: no numpy for $py"; exit 77; fi
 rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
 
 # a real run: 4 epochs with validation, a progress line every step
 "$brisk" synth tabular tab.npz --samples 512 >/dev/null || { echo "synth failed"; exit 1; }
