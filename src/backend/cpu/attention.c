@@ -13,9 +13,13 @@
  *   dV = Pd^T dO;  dPd = dO V^T;  dS = P (dPd * factors - rowsum(dPd Pd)) / sqrt(dh)
  *   dQ = dS K;  dK = dS^T Q
  * The dropout factors come from Philox exactly as DROPOUT draws them, element
- * ((b heads + h) T + i) T + j of the op's stream at the step, so the backward redraws
- * the forward's mask. A query with no key left to attend to gets zeros (and zero
- * gradients), where PyTorch would give NaN.
+ * ((b heads + h) T + i) T + j of the op's stream at the step (the CUDA kernels draw the
+ * same). The forward keeps them as bits in the node's workspace after the lse
+ * (brisk_attention_keep_words per item), so the backward unpacks them instead of
+ * running Philox again (it was 6 % of the small Transformer's step). Softmax, the
+ * dropout product and, in the backward, Pd are one pass per row, in the order the
+ * separate passes had, so the results are those of the unfused code. A query with no
+ * key left to attend to gets zeros (and zero gradients), where PyTorch would give NaN.
  *
  * Work items are (sample, head) pairs in chunks handed to threads as they come free,
  * each thread with its own T x T buffers and GEMM scratch; every value is computed by
@@ -38,6 +42,8 @@ typedef struct attn_ctx {
     uint32_t k0, k1, stream, step;
     const float *qkv, *mask, *dy;
     float *out, *lse, *dqkv;
+    uint32_t *keep; /* the dropout bits, brisk_attention_keep_words(T) per item */
+    size_t keep_words;
     float *work, *gemm_scratch;
     size_t work_per, gemm_per;
 } attn_ctx;
@@ -49,8 +55,10 @@ static void key_bias(const attn_ctx *c, int64_t b, float *kb) {
 
 /* S <- softmax rows of S * scale + kb (keys past the query masked when causal; masked
  * entries 0), writing lse when given, or, with lse_in, P = exp(S * scale + kb - lse) as
- * the forward computed it. Branch-free rows, so the exps vectorise. */
-static void softmax_rows(const attn_ctx *c, const float *kb, float *S, float *lse, const float *lse_in) {
+ * the forward computed it. With dropout factors F: the forward leaves P * F in S, the
+ * backward P in S and P * F in Pd. Branch-free rows, so the exps vectorise. */
+static void softmax_rows(const attn_ctx *c, const float *kb, float *S, float *lse, const float *lse_in,
+                         const float *F, float *Pd) {
     const int64_t T = c->T;
     const float sc = c->scale;
     for (int64_t i = 0; i < T; i++) {
@@ -64,6 +72,7 @@ static void softmax_rows(const attn_ctx *c, const float *kb, float *S, float *ls
         }
         if (m == -INFINITY) { /* no key to attend to */
             memset(r, 0, (size_t)T * sizeof(float));
+            if (Pd) memset(Pd + i * T, 0, (size_t)T * sizeof(float));
             if (lse) lse[i] = -INFINITY;
             continue;
         }
@@ -75,12 +84,45 @@ static void softmax_rows(const attn_ctx *c, const float *kb, float *S, float *ls
             sum += e;
         }
         for (int64_t j = jmax; j < T; j++) r[j] = 0.0f;
+        const float *restrict f = F ? F + i * T : NULL;
         if (lse) {
             float inv = 1.0f / sum;
+            if (f) {
 #pragma omp simd
-            for (int64_t j = 0; j < jmax; j++) r[j] *= inv;
+                for (int64_t j = 0; j < jmax; j++) r[j] = r[j] * inv * f[j];
+            } else {
+#pragma omp simd
+                for (int64_t j = 0; j < jmax; j++) r[j] *= inv;
+            }
             lse[i] = m + logf(sum);
+        } else if (Pd) {
+            float *restrict pd = Pd + i * T;
+#pragma omp simd
+            for (int64_t j = 0; j < jmax; j++) pd[j] = r[j] * f[j];
+            for (int64_t j = jmax; j < T; j++) pd[j] = 0.0f;
         }
+    }
+}
+
+/* Item it's dropout factors as bits: bit k % 32 of keep[k / 32] = F[k] != 0. */
+static void pack_keep(const float *F, int64_t n, uint32_t *keep) {
+    for (int64_t k0 = 0; k0 < n; k0 += 32) {
+        int64_t m = n - k0 < 32 ? n - k0 : 32;
+        uint32_t w = 0;
+#pragma omp simd reduction(| : w)
+        for (int64_t j = 0; j < m; j++) w |= (uint32_t)(F[k0 + j] != 0.0f) << j;
+        keep[k0 / 32] = w;
+    }
+}
+
+/* The factors back from the bits: scale where kept, 0 elsewhere (as cpu_dropout_factors). */
+static void unpack_keep(const uint32_t *keep, int64_t n, float p, float *F) {
+    float scale = 1.0f / (1.0f - p);
+    for (int64_t k0 = 0; k0 < n; k0 += 32) {
+        int64_t m = n - k0 < 32 ? n - k0 : 32;
+        uint32_t w = keep[k0 / 32];
+#pragma omp simd
+        for (int64_t j = 0; j < m; j++) F[k0 + j] = (w >> j) & 1u ? scale : 0.0f;
     }
 }
 
@@ -101,12 +143,11 @@ static void forward_items(const void *vctx, int64_t i0, int64_t i1) {
         const float *Q = c->qkv + b * T * ld + h * dh, *K = Q + D, *V = Q + 2 * D;
         cpu_gemm_local(0, 1, T, T, dh, Q, ld, K, ld, S, T, scratch);
         if (it == i0 || h == 0) key_bias(c, b, kb);
-        softmax_rows(c, kb, S, c->lse + it * T, NULL);
         if (c->dropout) {
             dropout_factors(c, b, h, F);
-#pragma omp simd
-            for (int64_t k = 0; k < T * T; k++) S[k] *= F[k];
+            pack_keep(F, T * T, c->keep + (size_t)it * c->keep_words);
         }
+        softmax_rows(c, kb, S, c->lse + it * T, NULL, c->dropout ? F : NULL, NULL);
         cpu_gemm_local(0, 0, T, dh, T, S, T, V, ld, c->out + b * T * D + h * dh, D, scratch);
     }
 }
@@ -125,14 +166,9 @@ static void backward_items(const void *vctx, int64_t i0, int64_t i1) {
         float *dQ = c->dqkv + b * T * ld + h * dh, *dK = dQ + D, *dV = dQ + 2 * D;
         cpu_gemm_local(0, 1, T, T, dh, Q, ld, K, ld, P, T, scratch);
         if (it == i0 || h == 0) key_bias(c, b, kb);
-        softmax_rows(c, kb, P, NULL, c->lse + it * T);
-        const float *Pw = P; /* the weights out was made from */
-        if (c->dropout) {
-            dropout_factors(c, b, h, F);
-#pragma omp simd
-            for (int64_t k = 0; k < T * T; k++) Pd[k] = P[k] * F[k];
-            Pw = Pd;
-        }
+        if (c->dropout) unpack_keep(c->keep + (size_t)it * c->keep_words, T * T, c->p, F);
+        softmax_rows(c, kb, P, NULL, c->lse + it * T, c->dropout ? F : NULL, c->dropout ? Pd : NULL);
+        const float *Pw = c->dropout ? Pd : P; /* the weights out was made from */
         cpu_gemm_local(1, 0, T, dh, T, Pw, T, dO, D, dV, ld, scratch);  /* dV = Pd^T dO */
         cpu_gemm_local(0, 1, T, T, dh, dO, D, V, ld, dP, T, scratch);   /* dPd = dO V^T */
         for (int64_t i = 0; i < T; i++) {
@@ -195,6 +231,16 @@ brisk_status cpu_attention_op(cpu_backend *cb, const brisk_graph *g, int id, con
     c.stream = a->attr.rng;
     c.step = st->rng_step;
     c.b_off = (int64_t)st->rng_shard * c.B;
+    if (c.dropout) {
+        /* the mask bits after the lse; graphs built before they were kept lack the room */
+        c.keep_words = brisk_attention_keep_words(c.T);
+        size_t need = (size_t)(c.B * c.T * (c.D + c.heads)) * sizeof(float) +
+                      (size_t)(c.B * c.heads) * c.keep_words * sizeof(uint32_t);
+        if (a->bytes < need)
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s (node %d): the attention node's workspace has %zu bytes, "
+                                "dropout needs %zu (build it with brisk_attention)", brisk_op_name(n->op), id,
+                                a->bytes, need);
+    }
     c.qkv = in[qi];
     c.mask = has_mask ? in[mi] : NULL;
     c.work_per = (size_t)(4 * c.T * c.T + c.T) + 16; /* P, dP, Pd, factors, key bias */
@@ -205,10 +251,12 @@ brisk_status cpu_attention_op(cpu_backend *cb, const brisk_graph *g, int id, con
     if (fwd) {
         c.out = out;
         c.lse = (float *)out + c.B * c.T * c.D;
+        c.keep = (uint32_t *)(c.lse + c.B * c.heads * c.T);
         cpu_parallel_dynamic(cb, c.B * c.heads, ITEM_CHUNK, forward_items, &c);
     } else {
         c.dy = in[0];
         c.lse = (float *)in[2] + c.B * c.T * c.D;
+        c.keep = (uint32_t *)(c.lse + c.B * c.heads * c.T);
         c.dqkv = out;
         cpu_parallel_dynamic(cb, c.B * c.heads, ITEM_CHUNK, backward_items, &c);
     }
