@@ -17,9 +17,9 @@
  * same). The forward keeps them as bits in the node's workspace after the lse
  * (brisk_attention_keep_words per item), so the backward unpacks them instead of
  * running Philox again (it was 6 % of the small Transformer's step). Softmax, the
- * dropout product and, in the backward, Pd are one pass per row, in the order the
- * separate passes had, so the results are those of the unfused code. A query with no
- * key left to attend to gets zeros (and zero gradients), where PyTorch would give NaN.
+ * dropout product and, in the backward, Pd are one pass per row, each element computed
+ * in the order the separate passes had. A query with no key left to attend to gets
+ * zeros (and zero gradients), where PyTorch would give NaN.
  *
  * The T x T buffers have rows padded to ldp, a multiple of 16 floats, and the row loops
  * run over the whole padded row, the padding and (causal) the keys past the query
@@ -27,8 +27,10 @@
  * (scalar exps), half the time of the softmax and the dS pass. (The biases are added,
  * not selected by index, as GCC splits a loop at an index test and so brings the tail
  * back.) The padding of every buffer stays finite (zeroed at allocation, then only
- * written with exp(-inf) = 0 or 0 products), and what it adds to a row's sums is 0. The dropout factors keep rows of T (Philox's order); the
- * padded loops read past a row into the next one's finite factors, times a zero weight.
+ * written with exp(-inf) = 0 or 0 products), and what it adds to a row's sums is 0;
+ * the row sums' vector order differs from the unpadded loops' (last bits of lse, P, dS).
+ * The dropout factors keep rows of T (Philox's order); the padded loops read past a row
+ * into the next one's finite factors, times a zero weight.
  *
  * Work items are (sample, head) pairs in chunks handed to threads as they come free,
  * each thread with its own T x ldp buffers and GEMM scratch; every value is computed by
