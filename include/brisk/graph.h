@@ -103,8 +103,9 @@ typedef enum brisk_op {
                              entry 0 = that key is padding, f0 = dropout p on the attention
                              weights, rng = stream. out [B, T, D], heads side by side (ready
                              for the output projection); workspace after it: each query's
-                             log-sum-exp [B, heads, T]. A query that may attend to no key
-                             gives zeros. */
+                             log-sum-exp [B, heads, T], then, with dropout (f0 > 0), the
+                             kept weights as bits (brisk_attention_keep_words). A query that
+                             may attend to no key gives zeros. */
     BRISK_OP_ATTENTION_GRAD, /* (dy [B, T, D], qkv, attention [, mask]): d qkv [B, T, 3D] */
     /* training glue */
     BRISK_OP_GRAD_ACCUM,  /* (g): storage GRAD at the param's offset; out = g on the first
@@ -336,6 +337,10 @@ int brisk_cast(brisk_graph *g, int x, brisk_dtype dt);
 int brisk_lstm(brisk_graph *g, int xp, int w_hh, int bias, int reverse);
 /* Self-attention over packed qkv [B, T, 3D] (BRISK_OP_ATTENTION); mask -1 for none. */
 int brisk_attention(brisk_graph *g, int qkv, int mask, int heads, int causal, float dropout);
+/* 32-bit words of ATTENTION's dropout mask per (sample, head): bit k % 32 of word k / 32 is
+ * 1 iff weight k of the T x T block is kept. The CPU backend's forward writes them (after
+ * the lse) so its backward need not redraw them from Philox. */
+static inline size_t brisk_attention_keep_words(int64_t T) { return (size_t)((T * T + 31) / 32); }
 /* ---- vision (NCHW). brisk_window_2d: a square kernel k, stride, padding; dilation 1,
  * groups 1, layout NCHW. CONV2D takes the kernel size from w [Co, C/groups, kh, kw]
  * (PyTorch's layout) and win's stride, padding, dilation, groups and layout (NHWC: x

@@ -5,7 +5,8 @@
  * same buffer (the node's bytes include it), so a node still has one output and the
  * gradient ops simply take the forward node as an input:
  *   LSTM       h [B, T, H], then gates [B, T, 4H] (activated), c [B, T, H], h_prev [B, T, H]
- *   ATTENTION  out [B, T, D], then the log-sum-exp of each query's scores [B, heads, T]
+ *   ATTENTION  out [B, T, D], then the log-sum-exp of each query's scores [B, heads, T],
+ *              then with dropout the kept weights, brisk_attention_keep_words(T) per head
  * That is the CPU backend's layout; a backend may keep its own in the same bytes (the CUDA
  * backend's LSTM: cuDNN's reserve space and h_prev, src/backend/cuda/lstm_layout.h), since
  * only its own gradient kernels read the workspace.
@@ -95,8 +96,9 @@ int brisk_attention(brisk_graph *g, int qkv, int mask, int heads, int causal, fl
     at.kind = !!causal;
     at.f0 = dropout;
     if (dropout > 0.0f) at.rng = g->next_rng_stream;
-    int id = append_ws(g, BRISK_OP_ATTENTION, ids, n_in, brisk_shape3(s.d[0], s.d[1], D), &at,
-                       (size_t)(s.d[0] * heads * s.d[1]) * sizeof(float));
+    size_t items = (size_t)(s.d[0] * heads), ws = items * (size_t)s.d[1] * sizeof(float);
+    if (dropout > 0.0f) ws += items * brisk_attention_keep_words(s.d[1]) * sizeof(uint32_t);
+    int id = append_ws(g, BRISK_OP_ATTENTION, ids, n_in, brisk_shape3(s.d[0], s.d[1], D), &at, ws);
     if (id >= 0 && dropout > 0.0f) g->next_rng_stream++;
     return id;
 }

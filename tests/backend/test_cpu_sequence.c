@@ -249,6 +249,63 @@ static void test_attention(void) {
     attention_case(2, 64, 64, 2, 0, 0);
 }
 
+/* With dropout the forward keeps its mask as bits after the lse: they must be DROPOUT's
+ * Philox draws (element ((b heads + h) T + i) T + j of the stream at the step, the same
+ * numbers the CUDA kernels use), the same on 1 and 2 threads, and the backward built on
+ * them must not depend on the thread count either (the float64 check with dropout is
+ * tests/ops/test_sequence.c's). */
+static void attention_dropout_case(int64_t B, int64_t T, int64_t D, int heads, int causal, float p) {
+    tgraph t[2];
+    int ids[2][2];
+    size_t words = brisk_attention_keep_words(T);
+    for (int k = 0; k < 2; k++) {
+        tg_rng_state = 0x5eedull + (uint64_t)(B * 100 + T);
+        tg_init(&t[k]);
+        tgraph *g = &t[k];
+        int qkv = tg_input(g, BRISK_F32, brisk_shape3(B, T, 3 * D)), dy = tg_input(g, BRISK_F32, brisk_shape3(B, T, D));
+        brisk_attr at = tg_attr0();
+        at.i0 = heads;
+        at.kind = causal;
+        at.f0 = p;
+        at.rng = 5;
+        int a = tg_node_ws(g, BRISK_OP_ATTENTION, BRISK_F32, brisk_shape3(B, T, D), &at, 1, &qkv,
+                           (size_t)(B * heads * T) * 4 + (size_t)(B * heads) * words * 4);
+        int gin[3] = {dy, qkv, a};
+        int da = tg_node(g, BRISK_OP_ATTENTION_GRAD, BRISK_F32, brisk_shape3(B, T, 3 * D), &at, 3, gin);
+        brisk_error err = {0};
+        REQUIRE_OK(tg_run(k ? be2 : be1, g, a, &err), &err);
+        REQUIRE_OK(tg_run(k ? be2 : be1, g, da, &err), &err);
+        ids[k][0] = a, ids[k][1] = da;
+    }
+    brisk_step_state st = tg_state(1);
+    const uint32_t *keep = (const uint32_t *)(tg_f(&t[0], ids[0][0]) + B * T * (D + heads));
+    uint32_t key[2] = {(uint32_t)st.seed, (uint32_t)(st.seed >> 32)};
+    int64_t bad = 0, kept = 0, n = T * T;
+    for (int64_t it = 0; it < B * heads; it++)
+        for (int64_t k = 0; k < n; k++) {
+            uint64_t e = (uint64_t)(it * n + k);
+            uint32_t ctr[4] = {(uint32_t)(e / 4), (uint32_t)(e >> 34), 5, st.rng_step}, u[4];
+            brisk_philox4x32(ctr, key, u);
+            int want = brisk_u32_to_unit(u[e % 4]) > p, got = (int)((keep[it * (int64_t)words + k / 32] >> (k % 32)) & 1u);
+            bad += want != got;
+            kept += got;
+        }
+    CHECKF(bad == 0, "attention dropout B %lld T %lld: %lld mask bits differ from Philox", (long long)B, (long long)T,
+           (long long)bad);
+    CHECKF(kept > 0 && kept < B * heads * n, "attention dropout: %lld of %lld kept", (long long)kept,
+           (long long)(B * heads * n));
+    for (int i = 0; i < 2; i++)
+        CHECKF(memcmp(t[0].buf[ids[0][i]], t[1].buf[ids[1][i]], t[0].nodes[ids[0][i]].bytes) == 0,
+               "attention dropout: 1 and 2 threads differ in node %d", i);
+    tg_free(&t[0]);
+    tg_free(&t[1]);
+}
+
+static void test_attention_dropout(void) {
+    attention_dropout_case(3, 7, 12, 3, 0, 0.3f);  /* 49 weights a head: words end mid-item */
+    attention_dropout_case(5, 33, 16, 2, 1, 0.1f); /* 10 items on 2 threads */
+}
+
 static void test_attention_bad(void) {
     tgraph t;
     tg_init(&t);
@@ -258,13 +315,18 @@ static void test_attention_bad(void) {
     int a = tg_node_ws(&t, BRISK_OP_ATTENTION, BRISK_F32, brisk_shape3(2, 4, 4), &at, 1, &qkv, 2 * 3 * 4 * 4);
     brisk_error err = {0};
     CHECK(tg_run(be1, &t, a, &err) == BRISK_ERR_SHAPE);
+    /* dropout on a node without room for its mask bits: an error, not a write past it */
+    at.i0 = 2;
+    at.f0 = 0.5f;
+    a = tg_node_ws(&t, BRISK_OP_ATTENTION, BRISK_F32, brisk_shape3(2, 4, 4), &at, 1, &qkv, 2 * 2 * 4 * 4);
+    CHECK(tg_run(be1, &t, a, &err) == BRISK_ERR_SHAPE && strstr(err.msg, "dropout needs"));
     tg_free(&t);
 }
 
 int main(void) {
     be1 = brisk_backend_cpu_new(1);
     be2 = brisk_backend_cpu_new(2);
-    t_case c[] = {T(test_lstm), T(test_lstm_bad), T(test_attention), T(test_attention_bad)};
+    t_case c[] = {T(test_lstm), T(test_lstm_bad), T(test_attention), T(test_attention_dropout), T(test_attention_bad)};
     int r = t_run(c, (int)(sizeof c / sizeof c[0]));
     be1->destroy(be1);
     be2->destroy(be2);

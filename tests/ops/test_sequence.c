@@ -131,7 +131,11 @@ static void test_attention(void) { check_attention(2, 5, 8, 2, 0, 0, 0, 11, "att
 static void test_attention_causal(void) { check_attention(2, 6, 6, 3, 1, 0, 0, 12, "attention causal"); }
 static void test_attention_masked(void) { check_attention(3, 5, 4, 1, 0, 1, 0, 13, "attention padding mask"); }
 static void test_attention_causal_masked(void) { check_attention(3, 6, 8, 2, 1, 1, 0, 14, "attention causal+mask"); }
-static void test_attention_dropout(void) { check_attention(2, 7, 8, 2, 0, 0, 0.3f, 15, "attention dropout"); }
+static void test_attention_dropout(void) {
+    check_attention(2, 7, 8, 2, 0, 0, 0.3f, 15, "attention dropout");
+    /* rows of 17 padded to 32 in the CPU backend, the causal keys and the padding biased away */
+    check_attention(2, 17, 8, 2, 1, 1, 0.2f, 17, "attention causal+mask+dropout");
+}
 
 /* a query whose every key is padding gets zeros (PyTorch: NaN), and no gradient */
 static void test_attention_all_masked(void) {

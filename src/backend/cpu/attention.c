@@ -13,12 +13,27 @@
  *   dV = Pd^T dO;  dPd = dO V^T;  dS = P (dPd * factors - rowsum(dPd Pd)) / sqrt(dh)
  *   dQ = dS K;  dK = dS^T Q
  * The dropout factors come from Philox exactly as DROPOUT draws them, element
- * ((b heads + h) T + i) T + j of the op's stream at the step, so the backward redraws
- * the forward's mask. A query with no key left to attend to gets zeros (and zero
- * gradients), where PyTorch would give NaN.
+ * ((b heads + h) T + i) T + j of the op's stream at the step (the CUDA kernels draw the
+ * same). The forward keeps them as bits in the node's workspace after the lse
+ * (brisk_attention_keep_words per item), so the backward unpacks them instead of
+ * running Philox again (it was 6 % of the small Transformer's step). Softmax, the
+ * dropout product and, in the backward, Pd are one pass per row, each element computed
+ * in the order the separate passes had. A query with no key left to attend to gets
+ * zeros (and zero gradients), where PyTorch would give NaN.
+ *
+ * The T x T buffers have rows padded to ldp, a multiple of 16 floats, and the row loops
+ * run over the whole padded row, the padding and (causal) the keys past the query
+ * biased to -inf: at T = 60 a 16-wide loop over 60 left 12 columns to a scalar tail
+ * (scalar exps), half the time of the softmax and the dS pass. (The biases are added,
+ * not selected by index, as GCC splits a loop at an index test and so brings the tail
+ * back.) The padding of every buffer stays finite (zeroed at allocation, then only
+ * written with exp(-inf) = 0 or 0 products), and what it adds to a row's sums is 0;
+ * the row sums' vector order differs from the unpadded loops' (last bits of lse, P, dS).
+ * The dropout factors keep rows of T (Philox's order); the padded loops read past a row
+ * into the next one's finite factors, times a zero weight.
  *
  * Work items are (sample, head) pairs in chunks handed to threads as they come free,
- * each thread with its own T x T buffers and GEMM scratch; every value is computed by
+ * each thread with its own T x ldp buffers and GEMM scratch; every value is computed by
  * one thread in a fixed order, so the results do not depend on the thread count. */
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/cpu_math.h"
@@ -32,55 +47,99 @@
 
 typedef struct attn_ctx {
     int64_t B, T, D, heads, dh;
+    int64_t ldp; /* row stride of the T x T buffers: T rounded up to 16 */
+    float *cbias; /* 2 ldp: 0 for the first ldp, then -inf; row i reads it from ldp - 1 - i */
     int64_t b_off; /* this rank's first sample in the global batch (dropout numbering) */
     int causal, dropout;
     float scale, p;
     uint32_t k0, k1, stream, step;
     const float *qkv, *mask, *dy;
     float *out, *lse, *dqkv;
+    uint32_t *keep; /* the dropout bits, brisk_attention_keep_words(T) per item */
+    size_t keep_words;
     float *work, *gemm_scratch;
     size_t work_per, gemm_per;
 } attn_ctx;
 
-/* kb[j] = 0 for the keys of sample b that may be attended to, -inf for padding. */
+/* kb[j] = 0 for the keys of sample b that may be attended to, -inf for padding and for
+ * the row padding past T. */
 static void key_bias(const attn_ctx *c, int64_t b, float *kb) {
     for (int64_t j = 0; j < c->T; j++) kb[j] = !c->mask || c->mask[b * c->T + j] != 0.0f ? 0.0f : -INFINITY;
+    for (int64_t j = c->T; j < c->ldp; j++) kb[j] = -INFINITY;
 }
 
 /* S <- softmax rows of S * scale + kb (keys past the query masked when causal; masked
  * entries 0), writing lse when given, or, with lse_in, P = exp(S * scale + kb - lse) as
- * the forward computed it. Branch-free rows, so the exps vectorise. */
-static void softmax_rows(const attn_ctx *c, const float *kb, float *S, float *lse, const float *lse_in) {
-    const int64_t T = c->T;
+ * the forward computed it. With dropout factors F (rows of T): the forward leaves P * F
+ * in S, the backward P in S and P * F in Pd. Branch-free rows over the padded width, so
+ * the exps vectorise without a scalar tail. */
+static void softmax_rows(const attn_ctx *c, const float *kb, float *S, float *lse, const float *lse_in,
+                         const float *F, float *Pd) {
+    const int T = (int)c->T, n = (int)c->ldp;
     const float sc = c->scale;
-    for (int64_t i = 0; i < T; i++) {
-        float *restrict r = S + i * T;
-        int64_t jmax = c->causal ? i + 1 : T;
+    for (int i = 0; i < T; i++) {
+        float *restrict r = S + (int64_t)i * n;
+        const float *restrict cb = c->cbias + (c->causal ? n - 1 - i : 0); /* all 0 unless causal */
         float m = -INFINITY;
         if (lse_in) m = lse_in[i];
         else {
 #pragma omp simd reduction(max : m)
-            for (int64_t j = 0; j < jmax; j++) m = r[j] * sc + kb[j] > m ? r[j] * sc + kb[j] : m;
+            for (int j = 0; j < n; j++) {
+                float v = r[j] * sc + kb[j] + cb[j];
+                m = v > m ? v : m;
+            }
         }
         if (m == -INFINITY) { /* no key to attend to */
-            memset(r, 0, (size_t)T * sizeof(float));
+            memset(r, 0, (size_t)n * sizeof(float));
+            if (Pd) memset(Pd + (int64_t)i * n, 0, (size_t)n * sizeof(float));
             if (lse) lse[i] = -INFINITY;
             continue;
         }
         float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-        for (int64_t j = 0; j < jmax; j++) {
-            float e = cpu_expf(r[j] * sc + kb[j] - m);
+        for (int j = 0; j < n; j++) {
+            float e = cpu_expf(r[j] * sc + kb[j] + cb[j] - m);
             r[j] = e;
             sum += e;
         }
-        for (int64_t j = jmax; j < T; j++) r[j] = 0.0f;
+        const float *restrict f = F ? F + (int64_t)i * T : NULL;
         if (lse) {
             float inv = 1.0f / sum;
+            if (f) {
 #pragma omp simd
-            for (int64_t j = 0; j < jmax; j++) r[j] *= inv;
+                for (int j = 0; j < n; j++) r[j] = r[j] * inv * f[j];
+            } else {
+#pragma omp simd
+                for (int j = 0; j < n; j++) r[j] *= inv;
+            }
             lse[i] = m + logf(sum);
+        } else if (Pd) {
+            float *restrict pd = Pd + (int64_t)i * n;
+#pragma omp simd
+            for (int j = 0; j < n; j++) pd[j] = r[j] * f[j];
         }
+    }
+}
+
+/* Item it's dropout factors as bits: bit k % 32 of keep[k / 32] = F[k] != 0. */
+static void pack_keep(const float *F, int64_t n, uint32_t *keep) {
+    for (int64_t k0 = 0; k0 < n; k0 += 32) {
+        int64_t m = n - k0 < 32 ? n - k0 : 32;
+        uint32_t w = 0;
+#pragma omp simd reduction(| : w)
+        for (int64_t j = 0; j < m; j++) w |= (uint32_t)(F[k0 + j] != 0.0f) << j;
+        keep[k0 / 32] = w;
+    }
+}
+
+/* The factors back from the bits: scale where kept, 0 elsewhere (as cpu_dropout_factors). */
+static void unpack_keep(const uint32_t *keep, int64_t n, float p, float *F) {
+    float scale = 1.0f / (1.0f - p);
+    for (int64_t k0 = 0; k0 < n; k0 += 32) {
+        int64_t m = n - k0 < 32 ? n - k0 : 32;
+        uint32_t w = keep[k0 / 32];
+#pragma omp simd
+        for (int64_t j = 0; j < m; j++) F[k0 + j] = (w >> j) & 1u ? scale : 0.0f;
     }
 }
 
@@ -92,66 +151,62 @@ static void dropout_factors(const attn_ctx *c, int64_t b, int64_t h, float *F) {
 
 static void forward_items(const void *vctx, int64_t i0, int64_t i1) {
     const attn_ctx *c = vctx;
-    const int64_t T = c->T, D = c->D, dh = c->dh, ld = 3 * D;
+    const int64_t T = c->T, D = c->D, dh = c->dh, ld = 3 * D, n = c->ldp;
     int tid = cpu_worker_id();
-    float *S = c->work + c->work_per * (size_t)tid, *F = S + T * T, *kb = F + T * T;
+    float *S = c->work + c->work_per * (size_t)tid, *F = S + T * n, *kb = F + T * n;
     float *scratch = c->gemm_scratch + c->gemm_per * (size_t)tid;
     for (int64_t it = i0; it < i1; it++) {
         int64_t b = it / c->heads, h = it % c->heads;
         const float *Q = c->qkv + b * T * ld + h * dh, *K = Q + D, *V = Q + 2 * D;
-        cpu_gemm_local(0, 1, T, T, dh, Q, ld, K, ld, S, T, scratch);
+        cpu_gemm_local(0, 1, T, T, dh, Q, ld, K, ld, S, n, scratch);
         if (it == i0 || h == 0) key_bias(c, b, kb);
-        softmax_rows(c, kb, S, c->lse + it * T, NULL);
         if (c->dropout) {
             dropout_factors(c, b, h, F);
-#pragma omp simd
-            for (int64_t k = 0; k < T * T; k++) S[k] *= F[k];
+            pack_keep(F, T * T, c->keep + (size_t)it * c->keep_words);
         }
-        cpu_gemm_local(0, 0, T, dh, T, S, T, V, ld, c->out + b * T * D + h * dh, D, scratch);
+        softmax_rows(c, kb, S, c->lse + it * T, NULL, c->dropout ? F : NULL, NULL);
+        cpu_gemm_local(0, 0, T, dh, T, S, n, V, ld, c->out + b * T * D + h * dh, D, scratch);
     }
 }
 
 static void backward_items(const void *vctx, int64_t i0, int64_t i1) {
     const attn_ctx *c = vctx;
-    const int64_t T = c->T, D = c->D, dh = c->dh, ld = 3 * D;
+    const int64_t T = c->T, D = c->D, dh = c->dh, ld = 3 * D, n = c->ldp;
     int tid = cpu_worker_id();
-    float *P = c->work + c->work_per * (size_t)tid, *dP = P + T * T, *Pd = dP + T * T, *F = Pd + T * T;
-    float *kb = F + T * T;
+    float *P = c->work + c->work_per * (size_t)tid, *dP = P + T * n, *Pd = dP + T * n, *F = Pd + T * n;
+    float *kb = F + T * n;
     float *scratch = c->gemm_scratch + c->gemm_per * (size_t)tid;
     for (int64_t it = i0; it < i1; it++) {
         int64_t b = it / c->heads, h = it % c->heads;
         const float *Q = c->qkv + b * T * ld + h * dh, *K = Q + D, *V = Q + 2 * D;
         const float *dO = c->dy + b * T * D + h * dh;
         float *dQ = c->dqkv + b * T * ld + h * dh, *dK = dQ + D, *dV = dQ + 2 * D;
-        cpu_gemm_local(0, 1, T, T, dh, Q, ld, K, ld, P, T, scratch);
+        cpu_gemm_local(0, 1, T, T, dh, Q, ld, K, ld, P, n, scratch);
         if (it == i0 || h == 0) key_bias(c, b, kb);
-        softmax_rows(c, kb, P, NULL, c->lse + it * T);
-        const float *Pw = P; /* the weights out was made from */
-        if (c->dropout) {
-            dropout_factors(c, b, h, F);
-#pragma omp simd
-            for (int64_t k = 0; k < T * T; k++) Pd[k] = P[k] * F[k];
-            Pw = Pd;
-        }
-        cpu_gemm_local(1, 0, T, dh, T, Pw, T, dO, D, dV, ld, scratch);  /* dV = Pd^T dO */
-        cpu_gemm_local(0, 1, T, T, dh, dO, D, V, ld, dP, T, scratch);   /* dPd = dO V^T */
+        if (c->dropout) unpack_keep(c->keep + (size_t)it * c->keep_words, T * T, c->p, F);
+        softmax_rows(c, kb, P, NULL, c->lse + it * T, c->dropout ? F : NULL, c->dropout ? Pd : NULL);
+        const float *Pw = c->dropout ? Pd : P; /* the weights out was made from */
+        cpu_gemm_local(1, 0, T, dh, T, Pw, n, dO, D, dV, ld, scratch);  /* dV = Pd^T dO */
+        cpu_gemm_local(0, 1, T, T, dh, dO, D, V, ld, dP, n, scratch);   /* dPd = dO V^T */
+        /* over the padded rows: there P and Pd are 0 and dP finite, so the padding adds
+         * exactly 0 to di and leaves dS 0 (the GEMMs below read only T columns) */
         for (int64_t i = 0; i < T; i++) {
-            float *restrict g = dP + i * T;
-            const float *restrict pr = P + i * T, *restrict pw = Pw + i * T;
+            float *restrict g = dP + i * n;
+            const float *restrict pr = P + i * n, *restrict pw = Pw + i * n;
             float di = 0.0f, sc = c->scale;
 #pragma omp simd reduction(+ : di)
-            for (int64_t j = 0; j < T; j++) di += g[j] * pw[j];
+            for (int64_t j = 0; j < n; j++) di += g[j] * pw[j];
             if (c->dropout) {
                 const float *restrict f = F + i * T;
 #pragma omp simd
-                for (int64_t j = 0; j < T; j++) g[j] = pr[j] * (g[j] * f[j] - di) * sc;
+                for (int64_t j = 0; j < n; j++) g[j] = pr[j] * (g[j] * f[j] - di) * sc;
             } else {
 #pragma omp simd
-                for (int64_t j = 0; j < T; j++) g[j] = pr[j] * (g[j] - di) * sc;
+                for (int64_t j = 0; j < n; j++) g[j] = pr[j] * (g[j] - di) * sc;
             }
         }
-        cpu_gemm_local(0, 0, T, dh, T, dP, T, K, ld, dQ, ld, scratch); /* dQ = dS K */
-        cpu_gemm_local(1, 0, T, dh, T, dP, T, Q, ld, dK, ld, scratch); /* dK = dS^T Q */
+        cpu_gemm_local(0, 0, T, dh, T, dP, n, K, ld, dQ, ld, scratch); /* dQ = dS K */
+        cpu_gemm_local(1, 0, T, dh, T, dP, n, Q, ld, dK, ld, scratch); /* dK = dS^T Q */
     }
 }
 
@@ -195,20 +250,41 @@ brisk_status cpu_attention_op(cpu_backend *cb, const brisk_graph *g, int id, con
     c.stream = a->attr.rng;
     c.step = st->rng_step;
     c.b_off = (int64_t)st->rng_shard * c.B;
+    if (c.dropout) {
+        /* the mask bits after the lse; graphs built before they were kept lack the room */
+        c.keep_words = brisk_attention_keep_words(c.T);
+        size_t need = (size_t)(c.B * c.T * (c.D + c.heads)) * sizeof(float) +
+                      (size_t)(c.B * c.heads) * c.keep_words * sizeof(uint32_t);
+        if (a->bytes < need)
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s (node %d): the attention node's workspace has %zu bytes, "
+                                "dropout needs %zu (build it with brisk_attention)", brisk_op_name(n->op), id,
+                                a->bytes, need);
+    }
     c.qkv = in[qi];
     c.mask = has_mask ? in[mi] : NULL;
-    c.work_per = (size_t)(4 * c.T * c.T + c.T) + 16; /* P, dP, Pd, factors, key bias */
-    c.work = malloc(c.work_per * (size_t)cb->threads * sizeof(float));
+    c.ldp = (c.T + 15) / 16 * 16;
+    /* P, dP, Pd, factors (T x T rows, read up to ldp - T past the last), key bias; zeroed,
+     * so that the padding is finite from the start */
+    c.work_per = (size_t)(4 * c.T * c.ldp + c.ldp);
+    size_t work_floats = c.work_per * (size_t)cb->threads + 2 * (size_t)c.ldp; /* a multiple of 16 */
+    c.work = aligned_alloc(64, work_floats * sizeof(float));
+    if (c.work) {
+        memset(c.work, 0, work_floats * sizeof(float));
+        c.cbias = c.work + c.work_per * (size_t)cb->threads;
+        for (int64_t k = c.ldp; k < 2 * c.ldp; k++) c.cbias[k] = -INFINITY;
+    }
     if (!c.work) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s (node %d): out of memory", brisk_op_name(n->op), id);
     c.gemm_scratch = cb->gemm_scratch;
     c.gemm_per = cpu_sgemm_scratch_floats();
     if (fwd) {
         c.out = out;
         c.lse = (float *)out + c.B * c.T * c.D;
+        c.keep = (uint32_t *)(c.lse + c.B * c.heads * c.T);
         cpu_parallel_dynamic(cb, c.B * c.heads, ITEM_CHUNK, forward_items, &c);
     } else {
         c.dy = in[0];
         c.lse = (float *)in[2] + c.B * c.T * c.D;
+        c.keep = (uint32_t *)(c.lse + c.B * c.heads * c.T);
         c.dqkv = out;
         cpu_parallel_dynamic(cb, c.B * c.heads, ITEM_CHUNK, backward_items, &c);
     }
