@@ -432,10 +432,11 @@ out:
         sum->gpu_util = t->util_n ? t->util_sum / t->util_n : -1.0;
         /* the step statistics from the device's clock where it has one (its times replace
          * the host's, whose sum is the compute split's step time too) */
-        const int dev_times = device_steps_s(t, n_timed, n_timed) >= 0;
+        const double dev_s = device_steps_s(t, n_timed, n_timed);
+        const int dev_times = dev_s >= 0;
         if (dev_times) {
             for (int64_t i = 0; i < n_timed; i++) step_times[i] = 1e-3 * t->dev_ms[i];
-            run.step_s = device_steps_s(t, n_timed, n_timed);
+            run.step_s = dev_s;
             sum->compute_s = brisk_time_split_compute_s(&run);
         }
         snprintf(sum->step_clock, sizeof sum->step_clock, dev_times ? "device events (%s)" : "host clock",

@@ -28,14 +28,21 @@
 
 static int on_device(const brisk_trainer *t) { return t->be->loss_log != NULL && t->be->loss_read != NULL; }
 
+/* Room for `need` elements of `size` bytes in *arr (capacity *cap, doubled from 1024). */
+static brisk_status reserve(void **arr, int64_t *cap, int64_t need, size_t size, brisk_error *err) {
+    if (need <= *cap) return BRISK_OK;
+    int64_t c = *cap ? 2 * *cap : 1024;
+    while (c < need) c *= 2;
+    void *p = realloc(*arr, (size_t)c * size);
+    if (!p) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+    *arr = p;
+    *cap = c;
+    return BRISK_OK;
+}
+
 brisk_status brisk_trainer_push_loss(brisk_trainer *t, float loss, brisk_error *err) {
-    if (t->n_losses == t->cap_losses) {
-        int64_t cap = t->cap_losses ? 2 * t->cap_losses : 1024;
-        float *p = realloc(t->losses, (size_t)cap * sizeof *p);
-        if (!p) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
-        t->losses = p;
-        t->cap_losses = cap;
-    }
+    brisk_status st = reserve((void **)&t->losses, &t->cap_losses, t->n_losses + 1, sizeof *t->losses, err);
+    if (st) return st;
     t->losses[t->n_losses++] = loss;
     return BRISK_OK;
 }
@@ -232,15 +239,9 @@ brisk_status brisk_step_update(brisk_trainer *t, float lr, brisk_error *err) {
 
 /* the device's times of the n steps from loss_first, after loss_read waited for them */
 static brisk_status read_step_times(brisk_trainer *t, int n, brisk_error *err) {
-    if (t->n_dev_ms + n > t->cap_dev_ms) {
-        int64_t cap = t->cap_dev_ms ? 2 * t->cap_dev_ms : 1024;
-        while (cap < t->n_dev_ms + n) cap *= 2;
-        double *p = realloc(t->dev_ms, (size_t)cap * sizeof *p);
-        if (!p) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
-        t->dev_ms = p;
-        t->cap_dev_ms = cap;
-    }
-    brisk_status st = t->be->step_times(t->be, (uint32_t)t->loss_first, n, t->dev_ms + t->n_dev_ms, err);
+    brisk_status st = reserve((void **)&t->dev_ms, &t->cap_dev_ms, t->n_dev_ms + n, sizeof *t->dev_ms, err);
+    if (st) return st;
+    st = t->be->step_times(t->be, (uint32_t)t->loss_first, n, t->dev_ms + t->n_dev_ms, err);
     if (!st) t->n_dev_ms += n;
     return st;
 }

@@ -284,6 +284,13 @@ void cuda_step_free(cuda_backend *cb);
 void cuda_programs_clear(cuda_backend *cb);
 /* ---- profile.c: timing marks, node notes, a captured graph's kernel count */
 void cuda_profile_install(brisk_backend *be);
+/* A table of `count` timing events (created on first use): cuda_event_mark records event
+ * `slot` on the compute stream after the work issued so far (refused while capturing);
+ * cuda_event_ms waits for `to` and gives the milliseconds from `from` to it. */
+brisk_status cuda_event_mark(cuda_backend *cb, cudaEvent_t **table, int count, int slot, const char *what,
+                             brisk_error *err);
+brisk_status cuda_event_ms(cudaEvent_t from, cudaEvent_t to, double *ms, const char *what, brisk_error *err);
+void cuda_events_free(cudaEvent_t **table, int count);
 void cuda_profile_free(cuda_backend *cb);
 int cuda_graph_kernels(void *graph); /* cudaGraph_t */
 brisk_status cuda_grad_sumsq(brisk_backend *be, const float *g, int64_t n, float *sumsq_out, brisk_error *err);

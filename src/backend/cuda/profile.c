@@ -10,17 +10,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* ---- event tables: the profile's marks here, the step times' marks in step.c */
+
+brisk_status cuda_event_mark(cuda_backend *cb, cudaEvent_t **table, int count, int slot, const char *what,
+                             brisk_error *err) {
+    if (cb->capturing) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: %s while capturing a CUDA graph", what);
+    if (slot < 0 || slot >= count)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "cuda: %s %d outside 0 to %d", what, slot, count - 1);
+    if (!*table && !(*table = calloc((size_t)count, sizeof **table)))
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "cuda: out of memory for the %ss", what);
+    cudaEvent_t *ev = &(*table)[slot];
+    if (!*ev) CU(cudaEventCreate(ev), what); /* timing on */
+    CU(cudaEventRecord(*ev, cb->compute), what);
+    return BRISK_OK;
+}
+
+brisk_status cuda_event_ms(cudaEvent_t from, cudaEvent_t to, double *ms, const char *what, brisk_error *err) {
+    CU(cudaEventSynchronize(to), what);
+    float f = 0;
+    CU(cudaEventElapsedTime(&f, from, to), what);
+    *ms = f;
+    return BRISK_OK;
+}
+
+void cuda_events_free(cudaEvent_t **table, int count) {
+    if (!*table) return;
+    for (int i = 0; i < count; i++)
+        if ((*table)[i]) cudaEventDestroy((*table)[i]);
+    free(*table);
+    *table = NULL;
+}
+
 static brisk_status cu_mark(brisk_backend *be, int slot, brisk_error *err) {
     cuda_backend *cb = be->impl;
     USE_DEVICE(cb);
-    if (cb->capturing) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: a timing mark while capturing a CUDA graph");
-    if (slot < 0 || slot >= BRISK_MAX_MARKS)
-        return brisk_errorf(err, BRISK_ERR_INVALID, "cuda: timing mark %d outside 0 to %d", slot, BRISK_MAX_MARKS - 1);
-    if (!cb->mark_ev && !(cb->mark_ev = calloc(BRISK_MAX_MARKS, sizeof *cb->mark_ev)))
-        return brisk_errorf(err, BRISK_ERR_NOMEM, "cuda: out of memory for the timing marks");
-    if (!cb->mark_ev[slot]) CU(cudaEventCreate(&cb->mark_ev[slot]), "creating a timing event");
-    CU(cudaEventRecord(cb->mark_ev[slot], cb->compute), "recording a timing event");
-    return BRISK_OK;
+    return cuda_event_mark(cb, &cb->mark_ev, BRISK_MAX_MARKS, slot, "timing mark", err);
 }
 
 static brisk_status cu_mark_elapsed(brisk_backend *be, int from, int to, double *ms, brisk_error *err) {
@@ -29,11 +53,7 @@ static brisk_status cu_mark_elapsed(brisk_backend *be, int from, int to, double 
     if (from < 0 || to < 0 || from >= BRISK_MAX_MARKS || to >= BRISK_MAX_MARKS || !cb->mark_ev || !cb->mark_ev[from] ||
         !cb->mark_ev[to])
         return brisk_errorf(err, BRISK_ERR_INVALID, "cuda: timing marks %d and %d were not both recorded", from, to);
-    CU(cudaEventSynchronize(cb->mark_ev[to]), "waiting for a timing event");
-    float f = 0;
-    CU(cudaEventElapsedTime(&f, cb->mark_ev[from], cb->mark_ev[to]), "reading two timing events");
-    *ms = f;
-    return BRISK_OK;
+    return cuda_event_ms(cb->mark_ev[from], cb->mark_ev[to], ms, "reading two timing events", err);
 }
 
 static const char *epi_name(int epi) {
@@ -170,10 +190,4 @@ void cuda_profile_install(brisk_backend *be) {
     be->note = cu_note;
 }
 
-void cuda_profile_free(cuda_backend *cb) {
-    if (!cb->mark_ev) return;
-    for (int i = 0; i < BRISK_MAX_MARKS; i++)
-        if (cb->mark_ev[i]) cudaEventDestroy(cb->mark_ev[i]);
-    free(cb->mark_ev);
-    cb->mark_ev = NULL;
-}
+void cuda_profile_free(cuda_backend *cb) { cuda_events_free(&cb->mark_ev, BRISK_MAX_MARKS); }

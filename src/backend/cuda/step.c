@@ -238,13 +238,8 @@ static brisk_status cu_loss_read(brisk_backend *be, uint32_t first, int n, float
 static brisk_status cu_step_mark(brisk_backend *be, uint32_t slot, int end, brisk_error *err) {
     cuda_backend *cb = be->impl;
     USE_DEVICE(cb);
-    if (cb->capturing) return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: step_mark while capturing a CUDA graph");
-    if (!cb->step_ev && !(cb->step_ev = calloc(2 * CUDA_LOSS_LOG, sizeof *cb->step_ev)))
-        return brisk_errorf(err, BRISK_ERR_NOMEM, "cuda: out of memory for the step events");
-    cudaEvent_t *ev = &cb->step_ev[2 * (slot % CUDA_LOSS_LOG) + (end ? 1 : 0)];
-    if (!*ev) CU(cudaEventCreate(ev), "creating a step-time event"); /* timing on */
-    CU(cudaEventRecord(*ev, cb->compute), "recording a step-time event");
-    return BRISK_OK;
+    return cuda_event_mark(cb, &cb->step_ev, 2 * CUDA_LOSS_LOG, (int)(2 * (slot % CUDA_LOSS_LOG) + (end ? 1 : 0)),
+                           "step-time event", err);
 }
 
 static brisk_status cu_step_times(brisk_backend *be, uint32_t first, int n, double *ms, brisk_error *err) {
@@ -258,13 +253,8 @@ static brisk_status cu_step_times(brisk_backend *be, uint32_t first, int n, doub
         if (!a || !b)
             return brisk_errorf(err, BRISK_ERR_INTERNAL, "cuda: step %lld has no %s mark", (long long)first + i,
                                 a ? "end" : "start");
-        float f = 0;
-        cudaError_t e = cudaEventElapsedTime(&f, a, b);
-        if (e != cudaSuccess) {
-            cudaGetLastError();
-            return cuda_fail(err, e, "cudaEventElapsedTime", "reading a step's device time (are its marks done?)");
-        }
-        ms[i] = f;
+        brisk_status st = cuda_event_ms(a, b, &ms[i], "reading a step's device time", err);
+        if (st) return st;
     }
     return BRISK_OK;
 }
@@ -403,12 +393,7 @@ void cuda_step_free(cuda_backend *cb) {
     if (cb->copy_start) cudaEventDestroy(cb->copy_start);
     if (cb->loss_ring) cudaFree(cb->loss_ring);
     if (cb->loss_host) cudaFreeHost(cb->loss_host);
-    if (cb->step_ev) {
-        for (int i = 0; i < 2 * CUDA_LOSS_LOG; i++)
-            if (cb->step_ev[i]) cudaEventDestroy(cb->step_ev[i]);
-        free(cb->step_ev);
-        cb->step_ev = NULL;
-    }
+    cuda_events_free(&cb->step_ev, 2 * CUDA_LOSS_LOG);
 }
 
 void cuda_step_install(brisk_backend *be) {
