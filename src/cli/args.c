@@ -117,3 +117,54 @@ int cli_parse_count(const char *cmd, const char *flag, const char *v, long long 
     *out = x;
     return 0;
 }
+
+static const struct {
+    const char *flag, *key; /* key: a flag's config key, or a switch's "key=value" */
+    int takes_value, profile;
+} overrides[] = {
+    {"--no-prefetch", "speed.prefetch=0", 0, 1},
+    {"--no-graph", "speed.cuda_graph=false", 0, 0},
+    {"--no-tf32", "speed.tf32=false", 0, 1},
+    {"--no-autotune", "speed.autotune=false", 0, 1},
+    {"--no-fuse", "speed.fuse=false", 0, 1},
+    {"--deterministic", "speed.deterministic=true", 0, 1},
+    {"--shard-optimizer", "dist.shard_optimizer=true", 0, 0},
+    {"--recompute", "model.recompute=true", 0, 0},
+    {"--device", "speed.device", 1, 1},
+    {"--precision", "speed.precision", 1, 1},
+    {"--batch-size", "train.batch_size", 1, 1},
+    {"--epochs", "train.epochs", 1, 0},
+    {"--max-steps", "train.max_steps", 1, 0},
+    {"--accumulate", "train.accumulate", 1, 1},
+    {"--seed", "train.seed", 1, 0},
+    {"--out", "train.out_dir", 1, 0},
+    {"--checkpoint-every", "train.checkpoint_every", 1, 0},
+    {"--log-every", "train.log_every", 1, 0},
+    {"--lr", "optim.lr", 1, 0},
+    {"--clip-norm", "optim.clip_norm", 1, 0},
+    {"--prefetch", "speed.prefetch", 1, 0},
+    {"--threads", "speed.threads", 1, 1},
+    {"--keep-checkpoints", "train.keep_checkpoints", 1, 0},
+    {"--memory-limit", "speed.memory_limit", 1, 0},
+    {"--checkpoint-minutes", "train.checkpoint_minutes", 1, 0},
+    {"--checkpoint-epochs", "train.checkpoint_epochs", 1, 0},
+    {"--bucket-mb", "dist.bucket_mb", 1, 0},
+    {"--dist-timeout", "dist.timeout_s", 1, 0},
+};
+_Static_assert(sizeof overrides / sizeof overrides[0] <= CLI_N_OVERRIDES, "CLI_N_OVERRIDES is too small");
+
+void cli_override_opts(cli_opt *opts, int *no, int profile, int *which) {
+    for (int i = 0; i < (int)(sizeof overrides / sizeof overrides[0]); i++) {
+        if (profile && !overrides[i].profile) continue;
+        which[*no] = i;
+        opts[(*no)++] = (cli_opt){overrides[i].flag, overrides[i].takes_value};
+    }
+}
+
+char *cli_override_arg(int which, const char *value) {
+    if (!overrides[which].takes_value) return strdup(overrides[which].key);
+    size_t n = strlen(overrides[which].key) + strlen(value) + 2;
+    char *s = malloc(n);
+    if (s) snprintf(s, n, "%s=%s", overrides[which].key, value);
+    return s;
+}

@@ -74,6 +74,16 @@ typedef struct cli_parser {
     int dashdash;         /* after "--": only positionals */
 } cli_parser;
 enum { CLI_END = -1, CLI_POS = -2, CLI_HELP = -3, CLI_ERR = -4 };
+/* The config overrides `train` and `profile` take: switches (--no-tf32: speed.tf32=false)
+ * and flags that set a key (--device cuda: speed.device=cuda). cli_override_opts appends
+ * them to opts at *no (with profile, only those a run that keeps nothing takes: no
+ * checkpoints, output folder or epochs) and records each added option's override in
+ * which[]; cli_override_arg is the override's "key=value" for brisk_config_load
+ * (malloc'd; NULL: out of memory). */
+enum { CLI_N_OVERRIDES = 28 }; /* at least the table's size, for option arrays */
+void cli_override_opts(cli_opt *opts, int *no, int profile, int *which);
+char *cli_override_arg(int which, const char *value);
+
 /* The next argument: an option's index in opts (its value in *value when it takes one,
  * from "--flag value" or "--flag=value"), CLI_POS (*value the argument), CLI_HELP,
  * CLI_END, or CLI_ERR after printing the error (exit with BRISK_EXIT_USAGE). --quiet and

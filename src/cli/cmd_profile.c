@@ -31,27 +31,15 @@ static const char help[] =
     "  --accumulate K   --threads N   --no-tf32   --no-autotune   --no-fuse   --no-prefetch\n"
     "  --deterministic   --set KEY=VALUE\n";
 
-static const struct { const char *flag, *key; } flag_keys[] = {
-    {"--device", "speed.device"}, {"--precision", "speed.precision"}, {"--batch-size", "train.batch_size"},
-    {"--accumulate", "train.accumulate"}, {"--threads", "speed.threads"},
-};
-static const struct { const char *flag, *set; } switches[] = {
-    {"--no-tf32", "speed.tf32=false"}, {"--no-autotune", "speed.autotune=false"}, {"--no-fuse", "speed.fuse=false"},
-    {"--no-prefetch", "speed.prefetch=0"}, {"--deterministic", "speed.deterministic=true"},
-};
-#define N_KEYS (int)(sizeof flag_keys / sizeof flag_keys[0])
-#define N_SWITCHES (int)(sizeof switches / sizeof switches[0])
-
 int cmd_profile(int argc, char **argv) {
     const char *config = NULL, *json_out = NULL, *model = NULL;
     long long steps = 20, warmup = 5, top = 15;
     int json = 0, n_over = 0, rc = 1;
     char **over = calloc((size_t)argc + 1, sizeof *over);
     if (!over) return cli_fail("out of memory");
-    cli_opt opts[N_KEYS + N_SWITCHES + 8];
-    int no = 0;
-    for (int k = 0; k < N_KEYS; k++) opts[no++] = (cli_opt){flag_keys[k].flag, 1};
-    for (int k = 0; k < N_SWITCHES; k++) opts[no++] = (cli_opt){switches[k].flag, 0};
+    cli_opt opts[CLI_N_OVERRIDES + 8];
+    int which[CLI_N_OVERRIDES], no = 0;
+    cli_override_opts(opts, &no, 1, which);
     const int own = no;
     opts[no++] = (cli_opt){"--steps", 1};
     opts[no++] = (cli_opt){"--warmup", 1};
@@ -71,11 +59,8 @@ int cmd_profile(int argc, char **argv) {
             goto done;
         }
         if (k == CLI_POS) { config = v; continue; }
-        if (k < N_KEYS) {
-            size_t n = strlen(flag_keys[k].key) + strlen(v) + 2;
-            if ((over[n_over++] = malloc(n))) snprintf(over[n_over - 1], n, "%s=%s", flag_keys[k].key, v);
-        } else if (k < own) {
-            over[n_over++] = strdup(switches[k - N_KEYS].set);
+        if (k >= 0 && k < own) {
+            over[n_over++] = cli_override_arg(which[k], v);
         } else if (k == own && cli_parse_count("profile", name, v, 1, 100000, &steps)) {
             rc = BRISK_EXIT_USAGE; goto done;
         } else if (k == own + 1 && cli_parse_count("profile", name, v, 0, 100000, &warmup)) {

@@ -73,29 +73,6 @@ static const char help[] =
     "  2   bad command line\n"
     "  75  stopped by a signal after writing its checkpoint: rerun with --resume auto\n";
 
-static const struct { const char *flag, *key; } flag_keys[] = {
-    {"--device", "speed.device"},       {"--precision", "speed.precision"},
-    {"--batch-size", "train.batch_size"}, {"--epochs", "train.epochs"},
-    {"--max-steps", "train.max_steps"}, {"--accumulate", "train.accumulate"},
-    {"--seed", "train.seed"},           {"--out", "train.out_dir"},
-    {"--checkpoint-every", "train.checkpoint_every"}, {"--log-every", "train.log_every"},
-    {"--lr", "optim.lr"},               {"--clip-norm", "optim.clip_norm"},
-    {"--prefetch", "speed.prefetch"},   {"--threads", "speed.threads"},
-    {"--keep-checkpoints", "train.keep_checkpoints"}, {"--memory-limit", "speed.memory_limit"},
-    {"--checkpoint-minutes", "train.checkpoint_minutes"}, {"--checkpoint-epochs", "train.checkpoint_epochs"},
-    {"--bucket-mb", "dist.bucket_mb"},  {"--dist-timeout", "dist.timeout_s"},
-};
-
-static const struct { const char *flag, *set; } switches[] = {
-    {"--no-prefetch", "speed.prefetch=0"},   {"--no-graph", "speed.cuda_graph=false"},
-    {"--no-tf32", "speed.tf32=false"},       {"--no-autotune", "speed.autotune=false"},
-    {"--no-fuse", "speed.fuse=false"},       {"--deterministic", "speed.deterministic=true"},
-    {"--shard-optimizer", "dist.shard_optimizer=true"},
-    {"--recompute", "model.recompute=true"},
-};
-#define N_SWITCHES (sizeof switches / sizeof switches[0])
-#define N_FLAG_KEYS (sizeof flag_keys / sizeof flag_keys[0])
-
 /* --dist-plan N: the trainer's gradient plan at N ranks, printed; nothing trains. */
 static int print_dist_plan(const brisk_config *cfg, const brisk_logger *lg, const char *arg) {
     char *end;
@@ -127,12 +104,11 @@ int cmd_train(int argc, char **argv) {
     int quiet = 0, overwrite = 0, n_over = 0, rc = 1;
     char **over = calloc((size_t)argc + 1, sizeof *over);
     if (!over) return cli_fail("out of memory");
-    /* The option table: the switches, the flags that set a config key, then the rest. */
-    cli_opt opts[N_SWITCHES + N_FLAG_KEYS + 5]; /* the four options below and the terminator */
-    size_t no = 0;
-    for (size_t w = 0; w < N_SWITCHES; w++) opts[no++] = (cli_opt){switches[w].flag, 0};
-    for (size_t k = 0; k < N_FLAG_KEYS; k++) opts[no++] = (cli_opt){flag_keys[k].flag, 1};
-    const int opt_overwrite = (int)no;
+    /* The option table: the config overrides, then the rest. */
+    cli_opt opts[CLI_N_OVERRIDES + 5]; /* the four options below and the terminator */
+    int which[CLI_N_OVERRIDES], no = 0;
+    cli_override_opts(opts, &no, 0, which);
+    const int opt_overwrite = no;
     opts[no++] = (cli_opt){"--overwrite", 0};
     opts[no++] = (cli_opt){"--resume", 1};
     opts[no++] = (cli_opt){"--set", 1};
@@ -147,12 +123,8 @@ int cmd_train(int argc, char **argv) {
         if (k == CLI_POS) {
             if (config) { rc = cli_usage("train", "one config file expected, got '%s' and '%s'", config, v); goto done; }
             config = v;
-        } else if ((size_t)k < N_SWITCHES) {
-            over[n_over++] = strdup(switches[k].set);
-        } else if ((size_t)k < N_SWITCHES + N_FLAG_KEYS) {
-            const char *key = flag_keys[(size_t)k - N_SWITCHES].key;
-            size_t n = strlen(key) + strlen(v) + 2;
-            if ((over[n_over++] = malloc(n))) snprintf(over[n_over - 1], n, "%s=%s", key, v);
+        } else if (k < opt_overwrite) {
+            over[n_over++] = cli_override_arg(which[k], v);
         } else if (k == opt_overwrite) {
             overwrite = 1;
         } else if (k == opt_overwrite + 1) {
