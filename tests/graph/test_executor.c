@@ -88,16 +88,22 @@ static model build(void) {
     return m;
 }
 
+/* g planned into *p, and an executor for it on the fake backend *be over *f. */
+static brisk_status on_fake(brisk_graph *g, brisk_plan *p, fake *f, brisk_backend *be, brisk_exec **ex, brisk_error *e) {
+    brisk_status st = brisk_plan_build(g, p, e);
+    *be = fake_backend(f);
+    return st ? st : brisk_exec_create(g, p, be, ex, e);
+}
+
 static void test_buffers_and_runs(void) {
     model m = build();
     brisk_graph *g = m.g;
     brisk_plan p;
     brisk_error e, *ep = &e;
-    REQUIRE_OK(brisk_plan_build(g, &p, &e), ep);
     fake f;
-    brisk_backend be = fake_backend(&f);
+    brisk_backend be;
     brisk_exec *ex;
-    REQUIRE_OK(brisk_exec_create(g, &p, &be, &ex, &e), ep);
+    REQUIRE_OK(on_fake(g, &p, &f, &be, &ex, &e), ep);
     CHECK(f.allocs == 7);
     CHECK(ex->ptr[m.w] == (char *)ex->params && ex->ptr[m.b] == (char *)ex->params + 4 * 32);
     CHECK(ex->ptr[m.x] == ex->inputs && ex->ptr[m.c] == ex->consts);
@@ -150,11 +156,10 @@ static void test_init_params(void) {
     brisk_graph *g = m.g;
     brisk_plan p;
     brisk_error e, *ep = &e;
-    REQUIRE_OK(brisk_plan_build(g, &p, &e), ep);
     fake f;
-    brisk_backend be = fake_backend(&f);
+    brisk_backend be;
     brisk_exec *ex;
-    REQUIRE_OK(brisk_exec_create(g, &p, &be, &ex, &e), ep);
+    REQUIRE_OK(on_fake(g, &p, &f, &be, &ex, &e), ep);
     memset(ex->grads, 0x7f, p.param_bytes);
     REQUIRE_OK(brisk_exec_init_params(ex, 0x123456789abcull, &e), ep);
     const float *pw = (const float *)ex->params, *pb = pw + g->params[1].offset, *pu = pw + g->params[2].offset;
@@ -223,11 +228,10 @@ static void test_grad_hook(void) {
     brisk_graph *g = m.g;
     brisk_plan p;
     brisk_error e, *ep = &e;
-    REQUIRE_OK(brisk_plan_build(g, &p, &e), ep);
     fake f;
-    brisk_backend be = fake_backend(&f);
+    brisk_backend be;
     brisk_exec *ex;
-    REQUIRE_OK(brisk_exec_create(g, &p, &be, &ex, &e), ep);
+    REQUIRE_OK(on_fake(g, &p, &f, &be, &ex, &e), ep);
     /* ranges: u in two halves, w, b, and an empty range */
     const brisk_param_info *w = &g->params[0], *b = &g->params[1], *u = &g->params[2];
     int64_t off[5] = {(int64_t)u->offset, (int64_t)u->offset + 2000, (int64_t)w->offset, (int64_t)b->offset, 0};
@@ -286,11 +290,10 @@ static void test_node_hook(void) {
     brisk_graph *g = m.g;
     brisk_plan p;
     brisk_error e, *ep = &e;
-    REQUIRE_OK(brisk_plan_build(g, &p, &e), ep);
     fake f;
-    brisk_backend be = fake_backend(&f);
+    brisk_backend be;
     brisk_exec *ex;
-    REQUIRE_OK(brisk_exec_create(g, &p, &be, &ex, &e), ep);
+    REQUIRE_OK(on_fake(g, &p, &f, &be, &ex, &e), ep);
     node_log l = {.f = &f, .fail_at = -1};
     brisk_exec_set_node_hook(ex, on_node, &l);
     REQUIRE_OK(brisk_exec_run(ex, BRISK_RUN_TRAIN, &e), ep);
