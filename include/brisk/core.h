@@ -137,6 +137,9 @@ size_t brisk_utf8_bad(const void *s, size_t n);
 
 /* Monotonic wall clock in seconds. */
 double brisk_now(void);
+/* Sorts v[0, n) ascending in place and returns its median (the mean of the middle two for
+ * an even n; NaN for none). */
+double brisk_median(double *v, int64_t n);
 
 #ifdef __cplusplus
 }

@@ -25,6 +25,10 @@ static const char *const optimizers[] = {"sgd", "adamw", NULL};
 static const char *const schedules[] = {"constant", "linear", "cosine", NULL};
 static const char *const devices[] = {"auto", "cpu", "cuda", NULL};
 static const char *const precisions[] = {"auto", "fp32", "tf32", "bf16", "fp16", NULL};
+
+const char *brisk_precision_name(brisk_precision p) {
+    return (unsigned)p < sizeof precisions / sizeof precisions[0] - 1 ? precisions[p] : "?";
+}
 static const char *const conv_layouts[] = {"auto", "nchw", "nhwc", NULL}; /* brisk_conv_layout's order */
 static const char *const cpu_gemms[] = {"auto", "own", "blas", "fixed", NULL}; /* brisk_cpu_gemm_mode's order */
 static const char *const noise_schedules[] = {"linear", NULL};

@@ -160,11 +160,6 @@ void brisk_dist_overlap_begin_step(brisk_trainer *t, int micro) {
     if (t->overlap_now) brisk_dist_overlap_begin(t->overlap, "gradient all-reduce", t->step + 1);
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* dist.overlap auto: the last micro-batch's forward and backward plus the all-reduce timed,
  * overlapped and not in turn; once both have BRISK_OVERLAP_TRIAL steps, every rank keeps the
  * mode with the smaller mean of the ranks' medians (a collective: same step on every rank) */
@@ -177,10 +172,7 @@ static brisk_status overlap_trial(brisk_trainer *t, int64_t step, brisk_error *e
     if (t->trial_n[0] < BRISK_OVERLAP_TRIAL || t->trial_n[1] < BRISK_OVERLAP_TRIAL) return BRISK_OK;
     t->trial = 0;
     double med[2];
-    for (int m = 0; m < 2; m++) {
-        qsort(t->trial_ms[m], BRISK_OVERLAP_TRIAL, sizeof(double), cmp_double);
-        med[m] = 0.5 * (t->trial_ms[m][BRISK_OVERLAP_TRIAL / 2 - 1] + t->trial_ms[m][BRISK_OVERLAP_TRIAL / 2]);
-    }
+    for (int m = 0; m < 2; m++) med[m] = brisk_median(t->trial_ms[m], BRISK_OVERLAP_TRIAL);
     brisk_status st = brisk_dist_allreduce_sum(t->dist, med, 2, "dist.overlap trial", step, err);
     if (st) return st;
     int keep = med[0] <= med[1];

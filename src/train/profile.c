@@ -98,28 +98,25 @@ brisk_status brisk_profile_step_end(brisk_trainer *t, brisk_error *err) {
     return BRISK_OK;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    if (n == 0) return NAN;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-/* the mean of the steps within KEEP times their median (the ones the tables average) */
+/* KEEP times the median of v[0, n) (v unchanged): the slowest step the tables average */
 #define KEEP 1.5
-static double kept_mean(const double *v, int n) {
-    double *sorted = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1)), sum = 0;
+static double kept_cut(const double *v, int n) {
+    double *sorted = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
     if (!sorted || n == 0) {
         free(sorted);
         return NAN;
     }
     memcpy(sorted, v, sizeof(double) * (size_t)n);
-    const double cut = KEEP * median(sorted, n);
+    const double cut = KEEP * brisk_median(sorted, n);
     free(sorted);
+    return cut;
+}
+
+/* the mean of the steps within KEEP times their median (the ones the tables average) */
+static double kept_mean(const double *v, int n) {
+    const double cut = kept_cut(v, n);
+    if (isnan(cut)) return NAN;
+    double sum = 0;
     int k = 0;
     for (int i = 0; i < n; i++)
         if (v[i] <= cut) sum += v[i], k++;
@@ -136,11 +133,6 @@ static int cmp_node(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
-static const char *precision_name(brisk_precision pr) {
-    static const char *const names[] = {"auto", "fp32", "tf32", "bf16", "fp16"};
-    return (unsigned)pr < sizeof names / sizeof names[0] ? names[pr] : "?";
-}
-
 /* The per-node means over the kept steps into the result's tables. A timed step that took
  * more than KEEP times the median timed step is left out: on a loaded machine the host (or,
  * eagerly, the device waiting on it) was descheduled within it, and one such step would
@@ -149,14 +141,9 @@ static brisk_status tabulate(const brisk_profiler *p, brisk_profile_result *r, b
     const brisk_trainer *t = p->t;
     const brisk_graph *g = t->g;
     const int w = p->width;
-    double *sum = calloc((size_t)w, sizeof *sum), *sorted = malloc(sizeof(double) * (size_t)p->n_marked);
-    if (!sum || !sorted) {
-        free(sum), free(sorted);
-        return brisk_errorf(err, BRISK_ERR_NOMEM, "profile: out of memory");
-    }
-    memcpy(sorted, p->marked, sizeof(double) * (size_t)p->n_marked);
-    const double cut = KEEP * median(sorted, p->n_marked);
-    free(sorted);
+    double *sum = calloc((size_t)w, sizeof *sum);
+    if (!sum) return brisk_errorf(err, BRISK_ERR_NOMEM, "profile: out of memory");
+    const double cut = kept_cut(p->marked, p->n_marked);
     for (int s = 0; s < p->n_marked; s++) {
         if (p->marked[s] > cut) continue;
         r->steps_kept++;
@@ -282,7 +269,7 @@ brisk_status brisk_profile_run(const brisk_config *cfg, const brisk_logger *log,
         goto out;
     }
     snprintf(out->device, sizeof out->device, "%s", t->be->name);
-    snprintf(out->precision, sizeof out->precision, "%s", precision_name(t->cfg.speed.precision));
+    snprintf(out->precision, sizeof out->precision, "%s", brisk_precision_name(t->cfg.speed.precision));
     snprintf(out->clock, sizeof out->clock, "%s", t->be->mark_elapsed ? "device events" : "host clock");
     out->steps = p.n_marked;
     out->warmup = o->warmup;

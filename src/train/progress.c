@@ -21,19 +21,13 @@
 #define UNSTABLE_P95_RATIO 1.5
 #define STALL_RATIO 10.0
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 void brisk_step_stats_of(double *times, int64_t n, brisk_step_stats *st) {
     *st = (brisk_step_stats){.n = n};
     if (n <= 0) return;
     for (int64_t i = 0; i < n; i++) st->total_s += times[i];
-    qsort(times, (size_t)n, sizeof times[0], cmp_double);
+    st->median_ms = 1e3 * brisk_median(times, n); /* sorts times */
     int64_t i95 = (n * 95 + 99) / 100 - 1; /* nearest rank */
     st->mean_ms = 1e3 * st->total_s / (double)n;
-    st->median_ms = 1e3 * (n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]));
     st->p95_ms = 1e3 * times[i95 < 0 ? 0 : i95];
     st->min_ms = 1e3 * times[0];
     st->max_ms = 1e3 * times[n - 1];

@@ -128,11 +128,6 @@ int brisk_cuda_program_kernels(brisk_backend *be, int program) {
     return program >= 0 && program < cb->n_programs ? cb->programs[program].kernels : -1;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 brisk_status brisk_cuda_launch_floor(brisk_backend *be, int kernels, double *ms, brisk_error *err) {
     *ms = 0;
     if (!be || !be->name || strcmp(be->name, "cuda") != 0)
@@ -173,8 +168,7 @@ brisk_status brisk_cuda_launch_floor(brisk_backend *be, int kernels, double *ms,
         cudaGetLastError();
         st = cuda_fail(err, e, what, "measuring the launch floor");
     } else {
-        qsort(t, TIMED, sizeof *t, cmp_double);
-        *ms = t[TIMED / 2];
+        *ms = brisk_median(t, TIMED);
     }
     if (ev[0]) cudaEventDestroy(ev[0]);
     if (ev[1]) cudaEventDestroy(ev[1]);
