@@ -190,14 +190,17 @@ static brisk_status check_field(const brisk_weather_source *s, const nc_file *f,
         size_t len;
         nc_inq_dimlen(f->ncid, dims[1], &len);
         nc_inq_dimname(f->ncid, dims[1], lname);
-        nlev = (int)(len < BRISK_WEATHER_MAX_CHANNELS ? len : BRISK_WEATHER_MAX_CHANNELS + 1);
+        nlev = (int)(len <= BRISK_WEATHER_MAX_CHANNELS ? len : BRISK_WEATHER_MAX_CHANNELS + 1);
     }
     if (fd->nlev == 0) {
         fd->nlev = nlev;
         snprintf(fd->level_dim, sizeof fd->level_dim, "%s", lname);
-        int lv;
+        /* Only a 1-D variable over the level dimension is its coordinate: one of the same name
+         * over another dimension would overrun the nlev values (found by fuzz_netcdf). */
+        int lv, lnd = 0, ldim = -1;
         if (lead == 2 && nlev <= BRISK_WEATHER_MAX_CHANNELS && nc_inq_varid(f->ncid, lname, &lv) == NC_NOERR &&
-            (fd->levels = malloc((size_t)nlev * sizeof(double))) && nc_get_var_double(f->ncid, lv, fd->levels)) {
+            nc_inq_varndims(f->ncid, lv, &lnd) == NC_NOERR && lnd == 1 && nc_inq_vardimid(f->ncid, lv, &ldim) == NC_NOERR &&
+            ldim == dims[1] && (fd->levels = malloc((size_t)nlev * sizeof(double))) && nc_get_var_double(f->ncid, lv, fd->levels)) {
             free(fd->levels);
             fd->levels = NULL;
         }
@@ -284,8 +287,8 @@ static brisk_status open_file(brisk_weather_source *s, nc_file *f, const brisk_w
         for (int64_t i = 0; i < nlat; i++) w->lat[i] = lat[s->lat_flip ? nlat - 1 - i : i];
         size_t ul = 0;
         int tv;
-        nc_inq_varid(f->ncid, "time", &tv);
-        if (nc_inq_attlen(f->ncid, tv, "units", &ul) == NC_NOERR && ul < sizeof s->time_units)
+        if (nc_inq_varid(f->ncid, "time", &tv) == NC_NOERR && nc_inq_attlen(f->ncid, tv, "units", &ul) == NC_NOERR &&
+            ul < sizeof s->time_units)
             nc_get_att_text(f->ncid, tv, "units", s->time_units);
     } else {
         const char *bad = NULL;
@@ -305,8 +308,9 @@ static brisk_status open_file(brisk_weather_source *s, nc_file *f, const brisk_w
         char units[128] = "";
         size_t ul = 0;
         int tv;
-        nc_inq_varid(f->ncid, "time", &tv);
-        if (nc_inq_attlen(f->ncid, tv, "units", &ul) == NC_NOERR && ul < sizeof units) nc_get_att_text(f->ncid, tv, "units", units);
+        if (nc_inq_varid(f->ncid, "time", &tv) == NC_NOERR && nc_inq_attlen(f->ncid, tv, "units", &ul) == NC_NOERR &&
+            ul < sizeof units)
+            nc_get_att_text(f->ncid, tv, "units", units);
         if (strcmp(units, s->time_units)) {
             st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: variable 'time' has units \"%s\" but %s's are \"%s\" (expected "
                               "the same in every file)", f->path, units, s->files[0].path, s->time_units);

@@ -213,6 +213,21 @@ static void bad_inputs(void) {
     expect_error(&s, BRISK_ERR_INVALID, "back.nc: variable 'time' is not increasing at index 2", NULL);
     paths[0] = path_of("none/*.nc");
     expect_error(&s, BRISK_ERR_IO, "no NetCDF files match", NULL);
+    /* A variable named like the level dimension but over another one (time, 3 values for 2
+     * levels) is not that dimension's coordinate: the channels are numbered. */
+    const char *lev = path_of("level_time.nc");
+    snprintf(text, sizeof text, "%s", cdl("level_time", 3, 0, "50, 49, 48", "", -1));
+    REQUIRE((at = strstr(text, " double level(level) ;")));
+    memcpy(at, " double level(time)  ;", 22);
+    REQUIRE((at = strstr(text, "level = 850, 500 ;")));
+    memcpy(at, "level = 8, 5, 2  ;", 18);
+    REQUIRE(ncgen(lev, text) == 0);
+    paths[0] = lev;
+    brisk_weather w;
+    brisk_error e = {0};
+    REQUIRE_OK(brisk_weather_open(&s, &w, &e), &e);
+    CHECK(!strcmp(w.channel[1], "b_0") && !strcmp(w.channel[2], "b_1"));
+    brisk_weather_free(&w);
     paths[0] = ok;
     s.history = 3;
     s.lead = 1;
