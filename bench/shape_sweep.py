@@ -3,7 +3,8 @@
 Transformer and the MLP (tabular) at other widths (32-512), sequence lengths (30-240) and batches
 (16-1024), one dimension at a time around each workload's own shape, plus the small Transformer of
 issue 16 (width 64, 4 heads, FFN 128, batch 64, T 60). Prints a table and, per model, the worst ratio
-of the sweep beside the workload's own.
+of the sweep beside the workload's own, and per shape the step's model FLOPs, brisk's share of the
+machine's FMA peak, the floor (the FLOPs at the peak) and the step time a 3x ratio would need.
 
   bench/shape_sweep.py [--steps N] [--quick] [--models lstm,transformer,tabular] [--brisk PATH]
 
@@ -60,7 +61,20 @@ def run(cmd):
 
 steps = a.steps or (5 if a.quick else 20)
 warm = "2" if a.quick else "3"
-print(f"{'model':<12}{'width':>6}{'seq':>5}{'batch':>6}{'extra':>14}{'brisk ms':>11}{'torch1':>11}{'torch2':>11}{'ratio':>8}")
+# The machine's FMA peak at brisk's thread count (bench_cpu_kernels fraction: threads x 2 FMA
+# units x 8 floats x 2 flops x the clock a dependent FMA chain shows under load), so that each
+# shape's products (brisk's model FLOPs, src/ops/flops.c) give brisk's share of the peak and
+# the floor no implementation can beat: FLOPs / peak.
+kern = os.path.join(os.path.dirname(bb), "bench_cpu_kernels")
+peak = None
+if os.path.exists(kern):
+    r = subprocess.run([kern, "fraction", threads], capture_output=True, text=True)
+    for l in r.stdout.splitlines():
+        if l.startswith("FMA peak ="):
+            peak = float(l.split("=")[-1].split()[0])
+            print(l)
+print(f"{'model':<12}{'width':>6}{'seq':>5}{'batch':>6}{'extra':>14}{'brisk ms':>11}{'torch1':>11}{'torch2':>11}{'ratio':>8}"
+      f"{'GFLOP':>9}{'GFLOP/s':>9}{'%peak':>7}{'floor ms':>10}{'3x needs':>10}")
 worst = {}
 for model in a.models.split(","):
     for s in shapes(model):
@@ -78,7 +92,9 @@ for model in a.models.split(","):
         extra = f"h{s['heads']} ffn{s['ffn']}" if "heads" in s else ""
         print(f"{model:<12}{s.get('width', 0):>6}{s.get('seq', 0):>5}{s['batch']:>6}{extra:>14}"
               f" {b['ms_per_step_median']:>10.3f} {t[0]['ms_per_step_median']:>10.3f} {t[1]['ms_per_step_median']:>10.3f}"
-              f"{ratio:>7.2f}x", flush=True)
+              f"{ratio:>7.2f}x{b['gflop_per_step']:>9.3f}{b['gflops_median']:>9.1f}"
+              + (f"{100 * b['gflops_median'] / peak:>6.0f}%{1e3 * b['gflop_per_step'] / peak:>10.3f}" if peak else f"{'':>17}")
+              + f"{tm / 3:>10.3f}", flush=True)
         own = s == base[model]
         w = worst.setdefault(model, {"own": None, "worst": None})
         if own:
@@ -90,4 +106,6 @@ for model, w in worst.items():
     r, s = w["worst"]
     print(f"{model:<12} workload's shape {w['own']:.2f}x; worst of the sweep {r:.2f}x at {s}")
 print("(ratio: PyTorch's faster of 1 and 2 threads / brisk, median ms/step; issue 16's target: >= 3x for LSTM "
-      "and Transformer at every shape)")
+      "and Transformer at every shape. GFLOP: the step's products; %peak: brisk's median step against the FMA "
+      "peak; floor: the step at the peak; 3x needs: the step time a 3x ratio asks for, below the floor where it "
+      "cannot be met)")

@@ -201,6 +201,7 @@ int main(int argc, char **argv) {
     qsort(times, (size_t)steps, sizeof times[0], cmp_double);
     double med = times[steps / 2], p95 = times[(steps * 95 + 99) / 100 - 1];
     if (steps % 2 == 0) med = 0.5 * (times[steps / 2 - 1] + times[steps / 2]);
+    double gflop = 1e-9 * brisk_plan_train_flops(g, &plan);
     char fusion[400];
     brisk_backend_cpu_fusions(be, fusion, sizeof fusion); /* the CPU fusions (BRISK_CPU_FUSE=0: off) */
     char pool_note[200];
@@ -208,11 +209,11 @@ int main(int argc, char **argv) {
     printf("{\"workload\": \"%s\", \"impl\": \"brisk\", \"device\": \"cpu\", \"small\": %s, \"batch\": %lld, "
            "\"params\": %lld, \"threads\": %d, \"ms_per_step_median\": %.4f, \"ms_per_step_min\": %.4f, "
            "\"ms_per_step_mean\": %.4f, \"ms_per_step_p95\": %.4f, \"ms_per_step_max\": %.4f, "
-           "\"samples_per_s\": %.1f, \"arena_bytes\": %zu, \"losses\": [%.5f, %.5f]%s, \"fusion\": \"%s\", "
+           "\"samples_per_s\": %.1f, \"gflop_per_step\": %.4f, \"gflops_median\": %.2f, \"arena_bytes\": %zu, \"losses\": [%.5f, %.5f]%s, \"fusion\": \"%s\", "
            "\"gemm_shapes\": %d, \"gemm_blas\": %d, \"gemm_from_cache\": %d, \"gemm_tune_ms\": %.2f, "
            "\"pool_alone\": %.3f, \"pool\": \"%s\"}\n",
            workload, small ? "true" : "false", (long long)batch, (long long)brisk_model_param_count(&spec),
-           tp.threads, med * 1e3, times[0] * 1e3, mean * 1e3, p95 * 1e3, times[steps - 1] * 1e3, (double)batch / med, plan.arena_bytes,
+           tp.threads, med * 1e3, times[0] * 1e3, mean * 1e3, p95 * 1e3, times[steps - 1] * 1e3, (double)batch / med, gflop, gflop / med, plan.arena_bytes,
            first_loss, loss, epochs, fusion, gs.shapes, gs.blas, gs.from_cache, gs.tune_ms,
            alone, pool_note);
     return 0;

@@ -417,6 +417,11 @@ brisk_status brisk_plan_build(brisk_graph *g, brisk_plan *plan, brisk_error *err
 void brisk_plan_free(brisk_plan *plan);
 /* Total bytes a run needs on the device: arena + 4 param arenas + inputs + consts. */
 size_t brisk_plan_total_bytes(const brisk_plan *plan);
+/* Model FLOPs (src/ops/flops.c): the multiply-add work of one node, 2 flops per
+ * multiply-add, for MATMUL, the LSTM and attention ops and the convolutions; 0 for the
+ * ops whose cost is memory traffic. Per training micro-step: the sum over train_order. */
+double brisk_node_flops(const brisk_graph *g, int id);
+double brisk_plan_train_flops(const brisk_graph *g, const brisk_plan *plan);
 /* For each range [offsets[r], +counts[r]) of the gradient arena (floats): the position in
  * train_order of the last node that writes into it (its last GRAD_ACCUM), or -1 when none
  * does (a buffer's slot, which stays zero). After that node has run the range holds the

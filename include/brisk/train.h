@@ -245,6 +245,9 @@ typedef struct brisk_run_summary {
     int64_t steps_run;        /* optimizer steps of this run (or API call) */
     double ms_per_step_median, ms_per_step_mean, ms_per_step_p95, ms_per_step_max; /* this run's steps */
     double samples_per_s;     /* mean throughput over this run's steps: samples / their summed time */
+    double gflop_per_step;    /* model FLOPs of one optimizer step on one device (brisk_node_flops:
+                                 the products; recomputed segments counted again) */
+    double gflops;            /* gflop_per_step at the mean throughput: what the device sustained */
     int load_unstable;        /* the step times' spread says the machine's load varied (see the summary) */
     size_t arena_bytes, total_bytes;
     int64_t params;
@@ -263,7 +266,7 @@ typedef struct brisk_run_summary {
 
 /* The summary as one JSON object (release with cJSON_Delete), the key set of metrics.jsonl's
  * run_end line and of brisk_train_run's result: steps, steps_run, epochs, wall_s, data_wait_s,
- * copy_s, compute_s, samples_per_s, ms_per_step_median, ms_per_step_p95, final_loss,
+ * copy_s, compute_s, samples_per_s, ms_per_step_median, ms_per_step_p95, gflop_per_step, gflops, final_loss,
  * best_val_loss, best_val_accuracy, best_epoch, params, arena_bytes, state_bytes, total_bytes,
  * device_mem_used, nan_skipped, stopped_by_signal (0, a signal number, or -1 for a program's
  * stop request), checkpoint, step_clock and, when out_dir is not NULL, out_dir. Numbers not measured

@@ -129,7 +129,7 @@ int cmd_bench(int argc, char **argv) {
     if (!gpu) printf("(no GPU: %s; CPU rows only)\n", gi.reason);
     enum { MAX_ROWS = 8 };
     double med[MAX_ROWS][MAX_ROUNDS], p95[MAX_ROWS] = {0}, samples[MAX_ROWS] = {0}, secs[MAX_ROWS] = {0};
-    double util[MAX_ROWS] = {0}, loss[MAX_ROWS] = {0};
+    double util[MAX_ROWS] = {0}, loss[MAX_ROWS] = {0}, gflop[MAX_ROWS] = {0};
     int ok[MAX_ROWS] = {0}, util_n[MAX_ROWS] = {0}, failed = 0;
     char why[MAX_ROWS][sizeof ((brisk_error *)0)->msg], clock[sizeof ((brisk_run_summary *)0)->step_clock] = "";
     memset(why, 0, sizeof why);
@@ -153,11 +153,12 @@ int cmd_bench(int argc, char **argv) {
             secs[i] += (double)s.steps_run * s.ms_per_step_mean * 1e-3;
             if (s.gpu_util >= 0) util[i] += s.gpu_util, util_n[i]++;
             loss[i] = s.final_loss;
+            gflop[i] = s.gflop_per_step;
             snprintf(clock, sizeof clock, "%s", s.step_clock);
         }
     if (bar) fprintf(stderr, "\r%40s\r", "");
-    printf("%-38s %10s %9s %10s %11s %9s %8s\n", "", "ms/step", "spread", "p95 (max)", "samples/s", "GPU util",
-           "speedup");
+    printf("%-38s %10s %9s %10s %11s %9s %9s %8s\n", "", "ms/step", "spread", "p95 (max)", "samples/s", "GFLOP/s",
+           "GPU util", "speedup");
     double base = 0;
     brisk_bench_row html_rows[MAX_ROWS];
     for (int i = 0; i < n_rows; i++) {
@@ -175,20 +176,22 @@ int cmd_bench(int argc, char **argv) {
         char u[16] = "-";
         if (util_n[i]) snprintf(u, sizeof u, "%.0f%%", util[i] / util_n[i]);
         double sps = secs[i] > 0 ? samples[i] / secs[i] : 0;
-        printf("%-38s %10.4f %8.1f%% %10.4f %11.0f %9s %7.2fx\n", tab[i].name, m, 100 * spread, p95[i], sps, u,
+        double gfs = m > 0 ? gflop[i] / (1e-3 * m) : 0; /* the step's products at the median step */
+        printf("%-38s %10.4f %8.1f%% %10.4f %11.0f %9.1f %9s %7.2fx\n", tab[i].name, m, 100 * spread, p95[i], sps, gfs, u,
                base > 0 && m > 0 ? base / m : 1.0);
         html_rows[i] = (brisk_bench_row){tab[i].name, m, spread, p95[i], sps, util_n[i] ? util[i] / util_n[i] : -1.0,
                                          base > 0 && m > 0 ? base / m : 1.0, ""};
         if (json)
             printf("{\"config\": \"%s\", \"row\": %d, \"name\": \"%s\", \"device\": \"%s\", \"steps\": %lld, "
                    "\"rounds\": %d, \"ms_per_step_median\": %.5f, \"ms_per_step_spread\": %.4f, "
-                   "\"ms_per_step_p95_max\": %.5f, \"samples_per_s\": %.1f, \"gpu_util\": %.1f, "
+                   "\"ms_per_step_p95_max\": %.5f, \"samples_per_s\": %.1f, \"gflop_per_step\": %.5f, \"gflops\": %.2f, "
+                   "\"gpu_util\": %.1f, "
                    "\"speedup\": %.3f, \"final_loss\": %.6f}\n",
-                   config, i, tab[i].name, gpu ? "cuda" : "cpu", steps, n, m, spread, p95[i], sps,
+                   config, i, tab[i].name, gpu ? "cuda" : "cpu", steps, n, m, spread, p95[i], sps, gflop[i], gfs,
                    util_n[i] ? util[i] / util_n[i] : -1.0, base > 0 && m > 0 ? base / m : 1.0, loss[i]);
     }
-    printf("(spread: max - min of the %lld rounds' median ms/step, over their median; p95: the worst round's)\n",
-           rounds);
+    printf("(spread: max - min of the %lld rounds' median ms/step, over their median; p95: the worst round's; "
+           "GFLOP/s: the step's products, as brisk_node_flops counts them, at the median step)\n", rounds);
     if (clock[0])
         printf("(step times: %s%s)\n", clock,
                gpu ? "; GPU util: NVML's share of time a kernel ran, sampled at the progress lines" : "");

@@ -461,6 +461,8 @@ out:
         sum->ms_per_step_p95 = ss.p95_ms;
         sum->ms_per_step_max = ss.max_ms;
         sum->samples_per_s = ss.total_s > 0 ? (double)(B * K * t->world) * (double)n_timed / ss.total_s : 0;
+        sum->gflop_per_step = 1e-9 * brisk_plan_train_flops(t->g, &t->plan) * (double)K;
+        sum->gflops = ss.total_s > 0 ? sum->gflop_per_step * (double)n_timed / ss.total_s : 0;
         sum->load_unstable = ss.unstable;
         sum->arena_bytes = t->plan.arena_bytes;
         sum->total_bytes = brisk_plan_total_bytes(&t->plan);
@@ -498,13 +500,14 @@ out:
                   "  train loss        %.5f (last epoch)\n"
                   "  best val loss     %s\n"
                   "  speed             %.0f samples/s over the run%s; %.3f ms/step median, %.3f p95, %.3f mean\n"
+                  "  arithmetic        %.3g GFLOP a step (matrix products), %.1f GFLOP/s sustained\n"
                   "  step times        %s\n"
                   "  time              data wait %.2f s (%.1f%%), copy to device %.2f s (%.1f%%), compute %.2f s (%.1f%%), other %.2f s\n"
                   "  memory            %.2f MiB planned (activations %.2f MiB)\n"
                   "  checkpoints       %s%s%s",
                   (long long)n_timed, n_timed == 1 ? "" : "s", sum->wall_s, epochs_done, epochs_done == 1 ? "" : "s",
                   n_timed == t->step ? "" : resumed, sum->final_loss, val, sum->samples_per_s, ranks_txt, ss.median_ms, ss.p95_ms,
-                  ss.mean_ms, sum->step_clock, sum->data_wait_s, 100 * sum->data_wait_s / w, sum->copy_s, 100 * sum->copy_s / w, sum->compute_s,
+                  ss.mean_ms, sum->gflop_per_step, sum->gflops, sum->step_clock, sum->data_wait_s, 100 * sum->data_wait_s / w, sum->copy_s, 100 * sum->copy_s / w, sum->compute_s,
                   100 * sum->compute_s / w, sum->wall_s - sum->data_wait_s - sum->copy_s - sum->compute_s, sum->total_bytes / 1048576.0, sum->arena_bytes / 1048576.0,
                   files ? tr->out_dir : "none (train.out_dir is \"\")", files ? "/last.safetensors" : "",
                   !files || when_due || isnan(t->best_val) ? "" : ", best.safetensors");

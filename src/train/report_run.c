@@ -58,6 +58,7 @@ static void header(brisk_html *b, const char *dir, const run_log *r) {
     stat_box(b, "best val loss", "%.5g", e->n ? min_finite(e->col[E_VAL], e->n) : NAN);
     stat_box(b, "samples/s", NULL, end_num(r, "samples_per_s"));
     stat_box(b, "ms/step (median)", "%.3f", end_num(r, "ms_per_step_median"));
+    stat_box(b, "GFLOP/s (products)", "%.1f", end_num(r, "gflops")); /* "-" for runs before it was logged */
     stat_box(b, "wall time (s)", "%.2f", end_num(r, "wall_s"));
     stat_box(b, "parameters", NULL, end_num(r, "params"));
     stat_box(b, "planned memory (MiB)", "%.3g", end_num(r, "total_bytes") / 1048576.0);

@@ -74,9 +74,12 @@ def ratios(work):
     m = re.search(r"bf16 GEMM ([0-9.]+) TFLOP/s", open(check).read()) if os.path.exists(check) else None
     g = bench.get("gemm_bound", {})
     if m and 5 in g:
-        batch, dims = 8192, [64, 8192, 8192, 8192, 3]
-        flops = 6.0 * batch * sum(a * b for a, b in zip(dims, dims[1:]))
-        tf = flops / (g[5]["ms_per_step_median"] * 1e-3) / 1e12
+        if "gflops" in g[5]:  # brisk's own count of the step's products (brisk_node_flops)
+            tf = g[5]["gflops"] / 1e3
+        else:  # an older bench line: the hand count (6 flops per multiply-add of every layer)
+            batch, dims = 8192, [64, 8192, 8192, 8192, 3]
+            flops = 6.0 * batch * sum(a * b for a, b in zip(dims, dims[1:]))
+            tf = flops / (g[5]["ms_per_step_median"] * 1e-3) / 1e12
         # above the GEMM rate itself cannot be: a step time that is not the device's (the host's clock)
         bad = " - IMPOSSIBLE: the step times are not the device's" if tf > float(m.group(1)) else ""
         lines.append(f"gemm_bound: {tf:.0f} TFLOP/s = {100 * tf / float(m.group(1)):.0f}% of the measured bf16 "
