@@ -498,12 +498,14 @@ typedef struct brisk_profile_options {
 typedef struct brisk_profile_op {
     char op[48];           /* the op's name, or "(batch in)" / "(loss + update)" for the gaps */
     double calls_per_step, ms_per_step; /* means over the timed steps */
+    double gflop_per_step; /* its products (brisk_node_flops); 0 for memory-bound ops */
 } brisk_profile_op;
 typedef struct brisk_profile_node {
     int id, calls_per_step;
     char op[48], shape[96], dtype[16];
     char note[192];        /* the backend's note on how it ran the node ("" if none) */
     double ms_per_step;
+    double gflop_per_step; /* its products (brisk_node_flops) */
 } brisk_profile_node;
 typedef struct brisk_profile_result {
     char device[32];       /* "cpu" or "cuda" */

@@ -160,8 +160,8 @@ static brisk_status tabulate(const brisk_profiler *p, brisk_profile_result *r, b
     }
     int op_at[BRISK_OP_COUNT];
     for (int k = 0; k < BRISK_OP_COUNT; k++) op_at[k] = -1;
-    r->ops[0] = (brisk_profile_op){"(batch in)", t->cfg.train.accumulate, sum[w - 2] / kept};
-    r->ops[1] = (brisk_profile_op){"(loss + update)", t->cfg.train.accumulate, sum[w - 1] / kept};
+    r->ops[0] = (brisk_profile_op){"(batch in)", t->cfg.train.accumulate, sum[w - 2] / kept, 0};
+    r->ops[1] = (brisk_profile_op){"(loss + update)", t->cfg.train.accumulate, sum[w - 1] / kept, 0};
     r->n_ops = 2;
     for (int i = 0; i < g->n_nodes; i++) {
         if (!p->node_calls[i]) continue;
@@ -170,6 +170,7 @@ static brisk_status tabulate(const brisk_profiler *p, brisk_profile_result *r, b
         o->id = i;
         o->calls_per_step = (int)lround(p->node_calls[i] / n);
         o->ms_per_step = sum[i] / kept;
+        o->gflop_per_step = 1e-9 * brisk_node_flops(g, i) * o->calls_per_step;
         snprintf(o->op, sizeof o->op, "%s", brisk_op_name(nd->op));
         char b[BRISK_SHAPE_STR];
         snprintf(o->shape, sizeof o->shape, "%s", brisk_shape_str(&nd->shape, b, sizeof b));
@@ -183,6 +184,7 @@ static brisk_status tabulate(const brisk_profiler *p, brisk_profile_result *r, b
         }
         r->ops[op_at[k]].calls_per_step += p->node_calls[i] / n;
         r->ops[op_at[k]].ms_per_step += o->ms_per_step;
+        r->ops[op_at[k]].gflop_per_step += o->gflop_per_step;
         r->nodes_per_step += o->calls_per_step;
     }
     free(sum);

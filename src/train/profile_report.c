@@ -1,10 +1,18 @@
 /* brisk profile's result as text and as JSON (the run itself is profile.c). */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
 #include "brisk/train.h"
+
+/* GFLOP/s of a row's products, "" for a row without any (memory-bound ops) */
+static const char *rate(double gflop, double ms, char *buf, size_t size) {
+    if (gflop > 0 && ms > 0) snprintf(buf, size, "%.1f", gflop / (1e-3 * ms));
+    else snprintf(buf, size, "-");
+    return buf;
+}
 
 static double total_ms(const brisk_profile_result *r) {
     double s = 0;
@@ -19,23 +27,27 @@ void brisk_profile_print(FILE *f, const char *config, const brisk_profile_result
     if (r->steps_kept < r->steps)
         fprintf(f, "(the tables average %d of the %d timed steps: the others took over 1.5x their median)\n",
                 r->steps_kept, r->steps);
-    fprintf(f, "\nper op type (per step)\n%-28s %8s %12s %8s %12s\n", "op", "calls", "ms", "share", "us/call");
+    char g[32];
+    fprintf(f, "\nper op type (per step)\n%-28s %8s %12s %8s %12s %9s\n", "op", "calls", "ms", "share", "us/call",
+            "GFLOP/s");
     for (int i = 0; i < r->n_ops; i++) {
         const brisk_profile_op *o = &r->ops[i];
-        fprintf(f, "%-28s %8.1f %12.4f %7.1f%% %12.2f\n", o->op, o->calls_per_step, o->ms_per_step,
+        fprintf(f, "%-28s %8.1f %12.4f %7.1f%% %12.2f %9s\n", o->op, o->calls_per_step, o->ms_per_step,
                 sum > 0 ? 100 * o->ms_per_step / sum : 0.0,
-                o->calls_per_step > 0 ? 1e3 * o->ms_per_step / o->calls_per_step : 0.0);
+                o->calls_per_step > 0 ? 1e3 * o->ms_per_step / o->calls_per_step : 0.0,
+                rate(o->gflop_per_step, o->ms_per_step, g, sizeof g));
     }
     fprintf(f, "%-28s %8s %12.4f\n", "total", "", sum);
     int k = top < r->n_nodes ? top : r->n_nodes;
-    fprintf(f, "\ntop %d nodes (per step)\n%6s %-22s %-8s %-28s %10s %7s  %s\n", k, "node", "op", "dtype", "shape",
-            "ms", "share", "how");
+    fprintf(f, "\ntop %d nodes (per step)\n%6s %-22s %-8s %-28s %10s %7s %9s  %s\n", k, "node", "op", "dtype", "shape",
+            "ms", "share", "GFLOP/s", "how");
     for (int i = 0; i < k; i++) {
         const brisk_profile_node *n = &r->nodes[i];
         char calls[24] = "";
         if (n->calls_per_step > 1) snprintf(calls, sizeof calls, "(%d runs) ", n->calls_per_step);
-        fprintf(f, "%6d %-22s %-8s %-28s %10.4f %6.1f%%  %s%s\n", n->id, n->op, n->dtype, n->shape, n->ms_per_step,
-                sum > 0 ? 100 * n->ms_per_step / sum : 0.0, calls, n->note);
+        fprintf(f, "%6d %-22s %-8s %-28s %10.4f %6.1f%% %9s  %s%s\n", n->id, n->op, n->dtype, n->shape,
+                n->ms_per_step, sum > 0 ? 100 * n->ms_per_step / sum : 0.0,
+                rate(n->gflop_per_step, n->ms_per_step, g, sizeof g), calls, n->note);
     }
     fprintf(f, "\nstep            timed %.4f ms (sum of the rows %.4f), plain eager %.4f ms: the marks cost %+.1f%%\n",
             r->marked_ms, sum, r->plain_ms, r->plain_ms > 0 ? 100 * (r->marked_ms / r->plain_ms - 1) : 0.0);
@@ -79,6 +91,7 @@ cJSON *brisk_profile_json(const char *config, const brisk_profile_result *r, int
         cJSON_AddNumberToObject(o, "calls_per_step", r->ops[i].calls_per_step);
         cJSON_AddNumberToObject(o, "ms_per_step", r->ops[i].ms_per_step);
         cJSON_AddNumberToObject(o, "share", sum > 0 ? r->ops[i].ms_per_step / sum : 0.0);
+        cJSON_AddNumberToObject(o, "gflop_per_step", r->ops[i].gflop_per_step);
         cJSON_AddItemToArray(ops, o);
     }
     for (int i = 0; i < r->n_nodes && i < top; i++) {
@@ -91,6 +104,7 @@ cJSON *brisk_profile_json(const char *config, const brisk_profile_result *r, int
         cJSON_AddStringToObject(o, "shape", n->shape);
         cJSON_AddNumberToObject(o, "calls_per_step", n->calls_per_step);
         cJSON_AddNumberToObject(o, "ms_per_step", n->ms_per_step);
+        cJSON_AddNumberToObject(o, "gflop_per_step", n->gflop_per_step);
         cJSON_AddStringToObject(o, "how", n->note);
         cJSON_AddItemToArray(nodes, o);
     }
