@@ -54,6 +54,13 @@ j = json.load(open(sys.argv[1]))
 ops = {o["op"]: o for o in j["ops"]}
 assert j["accumulate"] == 2 and ops["matmul"]["calls_per_step"] == 16 and j["node_runs_per_step"] == 2 * 26, j
 assert ops["(batch in)"]["calls_per_step"] == 2, ops
+# the products, worked out by hand: per micro-batch the forward 128 x (64 x 512 + 512 x 512 +
+# 512 x 3) multiply-adds, as many for the weight gradients, and the input gradients of the last two
+# layers; 2 flops each, 2 micro-batches
+fwd = 128 * (64 * 512 + 512 * 512 + 512 * 3)
+want = 2 * 2 * (2 * fwd + 128 * (512 * 512 + 512 * 3)) * 1e-9
+assert abs(ops["matmul"]["gflop_per_step"] - want) < 1e-9 * want, (ops["matmul"], want)
+assert all(o["gflop_per_step"] == 0 for o in j["ops"] if o["op"] != "matmul"), j["ops"]
 assert abs(j["rows_ms"] / j["step_ms_timed"] - 1) < 0.01, j
 P
 

@@ -244,6 +244,10 @@ static void test_device_step_times(void) {
     double want = 32.0 * STEPS / (1e-3 * 59.5 * STEPS);
     CHECKF(fabs(last_sum.samples_per_s - want) < 1e-6 * want, "samples/s %g, expected %g", last_sum.samples_per_s, want);
     CHECKF(strcmp(last_sum.step_clock, "device events (cpu)") == 0, "step clock '%s'", last_sum.step_clock);
+    /* the products' rate over the same steps, on the device's times */
+    CHECKF(last_sum.gflop_per_step > 0 && fabs(last_sum.gflops - last_sum.gflop_per_step / (1e-3 * 59.5)) <
+               1e-9 * last_sum.gflops, "%g GFLOP a step at %g GFLOP/s, expected it over 59.5 ms",
+           last_sum.gflop_per_step, last_sum.gflops);
     CHECKF(strstr(lb.text, "step times        device events (cpu)\n") && strstr(lb.text, "59.500 ms/step median") &&
                strstr(lb.text, "54.500 ms/step (") && strstr(lb.text, "64.500 ms/step ("),
            "%s", lb.text);
