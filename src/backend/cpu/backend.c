@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #if BRISK_HAVE_BLAS
 #include <cblas.h>
@@ -46,14 +47,25 @@ void cpu_parallel_dynamic(const cpu_backend *cb, int64_t n, int64_t chunk, cpu_r
     cpu_pool_run(cb->threads > 1 ? cb->pool : NULL, n, chunk, fn, ctx);
 }
 
+/* The arenas (activations, parameters, gradients, moments) on 2 MiB pages where the kernel
+ * gives them only on request (transparent_hugepage "madvise", Debian's setting on many
+ * machines): an LSTM step walks tens of MiB in rows a whole sequence apart, one 4 KiB page
+ * (and TLB entry) per row. Smaller buffers keep the 64-byte alignment the kernels need. */
+#define HUGE_PAGE ((size_t)2 << 20)
+
 static brisk_status cpu_alloc(brisk_backend *be, size_t bytes, void **out, brisk_error *err) {
     (void)be;
     size_t rounded = (bytes + 63) / 64 * 64;
+    int huge = rounded >= 2 * HUGE_PAGE;
+    if (huge) rounded = (rounded + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
     void *p = NULL;
-    if (posix_memalign(&p, 64, rounded ? rounded : 64) != 0 || !p) {
+    if (posix_memalign(&p, huge ? HUGE_PAGE : 64, rounded ? rounded : 64) != 0 || !p) {
         *out = NULL;
         return brisk_errorf(err, BRISK_ERR_NOMEM, "cpu backend: cannot allocate %zu bytes", bytes);
     }
+#ifdef MADV_HUGEPAGE
+    if (huge) (void)madvise(p, rounded, MADV_HUGEPAGE); /* a hint: without THP it changes nothing */
+#endif
     *out = p;
     return BRISK_OK;
 }
