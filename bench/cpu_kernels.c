@@ -95,6 +95,12 @@ static void bench_gemm(int threads, float *scratch) {
         {"tr64 qkv x W^T    ", 3840, 192, 64, 0, 1},
         {"tr64 ffn2 x W^T   ", 3840, 64, 128, 0, 1},
         {"tr64 dW qkv       ", 192, 64, 3840, 1, 0},
+        /* the LSTM workload (H 128, batch 256 x T 60): the weight gradients over every (b, t),
+         * and one step's 32-row recurrent products */
+        {"lstm dW  dg^T h   ", 512, 128, 15360, 1, 0},
+        {"lstm dWih1 dg^T x ", 512, 32, 15360, 1, 0},
+        {"lstm rec h W^T    ", 32, 512, 128, 0, 0},
+        {"lstm dh  dg W     ", 32, 128, 512, 0, 0},
         {"attn S  Q K^T     ", 60, 60, 16, 0, 1},
         {"attn O  P V       ", 60, 16, 60, 0, 0},
         {"attn dV P^T dO    ", 60, 16, 60, 1, 0},

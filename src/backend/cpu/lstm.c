@@ -205,19 +205,27 @@ brisk_status cpu_lstm_op(cpu_backend *cb, const brisk_graph *g, int id, const vo
     c.zeros = zeros;
     c.gemm_scratch = cb->gemm_scratch;
     c.gemm_per = cpu_sgemm_scratch_floats();
-    /* sequences in chunks of ROW_BLOCK rows, each run through every step by one thread */
+    /* sequences in chunks of ROW_BLOCK rows, each run through every step by one thread; a
+     * batch too small to give every thread a chunk (16 rows on 2 threads ran on one) is
+     * split evenly instead, down to 8 rows. A row's arithmetic does not depend on the rows
+     * beside it in its GEMM, so neither do the bits (test_cpu_sequence's 1 vs 2 threads). */
+    int64_t chunk = ROW_BLOCK;
+    if (cb->threads > 1 && B < (int64_t)cb->threads * ROW_BLOCK) {
+        chunk = (B + cb->threads - 1) / cb->threads;
+        if (chunk < 8) chunk = 8;
+    }
     if (fwd) {
         c.xp = in[0];
         c.bias = in[2];
         planes(&c, out);
-        cpu_parallel_dynamic(cb, B, ROW_BLOCK, forward_band, &c);
+        cpu_parallel_dynamic(cb, B, chunk, forward_band, &c);
     } else {
         c.dh = in[0];
         planes(&c, (float *)in[1]);
         c.dg = out;
         c.rec = tmp;
         c.dc = tmp + B * H;
-        cpu_parallel_dynamic(cb, B, ROW_BLOCK, backward_band, &c);
+        cpu_parallel_dynamic(cb, B, chunk, backward_band, &c);
     }
     free(packed);
     free(zeros);
