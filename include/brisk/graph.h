@@ -616,6 +616,10 @@ void brisk_backend_cpu_fusions(const brisk_backend *be, char *buf, size_t n);
  * share of its parallel jobs it ran alone (0 to 1; -1 on another backend or with one
  * thread), and a few words for a report in buf ("" when it never throttled). */
 double brisk_backend_cpu_pool_note(const brisk_backend *be, char *buf, size_t n);
+/* The CPU backend asks for 2 MiB pages for its buffers of 4 MiB or more: this process's
+ * memory on them now (AnonHugePages), in bytes, with a few words for a report in buf (the
+ * kernel's transparent_hugepage setting); -1 where Linux does not say. */
+int64_t brisk_backend_cpu_huge_pages(char *buf, size_t n);
 
 /* The CPU backend's GEMM kernel per shape (src/backend/cpu/gemm_choice.c), process-wide:
  * auto times brisk's own sgemm against the BLAS the first time a shape is seen and keeps

@@ -487,6 +487,11 @@ out:
             snprintf(ranks_txt, sizeof ranks_txt, " (%d ranks, %.0f per rank; %lld collectives, %.2f s waiting in them%s)",
                      t->world, sum->samples_per_s / t->world, (long long)brisk_dist_collectives(t->dist),
                      brisk_dist_wait_seconds(t->dist), overlap_txt);
+        char huge_txt[200] = "";
+        if (!t->be->describe) { /* the CPU backend: its big buffers asked for 2 MiB pages */
+            char h[160];
+            if (brisk_backend_cpu_huge_pages(h, sizeof h) >= 0) snprintf(huge_txt, sizeof huge_txt, "; %s", h);
+        }
         char resumed[64];
         snprintf(resumed, sizeof resumed, ", %lld in all", (long long)t->step);
         char val[160] = "none (no validation split)";
@@ -503,12 +508,12 @@ out:
                   "  arithmetic        %.3g GFLOP a step (matrix products), %.1f GFLOP/s sustained\n"
                   "  step times        %s\n"
                   "  time              data wait %.2f s (%.1f%%), copy to device %.2f s (%.1f%%), compute %.2f s (%.1f%%), other %.2f s\n"
-                  "  memory            %.2f MiB planned (activations %.2f MiB)\n"
+                  "  memory            %.2f MiB planned (activations %.2f MiB)%s\n"
                   "  checkpoints       %s%s%s",
                   (long long)n_timed, n_timed == 1 ? "" : "s", sum->wall_s, epochs_done, epochs_done == 1 ? "" : "s",
                   n_timed == t->step ? "" : resumed, sum->final_loss, val, sum->samples_per_s, ranks_txt, ss.median_ms, ss.p95_ms,
                   ss.mean_ms, sum->gflop_per_step, sum->gflops, sum->step_clock, sum->data_wait_s, 100 * sum->data_wait_s / w, sum->copy_s, 100 * sum->copy_s / w, sum->compute_s,
-                  100 * sum->compute_s / w, sum->wall_s - sum->data_wait_s - sum->copy_s - sum->compute_s, sum->total_bytes / 1048576.0, sum->arena_bytes / 1048576.0,
+                  100 * sum->compute_s / w, sum->wall_s - sum->data_wait_s - sum->copy_s - sum->compute_s, sum->total_bytes / 1048576.0, sum->arena_bytes / 1048576.0, huge_txt,
                   files ? tr->out_dir : "none (train.out_dir is \"\")", files ? "/last.safetensors" : "",
                   !files || when_due || isnan(t->best_val) ? "" : ", best.safetensors");
         if (t->data_sharded)

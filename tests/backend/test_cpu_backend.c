@@ -1,4 +1,5 @@
-/* The CPU backend's vtable beyond the kernels: 64-byte aligned allocation,
+/* The CPU backend's vtable beyond the kernels: 64-byte aligned allocation (2 MiB for big
+ * buffers, asked onto huge pages),
  * upload/download/memset0, supports_op for every op, leaves as no-ops, RESHAPE
  * copying when it is not aliased, and errors (not crashes) for wrong dtypes, bad
  * input ids and unknown ops. */
@@ -11,11 +12,11 @@ static void test_memory(void) {
     brisk_backend *be = brisk_backend_cpu_new(0);
     REQUIRE(be && strcmp(be->name, "cpu") == 0);
     brisk_error err_s = {0}, *err = &err_s;
-    const size_t sizes[] = {0, 1, 63, 64, 1000003};
-    for (int k = 0; k < 5; k++) {
+    const size_t sizes[] = {0, 1, 63, 64, 1000003, (size_t)9 << 20}; /* the last on 2 MiB pages */
+    for (int k = 0; k < 6; k++) {
         void *p = NULL;
         REQUIRE_OK(be->alloc(be, sizes[k], &p, err), err);
-        CHECK(p != NULL && ((uintptr_t)p % 64) == 0);
+        CHECK(p != NULL && ((uintptr_t)p % (sizes[k] >= (4u << 20) ? 2u << 20 : 64)) == 0);
         unsigned char *host = malloc(sizes[k] + 1), *back = malloc(sizes[k] + 1);
         for (size_t i = 0; i < sizes[k]; i++) host[i] = (unsigned char)(i * 7);
         REQUIRE_OK(be->upload(be, p, host, sizes[k], err), err);
@@ -24,6 +25,10 @@ static void test_memory(void) {
         REQUIRE_OK(be->memset0(be, p, sizes[k], err), err);
         REQUIRE_OK(be->download(be, back, p, sizes[k], err), err);
         for (size_t i = 0; i < sizes[k]; i++) if (back[i]) { CHECK(back[i] == 0); break; }
+        if (sizes[k] >= (4u << 20)) { /* Linux says how much is on huge pages, and the kernel's setting */
+            char note[160];
+            CHECK(brisk_backend_cpu_huge_pages(note, sizeof note) >= 0 && strstr(note, "MiB on 2 MiB pages"));
+        }
         REQUIRE_OK(be->sync(be, err), err);
         be->free(be, p);
         free(host);

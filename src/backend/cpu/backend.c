@@ -13,6 +13,7 @@
 #include "backend/cpu/cpu_internal.h"
 
 #include "brisk/system.h"
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,29 @@ static brisk_status cpu_alloc(brisk_backend *be, size_t bytes, void **out, brisk
 }
 
 static void cpu_free(brisk_backend *be, void *p) { (void)be; free(p); }
+
+int64_t brisk_backend_cpu_huge_pages(char *buf, size_t n) {
+    char mode[160] = "", line[256];
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (f) { /* "always [madvise] never": the bracketed one is in force */
+        if (fgets(line, sizeof line, f)) {
+            char *a = strchr(line, '['), *b = a ? strchr(a, ']') : NULL;
+            if (a && b) snprintf(mode, sizeof mode, "%.*s", (int)(b - a - 1), a + 1);
+        }
+        fclose(f);
+    }
+    int64_t kib = -1;
+    if ((f = fopen("/proc/self/smaps_rollup", "r"))) {
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "AnonHugePages: %" SCNd64, &kib) == 1) break;
+        fclose(f);
+    }
+    if (buf && n) {
+        if (kib < 0) snprintf(buf, n, "unknown (no /proc/self/smaps_rollup)");
+        else snprintf(buf, n, "%.1f MiB on 2 MiB pages (transparent_hugepage %s)", kib / 1024.0, mode[0] ? mode : "?");
+    }
+    return kib < 0 ? -1 : kib * 1024;
+}
 
 static brisk_status cpu_copy(brisk_backend *be, void *dst, const void *src, size_t bytes,
                              brisk_error *err) {
