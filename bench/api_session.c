@@ -10,16 +10,6 @@
 
 #include "brisk/brisk.h"
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof v[0], cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 int main(int argc, char **argv) {
     int threads = 2, repeat = 5, prefetch = 4;
     const char *prediction = "noise";
@@ -74,8 +64,8 @@ int main(int argc, char **argv) {
     printf("{\"bench\": \"api_session\", \"threads\": %d, \"prefetch\": %d, \"prediction\": \"%s\", \"repeat\": %d, "
            "\"epoch_s_median\": %.4f, \"ms_per_step\": %.4f, \"sample_3840x50_s_median\": %.4f, \"steps\": %.0f, "
            "\"train_loss\": %.5f}\n",
-           threads, prefetch, prediction, repeat, median(train_s, repeat), 1e3 * median(train_s, repeat) / 240.0,
-           median(sample_s, repeat), steps, loss);
+           threads, prefetch, prediction, repeat, brisk_median(train_s, repeat), 1e3 * brisk_median(train_s, repeat) / 240.0,
+           brisk_median(sample_s, repeat), steps, loss);
     brisk_session_destroy(s);
     brisk_dataset_free(&ds);
     free(out), free(train_s), free(sample_s);

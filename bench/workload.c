@@ -20,11 +20,7 @@
 #include <string.h>
 
 #include "brisk/brisk.h"
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
+#include "train/progress.h"
 
 static int spec_for(const char *w, int small, brisk_model_spec *s, int64_t *batch, float *lr) {
     memset(s, 0, sizeof *s);
@@ -186,8 +182,6 @@ int main(int argc, char **argv) {
         if (s == warmup) first_loss = loss;
         if (s >= warmup) times[s - warmup] = brisk_now() - t0;
     }
-    double mean = 0;
-    for (int s = 0; s < steps; s++) mean += times[s] / steps;
     brisk_cpu_gemm_stats gs; /* the CPU's GEMM kernel per shape, decided in the warm-up steps */
     brisk_cpu_gemm_get_stats(&gs);
     char epochs[4096] = "";
@@ -198,9 +192,9 @@ int main(int argc, char **argv) {
         k += snprintf(epochs + k, sizeof epochs - (size_t)k, "%s%.5f", k ? ", " : ", \"epoch_s\": [", sum);
     }
     if (epochs[0]) strcat(epochs, "]");
-    qsort(times, (size_t)steps, sizeof times[0], cmp_double);
-    double med = times[steps / 2], p95 = times[(steps * 95 + 99) / 100 - 1];
-    if (steps % 2 == 0) med = 0.5 * (times[steps / 2 - 1] + times[steps / 2]);
+    brisk_step_stats ss; /* the trainer's statistics (sorts times) */
+    brisk_step_stats_of(times, steps, &ss);
+    const double med = 1e-3 * ss.median_ms;
     double gflop = 1e-9 * brisk_plan_train_flops(g, &plan);
     char fusion[400];
     brisk_backend_cpu_fusions(be, fusion, sizeof fusion); /* the CPU fusions (BRISK_CPU_FUSE=0: off) */
@@ -213,7 +207,7 @@ int main(int argc, char **argv) {
            "\"gemm_shapes\": %d, \"gemm_blas\": %d, \"gemm_from_cache\": %d, \"gemm_tune_ms\": %.2f, "
            "\"pool_alone\": %.3f, \"pool\": \"%s\"}\n",
            workload, small ? "true" : "false", (long long)batch, (long long)brisk_model_param_count(&spec),
-           tp.threads, med * 1e3, times[0] * 1e3, mean * 1e3, p95 * 1e3, times[steps - 1] * 1e3, (double)batch / med, gflop, gflop / med, plan.arena_bytes,
+           tp.threads, ss.median_ms, ss.min_ms, ss.mean_ms, ss.p95_ms, ss.max_ms, (double)batch / med, gflop, gflop / med, plan.arena_bytes,
            first_loss, loss, epochs, fusion, gs.shapes, gs.blas, gs.from_cache, gs.tune_ms,
            alone, pool_note);
     return 0;

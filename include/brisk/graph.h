@@ -341,6 +341,12 @@ int brisk_attention(brisk_graph *g, int qkv, int mask, int heads, int causal, fl
  * 1 iff weight k of the T x T block is kept. The CPU backend's forward writes them (after
  * the lse) so its backward need not redraw them from Philox. */
 static inline size_t brisk_attention_keep_words(int64_t T) { return (size_t)((T * T + 31) / 32); }
+/* ATTENTION's workspace after its output: the lse [B, heads, T] and, with dropout, the
+ * mask bits of each (sample, head). */
+static inline size_t brisk_attention_workspace_bytes(int64_t B, int64_t T, int64_t heads, int dropout) {
+    size_t items = (size_t)(B * heads);
+    return items * (size_t)T * sizeof(float) + (dropout ? items * brisk_attention_keep_words(T) * sizeof(uint32_t) : 0);
+}
 /* ---- vision (NCHW). brisk_window_2d: a square kernel k, stride, padding; dilation 1,
  * groups 1, layout NCHW. CONV2D takes the kernel size from w [Co, C/groups, kh, kw]
  * (PyTorch's layout) and win's stride, padding, dilation, groups and layout (NHWC: x
@@ -618,8 +624,9 @@ void brisk_backend_cpu_fusions(const brisk_backend *be, char *buf, size_t n);
 double brisk_backend_cpu_pool_note(const brisk_backend *be, char *buf, size_t n);
 /* The CPU backend asks for 2 MiB pages for its buffers of 4 MiB or more: this process's
  * memory on them now (AnonHugePages), in bytes, with a few words for a report in buf (the
- * kernel's transparent_hugepage setting); -1 where Linux does not say. */
-int64_t brisk_backend_cpu_huge_pages(char *buf, size_t n);
+ * kernel's transparent_hugepage setting); -1 where Linux does not say. *never (may be NULL)
+ * is 1 when that setting refuses every request. */
+int64_t brisk_backend_cpu_huge_pages(char *buf, size_t n, int *never);
 
 /* The CPU backend's GEMM kernel per shape (src/backend/cpu/gemm_choice.c), process-wide:
  * auto times brisk's own sgemm against the BLAS the first time a shape is seen and keeps

@@ -96,9 +96,8 @@ int brisk_attention(brisk_graph *g, int qkv, int mask, int heads, int causal, fl
     at.kind = !!causal;
     at.f0 = dropout;
     if (dropout > 0.0f) at.rng = g->next_rng_stream;
-    size_t items = (size_t)(s.d[0] * heads), ws = items * (size_t)s.d[1] * sizeof(float);
-    if (dropout > 0.0f) ws += items * brisk_attention_keep_words(s.d[1]) * sizeof(uint32_t);
-    int id = append_ws(g, BRISK_OP_ATTENTION, ids, n_in, brisk_shape3(s.d[0], s.d[1], D), &at, ws);
+    int id = append_ws(g, BRISK_OP_ATTENTION, ids, n_in, brisk_shape3(s.d[0], s.d[1], D), &at,
+                       brisk_attention_workspace_bytes(s.d[0], s.d[1], heads, dropout > 0.0f));
     if (id >= 0 && dropout > 0.0f) g->next_rng_stream++;
     return id;
 }

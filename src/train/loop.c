@@ -490,7 +490,7 @@ out:
         char huge_txt[200] = "";
         if (!t->be->describe) { /* the CPU backend: its big buffers asked for 2 MiB pages */
             char h[160];
-            if (brisk_backend_cpu_huge_pages(h, sizeof h) >= 0) snprintf(huge_txt, sizeof huge_txt, "; %s", h);
+            if (brisk_backend_cpu_huge_pages(h, sizeof h, NULL) >= 0) snprintf(huge_txt, sizeof huge_txt, "; %s", h);
         }
         char resumed[64];
         snprintf(resumed, sizeof resumed, ", %lld in all", (long long)t->step);

@@ -92,8 +92,8 @@ cJSON *brisk_trainer_optimizations(const brisk_trainer *t) {
         brisk_cpu_gemm_describe(buf, sizeof buf);
         if (brisk_backend_cpu_pool_note(t->be, buf, sizeof buf) > 0) item(list, "CPU pool throttle", "on", buf);
         char huge[160];
-        if (brisk_backend_cpu_huge_pages(huge, sizeof huge) >= 0) {
-            int never = strstr(huge, "transparent_hugepage never") != NULL;
+        int never = 0;
+        if (brisk_backend_cpu_huge_pages(huge, sizeof huge, &never) >= 0) {
             snprintf(buf, sizeof buf, "%s for the buffers of 4 MiB or more, now %s",
                      never ? "not given: the kernel's transparent_hugepage is never" : "asked", huge);
             item(list, "2 MiB pages", never ? "off" : "on", buf);

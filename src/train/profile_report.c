@@ -7,7 +7,7 @@
 
 #include "brisk/train.h"
 
-/* GFLOP/s of a row's products, "" for a row without any (memory-bound ops) */
+/* GFLOP/s of a row's products, "-" for a row without any (memory-bound ops) */
 static const char *rate(double gflop, double ms, char *buf, size_t size) {
     if (gflop > 0 && ms > 0) snprintf(buf, size, "%.1f", gflop / (1e-3 * ms));
     else snprintf(buf, size, "-");

@@ -343,10 +343,10 @@ int brisk_parse_bytes(const char *s, int64_t *out);
 int64_t brisk_memory_available(const brisk_config *cfg, char *source, size_t n);
 /* Refuses, before allocating, a plan that does not fit, naming the largest batch that does. */
 brisk_status brisk_memory_fit(brisk_trainer *t, brisk_error *err);
-/* What g's convolutions add to a GPU run's memory beyond its plan: cuDNN's workspace bound
- * and the staging of operands converted to cuDNN's layout or type; 0 without them. */
 /* speed.precision's name as the config spells it ("auto", "bf16", ...) */
 const char *brisk_precision_name(brisk_precision p);
+/* What g's convolutions add to a GPU run's memory beyond its plan: cuDNN's workspace bound
+ * and the staging of operands converted to cuDNN's layout or type; 0 without them. */
 int64_t brisk_memory_conv_reserve(const brisk_graph *g);
 /* Before loading: a data set of `bytes` (brisk_dataset_estimate) must fit what is available. */
 brisk_status brisk_memory_check_data(const brisk_config *cfg, const char *path, int64_t bytes, brisk_error *err);

@@ -27,7 +27,7 @@ static void test_memory(void) {
         for (size_t i = 0; i < sizes[k]; i++) if (back[i]) { CHECK(back[i] == 0); break; }
         if (sizes[k] >= (4u << 20)) { /* Linux says how much is on huge pages, and the kernel's setting */
             char note[160];
-            CHECK(brisk_backend_cpu_huge_pages(note, sizeof note) >= 0 && strstr(note, "MiB on 2 MiB pages"));
+            CHECK(brisk_backend_cpu_huge_pages(note, sizeof note, NULL) >= 0 && strstr(note, "MiB on 2 MiB pages"));
         }
         REQUIRE_OK(be->sync(be, err), err);
         be->free(be, p);

@@ -269,7 +269,7 @@ static void attention_dropout_case(int64_t B, int64_t T, int64_t D, int heads, i
         at.f0 = p;
         at.rng = 5;
         int a = tg_node_ws(g, BRISK_OP_ATTENTION, BRISK_F32, brisk_shape3(B, T, D), &at, 1, &qkv,
-                           (size_t)(B * heads * T) * 4 + (size_t)(B * heads) * words * 4);
+                           brisk_attention_workspace_bytes(B, T, heads, 1));
         int gin[3] = {dy, qkv, a};
         int da = tg_node(g, BRISK_OP_ATTENTION_GRAD, BRISK_F32, brisk_shape3(B, T, 3 * D), &at, 3, gin);
         brisk_error err = {0};

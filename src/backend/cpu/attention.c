@@ -253,8 +253,7 @@ brisk_status cpu_attention_op(cpu_backend *cb, const brisk_graph *g, int id, con
     if (c.dropout) {
         /* the mask bits after the lse; graphs built before they were kept lack the room */
         c.keep_words = brisk_attention_keep_words(c.T);
-        size_t need = (size_t)(c.B * c.T * (c.D + c.heads)) * sizeof(float) +
-                      (size_t)(c.B * c.heads) * c.keep_words * sizeof(uint32_t);
+        size_t need = (size_t)(c.B * c.T * c.D) * sizeof(float) + brisk_attention_workspace_bytes(c.B, c.T, c.heads, 1);
         if (a->bytes < need)
             return brisk_errorf(err, BRISK_ERR_SHAPE, "%s (node %d): the attention node's workspace has %zu bytes, "
                                 "dropout needs %zu (build it with brisk_attention)", brisk_op_name(n->op), id,
@@ -268,12 +267,10 @@ brisk_status cpu_attention_op(cpu_backend *cb, const brisk_graph *g, int id, con
     c.work_per = (size_t)(4 * c.T * c.ldp + c.ldp);
     size_t work_floats = c.work_per * (size_t)cb->threads + 2 * (size_t)c.ldp; /* a multiple of 16 */
     c.work = aligned_alloc(64, work_floats * sizeof(float));
-    if (c.work) {
-        memset(c.work, 0, work_floats * sizeof(float));
-        c.cbias = c.work + c.work_per * (size_t)cb->threads;
-        for (int64_t k = c.ldp; k < 2 * c.ldp; k++) c.cbias[k] = -INFINITY;
-    }
     if (!c.work) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s (node %d): out of memory", brisk_op_name(n->op), id);
+    memset(c.work, 0, work_floats * sizeof(float));
+    c.cbias = c.work + c.work_per * (size_t)cb->threads;
+    for (int64_t k = c.ldp; k < 2 * c.ldp; k++) c.cbias[k] = -INFINITY;
     c.gemm_scratch = cb->gemm_scratch;
     c.gemm_per = cpu_sgemm_scratch_floats();
     if (fwd) {

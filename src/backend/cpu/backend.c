@@ -73,7 +73,7 @@ static brisk_status cpu_alloc(brisk_backend *be, size_t bytes, void **out, brisk
 
 static void cpu_free(brisk_backend *be, void *p) { (void)be; free(p); }
 
-int64_t brisk_backend_cpu_huge_pages(char *buf, size_t n) {
+int64_t brisk_backend_cpu_huge_pages(char *buf, size_t n, int *never) {
     char mode[160] = "", line[256];
     FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
     if (f) { /* "always [madvise] never": the bracketed one is in force */
@@ -83,6 +83,7 @@ int64_t brisk_backend_cpu_huge_pages(char *buf, size_t n) {
         }
         fclose(f);
     }
+    if (never) *never = strcmp(mode, "never") == 0;
     int64_t kib = -1;
     if ((f = fopen("/proc/self/smaps_rollup", "r"))) {
         while (fgets(line, sizeof line, f))
