@@ -467,7 +467,7 @@ static void test_algorithm_cache(void) {
         /* per pass: the layout choice, and the algorithm of each layout that has one */
         int layouts = 0;
         CHECKF(conv_cache_load(&c, &err) == BRISK_OK, "round %d: %s: %s", round, conv, err.msg);
-        for (int i = 0; i < c.n; i++) layouts += strstr(c.keys[i], "layout from nchw") != NULL;
+        for (int i = 0; i < c.n; i++) layouts += strstr(c.keys[i], "form from nchw") != NULL;
         CHECKF(layouts == 3 && c.n >= 6 && c.n <= 9, "round %d: %s: %d entries, %d layout choices", round, conv, c.n,
                layouts);
         if (round == 0) entries = c.n;

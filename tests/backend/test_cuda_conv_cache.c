@@ -199,6 +199,20 @@ static void test_layout_rule(void) {
           conv_data_type(BRISK_GEMM_BF16) == 1 && conv_data_type(BRISK_GEMM_FP16) == 2);
     CHECK(conv_math_of(BRISK_GEMM_FP32) == CONV_MATH_FP32 && conv_math_of(BRISK_GEMM_TF32) == CONV_MATH_TF32 &&
           conv_math_of(BRISK_GEMM_BF16) == CONV_MATH_BF16 && conv_math_of(BRISK_GEMM_FP16) == CONV_MATH_FP16);
+    /* the form a plan runs in keys its algorithms as the precision of that form would */
+    for (int p = BRISK_GEMM_FP32; p <= BRISK_GEMM_FP16; p++)
+        CHECKF(conv_math_of_form(conv_data_type(p), p == BRISK_GEMM_FP32) == conv_math_of(p), "precision %d", p);
+    CHECK(conv_math_of_form(0, 0) == CONV_MATH_TF32 && conv_math_of_form(0, 1) == CONV_MATH_FP32);
+}
+
+/* Under 16-bit precision, fp32 with TF32 math only where strictly faster. */
+static void test_precision_pick(void) {
+    CHECK(conv_precision_pick(0.48, 0.11) == 1);
+    CHECK(conv_precision_pick(0.10, 0.11) == 0);
+    CHECK(conv_precision_pick(0.11, 0.11) == 0);  /* a tie keeps the precision asked for */
+    CHECK(conv_precision_pick(-1, 0.2) == 1);     /* no 16-bit algorithm runs */
+    CHECK(conv_precision_pick(0.2, -1) == 0);
+    CHECK(conv_precision_pick(-1, -1) == 0);
 }
 
 static void test_converted_operands(void) {
@@ -227,7 +241,7 @@ static void test_layout_keys(void) {
     CHECK(conv_cache_key(&dev, &s, k[1], sizeof k[1], &err) == BRISK_OK);
     CHECK(conv_cache_layout_key(&dev, &s, 0, k[2], sizeof k[2], &err) == BRISK_OK);
     CHECK(conv_cache_layout_key(&dev, &s, 1, k[3], sizeof k[3], &err) == BRISK_OK);
-    CHECKF(strstr(k[2], "bf16 layout from nchw") && strstr(k[3], "layout from nhwc"), "%s / %s", k[2], k[3]);
+    CHECKF(strstr(k[2], "bf16 form from nchw") && strstr(k[3], "form from nhwc"), "%s / %s", k[2], k[3]);
     for (int i = 0; i < 4; i++)
         for (int j = i + 1; j < 4; j++) CHECKF(strcmp(k[i], k[j]) != 0, "keys %d and %d: %s", i, j, k[i]);
     conv_algo_cache c = {0};
@@ -306,5 +320,5 @@ static void test_cudnn_on_host(void) {
 }
 
 TEST_MAIN(T(test_path_beside_gemm_cache), T(test_keys), T(test_round_trip), T(test_bad_files), T(test_layout_pick),
-          T(test_layout_rule), T(test_converted_operands), T(test_layout_keys), T(test_algo_usable),
+          T(test_layout_rule), T(test_precision_pick), T(test_converted_operands), T(test_layout_keys), T(test_algo_usable),
           T(test_refused_layouts), T(test_cudnn_on_host))

@@ -23,7 +23,7 @@ static const char *pass_name(conv_pass p) {
 }
 
 static const char *layout_field(int nhwc) {
-    static const char *names[] = {"nchw", "nhwc", "layout from nchw", "layout from nhwc"};
+    static const char *names[] = {"nchw", "nhwc", "form from nchw", "form from nhwc"};
     return (unsigned)nhwc < 4 ? names[nhwc] : "?";
 }
 

@@ -17,6 +17,15 @@ conv_math conv_math_of(brisk_gemm_precision precision) {
     }
 }
 
+conv_math conv_math_of_form(int dt, int fma) {
+    return dt == 1 ? CONV_MATH_BF16 : dt == 2 ? CONV_MATH_FP16 : fma ? CONV_MATH_FP32 : CONV_MATH_TF32;
+}
+
+int conv_precision_pick(double narrow_ms, double wide_ms) {
+    if (wide_ms < 0) return 0;
+    return narrow_ms < 0 || wide_ms < narrow_ms;
+}
+
 int conv_layout_parse(const char *name) {
     if (!name) return -1;
     if (!strcmp(name, "auto")) return BRISK_CONV_LAYOUT_AUTO;

@@ -11,8 +11,10 @@
  * --deterministic, where no choice may depend on timing) a rule decides: NHWC for 16-bit
  * data with C and Co multiples of 8 (cuDNN's tensor-core kernels read channels-last there,
  * and the operands are cast anyway, so transposing in the same pass costs little), else the
- * graph's layout. The choice is cached beside the algorithms (conv_algo_cache.h, the key's
- * layout field "layout from nchw/nhwc"). */
+ * graph's layout. Under a 16-bit precision the timed choice also weighs fp32 operands with
+ * TF32 math in both layouts, and keeps them where they are strictly faster
+ * (conv_precision_pick). The choice is cached beside the algorithms (conv_algo_cache.h, the
+ * key's layout field "form from nchw/nhwc"). */
 #ifndef BRISK_CUDA_CONV_LAYOUT_H
 #define BRISK_CUDA_CONV_LAYOUT_H
 
@@ -33,6 +35,17 @@ int conv_data_type(brisk_gemm_precision precision);
 /* The cache key's math field for a precision. */
 conv_math conv_math_of(brisk_gemm_precision precision);
 
+/* The cache key's math field for the form a plan runs in: data type dt (as conv_data_type)
+ * and, for fp32 data, whether the math is plain FMA (else TF32 tensor cores). */
+conv_math conv_math_of_form(int dt, int fma);
+
+/* Under a 16-bit precision, with timings: whether the node runs on fp32 data with TF32
+ * math instead (1), given the best time (convolution + conversions) of each, < 0 for none.
+ * Only when strictly faster: cuDNN's legacy API has no fast 16-bit kernel for some passes
+ * (on the H200, bf16 backward filter took 0.48 ms where TF32 took 0.11), and TF32 keeps more
+ * bits than bf16 or fp16, so the faster form is also the more accurate one. */
+int conv_precision_pick(double narrow_ms, double wide_ms);
+
 /* "auto", "nchw", "nhwc" -> the mode; -1 for anything else. And its name. */
 int conv_layout_parse(const char *name);
 const char *conv_layout_name(brisk_conv_layout mode);
@@ -49,8 +62,9 @@ int conv_layout_pick(brisk_conv_layout mode, const conv_layout_costs *c, int dat
  * conversion kernel when cuDNN runs in layout nhwc with data type dt. */
 int conv_operand_converted(int role, int dt, int nhwc, int data_nhwc);
 
-/* The key of a layout choice: s's key with its layout field "layout from nchw" or "layout
- * from nhwc" (data_nhwc); the cached value is the chosen layout, 0 or 1. */
+/* The key of a layout choice: s's key with its layout field "form from nchw" or "form
+ * from nhwc" (data_nhwc); the cached value is the chosen layout, 0 or 1, plus 2 when a
+ * 16-bit precision's node runs in fp32 with TF32 math (conv_precision_pick). */
 brisk_status conv_cache_layout_key(const conv_algo_device *dev, const conv_algo_shape *s, int data_nhwc, char *out,
                                    size_t out_size, brisk_error *err);
 

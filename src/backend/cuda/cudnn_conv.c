@@ -123,7 +123,7 @@ const char *cuda_conv_missing(void) {
     return conv_why[0] ? conv_why : NULL;
 }
 
-static int math_type(brisk_gemm_precision precision) {
+int conv_math_type(brisk_gemm_precision precision) {
     return precision == BRISK_GEMM_FP32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
 }
 
@@ -172,7 +172,7 @@ brisk_status cuda_conv_check_descs(brisk_gemm_precision precision, int nhwc, int
     cg.y[0] = (int)n, cg.y[1] = (int)co;
     cg.y[2] = (int)out_dim(h, win.kh, win.sh, win.ph, win.dh), cg.y[3] = (int)out_dim(w, win.kw, win.sw, win.pw, win.dw);
     conv_descs d;
-    brisk_status st = conv_descs_make(&cg, math_type(precision), nhwc, conv_data_type(precision), &d, "conv descriptors",
+    brisk_status st = conv_descs_make(&cg, conv_math_type(precision), nhwc, conv_data_type(precision), &d, "conv descriptors",
                                  err);
     conv_descs_free(&d);
     return st;
@@ -297,7 +297,7 @@ static brisk_status plan_get(cuda_backend *cb, const brisk_graph *g, int id, con
     brisk_status st = handle_get(cb, err);
     if (st) return st;
     struct cuda_conv *c = cb->conv;
-    int math = math_type(cb->opt.precision), dt = conv_data_type(cb->opt.precision);
+    int math = conv_math_type(cb->opt.precision), dt = conv_data_type(cb->opt.precision);
     conv_plan *p = NULL;
     int free_slot = -1;
     for (int i = 0; i < c->n && !p; i++) {
@@ -305,7 +305,7 @@ static brisk_status plan_get(cuda_backend *cb, const brisk_graph *g, int id, con
         if (!c->plans[i].g && free_slot < 0) free_slot = i;
     }
     /* a plan from a freed graph at the same address: rebuilt when the shape differs */
-    if (p && memcmp(&p->geom, cg, sizeof *cg) == 0 && p->math == math && p->dt == dt) {
+    if (p && memcmp(&p->geom, cg, sizeof *cg) == 0 && p->req_math == math && p->req_dt == dt) {
         *out = p;
         return BRISK_OK;
     }
@@ -330,8 +330,8 @@ static brisk_status plan_get(cuda_backend *cb, const brisk_graph *g, int id, con
         memset(p, 0, sizeof *p);
     }
     p->geom = *cg;
-    p->math = math;
-    p->dt = dt;
+    p->math = p->req_math = math;
+    p->dt = p->req_dt = dt;
     brisk_error first = {0};
     unsigned refused = 0;
     if (!(st = conv_layout_parse_refused(getenv(CONV_REFUSE_LAYOUTS_ENV), &refused, err)) &&
@@ -401,8 +401,10 @@ void cuda_conv_note(const cuda_backend *cb, const brisk_graph *g, int id, char *
     for (int i = 0; cb->conv && i < cb->conv->n; i++) {
         const conv_plan *p = &cb->conv->plans[i];
         if (p->g != g || p->node != id) continue;
-        snprintf(buf, n, "cuDNN algo %d, %s %s, workspace %zu B%s", p->algo, p->nhwc ? "NHWC" : "NCHW", conv_dt_name(p->dt),
-                 p->ws_bytes, p->stage_bytes ? ", operands converted at the node" : "");
+        snprintf(buf, n, "cuDNN algo %d, %s %s%s%s%s, workspace %zu B%s", p->algo, p->nhwc ? "NHWC" : "NCHW",
+                 conv_dt_name(p->dt), p->dt != p->req_dt ? " (TF32, timed faster than " : "",
+                 p->dt != p->req_dt ? conv_dt_name(p->req_dt) : "", p->dt != p->req_dt ? ")" : "", p->ws_bytes,
+                 p->stage_bytes ? ", operands converted at the node" : "");
         return;
     }
 }

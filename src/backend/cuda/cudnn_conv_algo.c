@@ -214,11 +214,12 @@ static void cache_open(cuda_backend *cb) {
     c->cache_state = 1;
 }
 
-/* The plan's cache key fields: its shape, math, layout (p->nhwc) and determinism. */
+/* The plan's cache key fields: its shape, the math and layout it runs in now, and determinism. */
 static conv_algo_shape algo_shape(const cuda_backend *cb, const conv_plan *p) {
     conv_algo_shape s = {.pass = p->geom.pass, .n = p->geom.x[0], .c = p->geom.x[1], .h = p->geom.x[2],
                          .w = p->geom.x[3], .co = p->geom.w[0], .win = p->geom.win,
-                         .math = conv_math_of(cb->opt.precision), .nhwc = p->nhwc ? CONV_KEY_NHWC : CONV_KEY_NCHW,
+                         .math = conv_math_of_form(p->dt, p->math == CUDNN_FMA_MATH),
+                         .nhwc = p->nhwc ? CONV_KEY_NHWC : CONV_KEY_NCHW,
                          .deterministic = cb->opt.deterministic};
     s.win.layout = 0; /* the key's layout field says it */
     return s;
@@ -351,29 +352,46 @@ brisk_status conv_choose_layout(cuda_backend *cb, conv_plan *p, const char *what
     brisk_status st = conv_cache_layout_key(&dev, &s, data, key, sizeof key, err);
     if (st) return st;
     cache_open(cb);
-    int cached = conv_cache_get(&c->cache, key);
-    if (cached == 0 || cached == 1) {
-        p->nhwc = cached;
-        brisk_log(&cb->opt.log, BRISK_LOG_INFO, "cuda: %s runs in %s %s (timed before: from the cache)", what,
-                  p->nhwc ? "NHWC" : "NCHW", conv_dt_name(p->dt));
+    int cached = conv_cache_get(&c->cache, key), narrow = p->req_dt != 0;
+    if (cached == 0 || cached == 1 || (narrow && (cached == 2 || cached == 3))) {
+        p->nhwc = cached & 1;
+        if (cached >= 2) p->dt = 0, p->math = CUDNN_DEFAULT_MATH;
+        brisk_log(&cb->opt.log, BRISK_LOG_INFO, "cuda: %s runs in %s %s%s (timed before: from the cache)", what,
+                  p->nhwc ? "NHWC" : "NCHW", conv_dt_name(p->dt), cached >= 2 ? " with TF32 math" : "");
         return BRISK_OK;
     }
-    conv_layout_costs costs;
+    conv_layout_costs costs, wide;
     for (int l = 0; l < 2; l++) {
         p->nhwc = l;
         if ((st = time_layout(cb, p, &costs.conv_ms[l], &costs.convert_ms[l], what, err))) return st;
     }
-    int l = conv_layout_pick(mode, &costs, data, why, sizeof why);
+    int l = conv_layout_pick(mode, &costs, data, why, sizeof why), w = 0;
+    if (narrow) {
+        /* the same in fp32 with TF32 math: kept only where strictly faster (conv_layout.h) */
+        char why_wide[96];
+        p->dt = 0, p->math = CUDNN_DEFAULT_MATH;
+        for (int k = 0; k < 2; k++) {
+            p->nhwc = k;
+            if ((st = time_layout(cb, p, &wide.conv_ms[k], &wide.convert_ms[k], what, err))) return st;
+        }
+        int lw = conv_layout_pick(mode, &wide, data, why_wide, sizeof why_wide);
+        w = conv_precision_pick(l < 0 ? -1 : costs.conv_ms[l] + costs.convert_ms[l],
+                                lw < 0 ? -1 : wide.conv_ms[lw] + wide.convert_ms[lw]);
+        if (w) l = lw, snprintf(why, sizeof why, "%s, TF32 faster than %s", why_wide, conv_dt_name(p->req_dt));
+        else p->dt = p->req_dt, p->math = p->req_math;
+    }
     if (l < 0)
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: cuDNN offers no %s algorithm in NCHW or NHWC (%s) "
-                            "within %zu MiB of workspace", what, pass_label(p->geom.pass), conv_dt_name(p->dt),
+                            "within %zu MiB of workspace", what, pass_label(p->geom.pass), conv_dt_name(p->req_dt),
                             CONV_WORKSPACE_LIMIT >> 20);
     p->nhwc = l;
     brisk_error e = {0};
-    if (c->cache_state == 1 && conv_cache_put(&c->cache, key, l, &e)) brisk_log(&cb->opt.log, BRISK_LOG_WARN, "%s", e.msg);
+    if (c->cache_state == 1 && conv_cache_put(&c->cache, key, l + 2 * w, &e))
+        brisk_log(&cb->opt.log, BRISK_LOG_WARN, "%s", e.msg);
+    const conv_layout_costs *k = w ? &wide : &costs;
     brisk_log(&cb->opt.log, BRISK_LOG_INFO, "cuda: %s runs in %s %s (%s: NCHW %.3f + %.3f ms, NHWC %.3f + %.3f ms of "
               "convolution + conversions; the graph is %s)", what, l ? "NHWC" : "NCHW", conv_dt_name(p->dt), why,
-              costs.conv_ms[0], costs.convert_ms[0], costs.conv_ms[1], costs.convert_ms[1], data ? "NHWC" : "NCHW");
+              k->conv_ms[0], k->convert_ms[0], k->conv_ms[1], k->convert_ms[1], data ? "NHWC" : "NCHW");
     return BRISK_OK;
 }
 

@@ -43,6 +43,7 @@ typedef struct conv_plan {
     conv_geom geom;
     int math;
     int nhwc, dt;           /* the layout and data type cuDNN runs in (conv_layout.h) */
+    int req_math, req_dt;   /* what the precision asks for; math and dt differ when fp32 (TF32) was timed faster */
     conv_descs d;
     int algo;
     size_t ws_bytes;
@@ -74,6 +75,9 @@ void conv_stage_layout(conv_plan *p);
 /* Milliseconds of the plan's conversions (0 when it converts nothing). */
 brisk_status conv_time_conversions(cuda_backend *cb, const conv_plan *p, double *ms, const char *what,
                                    brisk_error *err);
+
+/* cuDNN's math type for a precision: FMA for fp32, the default (tensor cores) else. */
+int conv_math_type(brisk_gemm_precision precision);
 
 /* cudnn_conv_algo.c */
 /* The cuDNN call of a pass, for messages. */
