@@ -136,8 +136,6 @@ typedef struct lstm_plan {
     int node;
     int64_t B, T, H;
     int reverse, math;
-    int algo;                   /* cudnnRNNAlgo_t: STANDARD unless the trial chose PERSIST_STATIC */
-    float trial_ms[2];          /* the trial's forward + backward data, standard and persistent; 0: not timed, < 0: refused */
     cudnnRNNDescriptor_t rnn;
     cudnnRNNDataDescriptor_t xd, yd;
     cudnnTensorDescriptor_t hd;
@@ -271,7 +269,7 @@ static brisk_status plan_descs(lstm_plan *p, const char *what, brisk_error *err)
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: B %lld, T %lld, H %lld do not fit cuDNN's int sizes",
                             what, (long long)B, (long long)T, (long long)H);
     DNN(cudnnCreateRNNDescriptor(&p->rnn), what);
-    DNN(cudnnSetRNNDescriptor_v8(p->rnn, (cudnnRNNAlgo_t)p->algo, CUDNN_LSTM, CUDNN_RNN_DOUBLE_BIAS,
+    DNN(cudnnSetRNNDescriptor_v8(p->rnn, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_DOUBLE_BIAS,
                                  CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
                                  (cudnnMathType_t)p->math, (int32_t)(4 * H), (int32_t)H, (int32_t)H, 1, p->drop,
                                  CUDNN_RNN_PADDED_IO_ENABLED),
@@ -308,8 +306,6 @@ brisk_status cuda_rnn_check_descs(brisk_gemm_precision precision, int64_t B, int
     return st;
 }
 
-static brisk_status choose_algo(cuda_backend *cb, lstm_plan *p, const char *what, brisk_error *err);
-
 static brisk_status plan_build(cuda_backend *cb, const brisk_graph *g, int node, const int64_t d[3], int reverse,
                                lstm_plan *p, brisk_error *err) {
     char what[64];
@@ -341,7 +337,6 @@ static brisk_status plan_build(cuda_backend *cb, const brisk_graph *g, int node,
     if (p->work_bytes) CU(cudaMalloc(&p->work, p->work_bytes), "the LSTM's cuDNN workspace");
     if (!lstm_reserve_fits(B, T, H, p->reserve_bytes))
         CU(cudaMalloc(&p->reserve, p->reserve_bytes), "the LSTM's cuDNN reserve space");
-    if ((st = choose_algo(cb, p, what, err))) return st;
     if (reverse) {
         size_t part = (size_t)(B * T * H) * sizeof(float);
         p->flip_dy = (4 * part + 255) / 256 * 256;
@@ -349,122 +344,6 @@ static brisk_status plan_build(cuda_backend *cb, const brisk_graph *g, int node,
         CU(cudaMalloc((void **)&p->flip, p->flip_y + part), "the reversed LSTM");
     }
     return BRISK_OK;
-}
-
-/* ---------------------------------------------------------------- the algorithm trial */
-
-/* $BRISK_CUDA_RNN_ALGO: "standard" (the default), "persistent" (PERSIST_STATIC where cuDNN
- * runs it) or "auto" (both timed at plan time, the faster kept). Opt-in until a GPU run has
- * shown the persistent kernel captured in a CUDA graph and faster; -1 for anything else. */
-#define RNN_ALGO_ENV "BRISK_CUDA_RNN_ALGO"
-enum { RNN_STANDARD = 0, RNN_PERSISTENT, RNN_AUTO };
-static int rnn_algo_mode(void) {
-    const char *v = getenv(RNN_ALGO_ENV);
-    if (!v || !*v || !strcmp(v, "standard")) return RNN_STANDARD;
-    if (!strcmp(v, "persistent")) return RNN_PERSISTENT;
-    if (!strcmp(v, "auto")) return RNN_AUTO;
-    return -1;
-}
-
-/* Milliseconds of one forward (training) + backward data with descriptor rnn on zeroed
- * operands, the mean of 3 after a warm-up; -1 when cuDNN refuses a call. */
-static brisk_status time_rnn(cuda_backend *cb, lstm_plan *p, cudnnRNNDescriptor_t rnn, void *work, size_t work_bytes,
-                             void *reserve, size_t reserve_bytes, float *x, float *y, float *dy, float *dx, float *ms,
-                             const char *what, brisk_error *err) {
-    cudnnHandle_t h = cb->rnn->handle;
-    cudaEvent_t a = NULL, b = NULL;
-    *ms = -1;
-    CU(cudaEventCreate(&a), what);
-    cudaError_t e = cudaEventCreate(&b);
-    cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
-    for (int rep = 0; rep < 4 && e == cudaSuccess && s == CUDNN_STATUS_SUCCESS; rep++) {
-        if (rep == 1) e = cudaEventRecord(a, cb->compute);
-        s = cuda_dnn.cudnnRNNForward(h, rnn, CUDNN_FWD_MODE_TRAINING, p->seq, p->xd, x, p->yd, y, p->hd, NULL, NULL,
-                                     p->hd, NULL, NULL, p->wbytes, p->wspace, work_bytes, work, reserve_bytes, reserve);
-        if (s == CUDNN_STATUS_SUCCESS)
-            s = cuda_dnn.cudnnRNNBackwardData_v8(h, rnn, p->seq, p->yd, y, dy, p->xd, dx, p->hd, NULL, NULL, NULL,
-                                                 p->hd, NULL, NULL, NULL, p->wbytes, p->wspace, work_bytes, work,
-                                                 reserve_bytes, reserve);
-    }
-    if (e == cudaSuccess) e = cudaEventRecord(b, cb->compute);
-    if (e == cudaSuccess) e = cudaEventSynchronize(b);
-    if (e == cudaSuccess && s == CUDNN_STATUS_SUCCESS && cudaEventElapsedTime(ms, a, b) == cudaSuccess) *ms /= 3;
-    else if (e == cudaSuccess) *ms = -1;
-    cudaEventDestroy(a);
-    if (b) cudaEventDestroy(b);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(cb->compute);
-    CU(e, what); /* a CUDA error is the device's, not a refusal */
-    return BRISK_OK;
-}
-
-/* With autotuning (never under --deterministic) and $BRISK_CUDA_RNN_ALGO persistent or auto:
- * cuDNN's PERSIST_STATIC algorithm, which keeps the recurrent weights on chip across time
- * steps instead of one GEMM launch per step, timed against STANDARD and kept when faster
- * (persistent: whenever cuDNN runs it). The plan then takes the new descriptor, its temp
- * sizes and its weight map. Any refusal of cuDNN's keeps STANDARD. */
-static brisk_status choose_algo(cuda_backend *cb, lstm_plan *p, const char *what, brisk_error *err) {
-    int mode = rnn_algo_mode();
-    if (mode < 0)
-        return brisk_errorf(err, BRISK_ERR_INVALID, "$%s is '%s': use standard, persistent or auto", RNN_ALGO_ENV,
-                            getenv(RNN_ALGO_ENV));
-    if (mode == RNN_STANDARD || !cb->opt.autotune || cb->opt.deterministic) return BRISK_OK;
-    cudnnHandle_t h = cb->rnn->handle;
-    int64_t BTH = p->B * p->T * p->H;
-    size_t fbytes = (size_t)(10 * BTH) * sizeof(float); /* x, dx [B, T, 4H]; y, dy [B, T, H] */
-    cudnnRNNDescriptor_t rnn = NULL;
-    void *scratch = NULL, *work = NULL, *reserve = NULL;
-    size_t wbytes = 0, work_bytes = 0, reserve_bytes = 0;
-    brisk_status st = BRISK_OK;
-    const char *refused = NULL;
-    cudnnStatus_t s = cuda_dnn.cudnnCreateRNNDescriptor(&rnn);
-    if (!s)
-        s = cuda_dnn.cudnnSetRNNDescriptor_v8(rnn, CUDNN_RNN_ALGO_PERSIST_STATIC, CUDNN_LSTM, CUDNN_RNN_DOUBLE_BIAS,
-                                              CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT,
-                                              CUDNN_DATA_FLOAT, (cudnnMathType_t)p->math, (int32_t)(4 * p->H),
-                                              (int32_t)p->H, (int32_t)p->H, 1, p->drop, CUDNN_RNN_PADDED_IO_ENABLED);
-    if (!s) s = cuda_dnn.cudnnGetRNNWeightSpaceSize(h, rnn, &wbytes);
-    if (!s) s = cuda_dnn.cudnnGetRNNTempSpaceSizes(h, rnn, CUDNN_FWD_MODE_TRAINING, p->xd, &work_bytes, &reserve_bytes);
-    if (s) refused = cuda_dnn.cudnnGetErrorString(s);
-    else if (wbytes != p->wbytes) refused = "another weight space size";
-    size_t trial_reserve = reserve_bytes > p->reserve_bytes ? reserve_bytes : p->reserve_bytes;
-    if (!refused && (cudaMalloc(&scratch, fbytes) != cudaSuccess || cudaMemset(scratch, 0, fbytes) != cudaSuccess ||
-                     (work_bytes && cudaMalloc(&work, work_bytes) != cudaSuccess) ||
-                     (trial_reserve && cudaMalloc(&reserve, trial_reserve) != cudaSuccess))) {
-        cudaGetLastError();
-        refused = "its trial buffers could not be allocated";
-    }
-    if (!refused) {
-        float *x = scratch, *dx = x + 4 * BTH, *y = dx + 4 * BTH, *dy = y + BTH;
-        st = time_rnn(cb, p, p->rnn, p->work, p->work_bytes, reserve, p->reserve_bytes, x, y, dy, dx, &p->trial_ms[0],
-                      what, err);
-        if (!st)
-            st = time_rnn(cb, p, rnn, work, work_bytes, reserve, reserve_bytes, x, y, dy, dx, &p->trial_ms[1], what,
-                          err);
-        if (!st && p->trial_ms[1] < 0) refused = "a trial launch failed";
-    }
-    cudaFree(scratch);
-    cudaFree(reserve);
-    int take = !st && !refused && (mode == RNN_PERSISTENT || p->trial_ms[1] < p->trial_ms[0]);
-    if (!st && refused) p->trial_ms[1] = -1;
-    if (!st)
-        brisk_log(&cb->opt.log, BRISK_LOG_INFO, "cuda: %s: cuDNN RNN algorithm %s (%s%s; forward + backward data: "
-                  "standard %.3f ms, persistent %.3f ms)", what, take ? "persistent" : "standard",
-                  refused ? "persistent refused: " : mode == RNN_PERSISTENT ? "asked for" : "timed",
-                  refused ? refused : "", p->trial_ms[0], p->trial_ms[1]);
-    if (!take) {
-        cudaFree(work);
-        if (rnn) cuda_dnn.cudnnDestroyRNNDescriptor(rnn);
-        return st;
-    }
-    cuda_dnn.cudnnDestroyRNNDescriptor(p->rnn);
-    p->rnn = rnn, p->algo = CUDNN_RNN_ALGO_PERSIST_STATIC;
-    cudaFree(p->work);
-    p->work = work, p->work_bytes = work_bytes;
-    cudaFree(p->reserve);
-    p->reserve = NULL, p->reserve_bytes = reserve_bytes;
-    if (!lstm_reserve_fits(p->B, p->T, p->H, reserve_bytes))
-        CU(cudaMalloc(&p->reserve, reserve_bytes), "the LSTM's cuDNN reserve space");
-    return plan_weights(cb, p, what, err); /* the new descriptor's weight map */
 }
 
 /* The plan for LSTM node `node` of g, made now when there is none (never while capturing). */
@@ -557,13 +436,9 @@ void cuda_rnn_note(const cuda_backend *cb, const brisk_graph *g, int id, char *b
         const char *math = p->math == CUDNN_FMA_MATH ? "FMA (no tensor cores)"
                            : p->math == CUDNN_DEFAULT_MATH ? "default (TF32 tensor cores)"
                                                            : "fp16 tensor cores (allow conversion)";
-        char trial[80] = "";
-        if (p->trial_ms[0] > 0)
-            snprintf(trial, sizeof trial, " (timed: standard %.3f, persistent %.3f ms)", p->trial_ms[0], p->trial_ms[1]);
-        snprintf(buf, n, "cuDNN RNN %s, %s%s, B %lld T %lld H %lld%s, math %s, workspace %zu B",
-                 nd->op == BRISK_OP_LSTM ? "forward (training)" : "backward data",
-                 p->algo == CUDNN_RNN_ALGO_PERSIST_STATIC ? "persistent" : "standard", trial, (long long)p->B,
-                 (long long)p->T, (long long)p->H, p->reverse ? ", reversed" : "", math, p->work_bytes);
+        snprintf(buf, n, "cuDNN RNN %s, B %lld T %lld H %lld%s, math %s, workspace %zu B", nd->op == BRISK_OP_LSTM
+                 ? "forward (training)" : "backward data", (long long)p->B, (long long)p->T, (long long)p->H,
+                 p->reverse ? ", reversed" : "", math, p->work_bytes);
         return;
     }
 }
