@@ -306,7 +306,8 @@ stage_test() {
       BRISK_CONV_SUMMARY="$work/logs/conv-summary.tsv" -- -R "$CUDA_TESTS" -j1
     # the vision kernels (issue 12) on lines of their own: never run on a GPU before
     local t line
-    for t in "test_cuda_conv:cuDNN convolution" "test_cuda_vision:pooling and batch norm"; do
+    for t in "test_cuda_conv:cuDNN convolution" "test_cuda_vision:pooling and batch norm" \
+             "test_cuda_grad:whole training graphs, ResNet-18 at the example's size among them,"; do
       line=$(grep -E "Test +#[0-9]+: backend\.${t%%:*} " "$work/logs/ctest-cuda.log" | head -1 | tr -s ' ')
       case $line in
         *Passed*) record PASS test "${t#*:} vs CPU (${t%%:*})" "${line##* Passed }" ;;
@@ -314,6 +315,11 @@ stage_test() {
         *) record FAIL test "${t#*:} vs CPU (${t%%:*})" "$line (ctest-cuda.log)" ;;
       esac
     done
+    # where an fp32 graph left the CPU's (test_cuda_grad's locate_divergence): the ResNet
+    # example's GPU training parted from the CPU's in fp32 (2026-11-27, night), cause unknown
+    local where
+    where=$(grep -E "nodes past 1e-5; the worst node" "$work/logs/ctest-cuda.log" | head -3 | tr -s ' ' | tr '\n' ';')
+    [ -n "$where" ] && record FAIL test "fp32 graphs, node by node vs CPU" "$where (first nodes: ctest-cuda.log)"
     # NHWC and bf16/fp16 convolutions (issue 12, part 3): one line per precision, its worst
     # relative error per graph layout -> cuDNN layout; never run on a GPU before
     local prec rows detail
