@@ -140,7 +140,8 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"speed.fuse", "fusion: on a GPU cuBLASLt epilogues (bias, activation and their gradients) and residual + layernorm; on the CPU the same patterns as one pass each (bit-identical results)"},
     {"speed.deterministic", "bit-identical runs for the same seed (GPU: no split-K, no timed choices; CPU: the GEMM kernel by a fixed rule)"},
     {"speed.conv_layout", "GPU: the layout cuDNN convolutions run in; auto: NCHW or NHWC, whichever is faster "
-                          "with the transposes it costs (timed once per shape and cached)"},
+                          "with the transposes it costs (timed once per shape and cached; under bf16/fp16 also fp32 data with "
+                          "TF32 math, kept where faster)"},
     {"speed.cpu_gemm", "CPU: auto|own|blas|fixed, the GEMM kernel per shape; auto: brisk's own sgemm or the BLAS, "
                        "whichever is faster (timed once per shape, cached beside speed.autotune_cache as "
                        "cpu-gemm-choice.txt); fixed: the compiled rule, no timing (what speed.deterministic and "
