@@ -241,6 +241,9 @@ typedef struct brisk_run_summary {
     double best_val_accuracy; /* classification only, else NaN */
     double wall_s, data_wait_s, compute_s;
     double copy_s;            /* handing batches to the device (a device backend; 0 on the CPU) */
+    double checkpoint_s;      /* writing this run's checkpoints (part of the time outside the steps) */
+    double validation_s;      /* this run's validation passes (likewise) */
+    int64_t checkpoints;      /* checkpoints this run wrote */
     double gpu_util;          /* mean device utilisation (%) at the progress lines; -1: none */
     int64_t steps_run;        /* optimizer steps of this run (or API call) */
     double ms_per_step_median, ms_per_step_mean, ms_per_step_p95, ms_per_step_max; /* this run's steps */
@@ -266,7 +269,8 @@ typedef struct brisk_run_summary {
 
 /* The summary as one JSON object (release with cJSON_Delete), the key set of metrics.jsonl's
  * run_end line and of brisk_train_run's result: steps, steps_run, epochs, wall_s, data_wait_s,
- * copy_s, compute_s, samples_per_s, ms_per_step_median, ms_per_step_p95, gflop_per_step, gflops, final_loss,
+ * copy_s, compute_s, checkpoint_s, validation_s, checkpoints, samples_per_s, ms_per_step_median, ms_per_step_p95,
+ * gflop_per_step, gflops, final_loss,
  * best_val_loss, best_val_accuracy, best_epoch, params, arena_bytes, state_bytes, total_bytes,
  * device_mem_used, nan_skipped, stopped_by_signal (0, a signal number, or -1 for a program's
  * stop request), checkpoint, step_clock and, when out_dir is not NULL, out_dir. Numbers not measured

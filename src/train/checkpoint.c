@@ -49,6 +49,7 @@ static brisk_status scaler_restore(brisk_trainer *t, const brisk_safetensors *st
 }
 
 brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_error *err) {
+    double t0 = brisk_now();
     char *norm = NULL;
     brisk_graph *g = t->g;
     size_t n = (size_t)g->n_param_floats, np = (size_t)g->n_params;
@@ -127,6 +128,8 @@ out:
     free(e);
     free(host);
     free(norm);
+    t->checkpoint_s += brisk_now() - t0; /* the summary's own line: a big model writes for seconds */
+    if (!st) t->checkpoints_written++;
     return st;
 }
 

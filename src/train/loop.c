@@ -260,6 +260,8 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     int64_t todo = end - t->step;
     double *step_times = malloc(sizeof(double) * (size_t)(todo > 0 ? todo : 1));
     double t_start = brisk_now(), last_epoch_loss = NAN;
+    const double ckpt_s0 = t->checkpoint_s, val_s0 = t->validation_s; /* this run's share of each */
+    const int64_t ckpt_n0 = t->checkpoints_written;
     /* the run's and the progress window's time split; marks of the device's copy counter */
     brisk_time_split run = {0}, win = {0};
     double run_copy_mark = device_copy_s(t), win_copy_mark = run_copy_mark;
@@ -348,7 +350,10 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
         }
         if (epoch_ended) {
             brisk_val_metrics vm;
-            if ((st = brisk_validate(t, &vm, err))) goto out;
+            double v0 = brisk_now();
+            st = brisk_validate(t, &vm, err);
+            t->validation_s += brisk_now() - v0;
+            if (st) goto out;
             double vl = vm.loss, va = vm.accuracy;
             epochs_done++;
             last_epoch_loss = tail_mean(t, epoch_steps);
@@ -429,6 +434,9 @@ out:
         sum->data_wait_s = run.data_s;
         sum->copy_s = run.copy_s;
         sum->compute_s = brisk_time_split_compute_s(&run);
+        sum->checkpoint_s = t->checkpoint_s - ckpt_s0;
+        sum->validation_s = t->validation_s - val_s0;
+        sum->checkpoints = t->checkpoints_written - ckpt_n0;
         sum->gpu_util = t->util_n ? t->util_sum / t->util_n : -1.0;
         /* the step statistics from the device's clock where it has one (its times replace
          * the host's, whose sum is the compute split's step time too) */
@@ -494,6 +502,10 @@ out:
         }
         char resumed[64];
         snprintf(resumed, sizeof resumed, ", %lld in all", (long long)t->step);
+        char other[128] = ""; /* what the time outside the steps went to, where it went anywhere */
+        if (sum->checkpoints > 0 || sum->validation_s > 0)
+            snprintf(other, sizeof other, ": checkpoints %.2f s (%lld written), validation %.2f s", sum->checkpoint_s,
+                     (long long)sum->checkpoints, sum->validation_s);
         char val[160] = "none (no validation split)";
         if (!isnan(sum->best_val_loss)) snprintf(val, sizeof val, "%.5f (epoch %d)", sum->best_val_loss, sum->best_epoch);
         if (!isnan(sum->best_val_accuracy))
@@ -507,13 +519,13 @@ out:
                   "  speed             %.0f samples/s over the run%s; %.3f ms/step median, %.3f p95, %.3f mean\n"
                   "  arithmetic        %.3g GFLOP a step (matrix products), %.1f GFLOP/s sustained\n"
                   "  step times        %s\n"
-                  "  time              data wait %.2f s (%.1f%%), copy to device %.2f s (%.1f%%), compute %.2f s (%.1f%%), other %.2f s\n"
+                  "  time              data wait %.2f s (%.1f%%), copy to device %.2f s (%.1f%%), compute %.2f s (%.1f%%), other %.2f s%s\n"
                   "  memory            %.2f MiB planned (activations %.2f MiB)%s\n"
                   "  checkpoints       %s%s%s",
                   (long long)n_timed, n_timed == 1 ? "" : "s", sum->wall_s, epochs_done, epochs_done == 1 ? "" : "s",
                   n_timed == t->step ? "" : resumed, sum->final_loss, val, sum->samples_per_s, ranks_txt, ss.median_ms, ss.p95_ms,
                   ss.mean_ms, sum->gflop_per_step, sum->gflops, sum->step_clock, sum->data_wait_s, 100 * sum->data_wait_s / w, sum->copy_s, 100 * sum->copy_s / w, sum->compute_s,
-                  100 * sum->compute_s / w, sum->wall_s - sum->data_wait_s - sum->copy_s - sum->compute_s, sum->total_bytes / 1048576.0, sum->arena_bytes / 1048576.0, huge_txt,
+                  100 * sum->compute_s / w, sum->wall_s - sum->data_wait_s - sum->copy_s - sum->compute_s, other, sum->total_bytes / 1048576.0, sum->arena_bytes / 1048576.0, huge_txt,
                   files ? tr->out_dir : "none (train.out_dir is \"\")", files ? "/last.safetensors" : "",
                   !files || when_due || isnan(t->best_val) ? "" : ", best.safetensors");
         if (t->data_sharded)

@@ -218,14 +218,18 @@ static void memory_chart(brisk_html *b, const run_log *r) {
 
 static void time_total_chart(brisk_html *b, const run_log *r) {
     double wall = end_num(r, "wall_s"), data = end_num(r, "data_wait_s"), copy = end_num(r, "copy_s");
-    double compute = end_num(r, "compute_s");
-    const char *labels[] = {"data wait", "copy to device", "compute", "other (validation, checkpoints)"};
-    double v[4] = {data, copy, compute, wall - data - copy - compute};
-    int n = isfinite(wall) ? 4 : 0;
-    if (n && v[3] < 0) v[3] = 0;
+    double compute = end_num(r, "compute_s"), ckpt = end_num(r, "checkpoint_s"), val = end_num(r, "validation_s");
+    /* runs written before checkpoint_s and validation_s existed: one "other" bar */
+    int split = isfinite(ckpt) && isfinite(val);
+    const char *labels[] = {"data wait", "copy to device", "compute", "checkpoints", "validation", "other"};
+    const char *labels_old[] = {"data wait", "copy to device", "compute", "other (validation, checkpoints)"};
+    double v[6] = {data, copy, compute, ckpt, val, wall - data - copy - compute - (split ? ckpt + val : 0)};
+    if (!split) v[3] = v[5];
+    int n = isfinite(wall) ? (split ? 6 : 4) : 0;
+    if (n && v[n - 1] < 0) v[n - 1] = 0;
     slot_begin(b, 1, 2, brisk_bars_height(n));
     brisk_bars(b, "time_total", "#e377c2", CHART_W, n ? "Time over the run" : "Time over the run (no run_end line yet)",
-               "s", labels, v, n, "failed");
+               "s", split ? labels : labels_old, v, n, "failed");
     slot_end(b);
 }
 

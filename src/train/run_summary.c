@@ -15,6 +15,7 @@ struct cJSON *brisk_run_summary_json(const brisk_run_summary *s, const char *out
     } nums[] = {
         {"steps", (double)s->steps}, {"steps_run", (double)s->steps_run}, {"epochs", s->epochs_done},
         {"wall_s", s->wall_s}, {"data_wait_s", s->data_wait_s}, {"copy_s", s->copy_s}, {"compute_s", s->compute_s},
+        {"checkpoint_s", s->checkpoint_s}, {"validation_s", s->validation_s}, {"checkpoints", (double)s->checkpoints},
         {"samples_per_s", s->samples_per_s}, {"ms_per_step_median", s->ms_per_step_median},
         {"ms_per_step_p95", s->ms_per_step_p95}, {"gflop_per_step", s->gflop_per_step}, {"gflops", s->gflops},
         {"final_loss", s->final_loss}, {"best_val_loss", s->best_val_loss},

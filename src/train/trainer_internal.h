@@ -66,6 +66,8 @@ struct brisk_trainer {
     char last_ckpt[BRISK_PATH_MAX + 64]; /* the newest intact checkpoint known (written or resumed from) */
     int64_t last_ckpt_step;
     double last_save_time;     /* brisk_now() of the last checkpoint, or of the run's start */
+    double checkpoint_s, validation_s; /* seconds spent writing checkpoints and validating, ever */
+    int64_t checkpoints_written;
     int64_t nan_skipped;       /* steps skipped for a non-finite loss, over all resumed runs */
     int64_t scaler_skipped;    /* loss-scaler skips reported by the backend in this run */
     int scaler_warned;

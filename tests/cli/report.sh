@@ -29,6 +29,10 @@ printf '%s\n' "$out" | grep -q "report            run/report.html" && [ -s run/r
   bad "train-writes-report: $(printf '%s\n' "$out" | tail -3)"
 grep -q '"event":"run_end"' run/metrics.jsonl && grep -q '"optimizations"' run/metrics.jsonl && ok metrics-records ||
   bad metrics-records
+# the time outside the steps, by what it went to: 4 epochs wrote last (and best) each, validated each
+printf '%s\n' "$out" | grep -qE "other [0-9.]+ s: checkpoints [0-9.]+ s \(([5-9]|[1-9][0-9]) written\), validation [0-9.]+ s" &&
+  grep -qE '"checkpoint_s":[0-9.e-]+,"validation_s":[0-9.e-]+,"checkpoints":([5-9]|[1-9][0-9])' run/metrics.jsonl &&
+  ok time-outside-steps || bad "time-outside-steps: $(printf '%s\n' "$out" | grep '  time ')"
 rm run/report.html
 "$brisk" report run > out.txt 2>&1 && grep -q "run/report.html" out.txt && [ -s run/report.html ] && ok report-command ||
   bad "report-command: $(cat out.txt)"
@@ -45,6 +49,8 @@ expect output-directory 'adir: exists and is a directory' -- "$brisk" report run
 grep -q '<script' run/report.html && bad "report has a script" || ok no-script
 [ "$(grep -o 'http[s]*://[^"]*' run/report.html | sort -u)" = "http://www.w3.org/2000/svg" ] && ok no-network ||
   bad "no-network: $(grep -o 'http[s]*://[^"]*' run/report.html | sort -u | head -3)"
+grep -q '>checkpoints<' run/report.html && grep -q '>validation<' run/report.html && ok time-chart-split ||
+  bad time-chart-split
 grep -q 'id="optimizations"' run/report.html && grep -q 'class="off">off' run/report.html && ok optimization-table ||
   bad optimization-table
 
