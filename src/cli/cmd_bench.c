@@ -61,6 +61,13 @@ static const row cpu_rows[] = {
 
 #define MAX_ROUNDS 50
 
+/* A JSON number in ms, or null where it was not measured. */
+static const char *fmt_ms(double ms, char *buf, size_t n) {
+    if (isnan(ms)) snprintf(buf, n, "null");
+    else snprintf(buf, n, "%.5f", ms);
+    return buf;
+}
+
 static int run_row(const char *config, const row *r, int steps, const char *dir, int index, int cpu,
                    brisk_run_summary *sum, brisk_error *err) {
     const char *over[24];
@@ -128,7 +135,7 @@ int cmd_bench(int argc, char **argv) {
            rounds == 1 ? "" : "s", gpu ? gi.name : "the CPU");
     if (!gpu) printf("(no GPU: %s; CPU rows only)\n", gi.reason);
     enum { MAX_ROWS = 8 };
-    double med[MAX_ROWS][MAX_ROUNDS], p95[MAX_ROWS] = {0}, samples[MAX_ROWS] = {0}, secs[MAX_ROWS] = {0};
+    double med[MAX_ROWS][MAX_ROUNDS], host[MAX_ROWS][MAX_ROUNDS], p95[MAX_ROWS] = {0}, samples[MAX_ROWS] = {0}, secs[MAX_ROWS] = {0};
     double util[MAX_ROWS] = {0}, loss[MAX_ROWS] = {0}, gflop[MAX_ROWS] = {0};
     int ok[MAX_ROWS] = {0}, util_n[MAX_ROWS] = {0}, failed = 0;
     char why[MAX_ROWS][sizeof ((brisk_error *)0)->msg], clock[sizeof ((brisk_run_summary *)0)->step_clock] = "";
@@ -148,6 +155,7 @@ int cmd_bench(int argc, char **argv) {
             }
             ok[i] = r + 1;
             med[i][r] = 1e-3 * s.ms_per_step_median;
+            host[i][r] = 1e-3 * s.host_ms_per_step_median; /* NaN where the host's clock timed the steps */
             if (s.ms_per_step_p95 > p95[i]) p95[i] = s.ms_per_step_p95;
             samples[i] += s.samples_per_s > 0 ? (double)s.steps_run * s.samples_per_s * s.ms_per_step_mean * 1e-3 : 0;
             secs[i] += (double)s.steps_run * s.ms_per_step_mean * 1e-3;
@@ -157,8 +165,8 @@ int cmd_bench(int argc, char **argv) {
             snprintf(clock, sizeof clock, "%s", s.step_clock);
         }
     if (bar) fprintf(stderr, "\r%40s\r", "");
-    printf("%-38s %10s %9s %10s %11s %9s %9s %8s\n", "", "ms/step", "spread", "p95 (max)", "samples/s", "GFLOP/s",
-           "GPU util", "speedup");
+    printf("%-38s %10s %9s %10s %11s %9s %9s %8s%s\n", "", "ms/step", "spread", "p95 (max)", "samples/s", "GFLOP/s",
+           "GPU util", "speedup", gpu ? "  host ms" : "");
     double base = 0;
     brisk_bench_row html_rows[MAX_ROWS];
     for (int i = 0; i < n_rows; i++) {
@@ -170,31 +178,42 @@ int cmd_bench(int argc, char **argv) {
         int n = ok[i];
         brisk_step_stats rs; /* over the rounds' medians (kept in seconds, as the helper takes) */
         brisk_step_stats_of(med[i], n, &rs);
-        double m = rs.median_ms;
+        double m = rs.median_ms, hm = NAN;
+        if (!isnan(host[i][0])) { /* the host's median time to issue a step, over the rounds' */
+            brisk_step_stats hs;
+            brisk_step_stats_of(host[i], n, &hs);
+            hm = hs.median_ms;
+        }
         double spread = m > 0 ? (rs.max_ms - rs.min_ms) / m : 0;
         if (base == 0) base = m;
         char u[16] = "-";
         if (util_n[i]) snprintf(u, sizeof u, "%.0f%%", util[i] / util_n[i]);
         double sps = secs[i] > 0 ? samples[i] / secs[i] : 0;
         double gfs = m > 0 ? gflop[i] / (1e-3 * m) : 0; /* the step's products at the median step */
-        printf("%-38s %10.4f %8.1f%% %10.4f %11.0f %9.1f %9s %7.2fx\n", tab[i].name, m, 100 * spread, p95[i], sps, gfs, u,
-               base > 0 && m > 0 ? base / m : 1.0);
+        char hcol[24] = "";
+        if (gpu && isnan(hm)) snprintf(hcol, sizeof hcol, "  %7s", "-");
+        else if (gpu) snprintf(hcol, sizeof hcol, "  %7.4f", hm);
+        printf("%-38s %10.4f %8.1f%% %10.4f %11.0f %9.1f %9s %7.2fx%s\n", tab[i].name, m, 100 * spread, p95[i], sps, gfs,
+               u, base > 0 && m > 0 ? base / m : 1.0, hcol);
+        char hbuf[32];
         html_rows[i] = (brisk_bench_row){tab[i].name, m, spread, p95[i], sps, util_n[i] ? util[i] / util_n[i] : -1.0,
                                          base > 0 && m > 0 ? base / m : 1.0, ""};
         if (json)
             printf("{\"config\": \"%s\", \"row\": %d, \"name\": \"%s\", \"device\": \"%s\", \"steps\": %lld, "
                    "\"rounds\": %d, \"ms_per_step_median\": %.5f, \"ms_per_step_spread\": %.4f, "
                    "\"ms_per_step_p95_max\": %.5f, \"samples_per_s\": %.1f, \"gflop_per_step\": %.5f, \"gflops\": %.2f, "
-                   "\"gpu_util\": %.1f, "
+                   "\"gpu_util\": %.1f, \"host_ms_per_step_median\": %s, "
                    "\"speedup\": %.3f, \"final_loss\": %.6f}\n",
                    config, i, tab[i].name, gpu ? "cuda" : "cpu", steps, n, m, spread, p95[i], sps, gflop[i], gfs,
-                   util_n[i] ? util[i] / util_n[i] : -1.0, base > 0 && m > 0 ? base / m : 1.0, loss[i]);
+                   util_n[i] ? util[i] / util_n[i] : -1.0, fmt_ms(hm, hbuf, sizeof hbuf),
+                   base > 0 && m > 0 ? base / m : 1.0, loss[i]);
     }
     printf("(spread: max - min of the %lld rounds' median ms/step, over their median; p95: the worst round's; "
            "GFLOP/s: the step's products, as brisk_node_flops counts them, at the median step)\n", rounds);
     if (clock[0])
         printf("(step times: %s%s)\n", clock,
-               gpu ? "; GPU util: NVML's share of time a kernel ran, sampled at the progress lines" : "");
+               gpu ? "; GPU util: NVML's share of time a kernel ran, sampled at the progress lines; host ms: the "
+                     "host's median time to issue a step (near ms/step: the host, not the GPU, sets the pace)" : "");
     char title[1400];
     snprintf(title, sizeof title, "%s: %lld steps per row and round, %lld round%s interleaved, on %s", config, steps,
              rounds, rounds == 1 ? "" : "s", gpu ? gi.name : "the CPU");

@@ -442,7 +442,11 @@ out:
          * the host's, whose sum is the compute split's step time too) */
         const double dev_s = device_steps_s(t, n_timed, n_timed);
         const int dev_times = dev_s >= 0;
+        sum->host_ms_per_step_median = NAN;
         if (dev_times) {
+            brisk_step_stats host; /* sorts the host's times, which the device's replace next */
+            brisk_step_stats_of(step_times, n_timed, &host);
+            sum->host_ms_per_step_median = host.median_ms;
             for (int64_t i = 0; i < n_timed; i++) step_times[i] = 1e-3 * t->dev_ms[i];
             run.step_s = dev_s;
             sum->compute_s = brisk_time_split_compute_s(&run);
@@ -502,6 +506,10 @@ out:
         }
         char resumed[64];
         snprintf(resumed, sizeof resumed, ", %lld in all", (long long)t->step);
+        char host_txt[96] = ""; /* host-bound when near the median: the GPU waits for the issuing */
+        if (!isnan(sum->host_ms_per_step_median))
+            snprintf(host_txt, sizeof host_txt, "; the host issued a step in %.3f ms (median)",
+                     sum->host_ms_per_step_median);
         char other[128] = ""; /* what the time outside the steps went to, where it went anywhere */
         if (sum->checkpoints > 0 || sum->validation_s > 0)
             snprintf(other, sizeof other, ": checkpoints %.2f s (%lld written), validation %.2f s", sum->checkpoint_s,
@@ -518,13 +526,13 @@ out:
                   "  best val loss     %s\n"
                   "  speed             %.0f samples/s over the run%s; %.3f ms/step median, %.3f p95, %.3f mean\n"
                   "  arithmetic        %.3g GFLOP a step (matrix products), %.1f GFLOP/s sustained\n"
-                  "  step times        %s\n"
+                  "  step times        %s%s\n"
                   "  time              data wait %.2f s (%.1f%%), copy to device %.2f s (%.1f%%), compute %.2f s (%.1f%%), other %.2f s%s\n"
                   "  memory            %.2f MiB planned (activations %.2f MiB)%s\n"
                   "  checkpoints       %s%s%s",
                   (long long)n_timed, n_timed == 1 ? "" : "s", sum->wall_s, epochs_done, epochs_done == 1 ? "" : "s",
                   n_timed == t->step ? "" : resumed, sum->final_loss, val, sum->samples_per_s, ranks_txt, ss.median_ms, ss.p95_ms,
-                  ss.mean_ms, sum->gflop_per_step, sum->gflops, sum->step_clock, sum->data_wait_s, 100 * sum->data_wait_s / w, sum->copy_s, 100 * sum->copy_s / w, sum->compute_s,
+                  ss.mean_ms, sum->gflop_per_step, sum->gflops, sum->step_clock, host_txt, sum->data_wait_s, 100 * sum->data_wait_s / w, sum->copy_s, 100 * sum->copy_s / w, sum->compute_s,
                   100 * sum->compute_s / w, sum->wall_s - sum->data_wait_s - sum->copy_s - sum->compute_s, other, sum->total_bytes / 1048576.0, sum->arena_bytes / 1048576.0, huge_txt,
                   files ? tr->out_dir : "none (train.out_dir is \"\")", files ? "/last.safetensors" : "",
                   !files || when_due || isnan(t->best_val) ? "" : ", best.safetensors");

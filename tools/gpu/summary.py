@@ -65,8 +65,11 @@ def ratios(work):
         modes = ", ".join(f"{m} {t[m]:.4g} ms ({t[m] / ms:.2f}x)" for m in ("eager", "amp", "compile", "amp-compile")
                           if m in t)
         best = min(t, key=t.get)
+        host = last.get("host_ms_per_step_median")  # null (None) where the host's clock timed the steps
+        issue = f" (the host issued a step in {host:.4g} ms{': host-bound' if host >= 0.7 * ms else ''})" \
+            if isinstance(host, (int, float)) else ""
         lines.append(f"{w}: brisk {last.get('name', 'row %d' % last.get('row', 0))} {ms:.4g} ms/step on "
-                     f"{last.get('device', '?')}; torch {modes}; vs torch best ({best}) {t[best] / ms:.2f}x")
+                     f"{last.get('device', '?')}{issue}; torch {modes}; vs torch best ({best}) {t[best] / ms:.2f}x")
     for w in sorted(set(bench) - set(torch)):
         lines.append(f"{w}: no torch_ref.py timing" + ("" if w.startswith("gemm") else " (torch stage not run?)"))
     # the GEMM-bound step against the bf16 rate `brisk check` measured (bench/gemm_bound.json's shape)
