@@ -408,6 +408,13 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
         brisk_log(&t->log, BRISK_LOG_WARN, "stopped by %s after step %lld%s: checkpoint %s written%s",
                   why, (long long)t->step, t->world > 1 ? " on every rank" : "", t->last_ckpt,
                   t->control.stop_requested ? "" : "; run the same command with --resume auto to continue");
+    /* Several ranks stopped by a signal meet once more, after rank 0 has written the
+     * checkpoint and said so: a rank that exits first with status 75 makes mpirun end the
+     * job, rank 0's checkpoint and line with it (dist.train_mpi_signal under ASan, CI). */
+    if (!st && stop_sig && t->world > 1) {
+        double one = 1.0;
+        st = brisk_dist_allreduce_sum(t->dist, &one, 1, "the ranks' meeting after a stop", t->step + 1, err);
+    }
 out:
     if (st && files && brisk_dist_failed(t->dist)) {
         t->epoch = step_epoch, t->position = step_position; /* the failed step's batch is not consumed */

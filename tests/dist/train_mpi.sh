@@ -136,7 +136,7 @@ signal)
   wait "$job"; rc=$?
   [ "$rc" = 75 ] && ok "exit 75 after SIGUSR1 on rank 1" || { fail "exit $rc (want 75)"; cat s.log; }
   line=$(grep "stopped by a stop signal on another rank after step [0-9]* on every rank" s.log)
-  [ -n "$line" ] && ok "$line" || fail "no agreed stop line"
+  [ -n "$line" ] && ok "$line" || { fail "no agreed stop line"; cat s.log; }
   step=$(echo "$line" | grep -o 'after step [0-9]*' | grep -o '[0-9]*$')
   "$brisk" info s/last.safetensors | grep -qE "^step +${step:-x}$" && ok "the checkpoint holds step $step" \
     || fail "the checkpoint does not hold step $step"
