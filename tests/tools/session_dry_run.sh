@@ -18,6 +18,7 @@ for c in "fp32, epilogues refused, vs CPU \(<= 1e-3\)" "fp32 vs CPU \(<= 1e-3\)"
   check "agree: $c" "^PASS .* agree +tabular $c.* +\(--cpu: both on the CPU\) 3 steps"
 done
 check "agree: the run report" "^PASS .* agree +tabular report.html \(bf16 run\) +[0-9]+ optimizations on"
+check "agree: step-1 gradients" "^PASS .* agree +tabular gradients after step 1 \(fp32\) vs CPU .*\(--cpu: both on the CPU\) relative L2 error 0 "
 check "the CUDA tests are listed, not run" "^SKIP .* test +CUDA tests \(ctest -R cuda\) +--cpu: [0-9]+ tests found"
 check "the epilogue switch is named" "^SKIP .*CUDA tests, BRISK_CUDA_REFUSE_EPILOGUES="
 check "sanitizers skip" "^SKIP .* sanitize +memcheck, tabular"

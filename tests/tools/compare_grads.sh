@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# tools/gpu/compare_grads.py, the GPU suite's step-1 gradient check: two CPU runs whose GEMMs
+# sum in another order pass at 1e-4, a clipped run against an unclipped one fails with the
+# clip factor as its best scale and nothing left after it, and bad inputs exit 2. Runs with the
+# python3 found (numpy or not: the tool takes either path).
+#   compare_grads.sh BRISK_BINARY WORKDIR SOURCE_DIR
+set -u
+brisk=$1 work=$2 src=$3
+py=${PYTHON:-python3}
+command -v "$py" >/dev/null || { echo "SKIP: no $py"; exit 77; }
+cmp="$py $src/tools/gpu/compare_grads.py"
+rm -rf "$work" && mkdir -p "$work/data" && cd "$work" || exit 1
+fails=0
+expect() { # expect EXIT_STATUS OUTPUT_PATTERN ARGS...
+  local want=$1 pat=$2; shift 2
+  local got rc
+  got=$($cmp "$@" 2>/dev/null); rc=$?
+  if [ $rc != "$want" ] || ! echo "$got" | grep -qE -- "$pat"; then
+    echo "FAIL: compare_grads.py $* -> exit $rc, '$got' (want exit $want, /$pat/)"; fails=$((fails + 1))
+  else echo "ok   $*: $got"; fi
+}
+"$brisk" synth tabular data/tabular.npz --samples 2048 >/dev/null || exit 1
+one() { local out=$1; shift; "$brisk" train "$src/examples/tabular.json" --device cpu --max-steps 1 --quiet --out "$out" "$@" || exit 1; }
+one own --set speed.cpu_gemm=own
+one blas --set speed.cpu_gemm=blas
+one clipped --clip-norm 0.01
+one sgd --set optim.type=sgd
+expect 0 '^PASS relative L2 error [0-9.e-]+ over 8 tensors .*after the best scale 1' own blas
+expect 0 '^PASS relative L2 error 0 ' own/last.safetensors own
+expect 1 '^FAIL relative L2 error .*after the best scale [0-9.]+: [0-9.e-]+; 0 of [0-9]+ elements' clipped own
+# the clip factor is the whole difference: nothing but rounding after the best scale
+$cmp clipped own | grep -qE 'after the best scale [0-9.]+: [0-9.]+e-0[5-9]' && echo "ok   clip is a scale" ||
+  { echo "FAIL: the clip factor is not seen as a scale: $($cmp clipped own)"; fails=$((fails + 1)); }
+expect 2 '^FAIL .*no optim.exp_avg' sgd own
+expect 2 '^FAIL .*nothing.safetensors: No such file' own nothing.safetensors
+head -c 4 own/last.safetensors > short.safetensors
+expect 2 '^FAIL .*not a safetensors file' own short.safetensors
+expect 2 '^FAIL usage' own
+[ $fails = 0 ] && echo "compare_grads: all passed" || { echo "compare_grads: $fails failed"; exit 1; }
