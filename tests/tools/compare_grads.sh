@@ -5,20 +5,7 @@
 # python3 found (numpy or not: the tool takes either path).
 #   compare_grads.sh BRISK_BINARY WORKDIR SOURCE_DIR
 set -u
-brisk=$1 work=$2 src=$3
-py=${PYTHON:-python3}
-command -v "$py" >/dev/null || { echo "SKIP: no $py"; exit 77; }
-cmp="$py $src/tools/gpu/compare_grads.py"
-rm -rf "$work" && mkdir -p "$work/data" && cd "$work" || exit 1
-fails=0
-expect() { # expect EXIT_STATUS OUTPUT_PATTERN ARGS...
-  local want=$1 pat=$2; shift 2
-  local got rc
-  got=$($cmp "$@" 2>/dev/null); rc=$?
-  if [ $rc != "$want" ] || ! echo "$got" | grep -qE -- "$pat"; then
-    echo "FAIL: compare_grads.py $* -> exit $rc, '$got' (want exit $want, /$pat/)"; fails=$((fails + 1))
-  else echo "ok   $*: $got"; fi
-}
+. "$(dirname "$0")/expect_tool.sh" compare_grads "$@"
 "$brisk" synth tabular data/tabular.npz --samples 2048 >/dev/null || exit 1
 one() { local out=$1; shift; "$brisk" train "$src/examples/tabular.json" --device cpu --max-steps 1 --quiet --out "$out" "$@" || exit 1; }
 one own --set speed.cpu_gemm=own

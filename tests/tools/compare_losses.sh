@@ -5,21 +5,7 @@
 # pipeline folders, bad arguments).
 #   compare_losses.sh BRISK_BINARY WORKDIR SOURCE_DIR
 set -u
-brisk=$1 work=$2 src=$3
-py=${PYTHON:-python3}
-command -v "$py" >/dev/null || { echo "SKIP: no $py"; exit 77; }
-cmp="$py $src/tools/gpu/compare_losses.py"
-rm -rf "$work" && mkdir -p "$work/data" && cd "$work" || exit 1
-fails=0
-# expect EXIT_STATUS OUTPUT_PATTERN ARGS...: the tool's exit status and its one line
-expect() {
-  local want=$1 pat=$2; shift 2
-  local got rc
-  got=$($cmp "$@" 2>/dev/null); rc=$?
-  if [ $rc != "$want" ] || ! echo "$got" | grep -qE -- "$pat"; then
-    echo "FAIL: compare_losses.py $* -> exit $rc, '$got' (want exit $want, /$pat/)"; fails=$((fails + 1))
-  else echo "ok   $*: $got"; fi
-}
+. "$(dirname "$0")/expect_tool.sh" compare_losses "$@"
 
 "$brisk" synth tabular data/tabular.npz --samples 8192 >/dev/null || exit 1
 for run in a b; do
