@@ -512,11 +512,14 @@ grads_check() {
     is_pipeline "$root/examples/$ex.json" && continue
     done_before agree "$check" && continue
     enough agree "$check" 40 || return
-    local c=(--max-steps 1 --precision fp32 --deterministic --log-every 1 --overwrite)
-    (cd "$work" && timeout "$(tmo 20 120)" "$brisk" train "$root/examples/$ex.json" --device cpu --threads $cth \
-      "${c[@]}" --out "runs/$ex-g1cpu" && timeout "$(tmo 20 120)" "$brisk" train "$root/examples/$ex.json" \
-      --device $dev --no-tf32 "${c[@]}" --out "runs/$ex-g1dev") >"$work/logs/agree-$ex-grads.log" 2>&1 ||
-      { record FAIL agree "$check" "a 1-step run failed: $(lastline "$work/logs/agree-$ex-grads.log")"; continue; }
+    local steps=1 a # train_run's step count, for these two runs
+    train_run "$ex-g1cpu" "$root/examples/$ex.json" "$(tmo 20 120)" --device cpu --threads $cth --precision fp32 --deterministic
+    train_run "$ex-g1dev" "$root/examples/$ex.json" "$(tmo 20 120)" --device $dev --precision fp32 --no-tf32 --deterministic
+    for a in g1cpu g1dev; do
+      [ "$(cat "$work/runs/$ex-$a.rc")" = 0 ] && continue
+      record FAIL agree "$check" "the 1-step run $ex-$a failed: $(lastline "$work/logs/agree-$ex-$a.log")"
+      continue 2
+    done
     r=$($py "$tools/compare_grads.py" "$work/runs/$ex-g1cpu" "$work/runs/$ex-g1dev" --rtol 1e-4 2>&1 </dev/null | tail -1)
     case $r in
       PASS\ *|FAIL\ relative*) record "${r%% *}" agree "$check" "$([ $cpu = 1 ] && echo '(--cpu: both on the CPU) ')${r#* }" ;;

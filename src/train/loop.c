@@ -507,7 +507,7 @@ out:
                      t->world, sum->samples_per_s / t->world, (long long)brisk_dist_collectives(t->dist),
                      brisk_dist_wait_seconds(t->dist), overlap_txt);
         char huge_txt[200] = "";
-        if (!t->be->describe) { /* the CPU backend: its big buffers asked for 2 MiB pages */
+        if (strcmp(t->be->name, "cpu") == 0) { /* its big buffers asked for 2 MiB pages */
             char h[160];
             if (brisk_backend_cpu_huge_pages(h, sizeof h, NULL) >= 0) snprintf(huge_txt, sizeof huge_txt, "; %s", h);
         }

@@ -221,15 +221,15 @@ static void time_total_chart(brisk_html *b, const run_log *r) {
     double compute = end_num(r, "compute_s"), ckpt = end_num(r, "checkpoint_s"), val = end_num(r, "validation_s");
     /* runs written before checkpoint_s and validation_s existed: one "other" bar */
     int split = isfinite(ckpt) && isfinite(val);
-    const char *labels[] = {"data wait", "copy to device", "compute", "checkpoints", "validation", "other"};
-    const char *labels_old[] = {"data wait", "copy to device", "compute", "other (validation, checkpoints)"};
-    double v[6] = {data, copy, compute, ckpt, val, wall - data - copy - compute - (split ? ckpt + val : 0)};
-    if (!split) v[3] = v[5];
+    double other = wall - data - copy - compute;
+    const char *labels[] = {"data wait", "copy to device", "compute",
+                            split ? "checkpoints" : "other (validation, checkpoints)", "validation", "other"};
+    double v[6] = {data, copy, compute, split ? ckpt : other, val, other - ckpt - val};
     int n = isfinite(wall) ? (split ? 6 : 4) : 0;
     if (n && v[n - 1] < 0) v[n - 1] = 0;
     slot_begin(b, 1, 2, brisk_bars_height(n));
     brisk_bars(b, "time_total", "#e377c2", CHART_W, n ? "Time over the run" : "Time over the run (no run_end line yet)",
-               "s", split ? labels : labels_old, v, n, "failed");
+               "s", labels, v, n, "failed");
     slot_end(b);
 }
 
