@@ -9,12 +9,16 @@
  * marked in skip and a backend returns from them at once.
  *
  * GEMM epilogues (forward M = MATMUL; B = BIAS_ADD(M, b); A = RELU(B) or GELU_tanh(B), and
- * where the rules allow GELU_erf, SILU, TANH, SIGMOID; every other reader of B an ACT_GRAD
+ * where the rules allow GELU_erf, SILU, TANH, SIGMOID, and D = DROPOUT(A) when A has no
+ * other reader than its gradients' y; every other reader of B an ACT_GRAD
  * of that activation; backward H = MATMUL; Q = ACT_GRAD_gelu_tanh(H, B, A); S = SUM_rows(Q)): the intermediate
  * (M, H) must have no other reader and must not be read after a run. A backend that can
  * fall back to running the work decomposed at the same place (GEMM into the matmul's own
  * buffer, then elementwise kernels) writes and reads the matmul's buffer, so a later
  * node's buffer may share its bytes only exactly (an elementwise kernel in place).
+ *
+ * GEMM + act-grad (the CPU's): H = MATMUL; [D = DROPOUT(H)]; Q = ACT_GRAD(H or D, x, y), at
+ * H's place, D never written.
  *
  * Act-grad + bias gradient (the CPU's): Q = ACT_GRAD(dy, x, y) and S = SUM over all but
  * the last dim of Q, at Q's place, S written early.
@@ -117,6 +121,28 @@ static int add_fusion(brisk_fusion_plan *p, brisk_fusion f) {
     return 0;
 }
 
+/* The DROPOUT of activation A that a forward GEMM epilogue can write too, at s: A's only
+ * reader besides its gradients' y; else -1. */
+static int act_dropout(const brisk_exec *ex, const life *l, int act, int s, int m) {
+    const brisk_graph *g = ex->g;
+    int dr = -1, n_dr = 0, others = 0;
+    for (int t = 0; t < g->n_nodes; t++) {
+        const brisk_node *nt = &g->nodes[t];
+        if (l->pos[t] < 0) continue;
+        for (int j = 0; j < nt->n_in; j++) {
+            if (nt->in[j] != act) continue;
+            if (nt->op == BRISK_OP_DROPOUT && j == 0) dr = t, n_dr++;
+            else if (!(nt->op == BRISK_OP_ACT_GRAD && j == 2)) others = 1;
+        }
+    }
+    if (n_dr != 1 || others || l->readers[act] >= 1000) return -1;
+    const brisk_node *nd = &g->nodes[dr];
+    if (nd->dtype != BRISK_F32 || nd->n_in != 1 || brisk_shape_numel(&nd->shape) != brisk_shape_numel(&g->nodes[act].shape) ||
+        !early_write_ok(ex, l, dr, s, m, 0))
+        return -1;
+    return dr;
+}
+
 static int plan_forward(const brisk_exec *ex, const life *l, const brisk_fusion_rules *r, brisk_fusion_plan *p,
                         int m) {
     const brisk_graph *g = ex->g;
@@ -146,7 +172,7 @@ static int plan_forward(const brisk_exec *ex, const life *l, const brisk_fusion_
         }
     }
     brisk_fusion f = {.kind = BRISK_FUSE_GEMM_BIAS, .at = m, .matmul = m, .bias = b, .act = -1, .grad = -1, .sum = -1,
-                      .ln = -1};
+                      .ln = -1, .drop = -1};
     if (act >= 0 && n_act == 1 && others_ok && l->readers[b] < 1000) {
         const brisk_node *na = &g->nodes[act];
         int grads_match = 1;
@@ -167,9 +193,11 @@ static int plan_forward(const brisk_exec *ex, const life *l, const brisk_fusion_
         }
     }
     if (f.kind == BRISK_FUSE_GEMM_BIAS && !early_write_ok(ex, l, b, s, m, 1)) return 0;
+    if (f.act >= 0 && r->act_dropout) f.drop = act_dropout(ex, l, f.act, s, m);
     if (add_fusion(p, f)) return -1;
     p->skip[b] = 1;
     if (f.act >= 0) p->skip[f.act] = 1;
+    if (f.drop >= 0) p->skip[f.drop] = 1;
     return 0;
 }
 
@@ -195,9 +223,64 @@ static int plan_backward(const brisk_exec *ex, const life *l, const brisk_fusion
     if (l->pos[base_of(g, nq->in[1])] >= s || l->pos[base_of(g, nq->in[2])] >= s) return 0;
     if (sum < 0 || !early_write_ok(ex, l, q, s, h, 1) || !early_write_ok(ex, l, sum, s, h, 0)) return 0;
     brisk_fusion f = {.kind = BRISK_FUSE_GEMM_DGELU_BGRAD, .at = h, .matmul = h, .bias = -1, .act = -1, .grad = q,
-                      .sum = sum, .ln = -1};
+                      .sum = sum, .ln = -1, .drop = -1};
     if (add_fusion(p, f)) return -1;
     p->skip[q] = p->skip[sum] = 1;
+    return 0;
+}
+
+/* Writing Q at s, the GEMM's place: no buffer overlapping Q's bytes may be live in
+ * [s, pos(Q)), but H and D, which are never written or read. */
+static int gemm_actgrad_place_ok(const brisk_exec *ex, const life *l, int q, int s, int h, int d) {
+    const brisk_graph *g = ex->g;
+    const brisk_node *nq = &g->nodes[q];
+    if (nq->storage != BRISK_STORE_ARENA || nq->offset == SIZE_MAX) return 0;
+    size_t lo = nq->offset, hi = nq->offset + nq->bytes;
+    for (int t = 0; t < g->n_nodes; t++) {
+        const brisk_node *nt = &g->nodes[t];
+        if (t == q || t == h || t == d || nt->storage != BRISK_STORE_ARENA || nt->offset == SIZE_MAX || l->pos[t] < 0)
+            continue;
+        if (nt->offset < hi && nt->offset + nt->bytes > lo && l->last[t] >= s && l->pos[t] < l->pos[q]) return 0;
+    }
+    return 1;
+}
+
+/* H = MATMUL, optionally D = DROPOUT(H) (a dropout's backward), and
+ * Q = ACT_GRAD(H or D, x, y): at H's place the GEMM writes Q's buffer and turns each band
+ * into Q while it is in cache; H and D are never written, so Q may take their bytes, but
+ * not x's or y's (the epilogue reads them after the GEMM has written the band). The bias
+ * gradient's SUM over Q runs at its own place. */
+static int plan_gemm_actgrad(const brisk_exec *ex, const life *l, const brisk_fusion_rules *r, brisk_fusion_plan *p,
+                             int q) {
+    const brisk_graph *g = ex->g;
+    const brisk_node *nq = &g->nodes[q];
+    if (nq->n_in < 3 || nq->dtype != BRISK_F32 || l->pos[q] < 0 || p->fusion_at[q] >= 0) return 0;
+    int d = -1, h = nq->in[0];
+    const brisk_node *nh = &g->nodes[h];
+    if (nh->op == BRISK_OP_DROPOUT) {
+        d = h;
+        if (nh->n_in != 1 || nh->dtype != BRISK_F32 || l->pos[d] < 0 || p->fusion_at[d] >= 0 || p->skip[d] ||
+            !only_reader_is(g, l, d, q))
+            return 0;
+        h = nh->in[0];
+    }
+    int64_t N;
+    if (g->nodes[h].op != BRISK_OP_MATMUL || l->pos[h] < 0 || p->fusion_at[h] >= 0 || p->skip[h] ||
+        !r->gemm_2d(g, h, &N) || !only_reader_is(g, l, h, d >= 0 ? d : q))
+        return 0;
+    int64_t len = brisk_shape_numel(&nq->shape);
+    if (brisk_shape_numel(&g->nodes[h].shape) != len || (d >= 0 && brisk_shape_numel(&g->nodes[d].shape) != len))
+        return 0;
+    for (int j = 1; j < 3; j++)
+        if (nq->in[j] == h || nq->in[j] == d || brisk_shape_numel(&g->nodes[nq->in[j]].shape) != len) return 0;
+    int s = l->pos[h];
+    if (l->pos[base_of(g, nq->in[1])] >= s || l->pos[base_of(g, nq->in[2])] >= s) return 0;
+    if (!gemm_actgrad_place_ok(ex, l, q, s, h, d)) return 0;
+    brisk_fusion f = {.kind = BRISK_FUSE_GEMM_ACTGRAD, .at = h, .matmul = h, .bias = -1, .act = -1, .grad = q,
+                      .sum = -1, .ln = -1, .drop = d};
+    if (add_fusion(p, f)) return -1;
+    p->skip[q] = 1;
+    if (d >= 0) p->skip[d] = 1;
     return 0;
 }
 
@@ -217,7 +300,7 @@ static int plan_actgrad_sum(const brisk_exec *ex, const life *l, brisk_fusion_pl
     }
     if (sum < 0 || !early_write_ok(ex, l, sum, l->pos[q], -1, 0)) return 0;
     brisk_fusion f = {.kind = BRISK_FUSE_ACTGRAD_BGRAD, .at = q, .matmul = -1, .bias = -1, .act = -1, .grad = q,
-                      .sum = sum, .ln = -1};
+                      .sum = sum, .ln = -1, .drop = -1};
     if (add_fusion(p, f)) return -1;
     p->skip[sum] = 1;
     return 0;
@@ -254,7 +337,7 @@ static int intact_until(const brisk_exec *ex, const life *l, int v, int from, in
 
 static int add_norm(brisk_fusion_plan *p, int add, int ln, int grad) {
     brisk_fusion f = {.kind = grad >= 0 ? BRISK_FUSE_ADD_NORM_GRAD : BRISK_FUSE_ADD_NORM, .at = add, .matmul = -1,
-                      .bias = -1, .act = -1, .grad = grad, .sum = -1, .ln = ln};
+                      .bias = -1, .act = -1, .grad = grad, .sum = -1, .ln = ln, .drop = -1};
     if (add_fusion(p, f)) return -1;
     p->skip[grad >= 0 ? grad : ln] = 1;
     return 0;
@@ -336,6 +419,7 @@ static int plan_all(const brisk_exec *ex, life *l, const brisk_fusion_rules *r, 
         int id = pl->train_order[s];
         if (g->nodes[id].op != BRISK_OP_ACT_GRAD || p->skip[id]) continue;
         if (r->gemm_backward && r->gemm_2d && plan_backward(ex, l, r, p, id)) return -1;
+        if (r->gemm_actgrad && r->gemm_2d && !p->skip[id] && plan_gemm_actgrad(ex, l, r, p, id)) return -1;
         if (r->actgrad_sum && !p->skip[id] && plan_actgrad_sum(ex, l, p, id)) return -1;
     }
     return 0;

@@ -16,8 +16,10 @@ typedef enum {
     BRISK_FUSE_GEMM_BIAS_RELU,   /* ... A = RELU(B): writes A (and B when rules.relu_writes_pre) */
     BRISK_FUSE_GEMM_BIAS_GELU,   /* ... A = GELU_tanh(B) (or erf, rules.gelu_erf): writes A and B */
     BRISK_FUSE_GEMM_BIAS_ACT,    /* ... A = SILU, TANH or SIGMOID(B) (rules.other_acts): writes A and B */
+                                 /* (the three: and D = DROPOUT(A) (rules.act_dropout): writes D too) */
     BRISK_FUSE_GEMM_DGELU_BGRAD, /* H = MATMUL; Q = ACT_GRAD_gelu_tanh(H, B, A); S = SUM_rows(Q) */
     BRISK_FUSE_ACTGRAD_BGRAD,    /* Q = ACT_GRAD(dy, x, y); S = SUM_rows(Q), at Q's place */
+    BRISK_FUSE_GEMM_ACTGRAD,     /* H = MATMUL; [D = DROPOUT(H)]; Q = ACT_GRAD(H or D, x, y): writes Q */
     BRISK_FUSE_ADD_NORM,         /* S = ADD(a, b); Y = LAYERNORM(S, gamma, beta), at the add */
     BRISK_FUSE_ADD_NORM_GRAD,    /* ADD(r, LAYERNORM_GRAD_X(dy, x, gamma)), the grad unwritten */
 } brisk_fusion_kind;
@@ -28,6 +30,8 @@ typedef struct brisk_fusion {
     brisk_fusion_kind kind;
     int at;
     int matmul, bias, act, grad, sum, ln;
+    int drop;              /* the dropout after the activation (forward) or between the GEMM and the
+                              ACT_GRAD (BRISK_FUSE_GEMM_ACTGRAD), else -1 */
 } brisk_fusion;
 
 /* What the backend can run. */
@@ -39,8 +43,10 @@ typedef struct brisk_fusion_rules {
     int gelu_erf;          /* the erf form of GELU too (cuBLASLt has the tanh form only) */
     int other_acts;        /* SiLU, tanh and sigmoid epilogues too (cuBLASLt has none) */
     int relu_writes_pre;   /* the ReLU fusion writes B too (its gradient reads B, not A) */
+    int act_dropout;       /* a forward epilogue applies the activation's dropout too */
     int gemm_backward;     /* plan BRISK_FUSE_GEMM_DGELU_BGRAD */
     int actgrad_sum;       /* plan BRISK_FUSE_ACTGRAD_BGRAD */
+    int gemm_actgrad;      /* plan BRISK_FUSE_GEMM_ACTGRAD (before act-grad + bias-grad) */
     int norms;             /* plan the residual + layernorm pairs */
 } brisk_fusion_rules;
 

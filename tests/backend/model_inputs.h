@@ -1,5 +1,6 @@
 /* What the tests that compare runs of one model (fused/unfused, thread counts) share: one
- * batch for its input fields, and a few training steps from seed-fixed weights. */
+ * batch for its input fields, a few training steps from seed-fixed weights, then the
+ * batch's loss in eval mode. */
 #ifndef BRISK_TEST_MODEL_INPUTS_H
 #define BRISK_TEST_MODEL_INPUTS_H
 
@@ -33,6 +34,7 @@ static inline void model_inputs(const brisk_graph *g, const brisk_model_io *io, 
 
 typedef struct model_run_out {
     float losses[MODEL_RUN_STEPS];
+    float eval_loss; /* after the steps, the same batch in eval mode (dropout off) */
     void *params, *grads; /* malloc'd (model_run_free); grads only when asked for */
     size_t param_bytes;
     char fusions[256]; /* the CPU backend's list of what it fused */
@@ -79,6 +81,10 @@ static inline int model_run(const brisk_model_spec *spec, int64_t batch, int thr
             rc = be->download(be, o->grads, ex->grads, o->param_bytes, &err) != 0;
         if (!rc)
             rc = brisk_optimizer_step(&opt, s + 1, os.lr, 1, &err) || brisk_exec_read(ex, io.loss, &o->losses[s], &err);
+    }
+    if (!rc) {
+        ex->step.training = 0;
+        rc = brisk_exec_run(ex, BRISK_RUN_EVAL, &err) || brisk_exec_read(ex, io.loss, &o->eval_loss, &err);
     }
     if (!rc) rc = !o->params || be->download(be, o->params, ex->params, o->param_bytes, &err) != 0;
     if (rc) fprintf(stderr, "%s (fuse %d, %d threads): %s\n", what, fuse, threads, err.msg);

@@ -1,6 +1,6 @@
 /* The CPU backend's fusions (backend/cpu/fuse.c, planned by graph/fusion.c): training steps
- * with them give bit-identical losses, gradients and parameters to the same steps without
- * them, on 1 and 2 threads, for the MLP (ReLU, GELU in both forms), the Transformer (post-LN
+ * with them give bit-identical losses, gradients and parameters, and then an eval loss, to
+ * the same steps without them, on 1 and 2 threads, for the MLP (ReLU, GELU in both forms), the Transformer (post-LN
  * and pre-LN) and the diffusion denoiser; each model gets the fusions its pattern allows;
  * and the lifetime check refuses a fusion whose early write would clobber a live buffer. */
 #include "brisk/brisk.h"
@@ -52,10 +52,10 @@ static int train(int which, int threads, int fuse, model_run_out *o) {
 static void test_fused_equals_unfused(void) {
     /* what each model's pattern allows (2 layers / 2 hidden layers each) */
     static const char *expect[N_MODELS] = {
-        "on (2 GEMM+bias+ReLU, 1 GEMM+bias, 1 act-grad+bias-grad)",
-        "on (2 GEMM+bias+GELU, 1 GEMM+bias, 1 act-grad+bias-grad)",
-        "on (2 GEMM+bias+GELU, 1 GEMM+bias, 1 act-grad+bias-grad)",
-        NULL, NULL, "on (2 GEMM+bias+SiLU/tanh/sigmoid, 1 GEMM+bias)"};
+        "on (2 GEMM+bias+ReLU, 1 GEMM+bias, 1 GEMM+act-grad, 1 act-grad+bias-grad)",
+        "on (2 GEMM+bias+GELU, 1 GEMM+bias, 1 GEMM+act-grad, 1 act-grad+bias-grad)",
+        "on (2 GEMM+bias+GELU, 1 GEMM+bias, 1 GEMM+act-grad, 1 act-grad+bias-grad)",
+        NULL, NULL, "on (2 GEMM+bias+SiLU/tanh/sigmoid, 1 GEMM+bias, 1 GEMM+act-grad)"};
     for (int which = 0; which < N_MODELS; which++) {
         model_run_out ref = {0};
         REQUIRE(train(which, 1, 0, &ref) == 0);
@@ -63,7 +63,8 @@ static void test_fused_equals_unfused(void) {
         for (int threads = 1; threads <= 2; threads++) {
             model_run_out o = {0};
             CHECK(train(which, threads, 1, &o) == 0);
-            printf("%s, %d thread%s: fusions %s\n", model_name(which), threads, threads > 1 ? "s" : "", o.fusions);
+            printf("%s, %d thread%s: fusions %s; losses %.6f, eval %.6f\n", model_name(which), threads,
+                   threads > 1 ? "s" : "", o.fusions, o.losses[MODEL_RUN_STEPS - 1], o.eval_loss);
             CHECKF(strncmp(o.fusions, "on (", 4) == 0 && !strstr(o.fusions, "no pattern"), "%s: \"%s\"",
                    model_name(which), o.fusions);
             if (expect[which])
@@ -71,6 +72,9 @@ static void test_fused_equals_unfused(void) {
             CHECKF(memcmp(ref.losses, o.losses, sizeof o.losses) == 0, "%s, %d threads: losses %.9g %.9g %.9g fused, "
                    "%.9g %.9g %.9g unfused", model_name(which), threads, o.losses[0], o.losses[1], o.losses[2],
                    ref.losses[0], ref.losses[1], ref.losses[2]);
+            CHECKF(memcmp(&ref.eval_loss, &o.eval_loss, sizeof o.eval_loss) == 0,
+                   "%s, %d threads: eval loss %.9g fused, %.9g unfused", model_name(which), threads, o.eval_loss,
+                   ref.eval_loss);
             CHECKF(o.params && ref.params && memcmp(ref.grads, o.grads, ref.param_bytes) == 0,
                    "%s, %d threads: gradients differ fused vs unfused", model_name(which), threads);
             CHECKF(o.params && ref.params && memcmp(ref.params, o.params, ref.param_bytes) == 0,
@@ -94,8 +98,8 @@ static int count_of(const char *fusions, const char *name) {
     return 0;
 }
 
-/* The transformer's patterns (2 layers): the FFN's GEMM+bias+GELU and its gradient's
- * act-grad+bias-grad per layer, the other projections' GEMM+bias; post-LN, both residual
+/* The transformer's patterns (2 layers): the FFN's GEMM+bias+GELU and, backward, its
+ * GEMM + dropout + GELU gradient (GEMM+act-grad) per layer, the other projections' GEMM+bias; post-LN, both residual
  * adds of a layer with their norms forward (backward each norm gradient has two readers);
  * pre-LN, the adds feeding the next layer's norms forward and the four residual gradient
  * adds backward. */
@@ -103,11 +107,13 @@ static void test_transformer_counts(void) {
     for (int which = 3; which <= 4; which++) {
         model_run_out o = {0};
         REQUIRE(train(which, 1, 1, &o) == 0);
-        int gelu = count_of(o.fusions, "GEMM+bias+GELU"), ag = count_of(o.fusions, "act-grad+bias-grad");
+        int gelu = count_of(o.fusions, "GEMM+bias+GELU"), ag = count_of(o.fusions, "GEMM+act-grad");
         int norm = count_of(o.fusions, "residual+layernorm");
         int norm_grad = count_of(o.fusions, "residual+layernorm-grad");
-        CHECKF(gelu == 2 && ag == 2 && count_of(o.fusions, "GEMM+bias") == 8, "%s: \"%s\"", model_name(which),
-               o.fusions);
+        /* dropouts: the FFN's after GELU, forward, and before the GELU gradient, backward */
+        CHECKF(gelu == 2 && ag == 2 && count_of(o.fusions, "GEMM+bias") == 8 &&
+                   count_of(o.fusions, "act-grad+bias-grad") == 0 && count_of(o.fusions, "dropouts") == 4,
+               "%s: \"%s\"", model_name(which), o.fusions);
         if (which == 3) CHECKF(norm == 4 && norm_grad == 0, "%s: \"%s\"", model_name(which), o.fusions);
         else CHECKF(norm == 3 && norm_grad == 4, "%s: \"%s\"", model_name(which), o.fusions);
         model_run_free(&o);

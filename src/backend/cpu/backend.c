@@ -134,13 +134,13 @@ static brisk_status cpu_run_node(brisk_backend *be, const brisk_graph *g, int id
             return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): NULL input or output buffer",
                                 brisk_op_name(n->op), id);
     }
-    if (cb->prep) { /* fused at prepare (fuse.c) */
-        int done;
-        s = cpu_prep_run(cb, g, id, in, out, &done, err);
-        if (done) return s;
-    }
     static const brisk_step_state eval_state = {.first_micro = 1};
     if (!st) st = &eval_state;
+    if (cb->prep) { /* fused at prepare (fuse.c) */
+        int done;
+        s = cpu_prep_run(cb, g, id, in, out, st, &done, err);
+        if (done) return s;
+    }
     switch (n->op) {
     case BRISK_OP_INPUT: case BRISK_OP_PARAM: case BRISK_OP_CONST:
         return BRISK_OK; /* leaves: their buffers are filled by the executor */

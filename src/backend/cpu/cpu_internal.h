@@ -131,22 +131,35 @@ void cpu_sgemm_prepacked(int trans_a, int64_t M, int64_t N, int64_t K, const flo
                          const float *packed, float *C, int64_t ldc, int accumulate, float *scratch);
 brisk_status cpu_matmul(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
                         void *out, brisk_error *err);
-/* A GEMM epilogue (fuse.c): C += bias per row, then act_out = act(C) (leading dim ldc),
- * over each band of C right after the band is computed, while it is in cache. */
+/* A GEMM epilogue (fuse.c), over each band of C right after the band is computed, while it
+ * is in cache. Forward: C += bias per row, then act_out = act(C) (leading dim ldc), then
+ * drop_out = DROPOUT(act_out) where drop_out is set. Backward (grad_kind set):
+ * C = DROPOUT(C) where drop is set (the dropout's backward), then C = ACT_GRAD(C, gx, gy).
+ * The dropout (drop 0: identity, as DROPOUT outside training) draws C's element i as
+ * element e_off + i of its stream. */
 typedef struct cpu_epilogue {
     const float *bias;  /* [N] */
     float *act_out;     /* NULL: bias only */
     int act;            /* BRISK_OP_RELU, GELU, SILU, TANH or SIGMOID */
     int gelu_tanh;      /* GELU's tanh form, else erf */
+    float *drop_out;
+    int grad_kind;      /* 0, or the activation op whose gradient this is */
+    const float *gx, *gy;
+    int drop;
+    float p;
+    uint32_t k0, k1, stream, step;
+    uint64_t e_off;
 } cpu_epilogue;
 void cpu_epilogue_apply(const cpu_epilogue *e, float *C, int64_t ldc, int64_t m0, int64_t m1, int64_t n0,
                         int64_t n1);
-/* cpu_sgemm / cpu_gemm with an epilogue per band (NULL: none); with the BLAS, one pass after. */
+/* cpu_sgemm / cpu_sgemm_blas / cpu_gemm with an epilogue per band (NULL: none). */
 void cpu_sgemm_epi(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
                    int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, int accumulate, float *scratch,
                    const cpu_epilogue *epi);
 void cpu_gemm_epi(cpu_backend *cb, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
                   int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, const cpu_epilogue *epi);
+int cpu_sgemm_blas_epi(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
+                       int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, const cpu_epilogue *epi);
 
 /* ---- fuse.c: the prepare hook (fusions planned by graph/fusion.c) and their passes.
  * cpu_prep_run runs node id's part of the prepared plan: *done = 1 when the node was
@@ -155,8 +168,8 @@ brisk_status cpu_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *e
 void cpu_forget(brisk_backend *be, const brisk_exec *ex); /* ex NULL: whatever is prepared */
 /* How node id of the prepared graph runs (the fusion it is part of), for brisk profile ("": unfused). */
 void cpu_note(brisk_backend *be, const brisk_graph *g, int id, char *buf, size_t n);
-brisk_status cpu_prep_run(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out, int *done,
-                          brisk_error *err);
+brisk_status cpu_prep_run(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                          const brisk_step_state *st, int *done, brisk_error *err);
 
 /* ---- elementwise.c */
 brisk_status cpu_binary(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
@@ -165,6 +178,8 @@ brisk_status cpu_bias_add(cpu_backend *cb, const brisk_graph *g, int id, const v
                           void *out, brisk_error *err);
 brisk_status cpu_unary(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
                        void *out, brisk_error *err);
+/* ACT_GRAD's arithmetic over n elements (kind: the activation op; tanh_form: GELU's); o may be dy. */
+void cpu_act_grad_span(int kind, int tanh_form, const float *dy, const float *x, const float *y, float *o, int64_t n);
 brisk_status cpu_act_grad(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
                           void *out, brisk_error *err);
 brisk_status cpu_grad_accum(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
@@ -247,6 +262,10 @@ brisk_status cpu_attention_op(cpu_backend *cb, const brisk_graph *g, int id, con
  * multiplies by: out[i] = 1 / (1 - p) where kept, else 0 (random.c). */
 void cpu_dropout_factors(uint32_t k0, uint32_t k1, uint32_t stream, uint32_t step, uint64_t e0, int64_t n, float p,
                          float *out);
+/* The same elements of DROPOUT's output: out[i] = x[i] / (1 - p) where kept, else 0, bit
+ * for bit as the DROPOUT op computes them (fused GEMM epilogues); out may be x. */
+void cpu_dropout_apply(uint32_t k0, uint32_t k1, uint32_t stream, uint32_t step, uint64_t e0, int64_t n, float p,
+                       const float *x, float *out);
 
 
 #endif

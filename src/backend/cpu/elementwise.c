@@ -262,18 +262,16 @@ brisk_status cpu_unary(cpu_backend *cb, const brisk_graph *g, int id, const void
 }
 
 /* out = dy * f'(x). Derivatives as PyTorch's backward kernels compute them. */
-static void act_grad_range(const void *vctx, int64_t i0, int64_t i1) {
-    const unary_ctx *c = vctx;
-    const float *restrict x = c->x + i0, *restrict dy = c->dy + i0, *restrict y = c->y + i0;
-    float *restrict o = c->out + i0;
-    int64_t n = i1 - i0;
-    switch (c->kind) {
+/* No restrict: the fused GEMM epilogue (fuse.c) runs it in place, o == dy; each element is
+ * read before it is written, which `omp simd` keeps. */
+void cpu_act_grad_span(int kind, int tanh_form, const float *dy, const float *x, const float *y, float *o, int64_t n) {
+    switch (kind) {
     case BRISK_OP_RELU:
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) o[i] = x[i] > 0.0f ? dy[i] : 0.0f;
         break;
     case BRISK_OP_GELU:
-        if (c->a != 0.0f) { /* tanh form (a carries attr.i1 == BRISK_GELU_TANH) */
+        if (tanh_form) {
 #pragma omp simd
             for (int64_t i = 0; i < n; i++) o[i] = cpu_gelu_tanh_grad(dy[i], x[i]);
         } else {
@@ -294,6 +292,12 @@ static void act_grad_range(const void *vctx, int64_t i0, int64_t i1) {
         for (int64_t i = 0; i < n; i++) o[i] = dy[i] * y[i] * (1.0f - y[i]);
         break;
     }
+}
+
+static void act_grad_range(const void *vctx, int64_t i0, int64_t i1) {
+    const unary_ctx *c = vctx;
+    /* a carries attr.i1 == BRISK_GELU_TANH */
+    cpu_act_grad_span(c->kind, c->a != 0.0f, c->dy + i0, c->x + i0, c->y + i0, c->out + i0, i1 - i0);
 }
 
 brisk_status cpu_act_grad(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,

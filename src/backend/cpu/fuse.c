@@ -4,7 +4,11 @@
  *     applied to each band of C right after the band is computed (cpu_sgemm_epi), while it
  *     is in cache; C is the BIAS_ADD's buffer (the matmul's own is never written), the
  *     activation writes its own (the GPU's ReLU leaves B unwritten; the CPU's ReLU gradient
- *     reads B, so here B is always written);
+ *     reads B, so here B is always written); a dropout of the activation writes its output
+ *     from the band too;
+ *   GEMM (+ dropout backward) + ACT_GRAD: the band of C, written in the gradient's buffer,
+ *     turned into the gradient in place (the FFN's backward: its 15360 x 512 gradient was
+ *     made by three passes over memory, the GEMM's, the dropout's and the act-grad's);
  *   ACT_GRAD + SUM over rows (the bias gradient): one pass down column blocks that writes the
  *     gradient and sums it, in the order reduce.c's column sums use;
  *   ADD + LAYERNORM: per row, the sum then its norm, while the row is in L1;
@@ -34,6 +38,14 @@ struct cpu_prep {
 
 void cpu_epilogue_apply(const cpu_epilogue *e, float *C, int64_t ldc, int64_t m0, int64_t m1, int64_t n0,
                         int64_t n1) {
+    if (e->grad_kind) {
+        for (int64_t i = m0; i < m1; i++) {
+            int64_t o = i * ldc + n0;
+            if (e->drop) cpu_dropout_apply(e->k0, e->k1, e->stream, e->step, e->e_off + (uint64_t)o, n1 - n0, e->p, C + o, C + o);
+            cpu_act_grad_span(e->grad_kind, e->gelu_tanh, C + o, e->gx + o, e->gy + o, C + o, n1 - n0);
+        }
+        return;
+    }
     const float *b = e->bias;
     for (int64_t i = m0; i < m1; i++) {
         float *c = C + i * ldc;
@@ -60,6 +72,11 @@ void cpu_epilogue_apply(const cpu_epilogue *e, float *C, int64_t ldc, int64_t m0
 #pragma omp simd
             for (int64_t j = n0; j < n1; j++) a[j] = cpu_sigmoidf(c[j]);
         }
+        if (!e->drop_out) continue;
+        float *d = e->drop_out + i * ldc;
+        if (e->drop) cpu_dropout_apply(e->k0, e->k1, e->stream, e->step, e->e_off + (uint64_t)(i * ldc + n0), n1 - n0, e->p,
+                                       a + n0, d + n0);
+        else memcpy(d + n0, a + n0, (size_t)(n1 - n0) * sizeof(float));
     }
 }
 
@@ -101,8 +118,30 @@ static int gemm_2d(const brisk_graph *g, int m, int64_t *n_out) {
     return 1;
 }
 
+/* e's dropout as DROPOUT node d draws it at st, over len elements (cpu_random's checks) */
+static brisk_status epilogue_dropout(const brisk_graph *g, int d, int64_t len, const brisk_step_state *st,
+                                     cpu_epilogue *e, brisk_error *err) {
+    const brisk_node *nd = &g->nodes[d];
+    float p = nd->attr.f0;
+    if (!(p >= 0.0f && p <= 1.0f))
+        return brisk_errorf(err, BRISK_ERR_INVALID, "dropout (node %d): p = %g is outside [0, 1]", d, p);
+    if (cpu_numel(&nd->shape) != len)
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "dropout (node %d): %lld elements, the fused GEMM makes %lld", d,
+                            (long long)cpu_numel(&nd->shape), (long long)len);
+    if (st->training && p != 0.0f) {
+        e->drop = 1;
+        e->p = p;
+        e->k0 = (uint32_t)st->seed;
+        e->k1 = (uint32_t)(st->seed >> 32);
+        e->stream = nd->attr.rng;
+        e->step = st->rng_step;
+        e->e_off = (uint64_t)st->rng_shard * (uint64_t)len;
+    }
+    return BRISK_OK;
+}
+
 static brisk_status run_gemm(cpu_backend *cb, const brisk_graph *g, const brisk_fusion *f, const void *const *in,
-                             void *const *ptr, brisk_error *err) {
+                             void *const *ptr, const brisk_step_state *st, brisk_error *err) {
     mm2d a;
     const brisk_node *nb = &g->nodes[f->bias];
     if (!matmul_2d(g, f->matmul, &a) || cpu_numel(&IN_NODE(g, f->bias, 1)->shape) != a.N ||
@@ -112,7 +151,49 @@ static brisk_status run_gemm(cpu_backend *cb, const brisk_graph *g, const brisk_
     cpu_epilogue e = {.bias = ptr[nb->in[1]], .act_out = f->act >= 0 ? ptr[f->act] : NULL,
                       .act = f->act >= 0 ? (int)g->nodes[f->act].op : 0,
                       .gelu_tanh = f->act >= 0 && g->nodes[f->act].attr.kind == BRISK_GELU_TANH};
+    if (f->act >= 0 && f->drop >= 0) {
+        e.drop_out = ptr[f->drop];
+        brisk_status s = epilogue_dropout(g, f->drop, a.M * a.N, st, &e, err);
+        if (s) return s;
+    }
     cpu_gemm_epi(cb, a.ta, a.tb, a.M, a.N, a.K, in[0], a.lda, in[1], a.ldb, ptr[f->bias], a.N, &e);
+    return BRISK_OK;
+}
+
+/* H = MATMUL; [D = DROPOUT(H)]; Q = ACT_GRAD(H or D, x, y), per band of the GEMM, which
+ * writes Q's buffer (the plan keeps it apart from x's and y's: graph/fusion.c). */
+static int overlaps(const void *a, const void *b, size_t bytes) {
+    const char *x = a, *y = b;
+    return x < y + bytes && y < x + bytes;
+}
+
+static brisk_status run_gemm_actgrad(cpu_backend *cb, const brisk_graph *g, const brisk_fusion *f,
+                                     const void *const *in, void *const *ptr, const brisk_step_state *st,
+                                     brisk_error *err) {
+    mm2d a;
+    const brisk_node *nq = &g->nodes[f->grad];
+    int64_t len = cpu_numel(&nq->shape);
+    if (!matmul_2d(g, f->matmul, &a) || a.M * a.N != len || cpu_numel(&IN_NODE(g, f->grad, 1)->shape) != len ||
+        cpu_numel(&IN_NODE(g, f->grad, 2)->shape) != len)
+        return brisk_errorf(err, BRISK_ERR_INTERNAL, "cpu: fused matmul (node %d) + act_grad (node %d): shapes "
+                            "changed since prepare", f->matmul, f->grad);
+    int kind = nq->attr.kind;
+    if (kind != BRISK_OP_RELU && kind != BRISK_OP_GELU && kind != BRISK_OP_SILU && kind != BRISK_OP_TANH &&
+        kind != BRISK_OP_SIGMOID)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "act_grad (node %d): attr.kind %d is not an activation op",
+                            f->grad, kind);
+    float *q = ptr[f->grad];
+    const float *x = ptr[nq->in[1]], *y = ptr[nq->in[2]];
+    size_t bytes = (size_t)len * sizeof(float);
+    if (overlaps(q, x, bytes) || overlaps(q, y, bytes))
+        return brisk_errorf(err, BRISK_ERR_INTERNAL, "cpu: fused matmul (node %d) + act_grad (node %d): the "
+                            "gradient's buffer overlaps its inputs'", f->matmul, f->grad);
+    cpu_epilogue e = {.grad_kind = kind, .gelu_tanh = nq->attr.i1 == BRISK_GELU_TANH, .gx = x, .gy = y};
+    if (f->drop >= 0) {
+        brisk_status s = epilogue_dropout(g, f->drop, len, st, &e, err);
+        if (s) return s;
+    }
+    cpu_gemm_epi(cb, a.ta, a.tb, a.M, a.N, a.K, in[0], a.lda, in[1], a.ldb, q, a.N, &e);
     return BRISK_OK;
 }
 
@@ -145,33 +226,7 @@ static void ag_cols(const void *vctx, int64_t j0, int64_t j1) {
             int64_t o = r * N + b0;
             const float *restrict dy = c->dy + o, *restrict x = c->x + o, *restrict y = c->y + o;
             float *restrict q = c->q + o;
-            switch (c->kind) {
-            case BRISK_OP_RELU:
-#pragma omp simd
-                for (int64_t j = 0; j < nb; j++) q[j] = x[j] > 0.0f ? dy[j] : 0.0f;
-                break;
-            case BRISK_OP_GELU:
-                if (c->tanh_form) {
-#pragma omp simd
-                    for (int64_t j = 0; j < nb; j++) q[j] = cpu_gelu_tanh_grad(dy[j], x[j]);
-                } else {
-#pragma omp simd
-                    for (int64_t j = 0; j < nb; j++) q[j] = cpu_gelu_erf_grad(dy[j], x[j]);
-                }
-                break;
-            case BRISK_OP_SILU:
-#pragma omp simd
-                for (int64_t j = 0; j < nb; j++) q[j] = cpu_silu_grad(dy[j], x[j]);
-                break;
-            case BRISK_OP_TANH:
-#pragma omp simd
-                for (int64_t j = 0; j < nb; j++) q[j] = dy[j] * (1.0f - y[j] * y[j]);
-                break;
-            default: /* SIGMOID */
-#pragma omp simd
-                for (int64_t j = 0; j < nb; j++) q[j] = dy[j] * y[j] * (1.0f - y[j]);
-                break;
-            }
+            cpu_act_grad_span(c->kind, c->tanh_form, dy, x, y, q, nb);
 #pragma omp simd
             for (int64_t j = 0; j < nb; j++) acc[j] += q[j];
         }
@@ -302,7 +357,8 @@ brisk_status cpu_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *e
     if (!cb->fuse) return BRISK_OK;
     /* the ReLU's gradient reads its input here (not its output, as on CUDA): B is written */
     static const brisk_fusion_rules rules = {.gemm_2d = gemm_2d, .gelu_n_multiple = 1, .gelu_erf = 1,
-                                             .other_acts = 1, .relu_writes_pre = 1, .actgrad_sum = 1, .norms = 1};
+                                             .other_acts = 1, .relu_writes_pre = 1, .act_dropout = 1,
+                                             .gemm_actgrad = 1, .actgrad_sum = 1, .norms = 1};
     struct cpu_prep *p = calloc(1, sizeof *p);
     if (!p || brisk_fusion_plan_build(ex, &rules, &p->plan)) {
         free(p);
@@ -315,8 +371,8 @@ brisk_status cpu_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *e
     return BRISK_OK;
 }
 
-brisk_status cpu_prep_run(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out, int *done,
-                          brisk_error *err) {
+brisk_status cpu_prep_run(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                          const brisk_step_state *st, int *done, brisk_error *err) {
     const struct cpu_prep *p = prep_for(cb, g);
     *done = 0;
     /* another executor of the same graph (its own buffers) runs unfused */
@@ -333,7 +389,8 @@ brisk_status cpu_prep_run(cpu_backend *cb, const brisk_graph *g, int id, const v
     switch (f->kind) {
     case BRISK_FUSE_GEMM_BIAS: case BRISK_FUSE_GEMM_BIAS_RELU: case BRISK_FUSE_GEMM_BIAS_GELU:
     case BRISK_FUSE_GEMM_BIAS_ACT:
-        return run_gemm(cb, g, f, in, ptr, err);
+        return run_gemm(cb, g, f, in, ptr, st, err);
+    case BRISK_FUSE_GEMM_ACTGRAD: return run_gemm_actgrad(cb, g, f, in, ptr, st, err);
     case BRISK_FUSE_ACTGRAD_BGRAD: return run_actgrad_sum(cb, g, f, in, out, ptr, err);
     case BRISK_FUSE_ADD_NORM: case BRISK_FUSE_ADD_NORM_GRAD: return run_norm(cb, g, f, in, out, ptr, err);
     default:
@@ -350,6 +407,7 @@ void cpu_note(brisk_backend *be, const brisk_graph *g, int id, char *buf, size_t
         [BRISK_FUSE_GEMM_BIAS_ACT] = "GEMM + bias + activation",
         [BRISK_FUSE_GEMM_DGELU_BGRAD] = "GEMM + GELU gradient + bias gradient",
         [BRISK_FUSE_ACTGRAD_BGRAD] = "activation gradient + bias gradient",
+        [BRISK_FUSE_GEMM_ACTGRAD] = "GEMM + activation gradient",
         [BRISK_FUSE_ADD_NORM] = "residual add + layernorm",
         [BRISK_FUSE_ADD_NORM_GRAD] = "residual add + layernorm gradient",
     };
@@ -360,7 +418,9 @@ void cpu_note(brisk_backend *be, const brisk_graph *g, int id, char *buf, size_t
     int k = p->plan.fusion_at[id];
     if (p->plan.skip[id]) snprintf(buf, n, "computed by a fused neighbour (nothing run here)");
     else if (k >= 0 && (unsigned)p->plan.list[k].kind < sizeof kinds / sizeof kinds[0] && kinds[p->plan.list[k].kind])
-        snprintf(buf, n, "fused pass: %s", kinds[p->plan.list[k].kind]);
+        snprintf(buf, n, "fused pass: %s%s", kinds[p->plan.list[k].kind],
+                 p->plan.list[k].drop < 0 ? "" : p->plan.list[k].kind == BRISK_FUSE_GEMM_ACTGRAD ? " (after dropout)"
+                                                                                              : " + dropout");
 }
 
 void brisk_backend_cpu_set_fuse(brisk_backend *be, int on) {
@@ -385,6 +445,7 @@ void brisk_backend_cpu_fusions(const brisk_backend *be, char *buf, size_t n) {
         {BRISK_FUSE_GEMM_BIAS_RELU, "GEMM+bias+ReLU"},
         {BRISK_FUSE_GEMM_BIAS_ACT, "GEMM+bias+SiLU/tanh/sigmoid"},
         {BRISK_FUSE_GEMM_BIAS, "GEMM+bias"},
+        {BRISK_FUSE_GEMM_ACTGRAD, "GEMM+act-grad"},
         {BRISK_FUSE_ACTGRAD_BGRAD, "act-grad+bias-grad"},
         {BRISK_FUSE_ADD_NORM, "residual+layernorm"},
         {BRISK_FUSE_ADD_NORM_GRAD, "residual+layernorm-grad"},
@@ -397,5 +458,8 @@ void brisk_backend_cpu_fusions(const brisk_backend *be, char *buf, size_t n) {
         used += (size_t)snprintf(buf + used, n - used, "%s%d %s", any ? ", " : "", c, kinds[i].name);
         any = 1;
     }
+    int drops = 0; /* dropouts run inside the GEMM epilogues above */
+    for (int i = 0; i < cb->prep->plan.n; i++) drops += cb->prep->plan.list[i].drop >= 0;
+    if (drops && used < n) used += (size_t)snprintf(buf + used, n - used, ", %d dropouts", drops);
     if (used < n) snprintf(buf + used, n - used, "%s)", any ? "" : "no pattern in this model");
 }

@@ -500,6 +500,11 @@ static void blas_band(int trans_a, int trans_b, int64_t m0, int64_t m1, int64_t 
 
 int cpu_sgemm_blas(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                    const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc) {
+    return cpu_sgemm_blas_epi(pool, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, NULL);
+}
+
+int cpu_sgemm_blas_epi(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
+                       int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, const cpu_epilogue *epi) {
 #if BRISK_HAVE_BLAS
     if (M <= 0 || N <= 0) return 1;
     /* OpenBLAS is pinned to one thread at backend creation; brisk splits C itself so
@@ -507,14 +512,15 @@ int cpu_sgemm_blas(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t 
     int nb = gemm_bands(M, N, K);
     if (nb == 1) {
         blas_band(trans_a, trans_b, 0, M, 0, N, K, A, lda, B, ldb, C, ldc);
+        if (epi) cpu_epilogue_apply(epi, C, ldc, 0, M, 0, N);
     } else {
-        gemm_job j = {trans_a, trans_b, 0, nb, 1, M, N, K, lda, ldb, ldc, A, B, C, NULL, 0, NULL};
+        gemm_job j = {trans_a, trans_b, 0, nb, 1, M, N, K, lda, ldb, ldc, A, B, C, NULL, 0, epi};
         cpu_pool_run(pool, nb, 1, gemm_band_range, &j);
     }
     return 1;
 #else
     (void)pool; (void)trans_a; (void)trans_b; (void)M; (void)N; (void)K;
-    (void)A; (void)lda; (void)B; (void)ldb; (void)C; (void)ldc;
+    (void)A; (void)lda; (void)B; (void)ldb; (void)C; (void)ldc; (void)epi;
     return 0;
 #endif
 }
@@ -609,10 +615,8 @@ void cpu_gemm(cpu_backend *cb, int trans_a, int trans_b, int64_t M, int64_t N, i
 void cpu_gemm_epi(cpu_backend *cb, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
                   int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, const cpu_epilogue *epi) {
     if (!cpu_gemm_choose_blas(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, cb->gemm_scratch) ||
-        !cpu_sgemm_blas(cb->pool, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc))
+        !cpu_sgemm_blas_epi(cb->pool, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, epi))
         cpu_sgemm_epi(cb->pool, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, 0, cb->gemm_scratch, epi);
-    else if (epi && M > 0 && N > 0)
-        cpu_epilogue_apply(epi, C, ldc, 0, M, 0, N);
 }
 
 void cpu_gemm_local(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,

@@ -122,8 +122,10 @@ static void rng_range(const void *vctx, int64_t b0, int64_t b1) {
     }
 }
 
-void cpu_dropout_factors(uint32_t k0, uint32_t k1, uint32_t stream, uint32_t step, uint64_t e0, int64_t n, float p,
-                         float *out) {
+/* Elements e0 .. e0 + n - 1 of a dropout stream: x NULL, the factors into out; else
+ * out = DROPOUT(x), the same select as rng_range's (x may be out). */
+static void dropout_span(uint32_t k0, uint32_t k1, uint32_t stream, uint32_t step, uint64_t e0, int64_t n, float p,
+                         const float *x, float *out) {
     uint32_t u[4 * PHILOX_BATCH];
     float scale = 1.0f / (1.0f - p);
     for (int64_t i = 0; i < n;) {
@@ -135,11 +137,27 @@ void cpu_dropout_factors(uint32_t k0, uint32_t k1, uint32_t stream, uint32_t ste
         if (take > n - i) take = (int)(n - i);
         philox_blocks(e / 4, nb, stream, step, k0, k1, u);
         const uint32_t *restrict uw = u + w0;
-        float *restrict o = out + i;
+        float *o = out + i;
+        if (x) {
+            const float *xi = x + i;
 #pragma omp simd
-        for (int k = 0; k < take; k++) o[k] = brisk_u32_to_unit(uw[k]) > p ? scale : 0.0f;
+            for (int k = 0; k < take; k++) o[k] = brisk_u32_to_unit(uw[k]) > p ? xi[k] * scale : 0.0f;
+        } else {
+#pragma omp simd
+            for (int k = 0; k < take; k++) o[k] = brisk_u32_to_unit(uw[k]) > p ? scale : 0.0f;
+        }
         i += take;
     }
+}
+
+void cpu_dropout_factors(uint32_t k0, uint32_t k1, uint32_t stream, uint32_t step, uint64_t e0, int64_t n, float p,
+                         float *out) {
+    dropout_span(k0, k1, stream, step, e0, n, p, NULL, out);
+}
+
+void cpu_dropout_apply(uint32_t k0, uint32_t k1, uint32_t stream, uint32_t step, uint64_t e0, int64_t n, float p,
+                       const float *x, float *out) {
+    dropout_span(k0, k1, stream, step, e0, n, p, x, out);
 }
 
 brisk_status cpu_random(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
