@@ -98,6 +98,9 @@ static void bench_gemm(int threads, float *scratch) {
         /* the LSTM workload (H 128, batch 256 x T 60): the weight gradients over every (b, t),
          * and one step's 32-row recurrent products */
         {"lstm dW  dg^T h   ", 512, 128, 15360, 1, 0},
+        /* the Transformer workload's weight gradients (width 128, batch 256 x T 60) */
+        {"tr   dW qkv       ", 384, 128, 15360, 1, 0},
+        {"tr   dW out       ", 128, 128, 15360, 1, 0},
         {"lstm dWih1 dg^T x ", 512, 32, 15360, 1, 0},
         {"lstm rec h W^T    ", 32, 512, 128, 0, 0},
         {"lstm dh  dg W     ", 32, 128, 512, 0, 0},
