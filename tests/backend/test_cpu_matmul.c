@@ -2,7 +2,8 @@
  * BLAS), against a float64 reference: every transpose combination, odd sizes that
  * leave partial register tiles, K deeper than one packing slice, M and N beyond one
  * cache block, leading dims wider than the matrix, accumulate, 1 and 2 threads,
- * batched products, a 2-D b shared by a batch, and the guard after every output. */
+ * batched products, a 2-D b shared by a batch, a long K cut into chunks, and the guard
+ * after every output. */
 #include "backend/cpu/cpu_internal.h"
 #include "cpu_test_util.h"
 
@@ -42,6 +43,7 @@ static const mnk shapes[] = {
     {3, 3, 600}, {9, 33, 17}, {512, 3, 128}, {3, 128, 64}, {5, 8, 0},
     {1000, 8, 40}, {77, 1, 33}, {64, 9, 300}, /* narrow C: computed transposed, in chunks */
     {60, 16, 600}, {61, 60, 16}, {60, 20, 60}, /* strips of at most one vector (attention at dh 16), tails */
+    {70, 96, 5200}, /* a long K cut into chunks (weight gradients), the last one short */
 };
 
 static void check_sgemm_path(int use_blas) {
@@ -110,7 +112,7 @@ static void test_own_sgemm_deterministic(void) {
 /* Every element of C is computed by the same chain of FMAs whichever thread band
  * (or narrow/transposed path) it lands in, so 1 to 4 threads give the same bits. */
 static void test_own_sgemm_thread_independent(void) {
-    const mnk cs[] = {{16, 256, 295}, {40, 40, 600}, {300, 40, 70}, {512, 12, 64}, {64, 1000, 9}};
+    const mnk cs[] = {{16, 256, 295}, {40, 40, 600}, {300, 40, 70}, {512, 12, 64}, {64, 1000, 9}, {70, 96, 5200}};
     for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++)
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++) {

@@ -398,6 +398,30 @@ static int gemm_bands(int64_t M, int64_t N, int64_t K) {
     return (int)(nb < strips ? nb : strips);
 }
 
+/* A small C over a long K (a weight gradient summed over every row of a batch: 512 x 128
+ * over K 15360) has few bands, each of which re-packs all of the operand it does not split
+ * and streams it from memory: the Transformer workload's four weight-gradient shapes ran
+ * at 120-160 GFLOP/s there against 165-175 for its other products. Such a product is cut
+ * along K instead, into GEMM_KSPLIT chunks (by the shape only, so the bits do not depend on
+ * the thread count): chunk t's product goes to its own C-sized buffer (chunk 0 to C), each
+ * operand is packed once, and C = P0 + P1 + ... in chunk order after. */
+#define GEMM_KSPLIT 4
+static int gemm_ksplit(int64_t M, int64_t N, int64_t K) {
+    int64_t big = M > N ? M : N;
+    if (K < 16 * big || K < GEMM_KSPLIT * 1024 || M * N < 64 * 64 || M * N > (1 << 20) ||
+        (double)M * N * K < 64.0 * GEMM_BAND_FMAS)
+        return 1;
+    return GEMM_KSPLIT;
+}
+
+/* chunk t of K, [*k0, *k1), whole KC slices but the last */
+static void ksplit_range(int64_t K, int ks, int t, int64_t *k0, int64_t *k1) {
+    int64_t per = (K + ks - 1) / ks;
+    per = (per + KC - 1) / KC * KC;
+    *k0 = min64(per * t, K);
+    *k1 = min64(per * (t + 1), K);
+}
+
 typedef struct gemm_job {
     int ta, tb, accumulate, nbands, blas;
     int64_t M, N, K, lda, ldb, ldc;
@@ -424,6 +448,48 @@ static void gemm_band_range(const void *vctx, int64_t b0, int64_t b1) {
     }
 }
 
+typedef struct ksplit_job {
+    int ta, tb, blas, ks;
+    int64_t M, N, K, lda, ldb, ldc;
+    const float *A, *B;
+    float *C, *parts, *scratch; /* parts: (ks - 1) M x N */
+    size_t per;
+} ksplit_job;
+
+static void ksplit_range_run(const void *vctx, int64_t t0, int64_t t1) {
+    const ksplit_job *j = vctx;
+    float *scratch = j->scratch ? j->scratch + j->per * (size_t)cpu_worker_id() : NULL;
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t k0, k1;
+        ksplit_range(j->K, j->ks, (int)t, &k0, &k1);
+        const float *a = j->ta ? j->A + k0 * j->lda : j->A + k0, *b = j->tb ? j->B + k0 : j->B + k0 * j->ldb;
+        float *c = t ? j->parts + (size_t)(t - 1) * (size_t)(j->M * j->N) : j->C;
+        int64_t ldc = t ? j->N : j->ldc;
+        if (j->blas) blas_band(j->ta, j->tb, 0, j->M, 0, j->N, k1 - k0, a, j->lda, b, j->ldb, c, ldc);
+        else sgemm_band(j->ta, j->tb, 0, j->M, 0, j->N, k1 - k0, a, j->lda, b, j->ldb, c, ldc, 0, scratch);
+    }
+}
+
+/* The K-split product (gemm_ksplit > 1); 0 when out of memory (the caller then runs bands). */
+static int ksplit_gemm(cpu_pool *pool, int blas, int ks, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
+                       const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, float *scratch,
+                       size_t per) {
+    float *parts = malloc((size_t)(ks - 1) * (size_t)(M * N) * sizeof(float));
+    if (!parts) return 0;
+    ksplit_job j = {trans_a, trans_b, blas, ks, M, N, K, lda, ldb, ldc, A, B, C, parts, scratch, pool ? per : 0};
+    cpu_pool_run(pool, ks, 1, ksplit_range_run, &j);
+    for (int64_t i = 0; i < M; i++) {
+        float *c = C + i * ldc;
+        for (int t = 1; t < ks; t++) {
+            const float *p = parts + (size_t)(t - 1) * (size_t)(M * N) + i * N;
+#pragma omp simd
+            for (int64_t x = 0; x < N; x++) c[x] += p[x];
+        }
+    }
+    free(parts);
+    return 1;
+}
+
 void cpu_sgemm(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
                int accumulate, float *scratch) {
@@ -443,7 +509,9 @@ void cpu_sgemm_epi(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t 
         if (!own) return; /* only tests pass NULL */
         scratch = own;
     }
-    if (nb == 1) {
+    int ks = epi || accumulate ? 1 : gemm_ksplit(M, N, K);
+    if (ks > 1 && ksplit_gemm(pool, 0, ks, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, scratch, per)) {
+    } else if (nb == 1) {
         sgemm_band(trans_a, trans_b, 0, M, 0, N, K, A, lda, B, ldb, C, ldc, accumulate, scratch);
         if (epi) cpu_epilogue_apply(epi, C, ldc, 0, M, 0, N);
     } else {
@@ -460,6 +528,15 @@ int cpu_sgemm_one_band(int blas, int trans_a, int trans_b, int64_t M, int64_t N,
                        const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc,
                        float *scratch) {
     if (M <= 0 || N <= 0) return 0;
+    int ks = gemm_ksplit(M, N, K);
+    if (ks > 1) { /* chunk 0 of K: all of C */
+        int64_t k0, k1;
+        ksplit_range(K, ks, 0, &k0, &k1);
+        K = k1 < kmax ? k1 : kmax;
+        if (blas) blas_band(trans_a, trans_b, 0, M, 0, N, K, A, lda, B, ldb, C, ldc);
+        else sgemm_band(trans_a, trans_b, 0, M, 0, N, K, A, lda, B, ldb, C, ldc, 0, scratch);
+        return ks;
+    }
     int nb = gemm_bands(M, N, K);
     int64_t m0, m1, n0, n1;
     if (!band_split(M, N, nb, 0, &m0, &m1, &n0, &n1)) return nb;
@@ -513,8 +590,9 @@ int cpu_sgemm_blas_epi(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int6
     if (M <= 0 || N <= 0) return 1;
     /* OpenBLAS is pinned to one thread at backend creation; brisk splits C itself so
      * that only brisk's pool runs (two pools on 2 cores thrash). */
-    int nb = gemm_bands(M, N, K);
-    if (nb == 1) {
+    int nb = gemm_bands(M, N, K), ks = epi ? 1 : gemm_ksplit(M, N, K);
+    if (ks > 1 && ksplit_gemm(pool, 1, ks, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, NULL, 0)) {
+    } else if (nb == 1) {
         blas_band(trans_a, trans_b, 0, M, 0, N, K, A, lda, B, ldb, C, ldc);
         if (epi) cpu_epilogue_apply(epi, C, ldc, 0, M, 0, N);
     } else {
