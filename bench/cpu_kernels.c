@@ -107,6 +107,10 @@ static void bench_gemm(int threads, float *scratch) {
         {"attn S  Q K^T     ", 60, 60, 16, 0, 1},
         {"attn O  P V       ", 60, 16, 60, 0, 0},
         {"attn dV P^T dO    ", 60, 16, 60, 1, 0},
+        /* the same at the Transformer workload's dh 32 (ldp 64 rows) */
+        {"attn32 S Q K^T    ", 60, 60, 32, 0, 1},
+        {"attn32 O P V      ", 60, 32, 60, 0, 0},
+        {"attn32 dV P^T dO  ", 60, 32, 60, 1, 0},
     };
     cpu_pool *pool = threads > 1 ? cpu_pool_new(threads) : NULL;
     printf("GEMM (threads=%d)          M     N     K ta tb   own us  GF/s | blas us  GF/s\n", threads);

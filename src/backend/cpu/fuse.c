@@ -36,6 +36,28 @@ struct cpu_prep {
 
 /* ---------------------------------------------------------------- GEMM epilogue */
 
+static void act_span(int act, int gelu_tanh, const float *restrict c, float *restrict a, int64_t n) {
+    if (act == BRISK_OP_RELU) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++) a[j] = cpu_relu(c[j]);
+    } else if (act == BRISK_OP_GELU && gelu_tanh) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++) a[j] = cpu_gelu_tanh(c[j]);
+    } else if (act == BRISK_OP_GELU) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++) a[j] = cpu_gelu_erf(c[j]);
+    } else if (act == BRISK_OP_SILU) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++) a[j] = cpu_silu(c[j]);
+    } else if (act == BRISK_OP_TANH) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++) a[j] = cpu_tanhf(c[j]);
+    } else {
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++) a[j] = cpu_sigmoidf(c[j]);
+    }
+}
+
 void cpu_epilogue_apply(const cpu_epilogue *e, float *C, int64_t ldc, int64_t m0, int64_t m1, int64_t n0,
                         int64_t n1) {
     if (e->grad_kind) {
@@ -51,32 +73,16 @@ void cpu_epilogue_apply(const cpu_epilogue *e, float *C, int64_t ldc, int64_t m0
         float *c = C + i * ldc;
 #pragma omp simd
         for (int64_t j = n0; j < n1; j++) c[j] = c[j] + b[j];
-        if (!e->act_out) continue;
-        float *a = e->act_out + i * ldc;
-        if (e->act == BRISK_OP_RELU) {
-#pragma omp simd
-            for (int64_t j = n0; j < n1; j++) a[j] = cpu_relu(c[j]);
-        } else if (e->act == BRISK_OP_GELU && e->gelu_tanh) {
-#pragma omp simd
-            for (int64_t j = n0; j < n1; j++) a[j] = cpu_gelu_tanh(c[j]);
-        } else if (e->act == BRISK_OP_GELU) {
-#pragma omp simd
-            for (int64_t j = n0; j < n1; j++) a[j] = cpu_gelu_erf(c[j]);
-        } else if (e->act == BRISK_OP_SILU) {
-#pragma omp simd
-            for (int64_t j = n0; j < n1; j++) a[j] = cpu_silu(c[j]);
-        } else if (e->act == BRISK_OP_TANH) {
-#pragma omp simd
-            for (int64_t j = n0; j < n1; j++) a[j] = cpu_tanhf(c[j]);
-        } else {
-#pragma omp simd
-            for (int64_t j = n0; j < n1; j++) a[j] = cpu_sigmoidf(c[j]);
+        float *a = c; /* what a dropout reads */
+        if (e->act_out) {
+            a = e->act_out + i * ldc;
+            act_span(e->act, e->gelu_tanh, c + n0, a + n0, n1 - n0);
         }
         if (!e->drop_out) continue;
         float *d = e->drop_out + i * ldc;
         if (e->drop) cpu_dropout_apply(e->k0, e->k1, e->stream, e->step, e->e_off + (uint64_t)(i * ldc + n0), n1 - n0, e->p,
                                        a + n0, d + n0);
-        else memcpy(d + n0, a + n0, (size_t)(n1 - n0) * sizeof(float));
+        else if (d != a) memcpy(d + n0, a + n0, (size_t)(n1 - n0) * sizeof(float));
     }
 }
 
@@ -151,7 +157,7 @@ static brisk_status run_gemm(cpu_backend *cb, const brisk_graph *g, const brisk_
     cpu_epilogue e = {.bias = ptr[nb->in[1]], .act_out = f->act >= 0 ? ptr[f->act] : NULL,
                       .act = f->act >= 0 ? (int)g->nodes[f->act].op : 0,
                       .gelu_tanh = f->act >= 0 && g->nodes[f->act].attr.kind == BRISK_GELU_TANH};
-    if (f->act >= 0 && f->drop >= 0) {
+    if (f->drop >= 0) {
         e.drop_out = ptr[f->drop];
         brisk_status s = epilogue_dropout(g, f->drop, a.M * a.N, st, &e, err);
         if (s) return s;
