@@ -137,8 +137,8 @@ static int act_dropout(const brisk_exec *ex, const life *l, int act, int s, int 
     }
     if (n_dr != 1 || others || l->readers[act] >= 1000) return -1;
     const brisk_node *nd = &g->nodes[dr];
-    if (nd->dtype != BRISK_F32 || nd->n_in != 1 || brisk_shape_numel(&nd->shape) != brisk_shape_numel(&g->nodes[act].shape) ||
-        !early_write_ok(ex, l, dr, s, m, 0))
+    if (nd->dtype != BRISK_F32 || nd->n_in != 1 ||
+        brisk_shape_numel(&nd->shape) != brisk_shape_numel(&g->nodes[act].shape) || !early_write_ok(ex, l, dr, s, m, 0))
         return -1;
     return dr;
 }

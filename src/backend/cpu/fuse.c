@@ -63,7 +63,8 @@ void cpu_epilogue_apply(const cpu_epilogue *e, float *C, int64_t ldc, int64_t m0
     if (e->grad_kind) {
         for (int64_t i = m0; i < m1; i++) {
             int64_t o = i * ldc + n0;
-            if (e->drop) cpu_dropout_apply(e->k0, e->k1, e->stream, e->step, e->e_off + (uint64_t)o, n1 - n0, e->p, C + o, C + o);
+            if (e->drop)
+                cpu_dropout_apply(e->k0, e->k1, e->stream, e->step, e->e_off + (uint64_t)o, n1 - n0, e->p, C + o, C + o);
             cpu_act_grad_span(e->grad_kind, e->gelu_tanh, C + o, e->gx + o, e->gy + o, C + o, n1 - n0);
         }
         return;
@@ -80,8 +81,9 @@ void cpu_epilogue_apply(const cpu_epilogue *e, float *C, int64_t ldc, int64_t m0
         }
         if (!e->drop_out) continue;
         float *d = e->drop_out + i * ldc;
-        if (e->drop) cpu_dropout_apply(e->k0, e->k1, e->stream, e->step, e->e_off + (uint64_t)(i * ldc + n0), n1 - n0, e->p,
-                                       a + n0, d + n0);
+        if (e->drop)
+            cpu_dropout_apply(e->k0, e->k1, e->stream, e->step, e->e_off + (uint64_t)(i * ldc + n0), n1 - n0, e->p,
+                              a + n0, d + n0);
         else if (d != a) memcpy(d + n0, a + n0, (size_t)(n1 - n0) * sizeof(float));
     }
 }
