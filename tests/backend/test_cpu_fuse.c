@@ -1,8 +1,9 @@
 /* The CPU backend's fusions (backend/cpu/fuse.c, planned by graph/fusion.c): training steps
  * with them give bit-identical losses, gradients and parameters, and then an eval loss, to
- * the same steps without them, on 1 and 2 threads, for the MLP (ReLU, GELU in both forms), the Transformer (post-LN
- * and pre-LN) and the diffusion denoiser; each model gets the fusions its pattern allows;
- * and the lifetime check refuses a fusion whose early write would clobber a live buffer. */
+ * the same steps without them, on 1 and 2 threads, for the MLP (ReLU, GELU in both forms,
+ * tanh, sigmoid), the Transformer (post-LN and pre-LN) and the diffusion denoiser; each
+ * model gets the fusions its pattern allows; and the lifetime check refuses a fusion whose
+ * early write would clobber a live buffer. */
 #include "brisk/brisk.h"
 #include "graph/fusion.h"
 #include "model_inputs.h"
@@ -10,19 +11,21 @@
 
 #include <stdint.h>
 
-#define N_MODELS 6
+#define N_MODELS 8
 
 static const char *model_name(int which) {
     return (const char *[]){"mlp-relu", "mlp-gelu", "mlp-gelu-tanh", "transformer-post-ln", "transformer-pre-ln",
-                            "diffusion"}[which];
+                            "diffusion", "mlp-tanh", "mlp-sigmoid"}[which];
 }
 
 static void model_for(int which, brisk_model_spec *s, int64_t *batch) {
     memset(s, 0, sizeof *s);
-    if (which <= 2) {
+    if (which <= 2 || which >= 6) {
+        /* tanh and sigmoid: their gradients read the activation's output (y) */
+        static const brisk_activation acts[] = {BRISK_ACT_RELU, BRISK_ACT_GELU, BRISK_ACT_GELU_TANH, 0, 0, 0,
+                                                BRISK_ACT_TANH, BRISK_ACT_SIGMOID};
         *s = (brisk_model_spec){.type = BRISK_MODEL_MLP, .inputs = 64, .outputs = 3, .n_hidden = 2,
-                                .activation = which == 0 ? BRISK_ACT_RELU : which == 1 ? BRISK_ACT_GELU
-                                                                                       : BRISK_ACT_GELU_TANH,
+                                .activation = acts[which],
                                 .task = BRISK_TASK_CLASSIFY};
         s->hidden[0] = 256, s->hidden[1] = 128;
         *batch = 192;
@@ -55,7 +58,9 @@ static void test_fused_equals_unfused(void) {
         "on (2 GEMM+bias+ReLU, 1 GEMM+bias, 1 GEMM+act-grad, 1 act-grad+bias-grad)",
         "on (2 GEMM+bias+GELU, 1 GEMM+bias, 1 GEMM+act-grad, 1 act-grad+bias-grad)",
         "on (2 GEMM+bias+GELU, 1 GEMM+bias, 1 GEMM+act-grad, 1 act-grad+bias-grad)",
-        NULL, NULL, "on (2 GEMM+bias+SiLU/tanh/sigmoid, 1 GEMM+bias, 1 GEMM+act-grad)"};
+        NULL, NULL, "on (2 GEMM+bias+SiLU/tanh/sigmoid, 1 GEMM+bias, 1 GEMM+act-grad)",
+        "on (2 GEMM+bias+SiLU/tanh/sigmoid, 1 GEMM+bias, 1 GEMM+act-grad, 1 act-grad+bias-grad)",
+        "on (2 GEMM+bias+SiLU/tanh/sigmoid, 1 GEMM+bias, 1 GEMM+act-grad, 1 act-grad+bias-grad)"};
     for (int which = 0; which < N_MODELS; which++) {
         model_run_out ref = {0};
         REQUIRE(train(which, 1, 0, &ref) == 0);
