@@ -80,18 +80,21 @@ static int life_build(const brisk_exec *ex, life *l) {
 }
 
 /* Writing node y's buffer at step s (before its own step) is safe when no other arena
- * buffer overlapping it is live at any step in [s, pos(y)). `gone` is the fused matmul,
+ * buffer overlapping it is live at any step in [s, pos(y)), `unread` aside (a fused-away
+ * node nothing writes or reads; -1: none). `gone` is the fused matmul,
  * whose own buffer the fused GEMM neither writes nor anyone reads; but the decomposed
  * fallback writes it and then computes y from it elementwise (from_gone), so then y may
  * share its bytes only exactly (in place), never shifted. */
-static int early_write_ok(const brisk_exec *ex, const life *l, int y, int s, int gone, int from_gone) {
+static int early_write_ok_but(const brisk_exec *ex, const life *l, int y, int s, int gone, int from_gone,
+                              int unread) {
     const brisk_graph *g = ex->g;
     const brisk_node *ny = &g->nodes[y];
     if (ny->storage != BRISK_STORE_ARENA || l->pos[y] < 0 || ny->offset == SIZE_MAX) return 0;
     size_t lo = ny->offset, hi = ny->offset + ny->bytes;
     for (int t = 0; t < g->n_nodes; t++) {
         const brisk_node *nt = &g->nodes[t];
-        if (t == y || nt->storage != BRISK_STORE_ARENA || nt->offset == SIZE_MAX || l->pos[t] < 0) continue;
+        if (t == y || t == unread || nt->storage != BRISK_STORE_ARENA || nt->offset == SIZE_MAX || l->pos[t] < 0)
+            continue;
         if (nt->offset >= hi || nt->offset + nt->bytes <= lo) continue;
         if (t == gone) {
             if (from_gone && (nt->offset != lo || nt->bytes != ny->bytes)) return 0;
@@ -100,6 +103,10 @@ static int early_write_ok(const brisk_exec *ex, const life *l, int y, int s, int
         if (l->last[t] >= s && l->pos[t] < l->pos[y]) return 0;
     }
     return 1;
+}
+
+static int early_write_ok(const brisk_exec *ex, const life *l, int y, int s, int gone, int from_gone) {
+    return early_write_ok_but(ex, l, y, s, gone, from_gone, -1);
 }
 
 /* ---------------------------------------------------------------- fusion patterns */
@@ -229,22 +236,6 @@ static int plan_backward(const brisk_exec *ex, const life *l, const brisk_fusion
     return 0;
 }
 
-/* Writing Q at s, the GEMM's place: no buffer overlapping Q's bytes may be live in
- * [s, pos(Q)), but H and D, which are never written or read. */
-static int gemm_actgrad_place_ok(const brisk_exec *ex, const life *l, int q, int s, int h, int d) {
-    const brisk_graph *g = ex->g;
-    const brisk_node *nq = &g->nodes[q];
-    if (nq->storage != BRISK_STORE_ARENA || nq->offset == SIZE_MAX) return 0;
-    size_t lo = nq->offset, hi = nq->offset + nq->bytes;
-    for (int t = 0; t < g->n_nodes; t++) {
-        const brisk_node *nt = &g->nodes[t];
-        if (t == q || t == h || t == d || nt->storage != BRISK_STORE_ARENA || nt->offset == SIZE_MAX || l->pos[t] < 0)
-            continue;
-        if (nt->offset < hi && nt->offset + nt->bytes > lo && l->last[t] >= s && l->pos[t] < l->pos[q]) return 0;
-    }
-    return 1;
-}
-
 /* H = MATMUL, optionally D = DROPOUT(H) (a dropout's backward), and
  * Q = ACT_GRAD(H or D, x, y): at H's place the GEMM writes Q's buffer and turns each band
  * into Q while it is in cache; H and D are never written, so Q may take their bytes, but
@@ -275,7 +266,7 @@ static int plan_gemm_actgrad(const brisk_exec *ex, const life *l, const brisk_fu
         if (nq->in[j] == h || nq->in[j] == d || brisk_shape_numel(&g->nodes[nq->in[j]].shape) != len) return 0;
     int s = l->pos[h];
     if (l->pos[base_of(g, nq->in[1])] >= s || l->pos[base_of(g, nq->in[2])] >= s) return 0;
-    if (!gemm_actgrad_place_ok(ex, l, q, s, h, d)) return 0;
+    if (!early_write_ok_but(ex, l, q, s, h, 0, d)) return 0;
     brisk_fusion f = {.kind = BRISK_FUSE_GEMM_ACTGRAD, .at = h, .matmul = h, .bias = -1, .act = -1, .grad = q,
                       .sum = -1, .ln = -1, .drop = d};
     if (add_fusion(p, f)) return -1;

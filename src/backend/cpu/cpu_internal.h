@@ -131,12 +131,25 @@ void cpu_sgemm_prepacked(int trans_a, int64_t M, int64_t N, int64_t K, const flo
                          const float *packed, float *C, int64_t ldc, int accumulate, float *scratch);
 brisk_status cpu_matmul(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
                         void *out, brisk_error *err);
+/* How a DROPOUT node draws at a step (random.c): on 0 where it is the identity (outside
+ * training, or p = 0); element i of the node draws as element e_off + i of its stream. */
+typedef struct cpu_dropout_draw {
+    int on;
+    float p;
+    uint32_t k0, k1, stream, step;
+    uint64_t e_off;
+} cpu_dropout_draw;
+brisk_status cpu_dropout_draw_of(const brisk_graph *g, int id, const brisk_step_state *st, cpu_dropout_draw *dr,
+                                 brisk_error *err);
+/* Elements i0 .. i0 + n - 1 of the node's output from its input x, bit for bit as the DROPOUT
+ * op computes them: x / (1 - p) where kept, else 0 (dr->on); out may be x. */
+void cpu_dropout_apply(const cpu_dropout_draw *dr, uint64_t i0, int64_t n, const float *x, float *out);
+
 /* A GEMM epilogue (fuse.c), over each band of C right after the band is computed, while it
  * is in cache. Forward: C += bias per row, then act_out = act(C) (leading dim ldc), then
  * drop_out = DROPOUT(act_out) where drop_out is set. Backward (grad_kind set):
- * C = DROPOUT(C) where drop is set (the dropout's backward), then C = ACT_GRAD(C, gx, gy).
- * The dropout (drop 0: identity, as DROPOUT outside training) draws C's element i as
- * element e_off + i of its stream. */
+ * C = DROPOUT(C) where drop.on (the dropout's backward), then C = ACT_GRAD(C, gx, gy).
+ * C's element i is the dropout's element i. */
 typedef struct cpu_epilogue {
     const float *bias;  /* [N] */
     float *act_out;     /* NULL: bias only */
@@ -145,10 +158,7 @@ typedef struct cpu_epilogue {
     float *drop_out;
     int grad_kind;      /* 0, or the activation op whose gradient this is */
     const float *gx, *gy;
-    int drop;
-    float p;
-    uint32_t k0, k1, stream, step;
-    uint64_t e_off;
+    cpu_dropout_draw drop;
 } cpu_epilogue;
 void cpu_epilogue_apply(const cpu_epilogue *e, float *C, int64_t ldc, int64_t m0, int64_t m1, int64_t n0,
                         int64_t n1);
@@ -179,6 +189,7 @@ brisk_status cpu_bias_add(cpu_backend *cb, const brisk_graph *g, int id, const v
 brisk_status cpu_unary(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
                        void *out, brisk_error *err);
 /* ACT_GRAD's arithmetic over n elements (kind: the activation op; tanh_form: GELU's); o may be dy. */
+int cpu_act_grad_kind_ok(int kind); /* ReLU, GELU, SiLU, tanh or sigmoid */
 void cpu_act_grad_span(int kind, int tanh_form, const float *dy, const float *x, const float *y, float *o, int64_t n);
 brisk_status cpu_act_grad(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
                           void *out, brisk_error *err);
@@ -262,10 +273,6 @@ brisk_status cpu_attention_op(cpu_backend *cb, const brisk_graph *g, int id, con
  * multiplies by: out[i] = 1 / (1 - p) where kept, else 0 (random.c). */
 void cpu_dropout_factors(uint32_t k0, uint32_t k1, uint32_t stream, uint32_t step, uint64_t e0, int64_t n, float p,
                          float *out);
-/* The same elements of DROPOUT's output: out[i] = x[i] / (1 - p) where kept, else 0, bit
- * for bit as the DROPOUT op computes them (fused GEMM epilogues); out may be x. */
-void cpu_dropout_apply(uint32_t k0, uint32_t k1, uint32_t stream, uint32_t step, uint64_t e0, int64_t n, float p,
-                       const float *x, float *out);
 
 
 #endif

@@ -262,6 +262,11 @@ brisk_status cpu_unary(cpu_backend *cb, const brisk_graph *g, int id, const void
 }
 
 /* out = dy * f'(x). Derivatives as PyTorch's backward kernels compute them. */
+int cpu_act_grad_kind_ok(int kind) {
+    return kind == BRISK_OP_RELU || kind == BRISK_OP_GELU || kind == BRISK_OP_SILU || kind == BRISK_OP_TANH ||
+           kind == BRISK_OP_SIGMOID;
+}
+
 /* No restrict: the fused GEMM epilogue (fuse.c) runs it in place, o == dy; each element is
  * read before it is written, which `omp simd` keeps. */
 void cpu_act_grad_span(int kind, int tanh_form, const float *dy, const float *x, const float *y, float *o, int64_t n) {
@@ -304,8 +309,7 @@ brisk_status cpu_act_grad(cpu_backend *cb, const brisk_graph *g, int id, const v
                           void *out, brisk_error *err) {
     const brisk_node *n = NODE(g, id);
     int kind = n->attr.kind;
-    if (kind != BRISK_OP_RELU && kind != BRISK_OP_GELU && kind != BRISK_OP_SILU &&
-        kind != BRISK_OP_TANH && kind != BRISK_OP_SIGMOID)
+    if (!cpu_act_grad_kind_ok(kind))
         return brisk_errorf(err, BRISK_ERR_INVALID, "act_grad: attr.kind %d is not an activation op", kind);
     if (n->n_in < 3)
         return brisk_errorf(err, BRISK_ERR_INVALID, "act_grad: needs (dy, x, y), got %d inputs", n->n_in);

@@ -63,8 +63,7 @@ void cpu_epilogue_apply(const cpu_epilogue *e, float *C, int64_t ldc, int64_t m0
     if (e->grad_kind) {
         for (int64_t i = m0; i < m1; i++) {
             int64_t o = i * ldc + n0;
-            if (e->drop)
-                cpu_dropout_apply(e->k0, e->k1, e->stream, e->step, e->e_off + (uint64_t)o, n1 - n0, e->p, C + o, C + o);
+            cpu_dropout_apply(&e->drop, (uint64_t)o, n1 - n0, C + o, C + o);
             cpu_act_grad_span(e->grad_kind, e->gelu_tanh, C + o, e->gx + o, e->gy + o, C + o, n1 - n0);
         }
         return;
@@ -79,12 +78,8 @@ void cpu_epilogue_apply(const cpu_epilogue *e, float *C, int64_t ldc, int64_t m0
             a = e->act_out + i * ldc;
             act_span(e->act, e->gelu_tanh, c + n0, a + n0, n1 - n0);
         }
-        if (!e->drop_out) continue;
-        float *d = e->drop_out + i * ldc;
-        if (e->drop)
-            cpu_dropout_apply(e->k0, e->k1, e->stream, e->step, e->e_off + (uint64_t)(i * ldc + n0), n1 - n0, e->p,
-                              a + n0, d + n0);
-        else if (d != a) memcpy(d + n0, a + n0, (size_t)(n1 - n0) * sizeof(float));
+        if (e->drop_out)
+            cpu_dropout_apply(&e->drop, (uint64_t)(i * ldc + n0), n1 - n0, a + n0, e->drop_out + i * ldc + n0);
     }
 }
 
@@ -126,26 +121,13 @@ static int gemm_2d(const brisk_graph *g, int m, int64_t *n_out) {
     return 1;
 }
 
-/* e's dropout as DROPOUT node d draws it at st, over len elements (cpu_random's checks) */
+/* e's dropout: DROPOUT node d's draw at st, over the len elements the fused GEMM makes */
 static brisk_status epilogue_dropout(const brisk_graph *g, int d, int64_t len, const brisk_step_state *st,
                                      cpu_epilogue *e, brisk_error *err) {
-    const brisk_node *nd = &g->nodes[d];
-    float p = nd->attr.f0;
-    if (!(p >= 0.0f && p <= 1.0f))
-        return brisk_errorf(err, BRISK_ERR_INVALID, "dropout (node %d): p = %g is outside [0, 1]", d, p);
-    if (cpu_numel(&nd->shape) != len)
+    if (cpu_numel(&g->nodes[d].shape) != len)
         return brisk_errorf(err, BRISK_ERR_SHAPE, "dropout (node %d): %lld elements, the fused GEMM makes %lld", d,
-                            (long long)cpu_numel(&nd->shape), (long long)len);
-    if (st->training && p != 0.0f) {
-        e->drop = 1;
-        e->p = p;
-        e->k0 = (uint32_t)st->seed;
-        e->k1 = (uint32_t)(st->seed >> 32);
-        e->stream = nd->attr.rng;
-        e->step = st->rng_step;
-        e->e_off = (uint64_t)st->rng_shard * (uint64_t)len;
-    }
-    return BRISK_OK;
+                            (long long)cpu_numel(&g->nodes[d].shape), (long long)len);
+    return cpu_dropout_draw_of(g, d, st, &e->drop, err);
 }
 
 static brisk_status run_gemm(cpu_backend *cb, const brisk_graph *g, const brisk_fusion *f, const void *const *in,
@@ -186,8 +168,7 @@ static brisk_status run_gemm_actgrad(cpu_backend *cb, const brisk_graph *g, cons
         return brisk_errorf(err, BRISK_ERR_INTERNAL, "cpu: fused matmul (node %d) + act_grad (node %d): shapes "
                             "changed since prepare", f->matmul, f->grad);
     int kind = nq->attr.kind;
-    if (kind != BRISK_OP_RELU && kind != BRISK_OP_GELU && kind != BRISK_OP_SILU && kind != BRISK_OP_TANH &&
-        kind != BRISK_OP_SIGMOID)
+    if (!cpu_act_grad_kind_ok(kind))
         return brisk_errorf(err, BRISK_ERR_INVALID, "act_grad (node %d): attr.kind %d is not an activation op",
                             f->grad, kind);
     float *q = ptr[f->grad];
@@ -251,8 +232,7 @@ static brisk_status run_actgrad_sum(cpu_backend *cb, const brisk_graph *g, const
     uint32_t mask = (1u << (n->shape.ndim - 1)) - 1u;
     /* the column-sum path of reduce.c needs at least 2 rows and 2 columns (size-1 dims
      * drop out of its plan); elsewhere the two kernels run one after the other, here */
-    if (R < 2 || N < 2 || (kind != BRISK_OP_RELU && kind != BRISK_OP_GELU && kind != BRISK_OP_SILU &&
-                           kind != BRISK_OP_TANH && kind != BRISK_OP_SIGMOID)) {
+    if (R < 2 || N < 2 || !cpu_act_grad_kind_ok(kind)) {
         brisk_status st = cpu_act_grad(cb, g, f->grad, in, out, err);
         if (!st) cpu_reduce_sum(cb, out, &n->shape, mask, 1.0f, ptr[f->sum]);
         return st;

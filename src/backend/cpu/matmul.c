@@ -470,11 +470,13 @@ static void ksplit_range_run(const void *vctx, int64_t t0, int64_t t1) {
     }
 }
 
-/* The K-split product (gemm_ksplit > 1); 0 when out of memory (the caller then runs bands). */
-static int ksplit_gemm(cpu_pool *pool, int blas, int ks, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
+/* The product split along K where gemm_ksplit says so: 1 when done, 0 when the caller is to
+ * run it in bands (not such a shape, or no memory for the chunks' buffers). */
+static int ksplit_gemm(cpu_pool *pool, int blas, int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                        const float *A, int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, float *scratch,
                        size_t per) {
-    float *parts = malloc((size_t)(ks - 1) * (size_t)(M * N) * sizeof(float));
+    int ks = gemm_ksplit(M, N, K);
+    float *parts = ks > 1 ? malloc((size_t)(ks - 1) * (size_t)(M * N) * sizeof(float)) : NULL;
     if (!parts) return 0;
     ksplit_job j = {trans_a, trans_b, blas, ks, M, N, K, lda, ldb, ldc, A, B, C, parts, scratch, pool ? per : 0};
     cpu_pool_run(pool, ks, 1, ksplit_range_run, &j);
@@ -509,8 +511,8 @@ void cpu_sgemm_epi(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int64_t 
         if (!own) return; /* only tests pass NULL */
         scratch = own;
     }
-    int ks = epi || accumulate ? 1 : gemm_ksplit(M, N, K);
-    if (ks > 1 && ksplit_gemm(pool, 0, ks, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, scratch, per)) {
+    if (!epi && !accumulate && ksplit_gemm(pool, 0, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, scratch, per)) {
+        /* done, along K */
     } else if (nb == 1) {
         sgemm_band(trans_a, trans_b, 0, M, 0, N, K, A, lda, B, ldb, C, ldc, accumulate, scratch);
         if (epi) cpu_epilogue_apply(epi, C, ldc, 0, M, 0, N);
@@ -590,8 +592,9 @@ int cpu_sgemm_blas_epi(cpu_pool *pool, int trans_a, int trans_b, int64_t M, int6
     if (M <= 0 || N <= 0) return 1;
     /* OpenBLAS is pinned to one thread at backend creation; brisk splits C itself so
      * that only brisk's pool runs (two pools on 2 cores thrash). */
-    int nb = gemm_bands(M, N, K), ks = epi ? 1 : gemm_ksplit(M, N, K);
-    if (ks > 1 && ksplit_gemm(pool, 1, ks, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, NULL, 0)) {
+    int nb = gemm_bands(M, N, K);
+    if (!epi && ksplit_gemm(pool, 1, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, NULL, 0)) {
+        /* done, along K */
     } else if (nb == 1) {
         blas_band(trans_a, trans_b, 0, M, 0, N, K, A, lda, B, ldb, C, ldc);
         if (epi) cpu_epilogue_apply(epi, C, ldc, 0, M, 0, N);

@@ -155,9 +155,21 @@ void cpu_dropout_factors(uint32_t k0, uint32_t k1, uint32_t stream, uint32_t ste
     dropout_span(k0, k1, stream, step, e0, n, p, NULL, out);
 }
 
-void cpu_dropout_apply(uint32_t k0, uint32_t k1, uint32_t stream, uint32_t step, uint64_t e0, int64_t n, float p,
-                       const float *x, float *out) {
-    dropout_span(k0, k1, stream, step, e0, n, p, x, out);
+brisk_status cpu_dropout_draw_of(const brisk_graph *g, int id, const brisk_step_state *st, cpu_dropout_draw *dr,
+                                 brisk_error *err) {
+    const brisk_node *n = NODE(g, id);
+    float p = n->attr.f0;
+    if (!(p >= 0.0f && p <= 1.0f))
+        return brisk_errorf(err, BRISK_ERR_INVALID, "dropout (node %d): p = %g is outside [0, 1]", id, p);
+    *dr = (cpu_dropout_draw){.on = st->training && p != 0.0f, .p = p, .k0 = (uint32_t)st->seed,
+                             .k1 = (uint32_t)(st->seed >> 32), .stream = n->attr.rng, .step = st->rng_step,
+                             .e_off = (uint64_t)st->rng_shard * (uint64_t)cpu_numel(&n->shape)};
+    return BRISK_OK;
+}
+
+void cpu_dropout_apply(const cpu_dropout_draw *dr, uint64_t i0, int64_t n, const float *x, float *out) {
+    if (dr->on) dropout_span(dr->k0, dr->k1, dr->stream, dr->step, dr->e_off + i0, n, dr->p, x, out);
+    else if (out != x) memcpy(out, x, (size_t)n * sizeof(float));
 }
 
 brisk_status cpu_random(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
@@ -166,18 +178,18 @@ brisk_status cpu_random(cpu_backend *cb, const brisk_graph *g, int id, const voi
     rng_ctx c = {.op = n->op, .k0 = (uint32_t)st->seed, .k1 = (uint32_t)(st->seed >> 32),
                  .stream = n->attr.rng, .step = st->rng_step, .n = cpu_numel(&n->shape), .out = out};
     if (n->op == BRISK_OP_DROPOUT) {
-        float p = n->attr.f0;
-        if (!(p >= 0.0f && p <= 1.0f))
-            return brisk_errorf(err, BRISK_ERR_INVALID, "dropout (node %d): p = %g is outside [0, 1]", id, p);
+        cpu_dropout_draw dr;
+        brisk_status s = cpu_dropout_draw_of(g, id, st, &dr, err);
+        if (s) return s;
         if (cpu_numel(&IN_NODE(g, id, 0)->shape) != c.n)
             return brisk_errorf(err, BRISK_ERR_SHAPE, "dropout: input and output sizes differ");
-        if (!st->training || p == 0.0f) {
+        if (!dr.on) {
             if (out != in[0]) memmove(out, in[0], (size_t)c.n * sizeof(float));
             return BRISK_OK;
         }
         c.x = in[0];
-        c.p = p;
-        c.scale = 1.0f / (1.0f - p);
+        c.p = dr.p;
+        c.scale = 1.0f / (1.0f - dr.p);
     } else {
         if (!brisk_shape_equal(&n->attr.shape2, &n->shape))
             return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: shape2 must equal the output shape",
