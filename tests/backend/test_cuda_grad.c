@@ -101,15 +101,16 @@ static const struct {
     const char *name;
     build_fn build;
     int expect_fusion, relu; /* relu: a ReLU between layers (see RELU_LOWP_TOL) */
+    int chaotic;             /* gradients judged against the CPU's own spread (cpu_spread) */
 } models[] = {
-    {"mlp relu + dropout (RELU_BIAS)", mlp_relu, 1, 1},  {"mlp gelu tanh (GELU_AUX_BIAS, DGELU_BGRAD)", mlp_gelu_tanh, 1, 0},
-    {"mlp gelu erf (BIAS)", mlp_gelu, 1, 0},             {"mlp silu (BIAS)", mlp_silu, 1, 0},
-    {"mlp tanh", mlp_tanh, 1, 0},                        {"mlp sigmoid", mlp_sigmoid, 1, 0},
-    {"diffusion denoiser", diffusion, 1, 0},             {"layernorm/softmax/attention-like", mixed, 0, 0},
-    {"transformer pre-LN, dropout", transformer_pre, 1, 0},
-    {"transformer post-LN, causal, padding mask", transformer_post, 1, 1},
-    {"meshgnn (gather, segment sums)", meshgnn, 0, 0},
-    {"resnet-18, batch 32, 64x64", resnet, 0, 1},
+    {"mlp relu + dropout (RELU_BIAS)", mlp_relu, 1, 1, 0},  {"mlp gelu tanh (GELU_AUX_BIAS, DGELU_BGRAD)", mlp_gelu_tanh, 1, 0, 0},
+    {"mlp gelu erf (BIAS)", mlp_gelu, 1, 0, 0},             {"mlp silu (BIAS)", mlp_silu, 1, 0, 0},
+    {"mlp tanh", mlp_tanh, 1, 0, 0},                        {"mlp sigmoid", mlp_sigmoid, 1, 0, 0},
+    {"diffusion denoiser", diffusion, 1, 0, 0},             {"layernorm/softmax/attention-like", mixed, 0, 0, 0},
+    {"transformer pre-LN, dropout", transformer_pre, 1, 0, 0},
+    {"transformer post-LN, causal, padding mask", transformer_post, 1, 1, 0},
+    {"meshgnn (gather, segment sums)", meshgnn, 0, 0, 0},
+    {"resnet-18, batch 32, 64x64", resnet, 0, 1, 1},
 };
 
 /* The gradients of a ReLU model in reduced precision (TF32, bf16, fp16) against the CPU's
@@ -180,16 +181,82 @@ static int fused_norms(brisk_backend *be) {
     return p ? atoi(p + strlen("fused with layernorm: ")) : -1;
 }
 
+/* Node id's whole buffer (output and workspace), from the executor's memory. */
+static void *node_bytes(brisk_exec *ex, int id, brisk_error *err) {
+    size_t b = ex->g->nodes[id].bytes;
+    void *h = calloc(1, b + 16);
+    if (h && b && ex->be->download(ex->be, h, ex->ptr[id], b, err)) free(h), h = NULL;
+    return h;
+}
+
+static uint64_t node_hash(brisk_exec *ex, int id) {
+    brisk_error err = {0};
+    unsigned char *h = node_bytes(ex, id, &err);
+    uint64_t x = 1469598103934665603ull;
+    for (size_t i = 0; h && i < ex->g->nodes[id].bytes; i++) x = (x ^ h[i]) * 1099511628211ull;
+    free(h);
+    return x;
+}
+
+static void err_stats(const float *a, const float *b, int64_t n, double *rel, double *maxrel) {
+    double mx = 0, md = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (fabs(b[i]) > mx) mx = fabs(b[i]);
+        if (fabs((double)a[i] - b[i]) > md) md = fabs((double)a[i] - b[i]);
+    }
+    *rel = ct_rel_err(a, b, n);
+    *maxrel = mx > 0 ? md / mx : md;
+}
+
+/* The first diverging node once more by the CPU's kernel, from the GPU's inputs as they are
+ * after the run: matching the GPU's output means the inputs differ where it matters (each
+ * input's errors follow); matching the CPU's means the GPU computed it wrongly, or read an
+ * input before it was complete. */
+static void recompute_on_cpu(ct_pair *p, brisk_graph *g, int id, const char *name) {
+    const brisk_node *n = &g->nodes[id];
+    brisk_error err = {0};
+    void *ins[BRISK_MAX_INPUTS] = {0};
+    float *out = calloc(1, n->bytes + 16), *gpu = node_bytes(p->gpu, id, &err), *cpu = node_bytes(p->cpu, id, &err);
+    int ok = out && gpu && cpu;
+    for (int k = 0; k < n->n_in && ok; k++) ok = (ins[k] = node_bytes(p->gpu, n->in[k], &err)) != NULL;
+    if (ok && !p->be_cpu->run_node(p->be_cpu, g, id, (const void *const *)ins, out, &p->cpu->step, &err)) {
+        int64_t numel = brisk_shape_numel(&n->shape);
+        double r1, m1, r2, m2;
+        err_stats(out, gpu, numel, &r1, &m1);
+        err_stats(out, cpu, numel, &r2, &m2);
+        printf("  %s: node %d %s by the CPU's kernel from the GPU's inputs: vs GPU %.3g (max %.3g), vs CPU %.3g "
+               "(max %.3g)\n", name, id, brisk_op_name(n->op), r1, m1, r2, m2);
+        for (int k = 0; k < n->n_in; k++) {
+            const brisk_node *in = &g->nodes[n->in[k]];
+            int64_t ne = (int64_t)(in->bytes / 4);
+            float *c = node_bytes(p->cpu, n->in[k], &err);
+            if (in->dtype == BRISK_F32 && c) {
+                err_stats(ins[k], c, ne, &r1, &m1);
+                printf("    input %d: node %d %s, whole buffer GPU vs CPU %.3g (max %.3g of the largest)\n", k,
+                       n->in[k], brisk_op_name(in->op), r1, m1);
+            }
+            free(c);
+        }
+    } else
+        printf("  %s: node %d could not be recomputed on the CPU: %s\n", name, id, err.msg);
+    for (int k = 0; k < n->n_in; k++) free(ins[k]);
+    free(out), free(gpu), free(cpu);
+}
+
 /* After a failed fp32 comparison: the model again with every node kept, and each node's
  * output, GPU against CPU, in node order (the forward, then the backward brisk_backward
- * appended): the first nodes past 1e-5 name the op where the two part, the worst how far. */
-static void locate_divergence(int m, int fuse) {
-    brisk_backend *be = cuda_backend_for(BRISK_GEMM_FP32, fuse, 0);
+ * appended): the first nodes past 1e-5 name the op where the two part, the worst how far.
+ * Then the first of them recomputed by the CPU from the GPU's inputs, and the GPU run once
+ * more: the nodes whose bits change between two GPU runs of the same inputs. */
+static void locate_divergence(int m, int fuse, int deterministic) {
+    brisk_backend *be = cuda_backend_for(BRISK_GEMM_FP32, fuse, deterministic);
     if (!be) return;
     brisk_graph *g = brisk_graph_new();
     brisk_model_io io;
     brisk_error err = {0};
     ct_pair p;
+    uint64_t *hash = NULL;
+    printf("  %s, fusion %s, deterministic %s:\n", models[m].name, fuse ? "on" : "off", deterministic ? "on" : "off");
     if (models[m].build(g, &io, &err)) goto out;
     for (int i = 0; i < g->n_nodes; i++) g->nodes[i].keep = 1;
     if (ct_pair_make(g, be, &p, &err) || brisk_exec_run(p.cpu, BRISK_RUN_TRAIN, &err) ||
@@ -198,16 +265,19 @@ static void locate_divergence(int m, int fuse) {
         ct_pair_free(&p);
         goto out;
     }
-    int shown = 0, worst_id = -1;
+    int shown = 0, worst_id = -1, first_id = -1;
     double worst = 0;
+    hash = calloc((size_t)g->n_nodes, sizeof *hash);
     for (int i = 0; i < g->n_nodes; i++) {
         const brisk_node *n = &g->nodes[i];
         int64_t numel = brisk_shape_numel(&n->shape);
+        if (p.gpu->ptr[i] && hash) hash[i] = node_hash(p.gpu, i);
         if (n->dtype != BRISK_F32 || numel <= 0 || n->bytes < (size_t)numel * 4) continue;
         float *a = malloc(n->bytes + 16), *b = malloc(n->bytes + 16);
         if (a && b && !brisk_exec_read(p.gpu, i, a, &err) && !brisk_exec_read(p.cpu, i, b, &err)) {
             double e = ct_rel_err(a, b, numel);
             char dims[64];
+            if (e > 1e-5 && first_id < 0) first_id = i;
             if (e > 1e-5 && shown++ < 6)
                 printf("  %s: node %d %s %s: GPU vs CPU %.3g\n", models[m].name, i, brisk_op_name(n->op),
                        brisk_shape_str(&n->shape, dims, sizeof dims), e);
@@ -218,11 +288,102 @@ static void locate_divergence(int m, int fuse) {
     if (worst_id >= 0)
         printf("  %s: %d nodes past 1e-5; the worst node %d %s, %.3g\n", models[m].name, shown, worst_id,
                brisk_op_name(g->nodes[worst_id].op), worst);
+    if (first_id >= 0) recompute_on_cpu(&p, g, first_id, models[m].name);
+    if (hash && !brisk_exec_run(p.gpu, BRISK_RUN_TRAIN, &err) && !be->sync(be, &err)) {
+        int changed = 0;
+        for (int i = 0; i < g->n_nodes; i++)
+            if (p.gpu->ptr[i] && node_hash(p.gpu, i) != hash[i] && changed++ < 4)
+                printf("  %s: node %d %s changed its bits in a second GPU run\n", models[m].name, i,
+                       brisk_op_name(g->nodes[i].op));
+        printf("  %s: %d nodes changed their bits in a second GPU run of the same inputs\n", models[m].name, changed);
+    }
     ct_pair_free(&p);
 out:
+    free(hash);
     brisk_graph_free(g);
     be->destroy(be);
 }
+
+/* All gradients of the run together, GPU against CPU (relative norm). */
+static double grads_error(ct_pair *p, const brisk_graph *g, float scale, brisk_error *err) {
+    double num = 0, den = 0;
+    for (int k = 0; k < g->n_params; k++) {
+        const brisk_param_info *pi = &g->params[k];
+        if (pi->grad_node < 0) continue;
+        size_t n = (size_t)pi->numel;
+        float *a = malloc(n * 4 + 4), *b = malloc(n * 4 + 4);
+        int ok = a && b && !brisk_exec_read(p->gpu, pi->grad_node, a, err) && !brisk_exec_read(p->cpu, pi->grad_node, b, err);
+        for (size_t i = 0; ok && i < n; i++) {
+            double d = (double)a[i] / scale - b[i];
+            num += d * d, den += (double)b[i] * b[i];
+        }
+        free(a), free(b);
+        if (!ok) return INFINITY;
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* The worst relative error of the forward's outputs (every node up to the loss), GPU against
+ * CPU; the graph's nodes must have been kept. */
+static double forward_error(ct_pair *p, const brisk_graph *g, int *worst_id, brisk_error *err) {
+    double worst = 0;
+    *worst_id = -1;
+    for (int i = 0; i <= g->loss; i++) {
+        const brisk_node *n = &g->nodes[i];
+        int64_t numel = brisk_shape_numel(&n->shape);
+        if (n->dtype != BRISK_F32 || numel <= 0 || !p->gpu->ptr[i]) continue;
+        float *a = malloc((size_t)numel * 4 + 16), *b = malloc((size_t)numel * 4 + 16);
+        double e = a && b && !brisk_exec_read(p->gpu, i, a, err) && !brisk_exec_read(p->cpu, i, b, err)
+                       ? ct_rel_err(a, b, numel)
+                       : INFINITY;
+        if (e > worst) worst = e, *worst_id = i;
+        free(a), free(b);
+    }
+    return worst;
+}
+
+/* A chaotic model's gradients move by far more than its forward's rounding: in the ResNet a
+ * flipped batch-norm ReLU mask moves a channel's whole backward. After one step, with every
+ * weight scaled by 1 +- u, the CPU's own gradients move by 2.9e-6 at u = 1.2e-7, 6.1e-3 at
+ * u = 1e-6 and 1.3e-2 at u = 5e-6 (this test's ResNet and batch), while the GPU's forward
+ * activations differ from the CPU's by 1.4e-6 to 5.2e-6 (cuDNN sums in another order;
+ * the first GPU sessions, bench/GPU_RESULTS.md 2026-11-28). So for such a model the GPU's
+ * forward is held to the fp32 tolerance node by node, and its gradients to what the CPU's
+ * own do when its forward is perturbed as much: the CPU runs the model twice, the second
+ * time with every weight scaled by 1 +- u (the sign drawn per weight; u chosen so that the
+ * CPU's forward moves as far as the GPU's is from it: a weight's move grows ~13x through
+ * the ResNet's layers), and the GPU's gradients may be at most CHAOS_FACTOR times as far
+ * from the CPU's as that (capped at 0.5, so that a wrong sign or a zeroed gradient still
+ * fails). */
+#define CHAOS_FACTOR 4.0
+static double cpu_spread(int m, double u, double *fwd) {
+    brisk_backend *cpu2 = brisk_backend_cpu_new(2);
+    brisk_graph *g = brisk_graph_new();
+    brisk_model_io io;
+    brisk_error err = {0};
+    ct_pair p;
+    double e = INFINITY;
+    *fwd = INFINITY;
+    if (!cpu2 || models[m].build(g, &io, &err)) goto out;
+    for (int i = 0; i < g->n_nodes; i++) g->nodes[i].keep = 1;
+    if (ct_pair_make(g, cpu2, &p, &err)) goto out;
+    for (int k = 0; k < g->n_params; k++) {
+        const brisk_param_info *pi = &g->params[k];
+        if (pi->buffer) continue;
+        float *w = (float *)p.gpu->params + pi->offset; /* a CPU executor's arena is host memory */
+        for (int64_t i = 0; i < pi->numel; i++) w[i] *= (float)(1.0 + (ct_u32() & 1 ? u : -u));
+    }
+    int at;
+    if (!brisk_exec_run(p.cpu, BRISK_RUN_TRAIN, &err) && !brisk_exec_run(p.gpu, BRISK_RUN_TRAIN, &err))
+        e = grads_error(&p, g, 1.0f, &err), *fwd = forward_error(&p, g, &at, &err);
+    ct_pair_free(&p);
+out:
+    brisk_graph_free(g);
+    if (cpu2) cpu2->destroy(cpu2);
+    return e;
+}
+
+
 
 static void compare_model(int m, brisk_gemm_precision prec, int fuse, double tol_loss, double tol_grad) {
     int lowp_relu = models[m].relu && prec != BRISK_GEMM_FP32, failed_before = t_failed_checks;
@@ -236,6 +397,7 @@ static void compare_model(int m, brisk_gemm_precision prec, int fuse, double tol
     snprintf(what, sizeof what, "%s, %s, fusion %s", models[m].name, brisk_gemm_precision_name(prec), fuse ? "on" : "off");
     brisk_status bs = models[m].build(g, &io, &err);
     if (!bs && lowp_relu) keep_relus(g); /* before planning */
+    for (int i = 0; !bs && models[m].chaotic && i < g->n_nodes; i++) g->nodes[i].keep = 1; /* forward_error */
     if (bs || ct_pair_make(g, be, &p, &err)) {
         CHECKF(0, "%s: %s", what, err.msg);
         brisk_graph_free(g);
@@ -271,7 +433,23 @@ static void compare_model(int m, brisk_gemm_precision prec, int fuse, double tol
         float scale = 1.0f;
         brisk_backend_stats s;
         if (prec == BRISK_GEMM_FP16 && !be->stats(be, &s, &err) && s.loss_scale > 0) scale = s.loss_scale;
-        for (int k = 0; k < g->n_params; k++) {
+        if (models[m].chaotic) {
+            int at;
+            double u = forward_error(&p, g, &at, &err);
+            if (prec == BRISK_GEMM_FP32)
+                CHECKF(u <= 1e-5, "%s: forward: node %d (%s) %.3g from the CPU's", what, at,
+                       at >= 0 ? brisk_op_name(g->nodes[at].op) : "?", u);
+            /* the weights' move that perturbs the CPU's forward as much: one probe, then scaled */
+            double f0, f1, e = grads_error(&p, g, scale, &err);
+            cpu_spread(m, u, &f0);
+            double spread = cpu_spread(m, f0 > 0 && isfinite(f0) ? u * u / f0 : u, &f1);
+            double bound = fmin(fmax(tol_grad, CHAOS_FACTOR * spread), 0.5);
+            printf("%s: forward at most %.3g from the CPU's (node %d); gradients %.3g; the CPU's own with the weights "
+                   "moved so that its forward moves by %.3g: %.3g; bound %.3g\n", what, u, at, e, f1, spread, bound);
+            CHECKF(e <= bound, "%s: gradients: relative error %.3g > %.3g (%g x the CPU's own spread %.3g)", what, e,
+                   bound, CHAOS_FACTOR, spread);
+        }
+        for (int k = 0; k < g->n_params && !models[m].chaotic; k++) {
             const brisk_param_info *pi = &g->params[k];
             if (pi->grad_node < 0) continue;
             size_t n = (size_t)pi->numel;
@@ -290,7 +468,10 @@ static void compare_model(int m, brisk_gemm_precision prec, int fuse, double tol
     ct_pair_free(&p);
     brisk_graph_free(g);
     be->destroy(be);
-    if (prec == BRISK_GEMM_FP32 && t_failed_checks > failed_before) locate_divergence(m, fuse);
+    if (prec == BRISK_GEMM_FP32 && t_failed_checks > failed_before) {
+        locate_divergence(m, fuse, 0);
+        locate_divergence(m, fuse, 1);
+    }
 }
 
 static void test_fp32_fused(void) {
