@@ -693,6 +693,9 @@ r = json.load(open(sys.argv[1]))
 top = r["ops"][0]
 floor = r["launch_floor_ms"]
 f = "launch floor %.4f ms, the step %.1fx it" % (floor, r["step_ms_plain"] / floor) if floor else "no launch floor"
+rep = r.get("replayed_step_ms")
+if rep and floor:
+    f += "; its own graph replayed %.4f ms (%.1fx the floor)" % (rep, rep / floor)
 print("top %s %.0f%% of %.4f ms; %d node runs, %s kernels a step; %s; the timed step %.4f ms (%+.0f%%)" % (
     top["op"], 100 * top["share"], r["step_ms_plain"], r["node_runs_per_step"],
     r["kernel_nodes"] if r["kernel_nodes"] >= 0 else "?", f, r["step_ms_timed"],

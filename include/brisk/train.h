@@ -529,6 +529,8 @@ typedef struct brisk_profile_result {
     int nodes_per_step;    /* node runs in a step (schedule length x accumulate) */
     int kernel_nodes;      /* kernels a step launches (the nodes of its CUDA graph); -1: unknown */
     double floor_ms;       /* replaying an empty CUDA graph of kernel_nodes kernels; NaN: none */
+    double replay_ms;      /* the captured step's own CUDA graph replayed back to back, nothing
+                              issued between: the device's time for a step's work; NaN: none */
 } brisk_profile_result;
 brisk_status brisk_profile_run(const brisk_config *cfg, const brisk_logger *log, const brisk_profile_options *o,
                                brisk_profile_result *out, brisk_error *err);

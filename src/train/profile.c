@@ -193,10 +193,32 @@ static brisk_status tabulate(const brisk_profiler *p, brisk_profile_result *r, b
     return BRISK_OK;
 }
 
-/* the kernels a step launches and the launch floor for as many; what fails is only noted */
+/* The captured step replayed back to back between two device marks, after a few untimed
+ * replays: no input copy, loss read or host work between the steps, so its time is what the
+ * device needs for a step's kernels. The run is over, so the updates these replays make to
+ * the weights are never seen. */
+#define REPLAYS 50
+static void replay_time(brisk_trainer *t, int program, brisk_profile_result *r) {
+    brisk_backend *be = t->be;
+    brisk_error e = {0};
+    brisk_status st = BRISK_OK;
+    double ms = NAN;
+    if (program < 0 || !be->replay || !be->mark || !be->mark_elapsed || t->cfg.train.accumulate != 1) return;
+    for (int i = 0; i < 5 && !st; i++) st = be->replay(be, program, &e);
+    if (!st) st = be->mark(be, 0, &e);
+    for (int i = 0; i < REPLAYS && !st; i++) st = be->replay(be, program, &e);
+    if (!st) st = be->mark(be, 1, &e);
+    if (!st) st = be->mark_elapsed(be, 0, 1, &ms, &e);
+    if (st) brisk_log(&t->log, BRISK_LOG_WARN, "profile: no replayed step time: %s", e.msg);
+    else r->replay_ms = ms / REPLAYS;
+}
+
+/* the kernels a step launches, the launch floor for as many, and the captured step's own
+ * replay; what fails is only noted */
 static void launch_floor(brisk_trainer *t, brisk_profile_result *r) {
     brisk_error e = {0};
-    if (brisk_step_capture_kernels(t, &r->kernel_nodes, &e)) {
+    int program = -1;
+    if (brisk_step_capture_kernels(t, &r->kernel_nodes, &program, &e)) {
         brisk_log(&t->log, BRISK_LOG_WARN, "profile: no kernel count: %s", e.msg);
         r->kernel_nodes = -1;
         return;
@@ -205,6 +227,7 @@ static void launch_floor(brisk_trainer *t, brisk_profile_result *r) {
         brisk_log(&t->log, BRISK_LOG_WARN, "profile: no launch floor: %s", e.msg);
         r->floor_ms = NAN;
     }
+    replay_time(t, program, r);
 }
 
 static void profiler_free(brisk_profiler *p) {
@@ -216,6 +239,7 @@ brisk_status brisk_profile_run(const brisk_config *cfg, const brisk_logger *log,
     memset(out, 0, sizeof *out);
     out->kernel_nodes = -1;
     out->floor_ms = NAN;
+    out->replay_ms = NAN;
     if (o->steps < 1 || o->warmup < 0 || o->steps > 100000 || o->warmup > 100000)
         return brisk_errorf(err, BRISK_ERR_INVALID, "profile: %d steps after %d warm-up steps; expected 1 to 100000 "
                             "steps and 0 to 100000 warm-up steps", o->steps, o->warmup);

@@ -59,6 +59,12 @@ void brisk_profile_print(FILE *f, const char *config, const brisk_profile_result
                 "that\n", r->floor_ms, r->kernel_nodes, r->floor_ms > 0 ? r->plain_ms / r->floor_ms : 0.0);
     else
         fprintf(f, "launch floor    - (no CUDA device)\n");
+    if (isfinite(r->replay_ms)) {
+        char vs[64] = "";
+        if (isfinite(r->floor_ms) && r->floor_ms > 0) snprintf(vs, sizeof vs, "; %.2fx the launch floor", r->replay_ms / r->floor_ms);
+        fprintf(f, "replayed step   %.4f ms: the captured step's own CUDA graph replayed back to back, nothing issued "
+                "between (the device's time for a step's kernels)%s\n", r->replay_ms, vs);
+    }
 }
 
 static cJSON *num(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
@@ -84,6 +90,7 @@ cJSON *brisk_profile_json(const char *config, const brisk_profile_result *r, int
     cJSON_AddNumberToObject(j, "node_runs_per_step", r->nodes_per_step);
     cJSON_AddNumberToObject(j, "kernel_nodes", r->kernel_nodes);
     cJSON_AddItemToObject(j, "launch_floor_ms", num(r->floor_ms));
+    cJSON_AddItemToObject(j, "replayed_step_ms", num(r->replay_ms));
     for (int i = 0; i < r->n_ops; i++) {
         cJSON *o = cJSON_CreateObject();
         if (!o) break;

@@ -134,8 +134,9 @@ static brisk_status body_step(brisk_trainer *t, const brisk_optim_args *a, brisk
     return st ? st : body_update(t, a, err);
 }
 
-brisk_status brisk_step_capture_kernels(brisk_trainer *t, int *kernels, brisk_error *err) {
+brisk_status brisk_step_capture_kernels(brisk_trainer *t, int *kernels, int *program_out, brisk_error *err) {
     *kernels = -1;
+    *program_out = -1;
     brisk_backend *be = t->be;
     if (!be->capture_begin || !be->capture_end || !be->set_values || !on_device(t)) return BRISK_OK;
     const int K = t->cfg.train.accumulate;
@@ -150,6 +151,7 @@ brisk_status brisk_step_capture_kernels(brisk_trainer *t, int *kernels, brisk_er
         brisk_status end = be->capture_end(be, &program, st ? &(brisk_error){0} : &ce);
         if (st || end) return brisk_errorf(err, st ? st : end, "capturing a step to count its kernels: %s", ce.msg);
         if ((counts[pass] = brisk_cuda_program_kernels(be, program)) < 0) return BRISK_OK;
+        if (pass == 0) *program_out = program;
     }
     *kernels = counts[0] + (K - 1) * counts[1];
     return BRISK_OK;

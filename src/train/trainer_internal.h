@@ -208,7 +208,7 @@ brisk_status brisk_step_flush(brisk_trainer *t, brisk_error *err);
 brisk_status brisk_profile_step_begin(brisk_trainer *t, brisk_error *err);
 /* After a run: records one whole step as a device program, never run, and writes the kernels
  * it launches (-1: not a device that captures, or it cannot count them). */
-brisk_status brisk_step_capture_kernels(brisk_trainer *t, int *kernels, brisk_error *err);
+brisk_status brisk_step_capture_kernels(brisk_trainer *t, int *kernels, int *program, brisk_error *err);
 brisk_status brisk_profile_step_end(brisk_trainer *t, brisk_error *err);
 brisk_status brisk_trainer_push_loss(brisk_trainer *t, float loss, brisk_error *err);
 

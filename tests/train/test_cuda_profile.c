@@ -63,6 +63,13 @@ static void check_run(const char *precision, int accumulate) {
     CHECKF(isfinite(r.floor_ms) && r.floor_ms > 0 && r.floor_ms < r.plain_ms,
            "%s: the launch floor of %d kernels is %.4f ms, the step %.4f ms", precision, r.kernel_nodes, r.floor_ms,
            r.plain_ms);
+    /* the step's own graph replayed: no faster than that many empty kernels, no slower than
+     * the eager step, whose launches it saves */
+    CHECKF(isfinite(r.replay_ms) && r.replay_ms >= 0.5 * r.floor_ms && r.replay_ms < r.plain_ms,
+           "%s: the replayed step %.4f ms, the launch floor %.4f ms, the eager step %.4f ms", precision, r.replay_ms,
+           r.floor_ms, r.plain_ms);
+    printf("%s: replayed step %.4f ms, launch floor %.4f ms, eager step %.4f ms\n", precision, r.replay_ms, r.floor_ms,
+           r.plain_ms);
     CHECKF(r.n_ops > 0 && strcmp(r.ops[0].op, "matmul") == 0, "%s: the top op type is %s, not matmul", precision,
            r.n_ops ? r.ops[0].op : "(none)");
     int noted = 0;
