@@ -213,7 +213,8 @@ int cmd_bench(int argc, char **argv) {
     if (clock[0])
         printf("(step times: %s%s)\n", clock,
                gpu ? "; GPU util: NVML's share of time a kernel ran, sampled at the progress lines; host ms: the "
-                     "host's median time to issue a step (near ms/step: the host, not the GPU, sets the pace)" : "");
+                     "host's median time per step, its waits for the device included (near ms/step: the two go in "
+                     "step; brisk profile's replayed step says which sets the pace)" : "");
     char title[1400];
     snprintf(title, sizeof title, "%s: %lld steps per row and round, %lld round%s interleaved, on %s", config, steps,
              rounds, rounds == 1 ? "" : "s", gpu ? gi.name : "the CPU");

@@ -513,9 +513,11 @@ out:
         }
         char resumed[64];
         snprintf(resumed, sizeof resumed, ", %lld in all", (long long)t->step);
-        char host_txt[96] = ""; /* host-bound when near the median: the GPU waits for the issuing */
+        /* near the median, host and device go in step; which one sets the pace the host's
+         * time cannot say, since it includes waits for the device (the batch copy) */
+        char host_txt[112] = "";
         if (!isnan(sum->host_ms_per_step_median))
-            snprintf(host_txt, sizeof host_txt, "; the host issued a step in %.3f ms (median)",
+            snprintf(host_txt, sizeof host_txt, "; the host's time per step %.3f ms (median, its waits included)",
                      sum->host_ms_per_step_median);
         char other[128] = ""; /* what the time outside the steps went to, where it went anywhere */
         if (sum->checkpoints > 0 || sum->validation_s > 0)

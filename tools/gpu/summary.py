@@ -66,7 +66,7 @@ def ratios(work):
                           if m in t)
         best = min(t, key=t.get)
         host = last.get("host_ms_per_step_median")  # null (None) where the host's clock timed the steps
-        issue = f" (the host issued a step in {host:.4g} ms{': host-bound' if host >= 0.7 * ms else ''})" \
+        issue = f" (the host's time per step {host:.4g} ms, its waits included)" \
             if isinstance(host, (int, float)) else ""
         lines.append(f"{w}: brisk {last.get('name', 'row %d' % last.get('row', 0))} {ms:.4g} ms/step on "
                      f"{last.get('device', '?')}{issue}; torch {modes}; vs torch best ({best}) {t[best] / ms:.2f}x")
