@@ -247,8 +247,9 @@ typedef struct brisk_run_summary {
     double gpu_util;          /* mean device utilisation (%) at the progress lines; -1: none */
     int64_t steps_run;        /* optimizer steps of this run (or API call) */
     double ms_per_step_median, ms_per_step_mean, ms_per_step_p95, ms_per_step_max; /* this run's steps */
-    double host_ms_per_step_median; /* steps timed by the device: the host's median time to issue one (a
-                                       host-bound run has it near ms_per_step_median); NaN otherwise */
+    double host_ms_per_step_median; /* steps timed by the device: the host's median time per step, its
+                                       waits for the device (the batch copy) included, so near
+                                       ms_per_step_median whichever side paces; NaN otherwise */
     double samples_per_s;     /* mean throughput over this run's steps: samples / their summed time */
     double gflop_per_step;    /* model FLOPs of one optimizer step on one device (brisk_node_flops:
                                  the products; recomputed segments counted again) */

@@ -179,7 +179,7 @@ int cmd_bench(int argc, char **argv) {
         brisk_step_stats rs; /* over the rounds' medians (kept in seconds, as the helper takes) */
         brisk_step_stats_of(med[i], n, &rs);
         double m = rs.median_ms, hm = NAN;
-        if (!isnan(host[i][0])) { /* the host's median time to issue a step, over the rounds' */
+        if (!isnan(host[i][0])) { /* the host's median time per step (waits included), over the rounds' */
             brisk_step_stats hs;
             brisk_step_stats_of(host[i], n, &hs);
             hm = hs.median_ms;
