@@ -61,7 +61,8 @@ void brisk_profile_print(FILE *f, const char *config, const brisk_profile_result
         fprintf(f, "launch floor    - (no CUDA device)\n");
     if (isfinite(r->replay_ms)) {
         char vs[64] = "";
-        if (isfinite(r->floor_ms) && r->floor_ms > 0) snprintf(vs, sizeof vs, "; %.2fx the launch floor", r->replay_ms / r->floor_ms);
+        if (isfinite(r->floor_ms) && r->floor_ms > 0)
+            snprintf(vs, sizeof vs, "; %.2fx the launch floor", r->replay_ms / r->floor_ms);
         fprintf(f, "replayed step   %.4f ms: the captured step's own CUDA graph replayed back to back, nothing issued "
                 "between (the device's time for a step's kernels)%s\n", r->replay_ms, vs);
     }
