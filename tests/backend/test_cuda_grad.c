@@ -312,7 +312,8 @@ static double grads_error(ct_pair *p, const brisk_graph *g, float scale, brisk_e
         if (pi->grad_node < 0) continue;
         size_t n = (size_t)pi->numel;
         float *a = malloc(n * 4 + 4), *b = malloc(n * 4 + 4);
-        int ok = a && b && !brisk_exec_read(p->gpu, pi->grad_node, a, err) && !brisk_exec_read(p->cpu, pi->grad_node, b, err);
+        int ok = a && b && !brisk_exec_read(p->gpu, pi->grad_node, a, err) &&
+                 !brisk_exec_read(p->cpu, pi->grad_node, b, err);
         for (size_t i = 0; ok && i < n; i++) {
             double d = (double)a[i] / scale - b[i];
             num += d * d, den += (double)b[i] * b[i];
