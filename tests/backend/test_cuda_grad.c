@@ -198,6 +198,20 @@ static uint64_t node_hash(brisk_exec *ex, int id) {
     return x;
 }
 
+/* Node i's output, GPU against CPU (relative norm): NaN where it is no f32 output with a
+ * buffer, INFINITY where a read fails. */
+static double output_error(ct_pair *p, int i, brisk_error *err) {
+    const brisk_node *n = &p->cpu->g->nodes[i];
+    int64_t numel = brisk_shape_numel(&n->shape);
+    if (n->dtype != BRISK_F32 || numel <= 0 || n->bytes < (size_t)numel * 4 || !p->gpu->ptr[i]) return NAN;
+    float *a = malloc(n->bytes + 16), *b = malloc(n->bytes + 16);
+    double e = a && b && !brisk_exec_read(p->gpu, i, a, err) && !brisk_exec_read(p->cpu, i, b, err)
+                   ? ct_rel_err(a, b, numel)
+                   : INFINITY;
+    free(a), free(b);
+    return e;
+}
+
 static void err_stats(const float *a, const float *b, int64_t n, double *rel, double *maxrel) {
     double mx = 0, md = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -270,20 +284,15 @@ static void locate_divergence(int m, int fuse, int deterministic) {
     hash = calloc((size_t)g->n_nodes, sizeof *hash);
     for (int i = 0; i < g->n_nodes; i++) {
         const brisk_node *n = &g->nodes[i];
-        int64_t numel = brisk_shape_numel(&n->shape);
         if (p.gpu->ptr[i] && hash) hash[i] = node_hash(p.gpu, i);
-        if (n->dtype != BRISK_F32 || numel <= 0 || n->bytes < (size_t)numel * 4) continue;
-        float *a = malloc(n->bytes + 16), *b = malloc(n->bytes + 16);
-        if (a && b && !brisk_exec_read(p.gpu, i, a, &err) && !brisk_exec_read(p.cpu, i, b, &err)) {
-            double e = ct_rel_err(a, b, numel);
-            char dims[64];
-            if (e > 1e-5 && first_id < 0) first_id = i;
-            if (e > 1e-5 && shown++ < 6)
-                printf("  %s: node %d %s %s: GPU vs CPU %.3g\n", models[m].name, i, brisk_op_name(n->op),
-                       brisk_shape_str(&n->shape, dims, sizeof dims), e);
-            if (e > worst) worst = e, worst_id = i;
-        }
-        free(a), free(b);
+        double e = output_error(&p, i, &err);
+        if (isnan(e)) continue;
+        char dims[64];
+        if (e > 1e-5 && first_id < 0) first_id = i;
+        if (e > 1e-5 && shown++ < 6)
+            printf("  %s: node %d %s %s: GPU vs CPU %.3g\n", models[m].name, i, brisk_op_name(n->op),
+                   brisk_shape_str(&n->shape, dims, sizeof dims), e);
+        if (e > worst) worst = e, worst_id = i;
     }
     if (worst_id >= 0)
         printf("  %s: %d nodes past 1e-5; the worst node %d %s, %.3g\n", models[m].name, shown, worst_id,
@@ -304,22 +313,34 @@ out:
     be->destroy(be);
 }
 
+/* Parameter pi's gradient from both runs into *a (GPU, divided by scale: in fp16 the
+ * gradients carry the loss scale) and *b (CPU); 0 when read, else both freed. */
+static int read_grads(ct_pair *p, const brisk_param_info *pi, float scale, float **a, float **b, brisk_error *err) {
+    size_t n = (size_t)pi->numel;
+    *a = malloc(n * 4 + 4), *b = malloc(n * 4 + 4);
+    if (*a && *b && !brisk_exec_read(p->gpu, pi->grad_node, *a, err) &&
+        !brisk_exec_read(p->cpu, pi->grad_node, *b, err)) {
+        for (size_t i = 0; i < n; i++) (*a)[i] /= scale;
+        return 0;
+    }
+    free(*a), free(*b);
+    *a = *b = NULL;
+    return -1;
+}
+
 /* All gradients of the run together, GPU against CPU (relative norm). */
 static double grads_error(ct_pair *p, const brisk_graph *g, float scale, brisk_error *err) {
     double num = 0, den = 0;
     for (int k = 0; k < g->n_params; k++) {
         const brisk_param_info *pi = &g->params[k];
+        float *a, *b;
         if (pi->grad_node < 0) continue;
-        size_t n = (size_t)pi->numel;
-        float *a = malloc(n * 4 + 4), *b = malloc(n * 4 + 4);
-        int ok = a && b && !brisk_exec_read(p->gpu, pi->grad_node, a, err) &&
-                 !brisk_exec_read(p->cpu, pi->grad_node, b, err);
-        for (size_t i = 0; ok && i < n; i++) {
-            double d = (double)a[i] / scale - b[i];
+        if (read_grads(p, pi, scale, &a, &b, err)) return INFINITY;
+        for (int64_t i = 0; i < pi->numel; i++) {
+            double d = (double)a[i] - b[i];
             num += d * d, den += (double)b[i] * b[i];
         }
         free(a), free(b);
-        if (!ok) return INFINITY;
     }
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
@@ -330,15 +351,8 @@ static double forward_error(ct_pair *p, const brisk_graph *g, int *worst_id, bri
     double worst = 0;
     *worst_id = -1;
     for (int i = 0; i <= g->loss; i++) {
-        const brisk_node *n = &g->nodes[i];
-        int64_t numel = brisk_shape_numel(&n->shape);
-        if (n->dtype != BRISK_F32 || numel <= 0 || !p->gpu->ptr[i]) continue;
-        float *a = malloc((size_t)numel * 4 + 16), *b = malloc((size_t)numel * 4 + 16);
-        double e = a && b && !brisk_exec_read(p->gpu, i, a, err) && !brisk_exec_read(p->cpu, i, b, err)
-                       ? ct_rel_err(a, b, numel)
-                       : INFINITY;
-        if (e > worst) worst = e, *worst_id = i;
-        free(a), free(b);
+        double e = output_error(p, i, err);
+        if (e > worst) worst = e, *worst_id = i; /* NaN: not compared */
     }
     return worst;
 }
@@ -453,18 +467,15 @@ static void compare_model(int m, brisk_gemm_precision prec, int fuse, double tol
         }
         for (int k = 0; k < g->n_params && !models[m].chaotic; k++) {
             const brisk_param_info *pi = &g->params[k];
+            float *a, *b;
             if (pi->grad_node < 0) continue;
-            size_t n = (size_t)pi->numel;
-            float *a = malloc(n * 4 + 4), *b = malloc(n * 4 + 4);
-            if (!brisk_exec_read(p.gpu, pi->grad_node, a, &err) && !brisk_exec_read(p.cpu, pi->grad_node, b, &err)) {
-                for (size_t i = 0; i < n; i++) a[i] /= scale; /* fp16: the gradients carry the loss scale */
-                double e = ct_rel_err(a, b, (int64_t)n);
-                CHECKF(e <= tol_grad, "%s: gradient of %s: relative error %.3g > %.3g", what, pi->name, e, tol_grad);
-            } else {
+            if (read_grads(&p, pi, scale, &a, &b, &err)) {
                 CHECKF(0, "%s: %s", what, err.msg);
+                continue;
             }
-            free(a);
-            free(b);
+            double e = ct_rel_err(a, b, pi->numel);
+            CHECKF(e <= tol_grad, "%s: gradient of %s: relative error %.3g > %.3g", what, pi->name, e, tol_grad);
+            free(a), free(b);
         }
     }
     ct_pair_free(&p);

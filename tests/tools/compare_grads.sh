@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/gpu/compare_grads.py, the GPU suite's step-1 gradient check: two CPU runs whose GEMMs
 # sum in another order pass at 1e-4, a clipped run against an unclipped one fails with the
-# clip factor as its best scale and nothing left after it, and bad inputs exit 2. Runs with the
+# clip factor as its best scale and nothing left after it, a baseline widens the bound by its
+# own distance only, and bad inputs exit 2. Runs with the
 # python3 found (numpy or not: the tool takes either path).
 #   compare_grads.sh BRISK_BINARY WORKDIR SOURCE_DIR
 set -u
@@ -18,6 +19,9 @@ expect 1 '^FAIL relative L2 error .*after the best scale [0-9.]+: [0-9.e-]+; 0 o
 # the clip factor is the whole difference: nothing but rounding after the best scale
 $cmp clipped own | grep -qE 'after the best scale [0-9.]+: [0-9.]+e-0[5-9]' && echo "ok   clip is a scale" ||
   { echo "FAIL: the clip factor is not seen as a scale: $($cmp clipped own)"; fails=$((fails + 1)); }
+# a baseline widens the bound to 4x its own distance from the reference, and no further
+expect 0 "^PASS relative L2 error [0-9.e-]+ .*the model's own spread [0-9.e-]+: bound" clipped own --baseline own
+expect 1 "^FAIL relative L2 error .*the model's own spread 0: bound 0.0001" clipped own --baseline clipped
 expect 2 '^FAIL .*no optim.exp_avg' sgd own
 expect 2 '^FAIL .*nothing.safetensors: No such file' own nothing.safetensors
 head -c 4 own/last.safetensors > short.safetensors
