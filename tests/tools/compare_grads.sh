@@ -22,6 +22,8 @@ $cmp clipped own | grep -qE 'after the best scale [0-9.]+: [0-9.]+e-0[5-9]' && e
 # a baseline widens the bound to 4x its own distance from the reference, and no further
 expect 0 "^PASS relative L2 error [0-9.e-]+ .*the model's own spread [0-9.e-]+: bound" clipped own --baseline own
 expect 1 "^FAIL relative L2 error .*the model's own spread 0: bound 0.0001" clipped own --baseline clipped
+expect 2 '^FAIL .*nothing.safetensors: No such file' clipped own --baseline nothing.safetensors
+expect 2 '^FAIL usage' clipped own --baseline own --spread-factor x
 expect 2 '^FAIL .*no optim.exp_avg' sgd own
 expect 2 '^FAIL .*nothing.safetensors: No such file' own nothing.safetensors
 head -c 4 own/last.safetensors > short.safetensors

@@ -34,6 +34,8 @@ check 1 '^FAIL max rel diff' plain n3std --rtol 1e-9
 check 0 "^PASS 6 steps, max rel diff .*the model's own spread" plain n3std --rtol 1e-9 --baseline n3
 check 1 "^FAIL max rel diff .*the model's own spread 0 " plain n3 --rtol 1e-9 --baseline plain
 check 2 '^FAIL --baseline needs --rtol' plain n3 --exact --baseline n3
+check 2 '^FAIL --baseline needs --rtol and a finite --spread-factor' plain n3 --rtol 1e-9 --baseline n3 --spread-factor -1
+check 2 '^FAIL nothing: no such file or directory' plain n3 --rtol 1e-9 --baseline nothing
 printf 'damaged' | dd of=n3.safetensors bs=1 seek=200 conv=notrunc 2>/dev/null
 expect 2 '^FAIL .*not a brisk checkpoint' n3.safetensors x.safetensors
 expect 2 '^FAIL .*not a brisk checkpoint' nothing.safetensors x.safetensors
