@@ -33,8 +33,10 @@
 #             run of each example
 #   agree     per example, 100 steps each, a loss per step: GPU fp32, tf32 and bf16 against
 #             the CPU's fp32 losses (<= 1e-3 relative; bf16 <= 3e-2, or up to 4x the model's own
-#             spread: the CPU from its initial weights moved by 1e-7, nudge_checkpoint.py; the
-#             ResNet example's training parts from itself so by step 3); CUDA graph == eager bit
+#             spread at that precision: the CPU from its initial weights moved by one rounding
+#             unit of the precision's operands, 1e-7 for fp32, 2^-11 for tf32, 2^-8 for bf16,
+#             nudge_checkpoint.py; the ResNet example's training parts from itself at fp32
+#             rounding by step 3, the tabular MLP's at tf32 rounding by 3e-3); CUDA graph == eager bit
 #             for bit (fp32, --deterministic); --deterministic bit-identical twice (bf16);
 #             fp32 with every epilogue refused against the CPU too; the bf16 run's report.html
 #             holds the GPU's optimization table (the page comes back in logs.tar.gz); and
@@ -111,6 +113,9 @@ set -u
 REFUSE_EPILOGUE="BRISK_CUDA_REFUSE_EPILOGUES=all"  # env assignment(s) that force every cuBLASLt epilogue fallback
 CUDA_TESTS=cuda                                    # ctest -R: the tests about CUDA; the rest run CPU-pinned
 RTOL_FP32=1e-3 RTOL_BF16=3e-2                      # agreement with the CPU: fp32/tf32, bf16
+# the model's own spread per precision: its weights moved by one rounding unit of the operands
+# (fp32 about 2^-23, tf32's 10-bit mantissa 2^-11, bf16's 7-bit 2^-8), as tag:relative size
+NUDGES="fp32:1e-7 tf32:4.88e-4 bf16:3.91e-3"
 SANITIZE_STEPS=3                                   # an eager warm-up step, the capture, a replay
 BENCH_STEPS=${BENCH_STEPS:-200} BENCH_STEPS_HEAVY=${BENCH_STEPS_HEAVY:-40}  # examples; bench/*.json (6.6 TFLOP a step)
 TORCH_STEPS=${TORCH_STEPS:-200}                    # (these three, and TORCH_MODES of stage bench, may come from the environment)
@@ -460,6 +465,10 @@ train_run() {
   echo $? >"$work/runs/$name.rc"
 }
 
+# the nudged checkpoint and the CPU run from it, per precision (fp32's keep their first names)
+nudged_name() { [ "$1" = fp32 ] && echo nudged.safetensors || echo "nudged-$1.safetensors"; }
+spread_run() { [ "$1" = fp32 ] && echo nudged || echo "nudged-$1"; }
+
 # compare CHECK REF RUN MODE: the comparison tool's verdict on two runs, recorded
 compare() {
   local check=$1 a=$2 b=$3 mode=$4 rc_a rc_b r
@@ -480,25 +489,26 @@ compare() {
 stage_agree() {
   ensure_build cli
   note agree
-  local dev=cuda ex list=() cth=$((jobs > 3 ? jobs - 2 : 1))
+  local dev=cuda ex n list=() cth=$((jobs > 3 ? jobs - 2 : 1))
   [ $cpu = 1 ] && dev=cpu
   for ex in $(examples); do
     ensure_data "$root/examples/$ex.json" || { record FAIL agree "$ex: data" "brisk synth failed (logs/synth.log)"; continue; }
     list+=("$ex")
   done
   # the checks: name, reference run, compared run, how
+  # (name, reference run, compared run, how, the precision whose own spread widens the bound)
   checks() {
-    echo "fp32 vs CPU (<= $RTOL_FP32)|cpu|fp32|--rtol $RTOL_FP32"
-    echo "fp32, epilogues refused, vs CPU (<= $RTOL_FP32)|cpu|refused|--rtol $RTOL_FP32"
-    echo "tf32 vs CPU (<= $RTOL_FP32)|cpu|tf32|--rtol $RTOL_FP32"
-    echo "bf16 vs CPU (<= $RTOL_BF16)|cpu|bf16|--rtol $RTOL_BF16"
-    echo "CUDA graph == eager (fp32, deterministic)|fp32|eager|--exact"
-    echo "deterministic twice (bf16)|bf16|bf16-again|--exact"
+    echo "fp32 vs CPU (<= $RTOL_FP32)|cpu|fp32|--rtol $RTOL_FP32|fp32"
+    echo "fp32, epilogues refused, vs CPU (<= $RTOL_FP32)|cpu|refused|--rtol $RTOL_FP32|fp32"
+    echo "tf32 vs CPU (<= $RTOL_FP32)|cpu|tf32|--rtol $RTOL_FP32|tf32"
+    echo "bf16 vs CPU (<= $RTOL_BF16)|cpu|bf16|--rtol $RTOL_BF16|bf16"
+    echo "CUDA graph == eager (fp32, deterministic)|fp32|eager|--exact|"
+    echo "deterministic twice (bf16)|bf16|bf16-again|--exact|"
   }
   local todo=()
   for ex in "${list[@]}"; do
     local all_done=1
-    while IFS='|' read -r name _ _ _; do done_before agree "$ex $name" || all_done=0; done < <(checks)
+    while IFS='|' read -r name _ _ _ _; do done_before agree "$ex $name" || all_done=0; done < <(checks)
     [ $all_done = 1 ] && continue
     todo+=("$ex")
     rm -f "$work/runs/$ex-"*.rc  # a run this call does not reach must not pass with an earlier call's result
@@ -508,15 +518,19 @@ stage_agree() {
     for ex in "${todo[@]}"; do
       [ "$(left)" -gt 30 ] || break
       train_run "$ex-cpu" "$root/examples/$ex.json" "$(tmo 20)" --device cpu --precision fp32 --threads $cth
-      # the model's own spread: the CPU again from the same weights moved by 1e-7 (one
-      # rounding unit); a chaotic model (the ResNet) parts from itself like this by step 3
+      # the model's own spread per precision: the CPU again from the same weights moved by one
+      # rounding unit of that precision; a chaotic model (the ResNet) parts from itself so at
+      # fp32 by step 3, and no order of summation can follow it further
       is_pipeline "$root/examples/$ex.json" || [ "$(left)" -lt 60 ] && continue
       (steps=0 && train_run "$ex-init" "$root/examples/$ex.json" "$(tmo 20 60)" --device cpu --precision fp32)
-      [ "$(cat "$work/runs/$ex-init.rc")" = 0 ] &&
-        $py "$tools/nudge_checkpoint.py" "$work/runs/$ex-init/last.safetensors" "$work/runs/$ex-init/nudged.safetensors" \
-          >"$work/logs/agree-$ex-nudge.log" 2>&1 &&
-        train_run "$ex-cpu-nudged" "$root/examples/$ex.json" "$(tmo 20)" --device cpu --precision fp32 --threads $cth \
-          --resume "$work/runs/$ex-init/nudged.safetensors"
+      [ "$(cat "$work/runs/$ex-init.rc")" = 0 ] || continue
+      for n in $NUDGES; do
+        [ "$(left)" -gt 45 ] || break
+        $py "$tools/nudge_checkpoint.py" "$work/runs/$ex-init/last.safetensors" "$work/runs/$ex-init/$(nudged_name ${n%%:*})" \
+          --rel ${n#*:} >"$work/logs/agree-$ex-nudge-${n%%:*}.log" 2>&1 &&
+          train_run "$ex-cpu-$(spread_run ${n%%:*})" "$root/examples/$ex.json" "$(tmo 20)" --device cpu --precision fp32 \
+            --threads $cth --resume "$work/runs/$ex-init/$(nudged_name ${n%%:*})"
+      done
     done
   ) &
   local bg=$!
@@ -534,16 +548,17 @@ stage_agree() {
   done
   wait $bg
   for ex in "${todo[@]}"; do
-    local base=""
-    if [ "$(cat "$work/runs/$ex-cpu-nudged.rc" 2>/dev/null)" = 0 ]; then
-      base="--baseline $work/runs/$ex-cpu-nudged"
+    for n in $NUDGES; do
+      local sr=$ex-cpu-$(spread_run ${n%%:*})
+      [ "$(cat "$work/runs/$sr.rc" 2>/dev/null)" = 0 ] || continue
       # a measurement, not a verdict: a chaotic model parts from itself on any machine
-      local r=$($py "$tools/compare_losses.py" "$work/runs/$ex-cpu" "$work/runs/$ex-cpu-nudged" --rtol $RTOL_FP32 \
+      local r=$($py "$tools/compare_losses.py" "$work/runs/$ex-cpu" "$work/runs/$sr" --rtol $RTOL_FP32 \
         --steps "$steps" 2>&1 </dev/null | tail -1)
-      record PASS agree "$ex CPU from weights moved by 1e-7 vs CPU (the model's own spread)" "measured: ${r#* }"
-    fi
-    while IFS='|' read -r name a b how; do
-      [ "$a" = cpu ] && how="$how $base"
+      record PASS agree "$ex CPU from weights moved by ${n#*:} (${n%%:*}) vs CPU (the model's own spread)" "measured: ${r#* }"
+    done
+    while IFS='|' read -r name a b how prec; do
+      local sr=$ex-cpu-$(spread_run "$prec")
+      [ -n "$prec" ] && [ "$(cat "$work/runs/$sr.rc" 2>/dev/null)" = 0 ] && how="$how --baseline $work/runs/$sr"
       compare "$ex $name" "$ex-$a" "$ex-$b" "$how"
     done < <(checks)
     report_check "$ex"
@@ -572,7 +587,7 @@ grads_check() {
     done
     # a chaotic model (the ResNet): within 4x of the CPU's own gradients from its weights
     # moved by 1e-7 (the agree runs' nudged checkpoint), where that is more than 1e-4
-    local base=() nudged="$work/runs/$ex-init/nudged.safetensors"
+    local base=() nudged="$work/runs/$ex-init/$(nudged_name fp32)"
     if [ -s "$nudged" ]; then
       train_run "$ex-g1nudged" "$root/examples/$ex.json" "$(tmo 20 120)" --device cpu --threads $cth --precision fp32 \
         --deterministic --resume "$nudged"

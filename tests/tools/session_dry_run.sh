@@ -17,7 +17,10 @@ suite --only '^tabular$' --steps 3 test agree bench sanitize; rc=$?
 for c in "fp32, epilogues refused, vs CPU \(<= 1e-3\)" "fp32 vs CPU \(<= 1e-3\)" "tf32 vs CPU \(<= 1e-3\)" "bf16 vs CPU \(<= 3e-2\)" "CUDA graph == eager" "deterministic twice"; do
   check "agree: $c" "^PASS .* agree +tabular $c.* +\(--cpu: both on the CPU\) 3 steps"
 done
-check "agree: the model's own spread" "^PASS .* agree +tabular CPU from weights moved by 1e-7 vs CPU \(the model's own spread\) +measured: 3 steps"
+for n in "1e-7 \(fp32\)" "4.88e-4 \(tf32\)" "3.91e-3 \(bf16\)"; do
+  check "agree: the model's own spread, $n" "^PASS .* agree +tabular CPU from weights moved by $n vs CPU \(the model's own spread\) +measured: 3 steps"
+done
+check "agree: tf32 against its own spread" "^PASS .* agree +tabular tf32 vs CPU .*the model's own spread"
 check "agree: the run report" "^PASS .* agree +tabular report.html \(bf16 run\) +[0-9]+ optimizations on"
 check "agree: step-1 gradients" "^PASS .* agree +tabular gradients after step 1 \(fp32\) vs CPU .*\(--cpu: both on the CPU\) relative L2 error 0 "
 check "the CUDA tests are listed, not run" "^SKIP .* test +CUDA tests \(ctest -R cuda\) +--cpu: [0-9]+ tests found"
