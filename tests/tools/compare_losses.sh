@@ -33,6 +33,11 @@ expect 0 '^PASS 3 steps, max rel diff 0.0005 at step 2$' ref near --rtol 1e-3 --
 expect 1 '^FAIL step 2 differs: 0.500000000 vs 0.500249988' ref near --exact
 expect 1 '^FAIL max rel diff 0.002 at step 2 > 0.001' ref far --rtol 1e-3
 expect 0 '^PASS .*max rel diff 0.002 at step 2' ref far --rtol 3e-2 --label bf16
+# a spread-widened bound: step 2 over its bound while step 3's larger difference is within its own
+log spread/metrics.jsonl 1.00000000 0.500000000 0.300000000   # 0 at step 2, 0.2 at step 3
+log wide/metrics.jsonl 1.00000000 0.501000000 0.400000000     # 2e-3 at step 2, 0.6 at step 3
+expect 1 '^FAIL step 2: rel diff 0.002 > 0.001 \(the model.s own spread 0 by then\); the largest, 0.6 at step 3, is within 0.8' ref wide --rtol 1e-3 --baseline spread
+expect 0 '^PASS' ref spread --rtol 1e-3 --baseline spread
 expect 0 '^PASS 3 steps bit-identical' nullref nullrun --exact
 expect 0 '^PASS' nullref nullrun --rtol 1e-3
 expect 1 '^FAIL' ref nullrun --rtol 1e-3
