@@ -149,6 +149,7 @@ static void bench_nodes(brisk_backend *be) {
         {"act_grad relu [512,512]   ", BRISK_OP_ACT_GRAD, 3, {{2, {512, 512}}, {2, {512, 512}}, {2, {512, 512}}}, {2, {512, 512}}, BRISK_OP_RELU, 0},
         {"sum_to [512,512]->[512]   ", BRISK_OP_SUM_TO, 1, {{2, {512, 512}}}, {1, {512}}, 0, 0},
         {"gelu erf  [256*60,512]    ", BRISK_OP_GELU, 1, {{2, {15360, 512}}}, {2, {15360, 512}}, BRISK_GELU_ERF, 0},
+        {"act_grad gelu erf [256*60,512]", BRISK_OP_ACT_GRAD, 3, {{2, {15360, 512}}, {2, {15360, 512}}, {2, {15360, 512}}}, {2, {15360, 512}}, BRISK_OP_GELU, 0},
         {"softmax   [256*4*60,60]   ", BRISK_OP_SOFTMAX, 1, {{2, {61440, 60}}}, {2, {61440, 60}}, 0, 0},
     };
     brisk_node nodes[4];

@@ -61,6 +61,22 @@ static void test_phif(void) {
     CHECK(cpu_phif(INFINITY) == 1.0f && cpu_phif(-INFINITY) == 0.0f && isnan(cpu_phif(NAN)));
 }
 
+/* GELU's derivative Phi(x) + x pdf(x), Phi and pdf sharing one exp */
+static void test_gelu_erf_grad(void) {
+    double worst = 0;
+    float wx = 0;
+    for (double d = -12.0; d < 12.0; d += 1.3e-5) {
+        float x = (float)d;
+        double ref = 0.5 * erfc(-(double)x / sqrt(2.0)) + (double)x * exp(-0.5 * (double)x * x) / sqrt(2.0 * M_PI);
+        double r = fabs(cpu_gelu_erf_grad(1.0f, x) - ref);
+        if (r > worst) { worst = r; wx = x; }
+    }
+    /* the derivative lies in [-0.17, 1.13]: absolute error near float32 rounding of 1 */
+    CHECKF(worst <= 5e-7, "cpu_gelu_erf_grad: absolute error %.3g at %.9g", worst, wx);
+    fprintf(stderr, "cpu_gelu_erf_grad max absolute error %.3g on [-12, 12]\n", worst);
+    CHECK(isnan(cpu_gelu_erf_grad(1.0f, NAN)) && cpu_gelu_erf_grad(1.0f, -30.0f) == 0.0f);
+}
+
 static void test_expf_underflow(void) {
     for (double d = -103.0; d < -87.0; d += 0.01) {
         float x = (float)d;
@@ -69,4 +85,4 @@ static void test_expf_underflow(void) {
     }
 }
 
-TEST_MAIN(T(test_expf), T(test_expf_underflow), T(test_tanhf), T(test_phif))
+TEST_MAIN(T(test_expf), T(test_expf_underflow), T(test_tanhf), T(test_phif), T(test_gelu_erf_grad))
