@@ -495,8 +495,7 @@ stage_agree() {
     ensure_data "$root/examples/$ex.json" || { record FAIL agree "$ex: data" "brisk synth failed (logs/synth.log)"; continue; }
     list+=("$ex")
   done
-  # the checks: name, reference run, compared run, how
-  # (name, reference run, compared run, how, the precision whose own spread widens the bound)
+  # the checks: (name, reference run, compared run, how, the precision whose own spread widens the bound)
   checks() {
     echo "fp32 vs CPU (<= $RTOL_FP32)|cpu|fp32|--rtol $RTOL_FP32|fp32"
     echo "fp32, epilogues refused, vs CPU (<= $RTOL_FP32)|cpu|refused|--rtol $RTOL_FP32|fp32"
