@@ -141,7 +141,7 @@ int main(int argc, char **argv) {
     if (spec.type == BRISK_MODEL_RESNET) os.clip_norm = 1.0f;
     brisk_optimizer opt;
     if (brisk_model_build(&spec, batch, BRISK_BUILD_TRAIN, g, &io, &err) ||
-        brisk_backward(g, io.loss, &err) || brisk_plan_build(g, &plan, &err) ||
+        brisk_backward(g, io.loss, &err) || (g->grads_in_place = 1, brisk_plan_build(g, &plan, &err)) ||
         brisk_exec_create(g, &plan, be, &ex, &err) || brisk_exec_init_params(ex, 0, &err) ||
         brisk_optimizer_create(&opt, &os, ex, &err)) {
         fprintf(stderr, "brisk_bench: %s\n", err.msg);

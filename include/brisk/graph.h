@@ -262,6 +262,9 @@ typedef struct brisk_graph {
     int *grad_of;               /* after autodiff: gradient node of each node, or -1 */
     int n_forward;              /* nodes [0, n_forward) are the forward graph */
     int cur_segment, n_segments; /* recompute segments: the open one (0: none), how many */
+    int grads_in_place;         /* set before brisk_plan_build when every step is one micro-batch:
+                                   a gradient read by its GRAD_ACCUM alone is written straight
+                                   into the gradient arena, and that GRAD_ACCUM has nothing to do */
     brisk_error err;            /* first builder error; err.code == BRISK_OK if none */
 } brisk_graph;
 

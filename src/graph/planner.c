@@ -164,6 +164,33 @@ done:
     return st;
 }
 
+/* grads_in_place: a GRAD_ACCUM's input that nothing else reads (no other node, no view of
+ * it, not the loss, output or a kept node) is placed at the GRAD_ACCUM's own bytes of the
+ * gradient arena. With one micro-batch a step the copy into the arena was all GRAD_ACCUM
+ * did: 8 of the 54 kernels of the diffusion example's GPU step, 5 % of its CPU step. */
+static void place_grads_in_place(brisk_graph *g) {
+    int n = g->n_nodes;
+    int *readers = calloc((size_t)n + 1, sizeof *readers);
+    if (!readers) return; /* an optimization only: the copies stay */
+    for (int i = 0; i < n; i++) {
+        const brisk_node *nd = &g->nodes[i];
+        for (int j = 0; j < nd->n_in; j++) readers[nd->in[j]]++;
+        if (nd->storage == BRISK_STORE_ALIAS) readers[nd->alias_of] += 2;
+    }
+    for (int i = 0; i < n; i++) {
+        const brisk_node *a = &g->nodes[i];
+        if (a->op != BRISK_OP_GRAD_ACCUM || a->n_in != 1) continue;
+        brisk_node *p = &g->nodes[a->in[0]];
+        int pid = a->in[0];
+        if (p->storage != BRISK_STORE_ARENA || readers[pid] != 1 || p->bytes != a->bytes || p->dtype != BRISK_F32 ||
+            p->keep || pid == g->loss || pid == g->output)
+            continue;
+        p->storage = BRISK_STORE_GRAD;
+        p->offset = a->offset;
+    }
+    free(readers);
+}
+
 brisk_status brisk_plan_build(brisk_graph *g, brisk_plan *plan, brisk_error *err) {
     if (!plan) return brisk_errorf(err, BRISK_ERR_INVALID, "plan: plan is NULL");
     memset(plan, 0, sizeof *plan);
@@ -211,6 +238,7 @@ brisk_status brisk_plan_build(brisk_graph *g, brisk_plan *plan, brisk_error *err
         return brisk_errorf(err, BRISK_ERR_NOMEM, "plan: out of memory for %d nodes", n);
     }
 
+    if (g->grads_in_place) place_grads_in_place(g);
     brisk_status st = plan_arena(g, plan, err);
     if (st != BRISK_OK) {
         brisk_plan_free(plan);

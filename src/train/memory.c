@@ -234,6 +234,11 @@ static int device_room(const brisk_trainer *t, int64_t *avail, char *source, siz
     return 1;
 }
 
+brisk_status brisk_train_plan(const brisk_config *cfg, brisk_graph *g, brisk_plan *plan, brisk_error *err) {
+    g->grads_in_place = cfg->train.accumulate == 1;
+    return brisk_plan_build(g, plan, err);
+}
+
 /* Needed bytes at a batch size (where as in needed_parts); -1 when the model cannot be
  * built at that size. */
 static int64_t needed_at(const brisk_config *cfg, int64_t batch, int where) {
@@ -244,7 +249,7 @@ static int64_t needed_at(const brisk_config *cfg, int64_t batch, int where) {
     int64_t need = -1;
     memset(&plan, 0, sizeof plan);
     if (g && !brisk_model_build(&cfg->model, batch, BRISK_BUILD_TRAIN, g, &io, &e) && !brisk_backward(g, io.loss, &e) &&
-        !brisk_plan_build(g, &plan, &e))
+        !brisk_train_plan(cfg, g, &plan, &e))
         need = needed_total(&plan, g, cfg->speed.prefetch, where);
     brisk_plan_free(&plan);
     if (g) brisk_graph_free(g);

@@ -446,7 +446,7 @@ static brisk_status create(const brisk_config *cfg, const brisk_logger *log, bri
     if (!t->g) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto fail; }
     /* t's model: data.netcdf sets its grid from the file */
     if ((st = brisk_model_build(&t->cfg.model, tr->batch_size, BRISK_BUILD_TRAIN, t->g, &t->io, err)) ||
-        (st = brisk_backward(t->g, t->io.loss, err)) || (st = brisk_plan_build(t->g, &t->plan, err)) ||
+        (st = brisk_backward(t->g, t->io.loss, err)) || (st = brisk_train_plan(&t->cfg, t->g, &t->plan, err)) ||
         (st = brisk_device_check_graph(&t->cfg, &t->log, &t->be, t->g, &t->plan, t->device_note,
                                        sizeof t->device_note, err)) ||
         (st = brisk_memory_fit(t, err)))

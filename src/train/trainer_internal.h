@@ -339,6 +339,9 @@ brisk_status brisk_numeric_bad_loss(brisk_trainer *t, double loss, brisk_error *
 void brisk_numeric_check_scaler(brisk_trainer *t, int64_t steps);
 
 /* memory.c */
+/* Plans a training graph as every run of cfg does (setup, and memory.c's fitting): with one
+ * micro-batch a step the gradients are written straight into the gradient arena. */
+brisk_status brisk_train_plan(const brisk_config *cfg, brisk_graph *g, brisk_plan *plan, brisk_error *err);
 /* "123", "512MiB", "16G", "1.5 GB" -> bytes; 0 on success. */
 int brisk_parse_bytes(const char *s, int64_t *out);
 /* Bytes this process may still use, and where that figure came from. */

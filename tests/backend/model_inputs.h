@@ -38,13 +38,15 @@ typedef struct model_run_out {
     void *params, *grads; /* malloc'd (model_run_free); grads only when asked for */
     size_t param_bytes;
     char fusions[256]; /* the CPU backend's list of what it fused */
+    int n_in_place;    /* gradients planned straight into the gradient arena (grads_in_place) */
 } model_run_out;
 
 /* MODEL_RUN_STEPS AdamW steps of `spec` at `batch` from weights of seed 7 on model_inputs'
  * batch, on a CPU backend of `threads` threads with its fusions on or off (fuse < 0: its
- * default); the last step's gradients too when want_grads. 0 on success. */
+ * default), the gradients planned in place or copied by GRAD_ACCUM (in_place); the last
+ * step's gradients too when want_grads. 0 on success. */
 static inline int model_run(const brisk_model_spec *spec, int64_t batch, int threads, int fuse, int want_grads,
-                            const char *what, model_run_out *o) {
+                            int in_place, const char *what, model_run_out *o) {
     brisk_error err = {0};
     brisk_graph *g = brisk_graph_new();
     brisk_model_io io;
@@ -57,12 +59,14 @@ static inline int model_run(const brisk_model_spec *spec, int64_t batch, int thr
     os.lr = 1e-3f;
     brisk_optimizer opt;
     if (!g || !be || brisk_model_build(spec, batch, BRISK_BUILD_TRAIN, g, &io, &err) ||
-        brisk_backward(g, io.loss, &err) || brisk_plan_build(g, &plan, &err) ||
+        brisk_backward(g, io.loss, &err) || (g->grads_in_place = in_place, brisk_plan_build(g, &plan, &err)) ||
         brisk_exec_create(g, &plan, be, &ex, &err) || brisk_exec_init_params(ex, 7, &err) ||
         brisk_optimizer_create(&opt, &os, ex, &err)) {
         fprintf(stderr, "%s: %s\n", what, err.msg);
         return -1;
     }
+    for (int i = 0; i < g->n_nodes; i++)
+        o->n_in_place += g->nodes[i].op == BRISK_OP_GRAD_ACCUM && g->nodes[g->nodes[i].in[0]].storage == BRISK_STORE_GRAD;
     brisk_backend_cpu_fusions(be, o->fusions, sizeof o->fusions);
     void *data[BRISK_MAX_FIELDS] = {0};
     model_inputs(g, &io, data);

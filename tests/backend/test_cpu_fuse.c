@@ -2,8 +2,8 @@
  * with them give bit-identical losses, gradients and parameters, and then an eval loss, to
  * the same steps without them, on 1 and 2 threads, for the MLP (ReLU, GELU in both forms,
  * tanh, sigmoid), the Transformer (post-LN and pre-LN) and the diffusion denoiser; each
- * model gets the fusions its pattern allows; and the lifetime check refuses a fusion whose
- * early write would clobber a live buffer. */
+ * model gets the fusions its pattern allows; the lifetime check refuses a fusion whose
+ * early write would clobber a live buffer; and gradients planned in place change no bit. */
 #include "brisk/brisk.h"
 #include "graph/fusion.h"
 #include "model_inputs.h"
@@ -49,7 +49,7 @@ static int train(int which, int threads, int fuse, model_run_out *o) {
     brisk_model_spec spec;
     int64_t batch;
     model_for(which, &spec, &batch);
-    return model_run(&spec, batch, threads, fuse, 1, model_name(which), o);
+    return model_run(&spec, batch, threads, fuse, 1, 0, model_name(which), o);
 }
 
 static void test_fused_equals_unfused(void) {
@@ -206,4 +206,29 @@ static void test_lifetime_refuses(void) {
     be->destroy(be);
 }
 
-TEST_MAIN(T(test_fused_equals_unfused), T(test_transformer_counts), T(test_lifetime_refuses))
+/* grads_in_place (the trainer's plan at one micro-batch a step): each gradient that only its
+ * GRAD_ACCUM reads is written straight into the gradient arena, with the fusions on; the
+ * results are those of the copying plan, bit for bit. */
+static void test_grads_in_place(void) {
+    for (int which = 0; which < N_MODELS; which++) {
+        brisk_model_spec spec;
+        int64_t batch;
+        model_for(which, &spec, &batch);
+        model_run_out copied = {0}, placed = {0};
+        REQUIRE(model_run(&spec, batch, 2, 1, 1, 0, model_name(which), &copied) == 0);
+        REQUIRE(model_run(&spec, batch, 2, 1, 1, 1, model_name(which), &placed) == 0);
+        printf("%s: %d gradients planned in place\n", model_name(which), placed.n_in_place);
+        CHECKF(copied.n_in_place == 0 && placed.n_in_place > 0, "%s: %d in place without, %d with grads_in_place",
+               model_name(which), copied.n_in_place, placed.n_in_place);
+        CHECKF(memcmp(copied.losses, placed.losses, sizeof placed.losses) == 0 &&
+                   memcmp(&copied.eval_loss, &placed.eval_loss, sizeof placed.eval_loss) == 0,
+               "%s: losses differ in place vs copied", model_name(which));
+        CHECKF(memcmp(copied.grads, placed.grads, copied.param_bytes) == 0 &&
+                   memcmp(copied.params, placed.params, copied.param_bytes) == 0,
+               "%s: gradients or parameters differ in place vs copied", model_name(which));
+        model_run_free(&copied);
+        model_run_free(&placed);
+    }
+}
+
+TEST_MAIN(T(test_fused_equals_unfused), T(test_transformer_counts), T(test_lifetime_refuses), T(test_grads_in_place))

@@ -53,7 +53,7 @@ static int train(int which, int threads, model_run_out *o) {
     brisk_model_spec spec;
     int64_t batch;
     model_for(which, &spec, &batch);
-    return model_run(&spec, batch, threads, -1, 0, model_name(which), o);
+    return model_run(&spec, batch, threads, -1, 0, 1, model_name(which), o); /* gradients in place, as the trainer plans them */
 }
 
 static void check_same(int which, const model_run_out *a, const model_run_out *b, const char *what) {

@@ -353,6 +353,7 @@ brisk_status cpu_grad_accum(cpu_backend *cb, const brisk_graph *g, int id, const
     if (!c.first && c.g == c.out)
         return brisk_errorf(err, BRISK_ERR_INVALID,
                             "grad_accum: input aliases the gradient buffer on a later micro-batch");
+    if (c.g == c.out) return BRISK_OK; /* planned in place (grads_in_place): already there */
     cpu_parallel(cb, len, CPU_PAR_MIN, accum_range, &c);
     return BRISK_OK;
 }

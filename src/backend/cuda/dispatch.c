@@ -430,6 +430,7 @@ static brisk_status run_op(cuda_backend *cb, const brisk_graph *g, int id, const
         if (!st->first_micro && in[0] == out)
             return brisk_errorf(err, BRISK_ERR_INVALID, "grad_accum: input aliases the gradient buffer on a later "
                                 "micro-batch");
+        if (in[0] == out) return BRISK_OK; /* planned in place (grads_in_place): no kernel */
         LAUNCH(cuk_grad_accum(in[0], out, len, cb->vals, s), "grad_accum");
         return BRISK_OK;
     default:
