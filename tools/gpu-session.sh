@@ -465,8 +465,8 @@ train_run() {
   echo $? >"$work/runs/$name.rc"
 }
 
-# the nudged checkpoint and the CPU run from it, per precision (fp32's keep their first names)
-nudged_name() { [ "$1" = fp32 ] && echo nudged.safetensors || echo "nudged-$1.safetensors"; }
+# the name of a precision's spread: its nudged checkpoint (NAME.safetensors in runs/EX-init)
+# and the CPU run from it (runs/EX-cpu-NAME); fp32's keep their first names
 spread_run() { [ "$1" = fp32 ] && echo nudged || echo "nudged-$1"; }
 
 # compare CHECK REF RUN MODE: the comparison tool's verdict on two runs, recorded
@@ -525,10 +525,11 @@ stage_agree() {
       [ "$(cat "$work/runs/$ex-init.rc")" = 0 ] || continue
       for n in $NUDGES; do
         [ "$(left)" -gt 45 ] || break
-        $py "$tools/nudge_checkpoint.py" "$work/runs/$ex-init/last.safetensors" "$work/runs/$ex-init/$(nudged_name ${n%%:*})" \
+        local sr=$(spread_run ${n%%:*})
+        $py "$tools/nudge_checkpoint.py" "$work/runs/$ex-init/last.safetensors" "$work/runs/$ex-init/$sr.safetensors" \
           --rel ${n#*:} >"$work/logs/agree-$ex-nudge-${n%%:*}.log" 2>&1 &&
-          train_run "$ex-cpu-$(spread_run ${n%%:*})" "$root/examples/$ex.json" "$(tmo 20)" --device cpu --precision fp32 \
-            --threads $cth --resume "$work/runs/$ex-init/$(nudged_name ${n%%:*})"
+          train_run "$ex-cpu-$sr" "$root/examples/$ex.json" "$(tmo 20)" --device cpu --precision fp32 \
+            --threads $cth --resume "$work/runs/$ex-init/$sr.safetensors"
       done
     done
   ) &
@@ -586,7 +587,7 @@ grads_check() {
     done
     # a chaotic model (the ResNet): within 4x of the CPU's own gradients from its weights
     # moved by 1e-7 (the agree runs' nudged checkpoint), where that is more than 1e-4
-    local base=() nudged="$work/runs/$ex-init/$(nudged_name fp32)"
+    local base=() nudged="$work/runs/$ex-init/$(spread_run fp32).safetensors"
     if [ -s "$nudged" ]; then
       train_run "$ex-g1nudged" "$root/examples/$ex.json" "$(tmo 20 120)" --device cpu --threads $cth --precision fp32 \
         --deterministic --resume "$nudged"

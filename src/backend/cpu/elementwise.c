@@ -336,7 +336,7 @@ static void accum_range(const void *vctx, int64_t i0, int64_t i1) {
     const float *restrict gi = c->g;
     float *restrict o = c->out;
     if (c->first) {
-        if (o != gi) memcpy(o + i0, gi + i0, (size_t)(i1 - i0) * sizeof(float));
+        memcpy(o + i0, gi + i0, (size_t)(i1 - i0) * sizeof(float)); /* o == gi returned before */
     } else {
 #pragma omp simd
         for (int64_t i = i0; i < i1; i++) o[i] += gi[i];
