@@ -8,6 +8,8 @@
  *   build/bench/bench_cpu_kernels pool      brisk's pool against OpenMP (see bench_pool)
  *   OMP_WAIT_POLICY=passive build/bench/bench_cpu_kernels pool     ... against passive OpenMP
  *   build/bench/bench_cpu_kernels peak      one core's FMA peak at the build's vector width
+ *   build/bench/bench_cpu_kernels attention  the Transformer workload's ATTENTION node and its
+ *                                           gradient on 1 and 2 threads, us per (sample, head)
  *   build/bench/bench_cpu_kernels fraction [threads]   clock under load (dependent FMA chain),
  *                                           the FMA peak from it, and sgemm 2048^3 as a fraction of it */
 #include "backend/cpu/cpu_internal.h"
@@ -424,6 +426,43 @@ static void bench_fraction(int threads) {
     free(A); free(B); free(C); free(scratch);
 }
 
+/* The ATTENTION node and its gradient at the Transformer workload's shape (B 256, T 60,
+ * D 128, 4 heads, dropout 0.1): us per (sample, head) item on `threads` threads. */
+static void bench_attention(int threads) {
+    const int64_t B = 256, T = 60, D = 128, H = 4;
+    brisk_backend *be = brisk_backend_cpu_new(threads);
+    brisk_node nodes[4];
+    memset(nodes, 0, sizeof nodes);
+    brisk_graph g;
+    memset(&g, 0, sizeof g);
+    g.nodes = nodes;
+    g.n_nodes = 4;
+    nodes[0] = (brisk_node){.op = BRISK_OP_INPUT, .dtype = BRISK_F32, .shape = brisk_shape3(B, T, 3 * D)};
+    nodes[1] = (brisk_node){.op = BRISK_OP_INPUT, .dtype = BRISK_F32, .shape = brisk_shape3(B, T, D)};
+    nodes[2] = (brisk_node){.op = BRISK_OP_ATTENTION, .dtype = BRISK_F32, .shape = brisk_shape3(B, T, D), .n_in = 1};
+    nodes[2].attr.i0 = H;
+    nodes[2].attr.f0 = 0.1f;
+    nodes[2].attr.rng = 3;
+    nodes[2].bytes = (size_t)(B * T * D) * 4 + brisk_attention_workspace_bytes(B, T, H, 1);
+    nodes[3] = (brisk_node){.op = BRISK_OP_ATTENTION_GRAD, .dtype = BRISK_F32, .shape = brisk_shape3(B, T, 3 * D), .n_in = 3};
+    nodes[3].in[0] = 1, nodes[3].in[1] = 0, nodes[3].in[2] = 2;
+    nodes[3].attr = nodes[2].attr;
+    for (int i = 0; i < 4; i++)
+        if (!nodes[i].bytes) nodes[i].bytes = (size_t)brisk_shape_numel(&nodes[i].shape) * 4;
+    float *qkv = randv(B * T * 3 * D), *dy = randv(B * T * D), *att = aligned_alloc(64, (nodes[2].bytes + 63) / 64 * 64);
+    float *dq = randv(B * T * 3 * D);
+    brisk_step_state st = {.seed = 1, .rng_step = 1, .first_micro = 1, .training = 1};
+    brisk_error err;
+    const void *fin[1] = {qkv}, *bin[3] = {dy, qkv, att};
+    double tf, tb;
+    TIME_US(tf, 7, 3, be->run_node(be, &g, 2, fin, att, &st, &err));
+    TIME_US(tb, 7, 3, be->run_node(be, &g, 3, bin, dq, &st, &err));
+    printf("attention [256, 60, 384] 4 heads, dropout 0.1, %d threads: forward %.2f ms (%.2f us/item), "
+           "backward %.2f ms (%.2f us/item)\n", threads, tf * 1e-3, tf / (B * H), tb * 1e-3, tb / (B * H));
+    free(qkv); free(dy); free(att); free(dq);
+    be->destroy(be);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "peak") == 0) {
         bench_peak();
@@ -431,6 +470,11 @@ int main(int argc, char **argv) {
     }
     if (argc > 1 && strcmp(argv[1], "fraction") == 0) {
         bench_fraction(argc > 2 ? atoi(argv[2]) : 2);
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "attention") == 0) {
+        bench_attention(1);
+        bench_attention(2);
         return 0;
     }
     if (argc > 1 && strcmp(argv[1], "pool") == 0) {
