@@ -247,8 +247,8 @@ static void test_attention(void) {
     /* T x T x dh past GEMM_PAR_MIN: the per-head GEMMs split into bands inside a worker's chunk,
      * on that worker's own scratch (a 2-thread transformer at width 256 crashed there) */
     attention_case(2, 64, 64, 2, 0, 0);
-    /* heads a multiple of the vector width: the products in registers (gemm_small.c),
-     * rows of 80 (4 + 1 vectors), a row tile moved up to end at T, T below a tile */
+    /* heads of 32, 16 and 48 (whole vectors, where the tests above have 2-8 floats), with
+     * padded rows of 80, 16 and 16 */
     attention_case(2, 70, 64, 2, 1, 0);
     attention_case(3, 13, 32, 2, 1, 1);
     attention_case(2, 5, 48, 1, 0, 1);
@@ -309,7 +309,7 @@ static void attention_dropout_case(int64_t B, int64_t T, int64_t D, int heads, i
 static void test_attention_dropout(void) {
     attention_dropout_case(3, 7, 12, 3, 0, 0.3f);  /* 49 weights a head: words end mid-item */
     attention_dropout_case(5, 33, 16, 2, 1, 0.1f); /* 10 items on 2 threads */
-    attention_dropout_case(3, 29, 64, 4, 1, 0.1f); /* dh 16: products in registers */
+    attention_dropout_case(3, 29, 64, 4, 1, 0.1f); /* heads of 16 */
 }
 
 static void test_attention_bad(void) {
