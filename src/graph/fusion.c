@@ -18,9 +18,7 @@
  * node's buffer may share its bytes only exactly (an elementwise kernel in place).
  *
  * GEMM + act-grad (the CPU's): H = MATMUL; [D = DROPOUT(H)]; Q = ACT_GRAD(H or D, x, y), at
- * H's place, D never written. Where its activation is an erf GELU fused forward and B (its
- * x) has no reader but the GELU and Q, the two are paired (slope): B then holds the GELU's
- * slope from the forward on, which only Q reads.
+ * H's place, D never written.
  *
  * Act-grad + bias gradient (the CPU's): Q = ACT_GRAD(dy, x, y) and S = SUM over all but
  * the last dim of Q, at Q's place, S written early.
@@ -398,29 +396,6 @@ int brisk_fusion_count(const brisk_fusion_plan *p, brisk_fusion_kind kind) {
     return c;
 }
 
-/* An erf GELU's forward epilogue and its gradient's GEMM epilogue, paired through B when
- * nothing else reads B: the forward has the activation's slope Phi(x) + x pdf(x) almost
- * for free (Phi and the density share their exp) and leaves it in B once A is made; the
- * gradient, dy times the slope, is then one multiply where it evaluated Phi again. */
-static void plan_slopes(const brisk_exec *ex, const life *l, brisk_fusion_plan *p) {
-    const brisk_graph *g = ex->g;
-    for (int i = 0; i < p->n; i++) {
-        brisk_fusion *fg = &p->list[i];
-        if (fg->kind != BRISK_FUSE_GEMM_ACTGRAD) continue;
-        const brisk_node *nq = &g->nodes[fg->grad];
-        int b = nq->in[1];
-        if (nq->attr.kind != BRISK_OP_GELU || nq->attr.i1 != BRISK_GELU_ERF || l->readers[b] != 2) continue;
-        for (int k = 0; k < p->n; k++) {
-            brisk_fusion *ff = &p->list[k];
-            if (ff->kind == BRISK_FUSE_GEMM_BIAS_GELU && ff->bias == b && ff->act == nq->in[2] &&
-                l->pos[ff->at] < l->pos[fg->at]) {
-                ff->slope = fg->slope = 1;
-                break;
-            }
-        }
-    }
-}
-
 static int plan_all(const brisk_exec *ex, life *l, const brisk_fusion_rules *r, brisk_fusion_plan *p) {
     const brisk_graph *g = ex->g;
     const brisk_plan *pl = ex->plan;
@@ -438,7 +413,6 @@ static int plan_all(const brisk_exec *ex, life *l, const brisk_fusion_rules *r, 
         if (r->gemm_actgrad && r->gemm_2d && !p->skip[id] && plan_gemm_actgrad(ex, l, r, p, id)) return -1;
         if (r->actgrad_sum && !p->skip[id] && plan_actgrad_sum(ex, l, p, id)) return -1;
     }
-    if (r->gelu_slope) plan_slopes(ex, l, p);
     return 0;
 }
 

@@ -32,10 +32,6 @@ typedef struct brisk_fusion {
     int matmul, bias, act, grad, sum, ln;
     int drop;              /* the dropout after the activation (forward) or between the GEMM and the
                               ACT_GRAD (BRISK_FUSE_GEMM_ACTGRAD), else -1 */
-    int slope;             /* rules.gelu_slope, an erf GELU whose B only A and its ACT_GRAD read:
-                              1 on the forward GEMM+bias+GELU, which leaves the activation's slope
-                              in B once A is made, and on the GEMM+act-grad, whose x (that B) then
-                              holds the slope; else 0 */
 } brisk_fusion;
 
 /* What the backend can run. */
@@ -52,7 +48,6 @@ typedef struct brisk_fusion_rules {
     int actgrad_sum;       /* plan BRISK_FUSE_ACTGRAD_BGRAD */
     int gemm_actgrad;      /* plan BRISK_FUSE_GEMM_ACTGRAD (before act-grad + bias-grad) */
     int norms;             /* plan the residual + layernorm pairs */
-    int gelu_slope;        /* pair an erf GELU's forward and gradient epilogues through B (slope) */
 } brisk_fusion_rules;
 
 typedef struct brisk_fusion_plan {

@@ -156,8 +156,6 @@ typedef struct cpu_epilogue {
     int act;            /* BRISK_OP_RELU, GELU, SILU, TANH or SIGMOID */
     int gelu_tanh;      /* GELU's tanh form, else erf */
     float *drop_out;
-    int slope;          /* forward: C becomes the erf GELU's slope once act_out is made;
-                           backward: gx holds that slope, the gradient is dy times it */
     int grad_kind;      /* 0, or the activation op whose gradient this is */
     const float *gx, *gy;
     cpu_dropout_draw drop;

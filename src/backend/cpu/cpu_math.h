@@ -124,13 +124,9 @@ static inline float cpu_gelu_tanh_grad(float dy, float v) {
 
 static inline float cpu_gelu_erf(float v) { return v * cpu_phif(v); }
 
-/* d/dx x Phi(x) = Phi(x) + x pdf(x), from Phi and the exp e they share; the gradient is
- * dy times it, so a slope kept from the forward (fuse.c) gives the same bits */
-static inline float cpu_gelu_erf_slope(float v, float phi, float e) { return phi + v * CPU_INV_SQRT_2PI * e; }
-
 static inline float cpu_gelu_erf_grad(float dy, float v) {
     float e = cpu_gauss_e(v);
-    return dy * cpu_gelu_erf_slope(v, cpu_phi_e(v, e), e);
+    return dy * (cpu_phi_e(v, e) + v * CPU_INV_SQRT_2PI * e);
 }
 
 static inline float cpu_silu(float x) { return x / (1.0f + cpu_expf(-x)); }

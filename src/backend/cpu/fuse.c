@@ -9,10 +9,6 @@
  *   GEMM (+ dropout backward) + ACT_GRAD: the band of C, written in the gradient's buffer,
  *     turned into the gradient in place (the FFN's backward: its 15360 x 512 gradient was
  *     made by three passes over memory, the GEMM's, the dropout's and the act-grad's);
- *   an erf GELU's two epilogues paired (the plan's `slope`, where only the GELU and its
- *     gradient read B): the forward leaves the slope Phi + x pdf in B once the GELU is made
- *     (its exp is already at hand), and the gradient multiplies by it instead of evaluating
- *     Phi again: dy * slope is the unfused gradient's own last operation, so the same bits;
  *   ACT_GRAD + SUM over rows (the bias gradient): one pass down column blocks that writes the
  *     gradient and sums it, in the order reduce.c's column sums use;
  *   ADD + LAYERNORM: per row, the sum then its norm, while the row is in L1;
@@ -62,29 +58,13 @@ static void act_span(int act, int gelu_tanh, const float *restrict c, float *res
     }
 }
 
-/* a = GELU_erf(c) as cpu_gelu_erf makes it, and c = its slope (the plan's `slope` pair) */
-static void gelu_erf_slope_span(float *restrict c, float *restrict a, int64_t n) {
-#pragma omp simd
-    for (int64_t j = 0; j < n; j++) {
-        float v = c[j], e = cpu_gauss_e(v), phi = cpu_phi_e(v, e);
-        a[j] = v * phi;
-        c[j] = cpu_gelu_erf_slope(v, phi, e);
-    }
-}
-
 void cpu_epilogue_apply(const cpu_epilogue *e, float *C, int64_t ldc, int64_t m0, int64_t m1, int64_t n0,
                         int64_t n1) {
     if (e->grad_kind) {
         for (int64_t i = m0; i < m1; i++) {
             int64_t o = i * ldc + n0;
             cpu_dropout_apply(&e->drop, (uint64_t)o, n1 - n0, C + o, C + o);
-            if (e->slope) {
-                float *restrict q = C + o;
-                const float *restrict sl = e->gx + o;
-#pragma omp simd
-                for (int64_t j = 0; j < n1 - n0; j++) q[j] = q[j] * sl[j];
-            } else
-                cpu_act_grad_span(e->grad_kind, e->gelu_tanh, C + o, e->gx + o, e->gy + o, C + o, n1 - n0);
+            cpu_act_grad_span(e->grad_kind, e->gelu_tanh, C + o, e->gx + o, e->gy + o, C + o, n1 - n0);
         }
         return;
     }
@@ -96,8 +76,7 @@ void cpu_epilogue_apply(const cpu_epilogue *e, float *C, int64_t ldc, int64_t m0
         float *a = c; /* what a dropout reads */
         if (e->act_out) {
             a = e->act_out + i * ldc;
-            if (e->slope) gelu_erf_slope_span(c + n0, a + n0, n1 - n0);
-            else act_span(e->act, e->gelu_tanh, c + n0, a + n0, n1 - n0);
+            act_span(e->act, e->gelu_tanh, c + n0, a + n0, n1 - n0);
         }
         if (e->drop_out)
             cpu_dropout_apply(&e->drop, (uint64_t)(i * ldc + n0), n1 - n0, a + n0, e->drop_out + i * ldc + n0);
@@ -161,10 +140,7 @@ static brisk_status run_gemm(cpu_backend *cb, const brisk_graph *g, const brisk_
                             "changed since prepare", f->matmul, f->bias);
     cpu_epilogue e = {.bias = ptr[nb->in[1]], .act_out = f->act >= 0 ? ptr[f->act] : NULL,
                       .act = f->act >= 0 ? (int)g->nodes[f->act].op : 0,
-                      .gelu_tanh = f->act >= 0 && g->nodes[f->act].attr.kind == BRISK_GELU_TANH, .slope = f->slope};
-    if (f->slope && (e.act != BRISK_OP_GELU || e.gelu_tanh))
-        return brisk_errorf(err, BRISK_ERR_INTERNAL, "cpu: fused matmul (node %d): a slope kept for a %s activation",
-                            f->matmul, brisk_op_name(g->nodes[f->act].op));
+                      .gelu_tanh = f->act >= 0 && g->nodes[f->act].attr.kind == BRISK_GELU_TANH};
     if (f->drop >= 0) {
         e.drop_out = ptr[f->drop];
         brisk_status s = epilogue_dropout(g, f->drop, a.M * a.N, st, &e, err);
@@ -201,11 +177,7 @@ static brisk_status run_gemm_actgrad(cpu_backend *cb, const brisk_graph *g, cons
     if (overlaps(q, x, bytes) || overlaps(q, y, bytes))
         return brisk_errorf(err, BRISK_ERR_INTERNAL, "cpu: fused matmul (node %d) + act_grad (node %d): the "
                             "gradient's buffer overlaps its inputs'", f->matmul, f->grad);
-    cpu_epilogue e = {.grad_kind = kind, .gelu_tanh = nq->attr.i1 == BRISK_GELU_TANH, .gx = x, .gy = y,
-                      .slope = f->slope};
-    if (f->slope && (kind != BRISK_OP_GELU || e.gelu_tanh))
-        return brisk_errorf(err, BRISK_ERR_INTERNAL, "cpu: act_grad (node %d): a kept slope for a %s gradient",
-                            f->grad, brisk_op_name(kind));
+    cpu_epilogue e = {.grad_kind = kind, .gelu_tanh = nq->attr.i1 == BRISK_GELU_TANH, .gx = x, .gy = y};
     if (f->drop >= 0) {
         brisk_status s = epilogue_dropout(g, f->drop, len, st, &e, err);
         if (s) return s;
@@ -374,7 +346,7 @@ brisk_status cpu_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *e
     /* the ReLU's gradient reads its input here (not its output, as on CUDA): B is written */
     static const brisk_fusion_rules rules = {.gemm_2d = gemm_2d, .gelu_n_multiple = 1, .gelu_erf = 1,
                                              .other_acts = 1, .relu_writes_pre = 1, .act_dropout = 1,
-                                             .gemm_actgrad = 1, .actgrad_sum = 1, .norms = 1, .gelu_slope = 1};
+                                             .gemm_actgrad = 1, .actgrad_sum = 1, .norms = 1};
     struct cpu_prep *p = calloc(1, sizeof *p);
     if (!p || brisk_fusion_plan_build(ex, &rules, &p->plan)) {
         free(p);
@@ -434,12 +406,9 @@ void cpu_note(brisk_backend *be, const brisk_graph *g, int id, char *buf, size_t
     int k = p->plan.fusion_at[id];
     if (p->plan.skip[id]) snprintf(buf, n, "computed by a fused neighbour (nothing run here)");
     else if (k >= 0 && (unsigned)p->plan.list[k].kind < sizeof kinds / sizeof kinds[0] && kinds[p->plan.list[k].kind])
-        snprintf(buf, n, "fused pass: %s%s%s", kinds[p->plan.list[k].kind],
+        snprintf(buf, n, "fused pass: %s%s", kinds[p->plan.list[k].kind],
                  p->plan.list[k].drop < 0 ? "" : p->plan.list[k].kind == BRISK_FUSE_GEMM_ACTGRAD ? " (after dropout)"
-                                                                                              : " + dropout",
-                 !p->plan.list[k].slope ? "" : p->plan.list[k].kind == BRISK_FUSE_GEMM_ACTGRAD
-                                                   ? ", times the slope the forward kept"
-                                                   : ", the slope kept for the gradient");
+                                                                                              : " + dropout");
 }
 
 void brisk_backend_cpu_set_fuse(brisk_backend *be, int on) {
@@ -477,13 +446,8 @@ void brisk_backend_cpu_fusions(const brisk_backend *be, char *buf, size_t n) {
         used += (size_t)snprintf(buf + used, n - used, "%s%d %s", any ? ", " : "", c, kinds[i].name);
         any = 1;
     }
-    int drops = 0, slopes = 0; /* dropouts run inside the GEMM epilogues above; GELU slopes kept */
-    for (int i = 0; i < cb->prep->plan.n; i++) {
-        drops += cb->prep->plan.list[i].drop >= 0;
-        slopes += cb->prep->plan.list[i].slope && cb->prep->plan.list[i].kind == BRISK_FUSE_GEMM_ACTGRAD;
-    }
+    int drops = 0; /* dropouts run inside the GEMM epilogues above */
+    for (int i = 0; i < cb->prep->plan.n; i++) drops += cb->prep->plan.list[i].drop >= 0;
     if (drops && used < n) used += (size_t)snprintf(buf + used, n - used, ", %d dropouts", drops);
-    if (slopes && used < n)
-        used += (size_t)snprintf(buf + used, n - used, ", %d GELU slope%s kept", slopes, slopes > 1 ? "s" : "");
     if (used < n) snprintf(buf + used, n - used, "%s)", any ? "" : "no pattern in this model");
 }
