@@ -455,6 +455,10 @@ static void bench_attention(int threads) {
     brisk_error err;
     const void *fin[1] = {qkv}, *bin[3] = {dy, qkv, att};
     double tf, tb;
+    if (be->run_node(be, &g, 2, fin, att, &st, &err) || be->run_node(be, &g, 3, bin, dq, &st, &err)) {
+        fprintf(stderr, "bench_cpu_kernels attention: %s\n", err.msg);
+        exit(1);
+    }
     TIME_US(tf, 7, 3, be->run_node(be, &g, 2, fin, att, &st, &err));
     TIME_US(tb, 7, 3, be->run_node(be, &g, 3, bin, dq, &st, &err));
     printf("attention [256, 60, 384] 4 heads, dropout 0.1, %d threads: forward %.2f ms (%.2f us/item), "
