@@ -156,8 +156,9 @@ void brisk_chart_begin(brisk_html *b, brisk_chart *c, const char *id, const char
     double xt[MAX_TICKS], yt[MAX_TICKS], t0 = x0, t1 = x1;
     /* x stays the data's own range (steps end where the run ended), its ticks those inside it */
     int nx = brisk_svg_ticks(&t0, &t1, width / 110 < MAX_TICKS ? width / 110 : MAX_TICKS, xt), kept = 0;
-    /* a span past DBL_MAX (steps of -1e308 and 1e308) would put every point at inf / inf */
-    if (!(x1 > x0) || !isfinite(x0) || !isfinite(x1) || !isfinite(x1 - x0)) x0 = t0, x1 = t1;
+    /* a span past DBL_MAX (steps of -1e308 and 1e308) would put every point at inf / inf;
+     * x1 - x0 is not finite either where x0 or x1 is not */
+    if (!(x1 > x0) || !isfinite(x1 - x0)) x0 = t0, x1 = t1;
     double xstep = nx > 1 ? xt[1] - xt[0] : 1;
     for (int i = 0; i < nx; i++)
         if (xt[i] >= x0 - 1e-9 * (x1 - x0) && xt[i] <= x1 + 1e-9 * (x1 - x0) && (xstep >= 1 || xt[i] == floor(xt[i])))

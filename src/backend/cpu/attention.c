@@ -149,23 +149,23 @@ static void dropout_factors(const attn_ctx *c, int64_t b, int64_t h, float *F) {
     cpu_dropout_factors(c->k0, c->k1, c->stream, c->step, e0, c->T * c->T, c->p, F);
 }
 
-/* Loads one float of every cache line of item it's rows of Q, K, V (and dO in the
- * backward) before the products read them. A head's rows are dh floats a 3D-float row
+/* Loads one float of every cache line of an item's rows of Q, K, V (from Q, the three
+ * D-wide thirds of a qkv row) and of dO (the backward's; NULL in the forward) before the
+ * products read them. A head's rows are dh floats a 3D-float row
  * apart, and the item's first touch comes from memory: in the GEMMs' packing each miss
  * held up the stores behind it, while this loop has nothing but loads to overlap.
  * Software prefetches of the next item, tried first, did not help. */
-static void touch_item(const attn_ctx *c, int64_t it, int backward) {
-    const int64_t T = c->T, D = c->D, dh = c->dh, ld = 3 * D;
-    int64_t b = it / c->heads, h = it % c->heads;
-    const float *q = c->qkv + b * T * ld + h * dh, *o = backward ? c->dy + b * T * D + h * dh : NULL;
+#define LINE_FLOATS 16 /* a 64-byte cache line */
+static void touch_rows(const attn_ctx *c, const float *Q, const float *dO) {
+    const int64_t D = c->D, ld = 3 * D;
     float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-    for (int64_t i = 0; i < T; i++)
-        for (int64_t k = 0; k < dh; k += 16) {
-            const float *r = q + i * ld + k;
+    for (int64_t i = 0; i < c->T; i++)
+        for (int64_t k = 0; k < c->dh; k += LINE_FLOATS) {
+            const float *r = Q + i * ld + k;
             a0 += r[0];
             a1 += r[D];
             a2 += r[2 * D];
-            if (o) a3 += o[i * D + k];
+            if (dO) a3 += dO[i * D + k];
         }
     volatile float sink = a0 + a1 + a2 + a3; /* the loads must happen; their values do not matter */
     (void)sink;
@@ -180,7 +180,7 @@ static void forward_items(const void *vctx, int64_t i0, int64_t i1) {
     for (int64_t it = i0; it < i1; it++) {
         int64_t b = it / c->heads, h = it % c->heads;
         const float *Q = c->qkv + b * T * ld + h * dh, *K = Q + D, *V = Q + 2 * D;
-        touch_item(c, it, 0);
+        touch_rows(c, Q, NULL);
         cpu_gemm_local(0, 1, T, T, dh, Q, ld, K, ld, S, n, scratch);
         if (it == i0 || h == 0) key_bias(c, b, kb);
         if (c->dropout) {
@@ -204,7 +204,7 @@ static void backward_items(const void *vctx, int64_t i0, int64_t i1) {
         const float *Q = c->qkv + b * T * ld + h * dh, *K = Q + D, *V = Q + 2 * D;
         const float *dO = c->dy + b * T * D + h * dh;
         float *dQ = c->dqkv + b * T * ld + h * dh, *dK = dQ + D, *dV = dQ + 2 * D;
-        touch_item(c, it, 1);
+        touch_rows(c, Q, dO);
         cpu_gemm_local(0, 1, T, T, dh, Q, ld, K, ld, P, n, scratch);
         if (it == i0 || h == 0) key_bias(c, b, kb);
         if (c->dropout) unpack_keep(c->keep + (size_t)it * c->keep_words, T * T, c->p, F);
