@@ -74,8 +74,8 @@ brisk_status brisk_npz_read_one(const char *path, const char *member, brisk_npy_
  * member is inflated only as far as its .npy header. */
 brisk_status brisk_npz_peek(const char *path, const char *member, brisk_npy_array *out, brisk_error *err);
 /* Rows [lo, hi) of the member's leading dimension only (clamped to it; a data-parallel
- * rank's shard): of a stored member only those bytes are copied out of the mapped file (its
- * CRC, which covers the whole member, is then not checked); a deflated one is inflated in
+ * rank's shard): of a stored member only those bytes are read from the file (its CRC,
+ * which covers the whole member, is then not checked); a deflated one is inflated in
  * pieces, the rows outside dropped as they come (its CRC checked). */
 brisk_status brisk_npz_read_rows(const char *path, const char *member, int64_t lo, int64_t hi, brisk_npy_array *out,
                                  brisk_error *err);

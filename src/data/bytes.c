@@ -1,12 +1,10 @@
-/* data-internal: CRC-32, whole-file loading (mmap) and atomic file writing. */
+/* data-internal: CRC-32 and atomic file writing (reading is in file_read.c). */
 #include "data/bytes.h"
-#include "core/error_hint.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,60 +38,6 @@ uint32_t brisk_crc32(uint32_t crc, const void *p, size_t n) {
     return ~crc;
 }
 #endif
-
-brisk_status brisk_file_load(const char *path, brisk_file *f, brisk_error *err) {
-    memset(f, 0, sizeof *f);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open: %s%s", path, strerror(errno), brisk_open_hint(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return brisk_errorf(err, BRISK_ERR_IO, "%s: not a regular file", path);
-    }
-    size_t len = (size_t)st.st_size;
-    if (len == 0) {
-        close(fd);
-        f->data = (const uint8_t *)"";
-        return BRISK_OK;
-    }
-    void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m != MAP_FAILED) {
-        close(fd);
-        f->data = m;
-        f->len = len;
-        f->mem = m;
-        f->mapped = 1;
-        return BRISK_OK;
-    }
-    /* Some filesystems cannot map; read instead. */
-    uint8_t *buf = malloc(len);
-    if (!buf) {
-        close(fd);
-        return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: cannot allocate %zu bytes to read it", path, len);
-    }
-    size_t got = 0;
-    while (got < len) {
-        ssize_t k = read(fd, buf + got, len - got);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) break;
-        got += (size_t)k;
-    }
-    close(fd);
-    if (got != len) {
-        free(buf);
-        return brisk_errorf(err, BRISK_ERR_IO, "%s: read %zu of %zu bytes", path, got, len);
-    }
-    f->data = buf;
-    f->len = len;
-    f->mem = buf;
-    return BRISK_OK;
-}
-
-void brisk_file_release(brisk_file *f) {
-    if (f->mapped) munmap(f->mem, f->len);
-    else free(f->mem);
-    memset(f, 0, sizeof *f);
-}
 
 int brisk_path_resolve(const char *path, char *out, size_t cap) {
     if ((size_t)snprintf(out, cap, "%s", path) >= cap) { errno = ENAMETOOLONG; return -1; }

@@ -61,12 +61,50 @@ static inline int brisk_host_is_le(void) {
 /* CRC-32 (IEEE 802.3, as zip uses), continuing from `crc` (start with 0). */
 uint32_t brisk_crc32(uint32_t crc, const void *p, size_t n);
 
-/* A whole file in memory (mapped read-only where possible). */
+/* A file being read. Files are read, never mapped: another program cutting a mapped file
+ * (np.savez over it, truncate) kills the process with SIGBUS, and a library must not take
+ * the host's signals. Size and modification time at open are kept, so that a file cut,
+ * grown or rewritten while brisk reads it is an error, never a crash or a mix of two
+ * versions. */
+typedef struct brisk_rfile {
+    int fd;
+    const char *path;
+    uint64_t len;             /* the size at open: every read lies within it */
+    int64_t mtime_s, mtime_ns;
+} brisk_rfile;
+brisk_status brisk_rfile_open(brisk_rfile *f, const char *path, brisk_error *err);
+/* Exactly n bytes at off into dst. A range past len is a format error (a truncated file:
+ * callers bound their offsets by len first); a short read is the file changing. */
+brisk_status brisk_rfile_read(brisk_rfile *f, uint64_t off, void *dst, size_t n, brisk_error *err);
+/* Closes f and returns st, unless the file changed since it was opened: then
+ * "PATH: changed while being read (size N bytes at open, M now)", BRISK_ERR_IO, in place
+ * of whatever st said (a parse error in bytes of two versions means nothing). */
+brisk_status brisk_rfile_close(brisk_rfile *f, brisk_status st, brisk_error *err);
+
+/* Bytes to parse: a buffer, or a file read piece by piece, so that one parser serves
+ * both and a file's arrays are read straight into their own memory. */
+typedef struct brisk_src {
+    const uint8_t *mem;       /* NULL: file */
+    brisk_rfile *file;
+    uint64_t len;
+    const char *name;
+} brisk_src;
+static inline brisk_src brisk_src_mem(const void *p, size_t n, const char *name) {
+    brisk_src s = {(const uint8_t *)p, NULL, n, name};
+    return s;
+}
+static inline brisk_src brisk_src_file(brisk_rfile *f) {
+    brisk_src s = {NULL, f, f->len, f->path};
+    return s;
+}
+/* As brisk_rfile_read, for either kind. */
+brisk_status brisk_src_read(const brisk_src *s, uint64_t off, void *dst, size_t n, brisk_error *err);
+
+/* A whole file in memory (malloc'd), read as brisk_rfile says. */
 typedef struct brisk_file {
     const uint8_t *data;
     size_t len;
-    void *mem;   /* what to unmap or free */
-    int mapped;
+    void *mem;   /* what to free */
 } brisk_file;
 brisk_status brisk_file_load(const char *path, brisk_file *f, brisk_error *err);
 void brisk_file_release(brisk_file *f);

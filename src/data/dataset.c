@@ -308,8 +308,9 @@ brisk_status brisk_dataset_estimate(const char *path, const brisk_field_spec *sp
         *bytes = peak;
         return st;
     }
-    /* CSV: the table of selected columns as doubles (one per row and column, and a line
-     * number per row), then the fields made from it. */
+    /* CSV: the file's text and the table of selected columns parsed from it as doubles
+     * (one per row and column, and a line number per row); then, the text released, the
+     * table and the fields made from it. */
     brisk_file f;
     if ((st = brisk_file_load(path, &f, err))) return st;
     int64_t rows = 0;
@@ -331,7 +332,8 @@ brisk_status brisk_dataset_estimate(const char *path, const brisk_field_spec *sp
             free(sel);
         }
     free(header);
+    int64_t fields = rows * cols * 4, text = (int64_t)f.len;
     brisk_file_release(&f);
-    *bytes = rows * (cols * 8 + 8) + rows * cols * 4;
+    *bytes = rows * (cols * 8 + 8) + (text > fields ? text : fields);
     return st;
 }

@@ -124,15 +124,26 @@ const char *brisk_npy_type_name(const brisk_npy_dtype *dt) {
 
 /* ---------------------------------------------------------------- parse */
 
-brisk_status brisk_npy_header_len(const void *buf, size_t len, const char *name, uint64_t *total, brisk_error *err) {
-    brisk_rd r = brisk_rd_make(buf, len);
-    const uint8_t *magic = brisk_rd_bytes(&r, 6);
+/* Magic, version and header length: what every .npy starts with. */
+static brisk_status parse_prefix(brisk_rd *r, const char *name, uint64_t *hl, brisk_error *err) {
+    const uint8_t *magic = brisk_rd_bytes(r, 6);
     if (!magic || memcmp(magic, npy_magic, 6) != 0)
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: not a .npy file: expected the magic \"\\x93NUMPY\"", name);
-    int major = (int)brisk_rd_le(&r, 1);
-    brisk_rd_skip(&r, 1);
-    uint64_t hl = major == 1 ? brisk_rd_u16(&r) : brisk_rd_u32(&r);
-    if (r.bad) return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: truncated: no header length after the magic", name);
+    int major = (int)brisk_rd_le(r, 1), minor = (int)brisk_rd_le(r, 1);
+    if (r->bad) return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: truncated: no format version after the magic", name);
+    if (major < 1 || major > 3 || minor != 0)
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: format version %d.%d, expected 1.0, 2.0 or 3.0", name,
+                            major, minor);
+    *hl = major == 1 ? brisk_rd_u16(r) : brisk_rd_u32(r);
+    if (r->bad) return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: truncated: no header length after the magic", name);
+    return BRISK_OK;
+}
+
+brisk_status brisk_npy_header_len(const void *buf, size_t len, const char *name, uint64_t *total, brisk_error *err) {
+    brisk_rd r = brisk_rd_make(buf, len);
+    uint64_t hl = 0;
+    brisk_status st = parse_prefix(&r, name, &hl, err);
+    if (st) return st;
     *total = r.pos + hl;
     return BRISK_OK;
 }
@@ -141,15 +152,9 @@ brisk_status brisk_npy_parse_header(const void *buf, size_t len, const char *nam
                                     size_t *data_off, brisk_error *err) {
     memset(out, 0, sizeof *out);
     brisk_rd r = brisk_rd_make(buf, len);
-    const uint8_t *magic = brisk_rd_bytes(&r, 6);
-    if (!magic || memcmp(magic, npy_magic, 6) != 0)
-        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: not a .npy file: expected the magic \"\\x93NUMPY\"", name);
-    int major = (int)brisk_rd_le(&r, 1), minor = (int)brisk_rd_le(&r, 1);
-    if (r.bad) return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: truncated: no format version after the magic", name);
-    if (major < 1 || major > 3 || minor != 0)
-        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: format version %d.%d, expected 1.0, 2.0 or 3.0", name,
-                            major, minor);
-    uint64_t hl = major == 1 ? brisk_rd_u16(&r) : brisk_rd_u32(&r);
+    uint64_t hl = 0;
+    brisk_status st = parse_prefix(&r, name, &hl, err);
+    if (st) return st;
     const char *text = (const char *)brisk_rd_bytes(&r, hl);
     if (!text)
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: truncated: header length says %llu bytes, file has %zu after it",
@@ -159,7 +164,6 @@ brisk_status brisk_npy_parse_header(const void *buf, size_t len, const char *nam
     char descr[32] = "", key[32];
     int have_descr = 0, have_fortran = 0, have_shape = 0, fortran = 0;
     brisk_shape shape;
-    brisk_status st;
     if (!hdr_eat(&h, '{')) return hdr_fail(&h, "'{' opening the header dict");
     while (!hdr_eat(&h, '}')) {
         if ((st = hdr_string(&h, key, sizeof key, "a quoted key or '}'"))) return st;
@@ -248,30 +252,78 @@ void brisk_npy_fix_in_place(brisk_npy_array *a, int swap) {
     }
 }
 
-brisk_status brisk_npy_parse(const void *buf, size_t len, const char *name, brisk_npy_array *out,
-                             brisk_error *err) {
+size_t brisk_npy_row_bytes(const brisk_npy_array *a) {
+    int64_t n0 = a->shape.ndim ? a->shape.d[0] : 1;
+    return n0 > 0 ? a->nbytes / (size_t)n0 : 0;
+}
+
+void brisk_npy_shard_rows(brisk_npy_array *a, int64_t *r) {
+    int64_t n0 = a->shape.ndim ? a->shape.d[0] : 1;
+    size_t rb = brisk_npy_row_bytes(a);
+    if (r[0] < 0) r[0] = 0;
+    if (r[1] > n0) r[1] = n0;
+    if (r[0] > r[1]) r[0] = r[1];
+    if (a->shape.ndim) a->shape.d[0] = r[1] - r[0];
+    a->nbytes = rb * (size_t)(r[1] - r[0]);
+}
+
+/* The header is read whole and parsed; the data goes straight into the array's memory. */
+brisk_status brisk_npy_read_src(const brisk_src *s, uint64_t off, uint64_t len, const char *name, int header_only,
+                                const int64_t *rows, uint32_t *crc, brisk_npy_array *out, brisk_error *err) {
+    memset(out, 0, sizeof *out);
+    uint8_t head[12], *hbuf = NULL;
+    size_t first = len < sizeof head ? (size_t)len : sizeof head, data_off = 0;
+    uint64_t hlen = 0;
     int swap = 0;
-    size_t off = 0;
-    brisk_status st = brisk_npy_parse_header(buf, len, name, out, &swap, &off, err);
-    if (!st) st = brisk_npy_check_size(out, name, len - off, err);
-    if (st) {
-        memset(out, 0, sizeof *out);
+    brisk_status st = brisk_src_read(s, off, head, first, err);
+    if (!st) st = brisk_npy_header_len(head, first, name, &hlen, err);
+    uint64_t have = hlen < len ? hlen : len; /* a header longer than the file: parse_header says so */
+    if (!st && have > BRISK_NPY_MAX_HEADER)
+        st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: a .npy header of %llu bytes (expected at most %u)", name,
+                          (unsigned long long)hlen, BRISK_NPY_MAX_HEADER);
+    if (!st && !(hbuf = malloc((size_t)have + 1))) st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", name);
+    if (!st) st = brisk_src_read(s, off, hbuf, (size_t)have, err);
+    if (!st) st = brisk_npy_parse_header(hbuf, (size_t)have, name, out, &swap, &data_off, err);
+    if (!st) st = brisk_npy_check_size(out, name, len - data_off, err);
+    if (!st && crc) *crc = brisk_crc32(*crc, hbuf, (size_t)have);
+    free(hbuf);
+    if (st || header_only) {
+        if (st) memset(out, 0, sizeof *out);
         return st;
     }
-    out->data = malloc(out->nbytes ? out->nbytes : 1);
-    if (!out->data) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: cannot allocate %zu bytes", name, out->nbytes);
-    if (out->nbytes) memcpy(out->data, (const uint8_t *)buf + off, out->nbytes);
+    uint64_t at = off + data_off;
+    if (rows) { /* a shard: only its bytes are read */
+        size_t rb = brisk_npy_row_bytes(out);
+        int64_t r[2] = {rows[0], rows[1]};
+        brisk_npy_shard_rows(out, r);
+        at += (uint64_t)r[0] * rb;
+    }
+    if (!(out->data = malloc(out->nbytes ? out->nbytes : 1)))
+        st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: cannot allocate %zu bytes for its array", name, out->nbytes);
+    if (!st) st = brisk_src_read(s, at, out->data, out->nbytes, err);
+    if (st) {
+        brisk_npy_free(out);
+        return st;
+    }
+    if (crc) *crc = brisk_crc32(*crc, out->data, out->nbytes);
     brisk_npy_fix_in_place(out, swap);
     return BRISK_OK;
 }
 
+brisk_status brisk_npy_parse(const void *buf, size_t len, const char *name, brisk_npy_array *out,
+                             brisk_error *err) {
+    brisk_src s = brisk_src_mem(buf, len, name);
+    return brisk_npy_read_src(&s, 0, len, name, 0, NULL, NULL, out, err);
+}
+
 brisk_status brisk_npy_read(const char *path, brisk_npy_array *out, brisk_error *err) {
-    brisk_file f;
+    brisk_rfile f;
     memset(out, 0, sizeof *out);
-    brisk_status st = brisk_file_load(path, &f, err);
+    brisk_status st = brisk_rfile_open(&f, path, err);
     if (st) return st;
-    st = brisk_npy_parse(f.data, f.len, path, out, err);
-    brisk_file_release(&f);
+    brisk_src s = brisk_src_file(&f);
+    st = brisk_rfile_close(&f, brisk_npy_read_src(&s, 0, f.len, path, 0, NULL, NULL, out, err), err);
+    if (st) brisk_npy_free(out);
     return st;
 }
 

@@ -1,8 +1,8 @@
 /* NPZ: a zip archive of .npy members. The reader walks the zip's end record and central
  * directory itself (ZIP64 extents included, as NumPy's savez always writes them in the
  * local headers), takes sizes and offsets from the central directory, bounds every one
- * against the buffer, inflates deflated members with zlib when built with it, and
- * verifies CRC-32. The writer emits stored members. */
+ * against the file, reads each member's data straight into its array (inflating a deflated
+ * one with zlib when built with it), and verifies CRC-32. The writer emits stored members. */
 #include "brisk/data.h"
 #include "data/bytes.h"
 #include "data/npy_internal.h"
@@ -26,7 +26,7 @@ enum {
 };
 
 typedef struct zentry {
-    const char *name;   /* into the archive buffer, not NUL-terminated */
+    const char *name;   /* into the directory's bytes (zdir.cd), not NUL-terminated */
     size_t name_len;    /* without a ".npy" suffix */
     uint16_t flags, method;
     uint32_t crc;
@@ -35,55 +35,85 @@ typedef struct zentry {
 
 /* ---------------------------------------------------------------- directory */
 
-/* Finds the end of central directory record, and the ZIP64 one when the classic
- * fields are saturated; returns the central directory's offset, size and entry count. */
-static brisk_status find_directory(const uint8_t *buf, size_t len, const char *fname, uint64_t *cd_off,
-                                   uint64_t *cd_size, uint64_t *count, brisk_error *err) {
+/* The central directory, read whole: the entries' names point into cd. */
+typedef struct zdir {
+    zentry *es;
+    int n;
+    uint8_t *cd;
+} zdir;
+
+static void zdir_free(zdir *d) {
+    free(d->es);
+    free(d->cd);
+    memset(d, 0, sizeof *d);
+}
+
+/* The end of central directory record lies within the last 22 + 65535 bytes (its comment
+ * is at most that long); the ZIP64 records, when the classic fields are saturated, are
+ * found from it. Returns the central directory's offset, size and entry count. */
+static brisk_status find_directory(const brisk_src *s, uint64_t *cd_off, uint64_t *cd_size, uint64_t *count,
+                                   brisk_error *err) {
+    const char *fname = s->name;
+    uint64_t len = s->len;
     if (len < EOCD_LEN)
-        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: not a zip archive (.npz): %zu bytes is too short", fname, len);
-    size_t lo = len - EOCD_LEN > 65535 ? len - EOCD_LEN - 65535 : 0, at = SIZE_MAX;
-    for (size_t i = len - EOCD_LEN + 1; i-- > lo;) {
-        brisk_rd r = brisk_rd_make(buf + i, len - i);
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: not a zip archive (.npz): %llu bytes is too short", fname,
+                            (unsigned long long)len);
+    size_t tl = len < EOCD_LEN + 65535 ? (size_t)len : EOCD_LEN + 65535, at = SIZE_MAX;
+    uint64_t tail_off = len - tl;
+    uint8_t *tail = malloc(tl);
+    if (!tail) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", fname);
+    brisk_status st = brisk_src_read(s, tail_off, tail, tl, err);
+    for (size_t i = tl - EOCD_LEN + 1; !st && i-- > 0;) {
+        brisk_rd r = brisk_rd_make(tail + i, tl - i);
         if (brisk_rd_u32(&r) == SIG_EOCD) { at = i; break; }
     }
-    if (at == SIZE_MAX)
-        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: not a zip archive (.npz): no end of central directory "
-                            "record (truncated or not a zip)", fname);
-    brisk_rd r = brisk_rd_make(buf, len);
-    brisk_rd_seek(&r, at + 4);
-    uint16_t disk = brisk_rd_u16(&r), cd_disk = brisk_rd_u16(&r);
-    brisk_rd_skip(&r, 2); /* entries on this disk: single-volume archives only */
-    uint16_t n_all = brisk_rd_u16(&r);
-    uint32_t size32 = brisk_rd_u32(&r), off32 = brisk_rd_u32(&r);
+    if (!st && at == SIZE_MAX)
+        st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: not a zip archive (.npz): no end of central directory record "
+                          "(truncated or not a zip)", fname);
+    uint16_t disk = 0, cd_disk = 0, n_all = 0;
+    uint32_t size32 = 0, off32 = 0;
+    if (!st) {
+        brisk_rd r = brisk_rd_make(tail, tl);
+        brisk_rd_seek(&r, at + 4);
+        disk = brisk_rd_u16(&r), cd_disk = brisk_rd_u16(&r);
+        brisk_rd_skip(&r, 2); /* entries on this disk: single-volume archives only */
+        n_all = brisk_rd_u16(&r);
+        size32 = brisk_rd_u32(&r), off32 = brisk_rd_u32(&r);
+    }
+    free(tail);
+    if (st) return st;
+    uint64_t eocd = tail_off + at;
     *count = n_all;
     *cd_size = size32;
     *cd_off = off32;
     if (n_all == 0xFFFF || size32 == 0xFFFFFFFFu || off32 == 0xFFFFFFFFu) {
-        if (at < 20) return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: saturated end record but no ZIP64 locator", fname);
-        brisk_rd_seek(&r, at - 20);
-        if (brisk_rd_u32(&r) != SIG_LOC64)
+        uint8_t loc[20], e64[56];
+        brisk_rd r = brisk_rd_make(loc, sizeof loc);
+        if (eocd < 20 || brisk_src_read(s, eocd - 20, loc, sizeof loc, err) || brisk_rd_u32(&r) != SIG_LOC64)
             return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: saturated end record but no ZIP64 locator", fname);
         brisk_rd_skip(&r, 4);
-        uint64_t e64 = brisk_rd_u64(&r);
-        brisk_rd_seek(&r, e64);
-        if (brisk_rd_u32(&r) != SIG_EOCD64 || r.bad)
+        uint64_t e64_off = brisk_rd_u64(&r);
+        r = brisk_rd_make(e64, sizeof e64);
+        if (e64_off > len || len - e64_off < 4 || brisk_src_read(s, e64_off, e64, 4, err) || brisk_rd_u32(&r) != SIG_EOCD64)
             return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: ZIP64 end record missing at offset %llu", fname,
-                                (unsigned long long)e64);
-        brisk_rd_skip(&r, 8 + 2 + 2);
+                                (unsigned long long)e64_off);
+        if (len - e64_off < sizeof e64 || brisk_src_read(s, e64_off + 4, e64 + 4, sizeof e64 - 4, err))
+            return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: truncated ZIP64 end record", fname);
+        r = brisk_rd_make(e64, sizeof e64);
+        brisk_rd_skip(&r, 4 + 8 + 2 + 2);
         disk = brisk_rd_u32(&r) ? 1 : 0;
         cd_disk = brisk_rd_u32(&r) ? 1 : 0;
         brisk_rd_skip(&r, 8);
         *count = brisk_rd_u64(&r);
         *cd_size = brisk_rd_u64(&r);
         *cd_off = brisk_rd_u64(&r);
-        if (r.bad) return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: truncated ZIP64 end record", fname);
     }
     if (disk != 0 || cd_disk != 0)
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: zip: multi-volume archives are not supported", fname);
     if (*cd_off > len || *cd_size > len - *cd_off)
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: central directory (offset %llu, %llu bytes) lies outside "
-                            "the %zu-byte file (truncated?)", fname, (unsigned long long)*cd_off,
-                            (unsigned long long)*cd_size, len);
+                            "the %llu-byte file (truncated?)", fname, (unsigned long long)*cd_off,
+                            (unsigned long long)*cd_size, (unsigned long long)len);
     if (*count > *cd_size / CENTRAL_LEN)
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: %llu entries cannot fit a %llu-byte central directory",
                             fname, (unsigned long long)*count, (unsigned long long)*cd_size);
@@ -132,23 +162,27 @@ static brisk_status check_unique(const zentry *es, int n, const char *fname, bri
     return st;
 }
 
-static brisk_status read_directory(const uint8_t *buf, size_t len, const char *fname, zentry **out, int *nout,
-                                   brisk_error *err) {
-    *out = NULL;
-    *nout = 0;
+static brisk_status read_directory(const brisk_src *s, zdir *d, brisk_error *err) {
+    memset(d, 0, sizeof *d);
+    const char *fname = s->name;
     uint64_t cd_off = 0, cd_size = 0, count = 0;
-    brisk_status st = find_directory(buf, len, fname, &cd_off, &cd_size, &count, err);
+    brisk_status st = find_directory(s, &cd_off, &cd_size, &count, err);
     if (st) return st;
     if (count > INT_MAX) return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: too many entries", fname);
-    zentry *es = calloc(count ? (size_t)count : 1, sizeof *es);
-    if (!es) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: zip: cannot allocate the directory", fname);
-    brisk_rd r = brisk_rd_make(buf + cd_off, (size_t)cd_size);
-    for (uint64_t i = 0; i < count; i++) {
-        zentry *e = &es[i];
+    d->es = calloc(count ? (size_t)count : 1, sizeof *d->es);
+    d->cd = malloc(cd_size ? (size_t)cd_size : 1);
+    if (!d->es || !d->cd) {
+        zdir_free(d);
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: zip: cannot allocate the directory", fname);
+    }
+    if ((st = brisk_src_read(s, cd_off, d->cd, (size_t)cd_size, err))) { zdir_free(d); return st; }
+    brisk_rd r = brisk_rd_make(d->cd, (size_t)cd_size);
+    for (uint64_t i = 0; i < count && !st; i++) {
+        zentry *e = &d->es[i];
         if (brisk_rd_u32(&r) != SIG_CENTRAL) {
-            free(es);
-            return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: central directory entry %llu: bad signature", fname,
-                                (unsigned long long)i);
+            st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: central directory entry %llu: bad signature", fname,
+                              (unsigned long long)i);
+            break;
         }
         brisk_rd_skip(&r, 4);
         e->flags = brisk_rd_u16(&r);
@@ -165,62 +199,72 @@ static brisk_status read_directory(const uint8_t *buf, size_t len, const char *f
         e->csize = c32;
         e->usize = u32;
         e->local_off = o32;
-        if (r.bad || read_zip64_extra(extra, xl, e, u32 == 0xFFFFFFFFu, c32 == 0xFFFFFFFFu, o32 == 0xFFFFFFFFu)) {
-            free(es);
-            return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: central directory entry %llu is truncated or has a bad "
-                                "ZIP64 field", fname, (unsigned long long)i);
-        }
+        if (r.bad || read_zip64_extra(extra, xl, e, u32 == 0xFFFFFFFFu, c32 == 0xFFFFFFFFu, o32 == 0xFFFFFFFFu))
+            st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: central directory entry %llu is truncated or has a bad "
+                              "ZIP64 field", fname, (unsigned long long)i);
+        else if (memchr(e->name, 0, nl))
+            st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: entry %llu's name contains a NUL byte", fname,
+                              (unsigned long long)i);
         e->name_len = nl;
-        if (nl > 4 && memcmp(e->name + nl - 4, ".npy", 4) == 0) e->name_len -= 4;
-        if (memchr(e->name, 0, nl)) {
-            free(es);
-            return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: zip: entry %llu's name contains a NUL byte", fname,
-                                (unsigned long long)i);
-        }
+        if (!st && nl > 4 && memcmp(e->name + nl - 4, ".npy", 4) == 0) e->name_len -= 4;
     }
-    if ((st = check_unique(es, (int)count, fname, err))) {
-        free(es);
+    if (!st) st = check_unique(d->es, (int)count, fname, err);
+    if (st) {
+        zdir_free(d);
         return st;
     }
-    *out = es;
-    *nout = (int)count;
+    d->n = (int)count;
     return BRISK_OK;
 }
 
 /* ---------------------------------------------------------------- members */
 
-/* A shard of the leading dimension, rows [r[0], r[1]): clamped to the array by shard_rows,
- * which also sets its shape and nbytes to the shard's. */
-static size_t row_bytes(const brisk_npy_array *a) {
-    int64_t n0 = a->shape.ndim ? a->shape.d[0] : 1;
-    return n0 > 0 ? a->nbytes / (size_t)n0 : 0;
-}
-static void shard_rows(brisk_npy_array *a, int64_t *r) {
-    int64_t n0 = a->shape.ndim ? a->shape.d[0] : 1;
-    size_t rb = row_bytes(a);
-    if (r[0] < 0) r[0] = 0;
-    if (r[1] > n0) r[1] = n0;
-    if (r[0] > r[1]) r[0] = r[1];
-    if (a->shape.ndim) a->shape.d[0] = r[1] - r[0];
-    a->nbytes = rb * (size_t)(r[1] - r[0]);
-}
-
 #ifdef BRISK_HAVE_ZLIB
 /* A deflated member inflated in pieces, straight to where each piece belongs: the .npy
  * header to a small buffer, the data to the array's own buffer. The peak is the array
- * itself, not twice its size; the CRC runs over the pieces as they come. */
+ * itself (and, from a file, one piece of its compressed bytes), not twice its size; the
+ * CRC runs over the pieces as they come. */
 typedef struct inflater {
     z_stream z;
-    uint64_t in_left;
+    const brisk_src *s;
+    uint64_t in_off, in_left;
+    uint8_t *piece;     /* a file's compressed bytes come through this */
     uint32_t crc;
-    int ended; /* Z_STREAM_END seen */
+    int ended;          /* Z_STREAM_END seen */
 } inflater;
 
-static brisk_status infl_open(inflater *f, const uint8_t *src, uint64_t csize, const char *what, brisk_error *err) {
+enum { PIECE = 1 << 18 };
+
+static brisk_status infl_open(inflater *f, const brisk_src *s, uint64_t off, uint64_t csize, const char *what,
+                              brisk_error *err) {
     memset(f, 0, sizeof *f);
-    if (inflateInit2(&f->z, -MAX_WBITS) != Z_OK) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: cannot start zlib", what);
-    f->z.next_in = (Bytef *)src;
+    f->s = s;
+    f->in_off = off;
     f->in_left = csize;
+    if (!s->mem && !(f->piece = malloc(PIECE))) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", what);
+    if (inflateInit2(&f->z, -MAX_WBITS) != Z_OK) {
+        free(f->piece);
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: cannot start zlib", what);
+    }
+    return BRISK_OK;
+}
+
+/* More input once zlib has used what it had (zlib counts in uInt: a large member from
+ * memory is fed in pieces too). */
+static brisk_status infl_feed(inflater *f, brisk_error *err) {
+    if (f->z.avail_in || !f->in_left) return BRISK_OK;
+    uInt k = f->in_left > UINT_MAX ? UINT_MAX : (uInt)f->in_left;
+    if (f->s->mem) {
+        f->z.next_in = (Bytef *)(f->s->mem + f->in_off);
+    } else {
+        k = k < PIECE ? k : PIECE;
+        brisk_status st = brisk_src_read(f->s, f->in_off, f->piece, k, err);
+        if (st) return st;
+        f->z.next_in = f->piece;
+    }
+    f->z.avail_in = k;
+    f->in_off += k;
+    f->in_left -= k;
     return BRISK_OK;
 }
 
@@ -232,10 +276,8 @@ static brisk_status infl_read(inflater *f, uint8_t *dst, uint64_t n, uint64_t us
         if (f->ended)
             return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: inflates to fewer than the %llu bytes the directory says",
                                 what, (unsigned long long)usize);
-        if (f->z.avail_in == 0 && f->in_left) { /* zlib counts in uInt: feed large members in pieces */
-            f->z.avail_in = f->in_left > UINT_MAX ? UINT_MAX : (uInt)f->in_left;
-            f->in_left -= f->z.avail_in;
-        }
+        brisk_status st = infl_feed(f, err);
+        if (st) return st;
         f->z.next_out = p;
         f->z.avail_out = left > UINT_MAX ? UINT_MAX : (uInt)left;
         uInt before = f->z.avail_out;
@@ -255,12 +297,8 @@ static brisk_status infl_read(inflater *f, uint8_t *dst, uint64_t n, uint64_t us
 /* After usize bytes: the stream must end there. */
 static brisk_status infl_close(inflater *f, uint64_t usize, const char *what, brisk_error *err) {
     brisk_status st = BRISK_OK;
-    if (!f->ended) {
+    if (!f->ended && !(st = infl_feed(f, err))) {
         uint8_t extra;
-        if (f->z.avail_in == 0 && f->in_left) {
-            f->z.avail_in = f->in_left > UINT_MAX ? UINT_MAX : (uInt)f->in_left;
-            f->in_left -= f->z.avail_in;
-        }
         f->z.next_out = &extra;
         f->z.avail_out = 1;
         int rc = inflate(&f->z, Z_NO_FLUSH);
@@ -271,11 +309,9 @@ static brisk_status infl_close(inflater *f, uint64_t usize, const char *what, br
                                                     what, f->z.msg ? f->z.msg : "ended early");
     }
     inflateEnd(&f->z);
+    free(f->piece);
     return st;
 }
-
-/* The .npy header (at most this long: NumPy's own are under 1 KiB) and then the data. */
-#define NPY_MAX_HEADER (1u << 20)
 
 /* Discards n inflated bytes (the rows outside a shard), through a small buffer. */
 static brisk_status infl_skip(inflater *f, uint64_t n, uint64_t usize, const char *what, brisk_error *err) {
@@ -291,22 +327,22 @@ static brisk_status infl_skip(inflater *f, uint64_t n, uint64_t usize, const cha
 
 /* rows: NULL, or a shard [rows[0], rows[1]) of the leading dimension to keep (the rest is
  * inflated, for the CRC, and dropped) */
-static brisk_status inflate_npy(const uint8_t *src, const zentry *e, const char *what, const char *npyname,
+static brisk_status inflate_npy(const brisk_src *s, uint64_t off, const zentry *e, const char *what, const char *npyname,
                                 int header_only, const int64_t *rows, brisk_npy_array *out, brisk_error *err) {
     inflater f;
-    brisk_status st = infl_open(&f, src, e->csize, what, err);
+    brisk_status st = infl_open(&f, s, off, e->csize, what, err);
     if (st) return st;
     uint8_t head[12];
     uint64_t first = e->usize < sizeof head ? e->usize : sizeof head, hlen = 0;
     uint8_t *hbuf = NULL;
     int swap = 0;
-    size_t off = 0;
+    size_t data_off = 0;
     if (!(st = infl_read(&f, head, first, e->usize, what, err)) &&
         !(st = brisk_npy_header_len(head, (size_t)first, npyname, &hlen, err))) {
-        if (hlen > NPY_MAX_HEADER || hlen > e->usize || hlen < first)
+        if (hlen > BRISK_NPY_MAX_HEADER || hlen > e->usize || hlen < first)
             st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: a .npy header of %llu bytes (expected %llu to %u, within the "
-                              "member's %llu)", what, (unsigned long long)hlen, (unsigned long long)first, NPY_MAX_HEADER,
-                              (unsigned long long)e->usize);
+                              "member's %llu)", what, (unsigned long long)hlen, (unsigned long long)first,
+                              BRISK_NPY_MAX_HEADER, (unsigned long long)e->usize);
         else if (!(hbuf = malloc((size_t)hlen + 1)))
             st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", what);
     }
@@ -314,18 +350,19 @@ static brisk_status inflate_npy(const uint8_t *src, const zentry *e, const char 
         memcpy(hbuf, head, (size_t)first);
         st = infl_read(&f, hbuf + first, hlen - first, e->usize, what, err);
     }
-    if (!st) st = brisk_npy_parse_header(hbuf, (size_t)hlen, npyname, out, &swap, &off, err);
+    if (!st) st = brisk_npy_parse_header(hbuf, (size_t)hlen, npyname, out, &swap, &data_off, err);
     if (!st) st = brisk_npy_check_size(out, npyname, e->usize - hlen, err);
     if (!st && header_only) {
         inflateEnd(&f.z);
+        free(f.piece);
         free(hbuf);
         return BRISK_OK;
     }
     uint64_t before = 0, after = 0; /* a shard: the bytes inflated and dropped around it */
     if (!st && rows) {
-        size_t all = out->nbytes, rb = row_bytes(out);
+        size_t all = out->nbytes, rb = brisk_npy_row_bytes(out);
         int64_t r[2] = {rows[0], rows[1]};
-        shard_rows(out, r);
+        brisk_npy_shard_rows(out, r);
         before = (uint64_t)r[0] * rb;
         after = all - before - out->nbytes;
     }
@@ -350,65 +387,50 @@ static brisk_status inflate_npy(const uint8_t *src, const zentry *e, const char 
 #endif
 
 /* rows: NULL, or the shard [rows[0], rows[1]) of the leading dimension to keep */
-static brisk_status read_member(const uint8_t *buf, size_t len, const char *fname, const zentry *e, int header_only,
-                                const int64_t *rows, brisk_npy_array *out, brisk_error *err) {
+static brisk_status read_member(const brisk_src *s, const zentry *e, int header_only, const int64_t *rows,
+                                brisk_npy_array *out, brisk_error *err) {
+    const char *fname = s->name;
     char what[512];
     snprintf(what, sizeof what, "%s: member '%.*s'", fname, (int)e->name_len, e->name);
     if (e->flags & 1) return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: encrypted members are not supported", what);
     if (e->method != 0 && e->method != 8)
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: compression method %u; expected 0 (stored) or 8 "
                             "(deflate)", what, e->method);
-    brisk_rd r = brisk_rd_make(buf, len);
-    brisk_rd_seek(&r, e->local_off);
-    if (brisk_rd_u32(&r) != SIG_LOCAL || r.bad)
+    uint8_t h[LOCAL_LEN];
+    brisk_rd r = brisk_rd_make(h, sizeof h);
+    if (e->local_off > s->len || s->len - e->local_off < LOCAL_LEN ||
+        brisk_src_read(s, e->local_off, h, sizeof h, err) || brisk_rd_u32(&r) != SIG_LOCAL)
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: no local header at offset %llu (truncated or corrupt zip)",
                             what, (unsigned long long)e->local_off);
     brisk_rd_skip(&r, 22);
     uint16_t nl = brisk_rd_u16(&r), xl = brisk_rd_u16(&r);
-    brisk_rd_skip(&r, (uint64_t)nl + xl);
-    const uint8_t *data = brisk_rd_bytes(&r, e->csize);
-    if (!data)
+    uint64_t data = e->local_off + LOCAL_LEN + nl + xl;
+    if (data > s->len || e->csize > s->len - data)
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: truncated: its %llu bytes of data run past the end of the "
-                            "%zu-byte file", what, (unsigned long long)e->csize, len);
+                            "%llu-byte file", what, (unsigned long long)e->csize, (unsigned long long)s->len);
     char npyname[512];
     snprintf(npyname, sizeof npyname, "%s:%.*s", fname, (int)e->name_len, e->name);
     if (e->method == 0) {
         if (e->csize != e->usize)
             return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: stored member with compressed size %llu != size %llu", what,
                                 (unsigned long long)e->csize, (unsigned long long)e->usize);
-        if (header_only) {
-            int swap;
-            size_t off;
-            brisk_status st = brisk_npy_parse_header(data, (size_t)e->usize, npyname, out, &swap, &off, err);
-            return st ? st : brisk_npy_check_size(out, npyname, e->usize - off, err);
+        /* The CRC covers the whole member: a header or a shard read alone is not checked. */
+        uint32_t crc = 0;
+        int whole = !header_only && !rows;
+        brisk_status st = brisk_npy_read_src(s, data, e->usize, npyname, header_only, rows, whole ? &crc : NULL, out, err);
+        if (!st && whole && crc != e->crc) {
+            brisk_npy_free(out);
+            st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: CRC-32 mismatch (directory 0x%08x, data 0x%08x): corrupt file",
+                              what, e->crc, crc);
         }
-        if (rows) { /* a shard: only its bytes are copied (and, the file being mapped, read) */
-            int swap;
-            size_t off;
-            brisk_status st = brisk_npy_parse_header(data, (size_t)e->usize, npyname, out, &swap, &off, err);
-            if (!st) st = brisk_npy_check_size(out, npyname, e->usize - off, err);
-            if (st) return st;
-            size_t rb = row_bytes(out);
-            int64_t sh[2] = {rows[0], rows[1]};
-            shard_rows(out, sh);
-            if (!(out->data = malloc(out->nbytes ? out->nbytes : 1)))
-                return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: cannot allocate %zu bytes for its shard", what, out->nbytes);
-            memcpy(out->data, data + off + (size_t)sh[0] * rb, out->nbytes);
-            brisk_npy_fix_in_place(out, swap);
-            return BRISK_OK;
-        }
-        uint32_t crc = brisk_crc32(0, data, (size_t)e->usize);
-        if (crc != e->crc)
-            return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: CRC-32 mismatch (directory 0x%08x, data 0x%08x): corrupt file",
-                                what, e->crc, crc);
-        return brisk_npy_parse(data, (size_t)e->usize, npyname, out, err);
+        return st;
     }
 #ifdef BRISK_HAVE_ZLIB
     /* Deflate expands at most ~1032:1; a larger claim is a lie (or a bomb). */
     if (e->usize / 1032 > e->csize + 64)
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: claims %llu bytes from %llu compressed; impossible for "
                             "deflate", what, (unsigned long long)e->usize, (unsigned long long)e->csize);
-    return inflate_npy(data, e, what, npyname, header_only, rows, out, err);
+    return inflate_npy(s, data, e, what, npyname, header_only, rows, out, err);
 #else
     return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s is deflated (np.savez_compressed) but brisk was built "
                         "without zlib; install zlib and rebuild, or save with np.savez", what);
@@ -438,60 +460,71 @@ void brisk_npz_free(brisk_npz *z) {
     memset(z, 0, sizeof *z);
 }
 
-brisk_status brisk_npz_parse(const void *buf, size_t len, const char *name, brisk_npz *out, brisk_error *err) {
+static brisk_status parse_all(const brisk_src *s, brisk_npz *out, brisk_error *err) {
     memset(out, 0, sizeof *out);
-    zentry *es;
-    int n;
-    brisk_status st = read_directory(buf, len, name, &es, &n, err);
+    zdir d;
+    brisk_status st = read_directory(s, &d, err);
     if (st) return st;
-    out->members = calloc(n ? (size_t)n : 1, sizeof *out->members);
-    if (!out->members) { free(es); return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", name); }
-    for (int i = 0; i < n; i++) {
+    out->members = calloc(d.n ? (size_t)d.n : 1, sizeof *out->members);
+    if (!out->members) st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", s->name);
+    for (int i = 0; i < d.n && !st; i++) {
         brisk_npz_member *m = &out->members[i];
-        m->name = malloc(es[i].name_len + 1);
-        if (!m->name) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", name); break; }
-        memcpy(m->name, es[i].name, es[i].name_len);
-        m->name[es[i].name_len] = 0;
+        if (!(m->name = malloc(d.es[i].name_len + 1))) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", s->name); break; }
+        memcpy(m->name, d.es[i].name, d.es[i].name_len);
+        m->name[d.es[i].name_len] = 0;
         out->count = i + 1;
-        if ((st = read_member(buf, len, name, &es[i], 0, NULL, &m->array, err))) break;
+        st = read_member(s, &d.es[i], 0, NULL, &m->array, err);
     }
-    free(es);
+    zdir_free(&d);
     if (st) brisk_npz_free(out);
     return st;
 }
 
+brisk_status brisk_npz_parse(const void *buf, size_t len, const char *name, brisk_npz *out, brisk_error *err) {
+    brisk_src s = brisk_src_mem(buf, len, name);
+    return parse_all(&s, out, err);
+}
+
 brisk_status brisk_npz_read(const char *path, brisk_npz *out, brisk_error *err) {
-    brisk_file f;
+    brisk_rfile f;
     memset(out, 0, sizeof *out);
-    brisk_status st = brisk_file_load(path, &f, err);
+    brisk_status st = brisk_rfile_open(&f, path, err);
     if (st) return st;
-    st = brisk_npz_parse(f.data, f.len, path, out, err);
-    brisk_file_release(&f);
+    brisk_src s = brisk_src_file(&f);
+    st = brisk_rfile_close(&f, parse_all(&s, out, err), err);
+    if (st) brisk_npz_free(out);
+    return st;
+}
+
+static brisk_status find_and_read(const brisk_src *s, const char *member, int header_only, const int64_t *rows,
+                                  brisk_npy_array *out, brisk_error *err) {
+    zdir d;
+    brisk_status st = read_directory(s, &d, err);
+    if (st) return st;
+    size_t ml = strlen(member);
+    int found = -1;
+    for (int i = 0; i < d.n && found < 0; i++)
+        if (d.es[i].name_len == ml && memcmp(d.es[i].name, member, ml) == 0) found = i;
+    if (found < 0) {
+        char list[512];
+        list_members(d.es, d.n, list, sizeof list);
+        st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: no member '%s' (members: %s)", s->name, member, list);
+    } else {
+        st = read_member(s, &d.es[found], header_only, rows, out, err);
+    }
+    zdir_free(&d);
     return st;
 }
 
 static brisk_status read_one(const char *path, const char *member, int header_only, const int64_t *rows,
                              brisk_npy_array *out, brisk_error *err) {
     memset(out, 0, sizeof *out);
-    brisk_file f;
-    brisk_status st = brisk_file_load(path, &f, err);
+    brisk_rfile f;
+    brisk_status st = brisk_rfile_open(&f, path, err);
     if (st) return st;
-    zentry *es;
-    int n;
-    if ((st = read_directory(f.data, f.len, path, &es, &n, err))) { brisk_file_release(&f); return st; }
-    size_t ml = strlen(member);
-    int found = -1;
-    for (int i = 0; i < n && found < 0; i++)
-        if (es[i].name_len == ml && memcmp(es[i].name, member, ml) == 0) found = i;
-    if (found < 0) {
-        char list[512];
-        list_members(es, n, list, sizeof list);
-        st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: no member '%s' (members: %s)", path, member, list);
-    } else {
-        st = read_member(f.data, f.len, path, &es[found], header_only, rows, out, err);
-    }
-    free(es);
-    brisk_file_release(&f);
+    brisk_src s = brisk_src_file(&f);
+    st = brisk_rfile_close(&f, find_and_read(&s, member, header_only, rows, out, err), err);
+    if (st) brisk_npy_free(out);
     return st;
 }
 

@@ -1,19 +1,15 @@
 /* safetensors reader: parses and validates a whole file image (untrusted input)
  * before handing out any tensor; lookups by name and in file order, metadata. The
  * writer is in safetensors_write.c. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "brisk/safetensors.h"
+#include "data/bytes.h"
 #include "data/safetensors_internal.h"
-#include "core/error_hint.h"
 
 struct brisk_safetensors {
     char *name;
@@ -285,41 +281,11 @@ brisk_status brisk_safetensors_parse(const void *buf, size_t len, const char *na
 
 brisk_status brisk_safetensors_open(const char *path, brisk_safetensors **out, brisk_error *err) {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open: %s%s", path, strerror(errno), brisk_open_hint(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return brisk_errorf(err, BRISK_ERR_IO, "%s: not a regular file", path);
-    }
-    size_t len = (size_t)sb.st_size;
-    unsigned char *buf = malloc(len ? len : 1);
-    if (!buf) {
-        close(fd);
-        return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: cannot allocate %zu bytes to read it", path, len);
-    }
-    size_t got = 0;
-    while (got < len) {
-        ssize_t r = read(fd, buf + got, len - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            int e = errno;
-            close(fd);
-            free(buf);
-            return brisk_errorf(err, BRISK_ERR_IO, "%s: read failed at byte %zu: %s", path, got,
-                                r == 0 ? "file shrank while reading" : strerror(e));
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    brisk_status s = brisk_safetensors_parse(buf, len, path, out, err);
-    if (s) { free(buf); return s; }
-    (*out)->owned = buf;
+    brisk_file f;
+    brisk_status s = brisk_file_load(path, &f, err);
+    if (s) return s;
+    if ((s = brisk_safetensors_parse(f.data, f.len, path, out, err))) { brisk_file_release(&f); return s; }
+    (*out)->owned = f.mem; /* the tensors point into it */
     return BRISK_OK;
 }
 
