@@ -42,8 +42,10 @@ brisk_status netcdf_source_open(const brisk_weather_spec *spec, brisk_weather *w
 brisk_status netcdf_source_read(brisk_weather *w, int64_t t, float *dst, int64_t *missing, char *first,
                                  brisk_error *err);
 void netcdf_source_free(brisk_weather_source *s);
-/* netcdf_classic.c: refuses a classic-format buffer whose header counts or data extents
- * exceed its length (other formats pass: libnetcdf checks them). */
+/* netcdf_classic.c: refuses a classic-format buffer or file whose header counts exceed it,
+ * or that is shorter than the data its header describes ("truncated: N of M bytes").
+ * Other formats pass: libnetcdf (HDF5) checks them. */
 brisk_status netcdf_classic_check(const void *buf, size_t len, const char *name, brisk_error *err);
+brisk_status netcdf_classic_check_file(const char *path, brisk_error *err);
 
 #endif

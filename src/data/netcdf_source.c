@@ -252,7 +252,8 @@ static void size_cache(const nc_file *f, int v, int64_t steps) {
 static brisk_status open_file(brisk_weather_source *s, nc_file *f, const brisk_weather_spec *spec, brisk_weather *w,
                               double **time, int64_t *nt, brisk_error *err) {
     f->ncid = -1;
-    brisk_status cs = spec->mem ? netcdf_classic_check(spec->mem, spec->mem_len, f->path, err) : BRISK_OK;
+    brisk_status cs = spec->mem ? netcdf_classic_check(spec->mem, spec->mem_len, f->path, err)
+                                : netcdf_classic_check_file(f->path, err);
     if (cs) return cs;
     int rc = spec->mem ? nc_open_mem(f->path, NC_NOWRITE, spec->mem_len, (void *)spec->mem, &f->ncid)
                        : nc_open(f->path, NC_NOWRITE, &f->ncid);

@@ -7,6 +7,7 @@
 #include "brisk/data.h"
 #include "test.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char dir[400];
@@ -53,16 +54,19 @@ static const char *cdl(const char *name, int nt, int t0, const char *lats, const
     return text;
 }
 
-static int ncgen(const char *nc, const char *text) {
+/* kind: ncgen's -k, "nc4" (HDF5), "classic" or "64-bit-offset" */
+static int ncgen_kind(const char *nc, const char *text, const char *kind) {
     char cdlp[700], cmd[1600];
     snprintf(cdlp, sizeof cdlp, "%s.cdl", nc);
     FILE *f = fopen(cdlp, "w");
     if (!f) return -1;
     fputs(text, f);
     fclose(f);
-    snprintf(cmd, sizeof cmd, "ncgen -k nc4 -o '%s' '%s'", nc, cdlp);
+    snprintf(cmd, sizeof cmd, "ncgen -k %s -o '%s' '%s'", kind, nc, cdlp);
     return system(cmd);
 }
+
+static int ncgen(const char *nc, const char *text) { return ncgen_kind(nc, text, "nc4"); }
 
 static const char *vars[] = {"a", "b"}, *statics[] = {"orog"};
 
@@ -234,6 +238,17 @@ static void bad_inputs(void) {
     expect_error(&s, BRISK_ERR_INVALID, "ok.nc: 3 times cannot hold one sample of history 3 and lead 1", NULL);
 }
 
+/* A file of cdl()'s data opens, and reads time 3 as written. */
+static void open_whole(const brisk_weather_spec *s) {
+    brisk_weather w;
+    brisk_error e = {0};
+    REQUIRE_OK(brisk_weather_open(s, &w, &e), &e);
+    float st[18];
+    brisk_status rs = brisk_weather_state(&w, 3, st, &e);
+    CHECKF(rs == BRISK_OK && st[0] == 300 + 20, "%s: %g", e.msg, (double)st[0]);
+    brisk_weather_free(&w);
+}
+
 /* A classic-format file in memory (nc_open_mem), and its header checked before libnetcdf
  * reads it: a cut file and a name length beyond the bytes are refused. */
 static void in_memory(void) {
@@ -251,18 +266,81 @@ static void in_memory(void) {
     const char *paths[] = {"mem.nc"};
     brisk_weather_spec s = spec_of(paths, 1);
     s.mem = buf, s.mem_len = n;
-    brisk_weather w;
-    brisk_error e = {0};
-    REQUIRE_OK(brisk_weather_open(&s, &w, &e), &e);
-    float st[18];
-    REQUIRE_OK(brisk_weather_state(&w, 3, st, &e), &e);
-    CHECK_NEAR(st[0], 300 + 20, 0);
-    brisk_weather_free(&w);
+    open_whole(&s);
     s.mem_len = n - 8;
-    expect_error(&s, BRISK_ERR_FORMAT, "mem.nc: not a valid NetCDF file: a variable's data outside the file", NULL);
+    char want[200];
+    snprintf(want, sizeof want, "mem.nc: truncated: %zu of %zu bytes (the header's variables end at byte %zu)", n - 8, n, n);
+    expect_error(&s, BRISK_ERR_FORMAT, want, NULL);
     s.mem_len = n;
     buf[3 * 4 + 4] = 0x7f; /* the first dimension name's length (after magic, numrecs, tag, count) */
     expect_error(&s, BRISK_ERR_FORMAT, "mem.nc: not a valid NetCDF file: a dimension name", NULL);
+}
+
+/* A copy of `from` cut to `size` bytes at `to`. */
+static int cut_copy(const char *from, const char *to, long size) {
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", from, to);
+    return system(cmd) == 0 && truncate(to, size) == 0 ? 0 : -1;
+}
+
+static long file_size(const char *p) {
+    struct stat sb;
+    return stat(p, &sb) == 0 ? (long)sb.st_size : -1;
+}
+
+/* A classic file cut short (a copy or download stopped early) reads as zeros past its end
+ * in libnetcdf, so brisk compares its size with what its header describes. Classic and
+ * 64-bit-offset files with a fixed and a record time axis, cut in the last byte, in the
+ * data and in the header; a lone byte record variable, whose records are not padded, is
+ * whole at its exact size. A cut NetCDF-4 file is HDF5's to refuse, and is. */
+static void truncated_files(void) {
+    static const char *kinds[] = {"classic", "64-bit-offset"};
+    char text[8192], want[1400];
+    for (int k = 0; k < 2; k++)
+        for (int rec = 0; rec < 2; rec++) {
+            char name[64];
+            snprintf(name, sizeof name, "cut_%d_%d", k, rec);
+            snprintf(text, sizeof text, "%s", cdl(name, 4, 0, "50, 49, 48", "", -1));
+            char *at = strstr(text, " time = 4 ;\n"), rest[8192];
+            REQUIRE(at);
+            snprintf(rest, sizeof rest, "%s", at + 11);
+            if (rec) snprintf(at, sizeof text - (size_t)(at - text), " time = UNLIMITED ;%s", rest);
+            char whole[700], cut[700];
+            snprintf(whole, sizeof whole, "%s", path_of(name));
+            snprintf(cut, sizeof cut, "%s.cut", whole);
+            REQUIRE(ncgen_kind(whole, text, kinds[k]) == 0);
+            long size = file_size(whole);
+            const char *paths[] = {whole};
+            brisk_weather_spec s = spec_of(paths, 1);
+            open_whole(&s);
+            paths[0] = cut;
+            for (long drop = 1; drop <= 201; drop += 100) {
+                REQUIRE(cut_copy(whole, cut, size - drop) == 0);
+                snprintf(want, sizeof want, "%s: truncated: %ld of %ld bytes (the header's variables end at byte %ld)",
+                         cut, size - drop, size, size);
+                expect_error(&s, BRISK_ERR_FORMAT, want, NULL);
+            }
+            REQUIRE(cut_copy(whole, cut, 60) == 0);
+            expect_error(&s, BRISK_ERR_FORMAT, "not a valid NetCDF file: the header ends early", NULL);
+        }
+    const char *lone = path_of("lone.nc"), *cut = path_of("lone.cut.nc");
+    REQUIRE(ncgen_kind(lone, "netcdf lone {\ndimensions:\n time = UNLIMITED ;\n x = 3 ;\nvariables:\n byte v(time, x) ;\n"
+                       " short f(x) ;\ndata:\n v = 1, 2, 3, 4, 5, 6, 7, 8, 9 ;\n f = 1, 2, 3 ;\n}\n", "classic") == 0);
+    long size = file_size(lone);
+    const char *paths[] = {lone};
+    brisk_weather_spec s = spec_of(paths, 1);
+    expect_error(&s, BRISK_ERR_INVALID, "lone.nc: ", "lat"); /* whole: refused for its missing grid */
+    REQUIRE(cut_copy(lone, cut, size - 1) == 0);
+    paths[0] = cut;
+    snprintf(want, sizeof want, "truncated: %ld of %ld bytes", size - 1, size);
+    expect_error(&s, BRISK_ERR_FORMAT, want, NULL);
+    const char *nc4 = path_of("nc4.nc"), *cut4 = path_of("nc4.cut.nc");
+    REQUIRE(ncgen(nc4, cdl("nc4", 4, 0, "50, 49, 48", "", -1)) == 0);
+    paths[0] = cut4;
+    for (int k = 1; k <= 2; k++) {
+        REQUIRE(cut_copy(nc4, cut4, file_size(nc4) - (k == 1 ? 1 : file_size(nc4) / 2)) == 0);
+        expect_error(&s, BRISK_ERR_FORMAT, "nc4.cut.nc: not a NetCDF file this build can read", NULL);
+    }
 }
 
 static void synth_file(void) {
@@ -296,6 +374,7 @@ int main(void) {
         printf("skipped: ncgen (Debian netcdf-bin) not found\n");
         return 77;
     }
-    t_case c[] = {T(read_exact), T(several_files), T(missing_values), T(bad_inputs), T(in_memory), T(synth_file)};
+    t_case c[] = {T(read_exact),  T(several_files),   T(missing_values), T(bad_inputs),
+                  T(in_memory), T(truncated_files), T(synth_file)};
     return t_run(c, (int)(sizeof c / sizeof c[0]));
 }
