@@ -323,10 +323,43 @@ static void truncated_files(void) {
             REQUIRE(cut_copy(whole, cut, 60) == 0);
             expect_error(&s, BRISK_ERR_FORMAT, "not a valid NetCDF file: the header ends early", NULL);
         }
+    /* A header longer than the first piece read (a 100 KB global attribute), its file cut
+     * in the data after it. */
+    const char *big = path_of("big.nc"), *big_cut = path_of("big.cut.nc");
+    snprintf(text, sizeof text, "%s", cdl("big", 4, 0, "50, 49, 48", "", -1));
+    char *data_at = strstr(text, "data:"), *big_text = malloc(strlen(text) + 100100);
+    REQUIRE(data_at && big_text);
+    int head = (int)(data_at - text);
+    snprintf(big_text, strlen(text) + 100100, "%.*s :history = \"%0100000d\" ;\n%s", head, text, 0, data_at);
+    int rc = ncgen_kind(big, big_text, "classic");
+    free(big_text);
+    REQUIRE(rc == 0);
+    const char *big_paths[] = {big};
+    brisk_weather_spec bs = spec_of(big_paths, 1);
+    open_whole(&bs);
+    /* libnetcdf leaves this file longer than its data: the data end after orog, the last
+     * variable (0, 1, ..., 5 as big-endian doubles) */
+    static const unsigned char orog[48] = {0, 0, 0, 0, 0, 0, 0, 0, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0, 0x40, 0, 0, 0, 0, 0, 0, 0,
+                                           0x40, 8, 0, 0, 0, 0, 0, 0, 0x40, 0x10, 0, 0, 0, 0, 0, 0, 0x40, 0x14, 0, 0, 0, 0, 0, 0};
+    long size = file_size(big), end = -1;
+    unsigned char *bytes = malloc((size_t)size);
+    FILE *f = fopen(big, "rb");
+    REQUIRE(bytes && f && fread(bytes, 1, (size_t)size, f) == (size_t)size);
+    fclose(f);
+    for (long i = 0; i + 48 <= size && end < 0; i++)
+        if (!memcmp(bytes + i, orog, 48)) end = i + 48;
+    free(bytes);
+    REQUIRE(end > 100000 && end <= size);
+    REQUIRE(cut_copy(big, big_cut, end) == 0);
+    big_paths[0] = big_cut;
+    open_whole(&bs);
+    REQUIRE(cut_copy(big, big_cut, end - 1) == 0);
+    snprintf(want, sizeof want, "truncated: %ld of %ld bytes", end - 1, end);
+    expect_error(&bs, BRISK_ERR_FORMAT, want, NULL);
     const char *lone = path_of("lone.nc"), *cut = path_of("lone.cut.nc");
     REQUIRE(ncgen_kind(lone, "netcdf lone {\ndimensions:\n time = UNLIMITED ;\n x = 3 ;\nvariables:\n byte v(time, x) ;\n"
                        " short f(x) ;\ndata:\n v = 1, 2, 3, 4, 5, 6, 7, 8, 9 ;\n f = 1, 2, 3 ;\n}\n", "classic") == 0);
-    long size = file_size(lone);
+    size = file_size(lone);
     const char *paths[] = {lone};
     brisk_weather_spec s = spec_of(paths, 1);
     expect_error(&s, BRISK_ERR_INVALID, "lone.nc: ", "lat"); /* whole: refused for its missing grid */
