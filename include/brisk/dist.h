@@ -45,7 +45,9 @@ brisk_status brisk_dist_create_fortran_comm(brisk_dist **out, int64_t fortran_co
 void brisk_dist_free(brisk_dist *d);
 /* This rank gives up (an error the others may not share): brisk_dist_free then ends the MPI
  * job, when brisk started MPI, instead of waiting in MPI_Finalize for ranks that would wait
- * for this one until their collective timeout. */
+ * for this one until their collective timeout. Not after an error every rank returned from
+ * the same collective (ranks that disagree, brisk_dist_agreement_check): no rank waits for
+ * another, and MPI_Finalize meets them all. */
 void brisk_dist_abandon(brisk_dist *d);
 /* Whether a collective of this group failed or timed out (0 for NULL). */
 int brisk_dist_failed(const brisk_dist *d);
@@ -66,7 +68,11 @@ double brisk_dist_wait_seconds(const brisk_dist *d);
 
 /* x[0..n) averaged over the ranks, bucket by bucket (buckets from brisk_dist_plan_buckets;
  * NULL: consecutive chunks of bucket_bytes), all buckets in flight at once. `what` and
- * `step` name the collective in a timeout's message. */
+ * `step` name the collective in a timeout's message.
+ * The sized collectives (this one, the overlap, reduce-scatter, all-gather, gather) check
+ * their sizes: the first call with an n and buckets this rank has not used before agrees
+ * them with the other ranks (brisk_dist_agreement_check), so ranks with other sizes get an
+ * error naming them instead of a collective that writes past the smaller buffer. */
 brisk_status brisk_dist_allreduce_mean(brisk_dist *d, float *x, int64_t n, const brisk_dist_bucket *buckets,
                                        int64_t n_buckets, const char *what, int64_t step, brisk_error *err);
 /* v[0..n) summed over the ranks (small agreements: losses, stop flags). */
@@ -116,6 +122,26 @@ brisk_status brisk_dist_overlap_end(brisk_dist_overlap *o, int cancel, int *redu
 /* Seconds the last step's backward ran with all-reduces in flight, and its total, for the
  * overlap fraction (the thread's view; 0 before a step). */
 void brisk_dist_overlap_times(const brisk_dist_overlap *o, double *comm_s, double *hidden_s);
+
+/* What the ranks must hold alike (a run's resolved config, its data, its parameter layout, its
+ * position), as entries of a key, a value and a note that is shown but not compared (the file
+ * a value came from). Every rank gathers every rank's digest of its entries (a fixed record,
+ * order aside) and, only when they differ, the entries themselves, so that every rank finds
+ * the same first difference and returns the same error: "ranks disagree on optim.lr: rank 0
+ * has 0.001, rank 1 has 0.002" (key, the lowest rank that differs from rank 0, both values).
+ * On the group's own communicator, so never matched with a data collective. */
+typedef struct brisk_dist_agreement {
+    char *text; /* "key\tvalue\tnote\n" per entry (tabs and newlines in them become spaces) */
+    size_t len, cap;
+    int oom;    /* an entry did not fit in memory: checking fails on this rank */
+} brisk_dist_agreement;
+void brisk_dist_agreement_add(brisk_dist_agreement *a, const char *key, const char *note, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* BRISK_ERR_INVALID on every rank when any two differ; `what` names the collective in a
+ * timeout's message. One process: BRISK_OK at once. */
+brisk_status brisk_dist_agreement_check(brisk_dist *d, const brisk_dist_agreement *a, const char *what,
+                                        brisk_error *err);
+void brisk_dist_agreement_free(brisk_dist_agreement *a);
 
 /* The shard of n elements that rank owns: contiguous, sizes differing by at most one. */
 void brisk_dist_shard(int64_t n, int world, int rank, int64_t *offset, int64_t *count);

@@ -17,6 +17,10 @@ struct brisk_dist {
     int64_t collectives, bytes;
     double wait_s;
     int thread_serialized; /* MPI's thread level lets another thread call it (SERIALIZED or more) */
+    int failed_together; /* the last collective failed alike on every rank (agree.c): nobody waits */
+    /* agree.c: signatures of the sizes of sized collectives the ranks agreed on, newest last */
+    uint64_t agreed_sizes[4];
+    int n_agreed_sizes;
     struct brisk_dist_mpi *mpi; /* NULL: no MPI (world size 1) */
 };
 
@@ -34,6 +38,15 @@ brisk_status brisk_dist_mpi_bucket_sum(brisk_dist *d, float *x, int64_t count, v
 brisk_status brisk_dist_mpi_wait(brisk_dist *d, void *requests, int n, const char *what, int64_t step, int patient,
                                  brisk_error *err);
 size_t brisk_dist_mpi_request_size(void);
+/* Every rank's `bytes` bytes of mine into all, in rank order, on the group's communicator for
+ * agreements (a duplicate: an agreement one rank skips cannot match another's data collective) */
+brisk_status brisk_dist_mpi_allgather_bytes(brisk_dist *d, const void *mine, void *all, size_t bytes, const char *what,
+                                            brisk_error *err);
+/* agree.c: the sizes of a collective over n floats: buckets b[0..nb), else chunks of `per`
+ * floats, else (per 0) the ranks' shards; agreed with the other ranks when this rank first
+ * uses them, and checked to lie within n. */
+brisk_status brisk_dist_check_sizes(brisk_dist *d, const char *what, int64_t n, const brisk_dist_bucket *b, int64_t nb,
+                                    int64_t per, brisk_error *err);
 void brisk_dist_scale(float *x, int64_t n, float s);
 
 #endif

@@ -108,7 +108,7 @@ int brisk_dist_env_local_rank(void) {
 }
 
 void brisk_dist_abandon(brisk_dist *d) {
-    if (d && d->world > 1) d->broken = 1;
+    if (d && d->world > 1 && !d->failed_together) d->broken = 1;
 }
 
 int brisk_dist_failed(const brisk_dist *d) { return d ? d->broken : 0; }

@@ -29,6 +29,7 @@ enum { TAG_ARRIVE = 0x62726b }; /* "brk": the arrival messages' tag on brisk's o
 
 struct brisk_dist_mpi {
     MPI_Comm comm;
+    MPI_Comm check;           /* agreements (agree.c) */
     int owns_init;            /* brisk called MPI_Init (the command), so it finalises */
     int64_t seq;              /* collectives started on this rank */
     int n_peers;              /* rank 0: every other rank; others: rank 0 */
@@ -124,6 +125,7 @@ static brisk_status wait_all(brisk_dist *d, MPI_Request *reqs, int n, const char
 /* Tells the peers this rank reached the next collective. */
 static brisk_status arrive(brisk_dist *d, const char *what, int64_t step, brisk_error *err) {
     struct brisk_dist_mpi *m = d->mpi;
+    d->failed_together = 0;
     m->seq++;
     for (int i = 0; i < m->n_peers; i++) {
         if (m->send[i] != MPI_REQUEST_NULL) {
@@ -148,10 +150,12 @@ static brisk_status attach(brisk_dist *d, MPI_Comm parent, brisk_error *err) {
     struct brisk_dist_mpi *m = calloc(1, sizeof *m);
     if (!m) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
     d->mpi = m;
-    m->comm = MPI_COMM_NULL;
+    m->comm = m->check = MPI_COMM_NULL;
     int rc = MPI_Comm_dup(parent, &m->comm);
+    if (rc == MPI_SUCCESS) rc = MPI_Comm_dup(m->comm, &m->check);
     if (rc != MPI_SUCCESS) return mpi_fail(d, rc, "MPI_Comm_dup", err);
     MPI_Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(m->check, MPI_ERRORS_RETURN);
     int level = MPI_THREAD_SINGLE;
     MPI_Query_thread(&level);
     d->thread_serialized = level >= MPI_THREAD_SERIALIZED;
@@ -262,6 +266,7 @@ void brisk_dist_free(brisk_dist *d) {
                 MPI_Wait(&m->recv[i], MPI_STATUS_IGNORE);
             }
         }
+        if (!d->broken && m->check != MPI_COMM_NULL) MPI_Comm_free(&m->check);
         if (!d->broken && m->comm != MPI_COMM_NULL) MPI_Comm_free(&m->comm);
         if (m->owns_init) {
             int fin = 0;
@@ -302,13 +307,26 @@ brisk_status brisk_dist_mpi_wait(brisk_dist *d, void *requests, int n, const cha
 
 size_t brisk_dist_mpi_request_size(void) { return sizeof(MPI_Request); }
 
+brisk_status brisk_dist_mpi_allgather_bytes(brisk_dist *d, const void *mine, void *all, size_t bytes, const char *what,
+                                            brisk_error *err) {
+    brisk_status st = usable(d, err);
+    if (st || (st = arrive(d, what, 0, err))) return st;
+    if (bytes > INT_MAX) return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: %zu bytes a rank", what, bytes);
+    MPI_Request r;
+    int rc = MPI_Iallgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, d->mpi->check, &r);
+    if (rc != MPI_SUCCESS) return mpi_fail(d, rc, "MPI_Iallgather", err);
+    return wait_all(d, &r, 1, what, 0, err);
+}
+
 brisk_status brisk_dist_allreduce_mean(brisk_dist *d, float *x, int64_t n, const brisk_dist_bucket *buckets,
                                        int64_t n_buckets, const char *what, int64_t step, brisk_error *err) {
     if (!d || d->world == 1 || n == 0) return BRISK_OK;
-    brisk_status st = brisk_dist_mpi_arrive(d, what, step, err);
-    if (st) return st;
     int64_t per = d->bucket_bytes / (int64_t)sizeof(float);
     if (per > INT_MAX) per = INT_MAX;
+    brisk_status st = usable(d, err);
+    if (st || (st = brisk_dist_check_sizes(d, what, n, buckets, buckets ? n_buckets : 0, buckets ? 0 : per, err)) ||
+        (st = brisk_dist_mpi_arrive(d, what, step, err)))
+        return st;
     int64_t nb = buckets ? n_buckets : (n + per - 1) / per;
     MPI_Request *reqs = malloc((size_t)nb * sizeof *reqs);
     if (!reqs) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
@@ -385,6 +403,7 @@ brisk_status brisk_dist_reduce_scatter_mean(brisk_dist *d, float *x, int64_t n, 
     struct brisk_dist_mpi *m = d->mpi;
     int *counts = NULL, *displs = NULL;
     brisk_status st = usable(d, err);
+    if (!st) st = brisk_dist_check_sizes(d, what, n, NULL, 0, 0, err);
     if (!st) st = shard_table(d, n, &counts, &displs, err);
     int mine = st ? 0 : counts[d->rank];
     if (!st && m->scratch_n < mine) {
@@ -417,6 +436,7 @@ brisk_status brisk_dist_allgather(brisk_dist *d, float *x, int64_t n, const char
     if (!d || d->world == 1 || n == 0) return BRISK_OK;
     int *counts = NULL, *displs = NULL;
     brisk_status st = usable(d, err);
+    if (!st) st = brisk_dist_check_sizes(d, what, n, NULL, 0, 0, err);
     if (!st) st = shard_table(d, n, &counts, &displs, err);
     if (!st) st = arrive(d, what, step, err);
     if (!st) {
@@ -442,6 +462,7 @@ brisk_status brisk_dist_gather(brisk_dist *d, const float *mine, float *all, int
     }
     int *counts = NULL, *displs = NULL;
     brisk_status st = usable(d, err);
+    if (!st) st = brisk_dist_check_sizes(d, what, n, NULL, 0, 0, err);
     if (!st) st = shard_table(d, n, &counts, &displs, err);
     if (!st) st = arrive(d, what, step, err);
     if (!st) {
@@ -497,6 +518,12 @@ brisk_status brisk_dist_create_fortran_comm(brisk_dist **out, int64_t fortran_co
     return no_mpi(err);
 }
 void brisk_dist_free(brisk_dist *d) { free(d); }
+brisk_status brisk_dist_mpi_allgather_bytes(brisk_dist *d, const void *mine, void *all, size_t bytes, const char *what,
+                                            brisk_error *err) {
+    (void)d, (void)what, (void)err;
+    memcpy(all, mine, bytes);
+    return BRISK_OK;
+}
 /* world size is 1 without MPI: every collective is the identity */
 brisk_status brisk_dist_allreduce_mean(brisk_dist *d, float *x, int64_t n, const brisk_dist_bucket *buckets,
                                        int64_t n_buckets, const char *what, int64_t step, brisk_error *err) {

@@ -102,6 +102,9 @@ brisk_status brisk_dist_overlap_create(brisk_dist *d, float *x, int64_t n, const
                             "several ranks and MPI_THREAD_SERIALIZED from MPI");
     if (n_buckets > (int64_t)1 << 30)
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%lld gradient buckets", (long long)n_buckets);
+    /* here, once: the thread's bucket sums never change size */
+    brisk_status st = brisk_dist_check_sizes(d, "gradient all-reduce (overlapped)", n, buckets, n_buckets, 0, err);
+    if (st) return st;
     brisk_dist_overlap *o = calloc(1, sizeof *o);
     if (!o) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
     o->d = d, o->x = x, o->n = n, o->nb = n_buckets;

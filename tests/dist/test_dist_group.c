@@ -107,10 +107,11 @@ static void test_alone_no_collective(void) {
 
 /* Under mpirun: rank r holds x[i] = r * 1000 + i; means, sums, shards checked exactly
  * (small integers and halves are exact in f32). */
+static brisk_dist *mpi_group; /* one for every MPI case: brisk_dist_free finalises MPI */
+
 static void test_mpi_collectives(void) {
     brisk_error err = {0};
-    brisk_dist *d = NULL;
-    REQUIRE_OK(brisk_dist_create(&d, &err), &err);
+    brisk_dist *d = mpi_group;
     int r = brisk_dist_rank(d), n = brisk_dist_world(d);
     CHECKF(n >= 2, "world %d: run under mpirun -np 2", n);
     CHECK(strncmp(brisk_dist_source(d), "MPI", 3) == 0);
@@ -152,13 +153,94 @@ static void test_mpi_collectives(void) {
     for (int i = 0; i < N; i++) bad += x[i] != (float)(-i);
     CHECKF(bad == 0, "%d wrong after all-gather", bad);
     free(x);
-    brisk_dist_free(d);
+}
+
+/* Under mpirun: rank r lists its entries, rank 1 with another optim.lr, then an extra key;
+ * every rank returns the same error naming the key, the ranks and the values. The order of
+ * the entries does not matter. */
+static void test_mpi_agreement(void) {
+    brisk_error err = {0};
+    brisk_dist *d = mpi_group;
+    int r = brisk_dist_rank(d);
+    brisk_dist_agreement a = {0};
+    if (r == 1) brisk_dist_agreement_add(&a, "train.seed", NULL, "%d", 0);
+    brisk_dist_agreement_add(&a, "optim.lr", r ? "b.json" : "a.json", "%g", 0.001);
+    if (r != 1) brisk_dist_agreement_add(&a, "train.seed", NULL, "%d", 0);
+    REQUIRE_OK(brisk_dist_agreement_check(d, &a, "test agreement", &err), &err);
+    brisk_dist_agreement_free(&a);
+
+    brisk_dist_agreement_add(&a, "train.seed", NULL, "%d", 0);
+    brisk_dist_agreement_add(&a, "optim.lr", r ? "b.json" : "a.json", "%g", r == 1 ? 0.002 : 0.001);
+    CHECK(brisk_dist_agreement_check(d, &a, "test agreement", &err) == BRISK_ERR_INVALID);
+    CHECKF(strcmp(err.msg, "ranks disagree on optim.lr: rank 0 has 0.001 (a.json), rank 1 has 0.002 (b.json)") == 0,
+           "%s", err.msg);
+    /* every rank shares the error: giving up ends nothing, the group still works */
+    brisk_dist_abandon(d);
+    CHECK(!brisk_dist_failed(d));
+    brisk_dist_agreement_free(&a);
+
+    brisk_dist_agreement_add(&a, "train.seed", NULL, "%d", 0);
+    if (r == 1) brisk_dist_agreement_add(&a, "extra\tkey", NULL, "5\n6");
+    CHECK(brisk_dist_agreement_check(d, &a, "test agreement", &err) == BRISK_ERR_INVALID);
+    CHECKF(strcmp(err.msg, "ranks disagree on extra key: rank 0 has no such entry, rank 1 has 5 6") == 0, "%s", err.msg);
+    brisk_dist_agreement_free(&a);
+    double v = 1;
+    REQUIRE_OK(brisk_dist_allreduce_sum(d, &v, 1, "test sum", 1, &err), &err);
+    CHECK(v == brisk_dist_world(d));
+}
+
+/* Under mpirun: rank 1's arrays are 10 floats longer. Every sized collective refuses on every
+ * rank, naming the sizes, instead of writing past rank 0's buffer (ASan: dist.group_mpi in
+ * the sanitizer build); x is left as it was. (Sizes new to every rank: a rank whose sizes were
+ * agreed before would go straight to its collective, and the others' agreement would end in
+ * the collective timeout, on its own communicator: an error too, but after timeout_s.) */
+static void test_mpi_sizes_disagree(void) {
+    brisk_error err = {0};
+    brisk_dist *d = mpi_group;
+    int r = brisk_dist_rank(d);
+    int64_t n = 900 + 10 * r;
+    float *x = malloc(sizeof(float) * (size_t)n);
+    REQUIRE(x);
+    for (int64_t i = 0; i < n; i++) x[i] = (float)i;
+    brisk_dist_set_bucket_bytes(d, 256);
+    CHECK(brisk_dist_allreduce_mean(d, x, n, NULL, 0, "test all-reduce", 1, &err) == BRISK_ERR_INVALID);
+    CHECKF(strstr(err.msg, "ranks disagree on the sizes of the test all-reduce: rank 0 has 900 floats in 15 buckets "
+                           "(layout ") && strstr(err.msg, "rank 1 has 910 floats in 15 buckets (layout "), "%s", err.msg);
+    CHECK(!brisk_dist_failed(d) && x[n - 1] == (float)(n - 1));
+    brisk_dist_bucket bk[2] = {{400, n - 400}, {0, 400}};
+    CHECK(brisk_dist_allreduce_mean(d, x, n, bk, 2, "test all-reduce", 2, &err) == BRISK_ERR_INVALID);
+    CHECKF(strstr(err.msg, "rank 0 has 900 floats in 2 buckets") && strstr(err.msg, "rank 1 has 910 floats in 2 buckets"),
+           "%s", err.msg);
+    CHECK(brisk_dist_reduce_scatter_mean(d, x, n, "test reduce-scatter", 3, &err) == BRISK_ERR_INVALID);
+    CHECKF(strstr(err.msg, "ranks disagree on the sizes of the test reduce-scatter: rank 0 has 900 floats in shards, "
+                           "rank 1 has 910 floats in shards"), "%s", err.msg);
+    CHECK(brisk_dist_allgather(d, x, n, "test all-gather", 4, &err) == BRISK_ERR_INVALID);
+    brisk_dist_overlap *o = NULL;
+    if (brisk_dist_can_overlap(d)) {
+        CHECK(brisk_dist_overlap_create(d, x, n, bk, 2, &o, &err) == BRISK_ERR_INVALID && !o);
+        CHECKF(strstr(err.msg, "rank 1 has 910 floats in 2 buckets"), "%s", err.msg);
+    }
+    /* a bucket outside the array, alike on every rank: refused after agreeing */
+    brisk_dist_bucket out[1] = {{890, 20}};
+    CHECK(brisk_dist_allreduce_mean(d, x, 900, out, 1, "test all-reduce", 5, &err) == BRISK_ERR_INVALID);
+    CHECKF(strstr(err.msg, "bucket 0 lies outside its 900 floats"), "%s", err.msg);
+    /* sizes that agree: it all-reduces (the first 900 floats) */
+    REQUIRE_OK(brisk_dist_allreduce_mean(d, x, 900, NULL, 0, "test all-reduce", 6, &err), &err);
+    CHECK(x[899] == 899.0f);
+    free(x);
 }
 
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "mpi") == 0) {
-        t_case mpi[] = {T(test_mpi_collectives)};
-        return t_run(mpi, 1);
+        brisk_error err = {0};
+        if (brisk_dist_create(&mpi_group, &err)) {
+            fprintf(stderr, "%s\n", err.msg);
+            return 1;
+        }
+        t_case mpi[] = {T(test_mpi_collectives), T(test_mpi_agreement), T(test_mpi_sizes_disagree)};
+        int rc = t_run(mpi, (int)(sizeof mpi / sizeof mpi[0]));
+        brisk_dist_free(mpi_group);
+        return rc;
     }
     t_case alone[] = {T(test_env_discovery), T(test_shards), T(test_buckets), T(test_alone_no_collective)};
     return t_run(alone, (int)(sizeof alone / sizeof alone[0]));
