@@ -180,6 +180,9 @@ int main(int argc, char **argv) {
         return 0;
     }
     cli_scan_log_format(argc, argv);
+    /* each record reaches stderr in one write (put_record ends it with a newline and a flush):
+     * the ranks of an mpirun job share one stderr, and their lines no longer interleave */
+    setvbuf(stderr, NULL, _IOLBF, BUFSIZ);
     static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
         {"check", cmd_check}, {"train", cmd_train}, {"predict", cmd_predict},
         {"info", cmd_info},   {"synth", cmd_synth},   {"bench", cmd_bench},
