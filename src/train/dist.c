@@ -248,6 +248,7 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_dat
     t->dist = d;
     t->world = brisk_dist_world(d);
     t->rank = brisk_dist_rank(d);
+    t->own_data = own_data;
     /* data.shard_files: every rank loaded its own rows, so it draws whole batches from them */
     t->data_shards = own_data || t->data_sharded ? 1 : t->world;
     if (t->data_sharded && (t->cfg.data.shard_world != t->world || t->cfg.data.shard_rank != t->rank))
@@ -267,7 +268,9 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_dat
     free(t->shard_bounds);
     t->shard_bounds = NULL;
     if (t->world == 1) return BRISK_OK;
-    brisk_status st0;
+    /* first: every rank meets it, before anything a rank that differs would do alone */
+    brisk_status st0 = brisk_dist_check_setup(t, err);
+    if (st0) return st0;
     if (t->be->loss_log) { /* a device backend: it reduces its own gradients (NCCL) */
         if (!t->be->comm_init || !t->be->grad_allreduce)
             return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: %d ranks on the %s backend, which has no collectives; "

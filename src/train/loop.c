@@ -224,12 +224,14 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     const int when_due = t->control.checkpoint_when_due;
     const int64_t B = tr->batch_size;
     memset(sum, 0, sizeof *sum);
+    /* a resume (after set_dist) sets it: the ranks must stand at the same place */
+    brisk_status st = brisk_dist_check_position(t, err);
+    if (st) return st;
     if (t->batches_per_epoch == 0)
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s: no training data yet", t->cfg.path);
     /* train.out_dir "" (the library API's default): no files, no checkpoints. */
     const int files = tr->out_dir[0] != 0;
-    brisk_status st = files ? brisk_trainer_open_run_dir(t, err) : BRISK_OK;
-    if (st) return st;
+    if (files && (st = brisk_trainer_open_run_dir(t, err))) return st;
     char path[BRISK_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/metrics.jsonl", tr->out_dir);
     if (files && t->rank == 0 && !t->metrics) {

@@ -101,6 +101,7 @@ struct brisk_trainer {
      * what the ranks agreed on at the last step */
     brisk_dist *dist;
     int world, rank;           /* 1 and 0 without a group */
+    int own_data;              /* each rank trains on samples of its own (a session's pushes) */
     int data_shards;           /* ranks sharing one dataset's global batch: world, or 1 (own data) */
     int data_sharded;          /* data.shard_files ran: data holds this rank's rows only */
     int64_t shard_lo, shard_file_rows; /* data.train's first row here and its row count */
@@ -172,6 +173,13 @@ brisk_status brisk_dist_gather_moments(brisk_trainer *t, brisk_error *err);
  * completed step when rank 0 holds all of it (not sharded), and err's message extended with
  * the checkpoint a restart resumes from. */
 void brisk_dist_last_checkpoint(brisk_trainer *t, brisk_error *err);
+
+/* dist_check.c: the ranks agree before any step (one error on every rank naming the first
+ * key that differs, two ranks and their values), at set_dist on the resolved config, the data
+ * (unless each rank trains on its own) and the parameter layout; at each run's start on the
+ * position (step, epoch, place in the order, samples seen; a session's ranks: the step). */
+brisk_status brisk_dist_check_setup(brisk_trainer *t, brisk_error *err);
+brisk_status brisk_dist_check_position(brisk_trainer *t, brisk_error *err);
 
 /* eval.c: validation over every sample of the validation split or file (full batches,
  * then the last, smaller one through a graph planned for its size, built by prepare
@@ -252,6 +260,12 @@ extern const char brisk_build_commit[];
  * leaving out section `skip` (NULL: none). Returns how many differ. */
 int brisk_config_diff(const char *a_json, const char *b_json, const char *only, const char *skip, char *out,
                       size_t cap);
+/* config_values.c: every key of an effective config with the value a run uses (as written,
+ * else the reader's default), as compact JSON: in the order the reader asks for them, then
+ * the keys it never asks for. */
+typedef void (*brisk_config_value_fn)(void *user, const char *key, const char *value);
+brisk_status brisk_config_values(const char *json, const char *label, brisk_config_value_fn fn, void *user,
+                                 brisk_error *err);
 
 /* checkpoint.c */
 brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_error *err);

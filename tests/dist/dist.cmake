@@ -16,6 +16,12 @@ foreach(mode equal resume fault signal overlap shard)
     $<TARGET_FILE:dist_weights_diff> ${CMAKE_BINARY_DIR}/dist_${mode} ${CMAKE_SOURCE_DIR} ${BRISK_MPIRUN})
   set_tests_properties(dist.train_mpi_${mode} PROPERTIES SKIP_RETURN_CODE 77)
 endforeach()
+# Ranks that disagree (config, data, batch, resume position, model shape): one error on every rank
+foreach(mode seed lr data batch out model)
+  add_test(NAME dist.disagree_${mode} COMMAND ${CMAKE_CURRENT_LIST_DIR}/disagree_mpi.sh ${mode} $<TARGET_FILE:brisk_cli>
+    ${CMAKE_BINARY_DIR}/disagree_${mode} ${CMAKE_SOURCE_DIR} ${BRISK_MPIRUN})
+  set_tests_properties(dist.disagree_${mode} PROPERTIES TIMEOUT 300 ENVIRONMENT "${dist_env}")
+endforeach()
 add_executable(dist_session_mpi ${CMAKE_CURRENT_LIST_DIR}/session_mpi.c)
 target_link_libraries(dist_session_mpi PRIVATE brisk MPI::MPI_C)
 string(REPLACE ";" " " mpirun_line "${BRISK_MPIRUN}")

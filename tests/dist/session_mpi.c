@@ -3,7 +3,8 @@
  * samples of its own and trains. The ranks' models must end identical (gradients averaged
  * over the ranks: rank 0's and rank 1's predictions agree bit for bit), and differ from what
  * the same ranks train alone (without mpi_comm, on different data). Rank 0 alone writes
- * train.out_dir. A bad handle and unequal step counts are errors naming them. */
+ * train.out_dir. A bad handle and unequal step counts are errors naming them; so are ranks
+ * that disagree on the config or stand at different steps (on every rank). */
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -29,26 +30,34 @@ static void on_log(void *user, brisk_log_level level, const char *msg) {
     said_fallback |= strstr(msg, "after backward (MPI granted less than MPI_THREAD_SERIALIZED)") != NULL;
 }
 
-static brisk_session *make(int comm, const char *out_dir) {
-    char cfg[1024], session[64] = "";
+/* lr: optim.lr, 0 for its default */
+static brisk_status create(int comm, const char *out_dir, double lr, brisk_session **s) {
+    char cfg[1024], session[64] = "", optim[64] = "";
     if (comm >= 0) snprintf(session, sizeof session, ", \"session\": {\"mpi_comm\": %d}", comm);
+    if (lr > 0) snprintf(optim, sizeof optim, ", \"optim\": {\"lr\": %g}", lr);
     snprintf(cfg, sizeof cfg,
              "{\"model\": {\"type\": \"mlp\", \"inputs\": %d, \"hidden\": [32], \"outputs\": %d},"
              " \"data\": {\"validation_fraction\": 0},"
              " \"train\": {\"batch_size\": 32, \"seed\": 5, \"out_dir\": \"%s\", \"checkpoint_every\": 4},"
-             " \"speed\": {\"threads\": 1, \"prefetch\": 0}%s}",
-             IN, CLASSES, out_dir, session);
+             " \"speed\": {\"threads\": 1, \"prefetch\": 0}%s%s}",
+             IN, CLASSES, out_dir, session, optim);
+    return brisk_session_create(cfg, on_log, NULL, s);
+}
+
+static brisk_session *make(int comm, const char *out_dir) {
     brisk_session *s = NULL;
-    if (brisk_session_create(cfg, on_log, NULL, &s) != BRISK_OK) {
+    if (create(comm, out_dir, 0, &s) != BRISK_OK) {
         fprintf(stderr, "rank %d: create: %s\n", rank, brisk_session_error(s));
         exit(1);
     }
     return s;
 }
 
+static float x[N * IN], y[N];
+
 /* trains on this rank's own samples; the predictions of a fixed probe set */
 static void train(brisk_session *s, float *probe_out) {
-    static float x[N * IN], y[N], probe[PROBE * IN];
+    static float probe[PROBE * IN];
     unsigned seed = 17u + 1000u * (unsigned)rank; /* each rank's own data */
     for (int i = 0; i < N; i++) {
         float sum = 0;
@@ -108,6 +117,25 @@ int main(int argc, char **argv) {
     MPI_Sendrecv(mine, PROBE * CLASSES, MPI_FLOAT, 1 - rank, 0, other, PROBE * CLASSES, MPI_FLOAT, 1 - rank, 0,
                  MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     EXPECT(memcmp(mine, other, sizeof mine) != 0, "ranks training alone on different data agree: no test");
+
+    /* ranks that disagree: every rank's create fails, naming the key, the ranks and the values */
+    brisk_session *lr = NULL;
+    int comm = (int)MPI_Comm_c2f(MPI_COMM_WORLD);
+    st = create(comm, "", rank == 1 ? 0.002 : 0.001, &lr);
+    EXPECT(st == BRISK_ERR_INVALID && strstr(brisk_session_error(lr), "ranks disagree on optim.lr: rank 0 has 0.001, "
+                                                                      "rank 1 has 0.002"), "%s", brisk_session_error(lr));
+    brisk_session_destroy(lr);
+    /* rank 1 loads the 2-rank run's checkpoint, rank 0 does not: no rank trains, each names both steps */
+    brisk_session *at = make(comm, "");
+    char ckpt[600];
+    snprintf(ckpt, sizeof ckpt, "%s/last.safetensors", dir);
+    EXPECT(brisk_session_push(at, N, x, 0, y, 0) == BRISK_OK && (rank == 0 || brisk_session_load(at, ckpt) == BRISK_OK),
+           "%s", brisk_session_error(at));
+    st = brisk_session_train_steps(at, 2);
+    EXPECT(st == BRISK_ERR_INVALID && strstr(brisk_session_error(at), "ranks disagree on the training position: rank 0 "
+                                                                      "has step 0 (a new run), rank 1 has step 12 ("),
+           "%s", brisk_session_error(at));
+    brisk_session_destroy(at);
 
     /* a handle that is no communicator */
     brisk_session *bad = NULL;
