@@ -269,6 +269,7 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_dat
     t->shard_bounds = NULL;
     if (t->world == 1) return BRISK_OK;
     /* first: every rank meets it, before anything a rank that differs would do alone */
+    brisk_dist_set_timeout(d, t->cfg.dist.timeout_s);
     brisk_status st0 = brisk_dist_check_setup(t, err);
     if (st0) return st0;
     if (t->be->loss_log) { /* a device backend: it reduces its own gradients (NCCL) */
@@ -283,7 +284,6 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_dat
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s: train.checkpoint_epochs %d with %d ranks training on their own "
                             "data: their epochs end at different steps; use train.checkpoint_every", t->cfg.path,
                             t->cfg.train.checkpoint_epochs, t->world);
-    brisk_dist_set_timeout(d, t->cfg.dist.timeout_s);
     brisk_dist_set_bucket_bytes(d, (int64_t)(t->cfg.dist.bucket_mb * 1048576.0));
     const brisk_graph *g = t->g;
     brisk_status bs = plan_buckets(g, brisk_dist_bucket_bytes(d), &t->buckets, &t->n_buckets, err);
