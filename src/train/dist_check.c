@@ -20,10 +20,11 @@
 /* Keys that may differ between ranks: how fast a rank runs (threads, prefetch, image decoding
  * threads, the GEMM choice and its timing cache: ranks choose by their own timings anyway,
  * and each updates the same parameters by the same averaged gradients), the memory it may
- * use (the batch size it resolves is compared instead) and how long it waits for the others. */
+ * use (the batch size it resolves is compared instead), how long it waits for the others,
+ * and a session's buffer of the samples its rank pushes (its own). */
 static const char *const per_rank[] = {"speed.threads", "speed.prefetch", "speed.memory_limit", "speed.autotune_cache",
                                        "speed.autotune", "speed.cpu_gemm", "data.images.workers", "dist.timeout_s",
-                                       NULL};
+                                       "data.buffer.capacity", "data.buffer.when_full", NULL};
 /* Where the data are read from, which may differ per node (a copy on a local disk): their
  * contents are compared instead, where every rank reads the same rows. */
 static const char *const data_paths[] = {"data.train", "data.validation", "data.images.labels", "data.netcdf.files",
