@@ -72,7 +72,9 @@ double brisk_dist_wait_seconds(const brisk_dist *d);
  * The sized collectives (this one, the overlap, reduce-scatter, all-gather, gather) check
  * their sizes: the first call with an n and buckets this rank has not used before agrees
  * them with the other ranks (brisk_dist_agreement_check), so ranks with other sizes get an
- * error naming them instead of a collective that writes past the smaller buffer. */
+ * error naming them instead of a collective that writes past the smaller buffer. (A rank
+ * that reuses sizes agreed before while another brings new ones goes on to its collective;
+ * the other's agreement, on a communicator of its own, then fails after timeout_s.) */
 brisk_status brisk_dist_allreduce_mean(brisk_dist *d, float *x, int64_t n, const brisk_dist_bucket *buckets,
                                        int64_t n_buckets, const char *what, int64_t step, brisk_error *err);
 /* v[0..n) summed over the ranks (small agreements: losses, stop flags). */
