@@ -38,7 +38,8 @@ module brisk
 
   integer, parameter, public :: BRISK_OK = 0, BRISK_ERR_INVALID = 1, BRISK_ERR_IO = 2, &
        BRISK_ERR_FORMAT = 3, BRISK_ERR_SHAPE = 4, BRISK_ERR_NOMEM = 5, BRISK_ERR_UNSUPPORTED = 6, &
-       BRISK_ERR_NUMERIC = 7, BRISK_ERR_INTERNAL = 8, BRISK_ERR_FULL = 9, BRISK_STOPPED = 10
+       BRISK_ERR_NUMERIC = 7, BRISK_ERR_INTERNAL = 8, BRISK_ERR_FULL = 9, BRISK_STOPPED = 10, &
+       BRISK_BUSY = 11
   integer, parameter, public :: BRISK_SAMPLER_DDPM = 0, BRISK_SAMPLER_DDIM = 1
 
   ! A session handle; default-initialised to no session.

@@ -18,8 +18,9 @@
  *
  * Conventions, for every function:
  *   - It returns a brisk_status (BRISK_OK = 0; errors: BRISK_ERR_INVALID 1, _IO 2, _FORMAT 3,
- *     _SHAPE 4, _NOMEM 5, _UNSUPPORTED 6, _NUMERIC 7, _INTERNAL 8, _FULL 9; and BRISK_STOPPED 10,
- *     not an error: a train call that stopped early on request, see brisk_session_request_stop)
+ *     _SHAPE 4, _NOMEM 5, _UNSUPPORTED 6, _NUMERIC 7, _INTERNAL 8, _FULL 9, BRISK_BUSY 11 (see
+ *     "Threads"); and BRISK_STOPPED 10, not an error: a train call that stopped early on
+ *     request, see brisk_session_request_stop)
  *     and never aborts. After an error, brisk_session_error(s) is one line saying what was
  *     wrong and what was expected; the session stays usable (a failed call changes nothing it
  *     did not finish).
@@ -38,8 +39,28 @@
  *   - The caller's floating-point environment (exception flags, rounding mode) is as it was
  *     when the call began: flags such as underflow raised inside brisk are not left set.
  *
- * Threads: sessions are independent: one session per thread
- * runs concurrently with others. A session itself must not be used by two threads at once.
+ * Threads: every function may be called from any thread, on any session, at any time.
+ *   - Sessions are independent: calls on different sessions run concurrently.
+ *   - On one session, the calls that train, predict, sample, save, load or query run one
+ *     after the other: a second thread's call waits until the first returns (so a query or
+ *     predict from another thread waits for a running train call; brisk_session_request_stop
+ *     ends that call sooner).
+ *   - brisk_session_push and brisk_session_clear never wait for a train call: a solver thread
+ *     pushes while a worker thread trains. A train call trains on the buffer as it was when
+ *     the call began; rows pushed meanwhile are in the buffer for the next train call.
+ *   - brisk_session_destroy from another thread while calls run on the session: the handle is
+ *     "destroyed" for every call from that moment, destroy waits until the running calls (and
+ *     those already waiting their turn, which then fail as destroyed) have returned, and only
+ *     then frees the session. Nothing ever runs on freed memory.
+ *   - brisk_session_error(s) is the message of the calling thread's last call on s: another
+ *     thread's calls neither clear nor replace it.
+ * The log callback is called on the thread of the call that logs (brisk's own worker threads
+ * never call it), while that call holds its session. It may call brisk_session_error, _query,
+ * _sizes, _push, _clear and _request_stop (of any session); a train, predict, sample, save,
+ * load or destroy call made from inside it returns BRISK_BUSY (11) with a message and does
+ * nothing, since it would wait for the call it is inside. The callback must return: it must
+ * not throw a C++ exception or longjmp through brisk (a binding catches its exceptions and,
+ * to stop training, calls brisk_session_request_stop; the Python package does so for Ctrl-C).
  * Each session's CPU work runs on its own pool of speed.threads threads (brisk's, not OpenMP's,
  * so the host's OMP_WAIT_POLICY and OpenMP regions neither slow it nor are slowed by it; idle
  * pool threads sleep after ~40 us). 0: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK, else the CPUs
@@ -127,11 +148,13 @@ brisk_status brisk_session_create(const char *config_json, brisk_log_fn log, voi
 brisk_status brisk_session_create_file(const char *config_path, brisk_log_fn log, void *log_user,
                                        brisk_session **out);
 /* Frees the session and everything it holds (and unlocks its run directory). NULL is allowed.
- * Returns BRISK_OK, or BRISK_ERR_INVALID for a session destroyed before (a copied handle). */
+ * Calls running on s in other threads end first (see "Threads"). Returns BRISK_OK,
+ * BRISK_ERR_INVALID for a session destroyed before (a copied handle), or BRISK_BUSY from
+ * inside a callback of a call on s (nothing is freed). */
 brisk_status brisk_session_destroy(brisk_session *s);
-/* The message of the last failed call on s ("" when none), or of why s is no session: NULL,
- * destroyed ("...was destroyed..."), or not a handle at all. The pointer stays valid until
- * the next call on s. */
+/* The message of this thread's last call on s ("" when it succeeded, or none failed), or of
+ * why s is no session: NULL, destroyed ("...was destroyed..."), not a handle at all, or the
+ * reason its creation failed. The pointer stays valid until this thread's next call on s. */
 const char *brisk_session_error(const brisk_session *s);
 
 /* Widths of one sample: input (the coarse field of a diffusion model, x of an mlp) and target

@@ -26,7 +26,8 @@ typedef enum brisk_status {
     BRISK_ERR_NUMERIC,     /* NaN or inf where a number was needed */
     BRISK_ERR_INTERNAL,
     BRISK_ERR_FULL,        /* a bounded buffer is full and its policy is to refuse */
-    BRISK_STOPPED          /* not an error: a stop was requested; the work done is kept */
+    BRISK_STOPPED,         /* not an error: a stop was requested; the work done is kept */
+    BRISK_BUSY             /* the call cannot run now (it would wait for the call it is made from) */
 } brisk_status;
 
 typedef struct brisk_error {

@@ -8,7 +8,7 @@ import logging
 import os
 
 _STATUS = ["ok", "invalid", "io", "format", "shape", "nomem", "unsupported", "numeric", "internal",
-           "full", "stopped"]
+           "full", "stopped", "busy"]
 STOPPED = 10
 
 logger = logging.getLogger("brisk")

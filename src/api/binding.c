@@ -9,33 +9,33 @@
 #define F_CTX(name) (api_ctx){name, 1}
 
 /* The first dimension of `name` against the model's width `w` (what the field is called). */
-static brisk_status leading(api_session *s, const api_ctx *c, const char *name, int64_t rows, int64_t cols,
+static brisk_status leading(brisk_error *err, const api_ctx *c, const char *name, int64_t rows, int64_t cols,
                             int64_t w, const char *field) {
     if (rows == w) return BRISK_OK;
-    return brisk_errorf(&s->err, BRISK_ERR_SHAPE, "%s: %s has shape (%lld, %lld); expected (%lld, n): %lld %s values "
+    return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: %s has shape (%lld, %lld); expected (%lld, n): %lld %s values "
                         "per sample, one sample per column (for one sample: an array of shape (%lld, 1))", c->fn, name,
                         (long long)rows, (long long)cols, (long long)w, (long long)w, field, (long long)w);
 }
 
-static brisk_status columns(api_session *s, const api_ctx *c, const char *a, int64_t na, const char *b, int64_t nb) {
+static brisk_status columns(brisk_error *err, const api_ctx *c, const char *a, int64_t na, const char *b, int64_t nb) {
     if (na == nb) return BRISK_OK;
-    return brisk_errorf(&s->err, BRISK_ERR_SHAPE, "%s: %s has %lld samples (columns) and %s has %lld; expected the "
+    return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: %s has %lld samples (columns) and %s has %lld; expected the "
                         "same number", c->fn, a, (long long)na, b, (long long)nb);
 }
 
 brisk_status brisk_f_push(brisk_session *h, int64_t in_rows, int64_t in_cols, const float *input, int64_t tg_rows,
                           int64_t tg_cols, const float *target) {
     api_call call;
-    brisk_status st = api_enter(h, &call);
+    brisk_status st = api_enter(h, &call, API_FREE);
     if (st) return api_leave(&call, st);
     api_session *s = call.s;
     const api_ctx c = F_CTX("brisk_push");
     const char *in_field = s->io.fields[0].name, *tg_field = s->ring.classes ? "class label" : s->io.fields[1].name;
-    if (!(st = leading(s, &c, "input", in_rows, in_cols, s->ring.w_in, in_field)) &&
-        !(st = leading(s, &c, "target", tg_rows, tg_cols, s->ring.w_tg, tg_field)) &&
-        !(st = columns(s, &c, "input", in_cols, "target", tg_cols))) {
+    if (!(st = leading(&call.err, &c, "input", in_rows, in_cols, s->ring.w_in, in_field)) &&
+        !(st = leading(&call.err, &c, "target", tg_rows, tg_cols, s->ring.w_tg, tg_field)) &&
+        !(st = columns(&call.err, &c, "input", in_cols, "target", tg_cols))) {
         api_arg in = {"input", input, in_rows, s->ring.w_in}, tg = {"target", target, tg_rows, s->ring.w_tg};
-        st = api_push(s, &c, in_cols, &in, &tg);
+        st = api_push(s, &c, in_cols, &in, &tg, &call.err);
     }
     return api_leave(&call, st);
 }
@@ -43,17 +43,17 @@ brisk_status brisk_f_push(brisk_session *h, int64_t in_rows, int64_t in_cols, co
 brisk_status brisk_f_predict(brisk_session *h, int64_t in_rows, int64_t in_cols, const float *input, int64_t out_rows,
                              int64_t out_cols, float *output) {
     api_call call;
-    brisk_status st = api_enter(h, &call);
+    brisk_status st = api_enter(h, &call, API_WORK);
     if (st) return api_leave(&call, st);
     api_session *s = call.s;
     const api_ctx c = F_CTX("brisk_predict");
     const brisk_model_spec *m = &s->cfg.model;
-    if (m->type == BRISK_MODEL_MLP && !(st = leading(s, &c, "input", in_rows, in_cols, m->inputs, "input")) &&
-        !(st = leading(s, &c, "output", out_rows, out_cols, m->outputs, "output")))
-        st = columns(s, &c, "input", in_cols, "output", out_cols);
+    if (m->type == BRISK_MODEL_MLP && !(st = leading(&call.err, &c, "input", in_rows, in_cols, m->inputs, "input")) &&
+        !(st = leading(&call.err, &c, "output", out_rows, out_cols, m->outputs, "output")))
+        st = columns(&call.err, &c, "input", in_cols, "output", out_cols);
     if (!st) {
         api_arg in = {"input", input, in_rows, m->inputs}, out = {"output", output, out_rows, m->outputs};
-        st = api_predict(s, &c, in_cols, &in, output, &out);
+        st = api_predict(s, &c, in_cols, &in, output, &out, &call.err);
     }
     return api_leave(&call, st);
 }
@@ -62,20 +62,20 @@ brisk_status brisk_f_sample(brisk_session *h, int64_t c_rows, int64_t c_cols, co
                             int64_t g_cols, const float *guess, int64_t f_rows, int64_t f_cols, float *fine, int method,
                             int steps, double eta, uint64_t seed) {
     api_call call;
-    brisk_status st = api_enter(h, &call);
+    brisk_status st = api_enter(h, &call, API_WORK);
     if (st) return api_leave(&call, st);
     api_session *s = call.s;
     const api_ctx c = F_CTX("brisk_sample");
     const brisk_model_spec *m = &s->cfg.model;
-    if (m->type == BRISK_MODEL_DIFFUSION && !(st = leading(s, &c, "coarse", c_rows, c_cols, m->coarse, "coarse")) &&
-        !(st = leading(s, &c, "fine", f_rows, f_cols, m->fine, "fine")) &&
-        !(st = columns(s, &c, "coarse", c_cols, "fine", f_cols)) && g_rows >= 0 &&
-        !(st = leading(s, &c, "guess", g_rows, g_cols, m->fine, "fine")))
-        st = columns(s, &c, "guess", g_cols, "fine", f_cols);
+    if (m->type == BRISK_MODEL_DIFFUSION && !(st = leading(&call.err, &c, "coarse", c_rows, c_cols, m->coarse, "coarse")) &&
+        !(st = leading(&call.err, &c, "fine", f_rows, f_cols, m->fine, "fine")) &&
+        !(st = columns(&call.err, &c, "coarse", c_cols, "fine", f_cols)) && g_rows >= 0 &&
+        !(st = leading(&call.err, &c, "guess", g_rows, g_cols, m->fine, "fine")))
+        st = columns(&call.err, &c, "guess", g_cols, "fine", f_cols);
     if (!st) {
         api_arg in = {"coarse", coarse, c_rows, m->coarse}, g = {"guess", g_rows >= 0 ? guess : NULL, g_rows, m->fine},
                 out = {"fine", fine, f_rows, m->fine};
-        st = api_sample(s, &c, c_cols, &in, &g, fine, &out, method, steps, eta, seed);
+        st = api_sample(s, &c, c_cols, &in, &g, fine, &out, method, steps, eta, seed, &call.err);
     }
     return api_leave(&call, st);
 }

@@ -1,15 +1,26 @@
-/* Session handles. The brisk_session * a program holds is not the session's address but a
- * handle: a slot of a process-wide table and the generation of the session in that slot.
- * A handle used after brisk_session_destroy (easy to do: Fortran assignment copies
- * handles) finds a slot whose generation moved on, or that is empty, and the call is
- * refused with "destroyed" instead of touching freed memory. Handles are odd numbers, so
- * an address passed by mistake is told apart too.
+/* Session handles, and who may use a session when. The brisk_session * a program holds is
+ * not the session's address but a handle: a slot of a process-wide table and the generation
+ * of the session in that slot. A handle used after brisk_session_destroy (easy to do:
+ * Fortran assignment copies handles) finds a slot whose generation moved on, or that is
+ * empty, and the call is refused with "destroyed" instead of touching freed memory. Handles
+ * are odd numbers, so an address passed by mistake is told apart too.
+ *
+ * Threads: every call counts itself into its session while it runs (under the table's
+ * mutex), and destroy retires the handle at once but frees only when the count is back to
+ * zero, so no call ever runs on freed memory. Calls that train, infer, save or load hold
+ * the session's own mutex: from two threads they run one after the other. Push and clear
+ * take only the buffer's mutex, so a solver thread pushes while another thread trains.
+ * A thread that is inside a call (in its log callback) and calls again is told BRISK_BUSY
+ * for the calls that would wait on itself.
+ *
+ * Errors are per thread: each call's message is kept for the thread that made it, so a
+ * push failing in one thread is not wiped by a train call succeeding in another.
  *
  * Stop requests live in the table beside the generation they are for, written with
  * lock-free atomic stores and no lock: brisk_session_request_stop may be called from a
  * signal handler, and a request made through a stale handle can never stop the session
- * that reuses its slot. Creating and destroying take a mutex (never a signal handler's
- * business). Besides signals.c's flag, this table is the library's only global state. */
+ * that reuses its slot. Besides signals.c's flag, this table is the library's only global
+ * state. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -18,6 +29,8 @@
 
 #define SLOT_BITS 12
 #define MAX_SESSIONS (1u << SLOT_BITS)
+#define HELD_MAX 8       /* sessions one thread can be inside at once (calls from callbacks) */
+#define THREAD_ERRORS 16 /* sessions whose last message one thread keeps */
 
 #if ATOMIC_POINTER_LOCK_FREE != 2
 #error "brisk_session_request_stop needs lock-free pointer-sized atomics to be async-signal-safe"
@@ -32,6 +45,19 @@ typedef struct slot {
 static slot table[MAX_SESSIONS];
 static unsigned next_slot;
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t calls_ended = PTHREAD_COND_INITIALIZER;
+
+/* The sessions whose mutex this thread holds, innermost last. */
+static _Thread_local api_session *held[HELD_MAX];
+static _Thread_local int n_held;
+
+/* The last message of this thread's calls, per handle (oldest reused first). */
+typedef struct thread_error {
+    brisk_session *h;
+    brisk_error e;
+} thread_error;
+static _Thread_local thread_error errors[THREAD_ERRORS];
+static _Thread_local unsigned next_error;
 
 static const char destroyed_msg[] =
     "this session was destroyed (brisk_session_destroy): its handle, and every copy of it, can no longer be used";
@@ -52,7 +78,8 @@ static int decode(brisk_session *h, unsigned *i, uintptr_t *gen) {
     return *gen != 0;
 }
 
-const char *api_handle_problem(brisk_session *h, api_session **s) {
+/* Under table_lock: the session h names (*s), or why it names none. */
+static const char *resolve(brisk_session *h, api_session **s) {
     *s = NULL;
     if (!h) return null_msg;
     unsigned i;
@@ -86,36 +113,101 @@ brisk_session *api_handle_new(api_session *s) {
     return h;
 }
 
-api_session *api_handle_release(brisk_session *h, const char **why) {
+static int holds(const api_session *s) {
+    for (int i = 0; i < n_held; i++)
+        if (held[i] == s) return 1;
+    return 0;
+}
+
+static brisk_status busy(api_call *c, const char *what) {
+    return brisk_errorf(&c->err, BRISK_BUSY, "%s cannot run inside a callback of a running brisk call on this "
+                        "thread (it would wait for the call it is inside); return from the callback first, or "
+                        "do it from another thread", what);
+}
+
+api_session *api_handle_retire(brisk_session *h, const char **why) {
     pthread_mutex_lock(&table_lock);
     api_session *s;
-    *why = api_handle_problem(h, &s);
-    if (s) {
+    *why = resolve(h, &s);
+    if (s && holds(s)) {
+        *why = "destroy: called inside a callback of a running call on this session (its log callback); destroy "
+               "it after that call returns";
+        s = NULL;
+    } else if (s) {
+        /* New calls are refused from now on; those already in (running, or waiting for the
+         * session's mutex) end first. */
         atomic_store_explicit(&table[s->slot].state, s->gen << 1, memory_order_release);
+        atomic_store_explicit(&s->dying, 1, memory_order_relaxed);
+        while (s->calls > 0) pthread_cond_wait(&calls_ended, &table_lock);
         table[s->slot].s = NULL;
     }
     pthread_mutex_unlock(&table_lock);
     return s;
 }
 
-brisk_status api_enter(brisk_session *h, api_call *c) {
+brisk_status api_enter(brisk_session *h, api_call *c, api_mode mode) {
     fegetenv(&c->fe);
+    c->h = h, c->s = NULL, c->locked = 0;
+    c->err.code = BRISK_OK;
+    c->err.msg[0] = 0;
     api_session *s;
-    c->s = NULL;
-    if (api_handle_problem(h, &s) || !s->ready) return BRISK_ERR_INVALID;
+    pthread_mutex_lock(&table_lock);
+    if (!resolve(h, &s) && s->ready) s->calls++;
+    else s = NULL;
+    pthread_mutex_unlock(&table_lock);
+    if (!s) return BRISK_ERR_INVALID; /* brisk_session_error(h) says why */
     c->s = s;
-    s->err.code = BRISK_OK;
-    s->err.msg[0] = 0;
+    if (mode == API_FREE || (mode == API_READ && holds(s))) return BRISK_OK;
+    if (mode == API_WORK && n_held > 0) return busy(c, "training, predicting, sampling, saving or loading");
+    if (n_held == HELD_MAX) return busy(c, "a call nested this deep");
+    pthread_mutex_lock(&s->lock);
+    c->locked = 1;
+    held[n_held++] = s;
+    if (atomic_load_explicit(&s->dying, memory_order_relaxed))
+        return brisk_errorf(&c->err, BRISK_ERR_INVALID, "%s (while this call waited for another to end)",
+                            destroyed_msg);
     return BRISK_OK;
 }
 
+/* Keeps this thread's message for h ("" after a success). */
+static void keep_error(brisk_session *h, brisk_status st, const brisk_error *e) {
+    thread_error *t = NULL;
+    for (int i = 0; i < THREAD_ERRORS && !t; i++)
+        if (errors[i].h == h) t = &errors[i];
+    if (!t) {
+        if (st == BRISK_OK) return;
+        t = &errors[next_error++ % THREAD_ERRORS];
+        t->h = h;
+    }
+    t->e.code = st;
+    snprintf(t->e.msg, sizeof t->e.msg, "%s", st == BRISK_OK ? "" : e->msg);
+}
+
 brisk_status api_leave(api_call *c, brisk_status st) {
+    api_session *s = c->s;
+    if (s) {
+        keep_error(c->h, st, &c->err);
+        if (c->locked) {
+            n_held--;
+            pthread_mutex_unlock(&s->lock);
+        }
+        pthread_mutex_lock(&table_lock);
+        if (--s->calls == 0 && atomic_load_explicit(&s->dying, memory_order_relaxed))
+            pthread_cond_broadcast(&calls_ended);
+        pthread_mutex_unlock(&table_lock);
+    }
     fesetenv(&c->fe);
     return st;
 }
 
 int api_stop_requested(const api_session *s) {
     return atomic_load_explicit(&table[s->slot].stop, memory_order_relaxed) == s->gen;
+}
+
+void api_stop_clear(const api_session *s) {
+    uintptr_t gen = s->gen;
+    atomic_compare_exchange_strong_explicit(&table[s->slot].stop, &gen, 0, memory_order_relaxed,
+                                            memory_order_relaxed);
 }
 
 /* Async-signal-safe: atomic loads and one atomic store, no lock, nothing else touched. */
@@ -138,8 +230,16 @@ brisk_status brisk_stop_signals_install(void) {
 
 int brisk_stop_signal(void) { return brisk_signal_pending(); }
 
-const char *brisk_session_error(const brisk_session *h) {
+const char *brisk_session_error(const brisk_session *ch) {
+    brisk_session *h = (brisk_session *)ch;
     api_session *s;
-    const char *problem = api_handle_problem((brisk_session *)h, &s);
-    return problem ? problem : s->err.msg;
+    pthread_mutex_lock(&table_lock);
+    const char *msg = resolve(h, &s);
+    /* a failed creation's message is written once, before the handle is returned */
+    if (!msg && !s->ready) msg = s->err.msg;
+    pthread_mutex_unlock(&table_lock);
+    if (msg) return msg;
+    for (int i = 0; i < THREAD_ERRORS; i++)
+        if (errors[i].h == h) return errors[i].e.msg;
+    return "";
 }

@@ -8,8 +8,7 @@
 
 /* Checks the rows of an inference call and readies the executor with current parameters. */
 static brisk_status infer_begin(api_session *s, const api_ctx *c, int64_t n, api_arg *in, const float *out,
-                                api_arg *out_arg) {
-    brisk_error *err = &s->err;
+                                api_arg *out_arg, brisk_error *err) {
     if (n < 0) return brisk_errorf(err, BRISK_ERR_INVALID, "%s: %lld rows; expected n >= 0", c->fn, (long long)n);
     if (n > 0 && (!in->v || !out))
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s: the %s array is NULL", c->fn, !in->v ? in->name : out_arg->name);
@@ -32,26 +31,26 @@ static void warn_untrained(api_session *s, const api_ctx *c) {
               "loaded): its outputs come from the initial parameters", c->fn);
 }
 
-brisk_status api_predict(api_session *s, const api_ctx *c, int64_t n, api_arg *in, float *out, api_arg *out_arg) {
+brisk_status api_predict(api_session *s, const api_ctx *c, int64_t n, api_arg *in, float *out, api_arg *out_arg,
+                         brisk_error *err) {
     if (s->cfg.model.type != BRISK_MODEL_MLP)
-        return brisk_errorf(&s->err, BRISK_ERR_UNSUPPORTED, "%s: a diffusion model makes fine fields by sampling (%s)",
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: a diffusion model makes fine fields by sampling (%s)",
                             c->fn, c->fortran ? "brisk_sample" : "brisk_session_sample");
-    brisk_status st = infer_begin(s, c, n, in, out, out_arg);
+    brisk_status st = infer_begin(s, c, n, in, out, out_arg, err);
     if (st) return st;
     warn_untrained(s, c);
     double t0 = brisk_now();
-    st = brisk_inference_predict(s->inf, n, in->v, in->stride, out, out_arg->stride, &s->err);
+    st = brisk_inference_predict(s->inf, n, in->v, in->stride, out, out_arg->stride, err);
     s->infer_seconds = brisk_now() - t0;
     return st;
 }
 
 brisk_status api_sample(api_session *s, const api_ctx *c, int64_t n, api_arg *coarse, api_arg *guess, float *fine,
-                        api_arg *fine_arg, int method, int steps, double eta, uint64_t seed) {
-    brisk_error *err = &s->err;
+                        api_arg *fine_arg, int method, int steps, double eta, uint64_t seed, brisk_error *err) {
     if (s->cfg.model.type != BRISK_MODEL_DIFFUSION)
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: only a diffusion model samples; use %s for an mlp", c->fn,
                             c->fortran ? "brisk_predict" : "brisk_session_predict");
-    brisk_status st = infer_begin(s, c, n, coarse, fine, fine_arg);
+    brisk_status st = infer_begin(s, c, n, coarse, fine, fine_arg, err);
     if (st) return st;
     if (guess->v && ((st = api_check_stride(c, guess, err)) ||
                      (n > 0 && (st = api_check_values(c, guess, n, 0, "nothing was written", err)))))
@@ -72,11 +71,11 @@ brisk_status api_sample(api_session *s, const api_ctx *c, int64_t n, api_arg *co
 brisk_status brisk_session_predict(brisk_session *h, int64_t n, const float *input, int64_t input_stride,
                                    float *output, int64_t output_stride) {
     api_call c;
-    brisk_status st = api_enter(h, &c);
+    brisk_status st = api_enter(h, &c, API_WORK);
     if (!st) {
         const brisk_model_spec *m = &c.s->cfg.model;
         api_arg in = {"input", input, input_stride, m->inputs}, out = {"output", output, output_stride, m->outputs};
-        st = api_predict(c.s, &(api_ctx){"predict", 0}, n, &in, output, &out);
+        st = api_predict(c.s, &(api_ctx){"predict", 0}, n, &in, output, &out, &c.err);
     }
     return api_leave(&c, st);
 }
@@ -85,12 +84,12 @@ brisk_status brisk_session_sample_guided(brisk_session *h, int64_t n, const floa
                                          const float *guess, int64_t guess_stride, float *fine, int64_t fine_stride,
                                          int method, int steps, double eta, uint64_t seed) {
     api_call c;
-    brisk_status st = api_enter(h, &c);
+    brisk_status st = api_enter(h, &c, API_WORK);
     if (!st) {
         const brisk_model_spec *m = &c.s->cfg.model;
         api_arg in = {"coarse", coarse, coarse_stride, m->coarse}, g = {"guess", guess, guess_stride, m->fine},
                 out = {"fine", fine, fine_stride, m->fine};
-        st = api_sample(c.s, &(api_ctx){"sample", 0}, n, &in, &g, fine, &out, method, steps, eta, seed);
+        st = api_sample(c.s, &(api_ctx){"sample", 0}, n, &in, &g, fine, &out, method, steps, eta, seed, &c.err);
     }
     return api_leave(&c, st);
 }

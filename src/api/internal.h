@@ -5,6 +5,8 @@
 #define BRISK_API_INTERNAL_H
 
 #include <fenv.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "api/ring.h"
@@ -12,10 +14,14 @@
 #include "brisk/brisk.h"
 
 typedef struct api_session {
-    brisk_error err;           /* the last failure ("" after a success) */
+    brisk_error err;           /* why creation failed (calls keep theirs per thread: handles.c) */
     int ready;                 /* 0: creation failed and only err is meaningful */
     unsigned slot;             /* where handles.c keeps it, and its generation there */
     uintptr_t gen;
+    int calls;                 /* calls in progress (under handles.c's table mutex) */
+    atomic_int dying;          /* destroy has begun: calls still waiting for `lock` give up */
+    pthread_mutex_t lock;      /* held by the calls that train, infer, save, load or query */
+    pthread_mutex_t ring_lock; /* held while the buffer is read or written */
     brisk_logger log;
     brisk_config cfg;
     brisk_model_io io;         /* the model's training fields: [0] input, [1] target */
@@ -33,27 +39,38 @@ typedef struct api_session {
 } api_session;
 
 /* ---- handles.c */
-/* One call into the API: the session its handle names, and the caller's floating-point
- * environment, given back by api_leave whatever brisk did to the flags (gfortran reports
- * flags left raised at STOP). */
+/* What a call needs of its session besides being alive: */
+typedef enum api_mode {
+    API_FREE, /* nothing (push and clear lock the buffer themselves; sizes never change) */
+    API_READ, /* the session's mutex, unless this thread is inside a call of it (a callback) */
+    API_WORK  /* the session's mutex, and not from inside any call's callback (BRISK_BUSY) */
+} api_mode;
+/* One call into the API: the session its handle names, its message, and the caller's
+ * floating-point environment, given back by api_leave whatever brisk did to the flags
+ * (gfortran reports flags left raised at STOP). */
 typedef struct api_call {
-    api_session *s; /* NULL when the handle names no usable session */
+    brisk_session *h;
+    api_session *s;  /* NULL when the handle names no usable session */
+    brisk_error err; /* this call's message, kept for the calling thread by api_leave */
+    int locked;
     fenv_t fe;
 } api_call;
-/* Resolves h: BRISK_OK with c->s, else BRISK_ERR_INVALID (NULL, destroyed, not a handle, or
- * a session whose creation failed: it keeps that message). Clears the last error. */
-brisk_status api_enter(brisk_session *h, api_call *c);
+/* Resolves h and counts the call in: BRISK_OK with c->s, else BRISK_ERR_INVALID (NULL,
+ * destroyed, not a handle, or a session whose creation failed: it keeps that message), or
+ * BRISK_BUSY (c->err says why). Every api_enter is paired with an api_leave. */
+brisk_status api_enter(brisk_session *h, api_call *c, api_mode mode);
 brisk_status api_leave(api_call *c, brisk_status st);
 /* A new slot for s (sets s->slot, s->gen): its handle, or NULL when every slot is taken. */
 brisk_session *api_handle_new(api_session *s);
-/* The session of h and forgets it (h and its copies are "destroyed" from now on); NULL
- * with *why set when h names none. */
-api_session *api_handle_release(brisk_session *h, const char **why);
-/* The message for a handle that names no session: NULL when it names a live one. */
-const char *api_handle_problem(brisk_session *h, api_session **s);
+/* Retires h (it and its copies are "destroyed" from now on), waits for the calls in
+ * progress on its session to end, and returns the session for freeing; NULL with *why set
+ * when h names none, or when called from inside a call of that session. */
+api_session *api_handle_retire(brisk_session *h, const char **why);
 /* Whether a stop was asked for s (brisk_session_request_stop, or a signal caught by
  * brisk's handlers); the trainer polls it after every step. */
 int api_stop_requested(const api_session *s);
+/* Withdraws a stop asked for s through its handle (not a caught signal). */
+void api_stop_clear(const api_session *s);
 
 /* ---- check.c: array arguments, described in the caller's terms */
 typedef struct api_ctx {
@@ -74,10 +91,12 @@ brisk_status api_check_values(const api_ctx *c, const api_arg *a, int64_t n, int
 brisk_status api_check_stride(const api_ctx *c, api_arg *a, brisk_error *err);
 
 /* ---- session.c, infer.c: the operations behind the C functions and the binding */
-brisk_status api_push(api_session *s, const api_ctx *c, int64_t n, api_arg *in, api_arg *tg);
-brisk_status api_predict(api_session *s, const api_ctx *c, int64_t n, api_arg *in, float *out, api_arg *out_arg);
+/* Each writes its failure into err (the call's own: api_call.err). */
+brisk_status api_push(api_session *s, const api_ctx *c, int64_t n, api_arg *in, api_arg *tg, brisk_error *err);
+brisk_status api_predict(api_session *s, const api_ctx *c, int64_t n, api_arg *in, float *out, api_arg *out_arg,
+                         brisk_error *err);
 brisk_status api_sample(api_session *s, const api_ctx *c, int64_t n, api_arg *coarse, api_arg *guess, float *fine,
-                        api_arg *fine_arg, int method, int steps, double eta, uint64_t seed);
+                        api_arg *fine_arg, int method, int steps, double eta, uint64_t seed, brisk_error *err);
 
 /* ---- binding.c: the Fortran binding's entry points (arrays as (rows, columns), one sample
  * per column; rows must equal the model's width; g_rows -1: no guess). */

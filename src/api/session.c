@@ -102,6 +102,8 @@ static brisk_status setup(api_session *s, const char *json, const char *path) {
 
 static void free_session(api_session *s) {
     if (!s) return;
+    pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->ring_lock);
     brisk_inference_free(s->inf);
     brisk_trainer_free(s->trainer);
     brisk_dist_free(s->dist);
@@ -117,8 +119,10 @@ static brisk_status create(const char *json, const char *path, brisk_log_fn log,
     *out = NULL;
     api_session *s = calloc(1, sizeof *s);
     if (!s) return BRISK_ERR_NOMEM;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->ring_lock, NULL);
     if (!(*out = api_handle_new(s))) {
-        free(s);
+        free_session(s);
         return BRISK_ERR_NOMEM; /* every slot taken: brisk_session_error(NULL) says what NULL means */
     }
     s->log = (brisk_logger){log, log_user, BRISK_LOG_DEBUG};
@@ -146,8 +150,8 @@ brisk_status brisk_session_create_file(const char *config_path, brisk_log_fn log
 brisk_status brisk_session_destroy(brisk_session *h) {
     if (!h) return BRISK_OK;
     const char *why;
-    api_session *s = api_handle_release(h, &why);
-    if (!s) return BRISK_ERR_INVALID;
+    api_session *s = api_handle_retire(h, &why);
+    if (!s) return h && why && strncmp(why, "destroy:", 8) == 0 ? BRISK_BUSY : BRISK_ERR_INVALID;
     fenv_t fe;
     fegetenv(&fe);
     free_session(s);
@@ -157,7 +161,7 @@ brisk_status brisk_session_destroy(brisk_session *h) {
 
 brisk_status brisk_session_sizes(brisk_session *h, int64_t *input_width, int64_t *target_width) {
     api_call c;
-    brisk_status st = api_enter(h, &c);
+    brisk_status st = api_enter(h, &c, API_FREE);
     if (!st && input_width) *input_width = c.s->ring.w_in;
     if (!st && target_width) *target_width = c.s->ring.w_tg;
     return api_leave(&c, st);
@@ -165,8 +169,7 @@ brisk_status brisk_session_sizes(brisk_session *h, int64_t *input_width, int64_t
 
 /* ---------------------------------------------------------------- data */
 
-brisk_status api_push(api_session *s, const api_ctx *c, int64_t n, api_arg *in, api_arg *tg) {
-    brisk_error *err = &s->err;
+brisk_status api_push(api_session *s, const api_ctx *c, int64_t n, api_arg *in, api_arg *tg, brisk_error *err) {
     if (n < 0) return brisk_errorf(err, BRISK_ERR_INVALID, "%s: %lld samples; expected n >= 0", c->fn, (long long)n);
     if (n == 0) return BRISK_OK;
     if (!in->v || !tg->v)
@@ -177,27 +180,32 @@ brisk_status api_push(api_session *s, const api_ctx *c, int64_t n, api_arg *in, 
     if ((st = api_check_values(c, in, n, 0, "nothing was added", err)) ||
         (st = api_check_values(c, tg, n, r->classes, "nothing was added", err)))
         return st;
-    if ((st = brisk_ring_push(&s->ring, n, in->v, in->stride, tg->v, tg->stride, err)))
-        return brisk_error_prefix(err, "%s", c->fn);
-    return BRISK_OK;
+    pthread_mutex_lock(&s->ring_lock);
+    st = brisk_ring_push(&s->ring, n, in->v, in->stride, tg->v, tg->stride, err);
+    pthread_mutex_unlock(&s->ring_lock);
+    return st ? brisk_error_prefix(err, "%s", c->fn) : BRISK_OK;
 }
 
 brisk_status brisk_session_push(brisk_session *h, int64_t n, const float *input, int64_t input_stride,
                                 const float *target, int64_t target_stride) {
     api_call c;
-    brisk_status st = api_enter(h, &c);
+    brisk_status st = api_enter(h, &c, API_FREE);
     if (!st) {
         api_session *s = c.s;
         api_arg in = {"input", input, input_stride, s->ring.w_in}, tg = {"target", target, target_stride, s->ring.w_tg};
-        st = api_push(s, &C_CTX("push"), n, &in, &tg);
+        st = api_push(s, &C_CTX("push"), n, &in, &tg, &c.err);
     }
     return api_leave(&c, st);
 }
 
 brisk_status brisk_session_clear(brisk_session *h) {
     api_call c;
-    brisk_status st = api_enter(h, &c);
-    if (!st) brisk_ring_clear(&c.s->ring);
+    brisk_status st = api_enter(h, &c, API_FREE);
+    if (!st) {
+        pthread_mutex_lock(&c.s->ring_lock);
+        brisk_ring_clear(&c.s->ring);
+        pthread_mutex_unlock(&c.s->ring_lock);
+    }
     return api_leave(&c, st);
 }
 
@@ -206,33 +214,35 @@ brisk_status brisk_session_clear(brisk_session *h) {
 static int stop_pending(const api_session *s) { return brisk_signal_pending() || api_stop_requested(s); }
 
 /* BRISK_STOPPED with what was done of what was asked ("the 3 epochs") and where the work is kept. */
-static brisk_status stopped(api_session *s, const char *fn, int64_t done, int64_t asked, const char *unit) {
+static brisk_status stopped(api_session *s, const char *fn, int64_t done, int64_t asked, const char *unit,
+                            brisk_error *err) {
     int sig = brisk_signal_pending();
     const char *ckpt = brisk_trainer_last_checkpoint(s->trainer);
     char kept[BRISK_PATH_MAX + 96];
     if (s->cfg.train.out_dir[0]) snprintf(kept, sizeof kept, "checkpoint %s written", ckpt);
     else snprintf(kept, sizeof kept, "no checkpoint written (train.out_dir is \"\"): save one with brisk_session_save");
-    return brisk_errorf(&s->err, BRISK_STOPPED, "%s: stopped by %s after step %lld (%lld steps done of the %lld %s "
+    return brisk_errorf(err, BRISK_STOPPED, "%s: stopped by %s after step %lld (%lld steps done of the %lld %s "
                         "asked for); %s", fn, sig ? brisk_signal_name(sig) : "a stop request",
                         (long long)brisk_trainer_steps_done(s->trainer), (long long)done, (long long)asked, unit, kept);
 }
 
-static brisk_status train(api_session *s, int64_t n, int epochs) {
-    brisk_error *err = &s->err;
+static brisk_status train(api_session *s, int64_t n, int epochs, brisk_error *err) {
     const char *fn = epochs ? "train_epochs" : "train_steps", *unit = epochs ? "epochs" : "steps";
     brisk_status st;
     if (n < 1) return brisk_errorf(err, BRISK_ERR_INVALID, "%s: %lld %s; expected at least 1", fn, (long long)n, unit);
     /* A stop asked for between calls: no step, but the checkpoint the caller will rely on. */
     if (stop_pending(s)) {
         if ((st = brisk_trainer_checkpoint(s->trainer, err))) return st;
-        return stopped(s, fn, 0, n, unit);
+        return stopped(s, fn, 0, n, unit, err);
     }
-    if (s->ring.count == 0)
-        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: the buffer is empty; push samples first", fn);
+    /* the buffer as it is now: rows pushed from other threads during the call wait for the next */
     brisk_dataset ds;
-    if ((st = brisk_ring_dataset(&s->ring, s->io.fields[0].name, s->io.fields[1].name, &ds, err)) ||
-        (st = brisk_trainer_set_dataset(s->trainer, &ds, err)))
-        return brisk_error_prefix(err, "%s", fn);
+    pthread_mutex_lock(&s->ring_lock);
+    int empty = s->ring.count == 0;
+    st = empty ? BRISK_OK : brisk_ring_dataset(&s->ring, s->io.fields[0].name, s->io.fields[1].name, &ds, err);
+    pthread_mutex_unlock(&s->ring_lock);
+    if (empty) return brisk_errorf(err, BRISK_ERR_INVALID, "%s: the buffer is empty; push samples first", fn);
+    if (st || (st = brisk_trainer_set_dataset(s->trainer, &ds, err))) return brisk_error_prefix(err, "%s", fn);
     const int K = s->cfg.train.accumulate;
     int64_t steps = epochs ? n * brisk_trainer_batches_per_epoch(s->trainer) / K : n;
     if (brisk_dist_world(s->dist) > 1) { /* every rank must run as many steps: the fewest any rank has */
@@ -259,45 +269,48 @@ static brisk_status train(api_session *s, int64_t n, int epochs) {
     s->epochs += sum.epochs_done;
     s->last_loss = nl ? losses[nl - 1] : NAN;
     s->inf_stale = 1;
-    return sum.stopped_by_signal ? stopped(s, fn, sum.steps - before, steps, "steps") : BRISK_OK;
+    return sum.stopped_by_signal ? stopped(s, fn, sum.steps - before, steps, "steps", err) : BRISK_OK;
 }
 
 brisk_status brisk_session_train_epochs(brisk_session *h, int64_t epochs) {
     api_call c;
-    brisk_status st = api_enter(h, &c);
-    if (!st) st = train(c.s, epochs, 1);
+    brisk_status st = api_enter(h, &c, API_WORK);
+    if (!st) st = train(c.s, epochs, 1, &c.err);
     return api_leave(&c, st);
 }
 
 brisk_status brisk_session_train_steps(brisk_session *h, int64_t steps) {
     api_call c;
-    brisk_status st = api_enter(h, &c);
-    if (!st) st = train(c.s, steps, 0);
+    brisk_status st = api_enter(h, &c, API_WORK);
+    if (!st) st = train(c.s, steps, 0, &c.err);
     return api_leave(&c, st);
 }
 
 brisk_status brisk_session_save(brisk_session *h, const char *path) {
     api_call c;
-    brisk_status st = api_enter(h, &c);
-    if (!st && !path) st = brisk_errorf(&c.s->err, BRISK_ERR_INVALID, "save: the path is NULL");
-    if (!st) st = brisk_trainer_save(c.s->trainer, path, &c.s->err);
+    brisk_status st = api_enter(h, &c, API_WORK);
+    if (!st && !path) st = brisk_errorf(&c.err, BRISK_ERR_INVALID, "save: the path is NULL");
+    if (!st) st = brisk_trainer_save(c.s->trainer, path, &c.err);
     return api_leave(&c, st);
 }
 
 brisk_status brisk_session_load(brisk_session *h, const char *path) {
     api_call c;
-    brisk_status st = api_enter(h, &c);
-    if (!st && !path) st = brisk_errorf(&c.s->err, BRISK_ERR_INVALID, "load: the path is NULL");
-    if (!st && !(st = brisk_trainer_resume(c.s->trainer, path, &c.s->err))) c.s->inf_stale = c.s->loaded = 1;
+    brisk_status st = api_enter(h, &c, API_WORK);
+    if (!st && !path) st = brisk_errorf(&c.err, BRISK_ERR_INVALID, "load: the path is NULL");
+    if (!st && !(st = brisk_trainer_resume(c.s->trainer, path, &c.err))) c.s->inf_stale = c.s->loaded = 1;
     return api_leave(&c, st);
 }
 
 /* ---------------------------------------------------------------- queries */
 
-static brisk_status query(api_session *s, const char *name, double *value) {
-    if (!name || !value) return brisk_errorf(&s->err, BRISK_ERR_INVALID, "query: %s is NULL", !name ? "name" : "value");
+static brisk_status query(api_session *s, const char *name, double *value, brisk_error *err) {
+    if (!name || !value) return brisk_errorf(err, BRISK_ERR_INVALID, "query: %s is NULL", !name ? "name" : "value");
     const brisk_run_summary *l = &s->last;
     const double none = NAN;
+    pthread_mutex_lock(&s->ring_lock);
+    const brisk_ring r = s->ring;
+    pthread_mutex_unlock(&s->ring_lock);
     const struct { const char *name; double v; } table[] = {
         {"steps", (double)brisk_trainer_steps_done(s->trainer)},
         {"epochs", (double)s->epochs},
@@ -309,13 +322,13 @@ static brisk_status query(api_session *s, const char *name, double *value) {
         {"ms_per_step", s->trained ? l->ms_per_step_median : none},
         {"samples_per_s", s->trained ? l->samples_per_s : none},
         {"sample_seconds", s->inf ? s->infer_seconds : none},
-        {"buffered", (double)s->ring.count},
-        {"capacity", (double)s->ring.cap},
-        {"pushed", (double)s->ring.pushed},
-        {"dropped", (double)s->ring.dropped},
-        {"input_width", (double)s->ring.w_in},
-        {"target_width", (double)s->ring.w_tg},
-        {"output_width", (double)(s->cfg.model.type == BRISK_MODEL_MLP ? s->cfg.model.outputs : s->ring.w_tg)},
+        {"buffered", (double)r.count},
+        {"capacity", (double)r.cap},
+        {"pushed", (double)r.pushed},
+        {"dropped", (double)r.dropped},
+        {"input_width", (double)r.w_in},
+        {"target_width", (double)r.w_tg},
+        {"output_width", (double)(s->cfg.model.type == BRISK_MODEL_MLP ? s->cfg.model.outputs : r.w_tg)},
         {"stop_requested", (double)stop_pending(s)},
         {"stop_signal", (double)brisk_signal_pending()},
     };
@@ -328,12 +341,12 @@ static brisk_status query(api_session *s, const char *name, double *value) {
     char known[512] = "";
     for (size_t i = 0; i < n; i++)
         snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", table[i].name);
-    return brisk_errorf(&s->err, BRISK_ERR_INVALID, "query: unknown name \"%.100s\"; known: %s", name, known);
+    return brisk_errorf(err, BRISK_ERR_INVALID, "query: unknown name \"%.100s\"; known: %s", name, known);
 }
 
 brisk_status brisk_session_query(brisk_session *h, const char *name, double *value) {
     api_call c;
-    brisk_status st = api_enter(h, &c);
-    if (!st) st = query(c.s, name, value);
+    brisk_status st = api_enter(h, &c, API_READ);
+    if (!st) st = query(c.s, name, value, &c.err);
     return api_leave(&c, st);
 }

@@ -42,6 +42,7 @@ const char *brisk_status_name(brisk_status s) {
     case BRISK_ERR_INTERNAL: return "internal error";
     case BRISK_ERR_FULL: return "buffer full";
     case BRISK_STOPPED: return "stopped";
+    case BRISK_BUSY: return "busy";
     }
     return "unknown status";
 }
