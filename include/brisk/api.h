@@ -74,7 +74,10 @@
  *         "session": {"mpi_comm": H}
  *     where H is the communicator's Fortran handle: MPI_Comm_c2f(comm) in C, the integer
  *     communicator itself in Fortran (`use mpi`; comm%MPI_VAL with mpi_f08). brisk duplicates
- *     it (its messages never mix with the program's). Each rank pushes its own samples and
+ *     it (its messages never mix with the program's). MPI must be initialised by then; a
+ *     handle given before MPI_Init, after MPI_Finalize, or that names no communicator is an
+ *     error of brisk_session_create (the host's MPI error handlers are set to return while
+ *     brisk checks it, then given back), never an abort. Each rank pushes its own samples and
  *     trains on them; gradients are averaged over the ranks, so every rank holds the same
  *     model, trained on all ranks' data. Every rank must make the same train calls with the
  *     same step counts (train_epochs runs the fewest steps any rank's buffer gives); rank 0
@@ -117,10 +120,14 @@ typedef enum { BRISK_SAMPLER_DDPM = 0, BRISK_SAMPLER_DDIM = 1 } brisk_sampler_ki
  *     "data": {"buffer": {"capacity": 3840, "when_full": "drop_oldest" | "reject"},
  *              "validation_fraction": 0.0}
  * (defaults: capacity 4096, drop_oldest, validation_fraction 0.1). A "session" section holds
- * what only a session has (`brisk train` refuses it):
- *     "session": {"stop_signals": false}
+ * what only a session has (`brisk train` refuses it; docs/config.md, "session"):
+ *     "session": {"stop_signals": false, "resume": "refuse", "mpi_comm": -1}
  * stop_signals true installs brisk's handlers for SIGTERM, SIGINT and SIGUSR1 at creation, as
  * brisk_stop_signals_install does (off by default: the host program owns its signals).
+ * resume says what creation does when train.out_dir holds a previous run (checkpoints or
+ * metrics): "refuse" (the default: an error naming the choices), "auto" (continue it from its
+ * newest intact checkpoint: parameters, optimizer moments, step count; a fresh start when
+ * there is none) or "overwrite" (remove its checkpoints and metrics). mpi_comm: see "MPI".
  * An unknown key, a bad value or a model that cannot be built is an error naming the key.
  * log (may be NULL: silent) receives every message with log_user.
  *

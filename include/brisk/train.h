@@ -163,6 +163,15 @@ typedef struct brisk_dist_spec {
     brisk_overlap_mode overlap;
 } brisk_dist_spec;
 
+/* What only a library session reads (include/brisk/api.h); `brisk train` refuses the section. */
+typedef enum { BRISK_SESSION_REFUSE, BRISK_SESSION_AUTO, BRISK_SESSION_OVERWRITE } brisk_session_resume;
+typedef struct brisk_session_spec {
+    int present;                 /* the config has a "session" section */
+    int stop_signals;            /* install brisk's SIGTERM/SIGINT/SIGUSR1 handlers at creation */
+    int64_t mpi_comm;            /* the host's communicator as a Fortran handle; -1: none */
+    brisk_session_resume resume; /* a previous run in train.out_dir: refuse, continue, replace */
+} brisk_session_spec;
+
 /* What a run records beside metrics.jsonl (src/train/tboard.c). */
 typedef struct brisk_log_spec {
     int tensorboard;          /* write a TensorBoard event file into train.out_dir */
@@ -184,6 +193,7 @@ typedef struct brisk_config {
     brisk_speed_spec speed;
     brisk_dist_spec dist;
     brisk_log_spec log;
+    brisk_session_spec session; /* not in json: it is about the host process, not the run */
     char *json;                /* the effective config (after overrides), compact; owned */
 } brisk_config;
 
@@ -403,9 +413,11 @@ brisk_status brisk_trainer_dist_plan(const brisk_trainer *t, int world, brisk_di
 /* What a ring all-reduce of `bytes` sends per rank at `world` ranks (0 alone). */
 double brisk_dist_ring_bytes(double bytes, int world);
 /* Creates train.out_dir and takes its lock now instead of at the first run (a second trainer
- * on the directory is refused at once, naming the holder); a previous run there is continued
- * (the driving program loads its checkpoint), not refused. */
-brisk_status brisk_trainer_lock_run_dir(brisk_trainer *t, brisk_error *err);
+ * on the directory is refused at once, naming the holder). A previous run there is refused,
+ * as `brisk train` without --resume refuses it, with `choices` (how the driving program
+ * continues or replaces it) in the message, or with overwrite removed; to continue one,
+ * call brisk_trainer_resume_auto instead. */
+brisk_status brisk_trainer_lock_run_dir(brisk_trainer *t, int overwrite, const char *choices, brisk_error *err);
 /* Writes the run directory's checkpoint of the current step (last and step-N), unless this
  * process wrote it already; for a program that stops between runs. */
 brisk_status brisk_trainer_checkpoint(brisk_trainer *t, brisk_error *err);

@@ -18,50 +18,58 @@
 /* The trainer's side of a stop: the session's flag, set by brisk_session_request_stop. */
 static int stop_fn(void *user) { return api_stop_requested(user) ? BRISK_STOP_REQUESTED : 0; }
 
-/* The config as `brisk train` reads it, less what only a session has: the "session" section
- * (read here), train.out_dir defaulting to "" (the API writes no files unless asked) and
- * train.checkpoint_epochs to 0 (a session's epochs are passes over its buffer, often one per
- * call: a checkpoint at each would cost what the policy in api.h avoids). */
-static brisk_status read_config(api_session *s, const char *json, const char *path, int *stop_signals,
-                                int64_t *mpi_comm) {
+/* The config as `brisk train` reads it, with a session's own defaults: train.out_dir "" (the
+ * API writes no files unless asked) and train.checkpoint_epochs 0 (a session's epochs are
+ * passes over its buffer, often one per call: a checkpoint at each would cost what the
+ * policy in api.h avoids). The "session" section is read with the rest (config.c). */
+static brisk_status read_config(api_session *s, const char *json, const char *path) {
     brisk_error *err = &s->err;
     brisk_json *doc = NULL;
     brisk_status st = path ? brisk_json_load(path, &doc, err) : brisk_json_parse(json, strlen(json), "config", &doc, err);
     if (st) return st;
-    brisk_json_reader root = brisk_json_root(doc), train, session;
+    brisk_json_reader root = brisk_json_root(doc), train;
     brisk_json_object_opt(&root, "train", &train, NULL);
     int has_out = brisk_json_has(&train, "out_dir"), has_epochs = brisk_json_has(&train, "checkpoint_epochs");
-    brisk_json_object_opt(&root, "session", &session, NULL);
-    bool b = false;
-    brisk_json_bool_or(&session, "stop_signals", false, &b);
-    *stop_signals = b;
-    brisk_json_int64_or(&session, "mpi_comm", -1, -1, INT32_MAX, mpi_comm);
-    brisk_json_unknown_keys(&session);
     char *text = NULL;
-    if (!(st = brisk_json_status(doc, err))) {
-        cJSON *tree = brisk_json_tree(doc), *tr = cJSON_GetObjectItemCaseSensitive(tree, "train");
-        cJSON_DeleteItemFromObjectCaseSensitive(tree, "session");
-        if (!tr) tr = cJSON_AddObjectToObject(tree, "train");
-        /* a "train" that is no object is left for the config's own message */
-        if (!has_out && cJSON_IsObject(tr) && !cJSON_AddStringToObject(tr, "out_dir", ""))
-            st = brisk_errorf(err, BRISK_ERR_NOMEM, "create: out of memory");
-        if (!st && !has_epochs && cJSON_IsObject(tr) && !cJSON_AddNumberToObject(tr, "checkpoint_epochs", 0))
-            st = brisk_errorf(err, BRISK_ERR_NOMEM, "create: out of memory");
-        if (!st) st = brisk_json_dump(doc, &text, err);
-    }
+    cJSON *tree = brisk_json_tree(doc), *tr = cJSON_GetObjectItemCaseSensitive(tree, "train");
+    if (!tr) tr = cJSON_AddObjectToObject(tree, "train");
+    /* a "train" that is no object is left for the config's own message */
+    if (!has_out && cJSON_IsObject(tr) && !cJSON_AddStringToObject(tr, "out_dir", ""))
+        st = brisk_errorf(err, BRISK_ERR_NOMEM, "create: out of memory");
+    if (!st && !has_epochs && cJSON_IsObject(tr) && !cJSON_AddNumberToObject(tr, "checkpoint_epochs", 0))
+        st = brisk_errorf(err, BRISK_ERR_NOMEM, "create: out of memory");
+    if (!st) st = brisk_json_dump(doc, &text, err);
     brisk_json_free(doc);
     if (!st) st = brisk_config_parse(text, path ? path : "config", NULL, 0, &s->cfg, err);
     free(text);
     return st;
 }
 
+/* session.resume: a previous run in train.out_dir (checkpoints, metrics) is refused, as
+ * `brisk train` refuses one without --resume or --overwrite, continued from its newest intact
+ * checkpoint, or removed. A restarted simulation that forgot to say which would otherwise
+ * number its steps from 0 again and rotate away the checkpoints it meant to continue from. */
+static brisk_status claim_run_dir(api_session *s) {
+    brisk_error *err = &s->err;
+    brisk_status st;
+    if (s->cfg.session.resume == BRISK_SESSION_AUTO) {
+        int resumed = 0;
+        if ((st = brisk_trainer_resume_auto(s->trainer, &resumed, err))) return st;
+        s->loaded = resumed;
+        return BRISK_OK;
+    }
+    st = brisk_trainer_lock_run_dir(s->trainer, s->cfg.session.resume == BRISK_SESSION_OVERWRITE,
+                                    "set \"session\": {\"resume\": \"auto\"} to continue it from its newest "
+                                    "checkpoint, or {\"resume\": \"overwrite\"} to replace it", err);
+    return st ? brisk_error_prefix(err, "%s", s->cfg.path) : BRISK_OK;
+}
+
 static brisk_status setup(api_session *s, const char *json, const char *path) {
     brisk_error *err = &s->err;
     if (!json && !path) return brisk_errorf(err, BRISK_ERR_INVALID, "create: the config is NULL");
-    int stop_signals = 0;
-    int64_t mpi_comm = -1;
-    brisk_status st = read_config(s, json, path, &stop_signals, &mpi_comm);
+    brisk_status st = read_config(s, json, path);
     if (st) return st;
+    const brisk_session_spec *ss = &s->cfg.session;
     if (s->cfg.data.train[0])
         brisk_log(&s->log, BRISK_LOG_INFO, "%s: data.train (%s) is not read: a session trains on the samples pushed to it",
                   s->cfg.path, s->cfg.data.train);
@@ -71,18 +79,18 @@ static brisk_status setup(api_session *s, const char *json, const char *path) {
     brisk_trainer_set_control(s->trainer, &(brisk_trainer_control){stop_fn, s, 1, NULL, NULL});
     /* data parallel over the host's ranks, each pushing its own samples; before the run
      * directory is claimed, which rank 0 alone then does */
-    if (mpi_comm >= 0 && ((st = brisk_dist_create_fortran_comm(&s->dist, mpi_comm, err)) ||
-                          (st = brisk_trainer_set_dist(s->trainer, s->dist, 1, err))))
-        return brisk_error_prefix(err, "%s: session.mpi_comm", s->cfg.path);
+    if (ss->mpi_comm >= 0 && ((st = brisk_dist_create_fortran_comm(&s->dist, ss->mpi_comm, err)) ||
+                              (st = brisk_trainer_set_dist(s->trainer, s->dist, 1, err))))
+        return brisk_error_prefix(err, "%s: session.mpi_comm %lld", s->cfg.path, (long long)ss->mpi_comm);
     /* the run directory is this session's from now on, not from its first train call */
-    if ((st = brisk_trainer_lock_run_dir(s->trainer, err))) return st;
+    if (s->cfg.train.out_dir[0] && (st = claim_run_dir(s))) return st;
     const brisk_model_field *in = &s->io.fields[0], *tg = &s->io.fields[1];
     int labels = tg->dtype == BRISK_I32;
     st = brisk_ring_init(&s->ring, s->cfg.data.buffer_capacity, brisk_shape_numel(&in->sample),
                          labels ? 1 : brisk_shape_numel(&tg->sample), labels ? s->cfg.model.outputs : 0,
                          s->cfg.data.buffer_reject, err);
     if (st) return brisk_error_prefix(err, "%s", s->cfg.path);
-    if (stop_signals && brisk_stop_signals_install() != BRISK_OK)
+    if (ss->stop_signals && brisk_stop_signals_install() != BRISK_OK)
         return brisk_errorf(err, BRISK_ERR_INTERNAL, "session.stop_signals: cannot install the signal handlers");
     s->inf_stale = 1;
     brisk_log(&s->log, BRISK_LOG_INFO, "buffer    %lld samples of %s [%lld] and %s [%lld]; when full: %s",

@@ -224,16 +224,68 @@ brisk_status brisk_dist_create(brisk_dist **out, brisk_error *err) {
     return BRISK_OK;
 }
 
+/* The host's error handlers, made to return for a while: a bad communicator raises its
+ * error on itself, or (an invalid handle) on MPI_COMM_WORLD, MPI_COMM_SELF in MPI 4, whose
+ * handlers are the host's and by default abort; api.h promises brisk never aborts. */
+typedef struct handlers {
+    MPI_Comm comm[3];
+    MPI_Errhandler old[3];
+    int n;
+} handlers;
+
+static void handlers_return(handlers *h, MPI_Comm comm) {
+    MPI_Comm all[3] = {MPI_COMM_WORLD, MPI_COMM_SELF, comm};
+    h->n = 0;
+    for (int i = 0; i < 3; i++) {
+        if (i == 2 && (comm == MPI_COMM_WORLD || comm == MPI_COMM_SELF)) break;
+        if (MPI_Comm_get_errhandler(all[i], &h->old[h->n]) != MPI_SUCCESS) continue;
+        MPI_Comm_set_errhandler(all[i], MPI_ERRORS_RETURN);
+        h->comm[h->n++] = all[i];
+    }
+}
+
+static void handlers_restore(handlers *h) {
+    for (int i = 0; i < h->n; i++) {
+        MPI_Comm_set_errhandler(h->comm[i], h->old[i]);
+        MPI_Errhandler_free(&h->old[i]);
+    }
+}
+
+/* MPI is usable (initialised and not finalised): anything else may abort before any error
+ * handler applies (Open MPI's MPI_Comm_f2c before MPI_Init does). */
+static brisk_status mpi_running(brisk_error *err) {
+    int inited = 0, fin = 0;
+    MPI_Initialized(&inited);
+    MPI_Finalized(&fin);
+    if (!inited)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "an MPI communicator was passed, but MPI is not initialised: "
+                            "call MPI_Init (or MPI_Init_thread) before creating the session");
+    if (fin)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "an MPI communicator was passed, but MPI is finalised already");
+    return BRISK_OK;
+}
+
 static brisk_status create_from(brisk_dist **out, MPI_Comm comm, brisk_error *err) {
     *out = NULL;
-    int inited = 0;
-    MPI_Initialized(&inited);
-    if (!inited) return brisk_errorf(err, BRISK_ERR_INVALID, "an MPI communicator was passed, but MPI is not initialised");
     if (comm == MPI_COMM_NULL) return brisk_errorf(err, BRISK_ERR_INVALID, "the MPI communicator passed is MPI_COMM_NULL");
-    brisk_dist *d = alloc_group();
-    if (!d) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
-    snprintf(d->source, sizeof d->source, "the host program's MPI communicator");
-    brisk_status st = attach(d, comm, err);
+    handlers h;
+    handlers_return(&h, comm);
+    int size = 0, rc = MPI_Comm_size(comm, &size);
+    brisk_dist *d = NULL;
+    brisk_status st = BRISK_OK;
+    if (rc != MPI_SUCCESS) {
+        char msg[MPI_MAX_ERROR_STRING] = "";
+        int len = 0;
+        MPI_Error_string(rc, msg, &len);
+        st = brisk_errorf(err, BRISK_ERR_INVALID, "the MPI communicator passed is not a valid one (MPI_Comm_size: %s); "
+                          "pass a communicator of this MPI (in C its Fortran handle, MPI_Comm_c2f(comm))", msg);
+    } else if (!(d = alloc_group())) {
+        st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+    } else {
+        snprintf(d->source, sizeof d->source, "the host program's MPI communicator");
+        st = attach(d, comm, err);
+    }
+    handlers_restore(&h);
     if (st) {
         brisk_dist_free(d);
         return st;
@@ -243,12 +295,16 @@ static brisk_status create_from(brisk_dist **out, MPI_Comm comm, brisk_error *er
 }
 
 brisk_status brisk_dist_create_comm(brisk_dist **out, const void *mpi_comm, brisk_error *err) {
+    *out = NULL;
     if (!mpi_comm) return brisk_errorf(err, BRISK_ERR_INVALID, "mpi_comm is NULL; expected the address of an MPI_Comm");
-    return create_from(out, *(const MPI_Comm *)mpi_comm, err);
+    brisk_status st = mpi_running(err);
+    return st ? st : create_from(out, *(const MPI_Comm *)mpi_comm, err);
 }
 
 brisk_status brisk_dist_create_fortran_comm(brisk_dist **out, int64_t fortran_comm, brisk_error *err) {
-    return create_from(out, MPI_Comm_f2c((MPI_Fint)fortran_comm), err);
+    *out = NULL;
+    brisk_status st = mpi_running(err);
+    return st ? st : create_from(out, MPI_Comm_f2c((MPI_Fint)fortran_comm), err);
 }
 
 void brisk_dist_free(brisk_dist *d) {

@@ -695,6 +695,20 @@ static void read_log(brisk_json_reader *root, brisk_log_spec *l) {
     brisk_json_int64_or(&r, "histogram_every", 0, 0, INT64_C(1) << 40, &l->histogram_every);
 }
 
+static const char *const session_resumes[] = {"refuse", "auto", "overwrite", NULL};
+
+static void read_session(brisk_json_reader *root, brisk_session_spec *s) {
+    brisk_json_reader r;
+    bool present = false, b;
+    int v;
+    memset(s, 0, sizeof *s);
+    brisk_json_object_opt(root, "session", &r, &present);
+    s->present = present;
+    brisk_json_bool_or(&r, "stop_signals", false, &b), s->stop_signals = b;
+    brisk_json_int64_or(&r, "mpi_comm", -1, -1, INT32_MAX, &s->mpi_comm);
+    brisk_json_enum_or(&r, "resume", session_resumes, BRISK_SESSION_REFUSE, &v), s->resume = (brisk_session_resume)v;
+}
+
 static void stem(const char *path, char *out, size_t n) {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
@@ -720,7 +734,9 @@ static brisk_status from_doc(brisk_json *doc, const char *label, const char *con
     read_speed(&root, &cfg->speed);
     read_dist(&root, &cfg->dist);
     read_log(&root, &cfg->log);
+    read_session(&root, &cfg->session);
     if ((st = brisk_json_finish(doc, err))) return st;
+    cJSON_DeleteItemFromObjectCaseSensitive(brisk_json_tree(doc), "session");
     return brisk_json_dump(doc, &cfg->json, err);
 }
 

@@ -156,6 +156,9 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"log.tensorboard", "write a TensorBoard event file (events.out.tfevents.*) into train.out_dir: the scalars of metrics.jsonl, the config, the optimization report"},
     {"log.histogram_every", "also histograms of every parameter every N optimizer steps in the event file; 0: off"},
     {"speed.memory_limit", "bytes the run may use (a number, or a string with a unit: \"512MiB\", \"16G\"); 0: what is available"},
+    {"session.stop_signals", "library sessions only (brisk train refuses the section): install brisk's handlers for SIGTERM, SIGINT and SIGUSR1 at creation, each a stop request (off: the host program owns its signals)"},
+    {"session.mpi_comm", "library sessions only: the host's MPI communicator as a Fortran handle (MPI_Comm_c2f(comm) in C, the integer communicator in Fortran), for data parallel training over its ranks; MPI must be initialised by the host and the handle valid (else an error, never an abort); -1: one process"},
+    {"session.resume", "library sessions only: what creation does with a previous run in train.out_dir: refuse (an error naming these choices), auto (continue from its newest intact checkpoint: parameters, optimizer, step), overwrite (remove its checkpoints and metrics)"},
 };
 
 /* Where the reader's own report says less than the truth: a default computed from other keys
@@ -317,8 +320,8 @@ brisk_status brisk_config_reference(char **markdown, brisk_error *err) {
         }
         put(&t, "## models (a pipeline)\n\n");
         table(&t, &w, "", "models");
-        static const char *const sections[] = {"data", "optim", "train", "speed", "dist", "log"};
-        for (int k = 0; k < 6; k++) {
+        static const char *const sections[] = {"data", "optim", "train", "speed", "dist", "log", "session"};
+        for (int k = 0; k < 7; k++) {
             put(&t, "## %s\n\n", sections[k]);
             char prefix[16];
             snprintf(prefix, sizeof prefix, "%s.", sections[k]);

@@ -5,11 +5,9 @@
 
 void brisk_trainer_set_control(brisk_trainer *t, const brisk_trainer_control *c) { t->control = *c; }
 
-/* The driving program owns what the directory holds: a simulation restarted after a stop
- * creates its session on the same directory and loads its own checkpoint, so a previous run
- * there is continued (its best is adopted), not refused as `brisk train` without --resume does. */
-brisk_status brisk_trainer_lock_run_dir(brisk_trainer *t, brisk_error *err) {
-    t->run_claimed = 1;
+brisk_status brisk_trainer_lock_run_dir(brisk_trainer *t, int overwrite, const char *choices, brisk_error *err) {
+    t->cfg.train.overwrite = overwrite;
+    t->run_choices = choices;
     return t->cfg.train.out_dir[0] ? brisk_trainer_open_run_dir(t, err) : BRISK_OK;
 }
 

@@ -84,8 +84,9 @@ brisk_status brisk_run_dir_claim(brisk_trainer *t, brisk_error *err) {
     int n = previous_run(dir, 0, found, sizeof found, err);
     if (n == 0) return BRISK_OK;
     if (!t->cfg.train.overwrite)
-        return brisk_errorf(err, BRISK_ERR_INVALID, "%s holds a previous run (%s): continue it with --resume auto, "
-                            "replace it with --overwrite, or choose another train.out_dir", dir, found);
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s holds a previous run (%s): %s, or choose another "
+                            "train.out_dir", dir, found,
+                            t->run_choices ? t->run_choices : "continue it with --resume auto, replace it with --overwrite");
     if (previous_run(dir, 1, NULL, 0, err) < 0) return BRISK_ERR_IO;
     brisk_log(&t->log, BRISK_LOG_INFO, "overwrite removed the previous run in %s (%s)", dir, found);
     return BRISK_OK;

@@ -477,6 +477,12 @@ fail:
 
 brisk_status brisk_trainer_create(const brisk_config *cfg, const brisk_logger *log, brisk_trainer **out,
                                   brisk_error *err) {
+    *out = NULL;
+    /* its keys (signal handlers, the host's communicator) mean nothing to a run from files */
+    if (cfg->session.present)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: \"session\" configures a library session "
+                            "(brisk_session_create); a run from files does not read it: remove the section",
+                            cfg->path);
     return create(cfg, log, NULL, 1, out, err);
 }
 

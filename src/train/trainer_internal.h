@@ -96,6 +96,7 @@ struct brisk_trainer {
     /* rotation.c: the run directory's previous run is continued (a resume was asked for);
      * else it must be empty of one or train.overwrite set */
     int run_claimed;
+    const char *run_choices;   /* how the driving program continues or replaces a previous run (NULL: the CLI's flags) */
     brisk_trainer_control control; /* set by a program driving the trainer (control.c) */
     /* data parallel (dist.c): the process group (NULL: one process), gradient buckets, and
      * what the ranks agreed on at the last step */

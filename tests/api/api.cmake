@@ -3,3 +3,12 @@ add_executable(api_train_tool ${CMAKE_CURRENT_LIST_DIR}/api_train_tool.c)
 target_link_libraries(api_train_tool PRIVATE brisk)
 add_test(NAME api.same_losses_as_cli COMMAND ${CMAKE_CURRENT_LIST_DIR}/same_losses.sh $<TARGET_FILE:brisk_cli>
   $<TARGET_FILE:api_train_tool> ${CMAKE_BINARY_DIR}/api_same_losses)
+# Bad MPI communicator handles in a session's config: errors, never the host aborted.
+if(BRISK_HAVE_MPI AND MPIEXEC_EXECUTABLE)
+  add_executable(api_mpi_handles ${CMAKE_CURRENT_LIST_DIR}/mpi_handles.c)
+  target_link_libraries(api_mpi_handles PRIVATE brisk MPI::MPI_C)
+  add_test(NAME api.mpi_handles COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 1 --allow-run-as-root
+    $<TARGET_FILE:api_mpi_handles>)
+  set_tests_properties(api.mpi_handles PROPERTIES TIMEOUT 60 PASS_REGULAR_EXPRESSION "PASS: every bad handle refused"
+    ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0;OMPI_MCA_btl_vader_single_copy_mechanism=none")
+endif()

@@ -143,8 +143,12 @@ contains
     character(len=*), intent(in) :: hidden
     integer, intent(in) :: noise, capacity
     character(len=:), allocatable :: c
-    character(len=16) :: seed, cap, ns
+    character(len=16) :: seed, cap, ns, resume
     write (seed, '(i0)') 7 + rank
+    ! a restarted simulation continues its run directory's run; a new one replaces it
+    resume = 'overwrite'
+    if (mode == 'resume') resume = 'auto'
+
     write (cap, '(i0)') capacity
     write (ns, '(i0)') noise
     c = '{"model": {"type": "diffusion", "fine": 256, "coarse": 7, "hidden": ' // hidden // ',' // &
@@ -152,7 +156,7 @@ contains
          ' "data": {"validation_fraction": 0, "buffer": {"capacity": ' // trim(cap) // '}},' // &
          ' "train": {"batch_size": 16, "seed": ' // trim(seed) // ', "log_every": 100000,' // &
          ' "out_dir": "' // trim(rundir) // '"},' // &
-         ' "session": {"stop_signals": true},' // &
+         ' "session": {"stop_signals": true, "resume": "' // trim(resume) // '"},' // &
          ' "speed": {"threads": 0, "prefetch": 0}}'
   end function make_config
 

@@ -65,10 +65,24 @@ static void *train_job(void *p) {
     return NULL;
 }
 
+/* The train call's log: whether its closing summary came, and any message after destroy. */
+typedef struct watch {
+    atomic_int summary, after_destroy, destroyed;
+} watch;
+
+static void watch_log(void *user, brisk_log_level level, const char *msg) {
+    (void)level;
+    watch *w = user;
+    if (atomic_load(&w->destroyed)) atomic_store(&w->after_destroy, 1);
+    if (strstr(msg, "checkpoints       none")) atomic_store(&w->summary, 1);
+}
+
 /* Destroy while another thread trains: destroy waits for the train call, which completes
- * every step; the handle is "destroyed" for every call from the moment destroy begins. */
+ * every step and its summary before destroy returns; the handle is "destroyed" for every
+ * call from the moment destroy begins. */
 static void test_destroy_waits_for_train(void) {
-    brisk_session *s = filled(2048, NULL, NULL);
+    watch w = {0};
+    brisk_session *s = filled(2048, watch_log, &w);
     REQUIRE(s);
     job j = {.s = s, .n = 20000};
     pthread_t t;
@@ -77,9 +91,11 @@ static void test_destroy_waits_for_train(void) {
     usleep(20000);
     CHECKF(!atomic_load(&j.done), "the train call ended before destroy began: the test proves nothing");
     CHECK(brisk_session_destroy(s) == BRISK_OK);
-    CHECKF(atomic_load(&j.done), "destroy returned while the train call was still running");
+    atomic_store(&w.destroyed, 1);
+    CHECKF(atomic_load(&w.summary), "destroy returned before the train call's summary");
     pthread_join(t, NULL);
     CHECKF(j.st == BRISK_OK, "train during destroy -> %s", brisk_status_name(j.st));
+    CHECK(!atomic_load(&w.after_destroy));
     double v;
     CHECK(brisk_session_query(s, "steps", &v) == BRISK_ERR_INVALID);
     CHECK(strstr(brisk_session_error(s), "destroyed") != NULL);
@@ -151,7 +167,7 @@ static void test_push_while_training(void) {
     REQUIRE(s);
     atomic_int stop = 0;
     pusher u = {s, &stop, 0, BRISK_OK};
-    job j = {.s = s, .n = 60};
+    job j = {.s = s, .n = 600};
     pthread_t tp, tt;
     pthread_create(&tp, NULL, push_job, &u);
     pthread_create(&tt, NULL, train_job, &j);
@@ -169,8 +185,8 @@ static void test_push_while_training(void) {
     OK(brisk_session_train_epochs(s, 1), s);
     double steps = 0;
     OK(brisk_session_query(s, "steps", &steps), s);
-    CHECKF(steps == 60 + (double)((int64_t)buffered / 32), "%g steps; the epoch after the pushes should have %lld",
-           steps - 60, (long long)buffered / 32);
+    CHECKF(steps == 600 + (double)((int64_t)buffered / 32), "%g steps; the epoch after the pushes should have %lld",
+           steps - 600, (long long)buffered / 32);
     brisk_session_destroy(s);
 }
 
