@@ -49,8 +49,8 @@ module brisk
 
   public :: brisk_create, brisk_create_file, brisk_destroy, brisk_error_message, brisk_sizes, &
        brisk_push, brisk_clear, brisk_train_epochs, brisk_train_steps, brisk_save, brisk_load, &
-       brisk_predict, brisk_sample, brisk_query, brisk_request_stop, brisk_stop_signals_install, &
-       brisk_stop_signal
+       brisk_predict, brisk_sample, brisk_query, brisk_request_stop, brisk_clear_stop, &
+       brisk_stop_signals_install, brisk_stop_signal
 
   interface
      integer(c_int) function c_create(json, log, user, out) bind(C, name="brisk_session_create")
@@ -134,6 +134,10 @@ module brisk
        import :: c_int, c_ptr
        type(c_ptr), value :: s
      end function c_request_stop
+     integer(c_int) function c_clear_stop(s) bind(C, name="brisk_session_clear_stop")
+       import :: c_int, c_ptr
+       type(c_ptr), value :: s
+     end function c_clear_stop
      integer(c_int) function c_stop_signals_install() bind(C, name="brisk_stop_signals_install")
        import :: c_int
      end function c_stop_signals_install
@@ -349,6 +353,13 @@ contains
     type(brisk_session), intent(in) :: s
     status = c_request_stop(s%ptr)
   end function brisk_request_stop
+
+  ! Withdraws the stop (s's own request, and a signal brisk's handlers caught, which is
+  ! process-wide): train calls train again.
+  integer function brisk_clear_stop(s) result(status)
+    type(brisk_session), intent(in) :: s
+    status = c_clear_stop(s%ptr)
+  end function brisk_clear_stop
 
   ! Installs brisk's handlers for SIGTERM, SIGINT and SIGUSR1, for programs without their own
   ! (the config's "session": {"stop_signals": true} does it at creation): a caught signal stops

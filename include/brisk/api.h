@@ -55,7 +55,8 @@
  *   - brisk_session_error(s) is the message of the calling thread's last call on s: another
  *     thread's calls neither clear nor replace it.
  * The log callback is called on the thread of the call that logs (brisk's own worker threads
- * never call it), while that call holds its session. It may call brisk_session_error, _query,
+ * never call it), so from two threads at once when two threads use sessions sharing it (a
+ * push warning while a train call logs). It may call brisk_session_error, _query,
  * _sizes, _push, _clear and _request_stop (of any session); a train, predict, sample, save,
  * load or destroy call made from inside it returns BRISK_BUSY (11) with a message and does
  * nothing, since it would wait for the call it is inside. The callback must return: it must
@@ -115,7 +116,8 @@ typedef enum { BRISK_SAMPLER_DDPM = 0, BRISK_SAMPLER_DDIM = 1 } brisk_sampler_ki
 #endif
 
 /* Creates a session from a JSON config (the format of `brisk train`, comments allowed; see
- * examples/diffusion.json). The "data" section is optional: its "train" file is not read,
+ * examples/diffusion.json) of model.type "mlp" or "diffusion" (others are BRISK_ERR_UNSUPPORTED:
+ * they train from files, with brisk_train_run). The "data" section is optional: its "train" file is not read,
  * since the data come from brisk_session_push; "data.buffer" sets the sample buffer:
  *     "data": {"buffer": {"capacity": 3840, "when_full": "drop_oldest" | "reject"},
  *              "validation_fraction": 0.0}
@@ -173,7 +175,8 @@ brisk_status brisk_session_sizes(brisk_session *s, int64_t *input_width, int64_t
  * Every value must be finite (a classifier's label an integer in [0, classes)); a bad value
  * fails the whole push with BRISK_ERR_NUMERIC, naming the row and column, and leaves the
  * buffer unchanged. When the buffer would overflow: "drop_oldest" drops the oldest samples
- * (counted in the "dropped" query); "reject" stores nothing and returns BRISK_ERR_FULL. */
+ * (counted in the "dropped" query; the first drop logs a warning); "reject" stores nothing
+ * and returns BRISK_ERR_FULL. */
 brisk_status brisk_session_push(brisk_session *s, int64_t n, const float *input, int64_t input_stride,
                                 const float *target, int64_t target_stride);
 /* Empties the buffer (the model and the optimizer state stay). */
@@ -263,12 +266,18 @@ brisk_status brisk_session_query(brisk_session *s, const char *name, double *val
  * the rest keep working. BRISK_ERR_INVALID (and nothing else happens) for a handle that names
  * no live session; no message is recorded, since a signal handler may not write one. */
 brisk_status brisk_session_request_stop(brisk_session *s);
+/* Withdraws the stop: train calls on s train again. It clears s's own request and, when
+ * brisk's handlers caught a signal, that signal too (it is process-wide: every session's
+ * stop ends) and re-arms the handlers the signal reset. For a program that saved its state
+ * after a stop and goes on (a notebook after Ctrl-C). */
+brisk_status brisk_session_clear_stop(brisk_session *s);
 /* For programs without handlers of their own: installs brisk's for SIGTERM, SIGINT and SIGUSR1
- * (replacing the program's; the config's "session": {"stop_signals": true} does the same at
- * creation). A caught signal is a stop request for every session of the process, from then
- * on; the handlers reset themselves, so a second such signal acts as if brisk had none
- * (default: the process ends). Installing again while no signal has been caught re-arms them;
- * after one was caught it does nothing. */
+ * (replacing the program's) for the rest of the process. A caught signal is a stop request for
+ * every session of the process, from then on (until brisk_session_clear_stop); the handlers
+ * reset themselves, so a second such signal acts as if brisk had none (default: the process
+ * ends). Installing again while no signal has been caught re-arms them; after one was caught
+ * it does nothing. The config's "session": {"stop_signals": true} installs them only while
+ * such a session lives: destroying the last one gives the program its own handlers back. */
 brisk_status brisk_stop_signals_install(void);
 /* The signal brisk's handlers caught (SIGTERM, SIGINT, SIGUSR1), 0 if none: for ranks of an
  * MPI program that hold no session but must stop at the same step as those that do. */

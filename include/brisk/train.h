@@ -349,8 +349,14 @@ void brisk_trainer_free(brisk_trainer *t);
  * clears a pending signal. Library users that handle these signals themselves do not call
  * this and may call brisk_signal_request instead. */
 brisk_status brisk_signals_install(brisk_error *err);
+/* Gives the program back the handlers it had before the first brisk_signals_install (and
+ * leaves a pending signal pending); brisk_signals_installed says whether brisk's are in. */
+void brisk_signals_restore(void);
+int brisk_signals_installed(void);
 /* The signal that asked for a stop, 0 if none. */
 int brisk_signal_pending(void);
+/* Forgets a pending signal (brisk's handlers, when reset by it, stay reset). */
+void brisk_signal_clear(void);
 /* Asks running trainers to stop as if signal `sig` had arrived (async-signal-safe). */
 void brisk_signal_request(int sig);
 /* "SIGTERM", "SIGINT", "SIGUSR1", "a stop request" (BRISK_STOP_REQUESTED) or "a signal". */

@@ -3,9 +3,12 @@
 The library is the one beside this file (a `pip install ./python`), or the one named by the
 BRISK_LIBRARY environment variable (a CMake build's build/libbrisk.so, as the tests use).
 """
+import contextlib
 import ctypes
 import logging
 import os
+import signal
+import threading
 
 _STATUS = ["ok", "invalid", "io", "format", "shape", "nomem", "unsupported", "numeric", "internal",
            "full", "stopped", "busy"]
@@ -68,6 +71,7 @@ def lib():
                                             ctypes.c_double, ctypes.c_uint64]),
         "brisk_session_query": (S, [P, ctypes.c_char_p, ctypes.POINTER(ctypes.c_double)]),
         "brisk_session_request_stop": (S, [P]),
+        "brisk_session_clear_stop": (S, [P]),
         "brisk_train_run": (S, [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p), ctypes.c_int,
                                 ctypes.c_char_p, ctypes.c_int, LOG_FN, P, PROGRESS_FN, P, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p,
                                 ctypes.c_size_t]),
@@ -79,16 +83,45 @@ def lib():
     return L
 
 
-def make_log(log):
+@contextlib.contextmanager
+def ctrl_c_stops(on_interrupt):
+    """For the duration of a brisk call: Ctrl-C calls on_interrupt() (which asks brisk to stop
+    after its step, with a checkpoint, and has the caller raise KeyboardInterrupt when the call
+    has returned) instead of raising KeyboardInterrupt inside one of brisk's callbacks, where it
+    cannot cross the C frames beneath. Only where Python's own SIGINT handler is in place (the
+    main thread, no handler of the program's): elsewhere the callbacks catch what arrives."""
+    if (threading.current_thread() is not threading.main_thread() or
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+    signal.signal(signal.SIGINT, lambda _sig, _frame: on_interrupt())
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def make_log(log, on_interrupt=None):
     """The C log callback for `log`: a callable (level name, message), or None for the
-    logging module's "brisk" logger."""
+    logging module's "brisk" logger.
+
+    A callback must return to brisk (an exception cannot cross the C frames under it): Ctrl-C
+    arrives in it as KeyboardInterrupt whenever brisk calls back while the user presses it, and
+    is handed to on_interrupt() instead, whose caller stops the run and raises it afterwards;
+    an exception from the user's own log function is logged and dropped."""
 
     def cb(_user, level, msg):
-        text = msg.decode("utf-8", "replace")
-        lv = _LEVELS[level] if 0 <= level < len(_LEVELS) else logging.INFO
-        if log is None:
-            logger.log(lv, "%s", text)
-        else:
-            log(logging.getLevelName(lv).lower(), text)
+        try:
+            text = msg.decode("utf-8", "replace")
+            lv = _LEVELS[level] if 0 <= level < len(_LEVELS) else logging.INFO
+            if log is None:
+                logger.log(lv, "%s", text)
+            else:
+                log(logging.getLevelName(lv).lower(), text)
+        except KeyboardInterrupt:
+            if on_interrupt is not None:
+                on_interrupt()
+        except Exception as e:  # noqa: BLE001 - a log function's failure must not end the run
+            logger.warning("brisk: the log function raised %r; message dropped", e)
 
     return LOG_FN(cb)

@@ -57,12 +57,17 @@ class Session:
     config: a dict (the JSON config of `brisk train`), a path to one, or JSON text.
     log: None sends brisk's messages to the logging module's "brisk" logger; a callable
     log(level, message) receives them instead.
+
+    Ctrl-C during a call (brisk calls the log function back at its progress lines) stops a
+    train call after its step with a checkpoint (train.out_dir), then raises
+    KeyboardInterrupt; the session stays usable and trains again on the next call.
     """
 
     def __init__(self, config, log=None):
         L = _lib.lib()
         self._h = None
-        self._log = _lib.make_log(log)  # kept alive: the library calls it until destroy
+        self._interrupted = False
+        self._log = _lib.make_log(log, self._on_interrupt)  # kept alive: the library calls it until destroy
         text, is_path = _config_text(config)
         h = ctypes.c_void_p()
         create = L.brisk_session_create_file if is_path else L.brisk_session_create
@@ -76,7 +81,23 @@ class Session:
         self.target_width = int(self.query("target_width"))
         self.output_width = int(self.query("output_width"))
 
+    def _on_interrupt(self):
+        self._interrupted = True
+        if self._h is not None:
+            _lib.lib().brisk_session_request_stop(self._h)
+
+    def _call(self, name, *args):
+        """brisk_session_<name>(handle, *args), Ctrl-C turned into a stop request meanwhile."""
+        with _lib.ctrl_c_stops(self._on_interrupt):
+            st = getattr(_lib.lib(), "brisk_session_" + name)(self._handle(), *args)
+        return self._check(st)
+
     def _check(self, st):
+        if self._interrupted:  # Ctrl-C arrived in a callback: the call stopped; now raise it
+            self._interrupted = False
+            if self._h is not None:
+                _lib.lib().brisk_session_clear_stop(self._h)
+            raise KeyboardInterrupt
         if st and st != _lib.STOPPED:
             raise BriskError(st, _lib.lib().brisk_session_error(self._handle()).decode("utf-8", "replace"))
         return st
@@ -111,26 +132,26 @@ class Session:
         if x.shape[0] != y.shape[0]:
             raise ValueError("brisk: input has %d samples (rows) and target %d; expected the same number"
                              % (x.shape[0], y.shape[0]))
-        self._check(_lib.lib().brisk_session_push(self._handle(), x.shape[0], _ptr(x), 0, _ptr(y), 0))
+        self._call("push", x.shape[0], _ptr(x), 0, _ptr(y), 0)
 
     def clear(self):
         """Empties the buffer (the model and optimizer state stay)."""
-        self._check(_lib.lib().brisk_session_clear(self._handle()))
+        self._call("clear")
 
     def train_epochs(self, epochs=1):
         """Trains epochs over the buffered samples; returns True when a stop request cut it short."""
-        return self._check(_lib.lib().brisk_session_train_epochs(self._handle(), int(epochs))) == _lib.STOPPED
+        return self._call("train_epochs", int(epochs)) == _lib.STOPPED
 
     def train_steps(self, steps):
         """Trains optimizer steps; returns True when a stop request cut it short."""
-        return self._check(_lib.lib().brisk_session_train_steps(self._handle(), int(steps))) == _lib.STOPPED
+        return self._call("train_steps", int(steps)) == _lib.STOPPED
 
     def predict(self, input):
         """MLP models: the outputs (n, output_width) for input (n, input_width); class
         probabilities for a classifier."""
         x = _rows(input, self.input_width, "input")
         out = np.empty((x.shape[0], self.output_width), dtype=np.float32)
-        self._check(_lib.lib().brisk_session_predict(self._handle(), x.shape[0], _ptr(x), 0, _ptr(out), 0))
+        self._call("predict", x.shape[0], _ptr(x), 0, _ptr(out), 0)
         return out
 
     def sample(self, coarse, method="ddim", steps=0, eta=0.0, seed=0, guess=None):
@@ -144,27 +165,31 @@ class Session:
             raise ValueError("brisk: guess has %d rows and coarse %d; expected the same number"
                              % (g.shape[0], c.shape[0]))
         out = np.empty((c.shape[0], self.output_width), dtype=np.float32)
-        self._check(_lib.lib().brisk_session_sample_guided(
-            self._handle(), c.shape[0], _ptr(c), 0, None if g is None else _ptr(g), 0, _ptr(out), 0,
-            _METHODS[method], int(steps), float(eta), int(seed)))
+        self._call("sample_guided", c.shape[0], _ptr(c), 0, None if g is None else _ptr(g), 0, _ptr(out), 0,
+                   _METHODS[method], int(steps), float(eta), int(seed))
         return out
 
     def save(self, path):
         """Writes a checkpoint (safetensors; brisk.load reads its parameters)."""
-        self._check(_lib.lib().brisk_session_save(self._handle(), os.fspath(path).encode()))
+        self._call("save", os.fspath(path).encode())
 
     def load(self, path):
         """Loads a checkpoint of the same model (parameters, optimizer state, step)."""
-        self._check(_lib.lib().brisk_session_load(self._handle(), os.fspath(path).encode()))
+        self._call("load", os.fspath(path).encode())
 
     def query(self, name):
         """One number by name (api.h lists them: "steps", "train_loss", "val_loss", "buffered", ...)."""
         if not isinstance(name, str):
             raise TypeError("brisk: query takes a name (str), not %s" % type(name).__name__)
         v = ctypes.c_double()
-        self._check(_lib.lib().brisk_session_query(self._handle(), name.encode(), ctypes.byref(v)))
+        self._call("query", name.encode(), ctypes.byref(v))
         return v.value
 
     def request_stop(self):
         """Asks train calls to stop after their current step, with a checkpoint."""
-        self._check(_lib.lib().brisk_session_request_stop(self._handle()))
+        self._call("request_stop")
+
+    def clear_stop(self):
+        """Withdraws a stop (request_stop, or a signal brisk's handlers caught): train calls
+        train again."""
+        self._call("clear_stop")

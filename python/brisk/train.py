@@ -58,8 +58,9 @@ def train(config, overrides=None, resume=None, overwrite=False, progress=True, l
     ms_per_step_median, samples_per_s, params, stopped_by_signal, checkpoint, ...; None where
     nothing was measured) and out_dir, and checkpoint the newest checkpoint's path ("" when the
     config sets no train.out_dir). A config with "models" returns ({"models": {...}}, None).
-    KeyboardInterrupt (Ctrl-C) stops the run at the next progress line with a checkpoint
-    (summary["stopped_by_signal"] is then nonzero). Errors raise BriskError with brisk's message.
+    Ctrl-C stops the run after its step in progress (at brisk's next call back: a progress
+    line, every train.log_every steps), writes its checkpoint, and then raises
+    KeyboardInterrupt, as a notebook user expects. Errors raise BriskError with brisk's message.
     """
     text, is_path = _config_text(config)
     if isinstance(overrides, dict):
@@ -69,33 +70,43 @@ def train(config, overrides=None, resume=None, overwrite=False, progress=True, l
         raise TypeError("brisk: overrides must be a dict {key: value} or a list of \"key=value\" strings")
     overrides = list(overrides or [])
     arr = (ctypes.c_char_p * max(1, len(overrides)))(*[o.encode() for o in overrides])
-    state = {"bar": None, "step": 0}
+    state = {"bar": None, "step": 0, "interrupted": False}
+
+    def on_interrupt():
+        state["interrupted"] = True
 
     def on_progress(_user, step, total, loss):
         try:
-            if state["bar"] is None:
-                state["bar"] = _bar(int(total), "brisk")
-            bar = state["bar"]
-            if not math.isnan(loss):
-                bar.set_postfix(loss=float("%.5g" % loss))
-            bar.update(int(step) - state["step"])
-            state["step"] = int(step)
-            return 0
+            if progress:
+                if state["bar"] is None:
+                    state["bar"] = _bar(int(total), "brisk")
+                bar = state["bar"]
+                if not math.isnan(loss):
+                    bar.set_postfix(loss=float("%.5g" % loss))
+                bar.update(int(step) - state["step"])
+                state["step"] = int(step)
         except KeyboardInterrupt:
-            return 1
+            on_interrupt()
+        except Exception as e:  # noqa: BLE001 - a broken bar must not end the run
+            _lib.logger.warning("brisk: the progress bar raised %r", e)
+        return 1 if state["interrupted"] else 0  # nonzero: stop after this step, with a checkpoint
 
-    log_cb = _lib.make_log(log)
-    prog_cb = _lib.PROGRESS_FN(on_progress) if progress else _lib.PROGRESS_FN()
+    # the progress callback is passed even without a bar: it is how Ctrl-C stops the run
+    log_cb = _lib.make_log(log, on_interrupt)
+    prog_cb = _lib.PROGRESS_FN(on_progress)
     result = ctypes.create_string_buffer(1 << 16)
     error = ctypes.create_string_buffer(2048)
     try:
-        st = _lib.lib().brisk_train_run(text.encode(), int(is_path), arr, len(overrides),
-                                        None if resume is None else os.fspath(resume).encode(), int(bool(overwrite)),
-                                        log_cb, None, prog_cb,
-                                        None, result, len(result), error, len(error))
+        with _lib.ctrl_c_stops(on_interrupt):
+            st = _lib.lib().brisk_train_run(text.encode(), int(is_path), arr, len(overrides),
+                                            None if resume is None else os.fspath(resume).encode(),
+                                            int(bool(overwrite)), log_cb, None, prog_cb,
+                                            None, result, len(result), error, len(error))
     finally:
         if state["bar"] is not None:
             state["bar"].close()
+    if state["interrupted"]:
+        raise KeyboardInterrupt
     if st and st != _lib.STOPPED:
         raise BriskError(st, error.value.decode("utf-8", "replace"))
     summary = json.loads(result.value.decode())

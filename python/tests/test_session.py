@@ -114,3 +114,24 @@ def test_diffusion_sample():
         b = s.sample(c[:4], steps=5, seed=7, guess=f[:4])
         assert a.shape == b.shape == (4, 8) and np.isfinite(a).all()
         np.testing.assert_array_equal(a, s.sample(np.asfortranarray(c[:4]), steps=5, seed=7))
+
+
+def test_model_types_a_session_cannot_take_are_refused_at_create():
+    cfg = {"model": {"type": "lstm", "inputs": 4, "outputs": 3, "seq_len": 8, "hidden": 16}}
+    with pytest.raises(brisk.BriskError, match='a session trains model.type "mlp" or "diffusion".*brisk.train'):
+        brisk.Session(cfg)
+
+
+def test_first_dropped_rows_warn():
+    cfg = {"model": {"type": "mlp", "inputs": 4, "hidden": [8], "outputs": 2, "task": "regress"},
+           "data": {"buffer": {"capacity": 64}}}
+    seen = []
+    with brisk.Session(cfg, log=lambda level, msg: seen.append((level, msg))) as s:
+        x = np.zeros((50, 4))
+        s.push(x, x[:, :2])
+        assert not [m for lv, m in seen if "dropped" in m]
+        s.push(x, x[:, :2])
+        s.push(x, x[:, :2])
+        warned = [m for lv, m in seen if lv == "warning" and "dropped" in m]
+        assert len(warned) == 1 and "64 samples" in warned[0] and "36 so far" in warned[0], seen
+        assert s.query("dropped") == 86

@@ -66,7 +66,8 @@ def test_log_callable_gets_messages(tabular, tmp_path):
 
 
 def test_ctrl_c_stops_with_checkpoint(tabular, tmp_path, monkeypatch):
-    """A KeyboardInterrupt in the progress callback stops the run after its step, with a checkpoint."""
+    """A KeyboardInterrupt in the progress callback stops the run after its step, with a
+    checkpoint, and is raised again once the run has returned (a notebook's Ctrl-C)."""
     bt = sys.modules["brisk.train"]  # the module (brisk.train is the function)
 
     class Interrupting(bt._PlainBar):
@@ -76,5 +77,9 @@ def test_ctrl_c_stops_with_checkpoint(tabular, tmp_path, monkeypatch):
     monkeypatch.setattr(bt, "_bar", lambda total, desc: Interrupting(total, desc))
     cfg = config(tabular, tmp_path / "run")
     cfg["train"]["epochs"] = 50
-    summary, ckpt = brisk.train(cfg)
-    assert summary["stopped_by_signal"] and summary["steps"] < 50 * 7 and ckpt.endswith(".safetensors")
+    with pytest.raises(KeyboardInterrupt):
+        brisk.train(cfg)
+    assert (tmp_path / "run" / "last.safetensors").exists()
+    with open(tmp_path / "run" / "metrics.jsonl") as f:
+        end = [r for r in map(json.loads, f) if r.get("event") == "run_end"][-1]
+    assert end["stopped_by_signal"] and end["steps"] < 50 * 7

@@ -46,6 +46,9 @@ static slot table[MAX_SESSIONS];
 static unsigned next_slot;
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t calls_ended = PTHREAD_COND_INITIALIZER;
+/* Sessions created with "stop_signals": brisk's handlers are in while any lives (the
+ * program's own come back after the last), unless the program installed them itself. */
+static int signal_sessions, program_signals;
 
 /* The sessions whose mutex this thread holds, innermost last. */
 static _Thread_local api_session *held[HELD_MAX];
@@ -220,12 +223,53 @@ brisk_status brisk_session_request_stop(brisk_session *h) {
     return BRISK_OK;
 }
 
-brisk_status brisk_stop_signals_install(void) {
-    /* Installing clears a pending signal and re-arms handlers that a caught signal reset
-     * (SA_RESETHAND); a second session must do neither. */
+/* Installing clears a pending signal and re-arms handlers that a caught signal reset
+ * (SA_RESETHAND); a second session must do neither. */
+static brisk_status install_unless_caught(void) {
     if (brisk_signal_pending()) return BRISK_OK;
     brisk_error ignored;
     return brisk_signals_install(&ignored);
+}
+
+brisk_status brisk_stop_signals_install(void) {
+    pthread_mutex_lock(&table_lock);
+    program_signals = 1;
+    brisk_status st = install_unless_caught();
+    pthread_mutex_unlock(&table_lock);
+    return st;
+}
+
+brisk_status api_signals_acquire(void) {
+    pthread_mutex_lock(&table_lock);
+    brisk_status st = signal_sessions == 0 ? install_unless_caught() : BRISK_OK;
+    if (!st) signal_sessions++;
+    pthread_mutex_unlock(&table_lock);
+    return st;
+}
+
+void api_signals_release(void) {
+    pthread_mutex_lock(&table_lock);
+    if (--signal_sessions == 0 && !program_signals) brisk_signals_restore();
+    pthread_mutex_unlock(&table_lock);
+}
+
+brisk_status brisk_session_clear_stop(brisk_session *h) {
+    api_call c;
+    brisk_status st = api_enter(h, &c, API_FREE);
+    if (!st) {
+        api_stop_clear(c.s);
+        pthread_mutex_lock(&table_lock);
+        if (!brisk_signal_pending()) {
+        } else if (brisk_signals_installed()) {
+            brisk_error ignored;
+            st = brisk_signals_install(&ignored); /* clears it, and re-arms what the signal reset */
+            if (st) st = brisk_errorf(&c.err, st, "clear_stop: cannot re-install brisk's signal handlers");
+        } else {
+            brisk_signal_clear();
+        }
+        pthread_mutex_unlock(&table_lock);
+    }
+    return api_leave(&c, st);
 }
 
 int brisk_stop_signal(void) { return brisk_signal_pending(); }

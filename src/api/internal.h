@@ -31,6 +31,7 @@ typedef struct api_session {
     brisk_inference *inf;      /* built on the first predict or sample */
     int inf_stale;             /* the trainer's parameters changed since inf copied them */
     int loaded;                /* parameters came from a checkpoint (brisk_session_load) */
+    int stop_signals;          /* holds brisk's signal handlers (api_signals_acquire) */
     int warned_untrained;
     brisk_run_summary last;    /* of the last train call */
     int trained;
@@ -71,6 +72,10 @@ api_session *api_handle_retire(brisk_session *h, const char **why);
 int api_stop_requested(const api_session *s);
 /* Withdraws a stop asked for s through its handle (not a caught signal). */
 void api_stop_clear(const api_session *s);
+/* brisk's stop handlers for a session created with "stop_signals": in from the first such
+ * session, the program's own handlers back after the last is destroyed. */
+brisk_status api_signals_acquire(void);
+void api_signals_release(void);
 
 /* ---- check.c: array arguments, described in the caller's terms */
 typedef struct api_ctx {

@@ -70,6 +70,13 @@ static brisk_status setup(api_session *s, const char *json, const char *path) {
     brisk_status st = read_config(s, json, path);
     if (st) return st;
     const brisk_session_spec *ss = &s->cfg.session;
+    /* a session's rows are one input and one target of fixed width: what these two read */
+    brisk_model_type type = s->cfg.model.type;
+    if (s->cfg.n_models || (type != BRISK_MODEL_MLP && type != BRISK_MODEL_DIFFUSION))
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: %s: a session trains model.type \"mlp\" or "
+                            "\"diffusion\"; train this model from files with `brisk train` (brisk.train in Python, "
+                            "brisk_train_run in C)", s->cfg.path,
+                            s->cfg.n_models ? "a pipeline (\"models\")" : brisk_model_type_name(type));
     if (s->cfg.data.train[0])
         brisk_log(&s->log, BRISK_LOG_INFO, "%s: data.train (%s) is not read: a session trains on the samples pushed to it",
                   s->cfg.path, s->cfg.data.train);
@@ -90,8 +97,11 @@ static brisk_status setup(api_session *s, const char *json, const char *path) {
                          labels ? 1 : brisk_shape_numel(&tg->sample), labels ? s->cfg.model.outputs : 0,
                          s->cfg.data.buffer_reject, err);
     if (st) return brisk_error_prefix(err, "%s", s->cfg.path);
-    if (ss->stop_signals && brisk_stop_signals_install() != BRISK_OK)
-        return brisk_errorf(err, BRISK_ERR_INTERNAL, "session.stop_signals: cannot install the signal handlers");
+    if (ss->stop_signals) {
+        if (api_signals_acquire() != BRISK_OK)
+            return brisk_errorf(err, BRISK_ERR_INTERNAL, "session.stop_signals: cannot install the signal handlers");
+        s->stop_signals = 1;
+    }
     s->inf_stale = 1;
     brisk_log(&s->log, BRISK_LOG_INFO, "buffer    %lld samples of %s [%lld] and %s [%lld]; when full: %s",
               (long long)s->ring.cap, in->name, (long long)s->ring.w_in, tg->name, (long long)s->ring.w_tg,
@@ -110,6 +120,7 @@ static brisk_status setup(api_session *s, const char *json, const char *path) {
 
 static void free_session(api_session *s) {
     if (!s) return;
+    if (s->stop_signals) api_signals_release();
     pthread_mutex_destroy(&s->lock);
     pthread_mutex_destroy(&s->ring_lock);
     brisk_inference_free(s->inf);
@@ -189,9 +200,18 @@ brisk_status api_push(api_session *s, const api_ctx *c, int64_t n, api_arg *in, 
         (st = api_check_values(c, tg, n, r->classes, "nothing was added", err)))
         return st;
     pthread_mutex_lock(&s->ring_lock);
+    int64_t dropped = s->ring.dropped;
     st = brisk_ring_push(&s->ring, n, in->v, in->stride, tg->v, tg->stride, err);
+    int first_drop = dropped == 0 && s->ring.dropped > 0;
+    int64_t cap = s->ring.cap, now = s->ring.dropped;
     pthread_mutex_unlock(&s->ring_lock);
-    return st ? brisk_error_prefix(err, "%s", c->fn) : BRISK_OK;
+    if (st) return brisk_error_prefix(err, "%s", c->fn);
+    /* once: a host that pushes more than it trains on loses its oldest samples quietly else */
+    if (first_drop)
+        brisk_log(&s->log, BRISK_LOG_WARN, "%s: the buffer holds %lld samples and is full: the oldest are dropped "
+                  "(%lld so far; the \"dropped\" query counts them). Raise data.buffer.capacity, train more often, "
+                  "or set data.buffer.when_full \"reject\"", c->fn, (long long)cap, (long long)now);
+    return BRISK_OK;
 }
 
 brisk_status brisk_session_push(brisk_session *h, int64_t n, const float *input, int64_t input_stride,

@@ -17,23 +17,40 @@
 
 static volatile sig_atomic_t pending;
 
+static const int sigs[] = {SIGTERM, SIGINT, SIGUSR1};
+#define N_SIGS (sizeof sigs / sizeof sigs[0])
+/* What the program had before the first install, for brisk_signals_restore. Installing and
+ * restoring are the caller's to serialise (the API does so under its table's mutex). */
+static struct sigaction saved[N_SIGS];
+static int have_saved;
+
 static void on_stop_signal(int sig) { pending = sig; }
 
 brisk_status brisk_signals_install(brisk_error *err) {
-    static const int sigs[] = {SIGTERM, SIGINT, SIGUSR1};
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
     sa.sa_flags = SA_RESTART | SA_RESETHAND;
     sigemptyset(&sa.sa_mask);
     pending = 0;
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        if (sigaction(sigs[i], &sa, NULL) != 0)
+    for (size_t i = 0; i < N_SIGS; i++)
+        if (sigaction(sigs[i], &sa, have_saved ? NULL : &saved[i]) != 0)
             return brisk_errorf(err, BRISK_ERR_INTERNAL, "cannot install a handler for signal %d", sigs[i]);
+    have_saved = 1;
     return BRISK_OK;
 }
 
+void brisk_signals_restore(void) {
+    if (!have_saved) return;
+    for (size_t i = 0; i < N_SIGS; i++) sigaction(sigs[i], &saved[i], NULL);
+    have_saved = 0;
+}
+
+int brisk_signals_installed(void) { return have_saved; }
+
 int brisk_signal_pending(void) { return pending; }
+
+void brisk_signal_clear(void) { pending = 0; }
 
 void brisk_signal_request(int sig) { pending = sig ? sig : SIGTERM; }
 

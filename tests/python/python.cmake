@@ -6,7 +6,7 @@ if(BRISK_SHARED AND NOT BRISK_SANITIZE)
   set(py_args ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR} ${BRISK_WORKLOADS_DIR})
   set(py_tests ${CMAKE_SOURCE_DIR}/python/tests)
   add_test(NAME python.package COMMAND ${CMAKE_CURRENT_LIST_DIR}/pytest.sh ${py_args} ${py_tests}/test_train.py
-    ${py_tests}/test_session.py ${py_tests}/test_load_torch.py)
+    ${py_tests}/test_session.py ${py_tests}/test_load_torch.py ${py_tests}/test_interrupt.py)
   add_test(NAME python.install COMMAND ${CMAKE_CURRENT_LIST_DIR}/pytest.sh ${py_args} ${py_tests}/test_install.py)
   set_tests_properties(python.package python.install PROPERTIES SKIP_RETURN_CODE 77)
 endif()
