@@ -62,7 +62,10 @@ def interrupt(script, args):
             seen += 1
             if seen == 3:
                 p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=120)
+    try:
+        out, err = p.communicate(timeout=120)
+    finally:
+        p.kill()
     lines += out.split()
     return [l for l in lines if not l.startswith("PROGRESS")], err, p.returncode
 
