@@ -344,7 +344,11 @@ double brisk_loader_wait_seconds(const brisk_loader *l);
  * gray_to_rgb (else an error saying so); 16-bit PNGs and CMYK/YCCK JPEGs are refused
  * (brisk would have to guess a scaling or a colour profile). A corrupt or truncated file
  * (libjpeg's "premature end of data" warnings included) is an error, never a crash, and
- * images of more than max_pixels are refused before any pixel memory is allocated. */
+ * images of more than max_pixels are refused before any pixel memory is allocated.
+ * A JPEG's EXIF Orientation tag (APP1) or a PNG's (eXIf chunk) is applied, as viewers and
+ * labelling tools do: pixels, width and height are those of the image as displayed (a
+ * phone's portrait photo stored landscape with orientation 6 comes out portrait), unless
+ * raw_orientation. */
 #define BRISK_IMAGE_MAX_PIXELS_DEFAULT ((int64_t)1 << 26) /* 8192 x 8192 */
 
 typedef struct brisk_image {
@@ -356,6 +360,7 @@ typedef struct brisk_image_options {
     int gray_to_rgb;             /* 1: grayscale replicated to RGB; 0: refused */
     int keep_gray;               /* 1: grayscale returned as 1 channel (overrides gray_to_rgb) */
     int64_t max_pixels;          /* 0: BRISK_IMAGE_MAX_PIXELS_DEFAULT */
+    int raw_orientation;         /* 1: pixels as stored; 0: turned by the EXIF orientation tag */
 } brisk_image_options;
 
 typedef enum { BRISK_IMAGE_PNG = 1, BRISK_IMAGE_JPEG = 2 } brisk_image_format;
@@ -384,7 +389,8 @@ brisk_status brisk_png_write(const char *path, const uint8_t *pixels, int width,
  *
  * Labels CSV: a header `file[,category][,x0,y0,v0,x1,y1,v1,...]`, one row per image:
  * its path, its category (an integer >= 0; what the episodic sampler draws from) and K
- * keypoints in pixels of the file's image (origin at its top-left corner, x right, y down,
+ * keypoints in pixels of the file's image as displayed (EXIF orientation applied unless
+ * decode.raw_orientation; origin at its top-left corner, x right, y down,
  * so pixel (i, j) spans [i, i+1) x [j, j+1)), each with a flag v: 0 not labelled, 1 or 2
  * labelled (COCO's occluded / visible). Plain commas only (no quoted fields). A labels file
  * ending in .json holds the same: {"images": [{"file": "a.png", "category": 1, "keypoints":

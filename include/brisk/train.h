@@ -44,6 +44,7 @@ typedef struct brisk_images_config {
     char labels[BRISK_PATH_MAX];        /* labels .csv (files beside it), or an image array .npy/.npz */
     int width, height;                  /* data.images.size: [width, height] or one number */
     int resize, gray_to_rgb, skip_bad, verify;
+    int raw_orientation;                /* data.images.orientation "raw": EXIF orientation ignored */
     float mean[3], std[3];
     int64_t max_pixels;
     int workers;                        /* decoding threads per loader; 0: half of brisk's threads */

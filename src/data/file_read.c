@@ -16,7 +16,9 @@ brisk_status brisk_rfile_open(brisk_rfile *f, const char *path, brisk_error *err
     memset(f, 0, sizeof *f);
     f->fd = -1;
     f->path = path;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* Non-blocking, so that a FIFO (or a device) is refused below instead of waiting in open
+     * for a writer that never comes; a regular file reads the same either way. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open: %s%s", path, strerror(errno), brisk_open_hint(errno));
     struct stat st;
     if (fstat(fd, &st) != 0) {
@@ -26,7 +28,9 @@ brisk_status brisk_rfile_open(brisk_rfile *f, const char *path, brisk_error *err
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return brisk_errorf(err, BRISK_ERR_IO, "%s: not a regular file", path);
+        return brisk_errorf(err, BRISK_ERR_IO, "%s: not a regular file (%s); brisk reads data from regular files",
+                            path, S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a folder"
+                                  : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "a socket or other special file");
     }
     f->fd = fd;
     f->len = (uint64_t)st.st_size;

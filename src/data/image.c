@@ -7,6 +7,7 @@
  * Dimensions are checked against max_pixels from the header, before pixel memory. */
 #include "brisk/data.h"
 #include "data/bytes.h"
+#include "data/image_internal.h"
 
 #include <setjmp.h>
 #include <stdio.h>
@@ -183,10 +184,8 @@ static brisk_status jpeg_run(const void *buf, size_t len, const char *name, cons
 
 /* ---------------------------------------------------------------- API */
 
-static brisk_status run(const void *buf, size_t len, const char *name, const brisk_image_options *opt,
-                        brisk_image *out, int *w, int *h, brisk_error *err) {
-    brisk_image_options def = {0};
-    const brisk_image_options *o = opt ? opt : &def;
+static brisk_status decode(const void *buf, size_t len, const char *name, const brisk_image_options *o,
+                           brisk_image *out, int *w, int *h, brisk_error *err) {
     int fmt = brisk_image_sniff(buf, len);
     if (fmt == BRISK_IMAGE_PNG) {
 #ifdef BRISK_HAVE_PNG
@@ -206,6 +205,22 @@ static brisk_status run(const void *buf, size_t len, const char *name, const bri
     }
     return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: not a PNG or JPEG file (%zu bytes; the first bytes are neither "
                         "signature)", name, len);
+}
+
+/* The pixels (or, with out NULL, the size) in the frame a viewer shows: EXIF orientation
+ * applied unless raw_orientation (image_exif.c). */
+static brisk_status run(const void *buf, size_t len, const char *name, const brisk_image_options *opt,
+                        brisk_image *out, int *w, int *h, brisk_error *err) {
+    brisk_image_options def = {0};
+    const brisk_image_options *o = opt ? opt : &def;
+    brisk_status st = decode(buf, len, name, o, out, w, h, err);
+    int orientation = st || o->raw_orientation ? 1 : brisk_image_orientation(buf, len);
+    if (orientation >= 5) {
+        int t = *w;
+        *w = *h, *h = t;
+    }
+    if (!st && out && (st = brisk_image_orient(out, orientation, name, err))) brisk_image_free(out);
+    return st;
 }
 
 brisk_status brisk_image_info(const void *buf, size_t len, const char *name, const brisk_image_options *opt,

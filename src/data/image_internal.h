@@ -1,5 +1,5 @@
 /* data-internal: the labels of an image dataset (image_labels.c, image_labels_json.c) for
- * image_dataset.c. */
+ * image_dataset.c, and EXIF orientation (image_exif.c) for image.c. */
 #ifndef BRISK_DATA_IMAGE_INTERNAL_H
 #define BRISK_DATA_IMAGE_INTERNAL_H
 
@@ -24,5 +24,11 @@ brisk_status brisk_image_labels_parse(const char *buf, size_t len, const char *n
 brisk_status brisk_image_labels_parse_json(const char *buf, size_t len, const char *name, brisk_image_labels *out,
                                            brisk_error *err);
 void brisk_image_labels_free(brisk_image_labels *l);
+
+/* The EXIF orientation (1 to 8; 1 when absent or unreadable) of a JPEG or PNG in memory. */
+int brisk_image_orientation(const void *buf, size_t len);
+/* Turns decoded pixels from the stored frame into the displayed one (orientation 2 to 8:
+ * mirrored and/or rotated; 5 to 8 swap width and height); 1 leaves them. */
+brisk_status brisk_image_orient(brisk_image *im, int orientation, const char *name, brisk_error *err);
 
 #endif

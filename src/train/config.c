@@ -374,9 +374,11 @@ void brisk_weather_spec_of(const brisk_data_spec *d, const char **paths, const c
 }
 
 static const char *const on_error_kinds[] = {"error", "skip", NULL};
+static const char *const orientation_kinds[] = {"exif", "raw", NULL};
 
-/* data.images: {"labels", "size", "resize", "mean", "std", "gray_to_rgb", "on_error",
- *               "verify", "max_pixels", "workers", "augment": {"flip", "flip_pairs", "crop"}} */
+/* data.images: {"labels", "size", "resize", "orientation", "mean", "std", "gray_to_rgb",
+ *               "on_error", "verify", "max_pixels", "workers",
+ *               "augment": {"flip", "flip_pairs", "crop"}} */
 static void read_images(brisk_json_reader *data, brisk_images_config *im) {
     brisk_json_reader r, a;
     bool present, b;
@@ -411,6 +413,7 @@ static void read_images(brisk_json_reader *data, brisk_images_config *im) {
         free(d);
     }
     brisk_json_bool_or(&r, "resize", false, &b), im->resize = b;
+    brisk_json_enum_or(&r, "orientation", orientation_kinds, 0, &v), im->raw_orientation = v == 1;
     brisk_json_bool_or(&r, "gray_to_rgb", false, &b), im->gray_to_rgb = b;
     brisk_json_enum_or(&r, "on_error", on_error_kinds, 0, &v), im->skip_bad = v == 1;
     brisk_json_bool_or(&r, "verify", false, &b), im->verify = b;
@@ -443,6 +446,7 @@ void brisk_images_spec_of(const brisk_data_spec *d, uint64_t seed, brisk_image_s
     memcpy(out->std, im->std, sizeof out->std);
     out->decode.gray_to_rgb = im->gray_to_rgb;
     out->decode.max_pixels = im->max_pixels;
+    out->decode.raw_orientation = im->raw_orientation;
     out->skip_bad = im->skip_bad;
     out->verify = im->verify;
     out->flip = im->flip;

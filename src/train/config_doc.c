@@ -70,6 +70,7 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"data.images.mean", "per-channel mean subtracted after scaling pixels to [0, 1] (3 numbers; default 0)"},
     {"data.images.std", "per-channel std divided by after the mean (3 numbers; default 1)"},
     {"data.images.resize", "resize images of another size to data.images.size (bilinear); false: such an image is an error"},
+    {"data.images.orientation", "exif: pixels turned upright by the file's EXIF Orientation tag (JPEG APP1, PNG eXIf), as viewers and labelling tools show them, and labels read in that frame; raw: the stored pixels and frame, the tag ignored"},
     {"data.images.gray_to_rgb", "grayscale images copied to 3 channels; false: refused"},
     {"data.images.on_error", "a missing, corrupt or wrongly sized image: stop with an error naming it, or skip it and count it"},
     {"data.images.verify", "decode every image at load (catches corrupt pixel data before training; slower start)"},

@@ -56,7 +56,8 @@ brisk_status brisk_predict_images_output(const brisk_config *cfg, const brisk_da
                             : brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
     for (int64_t r = 0; !st && r < N; r++) {
         files[r] = brisk_image_dataset_path(ds, r);
-        brisk_image_options opt = {.gray_to_rgb = cfg->data.images.gray_to_rgb, .max_pixels = cfg->data.images.max_pixels};
+        brisk_image_options opt = {.gray_to_rgb = cfg->data.images.gray_to_rgb, .max_pixels = cfg->data.images.max_pixels,
+                                   .raw_orientation = cfg->data.images.raw_orientation};
         int w = cfg->data.images.width, h = cfg->data.images.height;
         if (cfg->data.images.resize) {
             brisk_image im;

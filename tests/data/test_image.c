@@ -1,7 +1,7 @@
 /* Image decoding: PNG and JPEG round trips, the conversions brisk makes (palette, alpha,
  * gray by option) and refuses (16-bit, CMYK, gray without the option), every truncation
  * and a corrupted byte of each format as an error naming the file (never a crash), and
- * the pixel limit checked before allocating. BRISK_WRITE_IMAGE_CORPUS=DIR also writes the
+ * the pixel limit checked before allocating; EXIF orientation in Pillow's files. BRISK_WRITE_IMAGE_CORPUS=DIR also writes the
  * fuzz seed corpus (tests/fuzz/corpus/image) from the same encoders. */
 #include <math.h>
 
@@ -164,6 +164,58 @@ static void test_not_an_image(void) {
     CHECK(brisk_image_decode(soi, 4, "soi.jpg", NULL, &im, &err) != BRISK_OK && has(&err, "soi.jpg"));
 }
 
+/* EXIF orientation, in files Pillow wrote (tests/data/fixtures/exif/make_exif.py): each of
+ * the 8 orientations of a 7 x 5 picture as PNG (eXIf chunk) and JPEG (APP1) decodes to the
+ * pixels Pillow's exif_transpose shows, sides swapped for 5 to 8 (the header-only size
+ * too); raw_orientation gives the stored frame. On code that ignored the tag every case
+ * but 1 differs. */
+static void test_exif_orientation(void) {
+#if defined(BRISK_HAVE_PNG) && defined(BRISK_HAVE_JPEG)
+    const char *fmts[2] = {"png", "jpg"};
+    char p[1200], name[64];
+    for (int f = 0; f < 2; f++)
+        for (int o = 1; o <= 8; o++) {
+            brisk_error err;
+            brisk_image got, want, raw;
+            snprintf(name, sizeof name, "exif/o%d_%s_up.png", o, fmts[f]);
+            REQUIRE_OK(brisk_image_read(fixture(p, sizeof p, name), NULL, &want, &err), &err);
+            snprintf(name, sizeof name, "exif/o%d.%s", o, fmts[f]);
+            REQUIRE_OK(brisk_image_read(fixture(p, sizeof p, name), NULL, &got, &err), &err);
+            brisk_image_options keep = {.raw_orientation = 1};
+            REQUIRE_OK(brisk_image_read(p, &keep, &raw, &err), &err);
+            size_t n;
+            uint8_t *bytes = read_file(p, &n);
+            int w = 0, h = 0;
+            REQUIRE_OK(brisk_image_info(bytes, n, name, NULL, &w, &h, &err), &err);
+            int same = got.width == want.width && got.height == want.height &&
+                       memcmp(got.data, want.data, (size_t)want.width * want.height * 3) == 0;
+            CHECKF(same && w == want.width && h == want.height, "%s: decoded %d x %d (header %d x %d), Pillow shows "
+                   "%d x %d%s", name, got.width, got.height, w, h, want.width, want.height, same ? "" : ", pixels differ");
+            CHECKF(raw.width == 7 && raw.height == 5, "%s raw: %d x %d, stored 7 x 5", name, raw.width, raw.height);
+            free(bytes);
+            brisk_image_free(&got), brisk_image_free(&want), brisk_image_free(&raw);
+        }
+    /* A big-endian ("MM") TIFF body, as cameras write it, in a JPEG: orientation 8. */
+    uint8_t *px = picture(3, 2, 3);
+    size_t n;
+    uint8_t *jpg = jpeg_encode(px, 3, 2, 3, 0, &n);
+    static const uint8_t app1[] = {0xFF, 0xE1, 0, 34, 'E', 'x', 'i', 'f', 0, 0, 'M', 'M', 0, 42, 0, 0, 0, 8,
+                                   0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, 8, 0, 0, 0, 0, 0, 0};
+    uint8_t *with = malloc(n + sizeof app1);
+    memcpy(with, jpg, 2), memcpy(with + 2, app1, sizeof app1), memcpy(with + 2 + sizeof app1, jpg + 2, n - 2);
+    int w = 0, h = 0;
+    brisk_error err;
+    CHECK(brisk_image_info(with, n + sizeof app1, "mm.jpg", NULL, &w, &h, &err) == BRISK_OK && w == 2 && h == 3);
+    /* damaged tags (an IFD offset past the end, a wrong type) mean no orientation, never an error */
+    for (int bad = 0; bad < 2; bad++) {
+        memcpy(with + 2, app1, sizeof app1);
+        with[2 + (bad ? 23 : 17)] = 0x7F;
+        CHECK(brisk_image_info(with, n + sizeof app1, "bad.jpg", NULL, &w, &h, &err) == BRISK_OK && w == 3 && h == 2);
+    }
+    free(with), free(jpg), free(px);
+#endif
+}
+
 /* The fuzz seed corpus, when asked: tiny valid files of each kind the decoder handles. */
 static void test_write_corpus(void) {
     const char *dir = getenv("BRISK_WRITE_IMAGE_CORPUS");
@@ -191,4 +243,5 @@ static void test_write_corpus(void) {
     free(px);
 }
 
-TEST_MAIN(T(test_png_roundtrip), T(test_png_conversions), T(test_jpeg), T(test_not_an_image), T(test_write_corpus))
+TEST_MAIN(T(test_png_roundtrip), T(test_png_conversions), T(test_jpeg), T(test_not_an_image), T(test_exif_orientation),
+          T(test_write_corpus))

@@ -1,7 +1,7 @@
 /* Image datasets: synth -> load -> samples equal the decoded pixels and labels; the flip
  * mirrors pixels and swaps keypoint pairs; crops move keypoints with the pixels; batches
  * are identical for any worker count and change between epochs; every bad input (missing
- * file, wrong size, corrupt or grayscale file, bad labels) is one error naming the file,
+ * file, a FIFO, wrong size, corrupt or grayscale file, bad labels) is one error naming the file,
  * or with skip_bad a sample left out and counted; image arrays from .npy; episodes; a folder
  * of images without labels and the keypoints CSV `brisk predict` writes. */
 #include <math.h>
@@ -252,6 +252,7 @@ static const char *bad_folder(char *lp, size_t cap, const char *name, const char
     if (!strcmp(kind, "size")) brisk_png_write(p, px, 32, 48, 3, &err);
     if (!strcmp(kind, "gray")) brisk_png_write(p, px, 64, 64, 1, &err);
     if (!strcmp(kind, "header")) write_file(p, "\x89PNG\r\n\x1a\n\0\0", 10);
+    if (!strcmp(kind, "fifo")) mkfifo(p, 0644); /* opening it for reading waits for a writer */
     if (!strcmp(kind, "pixels")) { /* header intact, pixel data corrupt */
         char q[1300];
         snprintf(q, sizeof q, "%s/ok0.png", dir);
@@ -269,10 +270,12 @@ static const char *bad_folder(char *lp, size_t cap, const char *name, const char
 
 static void test_bad_inputs(void) {
 #ifdef BRISK_HAVE_PNG
-    const char *kinds[] = {"missing", "size", "gray", "header"};
+    /* a FIFO hung the loader in open() before: the alarm turns a hang into a failure */
+    alarm(120);
+    const char *kinds[] = {"missing", "size", "gray", "header", "fifo"};
     const char *msgs[] = {"cannot open", "image of 32 x 48 pixels; expected 64 x 64", "grayscale",
-                          "corrupt or truncated PNG"};
-    for (int i = 0; i < 4; i++) {
+                          "corrupt or truncated PNG", "not a regular file (a FIFO)"};
+    for (int i = 0; i < 5; i++) {
         char lp[1300], name[32];
         snprintf(name, sizeof name, "bad_%s", kinds[i]);
         brisk_image_spec s = base_spec(bad_folder(lp, sizeof lp, name, kinds[i]));
@@ -283,12 +286,22 @@ static void test_bad_inputs(void) {
         s.skip_bad = 1;
         brisk_image_report r;
         REQUIRE_OK(brisk_image_dataset_load(&ds, &s, &r, &err), &err);
-        int64_t counts[4] = {r.missing, r.wrong_size, r.unsupported, r.corrupt};
+        int64_t counts[5] = {r.missing, r.wrong_size, r.unsupported, r.corrupt, r.missing};
         CHECKF(ds.count == 3 && r.listed == 4 && r.kept == 3 && counts[i] == 1 && strstr(r.first_skipped, "bad.png"),
                "case %s: count %lld kept %lld first '%s'", kinds[i], (long long)ds.count, (long long)r.kept, r.first_skipped);
         CHECK(r.missing + r.wrong_size + r.unsupported + r.corrupt == 1);
         brisk_dataset_free(&ds);
     }
+    /* the labels file itself a FIFO */
+    char fifo[1300];
+    tpath(fifo, sizeof fifo, "labels_fifo.csv");
+    mkfifo(fifo, 0644);
+    brisk_image_spec fs = base_spec(fifo);
+    brisk_error ferr;
+    brisk_dataset fds;
+    CHECK(brisk_image_dataset_load(&fds, &fs, NULL, &ferr) == BRISK_ERR_IO && has(&ferr, "labels_fifo.csv") &&
+          has(&ferr, "not a regular file (a FIFO)"));
+    alarm(0);
     /* a wrong size is fine when resizing */
     char lp[1300];
     brisk_image_spec s = base_spec(bad_folder(lp, sizeof lp, "resized", "size"));

@@ -1,6 +1,8 @@
 /* libFuzzer target: PNG/JPEG decoding (brisk_image_info, then brisk_image_decode) of
- * arbitrary bytes, with gray conversion on so the gray paths are reached too. The pixel
- * limit keeps a header's claimed size from exhausting the fuzzer's memory. */
+ * arbitrary bytes, with gray conversion on so the gray paths are reached too, and the EXIF
+ * orientation read and applied (the seeds exif_o5.png and exif_o6.jpg were written by
+ * Pillow). The pixel limit keeps a header's claimed size from exhausting the fuzzer's
+ * memory. */
 #include "brisk/data.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
