@@ -14,25 +14,10 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-enum { STREAM_AUGMENT = 0x41554720u /* "AUG " */ };
-
-typedef struct image_source {
-    brisk_image_spec spec;
-    int64_t n;
-    char **paths;              /* [n] full paths; NULL for an array */
-    uint8_t *array;            /* [n, ah, aw, ac] for an image array */
-    int aw, ah, ac;
-    int k;
-    float *kp;                 /* [n, k, 3] source pixels */
-    int has_category;
-    int32_t *category;         /* [n] */
-    int f_x, f_y, f_vis, f_cat; /* field indices, -1 when absent */
-} image_source;
-
 static int ends_with(const char *s, const char *suf);
 
 static void source_free(void *user) {
-    image_source *s = (image_source *)user;
+    brisk_image_source *s = (brisk_image_source *)user;
     if (!s) return;
     for (int64_t i = 0; s->paths && i < s->n; i++) free(s->paths[i]);
     free(s->paths);
@@ -40,130 +25,6 @@ static void source_free(void *user) {
     free(s->kp);
     free(s->category);
     free(s);
-}
-
-/* ---------------------------------------------------------------- one sample */
-
-/* Bilinear taps along one axis: output o of `out` samples reads source positions
- * [start, start + len) (the crop), mirrored when flip. align_corners=False. */
-static void taps(int out, int start, int len, int flip, int *i0, int *i1, float *w1) {
-    double scale = (double)len / out;
-    for (int o = 0; o < out; o++) {
-        int oo = flip ? out - 1 - o : o;
-        double s = (oo + 0.5) * scale - 0.5;
-        if (s < 0) s = 0;
-        if (s > len - 1) s = len - 1;
-        int a = (int)floor(s);
-        int b = a + 1 < len ? a + 1 : a;
-        i0[o] = start + a;
-        i1[o] = start + b;
-        w1[o] = (float)(s - a);
-    }
-}
-
-static brisk_status make_sample(void *user, int64_t index, uint64_t epoch, int augment, void *const *dst,
-                                brisk_error *err) {
-    const image_source *s = (const image_source *)user;
-    const brisk_image_spec *sp = &s->spec;
-    brisk_image im = {0};
-    const uint8_t *px;
-    int w, h, ch;
-    if (s->paths) {
-        brisk_status st = brisk_image_read(s->paths[index], &sp->decode, &im, err);
-        if (st) return st;
-        px = im.data, w = im.width, h = im.height, ch = im.channels;
-        if (!sp->resize && (w != sp->width || h != sp->height)) {
-            brisk_image_free(&im);
-            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: image of %d x %d pixels; expected %d x %d (data.images.size), "
-                                "or set resize", s->paths[index], w, h, sp->width, sp->height);
-        }
-    } else {
-        px = s->array + (size_t)index * (size_t)s->aw * s->ah * s->ac, w = s->aw, h = s->ah, ch = s->ac;
-    }
-    /* The augmentation's draws: flip, crop scale, crop x, crop y. */
-    int flip = 0, cx = 0, cy = 0, cw = w, chh = h;
-    if (augment) {
-        const uint32_t key[2] = {(uint32_t)sp->seed, (uint32_t)(sp->seed >> 32)};
-        const uint32_t ctr[4] = {(uint32_t)index, (uint32_t)((uint64_t)index >> 32), STREAM_AUGMENT, (uint32_t)epoch};
-        uint32_t u[4];
-        brisk_philox4x32(ctr, key, u);
-        flip = sp->flip > 0 && brisk_u32_to_unit(u[0]) <= sp->flip;
-        if (sp->crop > 0 && sp->crop < 1) {
-            double frac = sp->crop + (1.0 - sp->crop) * (1.0 - brisk_u32_to_unit(u[1])); /* in [crop, 1) */
-            cw = (int)lround(frac * w), chh = (int)lround(frac * h);
-            if (cw < 1) cw = 1;
-            if (chh < 1) chh = 1;
-            cx = (int)((1.0 - brisk_u32_to_unit(u[2])) * (w - cw + 1));
-            cy = (int)((1.0 - brisk_u32_to_unit(u[3])) * (h - chh + 1));
-            if (cx > w - cw) cx = w - cw;
-            if (cy > h - chh) cy = h - chh;
-        }
-    }
-    int W = sp->width, H = sp->height;
-    float *out = (float *)dst[s->f_x];
-    if (!flip && cx == 0 && cy == 0 && cw == W && chh == H) {
-        /* Same size, no augmentation: a table of the 256 normalised values, the same
-         * numbers the general path computes for whole pixels. */
-        for (int c = 0; c < 3; c++) {
-            float lut[256];
-            for (int v = 0; v < 256; v++) lut[v] = ((float)v / 255.0f - sp->mean[c]) / sp->std[c];
-            const uint8_t *p = px + (ch == 1 ? 0 : c);
-            float *o = out + (size_t)c * H * W;
-            for (size_t i = 0; i < (size_t)W * H; i++) o[i] = lut[p[i * (size_t)ch]];
-        }
-        brisk_image_free(&im);
-        goto labels;
-    }
-    int *xi = malloc(sizeof(int) * 2 * (size_t)(W + H));
-    float *xw = malloc(sizeof(float) * (size_t)(W + H));
-    if (!xi || !xw) {
-        free(xi), free(xw), brisk_image_free(&im);
-        return brisk_errorf(err, BRISK_ERR_NOMEM, "image sample %lld: out of memory", (long long)index);
-    }
-    int *x0 = xi, *x1 = xi + W, *y0 = xi + 2 * W, *y1 = xi + 2 * W + H;
-    float *wx = xw, *wy = xw + W;
-    taps(W, cx, cw, flip, x0, x1, wx);
-    taps(H, cy, chh, 0, y0, y1, wy);
-    size_t row = (size_t)w * ch;
-    for (int c = 0; c < 3; c++) {
-        int sc = ch == 1 ? 0 : c;
-        float m = sp->mean[c], sd = sp->std[c]; /* as torchvision: x / 255, then (x - mean) / std */
-        for (int oy = 0; oy < H; oy++) {
-            const uint8_t *ra = px + (size_t)y0[oy] * row, *rb = px + (size_t)y1[oy] * row;
-            float b = wy[oy], a = 1.0f - b;
-            float *o = out + ((size_t)c * H + oy) * W;
-            for (int ox = 0; ox < W; ox++) {
-                float r = wx[ox], l = 1.0f - r;
-                float v = a * (l * ra[(size_t)x0[ox] * ch + sc] + r * ra[(size_t)x1[ox] * ch + sc]) +
-                          b * (l * rb[(size_t)x0[ox] * ch + sc] + r * rb[(size_t)x1[ox] * ch + sc]);
-                o[ox] = (v / 255.0f - m) / sd;
-            }
-        }
-    }
-    free(xi);
-    free(xw);
-    brisk_image_free(&im);
-labels:
-    if (s->f_y >= 0) {
-        float *y = (float *)dst[s->f_y], *vis = (float *)dst[s->f_vis];
-        const float *kp = s->kp + (size_t)index * s->k * 3;
-        for (int k = 0; k < s->k; k++) {
-            double kx = (kp[3 * k] - cx) * (double)W / cw, ky = (kp[3 * k + 1] - cy) * (double)H / chh;
-            int in = kp[3 * k + 2] > 0 && kx >= 0 && kx < W && ky >= 0 && ky < H;
-            if (flip) kx = W - kx;
-            y[2 * k] = in ? (float)(kx / W) : 0.0f;
-            y[2 * k + 1] = in ? (float)(ky / H) : 0.0f;
-            vis[k] = in ? 1.0f : 0.0f;
-        }
-        for (int p = 0; flip && p < sp->nflip_pairs; p++) {
-            int a = sp->flip_pairs[p][0], b = sp->flip_pairs[p][1];
-            float t0 = y[2 * a], t1 = y[2 * a + 1], tv = vis[a];
-            y[2 * a] = y[2 * b], y[2 * a + 1] = y[2 * b + 1], vis[a] = vis[b];
-            y[2 * b] = t0, y[2 * b + 1] = t1, vis[b] = tv;
-        }
-    }
-    if (s->f_cat >= 0) *(int32_t *)dst[s->f_cat] = s->category[index];
-    return BRISK_OK;
 }
 
 /* ---------------------------------------------------------------- loading */
@@ -198,7 +59,7 @@ static void count_skip(brisk_image_report *r, brisk_status st, const brisk_error
 }
 
 /* Header (or, with verify, full) check of one file; *pixels its width x height. */
-static brisk_status check_file(const image_source *s, const char *path, int64_t *pixels, brisk_error *err) {
+static brisk_status check_file(const brisk_image_source *s, const char *path, int64_t *pixels, brisk_error *err) {
     const brisk_image_spec *sp = &s->spec;
     brisk_file f;
     brisk_status st = brisk_file_load(path, &f, err);
@@ -219,7 +80,7 @@ static brisk_status check_file(const image_source *s, const char *path, int64_t 
     return st;
 }
 
-static brisk_status load_csv(image_source *s, brisk_image_report *rep, brisk_error *err) {
+static brisk_status load_csv(brisk_image_source *s, brisk_image_report *rep, brisk_error *err) {
     const char *path = s->spec.labels;
     brisk_file f;
     brisk_status st = brisk_file_load(path, &f, err);
@@ -288,7 +149,7 @@ static int is_image_name(const char *n) {
 
 /* A folder: its .png/.jpg/.jpeg files (any case; not its subfolders) in byte order of their
  * names, without labels: what `brisk predict` runs a model on. */
-static brisk_status load_dir(image_source *s, brisk_image_report *rep, brisk_error *err) {
+static brisk_status load_dir(brisk_image_source *s, brisk_image_report *rep, brisk_error *err) {
     const char *dir = s->spec.labels;
     DIR *d = opendir(dir);
     if (!d) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open the folder", dir);
@@ -339,12 +200,12 @@ static brisk_status load_dir(image_source *s, brisk_image_report *rep, brisk_err
 }
 
 const char *brisk_image_dataset_path(const brisk_dataset *ds, int64_t i) {
-    const image_source *s = ds->make == make_sample ? (const image_source *)ds->make_user : NULL;
+    const brisk_image_source *s = ds->make == brisk_image_make ? (const brisk_image_source *)ds->make_user : NULL;
     return s && s->paths && i >= 0 && i < s->n ? s->paths[i] : NULL;
 }
 
 /* An image array: .npy of images, or .npz with "images" and optional "category", "keypoints". */
-static brisk_status load_array(image_source *s, brisk_image_report *rep, brisk_error *err) {
+static brisk_status load_array(brisk_image_source *s, brisk_image_report *rep, brisk_error *err) {
     const char *path = s->spec.labels;
     size_t len = strlen(path);
     brisk_npz z = {0};
@@ -441,7 +302,7 @@ brisk_status brisk_image_dataset_load(brisk_dataset *ds, const brisk_image_spec 
         for (int c = 0; c < 3; c++) sp.mean[c] = 0, sp.std[c] = 1;
     brisk_status st = check_spec(&sp, err);
     if (st) return st;
-    image_source *s = calloc(1, sizeof *s);
+    brisk_image_source *s = calloc(1, sizeof *s);
     if (!s) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", spec->labels);
     s->spec = sp;
     snprintf(ds->source, sizeof ds->source, "%s", spec->labels);
@@ -489,7 +350,7 @@ brisk_status brisk_image_dataset_load(brisk_dataset *ds, const brisk_image_spec 
         brisk_dataset_free(ds);
         return st;
     }
-    ds->make = make_sample;
+    ds->make = brisk_image_make;
     ds->make_user = s;
     ds->make_free = source_free;
     return BRISK_OK;

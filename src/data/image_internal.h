@@ -1,9 +1,27 @@
-/* data-internal: the labels of an image dataset (image_labels.c, image_labels_json.c) for
- * image_dataset.c, and EXIF orientation (image_exif.c) for image.c. */
+/* data-internal: an image dataset's state (image_dataset.c loads it, image_sample.c makes
+ * its samples), its labels (image_labels.c, image_labels_json.c), and EXIF orientation
+ * (image_exif.c) for image.c. */
 #ifndef BRISK_DATA_IMAGE_INTERNAL_H
 #define BRISK_DATA_IMAGE_INTERNAL_H
 
 #include "brisk/data.h"
+
+typedef struct brisk_image_source {
+    brisk_image_spec spec;
+    int64_t n;
+    char **paths;              /* [n] full paths; NULL for an array */
+    uint8_t *array;            /* [n, ah, aw, ac] for an image array */
+    int aw, ah, ac;
+    int k;
+    float *kp;                 /* [n, k, 3] source pixels */
+    int has_category;
+    int32_t *category;         /* [n] */
+    int f_x, f_y, f_vis, f_cat; /* field indices, -1 when absent */
+} brisk_image_source;
+
+/* dataset.make of an image dataset (image_sample.c). */
+brisk_status brisk_image_make(void *user, int64_t index, uint64_t epoch, int augment, void *const *dst,
+                              brisk_error *err);
 
 typedef struct brisk_image_labels {
     int64_t rows;
