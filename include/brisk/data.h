@@ -432,11 +432,28 @@ typedef struct brisk_image_report {
     int keypoints, categories;                       /* K, and the number of distinct categories */
     int64_t largest_pixels;                          /* of the images kept (width x height): what one
                                                         decode allocates, for the memory plan */
-    char first_skipped[600];                         /* the first file left out and why */
+    char first_skipped[600];                         /* the first file left out and why (every one:
+                                                        brisk_image_dataset_skip) */
+    int64_t duplicates;                              /* rows naming a file an earlier row names with
+                                                        the same labels: dropped */
+    char first_duplicate[600];
+    int64_t keypoints_labelled, keypoints_outside;   /* labelled (v > 0) keypoints, and those outside
+                                                        their image (not labelled in the samples) */
+    char first_outside[600];
 } brisk_image_report;
 
+/* Also refused: labels naming one file (by device and inode) twice with different labels,
+ * and keypoints outside their image when they are most of the labelled ones (fewer are
+ * counted in the report, and treated as not labelled); a file named twice with the same
+ * labels is kept once and counted. */
 brisk_status brisk_image_dataset_load(brisk_dataset *ds, const brisk_image_spec *spec, brisk_image_report *report,
                                       brisk_error *err);
+/* The files an image dataset left out: at load (skip_bad), and samples whose pixels failed
+ * to decode later (see skip_bad). Their count, and entry i: "FILE: why", and *sample the
+ * sample's index (-1: left out at load). Safe while the loader's threads make samples;
+ * the strings live as long as the dataset. NULL / 0 for other datasets. */
+int64_t brisk_image_dataset_skips(const brisk_dataset *ds);
+const char *brisk_image_dataset_skip(const brisk_dataset *ds, int64_t i, int64_t *sample);
 /* labels may also name a folder: its .png/.jpg/.jpeg files (any case), sorted by name, as
  * samples with the field "x" only (what `brisk predict` reads). The file of sample i of an
  * image dataset read from files (NULL otherwise, or for i out of range). */

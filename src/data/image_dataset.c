@@ -20,10 +20,16 @@ static void source_free(void *user) {
     brisk_image_source *s = (brisk_image_source *)user;
     if (!s) return;
     for (int64_t i = 0; s->paths && i < s->n; i++) free(s->paths[i]);
+    for (int64_t i = 0; i < s->nskips; i++) free(s->skips[i].msg);
     free(s->paths);
+    free(s->wh);
+    free(s->file_id);
+    free(s->bad);
+    free(s->skips);
     free(s->array);
     free(s->kp);
     free(s->category);
+    pthread_mutex_destroy(&s->mu);
     free(s);
 }
 
@@ -49,17 +55,20 @@ static brisk_status check_spec(const brisk_image_spec *sp, brisk_error *err) {
     return BRISK_OK;
 }
 
-/* The reason a file is left out, for the report. */
-static void count_skip(brisk_image_report *r, brisk_status st, const brisk_error *e) {
+/* A file left out at load: counted by reason in the report, and listed in the dataset. */
+static brisk_status count_skip(brisk_image_source *s, brisk_image_report *r, brisk_status st, const brisk_error *e,
+                               brisk_error *err) {
     if (st == BRISK_ERR_IO) r->missing++;
     else if (st == BRISK_ERR_UNSUPPORTED) r->unsupported++;
     else if (st == BRISK_ERR_SHAPE) r->wrong_size++;
     else r->corrupt++;
     if (!r->first_skipped[0]) snprintf(r->first_skipped, sizeof r->first_skipped, "%s", e->msg);
+    return brisk_image_skip_add(s, -1, e->msg) ? brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", s->spec.labels)
+                                               : BRISK_OK;
 }
 
-/* Header (or, with verify, full) check of one file; *pixels its width x height. */
-static brisk_status check_file(const brisk_image_source *s, const char *path, int64_t *pixels, brisk_error *err) {
+/* Header (or, with verify, full) check of one file: its size as decoded into wh. */
+static brisk_status check_file(const brisk_image_source *s, const char *path, int32_t wh[2], brisk_error *err) {
     const brisk_image_spec *sp = &s->spec;
     brisk_file f;
     brisk_status st = brisk_file_load(path, &f, err);
@@ -73,11 +82,21 @@ static brisk_status check_file(const brisk_image_source *s, const char *path, in
         st = brisk_image_info(f.data, f.len, path, &sp->decode, &w, &h, err);
     }
     brisk_file_release(&f);
-    *pixels = (int64_t)w * h;
+    wh[0] = w, wh[1] = h;
     if (!st && !sp->resize && (w != sp->width || h != sp->height))
         st = brisk_errorf(err, BRISK_ERR_SHAPE, "%s: image of %d x %d pixels; expected %d x %d (data.images.size), or "
                           "set resize", path, w, h, sp->width, sp->height);
     return st;
+}
+
+/* The device and inode of each row's file (0, 0 when it cannot be found: reported later). */
+static void file_ids(char *const *full, int64_t rows, uint64_t *ids) {
+    for (int64_t r = 0; r < rows; r++) {
+        struct stat sb;
+        int ok = stat(full[r], &sb) == 0;
+        ids[2 * r] = ok ? (uint64_t)sb.st_dev : 0;
+        ids[2 * r + 1] = ok ? (uint64_t)sb.st_ino : 0;
+    }
 }
 
 static brisk_status load_csv(brisk_image_source *s, brisk_image_report *rep, brisk_error *err) {
@@ -93,45 +112,58 @@ static brisk_status load_csv(brisk_image_source *s, brisk_image_report *rep, bri
     rep->listed = L.rows;
     s->k = L.k;
     s->has_category = L.has_category;
-    s->paths = calloc((size_t)L.rows, sizeof *s->paths);
-    s->kp = malloc((size_t)L.rows * (size_t)(L.k ? L.k : 1) * 3 * sizeof *s->kp);
-    s->category = malloc((size_t)L.rows * sizeof *s->category);
-    if (!s->paths || !s->kp || !s->category) {
-        brisk_image_labels_free(&L);
-        return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
-    }
+    size_t rows = (size_t)L.rows;
+    s->paths = calloc(rows, sizeof *s->paths);
+    s->wh = malloc(rows * 2 * sizeof *s->wh);
+    s->file_id = malloc(rows * 2 * sizeof *s->file_id);
+    s->kp = malloc(rows * (size_t)(L.k ? L.k : 1) * 3 * sizeof *s->kp);
+    s->category = malloc(rows * sizeof *s->category);
+    char **full = calloc(rows, sizeof *full);
+    uint64_t *ids = malloc(rows * 2 * sizeof *ids);
+    uint8_t *dup = malloc(rows);
+    if (!s->paths || !s->wh || !s->file_id || !s->kp || !s->category || !full || !ids || !dup)
+        st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
     const char *slash = strrchr(path, '/');
     int dirlen = slash ? (int)(slash - path) : 0;
     for (int64_t r = 0; r < L.rows && !st; r++) {
         const char *file = L.files[r];
         size_t need = (size_t)dirlen + strlen(file) + 2;
-        char *full = malloc(need);
-        if (!full) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path); break; }
-        if (file[0] == '/' || !slash) snprintf(full, need, "%s", file);
-        else snprintf(full, need, "%.*s/%s", dirlen, path, file);
+        if (!(full[r] = malloc(need))) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path); break; }
+        if (file[0] == '/' || !slash) snprintf(full[r], need, "%s", file);
+        else snprintf(full[r], need, "%.*s/%s", dirlen, path, file);
+    }
+    if (!st) file_ids(full, L.rows, ids);
+    if (!st) st = brisk_image_find_duplicates(&L, ids, path, dup, rep, err);
+    for (int64_t r = 0; r < L.rows && !st; r++) {
+        if (dup[r]) continue;
         brisk_error e;
         e.msg[0] = 0;
-        int64_t pixels = 0;
-        brisk_status fst = check_file(s, full, &pixels, &e);
+        int64_t i = s->n;
+        brisk_status fst = check_file(s, full[r], s->wh + 2 * i, &e);
         if (fst) {
             if (!s->spec.skip_bad) {
-                free(full);
                 *err = e;
                 st = brisk_error_prefix(err, "%s: %s%lld%s names an image that cannot be used (data.images.on_error "
                                         "\"skip\" leaves such samples out)", path, L.json ? "images[" : "line ",
                                         (long long)L.lines[r], L.json ? "]" : "");
                 break;
             }
-            count_skip(rep, fst, &e);
-            free(full);
+            st = count_skip(s, rep, fst, &e, err);
             continue;
         }
-        int64_t i = s->n++;
-        s->paths[i] = full;
+        s->n++;
+        s->paths[i] = full[r];
+        full[r] = NULL;
+        s->file_id[2 * i] = ids[2 * r], s->file_id[2 * i + 1] = ids[2 * r + 1];
+        int64_t pixels = (int64_t)s->wh[2 * i] * s->wh[2 * i + 1];
         if (pixels > rep->largest_pixels) rep->largest_pixels = pixels;
         memcpy(s->kp + (size_t)i * s->k * 3, L.kp + (size_t)r * L.k * 3, (size_t)L.k * 3 * sizeof(float));
         if (L.has_category) s->category[i] = L.category[r];
     }
+    for (size_t r = 0; full && r < rows; r++) free(full[r]);
+    free(full);
+    free(ids);
+    free(dup);
     brisk_image_labels_free(&L);
     if (!st && s->n == 0)
         st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: none of its %lld images can be used (first: %s)", path,
@@ -171,20 +203,21 @@ static brisk_status load_dir(brisk_image_source *s, brisk_image_report *rep, bri
     closedir(d);
     if (!st && n) qsort(names, (size_t)n, sizeof *names, cmp_str);
     rep->listed = n;
-    if (!st && !(s->paths = calloc((size_t)(n ? n : 1), sizeof *s->paths)))
+    size_t slots = (size_t)(n ? n : 1);
+    if (!st && (!(s->paths = calloc(slots, sizeof *s->paths)) || !(s->wh = malloc(2 * slots * sizeof *s->wh))))
         st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", dir);
     for (int64_t i = 0; !st && i < n; i++) {
         struct stat sb;
-        if (stat(names[i], &sb) != 0 || !S_ISREG(sb.st_mode)) continue; /* a folder named x.png */
+        if (stat(names[i], &sb) == 0 && S_ISDIR(sb.st_mode)) continue; /* a folder named x.png */
         brisk_error e = {0};
-        int64_t pixels = 0;
-        brisk_status fst = check_file(s, names[i], &pixels, &e);
+        brisk_status fst = check_file(s, names[i], s->wh + 2 * s->n, &e);
         if (fst && !s->spec.skip_bad) {
             *err = e;
             st = fst;
         } else if (fst) {
-            count_skip(rep, fst, &e);
+            st = count_skip(s, rep, fst, &e, err);
         } else {
+            int64_t pixels = (int64_t)s->wh[2 * s->n] * s->wh[2 * s->n + 1];
             if (pixels > rep->largest_pixels) rep->largest_pixels = pixels;
             s->paths[s->n++] = names[i];
             names[i] = NULL;
@@ -200,7 +233,7 @@ static brisk_status load_dir(brisk_image_source *s, brisk_image_report *rep, bri
 }
 
 const char *brisk_image_dataset_path(const brisk_dataset *ds, int64_t i) {
-    const brisk_image_source *s = ds->make == brisk_image_make ? (const brisk_image_source *)ds->make_user : NULL;
+    const brisk_image_source *s = brisk_image_source_of(ds);
     return s && s->paths && i >= 0 && i < s->n ? s->paths[i] : NULL;
 }
 
@@ -304,12 +337,15 @@ brisk_status brisk_image_dataset_load(brisk_dataset *ds, const brisk_image_spec 
     if (st) return st;
     brisk_image_source *s = calloc(1, sizeof *s);
     if (!s) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", spec->labels);
+    pthread_mutex_init(&s->mu, NULL);
     s->spec = sp;
     snprintf(ds->source, sizeof ds->source, "%s", spec->labels);
     int array = ends_with(spec->labels, ".npy") || ends_with(spec->labels, ".npz");
     struct stat sb;
     int dir = stat(spec->labels, &sb) == 0 && S_ISDIR(sb.st_mode);
     st = dir ? load_dir(s, rep, err) : array ? load_array(s, rep, err) : load_csv(s, rep, err);
+    if (!st) st = brisk_image_check_keypoints(s, rep, err);
+    if (!st && !(s->bad = calloc((size_t)s->n, 1))) st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", spec->labels);
     for (int p = 0; !st && p < spec->nflip_pairs; p++)
         for (int a = 0; a < 2; a++)
             if (spec->flip_pairs[p][a] < 0 || spec->flip_pairs[p][a] >= s->k)

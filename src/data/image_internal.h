@@ -6,10 +6,19 @@
 
 #include "brisk/data.h"
 
+#include <pthread.h>
+
+/* A file left out: at load (index -1), or a sample whose pixels failed to decode later. */
+typedef struct brisk_image_skip {
+    char *msg;                 /* "FILE: why" */
+    int64_t index;
+} brisk_image_skip;
+
 typedef struct brisk_image_source {
     brisk_image_spec spec;
     int64_t n;
     char **paths;              /* [n] full paths; NULL for an array */
+    int32_t *wh;               /* [n, 2] each file's width and height as decoded (files only) */
     uint8_t *array;            /* [n, ah, aw, ac] for an image array */
     int aw, ah, ac;
     int k;
@@ -17,11 +26,24 @@ typedef struct brisk_image_source {
     int has_category;
     int32_t *category;         /* [n] */
     int f_x, f_y, f_vis, f_cat; /* field indices, -1 when absent */
+    uint64_t *file_id;         /* [n, 2] device and inode of each file: one listed twice, or in
+                                  both the training and the validation labels, is one file */
+    /* Guards bad and skips: the loader's threads record, the trainer reads. */
+    pthread_mutex_t mu;
+    uint8_t *bad;              /* [n] 1 once the sample's pixels failed to decode */
+    brisk_image_skip *skips;
+    int64_t nskips, cap_skips;
 } brisk_image_source;
 
 /* dataset.make of an image dataset (image_sample.c). */
 brisk_status brisk_image_make(void *user, int64_t index, uint64_t epoch, int augment, void *const *dst,
                               brisk_error *err);
+/* The state of an image dataset; NULL for any other. */
+static inline brisk_image_source *brisk_image_source_of(const brisk_dataset *ds) {
+    return ds && ds->make == brisk_image_make ? (brisk_image_source *)ds->make_user : NULL;
+}
+/* Records a file left out (index -1 at load); 0, or -1 when out of memory. */
+int brisk_image_skip_add(brisk_image_source *s, int64_t index, const char *msg);
 
 typedef struct brisk_image_labels {
     int64_t rows;
@@ -42,6 +64,15 @@ brisk_status brisk_image_labels_parse(const char *buf, size_t len, const char *n
 brisk_status brisk_image_labels_parse_json(const char *buf, size_t len, const char *name, brisk_image_labels *out,
                                            brisk_error *err);
 void brisk_image_labels_free(brisk_image_labels *l);
+
+/* image_checks.c: dup[r] = 1 for each row naming a file (ids: [rows, 2] device and inode;
+ * 0, 0 unknown) that an earlier row names with the same labels, counted in rep; one with
+ * other labels is an error naming both rows. */
+brisk_status brisk_image_find_duplicates(const brisk_image_labels *L, const uint64_t *ids, const char *name,
+                                         uint8_t *dup, brisk_image_report *rep, brisk_error *err);
+/* Counts the labelled keypoints and those outside their image into rep; an error when
+ * they are most. */
+brisk_status brisk_image_check_keypoints(const brisk_image_source *s, brisk_image_report *rep, brisk_error *err);
 
 /* The EXIF orientation (1 to 8; 1 when absent or unreadable) of a JPEG or PNG in memory. */
 int brisk_image_orientation(const void *buf, size_t len);

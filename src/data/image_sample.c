@@ -131,3 +131,44 @@ labels:
     if (s->f_cat >= 0) *(int32_t *)dst[s->f_cat] = s->category[index];
     return BRISK_OK;
 }
+
+/* ---------------------------------------------------------------- files left out */
+
+int brisk_image_skip_add(brisk_image_source *s, int64_t index, const char *msg) {
+    char *copy = strdup(msg);
+    if (!copy) return -1;
+    pthread_mutex_lock(&s->mu);
+    int fail = 0;
+    if (s->nskips == s->cap_skips) {
+        int64_t cap = s->cap_skips ? 2 * s->cap_skips : 16;
+        brisk_image_skip *t = realloc(s->skips, (size_t)cap * sizeof *t);
+        if (t) s->skips = t, s->cap_skips = cap;
+        else fail = 1;
+    }
+    if (!fail) s->skips[s->nskips++] = (brisk_image_skip){copy, index};
+    pthread_mutex_unlock(&s->mu);
+    if (fail) free(copy);
+    return fail ? -1 : 0;
+}
+
+int64_t brisk_image_dataset_skips(const brisk_dataset *ds) {
+    brisk_image_source *s = brisk_image_source_of(ds);
+    if (!s) return 0;
+    pthread_mutex_lock(&s->mu);
+    int64_t n = s->nskips;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+const char *brisk_image_dataset_skip(const brisk_dataset *ds, int64_t i, int64_t *sample) {
+    brisk_image_source *s = brisk_image_source_of(ds);
+    const char *msg = NULL;
+    if (!s) return NULL;
+    pthread_mutex_lock(&s->mu);
+    if (i >= 0 && i < s->nskips) {
+        msg = s->skips[i].msg;
+        if (sample) *sample = s->skips[i].index;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return msg;
+}

@@ -210,11 +210,22 @@ static brisk_status load_images(brisk_trainer *t, brisk_error *err) {
     brisk_log(&t->log, BRISK_LOG_INFO, "data      %s: %lld images of %lld listed, as %d x %d%s; %d keypoints, %d "
               "categories", spec.labels, (long long)r.kept, (long long)r.listed, spec.width, spec.height,
               spec.resize ? " (resized)" : "", r.keypoints, r.categories);
-    if (r.kept < r.listed)
+    int64_t left_out = r.missing + r.corrupt + r.unsupported + r.wrong_size;
+    if (left_out) {
         brisk_log(&t->log, BRISK_LOG_WARN, "data      left out %lld images (data.images.on_error \"skip\"): %lld "
-                  "missing, %lld corrupt, %lld unsupported, %lld of another size; the first: %s",
-                  (long long)(r.listed - r.kept), (long long)r.missing, (long long)r.corrupt, (long long)r.unsupported,
-                  (long long)r.wrong_size, r.first_skipped);
+                  "missing or unreadable, %lld corrupt, %lld unsupported, %lld of another size:", (long long)left_out,
+                  (long long)r.missing, (long long)r.corrupt, (long long)r.unsupported, (long long)r.wrong_size);
+        for (int64_t i = 0; i < brisk_image_dataset_skips(&t->data); i++)
+            brisk_log(&t->log, BRISK_LOG_WARN, "data      left out %s", brisk_image_dataset_skip(&t->data, i, NULL));
+    }
+    if (r.duplicates)
+        brisk_log(&t->log, BRISK_LOG_WARN, "data      %lld label rows repeat an earlier row's file and labels, and were "
+                  "dropped (else a split could put the copies in both training and validation); the first: %s",
+                  (long long)r.duplicates, r.first_duplicate);
+    if (r.keypoints_outside)
+        brisk_log(&t->log, BRISK_LOG_WARN, "data      %lld of the %lld labelled keypoints lie outside their images and "
+                  "count as not labelled; the first: %s", (long long)r.keypoints_outside, (long long)r.keypoints_labelled,
+                  r.first_outside);
     return BRISK_OK;
 }
 

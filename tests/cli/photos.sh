@@ -3,7 +3,11 @@
 # tools/install-deps.sh --test installs): each CASE one ctest (cli.photos.CASE).
 #   exif  a phone's portrait JPEG stored landscape with EXIF Orientation 6 trains at its
 #         displayed size, with keypoints labelled on the displayed picture;
-#         data.images.orientation "raw" reads the stored frame; a bad value names the key
+#         data.images.orientation "raw" reads the stored frame (where those labels fall
+#         outside the picture: refused); a bad value names the key
+#   labels  keypoints outside their image counted and named (most of them: refused); a file
+#         listed twice dropped once (same labels) or refused (other labels); a FIFO in the
+#         labels refused at once; every file left out by on_error "skip" named
 #   photos.sh BRISK_BINARY WORKDIR CASE
 # Exits 77 (skipped) without Pillow.
 set -eu
@@ -47,9 +51,53 @@ P
   config 32 48 1
   "$brisk" train run.json --out up | grep -q "data/labels.csv: 8 images of 8 listed, as 32 x 48"
   expect "data/p0.jpg: image of 48 x 32 pixels; expected 32 x 48" train run.json --out raw --set data.images.orientation=raw
+  # the stored frame is 48 x 32: the labels, drawn on the displayed picture, fall outside it
   config 48 32 1 ', "orientation": "raw"'
-  "$brisk" train run.json --out raw --quiet
+  expect "8 of the 8 labelled keypoints lie outside their images" train run.json --out raw
   expect "data.images.orientation" train run.json --set data.images.orientation=sideways
+  ;;
+labels)
+  # 8 Pillow PNGs of 32 x 32 with one keypoint each; labels.csv rewritten per check
+  "$py" - <<'P'
+import os
+from PIL import Image
+os.makedirs("data", exist_ok=True)
+for i in range(8):
+    Image.new("RGB", (32, 32), (30 * i, 80, 120)).save(f"data/p{i}.png")
+P
+  labels() { # labels 'x y' for p0..p7, then extra rows
+    local xy=$1; shift
+    { echo "file,x0,y0,v0"; i=0; for p in $xy; do echo "p$i.png,${p/:/,},2"; i=$((i + 1)); done; printf '%s\n' "$@"; } > data/labels.csv
+  }
+  config 32 32 1
+  # keypoints outside the image: one of 8 is counted and named; most of them are refused
+  # (before: all 8 outside trained with loss 0 and learnt nothing, without a word)
+  labels "4:4 5:5 40:5 6:6 7:7 8:8 9:9 10:10"
+  "$brisk" train run.json --out one_out 2>&1 | grep -qF "1 of the 8 labelled keypoints lie outside their images and count as not labelled; the first: data/p2.png: keypoint 0 at (40, 5), outside its 32 x 32 pixels"
+  labels "0.1:0.2 0.3:0.2 0.5:0.5 0.9:0.1 0.2:0.2 0.4:0.4 0.6:0.6 0.8:0.8"
+  "$brisk" train run.json --out fractions >/dev/null 2>&1 # within [0, 32): pixels near the corner, accepted
+  labels "4:4 50:5 40:5 -1:6 7:70 8:8 90:9 10:100"
+  expect "6 of the 8 labelled keypoints lie outside their images (the first: data/p1.png: keypoint 0 at (50, 5)" \
+    train run.json --out most_out
+  # the same file twice: with the same labels dropped once, with other labels refused
+  labels "4:4 5:5 6:6 7:7 8:8 9:9 10:10 11:11" "./p3.png,7,7,2"
+  "$brisk" train run.json --out dup > dup.txt 2>&1
+  grep -qF "1 label rows repeat an earlier row's file and labels, and were dropped" dup.txt &&
+    grep -qF "8 images of 9 listed" dup.txt || { cat dup.txt; exit 1; }
+  labels "4:4 5:5 6:6 7:7 8:8 9:9 10:10 11:11" "p3.png,9,9,2"
+  expect "line 5 and line 10 name the same image (p3.png, p3.png) with different labels" train run.json --out dup2
+  # a FIFO named in the labels: refused at once (before: the loader waited in open() for ever)
+  mkfifo data/pipe.png
+  labels "4:4 5:5 6:6 7:7 8:8 9:9 10:10 11:11" "pipe.png,3,3,2"
+  set +e; out=$(timeout 60 "$brisk" train run.json --out fifo 2>&1); rc=$?; set -e
+  [ $rc -eq 1 ] && grep -qF "data/pipe.png: not a regular file (a FIFO)" <<<"$out" || { echo "FIFO: exit $rc: $out"; exit 1; }
+  rm data/pipe.png
+  # every file left out is named, not only the first
+  head -c 40 data/p6.png > data/cut6.png && head -c 40 data/p7.png > data/cut7.png
+  labels "4:4 5:5 6:6 7:7 8:8 9:9 10:10 11:11" "cut6.png,3,3,2" "cut7.png,3,3,2"
+  "$brisk" train run.json --out skip --set data.images.on_error=skip > skip.txt 2>&1
+  grep -qF "left out 2 images" skip.txt && grep -qF "left out data/cut6.png: corrupt or truncated PNG" skip.txt &&
+    grep -qF "left out data/cut7.png: corrupt or truncated PNG" skip.txt || { cat skip.txt; exit 1; }
   ;;
 *) echo "unknown case $case"; exit 2 ;;
 esac
