@@ -416,7 +416,14 @@ typedef struct brisk_image_spec {
     float mean[3], std[3];    /* normalisation; std all 0: mean 0, std 1 (values in [0, 1]) */
     brisk_image_options decode;
     int skip_bad;             /* 1: files missing, unreadable, unsupported or of the wrong size are
-                                 left out and counted in the report; 0: the first is an error */
+                                 left out and counted in the report; a file whose pixels fail to
+                                 decode later (a truncated file's header is intact) is recorded
+                                 once (brisk_image_dataset_skip) and replaced, in every batch, by
+                                 the next sample of the list that decodes (of the same category
+                                 when there are categories): a batch keeps its size, and the
+                                 same batches come for any thread count. 0: the first is an error */
+    int no_replace;           /* with skip_bad: such a sample is an error of make instead (its
+                                 caller skips it: brisk predict) */
     int verify;               /* 1: decode every image at load, which also finds corrupt pixel
                                  data; 0: read headers only (corrupt pixels stop training later) */
     float flip;               /* probability of a horizontal flip, in [0, 1] */
@@ -449,11 +456,11 @@ typedef struct brisk_image_report {
 brisk_status brisk_image_dataset_load(brisk_dataset *ds, const brisk_image_spec *spec, brisk_image_report *report,
                                       brisk_error *err);
 /* The files an image dataset left out: at load (skip_bad), and samples whose pixels failed
- * to decode later (see skip_bad). Their count, and entry i: "FILE: why", and *sample the
- * sample's index (-1: left out at load). Safe while the loader's threads make samples;
- * the strings live as long as the dataset. NULL / 0 for other datasets. */
+ * to decode later (see skip_bad). Their count, and entry i: "FILE: why", *sample the
+ * sample's index (-1: left out at load) and *file the file. Safe while the loader's threads
+ * make samples; the strings live as long as the dataset. NULL / 0 for other datasets. */
 int64_t brisk_image_dataset_skips(const brisk_dataset *ds);
-const char *brisk_image_dataset_skip(const brisk_dataset *ds, int64_t i, int64_t *sample);
+const char *brisk_image_dataset_skip(const brisk_dataset *ds, int64_t i, int64_t *sample, const char **file);
 /* labels may also name a folder: its .png/.jpg/.jpeg files (any case), sorted by name, as
  * samples with the field "x" only (what `brisk predict` reads). The file of sample i of an
  * image dataset read from files (NULL otherwise, or for i out of range). */

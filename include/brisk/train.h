@@ -279,6 +279,8 @@ typedef struct brisk_run_summary {
     double device_mem_used;   /* bytes in use on the device at the end; NaN without a device */
     char step_clock[48];      /* what timed the steps (ms_per_step_*, samples_per_s): "device events
                                  (cuda)", the device's own clock, or "host clock" */
+    int64_t images_left_out;  /* data.images.on_error "skip": image files unusable at load, */
+    int64_t images_replaced;  /* and those whose pixels failed to decode during the run */
 } brisk_run_summary;
 
 /* The summary as one JSON object (release with cJSON_Delete), the key set of metrics.jsonl's
@@ -286,7 +288,7 @@ typedef struct brisk_run_summary {
  * copy_s, compute_s, checkpoint_s, validation_s, checkpoints, samples_per_s, ms_per_step_median, ms_per_step_p95,
  * gflop_per_step, gflops, final_loss,
  * best_val_loss, best_val_accuracy, best_epoch, params, arena_bytes, state_bytes, total_bytes,
- * device_mem_used, nan_skipped, stopped_by_signal (0, a signal number, or -1 for a program's
+ * device_mem_used, nan_skipped, images_left_out, images_replaced, stopped_by_signal (0, a signal number, or -1 for a program's
  * stop request), checkpoint, step_clock and, when out_dir is not NULL, out_dir. Numbers not measured
  * (NaN) are null. NULL when out of memory. */
 struct cJSON *brisk_run_summary_json(const brisk_run_summary *s, const char *out_dir);

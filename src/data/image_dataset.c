@@ -20,7 +20,7 @@ static void source_free(void *user) {
     brisk_image_source *s = (brisk_image_source *)user;
     if (!s) return;
     for (int64_t i = 0; s->paths && i < s->n; i++) free(s->paths[i]);
-    for (int64_t i = 0; i < s->nskips; i++) free(s->skips[i].msg);
+    for (int64_t i = 0; i < s->nskips; i++) free(s->skips[i].msg), free(s->skips[i].file);
     free(s->paths);
     free(s->wh);
     free(s->file_id);
@@ -56,14 +56,14 @@ static brisk_status check_spec(const brisk_image_spec *sp, brisk_error *err) {
 }
 
 /* A file left out at load: counted by reason in the report, and listed in the dataset. */
-static brisk_status count_skip(brisk_image_source *s, brisk_image_report *r, brisk_status st, const brisk_error *e,
-                               brisk_error *err) {
+static brisk_status count_skip(brisk_image_source *s, brisk_image_report *r, const char *file, brisk_status st,
+                               const brisk_error *e, brisk_error *err) {
     if (st == BRISK_ERR_IO) r->missing++;
     else if (st == BRISK_ERR_UNSUPPORTED) r->unsupported++;
     else if (st == BRISK_ERR_SHAPE) r->wrong_size++;
     else r->corrupt++;
     if (!r->first_skipped[0]) snprintf(r->first_skipped, sizeof r->first_skipped, "%s", e->msg);
-    return brisk_image_skip_add(s, -1, e->msg) ? brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", s->spec.labels)
+    return brisk_image_skip_add(s, -1, file, e->msg) ? brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", s->spec.labels)
                                                : BRISK_OK;
 }
 
@@ -148,7 +148,7 @@ static brisk_status load_csv(brisk_image_source *s, brisk_image_report *rep, bri
                                         (long long)L.lines[r], L.json ? "]" : "");
                 break;
             }
-            st = count_skip(s, rep, fst, &e, err);
+            st = count_skip(s, rep, full[r], fst, &e, err);
             continue;
         }
         s->n++;
@@ -215,7 +215,7 @@ static brisk_status load_dir(brisk_image_source *s, brisk_image_report *rep, bri
             *err = e;
             st = fst;
         } else if (fst) {
-            st = count_skip(s, rep, fst, &e, err);
+            st = count_skip(s, rep, names[i], fst, &e, err);
         } else {
             int64_t pixels = (int64_t)s->wh[2 * s->n] * s->wh[2 * s->n + 1];
             if (pixels > rep->largest_pixels) rep->largest_pixels = pixels;

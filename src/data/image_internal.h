@@ -11,6 +11,7 @@
 /* A file left out: at load (index -1), or a sample whose pixels failed to decode later. */
 typedef struct brisk_image_skip {
     char *msg;                 /* "FILE: why" */
+    char *file;
     int64_t index;
 } brisk_image_skip;
 
@@ -43,7 +44,7 @@ static inline brisk_image_source *brisk_image_source_of(const brisk_dataset *ds)
     return ds && ds->make == brisk_image_make ? (brisk_image_source *)ds->make_user : NULL;
 }
 /* Records a file left out (index -1 at load); 0, or -1 when out of memory. */
-int brisk_image_skip_add(brisk_image_source *s, int64_t index, const char *msg);
+int brisk_image_skip_add(brisk_image_source *s, int64_t index, const char *file, const char *msg);
 
 typedef struct brisk_image_labels {
     int64_t rows;

@@ -1,10 +1,15 @@
 /* One sample of an image dataset (dataset.make, called from the loader's threads): the
  * image decoded (or taken from the array), cropped and flipped when augmenting, resized
  * bilinearly and normalised into "x", and its keypoints mapped the same way into "y" and
- * "visible". */
+ * "visible". With skip_bad, a file whose pixels fail to decode (the check at load reads
+ * only headers, and a truncated file's header is intact) is recorded once and replaced by
+ * the next sample that decodes: the step's graph has a fixed batch, so a sample cannot
+ * just be dropped, and the next one in the list (not a random one) gives the same batch
+ * whatever the thread count and on a resume. */
 #include "data/image_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,9 +32,8 @@ static void taps(int out, int start, int len, int flip, int *i0, int *i1, float 
     }
 }
 
-brisk_status brisk_image_make(void *user, int64_t index, uint64_t epoch, int augment, void *const *dst,
-                              brisk_error *err) {
-    const brisk_image_source *s = (const brisk_image_source *)user;
+static brisk_status make_one(const brisk_image_source *s, int64_t index, uint64_t epoch, int augment, void *const *dst,
+                             brisk_error *err) {
     const brisk_image_spec *sp = &s->spec;
     brisk_image im = {0};
     const uint8_t *px;
@@ -132,11 +136,61 @@ labels:
     return BRISK_OK;
 }
 
+static int is_bad(brisk_image_source *s, int64_t i) {
+    pthread_mutex_lock(&s->mu);
+    int bad = s->bad[i];
+    pthread_mutex_unlock(&s->mu);
+    return bad;
+}
+
+/* Marks sample i as failing and records why, the first time only (loader threads race). */
+static int mark_bad(brisk_image_source *s, int64_t i, const char *msg) {
+    pthread_mutex_lock(&s->mu);
+    int first = !s->bad[i];
+    s->bad[i] = 1;
+    pthread_mutex_unlock(&s->mu);
+    return first ? brisk_image_skip_add(s, i, s->paths[i], msg) : 0;
+}
+
+brisk_status brisk_image_make(void *user, int64_t index, uint64_t epoch, int augment, void *const *dst,
+                              brisk_error *err) {
+    brisk_image_source *s = (brisk_image_source *)user;
+    if (!s->paths || s->spec.no_replace) return make_one(s, index, epoch, augment, dst, err);
+    if (!s->spec.skip_bad) {
+        brisk_status st = make_one(s, index, epoch, augment, dst, err);
+        size_t n = strlen(err->msg);
+        if (st && st != BRISK_ERR_NOMEM)
+            snprintf(err->msg + n, sizeof err->msg - n, " (data.images.on_error \"skip\" replaces such an image by the "
+                     "next one that decodes)");
+        return st;
+    }
+    /* the next sample of the list, of the same category when there are categories (an
+     * episode's batch is one category) */
+    for (int64_t d = 0; d < s->n; d++) {
+        int64_t j = (index + d) % s->n;
+        if ((d && s->has_category && s->category[j] != s->category[index]) || is_bad(s, j)) continue;
+        brisk_error e;
+        e.msg[0] = 0;
+        brisk_status st = make_one(s, j, epoch, augment, dst, &e);
+        if (!st) return BRISK_OK;
+        if (st == BRISK_ERR_NOMEM || mark_bad(s, j, e.msg)) {
+            *err = e;
+            return st;
+        }
+    }
+    return brisk_errorf(err, BRISK_ERR_INVALID, "%s: the image of sample %lld (%s) and every other%s failed to decode "
+                        "(data.images.on_error \"skip\" left them out): nothing is left to replace it", s->spec.labels,
+                        (long long)index, s->paths[index], s->has_category ? " of its category" : "");
+}
+
 /* ---------------------------------------------------------------- files left out */
 
-int brisk_image_skip_add(brisk_image_source *s, int64_t index, const char *msg) {
-    char *copy = strdup(msg);
-    if (!copy) return -1;
+int brisk_image_skip_add(brisk_image_source *s, int64_t index, const char *file, const char *msg) {
+    char *copy = strdup(msg), *name = strdup(file);
+    if (!copy || !name) {
+        free(copy), free(name);
+        return -1;
+    }
     pthread_mutex_lock(&s->mu);
     int fail = 0;
     if (s->nskips == s->cap_skips) {
@@ -145,9 +199,9 @@ int brisk_image_skip_add(brisk_image_source *s, int64_t index, const char *msg) 
         if (t) s->skips = t, s->cap_skips = cap;
         else fail = 1;
     }
-    if (!fail) s->skips[s->nskips++] = (brisk_image_skip){copy, index};
+    if (!fail) s->skips[s->nskips++] = (brisk_image_skip){copy, name, index};
     pthread_mutex_unlock(&s->mu);
-    if (fail) free(copy);
+    if (fail) free(copy), free(name);
     return fail ? -1 : 0;
 }
 
@@ -160,7 +214,7 @@ int64_t brisk_image_dataset_skips(const brisk_dataset *ds) {
     return n;
 }
 
-const char *brisk_image_dataset_skip(const brisk_dataset *ds, int64_t i, int64_t *sample) {
+const char *brisk_image_dataset_skip(const brisk_dataset *ds, int64_t i, int64_t *sample, const char **file) {
     brisk_image_source *s = brisk_image_source_of(ds);
     const char *msg = NULL;
     if (!s) return NULL;
@@ -168,6 +222,7 @@ const char *brisk_image_dataset_skip(const brisk_dataset *ds, int64_t i, int64_t
     if (i >= 0 && i < s->nskips) {
         msg = s->skips[i].msg;
         if (sample) *sample = s->skips[i].index;
+        if (file) *file = s->skips[i].file;
     }
     pthread_mutex_unlock(&s->mu);
     return msg;

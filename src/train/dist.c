@@ -429,8 +429,8 @@ void brisk_dist_last_checkpoint(brisk_trainer *t, brisk_error *err) {
     brisk_status st = t->shard ? BRISK_ERR_UNSUPPORTED : brisk_rotation_save(t, &e2);
     size_t len = strlen(err->msg);
     if (!st)
-        snprintf(err->msg + len, sizeof err->msg - len, "; rank 0 wrote the checkpoint of step %lld: %s",
-                 (long long)t->step, t->last_ckpt);
+        snprintf(err->msg + len, sizeof err->msg - len, "; %s the checkpoint of step %lld: %s",
+                 t->world > 1 ? "rank 0 wrote" : "brisk wrote", (long long)t->step, t->last_ckpt);
     else if (t->last_ckpt[0])
         snprintf(err->msg + len, sizeof err->msg - len, "; the last good checkpoint is %s (step %lld)", t->last_ckpt,
                  (long long)t->last_ckpt_step);

@@ -152,7 +152,10 @@ brisk_status brisk_validate(brisk_trainer *t, brisk_val_metrics *m, brisk_error 
         if ((st = brisk_loader_create(&l, &lc, err))) break;
         for (int64_t i = 0; i < nb && !st; i++) {
             brisk_batch b;
-            if ((st = brisk_loader_next(l, &b, err))) break;
+            if ((st = brisk_loader_next(l, &b, err))) {
+                t->loader_failed = 1;
+                break;
+            }
             st = part ? eval_batch(t, t->tail_ex, &t->tail_io, ds, &b, rows, EVAL_RNG_BASE + (uint32_t)full, out, &sum, m, err)
                       : eval_batch(t, t->ex, &t->io, ds, &b, B, EVAL_RNG_BASE + (uint32_t)i, out, &sum, m, err);
             brisk_loader_release(l, &b);

@@ -224,6 +224,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     const int when_due = t->control.checkpoint_when_due;
     const int64_t B = tr->batch_size;
     memset(sum, 0, sizeof *sum);
+    t->loader_failed = 0;
     /* a resume (after set_dist) sets it: the ranks must stand at the same place */
     brisk_status st = brisk_dist_check_position(t, err);
     if (st) return st;
@@ -239,6 +240,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
         brisk_run_dir_mark_start(t);
     }
+    brisk_trainer_note_skips(t);
     if (files && t->rank == 0) open_tboard(t);
 
     brisk_loader_config lc = {.dataset = &t->data, .indices = t->split.train, .nindices = t->split.ntrain,
@@ -288,7 +290,11 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
                                      (t->schedule_steps ? t->schedule_steps : t->total_steps) + t->sched_shift);
         for (int micro = 0; micro < K; micro++) {
             brisk_batch b;
-            if ((st = brisk_loader_next(l, &b, err))) goto out;
+            if ((st = brisk_loader_next(l, &b, err))) {
+                t->epoch = step_epoch, t->position = step_position; /* the step's batches are not consumed */
+                t->loader_failed = 1;
+                goto out;
+            }
             wait += b.wait_s;
             st = brisk_step_micro(t, &b, micro, err);
             if (!st) st = brisk_sample_dump(t, &b, err);
@@ -302,6 +308,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
         if (t->prof && (st = brisk_profile_step_end(t, err))) goto out;
         t->step++;
         t->samples += brisk_trainer_global_batch(t) * K;
+        brisk_trainer_note_skips(t);
         double dt = brisk_now() - t0, copy = t->copy_s - c0;
         step_times[n_timed++] = dt;
         brisk_time_split_add(&run, dt, wait, copy);
@@ -420,6 +427,11 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
 out:
     if (st && files && brisk_dist_failed(t->dist)) {
         t->epoch = step_epoch, t->position = step_position; /* the failed step's batch is not consumed */
+        brisk_dist_last_checkpoint(t, err);
+    } else if (st && files && t->loader_failed) { /* unreadable data mid-run: keep the work done */
+        brisk_error ignored;
+        brisk_step_flush(t, &ignored);
+        brisk_trainer_note_skips(t);
         brisk_dist_last_checkpoint(t, err);
     }
     if (!st) st = brisk_step_flush(t, err);
@@ -547,6 +559,7 @@ out:
                   100 * sum->compute_s / w, sum->wall_s - sum->data_wait_s - sum->copy_s - sum->compute_s, other, sum->total_bytes / 1048576.0, sum->arena_bytes / 1048576.0, huge_txt,
                   files ? tr->out_dir : "none (train.out_dir is \"\")", files ? "/last.safetensors" : "",
                   !files || when_due || isnan(t->best_val) ? "" : ", best.safetensors");
+        brisk_trainer_skips_summary(t, sum);
         if (t->data_sharded)
             brisk_log(&t->log, BRISK_LOG_INFO, "  data              data.shard_files: each rank loaded %lld of the %lld rows "
                       "of %s (rank %d: rows from %lld, %.2f MiB)", (long long)t->data.count,

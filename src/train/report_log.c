@@ -40,6 +40,26 @@ void brisk_run_log_free(run_log *r) {
     table_free(&r->epochs);
     cJSON_Delete(r->end);
     cJSON_Delete(r->optimizations);
+    cJSON_Delete(r->skipped);
+}
+
+/* A data_skipped record kept unless one for its file came before (every resume records the
+ * files left out at load again). */
+static brisk_status add_skip(run_log *r, cJSON *o, const char *path, brisk_error *err) {
+    const cJSON *file = cJSON_GetObjectItemCaseSensitive(o, "file");
+    if (!cJSON_IsString(file)) return BRISK_OK;
+    if (!r->skipped && !(r->skipped = cJSON_CreateArray())) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, r->skipped) {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(it, "file");
+        if (cJSON_IsString(f) && strcmp(f->valuestring, file->valuestring) == 0) return BRISK_OK;
+    }
+    cJSON *copy = cJSON_Duplicate(o, 1);
+    if (!copy || !cJSON_AddItemToArray(r->skipped, copy)) {
+        cJSON_Delete(copy);
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
+    }
+    return BRISK_OK;
 }
 
 /* The member as a number: NaN when absent or null; -1 (err filled) when of another type. */
@@ -82,6 +102,8 @@ static brisk_status parse_line(run_log *r, cJSON *o, const char *path, int line,
             if (opts) cJSON_Delete(r->optimizations), r->optimizations = opts;
             cJSON_Delete(r->end);
             r->end = cJSON_Duplicate(o, 1);
+        } else if (strcmp(ev->valuestring, "data_skipped") == 0) {
+            return add_skip(r, o, path, err);
         }
         return BRISK_OK; /* other events: for other readers */
     }

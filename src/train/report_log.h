@@ -1,7 +1,7 @@
 /* A run directory's metrics.jsonl read back (report_log.c), for the run report and a
  * pipeline's comparison: the step lines (loss, learning rate, time split, throughput,
  * memory), the epoch lines (training and validation loss), the last run_start's list of
- * optimizations and the last run_end summary. A resumed run repeats step numbers after its
+ * optimizations, the last run_end summary and the image files left out (data_skipped). A resumed run repeats step numbers after its
  * "run_start" line: the later lines replace the earlier ones, so the series are the
  * history the checkpoints hold. A last line without its newline (a run killed while
  * writing it) is left out and noted. */
@@ -27,6 +27,7 @@ typedef struct run_log {
     char started[32];    /* the first run's start time */
     cJSON *end;          /* the last "run_end" line */
     cJSON *optimizations; /* the last run_start's "optimizations" */
+    cJSON *skipped;      /* "data_skipped" records, an array, one per file (the first record of each) */
 } run_log;
 /* Reads dir/metrics.jsonl into *r (zeroed first); a missing or damaged file is an error
  * naming it, the line, and what to do. Free with brisk_run_log_free, also after an error. */

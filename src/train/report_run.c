@@ -279,6 +279,30 @@ static void epoch_table(brisk_html *b, const run_log *r) {
     brisk_html_printf(b, "</table>\n");
 }
 
+/* data.images.on_error "skip": every image file the run left out, and when */
+static void skipped_table(brisk_html *b, const run_log *r) {
+    int n = cJSON_GetArraySize(r->skipped);
+    if (n == 0) return;
+    brisk_html_printf(b, "<h2>Images left out (%d)</h2>\n<table id=\"skipped\">\n<tr><th>file</th><th>when</th>"
+                      "<th>why</th></tr>\n", n);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, r->skipped) {
+        const cJSON *file = cJSON_GetObjectItemCaseSensitive(it, "file");
+        const cJSON *when = cJSON_GetObjectItemCaseSensitive(it, "when");
+        const cJSON *step = cJSON_GetObjectItemCaseSensitive(it, "step");
+        const cJSON *why = cJSON_GetObjectItemCaseSensitive(it, "reason");
+        brisk_html_printf(b, "<tr><td>");
+        brisk_html_escape(b, cJSON_IsString(file) ? file->valuestring : "?");
+        if (cJSON_IsString(when) && strcmp(when->valuestring, "run") == 0 && cJSON_IsNumber(step))
+            brisk_html_printf(b, "</td><td>at step %.0f (replaced in its batches)</td><td>", step->valuedouble);
+        else
+            brisk_html_printf(b, "</td><td>at load</td><td>");
+        brisk_html_escape(b, cJSON_IsString(why) ? why->valuestring : "");
+        brisk_html_printf(b, "</td></tr>\n");
+    }
+    brisk_html_printf(b, "</table>\n");
+}
+
 void brisk_report_run_render(brisk_html *b, const char *dir, const run_log *r) {
     char title[BRISK_PATH_MAX + 32];
     snprintf(title, sizeof title, "brisk report: %s", dir);
@@ -297,6 +321,7 @@ void brisk_report_run_render(brisk_html *b, const char *dir, const run_log *r) {
     brisk_html_printf(b, "</div>\n");
     optimization_table(b, r);
     epoch_table(b, r);
+    skipped_table(b, r);
     if (r->truncated)
         brisk_html_printf(b, "<p class=\"notes\">The last line of metrics.jsonl was cut short (the run was stopped "
                           "while writing it) and is left out.</p>\n");

@@ -23,7 +23,8 @@ struct cJSON *brisk_run_summary_json(const brisk_run_summary *s, const char *out
         {"best_val_accuracy", s->best_val_accuracy}, {"best_epoch", s->best_epoch}, {"params", (double)s->params},
         {"arena_bytes", (double)s->arena_bytes}, {"state_bytes", (double)s->state_bytes},
         {"total_bytes", (double)s->total_bytes}, {"device_mem_used", s->device_mem_used},
-        {"nan_skipped", (double)s->nan_skipped}, {"stopped_by_signal", s->stopped_by_signal},
+        {"nan_skipped", (double)s->nan_skipped}, {"images_left_out", (double)s->images_left_out},
+        {"images_replaced", (double)s->images_replaced}, {"stopped_by_signal", s->stopped_by_signal},
     };
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;

@@ -216,7 +216,7 @@ static brisk_status load_images(brisk_trainer *t, brisk_error *err) {
                   "missing or unreadable, %lld corrupt, %lld unsupported, %lld of another size:", (long long)left_out,
                   (long long)r.missing, (long long)r.corrupt, (long long)r.unsupported, (long long)r.wrong_size);
         for (int64_t i = 0; i < brisk_image_dataset_skips(&t->data); i++)
-            brisk_log(&t->log, BRISK_LOG_WARN, "data      left out %s", brisk_image_dataset_skip(&t->data, i, NULL));
+            brisk_log(&t->log, BRISK_LOG_WARN, "data      left out %s", brisk_image_dataset_skip(&t->data, i, NULL, NULL));
     }
     if (r.duplicates)
         brisk_log(&t->log, BRISK_LOG_WARN, "data      %lld label rows repeat an earlier row's file and labels, and were "

@@ -88,6 +88,8 @@ struct brisk_trainer {
     brisk_model_io tail_io;
     int64_t tail_rows;
     brisk_dataset val_data;    /* data.validation: the validation file; count 0: a split of data */
+    int64_t skips_noted[2];    /* data_skips.c: image files left out of data and val_data, logged so far */
+    int loader_failed;         /* a loader (training or validation) failed mid-run: a checkpoint before the error */
     /* progress in samples (setup.c): training samples the optimizer steps consumed, over all
      * resumed runs, so that a run resumed at another batch size keeps its epochs and schedule */
     int64_t samples;
@@ -170,9 +172,9 @@ brisk_status brisk_dist_device_reduce(brisk_trainer *t, brisk_error *err);
 /* ZeRO-1: every rank's shard of the moments gathered into rank 0's moments_host, before a
  * checkpoint (on every rank: a collective). */
 brisk_status brisk_dist_gather_moments(brisk_trainer *t, brisk_error *err);
-/* After a collective failed (a rank died or hangs), on rank 0: the checkpoint of the last
- * completed step when rank 0 holds all of it (not sharded), and err's message extended with
- * the checkpoint a restart resumes from. */
+/* After a collective failed (a rank died or hangs), or a loader mid-run, on rank 0: the
+ * checkpoint of the last completed step when rank 0 holds all of it (not sharded), and err's
+ * message extended with the checkpoint a restart resumes from. */
 void brisk_dist_last_checkpoint(brisk_trainer *t, brisk_error *err);
 
 /* dist_check.c: the ranks agree before any step (one error on every rank naming the first
@@ -301,6 +303,10 @@ brisk_status brisk_meshgnn_change_units(const char *ckpt, int64_t channels, floa
 /* predict_input.c: the samples `brisk predict` runs, [N, ...sample], from its input file. */
 brisk_status brisk_predict_input(const brisk_config *cfg, const char *checkpoint, const char *input,
                                  const brisk_shape *sample, brisk_tensor *x, brisk_error *err);
+/* data_skips.c: logs and records (metrics.jsonl "data_skipped") the image files left out
+ * since the last call; the summary's count of them, in sum and its line. */
+void brisk_trainer_note_skips(brisk_trainer *t);
+void brisk_trainer_skips_summary(brisk_trainer *t, brisk_run_summary *sum);
 /* predict_images.c: x [N, ...sample] from the images of a folder (ds keeps their names, for
  * the output), decoded as the checkpoint's data.images made validation samples; then y
  * [N, outputs] written to out (a resnet's keypoints in pixels of each image: .csv with

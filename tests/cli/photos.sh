@@ -8,6 +8,9 @@
 #   labels  keypoints outside their image counted and named (most of them: refused); a file
 #         listed twice dropped once (same labels) or refused (other labels); a FIFO in the
 #         labels refused at once; every file left out by on_error "skip" named
+#   decode  PNGs cut in their pixel data: without on_error "skip" the run stops naming one
+#         and leaves a checkpoint; with it each is named once, replaced, counted in the
+#         summary, metrics.jsonl and the report, with the same losses for any thread count
 #   photos.sh BRISK_BINARY WORKDIR CASE
 # Exits 77 (skipped) without Pillow.
 set -eu
@@ -98,6 +101,47 @@ P
   "$brisk" train run.json --out skip --set data.images.on_error=skip > skip.txt 2>&1
   grep -qF "left out 2 images" skip.txt && grep -qF "left out data/cut6.png: corrupt or truncated PNG" skip.txt &&
     grep -qF "left out data/cut7.png: corrupt or truncated PNG" skip.txt || { cat skip.txt; exit 1; }
+  ;;
+decode)
+  # 14 Pillow PNGs of noise; two cut in their pixel data (headers intact: the check at load
+  # passes them, and decoding fails only when a batch holds them)
+  "$py" - <<'P'
+import os
+import numpy as np
+from PIL import Image
+os.makedirs("data", exist_ok=True)
+rng = np.random.default_rng(5)
+rows = ["file,x0,y0,v0"]
+for i in range(14):
+    Image.fromarray(rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)).save(f"data/p{i}.png")
+    rows.append(f"p{i}.png,{3 + i},{20 - i},2")
+for i in (4, 9):
+    raw = open(f"data/p{i}.png", "rb").read()
+    open(f"data/p{i}.png", "wb").write(raw[: len(raw) * 2 // 3])
+open("data/labels.csv", "w").write("\n".join(rows) + "\n")
+P
+  config 32 32 1
+  # on_error "error": the run stops naming the file, and leaves a checkpoint of the steps done
+  set +e; out=$("$brisk" train run.json --out stop --epochs 3 2>&1); rc=$?; set -e
+  [ $rc -eq 1 ] && grep -qE "data/p(4|9)\.png: corrupt or truncated PNG" <<<"$out" &&
+    grep -qF 'data.images.on_error "skip" replaces such an image' <<<"$out" &&
+    grep -qE "brisk wrote the checkpoint of step [0-9]+: stop/last\.safetensors" <<<"$out" &&
+    test -s stop/last.safetensors || { echo "on_error error: exit $rc: $out"; ls stop; exit 1; }
+  # on_error "skip": both named once, counted in the summary, metrics.jsonl and the report,
+  # and the same batches for any number of decoding threads
+  skip="--set data.images.on_error=skip --epochs 3"
+  "$brisk" train run.json --out skip $skip > skip.txt 2>&1 || { cat skip.txt; exit 1; }
+  for f in p4 p9; do
+    [ "$(grep -c "image left out (found by step [0-9]*), replaced in its batches by the next one that decodes: data/$f.png: corrupt" skip.txt)" = 1 ] ||
+      { echo "data/$f.png not named once"; cat skip.txt; exit 1; }
+    grep -q "\"event\":\"data_skipped\".*\"when\":\"run\",\"file\":\"data/$f.png\"" skip/metrics.jsonl
+    grep -qF "data/$f.png</td><td>at step" skip/report.html
+  done
+  grep -qF "images skipped    2: 0 unusable at load, 2 whose pixels failed to decode during the run" skip.txt
+  grep -q '"images_replaced":2' skip/metrics.jsonl
+  "$brisk" train run.json --out one $skip --set data.images.workers=1 > /dev/null 2>&1
+  losses() { grep -o '"train_loss": [0-9.e-]*' "$1/metrics.jsonl"; }
+  [ -n "$(losses skip)" ] && [ "$(losses skip)" = "$(losses one)" ] || { echo "losses depend on the workers"; exit 1; }
   ;;
 *) echo "unknown case $case"; exit 2 ;;
 esac

@@ -323,6 +323,22 @@ static void test_bad_inputs(void) {
           has(&err, "loader: batch at epoch 0"));
     brisk_loader_destroy(l);
     brisk_dataset_free(&ds);
+    /* with skip_bad the sample is replaced by the next one of its category (ok2.png, sample
+     * 3; bad.png is sample 1, category 1), recorded once however often it is asked for */
+    s.skip_bad = 1;
+    REQUIRE_OK(brisk_image_dataset_load(&ds, &s, NULL, &err), &err);
+    static float xa[3 * 64 * 64], xb[3 * 64 * 64];
+    int32_t ca = -1, cb = -1;
+    void *da[2] = {xa, &ca}, *db[2] = {xb, &cb}; /* fields x, category */
+    for (int rep = 0; rep < 2; rep++) REQUIRE_OK(ds.make(ds.make_user, 1, 0, 0, da, &err), &err);
+    REQUIRE_OK(ds.make(ds.make_user, 3, 0, 0, db, &err), &err);
+    int64_t which = -1;
+    const char *file = NULL, *why = brisk_image_dataset_skip(&ds, 0, &which, &file);
+    CHECK(memcmp(xa, xb, sizeof xa) == 0 && ca == 1 && cb == 1);
+    CHECK(brisk_image_dataset_skips(&ds) == 1 && which == 1 && why && strstr(why, "bad.png: corrupt or truncated PNG") &&
+          file && strstr(file, "/bad.png"));
+    brisk_dataset_free(&ds);
+    s.skip_bad = 0;
     s.verify = 1;
     CHECK(brisk_image_dataset_load(&ds, &s, NULL, &err) != BRISK_OK && has(&err, "bad.png"));
     s.skip_bad = 1;
