@@ -520,12 +520,16 @@ brisk_status brisk_synth_make(const char *kind, int64_t n, uint64_t seed, brisk_
 /* ---------------------------------------------------------------- weather (NetCDF)
  * A forecasting dataset over NetCDF files (netcdf*.c; needs libnetcdf at build time,
  * else every call fails naming the file). The files hold CF-style coordinate variables
- * time (with "units" like "hours since 2020-01-01 00:00:00"), lat or latitude, lon or
- * longitude (1-D, strictly monotone, the same in every file) and, for 3-D fields, a
- * level axis. A field is (time, lat, lon) or (time, level, lat, lon), each level one
- * channel ("t850" is field t at its level 850); a static field is (lat, lon) or its first
- * time. Several files are one time axis, ordered by their first time, strictly increasing
- * throughout. Values equal to _FillValue / missing_value, NaN or inf are missing: refused
+ * time (with "units" like "hours since 2020-01-01 00:00:00"), lat and lon (1-D, regular,
+ * the same in every file; latitudes either way, longitudes increasing and unwrapped where
+ * they pass 360 or 180) and, for 3-D fields, a level axis; their names are the spec's or
+ * the common ones (valid_time, latitude, pressure_level, ...). A field is (time, lat, lon)
+ * or (time, level, lat, lon), each level one channel ("t850" is field t at its level 850),
+ * either with ERA5's old expver dimension after time (each value from the first version
+ * that has it: ERA5, then ERA5T); a static field is (lat, lon) or its first time. Several
+ * files are one time axis, ordered by their first time, strictly increasing throughout;
+ * their times are converted to the first file's units as instants (another epoch or unit
+ * is the same axis). Values equal to _FillValue / missing_value, NaN or inf are missing: refused
  * (the error names file, variable, time and grid point) or, with mask_missing, replaced by
  * the channel's training mean (counted in `masked`). scale_factor / add_offset apply.
  *
@@ -559,6 +563,10 @@ typedef struct brisk_weather_spec {
      * the fuzz target's entry). They must outlive the weather. */
     const void *mem;
     size_t mem_len;
+    /* The coordinate variables (data.netcdf.coordinates); NULL or "": the first found of
+     * time, valid_time / level, pressure_level, isobaricInhPa, plev, lev / lat, latitude /
+     * lon, longitude (a dimension coordinate before another 1-D variable). */
+    const char *time_name, *level_name, *lat_name, *lon_name;
 } brisk_weather_spec;
 
 typedef struct brisk_weather_source brisk_weather_source;
@@ -573,6 +581,8 @@ typedef struct brisk_weather {
     char (*channel)[BRISK_FIELD_NAME_MAX];   /* [channels] "t2m", "t850", ... */
     double *lat, *lon, *time;                /* the coordinates; time in the file's units */
     double hours_per_unit, base_hour;        /* the time unit in hours; the hour of day at time 0 */
+    double epoch_s;         /* time 0 as seconds since 1970-01-01 UTC; NAN: not a Gregorian "UNIT since DATE" */
+    int lon_turns;          /* times the file's longitudes passed 360 (or 180) and were unwrapped */
     int mask_missing;
     /* [2 C + S]: the channels, then the statics, then the channels' change over `lead` */
     float *mean, *std;
@@ -597,6 +607,14 @@ const char *brisk_weather_first_file(const brisk_weather *w);
  * values [n, grid, C]. */
 brisk_status brisk_weather_write(const brisk_weather *w, const char *path, int64_t n, const double *times,
                                  const float *values, brisk_error *err);
+/* CF time units "UNIT since YYYY-MM-DD[ hh[:mm[:ss[.f]]]][ Z|UTC|+hh:mm]" (UNIT seconds,
+ * minutes, hours or days): seconds per unit and the epoch as seconds since 1970-01-01 UTC
+ * (proleptic Gregorian). 0, or -1 when the text is not such units. */
+int brisk_time_units_parse(const char *units, double *unit_s, double *epoch_s);
+/* An instant (seconds since 1970-01-01 UTC) as "YYYY-MM-DDThh:mm[:ss]". */
+void brisk_time_format(double instant_s, char *out, size_t cap);
+/* A value of w's time axis as a date, or as the number when its units are not a date. */
+void brisk_weather_date(const brisk_weather *w, double value, char *out, size_t cap);
 /* Writes the synthetic regional weather data set (synth_weather.c) of `times` hourly steps. */
 brisk_status brisk_synth_weather(const char *path, int64_t times, uint64_t seed, brisk_error *err);
 /* Whether this build reads NetCDF. */

@@ -65,6 +65,8 @@ typedef struct brisk_netcdf_config {
     char statics[BRISK_NETCDF_MAX_STATICS][BRISK_COLUMN_MAX];
     int nstatics;
     int history, lead, time_features, mask_missing;
+    /* data.netcdf.coordinates.{time, level, lat, lon}: "" recognises the common names */
+    char coord_time[64], coord_level[64], coord_lat[64], coord_lon[64];
 } brisk_netcdf_config;
 
 typedef struct brisk_data_spec {

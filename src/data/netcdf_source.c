@@ -2,7 +2,8 @@
  * shared grid and time axis, the fields by name, and reading one time step of every
  * field. Checks name the file and the variable: a file that is not NetCDF, a missing
  * variable (with those present), grids that differ between files, a time axis that does
- * not increase, fields of the wrong shape. */
+ * not increase, fields of the wrong shape. Each file is read in its own orientation
+ * (latitudes either way) and time units (converted to the first file's as instants). */
 #include "data/netcdf_internal.h"
 
 #include <dirent.h>
@@ -17,6 +18,7 @@
 static pthread_mutex_t nc_mu = PTHREAD_MUTEX_INITIALIZER;
 void netcdf_lock(void) { pthread_mutex_lock(&nc_mu); }
 void netcdf_unlock(void) { pthread_mutex_unlock(&nc_mu); }
+
 
 #if BRISK_HAVE_NETCDF
 #include <netcdf.h>
@@ -71,89 +73,6 @@ static brisk_status expand(const char *path, path_list *l, brisk_error *err) {
 }
 
 /* ---------------------------------------------------------------- coordinates */
-
-static brisk_status nc_fail(const char *path, const char *what, int rc, brisk_error *err) {
-    return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: %s: %s", path, what, nc_strerror(rc));
-}
-
-/* The variables of a file, "a, b, c", for the missing-variable error. */
-static void list_vars(int ncid, char *out, size_t cap) {
-    int n = 0;
-    out[0] = 0;
-    nc_inq_nvars(ncid, &n);
-    for (int v = 0; v < n; v++) {
-        char name[NC_MAX_NAME + 1];
-        if (nc_inq_varname(ncid, v, name)) continue;
-        size_t len = strlen(out);
-        snprintf(out + len, cap - len, "%s%s", v ? ", " : "", name);
-    }
-    if (!out[0]) snprintf(out, cap, "none");
-}
-
-static brisk_status find_var(const char *path, int ncid, const char *name, int *varid, brisk_error *err) {
-    if (nc_inq_varid(ncid, name, varid) == NC_NOERR) return BRISK_OK;
-    char present[600];
-    list_vars(ncid, present, sizeof present);
-    return brisk_errorf(err, BRISK_ERR_INVALID, "%s: no variable '%s' (present: %s)", path, name, present);
-}
-
-/* A 1-D coordinate variable (the first of two spellings) into a malloc'd array. */
-static brisk_status read_coord(const char *path, int ncid, const char *a, const char *b, char *name, double **out,
-                               int64_t *n, brisk_error *err) {
-    int v, nd, dim;
-    if (nc_inq_varid(ncid, a, &v) == NC_NOERR) snprintf(name, 32, "%s", a);
-    else if (b && nc_inq_varid(ncid, b, &v) == NC_NOERR) snprintf(name, 32, "%s", b);
-    else {
-        char present[600];
-        list_vars(ncid, present, sizeof present);
-        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: no coordinate variable '%s'%s%s (present: %s)", path, a,
-                            b ? " or " : "", b ? b : "", present);
-    }
-    size_t len;
-    int rc = nc_inq_varndims(ncid, v, &nd);
-    if (rc || nd != 1) return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: variable '%s': expected a 1-D coordinate", path, name);
-    if ((rc = nc_inq_vardimid(ncid, v, &dim)) || (rc = nc_inq_dimlen(ncid, dim, &len))) return nc_fail(path, name, rc, err);
-    if (len < 1 || len > (1u << 24))
-        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: variable '%s' has %zu values (expected 1 to 2^24)", path, name, len);
-    if (!(*out = malloc(len * sizeof **out))) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
-    if ((rc = nc_get_var_double(ncid, v, *out))) return nc_fail(path, name, rc, err);
-    for (size_t i = 0; i < len; i++)
-        if (!isfinite((*out)[i]))
-            return brisk_errorf(err, BRISK_ERR_NUMERIC, "%s: variable '%s': value %zu is not finite", path, name, i);
-    *n = (int64_t)len;
-    return BRISK_OK;
-}
-
-/* Equal spacing (the graph is built for a regular grid), strictly monotone. */
-static brisk_status check_regular(const char *path, const char *name, const double *c, int64_t n, int increasing_only,
-                                  brisk_error *err) {
-    if (n < 2) return BRISK_OK;
-    double d = c[1] - c[0];
-    if (d == 0 || (increasing_only && d < 0))
-        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: variable '%s' is not strictly %s at index 1 (%g then %g)", path,
-                            name, increasing_only ? "increasing" : "monotone", c[0], c[1]);
-    for (int64_t i = 1; i < n; i++)
-        if (fabs((c[i] - c[i - 1]) - d) > 1e-3 * fabs(d))
-            return brisk_errorf(err, BRISK_ERR_INVALID, "%s: variable '%s' is not a regular axis: step %g at index %lld, "
-                                "%g at index 1 (expected equal steps)", path, name, c[i] - c[i - 1], (long long)i, d);
-    return BRISK_OK;
-}
-
-/* "UNIT since YYYY-MM-DD[ T]hh[:mm[:ss]]": hours per unit and the reference's hour of day. */
-static int parse_units(const char *u, double *hours, double *base_hour) {
-    char unit[32];
-    int y, mo, d, h = 0, mi = 0;
-    double s = 0;
-    if (sscanf(u, "%31s since %d-%d-%d%*[ T]%d:%d:%lf", unit, &y, &mo, &d, &h, &mi, &s) < 4) return -1;
-    if (!strncmp(unit, "second", 6) || !strcmp(unit, "s")) *hours = 1.0 / 3600;
-    else if (!strncmp(unit, "minute", 6)) *hours = 1.0 / 60;
-    else if (!strncmp(unit, "hour", 4) || !strcmp(unit, "h")) *hours = 1.0;
-    else if (!strncmp(unit, "day", 3)) *hours = 24.0;
-    else return -1;
-    *base_hour = h + mi / 60.0 + s / 3600.0;
-    return 0;
-}
-
 /* ---------------------------------------------------------------- fields */
 
 static double att_or(int ncid, int v, const char *att, double def) {
@@ -163,47 +82,57 @@ static double att_or(int ncid, int v, const char *att, double def) {
     return x;
 }
 
-/* The field's shape in one file: (time, lat, lon) or (time, level, lat, lon); statics
- * (lat, lon) or with a leading time. Sets the level count and dimension on first sight. */
-static brisk_status check_field(const brisk_weather_source *s, const nc_file *f, int i, int is_static, int time_dim,
-                                int lat_dim, int lon_dim, nc_field *fd, brisk_error *err) {
+static int dim_named(int ncid, int dim, const char *name) {
+    char d[NC_MAX_NAME + 1];
+    return nc_inq_dimname(ncid, dim, d) == NC_NOERR && strcmp(d, name) == 0;
+}
+
+/* The field's shape in one file: (time, lat, lon) or (time, level, lat, lon), either with
+ * ERA5's old `expver` dimension after time. Sets the level count and dimension on first
+ * sight. */
+static brisk_status check_field(const brisk_weather_source *s, nc_file *f, int i, nc_field *fd, brisk_error *err) {
     int v = f->varid[i], nd, dims[NC_MAX_VAR_DIMS];
     nc_inq_varndims(f->ncid, v, &nd);
-    if (nd > NC_MAX_VAR_DIMS || nd < 2 || nc_inq_vardimid(f->ncid, v, dims) ||
-        dims[nd - 2] != lat_dim || dims[nd - 1] != lon_dim)
+    if (nd > NC_MAX_VAR_DIMS || nd < 2 || nc_inq_vardimid(f->ncid, v, dims) || dims[nd - 2] != f->lat_dim ||
+        dims[nd - 1] != f->lon_dim)
         return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: variable '%s': expected its last two dimensions to be %s and %s",
                             f->path, fd->name, s->lat_name, s->lon_name);
     int lead = nd - 2; /* dimensions before (lat, lon) */
-    if (is_static) {
-        if (lead > 1 || (lead == 1 && dims[0] != time_dim))
-            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: static variable '%s': expected (%s, %s) or (time, %s, %s)",
-                                f->path, fd->name, s->lat_name, s->lon_name, s->lat_name, s->lon_name);
-        fd->nlev = 1;
-        return BRISK_OK;
+    f->nexp[i] = 1;
+    int k = 1; /* the dimension after time, and after expver when there is one */
+    if (lead >= 2 && dims[0] == f->time_dim && dim_named(f->ncid, dims[1], "expver")) {
+        size_t len = 0;
+        nc_inq_dimlen(f->ncid, dims[1], &len);
+        if (len < 1 || len > 16)
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: variable '%s': an expver dimension of %zu (expected ERA5's "
+                                "1 to 16 experiment versions)", f->path, fd->name, len);
+        f->nexp[i] = (int)len, k = 2;
     }
-    if (lead < 1 || lead > 2 || dims[0] != time_dim)
-        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: variable '%s': expected (time, %s, %s) or (time, level, %s, %s)",
-                            f->path, fd->name, s->lat_name, s->lon_name, s->lat_name, s->lon_name);
+    if (lead < k || lead > k + 1 || dims[0] != f->time_dim)
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: variable '%s': expected (%s, %s, %s) or (%s, level, %s, %s)",
+                            f->path, fd->name, s->time_name, s->lat_name, s->lon_name, s->time_name, s->lat_name,
+                            s->lon_name);
     int nlev = 1;
     char lname[NC_MAX_NAME + 1] = "";
-    if (lead == 2) {
+    if (lead == k + 1) {
         size_t len;
-        nc_inq_dimlen(f->ncid, dims[1], &len);
-        nc_inq_dimname(f->ncid, dims[1], lname);
+        nc_inq_dimlen(f->ncid, dims[k], &len);
+        nc_inq_dimname(f->ncid, dims[k], lname);
         nlev = (int)(len <= BRISK_WEATHER_MAX_CHANNELS ? len : BRISK_WEATHER_MAX_CHANNELS + 1);
+        int lv, ld;
+        if (s->level_name[0] && strcmp(lname, s->level_name) &&
+            !(nc_inq_varid(f->ncid, s->level_name, &lv) == NC_NOERR && nc_inq_varndims(f->ncid, lv, &ld) == NC_NOERR &&
+              ld == 1 && nc_inq_vardimid(f->ncid, lv, &ld) == NC_NOERR && ld == dims[k]))
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: variable '%s' has levels over '%s', not '%s' "
+                                "(data.netcdf.coordinates.level)", f->path, fd->name, lname, s->level_name);
     }
     if (fd->nlev == 0) {
         fd->nlev = nlev;
         snprintf(fd->level_dim, sizeof fd->level_dim, "%s", lname);
-        /* Only a 1-D variable over the level dimension is its coordinate: one of the same name
-         * over another dimension would overrun the nlev values (found by fuzz_netcdf). */
-        int lv, lnd = 0, ldim = -1;
-        if (lead == 2 && nlev <= BRISK_WEATHER_MAX_CHANNELS && nc_inq_varid(f->ncid, lname, &lv) == NC_NOERR &&
-            nc_inq_varndims(f->ncid, lv, &lnd) == NC_NOERR && lnd == 1 && nc_inq_vardimid(f->ncid, lv, &ldim) == NC_NOERR &&
-            ldim == dims[1] && (fd->levels = malloc((size_t)nlev * sizeof(double))) && nc_get_var_double(f->ncid, lv, fd->levels)) {
-            free(fd->levels);
-            fd->levels = NULL;
-        }
+        /* only a 1-D variable over the level dimension is its coordinate: one of the same
+         * name over another dimension would overrun the nlev values (found by fuzz_netcdf) */
+        if (lead == k + 1 && nlev <= BRISK_WEATHER_MAX_CHANNELS)
+            netcdf_level_coord(f->ncid, dims[k], s->level_name, nlev, &fd->levels);
     } else if (fd->nlev != nlev || strcmp(fd->level_dim, lname) != 0) {
         return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: variable '%s' has %d levels of '%s', but %s has %d of '%s'",
                             f->path, fd->name, nlev, lname, s->files[0].path, fd->nlev, fd->level_dim);
@@ -211,17 +140,15 @@ static brisk_status check_field(const brisk_weather_source *s, const nc_file *f,
     return BRISK_OK;
 }
 
-/* Attributes that change what a value means: packing and the missing-value markers. */
-static void field_atts(nc_file *f, int i) {
-    int v = f->varid[i];
+void netcdf_value_atts(int ncid, int v, double *scale, double *offset, double *fill, double *missing) {
     nc_type type = NC_FLOAT;
-    nc_inq_vartype(f->ncid, v, &type);
+    nc_inq_vartype(ncid, v, &type);
     double def = type == NC_DOUBLE ? NC_FILL_DOUBLE : type == NC_SHORT ? NC_FILL_SHORT : type == NC_INT ? NC_FILL_INT
                  : type == NC_BYTE ? NC_FILL_BYTE : NC_FILL_FLOAT;
-    f->fill[i] = att_or(f->ncid, v, "_FillValue", def);
-    f->missing[i] = att_or(f->ncid, v, "missing_value", NAN);
-    f->scale[i] = att_or(f->ncid, v, "scale_factor", 1.0);
-    f->offset[i] = att_or(f->ncid, v, "add_offset", 0.0);
+    *fill = att_or(ncid, v, "_FillValue", def);
+    *missing = att_or(ncid, v, "missing_value", NAN);
+    *scale = att_or(ncid, v, "scale_factor", 1.0);
+    *offset = att_or(ncid, v, "add_offset", 0.0);
 }
 
 /* netCDF's default chunk cache is a few MiB shared badly across variables: give each
@@ -249,6 +176,49 @@ static void size_cache(const nc_file *f, int v, int64_t steps) {
 
 /* ---------------------------------------------------------------- opening */
 
+
+/* A text attribute into out[cap] ("" when absent, not text, or too long). */
+static void att_text(int ncid, int v, const char *name, char *out, size_t cap) {
+    size_t len = 0;
+    nc_type type;
+    out[0] = 0;
+    if (nc_inq_att(ncid, v, name, &type, &len) == NC_NOERR && type == NC_CHAR && len < cap &&
+        nc_get_att_text(ncid, v, name, out) == NC_NOERR)
+        out[len] = 0;
+}
+
+/* Calendars whose days and dates are the Gregorian's (CF 4.4.1; "none" and absent too). */
+static int gregorian(const char *cal) {
+    static const char *const ok[] = {"", "standard", "gregorian", "proleptic_gregorian", "none", NULL};
+    for (int i = 0; ok[i]; i++)
+        if (!strcmp(cal, ok[i])) return 1;
+    return 0;
+}
+
+/* The file's times as the first file's: both units parsed as instants (a unit and an
+ * epoch), else the same text. */
+static brisk_status same_time_axis(const brisk_weather_source *s, const nc_file *f, const brisk_weather *w,
+                                   const char *units, const char *cal, double *time, int64_t nt, brisk_error *err) {
+    double unit_s, epoch_s;
+    if (!strcmp(units, s->time_units)) return BRISK_OK;
+    if (brisk_time_units_parse(units, &unit_s, &epoch_s) || !(w->hours_per_unit > 0) || !isfinite(w->epoch_s) ||
+        !gregorian(cal))
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: variable '%s' has units \"%s\"%s%s but %s's are \"%s\": expected "
+                            "the same, or both \"UNIT since DATE\" in the Gregorian calendar (converted to one epoch)",
+                            f->path, s->time_name, units, cal[0] ? ", calendar " : "", cal, s->files[0].path,
+                            s->time_units);
+    double scale = unit_s / (w->hours_per_unit * 3600), shift = (epoch_s - w->epoch_s) / (w->hours_per_unit * 3600);
+    for (int64_t i = 0; i < nt; i++) time[i] = time[i] * scale + shift;
+    return BRISK_OK;
+}
+
+static void reverse(double *v, int64_t n) {
+    for (int64_t i = 0; i < n / 2; i++) {
+        double x = v[i];
+        v[i] = v[n - 1 - i], v[n - 1 - i] = x;
+    }
+}
+
 static brisk_status open_file(brisk_weather_source *s, nc_file *f, const brisk_weather_spec *spec, brisk_weather *w,
                               double **time, int64_t *nt, brisk_error *err) {
     f->ncid = -1;
@@ -264,64 +234,64 @@ static brisk_status open_file(brisk_weather_source *s, nc_file *f, const brisk_w
     }
     double *lat = NULL, *lon = NULL;
     int64_t nlat, nlon;
-    char latn[32], lonn[32], timen[32];
+    char latn[NC_NAME_LEN], lonn[NC_NAME_LEN], timen[NC_NAME_LEN], units[128], cal[64];
+    int vlat, vlon, vtime;
     brisk_status st;
-    if ((st = read_coord(f->path, f->ncid, "lat", "latitude", latn, &lat, &nlat, err)) ||
-        (st = read_coord(f->path, f->ncid, "lon", "longitude", lonn, &lon, &nlon, err)) ||
-        (st = read_coord(f->path, f->ncid, "time", NULL, timen, time, nt, err)))
+    if ((st = netcdf_find_axis(f->path, f->ncid, NC_AXIS_LAT, spec->lat_name, latn, &vlat, &f->lat_dim, err)) ||
+        (st = netcdf_find_axis(f->path, f->ncid, NC_AXIS_LON, spec->lon_name, lonn, &vlon, &f->lon_dim, err)) ||
+        (st = netcdf_find_axis(f->path, f->ncid, NC_AXIS_TIME, spec->time_name, timen, &vtime, &f->time_dim, err)) ||
+        (st = netcdf_read_coord(f->path, f->ncid, vlat, latn, &lat, &nlat, err)) ||
+        (st = netcdf_read_coord(f->path, f->ncid, vlon, lonn, &lon, &nlon, err)) ||
+        (st = netcdf_read_coord(f->path, f->ncid, vtime, timen, time, nt, err)) ||
+        (st = netcdf_check_regular(f->path, latn, lat, nlat, 0, err)))
         goto out;
-    if (f == s->files) { /* the first file sets the grid */
+    f->lat_flip = nlat > 1 && lat[1] < lat[0];
+    if (f->lat_flip) reverse(lat, nlat); /* rows south to north */
+    int turns = netcdf_unwrap_lon(lon, nlon);
+    if ((st = netcdf_check_regular(f->path, lonn, lon, nlon, 1, err))) goto out;
+    att_text(f->ncid, vtime, "units", units, sizeof units);
+    att_text(f->ncid, vtime, "calendar", cal, sizeof cal);
+    if (f == s->files) { /* the first file sets the grid and the time axis's units */
         snprintf(s->lat_name, sizeof s->lat_name, "%s", latn);
         snprintf(s->lon_name, sizeof s->lon_name, "%s", lonn);
-        if ((st = check_regular(f->path, latn, lat, nlat, 0, err)) || (st = check_regular(f->path, lonn, lon, nlon, 1, err)))
-            goto out;
+        snprintf(s->time_name, sizeof s->time_name, "%s", timen);
+        snprintf(s->time_units, sizeof s->time_units, "%s", units);
         if (nlat * nlon > (INT64_C(1) << 28)) {
             st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: variables '%s' and '%s': a %lld x %lld grid is too large (over "
                               "2^28 points)", f->path, latn, lonn, (long long)nlat, (long long)nlon);
             goto out;
         }
-        s->lat_flip = nlat > 1 && lat[1] < lat[0];
-        w->nlat = nlat, w->nlon = nlon, w->grid = nlat * nlon;
-        w->lat = malloc((size_t)nlat * sizeof(double));
-        w->lon = lon, lon = NULL;
-        if (!w->lat) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", f->path); goto out; }
-        for (int64_t i = 0; i < nlat; i++) w->lat[i] = lat[s->lat_flip ? nlat - 1 - i : i];
-        size_t ul = 0;
-        int tv;
-        if (nc_inq_varid(f->ncid, "time", &tv) == NC_NOERR && nc_inq_attlen(f->ncid, tv, "units", &ul) == NC_NOERR &&
-            ul < sizeof s->time_units)
-            nc_get_att_text(f->ncid, tv, "units", s->time_units);
+        s->lat_flip = f->lat_flip;
+        w->nlat = nlat, w->nlon = nlon, w->grid = nlat * nlon, w->lon_turns = turns;
+        w->lat = lat, w->lon = lon, lat = lon = NULL;
+        double unit_s, epoch_s;
+        w->hours_per_unit = 0, w->epoch_s = NAN;
+        if (!brisk_time_units_parse(units, &unit_s, &epoch_s)) {
+            w->hours_per_unit = unit_s / 3600;
+            w->base_hour = fmod(fmod(epoch_s, 86400) + 86400, 86400) / 3600;
+            if (gregorian(cal)) w->epoch_s = epoch_s;
+        }
     } else {
         const char *bad = NULL;
         int64_t at = 0;
-        if (nlat != w->nlat || strcmp(latn, s->lat_name)) bad = latn;
-        else if (nlon != w->nlon || strcmp(lonn, s->lon_name)) bad = lonn;
+        if (nlat != w->nlat) bad = latn;
+        else if (nlon != w->nlon) bad = lonn;
         for (int64_t i = 0; !bad && i < nlat; i++)
-            if (fabs(lat[i] - w->lat[s->lat_flip ? nlat - 1 - i : i]) > 1e-6) bad = latn, at = i;
+            if (fabs(lat[i] - w->lat[i]) > 1e-6) bad = latn, at = f->lat_flip ? nlat - 1 - i : i;
         for (int64_t i = 0; !bad && i < nlon; i++)
-            if (fabs(lon[i] - w->lon[i]) > 1e-6) bad = lonn, at = i;
+            if (!netcdf_same_lon(lon[i], w->lon[i])) bad = lonn, at = i;
         if (bad) {
             st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: variable '%s' differs from %s's (%lld x %lld grid; first "
                               "difference at index %lld): every file must have the same grid", f->path, bad,
                               s->files[0].path, (long long)w->nlat, (long long)w->nlon, (long long)at);
             goto out;
         }
-        char units[128] = "";
-        size_t ul = 0;
-        int tv;
-        if (nc_inq_varid(f->ncid, "time", &tv) == NC_NOERR && nc_inq_attlen(f->ncid, tv, "units", &ul) == NC_NOERR &&
-            ul < sizeof units)
-            nc_get_att_text(f->ncid, tv, "units", units);
-        if (strcmp(units, s->time_units)) {
-            st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: variable 'time' has units \"%s\" but %s's are \"%s\" (expected "
-                              "the same in every file)", f->path, units, s->files[0].path, s->time_units);
-            goto out;
-        }
+        if ((st = same_time_axis(s, f, w, units, cal, *time, *nt, err))) goto out;
     }
     for (int64_t i = 1; i < *nt; i++)
         if (!((*time)[i] > (*time)[i - 1])) {
-            st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: variable 'time' is not increasing at index %lld (%g after %g)",
-                              f->path, (long long)i, (*time)[i], (*time)[i - 1]);
+            st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: variable '%s' is not increasing at index %lld (%g after %g)",
+                              f->path, timen, (long long)i, (*time)[i], (*time)[i - 1]);
             goto out;
         }
 out:
@@ -337,25 +307,18 @@ static int by_first_time(const void *a, const void *b) {
 
 /* Looks up every field in file f and checks its shape there. */
 static brisk_status file_fields(brisk_weather_source *s, nc_file *f, const brisk_weather_spec *spec, brisk_error *err) {
-    int time_dim, lat_dim, lon_dim;
-    if (nc_inq_dimid(f->ncid, "time", &time_dim) || nc_inq_dimid(f->ncid, s->lat_name, &lat_dim) ||
-        nc_inq_dimid(f->ncid, s->lon_name, &lon_dim))
-        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: expected dimensions time, %s and %s named like their coordinate "
-                            "variables", f->path, s->lat_name, s->lon_name);
     int n = s->nfields;
     f->varid = calloc((size_t)n, sizeof(int));
+    f->nexp = calloc((size_t)n, sizeof(int));
     f->scale = calloc((size_t)n * 4, sizeof(double));
-    if (!f->varid || !f->scale) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", f->path);
+    if (!f->varid || !f->nexp || !f->scale) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", f->path);
     f->offset = f->scale + n, f->fill = f->scale + 2 * n, f->missing = f->scale + 3 * n;
-    int first = f == s->files;
-    for (int i = 0; i < n; i++) {
-        int is_static = i >= spec->nvariables;
-        if (is_static && !first) continue; /* statics are read once, from the first file */
-        brisk_status st = find_var(f->path, f->ncid, s->fields[i].name, &f->varid[i], err);
-        if (!st) st = check_field(s, f, i, is_static, time_dim, lat_dim, lon_dim, &s->fields[i], err);
+    for (int i = 0; i < spec->nvariables; i++) { /* the statics: netcdf_statics_read */
+        brisk_status st = netcdf_find_var(f->path, f->ncid, s->fields[i].name, &f->varid[i], err);
+        if (!st) st = check_field(s, f, i, &s->fields[i], err);
         if (st) return st;
-        field_atts(f, i);
-        if (!is_static) size_cache(f, f->varid[i], spec->history + spec->lead + 1);
+        netcdf_value_atts(f->ncid, f->varid[i], &f->scale[i], &f->offset[i], &f->fill[i], &f->missing[i]);
+        size_cache(f, f->varid[i], spec->history + spec->lead + 1);
     }
     return BRISK_OK;
 }
@@ -364,9 +327,17 @@ brisk_status netcdf_source_open(const brisk_weather_spec *spec, brisk_weather *w
     brisk_weather_source *s = calloc(1, sizeof *s);
     if (!s) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
     w->src = s;
+    w->epoch_s = NAN;
     path_list l = {0};
     brisk_status st = BRISK_OK;
-    if (spec->mem && spec->npaths == 1 && list_add(&l, spec->paths[0])) st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+    const char *names[] = {spec->time_name, spec->level_name, spec->lat_name, spec->lon_name};
+    for (int a = 0; a < NC_AXES && !st; a++)
+        if (names[a] && strlen(names[a]) >= NC_NAME_LEN)
+            st = brisk_errorf(err, BRISK_ERR_INVALID, "data.netcdf.coordinates.%s: '%.40s...' is longer than %d bytes",
+                              netcdf_axis_key[a], names[a], NC_NAME_LEN - 1);
+    if (!st && spec->level_name) snprintf(s->level_name, sizeof s->level_name, "%s", spec->level_name);
+    if (!st && spec->mem && spec->npaths == 1 && list_add(&l, spec->paths[0]))
+        st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
     for (int i = 0; i < spec->npaths && !st && !spec->mem; i++) st = expand(spec->paths[i], &l, err);
     if (!st && l.n == 0) st = brisk_errorf(err, BRISK_ERR_INVALID, "no NetCDF files given");
     double **times = st ? NULL : calloc((size_t)l.n, sizeof *times);
@@ -397,10 +368,14 @@ brisk_status netcdf_source_open(const brisk_weather_spec *spec, brisk_weather *w
         for (int i = 0; !st && i < s->nfiles; i++) times[i] = ord[i].t, nts[i] = ord[i].n, s->files[i] = ord[i].f;
         free(ord);
         for (int i = 1; !st && i < s->nfiles; i++)
-            if (!(times[i][0] > times[i - 1][nts[i - 1] - 1]))
-                st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: variable 'time' starts at %g, not after the last time %g of "
-                                  "%s: the files' times must increase and not overlap", s->files[i].path, times[i][0],
-                                  times[i - 1][nts[i - 1] - 1], s->files[i - 1].path);
+            if (!(times[i][0] > times[i - 1][nts[i - 1] - 1])) {
+                char a[48], b[48];
+                brisk_weather_date(w, times[i][0], a, sizeof a);
+                brisk_weather_date(w, times[i - 1][nts[i - 1] - 1], b, sizeof b);
+                st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: variable '%s' starts at %s, not after the last time %s of "
+                                  "%s: the files' times must increase and not overlap", s->files[i].path, s->time_name,
+                                  a, b, s->files[i - 1].path);
+            }
     }
     int64_t total = 0;
     for (int i = 0; !st && i < s->nfiles; i++) s->files[i].t0 = total, s->files[i].nt = nts[i], total += nts[i];
@@ -408,11 +383,10 @@ brisk_status netcdf_source_open(const brisk_weather_spec *spec, brisk_weather *w
     for (int i = 0; !st && i < s->nfiles; i++) memcpy(w->time + s->files[i].t0, times[i], (size_t)nts[i] * sizeof(double));
     w->ntimes = total;
     for (int i = 0; !st && i < s->nfiles; i++) st = file_fields(s, &s->files[i], spec, err);
-    w->hours_per_unit = 0;
-    if (!st && parse_units(s->time_units, &w->hours_per_unit, &w->base_hour) && spec->time_features)
-        st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: variable 'time' has units \"%s\"; time features need \"UNIT since "
+    if (!st && !(w->hours_per_unit > 0) && spec->time_features)
+        st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: variable '%s' has units \"%s\"; time features need \"UNIT since "
                           "YYYY-MM-DD hh:mm:ss\" with UNIT seconds, minutes, hours or days", s->files[0].path,
-                          s->time_units);
+                          s->time_name, s->time_units);
     netcdf_unlock();
     /* channels: a 2-D field is one, a 3-D field one per level */
     int C = 0;
@@ -424,49 +398,29 @@ brisk_status netcdf_source_open(const brisk_weather_spec *spec, brisk_weather *w
     for (int i = 0; !st && i < spec->nvariables; i++)
         for (int k = 0; k < s->fields[i].nlev; k++) {
             char *c = w->channel[s->fields[i].channel0 + k];
-            if (s->fields[i].nlev == 1) snprintf(c, BRISK_FIELD_NAME_MAX, "%s", s->fields[i].name);
+            if (s->fields[i].nlev == 1 && !s->fields[i].level_dim[0]) snprintf(c, BRISK_FIELD_NAME_MAX, "%s", s->fields[i].name);
             else if (s->fields[i].levels) snprintf(c, BRISK_FIELD_NAME_MAX, "%s%g", s->fields[i].name, s->fields[i].levels[k]);
             else snprintf(c, BRISK_FIELD_NAME_MAX, "%s_%d", s->fields[i].name, k);
         }
     w->channels = C;
     w->nstatics = spec->nstatics;
-    /* the statics, once */
-    if (!st && spec->nstatics) {
-        *statics = malloc((size_t)(w->grid * spec->nstatics) * sizeof(float));
-        float *buf = malloc((size_t)w->grid * sizeof(float));
-        if (!*statics || !buf) st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
-        const nc_file *f = &s->files[0];
-        netcdf_lock();
-        for (int j = 0; !st && j < spec->nstatics; j++) {
-            int i = spec->nvariables + j, nd = 0, rc;
-            nc_inq_varndims(f->ncid, f->varid[i], &nd);
-            size_t start[3] = {0}, count[3] = {1, (size_t)w->nlat, (size_t)w->nlon};
-            if (nd == 2) count[0] = (size_t)w->nlat, count[1] = (size_t)w->nlon;
-            if ((rc = nc_get_vara_float(f->ncid, f->varid[i], start, count, buf))) {
-                st = nc_fail(f->path, s->fields[i].name, rc, err);
-                break;
-            }
-            for (int64_t r = 0; r < w->nlat && !st; r++)
-                for (int64_t c = 0; c < w->nlon; c++) {
-                    float v = buf[(s->lat_flip ? w->nlat - 1 - r : r) * w->nlon + c];
-                    if (!isfinite(v) || v == (float)f->fill[i] || v == (float)f->missing[i]) {
-                        st = brisk_errorf(err, BRISK_ERR_NUMERIC, "%s: static variable '%s' is missing (NaN or fill value) "
-                                          "at %s %g, %s %g: a static field must be complete", f->path, s->fields[i].name,
-                                          s->lat_name, w->lat[r], s->lon_name, w->lon[c]);
-                        break;
-                    }
-                    (*statics)[(r * w->nlon + c) * spec->nstatics + j] = (float)(v * f->scale[i] + f->offset[i]);
-                }
-        }
-        netcdf_unlock();
-        free(buf);
-    }
+    if (!st && spec->nstatics) st = netcdf_statics_read(s, spec, w, statics, err);
     if (times)
         for (int i = 0; i < l.n; i++) free(times[i]);
     free(times);
     free(nts);
     list_free(&l);
     return st;
+}
+
+/* The first of a point's experiment versions (ERA5's old layout: expver 1, then ERA5T's 5)
+ * that holds a value; the first version's value when none does. */
+static float first_version(const float *v, int64_t stride, int nexp, float fill, float miss) {
+    for (int e = 0; e < nexp; e++) {
+        float x = v[e * stride];
+        if (isfinite(x) && x != fill && x != miss) return x;
+    }
+    return v[0];
 }
 
 brisk_status netcdf_source_read(brisk_weather *w, int64_t t, float *dst, int64_t *missing, char *first,
@@ -476,15 +430,19 @@ brisk_status netcdf_source_read(brisk_weather *w, int64_t t, float *dst, int64_t
     while (fi + 1 < s->nfiles && t >= s->files[fi + 1].t0) fi++;
     const nc_file *f = &s->files[fi];
     int64_t G = w->grid, C = w->channels;
-    int maxlev = 1;
-    for (int i = 0; i < s->nfields - w->nstatics; i++) maxlev = s->fields[i].nlev > maxlev ? s->fields[i].nlev : maxlev;
-    float *buf = malloc((size_t)(G * maxlev) * sizeof(float));
+    int64_t most = 1;
+    for (int i = 0; i < s->nfields - w->nstatics; i++)
+        if ((int64_t)s->fields[i].nlev * f->nexp[i] > most) most = (int64_t)s->fields[i].nlev * f->nexp[i];
+    float *buf = malloc((size_t)(G * most) * sizeof(float));
     if (!buf) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", f->path);
     brisk_status st = BRISK_OK;
     for (int i = 0; i < s->nfields - w->nstatics && !st; i++) {
         const nc_field *fd = &s->fields[i];
-        size_t start[4] = {(size_t)(t - f->t0), 0, 0, 0}, count[4] = {1, (size_t)fd->nlev, (size_t)w->nlat, (size_t)w->nlon};
-        if (fd->nlev == 1 && !fd->level_dim[0]) count[1] = (size_t)w->nlat, count[2] = (size_t)w->nlon;
+        int nexp = f->nexp[i], nd = 1;
+        size_t start[5] = {(size_t)(t - f->t0), 0, 0, 0, 0}, count[5] = {1};
+        if (nexp > 1) count[nd++] = (size_t)nexp;
+        if (fd->level_dim[0]) count[nd++] = (size_t)fd->nlev;
+        count[nd++] = (size_t)w->nlat, count[nd++] = (size_t)w->nlon;
         netcdf_lock();
         int rc = nc_get_vara_float(f->ncid, f->varid[i], start, count, buf);
         netcdf_unlock();
@@ -494,19 +452,22 @@ brisk_status netcdf_source_read(brisk_weather *w, int64_t t, float *dst, int64_t
             break;
         }
         float fill = (float)f->fill[i], miss = (float)f->missing[i];
+        int64_t stride = (int64_t)fd->nlev * G; /* between experiment versions */
         for (int k = 0; k < fd->nlev; k++)
             for (int64_t r = 0; r < w->nlat; r++) {
-                const float *row = buf + ((int64_t)k * w->nlat + (s->lat_flip ? w->nlat - 1 - r : r)) * w->nlon;
+                const float *row = buf + ((int64_t)k * w->nlat + (f->lat_flip ? w->nlat - 1 - r : r)) * w->nlon;
                 for (int64_t c = 0; c < w->nlon; c++) {
-                    float v = row[c];
+                    float v = nexp > 1 ? first_version(row + c, stride, nexp, fill, miss) : row[c];
                     float *o = &dst[(r * w->nlon + c) * C + fd->channel0 + k];
                     if (!isfinite(v) || v == fill || v == miss) {
-                        if (first && (*missing)++ == 0)
-                            snprintf(first, 256, "%s: variable '%s' is missing (%s) at time index %lld (time %g), level "
+                        if (first && (*missing)++ == 0) {
+                            char date[48];
+                            brisk_weather_date(w, w->time[t], date, sizeof date);
+                            snprintf(first, 256, "%s: variable '%s' is missing (%s) at time index %lld (%s), level "
                                      "index %d, %s %g, %s %g", f->path, fd->name, isnan(v) ? "NaN" : isinf(v) ? "inf" :
-                                     "fill value", (long long)(t - f->t0), w->time[t], k, s->lat_name, w->lat[r],
+                                     "fill value", (long long)(t - f->t0), date, k, s->lat_name, w->lat[r],
                                      s->lon_name, w->lon[c]);
-                        else if (!first) (*missing)++;
+                        } else if (!first) (*missing)++;
                         *o = NAN;
                     } else {
                         *o = (float)(v * f->scale[i] + f->offset[i]);
@@ -524,6 +485,7 @@ void netcdf_source_free(brisk_weather_source *s) {
     for (int i = 0; i < s->nfiles; i++) {
         if (s->files[i].ncid >= 0) nc_close(s->files[i].ncid);
         free(s->files[i].varid);
+        free(s->files[i].nexp);
         free(s->files[i].scale);
     }
     netcdf_unlock();

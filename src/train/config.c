@@ -334,7 +334,8 @@ static void read_names(brisk_json_reader *r, const char *key, bool required, int
     free(names);
 }
 
-/* data.netcdf: {"files", "variables", "static", "history", "lead", "time_features", "missing"} */
+/* data.netcdf: {"files", "variables", "static", "history", "lead", "time_features", "missing",
+ *               "coordinates": {"time", "level", "lat", "lon"}} */
 static void read_netcdf(brisk_json_reader *data, brisk_netcdf_config *nc) {
     brisk_json_reader r;
     bool present, b;
@@ -356,6 +357,16 @@ static void read_netcdf(brisk_json_reader *data, brisk_netcdf_config *nc) {
     brisk_json_int_or(&r, "lead", 1, 1, 1 << 20, &nc->lead);
     brisk_json_bool_or(&r, "time_features", true, &b), nc->time_features = b;
     brisk_json_enum_or(&r, "missing", missing_kinds, 0, &v), nc->mask_missing = v == 1;
+    brisk_json_reader c;
+    brisk_json_object_opt(&r, "coordinates", &c, NULL);
+    const struct { const char *key; char *dst; } axes[] = {
+        {"time", nc->coord_time}, {"level", nc->coord_level}, {"lat", nc->coord_lat}, {"lon", nc->coord_lon}};
+    for (int a = 0; a < 4; a++) {
+        const char *name = "";
+        brisk_json_string_or(&c, axes[a].key, "", &name);
+        if (strlen(name) >= sizeof nc->coord_time) brisk_json_fail(&c, axes[a].key, "longer than %zu bytes", sizeof nc->coord_time - 1);
+        else copy_str(axes[a].dst, sizeof nc->coord_time, name);
+    }
 }
 
 void brisk_weather_spec_of(const brisk_data_spec *d, const char **paths, const char **names, brisk_weather_spec *out) {
@@ -370,7 +381,9 @@ void brisk_weather_spec_of(const brisk_data_spec *d, const char **paths, const c
     *out = (brisk_weather_spec){.paths = paths, .npaths = np, .variables = names, .nvariables = nc->nvariables,
                                 .statics = names + nc->nvariables, .nstatics = nc->nstatics, .history = nc->history,
                                 .lead = nc->lead, .validation_fraction = d->validation_fraction,
-                                .mask_missing = nc->mask_missing, .time_features = nc->time_features};
+                                .mask_missing = nc->mask_missing, .time_features = nc->time_features,
+                                .time_name = nc->coord_time, .level_name = nc->coord_level, .lat_name = nc->coord_lat,
+                                .lon_name = nc->coord_lon};
 }
 
 static const char *const on_error_kinds[] = {"error", "skip", NULL};

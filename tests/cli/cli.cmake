@@ -35,6 +35,10 @@ if(PNG_FOUND) # brisk synth images writes PNG through libpng
 endif()
 if(NETCDF_FOUND) # brisk synth weather writes NetCDF-4 through libnetcdf
   add_test(NAME cli.weather COMMAND ${CMAKE_CURRENT_LIST_DIR}/weather.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_weather)
+  # archive layouts written by ncgen: CDS names, epochs, invariants, wrapped longitudes, scoring
+  add_test(NAME cli.weather_archive COMMAND ${CMAKE_CURRENT_LIST_DIR}/weather_archive.sh $<TARGET_FILE:brisk_cli>
+    ${CMAKE_BINARY_DIR}/cli_weather_archive)
+  set_tests_properties(cli.weather_archive PROPERTIES SKIP_RETURN_CODE 77)
 endif()
 # Progress: a live line on a terminal (under script(1)), plain lines otherwise, --quiet, --log-format json.
 add_test(NAME cli.progress COMMAND ${CMAKE_CURRENT_LIST_DIR}/progress.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_progress)

@@ -59,6 +59,6 @@ expect "a rollout of 500 steps" rollout run/best.safetensors --data w.nc --steps
 expect "--data is required" rollout run/best.safetensors --steps 2
 # two files of the same hours are not one time axis
 "$brisk" synth weather w2.nc --samples 40 >/dev/null
-expect "variable 'time' starts at 0, not after the last time" train g.json --set data.train= \
+expect "variable 'time' starts at 2021-01-01T00:00, not after the last time 2021-01-07T15:00" train g.json --set data.train= \
   --set 'data.netcdf.files=["w.nc","w2.nc"]'
 echo ok

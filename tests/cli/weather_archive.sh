@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# NetCDF as the archive delivers it, end to end through brisk train and rollout: files written
+# by ncgen (netcdf-bin, another tool than brisk) from weather_cdl.py's CDL. The 2024+ CDS layout
+# (valid_time, pressure_level, latitude, longitude) and files with other epochs as one time
+# axis; the error that names data.netcdf.coordinates.
+#   weather_archive.sh BRISK_BINARY WORKDIR        (exit 77 without ncgen or python3)
+set -eu
+brisk=$1 work=$2
+here=$(cd "$(dirname "$0")" && pwd)
+command -v ncgen >/dev/null && command -v python3 >/dev/null || { echo "skipped: ncgen or python3 not found"; exit 77; }
+rm -rf "$work" && mkdir -p "$work" && cd "$work"
+cdl() { # cdl NAME.nc weather_cdl.py-options...: writes NAME.nc through ncgen
+  local out=$1; shift
+  python3 "$here/weather_cdl.py" "${out%.nc}" "$@" > "${out%.nc}.cdl" && ncgen -k nc4 -o "$out" "${out%.nc}.cdl"
+}
+expect() { # expect 'message part' brisk args...
+  local want=$1; shift
+  set +e; out=$("$brisk" "$@" 2>&1); rc=$?; set -e
+  [ $rc -ne 0 ] && [ $rc -lt 128 ] && grep -qF -- "$want" <<<"$out" || { echo "expected an error with '$want', got $rc: $out"; exit 1; }
+}
+config() { # config FILE 'netcdf-members' [model-members]: a tiny meshgnn over an 8 x 8 grid
+  cat > "$1" <<JSON
+{
+  "model": {"type": "meshgnn", "inputs": ${4:-6}, "outputs": 3, "mesh": [4, 4], "latent": 8, "layers": 1$3},
+  "data":  {"validation_fraction": 0.25, "netcdf": {"variables": ["t2m", "z"], "history": 2, $2}},
+  "train": {"batch_size": 4, "epochs": 1, "seed": 1},
+  "speed": {"device": "cpu"}
+}
+JSON
+}
+
+# --- item 2: the 2024+ CDS layout, and two epochs in one time axis
+cdl cds.nc --times 40
+config cds.json '"files": ["cds.nc"], "time_features": false' ""
+"$brisk" train cds.json --out run_cds --quiet
+[ -s run_cds/last.safetensors ]
+cdl old.nc --layout classic --times 24 --epoch "1900-01-01 00:00:00"
+cdl new.nc --layout classic --times 24 --first-hour 24 --epoch "2000-01-01"
+cdl same.nc --layout classic --times 24 --first-hour 48 --epoch "1900-01-01 00:00:00.0"
+config mixed.json '"files": ["new.nc", "same.nc", "old.nc"], "time_features": true' "" 8
+"$brisk" train mixed.json --out run_mixed >mixed.log 2>&1 || { cat mixed.log; exit 1; }
+grep -q "72 times of a 8 x 8 grid" mixed.log
+cdl date.nc --times 8
+sed 's/valid_time/date/g' date.cdl > date2.cdl && ncgen -k nc4 -o date2.nc date2.cdl
+config date.json '"files": ["date2.nc"], "time_features": false' ""
+expect "date2.nc: no time coordinate (looked for 'time', 'valid_time'; present: number, date," train date.json
+expect "set data.netcdf.coordinates.time to its name" train date.json
+"$brisk" train date.json --set data.netcdf.coordinates.time=date --set data.validation_fraction=0 --out run_date --quiet
+expect "data.netcdf.coordinates.lat" train date.json --set data.netcdf.coordinates.lat=7
+echo ok
