@@ -601,6 +601,8 @@ void brisk_weather_input(const brisk_weather *w, const float *const *states, int
 void brisk_weather_free(brisk_weather *w);
 /* The file the whole dataset's coordinates and attributes came from (the first). */
 const char *brisk_weather_first_file(const brisk_weather *w);
+/* The names of the time, latitude and longitude coordinates in that file. */
+void brisk_weather_coord_names(const brisk_weather *w, const char **time, const char **lat, const char **lon);
 
 /* Writes a forecast as NetCDF-4 beside the coordinates and attributes of w's first file:
  * the fields (their levels regrouped), over `n` times valid at times[] (w's units),

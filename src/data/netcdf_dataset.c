@@ -17,6 +17,17 @@ const char *brisk_weather_first_file(const brisk_weather *w) {
 #endif
 }
 
+void brisk_weather_coord_names(const brisk_weather *w, const char **time, const char **lat, const char **lon) {
+#if BRISK_HAVE_NETCDF
+    if (w->src) {
+        *time = w->src->time_name, *lat = w->src->lat_name, *lon = w->src->lon_name;
+        return;
+    }
+#endif
+    (void)w;
+    *time = "time", *lat = "lat", *lon = "lon";
+}
+
 /* Masks (with the channel's mean) or refuses missing values. */
 brisk_status brisk_weather_state(brisk_weather *w, int64_t t, float *dst, brisk_error *err) {
     if (t < 0 || t >= w->ntimes)

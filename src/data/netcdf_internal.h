@@ -36,6 +36,7 @@ struct brisk_weather_source {
     char time_name[NC_NAME_LEN], lat_name[NC_NAME_LEN], lon_name[NC_NAME_LEN], time_units[128];
     char level_name[NC_NAME_LEN]; /* data.netcdf.coordinates.level ("": any dimension) */
     char static_path[1024];   /* the file the statics came from */
+    double *lon_file;         /* the first file's longitudes as it stores them (w->lon is unwrapped) */
 };
 
 /* netcdf_coords.c: the axes and their checks. */

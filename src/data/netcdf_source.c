@@ -247,6 +247,11 @@ static brisk_status open_file(brisk_weather_source *s, nc_file *f, const brisk_w
         goto out;
     f->lat_flip = nlat > 1 && lat[1] < lat[0];
     if (f->lat_flip) reverse(lat, nlat); /* rows south to north */
+    if (f == s->files && !(s->lon_file = malloc((size_t)nlon * sizeof(double)))) {
+        st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", f->path);
+        goto out;
+    }
+    if (f == s->files) memcpy(s->lon_file, lon, (size_t)nlon * sizeof(double));
     int turns = netcdf_unwrap_lon(lon, nlon);
     if ((st = netcdf_check_regular(f->path, lonn, lon, nlon, 1, err))) goto out;
     att_text(f->ncid, vtime, "units", units, sizeof units);
@@ -490,6 +495,7 @@ void netcdf_source_free(brisk_weather_source *s) {
     }
     netcdf_unlock();
     for (int i = 0; i < s->nfields; i++) free(s->fields[i].levels);
+    free(s->lon_file);
     free(s->files);
     free(s->fields);
     free(s);

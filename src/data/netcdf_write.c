@@ -56,9 +56,9 @@ brisk_status brisk_weather_write(const brisk_weather *w, const char *path, int64
     const char *hist = "forecast by brisk rollout (autoregressive)";
     if (!rc) rc = nc_put_att_text(out, NC_GLOBAL, "history", strlen(hist), hist);
     if (!rc) rc = nc_put_att_text(out, NC_GLOBAL, "source_file", strlen(s->files[0].path), s->files[0].path);
-    if (!rc) rc = coord(in, out, "time", (size_t)n, times, &dtime);
+    if (!rc) rc = coord(in, out, s->time_name, (size_t)n, times, &dtime);
     if (!rc) rc = coord(in, out, s->lat_name, (size_t)w->nlat, lat, &dlat);
-    if (!rc) rc = coord(in, out, s->lon_name, (size_t)w->nlon, w->lon, &dlon);
+    if (!rc) rc = coord(in, out, s->lon_name, (size_t)w->nlon, s->lon_file, &dlon); /* as the input wraps them */
     int nvars = s->nfields - w->nstatics;
     int *ov = calloc((size_t)nvars, sizeof(int));
     if (!ov) rc = NC_ENOMEM;

@@ -104,10 +104,11 @@ static void read_pair(brisk_json_reader *r, const char *key, int lo, int hi, int
     free(w);
 }
 
-static void read_range(brisk_json_reader *r, const char *key, brisk_json_range range, double *a, double *b) {
+static void read_range(brisk_json_reader *r, const char *key, bool required, brisk_json_range range, double *a,
+                       double *b) {
     double *w = NULL;
     size_t n = 0;
-    if (brisk_json_numbers(r, key, true, range, &w, &n) == BRISK_OK) {
+    if (brisk_json_numbers(r, key, required, range, &w, &n) == BRISK_OK && (required || n)) {
         if (n != 2 || !(w[0] < w[1])) brisk_json_fail(r, key, "expected [first, last] with first < last");
         else *a = w[0], *b = w[1];
     }
@@ -115,8 +116,10 @@ static void read_range(brisk_json_reader *r, const char *key, brisk_json_range r
 }
 
 /* meshgnn: the grid and mesh sizes, k, neighbours, latent and layers; WORKLOADS.md's
- * benchmark model by default. */
-static void read_meshgnn(brisk_json_reader *r, brisk_model_spec *m) {
+ * benchmark model by default. With data.netcdf (netcdf) the files decide the grid and the
+ * sphere's domain: model.grid is refused, model.lat/lon are optional (NAN when absent) and
+ * checked against the files (brisk_weather_fit_model), as are the sizes checked here. */
+static void read_meshgnn(brisk_json_reader *r, brisk_model_spec *m, int netcdf) {
     int v;
     brisk_gnn_graph_spec *g = &m->mesh;
     m->task = BRISK_TASK_REGRESS; /* MSE on the next-step change */
@@ -130,15 +133,17 @@ static void read_meshgnn(brisk_json_reader *r, brisk_model_spec *m) {
     m->recompute = rc;
     g->grid_rows = g->grid_cols = 64;
     g->mesh_rows = g->mesh_cols = 32;
-    read_pair(r, "grid", 1, 1 << 16, &g->grid_rows, &g->grid_cols);
+    if (!netcdf) read_pair(r, "grid", 1, 1 << 16, &g->grid_rows, &g->grid_cols);
+    else if (brisk_json_has(r, "grid"))
+        brisk_json_fail(r, "grid", "data.netcdf takes the grid from the files' latitude and longitude; remove model.grid");
     read_pair(r, "mesh", 1, 1 << 16, &g->mesh_rows, &g->mesh_cols);
     brisk_json_int_or(r, "icosahedral", -1, -1, 7, &v);
     g->icosahedral = v + 1; /* -1 (absent): the lattice of "mesh" */
     int64_t nm = brisk_gnn_mesh_nodes(g), cap = nm < 64 ? nm : 64;
-    if (!g->icosahedral && (g->grid_rows < g->mesh_rows || g->grid_cols < g->mesh_cols))
+    if (!netcdf && !g->icosahedral && (g->grid_rows < g->mesh_rows || g->grid_cols < g->mesh_cols))
         brisk_json_fail(r, "mesh", "the mesh (%lldx%lld) must not be finer than the grid (%lldx%lld)",
                         (long long)g->mesh_rows, (long long)g->mesh_cols, (long long)g->grid_rows, (long long)g->grid_cols);
-    if (g->icosahedral && g->grid_rows * g->grid_cols < nm)
+    if (!netcdf && g->icosahedral && g->grid_rows * g->grid_cols < nm)
         brisk_json_fail(r, "icosahedral", "the mesh (%lld nodes) must not be finer than the grid (%lldx%lld)",
                         (long long)nm, (long long)g->grid_rows, (long long)g->grid_cols);
     brisk_json_int_or(r, "k", 4, 1, (int)cap, &g->k);
@@ -147,11 +152,12 @@ static void read_meshgnn(brisk_json_reader *r, brisk_model_spec *m) {
     brisk_json_enum_or(r, "metric", gnn_metrics, BRISK_GNN_PLANE, &v);
     g->metric = (brisk_gnn_metric)v;
     if (g->metric == BRISK_GNN_SPHERE) {
-        read_range(r, "lat", BRISK_IN(-90.0, 90.0), &g->lat0, &g->lat1);
-        read_range(r, "lon", BRISK_IN(-360.0, 720.0), &g->lon0, &g->lon1);
+        g->lat0 = g->lat1 = g->lon0 = g->lon1 = NAN;
+        read_range(r, "lat", !netcdf, BRISK_IN(-90.0, 90.0), &g->lat0, &g->lat1);
+        read_range(r, "lon", !netcdf, BRISK_IN(-360.0, 720.0), &g->lon0, &g->lon1);
         if (g->lon1 - g->lon0 > 360) brisk_json_fail(r, "lon", "expected a span of at most 360 degrees");
     }
-    if (g->icosahedral && (g->metric != BRISK_GNN_SPHERE || g->lat0 != -90 || g->lat1 != 90 || g->lon1 - g->lon0 != 360))
+    if (g->icosahedral && !netcdf && (g->metric != BRISK_GNN_SPHERE || g->lat0 != -90 || g->lat1 != 90 || g->lon1 - g->lon0 != 360))
         brisk_json_fail(r, "icosahedral", "an icosahedral mesh needs \"metric\": \"sphere\" over the globe "
                         "(\"lat\": [-90, 90], a \"lon\" span of 360)");
 }
@@ -186,7 +192,7 @@ static void resnet_size_default(brisk_model_spec *m, const brisk_data_spec *d) {
     m->image_h = d->images.enabled ? d->images.height : 256;
 }
 
-static void read_model_object(brisk_json_reader *r, brisk_model_spec *m) {
+static void read_model_object(brisk_json_reader *r, brisk_model_spec *m, int netcdf) {
     int v = 0;
     memset(m, 0, sizeof *m);
     brisk_json_enum(r, "type", model_types, &v);
@@ -200,7 +206,7 @@ static void read_model_object(brisk_json_reader *r, brisk_model_spec *m) {
         return;
     }
     if (m->type == BRISK_MODEL_MESHGNN) {
-        read_meshgnn(r, m);
+        read_meshgnn(r, m, netcdf);
         return;
     }
     if (m->type == BRISK_MODEL_RESNET) {
@@ -240,11 +246,13 @@ static void read_model_object(brisk_json_reader *r, brisk_model_spec *m) {
 
 /* "model": {...}, or "models": [{"name": ..., ...}, ...] for a pipeline. */
 static void read_models(brisk_json_reader *root, brisk_config *cfg) {
-    brisk_json_reader r;
+    brisk_json_reader r, data;
+    brisk_json_object_opt(root, "data", &data, NULL);
+    int netcdf = brisk_json_has(&data, "netcdf"); /* the files decide a meshgnn's grid */
     size_t n = 0;
     if (!brisk_json_has(root, "models")) {
         brisk_json_object(root, "model", &r);
-        read_model_object(&r, &cfg->model);
+        read_model_object(&r, &cfg->model, netcdf);
         return;
     }
     if (brisk_json_has(root, "model")) brisk_json_fail(root, "models", "give \"model\" or \"models\", not both");
@@ -263,7 +271,7 @@ static void read_models(brisk_json_reader *root, brisk_config *cfg) {
         copy_str(cfg->model_names[i], sizeof cfg->model_names[i], name);
         for (size_t j = 0; j < i; j++)
             if (strcmp(cfg->model_names[j], cfg->model_names[i]) == 0) brisk_json_fail(&r, "name", "\"%s\" used twice", name);
-        read_model_object(&r, &cfg->models[i]);
+        read_model_object(&r, &cfg->models[i], netcdf);
     }
     cfg->model = cfg->models[0];
 }

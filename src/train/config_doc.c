@@ -26,7 +26,9 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"model(meshgnn).outputs", "variables per grid node predicted (as their next-step change)"},
     {"model(meshgnn).layers", "message-passing layers of the processor on the mesh"},
     {"model.latent", "width of every node and edge embedding and MLP"},
-    {"model.grid", "the lat-lon grid: [rows, cols]"},
+    {"model.grid", "the lat-lon grid: [rows, cols]; with data.netcdf refused (the files' coordinates decide it)"},
+    {"model.lat", "metric sphere: the domain's latitudes [south, north] in degrees; with data.netcdf optional (the files' first latitude to one step past the last), and when given it must be the files' extent or that"},
+    {"model.lon", "metric sphere: the domain's longitudes [west, east] in degrees, a span of at most 360; with data.netcdf optional as model.lat (longitudes passing 360 unwrapped)"},
     {"model.mesh", "the coarser mesh: [rows, cols]"},
     {"model.k", "grid-mesh edges: each grid node to its k nearest mesh nodes (and back)"},
     {"model.neighbours", "mesh edges: each mesh node from its nearest other mesh nodes"},
@@ -192,6 +194,7 @@ static const struct { const char *section, *json; } walks[] = {
     {"mlp", "{\"model\": {\"type\": \"mlp\", \"inputs\": 1, \"outputs\": 1, \"hidden\": [1]},"
             " \"data\": {\"images\": {\"labels\": \"l.csv\", \"size\": 1, \"augment\": {}}}}"},
     {"meshgnn", "{\"model\": {\"type\": \"meshgnn\"}, \"data\": {\"netcdf\": {\"files\": [\"w.nc\"], \"variables\": [\"a\"]}}}"},
+    {"meshgnn", "{\"model\": {\"type\": \"meshgnn\", \"metric\": \"sphere\", \"lat\": [0, 1], \"lon\": [0, 1]}}"},
     {"resnet", "{\"model\": {\"type\": \"resnet\"}, \"data\": {\"images\": {\"labels\": \"l.csv\", \"size\": 1},"
                " \"episodes\": {\"support\": 1}}}"},
     {"pipeline", "{\"models\": [{\"name\": \"a\", \"type\": \"mlp\", \"inputs\": 1, \"outputs\": 1}]}"},

@@ -7,17 +7,53 @@
 
 #include "train/trainer_internal.h"
 
+/* The sphere's domain is the file's: rows from the first latitude (south) to one step past
+ * the last (at most 90), columns likewise (at most a full circle), the lattice the graph
+ * places the grid on. A domain the config gives must be the files' extent (first and last
+ * coordinate) or that domain. */
+static brisk_status fit_domain(brisk_gnn_graph_spec *g, const brisk_weather *w, const char *cfg_path, brisk_error *err) {
+    const char *file = brisk_weather_first_file(w), *latn, *lonn, *timen;
+    brisk_weather_coord_names(w, &timen, &latn, &lonn);
+    if (w->nlat < 2 || w->nlon < 2)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: a %lld x %lld grid: the sphere metric needs at least 2 values of "
+                            "'%s' and of '%s' (their step is the grid's)", file, (long long)w->nlat, (long long)w->nlon,
+                            latn, lonn);
+    double dlat = w->lat[1] - w->lat[0], dlon = w->lon[1] - w->lon[0];
+    double lat0 = w->lat[0], lat1 = fmin(90.0, lat0 + (double)w->nlat * dlat), last_lat = w->lat[w->nlat - 1];
+    double lon0 = w->lon[0], lon1 = fmin(lon0 + 360.0, lon0 + (double)w->nlon * dlon), last_lon = w->lon[w->nlon - 1];
+    const double tol = 1e-4; /* degrees */
+    if (!isnan(g->lat0) && !(fabs(g->lat0 - lat0) <= tol && (fabs(g->lat1 - last_lat) <= tol || fabs(g->lat1 - lat1) <= tol)))
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: model.lat [%g, %g], but %s's '%s' runs from %g to %g (every %g "
+                            "degrees): the mesh's domain comes from the file; remove model.lat or give [%g, %g]", cfg_path,
+                            g->lat0, g->lat1, file, latn, lat0, last_lat, dlat, lat0, last_lat);
+    double span = g->lon1 - g->lon0;
+    if (!isnan(g->lon0) && !(fabs(remainder(g->lon0 - lon0, 360.0)) <= tol &&
+                             (fabs(span - (last_lon - lon0)) <= tol || fabs(span - (lon1 - lon0)) <= tol)))
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: model.lon [%g, %g], but %s's '%s' runs from %g to %g (every %g "
+                            "degrees%s): the mesh's domain comes from the file; remove model.lon or give [%g, %g]", cfg_path,
+                            g->lon0, g->lon1, file, lonn, lon0, last_lon, dlon, w->lon_turns ? ", unwrapped past 360" : "",
+                            lon0, last_lon);
+    g->lat0 = lat0, g->lat1 = lat1, g->lon0 = lon0, g->lon1 = lon1;
+    return BRISK_OK;
+}
+
 brisk_status brisk_weather_fit_model(brisk_model_spec *m, const brisk_weather *w, const char *cfg_path,
                                      brisk_error *err) {
-    const char *file = brisk_weather_first_file(w);
+    const char *file = brisk_weather_first_file(w), *latn, *lonn, *timen;
+    brisk_weather_coord_names(w, &timen, &latn, &lonn);
     if (m->type != BRISK_MODEL_MESHGNN)
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.netcdf feeds a meshgnn model, not a %s", cfg_path,
                             brisk_model_type_name(m->type));
     brisk_gnn_graph_spec *g = &m->mesh;
-    if (w->nlat < g->mesh_rows || w->nlon < g->mesh_cols)
+    if (!g->icosahedral && (w->nlat < g->mesh_rows || w->nlon < g->mesh_cols))
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s: variables '%s' and '%s': the grid (%lld x %lld) is smaller than "
-                            "the mesh of model.mesh (%lld x %lld) in %s", file, "lat", "lon", (long long)w->nlat,
+                            "the mesh of model.mesh (%lld x %lld) in %s", file, latn, lonn, (long long)w->nlat,
                             (long long)w->nlon, (long long)g->mesh_rows, (long long)g->mesh_cols, cfg_path);
+    if (g->icosahedral && w->grid < brisk_gnn_mesh_nodes(g))
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: the grid of '%s' and '%s' (%lld x %lld) is smaller than the "
+                            "icosahedral mesh of model.icosahedral %d (%lld nodes) in %s", file, latn, lonn,
+                            (long long)w->nlat, (long long)w->nlon, g->icosahedral - 1,
+                            (long long)brisk_gnn_mesh_nodes(g), cfg_path);
     if (m->inputs != w->inputs || m->outputs != w->channels)
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s: model.inputs %lld and model.outputs %lld, but %s gives %d inputs "
                             "(%d channels x history %d + %d statics%s) and %d outputs (the channels)", cfg_path,
@@ -30,12 +66,7 @@ brisk_status brisk_weather_fit_model(brisk_model_spec *m, const brisk_weather *w
     if (!slash) snprintf(g->cache_dir, sizeof g->cache_dir, ".");
     else if ((size_t)(slash - file) < sizeof g->cache_dir)
         snprintf(g->cache_dir, sizeof g->cache_dir, "%.*s", (int)(slash - file), file);
-    if (g->metric == BRISK_GNN_SPHERE && w->nlat > 1 && w->nlon > 1) {
-        double dlat = w->lat[1] - w->lat[0], dlon = w->lon[1] - w->lon[0];
-        g->lat0 = w->lat[0], g->lat1 = fmin(90.0, w->lat[0] + (double)w->nlat * dlat);
-        g->lon0 = w->lon[0], g->lon1 = fmin(w->lon[0] + 360.0, w->lon[0] + (double)w->nlon * dlon);
-    }
-    return BRISK_OK;
+    return g->metric == BRISK_GNN_SPHERE ? fit_domain(g, w, cfg_path, err) : BRISK_OK;
 }
 
 brisk_status brisk_trainer_load_netcdf(brisk_trainer *t, brisk_error *err) {

@@ -2,7 +2,8 @@
 # NetCDF as the archive delivers it, end to end through brisk train and rollout: files written
 # by ncgen (netcdf-bin, another tool than brisk) from weather_cdl.py's CDL. The 2024+ CDS layout
 # (valid_time, pressure_level, latitude, longitude) and files with other epochs as one time
-# axis; the error that names data.netcdf.coordinates.
+# axis; the error that names data.netcdf.coordinates; longitudes across 0 degrees and the
+# sphere's domain from the file.
 #   weather_archive.sh BRISK_BINARY WORKDIR        (exit 77 without ncgen or python3)
 set -eu
 brisk=$1 work=$2
@@ -47,4 +48,22 @@ expect "date2.nc: no time coordinate (looked for 'time', 'valid_time'; present: 
 expect "set data.netcdf.coordinates.time to its name" train date.json
 "$brisk" train date.json --set data.netcdf.coordinates.time=date --set data.validation_fraction=0 --out run_date --quiet
 expect "data.netcdf.coordinates.lat" train date.json --set data.netcdf.coordinates.lat=7
+# --- item 4: longitudes across 0 degrees; the sphere's domain from the file (descending
+# latitudes), a given one checked, model.grid refused
+cdl wrap.nc --times 40 --lat 55:-1:8 --lon 356:1:8
+sphere=', "metric": "sphere"'
+config wrap.json '"files": ["wrap.nc"], "time_features": false' "$sphere"
+"$brisk" train wrap.json --out run_wrap >wrap.log 2>&1 || { cat wrap.log; exit 1; }
+grep -q "40 times of a 8 x 8 grid" wrap.log
+"$brisk" train wrap.json --out run_wrap2 --quiet --set 'model.lat=[48,55]' --set 'model.lon=[356,363]'
+"$brisk" train wrap.json --out run_wrap3 --quiet --set 'model.lat=[48,56]' --set 'model.lon=[-4,4]'
+expect "model.lat [40, 55], but wrap.nc's 'latitude' runs from 48 to 55 (every 1 degrees): the mesh's domain comes from the file; remove model.lat or give [48, 55]" \
+  train wrap.json --set 'model.lat=[40,55]'
+expect "model.lon [0, 8], but wrap.nc's 'longitude' runs from 356 to 363 (every 1 degrees, unwrapped past 360)" \
+  train wrap.json --set 'model.lon=[0,8]'
+expect "model.grid: data.netcdf takes the grid from the files' latitude and longitude; remove model.grid" \
+  train wrap.json --set 'model.grid=[8,8]'
+expect "the grid (8 x 8) is smaller than the mesh of model.mesh (16 x 16)" train wrap.json --set 'model.mesh=[16,16]'
+"$brisk" rollout run_wrap/last.safetensors --data wrap.nc --steps 2 --output wrap_fc.nc --quiet >/dev/null
+ncdump -v longitude wrap_fc.nc | grep -q "longitude = 356, 357, 358, 359, 0, 1, 2, 3 ;"
 echo ok

@@ -2,7 +2,7 @@
  * 2024+ CDS names (valid_time in int64 seconds since 1970, pressure_level, latitude,
  * longitude, number, expver), coordinate names from the config and the error naming the
  * key to set, time units compared as instants (another spelling, epoch or unit of the same
- * axis), and ERA5's old expver dimension merged. Without ncgen: skipped (77). */
+ * axis), ERA5's old expver dimension merged, and longitudes that pass 0 degrees. Without ncgen: skipped (77). */
 #include "netcdf_test_util.h"
 
 /* A CDS-style file of a 3 x 2 grid (latitude 50, 49.75, 49.5 descending; longitude 10,
@@ -191,9 +191,47 @@ static void expver_dimension(void) {
     brisk_weather_free(&w);
 }
 
+/* Longitudes as a regional download across the prime meridian has them (350 ... 359, 0 ...
+ * 5) are one increasing axis (350 ... 365); a file storing the same points as -10 ... 5 is
+ * the same grid; the local solar hour follows the longitude. */
+static void wrapped_longitudes(void) {
+    const char *p1 = path_of("wrap1.nc"), *p2 = path_of("wrap2.nc");
+    char lons[2][200] = {"", ""}, text[4096];
+    for (int c = 0; c < 16; c++) {
+        snprintf(lons[0] + strlen(lons[0]), 200 - strlen(lons[0]), "%s%d", c ? ", " : "", (350 + c) % 360);
+        snprintf(lons[1] + strlen(lons[1]), 200 - strlen(lons[1]), "%s%d", c ? ", " : "", c - 10);
+    }
+    for (int k = 0; k < 2; k++) {
+        char a[2048] = "";
+        for (int t = 0; t < 2; t++)
+            for (int c = 0; c < 16; c++) snprintf(a + strlen(a), sizeof a - strlen(a), "%s%d", t || c ? ", " : "", 100 * (t + 2 * k) + c);
+        snprintf(text, sizeof text, "netcdf wrap {\ndimensions:\n time = 2 ;\n lat = 1 ;\n lon = 16 ;\nvariables:\n"
+                 " double time(time) ;\n  time:units = \"hours since 2024-01-01\" ;\n double lat(lat) ;\n"
+                 " double lon(lon) ;\n float a(time, lat, lon) ;\ndata:\n time = %d, %d ;\n lat = 50 ;\n lon = %s ;\n"
+                 " a = %s ;\n}\n", 2 * k, 2 * k + 1, lons[k], a);
+        REQUIRE(ncgen(k ? p2 : p1, text) == 0);
+    }
+    const char *paths[] = {p1, p2}, *v[] = {"a"};
+    brisk_weather_spec s = {.paths = paths, .npaths = 2, .variables = v, .nvariables = 1, .history = 1, .lead = 1,
+                            .time_features = 1};
+    brisk_weather w;
+    brisk_error e = {0};
+    REQUIRE_OK(brisk_weather_open(&s, &w, &e), &e);
+    CHECK(w.nlon == 16 && w.lon[0] == 350 && w.lon[10] == 360 && w.lon[15] == 365 && w.lon_turns == 1);
+    float st[16];
+    REQUIRE_OK(brisk_weather_state(&w, 3, st, &e), &e);
+    CHECK(st[0] == 300 && st[12] == 312);
+    float x[16 * 3], y[16];
+    void *dst[2] = {x, y};
+    REQUIRE_OK(w.ds.make(w.ds.make_user, 0, 0, 0, dst, &e), &e);
+    CHECK_NEAR(x[12 * 3 + 1], sin(2 * M_PI * (0 + 362.0 / 15) / 24), 1e-5); /* lon 2 E at 00 UTC */
+    brisk_weather_free(&w);
+}
+
 int main(void) {
     int rc = netcdf_tests_runnable();
     if (rc >= 0) return rc;
-    t_case c[] = {T(cds_layout), T(coordinate_names), T(time_instants), T(expver_dimension)};
+    t_case c[] = {T(cds_layout), T(coordinate_names), T(time_instants), T(expver_dimension),
+                  T(wrapped_longitudes)};
     return t_run(c, (int)(sizeof c / sizeof c[0]));
 }
