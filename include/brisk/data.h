@@ -567,6 +567,11 @@ typedef struct brisk_weather_spec {
      * time, valid_time / level, pressure_level, isobaricInhPa, plev, lev / lat, latitude /
      * lon, longitude (a dimension coordinate before another 1-D variable). */
     const char *time_name, *level_name, *lat_name, *lon_name;
+    /* A file of statics (data.netcdf.static_file; ERA5's invariants, perhaps global while the
+     * data are regional): a static it holds is read from it at the data's grid points (found
+     * by coordinate, modulo 360 in longitude), the others from the first data file. NULL or
+     * "": all from the first data file. */
+    const char *static_file;
 } brisk_weather_spec;
 
 typedef struct brisk_weather_source brisk_weather_source;
@@ -583,6 +588,7 @@ typedef struct brisk_weather {
     double hours_per_unit, base_hour;        /* the time unit in hours; the hour of day at time 0 */
     double epoch_s;         /* time 0 as seconds since 1970-01-01 UTC; NAN: not a Gregorian "UNIT since DATE" */
     int lon_turns;          /* times the file's longitudes passed 360 (or 180) and were unwrapped */
+    char statics_note[512]; /* which field a name means where a static and a variable share it; "" */
     int mask_missing;
     /* [2 C + S]: the channels, then the statics, then the channels' change over `lead` */
     float *mean, *std;

@@ -67,6 +67,7 @@ typedef struct brisk_netcdf_config {
     int history, lead, time_features, mask_missing;
     /* data.netcdf.coordinates.{time, level, lat, lon}: "" recognises the common names */
     char coord_time[64], coord_level[64], coord_lat[64], coord_lon[64];
+    char static_file[BRISK_PATH_MAX];   /* data.netcdf.static_file: "" the statics are in the first data file */
 } brisk_netcdf_config;
 
 typedef struct brisk_data_spec {

@@ -342,7 +342,7 @@ static void read_names(brisk_json_reader *r, const char *key, bool required, int
     free(names);
 }
 
-/* data.netcdf: {"files", "variables", "static", "history", "lead", "time_features", "missing",
+/* data.netcdf: {"files", "variables", "static", "static_file", "history", "lead", "time_features", "missing",
  *               "coordinates": {"time", "level", "lat", "lon"}} */
 static void read_netcdf(brisk_json_reader *data, brisk_netcdf_config *nc) {
     brisk_json_reader r;
@@ -361,6 +361,11 @@ static void read_netcdf(brisk_json_reader *data, brisk_netcdf_config *nc) {
     free(files);
     read_names(&r, "variables", true, BRISK_WEATHER_MAX_VARS, nc->variables, &nc->nvariables);
     read_names(&r, "static", false, BRISK_NETCDF_MAX_STATICS, nc->statics, &nc->nstatics);
+    const char *sfile = "";
+    brisk_json_string_or(&r, "static_file", "", &sfile);
+    copy_path(&r, "static_file", nc->static_file, sizeof nc->static_file, sfile);
+    if (nc->static_file[0] && !nc->nstatics)
+        brisk_json_fail(&r, "static_file", "names a file of static fields, but data.netcdf.static lists none");
     brisk_json_int_or(&r, "history", 2, 1, 64, &nc->history);
     brisk_json_int_or(&r, "lead", 1, 1, 1 << 20, &nc->lead);
     brisk_json_bool_or(&r, "time_features", true, &b), nc->time_features = b;
@@ -391,7 +396,7 @@ void brisk_weather_spec_of(const brisk_data_spec *d, const char **paths, const c
                                 .lead = nc->lead, .validation_fraction = d->validation_fraction,
                                 .mask_missing = nc->mask_missing, .time_features = nc->time_features,
                                 .time_name = nc->coord_time, .level_name = nc->coord_level, .lat_name = nc->coord_lat,
-                                .lon_name = nc->coord_lon};
+                                .lon_name = nc->coord_lon, .static_file = nc->static_file};
 }
 
 static const char *const on_error_kinds[] = {"error", "skip", NULL};
@@ -773,9 +778,9 @@ brisk_status brisk_config_load(const char *path, const char *const *overrides, i
     if (!st) st = from_doc(doc, path, overrides, n_overrides, cfg, err);
     brisk_json_free(doc);
     /* A relative data path is taken from the working directory, else beside the config. */
-    char *paths[2 + BRISK_NETCDF_MAX_FILES] = {cfg->data.train, cfg->data.validation};
-    for (int i = 0; i < cfg->data.netcdf.nfiles; i++) paths[2 + i] = cfg->data.netcdf.files[i];
-    for (int i = 0; i < 2 + cfg->data.netcdf.nfiles && !st; i++) {
+    char *paths[3 + BRISK_NETCDF_MAX_FILES] = {cfg->data.train, cfg->data.validation, cfg->data.netcdf.static_file};
+    for (int i = 0; i < cfg->data.netcdf.nfiles; i++) paths[3 + i] = cfg->data.netcdf.files[i];
+    for (int i = 0; i < 3 + cfg->data.netcdf.nfiles && !st; i++) {
         char *p = paths[i];
         const char *slash = strrchr(path, '/');
         if (p[0] && p[0] != '/' && access(p, F_OK) != 0 && slash) {

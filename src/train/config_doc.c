@@ -104,6 +104,7 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"data.netcdf.files", "NetCDF files, directories (their *.nc) or globs, one time axis; instead of data.train (which may also be one file, directory or glob)"},
     {"data.netcdf.variables", "the predicted fields, (time, lat, lon) or (time, level, lat, lon): each level a channel; the model's outputs are the channels"},
     {"data.netcdf.static", "fields read once, (lat, lon) (orography, land-sea mask), appended to every grid node's inputs"},
+    {"data.netcdf.static_file", "a NetCDF file of static fields (ERA5's invariants: z, lsm over (time of 1, lat, lon)), perhaps global while the data are regional: a static it holds is read from it at the data's grid points, the others from the first data file; a name that is also a variable (z) is logged as which is which"},
     {"data.netcdf.history", "time steps of the channels in the input (t - history + 1 .. t); model.inputs = channels x history + statics (+ 2 time features)"},
     {"data.netcdf.lead", "time steps from the last input to the target (the change over them is learnt)"},
     {"data.netcdf.time_features", "add sin and cos of the local solar hour (from time's units and lon) to the inputs"},

@@ -103,6 +103,7 @@ brisk_status brisk_trainer_load_netcdf(brisk_trainer *t, brisk_error *err) {
               "%d, lead %d: %lld train / %lld validation samples (validation from time index %lld, chronological)",
               t->data.source, (long long)w->ntimes, (long long)w->nlat, (long long)w->nlon, w->channels, w->nstatics,
               w->history, w->lead, (long long)t->split.ntrain, (long long)t->split.nval, (long long)w->split_time);
+    if (w->statics_note[0]) brisk_log(&t->log, BRISK_LOG_INFO, "data      %s", w->statics_note);
     if (w->masked)
         brisk_log(&t->log, BRISK_LOG_WARN, "data      %lld missing values masked (data.netcdf.missing \"mask\"): filled with "
                   "their channel's training mean", (long long)w->masked);

@@ -2,8 +2,8 @@
 # NetCDF as the archive delivers it, end to end through brisk train and rollout: files written
 # by ncgen (netcdf-bin, another tool than brisk) from weather_cdl.py's CDL. The 2024+ CDS layout
 # (valid_time, pressure_level, latitude, longitude) and files with other epochs as one time
-# axis; the error that names data.netcdf.coordinates; longitudes across 0 degrees and the
-# sphere's domain from the file.
+# axis; the error that names data.netcdf.coordinates; statics from ERA5's invariants file;
+# longitudes across 0 degrees and the sphere's domain from the file.
 #   weather_archive.sh BRISK_BINARY WORKDIR        (exit 77 without ncgen or python3)
 set -eu
 brisk=$1 work=$2
@@ -48,6 +48,17 @@ expect "date2.nc: no time coordinate (looked for 'time', 'valid_time'; present: 
 expect "set data.netcdf.coordinates.time to its name" train date.json
 "$brisk" train date.json --set data.netcdf.coordinates.time=date --set data.validation_fraction=0 --out run_date --quiet
 expect "data.netcdf.coordinates.lat" train date.json --set data.netcdf.coordinates.lat=7
+# --- item 3: statics from ERA5's invariants file (larger than the region), z both a static
+# (the surface geopotential) and a variable (on pressure levels)
+cdl inv.nc --invariants --lat 60:-1:20 --lon=-20:1:40
+config inv.json '"files": ["cds.nc"], "static": ["z", "lsm"], "static_file": "inv.nc", "time_features": false' "" 8
+"$brisk" train inv.json --out run_inv >inv.log 2>&1 || { cat inv.log; exit 1; }
+grep -qF "'z' is two fields: the static is inv.nc's z(valid_time, latitude, longitude), the variable the data files' z on levels" inv.log
+expect "cds.nc: static 'z' is a level field, z(valid_time, pressure_level, latitude, longitude)" train inv.json --set data.netcdf.static_file=
+expect "give that file as data.netcdf.static_file" train inv.json --set data.netcdf.static_file=
+expect "names a file of static fields, but data.netcdf.static lists none" train inv.json --set 'data.netcdf.static=[]'
+"$brisk" rollout run_inv/last.safetensors --data cds.nc --steps 2 --quiet >/dev/null
+
 # --- item 4: longitudes across 0 degrees; the sphere's domain from the file (descending
 # latitudes), a given one checked, model.grid refused
 cdl wrap.nc --times 40 --lat 55:-1:8 --lon 356:1:8

@@ -2,7 +2,8 @@
  * 2024+ CDS names (valid_time in int64 seconds since 1970, pressure_level, latitude,
  * longitude, number, expver), coordinate names from the config and the error naming the
  * key to set, time units compared as instants (another spelling, epoch or unit of the same
- * axis), ERA5's old expver dimension merged, and longitudes that pass 0 degrees. Without ncgen: skipped (77). */
+ * axis), ERA5's old expver dimension merged, longitudes that pass 0 degrees, and statics
+ * from ERA5's separate invariants file. Without ncgen: skipped (77). */
 #include "netcdf_test_util.h"
 
 /* A CDS-style file of a 3 x 2 grid (latitude 50, 49.75, 49.5 descending; longitude 10,
@@ -228,10 +229,63 @@ static void wrapped_longitudes(void) {
     brisk_weather_free(&w);
 }
 
+/* ERA5's invariants in a file of their own, larger than the data's region and on the same
+ * 0.25 degree lattice: statics read at the data's points; a level field asked for as a
+ * static names the key for that file; a file that misses a data point is refused. */
+static void invariants_file(void) {
+    const char *data = path_of("inv_data.nc"), *inv = path_of("inv.nc"), *small = path_of("inv_small.nc");
+    REQUIRE(ncgen(data, cds_cdl("inv_data", "valid_time", " float z(valid_time, pressure_level, latitude, longitude) ;\n")) == 0);
+    char z[512] = "", lsm[512] = "", text[4096];
+    for (int r = 0; r < 7; r++)
+        for (int c = 0; c < 5; c++) {
+            snprintf(z + strlen(z), sizeof z - strlen(z), "%s%d", r || c ? ", " : "", 1000 * r + c);
+            snprintf(lsm + strlen(lsm), sizeof lsm - strlen(lsm), "%s%d", r || c ? ", " : "", (r + c) % 2);
+        }
+    snprintf(text, sizeof text, "netcdf inv {\ndimensions:\n valid_time = 1 ;\n latitude = 7 ;\n longitude = 5 ;\n"
+             "variables:\n int64 valid_time(valid_time) ;\n  valid_time:units = \"seconds since 1970-01-01\" ;\n"
+             " double latitude(latitude) ;\n double longitude(longitude) ;\n float z(valid_time, latitude, longitude) ;\n"
+             "  z:long_name = \"Geopotential\" ;\n float lsm(valid_time, latitude, longitude) ;\n"
+             "data:\n valid_time = 0 ;\n latitude = 50.5, 50.25, 50, 49.75, 49.5, 49.25, 49 ;\n"
+             " longitude = 9.5, 9.75, 10, 10.25, 10.5 ;\n z = %s ;\n lsm = %s ;\n}\n", z, lsm);
+    REQUIRE(ncgen(inv, text) == 0);
+    char *at = strstr(text, "50.5, 50.25, 50, 49.75,");
+    REQUIRE(at);
+    memcpy(at, "49.5, 49.25, 49, 48.75,", 23);
+    REQUIRE(ncgen(small, text) == 0);
+    const char *paths[] = {data}, *st_names[] = {"z", "lsm"};
+    brisk_weather_spec s = cds_spec(paths);
+    s.statics = st_names, s.nstatics = 2;
+    expect_error(&s, BRISK_ERR_SHAPE, "inv_data.nc: static 'z' is a level field, z(valid_time, pressure_level, latitude, "
+                 "longitude)", "give that file as data.netcdf.static_file");
+    s.static_file = inv;
+    brisk_weather w;
+    brisk_error e = {0};
+    REQUIRE_OK(brisk_weather_open(&s, &w, &e), &e);
+    /* brisk rows ascend: latitude 49.5 (the file's row 4), 49.75 (3), 50 (2); longitude 10 (2), 10.25 (3) */
+    REQUIRE(w.inputs == 3 + 2 + 2);
+    float x[6 * 7], y[6 * 3];
+    void *dst[2] = {x, y};
+    REQUIRE_OK(w.ds.make(w.ds.make_user, 0, 0, 0, dst, &e), &e);
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 2; c++) {
+            int n = r * 2 + c, fr = 4 - r, fc = 2 + c;
+            CHECK_NEAR(x[n * 7 + 3] * w.std[3] + w.mean[3], 1000 * fr + fc, 1e-2);
+            CHECK_NEAR(x[n * 7 + 4] * w.std[4] + w.mean[4], (fr + fc) % 2, 1e-5);
+        }
+    CHECK(w.statics_note[0] == 0); /* z is no variable here */
+    brisk_weather_free(&w);
+    s.static_file = small;
+    expect_error(&s, BRISK_ERR_INVALID, "inv_small.nc (data.netcdf.static_file): 'latitude' has no latitude 49.75 of the "
+                 "data's grid (it runs from 49.5 to 49)", NULL);
+    const char *missing_names[] = {"z", "orography"};
+    s.static_file = inv, s.statics = missing_names;
+    expect_error(&s, BRISK_ERR_INVALID, "no variable 'orography' (present:", "nor in");
+}
+
 int main(void) {
     int rc = netcdf_tests_runnable();
     if (rc >= 0) return rc;
     t_case c[] = {T(cds_layout), T(coordinate_names), T(time_instants), T(expver_dimension),
-                  T(wrapped_longitudes)};
+                  T(wrapped_longitudes), T(invariants_file)};
     return t_run(c, (int)(sizeof c / sizeof c[0]));
 }
