@@ -468,10 +468,11 @@ void brisk_pipeline_report(const brisk_pipeline_result *results, int n, const br
  * (report_run.c, report_bench.c, report_pipeline.c) */
 /* A run directory's report from its metrics.jsonl: losses, learning rate, throughput, the
  * time split, memory and the optimizations that were on. out_path NULL: RUN_DIR/report.html.
- * The path written goes to written (when not NULL). A missing or damaged file is an error
- * naming it and what to do. */
+ * The path written goes to written (when not NULL). A missing file, or one without a record,
+ * is an error naming it and what to do; damaged lines are left out, with a warning through
+ * log (may be NULL) and a note in the report. */
 brisk_status brisk_report_run(const char *run_dir, const char *out_path, char *written, size_t written_size,
-                              brisk_error *err);
+                              const brisk_logger *log, brisk_error *err);
 /* One row of `brisk bench`'s ablation table; ms_per_step NaN: the row failed (why). */
 typedef struct brisk_bench_row {
     const char *name;

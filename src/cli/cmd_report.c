@@ -27,7 +27,9 @@ int cmd_report(int argc, char **argv) {
     if (!dir) return cli_usage("report", "a run directory is required");
     brisk_error err = {0};
     char written[BRISK_PATH_MAX + 64];
-    if (brisk_report_run(dir, out, written, sizeof written, &err)) return cli_fail_err(&err);
+    /* "-": the page goes to stdout, so the warnings go to stderr */
+    brisk_logger lg = cli_logger(out && strcmp(out, "-") == 0);
+    if (brisk_report_run(dir, out, written, sizeof written, &lg, &err)) return cli_fail_err(&err);
     if (strcmp(written, "-") != 0) cli_note(0, "report    %s", written); /* "-": the page itself went to stdout */
     return 0;
 }

@@ -225,7 +225,7 @@ int cmd_train(int argc, char **argv) {
     if (ran && cfg.train.out_dir[0] && brisk_dist_rank(dist) == 0) {
         brisk_error rerr = {0};
         char written[BRISK_PATH_MAX + 64];
-        if (brisk_report_run(cfg.train.out_dir, NULL, written, sizeof written, &rerr)) {
+        if (brisk_report_run(cfg.train.out_dir, NULL, written, sizeof written, &lg, &rerr)) {
             if (rc != BRISK_EXIT_ERROR) brisk_log(&lg, BRISK_LOG_WARN, "no report: %s", rerr.msg);
         } else
             brisk_log(&lg, BRISK_LOG_INFO, "  report            %s", written);

@@ -25,7 +25,7 @@ static void note(brisk_trainer *t, const brisk_dataset *ds, int64_t *noted, cons
         cJSON_AddStringToObject(o, "file", file ? file : "");
         cJSON_AddStringToObject(o, "reason", msg);
         char *line = cJSON_PrintUnformatted(o);
-        if (line) fprintf(t->metrics, "%s\n", line);
+        if (line) brisk_metrics_file_put(t->metrics, line);
         free(line);
         cJSON_Delete(o);
     }

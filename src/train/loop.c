@@ -140,7 +140,11 @@ static void record(brisk_trainer *t, int epoch_first, const metric *m, int n, co
         k += (size_t)snprintf(line + k, sizeof line - k, ", \"%s\": %s", m[i].key, num);
         if (isfinite(m[i].v)) brisk_tboard_scalar(t->tboard, t->step, m[i].key, strtod(num, NULL));
     }
-    fprintf(t->metrics, "%s%s}\n", line, extra ? extra : "");
+    char *rec = malloc(k + (extra ? strlen(extra) : 0) + 2);
+    if (!rec) return;
+    sprintf(rec, "%s%s}", line, extra ? extra : "");
+    brisk_metrics_file_put(t->metrics, rec);
+    free(rec);
 }
 
 /* Histograms of every parameter into the event file (log.histogram_every). */
@@ -236,8 +240,7 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     char path[BRISK_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/metrics.jsonl", tr->out_dir);
     if (files && t->rank == 0 && !t->metrics) {
-        if (!(t->metrics = fopen(path, "a")))
-            return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot open for writing: %s", path, strerror(errno));
+        if ((st = brisk_metrics_file_open(&t->metrics, path, &t->log, err))) return st;
         brisk_run_dir_mark_start(t);
     }
     brisk_trainer_note_skips(t);
@@ -394,7 +397,6 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
                     if (isfinite(v[i]) && (i == 0) == (vm.classes != 0))
                         snprintf(num, sizeof num, "%.6g", v[i]), brisk_tboard_scalar(t->tboard, t->step, key[i], strtod(num, NULL));
             }
-            if (t->metrics) fflush(t->metrics);
             brisk_tboard_flush(t->tboard);
             if (files && better && !when_due && (st = brisk_rotation_save_best(t, err))) goto out;
             epoch_steps = 0;
@@ -583,7 +585,6 @@ out:
         if (sum->best_epoch && sum->best.classes) brisk_metrics_log(&sum->best, &t->log);
         brisk_run_dir_mark_end(t, sum);
     }
-    if (t->metrics) fflush(t->metrics);
     brisk_tboard_flush(t->tboard);
     free(step_times);
     return st;

@@ -63,7 +63,7 @@ static brisk_status add_skip(run_log *r, cJSON *o, const char *path, brisk_error
 }
 
 /* The member as a number: NaN when absent or null; -1 (err filled) when of another type. */
-static int member(const cJSON *o, const char *key, double *v, const char *path, int line, brisk_error *err) {
+static int member(const cJSON *o, const char *key, double *v, brisk_error *err) {
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, key);
     *v = NAN;
     if (!m || cJSON_IsNull(m)) return 0;
@@ -71,24 +71,22 @@ static int member(const cJSON *o, const char *key, double *v, const char *path, 
         *v = m->valuedouble;
         return 0;
     }
-    brisk_errorf(err, BRISK_ERR_FORMAT, "%s line %d: \"%s\" is not a number; the file was changed by hand or by "
-                 "another program: fix or remove that line and run brisk report again", path, line, key);
+    brisk_errorf(err, BRISK_ERR_FORMAT, "\"%s\" is not a number", key);
     return -1;
 }
 
-static int read_row(const cJSON *o, const char *const *keys, int n, double *row, const char *path, int line,
-                    brisk_error *err) {
+static int read_row(const cJSON *o, const char *const *keys, int n, double *row, brisk_error *err) {
     for (int c = 0; c < n; c++)
-        if (member(o, keys[c], &row[c], path, line, err)) return -1;
+        if (member(o, keys[c], &row[c], err)) return -1;
     if (!isfinite(row[0])) {
-        brisk_errorf(err, BRISK_ERR_FORMAT, "%s line %d: no \"step\" number; fix or remove that line and run brisk "
-                     "report again", path, line);
+        brisk_errorf(err, BRISK_ERR_FORMAT, "no \"step\" number");
         return -1;
     }
     return 0;
 }
 
-static brisk_status parse_line(run_log *r, cJSON *o, const char *path, int line, brisk_error *err) {
+/* BRISK_ERR_FORMAT: the record is not one brisk writes (err says why) */
+static brisk_status parse_line(run_log *r, cJSON *o, const char *path, brisk_error *err) {
     const cJSON *ev = cJSON_GetObjectItemCaseSensitive(o, "event");
     double row[S_COLS];
     if (cJSON_IsString(ev)) {
@@ -109,9 +107,18 @@ static brisk_status parse_line(run_log *r, cJSON *o, const char *path, int line,
     }
     int is_epoch = cJSON_GetObjectItemCaseSensitive(o, "val_loss") || cJSON_GetObjectItemCaseSensitive(o, "train_loss");
     log_table *t = is_epoch ? &r->epochs : &r->steps;
-    if (read_row(o, is_epoch ? epoch_keys : step_keys, t->ncols, row, path, line, err)) return BRISK_ERR_FORMAT;
+    if (read_row(o, is_epoch ? epoch_keys : step_keys, t->ncols, row, err)) return BRISK_ERR_FORMAT;
     if (table_add(t, row)) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
     return BRISK_OK;
+}
+
+/* A line that cannot be read (a record glued onto a partial one by a writer that failed or
+ * was killed, or one edited by hand) is left out and counted; the first is kept to be named. */
+static void skip_damaged(run_log *r, int line, const char *why) {
+    if (r->damaged++ == 0) {
+        r->first_damaged_line = line;
+        snprintf(r->first_damaged, sizeof r->first_damaged, "%s", why);
+    }
 }
 
 /* One line of the file, NUL-terminated in place; whole: it ended with its newline. */
@@ -123,12 +130,13 @@ static brisk_status take_line(run_log *r, char *text, size_t len, int whole, con
     cJSON *o = cJSON_ParseWithLength(text, k);
     brisk_status st = BRISK_OK;
     if (!cJSON_IsObject(o)) {
+        char why[160];
+        snprintf(why, sizeof why, "not a JSON object (\"%.40s%s\")", text, k > 40 ? "..." : "");
         if (!whole) r->truncated = 1; /* the run was killed while writing it */
-        else st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s line %d: not a JSON object (\"%.40s%s\"); the file is "
-                               "damaged: fix or remove that line and run brisk report again", path, line, text,
-                               k > 40 ? "..." : "");
-    } else {
-        st = parse_line(r, o, path, line, err);
+        else skip_damaged(r, line, why);
+    } else if ((st = parse_line(r, o, path, err)) == BRISK_ERR_FORMAT) {
+        skip_damaged(r, line, err->msg);
+        st = BRISK_OK;
     }
     cJSON_Delete(o);
     return st;
@@ -140,6 +148,9 @@ static void log_init(run_log *r) {
 }
 
 static brisk_status check_not_empty(const run_log *r, const char *path, brisk_error *err) {
+    if (r->steps.n == 0 && r->epochs.n == 0 && r->runs == 0 && r->damaged)
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: no readable record: %d damaged line%s (the first, line %d: %s)",
+                            path, r->damaged, r->damaged == 1 ? "" : "s", r->first_damaged_line, r->first_damaged);
     if (r->steps.n == 0 && r->epochs.n == 0 && r->runs == 0)
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: empty: the run logged nothing yet; run brisk report again "
                             "after its first progress line (train.log_every)", path);

@@ -78,7 +78,7 @@ brisk_status brisk_report_pipeline(const char *out_dir, const brisk_pipeline_res
         brisk_error e = {0};
         snprintf(dir, sizeof dir, "%s/%s", out_dir, res[i].name);
         model_err[i][0] = 0;
-        if (brisk_report_run(dir, NULL, NULL, 0, &e)) snprintf(model_err[i], sizeof model_err[i], "%s", e.msg);
+        if (brisk_report_run(dir, NULL, NULL, 0, NULL, &e)) snprintf(model_err[i], sizeof model_err[i], "%s", e.msg);
     }
     int h = brisk_bars_height(n);
     brisk_html b = {0};

@@ -325,14 +325,21 @@ void brisk_report_run_render(brisk_html *b, const char *dir, const run_log *r) {
     if (r->truncated)
         brisk_html_printf(b, "<p class=\"notes\">The last line of metrics.jsonl was cut short (the run was stopped "
                           "while writing it) and is left out.</p>\n");
+    if (r->damaged)
+        brisk_html_printf(b, "<p class=\"notes\">%d damaged line%s of metrics.jsonl %s left out (the first, line %d: "
+                          "%s).</p>\n", r->damaged, r->damaged == 1 ? "" : "s", r->damaged == 1 ? "is" : "are",
+                          r->first_damaged_line, r->first_damaged);
     brisk_html_page_end(b);
 }
 
 brisk_status brisk_report_run(const char *run_dir, const char *out_path, char *written, size_t written_size,
-                              brisk_error *err) {
+                              const brisk_logger *log, brisk_error *err) {
     run_log r;
     memset(&r, 0, sizeof r);
     brisk_status st = brisk_run_log_read(run_dir, &r, err);
+    if (!st && r.damaged)
+        brisk_log(log, BRISK_LOG_WARN, "%s/metrics.jsonl: %d damaged line%s left out of the report (the first, line %d: "
+                  "%s)", run_dir, r.damaged, r.damaged == 1 ? "" : "s", r.first_damaged_line, r.first_damaged);
     char path[BRISK_PATH_MAX + 32];
     if (out_path) snprintf(path, sizeof path, "%s", out_path);
     else snprintf(path, sizeof path, "%s/report.html", run_dir);

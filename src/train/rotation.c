@@ -180,6 +180,9 @@ brisk_status brisk_rotation_save(brisk_trainer *t, brisk_error *err) {
         t->last_saved_step = t->step;
         return BRISK_OK;
     }
+    /* the event file's records up to this step reach the disk first (metrics.jsonl is written as
+     * it goes): a run killed after this checkpoint keeps its curves up to it */
+    brisk_tboard_flush(t->tboard);
     const char *dir = t->cfg.train.out_dir;
     int keep = t->cfg.train.keep_checkpoints;
     char last[BRISK_PATH_MAX + 64], numbered[BRISK_PATH_MAX + 64];

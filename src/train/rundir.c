@@ -97,7 +97,7 @@ static void put_with_optimizations(brisk_trainer *t, cJSON *o) {
     cJSON *opts = brisk_trainer_optimizations(t);
     if (opts) cJSON_AddItemToObject(o, "optimizations", opts);
     char *line = cJSON_PrintUnformatted(o);
-    if (line) fprintf(t->metrics, "%s\n", line);
+    if (line) brisk_metrics_file_put(t->metrics, line);
     free(line);
 }
 
@@ -119,7 +119,6 @@ void brisk_run_dir_mark_start(brisk_trainer *t) {
     else cJSON_AddNullToObject(o, "resumed_from");
     put_with_optimizations(t, o);
     cJSON_Delete(o);
-    fflush(t->metrics);
 }
 
 /* The run's summary under "event": "run_end", in the key set brisk_train_run hands back
@@ -136,5 +135,4 @@ void brisk_run_dir_mark_end(brisk_trainer *t, const brisk_run_summary *sum) {
     }
     cJSON_Delete(s);
     cJSON_Delete(o);
-    fflush(t->metrics);
 }

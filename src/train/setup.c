@@ -517,7 +517,7 @@ void brisk_trainer_free(brisk_trainer *t) {
     brisk_dataset_free(&t->val_data);
     brisk_weather_free(t->weather);
     free(t->weather);
-    if (t->metrics) fclose(t->metrics);
+    brisk_metrics_file_close(t->metrics);
     brisk_tboard_close(t->tboard);
     brisk_run_dir_unlock(t->lock_fd);
     free(t->losses);

@@ -1,8 +1,8 @@
 /* TensorBoard event files (tboard.c): the run's scalars, texts and parameter histograms as
  * Event protobufs in TFRecord framing, written without TensorFlow. Records are built in
- * memory and reach the file at brisk_tboard_flush (each epoch end and the run's end), when
- * the buffer passes 1 MiB, or 30 s after the last write, so the step loop never waits on
- * the disk and a long epoch still shows as it goes. A write error is
+ * memory and reach the file at brisk_tboard_flush (each epoch end, each checkpoint and the
+ * run's end), when the buffer passes 1 MiB, or 30 s after the last write, so the step loop
+ * never waits on the disk and a long epoch still shows as it goes. A write error is
  * reported once through the logger; the run goes on without the event file. Internal to
  * the trainer. */
 #ifndef BRISK_TRAIN_TBOARD_H

@@ -8,6 +8,7 @@
 #include "brisk/dist.h"
 #include "brisk/safetensors.h"
 #include "brisk/train.h"
+#include "train/metrics_file.h"
 #include "train/tboard.h"
 
 #define BRISK_OVERLAP_TRIAL 16 /* timed steps per mode (dist.overlap auto, CPU) */
@@ -36,7 +37,7 @@ struct brisk_trainer {
     /* history of this process */
     float *losses;
     int64_t n_losses, cap_losses;
-    FILE *metrics;
+    brisk_metrics_file *metrics; /* metrics.jsonl (rank 0); NULL: none */
     brisk_tboard *tboard;      /* the TensorBoard event file (log.tensorboard; rank 0); NULL: none */
     char active_report[3072];  /* the start-of-run report of what is on and why anything is off */
     float *host_params; /* staging for checkpoints */

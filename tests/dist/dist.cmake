@@ -22,6 +22,10 @@ foreach(mode seed lr data batch out model)
     ${CMAKE_BINARY_DIR}/disagree_${mode} ${CMAKE_SOURCE_DIR} ${BRISK_MPIRUN})
   set_tests_properties(dist.disagree_${mode} PROPERTIES TIMEOUT 300 ENVIRONMENT "${dist_env}")
 endforeach()
+# 2 ranks killed (SIGKILL) after a mid-epoch checkpoint: rank 0's metrics.jsonl holds every step up to it
+add_test(NAME dist.run_logs_killed_mpi COMMAND ${CMAKE_SOURCE_DIR}/tests/train/run_logs.sh killed $<TARGET_FILE:brisk_cli>
+  ${CMAKE_BINARY_DIR}/run_logs_killed_mpi ${CMAKE_BINARY_DIR}/pydeps ${BRISK_MPIRUN})
+set_tests_properties(dist.run_logs_killed_mpi PROPERTIES TIMEOUT 180 ENVIRONMENT "${dist_env}")
 add_executable(dist_session_mpi ${CMAKE_CURRENT_LIST_DIR}/session_mpi.c)
 target_link_libraries(dist_session_mpi PRIVATE brisk MPI::MPI_C)
 string(REPLACE ";" " " mpirun_line "${BRISK_MPIRUN}")

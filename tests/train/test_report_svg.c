@@ -174,6 +174,11 @@ static void dense_series(void) {
 
 static char dir[512];
 
+/* a logger keeping the last warning in user (1024 bytes) */
+static void keep_warning(void *user, brisk_log_level level, const char *msg) {
+    if (level == BRISK_LOG_WARN) snprintf(user, 1024, "%s", msg);
+}
+
 static void write_file(const char *name, const char *text) {
     char path[700];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -211,7 +216,7 @@ static void run_reports(void) {
                "\"samples_per_s\": 100}\n"
                "{\"epoch\": 1, \"step\": 3, \"train_loss\": 1.5, \"val_loss\": null}\n"
                "{\"step\": 4, \"lo");
-    REQUIRE_OK(brisk_report_run(dir, NULL, written, sizeof written, &err), &err);
+    REQUIRE_OK(brisk_report_run(dir, NULL, written, sizeof written, NULL, &err), &err);
     CHECK(strstr(written, "/report.html") != NULL);
     char *html = read_report();
     REQUIRE(html);
@@ -225,7 +230,7 @@ static void run_reports(void) {
     /* one step, every loss NaN: still a page, with a note in the loss chart */
     write_file("metrics.jsonl", "{\"step\": 1, \"epoch\": 0, \"loss\": null, \"lr\": 0.1, \"ms_per_step\": 2, "
                                 "\"data_ms\": 0.5, \"samples_per_s\": 10}\n");
-    REQUIRE_OK(brisk_report_run(dir, NULL, NULL, 0, &err), &err);
+    REQUIRE_OK(brisk_report_run(dir, NULL, NULL, 0, NULL, &err), &err);
     html = read_report();
     REQUIRE(html);
     CHECK(strstr(html, "no finite loss logged") && count(html, "data-box=") == 6 && !strstr(html, "nan"));
@@ -237,31 +242,46 @@ static void run_reports(void) {
         snprintf(spiky + strlen(spiky), sizeof spiky - strlen(spiky),
                  "{\"step\": %d, \"loss\": 1, \"ms_per_step\": %d, \"data_ms\": 0.25}\n", i, i == 7 ? 100 : 1);
     write_file("metrics.jsonl", spiky);
-    REQUIRE_OK(brisk_report_run(dir, NULL, NULL, 0, &err), &err);
+    REQUIRE_OK(brisk_report_run(dir, NULL, NULL, 0, NULL, &err), &err);
     html = read_report();
     REQUIRE(html);
     CHECKF(strstr(html, "Time per step (1 window above 2 ms cut off)") != NULL, "%.200s", strstr(html, "Time per"));
     free(html);
 
-    /* damaged: the line is named */
-    write_file("metrics.jsonl", "{\"step\": 1, \"loss\": 1}\nnot json\n{\"step\": 2, \"loss\": 1}\n");
-    CHECK(brisk_report_run(dir, NULL, NULL, 0, &err) == BRISK_ERR_FORMAT);
-    CHECKF(strstr(err.msg, "metrics.jsonl line 2: not a JSON object") && strstr(err.msg, "remove that line"), "%s",
-           err.msg);
-    write_file("metrics.jsonl", "{\"step\": 1, \"loss\": \"low\"}\n");
-    CHECK(brisk_report_run(dir, NULL, NULL, 0, &err) == BRISK_ERR_FORMAT);
-    CHECKF(strstr(err.msg, "line 1: \"loss\" is not a number"), "%s", err.msg);
+    /* damaged lines (a record glued onto one a failed write cut short, a value that is not a
+     * number) are left out, counted, the first named, in a warning and in the page */
+    write_file("metrics.jsonl", "{\"step\": 1, \"loss\": 1}\n{\"step\": 2, \"lo{\"event\": \"run_start\", \"step\": 1}\n"
+                                "{\"step\": 2, \"loss\": 0.5}\n{\"step\": 3, \"loss\": \"low\"}\n{\"step\": 4, \"loss\": 0.25}\n");
+    char warned[1024] = "";
+    brisk_logger wl = {keep_warning, warned, BRISK_LOG_WARN};
+    REQUIRE_OK(brisk_report_run(dir, NULL, NULL, 0, &wl, &err), &err);
+    CHECKF(strstr(warned, "metrics.jsonl: 2 damaged lines left out of the report (the first, line 2: not a JSON "
+                          "object (\"{\"step\": 2, \"lo{\"event\"") != NULL, "%s", warned);
+    html = read_report();
+    REQUIRE(html);
+    CHECKF(strstr(html, "2 damaged lines of metrics.jsonl are left out (the first, line 2: not a JSON object") &&
+           count(html, "data-box=") == 6, "%.300s", strstr(html, "damaged") ? strstr(html, "damaged") : html);
+    free(html);
+    run_log rl;
+    REQUIRE_OK(brisk_run_log_read(dir, &rl, &err), &err);
+    CHECKF(rl.steps.n == 3 && rl.damaged == 2 && rl.first_damaged_line == 2 &&
+           strstr(rl.first_damaged, "not a JSON object"), "%d steps, %d damaged", rl.steps.n, rl.damaged);
+    brisk_run_log_free(&rl);
+    write_file("metrics.jsonl", "{\"step\": 1, \"loss\": \"low\"}\nnot json\n");
+    CHECK(brisk_report_run(dir, NULL, NULL, 0, NULL, &err) == BRISK_ERR_FORMAT); /* nothing left */
+    CHECKF(strstr(err.msg, "metrics.jsonl: no readable record: 2 damaged lines (the first, line 1: \"loss\" is not a "
+                  "number)"), "%s", err.msg);
     write_file("metrics.jsonl", "");
-    CHECK(brisk_report_run(dir, NULL, NULL, 0, &err) == BRISK_ERR_FORMAT);
+    CHECK(brisk_report_run(dir, NULL, NULL, 0, NULL, &err) == BRISK_ERR_FORMAT);
     CHECKF(strstr(err.msg, "metrics.jsonl: empty"), "%s", err.msg);
     /* missing */
     char path[700];
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
     unlink(path);
-    CHECK(brisk_report_run(dir, NULL, NULL, 0, &err) == BRISK_ERR_IO);
+    CHECK(brisk_report_run(dir, NULL, NULL, 0, NULL, &err) == BRISK_ERR_IO);
     CHECKF(strstr(err.msg, "metrics.jsonl: cannot open it") && strstr(err.msg, "--out"), "%s", err.msg);
     snprintf(path, sizeof path, "%s/nonexistent", dir);
-    CHECK(brisk_report_run(path, NULL, NULL, 0, &err) == BRISK_ERR_IO);
+    CHECK(brisk_report_run(path, NULL, NULL, 0, NULL, &err) == BRISK_ERR_IO);
     CHECKF(strstr(err.msg, "no such directory"), "%s", err.msg);
 
     /* the bench page: a failed row named with its reason, names escaped */
