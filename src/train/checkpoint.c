@@ -4,6 +4,7 @@
  * epoch, position, seed, the effective config, the code version (brisk_version and the
  * git commit) and a checksum of it all (checkpoint_verify.c). Device-agnostic:
  * everything is copied to the host first. Written atomically by brisk_safetensors_write. */
+#include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -162,6 +163,14 @@ brisk_status brisk_checkpoint_read_tensors(const brisk_safetensors *st, const br
     return BRISK_OK;
 }
 
+/* data.shard_files in an effective config (a checkpoint's) */
+static int shard_files_on(const char *config) {
+    cJSON *c = cJSON_Parse(config ? config : "");
+    int on = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "data"), "shard_files"));
+    cJSON_Delete(c);
+    return on;
+}
+
 /* Refuses a checkpoint of another model shape, saying which settings changed; warns
  * about model settings that changed without changing shapes, and lists the rest. */
 static brisk_status check_model(brisk_trainer *t, const brisk_safetensors *st, const char *config, float *host,
@@ -219,6 +228,7 @@ brisk_status brisk_checkpoint_load(brisk_trainer *t, const char *path, brisk_err
     t->nan_skipped = cs.nan_skipped;
     const char *ws = brisk_safetensors_meta(st, "world_size"); /* position and samples count all ranks' */
     t->resumed_world = ws ? atoi(ws) : 0;
+    t->resumed_sharded = t->resumed_world > 1 && shard_files_on(cs.config);
     /* progress in samples: a checkpoint from before the key counts its steps at this batch size */
     t->samples = cs.samples >= 0 ? cs.samples : cs.step * t->cfg.train.batch_size * t->cfg.train.accumulate;
     brisk_trainer_plan_length(t);

@@ -533,14 +533,33 @@ void brisk_trainer_free(brisk_trainer *t) {
     free(t);
 }
 
+/* data.shard_files: a checkpoint's place in the epoch counts in each rank's own rows, which
+ * depend on the world size; without it, in one order over all rows. Read the other way, the
+ * same number names other samples: some rows trained twice in the epoch, others never. */
+static brisk_status check_sharded_resume(const brisk_trainer *t, const char *checkpoint, brisk_error *err) {
+    int was = t->resumed_sharded, is = t->data_sharded, W = t->resumed_world;
+    if (was && is && W != t->world)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: written by %d ranks, continued by %d with data.shard_files: each "
+                            "rank's rows and its place in them depend on the world size; resume with %d ranks",
+                            checkpoint, W, t->world, W);
+    if (was && !is)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: written by %d ranks with data.shard_files (each rank's place "
+                            "in the epoch counts in its own rows), continued by %d rank%s %s: it would continue at "
+                            "another place in another order, training some rows twice and others never; resume with "
+                            "data.shard_files true on %d ranks", checkpoint, W, t->world, t->world == 1 ? "" : "s",
+                            t->cfg.data.shard_files ? "(where data.shard_files shards nothing)" : "without data.shard_files", W);
+    if (!was && is)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: written by %d rank%s without data.shard_files (its place in the "
+                            "epoch counts in one order over all rows), continued by %d with data.shard_files: it would "
+                            "continue at another place in another order, training some rows twice and others never; "
+                            "resume without data.shard_files", checkpoint, W > 1 ? W : 1, W > 1 ? "s" : "", t->world);
+    return BRISK_OK;
+}
+
 brisk_status brisk_trainer_resume(brisk_trainer *t, const char *checkpoint, brisk_error *err) {
     t->run_claimed = 1; /* a previous run in train.out_dir is continued, not refused */
     brisk_status st = brisk_checkpoint_load(t, checkpoint, err);
-    /* each rank's rows and its sampler position depend on the world size */
-    if (!st && t->cfg.data.shard_files && t->resumed_world > 0 && t->resumed_world != t->world)
-        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: written by %d rank%s, continued by %d with data.shard_files: "
-                            "each rank's rows and its place in them depend on the world size; resume with %d ranks",
-                            checkpoint, t->resumed_world, t->resumed_world == 1 ? "" : "s", t->world, t->resumed_world);
+    if (!st && (st = check_sharded_resume(t, checkpoint, err))) return st;
     if (!st)
         brisk_log(&t->log, BRISK_LOG_INFO, "resume    %s: step %lld, epoch %lld, batch %lld of the epoch", checkpoint,
                   (long long)t->step, (long long)t->epoch + 1, (long long)(t->position / brisk_trainer_global_batch(t)));

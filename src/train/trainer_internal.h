@@ -135,6 +135,8 @@ struct brisk_trainer {
     int agreed_stop;           /* a stop signal reached some rank: every rank stops after this step */
     int agreed_due;            /* rank 0's clock says a timed checkpoint is due */
     int resumed_world;         /* world size of the checkpoint resumed from (0: none recorded) */
+    int resumed_sharded;       /* it was written with data.shard_files on several ranks: its
+                                  position counts in each rank's own rows */
     float *moments_host;       /* ZeRO-1, rank 0: all ranks' m then v (2 x parameters), gathered
                                   before each checkpoint (brisk_dist_gather_moments) */
 };
