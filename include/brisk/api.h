@@ -190,9 +190,11 @@ brisk_status brisk_session_clear(brisk_session *s);
  * the config describes (train.epochs or train.max_steps over the first data trained on) and
  * holds its final value after it, so online training wants the default "constant" schedule.
  * An empty buffer, or fewer samples than one batch, is an error.
- * After a stop request the call finishes the optimizer step in progress, writes a checkpoint
- * (when train.out_dir is set) and returns BRISK_STOPPED; the message says after which step,
- * how many of the steps asked for were done and where the checkpoint is. */
+ * After a stop request the call abandons the optimizer step in progress at its next micro-batch
+ * or before its update (nothing of it is applied; on a GPU the step runs to its end), writes
+ * the checkpoint of the last completed step (when train.out_dir is set) and returns
+ * BRISK_STOPPED; the message says after which step, how many of the steps asked for were done
+ * and where the checkpoint is. */
 brisk_status brisk_session_train_epochs(brisk_session *s, int64_t epochs);
 /* The same for a number of optimizer steps, continuing the current epoch where the last call
  * stopped (a new epoch, reshuffled, begins whenever one ends). */

@@ -55,8 +55,12 @@ int brisk_dist_failed(const brisk_dist *d);
 int brisk_dist_rank(const brisk_dist *d);
 int brisk_dist_world(const brisk_dist *d);
 int brisk_dist_local_rank(const brisk_dist *d);
-/* "MPI (mpirun)", "SLURM environment", "single process", ... */
+/* "MPI (mpirun)", "MPI (srun)", "SLURM environment", "single process", ... */
 const char *brisk_dist_source(const brisk_dist *d);
+/* What started this process's MPI job, by the variables each sets: "mpirun" (Open MPI's, also
+ * inside a SLURM job), "mpiexec" (MPICH's or Intel MPI's Hydra), "srun" (a SLURM job step that
+ * launched the ranks itself), else "an MPI launcher". */
+const char *brisk_dist_launcher(void);
 void brisk_dist_set_timeout(brisk_dist *d, double seconds);
 void brisk_dist_set_bucket_bytes(brisk_dist *d, int64_t bytes);
 int64_t brisk_dist_bucket_bytes(const brisk_dist *d);

@@ -385,8 +385,10 @@ typedef struct brisk_progress {
  * calls make one long run, interleaved with the program's own work. */
 #define BRISK_STOP_REQUESTED (-1) /* stopped_by_signal of a run stopped by a program's request */
 typedef struct brisk_trainer_control {
-    /* Polled before and after every optimizer step: nonzero stops the run as a stop signal does
-     * (after the step in progress, with a checkpoint); the value becomes stopped_by_signal. */
+    /* Polled before every optimizer step and, on the CPU, before each of its micro-batches
+     * and before its update: nonzero stops the run as a stop signal does (the step in
+     * progress abandoned where it stands, on a device run to its end; a checkpoint of the
+     * last completed step); the value becomes stopped_by_signal. */
     int (*stop_requested)(void *user);
     void *user;
     /* 1: checkpoint only when one is due (train.checkpoint_every, train.checkpoint_minutes) or

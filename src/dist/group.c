@@ -21,6 +21,15 @@ int brisk_dist_mpi_launched(void) {
     return 0;
 }
 
+const char *brisk_dist_launcher(void) {
+    /* first: mpirun started inside a SLURM job inherits SLURM's variables too (its daemons are
+     * a job step), so those say nothing until the MPI launchers' own are ruled out */
+    if (getenv("OMPI_MCA_orte_hnp_uri") || getenv("OMPI_COMM_WORLD_SIZE")) return "mpirun";
+    if (getenv("MPI_LOCALNRANKS")) return "mpiexec"; /* MPICH's and Intel MPI's Hydra */
+    if (getenv("SLURM_STEP_ID")) return "srun";
+    return "an MPI launcher";
+}
+
 brisk_status brisk_dist_from_env(brisk_dist *d, brisk_error *err) {
     static const struct {
         const char *rank, *size, *local, *source;

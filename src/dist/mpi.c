@@ -197,6 +197,8 @@ brisk_status brisk_dist_create(brisk_dist **out, brisk_error *err) {
         *out = d;
         return BRISK_OK;
     }
+    /* before MPI_Init, which may set variables of its own */
+    snprintf(d->source, sizeof d->source, "MPI (%s)", brisk_dist_launcher());
     int inited = 0, provided = 0;
     MPI_Initialized(&inited);
     if (!inited) {
@@ -215,7 +217,6 @@ brisk_status brisk_dist_create(brisk_dist **out, brisk_error *err) {
         st = brisk_errorf(err, BRISK_ERR_INVALID, "the environment says %s ranks (%s), but MPI started %d: was this "
                           "process started by that MPI's launcher?", size,
                           getenv("OMPI_COMM_WORLD_SIZE") ? "OMPI_COMM_WORLD_SIZE" : "PMI_SIZE", d->world);
-    snprintf(d->source, sizeof d->source, "MPI%s", getenv("SLURM_JOB_ID") ? " (srun)" : " (mpirun)");
     if (st) {
         brisk_dist_free(d);
         return st;

@@ -5,6 +5,12 @@
 
 void brisk_trainer_set_control(brisk_trainer *t, const brisk_trainer_control *c) { t->control = *c; }
 
+int brisk_trainer_stop_asked(const brisk_trainer *t) {
+    int sig = brisk_signal_pending();
+    if (!sig && t->control.stop_requested) sig = t->control.stop_requested(t->control.user);
+    return sig;
+}
+
 brisk_status brisk_trainer_lock_run_dir(brisk_trainer *t, int overwrite, const char *choices, brisk_error *err) {
     t->cfg.train.overwrite = overwrite;
     t->run_choices = choices;

@@ -186,6 +186,11 @@ static brisk_status overlap_trial(brisk_trainer *t, int64_t step, brisk_error *e
     return BRISK_OK;
 }
 
+void brisk_dist_overlap_stand_in(brisk_trainer *t) {
+    brisk_dist_overlap_begin_step(t, t->cfg.train.accumulate - 1);
+    if (t->overlap_now) brisk_dist_overlap_ready(t->overlap, t->n_buckets);
+}
+
 brisk_status brisk_dist_overlap_finish(brisk_trainer *t, int failed, brisk_error *err) {
     if (!t->overlap_now) return BRISK_OK;
     t->overlap_now = 0;
@@ -390,8 +395,7 @@ brisk_status brisk_dist_step_update(brisk_trainer *t, float lr, int K, brisk_err
 
 brisk_status brisk_dist_agree(brisk_trainer *t, float *loss, brisk_error *err) {
     if (t->world == 1) return BRISK_OK;
-    int sig = brisk_signal_pending();
-    if (!sig && t->control.stop_requested) sig = t->control.stop_requested(t->control.user);
+    int sig = brisk_trainer_stop_asked(t);
     const brisk_train_spec *tr = &t->cfg.train;
     int timed = t->rank == 0 && tr->checkpoint_minutes > 0 && t->run_dir_ready &&
                 brisk_now() - t->last_save_time >= 60.0 * tr->checkpoint_minutes;

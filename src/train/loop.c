@@ -199,9 +199,7 @@ static void scaler_skips(brisk_trainer *t) {
 /* A stop signal (signals.c), or a stop the driving program asked for (control.c). */
 static int stop_pending(const brisk_trainer *t) {
     if (t->world > 1) return t->agreed_stop; /* every rank stops after the same step (dist.c) */
-    int sig = brisk_signal_pending();
-    if (!sig && t->control.stop_requested) sig = t->control.stop_requested(t->control.user);
-    return sig;
+    return brisk_trainer_stop_asked(t);
 }
 
 brisk_status brisk_trainer_run(brisk_trainer *t, brisk_run_summary *sum, brisk_error *err) {
@@ -273,11 +271,12 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     brisk_time_split run = {0}, win = {0};
     double run_copy_mark = device_copy_s(t), win_copy_mark = run_copy_mark;
     int64_t epoch_steps = 0, n_timed = 0;
-    int epochs_done = 0, stop_sig = 0;
+    int epochs_done = 0, stop_sig = 0, cut = 0; /* cut: the stop abandoned a step in progress */
     double last_status = 0; /* brisk_now() of the last control.status call */
     /* a program drawing its own progress (control.status) gets the progress lines at debug level */
     const brisk_log_level progress_level = t->control.status ? BRISK_LOG_DEBUG : BRISK_LOG_INFO;
     int64_t step_epoch = t->epoch, step_position = t->position; /* where the step in progress began */
+    const int cuttable = brisk_step_cuttable(t);
     sum->best_val_loss = sum->best_val_accuracy = NAN;
     brisk_metrics_reset(&sum->best, 0);
     if (!step_times) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto out; }
@@ -292,6 +291,12 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
         float lr = brisk_schedule_lr(&t->cfg.optim, t->step + t->sched_shift,
                                      (t->schedule_steps ? t->schedule_steps : t->total_steps) + t->sched_shift);
         for (int micro = 0; micro < K; micro++) {
+            /* a stop cuts the step short: its other micro-batches are not run, and update()
+             * abandons it (on several ranks, at their agreement: every rank alike) */
+            if (cuttable && brisk_trainer_stop_asked(t)) {
+                brisk_dist_overlap_stand_in(t);
+                break;
+            }
             brisk_batch b;
             if ((st = brisk_loader_next(l, &b, err))) {
                 t->epoch = step_epoch, t->position = step_position; /* the step's batches are not consumed */
@@ -308,6 +313,11 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             if (st) goto out;
         }
         if ((st = brisk_step_update(t, lr, err))) goto out;
+        if ((stop_sig = t->step_abandoned)) { /* nothing of the step was applied, nor its batches consumed */
+            t->step_abandoned = 0, cut = 1;
+            t->epoch = step_epoch, t->position = step_position;
+            break;
+        }
         if (t->prof && (st = brisk_profile_step_end(t, err))) goto out;
         t->step++;
         t->samples += brisk_trainer_global_batch(t) * K;
@@ -408,16 +418,20 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     if (!(st = brisk_step_flush(t, err)) && files && (!when_due || stop_sig)) st = brisk_rotation_save(t, err);
     scaler_skips(t);
     brisk_numeric_check_scaler(t, n_timed);
-    /* several ranks: rank 0 reports the stop every rank made at this step */
-    const char *why = t->world > 1 && !brisk_signal_pending() ? "a stop signal on another rank" : brisk_signal_name(stop_sig);
+    /* several ranks: rank 0 reports the stop every rank made at this step, by its own signal
+     * where one reached it (perhaps after the agreement: stop_sig then is a stand-in) */
+    const int mine = t->world > 1 ? brisk_trainer_stop_asked(t) : stop_sig;
+    const char *why = mine ? brisk_signal_name(mine) : "a stop signal on another rank";
+    char where[96] = "";
+    if (cut) snprintf(where, sizeof where, " (step %lld, in progress, was cut short and not applied)", (long long)t->step + 1);
     if (!st && stop_sig && t->rank != 0)
         ;
     else if (!st && stop_sig && !files)
-        brisk_log(&t->log, BRISK_LOG_WARN, "stopped by %s after step %lld (no checkpoint: train.out_dir is \"\")",
-                  why, (long long)t->step);
+        brisk_log(&t->log, BRISK_LOG_WARN, "stopped by %s after step %lld%s (no checkpoint: train.out_dir is \"\")",
+                  why, (long long)t->step, where);
     else if (!st && stop_sig)
-        brisk_log(&t->log, BRISK_LOG_WARN, "stopped by %s after step %lld%s: checkpoint %s written%s",
-                  why, (long long)t->step, t->world > 1 ? " on every rank" : "", t->last_ckpt,
+        brisk_log(&t->log, BRISK_LOG_WARN, "stopped by %s after step %lld%s%s: checkpoint %s written%s",
+                  why, (long long)t->step, t->world > 1 ? " on every rank" : "", where, t->last_ckpt,
                   t->control.stop_requested ? "" : "; run the same command with --resume auto to continue");
     /* Several ranks stopped by a signal meet once more, after rank 0 has written the
      * checkpoint and said so: a rank that exits first with status 75 makes mpirun end the

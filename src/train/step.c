@@ -197,6 +197,8 @@ brisk_status brisk_step_micro(brisk_trainer *t, const brisk_batch *b, int micro,
     return micro_body(t, err);
 }
 
+int brisk_step_cuttable(const brisk_trainer *t) { return !on_device(t) && !t->prof; }
+
 brisk_status brisk_step_update(brisk_trainer *t, float lr, brisk_error *err) {
     const int K = t->cfg.train.accumulate;
     brisk_backend *be = t->be;
@@ -206,6 +208,15 @@ brisk_status brisk_step_update(brisk_trainer *t, float lr, brisk_error *err) {
         /* the overlapped all-reduce done before the next collective (MPI_THREAD_SERIALIZED) */
         if ((st = brisk_dist_overlap_finish(t, 0, err))) return st;
         if ((st = brisk_dist_agree(t, &loss, err))) return st; /* every rank sees the mean loss */
+        /* a stop asked for on any rank abandons the step, on every rank alike: the parameters,
+         * moments and loss log stay those of the last completed step, which the checkpoint
+         * then holds (and a resumed run repeats this one exactly) */
+        int stop = t->world > 1 ? t->agreed_stop : brisk_trainer_stop_asked(t);
+        if (stop) {
+            t->grads_averaged = 0; /* averaged during backward (dist.overlap), never applied */
+            t->step_abandoned = stop;
+            return BRISK_OK;
+        }
         if (!isfinite(loss)) { /* stop, or skip the update within train.skip_nan_steps */
             if ((st = brisk_numeric_bad_loss(t, loss, err))) return st;
             return brisk_trainer_push_loss(t, loss, err);

@@ -132,7 +132,9 @@ struct brisk_trainer {
     brisk_dist_bucket *overlap_buckets; /* device: the buckets in the order backward completes them */
     int overlap_told;          /* device: buckets issued so far in this backward */
     brisk_error overlap_err;   /* device: the first failure issuing one (the hook cannot return it) */
-    int agreed_stop;           /* a stop signal reached some rank: every rank stops after this step */
+    int agreed_stop;           /* a stop signal reached some rank: every rank stops at this step */
+    int step_abandoned;        /* the signal (or BRISK_STOP_REQUESTED) that abandoned the step in
+                                  progress before its update (step.c); 0: none */
     int agreed_due;            /* rank 0's clock says a timed checkpoint is due */
     int resumed_world;         /* world size of the checkpoint resumed from (0: none recorded) */
     int resumed_sharded;       /* it was written with data.shard_files on several ranks: its
@@ -165,6 +167,11 @@ brisk_status brisk_dist_agree(brisk_trainer *t, float *loss, brisk_error *err);
  * and returns its error. failed: the run failed; only the buckets started are waited for. */
 void brisk_dist_overlap_begin_step(brisk_trainer *t, int micro);
 brisk_status brisk_dist_overlap_finish(brisk_trainer *t, int failed, brisk_error *err);
+/* A step cut short before its last micro-batch (a stop): the collectives that micro-batch's
+ * backward would have started (dist.overlap), started on whatever the gradients hold, since
+ * the other ranks may be running theirs; the agreement after them abandons the step on every
+ * rank, so what was summed is never applied. */
+void brisk_dist_overlap_stand_in(brisk_trainer *t);
 /* dist.overlap on a device: arm before the step's backward is issued (accumulate 1), and
  * the error of any bucket's issue after it. */
 void brisk_dist_device_arm(brisk_trainer *t, int armed);
@@ -215,7 +222,14 @@ int brisk_loader_workers(const brisk_config *c);
  * times steps itself; flush() then reads the step times into t->dev_ms with the losses. */
 brisk_status brisk_step_begin(brisk_trainer *t, brisk_error *err);
 brisk_status brisk_step_micro(brisk_trainer *t, const brisk_batch *b, int micro, brisk_error *err);
+/* On the CPU (the host runs each step itself) update() first agrees with the other ranks;
+ * a stop asked for on any of them (brisk_trainer_stop_asked) abandons the step there, before
+ * the gradients are averaged or applied: it sets t->step_abandoned and applies nothing. */
 brisk_status brisk_step_update(brisk_trainer *t, float lr, brisk_error *err);
+/* Whether a stop can cut the step in progress short (between micro-batches, before the
+ * update): the host runs the step itself (CPU) and no profile times it. On a device the step
+ * is issued as a whole and runs to its end. */
+int brisk_step_cuttable(const brisk_trainer *t);
 brisk_status brisk_step_flush(brisk_trainer *t, brisk_error *err);
 /* profile.c: around each step of a profiled run (t->prof set): after brisk_step_begin and
  * after brisk_step_update. */
@@ -349,6 +363,10 @@ void brisk_run_dir_mark_end(brisk_trainer *t, const brisk_run_summary *sum);
 /* optimizations.c: [{"name", "state" (on, off, info), "detail"}] for the run report; NULL
  * when out of memory. The caller deletes it. */
 struct cJSON *brisk_trainer_optimizations(const brisk_trainer *t);
+
+/* control.c: a stop asked of this process: the pending stop signal (signals.c), else the
+ * driving program's request (control.stop_requested: BRISK_STOP_REQUESTED), else 0. */
+int brisk_trainer_stop_asked(const brisk_trainer *t);
 
 /* runlock.c: <dir>/brisk.lock, held (fcntl lock) while the trainer lives; *fd -1 where the
  * filesystem has no locks (a warning says so). */

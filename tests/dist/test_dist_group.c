@@ -3,6 +3,7 @@
  * reason, shard and bucket arithmetic, and no collective at world size 1. Under mpirun
  * (dist.group_mpi, argument "mpi"): every collective against values computed by hand. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "brisk/dist.h"
 #include "test.h"
@@ -46,6 +47,28 @@ static void test_env_discovery(void) {
     CHECK(strcmp(brisk_dist_source(d), "torchrun environment") == 0);
     brisk_dist_free(d);
     clear_env();
+}
+
+/* The launcher named by the variables each sets: mpirun inside a SLURM job (SLURM's variables
+ * inherited through its daemons' job step) is mpirun, not srun. */
+static void test_launcher(void) {
+    const char *vars[] = {"OMPI_MCA_orte_hnp_uri", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS", "SLURM_STEP_ID",
+                          "SLURM_JOB_ID"};
+    char *saved[5];
+    for (int i = 0; i < 5; i++) saved[i] = getenv(vars[i]) ? strdup(getenv(vars[i])) : NULL, unsetenv(vars[i]);
+    CHECK(strcmp(brisk_dist_launcher(), "an MPI launcher") == 0);
+    setenv("SLURM_JOB_ID", "42", 1), setenv("SLURM_STEP_ID", "0", 1);
+    CHECK(strcmp(brisk_dist_launcher(), "srun") == 0);
+    setenv("OMPI_COMM_WORLD_SIZE", "2", 1), setenv("OMPI_MCA_orte_hnp_uri", "1.0;tcp://h:1", 1);
+    CHECKF(strcmp(brisk_dist_launcher(), "mpirun") == 0, "%s", brisk_dist_launcher());
+    for (int i = 0; i < 4; i++) unsetenv(vars[i]);
+    setenv("MPI_LOCALNRANKS", "2", 1);
+    CHECK(strcmp(brisk_dist_launcher(), "mpiexec") == 0);
+    for (int i = 0; i < 5; i++) {
+        if (saved[i]) setenv(vars[i], saved[i], 1);
+        else unsetenv(vars[i]);
+        free(saved[i]);
+    }
 }
 
 static void test_shards(void) {
@@ -242,6 +265,6 @@ int main(int argc, char **argv) {
         brisk_dist_free(mpi_group);
         return rc;
     }
-    t_case alone[] = {T(test_env_discovery), T(test_shards), T(test_buckets), T(test_alone_no_collective)};
+    t_case alone[] = {T(test_env_discovery), T(test_launcher), T(test_shards), T(test_buckets), T(test_alone_no_collective)};
     return t_run(alone, (int)(sizeof alone / sizeof alone[0]));
 }

@@ -7,6 +7,8 @@
 #   fault   one rank stopped (SIGSTOP) mid-run: the other fails within dist.timeout_s naming
 #           it, writes the last completed step's checkpoint, and that checkpoint resumes
 #   signal  SIGUSR1 to rank 1 only: both ranks stop after the same step, checkpoint, exit 75
+#   launcher SIGUSR1 and SIGTERM to mpirun itself, with steps of seconds: the step in progress cut
+#           short on both ranks, the checkpoint of the step before written; exit 75 (USR1), 1 (TERM)
 #   shard   data.shard_files: each rank loads half the rows (npz, csv), an epoch covers every row
 #           once across the ranks (BRISK_DEBUG_SAMPLES), it converges, resuming on 1 rank refused;
 #           --dist-plan 2 states the plan the 2-rank run's summary reports
@@ -145,6 +147,34 @@ signal)
   step=$(echo "$line" | grep -o 'after step [0-9]*' | grep -o '[0-9]*$')
   "$brisk" info s/last.safetensors | grep -qE "^step +${step:-x}$" && ok "the checkpoint holds step $step" \
     || fail "the checkpoint does not hold step $step"
+  ;;
+launcher)
+  # SIGUSR1 and SIGTERM sent to mpirun itself, as a batch script or a user sends them. Open MPI
+  # 4.1 forwards SIGUSR1 to every rank at once. SIGTERM it does not forward: it sends the ranks
+  # SIGCONT, SIGTERM 1 s later and SIGKILL 1 s after that (odls_base_sigkill_timeout), and
+  # exits 1 whatever the ranks return. Steps here take seconds (120 micro-batches of 128): the
+  # stop must cut the step in progress short for rank 0 to write the checkpoint of the one
+  # before within that second (on main before this test, it finished the step and was killed
+  # first: no checkpoint).
+  "$brisk" synth tabular data/tabular.npz --samples 65536 >/dev/null || exit 1
+  for sig in USR1 TERM; do
+    "${mpirun[@]}" "$brisk" train "$tab" --device cpu --threads 1 --max-steps 1000 --log-every 1 --batch-size 128 \
+      --set 'model.hidden=[1024,512]' --set train.accumulate=120 --checkpoint-epochs 0 --out $sig >$sig.log 2>&1 &
+    job=$!
+    for _ in $(seq 600); do grep -q "step 1/" $sig.log 2>/dev/null && break; sleep 0.1; done
+    kill -$sig $job
+    wait $job; rc=$?
+    want=75 why="brisk's status"
+    [ $sig = TERM ] && want=1 why="Open MPI's own status after a SIGTERM"
+    [ $rc = $want ] && ok "SIG$sig to mpirun: exit $rc ($why)" || { fail "SIG$sig to mpirun: exit $rc, want $want"; cat $sig.log; }
+    line=$(grep "stopped by SIG$sig after step [0-9]* on every rank (step [0-9]*, in progress, was cut short and not applied): checkpoint" $sig.log)
+    [ -n "$line" ] && ok "SIG$sig: $line" || { fail "SIG$sig: no stop line cutting the step short"; tail -5 $sig.log; }
+    step=$(echo "$line" | grep -o 'after step [0-9]*' | grep -o '[0-9]*$')
+    info=$("$brisk" info $sig/last.safetensors 2>&1)
+    echo "$info" | grep -qE "^step +${step:-x}$" && echo "$info" | grep -q "checksum verified" \
+      && ok "SIG$sig: the checkpoint holds step $step, intact" || fail "SIG$sig: the checkpoint does not hold step $step: $info"
+    pkill -KILL -f "brisk train .*--out $sig( |$)" 2>/dev/null # nothing of the job may outlive the test
+  done
   ;;
 overlap)
   "$brisk" synth tabular data/tabular.npz --samples 8192 >/dev/null || exit 1

@@ -1,6 +1,7 @@
-/* Preemption: SIGTERM, SIGINT and SIGUSR1 at random steps make the trainer finish the
- * step, write a checkpoint and stop (the brisk command with exit status 75); resuming
- * with --resume auto then gives the uninterrupted run's losses and final checkpoint,
+/* Preemption: SIGTERM, SIGINT and SIGUSR1 at random steps make the trainer stop (a step in
+ * progress cut short and not applied), write a checkpoint and return (the brisk command
+ * with exit status 75); resuming with --resume auto then gives the uninterrupted run's
+ * losses and final checkpoint,
  * bit for bit. In this process the signal is raised from the progress line of step k,
  * so the stop point is exact; from outside, the brisk command gets a real kill() while
  * it runs, and a second trainer started on its run directory meanwhile is refused.
@@ -131,6 +132,68 @@ static void test_signal_at_random_steps_in_process(void) {
     free(full);
 }
 
+/* A stop asked for in the middle of a step (here by the driving program, after the first of
+ * step 4's four micro-batches) cuts it short: its other micro-batches are not run, nothing of
+ * it is applied, the checkpoint holds step 3, and the run resumed from it repeats step 4 and
+ * the rest exactly. */
+typedef struct {
+    brisk_trainer *t;
+    int polls; /* while step 4 is in progress */
+} mid_step;
+
+static int stop_in_step_4(void *user) {
+    mid_step *m = user;
+    if (brisk_trainer_steps_done(m->t) != 3) return 0;
+    return ++m->polls >= 3 ? BRISK_STOP_REQUESTED : 0; /* before the step, micro-batch 0, micro-batch 1 */
+}
+
+static void test_stop_mid_step(void) {
+    paths p;
+    brisk_error err = {0};
+    REQUIRE_OK(make_paths(&p, "preempt_mid_step", 1024, &err), &err);
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"model\": {\"type\": \"mlp\", \"inputs\": 64, \"hidden\": [16], \"outputs\": 3, \"dropout\": 0.2},"
+             " \"data\": {\"train\": \"%s\", \"validation_fraction\": 0.1},"
+             " \"train\": {\"batch_size\": 16, \"epochs\": 1, \"accumulate\": 4, \"log_every\": 1, \"out_dir\": \"%s/run\"},"
+             " \"speed\": {\"threads\": 1}}", p.data, p.dir);
+    tu_write(p.cfg, json);
+    hook h = {0};
+    brisk_run_summary s;
+    float *full = NULL, *rest = NULL;
+    int64_t nfull = 0, nrest = 0, at = -1;
+    REQUIRE_OK(run(p.cfg, NULL, &h, &s, &full, &nfull, &err), &err);
+    REQUIRE(nfull == 14);
+    tu_sh("cp '%s' '%s' && rm -rf '%s/run'", p.last, p.ref, p.dir);
+
+    brisk_config cfg;
+    REQUIRE_OK(brisk_config_load(p.cfg, NULL, 0, &cfg, &err), &err);
+    brisk_logger lg = {on_log, &h, BRISK_LOG_INFO};
+    brisk_trainer *t = NULL;
+    REQUIRE_OK(brisk_trainer_create(&cfg, &lg, &t, &err), &err);
+    mid_step m = {t, 0};
+    brisk_trainer_set_control(t, &(brisk_trainer_control){.stop_requested = stop_in_step_4, .user = &m});
+    REQUIRE_OK(brisk_trainer_run(t, &s, &err), &err);
+    int64_t n = 0;
+    const float *first = brisk_trainer_losses(t, &n);
+    CHECKF(s.stopped_by_signal == BRISK_STOP_REQUESTED && s.steps == 3 && n == 3,
+           "stopped by %d after step %lld, %lld losses", s.stopped_by_signal, (long long)s.steps, (long long)n);
+    CHECK(n == 3 && memcmp(first, full, 3 * sizeof(float)) == 0);
+    CHECKF(strstr(h.warning, "stopped by a stop request after step 3 (step 4, in progress, was cut short and not "
+                  "applied)"), "%s", h.warning);
+    brisk_trainer_free(t);
+    brisk_config_free(&cfg);
+    REQUIRE_OK(brisk_checkpoint_check(p.last, &at, &err), &err);
+    CHECK(at == 3);
+    h = (hook){0};
+    REQUIRE_OK(run(p.cfg, "auto", &h, &s, &rest, &nrest, &err), &err);
+    CHECKF(nrest == nfull - 3 && memcmp(rest, full + 3, (size_t)nrest * sizeof(float)) == 0,
+           "%lld losses after the resume; the uninterrupted run's from step 4 on: %s", (long long)nrest,
+           nrest == nfull - 3 ? "different" : "-");
+    CHECK(tu_same_file(p.last, p.ref));
+    free(full), free(rest);
+}
+
 /* A second signal while the first is being handled acts as the default would. */
 static void test_second_signal_is_not_caught(void) {
     pid_t pid = fork();
@@ -217,5 +280,5 @@ static void test_signal_to_the_command(void) {
     }
 }
 
-TEST_MAIN(T(test_signal_at_random_steps_in_process), T(test_second_signal_is_not_caught),
+TEST_MAIN(T(test_signal_at_random_steps_in_process), T(test_stop_mid_step), T(test_second_signal_is_not_caught),
           T(test_signal_to_the_command))
