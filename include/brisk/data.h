@@ -465,6 +465,11 @@ const char *brisk_image_dataset_skip(const brisk_dataset *ds, int64_t i, int64_t
  * samples with the field "x" only (what `brisk predict` reads). The file of sample i of an
  * image dataset read from files (NULL otherwise, or for i out of range). */
 const char *brisk_image_dataset_path(const brisk_dataset *ds, int64_t i);
+/* Keypoints of sample i as fractions of the sample's width and height (frac [k, 2], what a
+ * model regresses) in pixels of its image (px [k, 2]): the inverse of the sample's resize
+ * (and letterbox), without augmentation. An error for other datasets or i out of range. */
+brisk_status brisk_image_dataset_to_pixels(const brisk_dataset *ds, int64_t i, int k, const float *frac, float *px,
+                                           brisk_error *err);
 /* Predicted keypoints as CSV: a header `file,x0,y0,x1,y1,...`, then per row the image's file
  * name (without its folder) and xy[r, 2k] in pixels. A name with a comma or a line break is
  * an error (the labels format has no quoting). Written atomically, as brisk_csv_write. */

@@ -492,6 +492,12 @@ brisk_status brisk_report_pipeline(const char *out_dir, const brisk_pipeline_res
 /* ---- inference from a checkpoint (device-agnostic) */
 brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, const char *output_npy,
                                 const brisk_logger *log, brisk_error *err);
+typedef struct brisk_predict_options {
+    int strict_images;        /* input a folder of images: 1 stops at the first file that cannot be
+                                 read; 0 (brisk_predict_file) skips each with a warning naming it */
+} brisk_predict_options;
+brisk_status brisk_predict_file_with(const char *checkpoint, const char *input_npy, const char *output_npy,
+                                     const brisk_predict_options *opt, const brisk_logger *log, brisk_error *err);
 /* Writes the checkpoint's inference graph as an ONNX model (opset 17; src/train/export_onnx.c):
  * inputs named as the model's fields with the batch dimension "N", one output "output" equal
  * to what brisk predict writes (probabilities for a classifier, the target's units for a

@@ -183,6 +183,19 @@ brisk_status brisk_image_make(void *user, int64_t index, uint64_t epoch, int aug
                         (long long)index, s->paths[index], s->has_category ? " of its category" : "");
 }
 
+brisk_status brisk_image_dataset_to_pixels(const brisk_dataset *ds, int64_t i, int k, const float *frac, float *px,
+                                           brisk_error *err) {
+    const brisk_image_source *s = brisk_image_source_of(ds);
+    if (!s || i < 0 || i >= s->n)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: no image sample %lld", ds ? ds->source : "(none)", (long long)i);
+    const int w = s->paths ? s->wh[2 * i] : s->aw, h = s->paths ? s->wh[2 * i + 1] : s->ah;
+    for (int j = 0; j < k; j++) {
+        px[2 * j] = frac[2 * j] * (float)w;
+        px[2 * j + 1] = frac[2 * j + 1] * (float)h;
+    }
+    return BRISK_OK;
+}
+
 /* ---------------------------------------------------------------- files left out */
 
 int brisk_image_skip_add(brisk_image_source *s, int64_t index, const char *file, const char *msg) {

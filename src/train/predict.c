@@ -31,12 +31,17 @@ static int is_device(const char *path) {
 
 brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, const char *output_npy,
                                 const brisk_logger *log, brisk_error *err) {
+    return brisk_predict_file_with(checkpoint, input_npy, output_npy, NULL, log, err);
+}
+
+brisk_status brisk_predict_file_with(const char *checkpoint, const char *input_npy, const char *output_npy,
+                                     const brisk_predict_options *opt, const brisk_logger *log, brisk_error *err) {
     brisk_config cfg;
     brisk_status st = brisk_checkpoint_config(checkpoint, &cfg, err);
     if (st) return st;
     const brisk_model_spec *m = &cfg.model;
     brisk_tensor x = {0}, y = {0};
-    brisk_dataset images = {0}; /* input from a folder of images */
+    brisk_predict_images images = {0}; /* input from a folder of images, read a batch at a time */
     brisk_graph *g = NULL;
     brisk_plan plan = {0};
     brisk_exec *ex = NULL;
@@ -64,12 +69,15 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
     }
     struct stat sb;
     int folder = stat(input_npy, &sb) == 0 && S_ISDIR(sb.st_mode);
-    if ((st = folder ? brisk_predict_images_input(&cfg, checkpoint, input_npy, &io.fields[0].sample, &x, &images, err)
+    if ((st = folder ? brisk_predict_images_open(&cfg, checkpoint, input_npy, &io.fields[0].sample,
+                                                 opt && opt->strict_images, log, &images, err)
                      : brisk_predict_input(&cfg, checkpoint, input_npy, &io.fields[0].sample, &x, err)))
         goto out;
     const float *xv = x.data;
     int64_t per = brisk_shape_numel(&io.fields[0].sample);
-    int64_t N = x.shape.d[0], B = N < PREDICT_BATCH ? (N > 0 ? N : 1) : PREDICT_BATCH, C = m->outputs;
+    int64_t N = folder ? images.ds.count : x.shape.d[0], C = m->outputs;
+    int64_t most = folder ? brisk_predict_images_batch_size(&images, PREDICT_BATCH) : PREDICT_BATCH;
+    int64_t B = N < most ? (N > 0 ? N : 1) : most;
     g = brisk_graph_new();
     be = brisk_backend_cpu_new(cfg.speed.threads);
     if (!g || !be) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto out; }
@@ -81,16 +89,27 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
     buf = calloc((size_t)(B * (per > C ? per : C)), sizeof(float));
     if (!buf) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto out; }
     ex->step.training = 0;
+    int64_t rows = 0; /* rows of y filled: all N, less the images skipped */
     for (int64_t r = 0; r < N; r += B) {
         int64_t n = N - r < B ? N - r : B;
-        /* The graph has a fixed batch: the last chunk is zero-padded and only its rows kept. */
+        /* The graph has a fixed batch: a short chunk is zero-padded and only its rows kept. */
         memset(buf, 0, sizeof(float) * (size_t)(B * per));
-        memcpy(buf, xv + r * per, sizeof(float) * (size_t)(n * per));
+        if (!folder) memcpy(buf, xv + r * per, sizeof(float) * (size_t)(n * per));
+        else if ((st = brisk_predict_images_batch(&images, r, n, buf, &n, err))) goto out;
+        if (n == 0) continue;
         if ((st = brisk_exec_set_input(ex, io.input_node[0], buf, err)) ||
             (st = brisk_exec_run(ex, BRISK_RUN_PREDICT, err)) || (st = brisk_exec_read(ex, io.output, buf, err)))
             goto out;
-        memcpy((float *)y.data + r * C, buf, sizeof(float) * (size_t)(n * C));
+        memcpy((float *)y.data + rows * C, buf, sizeof(float) * (size_t)(n * C));
+        rows += n;
     }
+    if (folder && rows == 0) {
+        st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: none of its %lld images could be read (each named above); nothing "
+                          "written", input_npy, (long long)(N + brisk_image_dataset_skips(&images.ds)));
+        goto out;
+    }
+    N = rows;
+    y.shape.d[0] = N;
     if (m->task == BRISK_TASK_CLASSIFY) brisk_softmax_rows(y.data, N, C);
     float tmean, tstd; /* a regression target learnt normalised: outputs back in its units */
     if (m->task == BRISK_TASK_REGRESS && (st = brisk_checkpoint_target_normalization(checkpoint, &tmean, &tstd, err)))
@@ -136,12 +155,15 @@ brisk_status brisk_predict_file(const char *checkpoint, const char *input_npy, c
     else
         brisk_log(log, BRISK_LOG_INFO, "predict   %lld rows -> %s [%lld, %lld] (%s)", (long long)N, output_npy, (long long)N,
                   (long long)C, m->task == BRISK_TASK_CLASSIFY ? "class probabilities" : "regression outputs");
+    if (folder && images.skipped)
+        brisk_log(log, BRISK_LOG_WARN, "predict   %lld of the folder's %lld images skipped (each named above): they have "
+                  "no row in %s", (long long)images.skipped, (long long)(N + images.skipped), output_npy);
 out:
     free(buf);
     free(units);
     brisk_tensor_free(&x);
     brisk_tensor_free(&y);
-    brisk_dataset_free(&images);
+    brisk_predict_images_close(&images);
     if (ex) brisk_exec_free(ex);
     brisk_plan_free(&plan);
     if (g) brisk_graph_free(g);

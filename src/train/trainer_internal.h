@@ -324,14 +324,30 @@ brisk_status brisk_predict_input(const brisk_config *cfg, const char *checkpoint
  * since the last call; the summary's count of them, in sum and its line. */
 void brisk_trainer_note_skips(brisk_trainer *t);
 void brisk_trainer_skips_summary(brisk_trainer *t, brisk_run_summary *sum);
-/* predict_images.c: x [N, ...sample] from the images of a folder (ds keeps their names, for
- * the output), decoded as the checkpoint's data.images made validation samples; then y
- * [N, outputs] written to out (a resnet's keypoints in pixels of each image: .csv with
- * the file names, or .npy [N, K, 2]). */
-brisk_status brisk_predict_images_input(const brisk_config *cfg, const char *checkpoint, const char *dir,
-                                        const brisk_shape *sample, brisk_tensor *x, brisk_dataset *ds, brisk_error *err);
-brisk_status brisk_predict_images_output(const brisk_config *cfg, const brisk_dataset *ds, const brisk_tensor *y,
+/* predict_images.c: the images of a folder, decoded a batch at a time as the checkpoint's
+ * data.images made validation samples. open reads the headers (ds: the files that passed;
+ * each one that did not is logged as skipped unless strict, which makes it an error);
+ * batch writes images [first, first + n) that decode into buf, *got of them, and logs each
+ * that does not; kept lists the ones written, in order. output writes y [nkept, outputs] to
+ * out: a resnet's keypoints in pixels of each image (.csv with the file names, or .npy
+ * [N, K, 2]). */
+typedef struct brisk_predict_images {
+    brisk_dataset ds;
+    int64_t per;              /* floats of one sample */
+    int64_t *kept, nkept, skipped;
+    int strict;
+    const brisk_logger *log;
+} brisk_predict_images;
+brisk_status brisk_predict_images_open(const brisk_config *cfg, const char *checkpoint, const char *dir,
+                                       const brisk_shape *sample, int strict, const brisk_logger *log,
+                                       brisk_predict_images *pi, brisk_error *err);
+/* The batch to decode at once: at most `most`, fewer for large images (32 MiB of input). */
+int64_t brisk_predict_images_batch_size(const brisk_predict_images *pi, int64_t most);
+brisk_status brisk_predict_images_batch(brisk_predict_images *pi, int64_t first, int64_t n, float *buf, int64_t *got,
+                                        brisk_error *err);
+brisk_status brisk_predict_images_output(const brisk_config *cfg, const brisk_predict_images *pi, const brisk_tensor *y,
                                          const char *out, int to_csv, brisk_error *err);
+void brisk_predict_images_close(brisk_predict_images *pi);
 /* That metadata's text (malloc'd), or NULL when out of memory. */
 char *brisk_normalization_json(const float *mean, const float *std, int n);
 

@@ -11,6 +11,8 @@
 #   decode  PNGs cut in their pixel data: without on_error "skip" the run stops naming one
 #         and leaves a checkpoint; with it each is named once, replaced, counted in the
 #         summary, metrics.jsonl and the report, with the same losses for any thread count
+#   predict a folder with unreadable files: each named on its own line, the rest predicted;
+#         --on-error error stops at the first; a bad --on-error value is a usage error
 #   photos.sh BRISK_BINARY WORKDIR CASE
 # Exits 77 (skipped) without Pillow.
 set -eu
@@ -30,6 +32,23 @@ config() { # config W H K [extra data.images keys]
  "data": {"images": {"labels": "data/labels.csv", "size": [$1, $2], "workers": 2 ${4:-}}, "validation_fraction": 0.25},
  "train": {"batch_size": 4, "epochs": 1, "seed": 1}, "speed": {"device": "cpu"}}
 JSON
+}
+
+# noise_pngs N SEED: data/p0.png ... 32 x 32 RGB noise from Pillow, one keypoint each
+noise_pngs() {
+  "$py" - "$1" "$2" <<'P'
+import os, sys
+import numpy as np
+from PIL import Image
+n, seed = int(sys.argv[1]), int(sys.argv[2])
+os.makedirs("data", exist_ok=True)
+rng = np.random.default_rng(seed)
+rows = ["file,x0,y0,v0"]
+for i in range(n):
+    Image.fromarray(rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)).save(f"data/p{i}.png")
+    rows.append(f"p{i}.png,{3 + i},{20 - i},2")
+open("data/labels.csv", "w").write("\n".join(rows) + "\n")
+P
 }
 
 case $case in
@@ -105,20 +124,11 @@ P
 decode)
   # 14 Pillow PNGs of noise; two cut in their pixel data (headers intact: the check at load
   # passes them, and decoding fails only when a batch holds them)
+  noise_pngs 14 5
   "$py" - <<'P'
-import os
-import numpy as np
-from PIL import Image
-os.makedirs("data", exist_ok=True)
-rng = np.random.default_rng(5)
-rows = ["file,x0,y0,v0"]
-for i in range(14):
-    Image.fromarray(rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)).save(f"data/p{i}.png")
-    rows.append(f"p{i}.png,{3 + i},{20 - i},2")
 for i in (4, 9):
     raw = open(f"data/p{i}.png", "rb").read()
     open(f"data/p{i}.png", "wb").write(raw[: len(raw) * 2 // 3])
-open("data/labels.csv", "w").write("\n".join(rows) + "\n")
 P
   config 32 32 1
   # on_error "error": the run stops naming the file, and leaves a checkpoint of the steps done
@@ -142,6 +152,74 @@ P
   "$brisk" train run.json --out one $skip --set data.images.workers=1 > /dev/null 2>&1
   losses() { grep -o '"train_loss": [0-9.e-]*' "$1/metrics.jsonl"; }
   [ -n "$(losses skip)" ] && [ "$(losses skip)" = "$(losses one)" ] || { echo "losses depend on the workers"; exit 1; }
+  ;;
+predict)
+  # a ResNet-18 on 32 x 32 Pillow images, then predict on a folder holding, besides good
+  # photos of other sizes (resized as in training), a JPEG cut in its pixel data, a PNG
+  # whose header is damaged, a FIFO and a text file named like images: each is named on
+  # its own line and has no row, and the good ones all get theirs
+  noise_pngs 8 7
+  "$py" - <<'P'
+import os
+import numpy as np
+from PIL import Image
+os.makedirs("folder", exist_ok=True)
+rng = np.random.default_rng(7)
+for i, (w, h) in enumerate([(32, 32), (64, 48), (40, 80), (32, 32), (50, 50)]):
+    picture = Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8))
+    picture.save(f"folder/a{i}.png" if i in (1, 2) else f"folder/a{i}.jpg", quality=90)
+    picture.save(f"a{i}.jpg", quality=90)
+raw = open("a1.jpg", "rb").read()
+open("folder/b_cut.jpg", "wb").write(raw[: len(raw) // 2])
+raw = open("data/p0.png", "rb").read()
+open("folder/c_header.png", "wb").write(raw[:16] + b"\0" * 9 + raw[25:])
+open("folder/d_text.jpg", "w").write("not a picture\n")
+P
+  mkfifo folder/e_pipe.png
+  cat > run.json <<'JSON'
+{"model": {"type": "resnet", "depth": 18, "keypoints": 1},
+ "data": {"images": {"labels": "data/labels.csv", "size": [32, 32], "resize": true, "workers": 2}, "validation_fraction": 0.25},
+ "train": {"batch_size": 2, "epochs": 1, "seed": 1}, "speed": {"device": "cpu"}}
+JSON
+  "$brisk" train run.json --out net --quiet --max-steps 2 >/dev/null
+  timeout 120 "$brisk" predict net/last.safetensors --input folder --output kp.csv > pred.txt 2>&1 || { cat pred.txt; exit 1; }
+  for f in b_cut.jpg c_header.png d_text.jpg e_pipe.png; do
+    [ "$(grep -c "predict   skipped folder/$f: " pred.txt)" = 1 ] || { echo "folder/$f not named once"; cat pred.txt; exit 1; }
+  done
+  grep -qF "predict   5 images -> kp.csv [5, 1, 2]" pred.txt && grep -qF "4 of the folder's 9 images skipped" pred.txt &&
+    ! grep -qF "rows -> kp.csv" pred.txt || { cat pred.txt; exit 1; }
+  [ "$(cut -d, -f1 kp.csv | tr '\n' ' ')" = "file a0.jpg a1.png a2.png a3.jpg a4.jpg " ] || { cat kp.csv; exit 1; }
+  # each row in its own image's pixels: the model's fractions (predict on the samples as an
+  # array, resized here as brisk resizes: bilinear, align_corners False) times the size of
+  # a1 (64 x 48) and a2 (40 x 80)
+  "$py" - <<'P'
+import numpy as np
+from PIL import Image
+def taps(n_out, n_in):
+    s = np.clip((np.arange(n_out) + 0.5) * n_in / n_out - 0.5, 0, n_in - 1)
+    a = np.floor(s).astype(int)
+    return a, np.minimum(a + 1, n_in - 1), (s - a).astype(np.float32)
+def resized(path):
+    p = np.asarray(Image.open(path).convert("RGB"), np.float32)
+    x0, x1, wx = taps(32, p.shape[1])
+    y0, y1, wy = taps(32, p.shape[0])
+    rows = p[y0] * (1 - wy)[:, None, None] + p[y1] * wy[:, None, None]
+    out = rows[:, x0] * (1 - wx)[None, :, None] + rows[:, x1] * wx[None, :, None]
+    return (out / 255).transpose(2, 0, 1)
+np.save("x.npy", np.stack([resized("folder/a1.png"), resized("folder/a2.png")]).astype(np.float32))
+P
+  "$brisk" predict net/last.safetensors --input x.npy --output frac.npy >/dev/null
+  "$py" - <<'P'
+import numpy as np
+frac = np.load("frac.npy").reshape(2, 2)
+kp = np.genfromtxt("kp.csv", delimiter=",", skip_header=1, usecols=(1, 2))[1:3]
+want = frac * np.array([[64, 48], [40, 80]])
+assert np.allclose(kp, want, atol=2e-3), (kp, want)
+P
+  expect "folder/c_header.png: corrupt or truncated PNG" predict net/last.safetensors --input folder --output k2.csv --on-error error
+  test ! -e k2.csv
+  set +e; "$brisk" predict net/last.safetensors --input folder --output k3.csv --on-error maybe > bad.txt 2>&1; rc=$?; set -e
+  [ $rc -eq 2 ] && grep -qF -- "--on-error 'maybe': expected skip or error" bad.txt || { echo "rc $rc"; cat bad.txt; exit 1; }
   ;;
 *) echo "unknown case $case"; exit 2 ;;
 esac

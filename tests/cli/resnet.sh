@@ -113,5 +113,7 @@ expect "data.episodes" train "$src/examples/resnet.json" --batch-size 24 --set d
 mkdir empty
 expect "empty: no usable .png, .jpg or .jpeg file" predict full/last.safetensors --input empty --output k.csv
 cp data/img_000001.png pred/broken.png && truncate -s 100 pred/broken.png
-expect "pred/broken.png" predict full/last.safetensors --input pred --output k.csv
+"$brisk" predict full/last.safetensors --input pred --output k.csv 2>&1 | grep -q "predict   skipped pred/broken.png: "
+[ "$(wc -l < k.csv)" = 6 ]
+expect "pred/broken.png" predict full/last.safetensors --input pred --output k.csv --on-error error
 echo "1 passed, 0 failed"
