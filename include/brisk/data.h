@@ -413,6 +413,9 @@ typedef struct brisk_image_spec {
     const char *labels;       /* the labels .csv, or an image array .npy / .npz */
     int width, height;        /* of the samples */
     int resize;               /* 1: images of any size, resized; 0: a different size is an error */
+    int pad;                  /* with resize: the aspect ratio kept, the sample's rest filled with
+                                 the mean colour (0 after normalisation): a letterbox, keypoints
+                                 mapped alike (brisk_image_dataset_to_pixels maps them back) */
     float mean[3], std[3];    /* normalisation; std all 0: mean 0, std 1 (values in [0, 1]) */
     brisk_image_options decode;
     int skip_bad;             /* 1: files missing, unreadable, unsupported or of the wrong size are
@@ -465,6 +468,12 @@ const char *brisk_image_dataset_skip(const brisk_dataset *ds, int64_t i, int64_t
  * samples with the field "x" only (what `brisk predict` reads). The file of sample i of an
  * image dataset read from files (NULL otherwise, or for i out of range). */
 const char *brisk_image_dataset_path(const brisk_dataset *ds, int64_t i);
+/* How many images of b are also in a (the same file: device and inode), the first of
+ * them into first; 0 when either is not an image dataset read from files. */
+int64_t brisk_image_dataset_shared(const brisk_dataset *a, const brisk_dataset *b, char *first, size_t n);
+/* The width and height of sample i's image as decoded (the displayed frame); an error for
+ * other datasets or i out of range. */
+brisk_status brisk_image_dataset_size(const brisk_dataset *ds, int64_t i, int *width, int *height, brisk_error *err);
 /* Keypoints of sample i as fractions of the sample's width and height (frac [k, 2], what a
  * model regresses) in pixels of its image (px [k, 2]): the inverse of the sample's resize
  * (and letterbox), without augmentation. An error for other datasets or i out of range. */

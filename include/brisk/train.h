@@ -45,6 +45,7 @@ typedef struct brisk_images_config {
     int width, height;                  /* data.images.size: [width, height] or one number */
     int resize, gray_to_rgb, skip_bad, verify;
     int raw_orientation;                /* data.images.orientation "raw": EXIF orientation ignored */
+    int pad;                            /* data.images.fit "pad": resized keeping the aspect ratio */
     float mean[3], std[3];
     int64_t max_pixels;
     int workers;                        /* decoding threads per loader; 0: half of brisk's threads */
@@ -232,13 +233,23 @@ typedef struct brisk_val_metrics {
     double mae, rmse;          /* regression, over every output value, else NaN */
     int64_t n;                 /* samples (classification) or values (regression) seen */
     double abs_sum, sq_sum;
+    /* keypoints of an image dataset (its y and visible), over the labelled ones: the mean
+     * distance between prediction and label in pixels of each image, and PCK@0.05, the share
+     * within 5% (BRISK_PCK_FRACTION) of the image's longer side; NaN for other data */
+    double px_error, pck;
+    int64_t kp_n, kp_hits;
+    double kp_px_sum;
 } brisk_val_metrics;
+#define BRISK_PCK_FRACTION 0.05
 
 void brisk_metrics_reset(brisk_val_metrics *m, int classes);
 /* logits [rows, C] against labels [rows] (argmax; ties go to the lower class). */
 void brisk_metrics_add_classes(brisk_val_metrics *m, const float *logits, const int32_t *labels, int64_t rows,
                                int64_t C);
 void brisk_metrics_add_values(brisk_val_metrics *m, const float *pred, const float *target, int64_t n);
+/* One labelled keypoint: its distance from the prediction in pixels, on an image whose
+ * longer side is `side` pixels. */
+void brisk_metrics_add_keypoint(brisk_val_metrics *m, double dist_px, double side);
 /* Accuracy, precision, recall, MAE and RMSE from what was added; loss as given. */
 void brisk_metrics_finish(brisk_val_metrics *m, double loss);
 /* The metrics as JSON members (", \"val_accuracy\": ..., \"val_confusion\": [[..]]") into buf. */
@@ -290,7 +301,7 @@ typedef struct brisk_run_summary {
  * run_end line and of brisk_train_run's result: steps, steps_run, epochs, wall_s, data_wait_s,
  * copy_s, compute_s, checkpoint_s, validation_s, checkpoints, samples_per_s, ms_per_step_median, ms_per_step_p95,
  * gflop_per_step, gflops, final_loss,
- * best_val_loss, best_val_accuracy, best_epoch, params, arena_bytes, state_bytes, total_bytes,
+ * best_val_loss, best_val_accuracy, best_val_px_error, best_val_pck, best_epoch, params, arena_bytes, state_bytes, total_bytes,
  * device_mem_used, nan_skipped, images_left_out, images_replaced, stopped_by_signal (0, a signal number, or -1 for a program's
  * stop request), checkpoint, step_clock and, when out_dir is not NULL, out_dir. Numbers not measured
  * (NaN) are null. NULL when out of memory. */

@@ -1,4 +1,5 @@
-/* Checks of an image dataset's labels against its files, at load:
+/* Checks of an image dataset's labels against its files, at load (and, across two
+ * datasets, the files they share: brisk_image_dataset_shared):
  *  - one file listed twice (by device and inode, so "a.png", "./a.png" and a symlink to it
  *    are one file): with the same labels the later rows are dropped, since a split could put
  *    the copies on both sides and validation would score a memorised image; with other
@@ -90,4 +91,26 @@ brisk_status brisk_image_check_keypoints(const brisk_image_source *s, brisk_imag
                         "stored frame of EXIF-rotated photos (brisk reads the displayed one unless "
                         "data.images.orientation is \"raw\")", s->spec.labels, (long long)rep->keypoints_outside,
                         (long long)rep->keypoints_labelled, rep->first_outside);
+}
+
+static int cmp_id(const void *a, const void *b) {
+    const uint64_t *x = a, *y = b;
+    if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
+    return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+int64_t brisk_image_dataset_shared(const brisk_dataset *a, const brisk_dataset *b, char *first, size_t n) {
+    const brisk_image_source *sa = brisk_image_source_of(a), *sb = brisk_image_source_of(b);
+    if (n) first[0] = 0;
+    if (!sa || !sb || !sa->file_id || !sb->file_id || sa->n == 0) return 0;
+    uint64_t *ids = malloc((size_t)sa->n * 2 * sizeof *ids);
+    if (!ids) return 0;
+    memcpy(ids, sa->file_id, (size_t)sa->n * 2 * sizeof *ids);
+    qsort(ids, (size_t)sa->n, 2 * sizeof *ids, cmp_id);
+    int64_t shared = 0;
+    for (int64_t i = 0; i < sb->n; i++)
+        if (bsearch(sb->file_id + 2 * i, ids, (size_t)sa->n, 2 * sizeof *ids, cmp_id) && !shared++ && n)
+            snprintf(first, n, "%s", sb->paths[i]);
+    free(ids);
+    return shared;
 }

@@ -43,6 +43,10 @@ brisk_status brisk_image_make(void *user, int64_t index, uint64_t epoch, int aug
 static inline brisk_image_source *brisk_image_source_of(const brisk_dataset *ds) {
     return ds && ds->make == brisk_image_make ? (brisk_image_source *)ds->make_user : NULL;
 }
+/* Where an image of w x h (a crop of it) lands in the sample: the box x0, y0, width,
+ * height. The whole sample (stretched), or with spec.pad the largest box of the image's
+ * aspect ratio, centred (a letterbox). */
+void brisk_image_box(const brisk_image_spec *sp, int w, int h, int box[4]);
 /* Records a file left out (index -1 at load); 0, or -1 when out of memory. */
 int brisk_image_skip_add(brisk_image_source *s, int64_t index, const char *file, const char *msg);
 

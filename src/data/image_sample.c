@@ -15,12 +15,28 @@
 
 enum { STREAM_AUGMENT = 0x41554720u /* "AUG " */ };
 
-/* Bilinear taps along one axis: output o of `out` samples reads source positions
- * [start, start + len) (the crop), mirrored when flip. align_corners=False. */
-static void taps(int out, int start, int len, int flip, int *i0, int *i1, float *w1) {
-    double scale = (double)len / out;
+void brisk_image_box(const brisk_image_spec *sp, int w, int h, int box[4]) {
+    const int W = sp->width, H = sp->height;
+    box[0] = 0, box[1] = 0, box[2] = W, box[3] = H;
+    if (!sp->pad) return;
+    double s = fmin((double)W / w, (double)H / h);
+    int bw = (int)lround(w * s), bh = (int)lround(h * s);
+    bw = bw < 1 ? 1 : bw > W ? W : bw;
+    bh = bh < 1 ? 1 : bh > H ? H : bh;
+    box[0] = (W - bw) / 2, box[1] = (H - bh) / 2, box[2] = bw, box[3] = bh;
+}
+
+/* Bilinear taps along one axis: output o of `out` samples, inside the box [b0, b0 + bn),
+ * reads source positions [start, start + len) (the crop), mirrored when flip; outside the
+ * box, i0 is -1 (padding). align_corners=False. */
+static void taps(int out, int b0, int bn, int start, int len, int flip, int *i0, int *i1, float *w1) {
+    double scale = (double)len / bn;
     for (int o = 0; o < out; o++) {
-        int oo = flip ? out - 1 - o : o;
+        int oo = (flip ? out - 1 - o : o) - b0;
+        if (oo < 0 || oo >= bn) {
+            i0[o] = i1[o] = -1, w1[o] = 0;
+            continue;
+        }
         double s = (oo + 0.5) * scale - 0.5;
         if (s < 0) s = 0;
         if (s > len - 1) s = len - 1;
@@ -69,7 +85,8 @@ static brisk_status make_one(const brisk_image_source *s, int64_t index, uint64_
             if (cy > h - chh) cy = h - chh;
         }
     }
-    int W = sp->width, H = sp->height;
+    int W = sp->width, H = sp->height, box[4];
+    brisk_image_box(sp, cw, chh, box);
     float *out = (float *)dst[s->f_x];
     if (!flip && cx == 0 && cy == 0 && cw == W && chh == H) {
         /* Same size, no augmentation: a table of the 256 normalised values, the same
@@ -92,17 +109,25 @@ static brisk_status make_one(const brisk_image_source *s, int64_t index, uint64_
     }
     int *x0 = xi, *x1 = xi + W, *y0 = xi + 2 * W, *y1 = xi + 2 * W + H;
     float *wx = xw, *wy = xw + W;
-    taps(W, cx, cw, flip, x0, x1, wx);
-    taps(H, cy, chh, 0, y0, y1, wy);
+    taps(W, box[0], box[2], cx, cw, flip, x0, x1, wx);
+    taps(H, box[1], box[3], cy, chh, 0, y0, y1, wy);
     size_t row = (size_t)w * ch;
     for (int c = 0; c < 3; c++) {
         int sc = ch == 1 ? 0 : c;
         float m = sp->mean[c], sd = sp->std[c]; /* as torchvision: x / 255, then (x - mean) / std */
         for (int oy = 0; oy < H; oy++) {
+            float *o = out + ((size_t)c * H + oy) * W;
+            if (y0[oy] < 0) { /* a letterbox's padding: the mean colour, 0 once normalised */
+                memset(o, 0, sizeof(float) * (size_t)W);
+                continue;
+            }
             const uint8_t *ra = px + (size_t)y0[oy] * row, *rb = px + (size_t)y1[oy] * row;
             float b = wy[oy], a = 1.0f - b;
-            float *o = out + ((size_t)c * H + oy) * W;
             for (int ox = 0; ox < W; ox++) {
+                if (x0[ox] < 0) {
+                    o[ox] = 0;
+                    continue;
+                }
                 float r = wx[ox], l = 1.0f - r;
                 float v = a * (l * ra[(size_t)x0[ox] * ch + sc] + r * ra[(size_t)x1[ox] * ch + sc]) +
                           b * (l * rb[(size_t)x0[ox] * ch + sc] + r * rb[(size_t)x1[ox] * ch + sc]);
@@ -118,8 +143,9 @@ labels:
         float *y = (float *)dst[s->f_y], *vis = (float *)dst[s->f_vis];
         const float *kp = s->kp + (size_t)index * s->k * 3;
         for (int k = 0; k < s->k; k++) {
-            double kx = (kp[3 * k] - cx) * (double)W / cw, ky = (kp[3 * k + 1] - cy) * (double)H / chh;
-            int in = kp[3 * k + 2] > 0 && kx >= 0 && kx < W && ky >= 0 && ky < H;
+            double kx = (kp[3 * k] - cx) * (double)box[2] / cw + box[0];
+            double ky = (kp[3 * k + 1] - cy) * (double)box[3] / chh + box[1];
+            int in = kp[3 * k + 2] > 0 && kx >= box[0] && kx < box[0] + box[2] && ky >= box[1] && ky < box[1] + box[3];
             if (flip) kx = W - kx;
             y[2 * k] = in ? (float)(kx / W) : 0.0f;
             y[2 * k + 1] = in ? (float)(ky / H) : 0.0f;
@@ -183,15 +209,26 @@ brisk_status brisk_image_make(void *user, int64_t index, uint64_t epoch, int aug
                         (long long)index, s->paths[index], s->has_category ? " of its category" : "");
 }
 
-brisk_status brisk_image_dataset_to_pixels(const brisk_dataset *ds, int64_t i, int k, const float *frac, float *px,
-                                           brisk_error *err) {
+brisk_status brisk_image_dataset_size(const brisk_dataset *ds, int64_t i, int *width, int *height, brisk_error *err) {
     const brisk_image_source *s = brisk_image_source_of(ds);
     if (!s || i < 0 || i >= s->n)
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s: no image sample %lld", ds ? ds->source : "(none)", (long long)i);
-    const int w = s->paths ? s->wh[2 * i] : s->aw, h = s->paths ? s->wh[2 * i + 1] : s->ah;
-    for (int j = 0; j < k; j++) {
-        px[2 * j] = frac[2 * j] * (float)w;
-        px[2 * j + 1] = frac[2 * j + 1] * (float)h;
+    *width = s->paths ? s->wh[2 * i] : s->aw;
+    *height = s->paths ? s->wh[2 * i + 1] : s->ah;
+    return BRISK_OK;
+}
+
+brisk_status brisk_image_dataset_to_pixels(const brisk_dataset *ds, int64_t i, int k, const float *frac, float *px,
+                                           brisk_error *err) {
+    int w, h;
+    brisk_status st = brisk_image_dataset_size(ds, i, &w, &h, err);
+    if (st) return st;
+    const brisk_image_source *s = brisk_image_source_of(ds);
+    int box[4];
+    brisk_image_box(&s->spec, w, h, box);
+    for (int j = 0; j < k; j++) { /* as the sample maps a keypoint, backwards */
+        px[2 * j] = (float)(((double)frac[2 * j] * s->spec.width - box[0]) * w / box[2]);
+        px[2 * j + 1] = (float)(((double)frac[2 * j + 1] * s->spec.height - box[1]) * h / box[3]);
     }
     return BRISK_OK;
 }

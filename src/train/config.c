@@ -401,8 +401,9 @@ void brisk_weather_spec_of(const brisk_data_spec *d, const char **paths, const c
 
 static const char *const on_error_kinds[] = {"error", "skip", NULL};
 static const char *const orientation_kinds[] = {"exif", "raw", NULL};
+static const char *const fit_kinds[] = {"stretch", "pad", NULL};
 
-/* data.images: {"labels", "size", "resize", "orientation", "mean", "std", "gray_to_rgb",
+/* data.images: {"labels", "size", "resize", "fit", "orientation", "mean", "std", "gray_to_rgb",
  *               "on_error", "verify", "max_pixels", "workers",
  *               "augment": {"flip", "flip_pairs", "crop"}} */
 static void read_images(brisk_json_reader *data, brisk_images_config *im) {
@@ -439,6 +440,10 @@ static void read_images(brisk_json_reader *data, brisk_images_config *im) {
         free(d);
     }
     brisk_json_bool_or(&r, "resize", false, &b), im->resize = b;
+    brisk_json_enum_or(&r, "fit", fit_kinds, 0, &v), im->pad = v == 1;
+    if (im->pad && !im->resize)
+        brisk_json_fail(&r, "fit", "\"pad\" fits images of other sizes into data.images.size; set data.images.resize "
+                        "true as well (without it every image must have that size already)");
     brisk_json_enum_or(&r, "orientation", orientation_kinds, 0, &v), im->raw_orientation = v == 1;
     brisk_json_bool_or(&r, "gray_to_rgb", false, &b), im->gray_to_rgb = b;
     brisk_json_enum_or(&r, "on_error", on_error_kinds, 0, &v), im->skip_bad = v == 1;
@@ -473,6 +478,7 @@ void brisk_images_spec_of(const brisk_data_spec *d, uint64_t seed, brisk_image_s
     out->decode.gray_to_rgb = im->gray_to_rgb;
     out->decode.max_pixels = im->max_pixels;
     out->decode.raw_orientation = im->raw_orientation;
+    out->pad = im->pad;
     out->skip_bad = im->skip_bad;
     out->verify = im->verify;
     out->flip = im->flip;

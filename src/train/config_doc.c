@@ -72,6 +72,7 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"data.images.mean", "per-channel mean subtracted after scaling pixels to [0, 1] (3 numbers; default 0)"},
     {"data.images.std", "per-channel std divided by after the mean (3 numbers; default 1)"},
     {"data.images.resize", "resize images of another size to data.images.size (bilinear); false: such an image is an error"},
+    {"data.images.fit", "how resize fills data.images.size: stretch (each side scaled on its own) or pad (the aspect ratio kept, centred, the rest filled with the mean colour, i.e. 0 after normalisation; keypoints mapped alike, and back to each image's pixels by predict)"},
     {"data.images.orientation", "exif: pixels turned upright by the file's EXIF Orientation tag (JPEG APP1, PNG eXIf), as viewers and labelling tools show them, and labels read in that frame; raw: the stored pixels and frame, the tag ignored"},
     {"data.images.gray_to_rgb", "grayscale images copied to 3 channels; false: refused"},
     {"data.images.on_error", "a missing, corrupt or wrongly sized image: stop with an error naming it, or skip it and count it"},
@@ -81,7 +82,7 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"data.images.augment.flip", "probability of a horizontal flip (keypoints of each flip pair swapped)"},
     {"data.images.augment.crop", "a random crop keeping this fraction..1 of each side, resized back; 1: no crop"},
     {"data.images.augment.flip_pairs", "keypoint pairs swapped by a flip, flattened: [a0, b0, a1, b1, ...]"},
-    {"data.validation", "a separate validation file (.npz or .csv like data.train); replaces validation_fraction"},
+    {"data.validation", "a separate validation file (.npz or .csv like data.train; with data.images another labels file, its images in no way shared with data.images.labels); replaces validation_fraction"},
     {"data.validation_fraction", "share of the samples held out for validation (windows: the last rows, chronologically)"},
     {"data.shuffle", "shuffle the training samples every epoch"},
     {"data.shard_files", "with N ranks (mpirun), each loads only its 1/N contiguous rows of data.train (.npz or "

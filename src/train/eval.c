@@ -69,11 +69,36 @@ static int field_index(const brisk_dataset *ds, const char *name) {
     return -1;
 }
 
-/* Runs one batch of `rows` samples through ex (io: its graph's nodes) and adds its loss
- * (times rows) and metrics. */
+/* Keypoints of an image dataset, each labelled one in pixels of its own image: the
+ * distance from the prediction, and whether it is within PCK's share of the image's longer
+ * side. The batch holds samples idx[pos ..] (idx NULL: pos ..), in order. */
+static void add_keypoints(const brisk_dataset *ds, const int64_t *idx, int64_t pos, const brisk_batch *b, int64_t rows,
+                          int64_t C, const float *out, brisk_val_metrics *m) {
+    int yf = field_index(ds, "y"), vf = field_index(ds, "visible"), w, h;
+    brisk_error e;
+    if (yf < 0 || vf < 0 || !brisk_image_dataset_path(ds, 0)) return;
+    int64_t K = brisk_shape_numel(&ds->fields[vf].tensor.shape) / ds->count;
+    if (C != 2 * K || K > BRISK_MAX_KEYPOINTS) return;
+    float pred[2 * BRISK_MAX_KEYPOINTS], truth[2 * BRISK_MAX_KEYPOINTS];
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t i = idx ? idx[pos + r] : pos + r;
+        const float *vis = (const float *)b->fields[vf].data + r * K;
+        if (brisk_image_dataset_size(ds, i, &w, &h, &e) ||
+            brisk_image_dataset_to_pixels(ds, i, (int)K, out + r * C, pred, &e) ||
+            brisk_image_dataset_to_pixels(ds, i, (int)K, (const float *)b->fields[yf].data + r * C, truth, &e))
+            return;
+        for (int64_t k = 0; k < K; k++)
+            if (vis[k] > 0)
+                brisk_metrics_add_keypoint(m, hypot(pred[2 * k] - truth[2 * k], pred[2 * k + 1] - truth[2 * k + 1]),
+                                           w > h ? w : h);
+    }
+}
+
+/* Runs one batch of `rows` samples, idx[pos ..] (idx NULL: pos ..), through ex (io: its
+ * graph's nodes) and adds its loss (times rows) and metrics. */
 static brisk_status eval_batch(brisk_trainer *t, brisk_exec *ex, const brisk_model_io *io, const brisk_dataset *ds,
-                               const brisk_batch *b, int64_t rows, uint32_t rng, float *out, double *sum,
-                               brisk_val_metrics *m, brisk_error *err) {
+                               const int64_t *idx, int64_t pos, const brisk_batch *b, int64_t rows, uint32_t rng,
+                               float *out, double *sum, brisk_val_metrics *m, brisk_error *err) {
     const brisk_model_spec *ms = &t->cfg.model;
     int classify = ms->type != BRISK_MODEL_DIFFUSION && ms->task == BRISK_TASK_CLASSIFY;
     int regress = ms->type != BRISK_MODEL_DIFFUSION && ms->task == BRISK_TASK_REGRESS;
@@ -102,6 +127,7 @@ static brisk_status eval_batch(brisk_trainer *t, brisk_exec *ex, const brisk_mod
                     float p = out[r] * t->target_std + t->target_mean, q = y[r] * t->target_std + t->target_mean;
                     brisk_metrics_add_values(m, &p, &q, 1);
                 }
+                add_keypoints(ds, idx, pos, b, rows, C, out, m);
             }
         }
     }
@@ -156,8 +182,9 @@ brisk_status brisk_validate(brisk_trainer *t, brisk_val_metrics *m, brisk_error 
                 t->loader_failed = 1;
                 break;
             }
-            st = part ? eval_batch(t, t->tail_ex, &t->tail_io, ds, &b, rows, EVAL_RNG_BASE + (uint32_t)full, out, &sum, m, err)
-                      : eval_batch(t, t->ex, &t->io, ds, &b, B, EVAL_RNG_BASE + (uint32_t)i, out, &sum, m, err);
+            st = part ? eval_batch(t, t->tail_ex, &t->tail_io, ds, idx, full * B, &b, rows, EVAL_RNG_BASE + (uint32_t)full,
+                                   out, &sum, m, err)
+                      : eval_batch(t, t->ex, &t->io, ds, idx, i * B, &b, B, EVAL_RNG_BASE + (uint32_t)i, out, &sum, m, err);
             brisk_loader_release(l, &b);
         }
         brisk_loader_destroy(l);

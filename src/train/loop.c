@@ -387,11 +387,14 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
                 sum->best_epoch = (int)t->epoch;
             }
             if (!isnan(va) && (isnan(sum->best_val_accuracy) || va > sum->best_val_accuracy)) sum->best_val_accuracy = va;
-            char vtxt[128] = "";
+            char vtxt[256] = "";
             if (!isnan(vl)) snprintf(vtxt, sizeof vtxt, "  val loss %.5f", vl);
             if (!isnan(va)) snprintf(vtxt + strlen(vtxt), sizeof vtxt - strlen(vtxt), "  val accuracy %.4f", va);
             if (!isnan(vm.mae))
                 snprintf(vtxt + strlen(vtxt), sizeof vtxt - strlen(vtxt), "  val MAE %.4g RMSE %.4g", vm.mae, vm.rmse);
+            if (!isnan(vm.px_error)) /* image keypoints: the MAE above is in fractions of the sample */
+                snprintf(vtxt + strlen(vtxt), sizeof vtxt - strlen(vtxt), " (fractions of the image)  keypoint error "
+                         "%.4g px  PCK@%g %.4f", vm.px_error, BRISK_PCK_FRACTION, vm.pck);
             brisk_log(&t->log, BRISK_LOG_INFO, "epoch %lld done  train loss %.5f%s%s", (long long)t->epoch,
                       last_epoch_loss, vtxt, better ? "  (best)" : "");
             char abuf[4096] = "";
@@ -400,10 +403,10 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             record(t, 1, m, 2, abuf);
             /* the validation metrics' scalars as metrics.jsonl prints them (brisk_metrics_json) */
             if (!isnan(vl)) {
-                const char *key[] = {"val_accuracy", "val_mae", "val_rmse"};
-                double v[] = {vm.accuracy, vm.mae, vm.rmse};
+                const char *key[] = {"val_accuracy", "val_mae", "val_rmse", "val_px_error", "val_pck"};
+                double v[] = {vm.accuracy, vm.mae, vm.rmse, vm.px_error, vm.pck};
                 char num[32];
-                for (int i = 0; i < 3; i++)
+                for (int i = 0; i < 5; i++)
                     if (isfinite(v[i]) && (i == 0) == (vm.classes != 0))
                         snprintf(num, sizeof num, "%.6g", v[i]), brisk_tboard_scalar(t->tboard, t->step, key[i], strtod(num, NULL));
             }
@@ -553,12 +556,15 @@ out:
         if (sum->checkpoints > 0 || sum->validation_s > 0)
             snprintf(other, sizeof other, ": checkpoints %.2f s (%lld written), validation %.2f s", sum->checkpoint_s,
                      (long long)sum->checkpoints, sum->validation_s);
-        char val[160] = "none (no validation split)";
+        char val[256] = "none (no validation split)";
         if (!isnan(sum->best_val_loss)) snprintf(val, sizeof val, "%.5f (epoch %d)", sum->best_val_loss, sum->best_epoch);
         if (!isnan(sum->best_val_accuracy))
             snprintf(val + strlen(val), sizeof val - strlen(val), ", best val accuracy %.4f", sum->best_val_accuracy);
         if (!isnan(sum->best.mae))
             snprintf(val + strlen(val), sizeof val - strlen(val), ", MAE %.5g, RMSE %.5g", sum->best.mae, sum->best.rmse);
+        if (!isnan(sum->best.px_error))
+            snprintf(val + strlen(val), sizeof val - strlen(val), " (fractions of the image), keypoint error %.4g px, "
+                     "PCK@%g %.4f", sum->best.px_error, BRISK_PCK_FRACTION, sum->best.pck);
         brisk_log(&t->log, BRISK_LOG_INFO,
                   BRISK_SUMMARY_HEAD "   %lld step%s in %.2f s (%d epoch%s)%s\n"
                   "  train loss        %.5f (last epoch)\n"

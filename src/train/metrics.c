@@ -10,7 +10,13 @@
 void brisk_metrics_reset(brisk_val_metrics *m, int classes) {
     memset(m, 0, sizeof *m);
     m->classes = classes;
-    m->loss = m->accuracy = m->mae = m->rmse = NAN;
+    m->loss = m->accuracy = m->mae = m->rmse = m->px_error = m->pck = NAN;
+}
+
+void brisk_metrics_add_keypoint(brisk_val_metrics *m, double dist_px, double side) {
+    m->kp_n++;
+    m->kp_px_sum += dist_px;
+    m->kp_hits += dist_px <= BRISK_PCK_FRACTION * side;
 }
 
 void brisk_metrics_add_classes(brisk_val_metrics *m, const float *logits, const int32_t *labels, int64_t rows,
@@ -37,6 +43,7 @@ void brisk_metrics_add_values(brisk_val_metrics *m, const float *pred, const flo
 
 void brisk_metrics_finish(brisk_val_metrics *m, double loss) {
     m->loss = loss;
+    if (m->kp_n) m->px_error = m->kp_px_sum / (double)m->kp_n, m->pck = (double)m->kp_hits / (double)m->kp_n;
     if (m->n == 0) return;
     if (m->classes == 0) {
         m->mae = m->abs_sum / (double)m->n;
@@ -65,6 +72,10 @@ void brisk_metrics_json(const brisk_val_metrics *m, char *buf, size_t n) {
     if (m->classes == 0) {
         put_num(buf, n, &k, ", \"val_mae\": ", m->mae);
         put_num(buf, n, &k, ", \"val_rmse\": ", m->rmse);
+        if (m->kp_n) {
+            put_num(buf, n, &k, ", \"val_px_error\": ", m->px_error);
+            put_num(buf, n, &k, ", \"val_pck\": ", m->pck);
+        }
         return;
     }
     put_num(buf, n, &k, ", \"val_accuracy\": ", m->accuracy);
@@ -82,6 +93,11 @@ void brisk_metrics_json(const brisk_val_metrics *m, char *buf, size_t n) {
 }
 
 void brisk_metrics_log(const brisk_val_metrics *m, const brisk_logger *log) {
+    if (m->classes == 0 && m->kp_n) {
+        brisk_log(log, BRISK_LOG_INFO, "  val MAE %.6g, RMSE %.6g (fractions of the image), keypoint error %.4g px, "
+                  "PCK@%g %.4f", m->mae, m->rmse, m->px_error, BRISK_PCK_FRACTION, m->pck);
+        return;
+    }
     if (m->classes == 0) {
         brisk_log(log, BRISK_LOG_INFO, "  val MAE %.6g, RMSE %.6g", m->mae, m->rmse);
         return;

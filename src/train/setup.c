@@ -197,38 +197,6 @@ static brisk_status load_windows(brisk_trainer *t, brisk_error *err) {
     return BRISK_OK;
 }
 
-/* data.images: images decoded and augmented in the loader's threads (data.h). */
-static brisk_status load_images(brisk_trainer *t, brisk_error *err) {
-    brisk_image_spec spec;
-    brisk_images_spec_of(&t->cfg.data, t->cfg.train.seed, &spec);
-    brisk_image_report r;
-    brisk_status st = brisk_image_dataset_load(&t->data, &spec, &r, err);
-    if (st) return st;
-    /* Two loaders (training, validation), each worker holding one decoded image at a time
-     * (its RGB pixels; libpng/libjpeg's own row buffers are small beside it). */
-    t->decode_bytes = 2 * (int64_t)brisk_loader_workers(&t->cfg) * 3 * r.largest_pixels;
-    brisk_log(&t->log, BRISK_LOG_INFO, "data      %s: %lld images of %lld listed, as %d x %d%s; %d keypoints, %d "
-              "categories", spec.labels, (long long)r.kept, (long long)r.listed, spec.width, spec.height,
-              spec.resize ? " (resized)" : "", r.keypoints, r.categories);
-    int64_t left_out = r.missing + r.corrupt + r.unsupported + r.wrong_size;
-    if (left_out) {
-        brisk_log(&t->log, BRISK_LOG_WARN, "data      left out %lld images (data.images.on_error \"skip\"): %lld "
-                  "missing or unreadable, %lld corrupt, %lld unsupported, %lld of another size:", (long long)left_out,
-                  (long long)r.missing, (long long)r.corrupt, (long long)r.unsupported, (long long)r.wrong_size);
-        for (int64_t i = 0; i < brisk_image_dataset_skips(&t->data); i++)
-            brisk_log(&t->log, BRISK_LOG_WARN, "data      left out %s", brisk_image_dataset_skip(&t->data, i, NULL, NULL));
-    }
-    if (r.duplicates)
-        brisk_log(&t->log, BRISK_LOG_WARN, "data      %lld label rows repeat an earlier row's file and labels, and were "
-                  "dropped (else a split could put the copies in both training and validation); the first: %s",
-                  (long long)r.duplicates, r.first_duplicate);
-    if (r.keypoints_outside)
-        brisk_log(&t->log, BRISK_LOG_WARN, "data      %lld of the %lld labelled keypoints lie outside their images and "
-                  "count as not labelled; the first: %s", (long long)r.keypoints_outside, (long long)r.keypoints_labelled,
-                  r.first_outside);
-    return BRISK_OK;
-}
-
 /* Which source (npz member or CSV columns) feeds each model field. */
 /* data.shard_files: rank r of W loads rows [r*R/W, (r+1)*R/W) with R/W rounded down, so
  * every rank has as many rows and its epochs end at the same step as the others'. A CSV's
@@ -266,7 +234,7 @@ static brisk_status load_data(brisk_trainer *t, brisk_error *err) {
                             "data.%s is not sharded: leave data.shard_files false", t->cfg.path,
                             d->images.enabled ? "images" : d->netcdf.enabled ? "netcdf" : "windows");
     if (d->images.enabled) {
-        brisk_status st = load_images(t, err);
+        brisk_status st = brisk_trainer_load_images(t, err);
         return st ? st : bind_data(t, err);
     }
     if (d->netcdf.enabled) {

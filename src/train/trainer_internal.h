@@ -320,6 +320,9 @@ brisk_status brisk_meshgnn_change_units(const char *ckpt, int64_t channels, floa
 /* predict_input.c: the samples `brisk predict` runs, [N, ...sample], from its input file. */
 brisk_status brisk_predict_input(const brisk_config *cfg, const char *checkpoint, const char *input,
                                  const brisk_shape *sample, brisk_tensor *x, brisk_error *err);
+/* setup_images.c: data.images (and data.validation, another labels file of the same kind)
+ * into t->data (and t->val_data), what loading found logged. */
+brisk_status brisk_trainer_load_images(brisk_trainer *t, brisk_error *err);
 /* data_skips.c: logs and records (metrics.jsonl "data_skipped") the image files left out
  * since the last call; the summary's count of them, in sum and its line. */
 void brisk_trainer_note_skips(brisk_trainer *t);

@@ -26,8 +26,8 @@ if(PNG_FOUND) # brisk synth images writes PNG through libpng
   add_test(NAME cli.resnet COMMAND ${CMAKE_CURRENT_LIST_DIR}/resnet.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_resnet
     ${CMAKE_SOURCE_DIR} ${BRISK_WORKLOADS_DIR})
   set_tests_properties(cli.resnet PROPERTIES ENVIRONMENT "OMP_NUM_THREADS=2")
-  # images written by Pillow: EXIF orientation, label checks, pixels failing mid-run, predict on a folder, ... (tests/cli/photos.sh; skipped without Pillow)
-  foreach(case exif labels decode predict)
+  # images written by Pillow: EXIF orientation, label checks, pixels failing mid-run, predict on a folder, validation files, keypoint metrics and letterboxing (tests/cli/photos.sh; skipped without Pillow)
+  foreach(case exif labels decode predict validation)
     add_test(NAME cli.photos.${case} COMMAND ${CMAKE_CURRENT_LIST_DIR}/photos.sh $<TARGET_FILE:brisk_cli>
       ${CMAKE_BINARY_DIR}/cli_photos_${case} ${case})
     set_tests_properties(cli.photos.${case} PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "OMP_NUM_THREADS=2")

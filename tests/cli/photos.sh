@@ -13,6 +13,10 @@
 #         summary, metrics.jsonl and the report, with the same losses for any thread count
 #   predict a folder with unreadable files: each named on its own line, the rest predicted;
 #         --on-error error stops at the first; a bad --on-error value is a usage error
+#   validation  data.validation with data.images (other Pillow images, of several sizes);
+#         the keypoint error in pixels and PCK@0.05 of the epoch lines and metrics.jsonl
+#         equal to the model's outputs mapped to pixels here, stretched and letterboxed
+#         (data.images.fit "pad"); a file in both label files and bad fit values refused
 #   photos.sh BRISK_BINARY WORKDIR CASE
 # Exits 77 (skipped) without Pillow.
 set -eu
@@ -104,7 +108,7 @@ P
   # the same file twice: with the same labels dropped once, with other labels refused
   labels "4:4 5:5 6:6 7:7 8:8 9:9 10:10 11:11" "./p3.png,7,7,2"
   "$brisk" train run.json --out dup > dup.txt 2>&1
-  grep -qF "1 label rows repeat an earlier row's file and labels, and were dropped" dup.txt &&
+  grep -qF "1 label rows of data/labels.csv repeat an earlier row's file and labels, and were dropped" dup.txt &&
     grep -qF "8 images of 9 listed" dup.txt || { cat dup.txt; exit 1; }
   labels "4:4 5:5 6:6 7:7 8:8 9:9 10:10 11:11" "p3.png,9,9,2"
   expect "line 5 and line 10 name the same image (p3.png, p3.png) with different labels" train run.json --out dup2
@@ -220,6 +224,116 @@ P
   test ! -e k2.csv
   set +e; "$brisk" predict net/last.safetensors --input folder --output k3.csv --on-error maybe > bad.txt 2>&1; rc=$?; set -e
   [ $rc -eq 2 ] && grep -qF -- "--on-error 'maybe': expected skip or error" bad.txt || { echo "rc $rc"; cat bad.txt; exit 1; }
+  ;;
+validation)
+  # data.validation with data.images: a second labels file of other Pillow images, of several
+  # sizes (resized, stretched or letterboxed with data.images.fit "pad"); the epoch lines,
+  # metrics.jsonl and the summary give the keypoint error in pixels of each image and
+  # PCK@0.05, which must equal what brisk predict's pixels give against the labels
+  "$py" - <<'P'
+import os
+import numpy as np
+from PIL import Image
+os.makedirs("data", exist_ok=True)
+os.makedirs("valimgs", exist_ok=True)
+rng = np.random.default_rng(11)
+sizes = [(32, 32), (48, 32), (32, 64), (40, 40), (64, 48), (36, 30)]
+for name, folder, n in (("labels", "data", 12), ("val", "valimgs", 6)):
+    rows = ["file,x0,y0,v0,x1,y1,v1"]
+    for i in range(n):
+        w, h = sizes[i % len(sizes)]
+        Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(f"{folder}/{name}{i}.png")
+        kp = [rng.uniform(0, w), rng.uniform(0, h), 2, rng.uniform(0, w), rng.uniform(0, h), 1 + i % 2]
+        prefix = "" if folder == "data" else "../valimgs/"
+        rows.append(f"{prefix}{name}{i}.png," + ",".join(f"{v:.2f}" for v in kp))
+    open(f"data/{name}.csv", "w").write("\n".join(rows) + "\n")
+P
+  config 32 32 2 ', "resize": true'
+  sed -i 's|, "validation_fraction": 0.25|, "validation": "data/val.csv"|' run.json
+  # pixels FIT RUN: the model's outputs on valimgs (fractions of the sample, in the folder's
+  # order) mapped to each image's pixels here, independently of brisk: stretched, each side
+  # scaled; padded, the image scaled by min(32 / w, 32 / h), rounded, centred
+  cat > pixels.py <<'P'
+import sys
+import numpy as np
+from PIL import Image
+def pixels(fit, run):
+    frac = np.load(f"{run}/frac.npy").reshape(6, 2, 2)
+    out = {}
+    for i in range(6):
+        w, h = Image.open(f"valimgs/val{i}.png").size
+        if fit == "pad":
+            s = min(32 / w, 32 / h)
+            bw, bh = round(w * s), round(h * s)
+            ox, oy = (32 - bw) // 2, (32 - bh) // 2
+            out[i] = (frac[i] * 32 - [ox, oy]) * [w / bw, h / bh], (w, h)
+        else:
+            out[i] = frac[i] * [w, h], (w, h)
+    return out
+P
+  # near FIT RUN: labels near those pixels (moved 0.5 to 6 px, one not labelled), so that
+  # PCK is neither 0 nor 1; the same training run again against them (its data and seed
+  # unchanged) validates the same weights
+  near() {
+    "$brisk" predict "$2/last.safetensors" --input valimgs --output "$2/frac.npy" >/dev/null
+    "$py" - "$1" "$2" <<'P'
+import sys
+import numpy as np
+from pixels import pixels
+fit, run = sys.argv[1], sys.argv[2]
+rng = np.random.default_rng(3)
+rows = ["file,x0,y0,v0,x1,y1,v1"]
+for i, (p, (w, h)) in pixels(fit, run).items():
+    kp = []
+    for k in range(2):
+        d, a = [0.5, 1.0, 2.0, 3.0, 4.5, 6.0][(2 * i + k) % 6], rng.uniform(0, 2 * np.pi)
+        x = min(max(p[k][0] + d * np.cos(a), 0), w - 0.01)
+        y = min(max(p[k][1] + d * np.sin(a), 0), h - 0.01)
+        kp += [x, y, 0 if (i, k) == (1, 1) else 2]
+    rows.append(f"../valimgs/val{i}.png," + ",".join(f"{v:.4f}" for v in kp))
+open(f"data/near_{fit}.csv", "w").write("\n".join(rows) + "\n")
+P
+  }
+  check_metrics() { # check_metrics FIT RUN: the last epoch's keypoint metrics against the labels
+    "$brisk" predict "$2/last.safetensors" --input valimgs --output "$2/frac.npy" >/dev/null
+    "$py" - "$1" "$2" <<'P'
+import csv, json, sys
+import numpy as np
+from pixels import pixels
+fit, run = sys.argv[1], sys.argv[2]
+epochs = [json.loads(l) for l in open(f"{run}/metrics.jsonl") if '"val_px_error"' in l]
+pred = pixels(fit, run)
+dist, hits = [], 0
+for i, r in enumerate(csv.DictReader(open(f"data/near_{fit}.csv"))):
+    p, (w, h) = pred[i]
+    for k in range(2):
+        if float(r[f"v{k}"]) > 0:
+            d = np.hypot(p[k][0] - float(r[f"x{k}"]), p[k][1] - float(r[f"y{k}"]))
+            dist.append(d)
+            hits += d <= 0.05 * max(w, h)
+got, want = epochs[-1], (np.mean(dist), hits / len(dist))
+assert len(epochs) == 3 and len(dist) == 11 and 0 < want[1] < 1, (len(epochs), dist, want)
+assert abs(got["val_px_error"] - want[0]) < 1e-4 * want[0] and abs(got["val_pck"] - want[1]) < 1e-6, (got, want)
+print(f"{fit}: keypoint error {got['val_px_error']:.5f} px (here {want[0]:.5f}), PCK@0.05 {got['val_pck']:.4f} (here {want[1]:.4f})")
+P
+  }
+  for fit in stretch pad; do
+    "$brisk" train run.json --out "$fit" --epochs 3 --set data.images.fit=$fit > "$fit.txt"
+    grep -qF "data      validation data/val.csv: 6 images of 6 listed" "$fit.txt" &&
+      grep -qF "12 train / 6 validation samples" "$fit.txt" &&
+      grep -qE "epoch 3 done .*val MAE [0-9.e-]+ RMSE [0-9.e-]+ \(fractions of the image\)  keypoint error [0-9.e-]+ px  PCK@0.05 [0-9.]+" "$fit.txt" &&
+      grep -qE "best val loss .*keypoint error [0-9.e-]+ px, PCK@0.05 [0-9.]+" "$fit.txt" || { cat "$fit.txt"; exit 1; }
+    near $fit $fit
+    "$brisk" train run.json --out "near_$fit" --epochs 3 --set data.images.fit=$fit --set "data.validation=data/near_$fit.csv" >/dev/null
+    check_metrics $fit "near_$fit"
+  done
+  grep -qF "(resized, aspect ratio kept: padded)" pad.txt
+  # an image in both files: refused
+  cp data/val.csv data/leak.csv && echo "../data/labels3.png,1,1,2,2,2,2" >> data/leak.csv
+  expect "data/leak.csv: 1 of its images are also in data/labels.csv (the first: data/../data/labels3.png)" \
+    train run.json --out leak --set data.validation=data/leak.csv
+  expect "data.images.fit" train run.json --set data.images.fit=squash
+  expect "data.images.fit: \"pad\" fits images of other sizes" train run.json --set data.images.fit=pad --set data.images.resize=false
   ;;
 *) echo "unknown case $case"; exit 2 ;;
 esac

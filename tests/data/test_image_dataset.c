@@ -27,6 +27,13 @@ static brisk_image_spec base_spec(const char *labels) {
     return s;
 }
 
+/* DIR/labels.csv holding csv; its path into p. */
+static const char *labels_in(char *p, size_t cap, const char *dir, const char *csv) {
+    snprintf(p, cap, "%s/labels.csv", dir);
+    write_file(p, csv, strlen(csv));
+    return p;
+}
+
 /* One sample, made as the loader makes it. */
 static void sample(const brisk_dataset *ds, int64_t i, uint64_t epoch, int augment, float *x, float *y, float *vis,
                    int32_t *cat) {
@@ -528,10 +535,7 @@ static void test_jpeg_gray_resize(void) {
     free(j);
     snprintf(p, sizeof p, "%s/b.png", dir);
     REQUIRE_OK(brisk_png_write(p, px, 48, 40, 3, &err), &err);
-    snprintf(p, sizeof p, "%s/labels.csv", dir);
-    const char *csv = "file,category\na.jpg,0\ng.jpg,1\nb.png,0\n";
-    write_file(p, csv, strlen(csv));
-    brisk_image_spec s = base_spec(p);
+    brisk_image_spec s = base_spec(labels_in(p, sizeof p, dir, "file,category\na.jpg,0\ng.jpg,1\nb.png,0\n"));
     s.width = 24, s.height = 20;
     brisk_dataset ds;
     CHECK(brisk_image_dataset_load(&ds, &s, NULL, &err) == BRISK_ERR_SHAPE && has(&err, "a.jpg") &&
@@ -597,7 +601,65 @@ static void test_folder_and_keypoints_csv(void) {
 #endif
 }
 
+/* data.images.fit "pad": a 64 x 32 image in a 32 x 32 sample is the 32 x 16 stretched
+ * sample in rows 8..23 and padding (0, the mean) above and below; a keypoint lands where
+ * the picture put it, and brisk_image_dataset_to_pixels maps the fractions back. A flip
+ * mirrors the whole sample, padding included. */
+static void test_letterbox(void) {
+#ifdef BRISK_HAVE_PNG
+    char dir[1200], p[1300];
+    brisk_error err;
+    tpath(dir, sizeof dir, "letterbox");
+    mkdir(dir, 0755);
+    static uint8_t px[32 * 64 * 3];
+    for (int y = 0; y < 32; y++)
+        for (int x = 0; x < 64; x++)
+            for (int c = 0; c < 3; c++) px[(y * 64 + x) * 3 + c] = test_pixel(x, y, c);
+    snprintf(p, sizeof p, "%s/wide.png", dir);
+    REQUIRE_OK(brisk_png_write(p, px, 64, 32, 3, &err), &err);
+    brisk_image_spec s = base_spec(labels_in(p, sizeof p, dir, "file,x0,y0,v0,x1,y1,v1\nwide.png,32,16,2,8.5,4,2\n"));
+    s.width = 32, s.height = 16, s.resize = 1;
+    brisk_dataset ds;
+    REQUIRE_OK(brisk_image_dataset_load(&ds, &s, NULL, &err), &err);
+    static float stretched[3 * 16 * 32], boxed[3 * 32 * 32];
+    float y[4], vis[2];
+    sample(&ds, 0, 0, 0, stretched, y, vis, NULL);
+    brisk_dataset_free(&ds);
+    s.height = 32, s.pad = 1;
+    REQUIRE_OK(brisk_image_dataset_load(&ds, &s, NULL, &err), &err);
+    sample(&ds, 0, 0, 0, boxed, y, vis, NULL);
+    int same = 1, padded = 1;
+    for (int c = 0; c < 3; c++)
+        for (int r = 0; r < 32; r++)
+            for (int x = 0; x < 32; x++) {
+                float v = boxed[(c * 32 + r) * 32 + x];
+                if (r < 8 || r >= 24) padded &= v == 0;
+                else same &= v == stretched[(c * 16 + r - 8) * 32 + x];
+            }
+    CHECK(same && padded);
+    CHECKF(y[0] == 0.5f && y[1] == 0.5f && vis[0] == 1 && fabsf(y[2] - 4.25f / 32) < 1e-6f && y[3] == 10.0f / 32,
+           "keypoints at (%g, %g) and (%g, %g)", (double)y[0], (double)y[1], (double)y[2], (double)y[3]);
+    float back[4];
+    REQUIRE_OK(brisk_image_dataset_to_pixels(&ds, 0, 2, y, back, &err), &err);
+    CHECKF(fabsf(back[0] - 32) < 1e-4f && fabsf(back[1] - 16) < 1e-4f && fabsf(back[2] - 8.5f) < 1e-4f &&
+           fabsf(back[3] - 4) < 1e-4f, "back (%g, %g), (%g, %g)", (double)back[0], (double)back[1], (double)back[2],
+           (double)back[3]);
+    /* flipped: the sample mirrored as a whole, the keypoint's x mirrored */
+    s.flip = 1;
+    brisk_dataset_free(&ds);
+    REQUIRE_OK(brisk_image_dataset_load(&ds, &s, NULL, &err), &err);
+    static float flipped[3 * 32 * 32];
+    sample(&ds, 0, 0, 1, flipped, y, vis, NULL);
+    int mirrored = 1;
+    for (int c = 0; c < 3; c++)
+        for (int r = 0; r < 32; r++)
+            for (int x = 0; x < 32; x++) mirrored &= flipped[(c * 32 + r) * 32 + x] == boxed[(c * 32 + r) * 32 + 31 - x];
+    CHECK(mirrored && y[0] == 0.5f && fabsf(y[2] - (1 - 4.25f / 32)) < 1e-6f);
+    brisk_dataset_free(&ds);
+#endif
+}
+
 TEST_MAIN(T(test_synth_roundtrip), T(test_flip_swaps_keypoints), T(test_crop_moves_keypoints),
           T(test_loader_threads_deterministic), T(test_bad_inputs), T(test_bad_labels), T(test_npy_images),
           T(test_episodes), T(test_episode_batches), T(test_jpeg_gray_resize),
-          T(test_folder_and_keypoints_csv))
+          T(test_folder_and_keypoints_csv), T(test_letterbox))
