@@ -9,7 +9,19 @@ include(CMakePackageConfigHelpers)
 install(TARGETS brisk_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS brisk EXPORT briskTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# ... and then replaced by the archive whose only globals are brisk_* (CMakeLists.txt): the
+# export above describes the file, this gives its content.
+install(FILES ${BRISK_EXPORT_ARCHIVE} DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/brisk DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The shared library (soname libbrisk.so.MAJOR), for programs that load brisk at run time or
+# prefer it; pkg-config and brisk::brisk link the static one by its path, so -lbrisk alone is
+# the shared one.
+if(BRISK_SHARED)
+  install(TARGETS brisk_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
+# The Fortran binding as source (a .mod file is one compiler's): add it to a Fortran target,
+# e.g. target_sources(app PRIVATE ${brisk_FORTRAN_MODULE_SOURCE}).
+install(FILES ${CMAKE_SOURCE_DIR}/bindings/fortran/brisk.f90 DESTINATION ${CMAKE_INSTALL_DATADIR}/brisk/fortran)
 
 # pkg-config: a static library lists every dependency in Libs.
 set(BRISK_PC_BUILD "CPU only")
@@ -54,6 +66,6 @@ install(FILES ${CMAKE_BINARY_DIR}/brisk.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/p
 set(pkg_dir ${CMAKE_INSTALL_LIBDIR}/cmake/brisk)
 install(EXPORT briskTargets NAMESPACE brisk:: DESTINATION ${pkg_dir})
 configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/briskConfig.cmake.in ${CMAKE_BINARY_DIR}/briskConfig.cmake
-  INSTALL_DESTINATION ${pkg_dir})
+  INSTALL_DESTINATION ${pkg_dir} PATH_VARS CMAKE_INSTALL_DATADIR)
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/briskConfigVersion.cmake COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_BINARY_DIR}/briskConfig.cmake ${CMAKE_BINARY_DIR}/briskConfigVersion.cmake DESTINATION ${pkg_dir})

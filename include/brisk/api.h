@@ -107,6 +107,15 @@
 extern "C" {
 #endif
 
+/* The version of these headers; brisk_version() is the library's that is linked (they differ
+ * when a program built against one release loads another's libbrisk.so: the same major
+ * version keeps this API). */
+#define BRISK_VERSION_MAJOR 0
+#define BRISK_VERSION_MINOR 1
+#define BRISK_VERSION_PATCH 0
+/* "MAJOR.MINOR.PATCH" of the linked library; each pointer may be NULL. */
+const char *brisk_version(int *major, int *minor, int *patch);
+
 typedef struct brisk_session brisk_session;
 
 /* Sampling methods of brisk_session_sample (nn.h documents the update rules). */

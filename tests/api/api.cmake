@@ -12,3 +12,19 @@ if(BRISK_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   set_tests_properties(api.mpi_handles PROPERTIES TIMEOUT 60 PASS_REGULAR_EXPRESSION "PASS: every bad handle refused"
     ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0;OMPI_MCA_btl_vader_single_copy_mechanism=none")
 endif()
+# A C++ host (host.cpp): an OpenMP solver, a training worker thread, pushes from the main
+# thread, and functions of its own named as brisk's internal ones; linked as a host links
+# the installed library (only brisk_* exported).
+include(CheckLanguage)
+check_language(CXX)
+if(CMAKE_CXX_COMPILER)
+  enable_language(CXX)
+  find_package(OpenMP COMPONENTS CXX)
+  if(OpenMP_CXX_FOUND)
+    add_executable(api_cxx_host ${CMAKE_CURRENT_LIST_DIR}/host.cpp)
+    target_link_libraries(api_cxx_host PRIVATE brisk_exported OpenMP::OpenMP_CXX)
+    set_target_properties(api_cxx_host PROPERTIES LINKER_LANGUAGE CXX)
+    add_test(NAME api.cxx_host COMMAND api_cxx_host)
+    set_tests_properties(api.cxx_host PROPERTIES TIMEOUT 120 PASS_REGULAR_EXPRESSION "PASS a C\\+\\+ host" LABELS threads)
+  endif()
+endif()

@@ -17,8 +17,10 @@ add_test(NAME cli.config_reference COMMAND ${CMAKE_CURRENT_LIST_DIR}/config_refe
 # make install: a temporary prefix, and a C program built against it with pkg-config and find_package.
 # Not in sanitizer builds: the installed library then needs the sanitizer runtime's flags too.
 if(NOT BRISK_SANITIZE)
+  include(CheckLanguage)
+  check_language(CXX)
   add_test(NAME cli.install COMMAND ${CMAKE_CURRENT_LIST_DIR}/install.sh ${CMAKE_BINARY_DIR} ${CMAKE_BINARY_DIR}/cli_install
-    ${CMAKE_COMMAND} ${CMAKE_C_COMPILER})
+    ${CMAKE_COMMAND} ${CMAKE_C_COMPILER} "${CMAKE_CXX_COMPILER}" "${CMAKE_Fortran_COMPILER}")
 endif()
 if(PNG_FOUND) # brisk synth images writes PNG through libpng
   add_test(NAME cli.images COMMAND ${CMAKE_CURRENT_LIST_DIR}/images.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_images)
