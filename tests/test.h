@@ -28,6 +28,10 @@ static int t_cur_failed;
 #define CHECK_NEAR(a, b, tol) CHECKF(fabs((double)(a) - (double)(b)) <= (tol), \
     "%.9g vs %.9g (tol %.3g)", (double)(a), (double)(b), (double)(tol))
 
+/* A path that does not exist and that nothing creates (not /nonexistent, which a machine may
+ * have): prefix it to a name, T_ABSENT "/x.json". */
+#define T_ABSENT BRISK_BINARY_DIR "/absent-never-created"
+
 /* A fresh folder under the build tree for a test's files: BRISK_BINARY_DIR/<name>_<pid>. */
 #define T_MAKE_DIR(buf, name) do { if (!(buf)[0]) { \
     snprintf((buf), sizeof(buf), "%s/%s_%d", BRISK_BINARY_DIR, (name), (int)getpid()); \

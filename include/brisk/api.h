@@ -35,7 +35,13 @@
  *   - Nothing is written to stdout or stderr. Messages (device chosen and why, progress lines,
  *     the summary of each train call, warnings) go to the log callback given at creation.
  *   - Files are written only where asked: brisk_session_save, and train.out_dir when the
- *     config sets it (see "Checkpoints" at brisk_session_create).
+ *     config sets it (see "Checkpoints" at brisk_session_create); and the cache of choices
+ *     brisk measured once per shape (the CPU's GEMM kernel; on a GPU the cuBLASLt and cuDNN
+ *     algorithms), which makes the next run start fast: in BRISK_CACHE_DIR, else
+ *     $XDG_CACHE_HOME/brisk, else $HOME/.cache/brisk, created below that folder only when
+ *     the folder exists (a missing $HOME is never created). BRISK_CACHE_DIR=- (or the config's
+ *     speed.autotune_cache "-") turns it off on both devices: nothing is written, and each
+ *     run measures again.
  *   - The caller's floating-point environment (exception flags, rounding mode) is as it was
  *     when the call began: flags such as underflow raised inside brisk are not left set.
  *

@@ -136,6 +136,15 @@ size_t brisk_utf8_char_len(const unsigned char *s, size_t n);
 /* The offset of the first byte that is not valid UTF-8, or (size_t)-1 when all n are. */
 size_t brisk_utf8_bad(const void *s, size_t n);
 
+/* ---------------------------------------------------------------- caches (cache_dir.c)
+ * Choices brisk measured once (GEMM kernels, cuBLASLt and cuDNN algorithms per shape) are kept
+ * in BRISK_CACHE_DIR, else $XDG_CACHE_HOME/brisk, else $HOME/.cache/brisk; BRISK_CACHE_DIR=-
+ * turns them off. brisk_cache_file: that folder's file `name` ("" when off). */
+void brisk_cache_file(const char *name, char *out, size_t n);
+/* Creates the missing folders of path's directory: for a cache file, only those below the
+ * base (BRISK_CACHE_DIR, $XDG_CACHE_HOME, $HOME), which must exist; 0 on success. */
+int brisk_cache_prepare(const char *path);
+
 /* Monotonic wall clock in seconds. */
 double brisk_now(void);
 /* Sorts v[0, n) ascending in place and returns its median (the mean of the middle two for

@@ -155,7 +155,7 @@ static const struct { const char *key, *meaning; } meanings[] = {
                        "whichever is faster (timed once per shape, cached beside speed.autotune_cache as "
                        "cpu-gemm-choice.txt); fixed: the compiled rule, no timing (what speed.deterministic and "
                        "speed.autotune false use); env BRISK_CPU_GEMM overrides"},
-    {"speed.autotune_cache", "GPU: the autotune cache file; \"\": ~/.cache/brisk/gemm-autotune.txt, \"-\": none"},
+    {"speed.autotune_cache", "the GPU's GEMM autotune cache file (the CPU's and cuDNN's are kept beside it); \"\": BRISK_CACHE_DIR, else $XDG_CACHE_HOME/brisk, else ~/.cache/brisk (never creating a missing $HOME); \"-\": no cache on either device (as BRISK_CACHE_DIR=-)"},
     {"dist.bucket_mb", "several ranks: MiB of gradients per all-reduce bucket (default 1/16: measured, bench/DIST_NOTES.md)"},
     {"dist.timeout_s", "several ranks: seconds a collective may wait before the run fails naming the missing rank"},
     {"dist.overlap", "several ranks, CPU: auto|on|off, the gradient all-reduce on a communication thread while "

@@ -224,8 +224,8 @@ static void test_create_errors(void) {
         brisk_session_destroy(s);
     }
     s = NULL;
-    CHECK(brisk_session_create_file("/nonexistent/brisk.json", NULL, NULL, &s) == BRISK_ERR_IO);
-    CHECK(s && strstr(brisk_session_error(s), "/nonexistent/brisk.json"));
+    CHECK(brisk_session_create_file(T_ABSENT "/brisk.json", NULL, NULL, &s) == BRISK_ERR_IO);
+    CHECK(s && strstr(brisk_session_error(s), T_ABSENT "/brisk.json"));
     brisk_session_destroy(s);
     s = NULL;
     CHECK(brisk_session_create_file(NULL, NULL, NULL, &s) == BRISK_ERR_INVALID);
@@ -292,9 +292,9 @@ static void test_call_errors(void) {
     OK(brisk_session_push(s, 34, coarse + 30 * 7, 7, fine + 30 * 256, 256), s);
     /* save and load */
     FAILS(brisk_session_save(s, NULL), s, BRISK_ERR_INVALID, "NULL");
-    FAILS(brisk_session_save(s, "/nonexistent/dir/x.safetensors"), s, BRISK_ERR_IO, "/nonexistent/dir");
+    FAILS(brisk_session_save(s, T_ABSENT "/dir/x.safetensors"), s, BRISK_ERR_IO, T_ABSENT "/dir");
     FAILS(brisk_session_load(s, NULL), s, BRISK_ERR_INVALID, "NULL");
-    FAILS(brisk_session_load(s, "/nonexistent.safetensors"), s, BRISK_ERR_IO, "/nonexistent.safetensors");
+    FAILS(brisk_session_load(s, T_ABSENT ".safetensors"), s, BRISK_ERR_IO, T_ABSENT ".safetensors");
     char junk[400], other[400];
     snprintf(junk, sizeof junk, "%s/junk.safetensors", dir);
     FILE *f = fopen(junk, "w");

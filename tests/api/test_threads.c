@@ -226,8 +226,8 @@ static void test_calls_from_the_log_callback(void) {
     CHECK(v == 257);
     /* a failed call's message survives a call made inside its callback */
     in.calls = 0;
-    CHECK(brisk_session_save(s, "/nonexistent-dir/x/m.safetensors") != BRISK_OK);
-    CHECKF(strstr(brisk_session_error(s), "nonexistent-dir") != NULL, "'%s'", brisk_session_error(s));
+    CHECK(brisk_session_save(s, T_ABSENT "-dir/x/m.safetensors") != BRISK_OK);
+    CHECKF(strstr(brisk_session_error(s), "absent-never-created-dir") != NULL, "'%s'", brisk_session_error(s));
     in.s = NULL;
     brisk_session_destroy(s);
 }

@@ -48,3 +48,5 @@ set_tests_properties(cli.progress PROPERTIES ENVIRONMENT "OMP_NUM_THREADS=2")
 add_test(NAME cli.dist_plan COMMAND ${CMAKE_CURRENT_LIST_DIR}/dist_plan.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_dist_plan ${CMAKE_SOURCE_DIR})
 # brisk profile on the CPU: the per-op table sums to the eager step; --json parses.
 add_test(NAME cli.profile COMMAND ${CMAKE_CURRENT_LIST_DIR}/profile.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_profile)
+# The cache of measured choices: where it goes, and that a missing $HOME is never created.
+add_test(NAME cli.cache_dir COMMAND ${CMAKE_CURRENT_LIST_DIR}/cache_dir.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_cache_dir)

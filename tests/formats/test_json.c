@@ -101,8 +101,8 @@ static void test_load_file(void) {
     CHECK(brisk_json_number(&r, "lr", BRISK_GT(0), &lr) == BRISK_OK && lr == 0.5);
     brisk_json_free(doc);
     unlink(path);
-    CHECK(brisk_json_load("/nonexistent/x.json", &doc, &e) == BRISK_ERR_IO);
-    CHECK_MSG(e.msg, "/nonexistent/x.json: cannot open: No such file or directory; check the path (a relative one starts from the current directory; in a config, from the directory the command runs in)");
+    CHECK(brisk_json_load(T_ABSENT "/x.json", &doc, &e) == BRISK_ERR_IO);
+    CHECK_MSG(e.msg, T_ABSENT "/x.json: cannot open: No such file or directory; check the path (a relative one starts from the current directory; in a config, from the directory the command runs in)");
     CHECK(doc == NULL);
 }
 

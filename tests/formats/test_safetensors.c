@@ -350,8 +350,8 @@ static void test_write_errors(void) {
     brisk_safetensors_free(st);
 
     /* Reading: a missing file and a directory. */
-    CHECK(brisk_safetensors_open("/nonexistent.safetensors", &st, &err) == BRISK_ERR_IO);
-    CHECK_MSG(err.msg, "/nonexistent.safetensors: cannot open: No such file or directory; check the path (a relative one starts from the current directory; in a config, from the directory the command runs in)");
+    CHECK(brisk_safetensors_open(T_ABSENT ".safetensors", &st, &err) == BRISK_ERR_IO);
+    CHECK_MSG(err.msg, T_ABSENT ".safetensors: cannot open: No such file or directory; check the path (a relative one starts from the current directory; in a config, from the directory the command runs in)");
     CHECK(brisk_safetensors_open(dir, &st, &err) == BRISK_ERR_IO);
     clean_dir();
 }

@@ -291,7 +291,7 @@ static void test_cache(void) {
     CHECK(system(cmd) == 0);
     CHECK(cached(&t, dir) == BRISK_GNN_CACHE_WRITTEN);
     CHECK(cached(&s, dir) == BRISK_GNN_CACHE_WRITTEN);
-    CHECK(cached(&s, "/nonexistent-brisk-dir") == BRISK_GNN_CACHE_UNWRITABLE);
+    CHECK(cached(&s, T_ABSENT "-brisk-dir") == BRISK_GNN_CACHE_UNWRITABLE);
     brisk_gnn_graph g;
     brisk_error err = {0};
     s.grid_rows = 2; /* refused by the build, through the cache too */

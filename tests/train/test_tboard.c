@@ -75,7 +75,7 @@ static void test_records(void) {
 
 static void test_no_directory(void) {
     warnings = 0;
-    brisk_tboard *tb = brisk_tboard_open("/nonexistent/brisk-run", &logger);
+    brisk_tboard *tb = brisk_tboard_open(T_ABSENT "/brisk-run", &logger);
     CHECK(tb == NULL);
     CHECK(warnings == 1);
     CHECKF(strstr(last_warning, "cannot create") && strstr(last_warning, "log.tensorboard false"), "%s", last_warning);

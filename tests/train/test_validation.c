@@ -139,8 +139,8 @@ static void test_validation_file(void) {
     /* bad values: both ways of validating, a missing file, a file of another kind */
     snprintf(json, sizeof json, fmt, tr, va, ", \"validation_fraction\": 0.2", dir);
     CHECK(train(json, &s, NULL, &err) == BRISK_ERR_INVALID && strstr(err.msg, "not both"));
-    snprintf(json, sizeof json, fmt, tr, "/nonexistent/val.npz", "", dir);
-    CHECK(train(json, &s, NULL, &err) != BRISK_OK && strstr(err.msg, "/nonexistent/val.npz"));
+    snprintf(json, sizeof json, fmt, tr, T_ABSENT "/val.npz", "", dir);
+    CHECK(train(json, &s, NULL, &err) != BRISK_OK && strstr(err.msg, T_ABSENT "/val.npz"));
     snprintf(json, sizeof json, fmt, tr, "val.csv", "", dir);
     CHECK(train(json, &s, NULL, &err) == BRISK_ERR_INVALID && strstr(err.msg, "data.validation"));
     /* data given in memory (the library API) has no file to pair it with */

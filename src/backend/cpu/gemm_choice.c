@@ -116,10 +116,7 @@ static void default_cache_path(const char *autotune_cache) {
         else snprintf(cache_path, sizeof cache_path, "%s", CACHE_NAME);
         return;
     }
-    const char *dir = getenv("BRISK_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (dir && dir[0]) snprintf(cache_path, sizeof cache_path, "%s/%s", dir, CACHE_NAME);
-    else if (xdg && xdg[0]) snprintf(cache_path, sizeof cache_path, "%s/brisk/%s", xdg, CACHE_NAME);
-    else if (home && home[0]) snprintf(cache_path, sizeof cache_path, "%s/.cache/brisk/%s", home, CACHE_NAME);
+    brisk_cache_file(CACHE_NAME, cache_path, sizeof cache_path);
 }
 
 static void make_prefix(void) {
@@ -188,23 +185,11 @@ static void load_cache(void) {
     fclose(f);
 }
 
-static void mkdirs_for(const char *path) {
-    char buf[sizeof cache_path];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            mkdir(buf, 0755);
-            *p = '/';
-        }
-}
-
 /* 1 when decisions can be kept for the next run (checked once per cache path) */
 static int cache_writable(void) {
     if (writable < 0) {
         writable = 0;
-        if (cache_path[0]) {
-            mkdirs_for(cache_path);
+        if (cache_path[0] && brisk_cache_prepare(cache_path) == 0) {
             int fd = open(cache_path, O_WRONLY | O_APPEND | O_CREAT, 0644);
             if (fd >= 0) writable = 1, close(fd);
         }
@@ -219,8 +204,7 @@ static void append_cache(const entry *e) {
                      (long long)e->M, (long long)e->N, (long long)e->K, (long long)e->lda, (long long)e->ldb,
                      (long long)e->ldc, e->blas ? "blas" : "own");
     if (n <= 0 || n >= (int)sizeof line) return;
-    mkdirs_for(cache_path);
-    int fd = open(cache_path, O_WRONLY | O_APPEND | O_CREAT, 0644);
+    int fd = brisk_cache_prepare(cache_path) == 0 ? open(cache_path, O_WRONLY | O_APPEND | O_CREAT, 0644) : -1;
     if (fd < 0) return; /* no cache: the next run times again */
     struct stat st;
     if (fstat(fd, &st) == 0 && st.st_size == 0 && write(fd, CACHE_HEADER, strlen(CACHE_HEADER)) < 0) {

@@ -30,10 +30,7 @@ static void default_path(cuda_backend *cb) {
         snprintf(cb->cache_path, sizeof cb->cache_path, "%s", o);
         return;
     }
-    const char *dir = getenv("BRISK_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (dir && dir[0]) snprintf(cb->cache_path, sizeof cb->cache_path, "%s/gemm-autotune.txt", dir);
-    else if (xdg && xdg[0]) snprintf(cb->cache_path, sizeof cb->cache_path, "%s/brisk/gemm-autotune.txt", xdg);
-    else if (home && home[0]) snprintf(cb->cache_path, sizeof cb->cache_path, "%s/.cache/brisk/gemm-autotune.txt", home);
+    brisk_cache_file("gemm-autotune.txt", cb->cache_path, sizeof cb->cache_path);
 }
 
 static int cache_add(cuda_backend *cb, const char *key, int index) {
@@ -74,20 +71,8 @@ void cuda_cache_load(cuda_backend *cb) {
     fclose(f);
 }
 
-static void mkdirs_for(const char *path) {
-    char buf[1100];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        mkdir(buf, 0777);
-        *p = '/';
-    }
-}
-
 void cuda_cache_save(cuda_backend *cb) {
-    if (!cb->cache_dirty || !cb->cache_path[0]) return;
-    mkdirs_for(cb->cache_path);
+    if (!cb->cache_dirty || !cb->cache_path[0] || brisk_cache_prepare(cb->cache_path) != 0) return;
     /* keep what other processes saved since we loaded (ours win on the same key) */
     FILE *in = fopen(cb->cache_path, "r");
     if (in) {

@@ -1,6 +1,7 @@
 /* The cuDNN convolution algorithm cache file (conv_algo_cache.h): keys, strict parsing,
  * atomic rewrite. Built in every build, GPU or not. */
 #include "backend/cuda/conv_algo_cache.h"
+#include "brisk/core.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -214,22 +215,14 @@ char *conv_cache_format(const conv_algo_cache *c) {
     return out;
 }
 
-static void mkdirs_for(const char *path) {
-    char buf[1100];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        mkdir(buf, 0777);
-        *p = '/';
-    }
-}
-
 brisk_status conv_cache_save(conv_algo_cache *c, brisk_error *err) {
     if (!c->dirty || !c->path[0]) return BRISK_OK;
     char *text = conv_cache_format(c);
     if (!text) return brisk_errorf(err, BRISK_ERR_NOMEM, "conv algorithm cache %s: out of memory", c->path);
-    mkdirs_for(c->path);
+    if (brisk_cache_prepare(c->path) != 0) { /* no folder to keep it in (no $HOME): time again next run */
+        free(text);
+        return BRISK_OK;
+    }
     char tmp[1200];
     snprintf(tmp, sizeof tmp, "%s.tmp%ld", c->path, (long)getpid());
     FILE *f = fopen(tmp, "wb");
