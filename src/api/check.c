@@ -4,6 +4,7 @@
  * sample per column, the binding's argument name). Push, predict and sample all check
  * their inputs here, so NaN is refused alike wherever it comes in. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "api/internal.h"
@@ -17,6 +18,12 @@ static void where(const api_ctx *c, const char *name, int64_t sample, int64_t el
 brisk_status api_check_values(const api_ctx *c, const api_arg *a, int64_t n, int64_t labels,
                               const char *nothing_done, brisk_error *err) {
     char at[160];
+    /* the last row's end must be addressable before any row is read */
+    if (n > 0 && (n - 1 > (INT64_MAX - a->width) / a->stride ||
+                  (uint64_t)((n - 1) * a->stride + a->width) > SIZE_MAX / sizeof(float)))
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: %lld rows %lld floats apart do not fit in memory: n or "
+                            "the %s stride is wrong (%s)", c->fn, (long long)n, (long long)a->stride, a->name,
+                            nothing_done);
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < a->width; j++) {
             float x = a->v[i * a->stride + j];

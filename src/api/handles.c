@@ -24,6 +24,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "api/internal.h"
 
@@ -54,13 +55,31 @@ static int signal_sessions, program_signals;
 static _Thread_local api_session *held[HELD_MAX];
 static _Thread_local int n_held;
 
-/* The last message of this thread's calls, per handle (oldest reused first). */
+/* The last message of this thread's calls, per handle (oldest reused first). On the heap,
+ * made at the thread's first failed call: thread-local storage comes out of every thread's
+ * stack, and a host's threads may have small ones. */
 typedef struct thread_error {
     brisk_session *h;
     brisk_error e;
 } thread_error;
-static _Thread_local thread_error errors[THREAD_ERRORS];
-static _Thread_local unsigned next_error;
+typedef struct thread_errors {
+    thread_error e[THREAD_ERRORS];
+    unsigned next;
+} thread_errors;
+static pthread_key_t errors_key;
+static pthread_once_t errors_once = PTHREAD_ONCE_INIT;
+static void errors_key_make(void) { pthread_key_create(&errors_key, free); }
+
+/* this thread's messages; NULL when it has none and make is 0 (or memory ran out) */
+static thread_errors *thread_messages(int make) {
+    pthread_once(&errors_once, errors_key_make);
+    thread_errors *t = pthread_getspecific(errors_key);
+    if (!t && make && (t = calloc(1, sizeof *t)) && pthread_setspecific(errors_key, t) != 0) {
+        free(t);
+        t = NULL;
+    }
+    return t;
+}
 
 static const char destroyed_msg[] =
     "this session was destroyed (brisk_session_destroy): its handle, and every copy of it, can no longer be used";
@@ -68,7 +87,8 @@ static const char not_handle_msg[] =
     "not a brisk session handle (neither NULL nor a handle from brisk_session_create); the memory holding it may be "
     "uninitialised or overwritten";
 static const char null_msg[] =
-    "no session (NULL): none was created into this handle, or creation ran out of memory";
+    "no session (NULL): none was created into this handle, or creation ran out of memory, or 4096 sessions were "
+    "alive at once (the most one process holds: destroy one first)";
 
 static uintptr_t handle_bits(brisk_session *h) { return (uintptr_t)(void *)h; }
 
@@ -174,12 +194,14 @@ brisk_status api_enter(brisk_session *h, api_call *c, api_mode mode) {
 
 /* Keeps this thread's message for h ("" after a success). */
 static void keep_error(brisk_session *h, brisk_status st, const brisk_error *e) {
+    thread_errors *all = thread_messages(st != BRISK_OK);
+    if (!all) return;
     thread_error *t = NULL;
     for (int i = 0; i < THREAD_ERRORS && !t; i++)
-        if (errors[i].h == h) t = &errors[i];
+        if (all->e[i].h == h) t = &all->e[i];
     if (!t) {
         if (st == BRISK_OK) return;
-        t = &errors[next_error++ % THREAD_ERRORS];
+        t = &all->e[all->next++ % THREAD_ERRORS];
         t->h = h;
     }
     t->e.code = st;
@@ -283,7 +305,8 @@ const char *brisk_session_error(const brisk_session *ch) {
     if (!msg && !s->ready) msg = s->err.msg;
     pthread_mutex_unlock(&table_lock);
     if (msg) return msg;
-    for (int i = 0; i < THREAD_ERRORS; i++)
-        if (errors[i].h == h) return errors[i].e.msg;
+    thread_errors *all = thread_messages(0);
+    for (int i = 0; all && i < THREAD_ERRORS; i++)
+        if (all->e[i].h == h) return all->e[i].e.msg;
     return "";
 }

@@ -32,12 +32,17 @@ void brisk_ring_free(brisk_ring *r) {
 
 void brisk_ring_clear(brisk_ring *r) { r->count = r->head = 0; }
 
+brisk_status brisk_ring_room(const brisk_ring *r, int64_t n, brisk_error *err) {
+    if (!r->reject || n <= r->cap - r->count) return BRISK_OK;
+    return brisk_errorf(err, BRISK_ERR_FULL, "the buffer holds %lld of %lld samples and %lld more do not fit "
+                        "(data.buffer.when_full is \"reject\"); train and clear it, or push fewer",
+                        (long long)r->count, (long long)r->cap, (long long)n);
+}
+
 brisk_status brisk_ring_push(brisk_ring *r, int64_t n, const float *in, int64_t in_stride, const float *tg,
                              int64_t tg_stride, brisk_error *err) {
-    if (r->reject && r->count + n > r->cap)
-        return brisk_errorf(err, BRISK_ERR_FULL, "the buffer holds %lld of %lld samples and %lld more do not "
-                            "fit (data.buffer.when_full is \"reject\"); train and clear it, or push fewer",
-                            (long long)r->count, (long long)r->cap, (long long)n);
+    brisk_status st = brisk_ring_room(r, n, err);
+    if (st) return st;
     /* Rows that would be overwritten within this same push are skipped outright. */
     int64_t skip = n > r->cap ? n - r->cap : 0;
     r->dropped += skip;

@@ -17,6 +17,8 @@ typedef struct brisk_ring {
 brisk_status brisk_ring_init(brisk_ring *r, int64_t cap, int64_t w_in, int64_t w_tg, int64_t classes, int reject,
                              brisk_error *err);
 void brisk_ring_free(brisk_ring *r);
+/* BRISK_ERR_FULL when a "reject" buffer cannot take n more rows. */
+brisk_status brisk_ring_room(const brisk_ring *r, int64_t n, brisk_error *err);
 /* Stores n rows (rows `stride` floats apart, values checked by the caller); a push that does
  * not fit a "reject" buffer stores nothing and fails. */
 brisk_status brisk_ring_push(brisk_ring *r, int64_t n, const float *in, int64_t in_stride, const float *tg,

@@ -196,6 +196,11 @@ brisk_status api_push(api_session *s, const api_ctx *c, int64_t n, api_arg *in, 
     brisk_status st;
     if ((st = api_check_stride(c, in, err)) || (st = api_check_stride(c, tg, err))) return st;
     const brisk_ring *r = &s->ring;
+    /* what n alone decides comes before any row is read: a reject buffer that cannot take them */
+    pthread_mutex_lock(&s->ring_lock);
+    st = brisk_ring_room(r, n, err);
+    pthread_mutex_unlock(&s->ring_lock);
+    if (st) return brisk_error_prefix(err, "%s", c->fn);
     if ((st = api_check_values(c, in, n, 0, "nothing was added", err)) ||
         (st = api_check_values(c, tg, n, r->classes, "nothing was added", err)))
         return st;

@@ -58,7 +58,7 @@ brisk_status brisk_run_dir_lock(const char *dir, int *fd_out, const brisk_logger
             close(fd);
             return brisk_errorf(err, BRISK_ERR_INVALID, "%s: the run directory is in use by another trainer (%s); "
                                 "two trainers would overwrite each other's checkpoints: give this run its own "
-                                "--out, or stop the other one", dir, holder);
+                                "run directory (train.out_dir; --out), or stop the other one", dir, holder);
         }
         /* Some network filesystems have no locks at all (ENOLCK, EINVAL): train unprotected. */
         brisk_log(log, BRISK_LOG_WARN, "%s: cannot lock the run directory (%s); make sure no other trainer uses it",

@@ -263,5 +263,40 @@ static void test_errors_per_thread(void) {
     brisk_session_destroy(s);
 }
 
-TEST_MAIN(T(test_destroy_waits_for_train), T(test_concurrent_predict), T(test_concurrent_train),
+/* A host thread with a small stack (96 KiB: some runtimes give their workers little) can
+ * create, train and predict: brisk's kernels keep their buffers off the stack. */
+static void *small_stack_job(void *p) {
+    job *j = p;
+    brisk_session *s = filled(512, NULL, NULL);
+    if (!s) {
+        j->st = BRISK_ERR_INTERNAL;
+        return NULL;
+    }
+    float x[40 * IN], out[40 * OUT];
+    rows(40, 3, x, out);
+    j->st = brisk_session_train_steps(s, 20);
+    if (!j->st) j->st = brisk_session_predict(s, 40, x, 0, out, 0);
+    brisk_session_destroy(s);
+    return NULL;
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define STACK_SCALE 4 /* the sanitizers' redzones and shadow frames take room of their own */
+#else
+#define STACK_SCALE 1
+#endif
+
+static void test_small_host_stack(void) {
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    REQUIRE(pthread_attr_setstacksize(&a, STACK_SCALE * 96 * 1024) == 0);
+    job j = {0};
+    pthread_t t;
+    REQUIRE(pthread_create(&t, &a, small_stack_job, &j) == 0);
+    pthread_join(t, NULL);
+    pthread_attr_destroy(&a);
+    CHECKF(j.st == BRISK_OK, "%s", brisk_status_name(j.st));
+}
+
+TEST_MAIN(T(test_small_host_stack), T(test_destroy_waits_for_train), T(test_concurrent_predict), T(test_concurrent_train),
           T(test_push_while_training), T(test_calls_from_the_log_callback), T(test_errors_per_thread))

@@ -38,7 +38,14 @@
 
 typedef float vf __attribute__((vector_size(VL * 4)));
 
-size_t cpu_sgemm_scratch_floats(void) { return (size_t)MC * KC + (size_t)KC * NC + 64; }
+#define NARROW_N 8
+#define NARROW_CHUNK 512
+
+/* A's packing, B's packing, and the narrow path's C^T chunk (in the scratch, not on the stack:
+ * a host thread may have a small stack, and it runs bands too) */
+size_t cpu_sgemm_scratch_floats(void) {
+    return (size_t)MC * KC + (size_t)KC * NC + (size_t)NARROW_N * NARROW_CHUNK + 64;
+}
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -317,10 +324,8 @@ static void sgemm_band_direct(int trans_a, int trans_b, int64_t m0, int64_t m1, 
 
 /* A narrow C (N <= NARROW_N, e.g. a 3-class output layer) would fill 3 of the 32
  * columns of each register tile. Computed transposed instead, C^T = op(B)^T op(A)^T,
- * it fills 3 of 8 rows: 512 x 3 x 128 went from 22 to 8 us. C^T goes through a
- * stack buffer, NARROW_CHUNK rows of C at a time. */
-#define NARROW_N 8
-#define NARROW_CHUNK 512
+ * it fills 3 of 8 rows: 512 x 3 x 128 went from 22 to 8 us. C^T goes through the end of
+ * the scratch, NARROW_CHUNK rows of C at a time. */
 
 static void sgemm_band(int trans_a, int trans_b, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
                        int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
@@ -330,7 +335,7 @@ static void sgemm_band(int trans_a, int trans_b, int64_t m0, int64_t m1, int64_t
         sgemm_band_direct(trans_a, trans_b, m0, m1, n0, n1, K, A, lda, B, ldb, C, ldc, accumulate, scratch, NULL, 0);
         return;
     }
-    float tmp[NARROW_N * NARROW_CHUNK] __attribute__((aligned(64)));
+    float *tmp = scratch + (size_t)MC * KC + (size_t)KC * NC; /* 64-byte aligned as scratch is */
     /* A' = op(B)^T [nb, K] and B' = op(A)^T [K, ch] as views of B and A */
     const float *a2 = trans_b ? B + n0 * ldb : B + n0;
     for (int64_t i0 = m0; i0 < m1; i0 += NARROW_CHUNK) {
