@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: run test build deps test-deps sanitize fuzz bench clean install
+.PHONY: run test build deps test-deps sanitize tsan fuzz bench clean install
 
 run: deps build
 	@mkdir -p data
@@ -30,6 +30,13 @@ test-deps:
 sanitize: test-deps
 	$(MAKE) test BUILD=build-asan CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRISK_SANITIZE=ON -DBRISK_CUDA=OFF"
 
+# ThreadSanitizer over the tests of threads (labelled "threads": sessions from several threads,
+# a C++ host with an OpenMP solver and a training thread, a Python thread pool); CI runs it.
+tsan: test-deps
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRISK_TSAN=ON -DBRISK_CUDA=OFF >/dev/null
+	cmake --build build-tsan -j$(JOBS) --target brisk_cli brisk_shared api_test_threads api_test_session_edges api_test_stop_clear api_cxx_host
+	cd build-tsan && ctest --output-on-failure --no-tests=error -L threads
+
 # Every libFuzzer target (clang, ASan + UBSan) for FUZZ_SECONDS each, from its seed corpus;
 # fails on any finding (CI runs this too). tools/fuzz.sh says where findings are kept.
 FUZZ_SECONDS ?= 60
@@ -46,4 +53,4 @@ bench: build
 	bench/run.sh
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz

@@ -28,3 +28,5 @@ if(CMAKE_CXX_COMPILER)
     set_tests_properties(api.cxx_host PROPERTIES TIMEOUT 120 PASS_REGULAR_EXPRESSION "PASS a C\\+\\+ host" LABELS threads)
   endif()
 endif()
+# `make tsan` runs the tests labelled threads under ThreadSanitizer
+set_tests_properties(api.test_threads api.test_session_edges api.test_stop_clear PROPERTIES LABELS threads)
