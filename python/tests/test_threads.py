@@ -61,17 +61,18 @@ def test_push_while_a_worker_trains():
 
 def test_close_while_another_thread_trains():
     x, y = data(2048, 4)
-    s = brisk.Session(CFG)
+    training = threading.Event()  # set by the train call's first progress line: it is inside brisk
+    cfg = dict(CFG, train=dict(CFG["train"], log_every=1))
+    s = brisk.Session(cfg, log=lambda level, msg: msg.startswith("epoch") and training.set())
     s.push(x, y)
-    started, result = threading.Event(), {}
+    result = {}
 
     def train():
-        started.set()
         result["stopped"] = s.train_steps(3000)
 
     t = threading.Thread(target=train)
     t.start()
-    started.wait()
+    assert training.wait(60)
     s.close()  # waits for the train call
     t.join()
     assert result == {"stopped": False}
