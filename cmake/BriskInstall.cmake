@@ -10,8 +10,11 @@ install(TARGETS brisk_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS brisk EXPORT briskTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 # ... and then replaced by the archive whose only globals are brisk_* (CMakeLists.txt): the
-# export above describes the file, this gives its content.
-install(FILES ${BRISK_EXPORT_ARCHIVE} DESTINATION ${CMAKE_INSTALL_LIBDIR})
+# export above describes the file, this gives its content. A copy, always: install(FILES) skips
+# a file whose time stamp equals the one just installed, which a fast build gives to both.
+install(CODE "set(to \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/libbrisk.a\")
+  message(STATUS \"Installing: \${to} (only brisk_* global)\")
+  execute_process(COMMAND \"${CMAKE_COMMAND}\" -E copy \"${BRISK_EXPORT_ARCHIVE}\" \"\${to}\" COMMAND_ERROR_IS_FATAL ANY)")
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/include/brisk DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 # The shared library (soname libbrisk.so.MAJOR), for programs that load brisk at run time or
 # prefer it; pkg-config and brisk::brisk link the static one by its path, so -lbrisk alone is

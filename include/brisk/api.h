@@ -70,9 +70,10 @@
  * to stop training, calls brisk_session_request_stop; the Python package does so for Ctrl-C).
  * Stack: brisk's own frames take about 30 KiB of the calling thread's stack (its buffers are
  * on the heap; its thread-local storage is a few pointers), but every library in the process
- * puts its thread-local storage into every thread's stack too (OpenBLAS: 60 KiB on Debian 12),
- * so give threads that call brisk 128 KiB or more (the default of 8 MiB is plenty;
- * tests/api/test_threads.c runs a 96 KiB thread).
+ * puts its static thread-local storage at the top of every thread's stack too: glibc refuses
+ * stacks below 68 KiB in a CPU build (OpenBLAS's 60 KiB) and below 176 KiB in a CUDA build
+ * (Debian 12, CUDA 13). Give threads that call brisk 96 KiB above that: 256 KiB or more, 320 KiB
+ * in a CUDA build (the default of 8 MiB is plenty; tests/api/test_threads.c runs such a thread).
  * Each session's CPU work runs on its own pool of speed.threads threads (brisk's, not OpenMP's,
  * so the host's OMP_WAIT_POLICY and OpenMP regions neither slow it nor are slowed by it; idle
  * pool threads sleep after ~40 us). 0: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK, else the CPUs

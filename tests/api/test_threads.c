@@ -263,8 +263,8 @@ static void test_errors_per_thread(void) {
     brisk_session_destroy(s);
 }
 
-/* A host thread with a small stack (96 KiB: some runtimes give their workers little) can
- * create, train and predict: brisk's kernels keep their buffers off the stack. */
+/* A host thread with a small stack (96 KiB of its own: some runtimes give their workers little)
+ * can create, train and predict: brisk's kernels keep their buffers off the stack. */
 static void *small_stack_job(void *p) {
     job *j = p;
     brisk_session *s = filled(512, NULL, NULL);
@@ -286,16 +286,40 @@ static void *small_stack_job(void *p) {
 #define STACK_SCALE 1
 #endif
 
+static void *noop(void *p) { return p; }
+
+/* glibc puts the static TLS of every loaded library at the top of a thread's stack and refuses a
+ * stack that cannot hold it; a CUDA build loads more of it (the CUDA runtime, cuBLASLt) than a
+ * CPU one. The smallest stack it accepts is that floor; the host's room is on top of it. */
+static size_t stack_floor(void) {
+    for (size_t sz = 16 * 1024; sz <= 8u << 20; sz += 4096) {
+        pthread_attr_t a;
+        pthread_t t;
+        pthread_attr_init(&a);
+        int ok = pthread_attr_setstacksize(&a, sz) == 0 && pthread_create(&t, &a, noop, NULL) == 0;
+        pthread_attr_destroy(&a);
+        if (ok) {
+            pthread_join(t, NULL);
+            return sz;
+        }
+    }
+    return 0;
+}
+
 static void test_small_host_stack(void) {
+    size_t floor = stack_floor();
+    REQUIRE(floor > 0);
+    printf("     the smallest stack glibc accepts here (its static TLS): %zu KiB\n", floor / 1024);
     pthread_attr_t a;
     pthread_attr_init(&a);
-    REQUIRE(pthread_attr_setstacksize(&a, STACK_SCALE * 96 * 1024) == 0);
+    REQUIRE(pthread_attr_setstacksize(&a, floor + STACK_SCALE * 96 * 1024) == 0);
     job j = {0};
     pthread_t t;
     REQUIRE(pthread_create(&t, &a, small_stack_job, &j) == 0);
     pthread_join(t, NULL);
     pthread_attr_destroy(&a);
-    CHECKF(j.st == BRISK_OK, "%s", brisk_status_name(j.st));
+    CHECKF(j.st == BRISK_OK, "%s (stack %zu KiB above the TLS floor of %zu KiB)", brisk_status_name(j.st),
+           (size_t)STACK_SCALE * 96, floor / 1024);
 }
 
 TEST_MAIN(T(test_small_host_stack), T(test_destroy_waits_for_train), T(test_concurrent_predict), T(test_concurrent_train),
