@@ -38,6 +38,11 @@ int cmd_synth(int argc, char **argv) {
         else return cli_usage("synth", "unexpected argument '%s'", v);
     }
     if (!kind || !path) return cli_usage("synth", "KIND and PATH are required");
+    static const char *const kinds[] = {"diffusion", "tabular", "series", "images", "weather"};
+    size_t known = 0;
+    while (known < sizeof kinds / sizeof kinds[0] && strcmp(kind, kinds[known]) != 0) known++;
+    if (known == sizeof kinds / sizeof kinds[0])
+        return cli_usage("synth", "unknown kind '%s'; expected diffusion, tabular, series, images or weather", kind);
     int images = strcmp(kind, "images") == 0, weather = strcmp(kind, "weather") == 0;
     if (n == 0)
         n = strcmp(kind, "diffusion") == 0 ? 4800 : strcmp(kind, "series") == 0 ? 30000 : images ? 512 : weather ? 1200 : 20480;

@@ -1,6 +1,7 @@
 /* json documents: loading config files (comments blanked, syntax errors located by
  * line and column), duplicate-key rejection, --set overrides and compact dumps.
  * The typed getters live in json_reader.c. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -70,6 +71,61 @@ static long nul_escape(const char *s, size_t n) {
             if (i + 5 < n && s[i + 1] == 'u' && memcmp(s + i + 2, "0000", 4) == 0) return (long)i;
             i++;
         }
+    }
+    return -1;
+}
+
+/* JSON numbers are -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?; cJSON hands any run of
+ * number characters to strtod, which also takes 0001, +1, .5, 1. and 0x10 (as 0, then fails
+ * on the x), so a config would mean something other JSON readers refuse. Returns the offset
+ * of the first number token outside strings that breaks the grammar (its length in *len and
+ * why in *why), or -1. Comments are already blanked. */
+static long bad_number(const char *s, size_t n, size_t *len, const char **why) {
+    int in_string = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (in_string) {
+            if (c == '\\') i++;
+            else if (c == '"') in_string = 0;
+            continue;
+        }
+        if (c == '"') { in_string = 1; continue; }
+        if (isalpha((unsigned char)c)) { /* a literal (true, null) or a stray word: cJSON judges it */
+            while (i + 1 < n && isalnum((unsigned char)s[i + 1])) i++;
+            continue;
+        }
+        if (!(c == '-' || c == '+' || c == '.' || (c >= '0' && c <= '9'))) continue;
+        size_t a = i, b = i; /* the token: every character a number or a word could continue with */
+        while (b < n && (isalnum((unsigned char)s[b]) || s[b] == '.' || s[b] == '+' || s[b] == '-')) b++;
+        size_t k = a;
+        *why = NULL;
+        if (s[k] == '-') k++;
+        if (k < b && s[k] == '0' && k + 1 < b && isdigit((unsigned char)s[k + 1])) *why = "a leading zero";
+        else if (k < b && s[k] == '0' && k + 1 < b && (s[k + 1] == 'x' || s[k + 1] == 'X')) *why = "hexadecimal";
+        else if (s[a] == '+') *why = "a leading '+'";
+        else if (k < b && s[k] == '.') *why = "no digit before the '.'";
+        if (!*why) {
+            int ok = k < b && isdigit((unsigned char)s[k]);
+            if (ok && s[k] == '0') k++;
+            else while (k < b && isdigit((unsigned char)s[k])) k++;
+            if (ok && k < b && s[k] == '.') {
+                size_t d = ++k;
+                while (k < b && isdigit((unsigned char)s[k])) k++;
+                if (k == d) *why = "no digit after the '.'";
+            }
+            if (ok && !*why && k < b && (s[k] == 'e' || s[k] == 'E')) {
+                if (++k < b && (s[k] == '+' || s[k] == '-')) k++;
+                size_t d = k;
+                while (k < b && isdigit((unsigned char)s[k])) k++;
+                if (k == d) *why = "no digits in the exponent";
+            }
+            if (!*why && (!ok || k != b)) *why = "not a number";
+        }
+        if (*why) {
+            *len = b - a;
+            return (long)a;
+        }
+        i = b - 1;
     }
     return -1;
 }
@@ -224,6 +280,18 @@ brisk_status brisk_json_parse(const char *text, size_t len, const char *name, br
         free(buf);
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: line %d, column %d: \\u0000 in a string; keys and strings "
                             "cannot hold a NUL character", name, line, col);
+    }
+    size_t blen = 0;
+    const char *why = NULL;
+    long bad = bad_number(buf, len, &blen, &why);
+    if (bad >= 0) {
+        int line, col;
+        line_col(text, (size_t)bad, &line, &col);
+        brisk_status s = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: line %d, column %d: '%.*s' is not a JSON number (%s); "
+                                      "JSON numbers are decimal, as 10, -0.5 or 1e-3", name, line, col,
+                                      blen > 40 ? 40 : (int)blen, buf + bad, why);
+        free(buf);
+        return s;
     }
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(buf, &end, 1);
@@ -445,7 +513,10 @@ brisk_status brisk_json_override(brisk_json *doc, const char *assignment, brisk_
                             "character", what);
     size_t bad = brisk_utf8_bad(assignment, strlen(assignment));
     if (bad != (size_t)-1) return not_utf8(what, "", "the text", assignment, bad, err);
-    cJSON *val = *text ? cJSON_ParseWithOpts(text, &end, 1) : NULL;
+    /* a value no JSON reader would take as a number (0001, +1, 0x10) is a bare word, as "v1" is */
+    size_t blen;
+    const char *why;
+    cJSON *val = *text && bad_number(text, strlen(text), &blen, &why) < 0 ? cJSON_ParseWithOpts(text, &end, 1) : NULL;
     /* The same rules as a config file, or the dump (which checkpoints store) would not
      * parse back: found by fuzz_json (tests/fuzz/corpus/json/override_duplicate_key). */
     brisk_status s = val ? check_duplicates(val, "", what, err) : BRISK_OK;

@@ -61,6 +61,12 @@ int brisk_path_resolve(const char *path, char *out, size_t cap) {
     }
 }
 
+int brisk_out_replaces(const char *output, const char *input) {
+    struct stat a, b;
+    if (!output || !input || strcmp(output, "-") == 0 || stat(output, &a) != 0 || !S_ISREG(a.st_mode)) return 0;
+    return stat(input, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 brisk_status brisk_out_open(brisk_out *o, const char *path, brisk_error *err) {
     memset(o, 0, sizeof *o);
     o->path = path;

@@ -132,6 +132,9 @@ void brisk_out_write(brisk_out *o, const void *p, size_t n);
 /* Writes n bytes of p little-endian element by element (size 1, 2, 4 or 8). */
 void brisk_out_write_le(brisk_out *o, const void *p, size_t count, int size);
 brisk_status brisk_out_commit(brisk_out *o, brisk_error *err);
+/* 1 when writing `output` would replace the regular file `input`: the same file by any name
+ * (a symlink, a hard link, ./x). "-", devices and FIFOs are written in place, never replaced. */
+int brisk_out_replaces(const char *output, const char *input);
 void brisk_out_abort(brisk_out *o);
 
 /* Makes a rename into `path`'s directory durable by fsyncing the directory. Filesystems

@@ -5,10 +5,12 @@
 #include "data/bytes.h"
 #include "data/csv_internal.h"
 
+#include <ctype.h>
 #include <locale.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---------------------------------------------------------------- record reader */
 
@@ -211,15 +213,39 @@ static brisk_status select_columns(csv_reader *r, const char *const *columns, in
     return BRISK_OK;
 }
 
+int brisk_csv_decimal(const char *s) {
+    const char *p = s;
+    if (*p == '+' || *p == '-') p++;
+    /* NaN and inf pass, to be refused with the row and column by the finiteness check */
+    if (!strcasecmp(p, "nan") || !strcasecmp(p, "inf") || !strcasecmp(p, "infinity")) return 1;
+    int digits = 0;
+    while (isdigit((unsigned char)*p)) p++, digits++;
+    if (*p == '.')
+        for (p++; isdigit((unsigned char)*p); p++) digits++;
+    if (!digits) return 0;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (!isdigit((unsigned char)*p)) return 0;
+        while (isdigit((unsigned char)*p)) p++;
+    }
+    return *p == 0;
+}
+
 static brisk_status parse_number(csv_reader *r, int k, const char *colname, int integral, double *out,
                                  brisk_error *err) {
     char *s = trim(r->text + r->start[k]);
     char *end = NULL;
-    double v = *s ? strtod(s, &end) : 0.0;
+    /* strtod also reads 0x10 as 16 (and hexadecimal floats): no spreadsheet writes a number so */
+    double v = brisk_csv_decimal(s) ? strtod(s, &end) : 0.0;
     char sb[48];
-    if (!*s || end == s || *end)
-        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: line %lld, column '%.100s': expected a number, got '%s'",
-                            r->name, (long long)r->fline[k], colname, shown(s, sb, sizeof sb));
+    if (!end || end == s || *end) {
+        char *other = NULL;
+        if (*s) strtod(s, &other);
+        return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: line %lld, column '%.100s': expected a number, got '%s'%s",
+                            r->name, (long long)r->fline[k], colname, shown(s, sb, sizeof sb),
+                            other && other != s && !*other ? " (cells are read as decimal numbers only)" : "");
+    }
     if (integral && !(v == floor(v) && v >= -2147483648.0 && v <= 2147483647.0))
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: line %lld, column '%.100s': expected an integer label (i32), "
                             "got '%s'%s", r->name, (long long)r->fline[k], colname, shown(s, sb, sizeof sb),

@@ -25,6 +25,10 @@ brisk_status brisk_csv_table_parse_rows(const void *buf, size_t len, const char 
                                         brisk_csv_table *out, brisk_error *err);
 void brisk_csv_table_free(brisk_csv_table *t);
 
+/* Whether s is a decimal number as a CSV cell holds one ([+-]digits[.digits][e[+-]digits], or
+ * NaN/inf, which the readers refuse by name later); 0x10 and other strtod forms are not. */
+int brisk_csv_decimal(const char *s);
+
 /* The header's column names, trimmed, in *names (one malloc'd block: free(*names)). */
 brisk_status brisk_csv_header(const void *buf, size_t len, const char *name, char ***names, int *n, brisk_error *err);
 /* Column selections with ranges expanded against the header: "FIRST:LAST" is every column

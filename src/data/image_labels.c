@@ -2,6 +2,7 @@
  * its own because the numeric CSV reader (csv.c) has no string columns; fields are split
  * at plain commas, with spaces around them, CRLF and a UTF-8 byte-order mark tolerated. */
 #include "data/bytes.h"
+#include "data/csv_internal.h"
 #include "data/image_internal.h"
 
 #include <errno.h>
@@ -46,8 +47,8 @@ static int split(const char *p, const char *end, char cols[][FIELD_MAX], int max
 static int number(const char *s, double *v) {
     char *end;
     errno = 0;
-    *v = strtod(s, &end);
-    return *s && !*end && errno != ERANGE && isfinite(*v);
+    *v = brisk_csv_decimal(s) ? strtod(s, &end) : NAN;
+    return *s && isfinite(*v) && !*end && errno != ERANGE;
 }
 
 static brisk_status header(const char *name, char cols[][FIELD_MAX], int n, brisk_image_labels *l, brisk_error *err) {

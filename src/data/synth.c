@@ -161,7 +161,8 @@ brisk_status brisk_synth_make(const char *kind, int64_t n, uint64_t seed, brisk_
         if (s2) brisk_dataset_free(ds);
         return s2;
     }
-    return brisk_errorf(err, BRISK_ERR_INVALID, "synth: unknown kind '%s'; expected 'diffusion', 'tabular' or 'series'",
+    return brisk_errorf(err, BRISK_ERR_INVALID, "synth: unknown kind '%s'; expected 'diffusion', 'tabular' or 'series' (image "
+                        "folders and NetCDF files: brisk_synth_images, brisk_synth_weather)",
                         kind ? kind : "(null)");
 }
 

@@ -116,6 +116,9 @@ out:
 
 brisk_status brisk_export_onnx(const char *checkpoint, const char *onnx_path, int fp16, const brisk_logger *log,
                                brisk_error *err) {
+    if (brisk_out_replaces(onnx_path, checkpoint))
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: this is the checkpoint: writing the ONNX model would replace "
+                            "it; write it to another file", onnx_path);
     brisk_config cfg;
     brisk_status st = brisk_checkpoint_config(checkpoint, &cfg, err);
     if (st) return st;

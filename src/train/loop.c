@@ -235,6 +235,10 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     /* train.out_dir "" (the library API's default): no files, no checkpoints. */
     const int files = tr->out_dir[0] != 0;
     if (files && (st = brisk_trainer_open_run_dir(t, err))) return st;
+    /* a config's out_dir "" is a choice whose cost (no checkpoint) shows only when the run is lost */
+    if (!files && t->rank == 0 && !t->no_files_told++)
+        brisk_log(&t->log, t->from_files ? BRISK_LOG_WARN : BRISK_LOG_INFO, "checkpoints off: train.out_dir is \"\": "
+                  "no checkpoints, metrics.jsonl, report or event file; a stop or a failure loses this run's work");
     char path[BRISK_PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/metrics.jsonl", tr->out_dir);
     if (files && t->rank == 0 && !t->metrics) {

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "data/bytes.h"
 #include "train/trainer_internal.h"
 
 #define PREDICT_BATCH 256
@@ -51,6 +52,12 @@ brisk_status brisk_predict_file_with(const char *checkpoint, const char *input_n
     if (!to_csv && !ends_with(output_npy, ".npy") && strcmp(output_npy, "-") != 0 && !is_device(output_npy)) {
         st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: expected an output ending in .npy or .csv (the format is taken "
                           "from it), or - for .npy on standard output", output_npy);
+        goto out;
+    }
+    /* the output is written to a temporary file and renamed over its name: the input gone */
+    if (brisk_out_replaces(output_npy, input_npy)) {
+        st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: this is the input %s: writing the predictions would replace it; "
+                          "write them to another file", output_npy, input_npy);
         goto out;
     }
     if (m->type == BRISK_MODEL_DIFFUSION) {

@@ -272,6 +272,9 @@ brisk_status brisk_profile_run(const brisk_config *cfg, const brisk_logger *log,
     brisk_status st = brisk_trainer_create(&c, log, &t, err);
     brisk_config_free(&sub); /* the trainer has its own copy */
     if (st) return st;
+    /* steps to time, not a run: no word on its missing run directory, and none of what a run
+     * from a config's files does at its end */
+    t->from_files = 0, t->no_files_told = 1;
     brisk_profiler p = {.t = t, .first = o->warmup, .cap_steps = o->steps};
     int nn = t->g->n_nodes;
     p.width = nn + 2;

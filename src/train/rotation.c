@@ -67,7 +67,8 @@ static void remove_stale_tmp(const char *dir, const brisk_logger *log) {
 brisk_status brisk_trainer_open_run_dir(brisk_trainer *t, brisk_error *err) {
     if (t->run_dir_ready || t->rank != 0) return BRISK_OK; /* rank 0 alone owns the run directory */
     const char *dir = t->cfg.train.out_dir;
-    brisk_status st = mkdirs(dir, err);
+    brisk_status st = brisk_run_dir_check_place(t, err);
+    if (!st) st = mkdirs(dir, err);
     if (!st) st = brisk_run_dir_lock(dir, &t->lock_fd, &t->log, err);
     if (st) return st;
     remove_stale_tmp(dir, &t->log);

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,17 +31,50 @@ static int previous_run_file(const char *dir, const char *name) {
     return stat(path, &sb) == 0 && sb.st_size > 0;
 }
 
-/* Removes (remove 1) or lists into `found` (remove 0) the previous run's files; returns
- * how many there are, or -1 (err filled) when one cannot be removed. */
-static int previous_run(const char *dir, int remove, char *found, size_t cap, brisk_error *err) {
+/* An event file: brisk's own end in BRISK_TBOARD_SUFFIX (tboard.c); TensorFlow's, PyTorch's
+ * and older brisk runs' are someone else's record and stay. */
+static int event_file(const char *name, int *own) {
+    size_t L = strlen(name), k = strlen(BRISK_TBOARD_SUFFIX);
+    if (strncmp(name, "events.out.tfevents.", 20) != 0) return 0;
+    *own = L > 20 + k && strcmp(name + L - k, BRISK_TBOARD_SUFFIX) == 0;
+    return 1;
+}
+
+/* A list of file names, growing. */
+typedef struct name_list {
+    char *s;
+    size_t len, cap;
+    int n;
+} name_list;
+
+static void name_add(name_list *l, const char *name) {
+    size_t k = strlen(name) + 3;
+    if (l->len + k >= l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 256;
+        while (cap <= l->len + k) cap *= 2;
+        char *p = realloc(l->s, cap);
+        if (!p) return; /* the list is what is said, not what is done: it may end early */
+        l->s = p, l->cap = cap;
+    }
+    l->len += (size_t)snprintf(l->s + l->len, l->cap - l->len, "%s%s", l->n ? ", " : "", name);
+    l->n++;
+}
+
+/* Removes (remove 1) or lists (remove 0) the previous run's files: every name into `found`
+ * (events into `kept` when not brisk's own; both may be NULL); returns how many make the
+ * run, or -1 (err filled) when one cannot be removed. */
+static int previous_run(const char *dir, int remove, name_list *found, name_list *kept, brisk_error *err) {
     DIR *d = opendir(dir);
     if (!d) return 0;
-    int n = 0;
+    int n = 0, own = 0;
     char path[BRISK_PATH_MAX + 300];
-    if (found && cap) found[0] = 0;
     for (struct dirent *e; (e = readdir(d));) {
         /* event files go with the run they record, but alone do not make one */
-        int events = remove && strncmp(e->d_name, "events.out.tfevents.", 20) == 0;
+        int events = remove && event_file(e->d_name, &own);
+        if (events && !own) {
+            if (kept) name_add(kept, e->d_name);
+            continue;
+        }
         if (!previous_run_file(dir, e->d_name) && !events) continue;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         if (remove && unlink(path) != 0 && errno != ENOENT) {
@@ -49,13 +83,36 @@ static int previous_run(const char *dir, int remove, char *found, size_t cap, br
             closedir(d);
             return -1;
         }
-        if (found && n < 3)
-            snprintf(found + strlen(found), cap - strlen(found), "%s%.200s", n ? ", " : "", e->d_name);
-        n++;
+        if (found) name_add(found, e->d_name);
+        n += !events;
     }
     closedir(d);
-    if (found && n > 3) snprintf(found + strlen(found), cap - strlen(found), " and %d more", n - 3);
     return n;
+}
+
+/* Places whose files are not a run's: --overwrite removes checkpoints, metrics.jsonl and
+ * event files from the run directory, and `--out ~` or `--out /` is a slip of the keyboard,
+ * not a run directory. */
+brisk_status brisk_run_dir_check_place(const brisk_trainer *t, brisk_error *err) {
+    const char *dir = t->cfg.train.out_dir;
+    char *real = realpath(dir, NULL); /* a directory that does not exist yet is new: fine */
+    if (!real) return BRISK_OK;
+    const char *what = strcmp(real, "/") == 0 ? "the root directory" : NULL;
+    const char *homes[2] = {getenv("HOME"), NULL};
+    struct passwd *pw = getpwuid(getuid());
+    if (pw) homes[1] = pw->pw_dir;
+    for (int i = 0; i < 2 && !what; i++) {
+        char *h = homes[i] && homes[i][0] ? realpath(homes[i], NULL) : NULL;
+        if (h && strcmp(h, real) == 0) what = "your home directory";
+        free(h);
+    }
+    brisk_status st = BRISK_OK;
+    if (what)
+        st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: train.out_dir \"%s\" is %s (%s); a run directory holds one run's "
+                          "checkpoints, metrics.jsonl and lock, and --overwrite removes such files from it: give the run "
+                          "a directory of its own (--out runs/NAME)", t->cfg.path, dir, what, real);
+    free(real);
+    return st;
 }
 
 /* Takes the best validation loss recorded in best.safetensors as the bar to beat. */
@@ -76,20 +133,27 @@ static void adopt_best(brisk_trainer *t) {
 
 brisk_status brisk_run_dir_claim(brisk_trainer *t, brisk_error *err) {
     const char *dir = t->cfg.train.out_dir;
-    char found[512];
     if (t->run_claimed) {
         adopt_best(t);
         return BRISK_OK;
     }
-    int n = previous_run(dir, 0, found, sizeof found, err);
-    if (n == 0) return BRISK_OK;
-    if (!t->cfg.train.overwrite)
-        return brisk_errorf(err, BRISK_ERR_INVALID, "%s holds a previous run (%s): %s, or choose another "
-                            "train.out_dir", dir, found,
-                            t->run_choices ? t->run_choices : "continue it with --resume auto, replace it with --overwrite");
-    if (previous_run(dir, 1, NULL, 0, err) < 0) return BRISK_ERR_IO;
-    brisk_log(&t->log, BRISK_LOG_INFO, "overwrite removed the previous run in %s (%s)", dir, found);
-    return BRISK_OK;
+    name_list found = {0}, removed = {0}, kept = {0};
+    int n = previous_run(dir, 0, &found, NULL, err);
+    brisk_status st = BRISK_OK;
+    if (n > 0 && !t->cfg.train.overwrite)
+        st = brisk_errorf(err, BRISK_ERR_INVALID, "%s holds a previous run (%.300s%s): %s, or choose another "
+                          "train.out_dir", dir, found.s ? found.s : "", found.len > 300 ? ", ..." : "",
+                          t->run_choices ? t->run_choices : "continue it with --resume auto, replace it with --overwrite");
+    else if (n > 0 && previous_run(dir, 1, &removed, &kept, err) < 0)
+        st = BRISK_ERR_IO;
+    else if (n > 0)
+        brisk_log(&t->log, BRISK_LOG_INFO, "overwrite removed the previous run in %s: %s", dir, removed.s ? removed.s : "");
+    if (!st && kept.n)
+        brisk_log(&t->log, BRISK_LOG_WARN, "overwrite kept %d event file%s that brisk did not write (TensorBoard shows "
+                  "them beside this run's; move them away if they do not belong here): %s", kept.n,
+                  kept.n == 1 ? "" : "s", kept.s ? kept.s : "");
+    free(found.s), free(removed.s), free(kept.s);
+    return st;
 }
 
 /* one metrics.jsonl line: the record with the optimization list as decided so far */

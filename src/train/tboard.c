@@ -59,8 +59,8 @@ brisk_tboard *brisk_tboard_open(const char *dir, const brisk_logger *log) {
     char host[64] = "localhost";
     if (gethostname(host, sizeof host - 1) != 0 || !host[0]) snprintf(host, sizeof host, "localhost");
     /* the pid keeps two runs started in the same second (several ranks, tests) apart */
-    snprintf(tb->path, sizeof tb->path, "%s/events.out.tfevents.%lld.%s.%ld", dir, (long long)time(NULL), host,
-             (long)getpid());
+    snprintf(tb->path, sizeof tb->path, "%s/events.out.tfevents.%lld.%s.%ld" BRISK_TBOARD_SUFFIX, dir,
+             (long long)time(NULL), host, (long)getpid());
     if (!(tb->f = fopen(tb->path, "ab"))) {
         char why[160];
         snprintf(why, sizeof why, "cannot create it: %s", strerror(errno));

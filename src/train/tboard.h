@@ -14,7 +14,11 @@
 
 typedef struct brisk_tboard brisk_tboard;
 
-/* Creates dir/events.out.tfevents.<seconds>.<host>.<pid> and buffers its first record
+/* What ends the name of brisk's event files: TensorBoard reads any name holding "tfevents",
+ * and a run directory's --overwrite removes only files so named, never another program's. */
+#define BRISK_TBOARD_SUFFIX ".brisk"
+
+/* Creates dir/events.out.tfevents.<seconds>.<host>.<pid>.brisk and buffers its first record
  * (file_version "brain.Event:2"); NULL (reported through log) when it cannot. */
 brisk_tboard *brisk_tboard_open(const char *dir, const brisk_logger *log);
 /* Scalars are float32 in TensorBoard; NaN and infinities are left out. */

@@ -99,6 +99,8 @@ struct brisk_trainer {
     /* rotation.c: the run directory's previous run is continued (a resume was asked for);
      * else it must be empty of one or train.overwrite set */
     int run_claimed;
+    int from_files;            /* made from a config's data files (brisk train), not a program's data */
+    int no_files_told;         /* train.out_dir "": said once */
     const char *run_choices;   /* how the driving program continues or replaces a previous run (NULL: the CLI's flags) */
     brisk_trainer_control control; /* set by a program driving the trainer (control.c) */
     /* data parallel (dist.c): the process group (NULL: one process), gradient buckets, and
@@ -375,6 +377,8 @@ brisk_status brisk_checkpoint_find_latest(const char *dir, const brisk_logger *l
  * checkpoints or metrics, unless a resume claimed it (t->run_claimed) or train.overwrite
  * removes them; a continued run adopts best.safetensors' loss as the bar to beat. */
 brisk_status brisk_run_dir_claim(brisk_trainer *t, brisk_error *err);
+/* Refuses a run directory that is no place for one: the root or the home directory. */
+brisk_status brisk_run_dir_check_place(const brisk_trainer *t, brisk_error *err);
 /* Appends the run-start record to metrics.jsonl, with the optimizations on and off. */
 void brisk_run_dir_mark_start(brisk_trainer *t);
 /* Appends the run-end record: the summary's time split, speed and memory (the report's source). */

@@ -94,6 +94,13 @@ static void test_errors(void) {
          "line 2, column 'price': expected an integer label (i32), got '1.5'"},
         {"id,price\n1,3e9\n", price, 1, BRISK_I32, BRISK_ERR_FORMAT, "got '3e9'"},
         {"id,price\n1,nan\n", NULL, 0, BRISK_I32, BRISK_ERR_FORMAT, "line 2, column 'price': expected an integer"},
+        /* strtod's other forms: a cell is decimal (on the previous code 0x10 read as 16) */
+        {"id,price\n1,0x10\n", price, 1, BRISK_F32, BRISK_ERR_FORMAT,
+         "line 2, column 'price': expected a number, got '0x10' (cells are read as decimal numbers only)"},
+        {"id,price\n1,0x1p3\n", price, 1, BRISK_F32, BRISK_ERR_FORMAT, "got '0x1p3' (cells are read as decimal"},
+        {"id,price\n1,0x10\n", price, 1, BRISK_I32, BRISK_ERR_FORMAT, "got '0x10' (cells are read as decimal"},
+        {"id,price\n1,1e\n", price, 1, BRISK_F32, BRISK_ERR_FORMAT, "expected a number, got '1e'"},
+        {"id,price\n1,nanx\n", price, 1, BRISK_F32, BRISK_ERR_FORMAT, "expected a number, got 'nanx'"},
         {"id,price\n1,2\n", price, 0, BRISK_F32, BRISK_ERR_INVALID, "no columns selected"},
         {"id,price\n1,2\n", price, 1, BRISK_BF16, BRISK_ERR_INVALID, "f32 or i32"},
     };

@@ -441,6 +441,46 @@ static void test_text_checks(void) {
     free(text);
 }
 
+/* Numbers as JSON writes them and no others: cJSON alone read [0001] as 1, +1 and .5 as
+ * numbers and 0x10 as 0 followed by junk (issue 37). */
+static void test_number_grammar(void) {
+    const char *bad[][2] = {
+        {"[0001]", "cfg.json: line 1, column 2: '0001' is not a JSON number (a leading zero); JSON numbers are "
+                   "decimal, as 10, -0.5 or 1e-3"},
+        {"{\"a\":\n  -01.5}", "cfg.json: line 2, column 3: '-01.5' is not a JSON number (a leading zero); JSON "
+                              "numbers are decimal, as 10, -0.5 or 1e-3"},
+        {"[0x10]", "cfg.json: line 1, column 2: '0x10' is not a JSON number (hexadecimal); JSON numbers are decimal, "
+                   "as 10, -0.5 or 1e-3"},
+        {"[+1]", "cfg.json: line 1, column 2: '+1' is not a JSON number (a leading '+'); JSON numbers are decimal, "
+                 "as 10, -0.5 or 1e-3"},
+        {"[.5]", "cfg.json: line 1, column 2: '.5' is not a JSON number (no digit before the '.'); JSON numbers are "
+                 "decimal, as 10, -0.5 or 1e-3"},
+        {"[1.]", "cfg.json: line 1, column 2: '1.' is not a JSON number (no digit after the '.'); JSON numbers are "
+                 "decimal, as 10, -0.5 or 1e-3"},
+        {"[1e]", "cfg.json: line 1, column 2: '1e' is not a JSON number (no digits in the exponent); JSON numbers "
+                 "are decimal, as 10, -0.5 or 1e-3"},
+        {"[12abc]", "cfg.json: line 1, column 2: '12abc' is not a JSON number (not a number); JSON numbers are "
+                    "decimal, as 10, -0.5 or 1e-3"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) CHECK_MSG(parse_error(bad[i][0], strlen(bad[i][0])), bad[i][1]);
+    /* JSON's own numbers, and digits inside strings, keys and comments, are fine */
+    const char *good = "{\"n\": [0, -0, 10, -0.5, 1e-3, 2E+10, 0.25e2], \"0001\": \"0x10 +1 .5\"} // 0001";
+    CHECK_MSG(parse_error(good, strlen(good)), "");
+    /* --set: a value that is no JSON number is a word, as a bare name is, so the key's own
+     * check names it (train.epochs=0001: expected a whole number, got "0001") */
+    brisk_json *doc = parse("{}");
+    REQUIRE(doc);
+    brisk_error e = {0};
+    REQUIRE_OK(brisk_json_override(doc, "a=0001", &e), errp(&e));
+    REQUIRE_OK(brisk_json_override(doc, "b=0x10", &e), errp(&e));
+    REQUIRE_OK(brisk_json_override(doc, "c=12", &e), errp(&e));
+    char *s = dump(doc);
+    REQUIRE(s);
+    CHECK_MSG(s, "{\"a\":\"0001\",\"b\":\"0x10\",\"c\":12}");
+    free(s);
+    brisk_json_free(doc);
+}
+
 TEST_MAIN(T(test_comments), T(test_syntax_errors), T(test_load_file), T(test_getter_errors),
           T(test_getters_ok), T(test_sticky_and_unknown), T(test_overrides), T(test_round_trip),
-          T(test_text_checks))
+          T(test_text_checks), T(test_number_grammar))
