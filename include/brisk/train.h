@@ -262,8 +262,11 @@ typedef struct brisk_run_summary {
     int64_t steps;            /* optimizer steps done in total (including before a resume) */
     int epochs_done;
     double final_loss;        /* mean training loss over the last epoch (or logging window) */
-    double best_val_loss;     /* NaN when there is no validation split */
-    double best_val_accuracy; /* classification only, else NaN */
+    double best_val_loss;     /* the run's best over all its resumed parts (what best.safetensors
+                                 holds); NaN when there is no validation split or none ran */
+    double best_val_accuracy; /* classification only, else NaN; likewise over all parts */
+    double run_best_val_loss, run_best_val_accuracy; /* this run's (or API call's) own; NaN: none */
+    int best_before_run;      /* best_val_loss was reached before this run (it was resumed) */
     double wall_s, data_wait_s, compute_s;
     double copy_s;            /* handing batches to the device (a device backend; 0 on the CPU) */
     double checkpoint_s;      /* writing this run's checkpoints (part of the time outside the steps) */
@@ -287,8 +290,9 @@ typedef struct brisk_run_summary {
     int64_t nan_skipped;      /* steps skipped for a NaN/inf loss (train.skip_nan_steps), all runs */
     int64_t scaler_skipped;   /* updates the fp16 loss scaler skipped in this run */
     char checkpoint[BRISK_PATH_MAX + 64]; /* the newest checkpoint written, "" if none */
-    brisk_val_metrics best;   /* the validation metrics of the epoch with the best loss */
-    int best_epoch;           /* 0 when there was no validation */
+    brisk_val_metrics best;   /* the validation metrics of the epoch with the best loss (before this
+                                 run: loss, accuracy, MAE and RMSE only) */
+    int best_epoch;           /* epochs completed at the best loss; 0 when there was no validation */
     size_t state_bytes;       /* parameters, gradients and the two optimizer moments */
     double device_mem_used;   /* bytes in use on the device at the end; NaN without a device */
     char step_clock[48];      /* what timed the steps (ms_per_step_*, samples_per_s): "device events
@@ -301,8 +305,9 @@ typedef struct brisk_run_summary {
  * run_end line and of brisk_train_run's result: steps, steps_run, epochs, wall_s, data_wait_s,
  * copy_s, compute_s, checkpoint_s, validation_s, checkpoints, samples_per_s, ms_per_step_median, ms_per_step_p95,
  * gflop_per_step, gflops, final_loss,
- * best_val_loss, best_val_accuracy, best_val_px_error, best_val_pck, best_epoch, params, arena_bytes, state_bytes, total_bytes,
- * device_mem_used, nan_skipped, images_left_out, images_replaced, stopped_by_signal (0, a signal number, or -1 for a program's
+ * best_val_loss, best_val_accuracy, best_val_px_error, best_val_pck, best_epoch, run_best_val_loss,
+ * run_best_val_accuracy, best_before_run, params, arena_bytes, state_bytes, total_bytes, device_mem_used,
+ * nan_skipped, images_left_out, images_replaced, stopped_by_signal (0, a signal number, or -1 for a program's
  * stop request), checkpoint, step_clock and, when out_dir is not NULL, out_dir. Numbers not measured
  * (NaN) are null. NULL when out of memory. */
 struct cJSON *brisk_run_summary_json(const brisk_run_summary *s, const char *out_dir);

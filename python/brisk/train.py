@@ -54,7 +54,8 @@ def train(config, overrides=None, resume=None, overwrite=False, progress=True, l
     (True), or False. log: as brisk.Session's (None: the logging module's "brisk" logger).
 
     Returns (summary, checkpoint): summary is a dict with the keys of metrics.jsonl's run_end
-    line (steps, epochs, final_loss, best_val_loss, best_val_accuracy, wall_s,
+    line (steps, epochs, final_loss, best_val_loss and best_val_accuracy over every resumed part of
+    the run, run_best_val_loss for this call's part, wall_s,
     ms_per_step_median, samples_per_s, params, stopped_by_signal, checkpoint, ...; None where
     nothing was measured) and out_dir, and checkpoint the newest checkpoint's path ("" when the
     config sets no train.out_dir). A config with "models" returns ({"models": {...}}, None).

@@ -349,8 +349,8 @@ static brisk_status query(api_session *s, const char *name, double *value, brisk
         {"epochs", (double)s->epochs},
         {"train_loss", s->trained ? l->final_loss : none},
         {"last_loss", s->trained ? s->last_loss : none},
-        {"val_loss", s->trained ? l->best_val_loss : none},
-        {"val_accuracy", s->trained ? l->best_val_accuracy : none},
+        {"val_loss", s->trained ? l->run_best_val_loss : none}, /* the call's own, not a loaded checkpoint's */
+        {"val_accuracy", s->trained ? l->run_best_val_accuracy : none},
         {"train_seconds", s->trained ? l->wall_s : none},
         {"ms_per_step", s->trained ? l->ms_per_step_median : none},
         {"samples_per_s", s->trained ? l->samples_per_s : none},

@@ -49,6 +49,22 @@ static brisk_status scaler_restore(brisk_trainer *t, const brisk_safetensors *st
     return t->be->scaler_set(t->be, &s, err);
 }
 
+/* {"epoch": .., "step": .., "mid_epoch": .., "accuracy": .., "mae": .., "rmse": .., "px_error": .., "pck": ..,
+ * "max_accuracy": ..}, NaN as null (checkpoint_verify.c reads it back). */
+static brisk_status best_at_json(const brisk_trainer *t, char *out, size_t n, brisk_error *err) {
+    const brisk_best_at *b = &t->best_at;
+    const double v[6] = {b->accuracy, b->mae, b->rmse, b->px_error, b->pck, b->max_accuracy};
+    char num[6][32];
+    for (int i = 0; i < 6; i++) {
+        if (isfinite(v[i])) snprintf(num[i], sizeof num[i], "%.9g", v[i]);
+        else snprintf(num[i], sizeof num[i], "null");
+    }
+    int k = snprintf(out, n, "{\"epoch\": %" PRId64 ", \"step\": %" PRId64 ", \"mid_epoch\": %s, \"accuracy\": %s, "
+                     "\"mae\": %s, \"rmse\": %s, \"px_error\": %s, \"pck\": %s, \"max_accuracy\": %s}", b->epoch,
+                     b->step, b->mid_epoch ? "true" : "false", num[0], num[1], num[2], num[3], num[4], num[5]);
+    return k > 0 && (size_t)k < n ? BRISK_OK : brisk_errorf(err, BRISK_ERR_INTERNAL, "best_val metadata too long");
+}
+
 brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_error *err) {
     double t0 = brisk_now();
     char *norm = NULL;
@@ -90,7 +106,7 @@ brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_err
         }
     }
     char step[32], epoch[32], pos[32], seed[32], best[64], skipped[32], sum[BRISK_CKPT_CHECKSUM_LEN];
-    char samples[32], target[96], world[16];
+    char samples[32], target[96], world[16], best_at[400];
     snprintf(world, sizeof world, "%d", t->world > 1 ? t->world : 1);
     snprintf(samples, sizeof samples, "%" PRId64, t->samples);
     snprintf(target, sizeof target, "{\"mean\": %.9g, \"std\": %.9g}", t->target_mean, t->target_std);
@@ -100,6 +116,7 @@ brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_err
     snprintf(pos, sizeof pos, "%" PRId64, t->position);
     snprintf(seed, sizeof seed, "%" PRIu64, t->cfg.train.seed);
     snprintf(best, sizeof best, "%.9g", t->best_val);
+    if ((st = best_at_json(t, best_at, sizeof best_at, err))) goto out;
     if (t->norm_n > 0 && !(norm = brisk_normalization_json(t->norm_mean, t->norm_std, t->norm_n))) {
         st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
         goto out;
@@ -109,6 +126,7 @@ brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_err
     brisk_st_meta meta[] = {
         {"format", BRISK_CKPT_FORMAT}, {"brisk_version", BRISK_VERSION}, {"brisk_commit", brisk_build_commit},
         {"step", step}, {"epoch", epoch}, {"position", pos}, {"samples", samples}, {"world_size", world}, {"seed", seed}, {"best_val_loss", best},
+        {"best_val", isnan(t->best_val) ? NULL : best_at}, /* where the best was reached, for a resumed run's summary */
         {"nan_skipped", skipped}, {"optimizer", sgd ? "sgd" : "adamw"}, {"config", t->cfg.json},
         {"normalization", norm}, /* windowed data: predict applies it again; data.netcdf: rollout */
         {"target_normalization", /* predict maps outputs back */
@@ -234,7 +252,7 @@ brisk_status brisk_checkpoint_load(brisk_trainer *t, const char *path, brisk_err
     brisk_trainer_plan_length(t);
     if ((s = scaler_restore(t, st, path, err))) goto out;
     /* the lowest known: a best.safetensors of this run directory may hold a better one */
-    if (!isnan(cs.best_val) && !(t->best_val <= cs.best_val)) t->best_val = cs.best_val;
+    brisk_trainer_adopt_best(t, &cs);
     snprintf(t->last_ckpt, sizeof t->last_ckpt, "%s", path);
     t->last_ckpt_step = cs.step;
 out:

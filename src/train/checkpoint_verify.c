@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "data/bytes.h"
 #include "train/trainer_internal.h"
 
@@ -158,6 +160,31 @@ static int64_t meta_int(const brisk_safetensors *st, const char *key, int requir
     return x;
 }
 
+/* A number member of o, NaN when absent, null or not a number. */
+static double member_num(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) && isfinite(v->valuedouble) ? v->valuedouble : NAN;
+}
+
+/* "best_val": informational (what a resumed run's summary says of its best), so a value that
+ * does not parse is taken as not recorded rather than refused: the loss that decides what
+ * replaces best.safetensors is best_val_loss, checked above. */
+static void best_at_of(const brisk_safetensors *st, brisk_ckpt_state *out) {
+    brisk_best_at *b = &out->best_at;
+    *b = (brisk_best_at){-1, -1, 0, NAN, NAN, NAN, NAN, NAN, NAN};
+    const char *text = brisk_safetensors_meta(st, "best_val");
+    cJSON *o = text ? cJSON_Parse(text) : NULL;
+    if (cJSON_IsObject(o)) {
+        double e = member_num(o, "epoch"), s = member_num(o, "step");
+        if (e >= 0 && e <= META_MAX_EPOCH && s >= 0 && s <= META_MAX_STEP) b->epoch = (int64_t)e, b->step = (int64_t)s;
+        b->mid_epoch = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "mid_epoch"));
+        b->accuracy = member_num(o, "accuracy"), b->mae = member_num(o, "mae"), b->rmse = member_num(o, "rmse");
+        b->px_error = member_num(o, "px_error"), b->pck = member_num(o, "pck");
+        b->max_accuracy = member_num(o, "max_accuracy");
+    }
+    cJSON_Delete(o);
+}
+
 brisk_status brisk_checkpoint_state(const brisk_safetensors *st, brisk_ckpt_state *out, brisk_error *err) {
     memset(out, 0, sizeof *out);
     const char *bad = NULL;
@@ -183,6 +210,7 @@ brisk_status brisk_checkpoint_state(const brisk_safetensors *st, brisk_ckpt_stat
     if (best && (end == best || *end || isinf(out->best_val) || out->best_val < 0))
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: metadata 'best_val_loss' is \"%.40s\", expected a finite loss "
                             ">= 0 or nan", brisk_safetensors_name(st), best);
+    best_at_of(st, out);
     out->config = brisk_safetensors_meta(st, "config");
     if (!out->config)
         return brisk_errorf(err, BRISK_ERR_FORMAT, "%s: metadata 'config' is missing", brisk_safetensors_name(st));

@@ -202,6 +202,107 @@ static int stop_pending(const brisk_trainer *t) {
     return brisk_trainer_stop_asked(t);
 }
 
+/* This run's validations: its own best, beside the trainer's best over all the run's parts. */
+typedef struct run_val {
+    int rounds;                /* validations this run made */
+    int best_here;             /* the trainer's best was reached in this run */
+    double loss, max_accuracy; /* this run's best (NaN: none) */
+    brisk_val_metrics best;    /* at this run's best loss */
+    int64_t best_epoch;
+} run_val;
+
+/* Validates the current weights at an epoch's end, or (mid 1) at the end of a run whose last
+ * epoch was cut short (train.max_steps inside an epoch), so that such a run too has a
+ * validation loss and a best.safetensors; logs and records the result and keeps the best. */
+static brisk_status validate_now(brisk_trainer *t, run_val *rv, int64_t epoch_steps, int mid, int write_best,
+                                 double *train_loss, brisk_error *err) {
+    brisk_val_metrics vm;
+    double v0 = brisk_now();
+    brisk_status st = brisk_validate(t, &vm, err);
+    t->validation_s += brisk_now() - v0;
+    if (st) return st;
+    double vl = vm.loss, va = vm.accuracy;
+    *train_loss = tail_mean(t, epoch_steps);
+    rv->rounds++;
+    int better = !isnan(vl) && (isnan(t->best_val) || vl < t->best_val);
+    if (better) {
+        t->best_val = vl, rv->best_here = 1;
+        t->best_at = (brisk_best_at){t->epoch, t->step, mid, va, vm.mae, vm.rmse, vm.px_error, vm.pck,
+                                     t->best_at.max_accuracy};
+    }
+    if (!isnan(va) && !(va <= t->best_at.max_accuracy)) t->best_at.max_accuracy = va;
+    if (!isnan(vl) && !(vl >= rv->loss)) rv->loss = vl, rv->best = vm, rv->best_epoch = t->epoch;
+    if (!isnan(va) && !(va <= rv->max_accuracy)) rv->max_accuracy = va;
+    char vtxt[256] = "";
+    if (!isnan(vl)) snprintf(vtxt, sizeof vtxt, "  val loss %.5f", vl);
+    if (!isnan(va)) snprintf(vtxt + strlen(vtxt), sizeof vtxt - strlen(vtxt), "  val accuracy %.4f", va);
+    if (!isnan(vm.mae))
+        snprintf(vtxt + strlen(vtxt), sizeof vtxt - strlen(vtxt), "  val MAE %.4g RMSE %.4g", vm.mae, vm.rmse);
+    if (!isnan(vm.px_error)) /* image keypoints: the MAE above is in fractions of the sample */
+        snprintf(vtxt + strlen(vtxt), sizeof vtxt - strlen(vtxt), " (fractions of the image)  keypoint error "
+                 "%.4g px  PCK@%g %.4f", vm.px_error, BRISK_PCK_FRACTION, vm.pck);
+    if (mid)
+        brisk_log(&t->log, BRISK_LOG_INFO, "validation at the run's end, step %lld, %lld steps into epoch %lld  train "
+                  "loss %.5f%s%s", (long long)t->step, (long long)epoch_steps, (long long)t->epoch + 1, *train_loss, vtxt,
+                  better ? "  (best)" : "");
+    else
+        brisk_log(&t->log, BRISK_LOG_INFO, "epoch %lld done  train loss %.5f%s%s", (long long)t->epoch, *train_loss, vtxt,
+                  better ? "  (best)" : "");
+    char abuf[4096] = "";
+    if (mid) snprintf(abuf, sizeof abuf, ", \"mid_epoch\": true");
+    if (!isnan(vl)) brisk_metrics_json(&vm, abuf + strlen(abuf), sizeof abuf - strlen(abuf));
+    const metric m[] = {{"train_loss", "%.7g", *train_loss, 0}, {"val_loss", "%.7g", vl, 0}};
+    record(t, 1, m, 2, abuf);
+    /* the validation metrics' scalars as metrics.jsonl prints them (brisk_metrics_json) */
+    if (!isnan(vl)) {
+        const char *key[] = {"val_accuracy", "val_mae", "val_rmse", "val_px_error", "val_pck"};
+        double v[] = {vm.accuracy, vm.mae, vm.rmse, vm.px_error, vm.pck};
+        char num[32];
+        for (int i = 0; i < 5; i++)
+            if (isfinite(v[i]) && (i == 0) == (vm.classes != 0))
+                snprintf(num, sizeof num, "%.6g", v[i]), brisk_tboard_scalar(t->tboard, t->step, key[i], strtod(num, NULL));
+    }
+    brisk_tboard_flush(t->tboard);
+    return write_best && better ? brisk_rotation_save_best(t, err) : BRISK_OK;
+}
+
+/* The summary's "best val loss" text: the run's best over all its parts, where it was
+ * reached, and this run's own when the best came before it (a resume). */
+static void best_text(const brisk_trainer *t, const run_val *rv, int stop_sig, char *out, size_t n) {
+    const brisk_best_at *b = &t->best_at;
+    if (isnan(t->best_val)) {
+        if (brisk_trainer_val_count(t) == 0) snprintf(out, n, "none (no validation split)");
+        else snprintf(out, n, "none: validation runs at each epoch's end and at the end of a run cut mid-epoch, and "
+                      "this run %s before either", stop_sig ? "was stopped" : "ended");
+        return;
+    }
+    size_t k;
+    if (b->epoch < 0) k = (size_t)snprintf(out, n, "%.5f", t->best_val);
+    else if (b->mid_epoch)
+        k = (size_t)snprintf(out, n, "%.5f (step %lld, at the end of a run cut in epoch %lld)", t->best_val,
+                             (long long)b->step, (long long)b->epoch + 1);
+    else k = (size_t)snprintf(out, n, "%.5f (epoch %lld)", t->best_val, (long long)b->epoch);
+    if (!isnan(b->max_accuracy) && k < n) k += (size_t)snprintf(out + k, n - k, ", best val accuracy %.4f", b->max_accuracy);
+    if (!isnan(b->mae) && k < n) k += (size_t)snprintf(out + k, n - k, ", MAE %.5g, RMSE %.5g", b->mae, b->rmse);
+    if (!isnan(b->px_error) && k < n)
+        k += (size_t)snprintf(out + k, n - k, " (fractions of the image), keypoint error %.4g px, PCK@%g %.4f",
+                              b->px_error, BRISK_PCK_FRACTION, b->pck);
+    if (rv->best_here || k >= n) return;
+    if (isnan(rv->loss))
+        snprintf(out + k, n - k, "; reached before this run was resumed, which did not validate");
+    else
+        snprintf(out + k, n - k, "; reached before this run was resumed; this run's best %.5f (epoch %lld)",
+                 rv->loss, (long long)rv->best_epoch);
+}
+
+/* A run from a config that ends inside an epoch (train.max_steps) validates once more at its
+ * last step, so that it has a validation loss and best.safetensors; not a stopped one (it must
+ * be quick; the caller checks), nor a program's run of some steps (it validates when it chooses). */
+static int validates_at_end(const brisk_trainer *t, int64_t epoch_steps, int64_t max_new_steps) {
+    return epoch_steps > 0 && t->from_files && max_new_steps == 0 && t->step == t->total_steps &&
+           brisk_trainer_val_count(t) > 0;
+}
+
 brisk_status brisk_trainer_run(brisk_trainer *t, brisk_run_summary *sum, brisk_error *err) {
     return brisk_trainer_run_steps(t, 0, sum, err);
 }
@@ -283,6 +384,8 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
     const int cuttable = brisk_step_cuttable(t);
     sum->best_val_loss = sum->best_val_accuracy = NAN;
     brisk_metrics_reset(&sum->best, 0);
+    run_val rv = {.loss = NAN, .max_accuracy = NAN};
+    int save_at_end = 0; /* the last step's checkpoint waits for the validation at the run's end */
     if (!step_times) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto out; }
 
     while (t->step < end && !(stop_sig = stop_pending(t))) {
@@ -375,54 +478,22 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             last_status = brisk_now();
         }
         if (epoch_ended) {
-            brisk_val_metrics vm;
-            double v0 = brisk_now();
-            st = brisk_validate(t, &vm, err);
-            t->validation_s += brisk_now() - v0;
-            if (st) goto out;
-            double vl = vm.loss, va = vm.accuracy;
+            if ((st = validate_now(t, &rv, epoch_steps, 0, files && !when_due, &last_epoch_loss, err))) goto out;
             epochs_done++;
-            last_epoch_loss = tail_mean(t, epoch_steps);
-            int better = !isnan(vl) && (isnan(t->best_val) || vl < t->best_val);
-            if (better) t->best_val = vl;
-            if (!isnan(vl) && (isnan(sum->best_val_loss) || vl < sum->best_val_loss)) {
-                sum->best_val_loss = vl;
-                sum->best = vm;
-                sum->best_epoch = (int)t->epoch;
-            }
-            if (!isnan(va) && (isnan(sum->best_val_accuracy) || va > sum->best_val_accuracy)) sum->best_val_accuracy = va;
-            char vtxt[256] = "";
-            if (!isnan(vl)) snprintf(vtxt, sizeof vtxt, "  val loss %.5f", vl);
-            if (!isnan(va)) snprintf(vtxt + strlen(vtxt), sizeof vtxt - strlen(vtxt), "  val accuracy %.4f", va);
-            if (!isnan(vm.mae))
-                snprintf(vtxt + strlen(vtxt), sizeof vtxt - strlen(vtxt), "  val MAE %.4g RMSE %.4g", vm.mae, vm.rmse);
-            if (!isnan(vm.px_error)) /* image keypoints: the MAE above is in fractions of the sample */
-                snprintf(vtxt + strlen(vtxt), sizeof vtxt - strlen(vtxt), " (fractions of the image)  keypoint error "
-                         "%.4g px  PCK@%g %.4f", vm.px_error, BRISK_PCK_FRACTION, vm.pck);
-            brisk_log(&t->log, BRISK_LOG_INFO, "epoch %lld done  train loss %.5f%s%s", (long long)t->epoch,
-                      last_epoch_loss, vtxt, better ? "  (best)" : "");
-            char abuf[4096] = "";
-            if (!isnan(vl)) brisk_metrics_json(&vm, abuf, sizeof abuf);
-            const metric m[] = {{"train_loss", "%.7g", last_epoch_loss, 0}, {"val_loss", "%.7g", vl, 0}};
-            record(t, 1, m, 2, abuf);
-            /* the validation metrics' scalars as metrics.jsonl prints them (brisk_metrics_json) */
-            if (!isnan(vl)) {
-                const char *key[] = {"val_accuracy", "val_mae", "val_rmse", "val_px_error", "val_pck"};
-                double v[] = {vm.accuracy, vm.mae, vm.rmse, vm.px_error, vm.pck};
-                char num[32];
-                for (int i = 0; i < 5; i++)
-                    if (isfinite(v[i]) && (i == 0) == (vm.classes != 0))
-                        snprintf(num, sizeof num, "%.6g", v[i]), brisk_tboard_scalar(t->tboard, t->step, key[i], strtod(num, NULL));
-            }
-            brisk_tboard_flush(t->tboard);
-            if (files && better && !when_due && (st = brisk_rotation_save_best(t, err))) goto out;
             epoch_steps = 0;
         }
         /* After validation, so that a checkpoint at an epoch's end carries its result
-         * (a run resumed from it must know the best loss so far). */
-        if (files && brisk_rotation_due(t, epoch_ended) && ((st = brisk_step_flush(t, err)) || (st = brisk_rotation_save(t, err)))) goto out;
+         * (a run resumed from it must know the best loss so far); at the last step of a run
+         * that validates at its end, after that validation, for the same reason. */
+        if (files && brisk_rotation_due(t, epoch_ended)) {
+            if (validates_at_end(t, epoch_steps, max_new_steps)) save_at_end = 1;
+            else if ((st = brisk_step_flush(t, err)) || (st = brisk_rotation_save(t, err))) goto out;
+        }
     }
-    if (!(st = brisk_step_flush(t, err)) && files && (!when_due || stop_sig)) st = brisk_rotation_save(t, err);
+    st = brisk_step_flush(t, err);
+    if (!st && !stop_sig && validates_at_end(t, epoch_steps, max_new_steps))
+        st = validate_now(t, &rv, epoch_steps, 1, files && !when_due, &last_epoch_loss, err);
+    if (!st && files && (!when_due || stop_sig || save_at_end)) st = brisk_rotation_save(t, err);
     scaler_skips(t);
     brisk_numeric_check_scaler(t, n_timed);
     /* several ranks: rank 0 reports the stop every rank made at this step, by its own signal
@@ -472,6 +543,17 @@ out:
         sum->scaler_skipped = t->scaler_skipped;
         snprintf(sum->checkpoint, sizeof sum->checkpoint, "%s", t->last_ckpt);
         sum->epochs_done = epochs_done;
+        /* the run's best over all its parts (what best.safetensors holds), and this run's own */
+        sum->best_val_loss = t->best_val;
+        sum->best_val_accuracy = t->best_at.max_accuracy;
+        sum->best_epoch = isnan(t->best_val) || t->best_at.epoch < 0 ? 0 : (int)t->best_at.epoch;
+        sum->best_before_run = !isnan(t->best_val) && !rv.best_here;
+        sum->run_best_val_loss = rv.loss;
+        sum->run_best_val_accuracy = rv.max_accuracy;
+        if (rv.best_here) sum->best = rv.best;
+        else sum->best.loss = t->best_val, sum->best.accuracy = t->best_at.accuracy, sum->best.mae = t->best_at.mae,
+             sum->best.rmse = t->best_at.rmse, sum->best.px_error = t->best_at.px_error,
+             sum->best.pck = t->best_at.pck; /* per-class counts are not kept in checkpoints */
         sum->final_loss = epoch_steps ? tail_mean(t, epoch_steps) : last_epoch_loss;
         sum->wall_s = brisk_now() - t_start;
         use_device_copy(t, &run, &run_copy_mark);
@@ -560,15 +642,8 @@ out:
         if (sum->checkpoints > 0 || sum->validation_s > 0)
             snprintf(other, sizeof other, ": checkpoints %.2f s (%lld written), validation %.2f s", sum->checkpoint_s,
                      (long long)sum->checkpoints, sum->validation_s);
-        char val[256] = "none (no validation split)";
-        if (!isnan(sum->best_val_loss)) snprintf(val, sizeof val, "%.5f (epoch %d)", sum->best_val_loss, sum->best_epoch);
-        if (!isnan(sum->best_val_accuracy))
-            snprintf(val + strlen(val), sizeof val - strlen(val), ", best val accuracy %.4f", sum->best_val_accuracy);
-        if (!isnan(sum->best.mae))
-            snprintf(val + strlen(val), sizeof val - strlen(val), ", MAE %.5g, RMSE %.5g", sum->best.mae, sum->best.rmse);
-        if (!isnan(sum->best.px_error))
-            snprintf(val + strlen(val), sizeof val - strlen(val), " (fractions of the image), keypoint error %.4g px, "
-                     "PCK@%g %.4f", sum->best.px_error, BRISK_PCK_FRACTION, sum->best.pck);
+        char val[400];
+        best_text(t, &rv, stop_sig, val, sizeof val);
         brisk_log(&t->log, BRISK_LOG_INFO,
                   BRISK_SUMMARY_HEAD "   %lld step%s in %.2f s (%d epoch%s)%s\n"
                   "  train loss        %.5f (last epoch)\n"

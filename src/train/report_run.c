@@ -55,7 +55,11 @@ static void header(brisk_html *b, const char *dir, const run_log *r) {
     brisk_html_printf(b, "</div>\n<div class=\"stats\">\n");
     stat_box(b, "steps", "%.0f", steps);
     stat_box(b, "final train loss", "%.5g", final);
-    stat_box(b, "best val loss", "%.5g", e->n ? min_finite(e->col[E_VAL], e->n) : NAN);
+    /* the epochs logged here, and run_end's best over every resumed part of the run (a run
+     * resumed from another directory's checkpoint logged its earlier epochs there) */
+    double best = e->n ? min_finite(e->col[E_VAL], e->n) : NAN, ended = end_num(r, "best_val_loss");
+    if (isfinite(ended) && !(best <= ended)) best = ended;
+    stat_box(b, "best val loss", "%.5g", best);
     stat_box(b, "samples/s", NULL, end_num(r, "samples_per_s"));
     stat_box(b, "ms/step (median)", "%.3f", end_num(r, "ms_per_step_median"));
     stat_box(b, "GFLOP/s (products)", "%.1f", end_num(r, "gflops")); /* "-" for runs before it was logged */

@@ -115,6 +115,16 @@ brisk_status brisk_run_dir_check_place(const brisk_trainer *t, brisk_error *err)
     return st;
 }
 
+void brisk_trainer_adopt_best(brisk_trainer *t, const brisk_ckpt_state *cs) {
+    double max_acc = t->best_at.max_accuracy;
+    if (cs->best_at.max_accuracy > max_acc || isnan(max_acc)) max_acc = cs->best_at.max_accuracy;
+    if (!isnan(cs->best_val) && !(t->best_val <= cs->best_val)) {
+        t->best_val = cs->best_val;
+        t->best_at = cs->best_at;
+    }
+    t->best_at.max_accuracy = max_acc;
+}
+
 /* Takes the best validation loss recorded in best.safetensors as the bar to beat. */
 static void adopt_best(brisk_trainer *t) {
     char path[BRISK_PATH_MAX + 32];
@@ -125,8 +135,10 @@ static void adopt_best(brisk_trainer *t) {
     brisk_error e;
     if (brisk_checkpoint_open(path, &st, &e) || brisk_checkpoint_state(st, &cs, &e)) {
         brisk_log(&t->log, BRISK_LOG_WARN, "%s (the next best model replaces it)", e.msg);
-    } else if (!isnan(cs.best_val) && (isnan(t->best_val) || cs.best_val < t->best_val)) {
-        t->best_val = cs.best_val;
+    } else {
+        /* written when its loss was validated: where it was reached, also for files before "best_val" */
+        if (cs.best_at.epoch < 0) cs.best_at.epoch = cs.epoch, cs.best_at.step = cs.step;
+        brisk_trainer_adopt_best(t, &cs);
     }
     brisk_safetensors_free(st);
 }

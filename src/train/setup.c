@@ -396,6 +396,7 @@ static brisk_status create(const brisk_config *cfg, const brisk_logger *log, bri
     t->cfg.json = strdup(cfg->json ? cfg->json : "{}");
     if (log) t->log = *log;
     t->best_val = NAN;
+    t->best_at = (brisk_best_at){-1, -1, 0, NAN, NAN, NAN, NAN, NAN, NAN};
     t->target_std = 1.0f;
     t->lock_fd = -1;
     t->world = 1;

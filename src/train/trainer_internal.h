@@ -13,6 +13,17 @@
 
 #define BRISK_OVERLAP_TRIAL 16 /* timed steps per mode (dist.overlap auto, CPU) */
 
+/* Where the best validation loss so far was reached, and the metrics there: what a resumed
+ * run's summary says of a best that an earlier part of the run reached (checkpoint metadata
+ * "best_val"). NaN: not measured or not known. */
+typedef struct brisk_best_at {
+    int64_t epoch, step;  /* epochs completed and optimizer steps then; -1: not recorded */
+    int mid_epoch;        /* validated at the end of a run cut mid-epoch, not at an epoch's end */
+    double accuracy, mae, rmse;
+    double px_error, pck; /* image keypoints (eval.c) */
+    double max_accuracy;  /* the best validation accuracy so far, at whatever epoch */
+} brisk_best_at;
+
 struct brisk_trainer {
     brisk_config cfg;
     brisk_logger log;
@@ -33,7 +44,8 @@ struct brisk_trainer {
     int64_t decode_bytes;    /* image datasets: what the loaders' decoding threads allocate at most */
     int64_t schedule_steps; /* the learning-rate schedule's length when runs go past the configured
                                one (brisk_trainer_run_more); 0: total_steps */
-    double best_val;
+    double best_val;           /* the best validation loss of the run, over all its resumed parts */
+    brisk_best_at best_at;     /* where it was reached */
     /* history of this process */
     float *losses;
     int64_t n_losses, cap_losses;
@@ -259,6 +271,7 @@ typedef struct brisk_ckpt_state {
     int64_t step, epoch, position, nan_skipped;
     int64_t samples;    /* training samples consumed; -1 when the checkpoint predates the key */
     double best_val;    /* NaN when none */
+    brisk_best_at best_at; /* epoch and step -1 when the checkpoint predates "best_val" */
     int sgd;            /* 1: SGD momentum buffers, 0: AdamW moments */
     const char *config; /* the effective config, pointing into the open file */
 } brisk_ckpt_state;
@@ -377,6 +390,9 @@ brisk_status brisk_checkpoint_find_latest(const char *dir, const brisk_logger *l
  * checkpoints or metrics, unless a resume claimed it (t->run_claimed) or train.overwrite
  * removes them; a continued run adopts best.safetensors' loss as the bar to beat. */
 brisk_status brisk_run_dir_claim(brisk_trainer *t, brisk_error *err);
+/* Takes a checkpoint's best validation loss (and where it was reached) when it is lower than
+ * the trainer's, and its best accuracy when higher. */
+void brisk_trainer_adopt_best(brisk_trainer *t, const brisk_ckpt_state *cs);
 /* Refuses a run directory that is no place for one: the root or the home directory. */
 brisk_status brisk_run_dir_check_place(const brisk_trainer *t, brisk_error *err);
 /* Appends the run-start record to metrics.jsonl, with the optimizations on and off. */

@@ -23,18 +23,8 @@ static void make_data(void) {
 }
 
 /* every message at or above info, one per line */
-typedef struct captured {
-    char text[16384];
-} captured;
-
-static void capture(void *user, brisk_log_level level, const char *msg) {
-    captured *c = user;
-    size_t k = strlen(c->text);
-    snprintf(c->text + k, sizeof c->text - k, "%s %s\n", level == BRISK_LOG_WARN ? "W" : "I", msg);
-}
-
 /* A short run into out_dir (absolute, or "" for none); extra: more "train" members. */
-static brisk_status run(const char *out_dir, const char *extra, int overwrite, captured *c, brisk_error *err) {
+static brisk_status run(const char *out_dir, const char *extra, int overwrite, tu_log_text *c, brisk_error *err) {
     char json[2048];
     snprintf(json, sizeof json,
              "{\"model\": {\"type\": \"mlp\", \"inputs\": 64, \"hidden\": [16], \"outputs\": 3},"
@@ -45,7 +35,7 @@ static brisk_status run(const char *out_dir, const char *extra, int overwrite, c
     if (st) return st;
     cfg.train.overwrite = overwrite;
     brisk_trainer *t = NULL;
-    brisk_logger lg = {capture, c, BRISK_LOG_INFO};
+    brisk_logger lg = {tu_log_capture, c, BRISK_LOG_INFO};
     brisk_run_summary s;
     if (c) c->text[0] = 0;
     st = brisk_trainer_create(&cfg, c ? &lg : NULL, &t, err);
@@ -105,7 +95,7 @@ static void test_overwrite_names_and_keeps_foreign_events(void) {
     char out[700], foreign[800], removed[200];
     snprintf(out, sizeof out, "%s/over", dir);
     brisk_error err = {0};
-    captured c;
+    tu_log_text c;
     REQUIRE_OK(run(out, ", \"keep_checkpoints\": 5, \"checkpoint_every\": 2", 0, &c, &err), &err);
     CHECK(count_files(out, "events.out.tfevents.") == 1);
     snprintf(foreign, sizeof foreign, "%s/events.out.tfevents.1700000000.otherhost.123.0.v2", out);
@@ -133,7 +123,7 @@ static void test_overwrite_names_and_keeps_foreign_events(void) {
 static void test_no_run_dir_is_said(void) {
     make_data();
     brisk_error err = {0};
-    captured c;
+    tu_log_text c;
     REQUIRE_OK(run("", NULL, 0, &c, &err), &err);
     const char *w = strstr(c.text, "W checkpoints off: train.out_dir is \"\": no checkpoints");
     CHECKF(w && strstr(w, "loses this run's work"), "%s", c.text);

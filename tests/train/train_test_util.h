@@ -201,4 +201,15 @@ __attribute__((unused)) static brisk_status tu_train_json(const char *json, cons
     return st;
 }
 
+/* A logger's messages, one a line (warnings as "W msg"), for checks on what a run said. */
+typedef struct tu_log_text {
+    char text[32768];
+} tu_log_text;
+
+__attribute__((unused)) static void tu_log_capture(void *user, brisk_log_level level, const char *msg) {
+    tu_log_text *c = user;
+    size_t k = strlen(c->text);
+    snprintf(c->text + k, sizeof c->text - k, "%s%s\n", level == BRISK_LOG_WARN ? "W " : "", msg);
+}
+
 #endif
