@@ -51,9 +51,10 @@ brisk_status brisk_train_run(const char *config, int config_is_path, const char 
     st = config_is_path ? brisk_config_load(config, overrides, n_overrides, &cfg, &err)
                         : brisk_config_parse(config, "<config>", overrides, n_overrides, &cfg, &err);
     if (st) goto fail;
-    if (overwrite && resume) {
+    if (overwrite && resume && strcmp(resume, "auto") == 0) {
         brisk_config_free(&cfg);
-        st = brisk_errorf(&err, BRISK_ERR_INVALID, "overwrite starts a new run and resume continues one; give one of them");
+        st = brisk_errorf(&err, BRISK_ERR_INVALID, "overwrite starts a new run and resume \"auto\" continues the "
+                          "run directory's own; give one of them");
         goto fail;
     }
     cfg.train.overwrite = overwrite;

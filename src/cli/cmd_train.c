@@ -54,9 +54,11 @@ static const char help[] =
     "                                                                          train.checkpoint_epochs\n"
     "  --resume CKPT|auto         continue a run from its checkpoint; auto: the newest intact one in\n"
     "                             the run directory (last, best or step-N), or a fresh start when\n"
-    "                             it has none\n"
-    "  --overwrite                start a new run in a run directory that holds one, removing its\n"
-    "                             checkpoints and metrics (without it, or --resume, that is refused)\n"
+    "                             it has none. CKPT of another run than the one the run directory\n"
+    "                             holds is refused (it would replace it), unless --overwrite\n"
+    "  --overwrite                start a new run (or continue CKPT's) in a run directory that holds\n"
+    "                             another, removing its checkpoints and metrics (without it that is\n"
+    "                             refused)\n"
     "  --dist-plan N              print the gradient all-reduce's plan at N ranks (gradient bytes,\n"
     "                             buckets, ring traffic per rank a step) and exit: no training,\n"
     "                             no collective\n"
@@ -145,8 +147,9 @@ int cmd_train(int argc, char **argv) {
     brisk_error err = {0};
     brisk_config cfg;
     if (brisk_config_load(config, (const char *const *)over, n_over, &cfg, &err)) { rc = cli_fail_err(&err); goto done; }
-    if (overwrite && resume) {
-        rc = cli_usage("train", "--overwrite starts a new run and --resume continues one; give one of them");
+    if (overwrite && resume && strcmp(resume, "auto") == 0) {
+        rc = cli_usage("train", "--overwrite starts a new run and --resume auto continues the run directory's own; "
+                       "give one of them");
         brisk_config_free(&cfg);
         goto done;
     }

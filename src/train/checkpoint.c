@@ -127,6 +127,7 @@ brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_err
         {"format", BRISK_CKPT_FORMAT}, {"brisk_version", BRISK_VERSION}, {"brisk_commit", brisk_build_commit},
         {"step", step}, {"epoch", epoch}, {"position", pos}, {"samples", samples}, {"world_size", world}, {"seed", seed}, {"best_val_loss", best},
         {"best_val", isnan(t->best_val) ? NULL : best_at}, /* where the best was reached, for a resumed run's summary */
+        {"run_id", t->run_id}, /* which run this is a checkpoint of (rundir.c) */
         {"nan_skipped", skipped}, {"optimizer", sgd ? "sgd" : "adamw"}, {"config", t->cfg.json},
         {"normalization", norm}, /* windowed data: predict applies it again; data.netcdf: rollout */
         {"target_normalization", /* predict maps outputs back */
@@ -255,6 +256,9 @@ brisk_status brisk_checkpoint_load(brisk_trainer *t, const char *path, brisk_err
     brisk_trainer_adopt_best(t, &cs);
     snprintf(t->last_ckpt, sizeof t->last_ckpt, "%s", path);
     t->last_ckpt_step = cs.step;
+    /* the run continues the checkpoint's (a checkpoint from before run ids: a run of its own) */
+    const char *id = brisk_safetensors_meta(st, "run_id");
+    if (id && strlen(id) < sizeof t->run_id) snprintf(t->run_id, sizeof t->run_id, "%s", id);
 out:
     free(host);
     brisk_safetensors_free(st);

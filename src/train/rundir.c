@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -143,15 +144,85 @@ static void adopt_best(brisk_trainer *t) {
     brisk_safetensors_free(st);
 }
 
+void brisk_run_id_draw(char out[20]) {
+    uint64_t v = 0;
+    if (getentropy(&v, sizeof v) != 0) /* no entropy source: the time and the process, still unlike any other run's */
+        v = (uint64_t)(brisk_now() * 1e9) ^ ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)out;
+    snprintf(out, 20, "%016" PRIx64, v);
+}
+
+/* The run a directory's metrics.jsonl records last (its last run_start's run_id) into id; ""
+ * when there is none or it predates run ids. */
+static void dir_run_id(const char *dir, char *id, size_t n) {
+    char path[BRISK_PATH_MAX + 32], line[4096];
+    id[0] = 0;
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    while (fgets(line, sizeof line, f)) {
+        if (!strstr(line, "\"run_start\"")) continue;
+        cJSON *o = cJSON_Parse(line);
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "run_id");
+        snprintf(id, n, "%s", cJSON_IsString(v) ? v->valuestring : "");
+        cJSON_Delete(o);
+    }
+    fclose(f);
+}
+
+/* 1 when path lies in directory dir itself (not below it). */
+static int in_dir(const char *path, const char *dir) {
+    char *p = realpath(path, NULL), *d = realpath(dir, NULL);
+    char *slash = p ? strrchr(p, '/') : NULL;
+    int yes = 0;
+    if (slash && d) {
+        *slash = 0;
+        yes = strcmp(p[0] ? p : "/", d) == 0;
+    }
+    free(p), free(d);
+    return yes;
+}
+
+/* A resume from a checkpoint named by path, into a directory that holds a run: the same run
+ * (the checkpoint is one of the directory's, or carries its run id) continues; another run's
+ * would replace this one's checkpoints and mix its metrics, so it is refused unless the
+ * directory's run is to be replaced (train.overwrite): *replace then says to remove its files. */
+static brisk_status check_resumed_run(brisk_trainer *t, int *replace, brisk_error *err) {
+    const char *dir = t->cfg.train.out_dir, *ckpt = t->last_ckpt;
+    name_list found = {0};
+    *replace = 0;
+    int n = previous_run(dir, 0, &found, NULL, err);
+    char id[64];
+    dir_run_id(dir, id, sizeof id);
+    int same = in_dir(ckpt, dir) || (id[0] && strcmp(id, t->run_id) == 0);
+    brisk_status st = BRISK_OK;
+    if (n > 0 && same && t->cfg.train.overwrite)
+        st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: --overwrite would remove the run that %s continues (it is %s); "
+                          "drop --overwrite to continue it", dir, ckpt,
+                          in_dir(ckpt, dir) ? "one of its checkpoints" : "a checkpoint of the same run");
+    else if (n > 0 && !same && !t->cfg.train.overwrite)
+        st = brisk_errorf(err, BRISK_ERR_INVALID, "%s holds another run (%.300s%s; run %s) than the checkpoint %s (run "
+                          "%s): resuming it here would replace that run's checkpoints and mix the two runs' metrics; "
+                          "resume into another train.out_dir (--out), continue the directory's own run with --resume "
+                          "auto, or replace it with --overwrite", dir, found.s ? found.s : "", found.len > 300 ? ", ..." : "",
+                          id[0] ? id : "without a run id", ckpt, t->run_id);
+    else *replace = n > 0 && !same;
+    free(found.s);
+    return st;
+}
+
 brisk_status brisk_run_dir_claim(brisk_trainer *t, brisk_error *err) {
     const char *dir = t->cfg.train.out_dir;
-    if (t->run_claimed) {
+    int replace = 0;
+    brisk_status st = BRISK_OK;
+    /* a checkpoint was resumed before the directory was opened: a path the user gave (--resume
+     * auto opens the directory first and resumes from its own) */
+    if (t->run_claimed && t->last_ckpt[0] && (st = check_resumed_run(t, &replace, err))) return st;
+    if (t->run_claimed && !replace) {
         adopt_best(t);
         return BRISK_OK;
     }
     name_list found = {0}, removed = {0}, kept = {0};
     int n = previous_run(dir, 0, &found, NULL, err);
-    brisk_status st = BRISK_OK;
     if (n > 0 && !t->cfg.train.overwrite)
         st = brisk_errorf(err, BRISK_ERR_INVALID, "%s holds a previous run (%.300s%s): %s, or choose another "
                           "train.out_dir", dir, found.s ? found.s : "", found.len > 300 ? ", ..." : "",
@@ -191,6 +262,7 @@ void brisk_run_dir_mark_start(brisk_trainer *t) {
     cJSON_AddNumberToObject(o, "epoch", (double)t->epoch);
     cJSON_AddNumberToObject(o, "samples", (double)t->samples);
     cJSON_AddNumberToObject(o, "batch_size", (double)t->cfg.train.batch_size);
+    cJSON_AddStringToObject(o, "run_id", t->run_id);
     if (t->last_ckpt[0]) cJSON_AddStringToObject(o, "resumed_from", t->last_ckpt);
     else cJSON_AddNullToObject(o, "resumed_from");
     put_with_optimizations(t, o);

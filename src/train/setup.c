@@ -403,6 +403,7 @@ static brisk_status create(const brisk_config *cfg, const brisk_logger *log, bri
     t->data_shards = 1;
     t->last_saved_step = -1;
     t->from_files = from_file;
+    brisk_run_id_draw(t->run_id);
     brisk_status st;
     const brisk_train_spec *tr = &t->cfg.train;
     if (from_file && !cfg->data.train[0] && !cfg->data.images.enabled && !cfg->data.netcdf.nfiles) {

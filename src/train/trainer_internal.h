@@ -112,6 +112,8 @@ struct brisk_trainer {
      * else it must be empty of one or train.overwrite set */
     int run_claimed;
     int from_files;            /* made from a config's data files (brisk train), not a program's data */
+    char run_id[20];           /* this run's identity: drawn at its start, a resumed checkpoint's after
+                                  (rundir.c tells a directory's own run from another's by it) */
     int no_files_told;         /* train.out_dir "": said once */
     const char *run_choices;   /* how the driving program continues or replaces a previous run (NULL: the CLI's flags) */
     brisk_trainer_control control; /* set by a program driving the trainer (control.c) */
@@ -393,6 +395,8 @@ brisk_status brisk_run_dir_claim(brisk_trainer *t, brisk_error *err);
 /* Takes a checkpoint's best validation loss (and where it was reached) when it is lower than
  * the trainer's, and its best accuracy when higher. */
 void brisk_trainer_adopt_best(brisk_trainer *t, const brisk_ckpt_state *cs);
+/* A fresh run id: 16 hex digits from the system's entropy. */
+void brisk_run_id_draw(char out[20]);
 /* Refuses a run directory that is no place for one: the root or the home directory. */
 brisk_status brisk_run_dir_check_place(const brisk_trainer *t, brisk_error *err);
 /* Appends the run-start record to metrics.jsonl, with the optimizations on and off. */

@@ -155,7 +155,7 @@ out=$("$brisk" train good.json --resume auto --out run_fresh --max-steps 1 2>&1)
   pass=$((pass + 1)) && echo "ok   resume-auto-fresh" || { fail=$((fail + 1)); echo "FAIL resume-auto-fresh: $out"; }
 # a run directory with a previous run: refused unless resumed or overwritten
 expect previous-run 'run holds a previous run .*--resume auto.*--overwrite' -- "$brisk" train good.json
-expect overwrite-and-resume '--overwrite starts a new run and --resume continues one' -- "$brisk" train good.json --overwrite --resume auto
+expect overwrite-and-resume '--overwrite starts a new run and --resume auto continues the run directory.s own' -- "$brisk" train good.json --overwrite --resume auto
 "$brisk" train good.json --quiet --overwrite --max-steps 0 >/dev/null && test -f run/step-00000000.safetensors &&
   ! test -e run/best.safetensors && pass=$((pass + 1)) && echo "ok   overwrite-step0" ||
   { fail=$((fail + 1)); echo "FAIL overwrite-step0"; }

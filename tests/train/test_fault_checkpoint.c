@@ -72,7 +72,7 @@ static int survived(long at, const char *what) {
     int n = tu_check_checkpoints(run_dir);
     brisk_error err = {0};
     brisk_status st = tu_train(cfg_path, "auto", 0, NULL, NULL, &err);
-    int same = !st && tu_same_file(last_path, ref_path);
+    int same = !st && tu_same_checkpoint(last_path, ref_path);
     if (n < 0 || st || !same)
         fprintf(stderr, "%s at operation %ld: %s%s%s\n", what, at, n < 0 ? "a damaged checkpoint was left; " : "",
                 st ? err.msg : "", !st && !same ? "the resumed run ended elsewhere than the uninterrupted one" : "");
@@ -138,7 +138,7 @@ static void test_file_size_limit(void) {
     CHECK(step == 2);
     CHECK(tu_check_checkpoints(run_dir) >= 1);
     REQUIRE_OK(tu_train(cfg_path, "auto", 0, NULL, NULL, &err), &err);
-    CHECK(tu_same_file(last_path, ref_path));
+    CHECK(tu_same_checkpoint(last_path, ref_path));
 }
 
 TEST_MAIN(T(test_file_size_limit), T(test_sigkill_at_every_checkpoint_operation),

@@ -125,7 +125,7 @@ static void test_signal_at_random_steps_in_process(void) {
         for (int64_t j = 0; same && j < n2; j++) same = memcmp(&second[j], &full[n1 + j], sizeof(float)) == 0;
         CHECKF(same, "%s at step %lld: the resumed losses differ from the uninterrupted run's",
                sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGUSR1", (long long)k);
-        CHECK(tu_same_file(last, ref));
+        CHECK(tu_same_checkpoint(last, ref));
         fprintf(stderr, "signal %d at step %lld: stopped, resumed, identical: %s\n", sig, (long long)k, same ? "yes" : "no");
         free(first), free(second);
     }
@@ -190,7 +190,7 @@ static void test_stop_mid_step(void) {
     CHECKF(nrest == nfull - 3 && memcmp(rest, full + 3, (size_t)nrest * sizeof(float)) == 0,
            "%lld losses after the resume; the uninterrupted run's from step 4 on: %s", (long long)nrest,
            nrest == nfull - 3 ? "different" : "-");
-    CHECK(tu_same_file(p.last, p.ref));
+    CHECK(tu_same_checkpoint(p.last, p.ref));
     free(full), free(rest);
 }
 
@@ -274,7 +274,7 @@ static void test_signal_to_the_command(void) {
         CHECK(at >= k && at < 1200);
         tu_child resume = {argv_resume, NULL, log, NULL, 0, 0};
         CHECK(tu_run(&resume) == 0);
-        CHECK(tu_same_file(last, ref));
+        CHECK(tu_same_checkpoint(last, ref));
         fprintf(stderr, "signal %d sent at step %lld, checkpoint at step %lld, resumed to the identical end\n", sigs[i],
                 (long long)k, (long long)at);
     }

@@ -1,7 +1,9 @@
 /* What a run directory may be and what replacing a run there removes: the root and the home
  * directory are refused as run directories; --overwrite removes the previous run's files,
  * names every one, and keeps event files another program wrote; a run without a run
- * directory (train.out_dir "") says that it writes no checkpoint (issue 37, item 20). */
+ * directory (train.out_dir "") says that it writes no checkpoint (issue 37, item 20); a
+ * resume from another run's checkpoint into a directory holding a run is refused unless
+ * --overwrite (item 14). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,12 +26,14 @@ static void make_data(void) {
 
 /* every message at or above info, one per line */
 /* A short run into out_dir (absolute, or "" for none); extra: more "train" members. */
-static brisk_status run(const char *out_dir, const char *extra, int overwrite, tu_log_text *c, brisk_error *err) {
+static brisk_status run_from(const char *out_dir, const char *extra, int overwrite, const char *resume, tu_log_text *c,
+                             brisk_error *err) {
     char json[2048];
     snprintf(json, sizeof json,
              "{\"model\": {\"type\": \"mlp\", \"inputs\": 64, \"hidden\": [16], \"outputs\": 3},"
-             " \"data\": {\"train\": \"%s\"}, \"train\": {\"batch_size\": 100, \"epochs\": 1, \"out_dir\": \"%s\"%s},"
-             " \"speed\": {\"threads\": 1}}", data, out_dir, extra ? extra : "");
+             " \"data\": {\"train\": \"%s\"}, \"train\": {\"batch_size\": 100, \"out_dir\": \"%s\"%s%s},"
+             " \"speed\": {\"threads\": 1}}", data, out_dir, extra && strstr(extra, "epochs") ? "" : ", \"epochs\": 1",
+             extra ? extra : "");
     brisk_config cfg;
     brisk_status st = brisk_config_parse(json, "guards.json", NULL, 0, &cfg, err);
     if (st) return st;
@@ -39,10 +43,15 @@ static brisk_status run(const char *out_dir, const char *extra, int overwrite, t
     brisk_run_summary s;
     if (c) c->text[0] = 0;
     st = brisk_trainer_create(&cfg, c ? &lg : NULL, &t, err);
+    if (!st && resume) st = brisk_trainer_resume(t, resume, err);
     if (!st) st = brisk_trainer_run(t, &s, err);
     brisk_trainer_free(t);
     brisk_config_free(&cfg);
     return st;
+}
+
+static brisk_status run(const char *out_dir, const char *extra, int overwrite, tu_log_text *c, brisk_error *err) {
+    return run_from(out_dir, extra, overwrite, NULL, c, err);
 }
 
 /* The check itself (no run: on the previous code a run into "/" wrote its lock, checkpoints
@@ -130,4 +139,46 @@ static void test_no_run_dir_is_said(void) {
     CHECK(strstr(c.text, "checkpoints off") == strstr(c.text, "W checkpoints off") + 2);
 }
 
-TEST_MAIN(T(test_root_and_home_refused), T(test_overwrite_names_and_keeps_foreign_events), T(test_no_run_dir_is_said))
+/* Which run a directory holds: --resume with another run's checkpoint would replace it (on the
+ * previous code it did, with only a "settings changed" line), a checkpoint of its own run
+ * continues it, wherever the file lies. */
+static void test_resume_of_another_run_refused(void) {
+    make_data();
+    char a[700], b[700], a_last[800], b_last[800], b_metrics[800], copy[800], b_step[800];
+    snprintf(a, sizeof a, "%s/run_a", dir);
+    snprintf(b, sizeof b, "%s/run_b", dir);
+    snprintf(a_last, sizeof a_last, "%s/last.safetensors", a);
+    snprintf(b_last, sizeof b_last, "%s/last.safetensors", b);
+    snprintf(b_metrics, sizeof b_metrics, "%s/metrics.jsonl", b);
+    snprintf(b_step, sizeof b_step, "%s/step-00000005.safetensors", b);
+    snprintf(copy, sizeof copy, "%s/a_copy.safetensors", dir);
+    brisk_error err = {0};
+    tu_log_text c;
+    REQUIRE_OK(run(a, ", \"epochs\": 1", 0, &c, &err), &err);
+    REQUIRE_OK(run(b, ", \"epochs\": 1, \"seed\": 7", 0, &c, &err), &err);
+    tu_sh("cp '%s' '%s' && cp '%s' '%s.before' && cp '%s' '%s.before'", a_last, copy, b_last, b_last, b_metrics, b_metrics);
+    /* A's checkpoint into B: refused, B untouched */
+    brisk_status st = run_from(b, ", \"epochs\": 2", 0, a_last, &c, &err);
+    CHECKF(st == BRISK_ERR_INVALID && strstr(err.msg, "holds another run") && strstr(err.msg, a_last) &&
+               strstr(err.msg, "--resume auto") && strstr(err.msg, "--overwrite"), "%s", err.msg);
+    char before[900];
+    snprintf(before, sizeof before, "%s.before", b_last);
+    CHECK(tu_same_file(b_last, before));
+    snprintf(before, sizeof before, "%s.before", b_metrics);
+    CHECK(tu_same_file(b_metrics, before));
+    /* B's own numbered checkpoint into B, and A's checkpoint copied elsewhere into A: the same runs */
+    REQUIRE_OK(run_from(b, ", \"epochs\": 2", 0, b_step, &c, &err), &err);
+    REQUIRE_OK(run_from(a, ", \"epochs\": 2", 0, copy, &c, &err), &err);
+    /* --overwrite removes B's run and continues A's there; not when it is B's own */
+    st = run_from(b, ", \"epochs\": 3", 1, b_last, &c, &err);
+    CHECKF(st == BRISK_ERR_INVALID && strstr(err.msg, "--overwrite would remove the run that"), "%s", err.msg);
+    REQUIRE_OK(run_from(b, ", \"epochs\": 2", 1, copy, &c, &err), &err);
+    CHECKF(strstr(c.text, "overwrite removed the previous run in") && strstr(c.text, "step-00000005.safetensors"), "%s",
+           c.text);
+    char *m = tu_read(b_metrics, NULL);
+    CHECKF(m && strstr(m, "\"resumed_from\":\"") && !strstr(strstr(m, "run_start") + 1, "run_start"), "%s", m);
+    free(m);
+}
+
+TEST_MAIN(T(test_root_and_home_refused), T(test_overwrite_names_and_keeps_foreign_events), T(test_no_run_dir_is_said),
+          T(test_resume_of_another_run_refused))
