@@ -66,8 +66,25 @@ typedef struct brisk_gnn_graph {
 
 typedef enum { BRISK_TASK_CLASSIFY = 0, BRISK_TASK_REGRESS } brisk_task;
 typedef enum { BRISK_MODEL_MLP = 0, BRISK_MODEL_DIFFUSION, BRISK_MODEL_LSTM, BRISK_MODEL_TRANSFORMER,
-               BRISK_MODEL_MESHGNN, BRISK_MODEL_RESNET } brisk_model_type;
-const char *brisk_model_type_name(brisk_model_type t); /* "mlp", "diffusion", "lstm", "transformer", "meshgnn", "resnet" */
+               BRISK_MODEL_MESHGNN, BRISK_MODEL_RESNET, BRISK_MODEL_GRAPH } brisk_model_type;
+/* "mlp", "diffusion", "lstm", "transformer", "meshgnn", "resnet", "graph" */
+const char *brisk_model_type_name(brisk_model_type t);
+
+/* A model the config writes as a graph of layers (src/nn/layer_graph.c): named inputs, layers
+ * (a name, an op of src/nn/layer_ops.c, its inputs' names, its attributes), outputs and
+ * losses. Immutable once read, shared by reference (a config and the trainers and
+ * executors made from it). */
+typedef struct brisk_layer_graph brisk_layer_graph;
+struct brisk_json_reader;
+/* Reads the model object's "inputs", "layers", "outputs" and "losses" (errors go to the
+ * reader, naming the layer and key); *out is set even on an error (unref it). */
+void brisk_layer_graph_read(struct brisk_json_reader *model, brisk_layer_graph **out);
+brisk_layer_graph *brisk_layer_graph_ref(brisk_layer_graph *lg);
+/* classify when its first loss is a cross-entropy, else regress */
+brisk_task brisk_layer_graph_task(const brisk_layer_graph *lg);
+void brisk_layer_graph_unref(brisk_layer_graph *lg);
+/* The layer ops as a Markdown table (the config reference's), malloc'd; NULL: out of memory. */
+char *brisk_layer_ops_reference(void);
 /* How a sequence model turns [B, T, width] into one vector per sample. */
 typedef enum { BRISK_POOL_LAST = 0, BRISK_POOL_MEAN, BRISK_POOL_CLS } brisk_pool;
 typedef enum { BRISK_POS_LEARNED = 0, BRISK_POS_SINUSOIDAL, BRISK_POS_NONE } brisk_positions;
@@ -112,6 +129,8 @@ typedef struct brisk_model_spec {
     int64_t image_h, image_w;
     int visibility;
     int recompute;          /* meshgnn: each processor layer a recompute segment (graph.h) */
+    /* graph: the layers (a reference the spec's owner holds: brisk_config_free drops it) */
+    brisk_layer_graph *graph;
 } brisk_model_spec;
 
 /* What the data must provide per sample, in the order of the graph's inputs. */
@@ -139,8 +158,16 @@ brisk_status brisk_model_fields(const brisk_model_spec *spec, brisk_build_mode m
  * brisk_backward on io->loss for training). */
 brisk_status brisk_model_build(const brisk_model_spec *spec, int64_t batch, brisk_build_mode mode,
                                brisk_graph *g, brisk_model_io *io, brisk_error *err);
+/* Builds a graph model once for one sample: every shape and dtype checked (an error names the
+ * layer, the shapes it got and what it expected), and spec->outputs (a classifier's classes,
+ * a regressor's values) and spec->inputs set for the data checks. Other types: BRISK_OK. */
+brisk_status brisk_layer_graph_check(brisk_model_spec *spec, brisk_error *err);
 /* Parameters of the model (by building it for one sample); -1 if the spec does not build. */
 int64_t brisk_model_param_count(const brisk_model_spec *spec);
+/* The model as a table (for a graph model: each layer's name, op, output shape per sample and
+ * parameters; then the losses and the totals), malloc'd into *text. Builds it for one
+ * sample, so it also checks every shape. */
+brisk_status brisk_model_summary(const brisk_model_spec *spec, char **text, brisk_error *err);
 
 /* Layers, shared by the builders. A linear layer named `prefix` owns
  * prefix.weight [out, in] and prefix.bias [out], initialised as torch.nn.Linear. */

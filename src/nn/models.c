@@ -13,7 +13,7 @@
 #define field nn_field
 
 const char *brisk_model_type_name(brisk_model_type t) {
-    static const char *const names[] = {"mlp", "diffusion", "lstm", "transformer", "meshgnn", "resnet"};
+    static const char *const names[] = {"mlp", "diffusion", "lstm", "transformer", "meshgnn", "resnet", "graph"};
     return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 
@@ -26,6 +26,8 @@ brisk_status brisk_model_fields(const brisk_model_spec *spec, brisk_build_mode m
         return nn_seq_fields(spec, mode, io, err);
     case BRISK_MODEL_RESNET:
         return nn_resnet_fields(spec, mode, io, err);
+    case BRISK_MODEL_GRAPH:
+        return nn_graph_fields(spec, mode, io, err);
     case BRISK_MODEL_MLP:
         field(io, "x", BRISK_F32, nn_x_shape(spec));
         if (mode == BRISK_BUILD_TRAIN) {
@@ -122,7 +124,16 @@ brisk_status brisk_model_build(const brisk_model_spec *spec, int64_t batch, bris
         in[i] = batch_input(g, &io->fields[i], batch);
         io->input_node[i] = g->n_inputs - 1;
     }
-    if (spec->type == BRISK_MODEL_RESNET) {
+    if (spec->type == BRISK_MODEL_GRAPH) {
+        int *node = calloc((size_t)nn_graph_n_layers(spec), sizeof *node), loss = -1;
+        if (!node) return brisk_errorf(err, BRISK_ERR_NOMEM, "graph model: out of memory");
+        io->output = nn_graph_forward(spec, g, batch, in, mode == BRISK_BUILD_TRAIN, node, NULL, &loss);
+        io->loss = loss;
+        int out_layer;
+        nn_graph_task(spec, &out_layer);
+        if (io->output >= 0) io->output = node[out_layer];
+        free(node);
+    } else if (spec->type == BRISK_MODEL_RESNET) {
         io->output = nn_resnet_forward(spec, g, batch, in[0]);
         if (mode == BRISK_BUILD_TRAIN)
             io->loss = nn_resnet_loss(spec, g, batch, io->output, in[1], io->n_fields > 2 ? in[2] : -1);

@@ -35,4 +35,15 @@ brisk_status nn_resnet_fields(const brisk_model_spec *spec, brisk_build_mode mod
 int nn_resnet_forward(const brisk_model_spec *spec, brisk_graph *g, int64_t batch, int x);
 int nn_resnet_loss(const brisk_model_spec *spec, brisk_graph *g, int64_t batch, int pred, int y, int visible);
 
+/* layer_graph.c: a "graph" model's fields (its inputs; predict: those its outputs read), and
+ * its layers built on the field nodes: the first output (node[] every layer's, per[] (may be
+ * NULL) each layer's trainable parameters) and, in training, the weighted sum of the losses. */
+brisk_status nn_graph_fields(const brisk_model_spec *spec, brisk_build_mode mode, brisk_model_io *io, brisk_error *err);
+int nn_graph_forward(const brisk_model_spec *spec, brisk_graph *g, int64_t batch, const int *field_nodes, int train,
+                     int *node, int64_t *per, int *loss);
+/* Classification when the first loss is a cross-entropy; *output_layer the layer whose
+ * output validation reads. */
+brisk_task nn_graph_task(const brisk_model_spec *spec, int *output_layer);
+int nn_graph_n_layers(const brisk_model_spec *spec);
+
 #endif

@@ -13,7 +13,7 @@
 #include "brisk/dist.h"
 #include "train/trainer_internal.h"
 
-static const char *const model_types[] = {"mlp", "diffusion", "lstm", "transformer", "meshgnn", "resnet", NULL};
+static const char *const model_types[] = {"mlp", "diffusion", "lstm", "transformer", "meshgnn", "resnet", "graph", NULL};
 static const char *const gnn_metrics[] = {"plane", "sphere", NULL};
 static const char *const pools[] = {"last", "mean", "cls", NULL};
 static const char *const position_kinds[] = {"learned", "sinusoidal", "none", NULL};
@@ -197,6 +197,11 @@ static void read_model_object(brisk_json_reader *r, brisk_model_spec *m, int net
     memset(m, 0, sizeof *m);
     brisk_json_enum(r, "type", model_types, &v);
     m->type = (brisk_model_type)v;
+    if (m->type == BRISK_MODEL_GRAPH) { /* the layers are nn's to read (src/nn/layer_graph.c) */
+        brisk_layer_graph_read(r, &m->graph);
+        m->task = brisk_layer_graph_task(m->graph);
+        return;
+    }
     int act = m->type == BRISK_MODEL_DIFFUSION || m->type == BRISK_MODEL_MESHGNN ? BRISK_ACT_SILU
               : m->type == BRISK_MODEL_TRANSFORMER ? BRISK_ACT_GELU : BRISK_ACT_RELU;
     brisk_json_enum_or(r, "activation", activations, act, &v);
@@ -772,6 +777,11 @@ static brisk_status from_doc(brisk_json *doc, const char *label, const char *con
     read_log(&root, &cfg->log);
     read_session(&root, &cfg->session);
     if ((st = brisk_json_finish(doc, err))) return st;
+    /* a graph model's shapes, inferred now: a mistake is a config error, not a failed run */
+    for (int i = 0; i < (cfg->n_models ? cfg->n_models : 1) && !st; i++)
+        st = brisk_layer_graph_check(cfg->n_models ? &cfg->models[i] : &cfg->model, err);
+    if (cfg->n_models) cfg->model = cfg->models[0];
+    if (st) return brisk_error_prefix(err, "%s", label);
     cJSON_DeleteItemFromObjectCaseSensitive(brisk_json_tree(doc), "session");
     return brisk_json_dump(doc, &cfg->json, err);
 }
@@ -822,6 +832,10 @@ brisk_status brisk_config_parse(const char *json, const char *label, const char 
 void brisk_config_free(brisk_config *cfg) {
     free(cfg->json);
     cfg->json = NULL;
+    /* cfg->model is models[0] in a pipeline: one reference each */
+    for (int i = 0; i < cfg->n_models; i++) brisk_layer_graph_unref(cfg->models[i].graph), cfg->models[i].graph = NULL;
+    if (!cfg->n_models) brisk_layer_graph_unref(cfg->model.graph);
+    cfg->model.graph = NULL;
 }
 
 brisk_status brisk_config_walk(const char *json, const char *label, brisk_json_recorder fn, void *user,

@@ -47,6 +47,7 @@ void brisk_inference_free(brisk_inference *inf) {
     free(inf->rows_in);
     free(inf->rows_out);
     free(inf->t_rows);
+    brisk_layer_graph_unref(inf->model.graph);
     free(inf);
 }
 
@@ -56,6 +57,7 @@ brisk_status brisk_inference_create(const brisk_model_spec *model, int threads, 
     brisk_inference *inf = calloc(1, sizeof *inf);
     if (!inf) return brisk_errorf(err, BRISK_ERR_NOMEM, "inference: out of memory");
     inf->model = *model;
+    brisk_layer_graph_ref(inf->model.graph);
     int64_t in = model->type == BRISK_MODEL_MLP ? model->inputs : model->fine + model->coarse;
     int64_t outw = model->type == BRISK_MODEL_MLP ? model->outputs : model->fine;
     const size_t B = BRISK_INFER_BATCH;

@@ -394,6 +394,8 @@ static brisk_status create(const brisk_config *cfg, const brisk_logger *log, bri
     }
     t->cfg = *cfg;
     t->cfg.json = strdup(cfg->json ? cfg->json : "{}");
+    t->cfg.n_models = 0; /* one model: its own reference to a graph model's layers */
+    brisk_layer_graph_ref(t->cfg.model.graph);
     if (log) t->log = *log;
     t->best_val = NAN;
     t->best_at = (brisk_best_at){-1, -1, 0, NAN, NAN, NAN, NAN, NAN, NAN};
@@ -500,6 +502,7 @@ void brisk_trainer_free(brisk_trainer *t) {
     free(t->moments_host);
     free(t->norm_mean);
     free(t->norm_std);
+    brisk_layer_graph_unref(t->cfg.model.graph);
     free(t->cfg.json);
     free(t);
 }
