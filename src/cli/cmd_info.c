@@ -1,14 +1,33 @@
 /* brisk info CKPT: tensors (name, dtype, shape) and training state of a checkpoint, or
- * of any safetensors file. Names and metadata come from the file: printed escaped. */
+ * of any safetensors file. Names and metadata come from the file: printed escaped.
+ * brisk info CONFIG.json: the model as a table (a graph model's layers, as Keras' summary()). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 
 static const char help[] =
-    "usage: brisk info CKPT\n\nLists a safetensors file's tensors (name, dtype, shape) and metadata:\n"
-    "for a brisk checkpoint, the step, epoch and position reached and the config, after\nchecking its checksum "
-    "(a damaged checkpoint exits with status 1). Control characters in\nnames and metadata are shown as \\xNN.\n";
+    "usage: brisk info CKPT\n       brisk info CONFIG.json\n\nLists a safetensors file's tensors (name, dtype, shape) "
+    "and metadata:\nfor a brisk checkpoint, the step, epoch and position reached and the config, after\nchecking its "
+    "checksum (a damaged checkpoint exits with status 1). Control characters in\nnames and metadata are shown as "
+    "\\xNN.\n\nGiven a config (.json), prints its model: for a graph model each layer's name, op,\noutput shape per "
+    "sample and parameters, its losses and the totals (every shape is\nchecked: a mistake is an error naming the "
+    "layer); for the other types the parameters.\n";
+
+/* the model of a config, as a table */
+static int config_summary(const char *path) {
+    brisk_config cfg;
+    brisk_error err = {0};
+    char *text = NULL;
+    if (brisk_config_load(path, NULL, 0, &cfg, &err)) return cli_fail_err(&err);
+    brisk_status st = brisk_model_summary(&cfg.model, &text, &err);
+    brisk_config_free(&cfg);
+    if (st) return cli_fail_err(&err);
+    fputs(text, stdout);
+    free(text);
+    return 0;
+}
 
 int cmd_info(int argc, char **argv) {
     static const cli_opt opts[] = {{NULL, 0}};
@@ -20,7 +39,9 @@ int cmd_info(int argc, char **argv) {
         if (path) return cli_usage("info", "one checkpoint expected, got '%s' and '%s'", path, v);
         path = v;
     }
-    if (!path) return cli_usage("info", "a checkpoint is required");
+    if (!path) return cli_usage("info", "a checkpoint or a config is required");
+    size_t L = strlen(path);
+    if (L > 5 && strcmp(path + L - 5, ".json") == 0) return config_summary(path);
     brisk_error err = {0};
     brisk_safetensors *st = NULL;
     if (brisk_safetensors_open(path, &st, &err)) return cli_fail_err(&err);

@@ -133,8 +133,11 @@ static void read_layers(brisk_json_reader *model, brisk_layer_graph *lg) {
             continue;
         }
         if ((int)n_ins[i] < l->op->min_in || (int)n_ins[i] > l->op->max_in) {
-            brisk_json_fail(r, "inputs", "layer \"%s\" (%s) takes %d%s%d inputs, got %zu", name, op, l->op->min_in,
-                            l->op->max_in > l->op->min_in ? " to " : "", l->op->max_in, n_ins[i]);
+            char takes[32];
+            if (l->op->max_in == l->op->min_in) snprintf(takes, sizeof takes, "%d", l->op->min_in);
+            else snprintf(takes, sizeof takes, "%d to %d", l->op->min_in, l->op->max_in);
+            brisk_json_fail(r, "inputs", "layer \"%s\" (%s) takes %s input%s, got %zu", name, op, takes,
+                            l->op->max_in == 1 ? "" : "s", n_ins[i]);
             continue;
         }
         if (l->op->read) l->op->read(r, &l->a);

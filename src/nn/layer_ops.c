@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "nn/layer_graph.h"
 
 /* ---- attribute readers (slot use documented per op) */
@@ -21,26 +23,55 @@ static void read_linear(brisk_json_reader *r, lg_attrs *a) {
     a->i[1] = bias;
 }
 
+/* A size of the two spatial dims: one number for both, or [height, width]. def < 0: required. */
+static void read_pair(brisk_json_reader *r, const char *key, int64_t def, int64_t lo, int64_t *hw) {
+    if (r->obj && cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(r->obj, key))) {
+        int *v = NULL;
+        size_t n = 0;
+        brisk_json_ints(r, key, true, (int)lo, 64, &v, &n);
+        if (n == 2) hw[0] = v[0], hw[1] = v[1];
+        else brisk_json_fail(r, key, "expected one number or [height, width], got %zu numbers", n);
+        free(v);
+    } else if (def < 0) {
+        brisk_json_int64(r, key, lo, 64, &hw[0]);
+        hw[1] = hw[0];
+    } else {
+        brisk_json_int64_or(r, key, def, lo, 64, &hw[0]);
+        hw[1] = hw[0];
+    }
+}
+
+/* conv2d: i[0] out, i[1..2] kernel, i[3..4] stride, i[5..6] padding, i[7] groups; s[0] bias */
 static void read_conv(brisk_json_reader *r, lg_attrs *a) {
     bool bias = true;
     brisk_json_int64(r, "out", 1, INT64_C(1) << 20, &a->i[0]);
-    brisk_json_int64(r, "kernel", 1, 64, &a->i[1]);
-    brisk_json_int64_or(r, "stride", 1, 1, 64, &a->i[2]);
-    brisk_json_int64_or(r, "padding", 0, 0, 64, &a->i[3]);
-    brisk_json_int64_or(r, "groups", 1, 1, 1 << 16, &a->i[4]);
+    read_pair(r, "kernel", -1, 1, &a->i[1]);
+    read_pair(r, "stride", 1, 1, &a->i[3]);
+    read_pair(r, "padding", 0, 0, &a->i[5]);
+    brisk_json_int64_or(r, "groups", 1, 1, 1 << 16, &a->i[7]);
     brisk_json_bool_or(r, "bias", true, &bias);
-    a->i[5] = bias;
+    a->s[0] = bias;
 }
 
+/* pools: i[0..1] kernel, i[2..3] stride (the kernel by default), i[4..5] padding */
 static void read_pool(brisk_json_reader *r, lg_attrs *a) {
-    brisk_json_int64(r, "kernel", 1, 64, &a->i[0]);
-    brisk_json_int64_or(r, "stride", a->i[0], 1, 64, &a->i[1]);
-    brisk_json_int64_or(r, "padding", 0, 0, 64, &a->i[2]);
+    read_pair(r, "kernel", -1, 1, &a->i[0]);
+    if (brisk_json_has(r, "stride")) read_pair(r, "stride", 1, 1, &a->i[2]);
+    else a->i[2] = a->i[0], a->i[3] = a->i[1];
+    read_pair(r, "padding", 0, 0, &a->i[4]);
 }
 
 static void read_norm(brisk_json_reader *r, lg_attrs *a) {
     brisk_json_number_or(r, "eps", 1e-5, BRISK_GT(0), &a->f[0]);
     brisk_json_number_or(r, "momentum", 0.1, BRISK_IN(0.0, 1.0), &a->f[1]);
+}
+
+/* batchnorm: a norm's, and i[0] relu after (the residual, a second input, added before it) */
+static void read_batchnorm(brisk_json_reader *r, lg_attrs *a) {
+    bool relu = false;
+    read_norm(r, a);
+    brisk_json_bool_or(r, "relu", false, &relu);
+    a->i[0] = relu;
 }
 
 static void read_p(brisk_json_reader *r, lg_attrs *a) { brisk_json_number(r, "p", BRISK_IN(0.0, 0.99), &a->f[0]); }
@@ -146,18 +177,22 @@ static int build_linear(const lg_build *b, const lg_attrs *a) {
     return brisk_reshape(b->g, y, o);
 }
 
+static brisk_window window(const int64_t *k, const int64_t *stride, const int64_t *pad, int groups) {
+    brisk_window w = brisk_window_2d((int)k[0], (int)stride[0], (int)pad[0]);
+    w.kw = (int)k[1], w.sw = (int)stride[1], w.pw = (int)pad[1], w.groups = groups;
+    return w;
+}
+
 /* torch.nn.Conv2d on [N, C, H, W]: weight [out, C / groups, k, k] and bias, U(+-1/sqrt(fan_in)) */
 static int build_conv2d(const lg_build *b, const lg_attrs *a) {
     const brisk_shape *s = shape_of(b, 0);
     if (s->ndim != 4) return fail(b, "%s: expected [N, C, H, W]", "conv2d");
-    int64_t c = s->d[1], out = a->i[0], k = a->i[1], groups = a->i[4];
+    int64_t c = s->d[1], out = a->i[0], kh = a->i[1], kw = a->i[2], groups = a->i[7];
     if (c % groups || out % groups) return fail(b, "%s: groups must divide the input's and the output's channels", "conv2d");
-    float bound = 1.0f / sqrtf((float)(c / groups * k * k));
-    int w = param(b, "weight", brisk_shape4(out, c / groups, k, k), BRISK_INIT_UNIFORM, bound, 1);
-    brisk_window win = brisk_window_2d((int)k, (int)a->i[2], (int)a->i[3]);
-    win.groups = (int)groups;
-    int y = brisk_conv2d(b->g, b->in[0], w, win);
-    if (!a->i[5] || y < 0) return y;
+    float bound = 1.0f / sqrtf((float)(c / groups * kh * kw));
+    int w = param(b, "weight", brisk_shape4(out, c / groups, kh, kw), BRISK_INIT_UNIFORM, bound, 1);
+    int y = brisk_conv2d(b->g, b->in[0], w, window(a->i + 1, a->i + 3, a->i + 5, (int)groups));
+    if (!a->s[0] || y < 0) return y;
     int bias = param(b, "bias", brisk_shape1(out), BRISK_INIT_UNIFORM, bound, 0);
     return brisk_add(b->g, y, brisk_reshape(b->g, bias, brisk_shape3(out, 1, 1)));
 }
@@ -175,7 +210,8 @@ static int build_batchnorm(const lg_build *b, const lg_attrs *a) {
     int rm = brisk_buffer(b->g, n, brisk_shape1(c), BRISK_INIT_ZEROS);
     snprintf(n, sizeof n, "%s.running_var", b->name);
     int rv = brisk_buffer(b->g, n, brisk_shape1(c), BRISK_INIT_ONES);
-    return brisk_batchnorm(b->g, b->in[0], gamma, beta, rm, rv, -1, (float)a->f[0], (float)a->f[1], 0);
+    return brisk_batchnorm(b->g, b->in[0], gamma, beta, rm, rv, b->n_in > 1 ? b->in[1] : -1, (float)a->f[0],
+                           (float)a->f[1], (int)a->i[0]);
 }
 
 /* torch.nn.LayerNorm over the last dim: weight ones, bias zeros */
@@ -189,7 +225,7 @@ static int build_layernorm(const lg_build *b, const lg_attrs *a) {
 
 static int build_pool(const lg_build *b, const lg_attrs *a, int kind) {
     if (shape_of(b, 0)->ndim != 4) return fail(b, "%s: expected [N, C, H, W]", kind ? "avgpool2d" : "maxpool2d");
-    return brisk_pool2d(b->g, b->in[0], kind, brisk_window_2d((int)a->i[0], (int)a->i[1], (int)a->i[2]));
+    return brisk_pool2d(b->g, b->in[0], kind, window(a->i, a->i + 2, a->i + 4, 1));
 }
 static int build_maxpool(const lg_build *b, const lg_attrs *a) { return build_pool(b, a, BRISK_POOL_MAX); }
 static int build_avgpool(const lg_build *b, const lg_attrs *a) { return build_pool(b, a, BRISK_POOL_AVG); }
@@ -299,13 +335,16 @@ static int build_encoder(const lg_build *b, const lg_attrs *a) {
 const lg_op lg_ops[] = {
     {"linear", 1, 1, read_linear, build_linear, "torch.nn.Linear over the last dim: out, bias (true)"},
     {"conv2d", 1, 1, read_conv, build_conv2d,
-     "torch.nn.Conv2d on [N, C, H, W]: out, kernel, stride (1), padding (0), groups (1), bias (true)"},
-    {"batchnorm", 1, 1, read_norm, build_batchnorm,
-     "torch.nn.BatchNorm2d (or 1d) on [N, C, ...]: eps (1e-5), momentum (0.1); running statistics kept"},
+     "torch.nn.Conv2d on [N, C, H, W]: out, kernel, stride (1), padding (0) (each a number or [height, width]), "
+     "groups (1), bias (true)"},
+    {"batchnorm", 1, 2, read_batchnorm, build_batchnorm,
+     "torch.nn.BatchNorm2d (or 1d) on [N, C, ...], running statistics kept: eps (1e-5), momentum (0.1), relu (false): "
+     "a ReLU after it; a second input is added before the ReLU (a residual block's end, in one op)"},
     {"layernorm", 1, 1, read_norm, build_layernorm, "torch.nn.LayerNorm over the last dim: eps (1e-5)"},
-    {"maxpool2d", 1, 1, read_pool, build_maxpool, "torch.nn.MaxPool2d: kernel, stride (kernel), padding (0)"},
+    {"maxpool2d", 1, 1, read_pool, build_maxpool,
+     "torch.nn.MaxPool2d: kernel, stride (kernel), padding (0), each a number or [height, width]"},
     {"avgpool2d", 1, 1, read_pool, build_avgpool,
-     "torch.nn.AvgPool2d (count_include_pad): kernel, stride (kernel), padding (0)"},
+     "torch.nn.AvgPool2d (count_include_pad): kernel, stride (kernel), padding (0), each a number or [height, width]"},
     {"global_avgpool", 1, 1, NULL, build_global_avgpool, "the mean over every dim after the channels: [N, C, ...] -> [N, C]"},
     {"relu", 1, 1, NULL, build_relu, "max(x, 0)"},
     {"gelu", 1, 1, read_gelu, build_gelu, "torch.nn.GELU: approximate (\"none\" erf, or \"tanh\")"},

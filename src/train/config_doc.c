@@ -16,7 +16,21 @@
  * between model types. */
 static const struct { const char *key, *meaning; } meanings[] = {
     {"model(diffusion).hidden", "widths of the hidden layers of the denoiser"},
-    {"model.type", "the model: mlp (tabular), diffusion (a conditional DDPM downscaler), lstm or transformer (windows of a series), meshgnn (a grid-mesh graph network forecasting the next step), resnet (a ResNet regressing image keypoints)"},
+    {"model.type", "the model: mlp (tabular), diffusion (a conditional DDPM downscaler), lstm or transformer (windows of a series), meshgnn (a grid-mesh graph network forecasting the next step), resnet (a ResNet regressing image keypoints), graph (your own: a graph of layers)"},
+    {"model.inputs[].name", "graph: an input's name (a data field, mapped by data.fields; a loss's target is an input too)"},
+    {"model.inputs[].shape", "graph: the input's shape per sample ([] for one number per sample)"},
+    {"model.inputs[].dtype", "graph: f32, or i32 (class labels, embedding indices)"},
+    {"model(graph).layers", "graph: the layers, each {\"name\", \"op\", \"inputs\", attributes}, in any order (sorted by their inputs)"},
+    {"model.layers[].name", "graph: the layer's name, unique among inputs and layers; its parameters are \"<name>.weight\", ..."},
+    {"model.layers[].op", "graph: the op (the table of ops below)"},
+    {"model.layers[].inputs", "graph: names of model inputs or other layers, as many as the op takes"},
+    {"model(graph).outputs", "graph: the layers whose values predict writes (the first is the model's output)"},
+    {"model.losses", "graph: the losses; the training loss is their weighted sum"},
+    {"model.losses[].output", "graph: the layer the loss reads"},
+    {"model.losses[].target", "graph: the input it is compared with"},
+    {"model.losses[].type", "graph: cross_entropy (logits [N, C] against i32 labels [N]; validation accuracy follows the first such loss) or mse"},
+    {"model.losses[].weight", "graph: the loss's weight in the sum"},
+    {"model.losses[].mask", "graph: an input of weights per element (mse): the loss is sum(w (p - t)^2) / sum(w)"},
     {"model.depth", "ResNet depth: 18 or 34 (BasicBlock) or 50 (Bottleneck)"},
     {"model.keypoints", "keypoints K regressed as (x, y) pairs: the data's y [K, 2]"},
     {"model.channels", "image channels at the input"},
@@ -200,6 +214,9 @@ static const struct { const char *section, *json; } walks[] = {
     {"resnet", "{\"model\": {\"type\": \"resnet\"}, \"data\": {\"images\": {\"labels\": \"l.csv\", \"size\": 1},"
                " \"episodes\": {\"support\": 1}}}"},
     {"pipeline", "{\"models\": [{\"name\": \"a\", \"type\": \"mlp\", \"inputs\": 1, \"outputs\": 1}]}"},
+    {"graph", "{\"model\": {\"type\": \"graph\", \"inputs\": [{\"name\": \"x\", \"shape\": [1]}],"
+              " \"layers\": [{\"name\": \"l\", \"op\": \"relu\", \"inputs\": [\"x\"]}], \"outputs\": [\"l\"],"
+              " \"losses\": [{\"output\": \"l\", \"target\": \"x\", \"type\": \"mse\"}]}}"},
 };
 
 typedef struct entry {
@@ -224,8 +241,20 @@ static void record(void *user, const brisk_json_key_info *k) {
         if (!dot || strcmp(dot, ".name") != 0) return;
         snprintf(path, sizeof path, "models[].name");
     } else {
-        snprintf(path, sizeof path, "%s", k->path);
+        /* an array's elements share their keys: "model.layers[3].name" is "model.layers[].name" */
+        size_t o = 0;
+        for (const char *c = k->path; *c && o + 1 < sizeof path; c++) {
+            path[o++] = *c;
+            if (*c == '[') {
+                while (c[1] && c[1] != ']') c++;
+            }
+        }
+        path[o] = 0;
     }
+    /* a layer's attributes are its op's (the layer ops table below) */
+    if (strncmp(path, "model.layers[].", 15) == 0 && strcmp(path + 15, "name") && strcmp(path + 15, "op") &&
+        strcmp(path + 15, "inputs"))
+        return;
     int model = strncmp(path, "model.", 6) == 0;
     for (size_t i = 0; i < w->n; i++) /* a key once; model keys once per model type */
         if (strcmp(w->e[i].path, path) == 0 && (!model || strcmp(w->e[i].section, w->section) == 0)) return;
@@ -323,11 +352,17 @@ brisk_status brisk_config_reference(char **markdown, brisk_error *err) {
                 "Configs are JSON with `//` and `/* */` comments; any key can be set from the command line with "
                 "`--set KEY=VALUE` (e.g. `--set optim.lr=3e-4`). Unknown keys are errors. *accepts* is the range "
                 "or the choices a value must have; *required* keys have no default.\n\n");
-        static const char *const types[] = {"mlp", "diffusion", "lstm", "transformer", "meshgnn", "resnet"};
-        for (int k = 0; k < 6; k++) {
+        static const char *const types[] = {"mlp", "diffusion", "lstm", "transformer", "meshgnn", "resnet", "graph"};
+        for (int k = 0; k < 7; k++) {
             put(&t, "## model (%s)\n\n", types[k]);
             table(&t, &w, types[k], "model.");
         }
+        char *ops = brisk_layer_ops_reference();
+        if (!ops) t.oom = 1;
+        else put(&t, "### The ops of a graph model's layers\n\nA layer is {\"name\", \"op\", \"inputs\": [names], "
+                     "attributes...}; its parameters are named \"<name>.weight\", \"<name>.bias\", ... as the PyTorch "
+                     "module it mirrors. Dims count the batch (dim 1 is a sample's first).\n\n%s\n", ops);
+        free(ops);
         put(&t, "## models (a pipeline)\n\n");
         table(&t, &w, "", "models");
         static const char *const sections[] = {"data", "optim", "train", "speed", "dist", "log", "session"};
