@@ -51,6 +51,10 @@ static int resolve(const brisk_layer_graph *lg, const char *name, lg_ref *out) {
     return 0;
 }
 
+static const char *ref_name(const brisk_layer_graph *lg, lg_ref r) {
+    return r.layer ? lg->layers[r.index].name : lg->inputs[r.index].name;
+}
+
 static int name_ok(brisk_json_reader *r, const char *key, const char *name) {
     if (!name) return 0;
     size_t n = strlen(name);
@@ -215,8 +219,8 @@ static void read_outputs_and_losses(brisk_json_reader *model, brisk_layer_graph 
         l->mask = -1;
         if (out && (!resolve(lg, out, &l->output) || !l->output.layer))
             brisk_json_fail(&r, "output", "\"%.60s\" names no layer", out);
-        else if (target && (!resolve(lg, target, &l->target) || l->target.layer))
-            brisk_json_fail(&r, "target", "\"%.60s\" names no input (a loss's target is one of model.inputs)", target);
+        else if (target && !resolve(lg, target, &l->target))
+            brisk_json_fail(&r, "target", "\"%.60s\" names no input or layer", target);
         else if (mask && (l->mask = find_input(lg, mask)) < 0)
             brisk_json_fail(&r, "mask", "\"%.60s\" names no input", mask);
         else if (mask && l->kind != LG_LOSS_MSE)
@@ -313,7 +317,8 @@ int nn_graph_forward(const brisk_model_spec *s, brisk_graph *g, int64_t batch, c
     *loss = -1;
     for (int k = 0; train && k < lg->n_losses; k++) {
         const lg_loss *l = &lg->losses[k];
-        int out = node[l->output.index], target = in_node[l->target.index], v;
+        int out = node[l->output.index], v;
+        int target = l->target.layer ? node[l->target.index] : in_node[l->target.index];
         if (l->kind == LG_LOSS_CROSS_ENTROPY) {
             v = brisk_cross_entropy(g, out, target);
         } else if (l->mask < 0) {
@@ -327,7 +332,7 @@ int nn_graph_forward(const brisk_model_spec *s, brisk_graph *g, int64_t batch, c
         if (v < 0 || g->err.code) {
             brisk_error e = g->err;
             brisk_error_prefix(&e, "loss %d (%s of \"%s\" against \"%s\")", k, loss_kinds[l->kind],
-                               lg->layers[l->output.index].name, lg->inputs[l->target.index].name);
+                               lg->layers[l->output.index].name, ref_name(lg, l->target));
             g->err = e;
             return -1;
         }
@@ -443,8 +448,7 @@ brisk_status brisk_model_summary(const brisk_model_spec *s, char **out, brisk_er
         }
         for (int k = 0; !st && k < lg->n_losses; k++)
             put(&t, "loss %-19d %-16s %s vs %s, weight %g\n", k, loss_kinds[lg->losses[k].kind],
-                lg->layers[lg->losses[k].output.index].name, lg->inputs[lg->losses[k].target.index].name,
-                lg->losses[k].weight);
+                lg->layers[lg->losses[k].output.index].name, ref_name(lg, lg->losses[k].target), lg->losses[k].weight);
         if (!st) put(&t, "total: %lld parameters in %d layers\n", (long long)total, lg->n_layers);
         free(node), free(per);
         brisk_graph_free(g2);

@@ -27,7 +27,7 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"model(graph).outputs", "graph: the layers whose values predict writes (the first is the model's output)"},
     {"model.losses", "graph: the losses; the training loss is their weighted sum"},
     {"model.losses[].output", "graph: the layer the loss reads"},
-    {"model.losses[].target", "graph: the input it is compared with"},
+    {"model.losses[].target", "graph: the input (or layer) it is compared with"},
     {"model.losses[].type", "graph: cross_entropy (logits [N, C] against i32 labels [N]; validation accuracy follows the first such loss) or mse"},
     {"model.losses[].weight", "graph: the loss's weight in the sum"},
     {"model.losses[].mask", "graph: an input of weights per element (mse): the loss is sum(w (p - t)^2) / sum(w)"},

@@ -66,9 +66,9 @@ static void test_each_mistake(void) {
     refused(XY, "{\"name\": \"out\", \"op\": \"relu\", \"inputs\": [\"x\", \"x\"]}", CE, "takes 1 input, got 2", NULL);
     refused(XY, "{\"name\": \"out\", \"op\": \"linear\", \"inputs\": [\"x\"], \"out\": 3, \"bais\": false}", CE,
             "unknown key \"bais\"", "bias");
-    /* a loss whose target is a layer, and a label loss on a float target */
+    /* a loss whose target names nothing, and a label loss on a float target */
     refused(XY, "{\"name\": \"out\", \"op\": \"linear\", \"inputs\": [\"x\"], \"out\": 3}",
-            "{\"output\": \"out\", \"target\": \"out\", \"type\": \"mse\"}", "\"out\" names no input", NULL);
+            "{\"output\": \"out\", \"target\": \"yy\", \"type\": \"mse\"}", "\"yy\" names no input or layer", NULL);
     refused("{\"name\": \"x\", \"shape\": [8]}, {\"name\": \"y\", \"shape\": []}",
             "{\"name\": \"out\", \"op\": \"linear\", \"inputs\": [\"x\"], \"out\": 3}", CE, "loss 0 (cross_entropy", NULL);
 }

@@ -1,0 +1,6 @@
+# Graph models against the built-in mlp and resnet: the same losses and checkpoints, bit for bit.
+if(PNG_FOUND) # brisk synth images writes PNG
+  add_test(NAME nn.graph_equivalence COMMAND ${CMAKE_CURRENT_LIST_DIR}/graph_equivalence.sh $<TARGET_FILE:brisk_cli>
+    $<TARGET_FILE:dist_weights_diff> ${CMAKE_BINARY_DIR}/nn_graph_equivalence)
+  set_tests_properties(nn.graph_equivalence PROPERTIES TIMEOUT 600)
+endif()
