@@ -440,6 +440,9 @@ void brisk_plan_grad_ready(const brisk_graph *g, const brisk_plan *plan, const i
 
 /* ---- per-step values. On the CPU a host struct; on CUDA it lives in device memory
  * so that a captured graph never needs re-capture. */
+/* A step's logged losses: the total and up to 16 terms (a model with several losses). */
+#define BRISK_LOSS_LOG_WIDTH 17
+
 typedef struct brisk_step_state {
     uint64_t seed;
     uint32_t rng_step;     /* counts micro-steps; random ops use it as counter word 3 */
@@ -543,11 +546,13 @@ struct brisk_backend {
     /* Copies a batch into the input area (dst) on a copy stream, overlapped with work already
      * issued; the next run waits for it. src may be reused when this returns. */
     brisk_status (*upload_input)(brisk_backend *be, void *dst, const void *src, size_t bytes, brisk_error *err);
-    /* The loss log: a ring of loss_log_size floats in backend memory. loss_log adds
-     * weight * *loss into slot st.loss_slot % loss_log_size (replacing it on the first
-     * micro-batch); loss_read copies n slots from `first` to host, waiting for them. */
-    brisk_status (*loss_log)(brisk_backend *be, const float *loss, float weight, brisk_error *err);
-    brisk_status (*loss_read)(brisk_backend *be, uint32_t first, int n, float *host, brisk_error *err);
+    /* The loss log: a ring of loss_log_size slots in backend memory, each of up to
+     * BRISK_LOSS_LOG_WIDTH floats (a step's loss, then the terms of a loss of several parts).
+     * loss_log adds weight * loss[0 .. width) into slot st.loss_slot % loss_log_size
+     * (replacing it on the first micro-batch); loss_read copies n slots from `first` to host,
+     * width floats each, packed, waiting for them. */
+    brisk_status (*loss_log)(brisk_backend *be, const float *loss, int width, float weight, brisk_error *err);
+    brisk_status (*loss_read)(brisk_backend *be, uint32_t first, int n, int width, float *host, brisk_error *err);
     int loss_log_size;
     /* Step times as the device sees them (NULL: the host's clock times the steps; on a device
      * that queues work the host's time is only how long issuing a step took). step_mark

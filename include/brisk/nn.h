@@ -149,6 +149,12 @@ typedef struct brisk_model_io {
     int loss;     /* train: scalar loss node */
     int output;   /* the prediction: logits / regression output / predicted noise; the
                      trainer reads it in validation for accuracy */
+    int target;   /* train: the field (fields[]) validation's metrics compare output with, or -1 */
+    /* train, a model of several losses: a [1 + n_loss_terms] node, kept to the run's end: the
+     * loss, then each loss term unweighted (loss_term_names[k], owned by the model spec);
+     * -1 for one loss. The trainer logs each term. */
+    int loss_terms, n_loss_terms;
+    const char *loss_term_names[BRISK_LOSS_LOG_WIDTH - 1];
 } brisk_model_io;
 
 /* The fields a model needs: for TRAIN all of them, for PREDICT the inputs only. */

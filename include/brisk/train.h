@@ -239,6 +239,9 @@ typedef struct brisk_val_metrics {
     double px_error, pck;
     int64_t kp_n, kp_hits;
     double kp_px_sum;
+    /* a model of several losses: each term's mean (unweighted), in the model's order */
+    int n_loss_terms;
+    double loss_terms[16];
 } brisk_val_metrics;
 #define BRISK_PCK_FRACTION 0.05
 

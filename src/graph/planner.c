@@ -217,14 +217,16 @@ brisk_status brisk_plan_build(brisk_graph *g, brisk_plan *plan, brisk_error *err
      * only nodes the training plan has placed. */
     if (g->loss >= 0) mark[g->loss] = 1;
     if (g->output >= 0) mark[g->output] = 1;
-    for (int i = 0; i < n; i++)
-        if (g->nodes[i].op == BRISK_OP_GRAD_ACCUM) mark[i] = 1;
+    for (int i = 0; i < n; i++) /* and what a run is read for (keep: the terms of a loss) */
+        if (g->nodes[i].op == BRISK_OP_GRAD_ACCUM || g->nodes[i].keep) mark[i] = 1;
     mark_ancestors(g, mark);
     plan->n_train = train_schedule(g, mark, plan->train_order);
 
     memset(mark, 0, (size_t)n);
     if (g->loss >= 0) mark[g->loss] = 1;
     if (g->output >= 0) mark[g->output] = 1;
+    for (int i = 0; i < nf; i++)
+        if (g->nodes[i].keep) mark[i] = 1;
     mark_ancestors(g, mark);
     plan->n_eval = collect(g, mark, nf, plan->eval_order);
 

@@ -202,12 +202,13 @@ static void read_outputs_and_losses(brisk_json_reader *model, brisk_layer_graph 
     }
     free(outs);
     if (brisk_json_array_len(model, "losses", true, &n) != BRISK_OK) return;
-    if (n < 1 || n > 16) return (void)brisk_json_fail(model, "losses", "expected 1 to 16 losses, got %zu", n);
+    if (n < 1 || n > BRISK_LOSS_LOG_WIDTH - 1)
+        return (void)brisk_json_fail(model, "losses", "expected 1 to %d losses, got %zu", BRISK_LOSS_LOG_WIDTH - 1, n);
     if (!(lg->losses = calloc(n, sizeof *lg->losses))) return (void)brisk_json_fail(model, "losses", "out of memory");
     for (size_t i = 0; i < n; i++) {
         brisk_json_reader r;
         brisk_json_object_at(model, "losses", i, &r);
-        const char *out = NULL, *target = NULL, *mask = NULL;
+        const char *out = NULL, *target = NULL, *mask = NULL, *name = NULL;
         int kind = 0;
         lg_loss *l = &lg->losses[lg->n_losses];
         brisk_json_string(&r, "output", &out);
@@ -215,6 +216,12 @@ static void read_outputs_and_losses(brisk_json_reader *model, brisk_layer_graph 
         brisk_json_enum(&r, "type", loss_kinds, &kind);
         brisk_json_number_or(&r, "weight", 1.0, BRISK_GT(0), &l->weight);
         brisk_json_string_or(&r, "mask", NULL, &mask);
+        brisk_json_string_or(&r, "name", out, &name);
+        if (name) snprintf(l->name, sizeof l->name, "%s", name);
+        for (int k = 0; name && k < lg->n_losses; k++)
+            if (strcmp(lg->losses[k].name, l->name) == 0)
+                brisk_json_fail(&r, "name", "\"%.60s\" names loss %d too; give each loss its own \"name\" (the log's)",
+                                l->name, k);
         l->kind = (lg_loss_kind)kind;
         l->mask = -1;
         if (out && (!resolve(lg, out, &l->output) || !l->output.layer))
@@ -288,7 +295,7 @@ static void input_shapes(const brisk_graph *g, const int *in, int n, char *buf, 
 /* Builds the layers, then the weighted sum of the losses in training. node[]: each
  * layer's output; per[] (may be NULL) gets each layer's parameter count. */
 int nn_graph_forward(const brisk_model_spec *s, brisk_graph *g, int64_t batch, const int *field_nodes, int train,
-                     int *node, int64_t *per, int *loss) {
+                     int *node, int64_t *per, int *loss, int *terms) {
     const brisk_layer_graph *lg = s->graph;
     int in_node[BRISK_MAX_FIELDS], f = 0;
     for (int i = 0; i < lg->n_inputs; i++)
@@ -315,6 +322,7 @@ int nn_graph_forward(const brisk_model_spec *s, brisk_graph *g, int64_t batch, c
         }
     }
     *loss = -1;
+    int term[BRISK_LOSS_LOG_WIDTH];
     for (int k = 0; train && k < lg->n_losses; k++) {
         const lg_loss *l = &lg->losses[k];
         int out = node[l->output.index], v;
@@ -336,8 +344,16 @@ int nn_graph_forward(const brisk_model_spec *s, brisk_graph *g, int64_t batch, c
             g->err = e;
             return -1;
         }
+        term[k + 1] = brisk_reshape(g, v, brisk_shape1(1));
         if (l->weight != 1.0) v = brisk_scale(g, v, (float)l->weight, 0.0f);
         *loss = *loss < 0 ? v : brisk_add(g, *loss, v);
+    }
+    if (terms) *terms = -1;
+    if (terms && train && lg->n_losses > 1) { /* logged, never differentiated: kept, not a root of the loss */
+        term[0] = brisk_reshape(g, *loss, brisk_shape1(1));
+        *terms = brisk_concat(g, term, lg->n_losses + 1, 0);
+        if (*terms < 0) return -1;
+        g->nodes[*terms].keep = 1;
     }
     return node[lg->outputs[0].index];
 }
@@ -358,6 +374,19 @@ brisk_task nn_graph_task(const brisk_model_spec *s, int *output_layer) {
         return BRISK_TASK_CLASSIFY;
     }
     return BRISK_TASK_REGRESS;
+}
+
+int nn_graph_loss_names(const brisk_model_spec *s, const char **names) {
+    for (int k = 0; k < s->graph->n_losses; k++) names[k] = s->graph->losses[k].name;
+    return s->graph->n_losses;
+}
+
+int nn_graph_target(const brisk_model_spec *s) {
+    const brisk_layer_graph *lg = s->graph;
+    if (!lg || lg->n_losses < 1) return -1;
+    lg_ref r = lg->losses[0].target;
+    for (int hops = 0; r.layer && hops <= lg->n_layers; hops++) r = lg->layers[r.index].in[0];
+    return r.layer ? -1 : r.index; /* a training build's fields are the inputs, in order */
 }
 
 brisk_status brisk_layer_graph_check(brisk_model_spec *s, brisk_error *err) {
@@ -428,7 +457,7 @@ brisk_status brisk_model_summary(const brisk_model_spec *s, char **out, brisk_er
             for (int k = 0; k < io.fields[i].sample.ndim; k++) d[k + 1] = io.fields[i].sample.d[k];
             field[i] = brisk_input(g2, io.fields[i].name, io.fields[i].dtype, brisk_shape_make(io.fields[i].sample.ndim + 1, d));
         }
-        if (!st && nn_graph_forward(s, g2, 1, field, 1, node, per, &loss) < 0) st = brisk_graph_error(g2, err);
+        if (!st && nn_graph_forward(s, g2, 1, field, 1, node, per, &loss, NULL) < 0) st = brisk_graph_error(g2, err);
         put(&t, "%-24s %-16s %-24s %12s\n", "layer", "op", "output (per sample)", "parameters");
         for (int i = 0; i < lg->n_inputs; i++) {
             char sh[96];

@@ -69,6 +69,7 @@ typedef struct lg_layer {
 typedef enum { LG_LOSS_CROSS_ENTROPY = 0, LG_LOSS_MSE, LG_LOSS_COUNT } lg_loss_kind;
 
 typedef struct lg_loss {
+    char name[LG_NAME]; /* in the log: "name" or the output layer's name */
     lg_ref output, target;
     int mask;        /* an input holding a weight per element, or -1 */
     lg_loss_kind kind;

@@ -96,6 +96,16 @@ static void read_shape(brisk_json_reader *r, lg_attrs *a) {
     free(d);
 }
 
+/* permute: dims (a sample's, 1-based as torch counts with the batch first) */
+static void read_permute(brisk_json_reader *r, lg_attrs *a) {
+    int *d = NULL;
+    size_t n = 0;
+    brisk_json_ints(r, "dims", true, 1, BRISK_MAX_DIMS - 1, &d, &n);
+    if (n >= BRISK_MAX_DIMS) brisk_json_fail(r, "dims", "at most %d dims", BRISK_MAX_DIMS - 1);
+    for (size_t k = 0; k < n && k < BRISK_MAX_DIMS - 1; k++) a->dims[a->ndims++] = d[k];
+    free(d);
+}
+
 static void read_slice(brisk_json_reader *r, lg_attrs *a) {
     brisk_json_int64(r, "dim", -6, 5, &a->i[0]);
     brisk_json_int64(r, "start", 0, INT64_C(1) << 40, &a->i[1]);
@@ -302,6 +312,20 @@ static int build_reshape(const lg_build *b, const lg_attrs *a) {
     return brisk_reshape(b->g, b->in[0], brisk_shape_make(a->ndims + 1, d));
 }
 
+/* x.permute(0, dims...): the batch stays first */
+static int build_permute(const lg_build *b, const lg_attrs *a) {
+    const brisk_shape *s = shape_of(b, 0);
+    int perm[BRISK_MAX_DIMS] = {0}, seen = 1;
+    if (a->ndims != s->ndim - 1) return fail(b, "%s: dims must name every dim of a sample once", "permute");
+    for (int k = 0; k < a->ndims; k++) {
+        perm[k + 1] = (int)a->dims[k];
+        if (a->dims[k] >= s->ndim || (seen & (1 << a->dims[k])))
+            return fail(b, "%s: dims must name every dim of a sample once (1 to ndim - 1)", "permute");
+        seen |= 1 << a->dims[k];
+    }
+    return brisk_transpose(b->g, b->in[0], perm);
+}
+
 static int build_slice(const lg_build *b, const lg_attrs *a) {
     int d = axis(b, a->i[0], shape_of(b, 0)->ndim);
     return d < 0 ? -1 : brisk_slice(b->g, b->in[0], d, a->i[1], a->i[2]);
@@ -364,6 +388,8 @@ const lg_op lg_ops[] = {
     {"flatten", 1, 1, read_flatten, build_flatten, "torch.flatten from start_dim (1) on"},
     {"reshape", 1, 1, read_shape, build_reshape, "to [N, shape...] (a view): shape per sample, one dim may be -1"},
     {"slice", 1, 1, read_slice, build_slice, "x.narrow(dim, start, length)"},
+    {"permute", 1, 1, read_permute, build_permute,
+     "x.permute(0, dims...): dims lists every dim of a sample (1-based, the batch first and staying)"},
     {"embedding", 1, 1, read_embedding, build_embedding, "torch.nn.Embedding on i32 indices: num, dim"},
     {"lstm", 1, 1, read_lstm, build_lstm,
      "torch.nn.LSTM(batch_first=True) on [N, T, F] -> [N, T, hidden x dirs]: hidden, layers (1), bidirectional "

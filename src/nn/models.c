@@ -17,10 +17,8 @@ const char *brisk_model_type_name(brisk_model_type t) {
     return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 
-brisk_status brisk_model_fields(const brisk_model_spec *spec, brisk_build_mode mode,
-                                brisk_model_io *io, brisk_error *err) {
-    memset(io, 0, sizeof *io);
-    io->loss = io->output = -1;
+static brisk_status model_fields(const brisk_model_spec *spec, brisk_build_mode mode, brisk_model_io *io,
+                                 brisk_error *err) {
     switch (spec->type) {
     case BRISK_MODEL_LSTM: case BRISK_MODEL_TRANSFORMER:
         return nn_seq_fields(spec, mode, io, err);
@@ -52,6 +50,21 @@ brisk_status brisk_model_fields(const brisk_model_spec *spec, brisk_build_mode m
         return BRISK_OK;
     }
     return brisk_errorf(err, BRISK_ERR_INVALID, "unknown model type %d", (int)spec->type);
+}
+
+brisk_status brisk_model_fields(const brisk_model_spec *spec, brisk_build_mode mode,
+                                brisk_model_io *io, brisk_error *err) {
+    memset(io, 0, sizeof *io);
+    io->loss = io->output = io->target = io->loss_terms = -1;
+    brisk_status st = model_fields(spec, mode, io, err);
+    if (st || mode != BRISK_BUILD_TRAIN) return st;
+    if (spec->type == BRISK_MODEL_GRAPH) {
+        io->target = nn_graph_target(spec);
+    } else if (spec->type != BRISK_MODEL_DIFFUSION) {
+        for (int i = 0; i < io->n_fields; i++)
+            if (strcmp(io->fields[i].name, "y") == 0) io->target = i;
+    }
+    return BRISK_OK;
 }
 
 static int batch_input(brisk_graph *g, const brisk_model_field *f, int64_t batch) {
@@ -127,8 +140,9 @@ brisk_status brisk_model_build(const brisk_model_spec *spec, int64_t batch, bris
     if (spec->type == BRISK_MODEL_GRAPH) {
         int *node = calloc((size_t)nn_graph_n_layers(spec), sizeof *node), loss = -1;
         if (!node) return brisk_errorf(err, BRISK_ERR_NOMEM, "graph model: out of memory");
-        io->output = nn_graph_forward(spec, g, batch, in, mode == BRISK_BUILD_TRAIN, node, NULL, &loss);
+        io->output = nn_graph_forward(spec, g, batch, in, mode == BRISK_BUILD_TRAIN, node, NULL, &loss, &io->loss_terms);
         io->loss = loss;
+        io->n_loss_terms = io->loss_terms >= 0 ? nn_graph_loss_names(spec, io->loss_term_names) : 0;
         int out_layer;
         nn_graph_task(spec, &out_layer);
         if (io->output >= 0) io->output = node[out_layer];

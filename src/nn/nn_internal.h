@@ -40,10 +40,15 @@ int nn_resnet_loss(const brisk_model_spec *spec, brisk_graph *g, int64_t batch, 
  * NULL) each layer's trainable parameters) and, in training, the weighted sum of the losses. */
 brisk_status nn_graph_fields(const brisk_model_spec *spec, brisk_build_mode mode, brisk_model_io *io, brisk_error *err);
 int nn_graph_forward(const brisk_model_spec *spec, brisk_graph *g, int64_t batch, const int *field_nodes, int train,
-                     int *node, int64_t *per, int *loss);
+                     int *node, int64_t *per, int *loss, int *terms);
 /* Classification when the first loss is a cross-entropy; *output_layer the layer whose
  * output validation reads. */
 brisk_task nn_graph_task(const brisk_model_spec *spec, int *output_layer);
+/* The input (a field of a training build) the first loss's target is, or is computed from
+ * (a masked target: its layers' first inputs followed back); the metrics compare with it. */
+int nn_graph_target(const brisk_model_spec *spec);
+/* Each loss's name in the log (pointers into the spec's graph); returns their count. */
+int nn_graph_loss_names(const brisk_model_spec *spec, const char **names);
 int nn_graph_n_layers(const brisk_model_spec *spec);
 
 #endif

@@ -31,6 +31,7 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"model.losses[].type", "graph: cross_entropy (logits [N, C] against i32 labels [N]; validation accuracy follows the first such loss) or mse"},
     {"model.losses[].weight", "graph: the loss's weight in the sum"},
     {"model.losses[].mask", "graph: an input of weights per element (mse): the loss is sum(w (p - t)^2) / sum(w)"},
+    {"model.losses[].name", "graph: the loss's name in the log (default: its output layer's); with several losses each is logged on its own (the progress lines, epoch lines, metrics.jsonl and TensorBoard as loss/NAME, train_loss/NAME, val_loss/NAME), unweighted"},
     {"model.depth", "ResNet depth: 18 or 34 (BasicBlock) or 50 (Bottleneck)"},
     {"model.keypoints", "keypoints K regressed as (x, y) pairs: the data's y [K, 2]"},
     {"model.channels", "image channels at the input"},

@@ -113,10 +113,13 @@ static brisk_status eval_batch(brisk_trainer *t, brisk_exec *ex, const brisk_mod
     brisk_step_state saved = ex->step;
     ex->step = t->ex->step; /* the seed; the counter is validation's own */
     ex->step.rng_step = rng;
-    float v = 0;
-    if (!st && !(st = brisk_exec_run(ex, BRISK_RUN_EVAL, err)) && !(st = brisk_exec_read(ex, io->loss, &v, err))) {
-        *sum += (double)v * (double)rows;
-        int yf = field_index(ds, "y");
+    float v[BRISK_LOSS_LOG_WIDTH] = {0};
+    const int nt = io->n_loss_terms < m->n_loss_terms ? io->n_loss_terms : m->n_loss_terms;
+    if (!st && !(st = brisk_exec_run(ex, BRISK_RUN_EVAL, err)) &&
+        !(st = brisk_exec_read(ex, nt ? io->loss_terms : io->loss, v, err))) {
+        *sum += (double)v[0] * (double)rows;
+        for (int k = 0; k < nt; k++) m->loss_terms[k] += (double)v[k + 1] * (double)rows;
+        int yf = io->target >= 0 ? field_index(ds, io->fields[io->target].name) : -1;
         if ((classify || regress) && yf >= 0 && !(st = brisk_exec_read(ex, io->output, out, err))) {
             if (classify) {
                 brisk_metrics_add_classes(m, out, b->fields[yf].data, rows, C);
@@ -155,6 +158,7 @@ brisk_status brisk_validate(brisk_trainer *t, brisk_val_metrics *m, brisk_error 
     const brisk_model_spec *ms = &t->cfg.model;
     int classify = ms->type != BRISK_MODEL_DIFFUSION && ms->task == BRISK_TASK_CLASSIFY;
     brisk_metrics_reset(m, classify ? (int)ms->outputs : 0);
+    m->n_loss_terms = t->io.n_loss_terms;
     const int64_t *idx;
     int64_t n, B = t->cfg.train.batch_size;
     int64_t C = classify ? ms->outputs : brisk_shape_numel(&t->g->nodes[t->io.output].shape) / B;
@@ -190,8 +194,10 @@ brisk_status brisk_validate(brisk_trainer *t, brisk_val_metrics *m, brisk_error 
         brisk_loader_destroy(l);
     }
     free(out);
-    if (!st && t->data_sharded && t->world > 1) st = reduce_sharded(t, m, &sum, &n, err);
+    /* each rank's own rows: the terms stay this rank's, so they are left out */
+    if (!st && t->data_sharded && t->world > 1) st = reduce_sharded(t, m, &sum, &n, err), m->n_loss_terms = 0;
     if (st) return st;
+    for (int k = 0; k < m->n_loss_terms; k++) m->loss_terms[k] /= (double)n;
     brisk_metrics_finish(m, sum / (double)n);
     return BRISK_OK;
 }

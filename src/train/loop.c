@@ -40,6 +40,31 @@ static double tail_mean(const brisk_trainer *t, int64_t n) {
     return k > 0 ? s / (double)k : NAN;
 }
 
+/* The same mean for each term of a loss of several parts (io.n_loss_terms; none: 0). */
+static int tail_terms(const brisk_trainer *t, int64_t n, double *mean) {
+    const int nt = t->io.n_loss_terms;
+    if (n > t->n_losses) n = t->n_losses;
+    for (int k = 0; k < nt; k++) {
+        double s = 0;
+        int64_t c = 0;
+        for (int64_t i = t->n_losses - n; i < t->n_losses; i++) {
+            float v = t->terms[i * nt + k];
+            if (isfinite(t->losses[i]) && isfinite(v)) s += v, c++;
+        }
+        mean[k] = c > 0 ? s / (double)c : NAN;
+    }
+    return nt;
+}
+
+/* " (name1 v1, name2 v2)" for the loss terms; "" for one loss */
+static void terms_text(const brisk_trainer *t, const double *v, int n, char *buf, size_t cap) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && k < cap; i++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%s %.5f%s", i ? ", " : " (", t->io.loss_term_names[i], v[i],
+                              i == n - 1 ? ")" : "");
+}
+
 /* seconds the device has spent copying batches in, or -1 without a device */
 static double device_copy_s(brisk_trainer *t) {
     brisk_backend_stats s;
@@ -233,8 +258,11 @@ static brisk_status validate_now(brisk_trainer *t, run_val *rv, int64_t epoch_st
     if (!isnan(va) && !(va <= t->best_at.max_accuracy)) t->best_at.max_accuracy = va;
     if (!isnan(vl) && !(vl >= rv->loss)) rv->loss = vl, rv->best = vm, rv->best_epoch = t->epoch;
     if (!isnan(va) && !(va <= rv->max_accuracy)) rv->max_accuracy = va;
-    char vtxt[256] = "";
-    if (!isnan(vl)) snprintf(vtxt, sizeof vtxt, "  val loss %.5f", vl);
+    char vtxt[1024] = "", ttxt[512], vterms[512];
+    double et[BRISK_LOSS_LOG_WIDTH];
+    terms_text(t, et, tail_terms(t, epoch_steps, et), ttxt, sizeof ttxt);
+    terms_text(t, vm.loss_terms, vm.n_loss_terms, vterms, sizeof vterms);
+    if (!isnan(vl)) snprintf(vtxt, sizeof vtxt, "  val loss %.5f%s", vl, vterms);
     if (!isnan(va)) snprintf(vtxt + strlen(vtxt), sizeof vtxt - strlen(vtxt), "  val accuracy %.4f", va);
     if (!isnan(vm.mae))
         snprintf(vtxt + strlen(vtxt), sizeof vtxt - strlen(vtxt), "  val MAE %.4g RMSE %.4g", vm.mae, vm.rmse);
@@ -243,16 +271,24 @@ static brisk_status validate_now(brisk_trainer *t, run_val *rv, int64_t epoch_st
                  "%.4g px  PCK@%g %.4f", vm.px_error, BRISK_PCK_FRACTION, vm.pck);
     if (mid)
         brisk_log(&t->log, BRISK_LOG_INFO, "validation at the run's end, step %lld, %lld steps into epoch %lld  train "
-                  "loss %.5f%s%s", (long long)t->step, (long long)epoch_steps, (long long)t->epoch + 1, *train_loss, vtxt,
-                  better ? "  (best)" : "");
+                  "loss %.5f%s%s%s", (long long)t->step, (long long)epoch_steps, (long long)t->epoch + 1, *train_loss,
+                  ttxt, vtxt, better ? "  (best)" : "");
     else
-        brisk_log(&t->log, BRISK_LOG_INFO, "epoch %lld done  train loss %.5f%s%s", (long long)t->epoch, *train_loss, vtxt,
-                  better ? "  (best)" : "");
+        brisk_log(&t->log, BRISK_LOG_INFO, "epoch %lld done  train loss %.5f%s%s%s", (long long)t->epoch, *train_loss,
+                  ttxt, vtxt, better ? "  (best)" : "");
     char abuf[4096] = "";
     if (mid) snprintf(abuf, sizeof abuf, ", \"mid_epoch\": true");
     if (!isnan(vl)) brisk_metrics_json(&vm, abuf + strlen(abuf), sizeof abuf - strlen(abuf));
-    const metric m[] = {{"train_loss", "%.7g", *train_loss, 0}, {"val_loss", "%.7g", vl, 0}};
-    record(t, 1, m, 2, abuf);
+    metric m[2 + 2 * BRISK_LOSS_LOG_WIDTH] = {{"train_loss", "%.7g", *train_loss, 0}, {"val_loss", "%.7g", vl, 0}};
+    char keys[2 * BRISK_LOSS_LOG_WIDTH][80];
+    int nm = 2;
+    for (int k = 0; k < t->io.n_loss_terms; k++) { /* each term: train_loss/NAME, val_loss/NAME */
+        snprintf(keys[2 * k], sizeof keys[0], "train_loss/%s", t->io.loss_term_names[k]);
+        m[nm++] = (metric){keys[2 * k], "%.7g", et[k], 1};
+        snprintf(keys[2 * k + 1], sizeof keys[0], "val_loss/%s", t->io.loss_term_names[k]);
+        m[nm++] = (metric){keys[2 * k + 1], "%.7g", k < vm.n_loss_terms ? vm.loss_terms[k] : NAN, 1};
+    }
+    record(t, 1, m, nm, abuf);
     /* the validation metrics' scalars as metrics.jsonl prints them (brisk_metrics_json) */
     if (!isnan(vl)) {
         const char *key[] = {"val_accuracy", "val_mae", "val_rmse", "val_px_error", "val_pck"};
@@ -445,7 +481,10 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             if (dev_s >= 0) win.step_s = dev_s;
             const int64_t win_n = win.steps;
             const double win_time = win.step_s, ms = 1e3 * win_time / (double)win_n, wl = tail_mean(t, win_n);
-            char dev[160], eta[64];
+            char dev[160], eta[64], tl[512];
+            double tv[BRISK_LOSS_LOG_WIDTH];
+            const int nt = tail_terms(t, win_n, tv);
+            terms_text(t, tv, nt, tl, sizeof tl);
             dev_numbers dn;
             device_status(t, dev, sizeof dev, &dn);
             brisk_format_eta(brisk_now() - t_start, n_timed, end - t->step, eta, sizeof eta);
@@ -455,18 +494,24 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
             const double data_ms = 1e3 * win.data_s / (double)win_n, copy_ms = 1e3 * win.copy_s / (double)win_n;
             const double compute_ms = 1e3 * brisk_time_split_compute_s(&win) / (double)win_n;
             brisk_log(&t->log, progress_level,
-                      "epoch %lld  step %lld/%lld  loss %.5f  lr %.2e  %.0f samples/s%s  %.3f ms/step (data %.3f, copy %.3f, "
+                      "epoch %lld  step %lld/%lld  loss %.5f%s  lr %.2e  %.0f samples/s%s  %.3f ms/step (data %.3f, copy %.3f, "
                       "compute %.3f)  %s  %s",
                       (long long)(epoch_ended ? t->epoch : t->epoch + 1), (long long)t->step, (long long)t->total_steps,
-                      wl, lr, (double)(B * K) * t->world * win_n / win_time, ranks, ms, data_ms, copy_ms, compute_ms, dev, eta);
+                      wl, tl, lr, (double)(B * K) * t->world * win_n / win_time, ranks, ms, data_ms, copy_ms, compute_ms, dev, eta);
             /* a window of skipped steps only has no loss: null */
-            const metric m[] = {{"loss", "%.9g", wl, 0}, {"lr", "%.7g", lr, 0}, {"ms_per_step", "%.4f", ms, 0},
+            metric m[10 + BRISK_LOSS_LOG_WIDTH] = {{"loss", "%.9g", wl, 0}, {"lr", "%.7g", lr, 0}, {"ms_per_step", "%.4f", ms, 0},
                                 {"data_ms", "%.4f", data_ms, 0},
                                 {"samples_per_s", "%.1f", (double)(B * K) * win_n / win_time, 0},
                                 {"copy_ms", "%.4f", copy_ms, 0}, {"compute_ms", "%.4f", compute_ms, 0},
                                 {"mem_mib", "%.2f", dn.mem_mib, 0}, {"loss_scale", "%.9g", dn.loss_scale, 1},
                                 {"skipped_steps", "%.0f", isnan(dn.loss_scale) ? NAN : (double)dn.skipped, 1}};
-            record(t, 0, m, (int)(sizeof m / sizeof m[0]), NULL);
+            char keys[BRISK_LOSS_LOG_WIDTH][80];
+            int nm = 10;
+            for (int k = 0; k < nt; k++) { /* "loss/NAME": TensorBoard groups them under loss */
+                snprintf(keys[k], sizeof keys[k], "loss/%s", t->io.loss_term_names[k]);
+                m[nm++] = (metric){keys[k], "%.9g", tv[k], 0};
+            }
+            record(t, 0, m, nm, NULL);
             if (t->control.progress) t->control.progress(t->control.user, t->step, t->total_steps, wl);
             win = (brisk_time_split){0};
             scaler_skips(t);

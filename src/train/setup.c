@@ -494,6 +494,7 @@ void brisk_trainer_free(brisk_trainer *t) {
     brisk_tboard_close(t->tboard);
     brisk_run_dir_unlock(t->lock_fd);
     free(t->losses);
+    free(t->terms);
     free(t->dev_ms);
     brisk_sample_dump_close(t);
     free(t->buckets);

@@ -40,12 +40,19 @@ static brisk_status reserve(void **arr, int64_t *cap, int64_t need, size_t size,
     return BRISK_OK;
 }
 
-brisk_status brisk_trainer_push_loss(brisk_trainer *t, float loss, brisk_error *err) {
+brisk_status brisk_trainer_push_loss(brisk_trainer *t, float loss, const float *terms, brisk_error *err) {
+    const int nt = t->io.n_loss_terms;
     brisk_status st = reserve((void **)&t->losses, &t->cap_losses, t->n_losses + 1, sizeof *t->losses, err);
+    if (!st && nt) st = reserve((void **)&t->terms, &t->cap_terms, (t->n_losses + 1) * nt, sizeof *t->terms, err);
     if (st) return st;
+    for (int k = 0; k < nt; k++) t->terms[t->n_losses * nt + k] = terms ? terms[k] : NAN;
     t->losses[t->n_losses++] = loss;
     return BRISK_OK;
 }
+
+/* what the loss log takes from a step: the loss, or the loss and its terms */
+static int loss_width(const brisk_trainer *t) { return 1 + t->io.n_loss_terms; }
+static int loss_node(const brisk_trainer *t) { return t->io.n_loss_terms ? t->io.loss_terms : t->io.loss; }
 
 static brisk_status nonfinite(const brisk_trainer *t, int64_t step, float loss, brisk_error *err) {
     return brisk_errorf(err, BRISK_ERR_NUMERIC,
@@ -91,7 +98,8 @@ static brisk_status micro_body(brisk_trainer *t, brisk_error *err) {
     brisk_status st = brisk_exec_run(t->ex, BRISK_RUN_TRAIN, err);
     brisk_dist_device_arm(t, 0);
     if (!st) st = brisk_dist_device_check(t, err);
-    if (!st) st = t->be->loss_log(t->be, t->ex->ptr[t->io.loss], 1.0f / (float)t->cfg.train.accumulate, err);
+    if (!st)
+        st = t->be->loss_log(t->be, t->ex->ptr[loss_node(t)], loss_width(t), 1.0f / (float)t->cfg.train.accumulate, err);
     return st;
 }
 
@@ -170,13 +178,14 @@ brisk_status brisk_step_micro(brisk_trainer *t, const brisk_batch *b, int micro,
     brisk_status st = feed(t, b, err);
     if (st) return st;
     if (!on_device(t)) {
-        float v = 0;
+        float v[BRISK_LOSS_LOG_WIDTH] = {0};
         brisk_dist_overlap_begin_step(t, micro);
-        if ((st = brisk_exec_run(t->ex, BRISK_RUN_TRAIN, err)) || (st = brisk_exec_read(t->ex, t->io.loss, &v, err))) {
+        if ((st = brisk_exec_run(t->ex, BRISK_RUN_TRAIN, err)) || (st = brisk_exec_read(t->ex, loss_node(t), v, err))) {
             brisk_dist_overlap_finish(t, 1, err);
             return st;
         }
-        t->micro_loss = micro ? t->micro_loss + v : v;
+        t->micro_loss = micro ? t->micro_loss + v[0] : v[0];
+        for (int k = 0; k < t->io.n_loss_terms; k++) t->micro_terms[k] = micro ? t->micro_terms[k] + v[k + 1] : v[k + 1];
         return BRISK_OK;
     }
     brisk_backend *be = t->be;
@@ -204,7 +213,8 @@ brisk_status brisk_step_update(brisk_trainer *t, float lr, brisk_error *err) {
     brisk_backend *be = t->be;
     brisk_status st;
     if (!on_device(t)) {
-        float loss = (float)(t->micro_loss / K);
+        float loss = (float)(t->micro_loss / K), terms[BRISK_LOSS_LOG_WIDTH];
+        for (int k = 0; k < t->io.n_loss_terms; k++) terms[k] = (float)(t->micro_terms[k] / K);
         /* the overlapped all-reduce done before the next collective (MPI_THREAD_SERIALIZED) */
         if ((st = brisk_dist_overlap_finish(t, 0, err))) return st;
         if ((st = brisk_dist_agree(t, &loss, err))) return st; /* every rank sees the mean loss */
@@ -219,10 +229,10 @@ brisk_status brisk_step_update(brisk_trainer *t, float lr, brisk_error *err) {
         }
         if (!isfinite(loss)) { /* stop, or skip the update within train.skip_nan_steps */
             if ((st = brisk_numeric_bad_loss(t, loss, err))) return st;
-            return brisk_trainer_push_loss(t, loss, err);
+            return brisk_trainer_push_loss(t, loss, terms, err);
         }
         if ((st = brisk_dist_step_update(t, lr, K, err))) return st;
-        return brisk_trainer_push_loss(t, loss, err);
+        return brisk_trainer_push_loss(t, loss, terms, err);
     }
     brisk_optim_args a = brisk_optimizer_args(&t->opt, t->step + 1, lr, K);
     int capture_now = t->graph && !t->programs_ready && t->eager_steps >= 1;
@@ -261,28 +271,29 @@ static brisk_status read_step_times(brisk_trainer *t, int n, brisk_error *err) {
 
 brisk_status brisk_step_flush(brisk_trainer *t, brisk_error *err) {
     if (!on_device(t) || t->loss_pending == 0) return BRISK_OK;
-    int n = t->loss_pending;
-    float *buf = malloc(sizeof(float) * (size_t)n);
-    if (!buf) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
-    brisk_status st = t->be->loss_read(t->be, (uint32_t)t->loss_first, n, buf, err);
+    int n = t->loss_pending, w = loss_width(t);
+    float *all = malloc(sizeof(float) * (size_t)n * (size_t)w), buf[BRISK_LOSS_LOG_WIDTH];
+    if (!all) return brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
+    brisk_status st = t->be->loss_read(t->be, (uint32_t)t->loss_first, n, w, all, err);
     if (!st && t->dev_clock) st = read_step_times(t, n, err);
     for (int i = 0; i < n && !st; i++) {
-        if (isfinite(buf[i])) {
-            st = brisk_trainer_push_loss(t, buf[i], err);
+        memcpy(buf, all + (size_t)i * w, (size_t)w * sizeof(float)); /* buf[0] the loss, then its terms */
+        if (isfinite(buf[0])) {
+            st = brisk_trainer_push_loss(t, buf[0], buf + 1, err);
         } else if (t->opt.skip_nonfinite) {
             /* the device skipped that update itself (its gradients were not finite, on any
              * precision): count it against train.skip_nan_steps, naming its step */
             int64_t now = t->step;
             t->step = t->loss_first + i;
-            st = brisk_numeric_bad_loss(t, buf[i], err);
+            st = brisk_numeric_bad_loss(t, buf[0], err);
             t->step = now;
-            if (!st) st = brisk_trainer_push_loss(t, buf[i], err);
+            if (!st) st = brisk_trainer_push_loss(t, buf[0], buf + 1, err);
         } else {
             /* without train.skip_nan_steps the device applied it: stop at this step */
-            st = nonfinite(t, t->loss_first + i + 1, buf[i], err);
+            st = nonfinite(t, t->loss_first + i + 1, buf[0], err);
         }
     }
-    free(buf);
+    free(all);
     if (st) return st;
     t->loss_first += n;
     t->loss_pending = 0;

@@ -49,6 +49,8 @@ struct brisk_trainer {
     /* history of this process */
     float *losses;
     int64_t n_losses, cap_losses;
+    float *terms;            /* a model of several losses: io.n_loss_terms per step, with losses */
+    int64_t cap_terms;
     brisk_metrics_file *metrics; /* metrics.jsonl (rank 0); NULL: none */
     brisk_tboard *tboard;      /* the TensorBoard event file (log.tensorboard; rank 0); NULL: none */
     char active_report[3072];  /* the start-of-run report of what is on and why anything is off */
@@ -65,6 +67,7 @@ struct brisk_trainer {
     double *dev_ms;          /* this run's device step times (ms), read with the losses */
     int64_t n_dev_ms, cap_dev_ms;
     double micro_loss;       /* CPU path: losses of this step's micro-batches, summed */
+    double micro_terms[BRISK_LOSS_LOG_WIDTH - 1]; /* ... and their loss terms */
     brisk_step_state cur;    /* the micro-batch being run */
     double copy_s;           /* time spent handing batches to the device */
     char graph_off[96];      /* why there is no CUDA graph, for the report */
@@ -254,7 +257,8 @@ brisk_status brisk_profile_step_begin(brisk_trainer *t, brisk_error *err);
  * it launches (-1: not a device that captures, or it cannot count them). */
 brisk_status brisk_step_capture_kernels(brisk_trainer *t, int *kernels, int *program, brisk_error *err);
 brisk_status brisk_profile_step_end(brisk_trainer *t, brisk_error *err);
-brisk_status brisk_trainer_push_loss(brisk_trainer *t, float loss, brisk_error *err);
+/* terms: io.n_loss_terms values (NULL: NaN each, a step skipped before they were read) */
+brisk_status brisk_trainer_push_loss(brisk_trainer *t, float loss, const float *terms, brisk_error *err);
 
 /* device.c: the backend (speed.device), chosen before the model is built; then, with the
  * graph and plan, whether it has a kernel for every node. Under speed.device auto a backend

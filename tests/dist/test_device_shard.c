@@ -24,8 +24,8 @@ static void called(const char *what) {
     size_t k = strlen(fk.calls);
     snprintf(fk.calls + k, sizeof fk.calls - k, "%s%s", k ? " " : "", what);
 }
-static brisk_status f_loss_log(brisk_backend *be, const float *loss, float w, brisk_error *err) {
-    (void)be, (void)loss, (void)w, (void)err;
+static brisk_status f_loss_log(brisk_backend *be, const float *loss, int width, float w, brisk_error *err) {
+    (void)be, (void)loss, (void)width, (void)w, (void)err;
     return BRISK_OK;
 }
 static brisk_status f_reduce_scatter(brisk_backend *be, float *g, const int64_t *bounds, brisk_error *err) {

@@ -4,3 +4,9 @@ if(PNG_FOUND) # brisk synth images writes PNG
     $<TARGET_FILE:dist_weights_diff> ${CMAKE_BINARY_DIR}/nn_graph_equivalence)
   set_tests_properties(nn.graph_equivalence PROPERTIES TIMEOUT 600)
 endif()
+# The graph examples (CNN classifier, two heads, 1-D CNN) from synthetic data; per-loss logging.
+if(PNG_FOUND)
+  add_test(NAME nn.graph_examples COMMAND ${CMAKE_CURRENT_LIST_DIR}/graph_examples.sh $<TARGET_FILE:brisk_cli>
+    ${CMAKE_BINARY_DIR}/nn_graph_examples)
+  set_tests_properties(nn.graph_examples PROPERTIES TIMEOUT 300)
+endif()

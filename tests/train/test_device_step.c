@@ -24,7 +24,7 @@ static struct {
     brisk_status (*optim_update)(brisk_backend *, float *, const float *, float *, float *, int64_t,
                                  const brisk_optim_args *, const float *, const uint8_t *, brisk_error *);
     brisk_step_state last;
-    float ring[RING];
+    float ring[RING * BRISK_LOSS_LOG_WIDTH];
     int nan_slot;        /* loss_log writes NaN for this step (-1: none) */
     int skip_nonfinite;  /* what the optimizer was asked */
     int capturing, begun, ended, replays, ran_while_capturing;
@@ -34,6 +34,8 @@ static struct {
 static int fake_clock;             /* train_with installs step_mark and step_times */
 static brisk_run_summary last_sum; /* train_with's run */
 static int log_every = 50;         /* train.log_every of train_with's runs */
+static const char *model_json;     /* train_with's model (NULL: an MLP) */
+static float last_terms[64 * 2];   /* train_with's run: the loss terms of its steps (2 a step) */
 
 /* the scripted device time of step s: 50 + s ms, far from what the host measures */
 static double scripted_ms(uint32_t s) { return 50.0 + (double)s; }
@@ -97,17 +99,21 @@ static brisk_status f_replay(brisk_backend *be, int program, brisk_error *err) {
     fk.replays++;
     return brisk_errorf(err, BRISK_ERR_INTERNAL, "fake: no program to replay");
 }
-static brisk_status f_loss_log(brisk_backend *be, const float *loss, float w, brisk_error *err) {
+static brisk_status f_loss_log(brisk_backend *be, const float *loss, int width, float w, brisk_error *err) {
     (void)be, (void)err;
     if (fk.capturing) return BRISK_OK;
-    float *slot = &fk.ring[fk.last.loss_slot % RING];
-    *slot = (fk.last.first_micro ? 0.0f : *slot) + w * *loss;
-    if ((int)fk.last.loss_slot == fk.nan_slot) *slot = NAN;
+    for (int j = 0; j < width; j++) {
+        float *slot = &fk.ring[(fk.last.loss_slot % RING) * BRISK_LOSS_LOG_WIDTH + j];
+        *slot = (fk.last.first_micro ? 0.0f : *slot) + w * loss[j];
+        if ((int)fk.last.loss_slot == fk.nan_slot) *slot = NAN;
+    }
     return BRISK_OK;
 }
-static brisk_status f_loss_read(brisk_backend *be, uint32_t first, int n, float *host, brisk_error *err) {
+static brisk_status f_loss_read(brisk_backend *be, uint32_t first, int n, int width, float *host, brisk_error *err) {
     (void)be, (void)err;
-    for (int i = 0; i < n; i++) host[i] = fk.ring[(first + (uint32_t)i) % RING];
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < width; j++)
+            host[i * width + j] = fk.ring[((first + (uint32_t)i) % RING) * BRISK_LOSS_LOG_WIDTH + j];
     return BRISK_OK;
 }
 
@@ -126,10 +132,11 @@ static brisk_status train_with(const char *out, int fake, int accumulate, int sk
     snprintf(data, sizeof data, "%s/tab.npz", dir);
     if (access(data, F_OK) != 0 && brisk_synth_write("tabular", data, 512, 0, err)) return BRISK_ERR_IO;
     snprintf(json, sizeof json,
-             "{\"model\": {\"type\": \"mlp\", \"inputs\": 64, \"hidden\": [32], \"outputs\": 3, \"dropout\": 0.1}, "
-             "\"data\": {\"train\": \"%s\"}, \"train\": {\"batch_size\": 32, \"epochs\": 20, \"seed\": 5, \"log_every\": %d, "
+             "{\"model\": %s, \"data\": {\"train\": \"%s\"}, \"train\": {\"batch_size\": 32, \"epochs\": 20, \"seed\": 5, \"log_every\": %d, "
              "\"accumulate\": %d, \"skip_nan_steps\": %d, \"out_dir\": \"%s/%s\"}, \"speed\": {\"device\": \"cpu\", "
-             "\"cuda_graph\": true, \"prefetch\": 0}}", data, log_every, accumulate, skip_nan, dir, out);
+             "\"cuda_graph\": true, \"prefetch\": 0}}",
+             model_json ? model_json : "{\"type\": \"mlp\", \"inputs\": 64, \"hidden\": [32], \"outputs\": 3, \"dropout\": 0.1}",
+             data, log_every, accumulate, skip_nan, dir, out);
     brisk_config cfg;
     brisk_status st = brisk_config_parse(json, "<test>", NULL, 0, &cfg, err);
     if (st) return st;
@@ -163,6 +170,7 @@ static brisk_status train_with(const char *out, int fake, int accumulate, int sk
     if (!st && n != steps) st = brisk_errorf(err, BRISK_ERR_INTERNAL, "%lld losses for %lld steps", (long long)n,
                                              (long long)steps);
     if (!st) memcpy(losses, l, sizeof(float) * (size_t)steps);
+    if (!st && t->io.n_loss_terms == 2 && steps <= 64) memcpy(last_terms, t->terms, sizeof(float) * 2 * (size_t)steps);
     if (nan_skipped) *nan_skipped = t->nan_skipped;
     brisk_trainer_free(t);
     return st;
@@ -194,6 +202,40 @@ static void fallback(int accumulate) {
         if (memcmp(&a[i], &b[i], sizeof(float)) != 0) first = i;
     CHECKF(first < 0, "accumulate %d: step %lld: eager fallback %.9g vs CPU %.9g", accumulate, (long long)first + 1,
            first >= 0 ? b[first] : 0.0, first >= 0 ? a[first] : 0.0);
+}
+
+/* A model of two losses logs each term: the device's loss log carries the loss and both
+ * terms of every step (accumulated over micro-batches as the loss is), equal to the CPU's
+ * to the bit, and the loss is the weighted sum of its terms. */
+static void test_loss_terms(void) {
+    enum { STEPS = 24 };
+    float a[STEPS], b[STEPS], ta[2 * STEPS];
+    log_buf la = {""}, lb = {""};
+    brisk_error err = {0};
+    model_json = "{\"type\": \"graph\", \"inputs\": [{\"name\": \"x\", \"shape\": [64]}, "
+                 "{\"name\": \"y\", \"shape\": [], \"dtype\": \"i32\"}], \"layers\": ["
+                 "{\"name\": \"h\", \"op\": \"linear\", \"inputs\": [\"x\"], \"out\": 32},"
+                 "{\"name\": \"a\", \"op\": \"relu\", \"inputs\": [\"h\"]},"
+                 "{\"name\": \"cls\", \"op\": \"linear\", \"inputs\": [\"a\"], \"out\": 3},"
+                 "{\"name\": \"rec\", \"op\": \"linear\", \"inputs\": [\"a\"], \"out\": 4},"
+                 "{\"name\": \"x4\", \"op\": \"slice\", \"inputs\": [\"x\"], \"dim\": 1, \"start\": 0, \"length\": 4}],"
+                 "\"outputs\": [\"cls\", \"rec\"], \"losses\": ["
+                 "{\"output\": \"cls\", \"target\": \"y\", \"type\": \"cross_entropy\"},"
+                 "{\"output\": \"rec\", \"target\": \"x4\", \"type\": \"mse\", \"weight\": 0.5, \"name\": \"recon\"}]}";
+    log_every = 6;
+    REQUIRE_OK(train("terms_cpu", 0, 2, a, STEPS, &la, &err), &err);
+    memcpy(ta, last_terms, sizeof ta);
+    REQUIRE_OK(train("terms_fake", 1, 2, b, STEPS, &lb, &err), &err);
+    model_json = NULL;
+    log_every = 50;
+    CHECK(memcmp(a, b, sizeof a) == 0);
+    CHECK(memcmp(ta, last_terms, sizeof ta) == 0);
+    for (int i = 0; i < STEPS; i++)
+        CHECKF(fabsf(a[i] - (ta[2 * i] + 0.5f * ta[2 * i + 1])) <= 1e-6f * fabsf(a[i]), "step %d: %.9g vs %.9g + 0.5 %.9g",
+               i + 1, a[i], ta[2 * i], ta[2 * i + 1]);
+    CHECKF(ta[0] > 0.5f && ta[1] > 0.0f && ta[0] != ta[1], "terms %g %g", ta[0], ta[1]);
+    CHECKF(strstr(la.text, " (cls ") && strstr(la.text, ", recon ") && strstr(lb.text, ", recon "), "%s", la.text);
+    CHECKF(strstr(la.text, "val loss ") && strstr(strstr(la.text, "val loss "), "(cls "), "%s", la.text);
 }
 
 /* step 5's loss comes back NaN from the device log */
@@ -262,5 +304,5 @@ static void test_device_step_times(void) {
 static void test_failed_capture_runs_eagerly(void) { fallback(1); }
 static void test_failed_capture_runs_eagerly_accumulating(void) { fallback(2); }
 
-TEST_MAIN(T(test_failed_capture_runs_eagerly), T(test_failed_capture_runs_eagerly_accumulating),
+TEST_MAIN(T(test_loss_terms), T(test_failed_capture_runs_eagerly), T(test_failed_capture_runs_eagerly_accumulating),
           T(test_nonfinite_device_step), T(test_device_step_times))

@@ -206,14 +206,17 @@ cudaError_t cuk_mse_grad(const float *dloss, const float *p, const float *t, flo
     return cudaGetLastError();
 }
 
-__global__ void k_loss_log(const float *loss, float *ring, int n, float w, const cuda_values *v) {
-    int slot = (int)(v->loss_slot % (uint32_t)n);
-    float add = w * *loss;
-    ring[slot] = v->first_micro ? add : ring[slot] + add;
+/* ring: n slots of BRISK_LOSS_LOG_WIDTH floats; thread j logs loss[j] */
+__global__ void k_loss_log(const float *loss, int width, float *ring, int n, float w, const cuda_values *v) {
+    int j = (int)threadIdx.x;
+    if (j >= width) return;
+    float *slot = ring + (size_t)(v->loss_slot % (uint32_t)n) * BRISK_LOSS_LOG_WIDTH + j;
+    float add = w * loss[j];
+    *slot = v->first_micro ? add : *slot + add;
 }
 
-cudaError_t cuk_loss_log(const float *loss, float *ring, int n, float w, const cuda_values *v, cudaStream_t s) {
-    k_loss_log<<<1, 1, 0, s>>>(loss, ring, n, w, v);
+cudaError_t cuk_loss_log(const float *loss, int width, float *ring, int n, float w, const cuda_values *v, cudaStream_t s) {
+    k_loss_log<<<1, 32, 0, s>>>(loss, width, ring, n, w, v);
     return cudaGetLastError();
 }
 

@@ -94,7 +94,7 @@ cudaError_t cuk_conv_relayout(const void *src, int src_type, int src_nhwc, void 
 cudaError_t cuk_stage_inputs(void *dst, const void *s0, const void *s1, size_t bytes, const cuda_values *v,
                              cudaStream_t s);
 /* ring[slot % n] = (first micro ? 0 : ring[slot % n]) + w * *loss. */
-cudaError_t cuk_loss_log(const float *loss, float *ring, int n, float w, const cuda_values *v, cudaStream_t s);
+cudaError_t cuk_loss_log(const float *loss, int width, float *ring, int n, float w, const cuda_values *v, cudaStream_t s);
 /* MSE_GRAD: out = 2 (p - t) *dloss / n. */
 cudaError_t cuk_mse_grad(const float *dloss, const float *p, const float *t, float *out, int64_t n,
                          cudaStream_t s);

@@ -207,29 +207,35 @@ static brisk_status cu_upload_input(brisk_backend *be, void *dst, const void *sr
 
 /* ---------------------------------------------------------------- loss log */
 
-static brisk_status cu_loss_log(brisk_backend *be, const float *loss, float weight, brisk_error *err) {
+/* slot s holds BRISK_LOSS_LOG_WIDTH floats from loss_ring + s * BRISK_LOSS_LOG_WIDTH */
+static brisk_status cu_loss_log(brisk_backend *be, const float *loss, int width, float weight, brisk_error *err) {
     cuda_backend *cb = be->impl;
     USE_DEVICE(cb);
-    CU(cuk_loss_log(loss, cb->loss_ring, CUDA_LOSS_LOG, weight, cb->vals, cb->compute), "logging the loss");
+    if (width < 1 || width > BRISK_LOSS_LOG_WIDTH)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "cuda: %d losses a step; the log takes 1 to %d", width,
+                            BRISK_LOSS_LOG_WIDTH);
+    CU(cuk_loss_log(loss, width, cb->loss_ring, CUDA_LOSS_LOG, weight, cb->vals, cb->compute), "logging the loss");
     return BRISK_OK;
 }
 
-static brisk_status cu_loss_read(brisk_backend *be, uint32_t first, int n, float *host, brisk_error *err) {
+static brisk_status cu_loss_read(brisk_backend *be, uint32_t first, int n, int width, float *host, brisk_error *err) {
     cuda_backend *cb = be->impl;
     USE_DEVICE(cb);
-    if (n < 0 || n > CUDA_LOSS_LOG)
-        return brisk_errorf(err, BRISK_ERR_INVALID, "cuda: %d losses asked for, the log holds %d", n, CUDA_LOSS_LOG);
+    const size_t W = BRISK_LOSS_LOG_WIDTH;
+    if (n < 0 || n > CUDA_LOSS_LOG || width < 1 || width > BRISK_LOSS_LOG_WIDTH)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "cuda: %d steps of %d losses asked for, the log holds %d of %d",
+                            n, width, CUDA_LOSS_LOG, BRISK_LOSS_LOG_WIDTH);
     uint32_t at = first % CUDA_LOSS_LOG;
     int a = n < (int)(CUDA_LOSS_LOG - at) ? n : (int)(CUDA_LOSS_LOG - at);
     if (a > 0)
-        CU(cudaMemcpyAsync(cb->loss_host, cb->loss_ring + at, (size_t)a * sizeof(float), cudaMemcpyDeviceToHost,
+        CU(cudaMemcpyAsync(cb->loss_host, cb->loss_ring + at * W, (size_t)a * W * sizeof(float), cudaMemcpyDeviceToHost,
                            cb->compute), "reading the loss log");
     if (n > a)
-        CU(cudaMemcpyAsync(cb->loss_host + a, cb->loss_ring, (size_t)(n - a) * sizeof(float), cudaMemcpyDeviceToHost,
-                           cb->compute), "reading the loss log");
+        CU(cudaMemcpyAsync(cb->loss_host + a * W, cb->loss_ring, (size_t)(n - a) * W * sizeof(float),
+                           cudaMemcpyDeviceToHost, cb->compute), "reading the loss log");
     brisk_status s = cuda_sync(cb, err);
     if (s) return s;
-    memcpy(host, cb->loss_host, (size_t)n * sizeof(float));
+    for (int i = 0; i < n; i++) memcpy(host + (size_t)i * width, cb->loss_host + i * W, (size_t)width * sizeof(float));
     return BRISK_OK;
 }
 
@@ -364,9 +370,9 @@ brisk_status cuda_optim_update(brisk_backend *be, float *p, const float *g, floa
 /* ---------------------------------------------------------------- setup */
 
 brisk_status cuda_step_init(cuda_backend *cb, brisk_error *err) {
-    CU(cudaMalloc((void **)&cb->loss_ring, CUDA_LOSS_LOG * sizeof(float)), "loss log");
-    CU(cudaMemset(cb->loss_ring, 0, CUDA_LOSS_LOG * sizeof(float)), "loss log");
-    CU(cudaMallocHost((void **)&cb->loss_host, CUDA_LOSS_LOG * sizeof(float)), "loss log (host)");
+    CU(cudaMalloc((void **)&cb->loss_ring, CUDA_LOSS_LOG * BRISK_LOSS_LOG_WIDTH * sizeof(float)), "loss log");
+    CU(cudaMemset(cb->loss_ring, 0, CUDA_LOSS_LOG * BRISK_LOSS_LOG_WIDTH * sizeof(float)), "loss log");
+    CU(cudaMallocHost((void **)&cb->loss_host, CUDA_LOSS_LOG * BRISK_LOSS_LOG_WIDTH * sizeof(float)), "loss log (host)");
     for (int i = 0; i < 2; i++) {
         CU(cudaEventCreate(&cb->copied[i]), "staging event");
         CU(cudaEventCreateWithFlags(&cb->consumed[i], cudaEventDisableTiming), "staging event");
