@@ -545,7 +545,10 @@ brisk_status brisk_synth_make(const char *kind, int64_t n, uint64_t seed, brisk_
  * their times are converted to the first file's units as instants (another epoch or unit
  * is the same axis). Values equal to _FillValue / missing_value, NaN or inf are missing: refused
  * (the error names file, variable, time and grid point) or, with mask_missing, replaced by
- * the channel's training mean (counted in `masked`). scale_factor / add_offset apply.
+ * the channel's training mean (counted in `masked`); with a given normalisation (rollout)
+ * they are only counted at open, and refused when a time that holds one is read.
+ * scale_factor / add_offset apply. An expver variable over time (the 2024+ CDS layout)
+ * counts the times that are ERA5T, preliminary data ECMWF may still revise.
  *
  * Sample k is time t = k + history - 1: x [grid, inputs] = the C channels at t-history+1
  * .. t (oldest first), then the S statics, then (time_features) sin and cos of the local
@@ -596,6 +599,8 @@ typedef struct brisk_weather {
     brisk_dataset ds;
     brisk_split split;     /* sample indices: training then validation, both in time order */
     int64_t ntimes, nlat, nlon, grid, split_time, masked;
+    int64_t missing;        /* missing values found over all times (masked or not) */
+    int64_t era5t_times, era5t_first; /* times an expver variable marks ERA5T (0005), the first one's index; 0, -1 */
     int channels, nstatics, inputs, history, lead;
     char (*channel)[BRISK_FIELD_NAME_MAX];   /* [channels] "t2m", "t850", ... */
     double *lat, *lon, *time;                /* the coordinates; time in the file's units */
@@ -613,6 +618,10 @@ typedef struct brisk_weather {
 } brisk_weather;
 
 brisk_status brisk_weather_open(const brisk_weather_spec *spec, brisk_weather *out, brisk_error *err);
+/* The raw state at time index t with missing values left NaN: dst [grid, C]; *missing
+ * counts them, the first described in first[256] (NULL: not described). */
+brisk_status brisk_weather_read(brisk_weather *w, int64_t t, float *dst, int64_t *missing, char *first,
+                                brisk_error *err);
 /* The raw (unnormalised, missing values masked or refused) state at time index t:
  * dst [grid, C]. Safe from several threads. */
 brisk_status brisk_weather_state(brisk_weather *w, int64_t t, float *dst, brisk_error *err);
@@ -624,11 +633,20 @@ const char *brisk_weather_first_file(const brisk_weather *w);
 /* The names of the time, latitude and longitude coordinates in that file. */
 void brisk_weather_coord_names(const brisk_weather *w, const char **time, const char **lat, const char **lon);
 
+/* What makes a forecast file CF-complete beside its values. */
+typedef struct brisk_forecast_info {
+    double init;            /* forecast_reference_time, in w's time units */
+    const double *lead_h;   /* [n] forecast_period: hours after init */
+    const char *history;    /* the line appended to the input's history attribute (with a UTC timestamp) */
+    const char *checkpoint; /* the model that made it */
+} brisk_forecast_info;
 /* Writes a forecast as NetCDF-4 beside the coordinates and attributes of w's first file:
  * the fields (their levels regrouped), over `n` times valid at times[] (w's units),
- * values [n, grid, C]. */
+ * values [n, grid, C]; a scalar forecast_reference_time, forecast_period(time) in hours
+ * (each field's "coordinates" names both), the input's history with info->history
+ * appended, and every source (data files, static file, checkpoint) named. */
 brisk_status brisk_weather_write(const brisk_weather *w, const char *path, int64_t n, const double *times,
-                                 const float *values, brisk_error *err);
+                                 const float *values, const brisk_forecast_info *info, brisk_error *err);
 /* CF time units "UNIT since YYYY-MM-DD[ hh[:mm[:ss[.f]]]][ Z|UTC|+hh:mm]" (UNIT seconds,
  * minutes, hours or days): seconds per unit and the epoch as seconds since 1970-01-01 UTC
  * (proleptic Gregorian). 0, or -1 when the text is not such units. */

@@ -526,18 +526,26 @@ brisk_status brisk_predict_file_with(const char *checkpoint, const char *input_n
 brisk_status brisk_export_onnx(const char *checkpoint, const char *onnx_path, int fp16, const brisk_logger *log,
                                brisk_error *err);
 
-/* An autoregressive forecast of a meshgnn trained on data.netcdf (rollout.c): from time
- * index `start` of `data` (-1: the first the checkpoint's chronological split held out),
- * `steps` predictions of the change over the lead, each fed back as the next input. RMSE
- * per channel and lead against the file's fields, and of persistence, go to a table on
- * standard output (unless quiet) and to `jsonl` as JSON lines (NULL: none, "-": standard
- * output); the forecast to `output` as NetCDF-4 with the input's coordinates and
- * attributes (NULL: none). */
+/* An autoregressive forecast of a meshgnn trained on data.netcdf (rollout.c), from one or
+ * many start times of `data`: time indices start, start + start_every, ... up to
+ * start_last (start_every 0: `start` alone; start or start_last -1: the held-out range's
+ * first start, the first time the checkpoint's chronological split held out, and its last
+ * that leaves room for the steps). `steps` predictions of the change over the lead, each
+ * fed back as the next input. Scores per channel and lead against the file's fields
+ * (rollout_score.c: RMSE, latitude-weighted RMSE, bias, ACC against the training years'
+ * climatology, and persistence's RMSEs; over several starts their mean and spread) go to
+ * tables on standard output (standard error when JSON lines take standard output) and to
+ * `jsonl` as JSON lines (NULL: none, "-": standard output). Missing truth values are left
+ * out of every score and counted; with data.netcdf.missing "refuse", a start whose inputs
+ * or truth hold one is refused (an error for one start, skipped and named for several).
+ * Data on another grid than the checkpoint's is refused. The forecast of one start goes to
+ * `output` as NetCDF-4 with the input's coordinates and attributes, CF's forecast
+ * coordinates and `command` in its history (NULL: none). */
 typedef struct brisk_rollout_spec {
     const char *checkpoint, *data;
-    int64_t steps, start;
+    int64_t steps, start, start_last, start_every;
     const char *output, *jsonl;
-    int quiet;
+    const char *command; /* the command line for the forecast's history; NULL: "brisk rollout" */
 } brisk_rollout_spec;
 brisk_status brisk_rollout(const brisk_rollout_spec *r, const brisk_logger *log, brisk_error *err);
 

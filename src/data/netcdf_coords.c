@@ -2,7 +2,8 @@
  * and longitude axis (a name the config gives, else the names archives use: the 2024+
  * CDS layout says valid_time and pressure_level, older files time and level, GRIB
  * conversions isobaricInhPa), reading one, and the checks the grid needs (regular steps;
- * longitudes that cross 0 or 180 degrees unwrapped into one increasing run). */
+ * longitudes that cross 0 or 180 degrees unwrapped into one increasing run); the time
+ * axis of later files put on the first one's units, and the times expver marks ERA5T. */
 #include "data/netcdf_internal.h"
 
 #include <math.h>
@@ -151,6 +152,84 @@ int netcdf_unwrap_lon(double *lon, int64_t n) {
         lon[i] = v;
     }
     return turns;
+}
+
+/* A text attribute into out[cap] ("" when absent, not text, or too long). */
+void netcdf_att_text(int ncid, int v, const char *name, char *out, size_t cap) {
+    size_t len = 0;
+    nc_type type;
+    out[0] = 0;
+    if (nc_inq_att(ncid, v, name, &type, &len) == NC_NOERR && type == NC_CHAR && len < cap &&
+        nc_get_att_text(ncid, v, name, out) == NC_NOERR)
+        out[len] = 0;
+}
+
+/* Calendars whose days and dates are the Gregorian's (CF 4.4.1; "none" and absent too). */
+int netcdf_gregorian(const char *cal) {
+    static const char *const ok[] = {"", "standard", "gregorian", "proleptic_gregorian", "none", NULL};
+    for (int i = 0; ok[i]; i++)
+        if (!strcmp(cal, ok[i])) return 1;
+    return 0;
+}
+
+/* The file's times as the first file's: both units parsed as instants (a unit and an
+ * epoch), else the same text. */
+brisk_status netcdf_same_time_axis(const brisk_weather_source *s, const nc_file *f, const brisk_weather *w,
+                                  const char *units, const char *cal, double *time, int64_t nt, brisk_error *err) {
+    double unit_s, epoch_s;
+    if (!strcmp(units, s->time_units)) return BRISK_OK;
+    if (brisk_time_units_parse(units, &unit_s, &epoch_s) || !(w->hours_per_unit > 0) || !isfinite(w->epoch_s) ||
+        !netcdf_gregorian(cal))
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: variable '%s' has units \"%s\"%s%s but %s's are \"%s\": expected "
+                            "the same, or both \"UNIT since DATE\" in the Gregorian calendar (converted to one epoch)",
+                            f->path, s->time_name, units, cal[0] ? ", calendar " : "", cal, s->files[0].path,
+                            s->time_units);
+    double scale = unit_s / (w->hours_per_unit * 3600), shift = (epoch_s - w->epoch_s) / (w->hours_per_unit * 3600);
+    for (int64_t i = 0; i < nt; i++) time[i] = time[i] * scale + shift;
+    return BRISK_OK;
+}
+
+/* ERA5T's experiment version: 5, however spelled ("5", "0005"). */
+static int is_era5t(const char *v) {
+    while (*v == '0' || *v == ' ') v++;
+    return v[0] == '5' && (v[1] == 0 || v[1] == ' ');
+}
+
+int64_t netcdf_era5t_times(int ncid, int time_dim, int64_t nt, int64_t *first) {
+    int v, nd = 0, dims[2];
+    nc_type type;
+    int64_t n = 0;
+    *first = -1;
+    if (nc_inq_varid(ncid, "expver", &v) || nc_inq_varndims(ncid, v, &nd) || nd < 1 || nd > 2 ||
+        nc_inq_vardimid(ncid, v, dims) || dims[0] != time_dim || nc_inq_vartype(ncid, v, &type))
+        return 0;
+    if (type == NC_STRING && nd == 1) {
+        char **text = calloc((size_t)nt, sizeof *text);
+        if (text && nc_get_var_string(ncid, v, text) == NC_NOERR) {
+            for (int64_t t = 0; t < nt; t++)
+                if (text[t] && is_era5t(text[t]) && n++ == 0) *first = t;
+            nc_free_string((size_t)nt, text);
+        }
+        free(text);
+    } else if (type == NC_CHAR && nd == 2) { /* (time, characters) */
+        size_t len = 0;
+        nc_inq_dimlen(ncid, dims[1], &len);
+        char *text = len && len < 64 ? calloc((size_t)nt * len + 1, 1) : NULL, one[64];
+        if (text && nc_get_var_text(ncid, v, text) == NC_NOERR)
+            for (int64_t t = 0; t < nt; t++) {
+                memcpy(one, text + t * (int64_t)len, len);
+                one[len] = 0;
+                if (is_era5t(one) && n++ == 0) *first = t;
+            }
+        free(text);
+    } else if (nd == 1 && type != NC_CHAR) {
+        int *num = malloc((size_t)nt * sizeof(int));
+        if (num && nc_get_var_int(ncid, v, num) == NC_NOERR)
+            for (int64_t t = 0; t < nt; t++)
+                if (num[t] == 5 && n++ == 0) *first = t;
+        free(num);
+    }
+    return n;
 }
 
 int netcdf_same_lon(double a, double b) { return fabs(remainder(a - b, 360.0)) <= 1e-6; }

@@ -28,14 +28,20 @@ void brisk_weather_coord_names(const brisk_weather *w, const char **time, const 
     *time = "time", *lat = "lat", *lon = "lon";
 }
 
-/* Masks (with the channel's mean) or refuses missing values. */
-brisk_status brisk_weather_state(brisk_weather *w, int64_t t, float *dst, brisk_error *err) {
+brisk_status brisk_weather_read(brisk_weather *w, int64_t t, float *dst, int64_t *missing, char *first,
+                                brisk_error *err) {
     if (t < 0 || t >= w->ntimes)
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s: time index %lld outside [0, %lld)", brisk_weather_first_file(w),
                             (long long)t, (long long)w->ntimes);
+    *missing = 0;
+    return netcdf_source_read(w, t, dst, missing, first, err);
+}
+
+/* Masks (with the channel's mean) or refuses missing values. */
+brisk_status brisk_weather_state(brisk_weather *w, int64_t t, float *dst, brisk_error *err) {
     int64_t missing = 0;
     char first[256];
-    brisk_status st = netcdf_source_read(w, t, dst, &missing, first, err);
+    brisk_status st = brisk_weather_read(w, t, dst, &missing, first, err);
     if (st || !missing) return st;
     if (!w->mask_missing)
         return brisk_errorf(err, BRISK_ERR_NUMERIC, "%s (%lld missing values at this time; data.netcdf.missing \"mask\" "
@@ -102,9 +108,11 @@ static void finish(const moments *m, int64_t k, float *mean, float *std) {
     }
 }
 
-/* The pass over every time: missing values (refused now rather than mid-training), the
- * training range's moments of the channels and of their change over `lead`, and the
- * validation samples' mean squared normalised change (persistence's loss). */
+/* The pass over every time: missing values (when fitting, refused now rather than
+ * mid-training; with a given normalisation, as rollout's, counted: the windows that need
+ * one are refused as they are read), the training range's moments of the channels and of
+ * their change over `lead`, and the validation samples' mean squared normalised change
+ * (persistence's loss). */
 static brisk_status scan(brisk_weather *w, const float *statics, int fit, brisk_error *err) {
     int64_t G = w->grid, C = w->channels, S = w->nstatics, L = w->lead, s = w->split_time;
     float *ring = malloc((size_t)((L + 1) * G * C) * sizeof(float));
@@ -121,12 +129,13 @@ static brisk_status scan(brisk_weather *w, const float *statics, int fit, brisk_
         float *cur = ring + (t % (L + 1)) * G * C;
         int64_t missing = 0;
         if ((st = netcdf_source_read(w, t, cur, &missing, first, err))) break;
-        if (missing && !w->mask_missing) {
+        if (missing && !w->mask_missing && fit) {
             st = brisk_errorf(err, BRISK_ERR_NUMERIC, "%s (%lld missing values at this time; data.netcdf.missing \"mask\" "
                               "fills them with the training mean)", first, (long long)missing);
             break;
         }
-        w->masked += missing;
+        w->missing += missing;
+        if (w->mask_missing) w->masked += missing;
         const float *old = t >= L ? ring + ((t - L) % (L + 1)) * G * C : NULL;
         int in_val = old && t - L - w->history + 1 >= s;
         for (int64_t i = 0; i < G * C; i++) {

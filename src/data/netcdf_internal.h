@@ -21,6 +21,7 @@ typedef struct nc_file {
     int ncid;
     int64_t t0, nt;           /* its times are global indices [t0, t0 + nt) */
     int lat_flip;             /* its latitudes decrease: rows are read reversed */
+    int64_t era5t, era5t_first; /* its times marked ERA5T by expver, the first one's index (-1) */
     int time_dim, lat_dim, lon_dim; /* the coordinates' dimensions */
     int *varid;               /* [nfields] */
     int *nexp;                /* [nfields] ERA5's old layout: the length of an expver dimension after time (else 1) */
@@ -63,6 +64,18 @@ brisk_status netcdf_check_regular(const char *path, const char *name, const doub
 /* Longitudes that pass 360 (or 180) mid-axis (350 ... 359.5, 0 ... 15) made one increasing
  * run (350 ... 375); returns how many times it wrapped. */
 int netcdf_unwrap_lon(double *lon, int64_t n);
+/* The times (of nt) that an expver variable over the time dimension marks ERA5T, the
+ * preliminary data (the 2024+ CDS layout: strings "0001" / "0005"; also numbers), and the
+ * first one's index in *first (-1 when none). */
+int64_t netcdf_era5t_times(int ncid, int time_dim, int64_t nt, int64_t *first);
+/* A text attribute into out[cap] ("" when absent, not text, or too long). */
+void netcdf_att_text(int ncid, int v, const char *name, char *out, size_t cap);
+/* Calendars whose days and dates are the Gregorian's (CF 4.4.1; "none" and "" too). */
+int netcdf_gregorian(const char *calendar);
+/* File f's times (time[nt], in its `units`) as the first file's: both units parsed as
+ * instants (a unit and an epoch) and converted, else the same text required. */
+brisk_status netcdf_same_time_axis(const brisk_weather_source *s, const nc_file *f, const brisk_weather *w,
+                                  const char *units, const char *cal, double *time, int64_t nt, brisk_error *err);
 /* The same longitude, modulo 360 (to 1e-6 degrees). */
 int netcdf_same_lon(double a, double b);
 

@@ -177,41 +177,6 @@ static void size_cache(const nc_file *f, int v, int64_t steps) {
 /* ---------------------------------------------------------------- opening */
 
 
-/* A text attribute into out[cap] ("" when absent, not text, or too long). */
-static void att_text(int ncid, int v, const char *name, char *out, size_t cap) {
-    size_t len = 0;
-    nc_type type;
-    out[0] = 0;
-    if (nc_inq_att(ncid, v, name, &type, &len) == NC_NOERR && type == NC_CHAR && len < cap &&
-        nc_get_att_text(ncid, v, name, out) == NC_NOERR)
-        out[len] = 0;
-}
-
-/* Calendars whose days and dates are the Gregorian's (CF 4.4.1; "none" and absent too). */
-static int gregorian(const char *cal) {
-    static const char *const ok[] = {"", "standard", "gregorian", "proleptic_gregorian", "none", NULL};
-    for (int i = 0; ok[i]; i++)
-        if (!strcmp(cal, ok[i])) return 1;
-    return 0;
-}
-
-/* The file's times as the first file's: both units parsed as instants (a unit and an
- * epoch), else the same text. */
-static brisk_status same_time_axis(const brisk_weather_source *s, const nc_file *f, const brisk_weather *w,
-                                   const char *units, const char *cal, double *time, int64_t nt, brisk_error *err) {
-    double unit_s, epoch_s;
-    if (!strcmp(units, s->time_units)) return BRISK_OK;
-    if (brisk_time_units_parse(units, &unit_s, &epoch_s) || !(w->hours_per_unit > 0) || !isfinite(w->epoch_s) ||
-        !gregorian(cal))
-        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: variable '%s' has units \"%s\"%s%s but %s's are \"%s\": expected "
-                            "the same, or both \"UNIT since DATE\" in the Gregorian calendar (converted to one epoch)",
-                            f->path, s->time_name, units, cal[0] ? ", calendar " : "", cal, s->files[0].path,
-                            s->time_units);
-    double scale = unit_s / (w->hours_per_unit * 3600), shift = (epoch_s - w->epoch_s) / (w->hours_per_unit * 3600);
-    for (int64_t i = 0; i < nt; i++) time[i] = time[i] * scale + shift;
-    return BRISK_OK;
-}
-
 static void reverse(double *v, int64_t n) {
     for (int64_t i = 0; i < n / 2; i++) {
         double x = v[i];
@@ -254,8 +219,9 @@ static brisk_status open_file(brisk_weather_source *s, nc_file *f, const brisk_w
     if (f == s->files) memcpy(s->lon_file, lon, (size_t)nlon * sizeof(double));
     int turns = netcdf_unwrap_lon(lon, nlon);
     if ((st = netcdf_check_regular(f->path, lonn, lon, nlon, 1, err))) goto out;
-    att_text(f->ncid, vtime, "units", units, sizeof units);
-    att_text(f->ncid, vtime, "calendar", cal, sizeof cal);
+    f->era5t = netcdf_era5t_times(f->ncid, f->time_dim, *nt, &f->era5t_first);
+    netcdf_att_text(f->ncid, vtime, "units", units, sizeof units);
+    netcdf_att_text(f->ncid, vtime, "calendar", cal, sizeof cal);
     if (f == s->files) { /* the first file sets the grid and the time axis's units */
         snprintf(s->lat_name, sizeof s->lat_name, "%s", latn);
         snprintf(s->lon_name, sizeof s->lon_name, "%s", lonn);
@@ -274,7 +240,7 @@ static brisk_status open_file(brisk_weather_source *s, nc_file *f, const brisk_w
         if (!brisk_time_units_parse(units, &unit_s, &epoch_s)) {
             w->hours_per_unit = unit_s / 3600;
             w->base_hour = fmod(fmod(epoch_s, 86400) + 86400, 86400) / 3600;
-            if (gregorian(cal)) w->epoch_s = epoch_s;
+            if (netcdf_gregorian(cal)) w->epoch_s = epoch_s;
         }
     } else {
         const char *bad = NULL;
@@ -291,7 +257,7 @@ static brisk_status open_file(brisk_weather_source *s, nc_file *f, const brisk_w
                               s->files[0].path, (long long)w->nlat, (long long)w->nlon, (long long)at);
             goto out;
         }
-        if ((st = same_time_axis(s, f, w, units, cal, *time, *nt, err))) goto out;
+        if ((st = netcdf_same_time_axis(s, f, w, units, cal, *time, *nt, err))) goto out;
     }
     for (int64_t i = 1; i < *nt; i++)
         if (!((*time)[i] > (*time)[i - 1])) {
@@ -387,6 +353,11 @@ brisk_status netcdf_source_open(const brisk_weather_spec *spec, brisk_weather *w
     if (!st && !(w->time = malloc((size_t)total * sizeof(double)))) st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
     for (int i = 0; !st && i < s->nfiles; i++) memcpy(w->time + s->files[i].t0, times[i], (size_t)nts[i] * sizeof(double));
     w->ntimes = total;
+    w->era5t_first = -1;
+    for (int i = 0; !st && i < s->nfiles; i++) {
+        if (s->files[i].era5t && w->era5t_first < 0) w->era5t_first = s->files[i].t0 + s->files[i].era5t_first;
+        w->era5t_times += s->files[i].era5t;
+    }
     for (int i = 0; !st && i < s->nfiles; i++) st = file_fields(s, &s->files[i], spec, err);
     if (!st && !(w->hours_per_unit > 0) && spec->time_features)
         st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: variable '%s' has units \"%s\"; time features need \"UNIT since "

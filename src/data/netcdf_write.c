@@ -1,11 +1,15 @@
 /* A forecast as NetCDF-4 (brisk_weather_write): the input's grid, levels and time axis
  * with their attributes, the fields with theirs (unpacked: float32, no scale_factor), so
- * that xarray and ncview open it like the input. Written to PATH.tmp, then renamed. */
+ * that xarray and ncview open it like the input; CF's forecast coordinates (a scalar
+ * forecast_reference_time, forecast_period over time), the input's history with the
+ * rollout's line appended, and every file it came from named. Written to PATH.tmp, then
+ * renamed. */
 #include "data/netcdf_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #if BRISK_HAVE_NETCDF
 #include <netcdf.h>
@@ -36,8 +40,63 @@ static int coord(int in, int out, const char *name, size_t len, const double *v,
     return rc;
 }
 
+static int put_text(int nc, int v, const char *name, const char *text) {
+    return nc_put_att_text(nc, v, name, strlen(text), text);
+}
+
+/* history (the input's, then a line "TIMESTAMP: info->history"), source_files (every data
+ * file), static_file (a separate file of statics), checkpoint, and Conventions where the
+ * input has none. */
+static int provenance(int in, int out, const brisk_weather_source *s, const brisk_forecast_info *info) {
+    size_t old = 0, cap = 0;
+    nc_type type = NC_NAT;
+    if (nc_inq_att(in, NC_GLOBAL, "history", &type, &old) || type != NC_CHAR) old = 0;
+    for (int i = 0; i < s->nfiles; i++) cap += strlen(s->files[i].path) + 2;
+    cap += old + strlen(info->history) + 64;
+    char *text = malloc(cap), stamp[32];
+    if (!text) return NC_ENOMEM;
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+    int rc = old ? nc_get_att_text(in, NC_GLOBAL, "history", text) : NC_NOERR;
+    while (old && (text[old - 1] == '\n' || text[old - 1] == 0)) old--;
+    snprintf(text + old, cap - old, "%s%s: %s", old ? "\n" : "", stamp, info->history);
+    if (!rc) rc = put_text(out, NC_GLOBAL, "history", text);
+    text[0] = 0;
+    for (int i = 0; i < s->nfiles; i++) snprintf(text + strlen(text), cap - strlen(text), "%s%s", i ? ", " : "", s->files[i].path);
+    if (!rc) rc = put_text(out, NC_GLOBAL, "source_files", text);
+    if (!rc && s->static_path[0] && strcmp(s->static_path, s->files[0].path))
+        rc = put_text(out, NC_GLOBAL, "static_file", s->static_path);
+    if (!rc && info->checkpoint) rc = put_text(out, NC_GLOBAL, "checkpoint", info->checkpoint);
+    if (!rc && nc_inq_att(in, NC_GLOBAL, "Conventions", &type, &old) != NC_NOERR) rc = put_text(out, NC_GLOBAL, "Conventions", "CF-1.8");
+    free(text);
+    return rc;
+}
+
+/* The scalar forecast_reference_time (the time axis's units and calendar) and
+ * forecast_period(time) in hours. */
+static int forecast_coords(int in, int out, const brisk_weather_source *s, int dtime, size_t n,
+                           const brisk_forecast_info *info) {
+    int iv, vref, vlead, rc = nc_def_var(out, "forecast_reference_time", NC_DOUBLE, 0, NULL, &vref);
+    static const char *const time_atts[] = {"units", "calendar", NULL};
+    for (int a = 0; time_atts[a] && !rc; a++)
+        if (nc_inq_varid(in, s->time_name, &iv) == NC_NOERR && nc_inq_att(in, iv, time_atts[a], NULL, NULL) == NC_NOERR)
+            rc = nc_copy_att(in, iv, time_atts[a], out, vref);
+    if (!rc) rc = put_text(out, vref, "standard_name", "forecast_reference_time");
+    if (!rc) rc = put_text(out, vref, "long_name", "the time the forecast starts from (its initial state)");
+    if (!rc) rc = nc_def_var(out, "forecast_period", NC_DOUBLE, 1, &dtime, &vlead);
+    if (!rc) rc = put_text(out, vlead, "standard_name", "forecast_period");
+    if (!rc) rc = put_text(out, vlead, "long_name", "lead time");
+    if (!rc) rc = put_text(out, vlead, "units", "hours");
+    if (!rc) rc = nc_enddef(out);
+    if (!rc) rc = nc_put_var_double(out, vref, &info->init);
+    if (!rc) rc = nc_put_vara_double(out, vlead, (size_t[]){0}, &n, info->lead_h);
+    if (!rc) rc = nc_redef(out);
+    return rc;
+}
+
 brisk_status brisk_weather_write(const brisk_weather *w, const char *path, int64_t n, const double *times,
-                                 const float *values, brisk_error *err) {
+                                 const float *values, const brisk_forecast_info *info, brisk_error *err) {
     const brisk_weather_source *s = w->src;
     int in = s->files[0].ncid, out = -1, rc, dlat, dlon, dtime;
     char tmp[1100];
@@ -53,10 +112,9 @@ brisk_status brisk_weather_write(const brisk_weather *w, const char *path, int64
     netcdf_lock();
     rc = nc_create(tmp, NC_NETCDF4 | NC_CLOBBER, &out);
     if (!rc) rc = copy_atts(in, NC_GLOBAL, out, NC_GLOBAL);
-    const char *hist = "forecast by brisk rollout (autoregressive)";
-    if (!rc) rc = nc_put_att_text(out, NC_GLOBAL, "history", strlen(hist), hist);
-    if (!rc) rc = nc_put_att_text(out, NC_GLOBAL, "source_file", strlen(s->files[0].path), s->files[0].path);
+    if (!rc) rc = provenance(in, out, s, info);
     if (!rc) rc = coord(in, out, s->time_name, (size_t)n, times, &dtime);
+    if (!rc) rc = forecast_coords(in, out, s, dtime, (size_t)n, info);
     if (!rc) rc = coord(in, out, s->lat_name, (size_t)w->nlat, lat, &dlat);
     if (!rc) rc = coord(in, out, s->lon_name, (size_t)w->nlon, s->lon_file, &dlon); /* as the input wraps them */
     int nvars = s->nfields - w->nstatics;
@@ -78,6 +136,7 @@ brisk_status brisk_weather_write(const brisk_weather *w, const char *path, int64
         }
         if (!rc) rc = nc_def_var(out, fd->name, NC_FLOAT, nd, dims, &ov[i]);
         if (!rc) rc = copy_atts(in, s->files[0].varid[i], out, ov[i]);
+        if (!rc) rc = put_text(out, ov[i], "coordinates", "forecast_reference_time forecast_period");
     }
     if (!rc) rc = nc_enddef(out);
     for (int i = 0; i < nvars && !rc; i++) {
@@ -116,8 +175,8 @@ brisk_status brisk_weather_write(const brisk_weather *w, const char *path, int64
 #else
 
 brisk_status brisk_weather_write(const brisk_weather *w, const char *path, int64_t n, const double *times,
-                                 const float *values, brisk_error *err) {
-    (void)w, (void)n, (void)times, (void)values;
+                                 const float *values, const brisk_forecast_info *info, brisk_error *err) {
+    (void)w, (void)n, (void)times, (void)values, (void)info;
     return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: this brisk was built without NetCDF support (install "
                         "libnetcdf-dev and rebuild)", path);
 }

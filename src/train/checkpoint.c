@@ -67,7 +67,7 @@ static brisk_status best_at_json(const brisk_trainer *t, char *out, size_t n, br
 
 brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_error *err) {
     double t0 = brisk_now();
-    char *norm = NULL;
+    char *norm = NULL, *grid = NULL;
     brisk_graph *g = t->g;
     size_t n = (size_t)g->n_param_floats, np = (size_t)g->n_params;
     float *host = malloc(3 * n * sizeof(float) + 1);
@@ -121,6 +121,10 @@ brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_err
         st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
         goto out;
     }
+    if (t->weather && !(grid = brisk_weather_grid_json(t->weather))) {
+        st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
+        goto out;
+    }
     char scaler[3][32] = {"", "", ""};
     if ((st = scaler_meta(t, scaler, err))) goto out;
     brisk_st_meta meta[] = {
@@ -130,6 +134,7 @@ brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_err
         {"run_id", t->run_id}, /* which run this is a checkpoint of (rundir.c) */
         {"nan_skipped", skipped}, {"optimizer", sgd ? "sgd" : "adamw"}, {"config", t->cfg.json},
         {"normalization", norm}, /* windowed data: predict applies it again; data.netcdf: rollout */
+        {"weather_grid", grid},  /* data.netcdf: rollout refuses another grid */
         {"target_normalization", /* predict maps outputs back */
          t->cfg.data.windows.enabled && t->cfg.data.windows.normalize_target ? target : NULL},
         {"loss_scale", scaler[0][0] ? scaler[0] : NULL}, {"loss_scale_growth", scaler[0][0] ? scaler[1] : NULL},
@@ -148,6 +153,7 @@ out:
     free(e);
     free(host);
     free(norm);
+    free(grid);
     t->checkpoint_s += brisk_now() - t0; /* the summary's own line: a big model writes for seconds */
     if (!st) t->checkpoints_written++;
     return st;

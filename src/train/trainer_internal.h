@@ -322,6 +322,15 @@ brisk_status brisk_checkpoint_load_params(const char *path, brisk_exec *ex, bris
 brisk_status brisk_trainer_load_netcdf(brisk_trainer *t, brisk_error *err);
 /* Takes the model's grid from w (and, on a sphere, its extent) after checking that the
  * mesh fits it and that inputs and outputs match w's channels. */
+/* Log lines on what the data are: which field a shared name means (statics_note), the
+ * times expver marks ERA5T. */
+void brisk_weather_describe(const brisk_weather *w, const brisk_logger *log);
+/* The grid a meshgnn trains on, for the checkpoint's "weather_grid" metadata:
+ * {"nlat", "nlon", "lat": [first, last], "lon": [first, last], "channels": [...]}. */
+char *brisk_weather_grid_json(const brisk_weather *w);
+/* Refuses w when its grid or channels differ from the checkpoint's "weather_grid" (NULL:
+ * a checkpoint from before it, nothing checked). */
+brisk_status brisk_weather_check_grid(const char *ckpt, const char *grid_json, const brisk_weather *w, brisk_error *err);
 brisk_status brisk_weather_fit_model(brisk_model_spec *m, const brisk_weather *w, const char *cfg_path,
                                      brisk_error *err);
 brisk_status brisk_checkpoint_config(const char *path, brisk_config *cfg, brisk_error *err);

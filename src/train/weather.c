@@ -69,6 +69,70 @@ brisk_status brisk_weather_fit_model(brisk_model_spec *m, const brisk_weather *w
     return g->metric == BRISK_GNN_SPHERE ? fit_domain(g, w, cfg_path, err) : BRISK_OK;
 }
 
+char *brisk_weather_grid_json(const brisk_weather *w) {
+    size_t cap = 256 + (size_t)w->channels * (BRISK_FIELD_NAME_MAX + 4), k;
+    char *s = malloc(cap);
+    if (!s) return NULL;
+    k = (size_t)snprintf(s, cap, "{\"nlat\": %lld, \"nlon\": %lld, \"lat\": [%.9g, %.9g], \"lon\": [%.9g, %.9g], "
+                         "\"channels\": [", (long long)w->nlat, (long long)w->nlon, w->lat[0], w->lat[w->nlat - 1],
+                         w->lon[0], w->lon[w->nlon - 1]);
+    for (int c = 0; c < w->channels && k < cap; c++)
+        k += (size_t)snprintf(s + k, cap - k, "%s\"%s\"", c ? ", " : "", w->channel[c]);
+    if (k < cap) snprintf(s + k, cap - k, "]}");
+    return s;
+}
+
+brisk_status brisk_weather_check_grid(const char *ckpt, const char *grid_json, const brisk_weather *w, brisk_error *err) {
+    if (!grid_json) return BRISK_OK;
+    char label[BRISK_PATH_MAX + 32];
+    snprintf(label, sizeof label, "%s:weather_grid", ckpt);
+    brisk_json *doc = NULL;
+    brisk_status st = brisk_json_parse(grid_json, strlen(grid_json), label, &doc, err);
+    if (st) return st;
+    brisk_json_reader r = brisk_json_root(doc);
+    int64_t nlat = 0, nlon = 0;
+    double *lat = NULL, *lon = NULL;
+    const char **ch = NULL;
+    size_t nla = 0, nlo = 0, nch = 0;
+    brisk_json_int64(&r, "nlat", 1, INT64_C(1) << 28, &nlat);
+    brisk_json_int64(&r, "nlon", 1, INT64_C(1) << 28, &nlon);
+    brisk_json_numbers(&r, "lat", true, BRISK_ANY, &lat, &nla);
+    brisk_json_numbers(&r, "lon", true, BRISK_ANY, &lon, &nlo);
+    brisk_json_strings(&r, "channels", true, &ch, &nch);
+    if (!(st = brisk_json_finish(doc, err)) && (nla != 2 || nlo != 2))
+        st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: expected [first, last] for lat and lon", label);
+    const char *file = brisk_weather_first_file(w), *timen, *latn, *lonn;
+    brisk_weather_coord_names(w, &timen, &latn, &lonn);
+    if (!st && (nlat != w->nlat || nlon != w->nlon || fabs(lat[0] - w->lat[0]) > 1e-4 ||
+                fabs(lat[1] - w->lat[w->nlat - 1]) > 1e-4 || fabs(remainder(lon[0] - w->lon[0], 360.0)) > 1e-4 ||
+                fabs((lon[1] - lon[0]) - (w->lon[w->nlon - 1] - w->lon[0])) > 1e-4))
+        st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: a %lld x %lld grid ('%s' %g to %g, '%s' %g to %g), but %s was trained "
+                          "on %lld x %lld (latitude %g to %g, longitude %g to %g): a meshgnn's graph is built for the grid "
+                          "it trained on; give data on that grid", file, (long long)w->nlat, (long long)w->nlon, latn,
+                          w->lat[0], w->lat[w->nlat - 1], lonn, w->lon[0], w->lon[w->nlon - 1], ckpt, (long long)nlat,
+                          (long long)nlon, lat[0], lat[1], lon[0], lon[1]);
+    for (size_t c = 0; !st && c < nch; c++)
+        if (nch != (size_t)w->channels || strcmp(ch[c], w->channel[c]))
+            st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: channel %zu is '%s', but %s was trained with '%s' there (%zu "
+                              "channels): the same variables and levels are needed", file, c,
+                              c < (size_t)w->channels ? w->channel[c] : "(none)", ckpt, ch[c], nch);
+    free(lat);
+    free(lon);
+    free(ch);
+    brisk_json_free(doc);
+    return st;
+}
+
+void brisk_weather_describe(const brisk_weather *w, const brisk_logger *log) {
+    if (w->statics_note[0]) brisk_log(log, BRISK_LOG_INFO, "data      %s", w->statics_note);
+    if (w->era5t_times) {
+        char a[48];
+        brisk_weather_date(w, w->time[w->era5t_first], a, sizeof a);
+        brisk_log(log, BRISK_LOG_INFO, "data      %lld of %lld times are ERA5T (expver 0005: preliminary data ECMWF may "
+                  "still revise), the first %s", (long long)w->era5t_times, (long long)w->ntimes, a);
+    }
+}
+
 brisk_status brisk_trainer_load_netcdf(brisk_trainer *t, brisk_error *err) {
     const char *paths[BRISK_NETCDF_MAX_FILES], *names[BRISK_WEATHER_MAX_VARS + BRISK_NETCDF_MAX_STATICS];
     brisk_weather_spec spec;
@@ -99,11 +163,16 @@ brisk_status brisk_trainer_load_netcdf(brisk_trainer *t, brisk_error *err) {
     w->ds.nfields = 0, w->ds.make_user = NULL, w->ds.make = NULL;
     t->split = w->split;
     memset(&w->split, 0, sizeof w->split);
-    brisk_log(&t->log, BRISK_LOG_INFO, "data      %s: %lld times of a %lld x %lld grid, %d channels, %d statics; history "
-              "%d, lead %d: %lld train / %lld validation samples (validation from time index %lld, chronological)",
-              t->data.source, (long long)w->ntimes, (long long)w->nlat, (long long)w->nlon, w->channels, w->nstatics,
-              w->history, w->lead, (long long)t->split.ntrain, (long long)t->split.nval, (long long)w->split_time);
-    if (w->statics_note[0]) brisk_log(&t->log, BRISK_LOG_INFO, "data      %s", w->statics_note);
+    char first[48], last[48], split[48] = "the end";
+    brisk_weather_date(w, w->time[0], first, sizeof first);
+    brisk_weather_date(w, w->time[w->ntimes - 1], last, sizeof last);
+    if (w->split_time < w->ntimes) brisk_weather_date(w, w->time[w->split_time], split, sizeof split);
+    brisk_log(&t->log, BRISK_LOG_INFO, "data      %s: %lld times of a %lld x %lld grid, %d channels, %d statics, %s to %s; "
+              "history %d, lead %d: %lld train / %lld validation samples (validation from %s, time index %lld, "
+              "chronological)", t->data.source, (long long)w->ntimes, (long long)w->nlat, (long long)w->nlon, w->channels,
+              w->nstatics, first, last, w->history, w->lead, (long long)t->split.ntrain, (long long)t->split.nval, split,
+              (long long)w->split_time);
+    brisk_weather_describe(w, &t->log);
     if (w->masked)
         brisk_log(&t->log, BRISK_LOG_WARN, "data      %lld missing values masked (data.netcdf.missing \"mask\"): filled with "
                   "their channel's training mean", (long long)w->masked);

@@ -32,7 +32,7 @@ losses() { grep -o '"train_loss": [0-9.e-]*' "$1/metrics.jsonl"; }
 "$brisk" rollout --help | grep -q "autoregressively"
 "$brisk" rollout run/best.safetensors --data w.nc --steps 3 --output fc.nc --jsonl fc.jsonl >table.txt
 grep -q "RMSE of the forecast" table.txt && grep -q "RMSE of persistence" table.txt
-[ "$(wc -l < fc.jsonl)" = 24 ] && grep -q '"lead": 3, "hours": 3, "valid_time": 132, "variable": "z250"' fc.jsonl
+[ "$(wc -l < fc.jsonl)" = 24 ] && grep -q '"lead": 3, "hours": 3, "init_time": "2021-01-06T09:00", "valid_time": "2021-01-06T12:00", "variable": "z250"' fc.jsonl
 "$brisk" rollout run/best.safetensors --data w.nc --steps 2 --jsonl - --quiet | grep -c '"rmse"' | grep -qx 16
 if command -v ncdump >/dev/null; then
   ncdump -h fc.nc | grep -q 'float t(time, level, lat, lon)'

@@ -3,7 +3,8 @@
 # by ncgen (netcdf-bin, another tool than brisk) from weather_cdl.py's CDL. The 2024+ CDS layout
 # (valid_time, pressure_level, latitude, longitude) and files with other epochs as one time
 # axis; the error that names data.netcdf.coordinates; statics from ERA5's invariants file;
-# longitudes across 0 degrees and the sphere's domain from the file.
+# longitudes across 0 degrees and the sphere's domain from the file; rollout's scores (holes,
+# several starts, latitude weights, ACC) against an independent computation, the forecast file.
 #   weather_archive.sh BRISK_BINARY WORKDIR        (exit 77 without ncgen or python3)
 set -eu
 brisk=$1 work=$2
@@ -40,7 +41,7 @@ cdl new.nc --layout classic --times 24 --first-hour 24 --epoch "2000-01-01"
 cdl same.nc --layout classic --times 24 --first-hour 48 --epoch "1900-01-01 00:00:00.0"
 config mixed.json '"files": ["new.nc", "same.nc", "old.nc"], "time_features": true' "" 8
 "$brisk" train mixed.json --out run_mixed >mixed.log 2>&1 || { cat mixed.log; exit 1; }
-grep -q "72 times of a 8 x 8 grid" mixed.log
+grep -q "72 times of a 8 x 8 grid, 3 channels, 0 statics, 2024-01-01T00:00 to 2024-01-03T23:00;" mixed.log
 cdl date.nc --times 8
 sed 's/valid_time/date/g' date.cdl > date2.cdl && ncgen -k nc4 -o date2.nc date2.cdl
 config date.json '"files": ["date2.nc"], "time_features": false' ""
@@ -77,4 +78,49 @@ expect "model.grid: data.netcdf takes the grid from the files' latitude and long
 expect "the grid (8 x 8) is smaller than the mesh of model.mesh (16 x 16)" train wrap.json --set 'model.mesh=[16,16]'
 "$brisk" rollout run_wrap/last.safetensors --data wrap.nc --steps 2 --output wrap_fc.nc --quiet >/dev/null
 ncdump -v longitude wrap_fc.nc | grep -q "longitude = 356, 357, 358, 359, 0, 1, 2, 3 ;"
+# --- items 5 and 6: scoring. A hole in the truth (mask mode) is left out of both RMSEs and
+# counted; every score equals an independent computation (weather_scores.py) from the CDL
+# and the forecast file; the forecast file is CF-complete; refuse mode refuses only the starts
+# that need the hole; another grid is refused; several starts give mean and spread.
+cdl holes.nc --times 40 --hole 33:2:3 --expver5-from 35
+config mask.json '"files": ["cds.nc"], "missing": "mask", "time_features": false' ""
+"$brisk" train mask.json --out run_mask --quiet >/dev/null
+"$brisk" rollout run_mask/last.safetensors --data holes.nc --steps 3 --output hfc.nc --jsonl h.jsonl >h.txt 2>&1 || { cat h.txt; exit 1; }
+python3 "$here/weather_scores.py" holes.cdl hfc.nc h.jsonl 31 30
+grep -q '"lead": 2, "hours": 2, "init_time": "2024-01-02T07:00", "valid_time": "2024-01-02T09:00", "variable": "t2m", "starts": 1,.*"missing": 1}' h.jsonl
+grep -q "1 missing truth values left out of every score" h.txt
+grep -q "rollout   3 steps from 2024-01-02T07:00 (time index 31) of holes.nc -> hfc.nc" h.txt
+grep -q "data      5 of 40 times are ERA5T (expver 0005: preliminary data ECMWF may still revise), the first 2024-01-02T11:00" h.txt
+grep -q "ACC of the forecast" h.txt
+ncdump -h hfc.nc > hfc.txt
+grep -q "double forecast_reference_time ;" hfc.txt && grep -q "double forecast_period(valid_time) ;" hfc.txt
+grep -q 'forecast_period:standard_name = "forecast_period" ;' hfc.txt
+grep -q 't2m:coordinates = "forecast_reference_time forecast_period" ;' hfc.txt
+grep -q ':history = "written by ncgen from weather_cdl.py\\n20[0-9-]*T[0-9:]*Z: brisk rollout run_mask/last.safetensors --data holes.nc' hfc.txt
+grep -q ':source_files = "holes.nc" ;' hfc.txt && grep -q ':checkpoint = "run_mask/last.safetensors" ;' hfc.txt
+ncdump -v forecast_reference_time,forecast_period hfc.nc | grep -q "forecast_reference_time = 1704178800 ;"
+"$brisk" rollout run_inv/last.safetensors --data cds.nc --steps 1 --output ifc.nc --quiet >/dev/null
+ncdump -h ifc.nc | grep -q ':static_file = "inv.nc" ;'
+# refuse mode: only the starts that need time 33 (as input or truth) are refused
+"$brisk" rollout run_cds/last.safetensors --data holes.nc --steps 2 --starts 28:34 --jsonl r.jsonl >r.txt 2>&1 || { cat r.txt; exit 1; }
+[ "$(grep -c 'refused: holes.nc: variable .t2m. is missing' r.txt)" = 4 ]
+grep -q "start 2024-01-02T07:00 (time index 31) refused: holes.nc: variable 't2m' is missing (fill value) at time index 33" r.txt
+grep -q '"starts": 3,' r.jsonl && grep -q "from each of 3 start times, 2024-01-02T04:00 to 2024-01-02T10:00 every 1 time steps" r.txt
+"$brisk" rollout run_cds/last.safetensors --data holes.nc --steps 2 --start 29 --quiet >/dev/null
+expect "holes.nc: variable 't2m' is missing (fill value) at time index 33" rollout run_cds/last.safetensors --data holes.nc --steps 2 --start 31
+# several starts: mean and spread; --quiet keeps the tables
+"$brisk" rollout run_cds/last.safetensors --data cds.nc --steps 2 --starts ::2 --jsonl m.jsonl --quiet >m.txt
+grep -q "RMSE of the forecast (the fields' units): mean +-spread over 4 start times" m.txt
+grep -q '"variable": "z500", "starts": 4, "rmse": [0-9.e-]*, "rmse_spread": [0-9.e-]*' m.jsonl
+! grep -q "rollout   " m.txt
+expect "wrap.nc: a 8 x 8 grid ('latitude' 48 to 55, 'longitude' 356 to 363), but run_cds/last.safetensors was trained on 8 x 8 (latitude 48 to 55, longitude 0 to 7)" \
+  rollout run_cds/last.safetensors --data wrap.nc --steps 2
+expect "hfc2.nc: a forecast file holds one start, and 4 are asked for" rollout run_cds/last.safetensors --data cds.nc --steps 2 --starts ::2 --output hfc2.nc
+for bad in 5 a:b 1:2:0 1:2:3:4 ::; do
+  set +e; "$brisk" rollout run_cds/last.safetensors --data cds.nc --steps 2 --starts "$bad" >/dev/null 2>bad.txt; rc=$?; set -e
+  [ $rc = 2 ] && grep -q -- "--starts" bad.txt || { echo "--starts $bad: exit $rc"; cat bad.txt; exit 1; }
+done
+set +e; "$brisk" rollout run_cds/last.safetensors --data cds.nc --steps 2 --start 31 --starts ::2 2>bad.txt; rc=$?; set -e
+[ $rc = 2 ] && grep -q "give one start time or a range" bad.txt
+"$brisk" rollout --help | grep -q -- "--starts FIRST:LAST\[:EVERY\]"
 echo ok

@@ -36,8 +36,8 @@ wrapped = [x % 360 for x in lon]
 cds = a.layout == "cds"
 T, LEV, LAT, LON = ("valid_time", "pressure_level", "latitude", "longitude") if cds else ("time", "level", "lat", "lon")
 nt = 1 if a.invariants else a.times
-# 2024-01-01T00 is 1704067200 s after 1970 and 1087128 h after 1900-01-01
-epoch_h = {"1900-01-01 00:00:00": 1087128, "1900-01-01 00:00:00.0": 1087128, "2000-01-01": 210384,
+# 2024-01-01T00 is 1704067200 s after 1970, 1086960 h after 1900-01-01 and 210384 h after 2000-01-01
+epoch_h = {"1900-01-01 00:00:00": 1086960, "1900-01-01 00:00:00.0": 1086960, "2000-01-01": 210384,
            "2024-01-01": 0}[a.epoch]
 hours = [a.first_hour + k for k in range(nt)]
 times = [1704067200 + 3600 * h for h in hours] if cds else [epoch_h + h for h in hours]
@@ -71,6 +71,8 @@ if a.invariants:
 else:
     lines += [f" float t2m({T}, {LAT}, {LON}) ;", '  t2m:units = "K" ;', "  t2m:_FillValue = -9999.f ;",
               f" float z({T}, {LEV}, {LAT}, {LON}) ;", '  z:units = "m**2 s**-2" ;']
+if not a.invariants:
+    lines.append(f'  :history = "written by ncgen from weather_cdl.py" ;')
 lines += ["data:"]
 if cds:
     lines.append(" number = 0 ;")

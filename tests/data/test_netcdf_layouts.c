@@ -58,6 +58,7 @@ static void cds_layout(void) {
     CHECK(!strcmp(w.channel[0], "t2m") && !strcmp(w.channel[1], "t850") && !strcmp(w.channel[2], "t500"));
     CHECK(w.lat[0] == 49.5 && w.lat[2] == 50);
     CHECK(w.epoch_s == 0 && fabs(w.hours_per_unit - 1.0 / 3600) < 1e-15);
+    CHECK(w.era5t_times == 1 && w.era5t_first == 2); /* expver "0005": ERA5T */
     char date[48];
     brisk_weather_date(&w, w.time[1], date, sizeof date);
     CHECKF(!strcmp(date, "2024-01-01T01:00"), "%s", date);
