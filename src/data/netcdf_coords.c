@@ -147,8 +147,10 @@ int netcdf_unwrap_lon(double *lon, int64_t n) {
     double shift = 0;
     for (int64_t i = 1; i < n; i++) {
         double v = lon[i] + shift;
-        /* a jump of more than half the circle back is the axis passing 360 (or 180) */
-        while (v < lon[i - 1] - 180) v += 360, shift += 360, turns++;
+        /* a jump of more than half the circle back, and less than the whole, is the axis
+         * passing 360 (or 180); a larger one is left for the regularity check to refuse (a
+         * loop of turns would not end on 1e300, found by fuzz_netcdf) */
+        if (v < lon[i - 1] - 180 && v + 360 >= lon[i - 1] - 180) v += 360, shift += 360, turns++;
         lon[i] = v;
     }
     return turns;
