@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Side-by-side benchmark: brisk vs ../shared/workloads/torch_ref.py on the same workload and
-# machine, in one invocation. Prints each JSON line, then a table of medians and ratios
-# (PyTorch's faster of --threads 1 and 2 divided by brisk's ms/step at 2 threads).
+# Side-by-side benchmark: brisk (build/bench/brisk_bench) vs PyTorch (bench/reference/timed.py)
+# on the same workload of bench/WORKLOADS.md and machine, in one invocation. Prints each JSON
+# line, then a table of medians and ratios (PyTorch's faster of --threads 1 and 2 divided by
+# brisk's ms/step at 2 threads).
 #   bench/run.sh [--steps N] [--repeat R] [--small] [workload ...]     (default: diffusion tabular lstm transformer)
-# --small: WORKLOADS.md's small sizes (resnet at 3x64x64, batch 4; meshgnn 16x16 grid), passed to both sides;
+# --small: bench/WORKLOADS.md's small sizes (resnet at 3x64x64, batch 4; meshgnn 16x16 grid), passed to both sides;
 # a workload named NAME-small runs NAME small alone (meshgnn-small).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,9 +19,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 [ ${#list[@]} -gt 0 ] || list=(diffusion tabular lstm transformer)
-ref=${TORCH_REF:-../shared/workloads/torch_ref.py}
-[ -f "$ref" ] || [ -n "${TORCH_REF:-}" ] || ref=../../shared/workloads/torch_ref.py # a git worktree one level down
-[ -f "$ref" ] || { echo "bench/run.sh: torch_ref.py not found at $ref; set TORCH_REF" >&2; exit 2; }
+ref=bench/reference/timed.py
 py=${PYTHON:-/usr/bin/python3}
 [ -x build/bench/brisk_bench ] || { cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null && cmake --build build -j"$(nproc)" >/dev/null; }
 log=$(mktemp)
