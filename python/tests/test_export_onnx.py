@@ -138,7 +138,7 @@ def test_diffusion_denoiser(tmp_path, brisk_bin):
     s = session(tmp_path / "d.onnx")
     assert sorted(i.name for i in s.get_inputs()) == ["coarse", "t", "x_t"]
     y = s.run(None, {"coarse": coarse, "x_t": xt, "t": t})[0]
-    # the reference: torch_ref.Denoiser's forward in float64 on brisk.load's weights
+    # the reference: bench/reference/models.py's Denoiser forward in float64 on brisk.load's weights
     w = {k: v.astype(np.float64) for k, v in brisk.load(ckpt).items()}
     half = 16
     f = np.exp(-np.log(10000.0) * np.arange(half) / half)

@@ -1,5 +1,5 @@
-"""brisk.load and the README's recipe: brisk weights in torch_ref.py's models give brisk
-predict's outputs. Skipped without PyTorch or torch_ref.py (BRISK_WORKLOADS)."""
+"""brisk.load and the README's recipe: brisk weights in the PyTorch models of
+bench/reference/models.py give brisk predict's outputs. Skipped without PyTorch."""
 import os
 import subprocess
 import sys
@@ -31,14 +31,11 @@ def test_load_names_and_optimizer(tabular, tmp_path):
 
 
 @pytest.fixture
-def torch_ref():
+def models():
     pytest.importorskip("torch")
-    workloads = os.environ.get("BRISK_WORKLOADS", "")
-    if not os.path.exists(os.path.join(workloads, "torch_ref.py")):
-        pytest.skip("torch_ref.py not found (BRISK_WORKLOADS)")
-    sys.path.insert(0, workloads)
-    import torch_ref
-    return torch_ref
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "reference"))
+    import models
+    return models
 
 
 def predict(brisk_bin, tmp_path, ckpt, x):
@@ -48,14 +45,14 @@ def predict(brisk_bin, tmp_path, ckpt, x):
     return np.load(tmp_path / "y.npy")
 
 
-def test_recipe_tabular(torch_ref, tabular, tmp_path, brisk_bin):
+def test_recipe_tabular(models, tabular, tmp_path, brisk_bin):
     import torch
     cfg = {"model": {"type": "mlp", "inputs": 64, "hidden": [512, 256, 128], "outputs": 3, "dropout": 0.1},
            "data": {"train": str(tabular)}, "train": {"batch_size": 256, "epochs": 1, "out_dir": str(tmp_path / "r")}}
     _, ckpt = brisk.train(cfg, progress=False)
     x = np.random.default_rng(0).standard_normal((50, 64)).astype(np.float32)
     # the recipe (README.md, "Python")
-    model = torch_ref.Tabular()
+    model = models.Tabular()
     model.load_state_dict({k: torch.from_numpy(v) for k, v in brisk.load(ckpt).items()})
     model.eval()
     with torch.no_grad():
@@ -64,7 +61,7 @@ def test_recipe_tabular(torch_ref, tabular, tmp_path, brisk_bin):
 
 
 @pytest.mark.parametrize("kind", ["lstm", "transformer"])
-def test_recipe_sequence(torch_ref, tmp_path, brisk_bin, kind):
+def test_recipe_sequence(models, tmp_path, brisk_bin, kind):
     import torch
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
     (tmp_path / "data").mkdir()
@@ -76,7 +73,7 @@ def test_recipe_sequence(torch_ref, tmp_path, brisk_bin, kind):
     rng = np.random.default_rng(1)
     raw = rng.standard_normal((6, 60, 32)).astype(np.float32)  # raw windows, as brisk predict takes them
     # the recipe: the model's weights, and the inputs normalised as in training
-    model = torch_ref.LSTMClassifier() if kind == "lstm" else torch_ref.TransformerClassifier()
+    model = models.LSTMClassifier() if kind == "lstm" else models.TransformerClassifier()
     model.load_state_dict({k: torch.from_numpy(v) for k, v in brisk.load(ckpt).items()})
     model.eval()
     norm = brisk.metadata(ckpt)["normalization"]
@@ -90,7 +87,7 @@ def test_recipe_sequence(torch_ref, tmp_path, brisk_bin, kind):
     assert np.abs(p - predict(brisk_bin, tmp_path, ckpt, raw)).max() < 1e-5
 
 
-def test_recipe_denoiser(torch_ref, tmp_path, brisk_bin):
+def test_recipe_denoiser(models, tmp_path, brisk_bin):
     import torch
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "diffusion.json")
     subprocess.run([brisk_bin, "synth", "diffusion", str(tmp_path / "d.npz"), "--samples", "128"], check=True,
@@ -98,7 +95,7 @@ def test_recipe_denoiser(torch_ref, tmp_path, brisk_bin):
     _, ckpt = brisk.train(src, progress=False, overrides={"data.train": str(tmp_path / "d.npz"),
                                                           "train.batch_size": 32, "train.max_steps": 2,
                                                           "train.out_dir": str(tmp_path / "d")})
-    model = torch_ref.Denoiser()
+    model = models.Denoiser()
     missing = model.load_state_dict({k: torch.from_numpy(v) for k, v in brisk.load(ckpt).items()}, strict=False)
     assert list(missing.missing_keys) == ["abar"] and not missing.unexpected_keys  # abar: the schedule, not a weight
     # brisk's own denoiser output, through the ONNX export when onnxruntime is there
@@ -112,5 +109,5 @@ def test_recipe_denoiser(torch_ref, tmp_path, brisk_bin):
         None, {"coarse": coarse, "x_t": xt, "t": t})[0]
     with torch.no_grad():
         ref = model.net(torch.cat([torch.from_numpy(xt), torch.from_numpy(coarse),
-                                   torch_ref.sinusoidal(torch.from_numpy(t).long(), model.temb)], dim=1)).numpy()
+                                   models.sinusoidal(torch.from_numpy(t).long(), model.temb)], dim=1)).numpy()
     assert np.abs(y - ref).max() < 1e-5

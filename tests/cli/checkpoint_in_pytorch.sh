@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
 # Other tools can load what brisk writes: the Python `safetensors` package reads a brisk
-# checkpoint, PyTorch's torch_ref.Tabular loads it with load_state_dict, and its predictions
-# equal `brisk predict`'s on the same rows. Exit 77 (skip) without PyTorch, safetensors or
-# torch_ref.py.
-#   checkpoint_in_pytorch.sh BRISK_BINARY WORKDIR PYDEPS WORKLOADS_DIR
+# checkpoint, the PyTorch Tabular of bench/reference/models.py loads it with load_state_dict,
+# and its predictions equal `brisk predict`'s on the same rows. Exit 77 (skip) without PyTorch
+# or safetensors.
+#   checkpoint_in_pytorch.sh BRISK_BINARY WORKDIR PYDEPS SOURCE_DIR
 set -eu
-brisk=$1 work=$2 pydeps=$3 workloads=$4
+brisk=$1 work=$2 pydeps=$3 src=$4
 py=/usr/bin/python3
 PYTHONPATH="$pydeps" "$py" -c "import torch, safetensors.numpy" 2>/dev/null || { echo "SKIP: needs python3-torch and safetensors in $pydeps"; exit 77; }
-[ -f "$workloads/torch_ref.py" ] || { echo "SKIP: $workloads/torch_ref.py not found"; exit 77; }
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
 "$brisk" synth tabular tab.npz --samples 4096 >/dev/null
 cat > tab.json <<'J'
@@ -18,10 +17,10 @@ J
 "$brisk" train tab.json --quiet
 "$py" -c 'import numpy as np; np.save("x.npy", np.random.default_rng(0).standard_normal((100, 64)).astype(np.float32))'
 "$brisk" predict run/last.safetensors --input x.npy --output y.npy >/dev/null
-PYTHONPATH="$pydeps:$workloads" "$py" - <<'P'
-import numpy as np, torch, safetensors.numpy, torch_ref
+PYTHONPATH="$pydeps:$src/bench/reference" "$py" - <<'P'
+import numpy as np, torch, safetensors.numpy, models
 t = safetensors.numpy.load_file("run/last.safetensors")
-model = torch_ref.Tabular()
+model = models.Tabular()
 params = {k: torch.from_numpy(v) for k, v in t.items() if not k.startswith("optim.")}
 model.load_state_dict(params, strict=True)
 model.eval()

@@ -2,12 +2,12 @@
 # examples/resnet.json end to end on `brisk synth images` PNG files (briefly): training with
 # augmentation, an exact resume (the same losses as an uninterrupted run), episodic batches
 # (data.episodes) resumed exactly, training from an .npz image array, `brisk predict` on
-# a folder of images (CSV with file names and .npy, in pixels), PyTorch's
-# torch_ref.ResNet18Keypoints loading the checkpoint and predicting the same keypoints (when
+# a folder of images (CSV with file names and .npy, in pixels), PyTorch's ResNet18Keypoints
+# (bench/reference/models.py) loading the checkpoint and predicting the same keypoints (when
 # /usr/bin/python3 has torch), and the model keys' bad values as one clear error each.
-#   resnet.sh BRISK_BINARY WORKDIR SOURCE_DIR WORKLOADS_DIR
+#   resnet.sh BRISK_BINARY WORKDIR SOURCE_DIR
 set -eu
-brisk=$1 work=$2 src=$3 workloads=$4
+brisk=$1 work=$2 src=$3
 py=/usr/bin/python3
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
 "$brisk" synth images data --samples 24 --seed 3 >/dev/null
@@ -32,9 +32,9 @@ mkdir pred && cp data/img_00000[0-4].png pred/ && echo "not an image" > pred/not
 head -1 kp.csv | grep -qx "file,x0,y0,x1,y1,x2,y2,x3,y3"
 [ "$(sed -n 2p kp.csv | cut -d, -f1)" = img_000000.png ] && [ "$(wc -l < kp.csv)" = 6 ]
 "$brisk" predict full/last.safetensors --input pred --output kp.npy >/dev/null
-if "$py" -c "import torch, numpy" 2>/dev/null && [ -f "$workloads/torch_ref.py" ]; then
-  PYTHONPATH="$workloads" "$py" - <<'P'
-import json, struct, zlib, numpy as np, torch, torch_ref
+if "$py" -c "import torch, numpy" 2>/dev/null; then
+  PYTHONPATH="$src/bench/reference" "$py" - <<'P'
+import json, struct, zlib, numpy as np, torch, models
 def load(path):  # safetensors: u64 header length, JSON header, then the tensors' bytes
     raw = open(path, "rb").read()
     n = struct.unpack("<Q", raw[:8])[0]
@@ -64,7 +64,7 @@ def png(path):  # 8-bit RGB, non-interlaced, as brisk synth images writes them
         out[y], prev = cur, cur
     return out.reshape(h, w, 3)
 t = load("full/last.safetensors")
-model = torch_ref.ResNet18Keypoints(outputs=8)
+model = models.ResNet18Keypoints(outputs=8)
 missing, unexpected = model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in t.items()
                                              if not k.startswith("optim.")}, strict=False)
 assert not unexpected and all(m.endswith("num_batches_tracked") for m in missing), (missing, unexpected)
@@ -78,7 +78,7 @@ print(f"PyTorch on the brisk checkpoint vs brisk predict: max abs difference {er
 assert err < 1e-3, err
 P
 else
-  echo "(PyTorch or torch_ref.py missing: the torch_ref load check is skipped)"
+  echo "(PyTorch missing: the PyTorch load check is skipped)"
 fi
 # the same model from an image array (.npz: images u8 [N, H, W, 3], category, keypoints [N, K, 3])
 if "$py" -c "import numpy" 2>/dev/null; then

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The sequence examples end to end: synth series, train examples/lstm.json and
 # examples/transformer.json briefly, predict from the raw series and from windows (the same
-# numbers), PyTorch's torch_ref modules load the checkpoints and predict what brisk predicts,
-# and examples/pipeline.json trains its three models and prints the comparison.
-#   sequence.sh BRISK_BINARY WORKDIR SOURCE_DIR PYDEPS WORKLOADS_DIR
+# numbers), the PyTorch modules of bench/reference/models.py load the checkpoints and predict
+# what brisk predicts, and examples/pipeline.json trains its three models and prints the comparison.
+#   sequence.sh BRISK_BINARY WORKDIR SOURCE_DIR PYDEPS
 set -eu
-brisk=$1 work=$2 src=$3 pydeps=$4 workloads=$5
+brisk=$1 work=$2 src=$3 pydeps=$4
 py=/usr/bin/python3
 rm -rf "$work" && mkdir -p "$work/data" && cd "$work"
 "$brisk" synth series data/series.csv --samples 1500 | grep -q "wrote"
@@ -34,18 +34,18 @@ assert np.abs(s[1400:] - w).max() < 1e-6, np.abs(s[1400:] - w).max()
 assert np.abs(s - f).max() < 1e-6
 print("predict: series, feature array and windows agree")
 P
-if PYTHONPATH="$pydeps" "$py" -c "import torch, safetensors.numpy" 2>/dev/null && [ -f "$workloads/torch_ref.py" ]; then
+if PYTHONPATH="$pydeps" "$py" -c "import torch, safetensors.numpy" 2>/dev/null; then
   for m in lstm transformer; do
     "$brisk" predict $m/last.safetensors --input windows.npy --output y_$m.npy >/dev/null
-    M=$m PYTHONPATH="$pydeps:$workloads" "$py" - <<'P'
-import json, os, numpy as np, torch, safetensors.numpy, torch_ref
+    M=$m PYTHONPATH="$pydeps:$src/bench/reference" "$py" - <<'P'
+import json, os, numpy as np, torch, safetensors.numpy, models
 from safetensors import safe_open
 m = os.environ["M"]
 path = f"{m}/last.safetensors"
 t = safetensors.numpy.load_file(path)
 with safe_open(path, "np") as f:
     norm = json.loads(f.metadata()["normalization"])
-model = torch_ref.LSTMClassifier() if m == "lstm" else torch_ref.TransformerClassifier()
+model = models.LSTMClassifier() if m == "lstm" else models.TransformerClassifier()
 model.load_state_dict({k: torch.from_numpy(v) for k, v in t.items() if not k.startswith("optim.")}, strict=True)
 model.eval()
 x = (np.load("windows.npy") - np.array(norm["mean"], np.float32)) / np.array(norm["std"], np.float32)
@@ -62,7 +62,7 @@ assert err < 1e-5, err
 P
   done
 else
-  echo "(PyTorch or safetensors missing: the torch_ref load check is skipped)"
+  echo "(PyTorch or safetensors missing: the PyTorch load check is skipped)"
 fi
 "$brisk" train "$src/examples/pipeline.json" $small --out pipe --set 'models[1].layers=1' > pipe.txt
 grep -q "^comparison" pipe.txt

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The model options beyond torch_ref's two workloads, against PyTorch's own modules on a brisk
-# checkpoint (predictions to 1e-5): a bidirectional 2-layer LSTM with mean pooling, and a
-# post-LN causal Transformer with sinusoidal positions, tanh-GELU and last-step pooling.
+# The model options beyond the two sequence workloads of bench/WORKLOADS.md, against PyTorch's
+# own modules on a brisk checkpoint (predictions to 1e-5): a bidirectional 2-layer LSTM with
+# mean pooling, and a post-LN causal Transformer with sinusoidal positions, tanh-GELU and
+# last-step pooling.
 # Exit 77 (skip) without PyTorch or safetensors.
 #   sequence_variants.sh BRISK_BINARY WORKDIR PYDEPS
 set -eu

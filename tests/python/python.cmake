@@ -3,7 +3,7 @@
 # in ONNX Runtime (skipped without onnxruntime). The package's tests are not in the
 # sanitizer build: a sanitized libbrisk.so does not load into an unsanitized Python.
 if(BRISK_SHARED AND NOT BRISK_SANITIZE)
-  set(py_args ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR} ${BRISK_WORKLOADS_DIR})
+  set(py_args ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})
   set(py_tests ${CMAKE_SOURCE_DIR}/python/tests)
   add_test(NAME python.package COMMAND ${CMAKE_CURRENT_LIST_DIR}/pytest.sh ${py_args} ${py_tests}/test_train.py
     ${py_tests}/test_session.py ${py_tests}/test_load_torch.py ${py_tests}/test_interrupt.py ${py_tests}/test_threads.py)
@@ -13,7 +13,7 @@ endif()
 # brisk export --onnx against ONNX Runtime: a CLI feature, tested from Python (it runs the brisk
 # command, so the sanitizer build runs it too)
 add_test(NAME python.export_onnx COMMAND ${CMAKE_CURRENT_LIST_DIR}/pytest.sh ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR}
-  ${BRISK_WORKLOADS_DIR} ${CMAKE_SOURCE_DIR}/python/tests/test_export_onnx.py)
+  ${CMAKE_SOURCE_DIR}/python/tests/test_export_onnx.py)
 set_tests_properties(python.export_onnx PROPERTIES SKIP_RETURN_CODE 77)
 # The thread-pool tests on a sanitized libbrisk.so, its runtime preloaded into Python.
 if(BRISK_SHARED AND (BRISK_SANITIZE OR BRISK_TSAN))

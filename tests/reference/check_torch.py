@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Replays brisk's 20 AdamW steps (ref_dump's .npz) with the PyTorch modules of
-../shared/workloads/torch_ref.py on identical weights and batches, and checks outputs,
+bench/reference/models.py on identical weights and batches, and checks outputs,
 losses, every gradient and the final parameters to 1e-5 relative (fp32, CPU, dropout off);
 meshgnn (the small model, on brisk's graph loaded into its buffers) to 1e-4; resnet (the
 small size: 10 batches in training mode on fixed weights, no optimizer step, see ref_dump.c;
@@ -8,13 +8,14 @@ gradients of the first and last, against PyTorch in float64: within 1e-4 or twic
 own fp32 error, see resnet_grads) to 1e-4, with every BatchNorm's running statistics after
 the 10 batches.
 
-  check_torch.py tabular|diffusion|lstm|transformer|meshgnn|resnet DUMP.npz WORKLOADS_DIR
-Exit 77 (skip) when PyTorch or torch_ref.py is unavailable."""
+  check_torch.py tabular|diffusion|lstm|transformer|meshgnn|resnet DUMP.npz
+Exit 77 (skip) when PyTorch or NumPy is unavailable."""
+import os
 import sys
 
 def main():
     import copy
-    kind, dump, wl_dir = sys.argv[1], sys.argv[2], sys.argv[3]
+    kind, dump = sys.argv[1], sys.argv[2]
     try:
         import numpy as np
         import torch
@@ -22,32 +23,28 @@ def main():
     except ImportError as e:
         print(f"SKIP: {e} (install python3-torch and python3-numpy)")
         return 77
-    sys.path.insert(0, wl_dir)
-    try:
-        import torch_ref
-    except ImportError as e:
-        print(f"SKIP: torch_ref.py not found in {wl_dir}: {e}")
-        return 77
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "reference"))
+    import models
     torch.manual_seed(0)
     torch.set_num_threads(1)
     d = np.load(dump)
-    model = {"diffusion": torch_ref.Denoiser, "tabular": torch_ref.Tabular, "lstm": torch_ref.LSTMClassifier,
-             "transformer": torch_ref.TransformerClassifier,
-             "meshgnn": lambda: torch_ref.MeshGNN(16, 8, 64, 4), "resnet": torch_ref.ResNet18Keypoints}[kind]()
+    model = {"diffusion": models.Denoiser, "tabular": models.Tabular, "lstm": models.LSTMClassifier,
+             "transformer": models.TransformerClassifier,
+             "meshgnn": lambda: models.MeshGNN(16, 8, 64, 4), "resnet": models.ResNet18Keypoints}[kind]()
     # dropout off, as brisk ran; resnet has none and trains its BatchNorms on batch statistics
     model.train() if kind == "resnet" else model.eval()
     state = {k[3:]: torch.from_numpy(d[k]) for k in d.files if k.startswith("p0.")}
     graph = set()
     if kind == "meshgnn":
         # brisk's graph replaces the module's buffers (the two break ties among equal distances
-        # differently). Each gets its own tensor: torch_ref registers one tensor as both
+        # differently). Each gets its own tensor: models.MeshGNN registers one tensor as both
         # g2m_src and m2g_dst, so load_state_dict would write one over the other.
         for k in d.files:
             if k.startswith("graph."):
                 name, v = k[6:], torch.from_numpy(d[k])
                 ref = getattr(model, name)
                 if ref.shape != v.shape:
-                    print(f"FAIL: graph buffer {name}: brisk {tuple(v.shape)}, torch_ref {tuple(ref.shape)}")
+                    print(f"FAIL: graph buffer {name}: brisk {tuple(v.shape)}, PyTorch {tuple(ref.shape)}")
                     return 1
                 setattr(model, name, v.to(ref.dtype).clone())
                 graph.add(name)
@@ -117,7 +114,7 @@ def main():
             t, eps = torch.from_numpy(d[f"t{s}"]).long(), torch.from_numpy(d[f"eps{s}"])
             ab = model.abar[t][:, None]
             xt = ab.sqrt() * x0 + (1 - ab).sqrt() * eps
-            out = model.net(torch.cat([xt, coarse, torch_ref.sinusoidal(t, model.temb)], dim=1))
+            out = model.net(torch.cat([xt, coarse, models.sinusoidal(t, model.temb)], dim=1))
             loss = F.mse_loss(out, eps)
         else:
             x, y = torch.from_numpy(d[f"batch{s}.x"]), torch.from_numpy(d[f"batch{s}.y"]).long()

@@ -1,10 +1,9 @@
 # brisk vs PyTorch on identical weights and batches (Debian's python3-torch, /usr/bin/python3),
-# using the modules of ../shared/workloads/torch_ref.py.
+# using the modules of bench/reference/models.py.
 add_executable(ref_dump ${CMAKE_CURRENT_LIST_DIR}/ref_dump.c)
 target_link_libraries(ref_dump PRIVATE brisk)
-set(BRISK_WORKLOADS_DIR "${CMAKE_SOURCE_DIR}/../shared/workloads" CACHE PATH "where torch_ref.py lives")
 foreach(kind tabular diffusion lstm transformer meshgnn resnet)
   add_test(NAME reference.torch_${kind}
-    COMMAND sh -c "$<TARGET_FILE:ref_dump> ${kind} ${CMAKE_CURRENT_BINARY_DIR}/ref_${kind}.npz && /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/check_torch.py ${kind} ${CMAKE_CURRENT_BINARY_DIR}/ref_${kind}.npz ${BRISK_WORKLOADS_DIR}")
+    COMMAND sh -c "$<TARGET_FILE:ref_dump> ${kind} ${CMAKE_CURRENT_BINARY_DIR}/ref_${kind}.npz && /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/check_torch.py ${kind} ${CMAKE_CURRENT_BINARY_DIR}/ref_${kind}.npz")
   set_tests_properties(reference.torch_${kind} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endforeach()
