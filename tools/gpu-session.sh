@@ -42,7 +42,7 @@
 #             holds the GPU's optimization table (the page comes back in logs.tar.gz); and
 #             per example the gradients after one fp32 step against the CPU's (<= 1e-4 relative
 #             L2, tools/gpu/compare_grads.py: also the best common scale and what is left after it)
-#   bench     `brisk bench` of every single-model example and bench/*.json, then torch_ref.py
+#   bench     `brisk bench` of every single-model example and bench/*.json, then PyTorch's
 #             eager and amp of each workload that has an examples/<workload>.json, then its
 #             compile modes while time is left (so that the ratios come from one call)
 #   profile   `brisk profile` (eager, every node timed by events) of each example matching --only,
@@ -52,10 +52,10 @@
 #             share, the kernels a step launches, and the step against the launch floor (an empty
 #             CUDA graph of that many kernels replayed). For the open questions of the first GPU
 #             runs: --only 'resnet|lstm' (never run on a GPU yet)
-#   torch     torch_ref.py in every mode (eager, amp, compile, amp-compile); builds nothing
+#   torch     bench/reference/timed.py in every mode (eager, amp, compile, amp-compile); builds nothing
 #   all       every stage above, in that order (for a GPU box without the device tool's limit)
 # The examples are examples/*.json as found (a config with "models" is a pipeline: one run
-# per model); the workloads are torch_ref.py's WORKLOADS.
+# per model); the workloads are bench/WORKLOADS.md's (bench/reference/workloads.py's WORKLOADS).
 #
 # Options:
 #   --deadline S   seconds from the start after which no step starts (default 540; 0: none)
@@ -72,15 +72,15 @@
 #                  the epilogues refused), no CPU tests inside stage test, no compile modes
 #                  inside stage bench, and a CUDA test is stopped after 150 s instead of 300
 #
-# A GPU session, with the device tool (README.md, "On a GPU"). Once, here, before the first call:
-#   ../shared/tools/pack-debs libcjson-dev libcjson1     # -> .deps/ (the image lacks cJSON)
-#   mkdir -p .gpu && cp ../shared/workloads/torch_ref.py .gpu/   # ../shared does not travel
+# A GPU session (README.md, "On a GPU"). Once, on a machine with apt, for a GPU machine without it:
+#   tools/gpu/pack-debs.sh libcjson-dev libcjson1        # -> .deps/ (the GPU image lacks cJSON)
 #   tools/gpu/pack-netcdf.sh                              # -> .gpu/netcdf.tar.xz (meshgnn)
+# and copy .deps and .gpu with the working tree (git ignores both).
 # Measured on the first GPU run (H200, 2026-11-27, one call of 544 s, the machine's start ~30 s):
 # build from scratch 24 s; test (check + the 16 CUDA tests once) 31 s; bench 405 s (brisk bench
 # of 6 configs 4 min, 3 of them for bench/gemm_bound.json; torch eager+amp of 6 workloads 3 min);
-# agree 79 s for 2 examples. A session's lease is now 15 device minutes, starts and idle time
-# included: plan two calls, each run(command=..., carry=[".deps", ".gpu"]):
+# agree 79 s for 2 examples. With 15 minutes of GPU time, the machine's starts and idle time
+# included, plan two calls of at most 10 minutes each, .deps and .gpu copied with the tree:
 #   tools/gpu-session.sh --lean --fresh --deadline 555 build test bench agree    (timeout_s 600)
 #   then, after fixing here, with what is left (a fresh start costs ~30 s; none under 4 min):
 #   BENCH_STEPS=100 TORCH_STEPS=100 tools/gpu-session.sh --lean --deadline D --only 'REGEX' build test bench
@@ -618,19 +618,12 @@ report_check() {
   fi
 }
 
-torch_ref() {
-  for f in ${TORCH_REF:-} .gpu/torch_ref.py shared/workloads/torch_ref.py ../shared/workloads/torch_ref.py; do
-    [ -f "$f" ] && { echo "$f"; return; }
-  done
-}
-
-# torch_modes MODES...: torch_ref.py for each workload brisk has a config for
+# torch_modes MODES...: bench/reference/timed.py for each workload brisk has a config for
 torch_modes() {
-  local ref=$(torch_ref) dev=cuda w m
+  local ref=$root/bench/reference/timed.py dev=cuda w m
   [ $cpu = 1 ] && dev=cpu
-  if [ -z "$ref" ]; then record SKIP torch "torch_ref.py" "not found: copy it to .gpu/ and carry .gpu"; return; fi
-  if ! ${TORCH_PYTHON:-$py} -c 'import torch' 2>/dev/null; then record SKIP torch "torch_ref.py" "${TORCH_PYTHON:-$py} has no PyTorch"; return; fi
-  for w in $(grep -m1 '^WORKLOADS' "$ref" | grep -oE '"[a-z0-9_]+"' | tr -d '"'); do
+  if ! ${TORCH_PYTHON:-$py} -c 'import torch' 2>/dev/null; then record SKIP torch "bench/reference/timed.py" "${TORCH_PYTHON:-$py} has no PyTorch"; return; fi
+  for w in $(grep -m1 '^WORKLOADS' "$root/bench/reference/workloads.py" | grep -oE '"[a-z0-9_]+"' | tr -d '"'); do
     echo "$w" | grep -qE -- "$only" || continue
     if [ ! -f "$root/examples/$w.json" ]; then record SKIP torch "$w (all modes)" "brisk has no examples/$w.json"; continue; fi
     for m in "$@"; do

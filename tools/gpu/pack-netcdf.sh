@@ -4,7 +4,7 @@
 # netcdf.pc, into .gpu/netcdf.tar.xz (~16 MB). tools/gpu-session.sh unpacks it when it is
 # there and builds brisk with NetCDF, so that the meshgnn example runs on the GPU:
 #   tools/gpu/pack-netcdf.sh        # then carry .gpu with the device call
-# (pack-debs would need the whole Debian dependency chain: curl, gnutls, krb5, icu, ...)
+# (tools/gpu/pack-debs.sh would need the whole Debian dependency chain: curl, gnutls, krb5, icu, ...)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 lib=$(pkg-config --variable=libdir netcdf)/libnetcdf.so

@@ -6,7 +6,7 @@
 WORK holds results.tsv (one line per check: unix time, stage, check, PASS/FAIL/SKIP, key
 number; a check run again replaces its earlier line; the UTC column tells an earlier call's
 results from this one's), timings.tsv (each stage's duration), env.txt (what machine and code), and
-when the bench stage ran, bench.jsonl (brisk bench --json) and torch.jsonl (torch_ref.py),
+when the bench stage ran, bench.jsonl (brisk bench --json) and torch.jsonl (bench/reference/timed.py),
 from which the PyTorch/brisk ratios are computed. Standard library only.
 """
 import json
@@ -45,7 +45,7 @@ def jsonl(path):
 
 
 def ratios(work):
-    """Lines: brisk bench's last row per config set against torch_ref.py's modes."""
+    """Lines: brisk bench's last row per config set against PyTorch's modes (bench/reference/timed.py)."""
     bench, torch = {}, {}
     for r in jsonl(os.path.join(work, "bench.jsonl")):
         name = os.path.basename(r.get("config", "")).replace(".json", "")
@@ -54,7 +54,7 @@ def ratios(work):
     for r in jsonl(os.path.join(work, "torch.jsonl")):
         if "ms_per_step_median" in r:
             torch.setdefault(r.get("workload"), {})[r.get("mode")] = r["ms_per_step_median"]
-    # bench/<w>_workload.json is torch_ref.py's workload <w> where examples/<w>.json is not
+    # bench/<w>_workload.json is bench/WORKLOADS.md's workload <w> where examples/<w>.json is not
     for name in [n for n in bench if n.endswith("_workload")]:
         bench[name[: -len("_workload")]] = bench.pop(name)
     lines = []
@@ -71,7 +71,7 @@ def ratios(work):
         lines.append(f"{w}: brisk {last.get('name', 'row %d' % last.get('row', 0))} {ms:.4g} ms/step on "
                      f"{last.get('device', '?')}{issue}; torch {modes}; vs torch best ({best}) {t[best] / ms:.2f}x")
     for w in sorted(set(bench) - set(torch)):
-        lines.append(f"{w}: no torch_ref.py timing" + ("" if w.startswith("gemm") else " (torch stage not run?)"))
+        lines.append(f"{w}: no PyTorch timing" + ("" if w.startswith("gemm") else " (torch stage not run?)"))
     # the GEMM-bound step against the bf16 rate `brisk check` measured (bench/gemm_bound.json's shape)
     check = os.path.join(work, "logs", "check.txt")
     m = re.search(r"bf16 GEMM ([0-9.]+) TFLOP/s", open(check).read()) if os.path.exists(check) else None
