@@ -2,7 +2,7 @@
 # CPU speed under load: each workload idle, beside a single-threaded busy loop pinned to one
 # CPU, and beside a 2-thread job (two unpinned busy threads, as a NumPy or PyTorch job would
 # be), brisk (brisk_bench, default thread count) and PyTorch (bench/torch_timed.py on
-# torch_ref.py's models) under the same load, one after the other in each case. Prints per
+# bench/reference/models.py) under the same load, one after the other in each case. Prints per
 # case the median and worst step time, the median and worst "epoch" (a block of EPOCH_STEPS
 # steps), the epoch's ratio to the idle one, and PyTorch / brisk.
 #

@@ -1,5 +1,5 @@
 /* Microbenchmark of the CPU conv kernels (not a test) at ResNet-18's layer shapes: each
- * distinct convolution of torch_ref.py's ResNet18Keypoints at the small workload size
+ * distinct convolution of bench/reference/models.py's ResNet18Keypoints at the small workload size
  * (batch 4, 3x64x64) or the full one (batch 16, 3x256x256), forward (CONV2D), grad x and
  * grad w, in microseconds (median of repeats) and GFLOP/s, and the whole network's conv
  * time per step (each layer times how often it occurs; the stem's grad x is not needed); then

@@ -9,7 +9,7 @@ machine's FMA peak, the floor (the FLOPs at the peak) and the step time a 3x rat
   bench/shape_sweep.py [--steps N] [--quick] [--models lstm,transformer,tabular] [--brisk PATH]
 
 brisk: build/bench/brisk_bench at 2 threads (BRISK_THREADS to change); PyTorch: bench/torch_timed.py
-(torch_ref.py's architectures, shapes as options) at 1 and 2 threads. Medians of N timed steps
+(bench/reference/models.py's architectures, shapes as options) at 1 and 2 threads. Medians of N timed steps
 after 3 warm-up steps. --quick: a handful of shapes per model, the workload's own and the extremes
 (widths 32 and 512, sequence 30 and 240, batch 16 and 1024 for the LSTM and the MLP, and the small
 Transformer), at 5 timed steps after 2 warm-up steps: a before/after check in minutes, not the

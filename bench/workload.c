@@ -1,13 +1,13 @@
 /* brisk's side of the benchmark: times training steps of one workload of
- * ../shared/workloads/WORKLOADS.md the way torch_ref.py does (synthetic batches already
+ * bench/WORKLOADS.md the way bench/reference/timed.py does (synthetic batches already
  * in memory, warm-up steps, then the median of timed steps) and prints one JSON line
  * with the same keys, so bench/run.sh can set the two side by side.
  *
  *   brisk_bench --workload diffusion|tabular|lstm|transformer|resnet|meshgnn --steps 50 [--threads N] [--warmup 5]
  *               [--small] [--recompute] [--width W] [--seq T] [--batch B] [--heads H] [--ffn F] [--epoch-steps N]
  *
- * --small: WORKLOADS.md's small sizes (resnet at 3 x 64 x 64, batch 4; meshgnn), as torch_ref.py --small.
- * resnet clips the gradient norm to 1.0 and uses lr 1e-4, as torch_ref.py does.
+ * --small: bench/WORKLOADS.md's small sizes (resnet at 3 x 64 x 64, batch 4; meshgnn), as timed.py --small.
+ * resnet clips the gradient norm to 1.0 and uses lr 1e-4, as bench/reference/workloads.py does.
  * --recompute: meshgnn's processor layers recomputed in the backward (arena_bytes shows the saving).
  *
  * The shape options move a workload off its defined shapes for bench/shape_sweep.py:
@@ -25,7 +25,7 @@
 static int spec_for(const char *w, int small, brisk_model_spec *s, int64_t *batch, float *lr) {
     memset(s, 0, sizeof *s);
     *lr = 1e-3f;
-    if (strcmp(w, "resnet") == 0) { /* torch_ref.ResNet18Keypoints: y [B, 34] is brisk's [B, 17, 2] */
+    if (strcmp(w, "resnet") == 0) { /* models.py's ResNet18Keypoints: y [B, 34] is brisk's [B, 17, 2] */
         int64_t hw = small ? 64 : 256;
         *s = (brisk_model_spec){.type = BRISK_MODEL_RESNET, .depth = 18, .inputs = 3, .outputs = 34, .image_h = hw,
                                 .image_w = hw, .task = BRISK_TASK_REGRESS};
@@ -33,7 +33,7 @@ static int spec_for(const char *w, int small, brisk_model_spec *s, int64_t *batc
         *lr = 1e-4f;
         return 0;
     }
-    if (strcmp(w, "meshgnn") == 0) { /* torch_ref.py's MeshGNN, --small as there */
+    if (strcmp(w, "meshgnn") == 0) { /* models.py's MeshGNN, --small as in workloads.py */
         int64_t grid = small ? 16 : 64, mesh = small ? 8 : 32;
         *s = (brisk_model_spec){.type = BRISK_MODEL_MESHGNN, .inputs = 20, .outputs = 8, .width = small ? 64 : 256,
                                 .layers = small ? 4 : 16};
@@ -147,7 +147,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "brisk_bench: %s\n", err.msg);
         return 1;
     }
-    /* Synthetic batches resident in memory, as torch_ref.py keeps them on the device. */
+    /* Synthetic batches resident in memory, as bench/reference/workloads.py keeps them on the device. */
     void *data[8][BRISK_MAX_FIELDS];
     uint32_t key[2] = {1, 0};
     for (int b = 0; b < n_batches; b++)

@@ -1,7 +1,7 @@
 /* nn: model builders. A model is described by a spec (parsed from the config's
  * "model" section) and built into a graph for a fixed batch size. Builders only
  * compose graph ops; autodiff writes every backward pass. Parameter names follow
- * the PyTorch modules of ../shared/workloads/torch_ref.py ("net.0.weight"), so a
+ * the PyTorch modules of bench/reference/models.py ("net.0.weight"), so a
  * brisk checkpoint loads into those modules with load_state_dict. */
 #ifndef BRISK_NN_H
 #define BRISK_NN_H
@@ -30,7 +30,7 @@ int brisk_activation_parse(const char *s, brisk_activation *out); /* 0 on succes
 /* ---- graph networks on a lat-lon grid and a coarser mesh (src/nn/gnn_graph.c)
  * Nodes are numbered row-major (row = latitude index, column = longitude index). Node
  * position features are (x, y) in [0, 1): x = (col + offset) / cols, y = (row + offset) /
- * rows, offset 0 for the grid and 0.5 for the mesh (cell centres), torch_ref.grid_xy.
+ * rows, offset 0 for the grid and 0.5 for the mesh (cell centres), models.grid_xy.
  * Edges: grid -> mesh from each grid node to its k nearest mesh nodes, mesh -> grid the
  * same pairs reversed, mesh -> mesh from the `neighbours` nearest other mesh nodes into
  * each mesh node. Each edge set is ordered by receiver (then by the order above: sender
@@ -99,11 +99,11 @@ typedef struct brisk_model_spec {
     brisk_activation activation;
     float dropout;
     brisk_task task;
-    /* diffusion: the conditional DDPM noise predictor of WORKLOADS.md */
+    /* diffusion: the conditional DDPM noise predictor of bench/WORKLOADS.md */
     int64_t fine, coarse, time_embedding;
     int noise_steps;
     float beta_start, beta_end; /* linear schedule */
-    int predict_x0;             /* 0: the network predicts the noise, loss MSE on it (WORKLOADS.md);
+    int predict_x0;             /* 0: the network predicts the noise, loss MSE on it (bench/WORKLOADS.md);
                                    1: it predicts the clean field x0, loss MSE on x0 */
     /* sequences: seq_len > 0 makes x [seq_len, inputs] per sample (an mlp flattens it);
      * lstm and transformer need it. Both end in pool -> [LayerNorm (transformer)] ->
@@ -119,7 +119,7 @@ typedef struct brisk_model_spec {
     int causal;             /* transformer: each step attends only to itself and earlier ones */
     int padding_mask;       /* transformer: a data field "mask" [seq_len] (0 = padding) */
     brisk_positions positions; /* transformer */
-    /* meshgnn (torch_ref.MeshGNN): x [grid nodes, inputs] -> the next-step change [grid nodes,
+    /* meshgnn (models.MeshGNN): x [grid nodes, inputs] -> the next-step change [grid nodes,
      * outputs], MSE. width = latent, layers = processor layers; the graph from mesh. */
     brisk_gnn_graph_spec mesh;
     /* resnet (src/nn/resnet.c): x [inputs (channels), image_h, image_w] -> y [outputs / 2, 2]
@@ -198,7 +198,8 @@ int brisk_nn_encoder_layer(brisk_graph *g, int x, int mask, int64_t d, int heads
                            brisk_activation act, float dropout, int norm_first, int causal,
                            const char *prefix);
 
-/* DDPM linear beta schedule as torch_ref.py computes it in float32: abar = cumprod(1 - beta). */
+/* DDPM linear beta schedule as bench/reference/models.py computes it in float32:
+ * abar = cumprod(1 - beta). */
 void brisk_ddpm_alpha_bar(int steps, float beta_start, float beta_end, float *abar);
 
 /* ---- sampling from the diffusion denoiser (src/nn/ddpm.c)

@@ -1,13 +1,13 @@
-/* The mesh GNN of WORKLOADS.md (torch_ref.MeshGNN): encode the grid onto a mesh, N
- * message-passing layers on the mesh, decode back to the grid, predict the next-step change.
- * Parameter names are torch_ref's module names.
+/* The mesh GNN of bench/WORKLOADS.md (MeshGNN in bench/reference/models.py): encode the grid
+ * onto a mesh, N message-passing layers on the mesh, decode back to the grid, predict the
+ * next-step change. Parameter names are models.py's module names.
  *
  * A batch is one disjoint union of B copies of the graph: node features are [B * nodes,
  * latent] and the edge indices are offset by b * nodes per copy, so one GATHER and one
  * segment sum serve the whole batch. Edge sets come ordered by receiver (gnn_graph.c), so
  * the batched receiver indices are sorted too and every aggregation is a SEGMENT_SUM.
  *
- * The "concat trick": torch_ref's edge MLP starts with Linear(3L, L) over [e, hs[src],
+ * The "concat trick": models.py's edge MLP starts with Linear(3L, L) over [e, hs[src],
  * hd[dst]]. Here its weight is sliced into the three [L, L] blocks, hs and hd are projected
  * on their nodes (B * nodes rows, not B * edges) and the projections gathered to the edges,
  * so the [edges, 3L] concatenation is never materialised and the node projections cost a
@@ -25,7 +25,7 @@ typedef struct gnn_ctx {
     int64_t B, L;
 } gnn_ctx;
 
-/* torch_ref.mlp(in, out): Linear(in, out), SiLU, Linear(out, out), [LayerNorm(out)] on x [rows, in]. */
+/* models.mlp(in, out): Linear(in, out), SiLU, Linear(out, out), [LayerNorm(out)] on x [rows, in]. */
 static int mlp(gnn_ctx *c, int x, int64_t in, int64_t out, int norm, const char *prefix) {
     char name[BRISK_NAME_MAX];
     snprintf(name, sizeof name, "%s.0", prefix);
@@ -70,7 +70,7 @@ typedef struct edge_set {
     int64_t E, n_src, n_dst;
 } edge_set;
 
-/* torch_ref.Interaction: e' = e + edge([e, hs[src], hd[dst]]), hd' = hd + node([hd, sum of
+/* models.Interaction: e' = e + edge([e, hs[src], hd[dst]]), hd' = hd + node([hd, sum of
  * e' into each receiver]). e is [B * E, L] or [E, L]; hs, hd are [B * nodes, L]. */
 static void interaction(gnn_ctx *c, const edge_set *es, int *e, int hs, int *hd, const char *prefix) {
     brisk_graph *g = c->g;

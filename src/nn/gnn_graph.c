@@ -10,9 +10,9 @@
  * quarter-degree grid, which would need a spatial index. Distances are computed in
  * double: on the regular lattices here (power-of-two sizes) equal distances are then
  * exactly equal, so the choice among them is the index rule above, not rounding.
- * PyTorch's torch.cdist + topk in torch_ref.py breaks those ties by float32 rounding
+ * PyTorch's torch.cdist + topk in bench/reference/models.py breaks those ties by float32 rounding
  * instead, so its graph can differ from this one among equidistant nodes; the reference
- * test loads this graph into torch_ref's buffers. */
+ * test loads this graph into models.py's buffers. */
 #include "brisk/nn.h"
 
 #include <math.h>
@@ -33,7 +33,7 @@ static void geo_fill(const brisk_gnn_graph_spec *s, int64_t rows, int64_t cols, 
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++) {
             node_geo *n = &g[r * cols + c];
-            /* float32 first, as torch_ref's grid_xy computes the positions */
+            /* float32 first, as models.py's grid_xy computes the positions */
             n->x = (float)(((float)c + (float)off) / (float)cols);
             n->y = (float)(((float)r + (float)off) / (float)rows);
             pos[(r * cols + c) * 2] = (float)n->x;

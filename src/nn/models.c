@@ -1,5 +1,5 @@
 /* The model families of this release: a configurable MLP (classification or
- * regression), the conditional diffusion denoiser of WORKLOADS.md, the sequence
+ * regression), the conditional diffusion denoiser of bench/WORKLOADS.md, the sequence
  * models (LSTM, Transformer encoder) of sequence_models.c, the mesh GNN of gnn.c and the
  * ResNet keypoint regressors of resnet.c. */
 #include "brisk/nn.h"

@@ -1,9 +1,9 @@
-/* ResNet keypoint regressors: torch_ref.ResNet18Keypoints generalised to depth 18 / 34
- * (BasicBlock) and 50 (Bottleneck, expansion 4). Stem conv 7x7/2 + BatchNorm + ReLU +
+/* ResNet keypoint regressors: ResNet18Keypoints of bench/reference/models.py generalised to
+ * depth 18 / 34 (BasicBlock) and 50 (Bottleneck, expansion 4). Stem conv 7x7/2 + BatchNorm + ReLU +
  * max pool 3/2, four stages, global average pool (MEAN over H and W), Linear head to K
  * (x, y) pairs. Every BatchNorm is followed by its ReLU fused in, and a block's last one
  * also takes the shortcut (the residual input of BATCHNORM), so a block is three or four
- * ops forward. Blocks are numbered through all stages ("blocks.{i}"), as torch_ref's
+ * ops forward. Blocks are numbered through all stages ("blocks.{i}"), as models.py's
  * nn.Sequential does, so a brisk checkpoint loads into that module by name. */
 #include <math.h>
 #include <stdio.h>
@@ -44,7 +44,7 @@ static int shortcut(brisk_graph *g, int x, int64_t cin, int64_t cout, int stride
     return bn(g, conv(g, x, cin, cout, 1, stride, 0, n0), cout, -1, 0, n1);
 }
 
-/* torch_ref.BasicBlock: relu(b2(c2(relu(b1(c1(x))))) + shortcut(x)). */
+/* models.BasicBlock: relu(b2(c2(relu(b1(c1(x))))) + shortcut(x)). */
 static int basic_block(brisk_graph *g, int x, int64_t cin, int64_t cout, int stride, const char *block) {
     char c[BRISK_NAME_MAX], b[BRISK_NAME_MAX];
     int sc = shortcut(g, x, cin, cout, stride, block);

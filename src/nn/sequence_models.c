@@ -1,6 +1,6 @@
 /* Sequence classifiers and regressors over windows x [B, seq_len, inputs]: the LSTM
- * and Transformer models of WORKLOADS.md, named as torch_ref.py's LSTMClassifier and
- * TransformerClassifier so checkpoints load into them.
+ * and Transformer models of bench/WORKLOADS.md, named as LSTMClassifier and
+ * TransformerClassifier of bench/reference/models.py so checkpoints load into them.
  *   lstm:        nn.LSTM "lstm" -> pool (last step or mean) -> Linear "head"
  *   transformer: Linear "proj" -> [class token "cls"] -> + positions ("pos" learned
  *                [1, T, width], or a sinusoidal table) -> encoder layers "enc.layers.i"

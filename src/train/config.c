@@ -115,7 +115,7 @@ static void read_range(brisk_json_reader *r, const char *key, bool required, bri
     free(w);
 }
 
-/* meshgnn: the grid and mesh sizes, k, neighbours, latent and layers; WORKLOADS.md's
+/* meshgnn: the grid and mesh sizes, k, neighbours, latent and layers; bench/WORKLOADS.md's
  * benchmark model by default. With data.netcdf (netcdf) the files decide the grid and the
  * sphere's domain: model.grid is refused, model.lat/lon are optional (NAN when absent) and
  * checked against the files (brisk_weather_fit_model), as are the sizes checked here. */
@@ -162,7 +162,7 @@ static void read_meshgnn(brisk_json_reader *r, brisk_model_spec *m, int netcdf) 
                         "(\"lat\": [-90, 90], a \"lon\" span of 360)");
 }
 
-/* resnet: depth, keypoints K, channels, size [width, height], visibility; WORKLOADS.md's
+/* resnet: depth, keypoints K, channels, size [width, height], visibility; bench/WORKLOADS.md's
  * benchmark model (ResNet-18, 17 keypoints of 3 x 256 x 256 images) by default. */
 static void read_resnet(brisk_json_reader *r, brisk_model_spec *m) {
     int k;

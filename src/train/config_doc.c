@@ -49,7 +49,7 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"model.neighbours", "mesh edges: each mesh node from its nearest other mesh nodes"},
     {"model.recompute", "meshgnn: recompute each processor layer's activations in the backward instead of keeping them (less memory, one more forward of the processor; --recompute)"},
     {"model.icosahedral", "meshgnn over the globe: the mesh is an icosahedron refined this many times (0 to 7: 10 * 4^n + 2 nodes) instead of the \"mesh\" lattice; needs metric sphere, lat [-90, 90], a lon span of 360"},
-    {"model.metric", "distances in the unit square (plane, as torch_ref) or great-circle on lat/lon (sphere)"},
+    {"model.metric", "distances in the unit square (plane, as bench/reference/models.py) or great-circle on lat/lon (sphere)"},
     {"model.activation", "hidden-layer activation"},
     {"model.inputs", "features per sample (per time step for sequence models)"},
     {"model.outputs", "classes (classify) or target values (regress)"},

@@ -106,7 +106,7 @@ static void check_graph(const brisk_gnn_graph_spec *s) {
     check_edges(s, &g.g2m, g.grid_pos, g.mesh_pos, "grid -> mesh");
     check_edges(s, &g.m2g, g.mesh_pos, g.grid_pos, "mesh -> grid");
     check_edges(s, &g.mm, g.mesh_pos, g.mesh_pos, "mesh -> mesh");
-    /* positions as torch_ref.grid_xy: grid (i / n), mesh ((i + 0.5) / n), x = column */
+    /* positions as grid_xy of bench/reference/models.py: grid (i / n), mesh ((i + 0.5) / n), x = column */
     CHECK(g.grid_pos[2 * 1] == 1.0f / (float)s->grid_cols && g.grid_pos[2 * s->grid_cols + 1] == 1.0f / (float)s->grid_rows);
     CHECK(g.mesh_pos[0] == 0.5f / (float)s->mesh_cols);
     brisk_gnn_graph_free(&g);

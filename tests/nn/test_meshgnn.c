@@ -1,5 +1,5 @@
-/* The mesh GNN of WORKLOADS.md: parameter counts (small and full), torch_ref's parameter
- * names and shapes, every aggregation a SEGMENT_SUM, no [edges, 3 latent] concatenation,
+/* The mesh GNN of bench/WORKLOADS.md: parameter counts (small and full), the parameter
+ * names and shapes of bench/reference/models.py, every aggregation a SEGMENT_SUM, no [edges, 3 latent] concatenation,
  * a training step with finite loss and gradients, repeatable bit for bit, and bad
  * sizes as builder errors. (Loss and gradients against PyTorch: tests/reference.) */
 #include "brisk/brisk.h"

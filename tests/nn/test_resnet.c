@@ -1,6 +1,6 @@
-/* The ResNet keypoint models: parameter counts (the benchmark ResNet-18 of WORKLOADS.md;
- * ResNet-34 and -50 as torchvision's with a 34-output head), torch_ref's parameter and
- * buffer names and shapes, the visibility-weighted loss against a hand computation from
+/* The ResNet keypoint models: parameter counts (the benchmark ResNet-18 of bench/WORKLOADS.md;
+ * ResNet-34 and -50 as torchvision's with a 34-output head), the parameter and
+ * buffer names and shapes of bench/reference/models.py, the visibility-weighted loss against a hand computation from
  * the model's own output, a step repeatable bit for bit, and bad specs as errors. (Loss,
  * gradients and running statistics against PyTorch: tests/reference, reference.torch_resnet.) */
 #include "brisk/brisk.h"
@@ -23,7 +23,7 @@ static const brisk_param_info *find(const brisk_graph *g, const char *name) {
 
 static void test_counts(void) {
     brisk_model_spec s = spec(18, 256, 17, 1);
-    CHECK(brisk_model_param_count(&s) == 11193954); /* WORKLOADS.md */
+    CHECK(brisk_model_param_count(&s) == 11193954); /* bench/WORKLOADS.md */
     s.image_h = s.image_w = 64;                     /* the small size: same weights */
     CHECK(brisk_model_param_count(&s) == 11193954);
     s = spec(34, 64, 17, 1);

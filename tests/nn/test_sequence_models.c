@@ -1,4 +1,4 @@
-/* The LSTM and Transformer models of WORKLOADS.md: parameter counts, PyTorch's
+/* The LSTM and Transformer models of bench/WORKLOADS.md: parameter counts, PyTorch's
  * parameter names and shapes, and a forward/backward that runs; the variants (bidirectional,
  * mean pool, class token, sinusoidal positions, post-LN, causal, padding mask, regression)
  * build, train one step and give finite losses. */

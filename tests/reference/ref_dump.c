@@ -3,9 +3,9 @@
  * replay them to an .npz: the initial parameters, every step's batch (and, for
  * diffusion, the sampled timesteps and noise), outputs, losses, every step's gradients,
  * and the final parameters. check_torch.py replays the same steps with the modules of
- * torch_ref.py.
+ * bench/reference/models.py.
  *
- * For resnet (torch_ref.ResNet18Keypoints at the small size: 3 x 64 x 64, batch 4) it runs
+ * For resnet (models.ResNet18Keypoints at the small size: 3 x 64 x 64, batch 4) it runs
  * 10 forward + backward passes in training mode (BatchNorm on batch statistics, moving its
  * running ones) on 10 batches with the weights fixed, keeps the gradients of the first and
  * the last only (11M floats each) and dumps the running statistics with the final
@@ -14,8 +14,8 @@
  * few of them PyTorch in fp32 and in fp64 differ by 10% themselves (measured); the update
  * is model-independent and checked by the other kinds.
  *
- * For meshgnn (the small size of WORKLOADS.md) it also writes the graph brisk built
- * ("graph.<torch_ref buffer name>"), which check_torch.py loads into torch_ref.MeshGNN's
+ * For meshgnn (the small size of bench/WORKLOADS.md) it also writes the graph brisk built
+ * ("graph.<models.MeshGNN buffer name>"), which check_torch.py loads into models.MeshGNN's
  * buffers: the two constructions break distance ties differently (src/nn/gnn_graph.c).
  *
  *   ref_dump tabular|diffusion|lstm|transformer|meshgnn|resnet OUT.npz */
@@ -55,21 +55,21 @@ int main(int argc, char **argv) {
     int steps = resnet ? 10 : MAX_STEPS;
     brisk_model_spec spec;
     int64_t B;
-    if (resnet) { /* torch_ref.ResNet18Keypoints, small: 17 keypoints = Linear(512, 34), plain MSE */
+    if (resnet) { /* models.ResNet18Keypoints, small: 17 keypoints = Linear(512, 34), plain MSE */
         spec = (brisk_model_spec){.type = BRISK_MODEL_RESNET, .depth = 18, .inputs = 3, .outputs = 34, .image_h = 64,
                                   .image_w = 64, .task = BRISK_TASK_REGRESS};
         B = 4;
-    } else if (strcmp(argv[1], "lstm") == 0) { /* torch_ref.LSTMClassifier at a smaller batch */
+    } else if (strcmp(argv[1], "lstm") == 0) { /* models.LSTMClassifier at a smaller batch */
         spec = (brisk_model_spec){.type = BRISK_MODEL_LSTM, .inputs = 32, .outputs = 3, .seq_len = 60, .width = 128,
                                   .layers = 2, .pool = BRISK_POOL_LAST, .task = BRISK_TASK_CLASSIFY};
         B = 16;
-    } else if (strcmp(argv[1], "transformer") == 0) { /* torch_ref.TransformerClassifier */
+    } else if (strcmp(argv[1], "transformer") == 0) { /* models.TransformerClassifier */
         spec = (brisk_model_spec){.type = BRISK_MODEL_TRANSFORMER, .inputs = 32, .outputs = 3, .seq_len = 60,
                                   .width = 128, .layers = 3, .heads = 4, .ffn = 512, .activation = BRISK_ACT_GELU,
                                   .dropout = 0.1f, .norm_first = 1, .pool = BRISK_POOL_MEAN,
                                   .positions = BRISK_POS_LEARNED, .task = BRISK_TASK_CLASSIFY};
         B = 8;
-    } else if (strcmp(argv[1], "meshgnn") == 0) { /* torch_ref.MeshGNN, small, at batch 4 */
+    } else if (strcmp(argv[1], "meshgnn") == 0) { /* models.MeshGNN, small, at batch 4 */
         spec = (brisk_model_spec){.type = BRISK_MODEL_MESHGNN, .inputs = 20, .outputs = 8, .width = 64, .layers = 4};
         spec.mesh = (brisk_gnn_graph_spec){.grid_rows = 16, .grid_cols = 16, .mesh_rows = 8, .mesh_cols = 8, .k = 4,
                                            .neighbours = 8};
@@ -151,7 +151,7 @@ int main(int argc, char **argv) {
             free(buf);
         }
         /* training = 0 makes dropout the identity (forward and backward) while the graph keeps
-         * torch_ref's Dropout layers, so parameter names line up with nn.Sequential's indices. */
+         * models.py's Dropout layers, so parameter names line up with nn.Sequential's indices. */
         ex->step = (brisk_step_state){.seed = 5, .rng_step = (uint32_t)s, .first_micro = 1, .training = resnet};
         if (brisk_exec_run(ex, BRISK_RUN_TRAIN, &err) || brisk_exec_read(ex, io.loss, &losses[s], &err)) goto fail;
         { /* the model's output (logits, or the predicted noise) */

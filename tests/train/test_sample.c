@@ -118,7 +118,7 @@ static void test_sample_file(void) {
 
 /* The issue's acceptance test. The example data (`brisk synth diffusion`): 3840 training
  * samples pushed as 48 model steps of 80 columns, and a held-out set from another seed. The
- * denoiser predicts x0 (model.noise.prediction): the noise-predicting one of WORKLOADS.md
+ * denoiser predicts x0 (model.noise.prediction): the noise-predicting one of bench/WORKLOADS.md
  * learns the 1/sqrt(1 - abar_t) gain slowly and, trained as long, samples worse than the
  * block values (measured with the 273K model: RMSE 1.40 after 10 epochs, 1.21 after 100
  * epochs of 4x the data, against 0.35; the x0 variant: 0.25 after 40 epochs). A narrower
