@@ -137,8 +137,10 @@ typedef enum { BRISK_SAMPLER_DDPM = 0, BRISK_SAMPLER_DDIM = 1 } brisk_sampler_ki
 #endif
 
 /* Creates a session from a JSON config (the format of `brisk train`, comments allowed; see
- * examples/diffusion.json) of model.type "mlp" or "diffusion" (others are BRISK_ERR_UNSUPPORTED:
- * they train from files, with brisk_train_run). The "data" section is optional: its "train" file is not read,
+ * examples/diffusion.json) of model.type "mlp", "diffusion", or "graph" with one f32 input, one
+ * target and one output, whose rows are a sample's values in C order (an input of shape
+ * [3, 64, 64] is a row of 12288; others are BRISK_ERR_UNSUPPORTED: they train from files, with
+ * brisk_train_run). The "data" section is optional: its "train" file is not read,
  * since the data come from brisk_session_push; "data.buffer" sets the sample buffer:
  *     "data": {"buffer": {"capacity": 3840, "when_full": "drop_oldest" | "reject"},
  *              "validation_fraction": 0.0}
@@ -229,7 +231,7 @@ brisk_status brisk_session_save(brisk_session *s, const char *path);
  * first tensor that differs. The buffer is unchanged. */
 brisk_status brisk_session_load(brisk_session *s, const char *path);
 
-/* MLP models: output row i = model(input row i) for n rows (class probabilities for a
+/* MLP and graph models: output row i = model(input row i) for n rows (class probabilities for a
  * classifier). A diffusion model returns BRISK_ERR_UNSUPPORTED: it makes fields by sampling.
  * Inputs are checked like pushed ones: a NaN or inf is BRISK_ERR_NUMERIC naming its row and
  * column, and nothing is written. A model never trained nor loaded warns (log) once. */

@@ -168,6 +168,11 @@ brisk_status brisk_model_build(const brisk_model_spec *spec, int64_t batch, bris
  * layer, the shapes it got and what it expected), and spec->outputs (a classifier's classes,
  * a regressor's values) and spec->inputs set for the data checks. Other types: BRISK_OK. */
 brisk_status brisk_layer_graph_check(brisk_model_spec *spec, brisk_error *err);
+/* A model that maps one row of floats to one row: an mlp, or a graph model of one f32
+ * prediction input and one output (a sample of any shape, as its values in C order). Sets the
+ * two widths (a classifier's output: its classes) and returns 1; else 0. Sessions and
+ * row-wise inference take such models. */
+int brisk_model_row_widths(const brisk_model_spec *spec, int64_t *in, int64_t *out);
 /* Parameters of the model (by building it for one sample); -1 if the spec does not build. */
 int64_t brisk_model_param_count(const brisk_model_spec *spec);
 /* The model as a table (for a graph model: each layer's name, op, output shape per sample and

@@ -33,7 +33,8 @@ def _config_text(config):
 
 def _rows(a, width, name, what="values per sample"):
     """a as a C-contiguous float32 array of shape (n, width). A 1-D array is one sample, or
-    n samples when width is 1 (a classifier's labels)."""
+    n samples when width is 1 (a classifier's labels); (n, d1, d2, ...) with d1 d2 ... = width
+    is n samples of that shape (a graph model's input)."""
     if a is None:
         raise TypeError("brisk: %s is required" % name)
     arr = np.asarray(a)
@@ -41,6 +42,8 @@ def _rows(a, width, name, what="values per sample"):
         raise TypeError("brisk: %s has dtype %s; expected real numbers (converted to float32)" % (name, arr.dtype))
     if arr.ndim == 1:
         arr = arr.reshape(-1, 1) if width == 1 else arr.reshape(1, -1)
+    elif arr.ndim > 2 and int(np.prod(arr.shape[1:])) == width:
+        arr = arr.reshape(arr.shape[0], width)  # a graph model's shaped samples, in C order
     if arr.ndim != 2 or arr.shape[1] != width:
         raise ValueError("brisk: %s has shape %s; expected (n, %d): %d %s, one sample per row"
                          % (name, tuple(np.shape(a)), width, width, what))
@@ -147,8 +150,8 @@ class Session:
         return self._call("train_steps", int(steps)) == _lib.STOPPED
 
     def predict(self, input):
-        """MLP models: the outputs (n, output_width) for input (n, input_width); class
-        probabilities for a classifier."""
+        """MLP and graph models: the outputs (n, output_width) for input (n, input_width) (or
+        (n, *shape) of a graph input); class probabilities for a classifier."""
         x = _rows(input, self.input_width, "input")
         out = np.empty((x.shape[0], self.output_width), dtype=np.float32)
         self._call("predict", x.shape[0], _ptr(x), 0, _ptr(out), 0)

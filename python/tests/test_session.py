@@ -118,8 +118,34 @@ def test_diffusion_sample():
 
 def test_model_types_a_session_cannot_take_are_refused_at_create():
     cfg = {"model": {"type": "lstm", "inputs": 4, "outputs": 3, "seq_len": 8, "hidden": 16}}
-    with pytest.raises(brisk.BriskError, match='a session trains model.type "mlp" or "diffusion".*brisk.train'):
+    with pytest.raises(brisk.BriskError, match='a session trains model.type "mlp", "diffusion", or a "graph".*brisk.train'):
         brisk.Session(cfg)
+
+
+def test_graph_model_with_image_samples():
+    """A graph model of one input [2, 4, 4]: samples pushed and predicted in their shape (or
+    flat, in C order: the same rows)."""
+    cfg = {"model": {"type": "graph",
+                     "inputs": [{"name": "x", "shape": [2, 4, 4]}, {"name": "y", "shape": [], "dtype": "i32"}],
+                     "layers": [{"name": "c", "op": "conv2d", "inputs": ["x"], "out": 4, "kernel": 3, "padding": 1},
+                                {"name": "r", "op": "relu", "inputs": ["c"]},
+                                {"name": "p", "op": "global_avgpool", "inputs": ["r"]},
+                                {"name": "h", "op": "linear", "inputs": ["p"], "out": 2}],
+                     "outputs": ["h"], "losses": [{"output": "h", "target": "y", "type": "cross_entropy"}]},
+           "train": {"batch_size": 16, "seed": 1}, "optim": {"lr": 0.01}}
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((96, 2, 4, 4)).astype(np.float32)
+    y = (x[:, 0].mean(axis=(1, 2)) > x[:, 1].mean(axis=(1, 2))).astype(np.int64)
+    with brisk.Session(cfg) as s:
+        assert (s.input_width, s.target_width, s.output_width) == (32, 1, 2)
+        s.push(x, y)
+        s.train_epochs(3)
+        p = s.predict(x[:8])
+        assert p.shape == (8, 2)
+        np.testing.assert_allclose(p.sum(axis=1), 1, rtol=1e-5)
+        np.testing.assert_array_equal(p, s.predict(x[:8].reshape(8, 32)))
+        with pytest.raises(ValueError, match="expected \\(n, 32\\)"):
+            s.predict(x[:8, :1])
 
 
 def test_first_dropped_rows_warn():

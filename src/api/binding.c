@@ -48,11 +48,12 @@ brisk_status brisk_f_predict(brisk_session *h, int64_t in_rows, int64_t in_cols,
     api_session *s = call.s;
     const api_ctx c = F_CTX("brisk_predict");
     const brisk_model_spec *m = &s->cfg.model;
-    if (m->type == BRISK_MODEL_MLP && !(st = leading(&call.err, &c, "input", in_rows, in_cols, m->inputs, "input")) &&
-        !(st = leading(&call.err, &c, "output", out_rows, out_cols, m->outputs, "output")))
+    if (m->type != BRISK_MODEL_DIFFUSION &&
+        !(st = leading(&call.err, &c, "input", in_rows, in_cols, s->row_in, "input")) &&
+        !(st = leading(&call.err, &c, "output", out_rows, out_cols, s->row_out, "output")))
         st = columns(&call.err, &c, "input", in_cols, "output", out_cols);
     if (!st) {
-        api_arg in = {"input", input, in_rows, m->inputs}, out = {"output", output, out_rows, m->outputs};
+        api_arg in = {"input", input, in_rows, s->row_in}, out = {"output", output, out_rows, s->row_out};
         st = api_predict(s, &c, in_cols, &in, output, &out, &call.err);
     }
     return api_leave(&call, st);

@@ -33,7 +33,7 @@ static void warn_untrained(api_session *s, const api_ctx *c) {
 
 brisk_status api_predict(api_session *s, const api_ctx *c, int64_t n, api_arg *in, float *out, api_arg *out_arg,
                          brisk_error *err) {
-    if (s->cfg.model.type != BRISK_MODEL_MLP)
+    if (s->cfg.model.type == BRISK_MODEL_DIFFUSION)
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: a diffusion model makes fine fields by sampling (%s)",
                             c->fn, c->fortran ? "brisk_sample" : "brisk_session_sample");
     brisk_status st = infer_begin(s, c, n, in, out, out_arg, err);
@@ -73,8 +73,7 @@ brisk_status brisk_session_predict(brisk_session *h, int64_t n, const float *inp
     api_call c;
     brisk_status st = api_enter(h, &c, API_WORK);
     if (!st) {
-        const brisk_model_spec *m = &c.s->cfg.model;
-        api_arg in = {"input", input, input_stride, m->inputs}, out = {"output", output, output_stride, m->outputs};
+        api_arg in = {"input", input, input_stride, c.s->row_in}, out = {"output", output, output_stride, c.s->row_out};
         st = api_predict(c.s, &(api_ctx){"predict", 0}, n, &in, output, &out, &c.err);
     }
     return api_leave(&c, st);

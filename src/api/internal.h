@@ -25,6 +25,7 @@ typedef struct api_session {
     brisk_logger log;
     brisk_config cfg;
     brisk_model_io io;         /* the model's training fields: [0] input, [1] target */
+    int64_t row_in, row_out;   /* predict's row widths (brisk_model_row_widths; 0: no predict) */
     brisk_trainer *trainer;
     brisk_dist *dist;          /* session.mpi_comm: the host's communicator (NULL: alone) */
     brisk_ring ring;

@@ -72,11 +72,18 @@ static brisk_status setup(api_session *s, const char *json, const char *path) {
     const brisk_session_spec *ss = &s->cfg.session;
     /* a session's rows are one input and one target of fixed width: what these two read */
     brisk_model_type type = s->cfg.model.type;
-    if (s->cfg.n_models || (type != BRISK_MODEL_MLP && type != BRISK_MODEL_DIFFUSION))
-        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: %s: a session trains model.type \"mlp\" or "
-                            "\"diffusion\"; train this model from files with `brisk train` (brisk.train in Python, "
-                            "brisk_train_run in C)", s->cfg.path,
-                            s->cfg.n_models ? "a pipeline (\"models\")" : brisk_model_type_name(type));
+    int rows = type == BRISK_MODEL_DIFFUSION || brisk_model_row_widths(&s->cfg.model, &s->row_in, &s->row_out);
+    if (!s->cfg.n_models && type == BRISK_MODEL_GRAPH && rows) { /* and one target: what a pushed row holds */
+        brisk_model_io io;
+        rows = brisk_model_fields(&s->cfg.model, BRISK_BUILD_TRAIN, &io, NULL) == BRISK_OK && io.n_fields == 2;
+    }
+    if (s->cfg.n_models || !rows)
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: %s: a session trains model.type \"mlp\", \"diffusion\", "
+                            "or a \"graph\" of one f32 input, one target and one output (a row each, of a sample's "
+                            "values in C order); train this model from files with `brisk train` (brisk.train in "
+                            "Python, brisk_train_run in C)", s->cfg.path,
+                            s->cfg.n_models ? "a pipeline (\"models\")" : type == BRISK_MODEL_GRAPH
+                            ? "this graph model" : brisk_model_type_name(type));
     if (s->cfg.data.train[0])
         brisk_log(&s->log, BRISK_LOG_INFO, "%s: data.train (%s) is not read: a session trains on the samples pushed to it",
                   s->cfg.path, s->cfg.data.train);
@@ -361,7 +368,7 @@ static brisk_status query(api_session *s, const char *name, double *value, brisk
         {"dropped", (double)r.dropped},
         {"input_width", (double)r.w_in},
         {"target_width", (double)r.w_tg},
-        {"output_width", (double)(s->cfg.model.type == BRISK_MODEL_MLP ? s->cfg.model.outputs : r.w_tg)},
+        {"output_width", (double)(s->cfg.model.type == BRISK_MODEL_DIFFUSION ? r.w_tg : s->row_out)},
         {"stop_requested", (double)stop_pending(s)},
         {"stop_signal", (double)brisk_signal_pending()},
     };

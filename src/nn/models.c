@@ -174,6 +174,28 @@ brisk_status brisk_model_build(const brisk_model_spec *spec, int64_t batch, bris
     return brisk_graph_error(g, err);
 }
 
+int brisk_model_row_widths(const brisk_model_spec *s, int64_t *in, int64_t *out) {
+    *in = *out = 0;
+    if (s->type == BRISK_MODEL_MLP) {
+        *in = s->inputs, *out = s->outputs;
+        return 1;
+    }
+    if (s->type != BRISK_MODEL_GRAPH) return 0;
+    brisk_graph *g = brisk_graph_new();
+    brisk_model_io io;
+    int ok = g && brisk_model_build(s, 1, BRISK_BUILD_PREDICT, g, &io, NULL) == BRISK_OK && io.n_fields == 1 &&
+             io.fields[0].dtype == BRISK_F32;
+    if (ok) {
+        const brisk_shape *o = &g->nodes[io.output].shape; /* [1, ...] */
+        *in = brisk_shape_numel(&io.fields[0].sample);
+        *out = brisk_shape_numel(o);
+        /* a classifier's rows are its class probabilities: one distribution a sample */
+        ok = s->task != BRISK_TASK_CLASSIFY || o->ndim == 2;
+    }
+    brisk_graph_free(g);
+    return ok;
+}
+
 int64_t brisk_model_param_count(const brisk_model_spec *s) {
     /* counted from the graph itself, so it cannot drift from what the builders make */
     brisk_graph *g = brisk_graph_new();

@@ -58,8 +58,13 @@ brisk_status brisk_inference_create(const brisk_model_spec *model, int threads, 
     if (!inf) return brisk_errorf(err, BRISK_ERR_NOMEM, "inference: out of memory");
     inf->model = *model;
     brisk_layer_graph_ref(inf->model.graph);
-    int64_t in = model->type == BRISK_MODEL_MLP ? model->inputs : model->fine + model->coarse;
-    int64_t outw = model->type == BRISK_MODEL_MLP ? model->outputs : model->fine;
+    int64_t in = model->fine + model->coarse, outw = model->fine;
+    if (model->type != BRISK_MODEL_DIFFUSION && !brisk_model_row_widths(model, &in, &outw)) {
+        brisk_inference_free(inf);
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "inference: a %s model does not map rows to rows",
+                            brisk_model_type_name(model->type));
+    }
+    inf->rows_i = in, inf->rows_o = outw;
     const size_t B = BRISK_INFER_BATCH;
     inf->be = brisk_backend_cpu_new(threads);
     inf->pred.g = brisk_graph_new();
@@ -119,9 +124,9 @@ brisk_status brisk_inference_from_trainer(brisk_inference *inf, const brisk_trai
 brisk_status brisk_inference_predict(brisk_inference *inf, int64_t n, const float *x, int64_t x_stride, float *y,
                                      int64_t y_stride, brisk_error *err) {
     const brisk_model_spec *m = &inf->model;
-    if (m->type != BRISK_MODEL_MLP)
+    if (m->type == BRISK_MODEL_DIFFUSION)
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "predict: a diffusion model makes fine fields by sampling");
-    const int64_t B = BRISK_INFER_BATCH, I = m->inputs, C = m->outputs;
+    const int64_t B = BRISK_INFER_BATCH, I = inf->rows_i, C = inf->rows_o;
     brisk_status st = brisk_infer_graph_sync(inf, &inf->pred, err);
     inf->pred.ex->step.training = 0;
     for (int64_t r = 0; r < n && !st; r += B) {

@@ -23,6 +23,7 @@ struct brisk_inference {
     infer_graph step;           /* one diffusion sampling step for `sched`, built on first use */
     brisk_sample_schedule sched;
     float *rows_in, *rows_out;  /* BRISK_INFER_BATCH rows of staging */
+    int64_t rows_i, rows_o;     /* a row's floats in and out (brisk_model_row_widths; diffusion: coarse + fine, fine) */
     int32_t *t_rows;
 };
 

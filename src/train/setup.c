@@ -79,7 +79,10 @@ static brisk_status bind_fields(brisk_trainer *t, const brisk_dataset *ds, int *
             return brisk_errorf(err, BRISK_ERR_INVALID, "%s: no field '%s', which the model (%s) takes", ds->source,
                                 f->name, t->cfg.path);
         brisk_shape s = brisk_dataset_sample_shape(ds, k);
-        int flat = f->sample.ndim == 1 && s.ndim != 1 && brisk_shape_numel(&s) == f->sample.d[0];
+        /* a flat sample and a shaped one of the same size: its values in C order (a graph model's
+         * input from [N, K] data or a session's rows) */
+        int flat = (f->sample.ndim == 1 || (s.ndim == 1 && t->cfg.model.type == BRISK_MODEL_GRAPH)) &&
+                   (f->sample.ndim == 1) != (s.ndim == 1) && brisk_shape_numel(&s) == brisk_shape_numel(&f->sample);
         if (!brisk_shape_equal(&s, &f->sample) && !flat) {
             char a[64], b[64];
             return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' has samples of shape %s, the model (%s) expects %s; "
