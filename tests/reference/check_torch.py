@@ -10,23 +10,19 @@ the 10 batches.
 
   check_torch.py tabular|diffusion|lstm|transformer|meshgnn|resnet DUMP.npz
 Exit 77 (skip) when PyTorch or NumPy is unavailable."""
-import os
 import sys
 
 def main():
     import copy
     kind, dump = sys.argv[1], sys.argv[2]
-    try:
-        import numpy as np
-        import torch
-        import torch.nn.functional as F
-    except ImportError as e:
-        print(f"SKIP: {e} (install python3-torch and python3-numpy)")
+    import reference_env
+    env = reference_env.load()
+    if env is None:
         return 77
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "reference"))
+    np, torch = env
+    import torch.nn.functional as F
     import models
     torch.manual_seed(0)
-    torch.set_num_threads(1)
     d = np.load(dump)
     model = {"diffusion": models.Denoiser, "tabular": models.Tabular, "lstm": models.LSTMClassifier,
              "transformer": models.TransformerClassifier,

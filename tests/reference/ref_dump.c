@@ -18,7 +18,14 @@
  * ("graph.<models.MeshGNN buffer name>"), which check_torch.py loads into models.MeshGNN's
  * buffers: the two constructions break distance ties differently (src/nn/gnn_graph.c).
  *
- *   ref_dump tabular|diffusion|lstm|transformer|meshgnn|resnet OUT.npz */
+ * For a graph model (ref_dump graph CONFIG.json OUT.npz: the config's model at batch 4, on
+ * random batches of its inputs; integer inputs are class labels) it runs 20 AdamW steps with
+ * dropout off, or, when the model has BatchNorm, 10 batches in training mode on fixed weights
+ * as for resnet; check_graph.py replays them with bench/reference/graph.py's module built from
+ * the same config.
+ *
+ *   ref_dump tabular|diffusion|lstm|transformer|meshgnn|resnet OUT.npz
+ *   ref_dump graph CONFIG.json OUT.npz */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,12 +57,24 @@ static int find_op(const brisk_graph *g, brisk_op op) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) { fprintf(stderr, "usage: ref_dump tabular|diffusion|lstm|transformer|meshgnn|resnet OUT.npz\n"); return 2; }
+    int graph_kind = argc == 4 && strcmp(argv[1], "graph") == 0;
+    if (argc != 3 && !graph_kind) {
+        fprintf(stderr, "usage: ref_dump tabular|diffusion|lstm|transformer|meshgnn|resnet OUT.npz\n"
+                        "       ref_dump graph CONFIG.json OUT.npz\n");
+        return 2;
+    }
+    const char *out_path = argv[argc - 1];
     int diffusion = strcmp(argv[1], "diffusion") == 0, resnet = strcmp(argv[1], "resnet") == 0;
     int steps = resnet ? 10 : MAX_STEPS;
     brisk_model_spec spec;
+    brisk_config cfg = {0};
     int64_t B;
-    if (resnet) { /* models.ResNet18Keypoints, small: 17 keypoints = Linear(512, 34), plain MSE */
+    if (graph_kind) {
+        brisk_error e = {0};
+        if (brisk_config_load(argv[2], NULL, 0, &cfg, &e)) { fprintf(stderr, "ref_dump: %s\n", e.msg); return 1; }
+        spec = cfg.model;
+        B = 4;
+    } else if (resnet) { /* models.ResNet18Keypoints, small: 17 keypoints = Linear(512, 34), plain MSE */
         spec = (brisk_model_spec){.type = BRISK_MODEL_RESNET, .depth = 18, .inputs = 3, .outputs = 34, .image_h = 64,
                                   .image_w = 64, .task = BRISK_TASK_REGRESS};
         B = 4;
@@ -109,6 +128,13 @@ int main(int argc, char **argv) {
     brisk_optim_spec_default(&os);
     brisk_optimizer opt = {0};
     if (brisk_model_build(&spec, B, BRISK_BUILD_TRAIN, g, &io, &err) || brisk_backward(g, io.loss, &err)) goto fail;
+    /* a graph with BatchNorm: batch statistics (training mode), fixed weights, as resnet */
+    int fixed = resnet || (graph_kind && find_op(g, BRISK_OP_BATCHNORM) >= 0);
+    if (graph_kind && fixed && find_op(g, BRISK_OP_DROPOUT) >= 0) {
+        fprintf(stderr, "ref_dump: %s has BatchNorm and dropout: training mode would draw dropout masks\n", argv[2]);
+        return 2;
+    }
+    if (fixed) steps = 10;
     /* the sampled timesteps and noise are read after each run */
     for (int i = 0; i < g->n_forward; i++)
         if (g->nodes[i].op == BRISK_OP_RANDINT || g->nodes[i].op == BRISK_OP_RANDN) g->nodes[i].keep = 1;
@@ -152,7 +178,7 @@ int main(int argc, char **argv) {
         }
         /* training = 0 makes dropout the identity (forward and backward) while the graph keeps
          * models.py's Dropout layers, so parameter names line up with nn.Sequential's indices. */
-        ex->step = (brisk_step_state){.seed = 5, .rng_step = (uint32_t)s, .first_micro = 1, .training = resnet};
+        ex->step = (brisk_step_state){.seed = 5, .rng_step = (uint32_t)s, .first_micro = 1, .training = fixed};
         if (brisk_exec_run(ex, BRISK_RUN_TRAIN, &err) || brisk_exec_read(ex, io.loss, &losses[s], &err)) goto fail;
         { /* the model's output (logits, or the predicted noise) */
             void *out = malloc(g->nodes[io.output].bytes);
@@ -169,12 +195,12 @@ int main(int argc, char **argv) {
             free(tmp);
         }
         if (!resnet || s == 0 || s == steps - 1) DUMP_PARAMS("grad%d.%s", s, ex->grads);
-        if (!resnet && brisk_optimizer_step(&opt, s + 1, os.lr, 1, &err)) goto fail;
+        if (!fixed && brisk_optimizer_step(&opt, s + 1, os.lr, 1, &err)) goto fail;
     }
     add("losses%.0d%s", 0, "", BRISK_F32, brisk_shape1(steps), losses);
     DUMP_PARAMS("final.%.0d%s", 0, ex->params);
-    if (brisk_npz_write(argv[2], n_out, names, tensors, &err)) goto fail;
-    printf("ref_dump: %s: %d arrays, losses %.6f .. %.6f\n", argv[2], n_out, losses[0], losses[steps - 1]);
+    if (brisk_npz_write(out_path, n_out, names, tensors, &err)) goto fail;
+    printf("ref_dump: %s: %d arrays, losses %.6f .. %.6f\n", out_path, n_out, losses[0], losses[steps - 1]);
     int rc = 0;
     if (0) {
     fail:
@@ -191,5 +217,6 @@ int main(int argc, char **argv) {
     brisk_plan_free(&plan);
     brisk_graph_free(g);
     be->destroy(be);
+    if (graph_kind) brisk_config_free(&cfg);
     return rc;
 }

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Replays ref_dump's run of a graph model (ref_dump graph CONFIG.json DUMP.npz) with the
+PyTorch module bench/reference/graph.py builds from the same config, on identical weights
+and batches: outputs, losses, every gradient and (AdamW runs) the final parameters to 1e-5
+relative, fp32 on the CPU with dropout off. A model with BatchNorm runs 10 batches in
+training mode on fixed weights (see ref_dump.c): gradients and running statistics to 1e-4
+(sums of a small batch that nearly cancel; PyTorch's own fp32 and fp64 differ at 1e-5 there).
+  check_graph.py CONFIG.json DUMP.npz
+Exit 77 (skip) when PyTorch or NumPy is unavailable."""
+import os
+import sys
+
+
+def main():
+    cfg_path, dump = sys.argv[1], sys.argv[2]
+    import reference_env
+    env = reference_env.load()
+    if env is None:
+        return 77
+    np, torch = env
+    import graph
+    d = np.load(dump)
+    spec = graph.read_config(cfg_path)["model"]
+    model = graph.GraphModel(spec, {i["name"]: list(i["shape"]) for i in spec["inputs"]})
+    named = model.named()
+    p0 = {k[3:]: d[k] for k in d.files if k.startswith("p0.")}
+    if set(p0) != set(named):
+        print(f"FAIL: parameter names differ: brisk only {sorted(set(p0) - set(named))}, "
+              f"PyTorch only {sorted(set(named) - set(p0))}")
+        return 1
+    with torch.no_grad():
+        for k, t in named.items():
+            if tuple(t.shape) != p0[k].shape:
+                print(f"FAIL: {k}: brisk {p0[k].shape}, PyTorch {tuple(t.shape)}")
+                return 1
+            t.copy_(torch.from_numpy(p0[k]))
+    fixed = any(L["op"] == "batchnorm" for L in spec["layers"])
+    model.train() if fixed else model.eval()
+    params = {k: t for k, t in named.items() if isinstance(t, torch.nn.Parameter)}
+    opt = torch.optim.AdamW(list(params.values()), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+
+    def rel(a, b):
+        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+        return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
+
+    first_ce = next((l["output"] for l in spec["losses"] if l["type"] == "cross_entropy"), spec["outputs"][0])
+    worst = {"output": 0.0, "loss": 0.0, "grad": 0.0, "final": 0.0}
+    steps = len(d["losses"])
+    for s in range(steps):
+        opt.zero_grad(set_to_none=True)
+        ins = {i["name"]: torch.from_numpy(d[f"batch{s}.{i['name']}"]) for i in spec["inputs"]}
+        v = model(ins)
+        loss = model.loss(v)
+        worst["output"] = max(worst["output"], rel(d[f"out{s}"], v[first_ce].detach().numpy()))
+        loss.backward()
+        worst["loss"] = max(worst["loss"], abs(float(loss) - float(d["losses"][s])) / abs(float(loss)))
+        for name, p in params.items():
+            worst["grad"] = max(worst["grad"], rel(d[f"grad{s}.{name}"], p.grad.numpy()))
+        if not fixed:
+            opt.step()
+    for name, t in named.items():
+        worst["final"] = max(worst["final"], rel(d[f"final.{name}"], t.detach().numpy()))
+    what = "batches in training mode, fixed weights" if fixed else "AdamW steps"
+    print(f"{os.path.basename(cfg_path)}: {steps} {what}, torch {torch.__version__}: max relative error outputs "
+          f"{worst['output']:.2e}, loss {worst['loss']:.2e}, gradients {worst['grad']:.2e}, final parameters"
+          f"{' and running statistics' if fixed else ''} {worst['final']:.2e}")
+    tol = 1e-4 if fixed else 1e-5
+    bad = {k: x for k, x in worst.items() if not x <= tol}
+    if bad:
+        print(f"FAIL: above {tol:g}: {bad}")
+        return 1
+    print("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
