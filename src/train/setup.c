@@ -86,10 +86,11 @@ static brisk_status bind_fields(brisk_trainer *t, const brisk_dataset *ds, int *
         if (!brisk_shape_equal(&s, &f->sample) && !flat) {
             char a[64], b[64];
             return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' has samples of shape %s, the model (%s) expects %s; "
-                                "set the model's sizes (model.inputs, model.outputs, ...) to the data's, or map the "
-                                "field to another array with data.fields",
+                                "set %s to the data's, or map the field to another array with data.fields",
                                 ds->source, f->name, brisk_shape_str(&s, a, sizeof a), t->cfg.path,
-                                brisk_shape_str(&f->sample, b, sizeof b));
+                                brisk_shape_str(&f->sample, b, sizeof b),
+                                t->cfg.model.type == BRISK_MODEL_GRAPH ? "the input's model.inputs[].shape"
+                                                                       : "the model's sizes (model.inputs, model.outputs, ...)");
         }
         if (ds->fields[k].tensor.dtype != f->dtype)
             return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' holds %s, the model (%s) expects %s", ds->source,
