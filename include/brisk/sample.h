@@ -61,8 +61,9 @@ typedef struct brisk_sample_report {
     double rmse_baseline;   /* brisk_upsample_blocks of the coarse fields */
 } brisk_sample_report;
 
-/* `brisk sample`: coarse [N, coarse] from a .npy, `members` samples each (seeds seed, seed+1,
- * ...), written as [N, fine] (members 1) or [members, N, fine]; with truth_npy ([N, fine]),
+/* `brisk sample`: coarse [N, coarse] from a .npy (or an .npz's member "coarse"), `members`
+ * samples each (seeds seed, seed+1, ...), written as [N, fine] (members 1) or [members, N,
+ * fine]; with truth_npy ([N, fine], or an .npz's member "fine"),
  * the report's RMSEs and spread. guess: NULL (start from noise), "blocks" (the coarse block
  * values, brisk_upsample_blocks) or a .npy of [N, fine] first guesses. */
 brisk_status brisk_sample_file(const char *checkpoint, const char *coarse_npy, const char *output_npy,

@@ -270,6 +270,9 @@ typedef struct brisk_run_summary {
     double best_val_accuracy; /* classification only, else NaN; likewise over all parts */
     double run_best_val_loss, run_best_val_accuracy; /* this run's (or API call's) own; NaN: none */
     int best_before_run;      /* best_val_loss was reached before this run (it was resumed) */
+    double sample_rmse;       /* diffusion: RMSE of one sample per validation row (at most 1024) to its
+                                 fine field, started from the coarse blocks as brisk sample does */
+    double sample_baseline_rmse; /* the coarse block values' RMSE on the same rows (NaN: not sampled) */
     double wall_s, data_wait_s, compute_s;
     double copy_s;            /* handing batches to the device (a device backend; 0 on the CPU) */
     double checkpoint_s;      /* writing this run's checkpoints (part of the time outside the steps) */
@@ -309,8 +312,9 @@ typedef struct brisk_run_summary {
  * copy_s, compute_s, checkpoint_s, validation_s, checkpoints, samples_per_s, ms_per_step_median, ms_per_step_p95,
  * gflop_per_step, gflops, final_loss,
  * best_val_loss, best_val_accuracy, best_val_px_error, best_val_pck, best_epoch, run_best_val_loss,
- * run_best_val_accuracy, best_before_run, params, arena_bytes, state_bytes, total_bytes, device_mem_used,
- * nan_skipped, images_left_out, images_replaced, stopped_by_signal (0, a signal number, or -1 for a program's
+ * run_best_val_accuracy, best_before_run, sample_rmse, sample_baseline_rmse, params, arena_bytes, state_bytes,
+ * total_bytes, device_mem_used, nan_skipped, images_left_out, images_replaced, stopped_by_signal (0, a signal
+ * number, or -1 for a program's
  * stop request), checkpoint, step_clock and, when out_dir is not NULL, out_dir. Numbers not measured
  * (NaN) are null. NULL when out of memory. */
 struct cJSON *brisk_run_summary_json(const brisk_run_summary *s, const char *out_dir);

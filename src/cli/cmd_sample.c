@@ -9,22 +9,27 @@ static const char help[] =
     "usage: brisk sample CKPT --coarse C.npy --output F.npy [options]\n"
     "\n"
     "Samples fine fields from a trained diffusion model, conditioned on the coarse fields C\n"
-    "([N, coarse]). F is [N, fine] float32, or [K, N, fine] with --members K > 1.\n"
+    "([N, coarse]; or an .npz's member coarse, as brisk synth diffusion writes). F is\n"
+    "[N, fine] float32, or [K, N, fine] with --members K > 1.\n"
     "  --members K        ensemble members per coarse row (seeds S, S+1, ...; default 1)\n"
     "  --method ddpm|ddim ddpm: ancestral, all noise steps (default); ddim: fewer steps, eta\n"
     "  --steps N          sampling steps (default: the model's noise steps, 50 in the examples)\n"
     "  --eta X            ddim noise, 0 (deterministic given the seed) to 1 (default 0)\n"
     "  --seed S           Philox seed of the noise (default 0)\n"
-    "  --guess blocks|G.npy  start each chain from noise around a first guess of the fine field:\n"
-    "                     the coarse block values, or G ([N, fine]); for models whose last noise\n"
-    "                     level keeps signal (abar = 0.60 at T = 50, betas to 0.02), where pure\n"
-    "                     noise is the wrong start (default: pure noise)\n"
-    "  --truth T.npy      the true fine fields [N, fine]: prints RMSE, ensemble spread and the\n"
-    "                     RMSE of the coarse block values (the baseline to beat)\n"
+    "  --guess blocks|G.npy|none  where each chain starts: the forward process around a first\n"
+    "                     guess of the fine field, sqrt(abar) G + sqrt(1 - abar) z at the first\n"
+    "                     step: the coarse block values (default), or G ([N, fine]); none: pure\n"
+    "                     noise z, right only for a schedule whose last noise level leaves no\n"
+    "                     signal (the examples' keeps abar = 0.60 at T = 50, betas to 0.02, and\n"
+    "                     from pure noise its samples score far worse than the coarse blocks;\n"
+    "                     where abar is near 0 the two starts are the same)\n"
+    "  --truth T.npy      the true fine fields [N, fine] (or an .npz's member fine): prints the\n"
+    "                     RMSE of the members and of the ensemble mean, the ensemble spread and\n"
+    "                     the RMSE of the coarse block values (the baseline to beat)\n"
     "  --threads N        CPU threads (0: all cores)\n";
 
 int cmd_sample(int argc, char **argv) {
-    const char *ckpt = NULL, *coarse = NULL, *out = NULL, *truth = NULL, *guess = NULL;
+    const char *ckpt = NULL, *coarse = NULL, *out = NULL, *truth = NULL, *guess = "blocks";
     brisk_sample_params p = {BRISK_SAMPLER_DDPM, 0, 0.0f};
     long long members = 1, seed = 0, threads = 0, steps = 0;
     static const cli_opt opts[] = {{"--coarse", 1}, {"--output", 1}, {"--truth", 1}, {"--guess", 1}, {"--method", 1},
@@ -59,6 +64,7 @@ int cmd_sample(int argc, char **argv) {
     if (!ckpt || !coarse || !out)
         return cli_usage("sample", "%s is required", !ckpt ? "a checkpoint" : !coarse ? "--coarse" : "--output");
     p.steps = (int)steps;
+    if (strcmp(guess, "none") == 0) guess = NULL;
     brisk_error err = {0};
     brisk_logger lg = cli_logger(strcmp(out, "-") == 0);
     if (brisk_sample_file(ckpt, coarse, out, truth, guess, &p, (int)members, (uint64_t)seed, (int)threads, &lg, NULL, &err))

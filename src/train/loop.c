@@ -581,6 +581,15 @@ out:
         t->be->sync(t->be, &ignored); /* nothing of this run may still be running on the device */
     }
     brisk_loader_destroy(l);
+    /* a diffusion run's summary scores samples of its validation fields against the trivial
+     * downscaling (a model can learn to denoise and still sample worse than the coarse blocks) */
+    int64_t sampled = 0;
+    sum->sample_rmse = sum->sample_baseline_rmse = NAN;
+    if (!st && !stop_sig && t->from_files && max_new_steps == 0 && t->rank == 0) {
+        double v0 = brisk_now();
+        st = brisk_sample_score_validation(t, &sum->sample_rmse, &sum->sample_baseline_rmse, &sampled, err);
+        t->validation_s += brisk_now() - v0;
+    }
     if (!st) {
         sum->steps = t->step;
         sum->stopped_by_signal = stop_sig;
@@ -726,6 +735,11 @@ out:
             if (brisk_backend_cpu_pool_note(t->be, gemm, sizeof gemm) > 0)
                 brisk_log(&t->log, BRISK_LOG_INFO, "  CPU pool          %s", gemm);
         }
+        if (sampled)
+            brisk_log(&t->log, BRISK_LOG_INFO, "  samples           RMSE %.4f to the validation fields (one DDPM sample each, "
+                      "from the coarse blocks; %lld rows); the coarse block values' %.4f%s", sum->sample_rmse,
+                      (long long)sampled, sum->sample_baseline_rmse,
+                      sum->sample_rmse < sum->sample_baseline_rmse ? "" : ": the model does not beat them yet");
         if (sum->best_epoch && sum->best.classes) brisk_metrics_log(&sum->best, &t->log);
         brisk_run_dir_mark_end(t, sum);
     }

@@ -9,6 +9,7 @@
 #include "train/trainer_internal.h"
 
 #define STREAM_X_T 0x5A17u /* Philox stream of the starting noise */
+#define SCORE_ROWS 1024    /* validation rows a diffusion run's summary samples, at most */
 
 /* The step graph for p, rebuilt only when the schedule changes. */
 static brisk_status ensure_step(brisk_inference *inf, const brisk_sample_params *p, brisk_error *err) {
@@ -80,7 +81,7 @@ void brisk_upsample_blocks(const float *coarse, int64_t n, int64_t C, int64_t F,
             for (int64_t i = k * F / C; i < (k + 1) * F / C; i++) out[r * F + i] = coarse[r * C + k];
 }
 
-static double rmse(const float *a, const float *b, int64_t n) {
+static double rmse_of(const float *a, const float *b, int64_t n) {
     double s = 0;
     for (int64_t i = 0; i < n; i++) s += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
     return sqrt(s / (double)(n ? n : 1));
@@ -94,7 +95,7 @@ static brisk_status score(const float *ens, int members, const float *truth, con
     if (!mean) return brisk_errorf(err, BRISK_ERR_NOMEM, "sample: out of memory");
     double var = 0;
     rep->rmse_member = 0;
-    for (int k = 0; k < members; k++) rep->rmse_member += rmse(ens + k * nf, truth, nf) / members;
+    for (int k = 0; k < members; k++) rep->rmse_member += rmse_of(ens + k * nf, truth, nf) / members;
     for (int64_t i = 0; i < nf; i++) {
         double s = 0, s2 = 0;
         for (int k = 0; k < members; k++) s += ens[k * nf + i];
@@ -103,17 +104,61 @@ static brisk_status score(const float *ens, int members, const float *truth, con
         mean[i] = (float)s;
         var += members > 1 ? s2 / (members - 1) : 0.0;
     }
-    rep->rmse_mean = rmse(mean, truth, nf);
+    rep->rmse_mean = rmse_of(mean, truth, nf);
     rep->spread = members > 1 ? sqrt(var / (double)(nf ? nf : 1)) : NAN;
     brisk_upsample_blocks(coarse, N, m->coarse, m->fine, mean);
-    rep->rmse_baseline = rmse(mean, truth, nf);
+    rep->rmse_baseline = rmse_of(mean, truth, nf);
     free(mean);
     return BRISK_OK;
 }
 
-/* A 2-D f32 array of `cols` columns from a .npy, finite everywhere. */
-static brisk_status load_rows(const char *path, int64_t cols, const char *what, brisk_tensor *t, brisk_error *err) {
-    brisk_status st = brisk_npy_load(path, BRISK_F32, t, err);
+brisk_status brisk_sample_score_validation(brisk_trainer *t, double *rmse, double *baseline, int64_t *rows,
+                                           brisk_error *err) {
+    *rmse = *baseline = NAN, *rows = 0;
+    const brisk_model_spec *m = &t->cfg.model;
+    const brisk_dataset *ds = t->val_data.count > 0 ? &t->val_data : &t->data;
+    const int64_t *idx = t->val_data.count > 0 ? NULL : t->split.val;
+    int64_t n = t->val_data.count > 0 ? t->val_data.count : t->split.nval;
+    const brisk_tensor *c = brisk_dataset_get(ds, "coarse"), *f = brisk_dataset_get(ds, "fine");
+    if (m->type != BRISK_MODEL_DIFFUSION || n == 0 || !c || !f) return BRISK_OK;
+    if (n > SCORE_ROWS) n = SCORE_ROWS; /* a bound on the minutes it may take on a CPU */
+    const int64_t C = m->coarse, F = m->fine;
+    float *coarse = malloc(sizeof(float) * (size_t)(n * (C + 3 * F)));
+    if (!coarse) return brisk_errorf(err, BRISK_ERR_NOMEM, "validation samples: out of memory");
+    float *truth = coarse + n * C, *guess = truth + n * F, *out = guess + n * F;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t r = idx ? idx[i] : i;
+        memcpy(coarse + i * C, (const float *)c->data + r * C, sizeof(float) * (size_t)C);
+        memcpy(truth + i * F, (const float *)f->data + r * F, sizeof(float) * (size_t)F);
+    }
+    brisk_upsample_blocks(coarse, n, C, F, guess);
+    brisk_inference *inf = NULL;
+    const brisk_sample_params p = {BRISK_SAMPLER_DDPM, 0, 0.0f};
+    brisk_status st = brisk_inference_create(m, t->cfg.speed.threads, &inf, err);
+    if (!st) st = brisk_inference_from_trainer(inf, t, err);
+    if (!st) st = brisk_inference_sample(inf, &p, n, coarse, C, guess, F, out, F, t->cfg.train.seed, err);
+    if (!st) *rmse = rmse_of(out, truth, n * F), *baseline = rmse_of(guess, truth, n * F), *rows = n;
+    brisk_inference_free(inf);
+    free(coarse);
+    return st;
+}
+
+/* A 2-D f32 array of `cols` columns from a .npy, or (member not NULL) from that member of an
+ * .npz such as `brisk synth diffusion` writes, finite everywhere. */
+static brisk_status load_rows(const char *path, const char *member, int64_t cols, const char *what, brisk_tensor *t,
+                              brisk_error *err) {
+    size_t n = strlen(path);
+    brisk_status st;
+    if (member && n > 4 && strcmp(path + n - 4, ".npz") == 0) {
+        brisk_npy_array a = {0};
+        char name[BRISK_PATH_MAX + 80];
+        snprintf(name, sizeof name, "%s:%s", path, member);
+        st = brisk_npz_read_one(path, member, &a, err);
+        if (!st) st = brisk_npy_to_tensor(&a, BRISK_F32, name, t, err);
+        brisk_npy_free(&a);
+    } else {
+        st = brisk_npy_load(path, BRISK_F32, t, err);
+    }
     if (st) return st;
     char s[64];
     if (t->shape.ndim != 2 || t->shape.d[1] != cols)
@@ -144,16 +189,16 @@ brisk_status brisk_sample_file(const char *checkpoint, const char *coarse_npy, c
                           "(brisk predict runs an mlp)", checkpoint);
         goto out;
     }
-    if ((st = load_rows(coarse_npy, m->coarse, "coarse fields", &coarse, err))) goto out;
+    if ((st = load_rows(coarse_npy, "coarse", m->coarse, "coarse fields", &coarse, err))) goto out;
     const int64_t N = coarse.shape.d[0], F = m->fine;
-    if (truth_npy && !(st = load_rows(truth_npy, F, "fine fields", &truth, err)) && truth.shape.d[0] != N)
+    if (truth_npy && !(st = load_rows(truth_npy, "fine", F, "fine fields", &truth, err)) && truth.shape.d[0] != N)
         st = brisk_errorf(err, BRISK_ERR_SHAPE, "%s: %lld rows, but %s has %lld", truth_npy, (long long)truth.shape.d[0],
                           coarse_npy, (long long)N);
     if (st) goto out;
     if (guess_from && strcmp(guess_from, "blocks") == 0) {
         if (!(st = brisk_tensor_alloc(&guess, BRISK_F32, brisk_shape2(N, F), err)))
             brisk_upsample_blocks(coarse.data, N, m->coarse, F, guess.data);
-    } else if (guess_from && !(st = load_rows(guess_from, F, "first guesses of the fine fields", &guess, err)) &&
+    } else if (guess_from && !(st = load_rows(guess_from, NULL, F, "first guesses of the fine fields", &guess, err)) &&
                guess.shape.d[0] != N) {
         st = brisk_errorf(err, BRISK_ERR_SHAPE, "%s: %lld rows, but %s has %lld", guess_from,
                           (long long)guess.shape.d[0], coarse_npy, (long long)N);

@@ -455,6 +455,11 @@ int64_t brisk_memory_conv_reserve(const brisk_graph *g);
 brisk_status brisk_memory_check_data(const brisk_config *cfg, const char *path, int64_t bytes, brisk_error *err);
 /* train.batch_size "auto": the largest batch up to max_batch that fits. */
 brisk_status brisk_memory_auto_batch(brisk_trainer *t, int64_t max_batch, brisk_error *err);
+/* sample.c: a diffusion model's samples of the validation fields (one per row, at most 1024
+ * rows, DDPM from the coarse block values as `brisk sample` starts) scored against them:
+ * their RMSE and the coarse block values' (NaN, rows 0: not a diffusion model, or no split). */
+brisk_status brisk_sample_score_validation(brisk_trainer *t, double *rmse, double *baseline, int64_t *rows,
+                                           brisk_error *err);
 /* predict.c: each row of x [rows, c] replaced by its softmax. */
 void brisk_softmax_rows(float *x, int64_t rows, int64_t c);
 
