@@ -61,6 +61,9 @@ const char *brisk_dist_source(const brisk_dist *d);
  * inside a SLURM job), "mpiexec" (MPICH's or Intel MPI's Hydra), "srun" (a SLURM job step that
  * launched the ranks itself), else "an MPI launcher". */
 const char *brisk_dist_launcher(void);
+/* This process's rank as its launcher's variables give it before any MPI call (Open MPI's,
+ * Hydra's PMI_RANK, SLURM_PROCID), and the world size into *world; -1 (world 1) when none says. */
+int brisk_dist_env_rank(int *world);
 void brisk_dist_set_timeout(brisk_dist *d, double seconds);
 void brisk_dist_set_bucket_bytes(brisk_dist *d, int64_t bytes);
 int64_t brisk_dist_bucket_bytes(const brisk_dist *d);

@@ -39,6 +39,16 @@ void cli_quiet_log(void *user, brisk_log_level level, const char *msg);
  * line erases it first. cli_progress_end erases it when the run is over. */
 void cli_progress_bar(void *user, const brisk_progress *p);
 void cli_progress_end(void);
+/* Several ranks (brisk train under mpirun or srun): this process's rank goes in front of its
+ * warnings and errors ("brisk: rank 1: ..."; a "rank" member in JSON records), since the ranks
+ * share one stderr. world 1 (or rank < 0): no label. */
+void cli_set_rank(int rank, int world);
+/* deadline.c: after `seconds`, unless stopped first, prints message as an error and ends the
+ * process with status 1 (for a call that cannot time out by itself). NULL: no deadline could
+ * be set (the call then waits as before); stop takes NULL. */
+typedef struct cli_deadline cli_deadline;
+cli_deadline *cli_deadline_start(double seconds, const char *message);
+void cli_deadline_stop(cli_deadline *d);
 /* Prints text that may come from a file, with control characters and bytes that are not
  * UTF-8 escaped as \xNN (main.c). Every message and log line goes through it. */
 void cli_put_safe(FILE *f, const char *s);

@@ -146,6 +146,10 @@ int cmd_train(int argc, char **argv) {
 
     brisk_error err = {0};
     brisk_config cfg;
+    { /* errors before the process group exists carry the rank too */
+        int w = 1, r = brisk_dist_env_rank(&w);
+        cli_set_rank(r, w);
+    }
     if (brisk_config_load(config, (const char *const *)over, n_over, &cfg, &err)) { rc = cli_fail_err(&err); goto done; }
     if (overwrite && resume && strcmp(resume, "auto") == 0) {
         rc = cli_usage("train", "--overwrite starts a new run and --resume auto continues the run directory's own; "
@@ -158,11 +162,23 @@ int cmd_train(int argc, char **argv) {
     brisk_logger lg = {cli_log, NULL, BRISK_LOG_INFO};
     if (quiet) lg = (brisk_logger){cli_quiet_log, &in_summary, BRISK_LOG_INFO};
     brisk_dist *dist = NULL; /* the process group: alone, or a rank under mpirun / srun */
-    if (brisk_dist_create(&dist, &err)) {
+    /* MPI_Init waits for every rank: one that never gets there would hold this one forever */
+    int env_world = 1;
+    brisk_dist_env_rank(&env_world);
+    char late[400];
+    snprintf(late, sizeof late, "MPI_Init did not complete within dist.timeout_s = %g s: it waits for all %d ranks, "
+             "and at least one has not started it (stuck before it: started late, or reading its config or files "
+             "from a filesystem that hangs); the ranks that print this line did start it", cfg.dist.timeout_s,
+             env_world);
+    cli_deadline *startup = env_world > 1 ? cli_deadline_start(cfg.dist.timeout_s, late) : NULL;
+    brisk_status dst = brisk_dist_create(&dist, &err);
+    cli_deadline_stop(startup);
+    if (dst) {
         rc = cli_fail_err(&err);
         brisk_config_free(&cfg);
         goto done;
     }
+    cli_set_rank(brisk_dist_rank(dist), brisk_dist_world(dist));
     if (brisk_dist_rank(dist) != 0) lg.max_level = BRISK_LOG_WARN; /* rank 0 reports for all */
     cfg.data.shard_rank = brisk_dist_rank(dist), cfg.data.shard_world = brisk_dist_world(dist);
     if (cfg.n_models > 0 && brisk_dist_world(dist) > 1) {

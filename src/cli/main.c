@@ -15,6 +15,9 @@
  * other line first erases (the next status redraws it). */
 static int log_json;
 static int bar_drawn;
+static int label_rank = -1; /* several ranks: this process's, in front of its warnings and errors */
+
+void cli_set_rank(int rank, int world) { label_rank = world > 1 ? rank : -1; }
 
 void cli_set_log_json(int on) { log_json = on; }
 int cli_log_is_json(void) { return log_json; }
@@ -90,8 +93,14 @@ static void erase_bar(void) {
  * or {"time": .., "level": .., "msg": ..} on the same stream. */
 static void put_record(FILE *f, const char *level, const char *prefix, const char *msg) {
     erase_bar();
+    char mine[24];
+    int n = snprintf(mine, sizeof mine, "rank %d", label_rank);
+    /* not twice: the process group's own errors begin "rank R of N:" */
+    const int label = label_rank >= 0 && strcmp(level, "info") != 0 && strcmp(level, "debug") != 0 &&
+                      !(strncmp(msg, mine, (size_t)n) == 0 && (msg[n] == ' ' || msg[n] == ':'));
     if (!log_json) {
-        fputs(prefix, f);
+        if (label && strncmp(prefix, "brisk: ", 7) == 0) fprintf(f, "brisk: rank %d: %s", label_rank, prefix + 7);
+        else fputs(prefix, f);
         cli_put_safe(f, msg);
         fputc('\n', f);
         fflush(f);
@@ -101,7 +110,9 @@ static void put_record(FILE *f, const char *level, const char *prefix, const cha
     time_t now = time(NULL);
     struct tm tm;
     if (gmtime_r(&now, &tm)) strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    fprintf(f, "{\"time\": \"%s\", \"level\": \"%s\", \"msg\": ", when, level);
+    fprintf(f, "{\"time\": \"%s\", \"level\": \"%s\", ", when, level);
+    if (label) fprintf(f, "\"rank\": %d, ", label_rank);
+    fputs("\"msg\": ", f);
     put_json_string(f, msg);
     fputs("}\n", f);
     fflush(f);

@@ -1,5 +1,6 @@
 /* The process group without MPI calls: where rank and world size come from (environment),
  * the sharding and bucket arithmetic, and the accessors. The transport is in mpi.c. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,20 @@ int brisk_dist_mpi_launched(void) {
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
         if (getenv(vars[i])) return 1;
     return 0;
+}
+
+int brisk_dist_env_rank(int *world) {
+    static const char *const vars[][2] = {{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, {"PMI_RANK", "PMI_SIZE"},
+                                          {"SLURM_PROCID", "SLURM_NTASKS"}};
+    *world = 1;
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        long r = env_int(vars[i][0]), n = env_int(vars[i][1]);
+        if (r == -1 && n == -1) continue;
+        if (r < 0 || n < 1 || r >= n || n > INT32_MAX) return -1;
+        *world = (int)n;
+        return (int)r;
+    }
+    return -1;
 }
 
 const char *brisk_dist_launcher(void) {

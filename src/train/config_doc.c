@@ -141,13 +141,15 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"optim.schedule.type", "learning-rate schedule after warm-up"},
     {"optim.schedule.warmup_steps", "steps of linear warm-up from 0"},
     {"optim.schedule.min_lr_ratio", "the schedule's final learning rate as a fraction of lr"},
-    {"train.batch_size", "samples per micro-batch, or \"auto\": the largest the memory fits"},
+    {"train.batch_size", "samples per micro-batch, or \"auto\": the largest the memory fits (several ranks: each "
+                         "rank's share of the training split and of its node's free memory)"},
     {"train.epochs", "passes over the training split"},
     {"train.max_steps", "stop after this many optimizer steps; 0: epochs decide"},
     {"train.seed", "seed of initialisation, shuffling, dropout and the split"},
     {"train.accumulate", "micro-batches whose gradients are summed per optimizer step"},
     {"train.checkpoint_every", "also write a checkpoint every N optimizer steps; 0: off"},
-    {"train.log_every", "optimizer steps between progress lines"},
+    {"train.log_every", "optimizer steps between progress lines; their loss is the mean over those steps (fewer in "
+                        "a run's last line and in the first after a resume)"},
     {"train.out_dir", "run directory for checkpoints and metrics.jsonl"},
     {"train.keep_checkpoints", "numbered step-N checkpoints kept beside last.safetensors"},
     {"train.checkpoint_epochs", "a resumable checkpoint every this many epoch ends; 0: off"},
@@ -172,7 +174,8 @@ static const struct { const char *key, *meaning; } meanings[] = {
                        "speed.autotune false use); env BRISK_CPU_GEMM overrides"},
     {"speed.autotune_cache", "the GPU's GEMM autotune cache file (the CPU's and cuDNN's are kept beside it); \"\": BRISK_CACHE_DIR, else $XDG_CACHE_HOME/brisk, else ~/.cache/brisk (never creating a missing $HOME); \"-\": no cache on either device (as BRISK_CACHE_DIR=-)"},
     {"dist.bucket_mb", "several ranks: MiB of gradients per all-reduce bucket (default 1/16: measured, bench/DIST_NOTES.md)"},
-    {"dist.timeout_s", "several ranks: seconds a collective may wait before the run fails naming the missing rank"},
+    {"dist.timeout_s", "several ranks: seconds a collective may wait before the run fails naming the missing rank; "
+                       "also how long MPI_Init may wait for a rank that never starts it"},
     {"dist.overlap", "several ranks, CPU: auto|on|off, the gradient all-reduce on a communication thread while "
                      "backward runs (on) or after it (off), the same bits; auto: the two timed in turn over the first steps "
                      "(16 each, after 3), every rank keeping the faster"},

@@ -348,10 +348,10 @@ brisk_status brisk_trainer_set_dist(brisk_trainer *t, brisk_dist *d, int own_dat
     if (t->data_sharded)
         brisk_log(&t->log, BRISK_LOG_INFO,
                   "sampler   data.shard_files: each rank shuffles its own %lld training samples (the same seed and epoch "
-                  "on every rank) and reads whole batches of %lld from them; %lld of them dropped per epoch (the last, "
-                  "incomplete batch, another part of the order each epoch); this rank holds %lld bytes of training data",
-                  (long long)t->split.ntrain, (long long)t->cfg.train.batch_size, (long long)dropped,
-                  (long long)t->shard_bytes);
+                  "on every rank) and reads whole batches of %lld from them; %lld of them dropped per epoch on each "
+                  "rank, %lld on all %d (the last, incomplete batch, another part of the order each epoch); this rank "
+                  "holds %lld bytes of training data", (long long)t->split.ntrain, (long long)t->cfg.train.batch_size,
+                  (long long)dropped, (long long)dropped * t->world, t->world, (long long)t->shard_bytes);
     else
     brisk_log(&t->log, BRISK_LOG_INFO,
               "sampler   one shuffle per epoch on every rank; each rank reads its %lld samples of each global batch; "

@@ -31,6 +31,7 @@
 
 #include "brisk/cuda.h"
 #include "brisk/json.h"
+#include "brisk/system.h"
 #include "train/trainer_internal.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -267,9 +268,18 @@ static int64_t largest_fitting(const brisk_config *cfg, int64_t hi, int64_t avai
     return lo;
 }
 
-/* Image decoding's scratch is a fixed cost beside the data: taken off what is available. */
+/* Image decoding's scratch is a fixed cost beside the data: taken off what is available. The
+ * node's free memory and its cgroup's room are shared by the ranks of a job on the node (each
+ * would otherwise plan for all of it); an explicit limit and ulimit -v are this process's. */
 static int64_t available_for_run(brisk_trainer *t, char *source, size_t n) {
     int64_t avail = brisk_memory_available(&t->cfg, source, n);
+    brisk_thread_plan tp;
+    brisk_threads_resolve(t->cfg.speed.threads, "speed.threads", &tp);
+    if (tp.local_ranks > 1 && !explicit_limit(source) && !strstr(source, "ulimit -v")) {
+        avail /= tp.local_ranks;
+        size_t k = strlen(source);
+        snprintf(source + k, n - k, ", shared by %d ranks on this node", tp.local_ranks);
+    }
     if (t->decode_bytes > 0) {
         avail -= t->decode_bytes;
         size_t k = strlen(source);

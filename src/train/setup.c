@@ -345,7 +345,9 @@ static brisk_status split_data(brisk_trainer *t, brisk_error *err) {
         if (st) return st;
     }
     brisk_status st = BRISK_OK;
-    if (tr->batch_auto && !t->length_set && (st = brisk_memory_auto_batch(t, t->split.ntrain, err))) return st;
+    /* several ranks sharing one data set: their global batch must fit in the split */
+    const int ranks = t->cfg.data.shard_world > 1 && !t->cfg.data.shard_files ? t->cfg.data.shard_world : 1;
+    if (tr->batch_auto && !t->length_set && (st = brisk_memory_auto_batch(t, t->split.ntrain / ranks, err))) return st;
     if ((st = make_episodes(t, err))) return st;
     t->batches_per_epoch = t->split.ntrain / brisk_trainer_global_batch(t);
     if (t->batches_per_epoch == 0)

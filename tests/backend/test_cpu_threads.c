@@ -170,6 +170,18 @@ static void test_mpi_ranks_share(void) {
     setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
     brisk_threads_resolve(16 * p.online_cpus, "speed.threads", &p); /* too many for the node */
     CHECK(p.warning[0] != 0);
+    /* one thread a rank, but more unbound ranks than CPUs: the advice is fewer ranks, not
+     * fewer threads (it said "1 threads ... use 1 or fewer") */
+    if (p.usable_cpus >= p.online_cpus) {
+        char ranks[16];
+        snprintf(ranks, sizeof ranks, "%d", 2 * p.online_cpus);
+        setenv("OMPI_COMM_WORLD_LOCAL_SIZE", ranks, 1);
+        brisk_threads_resolve(1, "speed.threads", &p);
+        char advice[96];
+        snprintf(advice, sizeof advice, "run at most %d ranks on this node", p.online_cpus);
+        CHECKF(strstr(p.warning, "1 thread (speed.threads) in each of") && strstr(p.warning, advice) &&
+               !strstr(p.warning, "or fewer"), "warning: '%s'", p.warning);
+    }
     unset_thread_env();
 }
 

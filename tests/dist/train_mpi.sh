@@ -5,7 +5,9 @@
 #           (--shard-optimizer) = the replicated optimizer
 #   resume  a 2-rank checkpoint continued by 1 process, and the reverse, = 1 process throughout
 #   fault   one rank stopped (SIGSTOP) mid-run: the other fails within dist.timeout_s naming
-#           it, writes the last completed step's checkpoint, and that checkpoint resumes
+#           it, writes the last completed step's checkpoint, and that checkpoint resumes; an
+#           error on one rank ends the job, labelled with the rank; a rank stuck before MPI_Init
+#           is reported after dist.timeout_s by the others
 #   signal  SIGUSR1 to rank 1 only: both ranks stop after the same step, checkpoint, exit 75
 #   launcher SIGUSR1 and SIGTERM to mpirun itself, with steps of seconds: the step in progress cut
 #           short on both ranks, the checkpoint of the step before written; exit 75 (USR1), 1 (TERM)
@@ -126,6 +128,26 @@ fault)
   dt=$(($(date +%s) - t0))
   [ "$rc" != 0 ] && [ "$dt" -le 15 ] && grep -q "k holds a previous run" k3.log \
     && ok "an error on rank 0 alone ends the job (exit $rc, ${dt}s)" || { fail "exit $rc after ${dt}s"; cat k3.log; }
+  # an error on rank 1 alone (its data file a FIFO) is labelled with its rank: the ranks share one stderr
+  mkfifo fifo.npz
+  "${mpirun[@]}" sh -c 'x=; [ "$OMPI_COMM_WORLD_RANK" = 1 ] && x=--set=data.train=fifo.npz; exec "$0" "$@" $x' "$brisk" \
+    train "$tab" --device cpu --threads 1 --quiet --max-steps 5 --out k6 >k6.log 2>&1; rc=$?
+  [ "$rc" != 0 ] && grep -q "^brisk: rank 1: field 'x': fifo.npz: not a regular file" k6.log \
+    && ok "rank 1's error is labelled: $(grep -m1 '^brisk: rank 1' k6.log)" || { fail "rank 1's error: exit $rc"; cat k6.log; }
+  "${mpirun[@]}" sh -c 'x=; [ "$OMPI_COMM_WORLD_RANK" = 1 ] && x=--set=data.train=fifo.npz; exec "$0" "$@" $x' "$brisk" \
+    train "$tab" --device cpu --threads 1 --quiet --log-format json --max-steps 5 --out k6 >k6j.log 2>&1
+  grep -q '^{"time": "[^"]*", "level": "error", "rank": 1, "msg": "field .x.: fifo.npz: not a regular file' k6j.log \
+    && ok "--log-format json: the record has \"rank\": 1" || { fail "no JSON record with rank 1"; cat k6j.log; }
+  # a rank that never starts MPI_Init (stuck before it) holds up the others' MPI_Init, which
+  # cannot time out: after dist.timeout_s a deadline beside it says so and the job ends (on main
+  # before this test: no output, no end)
+  t0=$(date +%s)
+  timeout 60 "${mpirun[@]}" sh -c '[ "$OMPI_COMM_WORLD_RANK" = 1 ] && sleep 100; exec "$0" "$@"' "$brisk" train "$tab" \
+    --device cpu --threads 1 --quiet --max-steps 5 --dist-timeout 3 --out k7 >k7.log 2>&1; rc=$?
+  dt=$(($(date +%s) - t0))
+  [ "$rc" = 1 ] && [ "$dt" -le 30 ] && grep -q "^brisk: rank 0: MPI_Init did not complete within dist.timeout_s = 3 s" k7.log \
+    && ! grep -q "rank 1: MPI_Init" k7.log && ok "a rank stuck before MPI_Init: rank 0 says so after ${dt}s, exit $rc" \
+    || { fail "a rank stuck before MPI_Init: exit $rc after ${dt}s"; cat k7.log; }
   "${mpirun[@]}" "$brisk" train "$src/examples/pipeline.json" --device cpu --quiet >k4.log 2>&1; rc=$?
   [ "$rc" != 0 ] && grep -q "a pipeline) trains in one process" k4.log && ok "a pipeline on 2 ranks is refused" \
     || { fail "pipeline on 2 ranks: exit $rc"; cat k4.log; }

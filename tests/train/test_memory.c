@@ -33,9 +33,46 @@ static brisk_status create(const char *batch, const char *limit, brisk_trainer *
     return st;
 }
 
+/* the last info line starting with "batch" (brisk_memory_auto_batch's) */
+static void keep_batch_line(void *user, brisk_log_level level, const char *msg) {
+    (void)level;
+    if (strncmp(msg, "batch", 5) == 0) snprintf(user, 512, "%s", msg);
+}
+
 static void release(brisk_trainer *t, brisk_config *cfg) {
     brisk_trainer_free(t);
     brisk_config_free(cfg);
+}
+
+/* --batch-size auto with several ranks: ranks sharing one data set take at most their share of
+ * the split (each used to pick all of it, a global batch the split cannot hold), and ranks on
+ * one node share its free memory (each used to plan for all of it). */
+static void test_auto_batch_several_ranks(void) {
+    setup();
+    char json[2048], line[512] = "";
+    snprintf(json, sizeof json,
+             "{\"model\": {\"type\": \"mlp\", \"inputs\": 64, \"hidden\": [16], \"outputs\": 3},"
+             " \"data\": {\"train\": \"%s\"}, \"train\": {\"batch_size\": \"auto\"}, \"speed\": {\"threads\": 1}}",
+             data_path);
+    brisk_error err = {0};
+    brisk_logger lg = {keep_batch_line, line, BRISK_LOG_INFO};
+    for (int sharded = 0; sharded < 2; sharded++) {
+        brisk_config cfg;
+        brisk_trainer *t = NULL;
+        REQUIRE_OK(brisk_config_parse(json, "auto.json", NULL, 0, &cfg, &err), &err);
+        cfg.data.shard_world = 2, cfg.data.shard_rank = 0, cfg.data.shard_files = sharded;
+        setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1); /* both ranks on this node */
+        brisk_status st = brisk_trainer_create(&cfg, &lg, &t, &err);
+        unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+        REQUIRE_OK(st, &err);
+        /* data.shard_files: each rank's batches come from its own rows */
+        int64_t want = sharded ? t->split.ntrain : t->split.ntrain / 2;
+        CHECKF(t->cfg.train.batch_size == want, "shard_files %d: auto batch %lld of a split of %lld", sharded,
+               (long long)t->cfg.train.batch_size, (long long)t->split.ntrain);
+        CHECKF(strstr(line, "(MemAvailable in /proc/meminfo, shared by 2 ranks on this node)") ||
+                   strstr(line, "cgroup's memory limit, shared by 2 ranks on this node"), "%s", line);
+        release(t, &cfg);
+    }
 }
 
 static void test_plan_that_does_not_fit_is_refused_with_largest_batch(void) {
@@ -318,6 +355,6 @@ static void test_every_allocation_site_fails_cleanly(void) {
             errors, absorbed, sites - errors - absorbed);
 }
 
-TEST_MAIN(T(test_plan_that_does_not_fit_is_refused_with_largest_batch), T(test_device_memory_fit), T(test_conv_reserve),
+TEST_MAIN(T(test_plan_that_does_not_fit_is_refused_with_largest_batch), T(test_auto_batch_several_ranks), T(test_device_memory_fit), T(test_conv_reserve),
           T(test_limits_parse), T(test_failed_allocation_is_an_error), T(test_address_space_limit),
           T(test_every_allocation_site_fails_cleanly))

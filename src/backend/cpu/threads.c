@@ -150,8 +150,14 @@ void brisk_threads_resolve(int requested, const char *requested_by, brisk_thread
         snprintf(p->warning, sizeof p->warning, "%d threads (%s) but this process may use %d CPU%s (%s): threads "
                  "will wait for each other; use %d or fewer", p->threads, p->source, p->usable_cpus,
                  p->usable_cpus == 1 ? "" : "s", cpus, p->usable_cpus);
-    else if (p->local_ranks > 1 && p->usable_cpus >= p->online_cpus && p->threads * p->local_ranks > p->online_cpus)
-        snprintf(p->warning, sizeof p->warning, "%d threads (%s) in each of %d unbound ranks on %d CPUs: threads "
-                 "will wait for each other; use %d or fewer, or bind the ranks", p->threads, p->source,
-                 p->local_ranks, p->online_cpus, p->online_cpus / p->local_ranks > 0 ? p->online_cpus / p->local_ranks : 1);
+    else if (p->local_ranks > 1 && p->usable_cpus >= p->online_cpus && p->threads * p->local_ranks > p->online_cpus) {
+        int fit = p->online_cpus / p->local_ranks; /* threads a rank may have; 0: the ranks alone are too many */
+        char advice[96];
+        if (fit > 0) snprintf(advice, sizeof advice, "use %d thread%s or fewer a rank, or bind the ranks", fit,
+                              fit == 1 ? "" : "s");
+        else snprintf(advice, sizeof advice, "run at most %d ranks on this node", p->online_cpus);
+        snprintf(p->warning, sizeof p->warning, "%d thread%s (%s) in each of %d unbound ranks on %d CPUs: threads "
+                 "will wait for each other; %s", p->threads, p->threads == 1 ? "" : "s", p->source, p->local_ranks,
+                 p->online_cpus, advice);
+    }
 }
