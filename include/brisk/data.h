@@ -266,6 +266,12 @@ brisk_status brisk_columns_load(const char *path, const char *const *names, int 
                                 brisk_error *err);
 /* x [rows, F] <- (x - mean) / std per column. */
 void brisk_normalize_rows(float *x, int64_t rows, int nfeatures, const float *mean, const float *std);
+/* The statistics brisk_normalize_rows applies, fitted: mean and deviation of each of F
+ * channels (the last axis: value j of a sample is channel j % F) over the samples rows[0..n)
+ * of x (NULL: samples 0..n-1), `per` values a sample (a multiple of F), summed in double; a
+ * constant channel gets deviation 1 (it is only centred). What data.windows.normalize,
+ * data.windows.target.normalize and data.normalize fit on their training rows. */
+void brisk_normalize_fit(const float *x, int64_t per, int F, const int64_t *rows, int64_t n, float *mean, float *std);
 void brisk_windows_free(brisk_windows *w);
 
 /* ---------------------------------------------------------------- loader

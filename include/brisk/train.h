@@ -71,6 +71,9 @@ typedef struct brisk_netcdf_config {
     char static_file[BRISK_PATH_MAX];   /* data.netcdf.static_file: "" the statics are in the first data file */
 } brisk_netcdf_config;
 
+/* data.normalize for a plain table's inputs and regression targets (src/train/normalize.c). */
+typedef enum { BRISK_NORM_AUTO = 0, BRISK_NORM_ON, BRISK_NORM_OFF } brisk_norm_mode;
+
 typedef struct brisk_data_spec {
     char train[BRISK_PATH_MAX];         /* .npz or .csv (windows: also .npy); "" when the API supplies the data */
     char validation[BRISK_PATH_MAX];    /* a separate validation file like train's; "": a split of train
@@ -97,6 +100,10 @@ typedef struct brisk_data_spec {
      * then episode_support + episode_query distinct samples of it; 0 and 0: plain batches */
     int episode_support, episode_query;
     brisk_netcdf_config netcdf;
+    /* data.normalize: x and y (regression) standardised per channel with the training split's
+     * statistics; auto: when a channel is far from unit scale. given: the key was set. */
+    brisk_norm_mode normalize_inputs, normalize_targets;
+    int normalize_given;
 } brisk_data_spec;
 
 /* The sources of data.fields entry j, in order: out must hold d->field_n_sources[j]. */

@@ -92,6 +92,20 @@ def test_mlp_classifier_and_regressor(tabular, tmp_path, brisk_bin):
     export_and_compare(brisk_bin, tmp_path, train(brisk_bin, tmp_path, "reg", reg), x)
 
 
+def test_mlp_regressor_with_data_normalize(tmp_path, brisk_bin):
+    """Features x1000 + 5000 and two targets in units of 50 and 2, standardised by
+    data.normalize: the exported model takes raw rows and gives the targets' units."""
+    rng = np.random.default_rng(4)
+    z = rng.standard_normal((512, 6)).astype(np.float32)
+    y = np.stack([z[:, 0] - z[:, 1], np.tanh(z[:, 2])], 1) * np.float32([50, 2]) + np.float32([300, -7])
+    np.savez(tmp_path / "raw.npz", x=z * 1000 + 5000, y=y.astype(np.float32))
+    cfg = {"model": {"type": "mlp", "inputs": 6, "hidden": [16], "outputs": 2, "task": "regress"},
+           "data": {"train": str(tmp_path / "raw.npz"), "normalize": True},
+           "train": {"batch_size": 64, "epochs": 2, "out_dir": str(tmp_path / "norm")}}
+    x = (rng.standard_normal((37, 6)) * 1000 + 5000).astype(np.float32)
+    export_and_compare(brisk_bin, tmp_path, train(brisk_bin, tmp_path, "norm", cfg), x, tol=1e-3)
+
+
 def test_fp16_halves_the_file(tabular, tmp_path, brisk_bin):
     cfg = {"model": {"type": "mlp", "inputs": 64, "hidden": [256], "outputs": 3}, "data": {"train": str(tabular)},
            "train": {"batch_size": 64, "epochs": 1, "out_dir": str(tmp_path / "r")}}

@@ -161,3 +161,39 @@ def test_first_dropped_rows_warn():
         warned = [m for lv, m in seen if lv == "warning" and "dropped" in m]
         assert len(warned) == 1 and "64 samples" in warned[0] and "36 so far" in warned[0], seen
         assert s.query("dropped") == 86
+
+
+def test_a_checkpoint_with_data_normalize_standardises_what_a_session_is_given(tmp_path, brisk_bin):
+    """A table in raw units (features x1000 + 5000, targets x50 + 300) trained by brisk.train
+    with data.normalize: a session that loads its checkpoint predicts from raw inputs in the
+    targets' units, as `brisk predict` does, and standardises what it is pushed too, so that
+    training on raw rows continues the model instead of wrecking it."""
+    import subprocess
+    rng = np.random.default_rng(5)
+    z = rng.standard_normal((1024, 4)).astype(np.float32)
+    y = np.stack([z[:, 0] + 0.5 * z[:, 1] * z[:, 2], np.sin(z[:, 3])], 1).astype(np.float32)
+    x, t = z * 1000 + 5000, y * 50 + 300
+    np.savez(tmp_path / "raw.npz", x=x, y=t)
+    model = {"type": "mlp", "inputs": 4, "hidden": [32, 32], "outputs": 2, "task": "regress"}
+    sess = {"model": model, "train": {"batch_size": 32, "seed": 3}, "data": {"validation_fraction": 0.0}}
+    cfg = {"model": model, "data": {"train": str(tmp_path / "raw.npz"), "validation_fraction": 0.2, "normalize": True},
+           "train": {"batch_size": 32, "epochs": 30, "seed": 3, "out_dir": str(tmp_path / "run")}}
+    _, ckpt = brisk.train(cfg, progress=False)
+    np.save(tmp_path / "x.npy", x[:50])
+    subprocess.run([brisk_bin, "predict", ckpt, "--input", str(tmp_path / "x.npy"), "--output",
+                    str(tmp_path / "p.npy")], check=True, capture_output=True)
+    ref = np.load(tmp_path / "p.npy")
+    assert np.sqrt(((ref - t[:50]) ** 2).mean()) < 0.3 * t.std()  # learnt, and in the targets' units
+    with brisk.Session(sess) as s:
+        s.load(ckpt)
+        np.testing.assert_allclose(s.predict(x[:50]), ref, rtol=1e-5, atol=1e-3)
+        s.push(x, t)
+        s.train_epochs(1)
+        p = s.predict(x[:50])
+        assert np.sqrt(((p - t[:50]) ** 2).mean()) < 0.3 * t.std()
+        s.save(tmp_path / "again.safetensors")
+    with brisk.Session(sess) as s:  # the statistics travel on in the session's own checkpoint
+        s.load(tmp_path / "again.safetensors")
+        np.testing.assert_array_equal(s.predict(x[:50]), p)
+    with pytest.raises(brisk.BriskError, match="data.normalize fits a data.train file"):
+        brisk.Session(dict(REGRESS, data={"normalize": True}))

@@ -90,6 +90,24 @@ void brisk_normalize_rows(float *x, int64_t rows, int nfeatures, const float *me
         for (int f = 0; f < nfeatures; f++) x[r * nfeatures + f] = (x[r * nfeatures + f] - mean[f]) / std[f];
 }
 
+void brisk_normalize_fit(const float *x, int64_t per, int F, const int64_t *rows, int64_t n, float *mean, float *std) {
+    for (int f = 0; f < F; f++) {
+        double sum = 0, sq = 0, count = (double)n * (double)(per / F);
+        for (int64_t i = 0; i < n; i++) {
+            const float *v = x + (rows ? rows[i] : i) * per;
+            for (int64_t j = f; j < per; j += F) sum += v[j];
+        }
+        double mu = sum / count;
+        for (int64_t i = 0; i < n; i++) {
+            const float *v = x + (rows ? rows[i] : i) * per;
+            for (int64_t j = f; j < per; j += F) sq += (v[j] - mu) * (v[j] - mu);
+        }
+        double sd = sqrt(sq / count);
+        mean[f] = (float)mu;
+        std[f] = sd > 1e-12 * (fabs(mu) + 1) ? (float)sd : 1.0f; /* a constant channel is only centred */
+    }
+}
+
 void brisk_windows_free(brisk_windows *w) {
     if (!w) return;
     brisk_dataset_free(&w->ds);
@@ -176,15 +194,7 @@ static brisk_status normalise(float *x, int64_t rows, int F, int64_t s, brisk_wi
     w->mean = malloc(sizeof(float) * (size_t)F);
     w->std = malloc(sizeof(float) * (size_t)F);
     if (!w->mean || !w->std) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", source);
-    for (int f = 0; f < F; f++) {
-        double sum = 0, sq = 0;
-        for (int64_t r = 0; r < s; r++) sum += x[r * F + f];
-        double mu = sum / (double)s;
-        for (int64_t r = 0; r < s; r++) sq += (x[r * F + f] - mu) * (x[r * F + f] - mu);
-        double sd = sqrt(sq / (double)s);
-        w->mean[f] = (float)mu;
-        w->std[f] = sd > 1e-12 * (fabs(mu) + 1) ? (float)sd : 1.0f; /* a constant feature is only centred */
-    }
+    brisk_normalize_fit(x, F, F, NULL, s, w->mean, w->std);
     brisk_normalize_rows(x, rows, F, w->mean, w->std);
     return BRISK_OK;
 }

@@ -67,7 +67,7 @@ static brisk_status best_at_json(const brisk_trainer *t, char *out, size_t n, br
 
 brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_error *err) {
     double t0 = brisk_now();
-    char *norm = NULL, *grid = NULL;
+    char *norm = NULL, *grid = NULL, *tnorm = NULL;
     brisk_graph *g = t->g;
     size_t n = (size_t)g->n_param_floats, np = (size_t)g->n_params;
     float *host = malloc(3 * n * sizeof(float) + 1);
@@ -109,7 +109,12 @@ brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_err
     char samples[32], target[96], world[16], best_at[400];
     snprintf(world, sizeof world, "%d", t->world > 1 ? t->world : 1);
     snprintf(samples, sizeof samples, "%" PRId64, t->samples);
-    snprintf(target, sizeof target, "{\"mean\": %.9g, \"std\": %.9g}", t->target_mean, t->target_std);
+    if (t->tnorm_n == 1) /* a window's target: the scalar form checkpoints have always had */
+        snprintf(target, sizeof target, "{\"mean\": %.9g, \"std\": %.9g}", t->tnorm_mean[0], t->tnorm_std[0]);
+    else if (t->tnorm_n > 1 && !(tnorm = brisk_normalization_json(t->tnorm_mean, t->tnorm_std, t->tnorm_n))) {
+        st = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
+        goto out;
+    }
     snprintf(skipped, sizeof skipped, "%" PRId64, t->nan_skipped);
     snprintf(step, sizeof step, "%" PRId64, t->step);
     snprintf(epoch, sizeof epoch, "%" PRId64, t->epoch);
@@ -135,8 +140,7 @@ brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_err
         {"nan_skipped", skipped}, {"optimizer", sgd ? "sgd" : "adamw"}, {"config", t->cfg.json},
         {"normalization", norm}, /* windowed data: predict applies it again; data.netcdf: rollout */
         {"weather_grid", grid},  /* data.netcdf: rollout refuses another grid */
-        {"target_normalization", /* predict maps outputs back */
-         t->cfg.data.windows.enabled && t->cfg.data.windows.normalize_target ? target : NULL},
+        {"target_normalization", t->tnorm_n == 1 ? target : tnorm}, /* predict maps outputs back */
         {"loss_scale", scaler[0][0] ? scaler[0] : NULL}, {"loss_scale_growth", scaler[0][0] ? scaler[1] : NULL},
         {"loss_scale_skipped", scaler[0][0] ? scaler[2] : NULL}, /* fp16 only */
         {BRISK_CKPT_CHECKSUM_KEY, sum},
@@ -154,6 +158,7 @@ out:
     free(host);
     free(norm);
     free(grid);
+    free(tnorm);
     t->checkpoint_s += brisk_now() - t0; /* the summary's own line: a big model writes for seconds */
     if (!st) t->checkpoints_written++;
     return st;
@@ -298,27 +303,45 @@ char *brisk_normalization_json(const float *mean, const float *std, int n) {
     return s;
 }
 
-brisk_status brisk_checkpoint_normalization(const char *path, float **mean, float **std, int *n, brisk_error *err) {
+/* The {"mean": [...], "std": [...]} under metadata `key` (also {"mean": m, "std": s}, the
+ * scalar form of a window's target) into malloc'd arrays of *n values; *n = 0 and NULL
+ * arrays when the checkpoint has none. */
+static brisk_status read_normalization(const char *path, const char *key, float **mean, float **std, int *n,
+                                       brisk_error *err) {
     *mean = *std = NULL;
     *n = 0;
     brisk_safetensors *st = NULL;
     brisk_status s = brisk_checkpoint_open(path, &st, err);
     if (s) return s;
-    const char *text = brisk_safetensors_meta(st, "normalization");
+    const char *text = brisk_safetensors_meta(st, key);
     if (text) {
         char label[BRISK_PATH_MAX + 32];
-        snprintf(label, sizeof label, "%s:normalization", path);
+        snprintf(label, sizeof label, "%s:%s", path, key);
         brisk_json *doc = NULL;
         double *m = NULL, *d = NULL;
         size_t nm = 0, nd = 0;
         if (!(s = brisk_json_parse(text, strlen(text), label, &doc, err))) {
             brisk_json_reader r = brisk_json_root(doc);
-            brisk_json_numbers(&r, "mean", true, BRISK_ANY, &m, &nm);
-            brisk_json_numbers(&r, "std", true, BRISK_GT(0), &d, &nd);
-            s = brisk_json_finish(doc, err);
+            if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(r.obj, "mean"))) {
+                if (!(m = malloc(sizeof(double))) || !(d = malloc(sizeof(double)))) {
+                    s = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", label);
+                } else {
+                    brisk_json_number(&r, "mean", BRISK_ANY, m);
+                    brisk_json_number(&r, "std", BRISK_GT(0), d);
+                    nm = nd = 1;
+                }
+            } else {
+                brisk_json_numbers(&r, "mean", true, BRISK_ANY, &m, &nm);
+                brisk_json_numbers(&r, "std", true, BRISK_GT(0), &d, &nd);
+            }
+            brisk_status f = brisk_json_finish(doc, err);
+            if (!s) s = f;
         }
         if (!s && (nm != nd || nm == 0))
             s = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: %zu means and %zu standard deviations", label, nm, nd);
+        for (size_t i = 0; !s && i < nm; i++)
+            if (!isfinite(m[i]) || !isfinite(d[i]))
+                s = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: value %zu is not finite", label, i);
         if (!s && (!(*mean = malloc(sizeof(float) * nm)) || !(*std = malloc(sizeof(float) * nm))))
             s = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", label);
         for (size_t i = 0; !s && i < nm; i++) (*mean)[i] = (float)m[i], (*std)[i] = (float)d[i];
@@ -332,30 +355,13 @@ brisk_status brisk_checkpoint_normalization(const char *path, float **mean, floa
     return s;
 }
 
-brisk_status brisk_checkpoint_target_normalization(const char *path, float *mean, float *std, brisk_error *err) {
-    *mean = 0.0f, *std = 1.0f;
-    brisk_safetensors *st = NULL;
-    brisk_status s = brisk_checkpoint_open(path, &st, err);
-    if (s) return s;
-    const char *text = brisk_safetensors_meta(st, "target_normalization");
-    if (text) {
-        char label[BRISK_PATH_MAX + 32];
-        snprintf(label, sizeof label, "%s:target_normalization", path);
-        brisk_json *doc = NULL;
-        double m = 0, d = 1;
-        if (!(s = brisk_json_parse(text, strlen(text), label, &doc, err))) {
-            brisk_json_reader r = brisk_json_root(doc);
-            brisk_json_number(&r, "mean", BRISK_ANY, &m);
-            brisk_json_number(&r, "std", BRISK_GT(0), &d);
-            s = brisk_json_finish(doc, err);
-        }
-        if (!s && !(isfinite(m) && isfinite(d)))
-            s = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: expected finite numbers", label);
-        if (!s) *mean = (float)m, *std = (float)d;
-        brisk_json_free(doc);
-    }
-    brisk_safetensors_free(st);
-    return s;
+brisk_status brisk_checkpoint_normalization(const char *path, float **mean, float **std, int *n, brisk_error *err) {
+    return read_normalization(path, "normalization", mean, std, n, err);
+}
+
+brisk_status brisk_checkpoint_target_normalization(const char *path, float **mean, float **std, int *n,
+                                                   brisk_error *err) {
+    return read_normalization(path, "target_normalization", mean, std, n, err);
 }
 
 brisk_status brisk_checkpoint_config(const char *path, brisk_config *cfg, brisk_error *err) {

@@ -511,6 +511,37 @@ void brisk_windows_spec_of(const brisk_data_spec *d, const char **names, brisk_w
     out->normalize = w->normalize;
 }
 
+/* One data.normalize value: true, false, "auto", "standard" (true) or "none" (false). */
+static brisk_norm_mode norm_mode(brisk_json_reader *r, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->obj, key);
+    static const char *const words[] = {"auto", "standard", "none", NULL}; /* brisk_norm_mode's order */
+    int m = BRISK_NORM_AUTO;
+    if (cJSON_IsBool(v)) {
+        bool b;
+        brisk_json_bool(r, key, &b);
+        return b ? BRISK_NORM_ON : BRISK_NORM_OFF;
+    }
+    if (cJSON_IsString(v)) brisk_json_enum_or(r, key, words, BRISK_NORM_AUTO, &m);
+    else brisk_json_fail(r, key, "expected true, false, \"auto\", \"standard\" or \"none\"");
+    return (brisk_norm_mode)m;
+}
+
+/* data.normalize: one value for inputs and targets, or {"inputs": .., "targets": ..}. */
+static void read_normalize(brisk_json_reader *r, brisk_data_spec *d) {
+    d->normalize_inputs = d->normalize_targets = BRISK_NORM_AUTO;
+    if (!r->obj || !brisk_json_has(r, "normalize")) return;
+    d->normalize_given = 1;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(r->obj, "normalize");
+    if (!cJSON_IsObject(v)) {
+        d->normalize_inputs = d->normalize_targets = norm_mode(r, "normalize");
+        return;
+    }
+    brisk_json_reader n;
+    brisk_json_object_opt(r, "normalize", &n, NULL);
+    d->normalize_inputs = brisk_json_has(&n, "inputs") ? norm_mode(&n, "inputs") : BRISK_NORM_AUTO;
+    d->normalize_targets = brisk_json_has(&n, "targets") ? norm_mode(&n, "targets") : BRISK_NORM_AUTO;
+}
+
 static void read_data(brisk_json_reader *root, brisk_data_spec *d) {
     brisk_json_reader r, f;
     memset(d, 0, sizeof *d);
@@ -540,6 +571,7 @@ static void read_data(brisk_json_reader *root, brisk_data_spec *d) {
     brisk_json_int64_or(&buf, "capacity", 4096, 1, INT64_C(1) << 40, &d->buffer_capacity);
     brisk_json_enum_or(&buf, "when_full", when_full, 0, &v);
     d->buffer_reject = v == 1;
+    read_normalize(&r, d);
     read_windows(&r, &d->windows);
     read_images(&r, &d->images);
     read_netcdf(&r, &d->netcdf);

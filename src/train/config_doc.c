@@ -111,6 +111,9 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"data.windows.length", "rows per window (the model's seq_len)"},
     {"data.windows.stride", "rows between the starts of consecutive windows"},
     {"data.windows.horizon", "rows after a window's last row whose value the target looks at"},
+    {"data.normalize", "a table's (data.train with data.fields; mlp, lstm, transformer) inputs x and regression targets y standardised per column (per feature of a sequence) with the training split's mean and deviation, stored in checkpoints; predict, export and a session that loads the checkpoint apply it to raw inputs and give outputs in the target's units. auto: only a field with a column far from unit scale (|mean| > 3, deviation > 10 or < 0.1); true or \"standard\": always; false or \"none\": never; {\"inputs\": .., \"targets\": ..}: each. Refused with data.windows, data.images, data.netcdf, diffusion, resnet, meshgnn and graph models, and in a session's config (its data come in pushes)"},
+    {"data.normalize.inputs", "x: true, false, \"auto\", \"standard\" or \"none\" (as data.normalize)"},
+    {"data.normalize.targets", "y of a regression: as inputs; the loss is then in its standard units, validation MAE and RMSE in its own"},
     {"data.windows.normalize", "standardise features with the mean and deviation of the training rows (stored in checkpoints)"},
     {"data.windows.target.column", "the column the target is computed from"},
     {"data.windows.target.kind", "classes by thresholds on its change, the future value, or the change itself"},
@@ -199,18 +202,22 @@ static const struct { const char *key, *type, *def; } overrides[] = {
     {"train.batch_size", "integer or \"auto\"", NULL},
     {"speed.memory_limit", "integer or string", NULL},
     {"data.fields.FIELD", "string or strings", NULL},
+    {"data.normalize", "bool, string or object", "\"auto\""},
+    {"data.normalize.inputs", "bool or string", "\"auto\""},
+    {"data.normalize.targets", "bool or string", "\"auto\""},
 };
 
 /* One config per model type; together they make the reader ask for every key. */
 static const struct { const char *section, *json; } walks[] = {
     {"mlp", "{\"model\": {\"type\": \"mlp\", \"inputs\": 1, \"outputs\": 1, \"hidden\": [1]},"
-            " \"data\": {\"train\": \"d.npz\", \"fields\": {\"FIELD\": \"m\"}}}"},
+            " \"data\": {\"train\": \"d.npz\", \"fields\": {\"FIELD\": \"m\"},"
+            " \"normalize\": {\"inputs\": \"auto\", \"targets\": \"auto\"}}}"},
     {"diffusion", "{\"model\": {\"type\": \"diffusion\", \"hidden\": [1]}}"},
     {"lstm", "{\"model\": {\"type\": \"lstm\", \"inputs\": 1, \"outputs\": 1, \"seq_len\": 1, \"hidden\": 1},"
              " \"data\": {\"train\": \"s.csv\", \"windows\": {\"features\": [\"a\"], \"length\": 1,"
              " \"target\": {\"column\": \"a\", \"thresholds\": [0]}}}}"},
     {"transformer", "{\"model\": {\"type\": \"transformer\", \"inputs\": 1, \"outputs\": 1, \"seq_len\": 1, \"width\": 1,"
-                    " \"heads\": 1}}"},
+                    " \"heads\": 1}, \"data\": {\"normalize\": \"auto\"}}"},
     {"mlp", "{\"model\": {\"type\": \"mlp\", \"inputs\": 1, \"outputs\": 1, \"hidden\": [1]},"
             " \"data\": {\"images\": {\"labels\": \"l.csv\", \"size\": 1, \"augment\": {}}}}"},
     {"meshgnn", "{\"model\": {\"type\": \"meshgnn\"}, \"data\": {\"netcdf\": {\"files\": [\"w.nc\"], \"variables\": [\"a\"]}}}"},

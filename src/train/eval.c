@@ -127,7 +127,7 @@ static brisk_status eval_batch(brisk_trainer *t, brisk_exec *ex, const brisk_mod
                 /* MAE and RMSE in the target's own units: undo the target normalisation */
                 const float *y = b->fields[yf].data;
                 for (int64_t r = 0; r < rows * C; r++) {
-                    float p = out[r] * t->target_std + t->target_mean, q = y[r] * t->target_std + t->target_mean;
+                    float p = brisk_target_units(t, out[r], r), q = brisk_target_units(t, y[r], r);
                     brisk_metrics_add_values(m, &p, &q, 1);
                 }
                 add_keypoints(ds, idx, pos, b, rows, C, out, m);

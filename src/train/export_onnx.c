@@ -128,7 +128,7 @@ brisk_status brisk_export_onnx(const char *checkpoint, const char *onnx_path, in
     brisk_plan plan = {0};
     brisk_exec *ex = NULL;
     brisk_model_io io, io3;
-    float *params = NULL, *mean = NULL, *std = NULL, *units = NULL;
+    float *params = NULL, *mean = NULL, *std = NULL, *units = NULL, *tmean = NULL, *tstd = NULL;
     if (!g || !g3 || !be) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto out; }
     if ((st = brisk_meshgnn_fit_checkpoint(checkpoint, &cfg, err)) ||
         (st = brisk_model_build(m, 2, BRISK_BUILD_PREDICT, g, &io, err)) ||
@@ -146,12 +146,14 @@ brisk_status brisk_export_onnx(const char *checkpoint, const char *onnx_path, in
     if (io.n_fields == 1 && m->type != BRISK_MODEL_MESHGNN &&
         (st = brisk_checkpoint_normalization(checkpoint, &mean, &std, &nn, err)))
         goto out;
-    float tmean = 0, tstd = 1;
+    int tn = 0;
     if (m->task == BRISK_TASK_REGRESS && m->type != BRISK_MODEL_DIFFUSION &&
-        (st = brisk_checkpoint_target_normalization(checkpoint, &tmean, &tstd, err)))
+        (st = brisk_checkpoint_target_normalization(checkpoint, &tmean, &tstd, &tn, err)))
         goto out;
-    brisk_onnx_post p = {m->type != BRISK_MODEL_DIFFUSION && m->task == BRISK_TASK_CLASSIFY, tmean, tstd, mean, std, nn,
-                         NULL, NULL, 0};
+    /* a window's one target: a scalar pair; a table's per output: along the output's last axis */
+    brisk_onnx_post p = {m->type != BRISK_MODEL_DIFFUSION && m->task == BRISK_TASK_CLASSIFY, tn == 1 ? tmean[0] : 0.0f,
+                         tn == 1 ? tstd[0] : 1.0f, mean, std, nn, tn > 1 ? tmean : NULL, tn > 1 ? tstd : NULL,
+                         tn > 1 ? tn : 0};
     if (m->type == BRISK_MODEL_MESHGNN && cfg.data.netcdf.enabled) { /* as predict: the change in the fields' units */
         if (!(units = malloc(sizeof(float) * (size_t)(2 * m->outputs)))) {
             st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory");
@@ -168,6 +170,8 @@ brisk_status brisk_export_onnx(const char *checkpoint, const char *onnx_path, in
 out:
     free(params);
     free(units);
+    free(tmean);
+    free(tstd);
     free(mean);
     free(std);
     if (ex) brisk_exec_free(ex);

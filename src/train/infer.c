@@ -47,6 +47,7 @@ void brisk_inference_free(brisk_inference *inf) {
     free(inf->rows_in);
     free(inf->rows_out);
     free(inf->t_rows);
+    free(inf->norm_mean), free(inf->norm_std), free(inf->tnorm_mean), free(inf->tnorm_std);
     brisk_layer_graph_unref(inf->model.graph);
     free(inf);
 }
@@ -101,6 +102,21 @@ brisk_status brisk_inference_load(brisk_inference *inf, const char *checkpoint, 
     return BRISK_OK;
 }
 
+/* *mean, *std (n values) replaced by copies of the trainer's (n 0: none). */
+static brisk_status copy_stats(float **mean, float **std, int *n, const float *tm, const float *ts, int tn,
+                               brisk_error *err) {
+    free(*mean), free(*std), *mean = *std = NULL, *n = 0;
+    if (tn == 0) return BRISK_OK;
+    if (!(*mean = malloc(sizeof(float) * (size_t)tn)) || !(*std = malloc(sizeof(float) * (size_t)tn))) {
+        free(*mean), *mean = NULL;
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "inference: out of memory");
+    }
+    memcpy(*mean, tm, sizeof(float) * (size_t)tn);
+    memcpy(*std, ts, sizeof(float) * (size_t)tn);
+    *n = tn;
+    return BRISK_OK;
+}
+
 brisk_status brisk_inference_from_trainer(brisk_inference *inf, const brisk_trainer *t, brisk_error *err) {
     const brisk_graph *src = t->g, *dst = inf->pred.g;
     float *host = malloc(sizeof(float) * (size_t)(src->n_param_floats + 1));
@@ -118,6 +134,8 @@ brisk_status brisk_inference_from_trainer(brisk_inference *inf, const brisk_trai
     }
     free(host);
     if (!st) inf->params_version++;
+    if (!st) st = copy_stats(&inf->norm_mean, &inf->norm_std, &inf->norm_n, t->norm_mean, t->norm_std, t->norm_n, err);
+    if (!st) st = copy_stats(&inf->tnorm_mean, &inf->tnorm_std, &inf->tnorm_n, t->tnorm_mean, t->tnorm_std, t->tnorm_n, err);
     return st;
 }
 
@@ -134,11 +152,14 @@ brisk_status brisk_inference_predict(brisk_inference *inf, int64_t n, const floa
         /* The graph has a fixed batch: the last chunk is zero-padded and only its rows kept. */
         memset(inf->rows_in, 0, sizeof(float) * (size_t)(B * I));
         for (int64_t i = 0; i < rows; i++) memcpy(inf->rows_in + i * I, x + (r + i) * x_stride, sizeof(float) * (size_t)I);
+        if (inf->norm_n) brisk_normalize_rows(inf->rows_in, rows * I / inf->norm_n, inf->norm_n, inf->norm_mean, inf->norm_std);
         if ((st = brisk_exec_set_input(inf->pred.ex, inf->pred.io.input_node[0], inf->rows_in, err)) ||
             (st = brisk_exec_run(inf->pred.ex, BRISK_RUN_PREDICT, err)) ||
             (st = brisk_exec_read(inf->pred.ex, inf->pred.io.output, inf->rows_out, err)))
             break;
         if (m->task == BRISK_TASK_CLASSIFY) brisk_softmax_rows(inf->rows_out, rows, C);
+        for (int64_t i = 0; inf->tnorm_n && m->task == BRISK_TASK_REGRESS && i < rows * C; i++)
+            inf->rows_out[i] = inf->rows_out[i] * inf->tnorm_std[i % inf->tnorm_n] + inf->tnorm_mean[i % inf->tnorm_n];
         for (int64_t i = 0; i < rows; i++) memcpy(y + (r + i) * y_stride, inf->rows_out + i * C, sizeof(float) * (size_t)C);
     }
     return st;

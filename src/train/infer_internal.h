@@ -25,6 +25,11 @@ struct brisk_inference {
     float *rows_in, *rows_out;  /* BRISK_INFER_BATCH rows of staging */
     int64_t rows_i, rows_o;     /* a row's floats in and out (brisk_model_row_widths; diffusion: coarse + fine, fine) */
     int32_t *t_rows;
+    /* the trainer's standardisation (data.normalize, or a checkpoint's that a session loaded):
+     * predict applies it to the input rows (per channel, norm_n) and undoes the target's on
+     * the outputs (tnorm_n); 0: none */
+    float *norm_mean, *norm_std, *tnorm_mean, *tnorm_std;
+    int norm_n, tnorm_n;
 };
 
 brisk_status brisk_infer_graph_plan(brisk_inference *inf, infer_graph *ig, brisk_error *err);

@@ -47,7 +47,8 @@ brisk_status brisk_predict_file_with(const char *checkpoint, const char *input_n
     brisk_plan plan = {0};
     brisk_exec *ex = NULL;
     brisk_backend *be = NULL;
-    float *buf = NULL, *units = NULL;
+    float *buf = NULL, *units = NULL, *tmean = NULL, *tstd = NULL;
+    int tn = 0;
     int to_csv = ends_with(output_npy, ".csv");
     if (!to_csv && !ends_with(output_npy, ".npy") && strcmp(output_npy, "-") != 0 && !is_device(output_npy)) {
         st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: expected an output ending in .npy or .csv (the format is taken "
@@ -118,11 +119,19 @@ brisk_status brisk_predict_file_with(const char *checkpoint, const char *input_n
     N = rows;
     y.shape.d[0] = N;
     if (m->task == BRISK_TASK_CLASSIFY) brisk_softmax_rows(y.data, N, C);
-    float tmean, tstd; /* a regression target learnt normalised: outputs back in its units */
-    if (m->task == BRISK_TASK_REGRESS && (st = brisk_checkpoint_target_normalization(checkpoint, &tmean, &tstd, err)))
+    /* a regression target learnt normalised: outputs back in its units */
+    if (m->task == BRISK_TASK_REGRESS &&
+        (st = brisk_checkpoint_target_normalization(checkpoint, &tmean, &tstd, &tn, err)))
         goto out;
-    for (int64_t i = 0; m->task == BRISK_TASK_REGRESS && i < N * C; i++)
-        ((float *)y.data)[i] = ((float *)y.data)[i] * tstd + tmean;
+    if (tn > 1 && tn != C) {
+        st = brisk_errorf(err, BRISK_ERR_FORMAT, "%s: target_normalization for %d outputs, the model has %lld",
+                          checkpoint, tn, (long long)C);
+        goto out;
+    }
+    for (int64_t i = 0; tn && i < N * C; i++) {
+        int64_t c = tn == 1 ? 0 : i % C;
+        ((float *)y.data)[i] = ((float *)y.data)[i] * tstd[c] + tmean[c];
+    }
     /* a meshgnn on NetCDF fields: the change over the lead in the fields' units, as rollout adds it */
     if (m->type == BRISK_MODEL_MESHGNN && cfg.data.netcdf.enabled) {
         int64_t K = m->outputs;
@@ -168,6 +177,8 @@ brisk_status brisk_predict_file_with(const char *checkpoint, const char *input_n
 out:
     free(buf);
     free(units);
+    free(tmean);
+    free(tstd);
     brisk_tensor_free(&x);
     brisk_tensor_free(&y);
     brisk_predict_images_close(&images);

@@ -111,32 +111,6 @@ static brisk_status bind_data(brisk_trainer *t, brisk_error *err) {
     return st;
 }
 
-/* data.windows.target.normalize: regression targets become (y - mean) / std, both fitted
- * on the training windows' targets (a constant target is only centred). */
-static void normalise_targets(brisk_trainer *t) {
-    int k = 0;
-    while (k < t->data.nfields && strcmp(t->data.fields[k].name, "y") != 0) k++;
-    if (k == t->data.nfields || t->split.ntrain < 1) return;
-    float *y = t->data.fields[k].tensor.data;
-    double sum = 0, sq = 0, n = (double)t->split.ntrain;
-    for (int64_t i = 0; i < t->split.ntrain; i++) sum += y[t->split.train[i]];
-    double mu = sum / n;
-    for (int64_t i = 0; i < t->split.ntrain; i++) sq += (y[t->split.train[i]] - mu) * (y[t->split.train[i]] - mu);
-    double sd = sqrt(sq / n);
-    t->target_mean = (float)mu;
-    t->target_std = sd > 1e-12 * (fabs(mu) + 1) ? (float)sd : 1.0f;
-    brisk_dataset *sets[] = {&t->data, &t->val_data};
-    for (int d = 0; d < 2; d++) {
-        brisk_dataset *ds = sets[d];
-        for (int f = 0; f < ds->nfields; f++) {
-            if (strcmp(ds->fields[f].name, "y") != 0) continue;
-            float *v = ds->fields[f].tensor.data;
-            for (int64_t i = 0; i < brisk_shape_numel(&ds->fields[f].tensor.shape); i++)
-                v[i] = (v[i] - t->target_mean) / t->target_std;
-        }
-    }
-}
-
 /* data.validation with windows: every window of the validation file, normalised with the
  * training rows' statistics (not its own). */
 static brisk_status load_validation_windows(brisk_trainer *t, const brisk_window_spec *train_spec, brisk_error *err) {
@@ -184,7 +158,9 @@ static brisk_status load_windows(brisk_trainer *t, brisk_error *err) {
     t->norm_std = w.std;
     t->norm_n = w.mean ? w.nfeatures : 0;
     if (d->validation[0] && (st = load_validation_windows(t, &ws, err))) return st;
-    if (wc->normalize_target) normalise_targets(t);
+    /* data.windows.target.normalize: the regression target becomes (y - mean) / std */
+    if (wc->normalize_target && (st = brisk_field_standardize(t, "y", 1, &t->tnorm_mean, &t->tnorm_std, err))) return st;
+    t->tnorm_n = t->tnorm_mean ? 1 : 0;
     int64_t K = t->data.count;
     brisk_log(&t->log, BRISK_LOG_INFO,
               "data      %s: %lld rows -> %lld windows of %lld x %d (stride %lld, target %lld after); validation from "
@@ -195,9 +171,9 @@ static brisk_status load_windows(brisk_trainer *t, brisk_error *err) {
     if (t->val_data.count)
         brisk_log(&t->log, BRISK_LOG_INFO, "data      validation: %lld windows of %s", (long long)t->val_data.count,
                   d->validation);
-    if (wc->normalize_target)
+    if (t->tnorm_n)
         brisk_log(&t->log, BRISK_LOG_INFO, "data      target normalised: (y - %.6g) / %.6g, fitted on the training windows",
-                  t->target_mean, t->target_std);
+                  t->tnorm_mean[0], t->tnorm_std[0]);
     return BRISK_OK;
 }
 
@@ -383,6 +359,7 @@ brisk_status brisk_trainer_set_dataset(brisk_trainer *t, brisk_dataset *data, br
     t->data = *data;
     memset(data, 0, sizeof *data);
     brisk_status st = bind_data(t, err);
+    if (!st) brisk_normalization_apply(t); /* a loaded checkpoint's data.normalize */
     if (!st) st = split_data(t, err);
     if (!st) st = brisk_eval_prepare(t, err);
     if (st) t->batches_per_epoch = 0; /* nothing to train on until good data comes */
@@ -405,7 +382,6 @@ static brisk_status create(const brisk_config *cfg, const brisk_logger *log, bri
     if (log) t->log = *log;
     t->best_val = NAN;
     t->best_at = (brisk_best_at){-1, -1, 0, NAN, NAN, NAN, NAN, NAN, NAN};
-    t->target_std = 1.0f;
     t->lock_fd = -1;
     t->world = 1;
     t->data_shards = 1;
@@ -416,6 +392,13 @@ static brisk_status create(const brisk_config *cfg, const brisk_logger *log, bri
     const brisk_train_spec *tr = &t->cfg.train;
     if (from_file && !cfg->data.train[0] && !cfg->data.images.enabled && !cfg->data.netcdf.nfiles) {
         st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.train is missing: the .npz or .csv file to train on", cfg->path);
+        goto fail;
+    }
+    if (!from_file && cfg->data.normalize_given &&
+        (cfg->data.normalize_inputs != BRISK_NORM_OFF || cfg->data.normalize_targets != BRISK_NORM_OFF)) {
+        st = brisk_errorf(err, BRISK_ERR_INVALID, "%s: data.normalize fits a data.train file's training split; data "
+                          "given in memory arrive a batch at a time: standardise them beforehand, or load a checkpoint "
+                          "that carries the statistics (one trained from the file with data.normalize)", cfg->path);
         goto fail;
     }
     if (!from_file && cfg->data.validation[0]) {
@@ -432,6 +415,7 @@ static brisk_status create(const brisk_config *cfg, const brisk_logger *log, bri
         st = bind_data(t, err);
     }
     if (st || ((from_file || t->data.count) && (st = split_data(t, err)))) goto fail;
+    if (from_file && (st = brisk_table_normalize(t, err))) goto fail;
     t->g = brisk_graph_new();
     if (!t->g) { st = brisk_errorf(err, BRISK_ERR_NOMEM, "out of memory"); goto fail; }
     /* t's model: data.netcdf sets its grid from the file */
@@ -509,6 +493,8 @@ void brisk_trainer_free(brisk_trainer *t) {
     free(t->moments_host);
     free(t->norm_mean);
     free(t->norm_std);
+    free(t->tnorm_mean);
+    free(t->tnorm_std);
     brisk_layer_graph_unref(t->cfg.model.graph);
     free(t->cfg.json);
     free(t);
@@ -541,6 +527,7 @@ brisk_status brisk_trainer_resume(brisk_trainer *t, const char *checkpoint, bris
     t->run_claimed = 1; /* a previous run in train.out_dir is continued, not refused */
     brisk_status st = brisk_checkpoint_load(t, checkpoint, err);
     if (!st && (st = check_sharded_resume(t, checkpoint, err))) return st;
+    if (!st && !t->from_files && (st = brisk_normalization_adopt(t, checkpoint, err))) return st;
     if (!st)
         brisk_log(&t->log, BRISK_LOG_INFO, "resume    %s: step %lld, epoch %lld, batch %lld of the epoch", checkpoint,
                   (long long)t->step, (long long)t->epoch + 1, (long long)(t->position / brisk_trainer_global_batch(t)));

@@ -93,10 +93,11 @@ struct brisk_trainer {
     float *norm_mean, *norm_std;
     int norm_n;
     brisk_weather *weather; /* data.netcdf: the files the dataset reads from (weather.c) */
-    /* windowed regression (data.windows.target.normalize): the model learns (y - mean) / std,
-     * fitted on the training windows; kept in checkpoints so that predict maps back
-     * (mean 0, std 1: none) */
-    float target_mean, target_std;
+    /* a regression target learnt as (y - mean) / std (data.windows.target.normalize: one pair
+     * for the window's target; data.normalize: one per channel of y), fitted on the training
+     * split (normalize.c); kept in checkpoints so that predict maps back (tnorm_n 0: none) */
+    float *tnorm_mean, *tnorm_std;
+    int tnorm_n;
     /* eval.c: validation's last, smaller batch, run by a view of ex planned for its rows */
     brisk_graph *tail_g;
     brisk_plan tail_plan;
@@ -334,12 +335,15 @@ brisk_status brisk_weather_check_grid(const char *ckpt, const char *grid_json, c
 brisk_status brisk_weather_fit_model(brisk_model_spec *m, const brisk_weather *w, const char *cfg_path,
                                      brisk_error *err);
 brisk_status brisk_checkpoint_config(const char *path, brisk_config *cfg, brisk_error *err);
-/* The normalisation a checkpoint of windowed data carries (metadata "normalization",
- * {"mean": [...], "std": [...]}); *n = 0 and NULL arrays when it has none. */
+/* The input normalisation a checkpoint carries (windowed data, a standardised table, NetCDF
+ * fields: metadata "normalization", {"mean": [...], "std": [...]} per feature); *n = 0 and
+ * NULL arrays when it has none. */
 brisk_status brisk_checkpoint_normalization(const char *path, float **mean, float **std, int *n, brisk_error *err);
-/* The target normalisation of a windowed regression checkpoint (metadata
- * "target_normalization", {"mean": m, "std": s}); 0 and 1 when it has none. */
-brisk_status brisk_checkpoint_target_normalization(const char *path, float *mean, float *std, brisk_error *err);
+/* The target normalisation of a regression checkpoint (metadata "target_normalization": a
+ * window's {"mean": m, "std": s}, *n 1; a table's lists, one per channel of y); *n = 0 and
+ * NULL arrays when it has none. */
+brisk_status brisk_checkpoint_target_normalization(const char *path, float **mean, float **std, int *n,
+                                                   brisk_error *err);
 /* rollout.c: a meshgnn trained on data.netcdf has the graph of its data's grid: cfg->model
  * fitted to the files the checkpoint trained on (paths as in its config); no-op for others. */
 brisk_status brisk_meshgnn_fit_checkpoint(const char *ckpt, brisk_config *cfg, brisk_error *err);
@@ -460,6 +464,27 @@ brisk_status brisk_memory_auto_batch(brisk_trainer *t, int64_t max_batch, brisk_
  * their RMSE and the coarse block values' (NaN, rows 0: not a diffusion model, or no split). */
 brisk_status brisk_sample_score_validation(brisk_trainer *t, double *rmse, double *baseline, int64_t *rows,
                                            brisk_error *err);
+/* normalize.c: data.normalize on a table's x and y (regression), fitted on the training split
+ * once it is made (t->norm_*, t->tnorm_*); a no-op for data of other kinds unless the key was
+ * given, which is then an error. */
+brisk_status brisk_table_normalize(brisk_trainer *t, brisk_error *err);
+/* normalize.c: field `name` of the training and validation data standardised per channel (ch:
+ * its last axis) with the training split's mean and deviation, which go to *mean and *std
+ * (malloc'd, ch values each); a no-op (NULL) when the data have no such f32 field. */
+brisk_status brisk_field_standardize(brisk_trainer *t, const char *name, int64_t ch, float **mean, float **std,
+                                     brisk_error *err);
+/* normalize.c: a program-fed trainer (a session) takes the standardisation of the mlp
+ * checkpoint it resumes from, for the samples it is given and the predictions it makes. */
+brisk_status brisk_normalization_adopt(brisk_trainer *t, const char *checkpoint, brisk_error *err);
+/* normalize.c: the trainer's standardisation applied to its data as given (raw units). */
+void brisk_normalization_apply(const brisk_trainer *t);
+/* Value i of a regression output or target (rows of t->tnorm_n channels, or any with one)
+ * back in the target's units. */
+static inline float brisk_target_units(const brisk_trainer *t, float v, int64_t i) {
+    if (t->tnorm_n == 0) return v;
+    int64_t c = t->tnorm_n == 1 ? 0 : i % t->tnorm_n;
+    return v * t->tnorm_std[c] + t->tnorm_mean[c];
+}
 /* predict.c: each row of x [rows, c] replaced by its softmax. */
 void brisk_softmax_rows(float *x, int64_t rows, int64_t c);
 
