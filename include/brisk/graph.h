@@ -42,8 +42,10 @@ typedef enum brisk_op {
     BRISK_OP_SILU,
     BRISK_OP_TANH,
     BRISK_OP_SIGMOID,
-    BRISK_OP_ACT_GRAD,  /* (dy, x, y): kind = the forward op (BRISK_OP_RELU, ...), i1 = gelu form;
-                           out = dy * f'(x); kernels may use x or y, both are given */
+    BRISK_OP_ACT_GRAD,  /* (dy, x, y): kind = the forward op (BRISK_OP_RELU, ..., and the
+                           elementwise math ops EXP .. SOFTPLUS below), i1 = gelu form, f0, f1 =
+                           the forward's attributes; out = dy * f'(x); kernels may use x or y,
+                           both are given */
     BRISK_OP_DROPOUT,   /* (x): f0 = p, rng = stream; out = x * mask / (1 - p); identity when
                            not training. Its backward is DROPOUT of dy with the same stream. */
     /* reductions */
@@ -63,8 +65,10 @@ typedef enum brisk_op {
     BRISK_OP_MSE,              /* (pred, target) equal shapes: scalar mean((pred - target)^2) */
     BRISK_OP_MSE_GRAD,         /* (dloss scalar, pred, target): 2 (pred - target) dloss / n */
     BRISK_OP_LAYERNORM,        /* (x [rows, N], gamma [N], beta [N]): f0 = eps */
-    BRISK_OP_LAYERNORM_GRAD_X, /* (dy, x, gamma): f0 = eps; dx of layernorm */
-    BRISK_OP_LAYERNORM_XHAT,   /* (x): f0 = eps; (x - mean) / sqrt(var + eps), for dgamma */
+    BRISK_OP_LAYERNORM_GRAD_X, /* (dy, x [, gamma]): f0 = eps; dx of layernorm; without gamma,
+                                  of LAYERNORM_XHAT (gamma = 1) */
+    BRISK_OP_LAYERNORM_XHAT,   /* (x): f0 = eps; (x - mean) / sqrt(var + eps), for dgamma, and
+                                  group norm's normalisation (brisk_group_norm) */
     /* shape and data movement */
     BRISK_OP_CONCAT,    /* (x0..xn-1): axis; other dims equal */
     BRISK_OP_SLICE,     /* (x): axis, i0 = start, i1 = length */
@@ -117,7 +121,10 @@ typedef enum brisk_op {
                              torch.nn.functional.conv2d; no bias (add one with ADD). With
                              win.layout BRISK_LAYOUT_NHWC x is [N, H, W, C] and out
                              [N, Ho, Wo, Co]; w keeps its [Co, C/groups, kh, kw] shape */
-    BRISK_OP_CONV2D_GRAD_X, /* (dy, w): win; dx, shape = x's */
+    BRISK_OP_CONV2D_GRAD_X, /* (dy, w): win; dx, shape = x's. It is also the forward of a
+                             transposed convolution (brisk_conv_transpose2d: dy = its input,
+                             w [C_in, C_out/groups, kh, kw] as PyTorch's ConvTranspose2d), so it
+                             has a backward rule: CONV2D of the gradient by w, and CONV2D_GRAD_W */
     BRISK_OP_CONV2D_GRAD_W, /* (dy, x): win; dw, shape = w's */
     BRISK_OP_BATCHNORM,   /* (x [N, C, ...], gamma [C], beta [C], running_mean [C], running_var [C]
                              [, residual shaped as x]): f0 = eps, f1 = momentum, kind = 1: ReLU
@@ -146,11 +153,57 @@ typedef enum brisk_op {
                              segmented reduction; a device backend may use atomics instead
                              unless --deterministic (speed.deterministic). Its unsorted
                              counterpart is SCATTER_ADD */
+    /* elementwise math (x), f32. Each differentiates through ACT_GRAD with kind = the op,
+       which takes its attributes (f0, f1) along; gradients at the kinks as PyTorch's */
+    BRISK_OP_EXP,
+    BRISK_OP_LOG,         /* natural log: log 0 = -inf, a negative x gives NaN */
+    BRISK_OP_SQRT,        /* gradient dy / (2 sqrt x): inf at 0 */
+    BRISK_OP_ABS,         /* gradient dy sign(x): 0 at x = 0 */
+    BRISK_OP_POW,         /* (x): f0 = the exponent p (a constant): x^p (x x for p = 2, x x x for 3,
+                             sqrt for 0.5, 1 / x for -1, 1 for 0, ..., powf otherwise); gradient
+                             p x^(p-1) dy, 0 for p = 0 */
+    BRISK_OP_CLAMP,       /* (x): f0 = lo, f1 = hi (-inf / +inf: no bound): min(max(x, lo), hi),
+                             NaN stays NaN, lo > hi gives hi; the gradient passes where
+                             lo <= x <= hi (inclusive), 0 elsewhere */
+    /* activations with a parameter: ACT_GRAD kinds, fused after a GEMM + bias where the
+       SiLU/tanh/sigmoid epilogues are (the CPU's) */
+    BRISK_OP_LEAKY_RELU,  /* (x): f0 = negative slope: x > 0 ? x : f0 x; gradient f0 at 0 */
+    BRISK_OP_ELU,         /* (x): f0 = alpha: x > 0 ? x : f0 (e^x - 1); gradient f0 at 0 */
+    BRISK_OP_SOFTPLUS,    /* (x): f0 = beta, f1 = threshold: beta x > threshold ? x :
+                             log(1 + e^(beta x)) / beta (torch.nn.Softplus) */
+    /* broadcasting binary (NumPy rules, as ADD) */
+    BRISK_OP_MINIMUM,     /* NaN when either is NaN; on a tie each input gets dy / 2 (PyTorch) */
+    BRISK_OP_MAXIMUM,     /* likewise */
+    BRISK_OP_POW_XY,      /* x^y (powf); d/dx = y x^(y-1) (0 where y = 0), d/dy = x^y log x
+                             (0 where x = 0 and y >= 0), as PyTorch */
+    BRISK_OP_BINARY_GRAD, /* (dy, x, y): kind = MINIMUM, MAXIMUM or POW_XY, i0 = which input
+                             (0: x, 1: y); the gradient in dy's (the broadcast) shape, which the
+                             backward rule then sums to the input's shape (SUM_TO) */
+    /* losses over every element (the mean of pointwise terms), scalar f32 */
+    BRISK_OP_POINTWISE_LOSS, /* (pred, target [, weight]) all one shape: kind BRISK_LOSS_*, f0 =
+                             Huber's delta. l = (p - t)^2 (MSE), |p - t| (L1), Huber, or
+                             max(p, 0) - p t + log(1 + e^-|p|) (BCE with logits, p the logit).
+                             Without weight the mean of l; with it the masked mean
+                             sum(w l) / sum(w), and 0 (gradient 0) when sum(w) = 0: a batch
+                             whose every element is masked out adds nothing. Sums in double,
+                             deterministic. The weight takes no gradient */
+    BRISK_OP_POINTWISE_LOSS_GRAD, /* (dloss scalar, pred, target [, weight]): kind, f0, i0 = which
+                             input (0: pred, 1: target); the gradient of that input */
+    /* resampling (NCHW) */
+    BRISK_OP_UPSAMPLE2D,  /* (x [N, C, H, W]): kind BRISK_UPSAMPLE_NEAREST or _BILINEAR
+                             (align_corners false, as torch.nn.Upsample), i0 = integer scale
+                             of H, i1 of W; out [N, C, H i0, W i1] */
+    BRISK_OP_UPSAMPLE2D_GRAD, /* (dy): kind, i0, i1; dx, shape = x's: each input element sums
+                             the dy it fed, in a fixed order (no atomics) */
     BRISK_OP_COUNT
 } brisk_op;
 
 enum { BRISK_GELU_ERF = 0, BRISK_GELU_TANH = 1 };
 enum { BRISK_POOL_MAX = 0, BRISK_POOL_AVG = 1 };
+/* POINTWISE_LOSS kinds */
+enum { BRISK_LOSS_MSE = 0, BRISK_LOSS_L1 = 1, BRISK_LOSS_HUBER = 2, BRISK_LOSS_BCE_LOGITS = 3 };
+/* UPSAMPLE2D modes */
+enum { BRISK_UPSAMPLE_NEAREST = 0, BRISK_UPSAMPLE_BILINEAR = 1 };
 /* Activation layouts of the vision ops: channels second (PyTorch's default) or last
  * (channels_last; what tensor-core convolutions read). Weights are [Co, C/groups, kh, kw]
  * in both, so a checkpoint does not depend on the layout. */
@@ -171,13 +224,17 @@ typedef struct brisk_attr {
     int axis;                  /* CONCAT, SLICE, SLICE_GRAD */
     uint32_t axes;             /* SUM, MEAN: bit i set = reduce dim i */
     int keepdim;               /* SUM, MEAN */
-    int kind;                  /* GELU form; ACT_GRAD: forward op; LSTM: reverse; ATTENTION: causal;
-                                  BATCHNORM: fused ReLU; POOL2D: max or avg */
+    int kind;                  /* GELU form; ACT_GRAD, BINARY_GRAD: forward op; LSTM: reverse;
+                                  ATTENTION: causal; BATCHNORM: fused ReLU; POOL2D: max or avg;
+                                  POINTWISE_LOSS: BRISK_LOSS_*; UPSAMPLE2D: mode */
     int perm[BRISK_MAX_DIMS];  /* TRANSPOSE */
     float f0, f1;              /* SCALE, DROPOUT p, LAYERNORM eps, RAND_UNIFORM range, ATTENTION p,
-                                  BATCHNORM eps and momentum */
+                                  BATCHNORM eps and momentum, POW exponent, CLAMP bounds, the
+                                  parameters of LEAKY_RELU, ELU, SOFTPLUS (and their ACT_GRAD),
+                                  POINTWISE_LOSS delta */
     int64_t i0, i1;            /* SLICE, RANDINT, SINUSOIDAL dim, CONST offset, ACT_GRAD gelu form,
-                                  ATTENTION heads */
+                                  ATTENTION heads, BINARY_GRAD and POINTWISE_LOSS_GRAD input,
+                                  UPSAMPLE2D scales */
     uint32_t rng;              /* random ops, DROPOUT, ATTENTION: the stream id (unique per op) */
     brisk_shape shape2;        /* RESHAPE, SUM_TO, EXPAND, SLICE_GRAD, SCATTER_ADD, SEGMENT_SUM, RAND* */
     brisk_window win;          /* CONV2D, POOL2D and their gradients */
@@ -368,6 +425,62 @@ int brisk_batchnorm_nhwc(brisk_graph *g, int x, int gamma, int beta, int running
                          int residual, float eps, float momentum, int relu);
 /* kind BRISK_POOL_MAX or BRISK_POOL_AVG. Global average pooling is MEAN over dims 2 and 3. */
 int brisk_pool2d(brisk_graph *g, int x, int kind, brisk_window win);
+/* The mean over H and W of x [N, C, H, W] (layout NHWC: [N, H, W, C]): [N, C]. */
+int brisk_global_avg_pool2d(brisk_graph *g, int x, int layout);
+/* Transposed convolution as torch.nn.functional.conv_transpose2d: x [N, C_in, H, W], w [C_in,
+ * C_out/groups, kh, kw] (PyTorch's ConvTranspose2d weight), win's stride, padding, dilation,
+ * groups and layout; out [N, C_out, Ho, Wo], Ho = (H - 1) sh - 2 ph + dh (kh - 1) + out_pad_h + 1.
+ * 0 <= out_pad < stride (output_padding: rows and columns added at the end, which only the
+ * taps past the last input reach). It is CONV2D_GRAD_X of x by w: the same kernels. */
+int brisk_conv_transpose2d(brisk_graph *g, int x, int w, brisk_window win, int out_pad_h, int out_pad_w);
+/* 1-D convolution as torch.nn.functional.conv1d: x [N, C, L], w [Co, C/groups, k]; out [N, Co,
+ * Lo]. A CONV2D with H = 1 through views (RESHAPE: no copies), so exactly CONV2D's arithmetic. */
+int brisk_conv1d(brisk_graph *g, int x, int w, int stride, int pad, int dilation, int groups);
+/* 2-D upsampling of x [N, C, H, W] by integer factors: mode BRISK_UPSAMPLE_NEAREST or
+ * BRISK_UPSAMPLE_BILINEAR (align_corners false), as torch.nn.Upsample(scale_factor=...). */
+int brisk_upsample2d(brisk_graph *g, int x, int mode, int scale_h, int scale_w);
+
+/* ---- normalisation */
+/* Group normalisation as torch.nn.GroupNorm: x [N, C, ...] in `groups` groups of C/groups
+ * channels, each (sample, group) normalised over its channels and positions (biased
+ * variance), then gamma [C] and beta [C] per channel (-1 for none: affine off). Composed of
+ * views, LAYERNORM_XHAT over rows of one group, and a broadcast MUL and ADD. */
+int brisk_group_norm(brisk_graph *g, int x, int gamma, int beta, int groups, float eps);
+
+/* ---- elementwise math and activations (see the ops for their attributes) */
+int brisk_exp(brisk_graph *g, int x);
+int brisk_ln(brisk_graph *g, int x); /* the natural log (brisk_log is the logger) */
+int brisk_sqrt(brisk_graph *g, int x);
+int brisk_abs(brisk_graph *g, int x);
+int brisk_pow(brisk_graph *g, int x, float p);
+/* lo or hi may be -INFINITY / INFINITY for a one-sided clamp */
+int brisk_clamp(brisk_graph *g, int x, float lo, float hi);
+int brisk_minimum(brisk_graph *g, int x, int y);
+int brisk_maximum(brisk_graph *g, int x, int y);
+int brisk_pow_xy(brisk_graph *g, int x, int y);
+/* PyTorch's defaults: slope 0.01; alpha 1; beta 1, threshold 20 */
+int brisk_leaky_relu(brisk_graph *g, int x, float slope);
+int brisk_elu(brisk_graph *g, int x, float alpha);
+int brisk_softplus(brisk_graph *g, int x, float beta, float threshold);
+
+/* ---- losses over every element (BRISK_OP_POINTWISE_LOSS): pred and target of one shape;
+ * weight -1 for none (the mean), else a per-element weight or mask that broadcasts to
+ * pred's shape (it is expanded), giving sum(w l) / sum(w), 0 when sum(w) = 0. The weight
+ * must not depend on parameters (it takes no gradient). kind BRISK_LOSS_MSE without weight
+ * is BRISK_OP_MSE. delta: Huber's (PyTorch's default 1), ignored by the others. */
+int brisk_pointwise_loss(brisk_graph *g, int kind, int pred, int target, int weight, float delta);
+/* torch.nn.BCEWithLogitsLoss (mean; its weight= is a plain multiplier, this one a mask) */
+int brisk_bce_with_logits(brisk_graph *g, int logits, int target, int weight);
+int brisk_l1_loss(brisk_graph *g, int pred, int target, int weight);
+int brisk_huber_loss(brisk_graph *g, int pred, int target, float delta, int weight);
+
+/* ---- embedding and flatten */
+/* Rows of table [V, D] by i32 indices idx [I...]: out [I..., D] (GATHER; its gradient is
+ * SCATTER_ADD, deterministic on the CPU and under --deterministic on CUDA, repeated
+ * indices summed in index order). An index outside [0, V) is a run-time error. */
+int brisk_embedding(brisk_graph *g, int table, int idx);
+/* x viewed with dims start_dim .. last merged into one (torch.flatten(x, start_dim)); a view. */
+int brisk_flatten(brisk_graph *g, int x, int start_dim);
 /* Generic append used by the builders and backward rules: checks nothing beyond
  * input ids; the caller has computed shape and dtype. */
 int brisk_graph_append(brisk_graph *g, brisk_op op, const int *in, int n_in, brisk_dtype dt,

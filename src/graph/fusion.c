@@ -9,7 +9,8 @@
  * marked in skip and a backend returns from them at once.
  *
  * GEMM epilogues (forward M = MATMUL; B = BIAS_ADD(M, b); A = RELU(B) or GELU_tanh(B), and
- * where the rules allow GELU_erf, SILU, TANH, SIGMOID, and D = DROPOUT(A) when A has no
+ * where the rules allow GELU_erf, SILU, TANH, SIGMOID, LEAKY_RELU, ELU, SOFTPLUS, and
+ * D = DROPOUT(A) when A has no
  * other reader than its gradients' y; every other reader of B an ACT_GRAD
  * of that activation; backward H = MATMUL; Q = ACT_GRAD_gelu_tanh(H, B, A); S = SUM_rows(Q)): the intermediate
  * (M, H) must have no other reader and must not be read after a run. A backend that can
@@ -171,8 +172,9 @@ static int plan_forward(const brisk_exec *ex, const life *l, const brisk_fusion_
             if (nt->in[j] != b) continue;
             if ((nt->op == BRISK_OP_RELU ||
                  (nt->op == BRISK_OP_GELU && (nt->attr.kind == BRISK_GELU_TANH || r->gelu_erf)) ||
-                 (r->other_acts &&
-                  (nt->op == BRISK_OP_SILU || nt->op == BRISK_OP_TANH || nt->op == BRISK_OP_SIGMOID))) &&
+                 (r->other_acts && (nt->op == BRISK_OP_SILU || nt->op == BRISK_OP_TANH || nt->op == BRISK_OP_SIGMOID ||
+                                    nt->op == BRISK_OP_LEAKY_RELU || nt->op == BRISK_OP_ELU ||
+                                    nt->op == BRISK_OP_SOFTPLUS))) &&
                 j == 0)
                 act = t, n_act++;
             else if (!(nt->op == BRISK_OP_ACT_GRAD && j == 1)) others_ok = 0;
@@ -187,7 +189,8 @@ static int plan_forward(const brisk_exec *ex, const life *l, const brisk_fusion_
             const brisk_node *nt = &g->nodes[t];
             if (l->pos[t] >= 0 && nt->op == BRISK_OP_ACT_GRAD && nt->in[1] == b)
                 grads_match &= nt->attr.kind == (int)na->op &&
-                               (na->op != BRISK_OP_GELU || nt->attr.i1 == na->attr.kind) && nt->in[2] == act;
+                               (na->op != BRISK_OP_GELU || nt->attr.i1 == na->attr.kind) &&
+                               nt->attr.f0 == na->attr.f0 && nt->attr.f1 == na->attr.f1 && nt->in[2] == act;
         }
         if (grads_match && na->op == BRISK_OP_RELU && early_write_ok(ex, l, act, s, m, 1) &&
             (!r->relu_writes_pre || early_write_ok(ex, l, b, s, m, 1))) {

@@ -15,7 +15,8 @@ typedef enum {
     BRISK_FUSE_GEMM_BIAS,        /* M = MATMUL; B = BIAS_ADD(M, b): writes B */
     BRISK_FUSE_GEMM_BIAS_RELU,   /* ... A = RELU(B): writes A (and B when rules.relu_writes_pre) */
     BRISK_FUSE_GEMM_BIAS_GELU,   /* ... A = GELU_tanh(B) (or erf, rules.gelu_erf): writes A and B */
-    BRISK_FUSE_GEMM_BIAS_ACT,    /* ... A = SILU, TANH or SIGMOID(B) (rules.other_acts): writes A and B */
+    BRISK_FUSE_GEMM_BIAS_ACT,    /* ... A = SILU, TANH, SIGMOID, LEAKY_RELU, ELU or SOFTPLUS(B)
+                                    (rules.other_acts): writes A and B */
                                  /* (the three: and D = DROPOUT(A) (rules.act_dropout): writes D too) */
     BRISK_FUSE_GEMM_DGELU_BGRAD, /* H = MATMUL; Q = ACT_GRAD_gelu_tanh(H, B, A); S = SUM_rows(Q) */
     BRISK_FUSE_ACTGRAD_BGRAD,    /* Q = ACT_GRAD(dy, x, y); S = SUM_rows(Q), at Q's place */
@@ -41,7 +42,8 @@ typedef struct brisk_fusion_rules {
     int (*gemm_2d)(const brisk_graph *g, int m, int64_t *n_out);
     int gelu_n_multiple;   /* GELU epilogues need N a multiple of this (cuBLASLt: 8) */
     int gelu_erf;          /* the erf form of GELU too (cuBLASLt has the tanh form only) */
-    int other_acts;        /* SiLU, tanh and sigmoid epilogues too (cuBLASLt has none) */
+    int other_acts;        /* SiLU, tanh, sigmoid, leaky ReLU, ELU and softplus epilogues too
+                              (cuBLASLt has none) */
     int relu_writes_pre;   /* the ReLU fusion writes B too (its gradient reads B, not A) */
     int act_dropout;       /* a forward epilogue applies the activation's dropout too */
     int gemm_backward;     /* plan BRISK_FUSE_GEMM_DGELU_BGRAD */

@@ -1,4 +1,5 @@
-/* Index ops: GATHER (embedding lookup, rows of a table by i32 index) with its
+/* Index ops: GATHER (embedding lookup, rows of a table by i32 index; brisk_embedding is
+ * the same for a [V, D] table) with its
  * gradient SCATTER_ADD; the segment sums of graph networks (SEGMENT_SUM over indices
  * sorted by segment, SCATTER_ADD over any order), whose gradient is GATHER; and
  * SINUSOIDAL (the timestep/position embedding) with SINUSOIDAL_GRAD when its input is
@@ -25,6 +26,20 @@ int brisk_gather(brisk_graph *g, int table, int idx) {
     brisk_shape out = ix->shape;
     for (int i = 1; i < t->shape.ndim; i++) out.d[out.ndim++] = t->shape.d[i];
     return brisk_graph_append(g, BRISK_OP_GATHER, ids, 2, BRISK_F32, out, NULL);
+}
+
+int brisk_embedding(brisk_graph *g, int table, int idx) {
+    int ids[2] = {table, idx};
+    if (brisk_ops_check(g, "embedding", ids, 2)) return -1;
+    const brisk_node *t = &g->nodes[table], *ix = &g->nodes[idx];
+    if (t->dtype != BRISK_F32 || ix->dtype != BRISK_I32 || t->shape.ndim != 2) {
+        char bt[BRISK_SHAPE_STR], bi[BRISK_SHAPE_STR];
+        return brisk_graph_fail(g, BRISK_ERR_SHAPE,
+                                "embedding: table %s %s, idx %s %s (expected an f32 table [V, D] and i32 indices)",
+                                brisk_dtype_name(t->dtype), brisk_shape_str(&t->shape, bt, sizeof bt),
+                                brisk_dtype_name(ix->dtype), brisk_shape_str(&ix->shape, bi, sizeof bi));
+    }
+    return brisk_gather(g, table, idx);
 }
 
 int brisk_bw_gather(brisk_graph *g, int node, int dy, int which) {

@@ -80,5 +80,10 @@ int brisk_bw_attention(brisk_graph *g, int node, int dy, int which);
 int brisk_bw_conv2d(brisk_graph *g, int node, int dy, int which);
 int brisk_bw_batchnorm(brisk_graph *g, int node, int dy, int which);
 int brisk_bw_pool2d(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_conv2d_grad_x(brisk_graph *g, int node, int dy, int which); /* a transposed convolution */
+int brisk_bw_layernorm_xhat(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_binary_grad(brisk_graph *g, int node, int dy, int which);    /* MINIMUM, MAXIMUM, POW_XY */
+int brisk_bw_pointwise_loss(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_upsample2d(brisk_graph *g, int node, int dy, int which);
 
 #endif

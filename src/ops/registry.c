@@ -37,7 +37,7 @@ const brisk_op_info brisk_op_table[BRISK_OP_COUNT] = {
     [BRISK_OP_MSE_GRAD] = {"mse_grad", NULL},
     [BRISK_OP_LAYERNORM] = {"layernorm", brisk_bw_layernorm},
     [BRISK_OP_LAYERNORM_GRAD_X] = {"layernorm_grad_x", NULL},
-    [BRISK_OP_LAYERNORM_XHAT] = {"layernorm_xhat", NULL},
+    [BRISK_OP_LAYERNORM_XHAT] = {"layernorm_xhat", brisk_bw_layernorm_xhat},
     [BRISK_OP_CONCAT] = {"concat", brisk_bw_concat},
     [BRISK_OP_SLICE] = {"slice", brisk_bw_slice},
     [BRISK_OP_SLICE_GRAD] = {"slice_grad", NULL},
@@ -58,7 +58,7 @@ const brisk_op_info brisk_op_table[BRISK_OP_COUNT] = {
     [BRISK_OP_ATTENTION_GRAD] = {"attention_grad", NULL},
     [BRISK_OP_GRAD_ACCUM] = {"grad_accum", NULL},
     [BRISK_OP_CONV2D] = {"conv2d", brisk_bw_conv2d},
-    [BRISK_OP_CONV2D_GRAD_X] = {"conv2d_grad_x", NULL},
+    [BRISK_OP_CONV2D_GRAD_X] = {"conv2d_grad_x", brisk_bw_conv2d_grad_x},
     [BRISK_OP_CONV2D_GRAD_W] = {"conv2d_grad_w", NULL},
     [BRISK_OP_BATCHNORM] = {"batchnorm", brisk_bw_batchnorm},
     [BRISK_OP_BATCHNORM_GRAD_GB] = {"batchnorm_grad_gb", NULL},
@@ -66,12 +66,29 @@ const brisk_op_info brisk_op_table[BRISK_OP_COUNT] = {
     [BRISK_OP_POOL2D] = {"pool2d", brisk_bw_pool2d},
     [BRISK_OP_POOL2D_GRAD] = {"pool2d_grad", NULL},
     [BRISK_OP_SEGMENT_SUM] = {"segment_sum", brisk_bw_segment_sum},
+    [BRISK_OP_EXP] = {"exp", brisk_bw_activation},
+    [BRISK_OP_LOG] = {"log", brisk_bw_activation},
+    [BRISK_OP_SQRT] = {"sqrt", brisk_bw_activation},
+    [BRISK_OP_ABS] = {"abs", brisk_bw_activation},
+    [BRISK_OP_POW] = {"pow", brisk_bw_activation},
+    [BRISK_OP_CLAMP] = {"clamp", brisk_bw_activation},
+    [BRISK_OP_LEAKY_RELU] = {"leaky_relu", brisk_bw_activation},
+    [BRISK_OP_ELU] = {"elu", brisk_bw_activation},
+    [BRISK_OP_SOFTPLUS] = {"softplus", brisk_bw_activation},
+    [BRISK_OP_MINIMUM] = {"minimum", brisk_bw_binary_grad},
+    [BRISK_OP_MAXIMUM] = {"maximum", brisk_bw_binary_grad},
+    [BRISK_OP_POW_XY] = {"pow_xy", brisk_bw_binary_grad},
+    [BRISK_OP_BINARY_GRAD] = {"binary_grad", NULL},
+    [BRISK_OP_POINTWISE_LOSS] = {"pointwise_loss", brisk_bw_pointwise_loss},
+    [BRISK_OP_POINTWISE_LOSS_GRAD] = {"pointwise_loss_grad", NULL},
+    [BRISK_OP_UPSAMPLE2D] = {"upsample2d", brisk_bw_upsample2d},
+    [BRISK_OP_UPSAMPLE2D_GRAD] = {"upsample2d_grad", NULL},
 };
 
 /* C cannot check at compile time that each designated slot was filled, so, as in
  * ggml, the op count is pinned here: whoever adds an op lands on this line and the
  * table above. test_registry checks at run time that every entry has a name. */
-_Static_assert(BRISK_OP_COUNT == 60, "an op was added or removed: update brisk_op_table and this count");
+_Static_assert(BRISK_OP_COUNT == 77, "an op was added or removed: update brisk_op_table and this count");
 _Static_assert(sizeof brisk_op_table / sizeof brisk_op_table[0] == BRISK_OP_COUNT,
                "brisk_op_table must have one entry per op");
 

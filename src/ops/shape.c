@@ -1,6 +1,6 @@
-/* Shape and data-movement ops: CONCAT, SLICE, RESHAPE (a view the planner aliases),
- * TRANSPOSE and CAST, with their backward rules: concat's gradient is slices of dy,
- * slice's is SLICE_GRAD (dy placed in zeros), reshape's and transpose's are their
+/* Shape and data-movement ops: CONCAT, SLICE, RESHAPE (a view the planner aliases; flatten
+ * is one), TRANSPOSE and CAST, with their backward rules: concat's gradient is slices of
+ * dy, slice's is SLICE_GRAD (dy placed in zeros), reshape's and transpose's are their
  * inverses, cast's is the cast back. */
 #include "ops/ops_internal.h"
 
@@ -93,6 +93,17 @@ int brisk_reshape(brisk_graph *g, int x, brisk_shape s) {
     brisk_attr at = brisk_attr_none();
     at.shape2 = s;
     return brisk_graph_append(g, BRISK_OP_RESHAPE, &x, 1, g->nodes[x].dtype, s, &at);
+}
+
+int brisk_flatten(brisk_graph *g, int x, int start_dim) {
+    if (brisk_ops_check(g, "flatten", &x, 1)) return -1;
+    brisk_shape s = g->nodes[x].shape;
+    int a = norm_axis(g, "flatten", start_dim, &s);
+    if (a < 0) return -1;
+    brisk_shape out = s;
+    out.ndim = a + 1;
+    for (int i = a + 1; i < s.ndim; i++) out.d[a] *= s.d[i];
+    return brisk_reshape(g, x, out);
 }
 
 int brisk_bw_reshape(brisk_graph *g, int node, int dy, int which) {

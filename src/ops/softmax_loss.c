@@ -1,8 +1,11 @@
-/* Softmax, log-softmax and the losses (cross-entropy over class logits, mean
- * squared error), all over the last dim. Each differentiates through one fused
- * _GRAD op that the backends implement directly, which is cheaper and more stable
- * than composing the gradient from elementwise ops. */
+/* Softmax, log-softmax and the losses (cross-entropy over class logits, mean squared
+ * error, and the pointwise losses: L1, Huber, BCE with logits and a weighted MSE, each a
+ * mean or a masked mean). Each differentiates through one fused _GRAD op that the
+ * backends implement directly, which is cheaper and more stable than composing the
+ * gradient from elementwise ops. */
 #include "ops/ops_internal.h"
+
+#include <math.h>
 
 static int last_dim_op(brisk_graph *g, brisk_op op, int x) {
     const char *name = brisk_op_name(op);
@@ -83,4 +86,62 @@ int brisk_bw_mse(brisk_graph *g, int node, int dy, int which) {
     brisk_shape s = g->nodes[n.in[0]].shape;
     int d = brisk_graph_append(g, BRISK_OP_MSE_GRAD, ids, 3, BRISK_F32, s, NULL);
     return which == 0 || d < 0 ? d : brisk_scale(g, d, -1.0f, 0.0f);
+}
+
+/* ---- pointwise losses */
+
+static const char *const loss_names[] = {"mse", "l1_loss", "huber_loss", "bce_with_logits"};
+
+int brisk_pointwise_loss(brisk_graph *g, int kind, int pred, int target, int weight, float delta) {
+    if (kind < BRISK_LOSS_MSE || kind > BRISK_LOSS_BCE_LOGITS)
+        return brisk_graph_fail(g, BRISK_ERR_INVALID, "pointwise_loss: kind %d (expected BRISK_LOSS_MSE %d to "
+                                "BRISK_LOSS_BCE_LOGITS %d)", kind, BRISK_LOSS_MSE, BRISK_LOSS_BCE_LOGITS);
+    if (kind == BRISK_LOSS_MSE && weight < 0) return brisk_mse(g, pred, target);
+    const char *name = loss_names[kind];
+    int ids[3] = {pred, target, weight};
+    if (brisk_ops_check_dtype(g, name, ids, weight >= 0 ? 3 : 2, BRISK_F32)) return -1;
+    brisk_shape sp = g->nodes[pred].shape, st = g->nodes[target].shape;
+    char bp[BRISK_SHAPE_STR], bt[BRISK_SHAPE_STR];
+    if (!brisk_shape_equal(&sp, &st))
+        return brisk_graph_fail(g, BRISK_ERR_SHAPE, "%s: pred %s and target %s differ in shape", name,
+                                brisk_shape_str(&sp, bp, sizeof bp), brisk_shape_str(&st, bt, sizeof bt));
+    if (kind == BRISK_LOSS_HUBER && !(delta > 0.0f && isfinite(delta)))
+        return brisk_graph_fail(g, BRISK_ERR_INVALID, "huber_loss: delta %g (expected a finite delta > 0)", (double)delta);
+    if (weight >= 0) {
+        brisk_shape sw = g->nodes[weight].shape;
+        if (g->nodes[weight].requires_grad)
+            return brisk_graph_fail(g, BRISK_ERR_INVALID, "%s: the weight (node %d) depends on parameters; a loss "
+                                    "weight is data and takes no gradient", name, weight);
+        if (!brisk_shape_equal(&sw, &sp)) {
+            if (!brisk_ops_broadcasts_to(&sw, &sp))
+                return brisk_graph_fail(g, BRISK_ERR_SHAPE, "%s: weight %s does not broadcast to pred %s", name,
+                                        brisk_shape_str(&sw, bt, sizeof bt), brisk_shape_str(&sp, bp, sizeof bp));
+            if ((ids[2] = brisk_expand(g, weight, sp)) < 0) return -1;
+        }
+    }
+    brisk_attr at = brisk_attr_none();
+    at.kind = kind;
+    at.f0 = kind == BRISK_LOSS_HUBER ? delta : 0.0f;
+    return brisk_graph_append(g, BRISK_OP_POINTWISE_LOSS, ids, weight >= 0 ? 3 : 2, BRISK_F32,
+                              brisk_shape_make(0, NULL), &at);
+}
+
+int brisk_bce_with_logits(brisk_graph *g, int logits, int target, int weight) {
+    return brisk_pointwise_loss(g, BRISK_LOSS_BCE_LOGITS, logits, target, weight, 0.0f);
+}
+int brisk_l1_loss(brisk_graph *g, int pred, int target, int weight) {
+    return brisk_pointwise_loss(g, BRISK_LOSS_L1, pred, target, weight, 0.0f);
+}
+int brisk_huber_loss(brisk_graph *g, int pred, int target, float delta, int weight) {
+    return brisk_pointwise_loss(g, BRISK_LOSS_HUBER, pred, target, weight, delta);
+}
+
+int brisk_bw_pointwise_loss(brisk_graph *g, int node, int dy, int which) {
+    if (which == 2) return -1; /* the weight: data (the builder refused one that depends on parameters) */
+    brisk_node n = g->nodes[node];
+    int ids[4] = {dy, n.in[0], n.in[1], n.n_in > 2 ? n.in[2] : -1};
+    brisk_attr at = n.attr;
+    at.i0 = which;
+    brisk_shape s = g->nodes[n.in[which]].shape;
+    return brisk_graph_append(g, BRISK_OP_POINTWISE_LOSS_GRAD, ids, n.n_in + 1, BRISK_F32, s, &at);
 }

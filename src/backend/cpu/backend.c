@@ -1,8 +1,8 @@
 /* The CPU backend: the brisk_backend vtable over host memory. Buffers are plain
  * 64-byte-aligned heap blocks (one cache line, one AVX-512 vector), so upload and
  * download are memcpy. run_node is one switch over the op into the kernel
- * families (matmul.c, elementwise.c, reduce.c, softmax_loss.c, layernorm.c,
- * shape.c, gather.c, random.c, lstm.c, attention.c, conv.c, batchnorm.c, pool2d.c); the
+ * families (matmul.c, elementwise.c, unary.c, reduce.c, softmax_loss.c, loss.c, layernorm.c,
+ * shape.c, gather.c, random.c, lstm.c, attention.c, conv.c, batchnorm.c, pool2d.c, upsample.c); the
  * optimizer lives in optim.c.
  *
  * Threads: fixed at creation (0 = brisk_threads_resolve's default: the CPUs this
@@ -150,11 +150,14 @@ static brisk_status cpu_run_node(brisk_backend *be, const brisk_graph *g, int id
         return BRISK_OK;
     case BRISK_OP_MATMUL: s = cpu_matmul(cb, g, id, in, out, err); break;
     case BRISK_OP_BIAS_ADD: s = cpu_bias_add(cb, g, id, in, out, err); break;
-    case BRISK_OP_ADD: case BRISK_OP_SUB: case BRISK_OP_MUL: case BRISK_OP_DIV:
+    case BRISK_OP_ADD: case BRISK_OP_SUB: case BRISK_OP_MUL: case BRISK_OP_DIV: case BRISK_OP_MINIMUM:
+    case BRISK_OP_MAXIMUM: case BRISK_OP_POW_XY:
         s = cpu_binary(cb, g, id, in, out, err);
         break;
+    case BRISK_OP_BINARY_GRAD: s = cpu_binary_grad(cb, g, id, in, out, err); break;
     case BRISK_OP_SCALE: case BRISK_OP_RELU: case BRISK_OP_GELU: case BRISK_OP_SILU:
-    case BRISK_OP_TANH: case BRISK_OP_SIGMOID:
+    case BRISK_OP_TANH: case BRISK_OP_SIGMOID: case BRISK_OP_LEAKY_RELU: case BRISK_OP_ELU: case BRISK_OP_SOFTPLUS:
+    case BRISK_OP_EXP: case BRISK_OP_LOG: case BRISK_OP_SQRT: case BRISK_OP_ABS: case BRISK_OP_POW: case BRISK_OP_CLAMP:
         s = cpu_unary(cb, g, id, in, out, err);
         break;
     case BRISK_OP_ACT_GRAD: s = cpu_act_grad(cb, g, id, in, out, err); break;
@@ -174,6 +177,9 @@ static brisk_status cpu_run_node(brisk_backend *be, const brisk_graph *g, int id
         s = cpu_cross_entropy(cb, g, id, in, out, err);
         break;
     case BRISK_OP_MSE: case BRISK_OP_MSE_GRAD: s = cpu_mse(cb, g, id, in, out, err); break;
+    case BRISK_OP_POINTWISE_LOSS: case BRISK_OP_POINTWISE_LOSS_GRAD:
+        s = cpu_pointwise_loss(cb, g, id, in, out, err);
+        break;
     case BRISK_OP_LAYERNORM: case BRISK_OP_LAYERNORM_GRAD_X: case BRISK_OP_LAYERNORM_XHAT:
         s = cpu_layernorm(cb, g, id, in, out, err);
         break;
@@ -198,6 +204,7 @@ static brisk_status cpu_run_node(brisk_backend *be, const brisk_graph *g, int id
         s = cpu_batchnorm_op(cb, g, id, in, out, st, err);
         break;
     case BRISK_OP_POOL2D: case BRISK_OP_POOL2D_GRAD: s = cpu_pool_op(cb, g, id, in, out, err); break;
+    case BRISK_OP_UPSAMPLE2D: case BRISK_OP_UPSAMPLE2D_GRAD: s = cpu_upsample_op(cb, g, id, in, out, err); break;
     default:
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cpu backend: no kernel for %s (node %d)",
                             brisk_op_name(n->op), id);

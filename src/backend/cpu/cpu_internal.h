@@ -145,18 +145,32 @@ brisk_status cpu_dropout_draw_of(const brisk_graph *g, int id, const brisk_step_
  * op computes them: x / (1 - p) where kept, else 0 (dr->on); out may be x. */
 void cpu_dropout_apply(const cpu_dropout_draw *dr, uint64_t i0, int64_t n, const float *x, float *out);
 
+/* ---- unary.c: an elementwise unary op with its attributes, as the UNARY kernels run it
+ * (op) and ACT_GRAD differentiates it (op = ACT_GRAD's kind). */
+typedef struct cpu_act {
+    int op;         /* BRISK_OP_SCALE, RELU, GELU, ..., CLAMP */
+    int gelu_tanh;  /* GELU's tanh form, else erf */
+    float a, b;     /* the op's attr.f0 and f1 */
+} cpu_act;
+/* Of a forward node, or of an ACT_GRAD node (its kind, i1, f0 and f1). */
+cpu_act cpu_act_of(const brisk_node *n);
+/* o = f(x) over n elements; o may be x. */
+void cpu_act_span(const cpu_act *a, const float *x, float *o, int64_t n);
+/* ACT_GRAD's arithmetic over n elements: o = dy f'(x) (y = f(x)); o may be dy. */
+int cpu_act_grad_kind_ok(int kind); /* the activations and the elementwise math ops */
+void cpu_act_grad_span(const cpu_act *a, const float *dy, const float *x, const float *y, float *o, int64_t n);
+
 /* A GEMM epilogue (fuse.c), over each band of C right after the band is computed, while it
  * is in cache. Forward: C += bias per row, then act_out = act(C) (leading dim ldc), then
- * drop_out = DROPOUT(act_out) where drop_out is set. Backward (grad_kind set):
+ * drop_out = DROPOUT(act_out) where drop_out is set. Backward (grad.op set):
  * C = DROPOUT(C) where drop.on (the dropout's backward), then C = ACT_GRAD(C, gx, gy).
  * C's element i is the dropout's element i. */
 typedef struct cpu_epilogue {
     const float *bias;  /* [N] */
     float *act_out;     /* NULL: bias only */
-    int act;            /* BRISK_OP_RELU, GELU, SILU, TANH or SIGMOID */
-    int gelu_tanh;      /* GELU's tanh form, else erf */
+    cpu_act act;        /* the activation (RELU, GELU, SILU, TANH, SIGMOID, LEAKY_RELU, ELU, SOFTPLUS) */
     float *drop_out;
-    int grad_kind;      /* 0, or the activation op whose gradient this is */
+    cpu_act grad;       /* op 0, or the activation whose gradient this is */
     const float *gx, *gy;
     cpu_dropout_draw drop;
 } cpu_epilogue;
@@ -181,17 +195,18 @@ void cpu_note(brisk_backend *be, const brisk_graph *g, int id, char *buf, size_t
 brisk_status cpu_prep_run(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
                           const brisk_step_state *st, int *done, brisk_error *err);
 
-/* ---- elementwise.c */
-brisk_status cpu_binary(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
-                        void *out, brisk_error *err);
-brisk_status cpu_bias_add(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
-                          void *out, brisk_error *err);
+/* ---- unary.c: SCALE, the activations and the elementwise math ops; ACT_GRAD */
 brisk_status cpu_unary(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
                        void *out, brisk_error *err);
-/* ACT_GRAD's arithmetic over n elements (kind: the activation op; tanh_form: GELU's); o may be dy. */
-int cpu_act_grad_kind_ok(int kind); /* ReLU, GELU, SiLU, tanh or sigmoid */
-void cpu_act_grad_span(int kind, int tanh_form, const float *dy, const float *x, const float *y, float *o, int64_t n);
 brisk_status cpu_act_grad(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
+                          void *out, brisk_error *err);
+
+/* ---- elementwise.c: broadcasting binary ops and BINARY_GRAD, BIAS_ADD, GRAD_ACCUM */
+brisk_status cpu_binary(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
+                        void *out, brisk_error *err);
+brisk_status cpu_binary_grad(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
+                             void *out, brisk_error *err);
+brisk_status cpu_bias_add(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
                           void *out, brisk_error *err);
 brisk_status cpu_grad_accum(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
                             void *out, const brisk_step_state *st, brisk_error *err);
@@ -262,6 +277,12 @@ brisk_status cpu_conv_op(cpu_backend *cb, const brisk_graph *g, int id, const vo
 /* ---- batchnorm.c: BATCHNORM, BATCHNORM_GRAD_GB, BATCHNORM_GRAD_X */
 brisk_status cpu_batchnorm_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
                               const brisk_step_state *st, brisk_error *err);
+/* ---- loss.c: POINTWISE_LOSS, POINTWISE_LOSS_GRAD */
+brisk_status cpu_pointwise_loss(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                                brisk_error *err);
+/* ---- upsample.c: UPSAMPLE2D, UPSAMPLE2D_GRAD */
+brisk_status cpu_upsample_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                             brisk_error *err);
 /* ---- pool.c: POOL2D, POOL2D_GRAD */
 brisk_status cpu_pool_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
                          brisk_error *err);

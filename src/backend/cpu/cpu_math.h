@@ -12,7 +12,9 @@
  *             the f32 rounding of the exp argument -x^2/2 dominates (a fit of
  *             erfc e^(z^2), relative error 1.8e-7 in float32, times that exp);
  *             below -10 Phi < 1e-23 and GELU's absolute error is < 1e-27
- * NaN in gives NaN out for all three. */
+ *   cpu_logf  <= 2 ulp over positive normal and subnormal x (log 0 = -inf, a negative
+ *             x NaN, log inf = inf)
+ * NaN in gives NaN out for all of them. */
 #ifndef BRISK_CPU_MATH_H
 #define BRISK_CPU_MATH_H
 
@@ -22,6 +24,11 @@
 static inline float cpu_bits_to_f32(uint32_t u) {
     union { uint32_t u; float f; } c = { .u = u };
     return c.f;
+}
+
+static inline uint32_t cpu_f32_to_bits(float f) {
+    union { float f; uint32_t u; } c = { .f = f };
+    return c.u;
 }
 
 /* e^x by Cody-Waite reduction x = n ln2 + r, |r| <= ln2/2, and Cephes' degree-6
@@ -47,6 +54,49 @@ static inline float cpu_expf(float x) {
     y = x > 88.72283935546875f ? INFINITY : y;
     y = x < -104.0f ? 0.0f : y;
     return x != x ? x : y;
+}
+
+/* ln x: x = 2^e m with m in [sqrt(1/2), sqrt(2)), ln x = e ln2 + ln(1 + f), f = m - 1, by
+ * Cephes' logf polynomial, e ln2 added in two parts (Cody-Waite). Subnormals are scaled by
+ * 2^23 first; the special values are selected at the end, so a loop of it vectorises. */
+static inline float cpu_logf(float x) {
+    int sub = x < 1.17549435e-38f;
+    float xs = sub ? x * 8388608.0f : x;
+    uint32_t u = cpu_f32_to_bits(xs);
+    int32_t e = (int32_t)((u >> 23) & 0xffu) - 126 - (sub ? 23 : 0);
+    float m = cpu_bits_to_f32((u & 0x007fffffu) | 0x3f000000u); /* [0.5, 1) */
+    int low = m < 0.707106781186547524f;
+    e = low ? e - 1 : e;
+    float f = low ? m + m - 1.0f : m - 1.0f;
+    float z = f * f;
+    float p = 7.0376836292e-2f;
+    p = p * f - 1.1514610310e-1f;
+    p = p * f + 1.1676998740e-1f;
+    p = p * f - 1.2420140846e-1f;
+    p = p * f + 1.4249322787e-1f;
+    p = p * f - 1.6668057665e-1f;
+    p = p * f + 2.0000714765e-1f;
+    p = p * f - 2.4999993993e-1f;
+    p = p * f + 3.3333331174e-1f;
+    float ef = (float)e;
+    float y = p * f * z;
+    y = y + -2.12194440e-4f * ef;
+    y = y - 0.5f * z;
+    float r = f + y;
+    r = r + 0.693359375f * ef;
+    r = x == 0.0f ? -INFINITY : r;
+    r = x < 0.0f ? NAN : r;
+    r = x == INFINITY ? INFINITY : r;
+    return x != x ? x : r;
+}
+
+/* ln(1 + e) for e >= 0 without losing e to the rounding of 1 + e: u = 1 + e, then
+ * ln(u) e / (u - 1) (the quotient corrects for what the rounding of u added or took away;
+ * Goldberg), and e itself when u rounds to 1. */
+static inline float cpu_log1p_pos(float e) {
+    float u = 1.0f + e;
+    float r = cpu_logf(u) * (e / (u - 1.0f));
+    return u == 1.0f ? e : r;
 }
 
 /* tanh: odd polynomial for |x| < 0.625 (where 1 - 2/(e^2x + 1) would cancel),
@@ -134,6 +184,33 @@ static inline float cpu_silu(float x) { return x / (1.0f + cpu_expf(-x)); }
 static inline float cpu_silu_grad(float dy, float x) {
     float s = cpu_sigmoidf(x);
     return dy * s * (1.0f + x * (1.0f - s));
+}
+
+/* The activations with a parameter, as torch.nn.functional computes them (and their
+ * derivatives at the kinks as its backward kernels: leaky and ELU take the negative side's
+ * at 0). */
+static inline float cpu_leaky_relu(float x, float slope) { return x > 0.0f ? x : x * slope; }
+
+static inline float cpu_elu(float x, float alpha) { return x > 0.0f ? x : (cpu_expf(x) - 1.0f) * alpha; }
+
+static inline float cpu_elu_grad(float dy, float x, float alpha) {
+    return x > 0.0f ? dy : dy * alpha * cpu_expf(x);
+}
+
+/* log(1 + e^z) / beta with z = beta x, x itself past the threshold. Above z = 30,
+ * z + log(1 + e^-z) rounds to z in f32 (e^-30 < 2^-24 z), so z stands in for it and
+ * e^z never overflows into the result. */
+static inline float cpu_softplus(float x, float beta, float threshold) {
+    float z = x * beta;
+    float lp = z > 30.0f ? z : cpu_log1p_pos(cpu_expf(z));
+    return z > threshold ? x : lp / beta;
+}
+
+/* d/dx = sigmoid(beta x) below the threshold (torch's e^z / (e^z + 1), written so that it
+ * never divides inf by inf), 1 above it */
+static inline float cpu_softplus_grad(float dy, float x, float beta, float threshold) {
+    float z = x * beta;
+    return z > threshold ? dy : dy * cpu_sigmoidf(z);
 }
 
 #endif

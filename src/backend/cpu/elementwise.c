@@ -1,9 +1,10 @@
-/* Elementwise kernels, f32, C-contiguous:
- *   ADD/SUB/MUL/DIV  out = x op y with NumPy broadcasting (out = broadcast shape)
+/* Elementwise kernels with broadcasting, f32, C-contiguous (the unary ones are unary.c's):
+ *   ADD/SUB/MUL/DIV, MINIMUM/MAXIMUM, POW_XY
+ *                    out = x op y with NumPy broadcasting (out = broadcast shape)
+ *   BINARY_GRAD      (dy, x, y): the gradient of MINIMUM, MAXIMUM or POW_XY (attr.kind)
+ *                    with respect to input attr.i0, in the broadcast shape, as PyTorch's
+ *                    backward formulas (ties of min/max split dy in halves)
  *   BIAS_ADD         out[r, j] = x[r, j] + b[j]          (x [rows, N], b [N])
- *   SCALE            out = f0 x + f1
- *   RELU, GELU (erf or tanh form, as PyTorch defines them), SILU, TANH, SIGMOID
- *   ACT_GRAD         out = dy * f'(x) for the forward op in attr.kind (y = f(x) given too)
  *   GRAD_ACCUM       out = g on the first micro-batch, out += g after
  * and the strided broadcast copy behind EXPAND.
  *
@@ -13,8 +14,8 @@
  * is left is a set of rows over the innermost dim with per-operand inner stride 0
  * or 1 - three loop shapes that vectorise ([R, C] + [C], [R, C] + [R, 1], equal). */
 #include "backend/cpu/cpu_internal.h"
-#include "backend/cpu/cpu_math.h"
 
+#include <math.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- broadcasting */
@@ -22,7 +23,7 @@
 typedef struct bcast {
     int nd;                          /* collapsed dims */
     int64_t d[BRISK_MAX_DIMS];
-    int64_t s[2][BRISK_MAX_DIMS];    /* per operand, in elements */
+    int64_t s[3][BRISK_MAX_DIMS];    /* per operand, in elements */
 } bcast;
 
 /* Strides of operand shape `xs` right-aligned to `os` (0 on broadcast dims). */
@@ -37,7 +38,7 @@ static void bcast_strides(const brisk_shape *xs, const brisk_shape *os, int64_t 
 }
 
 static void bcast_build(bcast *b, const brisk_shape *os, const brisk_shape *const *xs, int nops) {
-    int64_t st[2][BRISK_MAX_DIMS];
+    int64_t st[3][BRISK_MAX_DIMS];
     for (int k = 0; k < nops; k++) bcast_strides(xs[k], os, st[k]);
     b->nd = 0;
     for (int i = 0; i < os->ndim; i++) {
@@ -86,14 +87,31 @@ typedef struct binary_ctx {
         else { float a = x[0], c = y[0]; for (int64_t j = 0; j < n; j++) o[j] = EXPR; } \
     } while (0)
 
+/* max and min keep a NaN of either side (torch.maximum): a NaN a fails a > c and a < c, so
+ * it is taken explicitly; a NaN c is what the compare picks */
+static inline float max_nan(float a, float c) { return a != a ? a : a > c ? a : c; }
+static inline float min_nan(float a, float c) { return a != a ? a : a < c ? a : c; }
+
 static void binary_row(brisk_op op, const float *restrict x, int64_t sx, const float *restrict y,
                        int64_t sy, float *restrict o, int64_t n) {
     switch (op) {
     case BRISK_OP_ADD: BIN_LOOP(a + c); break;
     case BRISK_OP_SUB: BIN_LOOP(a - c); break;
     case BRISK_OP_MUL: BIN_LOOP(a * c); break;
+    case BRISK_OP_MAXIMUM: BIN_LOOP(max_nan(a, c)); break;
+    case BRISK_OP_MINIMUM: BIN_LOOP(min_nan(a, c)); break;
+    case BRISK_OP_POW_XY: BIN_LOOP(powf(a, c)); break;
     default: BIN_LOOP(a / c); break;
     }
+}
+
+/* fn over the view's items: its rows, or the elements of its one row (a range is then a
+ * slice of it); `per` elements a thread at least */
+static void bcast_parallel(const cpu_backend *cb, const bcast *b, int64_t total, int64_t per, cpu_range_fn fn,
+                           const void *ctx) {
+    int64_t inner = b->d[b->nd - 1];
+    int64_t items = b->nd == 1 ? inner : inner ? total / inner : 0;
+    cpu_parallel(cb, items, b->nd == 1 ? per : (per + inner - 1) / inner, fn, ctx);
 }
 
 /* items = rows when the inner dim is long, else flat elements split into rows */
@@ -112,27 +130,91 @@ static void binary_range(const void *vctx, int64_t r0, int64_t r1) {
     }
 }
 
+/* d out / d input `which` times dy, PyTorch's formulas (derivatives.yaml): max and min
+ * send dy to the larger (smaller) input and half of it to each on a tie; x^y's
+ * d/dx = y x^(y-1) dy, 0 where y = 0; d/dy = x^y ln(x) dy, 0 where x = 0 and y >= 0. */
+static inline float binary_grad(int kind, int which, float d, float a, float c) {
+    switch (kind) {
+    case BRISK_OP_MAXIMUM:
+        return (which ? a > c : a < c) ? 0.0f : a == c ? d * 0.5f : d;
+    case BRISK_OP_MINIMUM:
+        return (which ? a < c : a > c) ? 0.0f : a == c ? d * 0.5f : d;
+    default: /* POW_XY */
+        if (which == 0) return c == 0.0f ? 0.0f : d * (c * powf(a, c - 1.0f));
+        return a == 0.0f && c >= 0.0f ? 0.0f : d * (powf(a, c) * logf(a));
+    }
+}
+
+typedef struct bgrad_ctx {
+    bcast b;
+    int kind, which;
+    const float *dy, *x, *y;
+    float *out;
+} bgrad_ctx;
+
+/* rows of the output's innermost dim; dy and out are contiguous in the output's shape */
+static void bgrad_range(const void *vctx, int64_t r0, int64_t r1) {
+    const bgrad_ctx *c = vctx;
+    const bcast *b = &c->b;
+    int64_t inner = b->d[b->nd - 1], sx = b->s[0][b->nd - 1], sy = b->s[1][b->nd - 1];
+    int64_t j0 = 0, j1 = inner;
+    if (b->nd == 1) j0 = r0, j1 = r1, r0 = 0, r1 = 1; /* one row: the range is a slice of it */
+    for (int64_t r = r0; r < r1; r++) {
+        int64_t off[2];
+        bcast_row(b, 2, r, off);
+        const float *x = c->x + off[0], *y = c->y + off[1], *dy = c->dy + r * inner;
+        float *o = c->out + r * inner;
+        for (int64_t j = j0; j < j1; j++) o[j] = binary_grad(c->kind, c->which, dy[j], x[j * sx], y[j * sy]);
+    }
+}
+
+/* Checks that input k's shape broadcasts to n's (the kernels index it by that rule). */
+static brisk_status check_bcast_inputs(const brisk_graph *g, int id, int k0, int k1, brisk_error *err) {
+    const brisk_node *n = NODE(g, id);
+    for (int k = k0; k < k1; k++) {
+        const brisk_shape *xs = &IN_NODE(g, id, k)->shape;
+        if (xs->ndim > n->shape.ndim)
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input %d has more dims than the output",
+                                brisk_op_name(n->op), k);
+        int off = n->shape.ndim - xs->ndim;
+        for (int i = 0; i < xs->ndim; i++)
+            if (xs->d[i] != 1 && xs->d[i] != n->shape.d[off + i])
+                return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input %d dim %d is %lld, output %lld",
+                                    brisk_op_name(n->op), k, i, (long long)xs->d[i], (long long)n->shape.d[off + i]);
+    }
+    return BRISK_OK;
+}
+
+brisk_status cpu_binary_grad(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                             brisk_error *err) {
+    const brisk_node *n = NODE(g, id);
+    int kind = n->attr.kind;
+    if (n->n_in != 3 || (kind != BRISK_OP_MAXIMUM && kind != BRISK_OP_MINIMUM && kind != BRISK_OP_POW_XY) ||
+        (n->attr.i0 != 0 && n->attr.i0 != 1))
+        return brisk_errorf(err, BRISK_ERR_INVALID, "binary_grad (node %d): kind %d, input %lld, %d inputs (expected "
+                            "(dy, x, y) of minimum, maximum or pow_xy, input 0 or 1)", id, kind, (long long)n->attr.i0,
+                            n->n_in);
+    if (!brisk_shape_equal(&IN_NODE(g, id, 0)->shape, &n->shape))
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "binary_grad (node %d): dy's shape differs from the output's", id);
+    brisk_status st = check_bcast_inputs(g, id, 1, 3, err);
+    if (st) return st;
+    const brisk_shape *xs[2] = {&IN_NODE(g, id, 1)->shape, &IN_NODE(g, id, 2)->shape};
+    bgrad_ctx c = {.kind = kind, .which = (int)n->attr.i0, .dy = in[0], .x = in[1], .y = in[2], .out = out};
+    bcast_build(&c.b, &n->shape, xs, 2);
+    bcast_parallel(cb, &c.b, cpu_numel(&n->shape), CPU_PAR_MIN_HEAVY, bgrad_range, &c);
+    return BRISK_OK;
+}
+
 brisk_status cpu_binary(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
                         void *out, brisk_error *err) {
     const brisk_node *n = NODE(g, id);
     const brisk_shape *xs[2] = {&IN_NODE(g, id, 0)->shape, &IN_NODE(g, id, 1)->shape};
-    for (int k = 0; k < 2; k++) {
-        if (xs[k]->ndim > n->shape.ndim)
-            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input %d has more dims than the output",
-                                brisk_op_name(n->op), k);
-        int off = n->shape.ndim - xs[k]->ndim;
-        for (int i = 0; i < xs[k]->ndim; i++)
-            if (xs[k]->d[i] != 1 && xs[k]->d[i] != n->shape.d[off + i])
-                return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input %d dim %d is %lld, output %lld",
-                                    brisk_op_name(n->op), k, i, (long long)xs[k]->d[i],
-                                    (long long)n->shape.d[off + i]);
-    }
+    brisk_status st = check_bcast_inputs(g, id, 0, 2, err);
+    if (st) return st;
     binary_ctx c = {.op = n->op, .x = in[0], .y = in[1], .out = out};
     bcast_build(&c.b, &n->shape, xs, 2);
-    int64_t inner = c.b.d[c.b.nd - 1], total = cpu_numel(&n->shape);
-    int64_t items = c.b.nd == 1 ? inner : total / inner;
-    int64_t grain = c.b.nd == 1 ? CPU_PAR_MIN : (CPU_PAR_MIN + inner - 1) / inner;
-    cpu_parallel(cb, items, grain, binary_range, &c);
+    bcast_parallel(cb, &c.b, cpu_numel(&n->shape), n->op == BRISK_OP_POW_XY ? CPU_PAR_MIN_HEAVY : CPU_PAR_MIN,
+                   binary_range, &c);
     return BRISK_OK;
 }
 
@@ -194,132 +276,6 @@ brisk_status cpu_bias_add(cpu_backend *cb, const brisk_graph *g, int id, const v
     rows_ctx c = {in[0], in[1], out, N};
     int64_t rows = cpu_numel(&n->shape) / N;
     cpu_parallel(cb, rows, (CPU_PAR_MIN + N - 1) / N, bias_range, &c);
-    return BRISK_OK;
-}
-
-/* ---------------------------------------------------------------- activations */
-
-typedef struct unary_ctx {
-    brisk_op op;
-    int kind;
-    float a, b;
-    const float *x, *dy, *y;
-    float *out;
-} unary_ctx;
-
-
-static void unary_range(const void *vctx, int64_t i0, int64_t i1) {
-    const unary_ctx *c = vctx;
-    const float *restrict x = c->x + i0;
-    float *restrict o = c->out + i0;
-    int64_t n = i1 - i0;
-    switch (c->op) {
-    case BRISK_OP_SCALE: {
-        float a = c->a, b = c->b;
-#pragma omp simd
-        for (int64_t i = 0; i < n; i++) o[i] = a * x[i] + b;
-        break;
-    }
-    case BRISK_OP_RELU:
-#pragma omp simd
-        for (int64_t i = 0; i < n; i++) o[i] = cpu_relu(x[i]);
-        break;
-    case BRISK_OP_GELU:
-        if (c->kind == BRISK_GELU_TANH) {
-#pragma omp simd
-            for (int64_t i = 0; i < n; i++) o[i] = cpu_gelu_tanh(x[i]);
-        } else {
-#pragma omp simd
-            for (int64_t i = 0; i < n; i++) o[i] = cpu_gelu_erf(x[i]);
-        }
-        break;
-    case BRISK_OP_SILU:
-#pragma omp simd
-        for (int64_t i = 0; i < n; i++) o[i] = cpu_silu(x[i]);
-        break;
-    case BRISK_OP_TANH:
-#pragma omp simd
-        for (int64_t i = 0; i < n; i++) o[i] = cpu_tanhf(x[i]);
-        break;
-    default: /* SIGMOID */
-#pragma omp simd
-        for (int64_t i = 0; i < n; i++) o[i] = cpu_sigmoidf(x[i]);
-        break;
-    }
-}
-
-brisk_status cpu_unary(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
-                       void *out, brisk_error *err) {
-    const brisk_node *n = NODE(g, id);
-    int64_t len = cpu_numel(&n->shape);
-    if (cpu_numel(&IN_NODE(g, id, 0)->shape) != len)
-        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input and output sizes differ", brisk_op_name(n->op));
-    unary_ctx c = {.op = n->op, .kind = n->attr.kind, .a = n->attr.f0, .b = n->attr.f1,
-                   .x = in[0], .out = out};
-    int heavy = n->op != BRISK_OP_SCALE && n->op != BRISK_OP_RELU;
-    cpu_parallel(cb, len, heavy ? CPU_PAR_MIN_HEAVY : CPU_PAR_MIN, unary_range, &c);
-    return BRISK_OK;
-}
-
-/* out = dy * f'(x). Derivatives as PyTorch's backward kernels compute them. */
-int cpu_act_grad_kind_ok(int kind) {
-    return kind == BRISK_OP_RELU || kind == BRISK_OP_GELU || kind == BRISK_OP_SILU || kind == BRISK_OP_TANH ||
-           kind == BRISK_OP_SIGMOID;
-}
-
-/* No restrict: the fused GEMM epilogue (fuse.c) runs it in place, o == dy; each element is
- * read before it is written, which `omp simd` keeps. */
-void cpu_act_grad_span(int kind, int tanh_form, const float *dy, const float *x, const float *y, float *o, int64_t n) {
-    switch (kind) {
-    case BRISK_OP_RELU:
-#pragma omp simd
-        for (int64_t i = 0; i < n; i++) o[i] = x[i] > 0.0f ? dy[i] : 0.0f;
-        break;
-    case BRISK_OP_GELU:
-        if (tanh_form) {
-#pragma omp simd
-            for (int64_t i = 0; i < n; i++) o[i] = cpu_gelu_tanh_grad(dy[i], x[i]);
-        } else {
-#pragma omp simd
-            for (int64_t i = 0; i < n; i++) o[i] = cpu_gelu_erf_grad(dy[i], x[i]);
-        }
-        break;
-    case BRISK_OP_SILU:
-#pragma omp simd
-        for (int64_t i = 0; i < n; i++) o[i] = cpu_silu_grad(dy[i], x[i]);
-        break;
-    case BRISK_OP_TANH:
-#pragma omp simd
-        for (int64_t i = 0; i < n; i++) o[i] = dy[i] * (1.0f - y[i] * y[i]);
-        break;
-    default: /* SIGMOID */
-#pragma omp simd
-        for (int64_t i = 0; i < n; i++) o[i] = dy[i] * y[i] * (1.0f - y[i]);
-        break;
-    }
-}
-
-static void act_grad_range(const void *vctx, int64_t i0, int64_t i1) {
-    const unary_ctx *c = vctx;
-    /* a carries attr.i1 == BRISK_GELU_TANH */
-    cpu_act_grad_span(c->kind, c->a != 0.0f, c->dy + i0, c->x + i0, c->y + i0, c->out + i0, i1 - i0);
-}
-
-brisk_status cpu_act_grad(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
-                          void *out, brisk_error *err) {
-    const brisk_node *n = NODE(g, id);
-    int kind = n->attr.kind;
-    if (!cpu_act_grad_kind_ok(kind))
-        return brisk_errorf(err, BRISK_ERR_INVALID, "act_grad: attr.kind %d is not an activation op", kind);
-    if (n->n_in < 3)
-        return brisk_errorf(err, BRISK_ERR_INVALID, "act_grad: needs (dy, x, y), got %d inputs", n->n_in);
-    int64_t len = cpu_numel(&n->shape);
-    for (int k = 0; k < 3; k++)
-        if (cpu_numel(&IN_NODE(g, id, k)->shape) != len)
-            return brisk_errorf(err, BRISK_ERR_SHAPE, "act_grad: input %d size differs from the output", k);
-    unary_ctx c = {.op = n->op, .kind = kind, .a = n->attr.i1 == BRISK_GELU_TANH ? 1.0f : 0.0f,
-                   .dy = in[0], .x = in[1], .y = in[2], .out = out};
-    cpu_parallel(cb, len, kind == BRISK_OP_RELU ? CPU_PAR_MIN : CPU_PAR_MIN_HEAVY, act_grad_range, &c);
     return BRISK_OK;
 }
 

@@ -1,6 +1,7 @@
 /* The CPU backend's prepare: fusions planned by graph/fusion.c (the patterns and lifetime
  * checks the CUDA backend uses), run here as one pass where the unfused nodes made several:
- *   GEMM + bias (+ ReLU, GELU in either form, SiLU, tanh, sigmoid): the bias and activation
+ *   GEMM + bias (+ ReLU, GELU in either form, SiLU, tanh, sigmoid, leaky ReLU, ELU,
+ *     softplus): the bias and activation
  *     applied to each band of C right after the band is computed (cpu_sgemm_epi), while it
  *     is in cache; C is the BIAS_ADD's buffer (the matmul's own is never written), the
  *     activation writes its own (the GPU's ReLU leaves B unwritten; the CPU's ReLU gradient
@@ -15,12 +16,11 @@
  *   ADD(r, LAYERNORM_GRAD_X): per row, the norm gradient into a scratch row, then the add
  *     (the norm gradient's buffer is never written).
  * Every fused pass does the same float operations in the same order as the nodes it
- * replaces (the shared per-element helpers of cpu_math.h, layernorm.c's own row function),
+ * replaces (unary.c's per-element spans, layernorm.c's own row function),
  * so fused and unfused runs give the same bits, on any thread count (tested). The nodes
  * fused away return at once from run_node. BRISK_CPU_FUSE=0 (or speed.fuse = false, through
  * brisk_backend_cpu_set_fuse) turns the pass off. */
 #include "backend/cpu/cpu_internal.h"
-#include "backend/cpu/cpu_math.h"
 #include "graph/fusion.h"
 
 #include <stdio.h>
@@ -36,35 +36,13 @@ struct cpu_prep {
 
 /* ---------------------------------------------------------------- GEMM epilogue */
 
-static void act_span(int act, int gelu_tanh, const float *restrict c, float *restrict a, int64_t n) {
-    if (act == BRISK_OP_RELU) {
-#pragma omp simd
-        for (int64_t j = 0; j < n; j++) a[j] = cpu_relu(c[j]);
-    } else if (act == BRISK_OP_GELU && gelu_tanh) {
-#pragma omp simd
-        for (int64_t j = 0; j < n; j++) a[j] = cpu_gelu_tanh(c[j]);
-    } else if (act == BRISK_OP_GELU) {
-#pragma omp simd
-        for (int64_t j = 0; j < n; j++) a[j] = cpu_gelu_erf(c[j]);
-    } else if (act == BRISK_OP_SILU) {
-#pragma omp simd
-        for (int64_t j = 0; j < n; j++) a[j] = cpu_silu(c[j]);
-    } else if (act == BRISK_OP_TANH) {
-#pragma omp simd
-        for (int64_t j = 0; j < n; j++) a[j] = cpu_tanhf(c[j]);
-    } else {
-#pragma omp simd
-        for (int64_t j = 0; j < n; j++) a[j] = cpu_sigmoidf(c[j]);
-    }
-}
-
 void cpu_epilogue_apply(const cpu_epilogue *e, float *C, int64_t ldc, int64_t m0, int64_t m1, int64_t n0,
                         int64_t n1) {
-    if (e->grad_kind) {
+    if (e->grad.op) {
         for (int64_t i = m0; i < m1; i++) {
             int64_t o = i * ldc + n0;
             cpu_dropout_apply(&e->drop, (uint64_t)o, n1 - n0, C + o, C + o);
-            cpu_act_grad_span(e->grad_kind, e->gelu_tanh, C + o, e->gx + o, e->gy + o, C + o, n1 - n0);
+            cpu_act_grad_span(&e->grad, C + o, e->gx + o, e->gy + o, C + o, n1 - n0);
         }
         return;
     }
@@ -76,7 +54,7 @@ void cpu_epilogue_apply(const cpu_epilogue *e, float *C, int64_t ldc, int64_t m0
         float *a = c; /* what a dropout reads */
         if (e->act_out) {
             a = e->act_out + i * ldc;
-            act_span(e->act, e->gelu_tanh, c + n0, a + n0, n1 - n0);
+            cpu_act_span(&e->act, c + n0, a + n0, n1 - n0);
         }
         if (e->drop_out)
             cpu_dropout_apply(&e->drop, (uint64_t)(i * ldc + n0), n1 - n0, a + n0, e->drop_out + i * ldc + n0);
@@ -138,9 +116,8 @@ static brisk_status run_gemm(cpu_backend *cb, const brisk_graph *g, const brisk_
         cpu_numel(&nb->shape) != a.M * a.N)
         return brisk_errorf(err, BRISK_ERR_INTERNAL, "cpu: fused matmul (node %d) + bias_add (node %d): shapes "
                             "changed since prepare", f->matmul, f->bias);
-    cpu_epilogue e = {.bias = ptr[nb->in[1]], .act_out = f->act >= 0 ? ptr[f->act] : NULL,
-                      .act = f->act >= 0 ? (int)g->nodes[f->act].op : 0,
-                      .gelu_tanh = f->act >= 0 && g->nodes[f->act].attr.kind == BRISK_GELU_TANH};
+    cpu_epilogue e = {.bias = ptr[nb->in[1]], .act_out = f->act >= 0 ? ptr[f->act] : NULL};
+    if (f->act >= 0) e.act = cpu_act_of(&g->nodes[f->act]);
     if (f->drop >= 0) {
         e.drop_out = ptr[f->drop];
         brisk_status s = epilogue_dropout(g, f->drop, a.M * a.N, st, &e, err);
@@ -177,7 +154,7 @@ static brisk_status run_gemm_actgrad(cpu_backend *cb, const brisk_graph *g, cons
     if (overlaps(q, x, bytes) || overlaps(q, y, bytes))
         return brisk_errorf(err, BRISK_ERR_INTERNAL, "cpu: fused matmul (node %d) + act_grad (node %d): the "
                             "gradient's buffer overlaps its inputs'", f->matmul, f->grad);
-    cpu_epilogue e = {.grad_kind = kind, .gelu_tanh = nq->attr.i1 == BRISK_GELU_TANH, .gx = x, .gy = y};
+    cpu_epilogue e = {.grad = cpu_act_of(nq), .gx = x, .gy = y};
     if (f->drop >= 0) {
         brisk_status s = epilogue_dropout(g, f->drop, len, st, &e, err);
         if (s) return s;
@@ -196,7 +173,7 @@ static brisk_status run_gemm_actgrad(cpu_backend *cb, const brisk_graph *g, cons
 #define COL_BLOCK 1024
 
 typedef struct ag_ctx {
-    int kind, tanh_form;
+    cpu_act act;
     const float *dy, *x, *y;
     float *q, *s;
     int64_t R, N;
@@ -215,7 +192,7 @@ static void ag_cols(const void *vctx, int64_t j0, int64_t j1) {
             int64_t o = r * N + b0;
             const float *restrict dy = c->dy + o, *restrict x = c->x + o, *restrict y = c->y + o;
             float *restrict q = c->q + o;
-            cpu_act_grad_span(c->kind, c->tanh_form, dy, x, y, q, nb);
+            cpu_act_grad_span(&c->act, dy, x, y, q, nb);
 #pragma omp simd
             for (int64_t j = 0; j < nb; j++) acc[j] += q[j];
         }
@@ -243,7 +220,7 @@ static brisk_status run_actgrad_sum(cpu_backend *cb, const brisk_graph *g, const
     if (cpu_numel(&ns->shape) != N)
         return brisk_errorf(err, BRISK_ERR_SHAPE, "sum (node %d): output has %lld elements, expected %lld", f->sum,
                             (long long)cpu_numel(&ns->shape), (long long)N);
-    ag_ctx c = {kind, n->attr.i1 == BRISK_GELU_TANH, in[0], in[1], in[2], out, ptr[f->sum], R, N};
+    ag_ctx c = {cpu_act_of(n), in[0], in[1], in[2], out, ptr[f->sum], R, N};
     /* wide column chunks, two per thread, so each sweep reads long runs of every row */
     int64_t per = kind == BRISK_OP_RELU ? CPU_PAR_MIN : CPU_PAR_MIN_HEAVY, grain = (per + R - 1) / R;
     int64_t wide = (N + 2 * cb->threads - 1) / (2 * cb->threads);
@@ -431,7 +408,7 @@ void brisk_backend_cpu_fusions(const brisk_backend *be, char *buf, size_t n) {
     static const struct { brisk_fusion_kind kind; const char *name; } kinds[] = {
         {BRISK_FUSE_GEMM_BIAS_GELU, "GEMM+bias+GELU"},
         {BRISK_FUSE_GEMM_BIAS_RELU, "GEMM+bias+ReLU"},
-        {BRISK_FUSE_GEMM_BIAS_ACT, "GEMM+bias+SiLU/tanh/sigmoid"},
+        {BRISK_FUSE_GEMM_BIAS_ACT, "GEMM+bias+activation"},
         {BRISK_FUSE_GEMM_BIAS, "GEMM+bias"},
         {BRISK_FUSE_GEMM_ACTGRAD, "GEMM+act-grad"},
         {BRISK_FUSE_ACTGRAD_BGRAD, "act-grad+bias-grad"},

@@ -2,7 +2,8 @@
  *   mean = sum x / N, var = sum (x - mean)^2 / N (biased, as PyTorch),
  *   rstd = 1 / sqrt(var + eps), xhat = (x - mean) rstd
  *   LAYERNORM        (x, gamma [N], beta [N]): y = xhat * gamma + beta
- *   LAYERNORM_GRAD_X (dy, x, gamma): g = dy * gamma;
+ *   LAYERNORM_GRAD_X (dy, x [, gamma]): g = dy * gamma (dy without gamma: the gradient of
+ *                    LAYERNORM_XHAT, group norm's);
  *                    dx = rstd (g - mean(g) - xhat mean(g xhat))
  *   LAYERNORM_XHAT   (x): xhat (the graph multiplies it by dy and sums for dgamma)
  * Statistics are recomputed per row rather than saved: the op table has one output
@@ -57,6 +58,16 @@ __attribute__((noinline)) void cpu_ln_row(brisk_op op, const float *restrict x, 
     } else if (op == BRISK_OP_LAYERNORM_XHAT) {
 #pragma omp simd
         for (int64_t j = 0; j < N; j++) o[j] = ((x[j] - hi) - lo) * rs;
+    } else if (!ga) { /* LAYERNORM_XHAT's gradient: gamma = 1, the loop below without its product */
+        float sg = 0.0f, sgx = 0.0f;
+#pragma omp simd reduction(+ : sg, sgx)
+        for (int64_t j = 0; j < N; j++) {
+            sg += dy[j];
+            sgx += dy[j] * ((x[j] - hi) - lo) * rs;
+        }
+        float mg = sg / (float)N, mgx = sgx / (float)N;
+#pragma omp simd
+        for (int64_t j = 0; j < N; j++) o[j] = rs * (dy[j] - mg - ((x[j] - hi) - lo) * rs * mgx);
     } else {
         float sg = 0.0f, sgx = 0.0f;
 #pragma omp simd reduction(+ : sg, sgx)
@@ -89,7 +100,9 @@ brisk_status cpu_layernorm(cpu_backend *cb, const brisk_graph *g, int id, const 
         return brisk_errorf(err, BRISK_ERR_SHAPE, "layernorm_grad_x: dy and x sizes differ");
     if (n->op != BRISK_OP_LAYERNORM_XHAT) {
         int gi = n->op == BRISK_OP_LAYERNORM ? 1 : 2;
-        for (int k = gi; k < 3; k++)
+        if (n->n_in != 3 && !(n->op == BRISK_OP_LAYERNORM_GRAD_X && n->n_in == 2))
+            return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): %d inputs", brisk_op_name(n->op), id, n->n_in);
+        for (int k = gi; k < n->n_in; k++)
             if (cpu_numel(&IN_NODE(g, id, k)->shape) != N)
                 return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input %d has %lld elements, expected %lld",
                                     brisk_op_name(n->op), k, (long long)cpu_numel(&IN_NODE(g, id, k)->shape),
@@ -99,7 +112,7 @@ brisk_status cpu_layernorm(cpu_backend *cb, const brisk_graph *g, int id, const 
     ln_ctx c = {.op = n->op, .N = N, .eps = n->attr.f0, .out = out};
     if (n->op == BRISK_OP_LAYERNORM) { c.x = in[0]; c.gamma = in[1]; c.beta = in[2]; }
     else if (n->op == BRISK_OP_LAYERNORM_XHAT) { c.x = in[0]; }
-    else { c.dy = in[0]; c.x = in[1]; c.gamma = in[2]; }
+    else { c.dy = in[0]; c.x = in[1]; c.gamma = n->n_in > 2 ? in[2] : NULL; }
     cpu_parallel(cb, len / N, (CPU_PAR_MIN + N - 1) / N, ln_range, &c);
     return BRISK_OK;
 }
