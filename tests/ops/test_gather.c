@@ -36,6 +36,30 @@ static void test_gather_blocks(void) {
     oc_free(&c);
 }
 
+/* brisk_embedding: a [V, D] table by [B, T] indices, many repeated (the gradient sums
+ * them); a table of another rank is refused with the shapes named */
+static void test_embedding(void) {
+    oc c;
+    oc_init(&c, 115);
+    const int V = 5, D = 3;
+    int table = oc_param(&c, "table", brisk_shape2(V, D));
+    int32_t idx[12] = {1, 1, 4, 0, 1, 4, 4, 1, 2, 1, 1, 0};
+    int out = brisk_embedding(c.g, table, oc_const_i32(&c, brisk_shape2(3, 4), idx));
+    REQUIRE(out >= 0 && brisk_shape_equal(&c.g->nodes[out].shape, &(brisk_shape){3, {3, 4, D}}));
+    double ref[36];
+    for (int i = 0; i < 12; i++)
+        for (int d = 0; d < D; d++) ref[i * D + d] = oc_val(&c, table)[idx[i] * D + d];
+    oc_check(&c, out, ref, "embedding");
+    oc_free(&c);
+    brisk_graph *g = brisk_graph_new();
+    int t3 = brisk_param(g, "t", brisk_shape3(4, 2, 2), BRISK_INIT_ZEROS, 0, 0);
+    int ix = brisk_input(g, "i", BRISK_I32, brisk_shape1(3));
+    CHECK(brisk_embedding(g, t3, ix) == -1);
+    brisk_error e;
+    CHECKF(brisk_graph_error(g, &e) && strstr(e.msg, "embedding") && strstr(e.msg, "[4, 2, 2]"), "%s", e.msg);
+    brisk_graph_free(g);
+}
+
 static void test_gather_bad_index(void) {
     oc c;
     oc_init(&c, 112);
@@ -86,5 +110,5 @@ static void test_sinusoidal_int(void) {
     oc_free(&c);
 }
 
-TEST_MAIN(T(test_gather), T(test_gather_blocks), T(test_gather_bad_index), T(test_sinusoidal_float),
+TEST_MAIN(T(test_gather), T(test_gather_blocks), T(test_embedding), T(test_gather_bad_index), T(test_sinusoidal_float),
           T(test_sinusoidal_int))

@@ -165,4 +165,21 @@ static void test_cast_int(void) {
     oc_free(&c);
 }
 
-TEST_MAIN(T(test_concat), T(test_slice), T(test_reshape), T(test_transpose), T(test_cast), T(test_cast_int))
+/* flatten(x, start_dim) = a view with the dims from start_dim merged (torch.flatten) */
+static void test_flatten(void) {
+    brisk_graph *g = brisk_graph_new();
+    int x = brisk_input(g, "x", BRISK_F32, brisk_shape4(2, 3, 4, 5));
+    int a = brisk_flatten(g, x, 1), b = brisk_flatten(g, x, -2), c = brisk_flatten(g, x, 0);
+    REQUIRE(a >= 0 && b >= 0 && c >= 0);
+    CHECK(brisk_shape_equal(&g->nodes[a].shape, &(brisk_shape){2, {2, 60}}));
+    CHECK(brisk_shape_equal(&g->nodes[b].shape, &(brisk_shape){3, {2, 3, 20}}));
+    CHECK(brisk_shape_equal(&g->nodes[c].shape, &(brisk_shape){1, {120}}));
+    CHECK(g->nodes[a].op == BRISK_OP_RESHAPE);
+    CHECK(brisk_flatten(g, x, 4) == -1);
+    brisk_error e;
+    CHECKF(brisk_graph_error(g, &e) && strstr(e.msg, "flatten") && strstr(e.msg, "axis 4"), "%s", e.msg);
+    brisk_graph_free(g);
+}
+
+TEST_MAIN(T(test_concat), T(test_slice), T(test_reshape), T(test_transpose), T(test_cast), T(test_cast_int),
+          T(test_flatten))
