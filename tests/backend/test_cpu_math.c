@@ -1,5 +1,6 @@
 /* Accuracy of the vectorisable math in src/backend/cpu/cpu_math.h against libm in
- * float64, over a dense sweep of [-100, 100] (and the bounds its header promises). */
+ * float64, over a dense sweep of [-100, 100] (and the bounds its header promises; the
+ * log over every exponent and the subnormals). */
 #include "backend/cpu/cpu_math.h"
 #include "test.h"
 
@@ -85,4 +86,41 @@ static void test_expf_underflow(void) {
     }
 }
 
-TEST_MAIN(T(test_expf), T(test_expf_underflow), T(test_tanhf), T(test_phif), T(test_gelu_erf_grad))
+/* every float exponent, a dense sweep of mantissas in each, and the subnormals */
+static void test_logf(void) {
+    double worst = 0;
+    float wx = 0;
+    for (int e = -149; e < 128; e++)
+        for (int k = 0; k < 4096; k++) {
+            float x = ldexpf(1.0f + (float)k / 4096.0f + 1.0f / 8388608.0f * (float)(k % 7), e);
+            if (x == 0.0f || isinf(x)) continue;
+            double u = ulps(cpu_logf(x), log((double)x));
+            if (u > worst) { worst = u; wx = x; }
+        }
+    for (double d = 0.5; d < 2.0; d += 1.7e-6) { /* around 1, where ln x is small */
+        float x = (float)d;
+        double u = ulps(cpu_logf(x), log((double)x));
+        if (u > worst) { worst = u; wx = x; }
+    }
+    CHECKF(worst <= 2.0, "cpu_logf: %.2f ulp at %.9g", worst, wx);
+    fprintf(stderr, "cpu_logf max error %.2f ulp\n", worst);
+    CHECK(cpu_logf(1.0f) == 0.0f && cpu_logf(0.0f) == -INFINITY && cpu_logf(-0.0f) == -INFINITY);
+    CHECK(cpu_logf(INFINITY) == INFINITY && isnan(cpu_logf(-1.0f)) && isnan(cpu_logf(NAN)));
+}
+
+/* log(1 + e): relative error near f32 rounding from e = 1e-30 (where 1 + e is 1) to 1e30 */
+static void test_log1p_pos(void) {
+    double worst = 0;
+    float we = 0;
+    for (double l = -30; l < 30; l += 1e-4) {
+        float e = (float)pow(10.0, l);
+        double ref = log1p((double)e), r = fabs(cpu_log1p_pos(e) - ref) / ref;
+        if (r > worst) { worst = r; we = e; }
+    }
+    CHECKF(worst <= 4e-7, "cpu_log1p_pos: relative error %.3g at %.9g", worst, we);
+    fprintf(stderr, "cpu_log1p_pos max relative error %.3g\n", worst);
+    CHECK(cpu_log1p_pos(0.0f) == 0.0f);
+}
+
+TEST_MAIN(T(test_expf), T(test_expf_underflow), T(test_tanhf), T(test_phif), T(test_gelu_erf_grad), T(test_logf),
+          T(test_log1p_pos))

@@ -2,17 +2,8 @@
  * mean sum(w l) / sum(w) (a weight per element, or per row broadcast): the loss vs
  * float64, the gradients of pred and target vs finite differences, values PyTorch printed,
  * an all-zero mask (loss 0, gradient 0), and the builder's errors. */
+#include "ops/loss_ref.h"
 #include "ops/opcheck.h"
-
-static double term(int kind, double p, double t, double delta) {
-    double d = p - t;
-    switch (kind) {
-    case BRISK_LOSS_MSE: return d * d;
-    case BRISK_LOSS_L1: return fabs(d);
-    case BRISK_LOSS_HUBER: return fabs(d) < delta ? 0.5 * d * d : delta * (fabs(d) - 0.5 * delta);
-    default: return fmax(p, 0) - p * t + log1p(exp(-fabs(p)));
-    }
-}
 
 static const char *kind_name(int kind) {
     return (const char *[]){"mse", "l1", "huber", "bce with logits"}[kind];
@@ -40,7 +31,7 @@ static void check_loss(int kind, int weighted, int row_mask) {
     double sum = 0, wsum = 0;
     for (int i = 0; i < 42; i++) {
         double wi = weighted ? w[row_mask ? i / 7 : i] : 1;
-        sum += wi * term(kind, vp[i], vt[i], delta);
+        sum += wi * lref_term(kind, vp[i], vt[i], delta);
         wsum += wi;
     }
     double ref = sum / wsum;

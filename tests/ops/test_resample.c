@@ -6,36 +6,6 @@
 #include "ops/opcheck.h"
 #include "ops/vision_ref.h"
 
-/* one axis of bilinear, align_corners false: the two inputs and weights output o reads */
-static void axis_ref(int64_t o, int s, int64_t in, int64_t *i0, int64_t *i1, double *l1) {
-    double src = (o + 0.5) / s - 0.5;
-    if (src < 0) src = 0;
-    *i0 = (int64_t)src;
-    if (*i0 > in - 1) *i0 = in - 1;
-    *i1 = *i0 + (*i0 < in - 1);
-    *l1 = src - (double)*i0;
-}
-
-static void upsample_ref(int bilinear, int64_t P, int64_t H, int64_t W, int sh, int sw, const float *x, double *y) {
-    int64_t Ho = H * sh, Wo = W * sw;
-    for (int64_t p = 0; p < P; p++)
-        for (int64_t oh = 0; oh < Ho; oh++)
-            for (int64_t ow = 0; ow < Wo; ow++) {
-                const float *xp = x + p * H * W;
-                double *o = &y[(p * Ho + oh) * Wo + ow];
-                if (!bilinear) {
-                    *o = xp[oh / sh * W + ow / sw];
-                    continue;
-                }
-                int64_t a, b, c, d;
-                double lh, lw;
-                axis_ref(oh, sh, H, &a, &b, &lh);
-                axis_ref(ow, sw, W, &c, &d, &lw);
-                *o = (1 - lh) * ((1 - lw) * xp[a * W + c] + lw * xp[a * W + d]) +
-                     lh * ((1 - lw) * xp[b * W + c] + lw * xp[b * W + d]);
-            }
-}
-
 static void check_upsample(int bilinear, int64_t N, int64_t C, int64_t H, int64_t W, int sh, int sw) {
     oc c;
     oc_init(&c, 800 + (uint64_t)(bilinear * 17 + H * 3 + W + sh * 5 + sw));
@@ -44,7 +14,7 @@ static void check_upsample(int bilinear, int64_t N, int64_t C, int64_t H, int64_
     REQUIRE(out >= 0);
     int64_t n = N * C * H * sh * W * sw;
     double *ref = malloc(sizeof(double) * (size_t)n);
-    upsample_ref(bilinear, N * C, H, W, sh, sw, oc_val(&c, x), ref);
+    vref_upsample(bilinear, N * C, H, W, sh, sw, oc_val(&c, x), NULL, ref, NULL);
     char what[80];
     snprintf(what, sizeof what, "upsample %s %lldx%lld by %dx%d", bilinear ? "bilinear" : "nearest", (long long)H,
              (long long)W, sh, sw);

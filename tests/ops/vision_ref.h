@@ -1,6 +1,6 @@
 /* float64 references for the vision ops (CONV2D and its gradients in both layouts, POOL2D
- * and its gradient), written as the textbook loops over every output and tap, shared by the op
- * tests (tests/ops) and the CPU kernel tests (tests/backend). */
+ * and its gradient, UPSAMPLE2D and its gradient), written as the textbook loops over every
+ * output and tap, shared by the op tests (tests/ops) and the CPU kernel tests (tests/backend). */
 #ifndef BRISK_TEST_VISION_REF_H
 #define BRISK_TEST_VISION_REF_H
 
@@ -93,6 +93,45 @@ static inline void vref_pool(int max, int64_t P, int64_t H, int64_t W, brisk_win
                             int64_t ih = oh * w.sh - w.ph + i, iw = ow * w.sw - w.pw + j;
                             if (ih >= 0 && ih < H && iw >= 0 && iw < W) dx[(p * H + ih) * W + iw] += dy[o] / (double)(w.kh * w.kw);
                         }
+            }
+}
+
+/* One axis of bilinear upsampling by s, align_corners false: the inputs i0, i1 output o
+ * reads and the weight of i1 (i0's is 1 - it). */
+static inline void vref_bilinear_axis(int64_t o, int s, int64_t in, int64_t *i0, int64_t *i1, double *l1) {
+    double src = (o + 0.5) / s - 0.5;
+    if (src < 0) src = 0;
+    *i0 = (int64_t)src;
+    if (*i0 > in - 1) *i0 = in - 1;
+    *i1 = *i0 + (*i0 < in - 1);
+    *l1 = src - (double)*i0;
+}
+
+/* y = upsample(x) (nearest or bilinear, planes [P, H, W] by sh, sw) and, when dy is given,
+ * dx = its transpose applied to dy (zeroed here) */
+static inline void vref_upsample(int bilinear, int64_t P, int64_t H, int64_t W, int sh, int sw, const float *x,
+                                 const float *dy, double *y, double *dx) {
+    int64_t Ho = H * sh, Wo = W * sw;
+    if (dx) memset(dx, 0, sizeof(double) * (size_t)(P * H * W));
+    for (int64_t p = 0; p < P; p++)
+        for (int64_t oh = 0; oh < Ho; oh++)
+            for (int64_t ow = 0; ow < Wo; ow++) {
+                int64_t o = (p * Ho + oh) * Wo + ow, a, b, c, d;
+                double lh = 0, lw = 0;
+                if (bilinear) {
+                    vref_bilinear_axis(oh, sh, H, &a, &b, &lh);
+                    vref_bilinear_axis(ow, sw, W, &c, &d, &lw);
+                } else {
+                    a = b = oh / sh, c = d = ow / sw;
+                }
+                const int64_t ix[4] = {a * W + c, a * W + d, b * W + c, b * W + d};
+                const double wt[4] = {(1 - lh) * (1 - lw), (1 - lh) * lw, lh * (1 - lw), lh * lw};
+                double v = 0;
+                for (int k = 0; k < 4; k++) {
+                    v += wt[k] * x[p * H * W + ix[k]];
+                    if (dx) dx[p * H * W + ix[k]] += wt[k] * dy[o];
+                }
+                y[o] = v;
             }
 }
 

@@ -191,6 +191,8 @@ static inline float cpu_silu_grad(float dy, float x) {
  * at 0). */
 static inline float cpu_leaky_relu(float x, float slope) { return x > 0.0f ? x : x * slope; }
 
+/* (e^x - 1) alpha as PyTorch's kernel has it (not expm1: near 0 the result is within an ulp
+ * of alpha of the true value, not of itself), so that a model matches PyTorch's bits closely */
 static inline float cpu_elu(float x, float alpha) { return x > 0.0f ? x : (cpu_expf(x) - 1.0f) * alpha; }
 
 static inline float cpu_elu_grad(float dy, float x, float alpha) {
