@@ -340,10 +340,11 @@ stage_test() {
     rm -f "$work/logs/conv-summary.tsv"
     ctest_run test "CUDA tests (ctest -R $CUDA_TESTS)" "$work/logs/ctest-cuda.log" \
       BRISK_CONV_SUMMARY="$work/logs/conv-summary.tsv" -- -R "$CUDA_TESTS" -j1
-    # the vision kernels (issue 12) on lines of their own: never run on a GPU before
+    # the vision kernels (issue 12) and issue 31's layer ops on lines of their own: never run on a GPU before
     local t line
     for t in "test_cuda_conv:cuDNN convolution" "test_cuda_vision:pooling and batch norm" \
-             "test_cuda_grad:whole training graphs, ResNet-18 at the example's size among them,"; do
+             "test_cuda_grad:whole training graphs, ResNet-18 at the example's size among them," \
+             "test_cuda_layer_ops:issue 31's layer ops (math, losses, upsampling, transposed conv, group norm)"; do
       line=$(grep -E "Test +#[0-9]+: backend\.${t%%:*} " "$work/logs/ctest-cuda.log" | head -1 | tr -s ' ')
       case $line in
         *Passed*) record PASS test "${t#*:} vs CPU (${t%%:*})" "${line##* Passed }" ;;

@@ -335,9 +335,14 @@ int brisk_op_is_float(brisk_op op);
 /* Every backend's dtype rule: float ops compute in f32, data movement takes any dtype,
  * RANDINT makes i32. 0 with why (may be NULL) filled when node breaks it. */
 int brisk_op_dtype_ok(const brisk_node *node, char *why, size_t why_size);
-/* The checks every backend makes before running node `id`: input ids in range, and f32
- * inputs to float ops except their index and label inputs. */
+/* The checks every backend makes before running node `id`: input ids in range, f32 inputs
+ * to float ops except their index and label inputs, and for POINTWISE_LOSS(_GRAD),
+ * BINARY_GRAD and UPSAMPLE2D(_GRAD) their input counts, sizes and attributes (so both
+ * backends give the same error for the same bad graph). */
 brisk_status brisk_node_check_inputs(const brisk_graph *g, int id, brisk_error *err);
+/* 1 when ACT_GRAD differentiates forward op `kind`: the activations and the elementwise
+ * math ops. */
+int brisk_act_grad_kind_ok(int kind);
 
 /* ---- leaves */
 int brisk_input(brisk_graph *g, const char *name, brisk_dtype dt, brisk_shape s);

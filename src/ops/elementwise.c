@@ -81,6 +81,24 @@ int brisk_bw_binary_grad(brisk_graph *g, int node, int dy, int which) {
     return brisk_ops_sum_to_shape(g, d, &s);
 }
 
+brisk_status brisk_ops_check_binary_grad_node(const brisk_graph *g, int id, brisk_error *err) {
+    const brisk_node *n = &g->nodes[id];
+    int kind = n->attr.kind;
+    if (n->n_in != 3 || (kind != BRISK_OP_MAXIMUM && kind != BRISK_OP_MINIMUM && kind != BRISK_OP_POW_XY) ||
+        (n->attr.i0 != 0 && n->attr.i0 != 1) || !brisk_shape_equal(&g->nodes[n->in[0]].shape, &n->shape))
+        return brisk_errorf(err, BRISK_ERR_INVALID, "binary_grad (node %d): kind %d, input %lld, %d inputs (expected "
+                            "(dy, x, y) of minimum, maximum or pow_xy, input 0 or 1, dy of the output's shape)", id,
+                            kind, (long long)n->attr.i0, n->n_in);
+    for (int k = 1; k < 3; k++)
+        if (!brisk_ops_broadcasts_to(&g->nodes[n->in[k]].shape, &n->shape)) {
+            char bi[BRISK_SHAPE_STR], bo[BRISK_SHAPE_STR];
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "binary_grad (node %d): input %d %s does not broadcast to %s", id,
+                                k, brisk_shape_str(&g->nodes[n->in[k]].shape, bi, sizeof bi),
+                                brisk_shape_str(&n->shape, bo, sizeof bo));
+        }
+    return BRISK_OK;
+}
+
 int brisk_scale(brisk_graph *g, int x, float a, float b) {
     if (brisk_ops_check_dtype(g, "scale", &x, 1, BRISK_F32)) return -1;
     brisk_attr at = brisk_attr_none();

@@ -41,6 +41,13 @@ static inline int brisk_ops_find_recent(const brisk_graph *g, int since, brisk_o
     return -1;
 }
 
+/* Run-time checks of a node the builders made, for brisk_node_check_inputs (every backend
+ * calls it before running a node): input counts, sizes and attributes, so a hand-built or
+ * corrupted node is an error naming the op and what it expected, not a wild read. */
+brisk_status brisk_ops_check_loss_node(const brisk_graph *g, int id, brisk_error *err);        /* POINTWISE_LOSS(_GRAD) */
+brisk_status brisk_ops_check_binary_grad_node(const brisk_graph *g, int id, brisk_error *err); /* BINARY_GRAD */
+brisk_status brisk_ops_check_upsample_node(const brisk_graph *g, int id, brisk_error *err);    /* UPSAMPLE2D(_GRAD) */
+
 /* Zero-initialised attributes (a named function keeps builders short). */
 static inline brisk_attr brisk_attr_none(void) {
     brisk_attr a;

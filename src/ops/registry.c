@@ -140,5 +140,21 @@ brisk_status brisk_node_check_inputs(const brisk_graph *g, int id, brisk_error *
             return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): input %d is %s, expected %s",
                                 brisk_op_name(n->op), id, i, brisk_dtype_name(got), brisk_dtype_name(want));
     }
-    return BRISK_OK;
+    switch (n->op) {
+    case BRISK_OP_POINTWISE_LOSS: case BRISK_OP_POINTWISE_LOSS_GRAD: return brisk_ops_check_loss_node(g, id, err);
+    case BRISK_OP_BINARY_GRAD: return brisk_ops_check_binary_grad_node(g, id, err);
+    case BRISK_OP_UPSAMPLE2D: case BRISK_OP_UPSAMPLE2D_GRAD: return brisk_ops_check_upsample_node(g, id, err);
+    default: return BRISK_OK;
+    }
+}
+
+int brisk_act_grad_kind_ok(int kind) {
+    switch (kind) {
+    case BRISK_OP_RELU: case BRISK_OP_GELU: case BRISK_OP_SILU: case BRISK_OP_TANH: case BRISK_OP_SIGMOID:
+    case BRISK_OP_LEAKY_RELU: case BRISK_OP_ELU: case BRISK_OP_SOFTPLUS: case BRISK_OP_EXP: case BRISK_OP_LOG:
+    case BRISK_OP_SQRT: case BRISK_OP_ABS: case BRISK_OP_POW: case BRISK_OP_CLAMP:
+        return 1;
+    default:
+        return 0;
+    }
 }

@@ -145,3 +145,23 @@ int brisk_bw_pointwise_loss(brisk_graph *g, int node, int dy, int which) {
     brisk_shape s = g->nodes[n.in[which]].shape;
     return brisk_graph_append(g, BRISK_OP_POINTWISE_LOSS_GRAD, ids, n.n_in + 1, BRISK_F32, s, &at);
 }
+
+brisk_status brisk_ops_check_loss_node(const brisk_graph *g, int id, brisk_error *err) {
+    const brisk_node *n = &g->nodes[id];
+    int grad = n->op == BRISK_OP_POINTWISE_LOSS_GRAD, off = grad ? 1 : 0;
+    const char *name = brisk_op_name(n->op);
+    if ((n->n_in != 2 + off && n->n_in != 3 + off) || n->attr.kind < BRISK_LOSS_MSE ||
+        n->attr.kind > BRISK_LOSS_BCE_LOGITS || (grad && n->attr.i0 != 0 && n->attr.i0 != 1))
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): %d inputs, kind %d (expected %s, a BRISK_LOSS_* "
+                            "kind)", name, id, n->n_in, n->attr.kind,
+                            grad ? "(dloss, pred, target [, weight]) and input 0 or 1" : "(pred, target [, weight])");
+    int64_t len = brisk_shape_numel(&g->nodes[n->in[off]].shape);
+    for (int k = off + 1; k < n->n_in; k++)
+        if (brisk_shape_numel(&g->nodes[n->in[k]].shape) != len)
+            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s (node %d): input %d has %lld elements, pred %lld", name, id, k,
+                                (long long)brisk_shape_numel(&g->nodes[n->in[k]].shape), (long long)len);
+    if (brisk_shape_numel(&n->shape) != (grad ? len : 1) || (grad && brisk_shape_numel(&g->nodes[n->in[0]].shape) != 1))
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s (node %d): the output%s is not the size expected (%lld)", name,
+                            id, grad ? " or dloss" : "", (long long)(grad ? len : 1));
+    return BRISK_OK;
+}

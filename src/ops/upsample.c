@@ -37,3 +37,19 @@ int brisk_bw_upsample2d(brisk_graph *g, int node, int dy, int which) {
     brisk_node n = g->nodes[node];
     return brisk_graph_append(g, BRISK_OP_UPSAMPLE2D_GRAD, &dy, 1, BRISK_F32, g->nodes[n.in[0]].shape, &n.attr);
 }
+
+brisk_status brisk_ops_check_upsample_node(const brisk_graph *g, int id, brisk_error *err) {
+    const brisk_node *n = &g->nodes[id];
+    int grad = n->op == BRISK_OP_UPSAMPLE2D_GRAD;
+    const brisk_shape *xs = grad ? &n->shape : &g->nodes[n->in[0]].shape;
+    const brisk_shape *ys = grad ? &g->nodes[n->in[0]].shape : &n->shape;
+    int64_t sh = n->attr.i0, sw = n->attr.i1;
+    if (n->n_in != 1 || xs->ndim != 4 || ys->ndim != 4 || sh < 1 || sw < 1 || sh > INT32_MAX || sw > INT32_MAX ||
+        (n->attr.kind != BRISK_UPSAMPLE_NEAREST && n->attr.kind != BRISK_UPSAMPLE_BILINEAR) ||
+        ys->d[0] != xs->d[0] || ys->d[1] != xs->d[1] || ys->d[2] != xs->d[2] * sh || ys->d[3] != xs->d[3] * sw ||
+        ys->d[2] > INT32_MAX || ys->d[3] > INT32_MAX)
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s (node %d): x, y, the mode and the scales %lldx%lld do not agree "
+                            "(expected x [N, C, H, W], y [N, C, H sh, W sw])", brisk_op_name(n->op), id, (long long)sh,
+                            (long long)sw);
+    return BRISK_OK;
+}

@@ -156,8 +156,8 @@ typedef struct cpu_act {
 cpu_act cpu_act_of(const brisk_node *n);
 /* o = f(x) over n elements; o may be x. */
 void cpu_act_span(const cpu_act *a, const float *x, float *o, int64_t n);
-/* ACT_GRAD's arithmetic over n elements: o = dy f'(x) (y = f(x)); o may be dy. */
-int cpu_act_grad_kind_ok(int kind); /* the activations and the elementwise math ops */
+/* ACT_GRAD's arithmetic over n elements (a kind brisk_act_grad_kind_ok takes): o = dy f'(x)
+ * (y = f(x)); o may be dy. */
 void cpu_act_grad_span(const cpu_act *a, const float *dy, const float *x, const float *y, float *o, int64_t n);
 
 /* A GEMM epilogue (fuse.c), over each band of C right after the band is computed, while it

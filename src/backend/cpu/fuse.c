@@ -145,7 +145,7 @@ static brisk_status run_gemm_actgrad(cpu_backend *cb, const brisk_graph *g, cons
         return brisk_errorf(err, BRISK_ERR_INTERNAL, "cpu: fused matmul (node %d) + act_grad (node %d): shapes "
                             "changed since prepare", f->matmul, f->grad);
     int kind = nq->attr.kind;
-    if (!cpu_act_grad_kind_ok(kind))
+    if (!brisk_act_grad_kind_ok(kind))
         return brisk_errorf(err, BRISK_ERR_INVALID, "act_grad (node %d): attr.kind %d is not an activation op",
                             f->grad, kind);
     float *q = ptr[f->grad];
@@ -209,7 +209,7 @@ static brisk_status run_actgrad_sum(cpu_backend *cb, const brisk_graph *g, const
     uint32_t mask = (1u << (n->shape.ndim - 1)) - 1u;
     /* the column-sum path of reduce.c needs at least 2 rows and 2 columns (size-1 dims
      * drop out of its plan); elsewhere the two kernels run one after the other, here */
-    if (R < 2 || N < 2 || !cpu_act_grad_kind_ok(kind)) {
+    if (R < 2 || N < 2 || !brisk_act_grad_kind_ok(kind)) {
         brisk_status st = cpu_act_grad(cb, g, f->grad, in, out, err);
         if (!st) cpu_reduce_sum(cb, out, &n->shape, mask, 1.0f, ptr[f->sum]);
         return st;

@@ -86,22 +86,11 @@ static void grad_range(const void *vctx, int64_t i0, int64_t i1) {
 
 brisk_status cpu_pointwise_loss(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
                                 brisk_error *err) {
+    (void)err;
     const brisk_node *n = NODE(g, id);
     int grad = n->op == BRISK_OP_POINTWISE_LOSS_GRAD, off = grad ? 1 : 0;
-    int weighted = n->n_in == 3 + off;
-    const char *name = brisk_op_name(n->op);
-    if ((n->n_in != 2 + off && !weighted) || n->attr.kind < BRISK_LOSS_MSE || n->attr.kind > BRISK_LOSS_BCE_LOGITS ||
-        (grad && n->attr.i0 != 0 && n->attr.i0 != 1))
-        return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): %d inputs, kind %d (expected %s, a BRISK_LOSS_* "
-                            "kind)", name, id, n->n_in, n->attr.kind,
-                            grad ? "(dloss, pred, target [, weight]) and input 0 or 1" : "(pred, target [, weight])");
+    int weighted = n->n_in == 3 + off; /* inputs, sizes and attributes: brisk_node_check_inputs */
     int64_t len = cpu_numel(&IN_NODE(g, id, off)->shape);
-    for (int k = off + 1; k < n->n_in; k++)
-        if (cpu_numel(&IN_NODE(g, id, k)->shape) != len)
-            return brisk_errorf(err, BRISK_ERR_SHAPE, "%s (node %d): input %d has %lld elements, pred %lld", name, id, k,
-                                (long long)cpu_numel(&IN_NODE(g, id, k)->shape), (long long)len);
-    if (cpu_numel(&n->shape) != (grad ? len : 1) || (grad && cpu_numel(&IN_NODE(g, id, 0)->shape) != 1))
-        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s (node %d): output (or dloss) of the wrong size", name, id);
     loss_ctx c = {.kind = n->attr.kind, .which = (int)n->attr.i0, .delta = n->attr.f0, .p = in[off],
                   .t = in[off + 1], .w = weighted ? in[off + 2] : NULL, .out = out};
     double wsum = c.w ? cpu_chunk_sum(cb, len, LOSS_CHUNK, weights, &c) : (double)len;

@@ -21,17 +21,6 @@ cpu_act cpu_act_of(const brisk_node *n) {
     return a;
 }
 
-int cpu_act_grad_kind_ok(int kind) {
-    switch (kind) {
-    case BRISK_OP_RELU: case BRISK_OP_GELU: case BRISK_OP_SILU: case BRISK_OP_TANH: case BRISK_OP_SIGMOID:
-    case BRISK_OP_LEAKY_RELU: case BRISK_OP_ELU: case BRISK_OP_SOFTPLUS: case BRISK_OP_EXP: case BRISK_OP_LOG:
-    case BRISK_OP_SQRT: case BRISK_OP_ABS: case BRISK_OP_POW: case BRISK_OP_CLAMP:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 /* x^p for a constant p, with PyTorch's special cases (its pow kernel takes these exponents
  * apart from powf, and so the results and their gradients match its bits there) */
 static inline float pow_const(float x, float p) {
@@ -223,7 +212,7 @@ brisk_status cpu_act_grad(cpu_backend *cb, const brisk_graph *g, int id, const v
                           void *out, brisk_error *err) {
     const brisk_node *n = NODE(g, id);
     int kind = n->attr.kind;
-    if (!cpu_act_grad_kind_ok(kind))
+    if (!brisk_act_grad_kind_ok(kind))
         return brisk_errorf(err, BRISK_ERR_INVALID, "act_grad: attr.kind %d is not an activation op", kind);
     if (n->n_in < 3)
         return brisk_errorf(err, BRISK_ERR_INVALID, "act_grad: needs (dy, x, y), got %d inputs", n->n_in);

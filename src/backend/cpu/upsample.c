@@ -128,15 +128,8 @@ brisk_status cpu_upsample_op(cpu_backend *cb, const brisk_graph *g, int id, cons
     int grad = n->op == BRISK_OP_UPSAMPLE2D_GRAD;
     const brisk_shape *xs = grad ? &n->shape : &IN_NODE(g, id, 0)->shape;
     const brisk_shape *ys = grad ? &IN_NODE(g, id, 0)->shape : &n->shape;
-    int64_t sh = n->attr.i0, sw = n->attr.i1;
+    int64_t sh = n->attr.i0, sw = n->attr.i1; /* checked against the shapes: brisk_node_check_inputs */
     int mode = n->attr.kind;
-    if (xs->ndim != 4 || ys->ndim != 4 || sh < 1 || sw < 1 || sh > INT32_MAX || sw > INT32_MAX ||
-        (mode != BRISK_UPSAMPLE_NEAREST && mode != BRISK_UPSAMPLE_BILINEAR) || ys->d[0] != xs->d[0] ||
-        ys->d[1] != xs->d[1] || ys->d[2] != xs->d[2] * sh || ys->d[3] != xs->d[3] * sw || xs->d[2] > INT32_MAX ||
-        ys->d[2] > INT32_MAX || ys->d[3] > INT32_MAX)
-        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s (node %d): x, y, the mode and the scales %lldx%lld do not agree "
-                            "(expected x [N, C, H, W], y [N, C, H sh, W sw])", brisk_op_name(n->op), id, (long long)sh,
-                            (long long)sw);
     up_ctx c = {.bilinear = mode == BRISK_UPSAMPLE_BILINEAR, .grad = grad, .sh = (int)sh, .sw = (int)sw,
                 .H = xs->d[2], .W = xs->d[3], .Ho = ys->d[2], .Wo = ys->d[3], .in = in[0], .out = out};
     int64_t planes = xs->d[0] * xs->d[1], per = c.Ho * c.Wo;

@@ -310,9 +310,11 @@ void cuda_rnn_free(cuda_backend *cb);
 /* How LSTM node id of g runs (cuDNN's math, sizes), for brisk profile; "" if unplanned. */
 void cuda_rnn_note(const cuda_backend *cb, const brisk_graph *g, int id, char *buf, size_t n);
 
-/* ---- vision.c: pooling and batch norm (k_pool.cu, k_batchnorm.cu) */
+/* ---- vision.c: pooling, upsampling and batch norm (k_pool.cu, k_upsample.cu, k_batchnorm.cu) */
 brisk_status cuda_run_pool(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
                            brisk_error *err);
+brisk_status cuda_run_upsample(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                               brisk_error *err);
 brisk_status cuda_run_batchnorm(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
                                 const brisk_step_state *st, brisk_error *err);
 

@@ -278,13 +278,15 @@ static brisk_status run_rows(cuda_backend *cb, const brisk_graph *g, int id, con
     default: break;
     }
     int gi = op == BRISK_OP_LAYERNORM ? 1 : 2;
+    if (op != BRISK_OP_LAYERNORM_XHAT && n->n_in != 3 && !(op == BRISK_OP_LAYERNORM_GRAD_X && n->n_in == 2))
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): %d inputs", brisk_op_name(op), id, n->n_in);
     if (op != BRISK_OP_LAYERNORM_XHAT)
-        for (int k = gi; k < 3; k++)
+        for (int k = gi; k < n->n_in; k++)
             if (numel(&IN_NODE(g, id, k)->shape) != C)
                 return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input %d has %lld elements, expected %lld",
                                     brisk_op_name(op), k, (long long)numel(&IN_NODE(g, id, k)->shape), (long long)C);
     const float *x = in[xi], *dy = xi ? in[0] : NULL;
-    const float *gamma = op == BRISK_OP_LAYERNORM ? in[1] : op == BRISK_OP_LAYERNORM_GRAD_X ? in[2] : NULL;
+    const float *gamma = op == BRISK_OP_LAYERNORM ? in[1] : op == BRISK_OP_LAYERNORM_GRAD_X && n->n_in > 2 ? in[2] : NULL;
     const float *beta = op == BRISK_OP_LAYERNORM ? in[2] : NULL;
     LAUNCH(cuk_layernorm(op, x, dy, gamma, beta, out, rows, C, n->attr.f0, s), brisk_op_name(op));
     return BRISK_OK;
@@ -330,6 +332,25 @@ static brisk_status run_loss(cuda_backend *cb, const brisk_graph *g, int id, con
     return BRISK_OK;
 }
 
+/* The loss or its gradient; inputs, sizes and attributes checked by brisk_node_check_inputs. */
+static brisk_status run_pointwise_loss(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in,
+                                       void *out, brisk_error *err) {
+    const brisk_node *n = NODE(g, id);
+    int grad = n->op == BRISK_OP_POINTWISE_LOSS_GRAD, off = grad ? 1 : 0;
+    int64_t len = numel(&IN_NODE(g, id, off)->shape);
+    void *scratch;
+    brisk_status st = cuda_scratch(cb, cuk_loss_scratch_bytes(), &scratch, err);
+    if (st) return st;
+    const float *w = n->n_in == 3 + off ? in[off + 2] : NULL;
+    if (grad)
+        LAUNCH(cuk_pointwise_loss_grad(n->attr.kind, (int)n->attr.i0, n->attr.f0, in[0], in[1], in[2], w, out, len,
+                                       scratch, cb->compute), brisk_op_name(n->op));
+    else
+        LAUNCH(cuk_pointwise_loss(n->attr.kind, n->attr.f0, in[0], in[1], w, len, out, scratch, cb->compute),
+               brisk_op_name(n->op));
+    return BRISK_OK;
+}
+
 /* ---------------------------------------------------------------- run_node */
 
 static brisk_status run_op(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
@@ -351,28 +372,37 @@ static brisk_status run_op(cuda_backend *cb, const brisk_graph *g, int id, const
         if (N) LAUNCH(cuk_bias_act(in[0], in[1], out, len / N, N, 0, 0, s), "bias_add");
         return BRISK_OK;
     }
-    case BRISK_OP_ADD: case BRISK_OP_SUB: case BRISK_OP_MUL: case BRISK_OP_DIV: {
-        const brisk_shape *xs[2] = {&IN_NODE(g, id, 0)->shape, &IN_NODE(g, id, 1)->shape};
+    case BRISK_OP_ADD: case BRISK_OP_SUB: case BRISK_OP_MUL: case BRISK_OP_DIV: case BRISK_OP_MINIMUM:
+    case BRISK_OP_MAXIMUM: case BRISK_OP_POW_XY: case BRISK_OP_BINARY_GRAD: {
+        int grad = n->op == BRISK_OP_BINARY_GRAD; /* (dy, x, y): x and y broadcast as the forward's */
+        const brisk_shape *xs[2] = {&IN_NODE(g, id, grad)->shape, &IN_NODE(g, id, grad + 1)->shape};
         for (int k = 0; k < 2; k++) {
             if (xs[k]->ndim > n->shape.ndim)
                 return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input %d has more dims than the output",
-                                    brisk_op_name(n->op), k);
+                                    brisk_op_name(n->op), k + grad);
             int off = n->shape.ndim - xs[k]->ndim;
             for (int i = 0; i < xs[k]->ndim; i++)
                 if (xs[k]->d[i] != 1 && xs[k]->d[i] != n->shape.d[off + i])
                     return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input %d dim %d is %lld, output %lld",
-                                        brisk_op_name(n->op), k, i, (long long)xs[k]->d[i], (long long)n->shape.d[off + i]);
+                                        brisk_op_name(n->op), k + grad, i, (long long)xs[k]->d[i],
+                                        (long long)n->shape.d[off + i]);
         }
         int done = 0;
         brisk_status fs = n->op == BRISK_OP_ADD ? cuda_run_add_norm(cb, g, id, in, out, &done, err) : BRISK_OK;
         if (fs || done) return fs; /* a residual add fused with its layer norm */
         cuda_strides v;
         cuda_bcast_view(&v, &n->shape, xs, 2);
-        LAUNCH(cuk_binary(n->op, in[0], in[1], out, &v, len, s), brisk_op_name(n->op));
+        if (!grad) {
+            LAUNCH(cuk_binary(n->op, in[0], in[1], out, &v, len, s), brisk_op_name(n->op));
+            return BRISK_OK;
+        }
+        int kind = n->attr.kind; /* inputs, kind and dy's shape: brisk_node_check_inputs */
+        LAUNCH(cuk_binary_grad(kind, (int)n->attr.i0, in[0], in[1], in[2], out, &v, len, s), "binary_grad");
         return BRISK_OK;
     }
     case BRISK_OP_SCALE: case BRISK_OP_RELU: case BRISK_OP_GELU: case BRISK_OP_SILU: case BRISK_OP_TANH:
-    case BRISK_OP_SIGMOID:
+    case BRISK_OP_SIGMOID: case BRISK_OP_EXP: case BRISK_OP_LOG: case BRISK_OP_SQRT: case BRISK_OP_ABS:
+    case BRISK_OP_POW: case BRISK_OP_CLAMP: case BRISK_OP_LEAKY_RELU: case BRISK_OP_ELU: case BRISK_OP_SOFTPLUS:
         if (numel(&IN_NODE(g, id, 0)->shape) != len)
             return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input and output sizes differ", brisk_op_name(n->op));
         LAUNCH(cuk_unary(n->op, n->attr.kind == BRISK_GELU_TANH, n->attr.f0, n->attr.f1, in[0], out, len, s),
@@ -380,15 +410,15 @@ static brisk_status run_op(cuda_backend *cb, const brisk_graph *g, int id, const
         return BRISK_OK;
     case BRISK_OP_ACT_GRAD: {
         int kind = n->attr.kind;
-        if (kind != BRISK_OP_RELU && kind != BRISK_OP_GELU && kind != BRISK_OP_SILU && kind != BRISK_OP_TANH &&
-            kind != BRISK_OP_SIGMOID)
+        if (!brisk_act_grad_kind_ok(kind))
             return brisk_errorf(err, BRISK_ERR_INVALID, "act_grad: attr.kind %d is not an activation op", kind);
         if (n->n_in < 3)
             return brisk_errorf(err, BRISK_ERR_INVALID, "act_grad: needs (dy, x, y), got %d inputs", n->n_in);
         for (int k = 0; k < 3; k++)
             if (numel(&IN_NODE(g, id, k)->shape) != len)
                 return brisk_errorf(err, BRISK_ERR_SHAPE, "act_grad: input %d size differs from the output", k);
-        LAUNCH(cuk_act_grad(kind, n->attr.i1 == BRISK_GELU_TANH, in[0], in[1], in[2], out, len, s), "act_grad");
+        LAUNCH(cuk_act_grad(kind, n->attr.i1 == BRISK_GELU_TANH, n->attr.f0, n->attr.f1, in[0], in[1], in[2], out, len,
+                            s), "act_grad");
         return BRISK_OK;
     }
     case BRISK_OP_DROPOUT: case BRISK_OP_RANDN: case BRISK_OP_RAND_UNIFORM: case BRISK_OP_RANDINT:
@@ -399,6 +429,8 @@ static brisk_status run_op(cuda_backend *cb, const brisk_graph *g, int id, const
         return run_rows(cb, g, id, in, out, err);
     case BRISK_OP_CROSS_ENTROPY: case BRISK_OP_CROSS_ENTROPY_GRAD: case BRISK_OP_MSE: case BRISK_OP_MSE_GRAD:
         return run_loss(cb, g, id, in, out, err);
+    case BRISK_OP_POINTWISE_LOSS: case BRISK_OP_POINTWISE_LOSS_GRAD: return run_pointwise_loss(cb, g, id, in, out, err);
+    case BRISK_OP_UPSAMPLE2D: case BRISK_OP_UPSAMPLE2D_GRAD: return cuda_run_upsample(cb, g, id, in, out, err);
     case BRISK_OP_EXPAND: case BRISK_OP_CONCAT: case BRISK_OP_SLICE: case BRISK_OP_SLICE_GRAD:
     case BRISK_OP_TRANSPOSE:
         return cuda_run_movement(cb, g, id, in, out, err);

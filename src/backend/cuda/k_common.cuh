@@ -127,6 +127,42 @@ __device__ __forceinline__ float dev_act(int op, int gelu_tanh, float v) {
     }
 }
 
+/* The elementwise math ops and the activations with a parameter (src/backend/cpu/unary.c's
+ * formulas, with CUDA's libm): a, b are the op's attr.f0, f1. */
+__device__ __forceinline__ float dev_pow_const(float x, float p) {
+    /* PyTorch's special exponents (its pow kernel takes them apart from powf) */
+    if (p == 2.0f) return x * x;
+    if (p == 3.0f) return x * x * x;
+    if (p == 1.0f) return x;
+    if (p == 0.0f) return 1.0f;
+    if (p == 0.5f) return sqrtf(x);
+    if (p == -0.5f) return 1.0f / sqrtf(x);
+    if (p == -1.0f) return 1.0f / x;
+    if (p == -2.0f) return 1.0f / (x * x);
+    return powf(x, p);
+}
+
+__device__ __forceinline__ float dev_math(int op, float a, float b, float v) {
+    switch (op) {
+    case BRISK_OP_EXP: return expf(v);
+    case BRISK_OP_LOG: return logf(v);
+    case BRISK_OP_SQRT: return sqrtf(v);
+    case BRISK_OP_ABS: return fabsf(v);
+    case BRISK_OP_POW: return dev_pow_const(v, a);
+    case BRISK_OP_CLAMP: {
+        float u = v < a ? a : v; /* keeps a NaN */
+        return u > b ? b : u;
+    }
+    case BRISK_OP_LEAKY_RELU: return v > 0.0f ? v : v * a;
+    case BRISK_OP_ELU: return v > 0.0f ? v : (expf(v) - 1.0f) * a;
+    case BRISK_OP_SOFTPLUS: {
+        float z = v * a; /* beta x; past 30, z + log1p(e^-z) rounds to z (cpu_softplus) */
+        return z > b ? v : (z > 30.0f ? z : log1pf(expf(z))) / a;
+    }
+    default: return v;
+    }
+}
+
 /* ---------------------------------------------------------------- Philox 4x32-10 */
 
 __device__ __forceinline__ uint4 dev_philox(uint4 c, uint32_t k0, uint32_t k1) {

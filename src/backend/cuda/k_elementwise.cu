@@ -1,7 +1,8 @@
-/* Elementwise kernels, f32, C-contiguous, matching src/backend/cpu/elementwise.c:
- *   binary ADD/SUB/MUL/DIV with NumPy broadcasting (host collapses dims to a strided view),
- *   BIAS_ADD (optionally fused with ReLU/GELU: the fallback of a GEMM epilogue), SCALE and
- *   the activations, ACT_GRAD, GRAD_ACCUM, MSE_GRAD,
+/* Elementwise kernels, f32, C-contiguous, matching src/backend/cpu/elementwise.c and unary.c:
+ *   binary ADD/SUB/MUL/DIV, MINIMUM/MAXIMUM, POW_XY with NumPy broadcasting (host collapses
+ *   dims to a strided view) and BINARY_GRAD, BIAS_ADD (optionally fused with ReLU/GELU: the
+ *   fallback of a GEMM epilogue), SCALE, the activations and the elementwise math ops,
+ *   ACT_GRAD, GRAD_ACCUM, MSE_GRAD,
  * and the step plumbing: per-step values, GEMM operand casts to bf16/fp16, input staging,
  * the loss log. Contiguous equal-shape operands go 4 floats (16 bytes) per load when the
  * pointers and length allow. */
@@ -43,7 +44,22 @@ __device__ __forceinline__ float dev_binary(int op, float a, float c) {
     case BRISK_OP_ADD: return a + c;
     case BRISK_OP_SUB: return a - c;
     case BRISK_OP_MUL: return a * c;
+    /* max and min keep a NaN of either side, as torch.maximum (fmaxf would drop it) */
+    case BRISK_OP_MAXIMUM: return a != a ? a : a > c ? a : c;
+    case BRISK_OP_MINIMUM: return a != a ? a : a < c ? a : c;
+    case BRISK_OP_POW_XY: return powf(a, c);
     default: return a / c;
+    }
+}
+
+/* d out / d input `which` times d: PyTorch's formulas, as the CPU's binary_grad */
+__device__ __forceinline__ float dev_binary_grad(int kind, int which, float d, float a, float c) {
+    switch (kind) {
+    case BRISK_OP_MAXIMUM: return (which ? a > c : a < c) ? 0.0f : a == c ? d * 0.5f : d;
+    case BRISK_OP_MINIMUM: return (which ? a < c : a > c) ? 0.0f : a == c ? d * 0.5f : d;
+    default:
+        if (which == 0) return c == 0.0f ? 0.0f : d * (c * powf(a, c - 1.0f));
+        return a == 0.0f && c >= 0.0f ? 0.0f : d * (powf(a, c) * logf(a));
     }
 }
 
@@ -63,6 +79,23 @@ __global__ void k_binary(int op, const float *x, const float *y, float *o, cuda_
         view_offsets(v, dv, i, ox, oy);
         o[i] = dev_binary(op, x[ox], y[oy]);
     }
+}
+
+/* dy and out are contiguous in the view's (the output's) index space; x and y broadcast */
+__global__ void k_binary_grad(int kind, int which, const float *dy, const float *x, const float *y, float *o,
+                              cuda_strides v, cuk_view_div dv, int64_t n) {
+    GRID_STRIDE(i, n) {
+        int64_t ox, oy;
+        view_offsets(v, dv, i, ox, oy);
+        o[i] = dev_binary_grad(kind, which, dy[i], x[ox], y[oy]);
+    }
+}
+
+cudaError_t cuk_binary_grad(int kind, int which, const float *dy, const float *x, const float *y, float *out,
+                            const cuda_strides *v, int64_t n, cudaStream_t s) {
+    if (n <= 0) return cudaSuccess;
+    k_binary_grad<<<cuk_blocks(n, 4), CUK_THREADS, 0, s>>>(kind, which, dy, x, y, out, *v, cuk_view_div_make(v, n), n);
+    return cudaGetLastError();
 }
 
 cudaError_t cuk_binary(int op, const float *x, const float *y, float *out, const cuda_strides *v, int64_t n,
@@ -117,7 +150,12 @@ cudaError_t cuk_bias_act(const float *x, const float *b, float *out, int64_t row
 /* ---------------------------------------------------------------- unary */
 
 __device__ __forceinline__ float dev_unary(int op, int gt, float a, float b, float v) {
-    return op == BRISK_OP_SCALE ? a * v + b : dev_act(op, gt, v);
+    switch (op) {
+    case BRISK_OP_SCALE: return a * v + b;
+    case BRISK_OP_RELU: case BRISK_OP_GELU: case BRISK_OP_SILU: case BRISK_OP_TANH: case BRISK_OP_SIGMOID:
+        return dev_act(op, gt, v);
+    default: return dev_math(op, a, b, v);
+    }
 }
 
 __global__ void k_unary4(int op, int gt, float a, float b, const float4 *x, float4 *o, int64_t n4) {
@@ -145,9 +183,19 @@ cudaError_t cuk_unary(int op, int gelu_tanh, float a, float b, const float *x, f
 
 /* ---------------------------------------------------------------- activation gradients */
 
-/* dy * f'(x), as the CPU's act_grad_range (PyTorch's backward formulas) */
-__device__ __forceinline__ float dev_act_grad(int kind, int gt, float dy, float x, float y) {
+/* dy * f'(x), as the CPU's cpu_act_grad_span (PyTorch's backward formulas); a, b the
+ * forward's attributes */
+__device__ __forceinline__ float dev_act_grad(int kind, int gt, float a, float b, float dy, float x, float y) {
     switch (kind) {
+    case BRISK_OP_LEAKY_RELU: return x > 0.0f ? dy : dy * a;
+    case BRISK_OP_ELU: return x > 0.0f ? dy : dy * a * expf(x);
+    case BRISK_OP_SOFTPLUS: return x * a > b ? dy : dy * dev_sigmoid(x * a);
+    case BRISK_OP_EXP: return dy * y;
+    case BRISK_OP_LOG: return dy / x;
+    case BRISK_OP_SQRT: return dy / (2.0f * y);
+    case BRISK_OP_ABS: return x > 0.0f ? dy : x < 0.0f ? -dy : 0.0f;
+    case BRISK_OP_POW: return a == 0.0f ? 0.0f : dy * (a * dev_pow_const(x, a - 1.0f));
+    case BRISK_OP_CLAMP: return x >= a && x <= b ? dy : 0.0f;
     case BRISK_OP_RELU: return y > 0.0f ? dy : 0.0f; /* y = relu(x) > 0 iff x > 0, NaN too */
     case BRISK_OP_GELU:
         if (gt) {
@@ -166,18 +214,18 @@ __device__ __forceinline__ float dev_act_grad(int kind, int gt, float dy, float 
     }
 }
 
-__global__ void k_act_grad(int kind, int gt, const float *dy, const float *x, const float *y, float *o, int64_t n) {
-    GRID_STRIDE(i, n) {
-        /* read only what the formula uses: a fused forward may leave the other unwritten */
-        int need_x = kind == BRISK_OP_GELU || kind == BRISK_OP_SILU;
-        o[i] = dev_act_grad(kind, gt, dy[i], need_x ? x[i] : 0.0f, need_x ? 0.0f : y[i]);
-    }
+__global__ void k_act_grad(int kind, int gt, float a, float b, const float *dy, const float *x, const float *y,
+                           float *o, int64_t n) {
+    /* read only what the formula uses: a fused forward may leave the other unwritten */
+    int need_y = kind == BRISK_OP_RELU || kind == BRISK_OP_TANH || kind == BRISK_OP_SIGMOID || kind == BRISK_OP_EXP ||
+                 kind == BRISK_OP_SQRT;
+    GRID_STRIDE(i, n) o[i] = dev_act_grad(kind, gt, a, b, dy[i], need_y ? 0.0f : x[i], need_y ? y[i] : 0.0f);
 }
 
-cudaError_t cuk_act_grad(int kind, int gelu_tanh, const float *dy, const float *x, const float *y, float *out,
-                         int64_t n, cudaStream_t s) {
+cudaError_t cuk_act_grad(int kind, int gelu_tanh, float a, float b, const float *dy, const float *x, const float *y,
+                         float *out, int64_t n, cudaStream_t s) {
     if (n <= 0) return cudaSuccess;
-    k_act_grad<<<cuk_blocks(n, 4), CUK_THREADS, 0, s>>>(kind, gelu_tanh, dy, x, y, out, n);
+    k_act_grad<<<cuk_blocks(n, 4), CUK_THREADS, 0, s>>>(kind, gelu_tanh, a, b, dy, x, y, out, n);
     return cudaGetLastError();
 }
 

@@ -3,7 +3,7 @@
  *   SOFTMAX, LOG_SOFTMAX (max-shifted), their gradients,
  *   CROSS_ENTROPY (per-row logsumexp - x[label] in double, summed in row order by one
  *   block: the same loss on every run), CROSS_ENTROPY_GRAD,
- *   LAYERNORM / _GRAD_X / _XHAT: the mean summed in double and split into hi + lo floats
+ *   LAYERNORM / _GRAD_X (gamma NULL: 1) / _XHAT: the mean summed in double and split into hi + lo floats
  *   as the CPU does, so centring stays accurate when |mean| >> std.
  * A label outside [0, C) is reported through cuda_errors (the host names it at its next
  * synchronisation) and makes the loss NaN.
@@ -204,13 +204,15 @@ __global__ void k_layernorm(int op, const float *x, const float *dy, const float
     } else {
         const float *d = dy + r * c;
         float sg = 0.0f, sgx = 0.0f;
+        /* without gamma (LAYERNORM_XHAT's gradient) g is dy itself, as gamma = 1 would give */
         for (int64_t j = lane; j < n; j += tpr) {
-            float gj = d[j] * gamma[j];
+            float gj = gamma ? d[j] * gamma[j] : d[j];
             sg += gj;
             sgx += gj * ((xr[j] - hi) - lo) * rs;
         }
         float mg = row_sum(sg, tpr, sh_) / (float)c, mgx = row_sum(sgx, tpr, sh_) / (float)c;
-        for (int64_t j = lane; j < n; j += tpr) o[j] = rs * (d[j] * gamma[j] - mg - ((xr[j] - hi) - lo) * rs * mgx);
+        for (int64_t j = lane; j < n; j += tpr)
+            o[j] = rs * ((gamma ? d[j] * gamma[j] : d[j]) - mg - ((xr[j] - hi) - lo) * rs * mgx);
     }
 }
 

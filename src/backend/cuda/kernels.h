@@ -69,18 +69,25 @@ typedef struct cuda_strides {
 cudaError_t cuk_set_values(cuda_values *dst, cuda_values v, cudaStream_t s);
 /* A kernel that does nothing, one thread: the launch floor's unit (profile.c). */
 cudaError_t cuk_empty(cudaStream_t s);
-/* ADD/SUB/MUL/DIV (brisk_op values) over a broadcast view: operand 0 = x, 1 = y, 2 = out. */
+/* ADD/SUB/MUL/DIV, MINIMUM/MAXIMUM, POW_XY (brisk_op values) over a broadcast view: operand
+ * 0 = x, 1 = y, 2 = out. */
 cudaError_t cuk_binary(int op, const float *x, const float *y, float *out, const cuda_strides *v, int64_t n,
                        cudaStream_t s);
 /* out[r, j] = act(x[r, j] + b[j]); act: 0 none, else a brisk_op (RELU, GELU) with gelu_tanh. */
 cudaError_t cuk_bias_act(const float *x, const float *b, float *out, int64_t rows, int64_t n, int act,
                          int gelu_tanh, cudaStream_t s);
-/* SCALE (a x + b), RELU, GELU, SILU, TANH, SIGMOID. */
+/* SCALE (a x + b), RELU, GELU, SILU, TANH, SIGMOID, and the math ops and parameterised
+ * activations EXP .. SOFTPLUS (a, b = attr.f0, f1). */
 cudaError_t cuk_unary(int op, int gelu_tanh, float a, float b, const float *x, float *out, int64_t n,
                       cudaStream_t s);
-/* out = dy * f'(x) for kind = the forward op; ReLU reads y (y > 0 iff x > 0). */
-cudaError_t cuk_act_grad(int kind, int gelu_tanh, const float *dy, const float *x, const float *y, float *out,
-                         int64_t n, cudaStream_t s);
+/* out = dy * f'(x) for kind = the forward op (a, b its attr.f0, f1); ReLU reads y (y > 0 iff
+ * x > 0), as do tanh, sigmoid, exp and sqrt; the others read x. */
+cudaError_t cuk_act_grad(int kind, int gelu_tanh, float a, float b, const float *dy, const float *x, const float *y,
+                         float *out, int64_t n, cudaStream_t s);
+/* BINARY_GRAD: input `which`'s gradient of MINIMUM, MAXIMUM or POW_XY (kind) over the
+ * broadcast view of x (operand 0) and y (1); dy and out contiguous in the view's shape. */
+cudaError_t cuk_binary_grad(int kind, int which, const float *dy, const float *x, const float *y, float *out,
+                            const cuda_strides *v, int64_t n, cudaStream_t s);
 /* out = g on the first micro-batch (values), else out += g. */
 cudaError_t cuk_grad_accum(const float *g, float *out, int64_t n, const cuda_values *v, cudaStream_t s);
 /* GEMM operands: f32 -> bf16 (fp16 = 0) or fp16, round to nearest even. */
@@ -121,7 +128,8 @@ cudaError_t cuk_cross_entropy(const float *x, const int32_t *labels, float *loss
                               void *scratch, cuda_errors *e, int node, cudaStream_t s);
 cudaError_t cuk_cross_entropy_grad(const float *dloss, const float *x, const int32_t *labels, float *out,
                                    int64_t rows, int64_t c, cuda_errors *e, int node, cudaStream_t s);
-/* op: LAYERNORM (x, gamma, beta), LAYERNORM_GRAD_X (dy, x, gamma), LAYERNORM_XHAT (x). */
+/* op: LAYERNORM (x, gamma, beta), LAYERNORM_GRAD_X (dy, x, gamma; gamma NULL: ones),
+ * LAYERNORM_XHAT (x). */
 cudaError_t cuk_layernorm(int op, const float *x, const float *dy, const float *gamma, const float *beta,
                           float *out, int64_t rows, int64_t n, float eps, cudaStream_t s);
 
@@ -210,6 +218,23 @@ cudaError_t cuk_lstm_flip(const float *src, float *dst, int64_t B, int64_t T, in
 /* hprev [B, T, H] = h one step earlier in the recurrence's order (zeros at its first step). */
 cudaError_t cuk_lstm_hprev(const float *h, float *hprev, int64_t B, int64_t T, int64_t H, int reverse,
                            cudaStream_t s);
+
+/* ---- k_loss.cu: POINTWISE_LOSS (kind BRISK_LOSS_*, w NULL: the plain mean) and its gradient
+ * for input `which` (0 pred, 1 target); sums in double over fixed ranges, deterministic.
+ * scratch: cuk_loss_scratch_bytes(). */
+size_t cuk_loss_scratch_bytes(void);
+cudaError_t cuk_pointwise_loss(int kind, float delta, const float *p, const float *t, const float *w, int64_t n,
+                               float *out, void *scratch, cudaStream_t s);
+cudaError_t cuk_pointwise_loss_grad(int kind, int which, float delta, const float *dloss, const float *p,
+                                    const float *t, const float *w, float *out, int64_t n, void *scratch,
+                                    cudaStream_t s);
+
+/* ---- k_upsample.cu: UPSAMPLE2D (+GRAD) over planes [H, W] -> [H sh, W sw], nearest or
+ * bilinear (align_corners false); the gradient gathers, no atomics. */
+cudaError_t cuk_upsample(const float *x, float *y, int64_t planes, int64_t H, int64_t W, int sh, int sw, int bilinear,
+                         cudaStream_t s);
+cudaError_t cuk_upsample_grad(const float *dy, float *dx, int64_t planes, int64_t H, int64_t W, int sh, int sw,
+                              int bilinear, cudaStream_t s);
 
 /* ---- k_pool.cu: POOL2D (+GRAD) over [N, C, H, W] (nhwc: [N, H, W, C]); win = kh, kw, sh, sw,
  * ph, pw, dh, dw. arg: the max's flat position in its plane per output (NULL for average). */

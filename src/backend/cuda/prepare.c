@@ -205,6 +205,8 @@ static size_t scratch_need(const brisk_graph *g, const brisk_plan *pl) {
             need = (int64_t)cuk_reduce_scratch_bytes(out, out ? len / out : 0);
         else if (n->op == BRISK_OP_CROSS_ENTROPY || n->op == BRISK_OP_MSE)
             need = (int64_t)cuk_reduce_scratch_bytes(1, len) + (len + 1) * 8;
+        else if (n->op == BRISK_OP_POINTWISE_LOSS || n->op == BRISK_OP_POINTWISE_LOSS_GRAD)
+            need = (int64_t)cuk_loss_scratch_bytes();
         if ((size_t)need > most) most = (size_t)need;
     }
     return most;
@@ -457,8 +459,8 @@ brisk_status cuda_prep_fused(cuda_backend *cb, const brisk_graph *g, int id, con
             int red[2] = {1, 0};
             void *scratch;
             if ((st = cuda_scratch(cb, cuk_reduce_scratch_bytes(N, rows), &scratch, err))) return st;
-            CU(cuk_act_grad(BRISK_OP_GELU, 1, out, ptr[q->in[1]], ptr[q->in[2]], ptr[f->grad_node], rows * N, s),
-               what);
+            CU(cuk_act_grad(BRISK_OP_GELU, 1, 0.0f, 0.0f, out, ptr[q->in[1]], ptr[q->in[2]], ptr[f->grad_node],
+                            rows * N, s), what);
             CU(cuk_reduce(ptr[f->grad_node], ptr[f->sum_node], 2, d, red, 1.0f, scratch, s), what);
         } else if (f->epi == EPI_RELU_BIAS) {
             CU(cuk_bias_act(out, bias, outA, rows, N, BRISK_OP_RELU, 0, s), what);

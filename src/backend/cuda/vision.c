@@ -1,7 +1,8 @@
-/* POOL2D (+GRAD) and BATCHNORM (+GRAD_GB, GRAD_X) on the GPU: the CPU backend's checks
- * (src/backend/cpu/pool2d.c, batchnorm.c: the same errors for the same bad graphs), then
- * the kernels of k_pool.cu and k_batchnorm.cu. NCHW, fp32 (the ops' dtype in every
- * precision mode). */
+/* POOL2D (+GRAD), UPSAMPLE2D (+GRAD) and BATCHNORM (+GRAD_GB, GRAD_X) on the GPU: the CPU
+ * backend's checks (src/backend/cpu/pool2d.c, batchnorm.c: the same errors for the same bad
+ * graphs; upsampling's are brisk_node_check_inputs'), then the kernels of k_pool.cu,
+ * k_upsample.cu and k_batchnorm.cu.
+ * NCHW, fp32 (the ops' dtype in every precision mode). */
 #include "backend/cuda/cuda_internal.h"
 
 #define NODE(g, id) (&(g)->nodes[(id)])
@@ -47,6 +48,23 @@ brisk_status cuda_run_pool(cuda_backend *cb, const brisk_graph *g, int id, const
         int32_t *arg = max ? (int32_t *)((float *)out + ny) : NULL;
         CU(cuk_pool_fwd(in[0], out, arg, N, C, H, W, Ho, Wo, win, max, nhwc, cb->compute), "pool2d");
     }
+    return BRISK_OK;
+}
+
+brisk_status cuda_run_upsample(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                               brisk_error *err) {
+    const brisk_node *n = NODE(g, id);
+    int grad = n->op == BRISK_OP_UPSAMPLE2D_GRAD;
+    const brisk_shape *xs = grad ? &n->shape : &IN_NODE(g, id, 0)->shape;
+    int64_t sh = n->attr.i0, sw = n->attr.i1; /* checked against the shapes: brisk_node_check_inputs */
+    int mode = n->attr.kind;
+    int64_t planes = xs->d[0] * xs->d[1];
+    if (grad)
+        CU(cuk_upsample_grad(in[0], out, planes, xs->d[2], xs->d[3], (int)sh, (int)sw,
+                             mode == BRISK_UPSAMPLE_BILINEAR, cb->compute), "upsample2d_grad");
+    else
+        CU(cuk_upsample(in[0], out, planes, xs->d[2], xs->d[3], (int)sh, (int)sw, mode == BRISK_UPSAMPLE_BILINEAR,
+                        cb->compute), "upsample2d");
     return BRISK_OK;
 }
 
