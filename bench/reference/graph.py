@@ -78,6 +78,20 @@ class GraphModel(nn.Module):
             h = (s[1] + 2 * p[0] - k[0]) // st[0] + 1
             w = (s[2] + 2 * p[1] - k[1]) // st[1] + 1
             return m, [L["out"], h, w]
+        if op == "conv1d":
+            k, st, p, dl = L["kernel"], L.get("stride", 1), L.get("padding", 0), L.get("dilation", 1)
+            m = nn.Conv1d(s[0], L["out"], k, st, p, dl, groups=L.get("groups", 1), bias=L.get("bias", True))
+            return m, [L["out"], (s[1] + 2 * p - dl * (k - 1) - 1) // st + 1]
+        if op == "conv_transpose2d":
+            k, st, p = _pair(L["kernel"]), _pair(L.get("stride"), 1), _pair(L.get("padding"), 0)
+            op_ = _pair(L.get("output_padding"), 0)
+            m = nn.ConvTranspose2d(s[0], L["out"], k, st, p, op_, groups=L.get("groups", 1), bias=L.get("bias", True))
+            return m, [L["out"], (s[1] - 1) * st[0] - 2 * p[0] + k[0] + op_[0], (s[2] - 1) * st[1] - 2 * p[1] + k[1] + op_[1]]
+        if op == "upsample":
+            f = _pair(L["scale"])
+            return None, [s[0], s[1] * f[0], s[2] * f[1]]
+        if op == "group_norm":
+            return nn.GroupNorm(L["groups"], s[0], eps=L.get("eps", 1e-5)), s
         if op == "batchnorm":
             m = (nn.BatchNorm2d if len(s) == 3 else nn.BatchNorm1d)(s[0], eps=L.get("eps", 1e-5),
                                                                      momentum=L.get("momentum", 0.1))
@@ -126,7 +140,10 @@ class GraphModel(nn.Module):
             return m, s[:-1] + [L["hidden"] * (2 if L.get("bidirectional", False) else 1)]
         if op in ("add", "sub", "mul"):
             return None, max(ins, key=len)
-        if op in ("relu", "gelu", "silu", "tanh", "sigmoid", "softmax", "log_softmax", "dropout", "scale"):
+        if op in ("minimum", "maximum"):
+            return None, max(ins, key=len)
+        if op in ("relu", "gelu", "silu", "tanh", "sigmoid", "softmax", "log_softmax", "dropout", "scale", "leaky_relu",
+                  "elu", "softplus", "exp", "log", "sqrt", "abs", "pow", "clamp"):
             return None, s
         raise NotImplementedError("graph.py: layer op %r" % op)
 
@@ -136,7 +153,7 @@ class GraphModel(nn.Module):
         for L in self.layers:
             op, x = L["op"], [v[i] for i in L["inputs"]]
             m = self.mods[_key(L["name"])] if _key(L["name"]) in self.mods else None
-            if op in ("linear", "conv2d", "layernorm", "embedding"):
+            if op in ("linear", "conv2d", "conv1d", "conv_transpose2d", "group_norm", "layernorm", "embedding"):
                 y = m(x[0].long() if op == "embedding" else x[0])
             elif op == "batchnorm":
                 y = m(x[0])
@@ -151,7 +168,7 @@ class GraphModel(nn.Module):
                 y = F.avg_pool2d(x[0], _pair(L["kernel"]), _pair(L.get("stride")) if L.get("stride") else None,
                                  _pair(L.get("padding"), 0))
             elif op == "global_avgpool":
-                y = x[0].mean(dim=(2, 3))
+                y = x[0].mean(dim=tuple(range(2, x[0].dim())))
             elif op == "flatten":
                 y = torch.flatten(x[0], L.get("start_dim", 1))
             elif op == "reshape":
@@ -184,6 +201,26 @@ class GraphModel(nn.Module):
                 y = F.softmax(x[0], dim=-1)
             elif op == "log_softmax":
                 y = F.log_softmax(x[0], dim=-1)
+            elif op == "upsample":
+                mode = L.get("mode", "nearest")
+                y = F.interpolate(x[0], scale_factor=_pair(L["scale"]), mode=mode,
+                                  align_corners=False if mode == "bilinear" else None)
+            elif op == "leaky_relu":
+                y = F.leaky_relu(x[0], L.get("negative_slope", 0.01))
+            elif op == "elu":
+                y = F.elu(x[0], L.get("alpha", 1.0))
+            elif op == "softplus":
+                y = F.softplus(x[0], L.get("beta", 1.0), L.get("threshold", 20.0))
+            elif op in ("exp", "log", "sqrt", "abs"):
+                y = getattr(torch, op)(x[0])
+            elif op == "pow":
+                y = torch.pow(x[0], L["exponent"])
+            elif op == "clamp":
+                y = torch.clamp(x[0], L.get("min"), L.get("max"))
+            elif op == "minimum":
+                y = torch.minimum(x[0], x[1])
+            elif op == "maximum":
+                y = torch.maximum(x[0], x[1])
             elif op == "dropout":
                 y = F.dropout(x[0], L.get("p", 0.5), self.training)
             elif op == "scale":
@@ -198,8 +235,14 @@ class GraphModel(nn.Module):
         total = 0.0
         for l in self.spec["losses"]:
             p, t = v[l["output"]], v[l["target"]]
+            w = v[l["mask"]].expand_as(p) if l.get("mask") else None
             if l["type"] == "cross_entropy":
                 term = F.cross_entropy(p, t.long())
+            elif l["type"] in ("l1", "huber", "bce_with_logits"):
+                el = {"l1": lambda: F.l1_loss(p, t, reduction="none"),
+                      "huber": lambda: F.huber_loss(p, t, reduction="none", delta=l.get("delta", 1.0)),
+                      "bce_with_logits": lambda: F.binary_cross_entropy_with_logits(p, t, reduction="none")}[l["type"]]()
+                term = el.mean() if w is None else (el * w).sum() / w.sum()
             elif l.get("mask"):
                 w = v[l["mask"]].expand_as(p)
                 term = ((p - t) ** 2 * w).sum() / w.sum()

@@ -14,7 +14,7 @@
 #include "nn/nn_internal.h"
 
 static const char *const dtypes[] = {"f32", "i32", NULL};
-static const char *const loss_kinds[] = {"cross_entropy", "mse", NULL};
+static const char *const loss_kinds[] = {"cross_entropy", "mse", "l1", "huber", "bce_with_logits", NULL};
 
 brisk_layer_graph *brisk_layer_graph_ref(brisk_layer_graph *lg) {
     if (lg) atomic_fetch_add(&lg->refs, 1);
@@ -215,6 +215,7 @@ static void read_outputs_and_losses(brisk_json_reader *model, brisk_layer_graph 
         brisk_json_string(&r, "target", &target);
         brisk_json_enum(&r, "type", loss_kinds, &kind);
         brisk_json_number_or(&r, "weight", 1.0, BRISK_GT(0), &l->weight);
+        brisk_json_number_or(&r, "delta", 1.0, BRISK_GT(0), &l->delta);
         brisk_json_string_or(&r, "mask", NULL, &mask);
         brisk_json_string_or(&r, "name", out, &name);
         if (name) snprintf(l->name, sizeof l->name, "%s", name);
@@ -230,8 +231,9 @@ static void read_outputs_and_losses(brisk_json_reader *model, brisk_layer_graph 
             brisk_json_fail(&r, "target", "\"%.60s\" names no input or layer", target);
         else if (mask && (l->mask = find_input(lg, mask)) < 0)
             brisk_json_fail(&r, "mask", "\"%.60s\" names no input", mask);
-        else if (mask && l->kind != LG_LOSS_MSE)
-            brisk_json_fail(&r, "mask", "a mask weights an elementwise loss (mse), not %s", loss_kinds[kind]);
+        else if (mask && l->kind == LG_LOSS_CROSS_ENTROPY)
+            brisk_json_fail(&r, "mask", "a mask weights an elementwise loss (mse, l1, huber, bce_with_logits), not %s",
+                            loss_kinds[kind]);
         else if (out && target) lg->n_losses++;
     }
 }
@@ -329,6 +331,11 @@ int nn_graph_forward(const brisk_model_spec *s, brisk_graph *g, int64_t batch, c
         int target = l->target.layer ? node[l->target.index] : in_node[l->target.index];
         if (l->kind == LG_LOSS_CROSS_ENTROPY) {
             v = brisk_cross_entropy(g, out, target);
+        } else if (l->kind != LG_LOSS_MSE) { /* the mean of pointwise terms, or sum(w l) / sum(w) */
+            static const int kinds[LG_LOSS_COUNT] = {[LG_LOSS_L1] = BRISK_LOSS_L1, [LG_LOSS_HUBER] = BRISK_LOSS_HUBER,
+                                                    [LG_LOSS_BCE] = BRISK_LOSS_BCE_LOGITS};
+            v = brisk_pointwise_loss(g, kinds[l->kind], out, target, l->mask < 0 ? -1 : in_node[l->mask],
+                                     (float)l->delta);
         } else if (l->mask < 0) {
             v = brisk_mse(g, out, target);
         } else { /* sum(w (p - t)^2) / sum(w): a mean over the elements the mask keeps */

@@ -66,7 +66,7 @@ typedef struct lg_layer {
     lg_attrs a;
 } lg_layer;
 
-typedef enum { LG_LOSS_CROSS_ENTROPY = 0, LG_LOSS_MSE, LG_LOSS_COUNT } lg_loss_kind;
+typedef enum { LG_LOSS_CROSS_ENTROPY = 0, LG_LOSS_MSE, LG_LOSS_L1, LG_LOSS_HUBER, LG_LOSS_BCE, LG_LOSS_COUNT } lg_loss_kind;
 
 typedef struct lg_loss {
     char name[LG_NAME]; /* in the log: "name" or the output layer's name */
@@ -74,6 +74,7 @@ typedef struct lg_loss {
     int mask;        /* an input holding a weight per element, or -1 */
     lg_loss_kind kind;
     double weight;
+    double delta;    /* huber */
 } lg_loss;
 
 struct brisk_layer_graph {

@@ -144,6 +144,57 @@ static void read_scale(brisk_json_reader *r, lg_attrs *a) {
     brisk_json_number_or(r, "add", 0.0, BRISK_ANY, &a->f[1]);
 }
 
+/* conv1d: i[0] out, i[1] kernel, i[2] stride, i[3] padding, i[4] dilation, i[5] groups; s[0] bias */
+static void read_conv1d(brisk_json_reader *r, lg_attrs *a) {
+    bool bias = true;
+    brisk_json_int64(r, "out", 1, INT64_C(1) << 20, &a->i[0]);
+    brisk_json_int64(r, "kernel", 1, 1 << 16, &a->i[1]);
+    brisk_json_int64_or(r, "stride", 1, 1, 1 << 16, &a->i[2]);
+    brisk_json_int64_or(r, "padding", 0, 0, 1 << 16, &a->i[3]);
+    brisk_json_int64_or(r, "dilation", 1, 1, 1 << 16, &a->i[4]);
+    brisk_json_int64_or(r, "groups", 1, 1, 1 << 16, &a->i[5]);
+    brisk_json_bool_or(r, "bias", true, &bias);
+    a->s[0] = bias;
+}
+
+/* conv_transpose2d: conv2d's slots, and dims[0..1] output_padding */
+static void read_conv_transpose(brisk_json_reader *r, lg_attrs *a) {
+    read_conv(r, a);
+    read_pair(r, "output_padding", 0, 0, a->dims);
+}
+
+/* upsample: i[0..1] scale, i[2] mode */
+static void read_upsample(brisk_json_reader *r, lg_attrs *a) {
+    static const char *const modes[] = {"nearest", "bilinear", NULL};
+    int m = 0;
+    read_pair(r, "scale", -1, 1, a->i);
+    brisk_json_enum_or(r, "mode", modes, 0, &m);
+    a->i[2] = m == 1 ? BRISK_UPSAMPLE_BILINEAR : BRISK_UPSAMPLE_NEAREST;
+}
+
+static void read_group_norm(brisk_json_reader *r, lg_attrs *a) {
+    brisk_json_int64(r, "groups", 1, 1 << 16, &a->i[0]);
+    brisk_json_number_or(r, "eps", 1e-5, BRISK_GT(0), &a->f[0]);
+}
+
+static void read_pow(brisk_json_reader *r, lg_attrs *a) { brisk_json_number(r, "exponent", BRISK_ANY, &a->f[0]); }
+
+static void read_clamp(brisk_json_reader *r, lg_attrs *a) {
+    brisk_json_number_or(r, "min", -INFINITY, BRISK_ANY, &a->f[0]);
+    brisk_json_number_or(r, "max", INFINITY, BRISK_ANY, &a->f[1]);
+}
+
+static void read_leaky_relu(brisk_json_reader *r, lg_attrs *a) {
+    brisk_json_number_or(r, "negative_slope", 0.01, BRISK_ANY, &a->f[0]);
+}
+
+static void read_elu(brisk_json_reader *r, lg_attrs *a) { brisk_json_number_or(r, "alpha", 1.0, BRISK_ANY, &a->f[0]); }
+
+static void read_softplus(brisk_json_reader *r, lg_attrs *a) {
+    brisk_json_number_or(r, "beta", 1.0, BRISK_GT(0), &a->f[0]);
+    brisk_json_number_or(r, "threshold", 20.0, BRISK_ANY, &a->f[1]);
+}
+
 /* ---- helpers */
 
 static const brisk_shape *shape_of(const lg_build *b, int k) { return &b->g->nodes[b->in[k]].shape; }
@@ -167,6 +218,15 @@ static int param(const lg_build *b, const char *what, brisk_shape s, brisk_init_
     char name[BRISK_NAME_MAX];
     snprintf(name, sizeof name, "%s.%s", b->name, what);
     return brisk_param(b->g, name, s, init, scale, decay);
+}
+
+/* y + bias per channel (dim 1 of [N, C, ...] with `spatial` dims after it), the bias U(+-bound),
+ * when the layer has one (s[0]) */
+static int channel_bias(const lg_build *b, const lg_attrs *a, int y, int64_t c, int spatial, float bound) {
+    if (!a->s[0] || y < 0) return y;
+    int64_t d[BRISK_MAX_DIMS] = {c, 1, 1, 1};
+    int bias = param(b, "bias", brisk_shape1(c), BRISK_INIT_UNIFORM, bound, 0);
+    return brisk_add(b->g, y, brisk_reshape(b->g, bias, brisk_shape_make(1 + spatial, d)));
 }
 
 /* ---- builders */
@@ -202,9 +262,70 @@ static int build_conv2d(const lg_build *b, const lg_attrs *a) {
     float bound = 1.0f / sqrtf((float)(c / groups * kh * kw));
     int w = param(b, "weight", brisk_shape4(out, c / groups, kh, kw), BRISK_INIT_UNIFORM, bound, 1);
     int y = brisk_conv2d(b->g, b->in[0], w, window(a->i + 1, a->i + 3, a->i + 5, (int)groups));
-    if (!a->s[0] || y < 0) return y;
-    int bias = param(b, "bias", brisk_shape1(out), BRISK_INIT_UNIFORM, bound, 0);
-    return brisk_add(b->g, y, brisk_reshape(b->g, bias, brisk_shape3(out, 1, 1)));
+    return channel_bias(b, a, y, out, 2, bound);
+}
+
+/* torch.nn.Conv1d on [N, C, L]: weight [out, C / groups, k] and bias, U(+-1/sqrt(fan_in)) */
+static int build_conv1d(const lg_build *b, const lg_attrs *a) {
+    const brisk_shape *s = shape_of(b, 0);
+    if (s->ndim != 3) return fail(b, "%s: expected [N, C, L]", "conv1d");
+    int64_t c = s->d[1], out = a->i[0], k = a->i[1], groups = a->i[5];
+    if (c % groups || out % groups) return fail(b, "%s: groups must divide the input's and the output's channels", "conv1d");
+    float bound = 1.0f / sqrtf((float)(c / groups * k));
+    int w = param(b, "weight", brisk_shape3(out, c / groups, k), BRISK_INIT_UNIFORM, bound, 1);
+    int y = brisk_conv1d(b->g, b->in[0], w, (int)a->i[2], (int)a->i[3], (int)a->i[4], (int)groups);
+    return channel_bias(b, a, y, out, 1, bound);
+}
+
+/* torch.nn.ConvTranspose2d on [N, C, H, W]: weight [C, out / groups, kh, kw] and bias,
+ * U(+-1/sqrt(fan_in)) with PyTorch's fan_in of that weight, out / groups kh kw */
+static int build_conv_transpose2d(const lg_build *b, const lg_attrs *a) {
+    const brisk_shape *s = shape_of(b, 0);
+    if (s->ndim != 4) return fail(b, "%s: expected [N, C, H, W]", "conv_transpose2d");
+    int64_t c = s->d[1], out = a->i[0], kh = a->i[1], kw = a->i[2], groups = a->i[7];
+    if (c % groups || out % groups)
+        return fail(b, "%s: groups must divide the input's and the output's channels", "conv_transpose2d");
+    if (a->dims[0] >= a->i[3] || a->dims[1] >= a->i[4])
+        return fail(b, "%s: output_padding must be smaller than the stride", "conv_transpose2d");
+    float bound = 1.0f / sqrtf((float)(out / groups * kh * kw));
+    int w = param(b, "weight", brisk_shape4(c, out / groups, kh, kw), BRISK_INIT_UNIFORM, bound, 1);
+    int y = brisk_conv_transpose2d(b->g, b->in[0], w, window(a->i + 1, a->i + 3, a->i + 5, (int)groups), (int)a->dims[0],
+                                   (int)a->dims[1]);
+    return channel_bias(b, a, y, out, 2, bound);
+}
+
+static int build_upsample(const lg_build *b, const lg_attrs *a) {
+    if (shape_of(b, 0)->ndim != 4) return fail(b, "%s: expected [N, C, H, W]", "upsample");
+    return brisk_upsample2d(b->g, b->in[0], (int)a->i[2], (int)a->i[0], (int)a->i[1]);
+}
+
+/* torch.nn.GroupNorm: weight ones, bias zeros [C] */
+static int build_group_norm(const lg_build *b, const lg_attrs *a) {
+    const brisk_shape *s = shape_of(b, 0);
+    if (s->ndim < 3) return fail(b, "%s: expected [N, C, ...]", "group_norm");
+    int64_t c = s->d[1];
+    if (c % a->i[0]) return fail(b, "%s: groups must divide the channels", "group_norm");
+    int gamma = param(b, "weight", brisk_shape1(c), BRISK_INIT_ONES, 0.0f, 0);
+    int beta = param(b, "bias", brisk_shape1(c), BRISK_INIT_ZEROS, 0.0f, 0);
+    return brisk_group_norm(b->g, b->in[0], gamma, beta, (int)a->i[0], (float)a->f[0]);
+}
+
+static int build_exp(const lg_build *b, const lg_attrs *a) { return (void)a, brisk_exp(b->g, b->in[0]); }
+static int build_log(const lg_build *b, const lg_attrs *a) { return (void)a, brisk_ln(b->g, b->in[0]); }
+static int build_sqrt(const lg_build *b, const lg_attrs *a) { return (void)a, brisk_sqrt(b->g, b->in[0]); }
+static int build_abs(const lg_build *b, const lg_attrs *a) { return (void)a, brisk_abs(b->g, b->in[0]); }
+static int build_pow(const lg_build *b, const lg_attrs *a) { return brisk_pow(b->g, b->in[0], (float)a->f[0]); }
+static int build_clamp(const lg_build *b, const lg_attrs *a) {
+    return brisk_clamp(b->g, b->in[0], (float)a->f[0], (float)a->f[1]);
+}
+static int build_minimum(const lg_build *b, const lg_attrs *a) { return (void)a, brisk_minimum(b->g, b->in[0], b->in[1]); }
+static int build_maximum(const lg_build *b, const lg_attrs *a) { return (void)a, brisk_maximum(b->g, b->in[0], b->in[1]); }
+static int build_leaky_relu(const lg_build *b, const lg_attrs *a) {
+    return brisk_leaky_relu(b->g, b->in[0], (float)a->f[0]);
+}
+static int build_elu(const lg_build *b, const lg_attrs *a) { return brisk_elu(b->g, b->in[0], (float)a->f[0]); }
+static int build_softplus(const lg_build *b, const lg_attrs *a) {
+    return brisk_softplus(b->g, b->in[0], (float)a->f[0], (float)a->f[1]);
 }
 
 /* torch.nn.BatchNorm2d on [N, C, H, W]: weight ones, bias zeros, running_mean zeros,
@@ -361,6 +482,15 @@ const lg_op lg_ops[] = {
     {"conv2d", 1, 1, read_conv, build_conv2d,
      "torch.nn.Conv2d on [N, C, H, W]: out, kernel, stride (1), padding (0) (each a number or [height, width]), "
      "groups (1), bias (true)"},
+    {"conv1d", 1, 1, read_conv1d, build_conv1d,
+     "torch.nn.Conv1d on [N, C, L]: out, kernel, stride (1), padding (0), dilation (1), groups (1), bias (true)"},
+    {"conv_transpose2d", 1, 1, read_conv_transpose, build_conv_transpose2d,
+     "torch.nn.ConvTranspose2d on [N, C, H, W]: out, kernel, stride (1), padding (0), output_padding (0) (each a "
+     "number or [height, width]), groups (1), bias (true)"},
+    {"upsample", 1, 1, read_upsample, build_upsample,
+     "torch.nn.Upsample on [N, C, H, W]: scale (an integer, or [height, width]), mode (\"nearest\" or \"bilinear\", "
+     "align_corners false)"},
+    {"group_norm", 1, 1, read_group_norm, build_group_norm, "torch.nn.GroupNorm on [N, C, ...]: groups, eps (1e-5)"},
     {"batchnorm", 1, 2, read_batchnorm, build_batchnorm,
      "torch.nn.BatchNorm2d (or 1d) on [N, C, ...], running statistics kept: eps (1e-5), momentum (0.1), relu (false): "
      "a ReLU after it; a second input is added before the ReLU (a residual block's end, in one op)"},
@@ -377,6 +507,17 @@ const lg_op lg_ops[] = {
     {"sigmoid", 1, 1, NULL, build_sigmoid, "1 / (1 + exp(-x))"},
     {"softmax", 1, 1, NULL, build_softmax, "softmax over the last dim"},
     {"log_softmax", 1, 1, NULL, build_log_softmax, "log-softmax over the last dim"},
+    {"leaky_relu", 1, 1, read_leaky_relu, build_leaky_relu, "torch.nn.LeakyReLU: negative_slope (0.01)"},
+    {"elu", 1, 1, read_elu, build_elu, "torch.nn.ELU: alpha (1)"},
+    {"softplus", 1, 1, read_softplus, build_softplus, "torch.nn.Softplus: beta (1), threshold (20)"},
+    {"exp", 1, 1, NULL, build_exp, "exp(x)"},
+    {"log", 1, 1, NULL, build_log, "the natural log"},
+    {"sqrt", 1, 1, NULL, build_sqrt, "sqrt(x)"},
+    {"abs", 1, 1, NULL, build_abs, "|x|"},
+    {"pow", 1, 1, read_pow, build_pow, "x to a constant power: exponent"},
+    {"clamp", 1, 1, read_clamp, build_clamp, "torch.clamp: min (none), max (none)"},
+    {"minimum", 2, 2, NULL, build_minimum, "torch.minimum (broadcast)"},
+    {"maximum", 2, 2, NULL, build_maximum, "torch.maximum (broadcast)"},
     {"dropout", 1, 1, read_p, build_dropout, "torch.nn.Dropout in training, the identity otherwise: p"},
     {"scale", 1, 1, read_scale, build_scale, "mul x + add: mul (1), add (0)"},
     {"add", 2, LG_MAX_IN, NULL, build_add, "the sum of its inputs (broadcast as NumPy)"},

@@ -71,6 +71,22 @@ static void test_each_mistake(void) {
             "{\"output\": \"out\", \"target\": \"yy\", \"type\": \"mse\"}", "\"yy\" names no input or layer", NULL);
     refused("{\"name\": \"x\", \"shape\": [8]}, {\"name\": \"y\", \"shape\": []}",
             "{\"name\": \"out\", \"op\": \"linear\", \"inputs\": [\"x\"], \"out\": 3}", CE, "loss 0 (cross_entropy", NULL);
+    /* the second round's ops: their own checks, each naming the layer */
+#define IMG "{\"name\": \"x\", \"shape\": [4, 8, 8]}, {\"name\": \"y\", \"shape\": [], \"dtype\": \"i32\"}"
+#define HEAD ",{\"name\": \"g\", \"op\": \"global_avgpool\", \"inputs\": [\"t\"]}," \
+             "{\"name\": \"out\", \"op\": \"linear\", \"inputs\": [\"g\"], \"out\": 3}"
+    refused(IMG, "{\"name\": \"t\", \"op\": \"conv_transpose2d\", \"inputs\": [\"x\"], \"out\": 4, \"kernel\": 2,"
+                 " \"stride\": 2, \"output_padding\": 2}" HEAD, CE, "layer \"t\" (conv_transpose2d)",
+            "output_padding must be smaller than the stride");
+    refused(IMG, "{\"name\": \"t\", \"op\": \"group_norm\", \"inputs\": [\"x\"], \"groups\": 3}" HEAD, CE,
+            "layer \"t\" (group_norm)", "groups must divide the channels");
+    refused(IMG, "{\"name\": \"t\", \"op\": \"conv1d\", \"inputs\": [\"x\"], \"out\": 4, \"kernel\": 3}" HEAD, CE,
+            "layer \"t\" (conv1d) given [1, 4, 8, 8]", "expected [N, C, L]");
+    refused(IMG, "{\"name\": \"t\", \"op\": \"upsample\", \"inputs\": [\"x\"], \"scale\": 2, \"mode\": \"cubic\"}" HEAD,
+            CE, "mode", "bilinear");
+    refused(XY, "{\"name\": \"out\", \"op\": \"linear\", \"inputs\": [\"x\"], \"out\": 3}",
+            "{\"output\": \"out\", \"target\": \"y\", \"type\": \"cross_entropy\", \"mask\": \"x\"}", "mask",
+            "elementwise loss");
 }
 
 TEST_MAIN(T(test_a_good_graph), T(test_each_mistake))
