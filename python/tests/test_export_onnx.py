@@ -194,6 +194,60 @@ def test_resnet_keypoints(images, tmp_path, brisk_bin, depth):
         assert err < tol, (extra, err)
 
 
+def test_graph_model(images, tmp_path, brisk_bin):
+    """A graph model (conv, group norm, upsampling, a transposed convolution, pools, BatchNorm,
+    two heads): ONNX Runtime gives what brisk predict gives, the first output's values."""
+    layers = [{"name": "c1", "op": "conv2d", "inputs": ["x"], "out": 8, "kernel": 3, "padding": 1},
+              {"name": "n1", "op": "group_norm", "inputs": ["c1"], "groups": 2},
+              {"name": "a1", "op": "leaky_relu", "inputs": ["n1"]},
+              {"name": "p1", "op": "maxpool2d", "inputs": ["a1"], "kernel": 2},
+              {"name": "u1", "op": "upsample", "inputs": ["p1"], "scale": 2},
+              {"name": "t1", "op": "conv_transpose2d", "inputs": ["p1"], "out": 8, "kernel": 2, "stride": 2},
+              {"name": "cat", "op": "concat", "inputs": ["a1", "u1", "t1"], "dim": 1},
+              {"name": "bn", "op": "batchnorm", "inputs": ["cat"], "relu": True},
+              {"name": "gap", "op": "global_avgpool", "inputs": ["bn"]},
+              {"name": "classes", "op": "linear", "inputs": ["gap"], "out": 3},
+              {"name": "corners.0", "op": "linear", "inputs": ["gap"], "out": 8},
+              {"name": "corners", "op": "reshape", "inputs": ["corners.0"], "shape": [4, 2]}]
+    cfg = {"model": {"type": "graph", "inputs": [{"name": "x", "shape": [3, 32, 32]},
+                                                 {"name": "category", "shape": [], "dtype": "i32"},
+                                                 {"name": "y", "shape": [4, 2]}],
+                     "layers": layers, "outputs": ["classes", "corners"],
+                     "losses": [{"output": "classes", "target": "category", "type": "cross_entropy"},
+                                {"output": "corners", "target": "y", "type": "mse"}]},
+           "data": {"images": {"labels": str(images / "labels.csv"), "size": [32, 32], "resize": True}},
+           "train": {"batch_size": 8, "max_steps": 3, "out_dir": str(tmp_path / "g")}}
+    ckpt = train(brisk_bin, tmp_path, "g", cfg)
+    x = np.random.default_rng(4).standard_normal((5, 3, 32, 32)).astype(np.float32)
+    export_and_compare(brisk_bin, tmp_path, ckpt, x)
+
+
+def test_graph_model_math(images, tmp_path, brisk_bin):
+    """The elementwise math ops, the parameterised activations and bilinear upsampling."""
+    chain = [("c", "conv2d", ["x"], {"out": 4, "kernel": 3, "padding": 1}),
+             ("up", "upsample", ["c"], {"scale": 2, "mode": "bilinear"}),
+             ("p", "avgpool2d", ["up"], {"kernel": 2}),
+             ("e", "elu", ["p"], {"alpha": 0.7}), ("s", "softplus", ["p"], {"beta": 2, "threshold": 1}),
+             ("l", "leaky_relu", ["p"], {"negative_slope": 0.2}),
+             ("ab", "abs", ["l"], {}), ("cl", "clamp", ["ab"], {"min": 0.05, "max": 2.0}),
+             ("lg", "log", ["cl"], {}), ("ex", "exp", ["lg"], {}), ("sq", "sqrt", ["ex"], {}),
+             ("pw", "pow", ["sq"], {"exponent": 3}), ("mn", "minimum", ["pw", "s"], {}),
+             ("mx", "maximum", ["mn", "e"], {}), ("g", "global_avgpool", ["mx"], {}),
+             ("h", "linear", ["g"], {"out": 8}), ("out", "reshape", ["h"], {"shape": [4, 2]})]
+    layers = [dict(name=n, op=op, inputs=i, **a) for n, op, i, a in chain]
+    cfg = {"model": {"type": "graph", "inputs": [{"name": "x", "shape": [3, 32, 32]}, {"name": "y", "shape": [4, 2]}],
+                     "layers": layers, "outputs": ["out"],
+                     "losses": [{"output": "out", "target": "y", "type": "huber"}]},
+           "data": {"images": {"labels": str(images / "labels.csv"), "size": [32, 32], "resize": True}},
+           "train": {"batch_size": 8, "max_steps": 3, "out_dir": str(tmp_path / "gm")}}
+    ckpt = train(brisk_bin, tmp_path, "gm", cfg)
+    x = np.random.default_rng(5).standard_normal((5, 3, 32, 32)).astype(np.float32)
+    ref = predict(brisk_bin, tmp_path, ckpt, x)
+    run(brisk_bin, "export", ckpt, "--onnx", str(tmp_path / "m.onnx"))
+    y, _ = onnx_run(tmp_path / "m.onnx", {"x": x})
+    assert np.abs(y.reshape(ref.shape) - ref).max() < 1e-5, np.abs(y.reshape(ref.shape) - ref).max()
+
+
 def test_meshgnn(tmp_path, brisk_bin):
     # the weather example at a small size: 16 x 16 grid, 4 x 4 mesh; the graph (edge indices
     # as initializers, segment sums as ScatterND add) comes from the data's grid

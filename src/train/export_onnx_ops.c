@@ -216,6 +216,37 @@ static brisk_status vision(ox *o, int id, const char *out) {
         NODE(o, n->attr.kind == BRISK_POOL_MAX ? "MaxPool" : "AveragePool", out, &a, x);
         return BRISK_OK;
     }
+    if (n->op == BRISK_OP_CONV2D_GRAD_X) { /* a transposed convolution's forward: ConvTranspose */
+        if (n->attr.win.layout != BRISK_LAYOUT_NCHW)
+            return brisk_errorf(o->err, BRISK_ERR_UNSUPPORTED, "export: node %d (conv_transpose2d) is NHWC; ONNX's "
+                                "ConvTranspose takes NCHW", id);
+        const brisk_shape *w = &o->g->nodes[n->in[1]].shape, *xs = &o->g->nodes[n->in[0]].shape;
+        const brisk_window *v = &n->attr.win;
+        /* output_padding: what the output has beyond (H - 1) s - 2 p + d (k - 1) + 1 */
+        int64_t oph = n->shape.d[2] - ((xs->d[2] - 1) * v->sh - 2 * v->ph + v->dh * (w->d[2] - 1) + 1);
+        int64_t opw = n->shape.d[3] - ((xs->d[3] - 1) * v->sw - 2 * v->pw + v->dw * (w->d[3] - 1) + 1);
+        const int64_t op[2] = {oph, opw};
+        window(&a, v, (int)w->d[2], (int)w->d[3], 1);
+        attr_int(&a, "group", v->groups > 0 ? v->groups : 1);
+        attr_ints(&a, "output_padding", op, 2);
+        NODE(o, "ConvTranspose", out, &a, x, o->name[n->in[1]]);
+        return BRISK_OK;
+    }
+    if (n->op == BRISK_OP_UPSAMPLE2D) { /* Resize by the integer scales, as torch.nn.Upsample */
+        char c[2][BRISK_NAME_MAX + 8];
+        const float sc[4] = {1.0f, 1.0f, (float)n->attr.i0, (float)n->attr.i1};
+        const_f32(o, c[1], sc, 4);
+        if (n->attr.kind == BRISK_UPSAMPLE_BILINEAR) {
+            attr_str(&a, "mode", "linear");
+            attr_str(&a, "coordinate_transformation_mode", "half_pixel");
+        } else {
+            attr_str(&a, "mode", "nearest");
+            attr_str(&a, "coordinate_transformation_mode", "asymmetric");
+            attr_str(&a, "nearest_mode", "floor");
+        }
+        NODE(o, "Resize", out, &a, x, "", c[1]);
+        return BRISK_OK;
+    }
     /* BATCHNORM: y = (x - mean) / sqrt(var + eps) gamma + beta [+ residual] [then ReLU] */
     char t[2][BRISK_NAME_MAX + 8];
     const char *y = n->n_in > 5 || n->attr.kind == 1 ? fresh(o, t[0]) : out;
@@ -371,6 +402,39 @@ brisk_status brisk_onnx_emit(ox *o, int id) {
     case BRISK_OP_SEGMENT_SUM: case BRISK_OP_SCATTER_ADD: return brisk_onnx_segment_sum(o, id, out);
     case BRISK_OP_LSTM: return lstm(o, id, out);
     case BRISK_OP_CONV2D: case BRISK_OP_BATCHNORM: case BRISK_OP_POOL2D: return vision(o, id, out);
+    case BRISK_OP_CONV2D_GRAD_X: case BRISK_OP_UPSAMPLE2D: return vision(o, id, out);
+    case BRISK_OP_EXP: unary(o, "Exp", x, out); return BRISK_OK;
+    case BRISK_OP_LOG: unary(o, "Log", x, out); return BRISK_OK;
+    case BRISK_OP_SQRT: unary(o, "Sqrt", x, out); return BRISK_OK;
+    case BRISK_OP_ABS: unary(o, "Abs", x, out); return BRISK_OK;
+    case BRISK_OP_POW: NODE(o, "Pow", out, NULL, x, scalar(o, c[0], n->attr.f0)); return BRISK_OK;
+    case BRISK_OP_POW_XY: NODE(o, "Pow", out, NULL, x, y); return BRISK_OK;
+    case BRISK_OP_MINIMUM: NODE(o, "Min", out, NULL, x, y); return BRISK_OK;
+    case BRISK_OP_MAXIMUM: NODE(o, "Max", out, NULL, x, y); return BRISK_OK;
+    case BRISK_OP_CLAMP: NODE(o, "Clip", out, NULL, x, scalar(o, c[0], n->attr.f0), scalar(o, c[1], n->attr.f1)); return BRISK_OK;
+    case BRISK_OP_LEAKY_RELU: attr_float(&a, "alpha", n->attr.f0); NODE(o, "LeakyRelu", out, &a, x); return BRISK_OK;
+    case BRISK_OP_ELU: attr_float(&a, "alpha", n->attr.f0); NODE(o, "Elu", out, &a, x); return BRISK_OK;
+    case BRISK_OP_SOFTPLUS: /* torch's: x where beta x > threshold, else log(1 + e^(beta x)) / beta */
+        NODE(o, "Mul", fresh(o, t[0]), NULL, x, scalar(o, c[0], n->attr.f0));
+        unary(o, "Softplus", t[0], fresh(o, t[1]));
+        NODE(o, "Div", fresh(o, t[2]), NULL, t[1], c[0]);
+        NODE(o, "Greater", fresh(o, t[3]), NULL, t[0], scalar(o, c[1], n->attr.f1));
+        NODE(o, "Where", out, NULL, t[3], x, t[2]);
+        return BRISK_OK;
+    case BRISK_OP_LAYERNORM_XHAT: { /* LayerNormalization with weight 1 and bias 0 (group norm's rows) */
+        int64_t d = n->shape.d[n->shape.ndim - 1];
+        float *v = malloc(sizeof(float) * (size_t)d);
+        if (!v) return brisk_errorf(o->err, BRISK_ERR_NOMEM, "export: out of memory");
+        for (int64_t i = 0; i < d; i++) v[i] = 1.0f;
+        const_f32(o, c[0], v, d);
+        memset(v, 0, sizeof(float) * (size_t)d);
+        const_f32(o, c[1], v, d);
+        free(v);
+        attr_int(&a, "axis", -1);
+        attr_float(&a, "epsilon", n->attr.f0);
+        NODE(o, "LayerNormalization", out, &a, x, c[0], c[1]);
+        return BRISK_OK;
+    }
     case BRISK_OP_ATTENTION: return attention(o, id, out);
     default:
         return brisk_errorf(o->err, BRISK_ERR_UNSUPPORTED, "export: op %s (node %d) has no ONNX export yet",
