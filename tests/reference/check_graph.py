@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Replays ref_dump's run of a graph model (ref_dump graph CONFIG.json DUMP.npz) with the
 PyTorch module bench/reference/graph.py builds from the same config, on identical weights
-and batches: outputs, losses, every gradient and (AdamW runs) the final parameters to 1e-5
-relative, fp32 on the CPU with dropout off. A model with BatchNorm runs 10 batches in
+and batches: outputs, losses, each step's whole gradient and (AdamW runs) the final parameters
+to 1e-5 relative, each gradient tensor to 1e-4 (a bias gradient that is a nearly cancelling
+sum has large relative rounding in any fp32 sum), fp32 on the CPU with dropout off. A model with BatchNorm runs 10 batches in
 training mode on fixed weights (see ref_dump.c): gradients and running statistics to 1e-4
 (sums of a small batch that nearly cancel; PyTorch's own fp32 and fp64 differ at 1e-5 there).
   check_graph.py CONFIG.json DUMP.npz
@@ -44,7 +45,8 @@ def main():
         return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
 
     first_ce = next((l["output"] for l in spec["losses"] if l["type"] == "cross_entropy"), spec["outputs"][0])
-    worst = {"output": 0.0, "loss": 0.0, "grad": 0.0, "final": 0.0}
+    worst = {"output": 0.0, "loss": 0.0, "grad": 0.0, "grad tensor": 0.0, "final": 0.0}
+    worst_at = (0, "")
     steps = len(d["losses"])
     for s in range(steps):
         opt.zero_grad(set_to_none=True)
@@ -54,18 +56,27 @@ def main():
         worst["output"] = max(worst["output"], rel(d[f"out{s}"], v[first_ce].detach().numpy()))
         loss.backward()
         worst["loss"] = max(worst["loss"], abs(float(loss) - float(d["losses"][s])) / abs(float(loss)))
+        num = den = 0.0
         for name, p in params.items():
-            worst["grad"] = max(worst["grad"], rel(d[f"grad{s}.{name}"], p.grad.numpy()))
+            mine, theirs = d[f"grad{s}.{name}"].astype(np.float64), p.grad.numpy().astype(np.float64)
+            num, den = num + float(np.sum((mine - theirs) ** 2)), den + float(np.sum(theirs ** 2))
+            e = rel(mine, theirs)
+            if e > worst["grad tensor"]:
+                worst["grad tensor"], worst_at = e, (s, name)
+        worst["grad"] = max(worst["grad"], (num / max(den, 1e-300)) ** 0.5)
         if not fixed:
             opt.step()
     for name, t in named.items():
         worst["final"] = max(worst["final"], rel(d[f"final.{name}"], t.detach().numpy()))
     what = "batches in training mode, fixed weights" if fixed else "AdamW steps"
     print(f"{os.path.basename(cfg_path)}: {steps} {what}, torch {torch.__version__}: max relative error outputs "
-          f"{worst['output']:.2e}, loss {worst['loss']:.2e}, gradients {worst['grad']:.2e}, final parameters"
+          f"{worst['output']:.2e}, loss {worst['loss']:.2e}, gradients {worst['grad']:.2e} (one tensor "
+          f"{worst['grad tensor']:.2e}: step {worst_at[0]}, {worst_at[1]}), final parameters"
           f"{' and running statistics' if fixed else ''} {worst['final']:.2e}")
     tol = 1e-4 if fixed else 1e-5
-    bad = {k: x for k, x in worst.items() if not x <= tol}
+    # a tensor's own error may reach 1e-4: a bias whose gradient is a sum that nearly cancels
+    # (the output layer's, once the model fits the mean) has large relative rounding in any fp32 sum
+    bad = {k: x for k, x in worst.items() if not x <= (1e-4 if k == "grad tensor" else tol)}
     if bad:
         print(f"FAIL: above {tol:g}: {bad}")
         return 1
