@@ -233,7 +233,7 @@ static int channel_bias(const lg_build *b, const lg_attrs *a, int y, int64_t c, 
 
 /* torch.nn.Linear over the last dim: weight [out, in], bias [out], both U(+-1/sqrt(in)) */
 static int build_linear(const lg_build *b, const lg_attrs *a) {
-    const brisk_shape *s = shape_of(b, 0);
+    const brisk_shape sv = *shape_of(b, 0), *s = &sv; /* a copy: parameters grow the node array */
     if (s->ndim < 2) return fail(b, "%s: expected an input of at least one dim per sample", "linear");
     int64_t in = s->d[s->ndim - 1], rows = brisk_shape_numel(s) / in, out = a->i[0];
     float bound = 1.0f / sqrtf((float)in);
@@ -255,7 +255,7 @@ static brisk_window window(const int64_t *k, const int64_t *stride, const int64_
 
 /* torch.nn.Conv2d on [N, C, H, W]: weight [out, C / groups, k, k] and bias, U(+-1/sqrt(fan_in)) */
 static int build_conv2d(const lg_build *b, const lg_attrs *a) {
-    const brisk_shape *s = shape_of(b, 0);
+    const brisk_shape sv = *shape_of(b, 0), *s = &sv; /* a copy: parameters grow the node array */
     if (s->ndim != 4) return fail(b, "%s: expected [N, C, H, W]", "conv2d");
     int64_t c = s->d[1], out = a->i[0], kh = a->i[1], kw = a->i[2], groups = a->i[7];
     if (c % groups || out % groups) return fail(b, "%s: groups must divide the input's and the output's channels", "conv2d");
@@ -267,7 +267,7 @@ static int build_conv2d(const lg_build *b, const lg_attrs *a) {
 
 /* torch.nn.Conv1d on [N, C, L]: weight [out, C / groups, k] and bias, U(+-1/sqrt(fan_in)) */
 static int build_conv1d(const lg_build *b, const lg_attrs *a) {
-    const brisk_shape *s = shape_of(b, 0);
+    const brisk_shape sv = *shape_of(b, 0), *s = &sv; /* a copy: parameters grow the node array */
     if (s->ndim != 3) return fail(b, "%s: expected [N, C, L]", "conv1d");
     int64_t c = s->d[1], out = a->i[0], k = a->i[1], groups = a->i[5];
     if (c % groups || out % groups) return fail(b, "%s: groups must divide the input's and the output's channels", "conv1d");
@@ -280,7 +280,7 @@ static int build_conv1d(const lg_build *b, const lg_attrs *a) {
 /* torch.nn.ConvTranspose2d on [N, C, H, W]: weight [C, out / groups, kh, kw] and bias,
  * U(+-1/sqrt(fan_in)) with PyTorch's fan_in of that weight, out / groups kh kw */
 static int build_conv_transpose2d(const lg_build *b, const lg_attrs *a) {
-    const brisk_shape *s = shape_of(b, 0);
+    const brisk_shape sv = *shape_of(b, 0), *s = &sv; /* a copy: parameters grow the node array */
     if (s->ndim != 4) return fail(b, "%s: expected [N, C, H, W]", "conv_transpose2d");
     int64_t c = s->d[1], out = a->i[0], kh = a->i[1], kw = a->i[2], groups = a->i[7];
     if (c % groups || out % groups)
@@ -301,7 +301,7 @@ static int build_upsample(const lg_build *b, const lg_attrs *a) {
 
 /* torch.nn.GroupNorm: weight ones, bias zeros [C] */
 static int build_group_norm(const lg_build *b, const lg_attrs *a) {
-    const brisk_shape *s = shape_of(b, 0);
+    const brisk_shape sv = *shape_of(b, 0), *s = &sv; /* a copy: parameters grow the node array */
     if (s->ndim < 3) return fail(b, "%s: expected [N, C, ...]", "group_norm");
     int64_t c = s->d[1];
     if (c % a->i[0]) return fail(b, "%s: groups must divide the channels", "group_norm");
@@ -331,7 +331,7 @@ static int build_softplus(const lg_build *b, const lg_attrs *a) {
 /* torch.nn.BatchNorm2d on [N, C, H, W]: weight ones, bias zeros, running_mean zeros,
  * running_var ones */
 static int build_batchnorm(const lg_build *b, const lg_attrs *a) {
-    const brisk_shape *s = shape_of(b, 0);
+    const brisk_shape sv = *shape_of(b, 0), *s = &sv; /* a copy: parameters grow the node array */
     if (s->ndim < 2) return fail(b, "%s: expected [N, C, ...]", "batchnorm");
     int64_t c = s->d[1];
     char n[BRISK_NAME_MAX];
@@ -347,7 +347,7 @@ static int build_batchnorm(const lg_build *b, const lg_attrs *a) {
 
 /* torch.nn.LayerNorm over the last dim: weight ones, bias zeros */
 static int build_layernorm(const lg_build *b, const lg_attrs *a) {
-    const brisk_shape *s = shape_of(b, 0);
+    const brisk_shape sv = *shape_of(b, 0), *s = &sv; /* a copy: parameters grow the node array */
     int64_t n = s->d[s->ndim - 1];
     int gamma = param(b, "weight", brisk_shape1(n), BRISK_INIT_ONES, 0.0f, 0);
     int beta = param(b, "bias", brisk_shape1(n), BRISK_INIT_ZEROS, 0.0f, 0);
@@ -364,7 +364,7 @@ static int build_avgpool(const lg_build *b, const lg_attrs *a) { return build_po
 /* the mean over every dim after the channels: [N, C, H, W] -> [N, C] */
 static int build_global_avgpool(const lg_build *b, const lg_attrs *a) {
     (void)a;
-    const brisk_shape *s = shape_of(b, 0);
+    const brisk_shape sv = *shape_of(b, 0), *s = &sv; /* a copy: parameters grow the node array */
     if (s->ndim < 3) return fail(b, "%s: expected [N, C, ...]", "global_avgpool");
     uint32_t axes = 0;
     for (int d = 2; d < s->ndim; d++) axes |= 1u << d;
@@ -410,7 +410,7 @@ static int build_sum(const lg_build *b, const lg_attrs *a) {
 }
 
 static int build_flatten(const lg_build *b, const lg_attrs *a) {
-    const brisk_shape *s = shape_of(b, 0);
+    const brisk_shape sv = *shape_of(b, 0), *s = &sv; /* a copy: parameters grow the node array */
     if (a->i[0] >= s->ndim) return fail(b, "%s: start_dim past the input's dims", "flatten");
     int64_t d[BRISK_MAX_DIMS], rest = 1;
     for (int k = 0; k < a->i[0]; k++) d[k] = s->d[k];
@@ -421,7 +421,7 @@ static int build_flatten(const lg_build *b, const lg_attrs *a) {
 
 /* to [batch, shape...]; one dim of the shape may be -1 (what the others leave) */
 static int build_reshape(const lg_build *b, const lg_attrs *a) {
-    const brisk_shape *s = shape_of(b, 0);
+    const brisk_shape sv = *shape_of(b, 0), *s = &sv; /* a copy: parameters grow the node array */
     int64_t d[BRISK_MAX_DIMS] = {s->d[0]}, known = 1, per = brisk_shape_numel(s) / s->d[0];
     int free_dim = -1;
     for (int k = 0; k < a->ndims; k++) {
@@ -435,7 +435,7 @@ static int build_reshape(const lg_build *b, const lg_attrs *a) {
 
 /* x.permute(0, dims...): the batch stays first */
 static int build_permute(const lg_build *b, const lg_attrs *a) {
-    const brisk_shape *s = shape_of(b, 0);
+    const brisk_shape sv = *shape_of(b, 0), *s = &sv; /* a copy: parameters grow the node array */
     int perm[BRISK_MAX_DIMS] = {0}, seen = 1;
     if (a->ndims != s->ndim - 1) return fail(b, "%s: dims must name every dim of a sample once", "permute");
     for (int k = 0; k < a->ndims; k++) {
@@ -461,7 +461,7 @@ static int build_embedding(const lg_build *b, const lg_attrs *a) {
 
 /* torch.nn.LSTM(batch_first=True) over [N, T, F]: the last layer's h [N, T, hidden x dirs] */
 static int build_lstm(const lg_build *b, const lg_attrs *a) {
-    const brisk_shape *s = shape_of(b, 0);
+    const brisk_shape sv = *shape_of(b, 0), *s = &sv; /* a copy: parameters grow the node array */
     if (s->ndim != 3) return fail(b, "%s: expected [N, T, features]", "lstm");
     return brisk_nn_lstm(b->g, b->in[0], s->d[2], a->i[0], (int)a->i[1], (int)a->i[2], (float)a->f[0], b->name);
 }
@@ -469,7 +469,7 @@ static int build_lstm(const lg_build *b, const lg_attrs *a) {
 /* torch.nn.TransformerEncoderLayer(batch_first=True) over [N, T, d]; an optional second
  * input is a key mask [N, T] (0 = padding) */
 static int build_encoder(const lg_build *b, const lg_attrs *a) {
-    const brisk_shape *s = shape_of(b, 0);
+    const brisk_shape sv = *shape_of(b, 0), *s = &sv; /* a copy: parameters grow the node array */
     if (s->ndim != 3) return fail(b, "%s: expected [N, T, d]", "encoder_layer");
     if (s->d[2] % a->i[0]) return fail(b, "%s: heads must divide d", "encoder_layer");
     return brisk_nn_encoder_layer(b->g, b->in[0], b->n_in > 1 ? b->in[1] : -1, s->d[2], (int)a->i[0], a->i[1],
