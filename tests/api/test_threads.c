@@ -282,8 +282,10 @@ static void *small_stack_job(void *p) {
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define STACK_SCALE 4 /* the sanitizers' redzones and shadow frames take room of their own */
+#define PROBE_FROM (256 * 1024) /* and a thread of a few pages crashes in their start-up, not EINVAL */
 #else
 #define STACK_SCALE 1
+#define PROBE_FROM (16 * 1024)
 #endif
 
 static void *noop(void *p) { return p; }
@@ -292,7 +294,7 @@ static void *noop(void *p) { return p; }
  * stack that cannot hold it; a CUDA build loads more of it (the CUDA runtime, cuBLASLt) than a
  * CPU one. The smallest stack it accepts is that floor; the host's room is on top of it. */
 static size_t stack_floor(void) {
-    for (size_t sz = 16 * 1024; sz <= 8u << 20; sz += 4096) {
+    for (size_t sz = PROBE_FROM; sz <= 8u << 20; sz += 4096) {
         pthread_attr_t a;
         pthread_t t;
         pthread_attr_init(&a);
