@@ -65,12 +65,24 @@ static brisk_status best_at_json(const brisk_trainer *t, char *out, size_t n, br
     return k > 0 && (size_t)k < n ? BRISK_OK : brisk_errorf(err, BRISK_ERR_INTERNAL, "best_val metadata too long");
 }
 
+brisk_status brisk_checkpoint_reserve(brisk_trainer *t, brisk_error *err) {
+    if (t->ckpt_stage) return BRISK_OK;
+    const size_t bytes = 3 * (size_t)t->g->n_param_floats * sizeof(float) + 1;
+    if ((t->ckpt_stage = malloc(bytes))) return BRISK_OK;
+    char source[96];
+    int64_t avail = brisk_memory_available(&t->cfg, source, sizeof source);
+    return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory after the first step for the %.1f MiB its checkpoints "
+                        "are written from (%.1f MiB available: %s; the libraries took more than the memory check "
+                        "counts): stopped before more work is done; lower train.batch_size or speed.threads, or give "
+                        "it more memory", t->cfg.path, bytes / 1048576.0, avail / 1048576.0, source);
+}
+
 brisk_status brisk_checkpoint_save(brisk_trainer *t, const char *path, brisk_error *err) {
     double t0 = brisk_now();
     char *norm = NULL, *grid = NULL, *tnorm = NULL;
     brisk_graph *g = t->g;
     size_t n = (size_t)g->n_param_floats, np = (size_t)g->n_params;
-    float *host = malloc(3 * n * sizeof(float) + 1);
+    float *host = t->ckpt_stage ? t->ckpt_stage : malloc(3 * n * sizeof(float) + 1);
     brisk_st_entry *e = calloc(3 * np + 1, sizeof *e);
     char **names = calloc(2 * np + 1, sizeof *names);
     brisk_status st = BRISK_OK;
@@ -155,7 +167,7 @@ out:
         for (size_t i = 0; i < 2 * np; i++) free(names[i]);
     free(names);
     free(e);
-    free(host);
+    if (host != t->ckpt_stage) free(host);
     free(norm);
     free(grid);
     free(tnorm);

@@ -41,6 +41,21 @@ void brisk_eval_free(brisk_trainer *t) {
     memset(&t->tail_plan, 0, sizeof t->tail_plan);
 }
 
+int64_t brisk_eval_tail_bytes(const brisk_config *cfg, int64_t nval, int64_t batch) {
+    int64_t rows = batch > 0 ? nval % batch : 0, bytes = 0;
+    if (rows == 0) return 0;
+    brisk_graph *g = brisk_graph_new();
+    brisk_model_io io;
+    brisk_plan plan;
+    brisk_error e;
+    memset(&plan, 0, sizeof plan);
+    if (g && !brisk_model_build(&cfg->model, rows, BRISK_BUILD_TRAIN, g, &io, &e) && !brisk_plan_build(g, &plan, &e))
+        bytes = (int64_t)(plan.arena_bytes + plan.input_bytes + plan.const_bytes);
+    brisk_plan_free(&plan);
+    if (g) brisk_graph_free(g);
+    return bytes;
+}
+
 brisk_status brisk_eval_prepare(brisk_trainer *t, brisk_error *err) {
     const int64_t *idx;
     int64_t n, B = t->cfg.train.batch_size;

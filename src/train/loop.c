@@ -464,6 +464,9 @@ brisk_status brisk_trainer_run_steps(brisk_trainer *t, int64_t max_new_steps, br
         if (t->prof && (st = brisk_profile_step_end(t, err))) goto out;
         t->step++;
         t->samples += brisk_trainer_global_batch(t) * K;
+        /* the checkpoint's staging, once the step has mapped what its libraries keep (OpenBLAS's
+         * buffers, the threads' malloc arenas): held from here, or the run stops now */
+        if (!t->ckpt_stage && (st = brisk_checkpoint_reserve(t, err))) goto out;
         brisk_trainer_note_skips(t);
         double dt = brisk_now() - t0, copy = t->copy_s - c0;
         step_times[n_timed++] = dt;

@@ -193,12 +193,14 @@ int64_t brisk_memory_conv_reserve(const brisk_graph *g) {
     return stage < 0 ? 0 : (int64_t)BRISK_CUDA_CONV_WORKSPACE_LIMIT + stage;
 }
 
-/* What a run needs on top of the data: the plan plus the trainer's buffers. On a device
- * (where = 1: device memory, 2: host memory) the batches are split between the two; g (may
- * be NULL) adds its convolutions' buffers on the device. */
-static void needed_parts(const brisk_plan *p, const brisk_graph *g, int prefetch, int where, int64_t parts[4]) {
+/* What a run needs on top of the data: the plan plus the trainer's buffers, and tail, the
+ * graph validation's last, smaller batch runs through (brisk_eval_tail_bytes), with the
+ * activations. On a device (where = 1: device memory, 2: host memory) the batches are split
+ * between the two; g (may be NULL) adds its convolutions' buffers on the device. */
+static void needed_parts(const brisk_plan *p, const brisk_graph *g, int prefetch, int where, int64_t tail,
+                         int64_t parts[4]) {
     int slots = (prefetch > 0 ? prefetch : 1) + 1;
-    parts[0] = (int64_t)p->arena_bytes;
+    parts[0] = (int64_t)p->arena_bytes + tail;
     parts[1] = 4 * (int64_t)p->param_bytes + (int64_t)p->const_bytes;
     parts[2] = (int64_t)(slots + 1) * (int64_t)p->input_bytes; /* + the graph's own input area */
     parts[3] = 3 * (int64_t)p->param_bytes;
@@ -211,9 +213,9 @@ static void needed_parts(const brisk_plan *p, const brisk_graph *g, int prefetch
     }
 }
 
-static int64_t needed_total(const brisk_plan *p, const brisk_graph *g, int prefetch, int where) {
+static int64_t needed_total(const brisk_plan *p, const brisk_graph *g, int prefetch, int where, int64_t tail) {
     int64_t parts[4];
-    needed_parts(p, g, prefetch, where, parts);
+    needed_parts(p, g, prefetch, where, tail, parts);
     return parts[0] + parts[1] + parts[2] + parts[3];
 }
 
@@ -240,9 +242,9 @@ brisk_status brisk_train_plan(const brisk_config *cfg, brisk_graph *g, brisk_pla
     return brisk_plan_build(g, plan, err);
 }
 
-/* Needed bytes at a batch size (where as in needed_parts); -1 when the model cannot be
- * built at that size. */
-static int64_t needed_at(const brisk_config *cfg, int64_t batch, int where) {
+/* Needed bytes at a batch size (where as in needed_parts) with nval validation samples; -1
+ * when the model cannot be built at that size. */
+static int64_t needed_at(const brisk_config *cfg, int64_t batch, int where, int64_t nval) {
     brisk_graph *g = brisk_graph_new();
     brisk_plan plan;
     brisk_model_io io;
@@ -251,30 +253,56 @@ static int64_t needed_at(const brisk_config *cfg, int64_t batch, int where) {
     memset(&plan, 0, sizeof plan);
     if (g && !brisk_model_build(&cfg->model, batch, BRISK_BUILD_TRAIN, g, &io, &e) && !brisk_backward(g, io.loss, &e) &&
         !brisk_train_plan(cfg, g, &plan, &e))
-        need = needed_total(&plan, g, cfg->speed.prefetch, where);
+        need = needed_total(&plan, g, cfg->speed.prefetch, where, where == 2 ? 0 : brisk_eval_tail_bytes(cfg, nval, batch));
     brisk_plan_free(&plan);
     if (g) brisk_graph_free(g);
     return need;
 }
 
 /* The largest batch in [1, hi] whose run fits in `avail` bytes; 0 when none does. */
-static int64_t largest_fitting(const brisk_config *cfg, int64_t hi, int64_t avail, int where) {
+static int64_t largest_fitting(const brisk_config *cfg, int64_t hi, int64_t avail, int where, int64_t nval) {
     int64_t lo = 0; /* fits (0 stands for "nothing") */
     while (lo < hi) {
-        int64_t mid = lo + (hi - lo + 1) / 2, need = needed_at(cfg, mid, where);
+        int64_t mid = lo + (hi - lo + 1) / 2, need = needed_at(cfg, mid, where, nval);
         if (need >= 0 && need <= avail) lo = mid;
         else hi = mid - 1;
     }
     return lo;
 }
 
+/* Address space a CPU run maps after the check, beyond the plan, which only an address-space
+ * limit sees (reservations whose pages are mostly never touched, so MemAvailable and a cgroup
+ * do not): OpenBLAS's GEMM buffer, one per thread that calls it (BUFFER_SIZE, 32 << 22 bytes
+ * on x86_64: one 128 MiB mapping per calling thread, measured); glibc's malloc arena of each
+ * pool worker (64 MiB reserved at its first allocation); the loader thread's stack
+ * (RLIMIT_STACK, the default of a new thread). Unaccounted, they let a run 300 MiB over the
+ * refusal point train and then fail to stage its checkpoint. */
+#define BLAS_THREAD_BUFFER ((int64_t)128 << 20)
+#define THREAD_ARENA ((int64_t)64 << 20)
+static int64_t thread_address_space(const brisk_trainer *t, int threads) {
+    struct rlimit rl;
+    int64_t stack = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (int64_t)rl.rlim_cur
+                                                                                      : (int64_t)8 << 20;
+    int64_t blas = BRISK_HAVE_BLAS ? (int64_t)threads * BLAS_THREAD_BUFFER : 0;
+    /* and 32 MiB of headroom for what the run allocates along the way (log lines, metrics,
+     * the checkpoint's names and header) */
+    return blas + (int64_t)(threads - 1) * THREAD_ARENA + (t->cfg.speed.prefetch > 0 ? stack : 0) + ((int64_t)32 << 20);
+}
+
 /* Image decoding's scratch is a fixed cost beside the data: taken off what is available. The
  * node's free memory and its cgroup's room are shared by the ranks of a job on the node (each
  * would otherwise plan for all of it); an explicit limit and ulimit -v are this process's. */
-static int64_t available_for_run(brisk_trainer *t, char *source, size_t n) {
+static int64_t available_for_run(brisk_trainer *t, int device, char *source, size_t n) {
     int64_t avail = brisk_memory_available(&t->cfg, source, n);
     brisk_thread_plan tp;
     brisk_threads_resolve(t->cfg.speed.threads, "speed.threads", &tp);
+    if (!device && strstr(source, "ulimit -v")) {
+        int64_t extra = thread_address_space(t, tp.threads);
+        avail = avail > extra ? avail - extra : 0;
+        size_t k = strlen(source);
+        snprintf(source + k, n - k, ", less %.1f MiB that %d thread%s and the BLAS map", extra / MIB, tp.threads,
+                 tp.threads == 1 ? "" : "s");
+    }
     if (tp.local_ranks > 1 && !explicit_limit(source) && !strstr(source, "ulimit -v")) {
         avail /= tp.local_ranks;
         size_t k = strlen(source);
@@ -292,10 +320,12 @@ static brisk_status check_fit(brisk_trainer *t, int where, int64_t avail, const 
     int64_t parts[4];
     /* the data set lives in host memory; it is counted under an explicit limit */
     int64_t data = where != 1 && explicit_limit(source) ? data_bytes(t) : 0;
-    needed_parts(&t->plan, t->g, t->cfg.speed.prefetch, where, parts);
+    int64_t B = t->cfg.train.batch_size, nval = brisk_trainer_val_count(t);
+    needed_parts(&t->plan, t->g, t->cfg.speed.prefetch, where, where == 2 ? 0 : brisk_eval_tail_bytes(&t->cfg, nval, B),
+                 parts);
     int64_t need = data + parts[0] + parts[1] + parts[2] + parts[3];
     if (need <= avail) return BRISK_OK;
-    int64_t B = t->cfg.train.batch_size, best = largest_fitting(&t->cfg, B - 1, avail - data, where);
+    int64_t best = largest_fitting(&t->cfg, B - 1, avail - data, where, nval);
     char hint[160];
     if (best > 0)
         snprintf(hint, sizeof hint, "the largest train.batch_size that fits is %" PRId64 " (--batch-size %" PRId64
@@ -318,26 +348,28 @@ static brisk_status check_fit(brisk_trainer *t, int where, int64_t avail, const 
 }
 
 brisk_status brisk_memory_fit(brisk_trainer *t, brisk_error *err) {
-    char source[96], hsource[160];
-    int64_t dev_avail, host_avail = available_for_run(t, hsource, sizeof hsource);
-    if (!device_room(t, &dev_avail, source, sizeof source)) return check_fit(t, 0, host_avail, hsource, err);
+    char source[96], hsource[240];
+    int64_t dev_avail;
+    int device = device_room(t, &dev_avail, source, sizeof source);
+    int64_t host_avail = available_for_run(t, device, hsource, sizeof hsource);
+    if (!device) return check_fit(t, 0, host_avail, hsource, err);
     brisk_status st = check_fit(t, 1, dev_avail, source, err);
     return st ? st : check_fit(t, 2, host_avail, hsource, err);
 }
 
 brisk_status brisk_memory_auto_batch(brisk_trainer *t, int64_t max_batch, brisk_error *err) {
-    char source[160];
-    int64_t avail;
+    char source[240];
+    int64_t avail, nval = brisk_trainer_val_count(t);
     int where = device_room(t, &avail, source, sizeof source);
     if (!where) {
-        avail = available_for_run(t, source, sizeof source);
+        avail = available_for_run(t, 0, source, sizeof source);
         if (explicit_limit(source)) avail -= data_bytes(t);
     }
-    int64_t fit = avail > 0 ? largest_fitting(&t->cfg, max_batch, avail, where) : 0;
+    int64_t fit = avail > 0 ? largest_fitting(&t->cfg, max_batch, avail, where, nval) : 0;
     if (fit == 0)
         return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: train.batch_size auto: not even a batch of 1 fits in the %.1f MiB "
                             "available (%s); this run needs %.1f MiB at batch 1", t->cfg.path, avail / MIB, source,
-                            needed_at(&t->cfg, 1, where) / MIB);
+                            needed_at(&t->cfg, 1, where, nval) / MIB);
     t->cfg.train.batch_size = fit;
     brisk_log(&t->log, BRISK_LOG_INFO, "batch     auto: %" PRId64 ", the largest that fits in %.1f MiB (%s)%s", fit,
               avail / MIB, source, fit == max_batch ? ", capped at the training split's size" : "");

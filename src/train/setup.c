@@ -495,6 +495,7 @@ void brisk_trainer_free(brisk_trainer *t) {
     free(t->norm_std);
     free(t->tnorm_mean);
     free(t->tnorm_std);
+    free(t->ckpt_stage);
     brisk_layer_graph_unref(t->cfg.model.graph);
     free(t->cfg.json);
     free(t);

@@ -161,6 +161,10 @@ struct brisk_trainer {
                                   position counts in each rank's own rows */
     float *moments_host;       /* ZeRO-1, rank 0: all ranks' m then v (2 x parameters), gathered
                                   before each checkpoint (brisk_dist_gather_moments) */
+    float *ckpt_stage;         /* the host copy of parameters and moments (3 x parameters + 1) a
+                                  checkpoint is written from, held from the end of the first step
+                                  (brisk_checkpoint_reserve): a checkpoint then never fails for
+                                  memory after hours of work */
 };
 
 /* dist.c: the data-parallel parts of a step (all no-ops in one process). */
@@ -335,6 +339,8 @@ brisk_status brisk_weather_check_grid(const char *ckpt, const char *grid_json, c
 brisk_status brisk_weather_fit_model(brisk_model_spec *m, const brisk_weather *w, const char *cfg_path,
                                      brisk_error *err);
 brisk_status brisk_checkpoint_config(const char *path, brisk_config *cfg, brisk_error *err);
+/* Holds t->ckpt_stage from now on; an error saying what is missing when it cannot be had. */
+brisk_status brisk_checkpoint_reserve(brisk_trainer *t, brisk_error *err);
 /* The input normalisation a checkpoint carries (windowed data, a standardised table, NetCDF
  * fields: metadata "normalization", {"mean": [...], "std": [...]} per feature); *n = 0 and
  * NULL arrays when it has none. */
@@ -457,6 +463,9 @@ const char *brisk_precision_name(brisk_precision p);
 int64_t brisk_memory_conv_reserve(const brisk_graph *g);
 /* Before loading: a data set of `bytes` (brisk_dataset_estimate) must fit what is available. */
 brisk_status brisk_memory_check_data(const brisk_config *cfg, const char *path, int64_t bytes, brisk_error *err);
+/* eval.c: the bytes validation's last, smaller batch adds (its graph's activation arena,
+ * inputs and constants at nval % batch rows; 0 when the batch divides nval). */
+int64_t brisk_eval_tail_bytes(const brisk_config *cfg, int64_t nval, int64_t batch);
 /* train.batch_size "auto": the largest batch up to max_batch that fits. */
 brisk_status brisk_memory_auto_batch(brisk_trainer *t, int64_t max_batch, brisk_error *err);
 /* sample.c: a diffusion model's samples of the validation fields (one per row, at most 1024

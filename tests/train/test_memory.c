@@ -116,6 +116,33 @@ static void test_plan_that_does_not_fit_is_refused_with_largest_batch(void) {
     CHECKF(st == BRISK_ERR_NOMEM && strstr(err.msg, "(BRISK_MEMORY_LIMIT)"), "%s", err.msg);
 }
 
+/* Validation's last, smaller batch runs through a graph of its own (eval.c) with an
+ * activation arena, inputs and constants of its own: the check counts them (it did not, and
+ * a run that fitted only without them was approved). 205 validation samples in batches of
+ * 128: a tail of 77. */
+static void test_validation_tail_counted(void) {
+    brisk_trainer *t;
+    brisk_config cfg;
+    brisk_error err = {0};
+    REQUIRE_OK(create("128", "\"64GiB\"", &t, &cfg, &err), &err);
+    const int64_t nval = brisk_trainer_val_count(t), tail = brisk_eval_tail_bytes(&t->cfg, nval, 128);
+    const brisk_plan *p = &t->plan;
+    int64_t need = (int64_t)(p->arena_bytes + 7 * p->param_bytes + p->const_bytes + 4 * p->input_bytes); /* prefetch 2 */
+    for (int i = 0; i < t->data.nfields; i++) need += (int64_t)brisk_tensor_bytes(&t->data.fields[i].tensor);
+    release(t, &cfg);
+    fprintf(stderr, "%lld validation samples: the tail graph takes %lld bytes beside the run's %lld\n", (long long)nval,
+            (long long)tail, (long long)need);
+    REQUIRE(nval % 128 == 77 && tail > 0);
+    char lim[32];
+    snprintf(lim, sizeof lim, "%lld", (long long)(need + tail / 2));
+    brisk_status st = create("128", lim, &t, &cfg, &err);
+    CHECKF(st == BRISK_ERR_NOMEM && strstr(err.msg, "this run needs"), "%s", st ? err.msg : "approved");
+    if (!st) release(t, &cfg);
+    snprintf(lim, sizeof lim, "%lld", (long long)(need + tail));
+    REQUIRE_OK(create("128", lim, &t, &cfg, &err), &err);
+    release(t, &cfg);
+}
+
 /* On a device the arenas are held against the device's free memory (its stats), the
  * batches and checkpoint staging against the host's: a CPU trainer whose backend reports
  * a device with little free memory is refused naming it, with the largest batch that fits. */
@@ -290,6 +317,9 @@ static void test_address_space_limit(void) {
     int rc = tu_run(&c);
     char *out = tu_read(log, NULL);
     CHECKF(rc == 1 && out && strstr(out, "this run needs") && strstr(out, "are available"), "exit %d: %s", rc, out ? out : "");
+    /* what the thread and OpenBLAS will map (its 128 MiB buffer) is taken off the room first */
+    if (out && strstr(out, "ulimit -v"))
+        CHECKF(strstr(out, "MiB that 1 thread and the BLAS map"), "%s", out);
     free(out);
     /* Told to ignore it (the check believes in 1 TiB): the allocation itself fails. */
     const char *env[] = {"BRISK_MEMORY_LIMIT=1T", NULL};
@@ -355,6 +385,6 @@ static void test_every_allocation_site_fails_cleanly(void) {
             errors, absorbed, sites - errors - absorbed);
 }
 
-TEST_MAIN(T(test_plan_that_does_not_fit_is_refused_with_largest_batch), T(test_auto_batch_several_ranks), T(test_device_memory_fit), T(test_conv_reserve),
+TEST_MAIN(T(test_plan_that_does_not_fit_is_refused_with_largest_batch), T(test_validation_tail_counted), T(test_auto_batch_several_ranks), T(test_device_memory_fit), T(test_conv_reserve),
           T(test_limits_parse), T(test_failed_allocation_is_an_error), T(test_address_space_limit),
           T(test_every_allocation_site_fails_cleanly))
