@@ -329,10 +329,14 @@ void brisk_report_run_render(brisk_html *b, const char *dir, const run_log *r) {
     if (r->truncated)
         brisk_html_printf(b, "<p class=\"notes\">The last line of metrics.jsonl was cut short (the run was stopped "
                           "while writing it) and is left out.</p>\n");
-    if (r->damaged)
-        brisk_html_printf(b, "<p class=\"notes\">%d damaged line%s of metrics.jsonl %s left out (the first, line %d: "
-                          "%s).</p>\n", r->damaged, r->damaged == 1 ? "" : "s", r->damaged == 1 ? "is" : "are",
-                          r->first_damaged_line, r->first_damaged);
+    if (r->damaged) {
+        /* The reason quotes the damaged line itself: markup in it must stay text. */
+        brisk_html_printf(b, "<p class=\"notes\">%d damaged line%s of metrics.jsonl %s left out (the first, line %d: ",
+                          r->damaged, r->damaged == 1 ? "" : "s", r->damaged == 1 ? "is" : "are",
+                          r->first_damaged_line);
+        brisk_html_escape(b, r->first_damaged);
+        brisk_html_printf(b, ").</p>\n");
+    }
     brisk_html_page_end(b);
 }
 
