@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "brisk/brisk.h"
-#include "train/progress.h"
+#include "report/progress.h"
 
 static int spec_for(const char *w, int small, brisk_model_spec *s, int64_t *batch, float *lr) {
     memset(s, 0, sizeof *s);

@@ -503,7 +503,6 @@ int brisk_graph_fail(brisk_graph *g, brisk_status code, const char *fmt, ...)
 
 /* ---- op table (ggml style: one entry per op, a static assertion on the count) */
 typedef struct brisk_op_info {
-    const char *name;
     /* Appends nodes for the gradient of `node` with respect to its input `which`,
      * given dy (the gradient of its output); returns the gradient node, or -1 with
      * no error recorded when that input takes no gradient. NULL: no gradient. */
@@ -615,6 +614,9 @@ typedef struct brisk_scaler_state {
  * buffer pointers; the executor owns the schedule. */
 typedef struct brisk_backend brisk_backend;
 typedef struct brisk_exec brisk_exec;
+/* One row of a backend's report of its optimizations (brisk_backend.optimizations). */
+typedef void (*brisk_backend_row_fn)(void *user, const char *name, const char *state, const char *detail);
+
 struct brisk_backend {
     const char *name;  /* "cpu", "cuda" */
     void *impl;
@@ -696,6 +698,11 @@ struct brisk_backend {
     brisk_status (*stats)(brisk_backend *be, brisk_backend_stats *out, brisk_error *err);
     /* One line: the device and which optimizations are on (and why any is off). */
     void (*describe)(brisk_backend *be, char *buf, size_t n);
+    /* The backend's own speed measures as rows of the run report's table (name, state "on",
+     * "off" or "info", detail): what it fused, how it chose its kernels, its memory pages.
+     * Called at the start of a run and again at its end (the choices made by then). NULL:
+     * nothing beyond describe. */
+    void (*optimizations)(brisk_backend *be, brisk_backend_row_fn row, void *user);
     /* The loss scaler's state (get waits for the device); set applies a checkpoint's
      * (ignored when the backend has no active scaler). NULL: the backend has none. */
     brisk_status (*scaler_get)(brisk_backend *be, brisk_scaler_state *out, brisk_error *err);

@@ -184,7 +184,7 @@ typedef struct brisk_session_spec {
     brisk_session_resume resume; /* a previous run in train.out_dir: refuse, continue, replace */
 } brisk_session_spec;
 
-/* What a run records beside metrics.jsonl (src/train/tboard.c). */
+/* What a run records beside metrics.jsonl (src/report/tboard.c). */
 typedef struct brisk_log_spec {
     int tensorboard;          /* write a TensorBoard event file into train.out_dir */
     int64_t histogram_every;  /* parameter histograms every N optimizer steps; 0: none */
@@ -223,7 +223,7 @@ void brisk_config_free(brisk_config *cfg);
 brisk_status brisk_config_walk(const char *json, const char *label, brisk_json_recorder fn, void *user,
                                brisk_error *err);
 /* The config reference as Markdown (malloc'd): every key of every section and model type,
- * from brisk_config_walk, with one line of meaning each (src/train/config_doc.c). Keys the
+ * from brisk_config_walk, with one line of meaning each (src/config/config_doc.c). Keys the
  * parser reads but the table does not describe are marked **undocumented**. */
 brisk_status brisk_config_reference(char **markdown, brisk_error *err);
 
@@ -528,7 +528,7 @@ typedef struct brisk_predict_options {
 } brisk_predict_options;
 brisk_status brisk_predict_file_with(const char *checkpoint, const char *input_npy, const char *output_npy,
                                      const brisk_predict_options *opt, const brisk_logger *log, brisk_error *err);
-/* Writes the checkpoint's inference graph as an ONNX model (opset 17; src/train/export_onnx.c):
+/* Writes the checkpoint's inference graph as an ONNX model (opset 17; src/onnx/export_onnx.c):
  * inputs named as the model's fields with the batch dimension "N", one output "output" equal
  * to what brisk predict writes (probabilities for a classifier, the target's units for a
  * regression; a diffusion model's denoiser output: the noise, or x0 with noise.prediction

@@ -26,7 +26,7 @@
 
 #include "brisk/cuda.h"
 #include "cli/cli.h"
-#include "train/progress.h"
+#include "report/progress.h"
 
 typedef struct row {
     const char *name;

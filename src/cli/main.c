@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "train/progress.h"
+#include "report/progress.h"
 
 /* How log lines reach the terminal: text (default) or one JSON object per line
  * (--log-format json); and whether a live progress bar is drawn on stdout, which every

@@ -5,7 +5,8 @@
  * the gradient arena. Gradients are ordinary nodes: planned, fused and run like
  * the forward. A recompute segment (graph.h) is appended again just before its
  * gradient, and its nodes' rules read the copies, so its activations are not kept. */
-#include "ops/ops_internal.h"
+
+#include "brisk/graph.h"
 
 #include <stdlib.h>
 #include <string.h>

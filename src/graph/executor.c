@@ -3,7 +3,8 @@
  * node's output pointer once, initialises parameters from the seed, and runs a
  * schedule by handing each node to the backend. It owns no kernel and no policy:
  * the trainer decides the step state, accumulation and the optimizer. */
-#include "ops/ops_internal.h"
+
+#include "brisk/graph.h"
 
 #include <stdint.h>
 #include <stdio.h>

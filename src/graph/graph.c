@@ -1,7 +1,7 @@
 /* The graph container: node storage, the generic append every builder goes through,
  * first-error-wins error recording, and the three kinds of leaves (inputs, params,
  * consts) with their placement in the input area, the param arena and the const blob. */
-#include "ops/ops_internal.h"
+#include "brisk/graph.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,7 +99,8 @@ int brisk_graph_append(brisk_graph *g, brisk_op op, const int *in, int n_in, bri
     for (int i = 0; i < n_in; i++) n->in[i] = in[i];
     n->dtype = dt;
     n->shape = s;
-    n->attr = attr ? *attr : brisk_attr_none();
+    if (attr) n->attr = *attr;
+    else memset(&n->attr, 0, sizeof n->attr);
     if (n->attr.shape2.ndim >= 0 && n->attr.shape2.ndim <= BRISK_MAX_DIMS)
         for (int i = n->attr.shape2.ndim; i < BRISK_MAX_DIMS; i++) n->attr.shape2.d[i] = 0;
     n->storage = BRISK_STORE_ARENA;
@@ -250,49 +251,4 @@ int brisk_const(brisk_graph *g, const char *name, brisk_dtype dt, brisk_shape s,
     n->attr.i0 = (int64_t)off;
     if (name) snprintf(n->name, sizeof n->name, "%s", name);
     return id;
-}
-
-/* ---- helpers shared by the op builders (declared in ops/ops_internal.h) */
-
-int brisk_ops_check(brisk_graph *g, const char *op, const int *ids, int n) {
-    if (!g || g->err.code != BRISK_OK) return -1;
-    for (int i = 0; i < n; i++)
-        if (ids[i] < 0 || ids[i] >= g->n_nodes)
-            return brisk_graph_fail(g, BRISK_ERR_INVALID, "%s: input %d (%d) is not a node", op, i,
-                                    ids[i]);
-    return 0;
-}
-
-int brisk_ops_check_dtype(brisk_graph *g, const char *op, const int *ids, int n, brisk_dtype dt) {
-    if (brisk_ops_check(g, op, ids, n)) return -1;
-    for (int i = 0; i < n; i++) {
-        const brisk_node *x = &g->nodes[ids[i]];
-        if (x->dtype != dt) {
-            char buf[BRISK_SHAPE_STR];
-            return brisk_graph_fail(g, BRISK_ERR_SHAPE, "%s: input %d %s %s, expected %s", op, i,
-                                    brisk_dtype_name(x->dtype), brisk_shape_str(&x->shape, buf, sizeof buf),
-                                    brisk_dtype_name(dt));
-        }
-    }
-    return 0;
-}
-
-int brisk_ops_broadcast(const brisk_shape *a, const brisk_shape *b, brisk_shape *out) {
-    int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
-    brisk_shape r;
-    memset(&r, 0, sizeof r);
-    r.ndim = nd;
-    for (int i = 0; i < nd; i++) {
-        int ia = a->ndim - nd + i, ib = b->ndim - nd + i;
-        int64_t da = ia >= 0 ? a->d[ia] : 1, db = ib >= 0 ? b->d[ib] : 1;
-        if (da != db && da != 1 && db != 1) return -1;
-        r.d[i] = da == 1 ? db : da;
-    }
-    *out = r;
-    return 0;
-}
-
-int brisk_ops_broadcasts_to(const brisk_shape *from, const brisk_shape *to) {
-    brisk_shape r;
-    return brisk_ops_broadcast(from, to, &r) == 0 && brisk_shape_equal(&r, to);
 }

@@ -7,7 +7,8 @@
  * Schedules hold compute nodes only: leaves live in their own areas and RESHAPE
  * is a view of its base's buffer (it runs nothing). Because eval and predict run
  * subsequences of the training schedule, the training plan is valid for them too. */
-#include "ops/ops_internal.h"
+
+#include "brisk/graph.h"
 
 #include <stdint.h>
 #include <stdlib.h>

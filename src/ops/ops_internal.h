@@ -1,4 +1,4 @@
-/* Internal to graph and ops: helpers the op builders share (input checks, NumPy
+/* Internal to ops: helpers the op builders share (input checks, NumPy
  * broadcasting, shape printing) and the backward rules that registry.c puts in
  * brisk_op_table. Not part of the public API. */
 #ifndef BRISK_OPS_INTERNAL_H
@@ -8,8 +8,6 @@
 
 #include <string.h>
 
-/* Room for one printed shape: "[" + 6 x "-9223372036854775808, " + "]". */
-#define BRISK_SHAPE_STR 160
 
 /* Returns 0 when the graph holds no earlier error and every id names a node;
  * otherwise -1 (recording "op: input i (id) is not a node" if that was the cause). */

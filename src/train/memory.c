@@ -36,30 +36,6 @@
 
 #define MIB (1024.0 * 1024.0)
 
-int brisk_parse_bytes(const char *s, int64_t *out) {
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || !(v > 0)) return -1;
-    while (*end == ' ') end++;
-    double mul = 1;
-    switch (toupper((unsigned char)*end)) {
-    case 0: break;
-    case 'K': mul = 1024.0; break;
-    case 'M': mul = MIB; break;
-    case 'G': mul = MIB * 1024.0; break;
-    case 'T': mul = MIB * MIB; break;
-    default: return -1;
-    }
-    if (*end) {
-        end++;
-        if (*end == 'i' || *end == 'I') end++;
-        if (*end == 'b' || *end == 'B') end++;
-    }
-    if (*end || v * mul > 9.0e18) return -1;
-    *out = (int64_t)(v * mul);
-    return 0;
-}
-
 /* A number from a one-line file; -1 when absent or "max". */
 static int64_t read_number(const char *path, const char *key) {
     FILE *f = fopen(path, "r");

@@ -19,6 +19,10 @@ static void item(cJSON *list, const char *name, const char *state, const char *d
     cJSON_AddItemToArray(list, o);
 }
 
+static void backend_row(void *list, const char *name, const char *state, const char *detail) {
+    item(list, name, state, detail);
+}
+
 /* "epilogue fusion on (12 GEMMs)" -> name "epilogue fusion", state "on", detail "12 GEMMs";
  * "GEMM bf16 operands, ..." -> "GEMM", "info", the rest; "x: 3" -> "x", "info", "3". */
 static void described_item(cJSON *list, const char *part) {
@@ -78,28 +82,7 @@ cJSON *brisk_trainer_optimizations(const brisk_trainer *t) {
         }
         item(list, "device", "info", "CPU, fp32");
         item(list, "CUDA graph, mixed precision, fused epilogues, autotune", "off", why);
-        char fus[512];
-        brisk_backend_cpu_fusions(t->be, fus, sizeof fus);
-        if (strncmp(fus, "on (", 4) == 0) {
-            size_t n = strlen(fus);
-            if (fus[n - 1] == ')') fus[n - 1] = 0;
-            item(list, "CPU fusion", "on", fus + 4);
-        } else if (fus[0]) {
-            item(list, "CPU fusion", "off", "speed.fuse is false (--no-fuse) or BRISK_CPU_FUSE=0");
-        }
-        brisk_cpu_gemm_stats gs;
-        brisk_cpu_gemm_get_stats(&gs);
-        brisk_cpu_gemm_describe(buf, sizeof buf);
-        if (brisk_backend_cpu_pool_note(t->be, buf, sizeof buf) > 0) item(list, "CPU pool throttle", "on", buf);
-        char huge[160];
-        int never = 0;
-        if (brisk_backend_cpu_huge_pages(huge, sizeof huge, &never) >= 0) {
-            snprintf(buf, sizeof buf, "%s for the buffers of 4 MiB or more, now %s",
-                     never ? "not given: the kernel's transparent_hugepage is never" : "asked", huge);
-            item(list, "2 MiB pages", never ? "off" : "on", buf);
-        }
-        item(list, "GEMM kernel per shape", gs.mode == BRISK_CPU_GEMM_AUTO && strstr(buf, "without a BLAS") == NULL
-                                                ? "on" : "off", buf);
+        if (t->be->optimizations) t->be->optimizations(t->be, backend_row, list);
     }
     if (cfg->speed.prefetch > 0) {
         snprintf(buf, sizeof buf, "%d batches ahead on a loader thread%s", cfg->speed.prefetch,
@@ -111,7 +94,7 @@ cJSON *brisk_trainer_optimizations(const brisk_trainer *t) {
     snprintf(buf, sizeof buf, "%s over one parameter arena, one update for all parameters", opt);
     item(list, "fused optimizer", "on", buf);
     if (cfg->train.accumulate > 1) {
-        snprintf(buf, sizeof buf, "%d micro-batches summed per optimizer step", cfg->train.accumulate);
+        snprintf(buf, sizeof buf, "%d micro-batches averaged per optimizer step", cfg->train.accumulate);
         item(list, "gradient accumulation", "on", buf);
     } else {
         item(list, "gradient accumulation", "off", "train.accumulate is 1");

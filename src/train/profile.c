@@ -17,7 +17,6 @@
 #include <cjson/cJSON.h>
 
 #include "brisk/cuda.h"
-#include "ops/ops_internal.h"
 #include "train/trainer_internal.h"
 
 enum { MARK_BEGIN = -2, MARK_RUN_END = -1, MARK_END = -3 };

@@ -12,6 +12,19 @@ static int ends_with(const char *s, const char *suf) {
     return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
+/* "; CPU fusion on; 2 MiB pages on; ...": the backend's own rows, by name and state. */
+typedef struct backend_names {
+    char text[400];
+    size_t len;
+} backend_names;
+
+static void name_state(void *user, const char *name, const char *state, const char *detail) {
+    (void)detail;
+    backend_names *b = user;
+    int k = snprintf(b->text + b->len, sizeof b->text - b->len, "; %s %s", name, state);
+    if (k > 0 && b->len + (size_t)k < sizeof b->text) b->len += (size_t)k;
+}
+
 /* The start-of-run report of what is on, and why anything is off: logged, and kept for the
  * event file's text (tboard.c). */
 static void report_active(brisk_trainer *t) {
@@ -20,12 +33,12 @@ static void report_active(brisk_trainer *t) {
     char *r = t->active_report;
     size_t n = sizeof t->active_report;
     if (!t->be->describe) {
-        char fus[400];
-        brisk_backend_cpu_fusions(t->be, fus, sizeof fus);
+        backend_names names = {{0}, 0};
+        if (t->be->optimizations) t->be->optimizations(t->be, name_state, &names);
         snprintf(r, n,
-                 "active    fp32 (CPU); fusion %s; fused %s over one parameter arena; loader prefetch %d%s; "
+                 "active    fp32 (CPU)%s; fused %s over one parameter arena; loader prefetch %d%s; "
                  "grad accumulation %d; clip %s",
-                 fus[0] ? fus : "off", opt, cfg->speed.prefetch,
+                 names.text, opt, cfg->speed.prefetch,
                  cfg->speed.prefetch ? " (background thread)" : " (off)",
                  cfg->train.accumulate, cfg->optim.clip_norm > 0 ? "on" : "off");
     } else {

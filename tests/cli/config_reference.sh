@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # docs/config.md is `brisk config --reference`, generated from the config reader itself: this
 # fails when they differ (a key added, removed, or its range or default changed without
-# regenerating) or when the reader asks for a key src/train/config_doc.c does not describe.
+# regenerating) or when the reader asks for a key src/config/config_doc.c does not describe.
 # Regenerate with: build/brisk config --reference > docs/config.md
 #   config_reference.sh BRISK_BINARY SOURCE_DIR
 set -u
@@ -11,7 +11,7 @@ tmp=$(mktemp) && trap 'rm -f "$tmp"' EXIT
 out=$(cat "$tmp")
 fail=0
 if printf '%s\n' "$out" | grep -q 'undocumented'; then
-  echo "FAIL: keys without a meaning in src/train/config_doc.c:"; printf '%s\n' "$out" | grep 'undocumented'; fail=1
+  echo "FAIL: keys without a meaning in src/config/config_doc.c:"; printf '%s\n' "$out" | grep 'undocumented'; fail=1
 fi
 if ! diff -u "$src/docs/config.md" "$tmp"; then
   echo "FAIL: docs/config.md differs from brisk config --reference (regenerate it)"; fail=1

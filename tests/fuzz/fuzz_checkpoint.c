@@ -1,4 +1,4 @@
-/* libFuzzer target for checkpoint loading (src/train/checkpoint_verify.c and the tensor
+/* libFuzzer target for checkpoint loading (src/run/checkpoint_verify.c and the tensor
  * reading of checkpoint.c): a file image -> safetensors validation -> brisk checkpoint
  * verification (format, checksum) -> the training state in the metadata -> the config
  * it carries (-> brisk_config) -> the diff against itself -> for a small model, every

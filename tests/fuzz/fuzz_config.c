@@ -1,4 +1,4 @@
-/* libFuzzer target for the whole config path (src/train/config.c): JSON text ->
+/* libFuzzer target for the whole config path (src/config/config.c): JSON text ->
  * brisk_config, every section validated; a first line "key=value" is taken as a --set
  * override of the config that follows it. What it checks besides not crashing:
  *   - the effective config (what checkpoints store) parses back to the same config, and

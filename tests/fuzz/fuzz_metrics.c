@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "train/report_log.h"
-#include "train/report_svg.h"
+#include "report/report_log.h"
+#include "report/report_svg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -17,8 +17,7 @@ static int has(const char *msg, const char *part) { return strstr(msg, part) != 
 
 static void test_op_table_complete(void) {
     for (int op = 0; op < BRISK_OP_COUNT; op++) {
-        CHECKF(brisk_op_table[op].name != NULL, "op %d has no name", op);
-        if (brisk_op_table[op].name) CHECK(strcmp(brisk_op_name((brisk_op)op), brisk_op_table[op].name) == 0);
+        CHECKF(strcmp(brisk_op_name((brisk_op)op), "?") != 0, "op %d has no name", op);
     }
     CHECK(strcmp(brisk_op_name(BRISK_OP_MATMUL), "matmul") == 0);
     CHECK(strcmp(brisk_op_name(BRISK_OP_COUNT), "?") == 0);

@@ -11,3 +11,5 @@ add_test(NAME tools.session_dry_run COMMAND ${CMAKE_CURRENT_LIST_DIR}/session_dr
   ${CMAKE_CURRENT_BINARY_DIR}/tools_session_dry_run ${CMAKE_SOURCE_DIR})
 set_tests_properties(tools.compare_losses tools.compare_grads tools.nudge_checkpoint tools.session_dry_run PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
   ENVIRONMENT "OMP_NUM_THREADS=2")
+# The layering of src/ that docs/dev/architecture.md states, over every #include line.
+add_test(NAME tools.layers COMMAND ${CMAKE_CURRENT_LIST_DIR}/layers.sh ${CMAKE_SOURCE_DIR})

@@ -1,4 +1,4 @@
-/* brisk_config_values (src/train/config_values.c): every key with the value a run uses. A
+/* brisk_config_values (src/config/config_values.c): every key with the value a run uses. A
  * config that writes a default out and one that leaves it to the reader list the same values
  * (what data-parallel ranks compare); a written value replaces the default; keys no reader
  * asks for are still listed. */

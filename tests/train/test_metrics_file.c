@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "test.h"
-#include "train/metrics_file.h"
-#include "train/report_log.h"
+#include "report/metrics_file.h"
+#include "report/report_log.h"
 
 static int warnings;
 static char last_warning[1024];

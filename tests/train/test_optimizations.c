@@ -59,6 +59,12 @@ static void cpu_rows(void) {
     CHECK(strcmp(field(row(list, "gradient clipping"), "state"), "off") == 0);
     CHECK(strcmp(field(row(list, "gradient clipping"), "detail"), "optim.clip_norm is 0") == 0);
     CHECK(strstr(field(row(list, "fused optimizer"), "detail"), "AdamW") != NULL);
+    /* the CPU backend's own rows (brisk_backend.optimizations), each with its own text: the
+     * GEMM row once showed the 2 MiB pages row's, written over it in a shared buffer */
+    const cJSON *gemm = row(list, "GEMM kernel per shape");
+    CHECK(gemm != NULL);
+    CHECKF(strstr(field(gemm, "detail"), "2 MiB") == NULL && strstr(field(gemm, "detail"), "pages") == NULL,
+           "GEMM kernel per shape: %s", field(gemm, "detail"));
     cJSON_Delete(list);
     brisk_trainer_free(t);
     brisk_config_free(&cfg);

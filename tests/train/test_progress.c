@@ -2,7 +2,7 @@
  * nearest-rank p95 and extremes of step times, the unstable-load rule, and durations. */
 #include "brisk/train.h"
 #include "test.h"
-#include "train/progress.h"
+#include "report/progress.h"
 
 static void test_stats(void) {
     double t[20];

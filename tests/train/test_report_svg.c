@@ -5,8 +5,8 @@
 
 #include "brisk/train.h"
 #include "test.h"
-#include "train/report_log.h"
-#include "train/report_svg.h"
+#include "report/report_log.h"
+#include "report/report_svg.h"
 
 static int count(const char *hay, const char *needle) {
     int n = 0;

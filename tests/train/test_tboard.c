@@ -1,4 +1,4 @@
-/* The event-file writer (src/train/tboard.c) on its own: records framed and checksummed as
+/* The event-file writer (src/report/tboard.c) on its own: records framed and checksummed as
  * TFRecord, NaN scalars left out, and every failure (no directory, a write refused) one
  * warning, after which the writer is a no-op, never a crash. TensorBoard's own reading of the
  * files is tests/train/tensorboard.sh. */
@@ -12,7 +12,7 @@
 
 #include "core/protowire.h"
 #include "test.h"
-#include "train/tboard.h"
+#include "report/tboard.h"
 
 static int warnings;
 static char last_warning[512];

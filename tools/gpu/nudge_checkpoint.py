@@ -35,7 +35,7 @@ def nudged(data, rel, rng):
 
 
 def checksum(header, body):
-    """brisk's checkpoint CRC (src/train/checkpoint_verify.c): metadata then tensors, sorted."""
+    """brisk's checkpoint CRC (src/run/checkpoint_verify.c): metadata then tensors, sorted."""
     meta, crc = header["__metadata__"], 0
     for k in sorted(meta):
         if k != "checksum":

@@ -241,6 +241,32 @@ double brisk_backend_cpu_pool_note(const brisk_backend *be, char *buf, size_t n)
     return share;
 }
 
+/* The run report's rows for what the CPU backend does for speed. Each detail has its own
+ * buffer: the rows are read after this returns. */
+static void cpu_optimizations(brisk_backend *be, brisk_backend_row_fn row, void *user) {
+    char fus[512], pool[256], huge[160], pages[256], gemm[600];
+    brisk_backend_cpu_fusions(be, fus, sizeof fus);
+    if (strncmp(fus, "on (", 4) == 0) {
+        size_t n = strlen(fus);
+        if (fus[n - 1] == ')') fus[n - 1] = 0;
+        row(user, "CPU fusion", "on", fus + 4);
+    } else if (fus[0]) {
+        row(user, "CPU fusion", "off", "speed.fuse is false (--no-fuse) or BRISK_CPU_FUSE=0");
+    }
+    if (brisk_backend_cpu_pool_note(be, pool, sizeof pool) > 0) row(user, "CPU pool throttle", "on", pool);
+    int never = 0;
+    if (brisk_backend_cpu_huge_pages(huge, sizeof huge, &never) >= 0) {
+        snprintf(pages, sizeof pages, "%s for the buffers of 4 MiB or more, now %s",
+                 never ? "not given: the kernel's transparent_hugepage is never" : "asked", huge);
+        row(user, "2 MiB pages", never ? "off" : "on", pages);
+    }
+    brisk_cpu_gemm_stats gs;
+    brisk_cpu_gemm_get_stats(&gs);
+    brisk_cpu_gemm_describe(gemm, sizeof gemm);
+    row(user, "GEMM kernel per shape",
+        gs.mode == BRISK_CPU_GEMM_AUTO && strstr(gemm, "without a BLAS") == NULL ? "on" : "off", gemm);
+}
+
 brisk_backend *brisk_backend_cpu_new(int threads) {
     brisk_backend *be = calloc(1, sizeof *be);
     cpu_backend *cb = calloc(1, sizeof *cb);
@@ -281,6 +307,7 @@ brisk_backend *brisk_backend_cpu_new(int threads) {
     be->prepare = cpu_prepare;
     be->forget = cpu_forget;
     be->note = cpu_note;
+    be->optimizations = cpu_optimizations;
     be->destroy = cpu_destroy;
     return be;
 }
