@@ -717,7 +717,8 @@ static void read_train(brisk_json_reader *root, const char *name, brisk_train_sp
     brisk_json_object_opt(root, "train", &r, NULL);
     read_batch_size(&r, t);
     brisk_json_int_or(&r, "epochs", 1, 1, 1 << 24, &t->epochs);
-    brisk_json_int64_or(&r, "max_steps", -1, 0, INT64_C(1) << 40, &t->max_steps);
+    /* -1, the default, as in PyTorch Lightning and Hugging Face's Trainer: the epochs decide */
+    brisk_json_int64_or(&r, "max_steps", -1, -1, INT64_C(1) << 40, &t->max_steps);
     int64_t seed;
     brisk_json_int64_or(&r, "seed", 0, 0, INT64_C(1) << 53, &seed);
     t->seed = (uint64_t)seed;

@@ -103,7 +103,7 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"data.shuffle", "shuffle the training samples every epoch"},
     {"data.shard_files", "with N ranks (mpirun), each loads only its 1/N contiguous rows of data.train (.npz or "
                          ".csv; the last rows mod N dropped) and shuffles within them; the split and validation "
-                         "are per rank too, and the validation loss is averaged over the ranks; resuming needs the "
+                         "are per rank too, and the validation metrics are over all ranks' rows (sums all-reduced); resuming needs the "
                          "same world size"},
     {"data.buffer.capacity", "library API: samples the push buffer holds"},
     {"data.buffer.when_full", "library API: what a push into a full buffer does"},
@@ -137,7 +137,7 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"optim.lr", "peak learning rate"},
     {"optim.betas", "AdamW's [beta1, beta2]"},
     {"optim.eps", "AdamW's epsilon"},
-    {"optim.weight_decay", "decoupled weight decay"},
+    {"optim.weight_decay", "weight decay: adamw decoupled (the weights shrink by lr x weight_decay each step, as torch.optim.AdamW); sgd coupled (weight_decay x weight added to the gradient, as torch.optim.SGD)"},
     {"optim.momentum", "SGD momentum"},
     {"optim.nesterov", "SGD with Nesterov momentum"},
     {"optim.decay_biases", "apply weight decay to biases and norms too"},
@@ -148,9 +148,9 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"train.batch_size", "samples per micro-batch, or \"auto\": the largest the memory fits (several ranks: each "
                          "rank's share of the training split and of its node's free memory)"},
     {"train.epochs", "passes over the training split"},
-    {"train.max_steps", "stop after this many optimizer steps; 0: epochs decide"},
+    {"train.max_steps", "stop after this many optimizer steps in all (a resumed run counts the steps before it); -1: train.epochs decides; 0: no step, the initial weights are written as the step-0 checkpoint"},
     {"train.seed", "seed of initialisation, shuffling, dropout and the split"},
-    {"train.accumulate", "micro-batches whose gradients are summed per optimizer step"},
+    {"train.accumulate", "micro-batches per optimizer step, their gradients averaged (each micro-batch's loss is a mean over its samples: the update is that of the mean over accumulate x batch_size samples)"},
     {"train.checkpoint_every", "also write a checkpoint every N optimizer steps; 0: off"},
     {"train.log_every", "optimizer steps between progress lines; their loss is the mean over those steps (fewer in "
                         "a run's last line and in the first after a resume)"},
@@ -163,7 +163,7 @@ static const struct { const char *key, *meaning; } meanings[] = {
     {"speed.device", "where to train; auto: the GPU when one is usable"},
     {"speed.precision", "GPU arithmetic; auto: bf16 GEMM operands with fp32 master weights"},
     {"speed.prefetch", "batches the loader thread prepares ahead; 0: none"},
-    {"speed.threads", "CPU threads; 0: all cores"},
+    {"speed.threads", "CPU threads; 0: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK, else the CPUs this process may use (affinity mask, cgroup quota), divided among the MPI ranks of a node that are not bound to CPUs of their own"},
     {"speed.cuda_graph", "GPU: capture the whole step as a CUDA graph"},
     {"speed.tf32", "GPU: fp32 GEMMs on TF32 tensor cores"},
     {"speed.autotune", "GPU: time GEMM algorithms per shape and cache the choice; false: the CPU's GEMM kernel by a fixed rule too"},
@@ -201,6 +201,7 @@ static const struct { const char *key, *type, *def; } overrides[] = {
     {"optim.weight_decay", NULL, "0.01 (adamw), 0 (sgd)"},
     {"train.out_dir", NULL, "\"runs/<config file's stem>\""},
     {"train.batch_size", "integer or \"auto\"", NULL},
+    {"data.images.size", "integer or [w, h]", NULL},
     {"speed.memory_limit", "integer or string", NULL},
     {"data.fields.FIELD", "string or strings", NULL},
     {"data.normalize", "bool, string or object", "\"auto\""},

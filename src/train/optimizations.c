@@ -94,7 +94,7 @@ cJSON *brisk_trainer_optimizations(const brisk_trainer *t) {
     snprintf(buf, sizeof buf, "%s over one parameter arena, one update for all parameters", opt);
     item(list, "fused optimizer", "on", buf);
     if (cfg->train.accumulate > 1) {
-        snprintf(buf, sizeof buf, "%d micro-batches averaged per optimizer step", cfg->train.accumulate);
+        snprintf(buf, sizeof buf, "%d micro-batches per optimizer step, gradients averaged", cfg->train.accumulate);
         item(list, "gradient accumulation", "on", buf);
     } else {
         item(list, "gradient accumulation", "off", "train.accumulate is 1");

@@ -160,7 +160,10 @@ expect overwrite-and-resume '--overwrite starts a new run and --resume auto cont
   ! test -e run/best.safetensors && pass=$((pass + 1)) && echo "ok   overwrite-step0" ||
   { fail=$((fail + 1)); echo "FAIL overwrite-step0"; }
 "$brisk" train good.json --quiet --overwrite >/dev/null || { echo "the overwriting run failed"; exit 1; }
-expect max-steps-negative 'train.max_steps: expected an integer' -- "$brisk" train good.json --max-steps -1 --out run_ms
+expect max-steps-negative 'train.max_steps: expected an integer in \[-1, ' -- "$brisk" train good.json --max-steps -2 --out run_ms
+# -1 is the default (the epochs decide): the flag takes it as the config does
+out=$("$brisk" train good.json --max-steps -1 --out run_ms1 --quiet 2>&1) && printf '%s' "$out" | grep -q "(1 epoch" &&
+  pass=$((pass + 1)) && echo "ok   max-steps-minus-one" || { fail=$((fail + 1)); echo "FAIL max-steps-minus-one: $out"; }
 expect checkpoint-epochs 'train.checkpoint_epochs: expected an integer' -- "$brisk" train good.json --checkpoint-epochs -1 --out run_ce
 expect checkpoint-epochs-word 'train.checkpoint_epochs' -- "$brisk" train good.json --checkpoint-epochs often --out run_ce
 expect validation-file-missing 'nope.npz' -- "$brisk" train good.json --set data.validation=nope.npz --out run_vf

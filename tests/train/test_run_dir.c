@@ -1,7 +1,8 @@
 /* No work lost, nothing replaced by mistake: a run directory's previous run is refused
  * unless resumed or overwritten, each run marks its start in metrics.jsonl, a resumable
  * checkpoint is written at every epoch end, --resume auto also considers best.safetensors,
- * a restarted run never replaces a better best, --max-steps 0 writes the initial weights,
+ * a restarted run never replaces a better best, --max-steps 0 writes the initial weights (-1,
+ * the default, lets the epochs decide),
  * and a run resumed at another batch size trains the epochs it was asked for. */
 #include <math.h>
 #include <stdio.h>
@@ -146,7 +147,12 @@ static void test_step0_best_and_resume_auto(void) {
     snprintf(init, sizeof init, "%s/best/step-00000000.safetensors", dir);
     REQUIRE(brisk_checkpoint_check(init, NULL, &err) == BRISK_OK);
     CHECK(strcmp(meta(init, "step", buf, sizeof buf), "0") == 0);
-    CHECK(run(&(run_opts){.out = "bad", .train = ", \"max_steps\": -1"}, &s, &err) == BRISK_ERR_INVALID &&
+    /* -1 is the default, as in PyTorch Lightning and Hugging Face's Trainer: the epochs decide
+     * (one epoch: 7 batches of 128); below it is an error naming the key */
+    done = -1;
+    REQUIRE_OK(run(&(run_opts){.out = "minus1", .train = ", \"max_steps\": -1", .steps_done = &done}, &s, &err), &err);
+    CHECK(done == 7);
+    CHECK(run(&(run_opts){.out = "bad", .train = ", \"max_steps\": -2"}, &s, &err) == BRISK_ERR_INVALID &&
           strstr(err.msg, "max_steps"));
 
     /* a run whose best epoch is better than its first */
