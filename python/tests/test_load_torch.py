@@ -1,4 +1,4 @@
-"""brisk.load and the README's recipe: brisk weights in the PyTorch models of
+"""brisk.load and the recipe of docs/python.md: brisk weights in the PyTorch models of
 bench/reference/models.py give brisk predict's outputs. Skipped without PyTorch."""
 import os
 import subprocess
@@ -51,7 +51,7 @@ def test_recipe_tabular(models, tabular, tmp_path, brisk_bin):
            "data": {"train": str(tabular)}, "train": {"batch_size": 256, "epochs": 1, "out_dir": str(tmp_path / "r")}}
     _, ckpt = brisk.train(cfg, progress=False)
     x = np.random.default_rng(0).standard_normal((50, 64)).astype(np.float32)
-    # the recipe (README.md, "Python")
+    # the recipe (docs/python.md, "brisk weights in PyTorch")
     model = models.Tabular()
     model.load_state_dict({k: torch.from_numpy(v) for k, v in brisk.load(ckpt).items()})
     model.eval()

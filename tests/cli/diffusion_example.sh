@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's diffusion flow on the shipped example (examples/diffusion.json, 2 of its 10
+# The diffusion flow of the README's make run and docs/models.md on the shipped example (examples/diffusion.json, 2 of its 10
 # epochs): the run's summary and run_end score samples of the validation fields against the
 # coarse block values and the samples beat them; `brisk sample` on fields the run did not see
 # (an .npz as brisk synth writes it) starts from the coarse blocks by default, exactly as
