@@ -53,7 +53,7 @@
 #             CUDA graph of that many kernels replayed). For the open questions of the first GPU
 #             runs: --only 'resnet|lstm' (never run on a GPU yet)
 #   torch     bench/reference/timed.py in every mode (eager, amp, compile, amp-compile); builds nothing
-#   all       every stage above, in that order (for a GPU box without the device tool's limit)
+#   all       every stage above, in that order (with --deadline 0 on a GPU machine of your own)
 # The examples are examples/*.json as found (a config with "models" is a pipeline: one run
 # per model); the workloads are bench/WORKLOADS.md's (bench/reference/workloads.py's WORKLOADS).
 #
@@ -68,11 +68,11 @@
 #                  passes), CUDA-only steps report SKIP; the ctest tools.session_dry_run runs it
 #   --build-dir D  (default build-gpu)   --no-build: use D as it is
 #   --work D       the results folder, kept between calls while the machine is warm (gpu-logs)
-#   --lean         for a short lease (15 device minutes): the CUDA tests once (not again with
+#   --lean         for about 15 minutes of GPU time: the CUDA tests once (not again with
 #                  the epilogues refused), no CPU tests inside stage test, no compile modes
 #                  inside stage bench, and a CUDA test is stopped after 150 s instead of 300
 #
-# A GPU session (README.md, "On a GPU"). Once, on a machine with apt, for a GPU machine without it:
+# A GPU session (docs/dev/gpu-suite.md). Once, on a machine with apt, for a GPU machine without it:
 #   tools/gpu/pack-debs.sh libcjson-dev libcjson1        # -> .deps/ (the GPU image lacks cJSON)
 #   tools/gpu/pack-netcdf.sh                              # -> .gpu/netcdf.tar.xz (meshgnn)
 # and copy .deps and .gpu with the working tree (git ignores both).
@@ -81,7 +81,7 @@
 # of 6 configs 4 min, 3 of them for bench/gemm_bound.json; torch eager+amp of 6 workloads 3 min);
 # agree 79 s for 2 examples. With 15 minutes of GPU time, the machine's starts and idle time
 # included, plan two calls of at most 10 minutes each, .deps and .gpu copied with the tree:
-#   tools/gpu-session.sh --lean --fresh --deadline 555 build test bench agree    (timeout_s 600)
+#   tools/gpu-session.sh --lean --fresh --deadline 555 build test bench agree    (a 600 s limit)
 #   then, after fixing here, with what is left (a fresh start costs ~30 s; none under 4 min):
 #   BENCH_STEPS=100 TORCH_STEPS=100 tools/gpu-session.sh --lean --deadline D --only 'REGEX' build test bench
 # Measured on the second (H200, 2026-11-27 night, two calls): build 23-31 s; test 38-49 s (17
@@ -99,7 +99,7 @@
 # image has no nsys. meshgnn needs NetCDF: tools/gpu/pack-netcdf.sh here first.
 # Where the ResNet and LSTM steps' time goes (brisk profile, no nsys needed):
 # tools/gpu-session.sh --lean --only 'resnet|lstm' build profile
-# With a 30-minute lease, the stages one call each: build test; agree; sanitize; bench;
+# With 30 minutes of GPU time in calls of 10, the stages one call each: build test; agree; sanitize; bench;
 # --continue cputest torch.
 # A stage cut short by its deadline says SKIP (deadline) per check: call it again with
 # --continue. The build and results folders survive only while the machine is warm (30 s
