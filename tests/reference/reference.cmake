@@ -20,3 +20,18 @@ foreach(cfg unet_ops conv1d_ops)
     COMMAND sh -c "$<TARGET_FILE:ref_dump> graph ${CMAKE_CURRENT_LIST_DIR}/graphs/${cfg}.json ${CMAKE_CURRENT_BINARY_DIR}/ref_graph_${cfg}.npz && /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/check_graph.py ${CMAKE_CURRENT_LIST_DIR}/graphs/${cfg}.json ${CMAKE_CURRENT_BINARY_DIR}/ref_graph_${cfg}.npz")
   set_tests_properties(reference.graph_${cfg} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endforeach()
+# The same examples trained by `brisk train` (the whole trainer: data, checkpoints, metrics)
+# and by PyTorch from brisk's step-0 checkpoint: 50 full-batch steps, each step's loss
+# (train_graph.py). A learning rate per example that keeps its training stable, and fewer
+# samples for the ResNet (its PyTorch fp64 reference is slow).
+foreach(case tabular_graph:0.01:32 cnn1d:0.01:32 cnn_classifier:0.01:32 unet_downscaler:0.01:32 two_heads:1e-4:32
+             resnet_graph:1e-5:8)
+  string(REPLACE ":" ";" parts ${case})
+  list(GET parts 0 ex)
+  list(GET parts 1 lr)
+  list(GET parts 2 n)
+  add_test(NAME reference.train50_${ex}
+    COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/train_graph.py $<TARGET_FILE:brisk_cli>
+      ${CMAKE_SOURCE_DIR}/examples/${ex}.json ${CMAKE_CURRENT_BINARY_DIR}/train50_${ex} ${lr} ${n})
+  set_tests_properties(reference.train50_${ex} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 ENVIRONMENT "OMP_NUM_THREADS=2")
+endforeach()
