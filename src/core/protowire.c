@@ -1,4 +1,4 @@
-/* The protobuf wire-format writer and CRC-32C of protowire.h. */
+/* The protobuf wire-format writer and reader and CRC-32C of protowire.h. */
 #include "protowire.h"
 
 #include <stdlib.h>
@@ -128,6 +128,110 @@ void brisk_pb_packed_int(brisk_pb *b, uint32_t field, const int64_t *v, size_t n
     for (size_t i = 0; i < n; i++) brisk_pb_varint_raw(&tmp, (uint64_t)v[i]);
     brisk_pb_message(b, field, &tmp);
     brisk_pb_free(&tmp);
+}
+
+int brisk_pbr_varint(brisk_pbr *r, uint64_t *v) {
+    if (r->pos >= r->n) return 0;
+    uint64_t x = 0;
+    for (int k = 0; k < 10; k++) {
+        if (r->pos >= r->n) return BRISK_PBR_TRUNCATED;
+        uint8_t b = r->p[r->pos++];
+        /* the tenth byte holds bit 63 only */
+        if (k == 9 && b > 1) return BRISK_PBR_OVERLONG;
+        x |= (uint64_t)(b & 0x7f) << (7 * k);
+        if (!(b & 0x80)) { *v = x; return 1; }
+    }
+    return BRISK_PBR_OVERLONG;
+}
+
+/* The value or span of one field whose tag was read; the cursor moves past it. */
+static int field_body(brisk_pbr *r, brisk_pb_field *f) {
+    uint64_t v;
+    int rc;
+    switch (f->wire) {
+    case BRISK_PB_VARINT:
+        rc = brisk_pbr_varint(r, &f->v);
+        return rc == 0 ? BRISK_PBR_TRUNCATED : rc;
+    case BRISK_PB_I64:
+    case BRISK_PB_I32: {
+        size_t k = f->wire == BRISK_PB_I64 ? 8 : 4;
+        if (r->n - r->pos < k) return BRISK_PBR_TRUNCATED;
+        f->v = 0;
+        for (size_t i = k; i-- > 0;) f->v = (f->v << 8) | r->p[r->pos + i];
+        r->pos += k;
+        return 1;
+    }
+    case BRISK_PB_LEN:
+        rc = brisk_pbr_varint(r, &v);
+        if (rc <= 0) return rc == 0 ? BRISK_PBR_TRUNCATED : rc;
+        if (v > r->n - r->pos) return BRISK_PBR_PAST_END;
+        f->p = r->p + r->pos;
+        f->len = (size_t)v;
+        r->pos += (size_t)v;
+        return 1;
+    default:
+        return BRISK_PBR_BAD_WIRE;
+    }
+}
+
+static int read_tag(brisk_pbr *r, brisk_pb_field *f) {
+    uint64_t t;
+    int rc = brisk_pbr_varint(r, &t);
+    if (rc <= 0) return rc;
+    if (t >> 3 == 0 || t >> 3 > 0x1fffffff) return BRISK_PBR_BAD_TAG; /* field numbers have 29 bits */
+    f->num = (uint32_t)(t >> 3);
+    f->wire = (int)(t & 7);
+    return 1;
+}
+
+/* Steps over a group's fields up to its end tag, nested groups included, without recursion. */
+static int skip_group(brisk_pbr *r, brisk_pb_field *f) {
+    uint32_t open[64];
+    int depth = 0;
+    open[depth++] = f->num;
+    size_t body = r->pos;
+    while (depth) {
+        brisk_pb_field g = {0};
+        size_t at = r->pos;
+        int rc = read_tag(r, &g);
+        if (rc == 0) return BRISK_PBR_PAST_END;
+        if (rc < 0) return rc;
+        if (g.wire == 4) {
+            if (g.num != open[depth - 1]) return BRISK_PBR_BAD_WIRE;
+            if (--depth == 0) f->len = at - body;
+        } else if (g.wire == BRISK_PB_GROUP) {
+            if (depth == 64) return BRISK_PBR_DEEP;
+            open[depth++] = g.num;
+        } else if ((rc = field_body(r, &g)) < 0) {
+            return rc == BRISK_PBR_TRUNCATED ? BRISK_PBR_PAST_END : rc;
+        }
+    }
+    f->p = r->p + body;
+    return 1;
+}
+
+int brisk_pbr_next(brisk_pbr *r, brisk_pb_field *f) {
+    memset(f, 0, sizeof *f);
+    f->at = r->pos;
+    int rc = read_tag(r, f);
+    if (rc > 0) {
+        if (f->wire == 4) rc = BRISK_PBR_BAD_WIRE;
+        else rc = f->wire == BRISK_PB_GROUP ? skip_group(r, f) : field_body(r, f);
+    }
+    if (rc < 0) r->pos = f->at;
+    return rc;
+}
+
+const char *brisk_pbr_why(int rc) {
+    switch (rc) {
+    case BRISK_PBR_TRUNCATED: return "cut short by the end of its message";
+    case BRISK_PBR_OVERLONG: return "malformed varint (over 10 bytes, or past 64 bits)";
+    case BRISK_PBR_BAD_TAG: return "field number 0 or above 2^29-1";
+    case BRISK_PBR_BAD_WIRE: return "unknown wire type (6 or 7) or an unmatched end-group tag";
+    case BRISK_PBR_PAST_END: return "length runs past the end of its message";
+    case BRISK_PBR_DEEP: return "groups nested more than 64 deep";
+    default: return "no error";
+    }
 }
 
 /* Bitwise CRC-32C, reflected polynomial 0x82F63B78: event files are small and written once
