@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strbuf.h"
 #include "nn/layer_graph.h"
 #include "nn/nn_internal.h"
 
@@ -413,44 +414,15 @@ brisk_status brisk_layer_graph_check(brisk_model_spec *s, brisk_error *err) {
 
 /* ---------------------------------------------------------------- the layer table */
 
-typedef struct text {
-    char *s;
-    size_t len, cap;
-} text;
-
-static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(text *t, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0 || !t->s) return;
-    if (t->len + (size_t)n + 1 > t->cap) {
-        size_t cap = (t->cap + (size_t)n + 1) * 2;
-        char *s = realloc(t->s, cap);
-        if (!s) {
-            free(t->s);
-            t->s = NULL;
-            return;
-        }
-        t->s = s, t->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
-    va_end(ap);
-    t->len += (size_t)n;
-}
-
 brisk_status brisk_model_summary(const brisk_model_spec *s, char **out, brisk_error *err) {
     *out = NULL;
     brisk_graph *g = brisk_graph_new();
-    text t = {malloc(1024), 0, 1024};
-    if (!g || !t.s) {
+    brisk_strbuf t = {0};
+    if (!g || !brisk_strbuf_reserve(&t, 1024)) {
         brisk_graph_free(g);
-        free(t.s);
+        brisk_strbuf_free(&t);
         return brisk_errorf(err, BRISK_ERR_NOMEM, "summary: out of memory");
     }
-    t.s[0] = 0;
     brisk_model_io io;
     brisk_status st = brisk_model_build(s, 1, BRISK_BUILD_TRAIN, g, &io, err);
     if (!st && s->type == BRISK_MODEL_GRAPH) {
@@ -465,11 +437,11 @@ brisk_status brisk_model_summary(const brisk_model_spec *s, char **out, brisk_er
             field[i] = brisk_input(g2, io.fields[i].name, io.fields[i].dtype, brisk_shape_make(io.fields[i].sample.ndim + 1, d));
         }
         if (!st && nn_graph_forward(s, g2, 1, field, 1, node, per, &loss, NULL) < 0) st = brisk_graph_error(g2, err);
-        put(&t, "%-24s %-16s %-24s %12s\n", "layer", "op", "output (per sample)", "parameters");
+        brisk_strbuf_printf(&t, "%-24s %-16s %-24s %12s\n", "layer", "op", "output (per sample)", "parameters");
         for (int i = 0; i < lg->n_inputs; i++) {
             char sh[96];
             brisk_shape_str(&lg->inputs[i].sample, sh, sizeof sh);
-            put(&t, "%-24s %-16s %-24s %12s\n", lg->inputs[i].name, "input", sh, "");
+            brisk_strbuf_printf(&t, "%-24s %-16s %-24s %12s\n", lg->inputs[i].name, "input", sh, "");
         }
         int64_t total = 0;
         for (int k = 0; !st && k < lg->n_layers; k++) {
@@ -479,21 +451,21 @@ brisk_status brisk_model_summary(const brisk_model_spec *s, char **out, brisk_er
             sample.ndim = full.ndim - 1;
             for (int d = 0; d < sample.ndim; d++) sample.d[d] = full.d[d + 1];
             brisk_shape_str(&sample, sh, sizeof sh);
-            put(&t, "%-24s %-16s %-24s %12lld\n", lg->layers[i].name, lg->layers[i].op->name, sh, (long long)per[i]);
+            brisk_strbuf_printf(&t, "%-24s %-16s %-24s %12lld\n", lg->layers[i].name, lg->layers[i].op->name, sh, (long long)per[i]);
             total += per[i];
         }
         for (int k = 0; !st && k < lg->n_losses; k++)
-            put(&t, "loss %-19d %-16s %s vs %s, weight %g\n", k, loss_kinds[lg->losses[k].kind],
+            brisk_strbuf_printf(&t, "loss %-19d %-16s %s vs %s, weight %g\n", k, loss_kinds[lg->losses[k].kind],
                 lg->layers[lg->losses[k].output.index].name, ref_name(lg, lg->losses[k].target), lg->losses[k].weight);
-        if (!st) put(&t, "total: %lld parameters in %d layers\n", (long long)total, lg->n_layers);
+        if (!st) brisk_strbuf_printf(&t, "total: %lld parameters in %d layers\n", (long long)total, lg->n_layers);
         free(node), free(per);
         brisk_graph_free(g2);
     } else if (!st) {
-        put(&t, "%s: %lld parameters\n", brisk_model_type_name(s->type), (long long)brisk_model_param_count(s));
+        brisk_strbuf_printf(&t, "%s: %lld parameters\n", brisk_model_type_name(s->type), (long long)brisk_model_param_count(s));
     }
     brisk_graph_free(g);
-    if (!st && !t.s) st = brisk_errorf(err, BRISK_ERR_NOMEM, "summary: out of memory");
-    if (st) free(t.s);
+    if (!st && t.oom) st = brisk_errorf(err, BRISK_ERR_NOMEM, "summary: out of memory");
+    if (st) brisk_strbuf_free(&t);
     else *out = t.s;
     return st;
 }

@@ -45,7 +45,7 @@ void brisk_run_log_free(run_log *r);
 double brisk_run_log_end(const run_log *r, const char *key);
 
 /* report_run.c: the run report's page for a run log read from dir. */
-struct brisk_html;
-void brisk_report_run_render(struct brisk_html *b, const char *dir, const run_log *r);
+struct brisk_strbuf;
+void brisk_report_run_render(struct brisk_strbuf *b, const char *dir, const run_log *r);
 
 #endif

@@ -14,36 +14,13 @@
 enum { MARGIN_LEFT = 70, MARGIN_RIGHT = 24, MARGIN_TOP = 34, MARGIN_BOTTOM = 42, MAX_TICKS = 12 };
 enum { BAR_ROW = 28, BAR_TOP = 40, BAR_VALUE = 130 };
 
-void brisk_html_free(brisk_html *b) {
-    free(b->s);
-    memset(b, 0, sizeof *b);
-}
-
-static int reserve(brisk_html *b, size_t more) {
-    if (b->oom) return 0;
-    if (b->len + more + 1 <= b->cap) return 1;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + more + 1) cap *= 2;
-    char *s = realloc(b->s, cap);
-    if (!s) {
-        b->oom = 1;
-        return 0;
-    }
-    b->s = s, b->cap = cap;
-    return 1;
-}
+void brisk_html_free(brisk_html *b) { brisk_strbuf_free(b); }
 
 void brisk_html_printf(brisk_html *b, const char *fmt, ...) {
-    va_list ap, aq;
+    va_list ap;
     va_start(ap, fmt);
-    va_copy(aq, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    brisk_strbuf_vprintf(b, fmt, ap);
     va_end(ap);
-    if (n > 0 && reserve(b, (size_t)n)) {
-        vsnprintf(b->s + b->len, (size_t)n + 1, fmt, aq);
-        b->len += (size_t)n;
-    }
-    va_end(aq);
 }
 
 void brisk_html_escape(brisk_html *b, const char *text) {
@@ -60,7 +37,7 @@ void brisk_html_escape(brisk_html *b, const char *text) {
         if (ent) {
             brisk_html_printf(b, "%s", ent);
         } else if (*p >= 0x20 || *p == '\n' || *p == '\t') {
-            if (reserve(b, 1)) b->s[b->len++] = (char)*p, b->s[b->len] = 0;
+            if (brisk_strbuf_reserve(b, 1)) b->s[b->len++] = (char)*p, b->s[b->len] = 0;
         }
     }
 }

@@ -9,13 +9,10 @@
 #include <stddef.h>
 
 #include "brisk/core.h"
+#include "core/strbuf.h"
 
-/* Text grown by appending; oom is set (and further appends dropped) when memory runs out. */
-typedef struct brisk_html {
-    char *s;
-    size_t len, cap;
-    int oom;
-} brisk_html;
+/* A page's text: a brisk_strbuf (core/strbuf.h). */
+typedef brisk_strbuf brisk_html;
 
 void brisk_html_free(brisk_html *b);
 void brisk_html_printf(brisk_html *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
