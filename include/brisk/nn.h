@@ -138,6 +138,8 @@ typedef struct brisk_model_field {
     char name[32];       /* the config's data.fields key: "x", "y", "coarse", "fine" */
     brisk_dtype dtype;
     brisk_shape sample;  /* per-sample shape (no batch dim) */
+    int takes_flat;      /* data of K values a sample ([N, K]) feed it whatever its shape, in C order */
+    const char *shape_key; /* what in the config sets its shape: the place an error points to */
 } brisk_model_field;
 
 typedef enum { BRISK_BUILD_TRAIN = 0, BRISK_BUILD_PREDICT } brisk_build_mode;

@@ -57,7 +57,14 @@ brisk_status brisk_model_fields(const brisk_model_spec *spec, brisk_build_mode m
     memset(io, 0, sizeof *io);
     io->loss = io->output = io->target = io->loss_terms = -1;
     brisk_status st = model_fields(spec, mode, io, err);
-    if (st || mode != BRISK_BUILD_TRAIN) return st;
+    if (st) return st;
+    /* a graph's inputs are named and shaped one by one; a built-in family's follow its sizes */
+    for (int i = 0; i < io->n_fields; i++) {
+        io->fields[i].takes_flat = spec->type == BRISK_MODEL_GRAPH;
+        io->fields[i].shape_key = spec->type == BRISK_MODEL_GRAPH ? "the input's model.inputs[].shape"
+                                                                 : "the model's sizes (model.inputs, model.outputs, ...)";
+    }
+    if (mode != BRISK_BUILD_TRAIN) return st;
     if (spec->type == BRISK_MODEL_GRAPH) {
         io->target = nn_graph_target(spec);
     } else if (spec->type != BRISK_MODEL_DIFFUSION) {

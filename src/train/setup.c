@@ -94,16 +94,14 @@ static brisk_status bind_fields(brisk_trainer *t, const brisk_dataset *ds, int *
         brisk_shape s = brisk_dataset_sample_shape(ds, k);
         /* a flat sample and a shaped one of the same size: its values in C order (a graph model's
          * input from [N, K] data or a session's rows) */
-        int flat = (f->sample.ndim == 1 || (s.ndim == 1 && t->cfg.model.type == BRISK_MODEL_GRAPH)) &&
+        int flat = (f->sample.ndim == 1 || (s.ndim == 1 && f->takes_flat)) &&
                    (f->sample.ndim == 1) != (s.ndim == 1) && brisk_shape_numel(&s) == brisk_shape_numel(&f->sample);
         if (!brisk_shape_equal(&s, &f->sample) && !flat) {
             char a[64], b[64];
             return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' has samples of shape %s, the model (%s) expects %s; "
                                 "set %s to the data's, or map the field to another array with data.fields",
                                 ds->source, f->name, brisk_shape_str(&s, a, sizeof a), t->cfg.path,
-                                brisk_shape_str(&f->sample, b, sizeof b),
-                                t->cfg.model.type == BRISK_MODEL_GRAPH ? "the input's model.inputs[].shape"
-                                                                       : "the model's sizes (model.inputs, model.outputs, ...)");
+                                brisk_shape_str(&f->sample, b, sizeof b), f->shape_key ? f->shape_key : "the model's sizes");
         }
         if (ds->fields[k].tensor.dtype != f->dtype)
             return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' holds %s, the model (%s) expects %s", ds->source,
