@@ -33,8 +33,9 @@ static void gpu_report(int measure, int smoke, int *smoke_failed) {
     version(rt, sizeof rt, gi.runtime_version, 1000);
     version(drv, sizeof drv, gi.driver_version, 1000);
     size_t lt = gi.cublaslt_version;
-    printf("cuda      backend built: runtime %s, driver %s, cuBLASLt %zu.%zu.%zu, cuDNN %s, NCCL %s\n", rt, drv,
-           lt / 10000, lt % 10000 / 100, lt % 100, cudnn, nccl);
+    char ltv[48] = "loaded when a GPU is used";
+    if (lt) snprintf(ltv, sizeof ltv, "%zu.%zu.%zu", lt / 10000, lt % 10000 / 100, lt % 100);
+    printf("cuda      backend built: runtime %s, driver %s, cuBLASLt %s, cuDNN %s, NCCL %s\n", rt, drv, ltv, cudnn, nccl);
     if (!gi.usable) {
         printf("gpu       %s\n", gi.reason);
         return;

@@ -2,7 +2,7 @@
 # make install into a temporary prefix, then a tiny C program built against it both ways -
 # pkg-config --cflags --libs brisk, and CMake's find_package(brisk) - links and runs: the
 # link line the install gives is the one the build that was made needs (with the CUDA
-# runtime and cuBLASLt in a CUDA build). Then what a host in another language meets: the
+# runtime in a CUDA build; cuBLASLt is loaded at run time). Then what a host in another language meets: the
 # installed libraries export brisk_* alone (a host defining cpu_matmul links), the shared
 # library has a soname, and find_package works in a LANGUAGES CXX project (tests/api/host.cpp:
 # OpenMP solver, training thread) and a LANGUAGES Fortran one (the installed binding source).

@@ -18,7 +18,7 @@ brisk_status cuda_fail(brisk_error *err, cudaError_t e, const char *call, const 
 
 brisk_status lt_fail(brisk_error *err, cublasStatus_t s, const char *call, const char *what) {
     return brisk_errorf(err, s == CUBLAS_STATUS_ALLOC_FAILED ? BRISK_ERR_NOMEM : BRISK_ERR_INTERNAL,
-                        "cublasLt: %s failed: %s (%s)", call, cublasLtGetStatusString(s), what ? what : "");
+                        "cublasLt: %s failed: %s (%s)", call, cuda_lt.cublasLtGetStatusString(s), what ? what : "");
 }
 
 static brisk_status cu_alloc(brisk_backend *be, size_t bytes, void **out, brisk_error *err) {
@@ -187,7 +187,7 @@ static void cu_destroy(brisk_backend *be) {
         cudaFree(cb->vals);
         cudaFree(cb->errors);
         cudaFree(cb->ostate);
-        if (cb->lt) cublasLtDestroy(cb->lt);
+        if (cb->lt) cuda_lt.cublasLtDestroy(cb->lt);
         if (cb->compute) cudaStreamDestroy(cb->compute);
         if (cb->copy) cudaStreamDestroy(cb->copy);
         cuda_nvml_close(cb);
@@ -222,10 +222,12 @@ static brisk_status create(cuda_backend *cb, brisk_error *err) {
     if (cb->opt.precision == BRISK_GEMM_TF32 && p.major < 8) cb->opt.precision = BRISK_GEMM_FP32;
     cudaRuntimeGetVersion(&cb->runtime_version);
     cudaDriverGetVersion(&cb->driver_version);
-    cb->lt_version = cublasLtGetVersion();
+    const char *no_lt = cuda_lt_missing();
+    if (no_lt) return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "cuda: %s", no_lt);
+    cb->lt_version = cuda_lt.cublasLtGetVersion();
     CU(cudaStreamCreateWithFlags(&cb->compute, cudaStreamNonBlocking), "compute stream");
     CU(cudaStreamCreateWithFlags(&cb->copy, cudaStreamNonBlocking), "copy stream");
-    LT(cublasLtCreate(&cb->lt), "creating the cuBLASLt handle");
+    LT(cuda_lt.cublasLtCreate(&cb->lt), "creating the cuBLASLt handle");
     CU(cudaMalloc(&cb->workspace, CUDA_WORKSPACE_BYTES), "cuBLASLt workspace");
     CU(cudaMalloc((void **)&cb->vals, sizeof *cb->vals), "per-step values");
     CU(cudaMalloc((void **)&cb->errors, sizeof *cb->errors), "kernel error record");

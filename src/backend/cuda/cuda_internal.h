@@ -25,7 +25,7 @@
 #ifndef BRISK_CUDA_INTERNAL_H
 #define BRISK_CUDA_INTERNAL_H
 
-#include <cublasLt.h>
+#include "backend/cuda/cublaslt_load.h"
 #include <cuda_runtime_api.h>
 
 #include "backend/cuda/cudnn_conv.h"

@@ -60,10 +60,10 @@ static cublasComputeType_t compute_type(const cuda_backend *cb, int in_type) {
 }
 
 static void plan_destroy(cuda_gemm_plan *p) {
-    if (p->desc) cublasLtMatmulDescDestroy(p->desc);
-    if (p->la) cublasLtMatrixLayoutDestroy(p->la);
-    if (p->lb) cublasLtMatrixLayoutDestroy(p->lb);
-    if (p->lc) cublasLtMatrixLayoutDestroy(p->lc);
+    if (p->desc) cuda_lt.cublasLtMatmulDescDestroy(p->desc);
+    if (p->la) cuda_lt.cublasLtMatrixLayoutDestroy(p->la);
+    if (p->lb) cuda_lt.cublasLtMatrixLayoutDestroy(p->lb);
+    if (p->lc) cuda_lt.cublasLtMatrixLayoutDestroy(p->lc);
     memset(p, 0, sizeof *p);
 }
 
@@ -76,11 +76,11 @@ void cuda_gemm_free_plans(cuda_backend *cb) {
 
 static brisk_status layout(cublasLtMatrixLayout_t *l, cudaDataType t, int64_t rows, int64_t cols, int64_t ld,
                            int64_t batch, int64_t stride, const char *what, brisk_error *err) {
-    LT(cublasLtMatrixLayoutCreate(l, t, (uint64_t)rows, (uint64_t)cols, ld), what);
+    LT(cuda_lt.cublasLtMatrixLayoutCreate(l, t, (uint64_t)rows, (uint64_t)cols, ld), what);
     if (batch > 1) {
         int32_t b = (int32_t)batch;
-        LT(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof b), what);
-        LT(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride),
+        LT(cuda_lt.cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof b), what);
+        LT(cuda_lt.cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride),
            what);
     }
     return BRISK_OK;
@@ -89,21 +89,21 @@ static brisk_status layout(cublasLtMatrixLayout_t *l, cudaDataType t, int64_t ro
 static brisk_status plan_build(cuda_backend *cb, const cuda_gemm_args *a, cuda_gemm_plan *p, brisk_error *err) {
     static const cudaDataType in_types[3] = {CUDA_R_32F, CUDA_R_16BF, CUDA_R_16F};
     cudaDataType it = in_types[a->in_type];
-    LT(cublasLtMatmulDescCreate(&p->desc, compute_type(cb, a->in_type), CUDA_R_32F), a->what);
+    LT(cuda_lt.cublasLtMatmulDescCreate(&p->desc, compute_type(cb, a->in_type), CUDA_R_32F), a->what);
     cublasOperation_t op_a = a->tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = a->ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-    LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a), a->what);
-    LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b), a->what);
+    LT(cuda_lt.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a), a->what);
+    LT(cuda_lt.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b), a->what);
     cublasLtEpilogue_t epi = lt_epilogue(a->epi);
-    LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), a->what);
+    LT(cuda_lt.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), a->what);
     if (a->epi != EPI_NONE) {
         int32_t bt = CUDA_R_32F;
-        LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt), a->what);
+        LT(cuda_lt.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt), a->what);
     }
     if (a->epi == EPI_GELU_AUX_BIAS || a->epi == EPI_DGELU_BGRAD) {
         int64_t ld = a->N, stride = a->M * a->N;
-        LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld), a->what);
+        LT(cuda_lt.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld), a->what);
         if (a->batch > 1)
-            LT(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, &stride,
+            LT(cuda_lt.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, &stride,
                                               sizeof stride), a->what);
     }
     brisk_status st;
@@ -119,11 +119,11 @@ static brisk_status plan_build(cuda_backend *cb, const cuda_gemm_args *a, cuda_g
 
 static void set_pointers(const cuda_gemm_plan *p, const cuda_gemm_args *a) {
     if (a->epi == EPI_BIAS || a->epi == EPI_RELU_BIAS || a->epi == EPI_GELU_AUX_BIAS)
-        cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a->bias, sizeof a->bias);
+        cuda_lt.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a->bias, sizeof a->bias);
     if (a->epi == EPI_DGELU_BGRAD)
-        cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a->bias_grad, sizeof a->bias_grad);
+        cuda_lt.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a->bias_grad, sizeof a->bias_grad);
     if (a->epi == EPI_GELU_AUX_BIAS || a->epi == EPI_DGELU_BGRAD)
-        cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &a->aux, sizeof a->aux);
+        cuda_lt.cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &a->aux, sizeof a->aux);
 }
 
 typedef struct run_ctx {
@@ -135,7 +135,7 @@ typedef struct run_ctx {
 static int run_algo(void *vctx, const cublasLtMatmulAlgo_t *algo) {
     run_ctx *c = vctx;
     const float one = 1.0f, zero = 0.0f;
-    cublasStatus_t s = cublasLtMatmul(c->cb->lt, c->p->desc, &one, c->a->B, c->p->la, c->a->A, c->p->lb, &zero,
+    cublasStatus_t s = cuda_lt.cublasLtMatmul(c->cb->lt, c->p->desc, &one, c->a->B, c->p->la, c->a->A, c->p->lb, &zero,
                                       c->a->C, c->p->lc, c->a->C, c->p->lc, algo, c->cb->workspace,
                                       CUDA_WORKSPACE_BYTES, c->cb->compute);
     return s == CUBLAS_STATUS_SUCCESS ? 0 : (int)s;
@@ -143,32 +143,32 @@ static int run_algo(void *vctx, const cublasLtMatmulAlgo_t *algo) {
 
 static brisk_status plan_choose(cuda_backend *cb, const cuda_gemm_args *a, cuda_gemm_plan *p, brisk_error *err) {
     cublasLtMatmulPreference_t pref;
-    LT(cublasLtMatmulPreferenceCreate(&pref), a->what);
+    LT(cuda_lt.cublasLtMatmulPreferenceCreate(&pref), a->what);
     size_t ws = CUDA_WORKSPACE_BYTES;
     uint32_t al = (uint32_t)min_align(a);
     brisk_status st = BRISK_OK;
-    cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    cublasStatus_t s = cuda_lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
     if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al, sizeof al);
+        s = cuda_lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al, sizeof al);
     if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al, sizeof al);
+        s = cuda_lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al, sizeof al);
     if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al, sizeof al);
+        s = cuda_lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al, sizeof al);
     if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al, sizeof al);
+        s = cuda_lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al, sizeof al);
     if (s == CUBLAS_STATUS_SUCCESS && cb->opt.deterministic) {
         uint32_t none = CUBLASLT_REDUCTION_SCHEME_NONE;
-        s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &none, sizeof none);
+        s = cuda_lt.cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &none, sizeof none);
     }
     if (s != CUBLAS_STATUS_SUCCESS) {
-        cublasLtMatmulPreferenceDestroy(pref);
+        cuda_lt.cublasLtMatmulPreferenceDestroy(pref);
         return lt_fail(err, s, "cublasLtMatmulPreferenceSetAttribute", a->what);
     }
     cublasLtMatmulHeuristicResult_t res[GEMM_CANDIDATES];
     int found = 0;
     set_pointers(p, a); /* the heuristic reads the epilogue pointers' alignment */
-    s = cublasLtMatmulAlgoGetHeuristic(cb->lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, GEMM_CANDIDATES, res, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
+    s = cuda_lt.cublasLtMatmulAlgoGetHeuristic(cb->lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, GEMM_CANDIDATES, res, &found);
+    cuda_lt.cublasLtMatmulPreferenceDestroy(pref);
     /* an epilogue cuBLASLt cannot do here (whatever the status says) is decomposed by the caller */
     if (a->epi != EPI_NONE && (s != CUBLAS_STATUS_SUCCESS || found <= 0)) {
         p->ok = -1;

@@ -47,7 +47,6 @@ void brisk_cuda_probe(int device, brisk_cuda_info *info) {
     memset(info, 0, sizeof *info);
     info->built = 1;
     cudaRuntimeGetVersion(&info->runtime_version);
-    info->cublaslt_version = cublasLtGetVersion();
     lib_versions(info);
     void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!drv) {
@@ -72,6 +71,8 @@ void brisk_cuda_probe(int device, brisk_cuda_info *info) {
         return;
     }
     info->device_count = n;
+    /* loaded only now, a GPU being there (cublaslt_load.h) */
+    if (!cuda_lt_missing()) info->cublaslt_version = cuda_lt.cublasLtGetVersion();
     if (device < 0 || device >= n) {
         snprintf(info->reason, sizeof info->reason, "device %d does not exist (%d device%s)", device, n, n == 1 ? "" : "s");
         return;
