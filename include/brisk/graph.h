@@ -276,7 +276,8 @@ typedef enum brisk_init_kind {
     BRISK_INIT_ZEROS = 0,
     BRISK_INIT_ONES,
     BRISK_INIT_UNIFORM,  /* U(-a, a) with a = init_scale */
-    BRISK_INIT_NORMAL    /* N(0, init_scale^2) */
+    BRISK_INIT_NORMAL,   /* N(0, init_scale^2) */
+    BRISK_INIT_GIVEN     /* values held by the graph (brisk_param_given): an imported model's */
 } brisk_init_kind;
 
 typedef struct brisk_param_info {
@@ -292,6 +293,7 @@ typedef struct brisk_param_info {
                                    saved in checkpoints, written by its op, never by the
                                    optimizer; no gradient, not counted as a parameter */
     int grad_node;              /* after autodiff: the GRAD_ACCUM node, else -1 */
+    size_t given;               /* GIVEN: floats into the graph's given_data */
 } brisk_param_info;
 
 typedef struct brisk_input_info {
@@ -313,6 +315,8 @@ typedef struct brisk_graph {
     size_t input_bytes;
     unsigned char *const_data;  /* host copy of all CONST data */
     size_t const_bytes, const_cap;
+    float *given_data;          /* the starting values of GIVEN params, host only */
+    size_t given_n, given_cap;  /* floats */
     uint32_t next_rng_stream;
     int loss;                   /* scalar loss node, -1 until set */
     int output;                 /* prediction node, -1 until set */
@@ -352,6 +356,10 @@ int brisk_param(brisk_graph *g, const char *name, brisk_shape s, brisk_init_kind
  * checkpoints save it and predict loads it) but takes no gradient and no optimizer update;
  * init ZEROS or ONES. */
 int brisk_buffer(brisk_graph *g, const char *name, brisk_shape s, brisk_init_kind init);
+/* Sets the starting values of param (or buffer) node `param`: its init becomes GIVEN and
+ * numel floats are copied into the graph, so that brisk_exec_init_params writes them
+ * whatever the seed (an imported model's weights). -1 with the graph's error set on failure. */
+int brisk_param_given(brisk_graph *g, int param, const float *values);
 /* Names are unique per kind. A const's name may be NULL or "" (anonymous, never
  * clashes); its data is copied. */
 int brisk_const(brisk_graph *g, const char *name, brisk_dtype dt, brisk_shape s, const void *data);

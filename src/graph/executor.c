@@ -166,7 +166,11 @@ brisk_status brisk_exec_create_view(brisk_graph *g, brisk_plan *plan, const bris
 /* Element i of a param takes word i % 4 of Philox block i / 4 under counter
  * {block, 0, param index, 0xFFFFFFFF}: word 3 set apart from the rng_step values
  * random ops use, so initialisation never repeats a dropout draw. */
-static void init_values(const brisk_param_info *p, int index, uint64_t seed, float *host) {
+static void init_values(const brisk_graph *g, const brisk_param_info *p, int index, uint64_t seed, float *host) {
+    if (p->init == BRISK_INIT_GIVEN) {
+        memcpy(host, g->given_data + p->given, (size_t)p->numel * sizeof *host);
+        return;
+    }
     uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
     float a = p->init_scale;
     for (int64_t b = 0; b * 4 < p->numel; b++) {
@@ -198,7 +202,7 @@ brisk_status brisk_exec_init_params(brisk_exec *ex, uint64_t seed, brisk_error *
     size_t bytes = ex->plan->param_bytes;
     for (int k = 0; k < g->n_params && st == BRISK_OK; k++) {
         const brisk_param_info *p = &g->params[k];
-        init_values(p, k, seed, host);
+        init_values(g, p, k, seed, host);
         st = ex->be->upload(ex->be, (char *)ex->params + p->offset * sizeof(float), host,
                             (size_t)p->numel * sizeof(float), err);
         if (st != BRISK_OK) brisk_error_prefix(err, "init param \"%s\"", p->name);

@@ -30,6 +30,7 @@ void brisk_graph_free(brisk_graph *g) {
     free(g->params);
     free(g->inputs);
     free(g->const_data);
+    free(g->given_data);
     free(g->grad_of);
     free(g);
 }
@@ -213,6 +214,26 @@ int brisk_buffer(brisk_graph *g, const char *name, brisk_shape s, brisk_init_kin
     g->params[g->n_params - 1].buffer = 1;
     g->nodes[id].requires_grad = 0; /* so autodiff never reaches it */
     return id;
+}
+
+int brisk_param_given(brisk_graph *g, int param, const float *values) {
+    if (!g || g->err.code != BRISK_OK) return -1;
+    brisk_param_info *p = NULL;
+    for (int i = 0; i < g->n_params && !p; i++)
+        if (g->params[i].node == param) p = &g->params[i];
+    if (!p || !values) return brisk_graph_fail(g, BRISK_ERR_INVALID, "param_given: node %d is not a param, or no values", param);
+    size_t need = g->given_n + (size_t)p->numel;
+    if (need > g->given_cap) {
+        size_t cap = need * 2;
+        float *d = realloc(g->given_data, cap * sizeof *d);
+        if (!d) return brisk_graph_fail(g, BRISK_ERR_NOMEM, "param \"%s\": out of memory for its values", p->name);
+        g->given_data = d, g->given_cap = cap;
+    }
+    memcpy(g->given_data + g->given_n, values, (size_t)p->numel * sizeof *values);
+    p->given = g->given_n;
+    p->init = BRISK_INIT_GIVEN;
+    g->given_n = need;
+    return param;
 }
 
 /* name may be NULL or "" for an anonymous const (autodiff's seed, test weights);
