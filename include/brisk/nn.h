@@ -79,6 +79,9 @@ struct brisk_json_reader;
 /* Reads the model object's "inputs", "layers", "outputs" and "losses" (errors go to the
  * reader, naming the layer and key); *out is set even on an error (unref it). */
 void brisk_layer_graph_read(struct brisk_json_reader *model, brisk_layer_graph **out);
+/* The same for an imported ONNX model (src/nn/layer_graph_onnx.c): "file" (relative to the
+ * working directory, else to config_path's folder), optional "inputs" and "outputs", "losses". */
+void brisk_layer_graph_read_onnx(struct brisk_json_reader *model, const char *config_path, brisk_layer_graph **out);
 brisk_layer_graph *brisk_layer_graph_ref(brisk_layer_graph *lg);
 /* classify when its first loss is a cross-entropy, else regress */
 brisk_task brisk_layer_graph_task(const brisk_layer_graph *lg);

@@ -14,7 +14,7 @@
 #include "brisk/dist.h"
 #include "config/config_internal.h"
 
-static const char *const model_types[] = {"mlp", "diffusion", "lstm", "transformer", "meshgnn", "resnet", "graph", NULL};
+static const char *const model_types[] = {"mlp", "diffusion", "lstm", "transformer", "meshgnn", "resnet", "graph", "onnx", NULL};
 static const char *const gnn_metrics[] = {"plane", "sphere", NULL};
 static const char *const pools[] = {"last", "mean", "cls", NULL};
 static const char *const position_kinds[] = {"learned", "sinusoidal", "none", NULL};
@@ -217,11 +217,17 @@ static void resnet_size_default(brisk_model_spec *m, const brisk_data_spec *d) {
     m->image_h = d->images.enabled ? d->images.height : 256;
 }
 
-static void read_model_object(brisk_json_reader *r, brisk_model_spec *m, int netcdf) {
+static void read_model_object(brisk_json_reader *r, brisk_model_spec *m, int netcdf, const char *config_path) {
     int v = 0;
     memset(m, 0, sizeof *m);
     brisk_json_enum(r, "type", model_types, &v);
     m->type = (brisk_model_type)v;
+    if (v == BRISK_MODEL_GRAPH + 1) { /* "onnx": a graph model whose layers an ONNX file holds */
+        m->type = BRISK_MODEL_GRAPH;
+        brisk_layer_graph_read_onnx(r, config_path, &m->graph);
+        m->task = brisk_layer_graph_task(m->graph);
+        return;
+    }
     if (m->type == BRISK_MODEL_GRAPH) { /* the layers are nn's to read (src/nn/layer_graph.c) */
         brisk_layer_graph_read(r, &m->graph);
         m->task = brisk_layer_graph_task(m->graph);
@@ -282,7 +288,7 @@ static void read_models(brisk_json_reader *root, brisk_config *cfg) {
     size_t n = 0;
     if (!brisk_json_has(root, "models")) {
         brisk_json_object(root, "model", &r);
-        read_model_object(&r, &cfg->model, netcdf);
+        read_model_object(&r, &cfg->model, netcdf, cfg->path);
         return;
     }
     if (brisk_json_has(root, "model")) brisk_json_fail(root, "models", "give \"model\" or \"models\", not both");
@@ -301,7 +307,7 @@ static void read_models(brisk_json_reader *root, brisk_config *cfg) {
         copy_str(cfg->model_names[i], sizeof cfg->model_names[i], name);
         for (size_t j = 0; j < i; j++)
             if (strcmp(cfg->model_names[j], cfg->model_names[i]) == 0) brisk_json_fail(&r, "name", "\"%s\" used twice", name);
-        read_model_object(&r, &cfg->models[i], netcdf);
+        read_model_object(&r, &cfg->models[i], netcdf, cfg->path);
     }
     cfg->model = cfg->models[0];
 }

@@ -17,7 +17,11 @@
  * between model types. */
 static const struct { const char *key, *meaning; } meanings[] = {
     {"model(diffusion).hidden", "widths of the hidden layers of the denoiser"},
-    {"model.type", "the model: mlp (tabular), diffusion (a conditional DDPM downscaler), lstm or transformer (windows of a series), meshgnn (a grid-mesh graph network forecasting the next step), resnet (a ResNet regressing image keypoints), graph (your own: a graph of layers)"},
+    {"model.type", "the model: mlp (tabular), diffusion (a conditional DDPM downscaler), lstm or transformer (windows of a series), meshgnn (a grid-mesh graph network forecasting the next step), resnet (a ResNet regressing image keypoints), graph (your own: a graph of layers), onnx (a network exported to ONNX, e.g. by torch.onnx.export, trained as a graph model)"},
+    {"model(onnx).file", "onnx: the .onnx file (relative to the working directory, else to the config's folder); its nodes must all be ops brisk imports (docs/onnx.md)"},
+    {"model(onnx).inputs", "onnx: the inputs as a graph model's, each named as an input of the ONNX graph (default: the ONNX graph's inputs, their first dim the batch; an error when a per-sample dim is not fixed there)"},
+    {"model(onnx).outputs", "onnx: the ONNX values predict writes (default: the ONNX graph's outputs)"},
+    {"model(onnx).losses", "onnx: the losses as a graph model's; output names an ONNX value (a node's output)"},
     {"model.inputs[].name", "graph: an input's name (a data field, mapped by data.fields; a loss's target is an input too)"},
     {"model.inputs[].shape", "graph: the input's shape per sample ([] for one number per sample)"},
     {"model.inputs[].dtype", "graph: f32, or i32 (class labels, embedding indices)"},
@@ -231,6 +235,9 @@ static const struct { const char *section, *json; } walks[] = {
     {"graph", "{\"model\": {\"type\": \"graph\", \"inputs\": [{\"name\": \"x\", \"shape\": [1]}],"
               " \"layers\": [{\"name\": \"l\", \"op\": \"relu\", \"inputs\": [\"x\"]}], \"outputs\": [\"l\"],"
               " \"losses\": [{\"output\": \"l\", \"target\": \"x\", \"type\": \"mse\"}]}}"},
+    /* no file: the reader still asks for every key, then fails (ignored below) */
+    {"onnx", "{\"model\": {\"type\": \"onnx\", \"file\": \"m.onnx\", \"inputs\": [{\"name\": \"x\", \"shape\": [1]}],"
+             " \"outputs\": [\"y\"], \"losses\": [{\"output\": \"y\", \"target\": \"x\", \"type\": \"mse\"}]}}"},
 };
 
 typedef struct entry {
@@ -331,6 +338,7 @@ brisk_status brisk_config_reference(char **markdown, brisk_error *err) {
     for (size_t i = 0; i < sizeof walks / sizeof walks[0] && !st; i++) {
         w.section = walks[i].section;
         st = brisk_config_walk(walks[i].json, "reference.json", record, &w, err);
+        if (st && !strcmp(walks[i].section, "onnx")) st = BRISK_OK;
     }
     brisk_strbuf t = {0};
     if (!st) {
@@ -340,8 +348,8 @@ brisk_status brisk_config_reference(char **markdown, brisk_error *err) {
                 "Configs are JSON with `//` and `/* */` comments; any key can be set from the command line with "
                 "`--set KEY=VALUE` (e.g. `--set optim.lr=3e-4`). Unknown keys are errors. *accepts* is the range "
                 "or the choices a value must have; *required* keys have no default.\n\n");
-        static const char *const types[] = {"mlp", "diffusion", "lstm", "transformer", "meshgnn", "resnet", "graph"};
-        for (int k = 0; k < 7; k++) {
+        static const char *const types[] = {"mlp", "diffusion", "lstm", "transformer", "meshgnn", "resnet", "graph", "onnx"};
+        for (int k = 0; k < 8; k++) {
             brisk_strbuf_printf(&t, "## model (%s)\n\n", types[k]);
             table(&t, &w, types[k], "model.");
         }

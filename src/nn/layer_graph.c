@@ -13,6 +13,7 @@
 #include "core/strbuf.h"
 #include "nn/layer_graph.h"
 #include "nn/nn_internal.h"
+#include "onnx/onnx_import.h"
 
 static const char *const dtypes[] = {"f32", "i32", NULL};
 static const char *const loss_kinds[] = {"cross_entropy", "mse", "l1", "huber", "bce_with_logits", NULL};
@@ -28,10 +29,11 @@ void brisk_layer_graph_unref(brisk_layer_graph *lg) {
     free(lg->layers);
     free(lg->losses);
     free(lg->order);
+    brisk_onnx_net_free(lg->onnx);
     free(lg);
 }
 
-static int find_input(const brisk_layer_graph *lg, const char *name) {
+int lg_find_input(const brisk_layer_graph *lg, const char *name) {
     for (int i = 0; i < lg->n_inputs; i++)
         if (strcmp(lg->inputs[i].name, name) == 0) return i;
     return -1;
@@ -45,7 +47,7 @@ static int find_layer(const brisk_layer_graph *lg, const char *name) {
 
 /* A name of the graph; 0 when it names nothing (the error is the caller's). */
 static int resolve(const brisk_layer_graph *lg, const char *name, lg_ref *out) {
-    int i = find_input(lg, name);
+    int i = lg_find_input(lg, name);
     if (i >= 0) return *out = (lg_ref){0, i}, 1;
     i = find_layer(lg, name);
     if (i >= 0) return *out = (lg_ref){1, i}, 1;
@@ -66,7 +68,7 @@ static int name_ok(brisk_json_reader *r, const char *key, const char *name) {
     return 1;
 }
 
-static void read_inputs(brisk_json_reader *model, brisk_layer_graph *lg) {
+void lg_read_inputs(brisk_json_reader *model, brisk_layer_graph *lg) {
     size_t n = 0;
     if (brisk_json_array_len(model, "inputs", true, &n) != BRISK_OK) return;
     if (n < 1 || n > BRISK_MAX_FIELDS) {
@@ -87,7 +89,7 @@ static void read_inputs(brisk_json_reader *model, brisk_layer_graph *lg) {
         if (nd > BRISK_MAX_DIMS - 1) brisk_json_fail(&r, "shape", "at most %d dimensions per sample", BRISK_MAX_DIMS - 1);
         lg_input *in = &lg->inputs[lg->n_inputs];
         if (name_ok(&r, "name", name) && nd < BRISK_MAX_DIMS) {
-            if (find_input(lg, name) >= 0) brisk_json_fail(&r, "name", "\"%s\" is the name of an earlier input", name);
+            if (lg_find_input(lg, name) >= 0) brisk_json_fail(&r, "name", "\"%s\" is the name of an earlier input", name);
             snprintf(in->name, sizeof in->name, "%s", name);
             in->dtype = dt == 1 ? BRISK_I32 : BRISK_F32;
             int64_t d[BRISK_MAX_DIMS];
@@ -125,7 +127,7 @@ static void read_layers(brisk_json_reader *model, brisk_layer_graph *lg) {
         brisk_json_strings(r, "inputs", true, &ins[i], &n_ins[i]);
         lg_layer *l = &lg->layers[lg->n_layers];
         if (!name_ok(r, "name", name) || !op) continue;
-        if (find_input(lg, name) >= 0 || find_layer(lg, name) >= 0) {
+        if (lg_find_input(lg, name) >= 0 || find_layer(lg, name) >= 0) {
             brisk_json_fail(r, "name", "\"%s\" is used twice (names of inputs and layers are one namespace)", name);
             continue;
         }
@@ -191,10 +193,10 @@ static void sort_layers(brisk_json_reader *model, brisk_layer_graph *lg) {
     free(state);
 }
 
-static void read_outputs_and_losses(brisk_json_reader *model, brisk_layer_graph *lg) {
+void lg_read_outputs_and_losses(brisk_json_reader *model, brisk_layer_graph *lg, int outputs_required) {
     const char **outs = NULL;
     size_t n = 0;
-    brisk_json_strings(model, "outputs", true, &outs, &n);
+    brisk_json_strings(model, "outputs", outputs_required, &outs, &n);
     if (n > BRISK_MAX_FIELDS) brisk_json_fail(model, "outputs", "at most %d outputs", BRISK_MAX_FIELDS);
     for (size_t i = 0; i < n && i < BRISK_MAX_FIELDS; i++) {
         if (!resolve(lg, outs[i], &lg->outputs[lg->n_outputs]) || !lg->outputs[lg->n_outputs].layer)
@@ -230,7 +232,7 @@ static void read_outputs_and_losses(brisk_json_reader *model, brisk_layer_graph 
             brisk_json_fail(&r, "output", "\"%.60s\" names no layer", out);
         else if (target && !resolve(lg, target, &l->target))
             brisk_json_fail(&r, "target", "\"%.60s\" names no input or layer", target);
-        else if (mask && (l->mask = find_input(lg, mask)) < 0)
+        else if (mask && (l->mask = lg_find_input(lg, mask)) < 0)
             brisk_json_fail(&r, "mask", "\"%.60s\" names no input", mask);
         else if (mask && l->kind == LG_LOSS_CROSS_ENTROPY)
             brisk_json_fail(&r, "mask", "a mask weights an elementwise loss (mse, l1, huber, bce_with_logits), not %s",
@@ -240,7 +242,7 @@ static void read_outputs_and_losses(brisk_json_reader *model, brisk_layer_graph 
 }
 
 /* Every input feeds a layer or a loss: one that feeds nothing is a mistake in the config. */
-static void check_inputs_used(brisk_json_reader *model, const brisk_layer_graph *lg) {
+void lg_check_inputs_used(brisk_json_reader *model, const brisk_layer_graph *lg) {
     for (int i = 0; i < lg->n_inputs; i++) {
         int used = 0;
         for (int k = 0; k < lg->n_layers && !used; k++)
@@ -256,11 +258,11 @@ void brisk_layer_graph_read(brisk_json_reader *model, brisk_layer_graph **out) {
     brisk_layer_graph *lg = calloc(1, sizeof *lg);
     if (!lg) return (void)brisk_json_fail(model, NULL, "out of memory");
     atomic_init(&lg->refs, 1);
-    read_inputs(model, lg);
+    lg_read_inputs(model, lg);
     read_layers(model, lg);
-    read_outputs_and_losses(model, lg);
+    lg_read_outputs_and_losses(model, lg, 1);
     if (brisk_json_status(model->doc, NULL) == BRISK_OK) sort_layers(model, lg);
-    if (brisk_json_status(model->doc, NULL) == BRISK_OK) check_inputs_used(model, lg);
+    if (brisk_json_status(model->doc, NULL) == BRISK_OK) lg_check_inputs_used(model, lg);
     *out = lg;
 }
 
@@ -303,7 +305,15 @@ int nn_graph_forward(const brisk_model_spec *s, brisk_graph *g, int64_t batch, c
     int in_node[BRISK_MAX_FIELDS], f = 0;
     for (int i = 0; i < lg->n_inputs; i++)
         in_node[i] = train || needed_for_outputs(lg, i) ? field_nodes[f++] : -1;
-    for (int k = 0; k < lg->n_layers; k++) {
+    if (lg->onnx) {
+        const char *names[BRISK_MAX_FIELDS];
+        for (int i = 0; i < lg->n_inputs; i++) names[i] = lg->inputs[i].name;
+        int before = g->n_params;
+        if (brisk_onnx_net_build(lg->onnx, g, names, in_node, lg->n_inputs, node) < 0) return -1;
+        for (int i = 0; per && i < lg->n_layers; i++) per[i] = 0;
+        for (int p = before; per && lg->n_layers && p < g->n_params; p++) per[0] += g->params[p].buffer ? 0 : g->params[p].numel;
+    }
+    for (int k = 0; !lg->onnx && k < lg->n_layers; k++) {
         int i = lg->order[k];
         const lg_layer *l = &lg->layers[i];
         int in[LG_MAX_IN];

@@ -88,6 +88,16 @@ struct brisk_layer_graph {
     lg_loss *losses;
     int n_losses;
     int *order;      /* the layers in an order where each comes after its inputs */
+    /* an imported ONNX model ("type": "onnx"): it builds every layer at once (one layer per
+     * ONNX node, named as its first output; their op is lg_onnx_op, never built alone) */
+    struct brisk_onnx_net *onnx;
 };
+
+extern const lg_op lg_onnx_op;
+/* shared by the two readers (layer_graph.c, layer_graph_onnx.c) */
+void lg_read_inputs(brisk_json_reader *model, brisk_layer_graph *lg);
+void lg_read_outputs_and_losses(brisk_json_reader *model, brisk_layer_graph *lg, int outputs_required);
+void lg_check_inputs_used(brisk_json_reader *model, const brisk_layer_graph *lg);
+int lg_find_input(const brisk_layer_graph *lg, const char *name);
 
 #endif

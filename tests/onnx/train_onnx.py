@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Imported ONNX models trained by `brisk train` and by PyTorch from the same weights.
+
+Each module is exported by torch.onnx.export in training mode (BatchNorm kept, initializers
+named as the state_dict), brisk's step-0 checkpoint must hold exactly the state_dict's float
+entries with the module's values, and 50 full-batch SGD steps (momentum 0.9, fp32 on the CPU)
+must give PyTorch's losses step by step to 1e-5 relative (or, where PyTorch's fp32 trajectory
+is itself further than that from its fp64 one, within twice that distance). Then two bad
+models: one of unsupported ops (one error naming each) and one whose input shape is not known.
+  train_onnx.py BRISK WORKDIR
+Exit 77 (skip) when PyTorch or NumPy is unavailable."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+STEPS, N, LR = 50, 32, 0.01
+
+
+def read_safetensors(path, np):
+    """The checkpoint's float tensors but the optimizer's state."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
+    from train_graph import read_safetensors as read_all
+    return {k: v for k, v in read_all(path, np).items() if v.dtype == np.float32 and not k.startswith("optim.")}
+
+
+def modules(torch):
+    nn = torch.nn
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(6, 16)
+            self.norm = nn.LayerNorm(16)
+            self.fc2 = nn.Linear(16, 3)
+
+        def forward(self, x):
+            return self.fc2(torch.tanh(self.norm(torch.relu(self.fc1(x)))))
+
+    class CNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(2, 4, 3, padding=1)
+            self.bn = nn.BatchNorm2d(4)
+            self.pool = nn.MaxPool2d(2)
+            self.drop = nn.Dropout(0.0)
+            self.head = nn.Linear(16, 5)
+
+        def forward(self, x):
+            y = self.drop(self.pool(torch.relu(self.bn(self.conv(x)))))
+            return self.head(y.reshape(x.shape[0], -1))
+
+    # name, module, sample shape, classes
+    return [("mlp", MLP(), [6], 3), ("cnn", CNN(), [2, 4, 4], 5)]
+
+
+def brisk_train(brisk, path):
+    r = subprocess.run([brisk, "train", path], capture_output=True, text=True)
+    return r.returncode, r.stdout + r.stderr
+
+
+def run_case(brisk, work, np, torch, name, module, sample, classes):
+    d = os.path.join(work, name)
+    os.makedirs(d)
+    torch.manual_seed(0)
+    x0 = torch.randn([2] + sample)
+    torch.onnx.export(module, x0, os.path.join(d, "net.onnx"), opset_version=17, input_names=["x"], output_names=["logits"],
+                      dynamic_axes={"x": {0: "N"}, "logits": {0: "N"}}, training=torch.onnx.TrainingMode.TRAINING,
+                      do_constant_folding=False)
+    rng = np.random.default_rng(5)
+    data = {"x": rng.standard_normal([N] + sample).astype(np.float32),
+            "y": rng.integers(0, classes, size=[N]).astype(np.int32)}
+    np.savez(os.path.join(d, "data.npz"), **data)
+
+    def config(steps, out):
+        return {"model": {"type": "onnx", "file": "net.onnx",
+                          "inputs": [{"name": "x", "shape": sample}, {"name": "y", "shape": [], "dtype": "i32"}],
+                          "losses": [{"output": "logits", "target": "y", "type": "cross_entropy"}]},
+                "data": {"train": "data.npz", "fields": {"x": "x", "y": "y"}, "validation_fraction": 0,
+                         "shuffle": False},
+                "train": {"batch_size": N, "max_steps": steps, "log_every": 1, "seed": 3, "out_dir": os.path.join(d, out)},
+                "optim": {"type": "sgd", "lr": LR, "momentum": 0.9, "schedule": {"type": "constant"}},
+                "speed": {"device": "cpu", "precision": "fp32"}}
+
+    for steps, out in ((0, "init"), (STEPS, "run")):
+        path = os.path.join(d, out + ".json")
+        with open(path, "w") as f:
+            json.dump(config(steps, out), f)
+        rc, log = brisk_train(brisk, path)
+        if rc != 0:
+            print(f"FAIL: {name}: brisk train {path} exited {rc}:\n{log[-3000:]}")
+            return 1
+    p0 = read_safetensors(os.path.join(d, "init", "step-00000000.safetensors"), np)
+    sd = {k: v for k, v in module.state_dict().items() if v.dtype == torch.float32}
+    if sorted(p0) != sorted(sd):
+        print(f"FAIL: {name}: checkpoint names {sorted(p0)} differ from the state_dict's {sorted(sd)}")
+        return 1
+    for k, v in sd.items():
+        if not np.array_equal(p0[k].reshape(v.shape), v.numpy()):
+            print(f"FAIL: {name}: checkpoint '{k}' is not the exported value")
+            return 1
+    losses = {}
+    with open(os.path.join(d, "run", "metrics.jsonl")) as f:
+        for line in f:
+            rec = json.loads(line)
+            if rec.get("loss") is not None and "step" in rec:
+                losses[rec["step"]] = rec["loss"]
+    if sorted(losses) != list(range(1, STEPS + 1)):
+        print(f"FAIL: {name}: metrics.jsonl has the losses of steps {sorted(losses)[:5]}..")
+        return 1
+    start = {k: v.clone() for k, v in module.state_dict().items()}
+
+    def trajectory(dtype):
+        module.load_state_dict(start)
+        m = module.to(dtype)
+        m.train()
+        opt = torch.optim.SGD(m.parameters(), lr=LR, momentum=0.9)
+        x = torch.from_numpy(data["x"]).to(dtype)
+        y = torch.from_numpy(data["y"]).long()
+        out = []
+        for _ in range(STEPS):
+            opt.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            out.append(float(loss))
+        return out
+
+    t32, t64 = trajectory(torch.float32), trajectory(torch.float64)
+    worst = worst32 = worst64 = 0.0
+    for s in range(1, STEPS + 1):
+        worst = max(worst, abs(losses[s] - t32[s - 1]) / abs(t32[s - 1]))
+        worst64 = max(worst64, abs(losses[s] - t64[s - 1]) / abs(t64[s - 1]))
+        worst32 = max(worst32, abs(t32[s - 1] - t64[s - 1]) / abs(t64[s - 1]))
+    bound = max(1e-5, 2 * worst32)
+    print(f"{name}: step-0 checkpoint = state_dict ({len(sd)} tensors); {STEPS} steps, losses {losses[1]:.6f} .. "
+          f"{losses[STEPS]:.6f}; worst relative difference to PyTorch fp32 {worst:.2e}, to fp64 {worst64:.2e} "
+          f"(PyTorch fp32 from fp64 {worst32:.2e}; bound {bound:.1e})")
+    if worst > bound or worst64 > bound:
+        print(f"FAIL: {name}: a step's loss differs by more than {bound:.2e}")
+        return 1
+    return 0
+
+
+def bad_models(brisk, work, torch):
+    nn = torch.nn
+    d = os.path.join(work, "bad")
+    os.makedirs(d)
+
+    class Odd(nn.Module):
+        def forward(self, x):
+            return torch.floor(torch.sin(x)).cumsum(1)
+
+    torch.onnx.export(Odd(), torch.randn(2, 3), os.path.join(d, "odd.onnx"), opset_version=13, input_names=["x"],
+                      output_names=["y"], dynamic_axes={"x": {0: "N"}})
+
+    class Lin(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(3, 2)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    torch.onnx.export(Lin(), torch.randn(2, 3), os.path.join(d, "dyn.onnx"), opset_version=13, input_names=["x"],
+                      output_names=["y"], dynamic_axes={"x": {0: "N", 1: "F"}})
+    fails = 0
+    for model, want in (("odd", ["Sin", "Floor", "CumSum", "opset 13"]), ("dyn", ["input 'x'", "[N, F]", "shape"])):
+        path = os.path.join(d, model + ".json")
+        with open(path, "w") as f:
+            json.dump({"model": {"type": "onnx", "file": model + ".onnx",
+                                 "losses": [{"output": "y", "target": "x", "type": "mse"}]},
+                       "data": {"train": "none.npz"}}, f)
+        rc, log = brisk_train(brisk, path)
+        missing = [w for w in want if w not in log]
+        if rc == 0 or missing or "Segmentation" in log:
+            print(f"FAIL: bad model {model}: exit {rc}, the error lacks {missing}:\n{log[-2000:]}")
+            fails += 1
+        else:
+            print(f"bad model {model}: {log.strip().splitlines()[-1][:300]}")
+    return fails
+
+
+def main():
+    brisk, work = sys.argv[1], sys.argv[2]
+    try:
+        import numpy as np
+        import torch
+    except ImportError as e:
+        print(f"SKIP: {e}")
+        return 77
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    torch.manual_seed(0)
+    fails = sum(run_case(brisk, work, np, torch, *c) for c in modules(torch))
+    return 1 if fails + bad_models(brisk, work, torch) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
