@@ -528,7 +528,7 @@ typedef struct brisk_predict_options {
 } brisk_predict_options;
 brisk_status brisk_predict_file_with(const char *checkpoint, const char *input_npy, const char *output_npy,
                                      const brisk_predict_options *opt, const brisk_logger *log, brisk_error *err);
-/* Writes the checkpoint's inference graph as an ONNX model (opset 17; src/onnx/export_onnx.c):
+/* Writes the checkpoint's inference graph as an ONNX model (opset 17; src/export/export_onnx.c):
  * inputs named as the model's fields with the batch dimension "N", one output "output" equal
  * to what brisk predict writes (probabilities for a classifier, the target's units for a
  * regression; a diffusion model's denoiser output: the noise, or x0 with noise.prediction

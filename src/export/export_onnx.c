@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "data/bytes.h"
-#include "onnx/export_onnx.h"
+#include "export/export_onnx.h"
 #include "infer/predict_internal.h"
 #include "run/checkpoint_file.h"
 

@@ -9,7 +9,7 @@
  * are added in index order, as brisk's CPU kernel does. */
 #include <stdlib.h>
 
-#include "onnx/export_onnx.h"
+#include "export/export_onnx.h"
 
 /* The batch's unit in a dimension sized 2u in the batch-2 build and 3u in the batch-3 one:
  * u, or 0 when the dimension is not proportional to the batch. */

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "onnx/export_onnx.h"
+#include "export/export_onnx.h"
 
 static uint16_t to_half(float f) { /* round to nearest even, as numpy's float16 */
     uint32_t x;
