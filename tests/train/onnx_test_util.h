@@ -8,7 +8,7 @@
 
 #include "test.h"
 #include "train_test_util.h"
-#include "onnx/export_onnx.h"
+#include "export/export_onnx.h"
 
 /* Builds the model's inference graph at batch B (g->output set). */
 typedef void (*tu_onnx_build_fn)(brisk_graph *g, int64_t B, brisk_model_io *io);
