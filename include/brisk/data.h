@@ -45,6 +45,12 @@ brisk_status brisk_npy_to_tensor(const brisk_npy_array *a, brisk_dtype want, con
 /* brisk_npy_read + brisk_npy_to_tensor. */
 brisk_status brisk_npy_load(const char *path, brisk_dtype want, brisk_tensor *out, brisk_error *err);
 
+/* Makes the folders that are to hold the file `path` and do not exist yet, as mkdir -p does of
+ * its folder ("-" and a bare name: nothing); an error names path and the folder. The library's
+ * writers never make folders (an output into a missing one is an error naming it); the brisk
+ * command calls this for every output it writes. */
+brisk_status brisk_make_parent_folders(const char *path, brisk_error *err);
+
 /* Writes an F32 or I32 tensor as a little-endian version 1.0 .npy (via a temporary file
  * renamed into place). brisk_npy_encode produces the same bytes in a malloc'd buffer. */
 brisk_status brisk_npy_write(const char *path, const brisk_tensor *t, brisk_error *err);

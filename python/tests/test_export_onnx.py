@@ -285,8 +285,11 @@ def test_export_errors(tmp_path, brisk_bin, tabular):
     cfg = {"model": {"type": "mlp", "inputs": 64, "hidden": [8], "outputs": 3}, "data": {"train": str(tabular)},
            "train": {"batch_size": 64, "max_steps": 1, "out_dir": str(tmp_path / "r")}}
     ckpt = train(brisk_bin, tmp_path, "r", cfg)
-    r = run(brisk_bin, "export", ckpt, "--onnx", str(tmp_path / "no" / "dir" / "m.onnx"), ok=False)
-    assert r.returncode == 1 and "m.onnx" in r.stderr
+    run(brisk_bin, "export", ckpt, "--onnx", str(tmp_path / "no" / "dir" / "m.onnx"))  # its folders made
+    assert (tmp_path / "no" / "dir" / "m.onnx").stat().st_size > 0
+    (tmp_path / "file").write_text("")
+    r = run(brisk_bin, "export", ckpt, "--onnx", str(tmp_path / "file" / "m.onnx"), ok=False)
+    assert r.returncode == 1 and "m.onnx: cannot create its folder" in r.stderr and "file exists and is not a folder" in r.stderr
     assert "usage: brisk export" in run(brisk_bin, "export", "--help").stdout
     r = subprocess.run([brisk_bin, "export", ckpt, "--onnx", "-"], capture_output=True)  # the model on stdout
     assert r.returncode == 0 and b"export" in r.stderr

@@ -23,6 +23,10 @@ int cmd_profile(int argc, char **argv);
 /* Prints "brisk: <msg>" to stderr and returns 1 (the exit status for errors). */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_fail_err(const brisk_error *err);
+/* Makes the folders of an output path that do not exist yet, as mkdir -p of its folder does
+ * ("-": nothing): 0, or prints the error (naming the path and the folder) and returns 1. Every
+ * command calls it for each file it writes; the library's writers never make folders. */
+int cli_make_folders(const char *path);
 /* A log sink printing to stderr (warnings, errors) or stdout (info). */
 void cli_log(void *user, brisk_log_level level, const char *msg);
 /* The same with every level on stderr (for commands writing their output to stdout). */

@@ -219,7 +219,8 @@ int cmd_bench(int argc, char **argv) {
     snprintf(title, sizeof title, "%s: %lld steps per row and round, %lld round%s interleaved, on %s", config, steps,
              rounds, rounds == 1 ? "" : "s", gpu ? gi.name : "the CPU");
     brisk_error rerr = {0};
-    if (brisk_report_bench(report, title, html_rows, n_rows, &rerr)) failed = cli_fail_err(&rerr);
+    if (cli_make_folders(report)) failed = 1;
+    else if (brisk_report_bench(report, title, html_rows, n_rows, &rerr)) failed = cli_fail_err(&rerr);
     else printf("report    %s\n", report);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

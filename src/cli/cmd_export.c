@@ -37,6 +37,7 @@ int cmd_export(int argc, char **argv) {
     brisk_error err = {0};
     /* With the model on standard output the message goes to stderr. */
     brisk_logger lg = cli_logger(strcmp(onnx, "-") == 0);
+    if (cli_make_folders(onnx)) return 1;
     if (brisk_export_onnx(ckpt, onnx, fp16, &lg, &err)) return cli_fail_err(&err);
     return 0;
 }

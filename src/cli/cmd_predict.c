@@ -51,6 +51,7 @@ int cmd_predict(int argc, char **argv) {
     brisk_error err = {0};
     /* With the output on standard output the progress line goes to stderr. */
     brisk_logger lg = cli_logger(strcmp(out, "-") == 0);
+    if (cli_make_folders(out)) return 1;
     if (brisk_predict_file_with(ckpt, in, out, &po, &lg, &err)) return cli_fail_err(&err);
     return 0;
 }

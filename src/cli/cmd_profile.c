@@ -1,5 +1,6 @@
 /* brisk profile CONFIG: where a step's time goes, per op type and per node, timed by the
  * library (src/train/profile.c); this file parses flags and prints. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,10 +98,10 @@ int cmd_profile(int argc, char **argv) {
         rc = (json || json_out) && !s ? cli_fail("out of memory") : 0;
         if (!rc && json) printf("%s\n", s);
         else if (!rc) brisk_profile_print(stdout, config, &r, (int)top);
-        if (!rc && json_out) {
+        if (!rc && json_out && !(rc = cli_make_folders(json_out))) {
             FILE *f = fopen(json_out, "w");
-            if (!f || fprintf(f, "%s\n", s) < 0) rc = cli_fail("%s: cannot write", json_out);
-            if (f && fclose(f) != 0 && !rc) rc = cli_fail("%s: cannot write", json_out);
+            if (!f || fprintf(f, "%s\n", s) < 0) rc = cli_fail("%s: cannot write: %s", json_out, strerror(errno));
+            if (f && fclose(f) != 0 && !rc) rc = cli_fail("%s: cannot write: %s", json_out, strerror(errno));
         }
         free(s);
         cJSON_Delete(j);

@@ -29,6 +29,7 @@ int cmd_report(int argc, char **argv) {
     char written[BRISK_PATH_MAX + 64];
     /* "-": the page goes to stdout, so the warnings go to stderr */
     brisk_logger lg = cli_logger(out && strcmp(out, "-") == 0);
+    if (cli_make_folders(out)) return 1;
     if (brisk_report_run(dir, out, written, sizeof written, &lg, &err)) return cli_fail_err(&err);
     if (strcmp(written, "-") != 0) cli_note(0, "report    %s", written); /* "-": the page itself went to stdout */
     return 0;

@@ -90,6 +90,7 @@ int cmd_rollout(int argc, char **argv) {
                          starts_flag);
     r.steps = steps;
     if (start_flag) r.start = start;
+    if (cli_make_folders(r.output) || cli_make_folders(r.jsonl)) return 1;
     char *cmd = command_line(argc, argv);
     r.command = cmd;
     brisk_error err = {0};

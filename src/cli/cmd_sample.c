@@ -67,6 +67,7 @@ int cmd_sample(int argc, char **argv) {
     if (strcmp(guess, "none") == 0) guess = NULL;
     brisk_error err = {0};
     brisk_logger lg = cli_logger(strcmp(out, "-") == 0);
+    if (cli_make_folders(out)) return 1;
     if (brisk_sample_file(ckpt, coarse, out, truth, guess, &p, (int)members, (uint64_t)seed, (int)threads, &lg, NULL, &err))
         return cli_fail_err(&err);
     return 0;

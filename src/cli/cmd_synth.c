@@ -47,6 +47,7 @@ int cmd_synth(int argc, char **argv) {
     if (n == 0)
         n = strcmp(kind, "diffusion") == 0 ? 4800 : strcmp(kind, "series") == 0 ? 30000 : images ? 512 : weather ? 1200 : 20480;
     brisk_error err = {0};
+    if (cli_make_folders(path)) return 1; /* images: the folders above PATH, which it makes itself */
     if (weather) {
         if (brisk_synth_weather(path, n, (uint64_t)seed, &err)) return cli_fail_err(&err);
         cli_note(0, "wrote %s: %lld hourly steps of a 16 x 16 grid (t2m, msl, t and z at 850/500/250 hPa; orography, lsm)",

@@ -139,6 +139,11 @@ int cli_fail(const char *fmt, ...) {
 
 int cli_fail_err(const brisk_error *err) { return cli_fail("%s", err->msg); }
 
+int cli_make_folders(const char *path) {
+    brisk_error err = {0};
+    return path && brisk_make_parent_folders(path, &err) ? cli_fail_err(&err) : 0;
+}
+
 static const char *level_name(brisk_log_level level) {
     return level == BRISK_LOG_ERROR ? "error" : level == BRISK_LOG_WARN ? "warning" : level == BRISK_LOG_INFO ? "info" : "debug";
 }

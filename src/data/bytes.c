@@ -67,6 +67,83 @@ int brisk_out_replaces(const char *output, const char *input) {
     return stat(input, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+/* mkdir -p (make 1), or only look (make 0): 0 when every folder of `dir` is there (made), or
+ * -1 with errno and the first that is not in `failed`. An existing folder is only looked at
+ * (stat first), so one this process may not write into (a parent of the output's) is no
+ * error; an existing file in the way is ENOTDIR. */
+static int walk_dirs(const char *dir, int make, char *failed, size_t cap) {
+    char buf[4096];
+    if ((size_t)snprintf(buf, sizeof buf, "%s", dir) >= sizeof buf) {
+        snprintf(failed, cap, "%s", dir);
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    if (!buf[0]) return 0;
+    for (char *p = buf + 1;; p++) {
+        if (*p && *p != '/') continue;
+        char c = *p;
+        *p = 0;
+        struct stat st;
+        int bad = stat(buf, &st) == 0 ? (S_ISDIR(st.st_mode) ? 0 : (errno = ENOTDIR, -1))
+                  : make             ? mkdir(buf, 0777) != 0 && errno != EEXIST
+                                     : (errno = ENOENT, -1);
+        if (bad) {
+            int e = errno;
+            snprintf(failed, cap, "%s", buf);
+            errno = e;
+            return -1;
+        }
+        if (!c) return 0;
+        *p = c;
+    }
+}
+
+/* Why folder `failed` on the way to `dir` is not there (errno): a file in its place, missing,
+ * or errno's words. */
+static void why_not(const char *dir, const char *failed, char *why, size_t cap) {
+    int e = errno;
+    if (e == ENOTDIR) snprintf(why, cap, "%s exists and is not a folder", failed);
+    else if (e == ENOENT) snprintf(why, cap, "%s does not exist", failed);
+    else if (strcmp(dir, failed) == 0) snprintf(why, cap, "%s", strerror(e));
+    else snprintf(why, cap, "%s: %s", failed, strerror(e));
+}
+
+/* The folder of `path` into dir ("" for a bare name or a file in /): 0, or -1 when too long. */
+static int folder_of(const char *path, char *dir, size_t cap) {
+    const char *slash = strrchr(path, '/');
+    size_t n = slash && slash != path ? (size_t)(slash - path) : 0;
+    if (n >= cap) return -1;
+    memcpy(dir, path, n);
+    dir[n] = 0;
+    return 0;
+}
+
+brisk_status brisk_mkdirs(const char *dir, brisk_error *err) {
+    char failed[4096], why[4200];
+    if (walk_dirs(dir, 1, failed, sizeof failed) == 0) return BRISK_OK;
+    why_not(dir, failed, why, sizeof why);
+    return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot create the folder: %s", dir, why);
+}
+
+brisk_status brisk_make_parent_folders(const char *path, brisk_error *err) {
+    char dir[4096], failed[4096], why[4200];
+    if (!path || strcmp(path, "-") == 0) return BRISK_OK;
+    if (folder_of(path, dir, sizeof dir)) return brisk_errorf(err, BRISK_ERR_INVALID, "%s: path too long", path);
+    if (walk_dirs(dir, 1, failed, sizeof failed) == 0) return BRISK_OK;
+    why_not(dir, failed, why, sizeof why);
+    return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot create its folder %s: %s", path, dir, why);
+}
+
+brisk_status brisk_out_folder_check(const char *name, const char *target, brisk_error *err) {
+    char dir[4096], failed[4096];
+    if (folder_of(target, dir, sizeof dir)) return brisk_errorf(err, BRISK_ERR_INVALID, "%s: path too long", name);
+    if (walk_dirs(dir, 0, failed, sizeof failed) == 0) return BRISK_OK;
+    if (errno == ENOTDIR) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot create it: %s is not a folder", name, failed);
+    if (errno == ENOENT)
+        return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot create it: the folder %s does not exist", name, dir);
+    return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot create it: the folder %s: %s", name, failed, strerror(errno));
+}
+
 brisk_status brisk_out_open(brisk_out *o, const char *path, brisk_error *err) {
     memset(o, 0, sizeof *o);
     o->path = path;
@@ -97,8 +174,11 @@ brisk_status brisk_out_open(brisk_out *o, const char *path, brisk_error *err) {
     }
     if ((size_t)snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", o->target, (long)getpid()) >= sizeof o->tmp)
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s: path too long", path);
+    brisk_status there = brisk_out_folder_check(path, o->target, err);
+    if (there) return there;
     o->fp = fopen(o->tmp, "wb");
-    if (!o->fp) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot create: %s", o->tmp, strerror(errno));
+    /* named by the path the caller gave: the temporary file is this writer's own business */
+    if (!o->fp) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     /* A replaced file keeps its permissions. */
     if (stat(o->target, &st) == 0) (void)fchmod(fileno(o->fp), st.st_mode & 07777);
     return BRISK_OK;

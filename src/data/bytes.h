@@ -137,6 +137,16 @@ brisk_status brisk_out_commit(brisk_out *o, brisk_error *err);
 int brisk_out_replaces(const char *output, const char *input);
 void brisk_out_abort(brisk_out *o);
 
+/* Creates folder `dir` and the folders above it that are missing, as mkdir -p does; an error
+ * names the first that cannot be made (a run directory: rotation.c). */
+brisk_status brisk_mkdirs(const char *dir, brisk_error *err);
+/* The folder that is to hold output `target` is there: else an error naming `name` (the path
+ * as the caller gave it) and that folder, "x/y.npy: cannot create it: the folder x does not
+ * exist" (or "... a exists and is not a folder"). The writers check it before they make their
+ * temporary file, so that no message names that file; they never make folders themselves (the
+ * brisk command does, brisk_make_parent_folders). */
+brisk_status brisk_out_folder_check(const char *name, const char *target, brisk_error *err);
+
 /* Makes a rename into `path`'s directory durable by fsyncing the directory. Filesystems
  * that cannot sync a directory say EINVAL; there is nothing more to do on them. */
 brisk_status brisk_fsync_parent_dir(const char *path, brisk_error *err);

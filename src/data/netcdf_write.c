@@ -4,6 +4,7 @@
  * forecast_reference_time, forecast_period over time), the input's history with the
  * rollout's line appended, and every file it came from named. Written to PATH.tmp, then
  * renamed. */
+#include "data/bytes.h"
 #include "data/netcdf_internal.h"
 
 #include <stdio.h>
@@ -99,6 +100,8 @@ brisk_status brisk_weather_write(const brisk_weather *w, const char *path, int64
                                  const float *values, const brisk_forecast_info *info, brisk_error *err) {
     const brisk_weather_source *s = w->src;
     int in = s->files[0].ncid, out = -1, rc, dlat, dlon, dtime;
+    brisk_status there = brisk_out_folder_check(path, path, err);
+    if (there) return there;
     char tmp[1100];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     int64_t G = w->grid, C = w->channels;

@@ -232,7 +232,7 @@ brisk_status brisk_safetensors_write(const char *path, const brisk_st_entry *ent
     tmp = malloc(tlen);
     if (!tmp) { s = brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path); goto out; }
     snprintf(tmp, tlen, "%s.tmp.%ld", target, (long)getpid());
-    s = write_file(target, tmp, &hdr, entries, order, sizes, n, err);
+    if (!(s = brisk_out_folder_check(path, target, err))) s = write_file(target, tmp, &hdr, entries, order, sizes, n, err);
 out:
     free(order);
     free(sizes);

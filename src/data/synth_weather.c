@@ -12,6 +12,7 @@
  * and a little Philox noise, so that the next hour is predictable from the last two (the
  * advection and the cycle) but not exactly, and persistence is a real baseline. */
 #include "brisk/data.h"
+#include "data/bytes.h"
 #include "data/netcdf_internal.h"
 
 #include <math.h>
@@ -83,6 +84,8 @@ static int def_coord(int nc, const char *name, size_t len, const char *units, co
 brisk_status brisk_synth_weather(const char *path, int64_t times, uint64_t seed, brisk_error *err) {
     if (times < 4 || times > 1000000)
         return brisk_errorf(err, BRISK_ERR_INVALID, "%s: %lld times (expected 4 to 1000000)", path, (long long)times);
+    brisk_status there = brisk_out_folder_check(path, path, err);
+    if (there) return there;
     mode m1[MODES], m2[MODES];
     draw_modes(seed, 1, m1);
     draw_modes(seed, 2, m2);

@@ -2,11 +2,13 @@
  * NetCDF file (brisk_rollout), from one start time or many. Each step predicts the
  * normalised change over `lead`, maps it back with the checkpoint's normalisation and adds
  * it to the state; the scores against the file's own fields are rollout_score.c's. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/bytes.h"
 #include "infer/rollout_internal.h"
 
 /* The checkpoint's data.netcdf over `data` (NULL: the files it trained on), with the
@@ -190,8 +192,10 @@ static void describe_data(const brisk_weather *w, const brisk_logger *log) {
 static brisk_status write_jsonl(const brisk_rollout_spec *r, const rollout_scores *sc, const brisk_weather *w, double step_h,
                                 int64_t starts, const char *init, const char *const *valid, brisk_error *err) {
     int to_stdout = strcmp(r->jsonl, "-") == 0;
+    brisk_status there = to_stdout ? BRISK_OK : brisk_out_folder_check(r->jsonl, r->jsonl, err);
+    if (there) return there;
     FILE *f = to_stdout ? stdout : fopen(r->jsonl, "w");
-    if (!f) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot write", r->jsonl);
+    if (!f) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot write: %s", r->jsonl, strerror(errno));
     rollout_scores_jsonl(sc, w, f, step_h, starts, init, valid);
     if (to_stdout ? fflush(f) != 0 : fclose(f) != 0) return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot write", r->jsonl);
     return BRISK_OK;

@@ -25,21 +25,6 @@
 
 #define TMP_MARK ".safetensors.tmp."
 
-static brisk_status mkdirs(const char *path, brisk_error *err) {
-    char buf[BRISK_PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(buf, 0777) && errno != EEXIST)
-            return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot create directory: %s", buf, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(buf, 0777) && errno != EEXIST)
-        return brisk_errorf(err, BRISK_ERR_IO, "%s: cannot create directory: %s", buf, strerror(errno));
-    return BRISK_OK;
-}
-
 /* "step-00000042.safetensors" -> 42; -1 for any other name. */
 static int64_t numbered_step(const char *name) {
     if (strncmp(name, "step-", 5) != 0) return -1;
@@ -68,7 +53,7 @@ brisk_status brisk_trainer_open_run_dir(brisk_trainer *t, brisk_error *err) {
     if (t->run_dir_ready || t->rank != 0) return BRISK_OK; /* rank 0 alone owns the run directory */
     const char *dir = t->cfg.train.out_dir;
     brisk_status st = brisk_run_dir_check_place(t, err);
-    if (!st) st = mkdirs(dir, err);
+    if (!st) st = brisk_mkdirs(dir, err);
     if (!st) st = brisk_run_dir_lock(dir, &t->lock_fd, &t->log, err);
     if (st) return st;
     remove_stale_tmp(dir, &t->log);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Where an output goes: a regular file is replaced atomically, through a symlink its target (the
 # link stays), a character device or FIFO is written in place and never replaced, "-" is
-# standard output, a directory is refused. Devices are reached only through paths inside
+# standard output, a directory is refused, and folders that do not exist yet are made (as
+# mkdir -p would) by every command that writes a file. Devices are reached only through paths inside
 # WORKDIR (a symlink, or a node made there), so a regression replaces that path, never /dev.
 #   outputs.sh BRISK_BINARY WORKDIR
 set -u
@@ -80,6 +81,42 @@ c = np.loadtxt("p.csv", delimiter=",", skiprows=1); assert open("p.csv").readlin
 assert np.array_equal(c.astype(np.float32), np.load("p.npy"))' && ok predict-csv-output || bad predict-csv-output
 expect predict-bad-extension 'p.txt: expected an output ending in .npy or .csv' -- "$brisk" predict $ck --input x5.npy --output p.txt
 expect predict-no-bracket 'x5.txt: expected an .npy, .npz or .csv of samples \[N, 64\]$' -- "$brisk" predict $ck --input x5.txt --output p.npy
+
+# an output in folders that do not exist yet: made, for every command that writes a file (brisk
+# sample: sample.sh; brisk rollout: weather.sh); never an error naming a temporary file
+made() { # made NAME FILE -- command...: the command succeeds and FILE is there
+  local name=$1 file=$2; shift 3
+  local out
+  if out=$("$@" 2>&1) && [ -s "$file" ]; then ok "$name"; else bad "$name: $out"; fi
+}
+made folders-predict new/predict/p.npy -- "$brisk" predict $ck --input x.npy --output new/predict/p.npy
+cmp -s new/predict/p.npy ref.npy && ok folders-predict-same || bad folders-predict-same
+made folders-synth-tabular new/synth/t/t.npz -- "$brisk" synth tabular new/synth/t/t.npz --samples 16
+made folders-synth-diffusion new/synth/d/d.npz -- "$brisk" synth diffusion new/synth/d/d.npz --samples 16
+made folders-synth-series new/synth/s/s.csv -- "$brisk" synth series new/synth/s/s.csv --samples 64
+# images and weather need libpng and libnetcdf: a build without them says so
+out=$("$brisk" synth images new/synth/i/set --samples 2 2>&1)
+case "$out" in *"built without"*) echo "skip folders-synth-images: $out" ;;
+  *) [ -s new/synth/i/set/labels.csv ] && ok folders-synth-images || bad "folders-synth-images: $out" ;; esac
+out=$("$brisk" synth weather new/synth/w/w.nc --samples 8 2>&1)
+case "$out" in *"built without"*) echo "skip folders-synth-weather: $out" ;;
+  *) [ -s new/synth/w/w.nc ] && ok folders-synth-weather || bad "folders-synth-weather: $out" ;; esac
+made folders-export new/export/m.onnx -- "$brisk" export $ck --onnx new/export/m.onnx
+made folders-report new/report/r.html -- "$brisk" report run --output new/report/r.html
+made folders-profile new/profile/p.json -- "$brisk" profile good.json --steps 2 --warmup 0 --json-out new/profile/p.json
+made folders-bench new/bench/b.html -- "$brisk" bench good.json --steps 20 --rounds 1 --report new/bench/b.html
+made folders-train-out new/train/run/last.safetensors -- "$brisk" train good.json --quiet --out new/train/run
+[ -z "$(find new -name '*.tmp*')" ] && ok folders-no-temporaries || bad "folders-no-temporaries: $(find new -name '*.tmp*')"
+# a file where a folder should be: the error names the output and that folder
+echo file > afile
+expect folders-file-in-way 'afile/sub/p.npy: cannot create its folder afile/sub: afile exists and is not a folder' -- \
+  "$brisk" predict $ck --input x.npy --output afile/sub/p.npy
+expect folders-file-in-way-synth 'afile/t.npz: cannot create its folder afile: afile exists and is not a folder' -- \
+  "$brisk" synth tabular afile/t.npz --samples 8
+expect folders-images-in-file 'afile/img_000000.png: cannot create it: afile is not a folder|built without' -- \
+  "$brisk" synth images afile --samples 2
+out=$("$brisk" predict $ck --input x.npy --output afile/p.npy 2>&1)
+case "$out" in *.tmp*) bad "folders-no-temporary-named: $out" ;; *) ok folders-no-temporary-named ;; esac
 
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

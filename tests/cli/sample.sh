@@ -37,6 +37,8 @@ P
   out=$("$brisk" sample run/last.safetensors --coarse c.npy --output g.npy --guess blocks --truth f.npy --method ddim --steps 5)
   printf '%s' "$out" | grep -q 'from noise around blocks' && { pass=$((pass + 1)); echo "ok   guess-blocks"; } ||
     { fail=$((fail + 1)); echo "FAIL guess-blocks: $out"; }
+  out=$("$brisk" sample run/last.safetensors --coarse c.npy --output new/ens/e.npy --method ddim --steps 2 2>&1) &&
+    [ -s new/ens/e.npy ] && ok output-folders-made || bad "output-folders-made: $out"
   expect guess-shape 'wide.npy' -- "$brisk" sample run/last.safetensors --coarse c.npy --output o.npy --guess wide.npy
   expect wrong-width 'wide.npy: expected an array of shape \[N, 7\]' -- "$brisk" sample run/last.safetensors --coarse wide.npy --output o.npy
   expect truth-rows 'c.npy' -- "$brisk" sample run/last.safetensors --coarse c.npy --output o.npy --truth c.npy

@@ -34,6 +34,9 @@ losses() { grep -o '"train_loss": [0-9.e-]*' "$1/metrics.jsonl"; }
 grep -q "RMSE of the forecast" table.txt && grep -q "RMSE of persistence" table.txt
 [ "$(wc -l < fc.jsonl)" = 24 ] && grep -q '"lead": 3, "hours": 3, "init_time": "2021-01-06T09:00", "valid_time": "2021-01-06T12:00", "variable": "z250"' fc.jsonl
 "$brisk" rollout run/best.safetensors --data w.nc --steps 2 --jsonl - --quiet | grep -c '"rmse"' | grep -qx 16
+# outputs in folders that do not exist yet: made
+"$brisk" rollout run/best.safetensors --data w.nc --steps 2 --output new/nc/fc.nc --jsonl new/scores/fc.jsonl --quiet
+[ -s new/nc/fc.nc ] && [ -s new/scores/fc.jsonl ]
 if command -v ncdump >/dev/null; then
   ncdump -h fc.nc | grep -q 'float t(time, level, lat, lon)'
   ncdump -h fc.nc | grep -q 'time:units = "hours since 2021-01-01 00:00:00"'

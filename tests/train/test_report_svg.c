@@ -301,9 +301,18 @@ static void run_reports(void) {
     CHECK(count(page, "data-box=") == 2 && !strstr(page, "nan"));
     free(page);
     CHECK(brisk_report_bench(path, "t", rows, -1, &err) == BRISK_ERR_INVALID);
+    /* a folder that does not exist, or a file in the way of one: named, never the temporary file
+     * (the library makes no folders; the brisk command does) */
     snprintf(path, sizeof path, "%s/no/such/dir/bench.html", dir);
     CHECK(brisk_report_bench(path, "t", rows, 3, &err) == BRISK_ERR_IO);
-    CHECKF(strstr(err.msg, "no/such/dir/bench.html") && strstr(err.msg, "cannot"), "%s", err.msg);
+    CHECKF(strstr(err.msg, "no/such/dir/bench.html: cannot create it: the folder ") &&
+           strstr(err.msg, "/no/such/dir does not exist") && !strstr(err.msg, ".tmp"), "%s", err.msg);
+    snprintf(path, sizeof path, "%s/no", dir);
+    CHECK(access(path, F_OK) != 0);
+    snprintf(path, sizeof path, "%s/bench.html/dir/bench.html", dir);
+    CHECK(brisk_report_bench(path, "t", rows, 3, &err) == BRISK_ERR_IO);
+    CHECKF(strstr(err.msg, "bench.html/dir/bench.html: cannot create it: ") &&
+           strstr(err.msg, "/bench.html is not a folder") && !strstr(err.msg, ".tmp"), "%s", err.msg);
     snprintf(path, sizeof path, "rm -rf '%s'", dir);
     CHECK(system(path) == 0);
 }
