@@ -168,3 +168,40 @@ char *cli_override_arg(int which, const char *value) {
     if (s) snprintf(s, n, "%s=%s", overrides[which].key, value);
     return s;
 }
+
+/* The error's key path `path` (len n) and what follows it concern override key `key` (len k):
+ * the same key, a key below it (an array or object the override gave), or one above it
+ * whose type the override changed, or an unknown key the override named. */
+static int concerns(const char *path, size_t n, const char *what, const char *key, size_t k) {
+    static const char unknown[] = "unknown key \"";
+    if (strncmp(what, unknown, sizeof unknown - 1) == 0) { /* "optim: unknown key "lrr"": key is optim.lrr */
+        const char *name = what + sizeof unknown - 1, *q = strchr(name, '"');
+        size_t m = q ? (size_t)(q - name) : 0, at = n ? n + 1 : 0;
+        return q && k >= at + m && strncmp(key, path, n) == 0 && (!n || key[n] == '.') &&
+               strncmp(key + at, name, m) == 0 && (k == at + m || key[at + m] == '.' || key[at + m] == '[');
+    }
+    if (n == k) return strncmp(path, key, n) == 0;
+    if (n > k) return strncmp(path, key, k) == 0 && (path[k] == '.' || path[k] == '[');
+    return strncmp(what, "expected", 8) == 0 && strncmp(key, path, n) == 0 && (key[n] == '.' || key[n] == '[');
+}
+
+int cli_config_fail(const char *cmd, const char *config, char *const *over, const int *from, int n_over,
+                    const brisk_error *err) {
+    const char *msg = err->msg;
+    if (strncmp(msg, "--set ", 6) == 0) return cli_usage(cmd, "%s", msg); /* not KEY=VALUE, or a bad key path */
+    size_t cl = strlen(config);
+    if (strncmp(msg, config, cl) != 0 || strncmp(msg + cl, ": ", 2) != 0) return cli_fail_err(err);
+    /* "train.epochs: expected ..., got 0" or, at the top, "unknown key ..." */
+    const char *rest = msg + cl + 2, *colon = strstr(rest, ": ");
+    int top = strncmp(rest, "unknown key", 11) == 0;
+    if (!top && !colon) return cli_fail_err(err);
+    size_t n = top ? 0 : (size_t)(colon - rest);
+    const char *what = top ? rest : colon + 2;
+    for (int i = n_over - 1; i >= 0; i--) { /* the last override of a key is the one in force */
+        const char *eq = strchr(over[i], '=');
+        if (!eq || !concerns(rest, n, what, over[i], (size_t)(eq - over[i]))) continue;
+        if (from[i] < 0) return cli_usage(cmd, "--set %s: %s", over[i], rest);
+        return cli_usage(cmd, "%s: %s", overrides[from[i]].flag, rest);
+    }
+    return cli_fail_err(err);
+}

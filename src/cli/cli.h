@@ -98,6 +98,14 @@ enum { CLI_N_OVERRIDES = 28 }; /* at least the table's size, for option arrays *
 void cli_override_opts(cli_opt *opts, int *no, int profile, int *which);
 char *cli_override_arg(int which, const char *value);
 
+/* brisk_config_load failed with err: when the key it names was set last on the command line (a
+ * flag such as --lr, or --set KEY=VALUE), that is a bad command line: prints the flag, its value
+ * and what the key expects, and returns BRISK_EXIT_USAGE; otherwise prints err and returns 1.
+ * over[i] is the i-th override ("key=value") and from[i] the flag that gave it (an index
+ * cli_override_opts put in which[]), -1 for --set. */
+int cli_config_fail(const char *cmd, const char *config, char *const *over, const int *from, int n_over,
+                    const brisk_error *err);
+
 /* The next argument: an option's index in opts (its value in *value when it takes one,
  * from "--flag value" or "--flag=value"), CLI_POS (*value the argument), CLI_HELP,
  * CLI_END, or CLI_ERR after printing the error (exit with BRISK_EXIT_USAGE). --quiet and

@@ -37,7 +37,11 @@ int cmd_profile(int argc, char **argv) {
     long long steps = 20, warmup = 5, top = 15;
     int json = 0, n_over = 0, rc = 1;
     char **over = calloc((size_t)argc + 1, sizeof *over);
-    if (!over) return cli_fail("out of memory");
+    int *from = calloc((size_t)argc + 1, sizeof *from); /* the flag of each override, -1: --set */
+    if (!over || !from) {
+        free(over), free(from);
+        return cli_fail("out of memory");
+    }
     cli_opt opts[CLI_N_OVERRIDES + 8];
     int which[CLI_N_OVERRIDES], no = 0;
     cli_override_opts(opts, &no, 1, which);
@@ -61,6 +65,7 @@ int cmd_profile(int argc, char **argv) {
         }
         if (k == CLI_POS) { config = v; continue; }
         if (k >= 0 && k < own) {
+            from[n_over] = which[k];
             over[n_over++] = cli_override_arg(which[k], v);
         } else if (k == own && cli_parse_count("profile", name, v, 1, 100000, &steps)) {
             rc = BRISK_EXIT_USAGE; goto done;
@@ -71,6 +76,7 @@ int cmd_profile(int argc, char **argv) {
         } else if (k == own + 3) {
             json = 1;
         } else if (k == own + 4) {
+            from[n_over] = -1;
             over[n_over++] = strdup(v);
         } else if (k == own + 5) {
             json_out = v;
@@ -83,7 +89,7 @@ int cmd_profile(int argc, char **argv) {
     brisk_config cfg;
     brisk_error err = {0};
     if (brisk_config_load(config, (const char *const *)over, n_over, &cfg, &err)) {
-        rc = cli_fail_err(&err);
+        rc = cli_config_fail("profile", config, over, from, n_over, &err);
         goto done;
     }
     brisk_logger lg = cli_logger(1);
@@ -111,5 +117,6 @@ int cmd_profile(int argc, char **argv) {
 done:
     for (int i = 0; i < n_over; i++) free(over[i]);
     free(over);
+    free(from);
     return rc;
 }

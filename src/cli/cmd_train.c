@@ -1,5 +1,6 @@
 /* brisk train CONFIG [flags]: every flag is a config override, so the config's own
- * validation names the key of a bad value. */
+ * validation judges its value; one it refuses is a bad command line naming the flag and the
+ * key (cli_config_fail). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,7 +77,7 @@ static const char help[] =
     "ranks 2 s later and exiting 1. Exit status:\n"
     "  0   done\n"
     "  1   error (bad config or data, I/O, NaN loss, out of memory; one line on stderr says which)\n"
-    "  2   bad command line\n"
+    "  2   bad command line (also a flag's or --set's value that its config key refuses)\n"
     "  75  stopped by a signal after writing its checkpoint: rerun with --resume auto\n";
 
 /* --dist-plan N: the trainer's gradient plan at N ranks, printed; nothing trains. */
@@ -109,7 +110,11 @@ int cmd_train(int argc, char **argv) {
     const char *config = NULL, *resume = NULL, *plan = NULL;
     int quiet = 0, overwrite = 0, n_over = 0, rc = 1;
     char **over = calloc((size_t)argc + 1, sizeof *over);
-    if (!over) return cli_fail("out of memory");
+    int *from = calloc((size_t)argc + 1, sizeof *from); /* the flag of each override, -1: --set */
+    if (!over || !from) {
+        free(over), free(from);
+        return cli_fail("out of memory");
+    }
     /* The option table: the config overrides, then the rest. */
     cli_opt opts[CLI_N_OVERRIDES + 5]; /* the four options below and the terminator */
     int which[CLI_N_OVERRIDES], no = 0;
@@ -130,6 +135,7 @@ int cmd_train(int argc, char **argv) {
             if (config) { rc = cli_usage("train", "one config file expected, got '%s' and '%s'", config, v); goto done; }
             config = v;
         } else if (k < opt_overwrite) {
+            from[n_over] = which[k];
             over[n_over++] = cli_override_arg(which[k], v);
         } else if (k == opt_overwrite) {
             overwrite = 1;
@@ -138,6 +144,7 @@ int cmd_train(int argc, char **argv) {
         } else if (k == opt_overwrite + 3) {
             plan = v;
         } else {
+            from[n_over] = -1;
             over[n_over++] = strdup(v);
         }
     }
@@ -151,7 +158,10 @@ int cmd_train(int argc, char **argv) {
         int w = 1, r = brisk_dist_env_rank(&w);
         cli_set_rank(r, w);
     }
-    if (brisk_config_load(config, (const char *const *)over, n_over, &cfg, &err)) { rc = cli_fail_err(&err); goto done; }
+    if (brisk_config_load(config, (const char *const *)over, n_over, &cfg, &err)) {
+        rc = cli_config_fail("train", config, over, from, n_over, &err);
+        goto done;
+    }
     if (overwrite && resume && strcmp(resume, "auto") == 0) {
         rc = cli_usage("train", "--overwrite starts a new run and --resume auto continues the run directory's own; "
                        "give one of them");
@@ -260,5 +270,6 @@ int cmd_train(int argc, char **argv) {
 done:
     for (int i = 0; i < n_over; i++) free(over[i]);
     free(over);
+    free(from);
     return rc;
 }

@@ -58,6 +58,31 @@ for n in -5 0 1e3 5abc ""; do
 done
 usage synth-samples-eq "--samples '1e3': expected a whole number" -- "$brisk" synth tabular s.npz --samples=1e3
 usage sample-members "--members '0': expected a whole number from 1" -- "$brisk" sample run/last.safetensors --coarse c.npy --output f.npy --members 0
+# a bad value of a flag that sets a config key, or of --set, is a bad command line too: exit 2,
+# the flag named with the key it sets, what the key expects and the value given
+usage flag-lr 'train: --lr: optim.lr: expected a number > 0, got "abc" \(see brisk train --help\)' -- "$brisk" train good.json --lr abc
+usage flag-lr-negative 'train: --lr: optim.lr: expected a number > 0, got -1' -- "$brisk" train good.json --lr -1
+usage flag-epochs 'train: --epochs: train.epochs: expected an integer in \[1, 16777216\], got 1.5' -- "$brisk" train good.json --epochs 1.5
+usage flag-epochs-zero 'train: --epochs: train.epochs: expected an integer in \[1, 16777216\], got 0' -- "$brisk" train good.json --epochs 0
+usage flag-batch-size 'train: --batch-size: train.batch_size: expected an integer in \[1, 16777216\] or "auto", got "x"' -- "$brisk" train good.json --batch-size x
+usage flag-max-steps 'train: --max-steps: train.max_steps: expected an integer in \[-1, ' -- "$brisk" train good.json --max-steps -2
+usage flag-threads 'train: --threads: speed.threads: expected an integer in \[0, 4096\], got "abc"' -- "$brisk" train good.json --threads abc
+usage flag-seed-eq 'train: --seed: train.seed: expected an integer' -- "$brisk" train good.json --seed=x
+usage flag-memory-limit 'train: --memory-limit: speed.memory_limit: expected bytes' -- "$brisk" train good.json --memory-limit 12Q
+usage flag-device 'train: --device: speed.device: expected one of "auto", "cpu", "cuda", got "gpu"' -- "$brisk" train good.json --device gpu
+usage flag-bucket 'train: --bucket-mb: dist.bucket_mb: expected a number in \[0.001, 4096\], got 0' -- "$brisk" train good.json --bucket-mb 0
+usage set-value 'train: --set optim.lr=abc: optim.lr: expected a number > 0' -- "$brisk" train good.json --set optim.lr=abc
+usage set-below 'train: --set model.hidden=\[8,0\]: model.hidden\[1\]: expected an integer' -- "$brisk" train good.json --set 'model.hidden=[8,0]'
+usage set-unknown-key 'train: --set optim.lrr=1: optim: unknown key "lrr"' -- "$brisk" train good.json --set optim.lrr=1
+usage set-no-value 'train: --set train.epochs: expected KEY.PATH=VALUE' -- "$brisk" train good.json --set train.epochs
+usage set-last-wins 'train: --set optim.lr=x: optim.lr' -- "$brisk" train good.json --lr 0.1 --set optim.lr=x
+usage flag-last-wins 'train: --lr: optim.lr: .*got "y"' -- "$brisk" train good.json --set optim.lr=x --lr y
+usage profile-flag 'profile: --threads: speed.threads: expected an integer' -- "$brisk" profile good.json --threads x
+# the config's own bad value is the config's error (exit 1, the file named), whatever the flags
+sed 's/"epochs": 1/"epochs": 0/' good.json > zero_epochs.json
+out=$("$brisk" train zero_epochs.json --lr 0.1 --set optim.lr=0.1 2>&1); rc=$?
+[ $rc -eq 1 ] && printf '%s' "$out" | grep -q '^brisk: zero_epochs.json: train.epochs: expected an integer' &&
+  { pass=$((pass + 1)); echo "ok   config-error-exit-1"; } || { fail=$((fail + 1)); echo "FAIL config-error-exit-1 (exit $rc): $out"; }
 out=$("$brisk" train good.json --out=run_eq --max-steps=1 --quiet 2>&1) && [ -f run_eq/last.safetensors ] &&
   pass=$((pass + 1)) && echo "ok   flag=value" || { fail=$((fail + 1)); echo "FAIL flag=value: $out"; }
 cp good.json ./-dash.json

@@ -29,18 +29,23 @@ losses() { grep -o '"train_loss": [0-9.e-]*' "$1/metrics.jsonl"; }
 [ "$(losses full)" = "$(losses part)" ] || { echo "resumed losses differ"; losses full; losses part; exit 1; }
 "$brisk" train img.json --out one --quiet --set data.images.workers=1
 [ "$(losses full)" = "$(losses one)" ] || { echo "losses depend on the worker count"; exit 1; }
-# bad values and bad files: one line naming the key or the file, exit 1
+# bad values and bad files: one line naming the key or the file, exit 1 (2 for a --set value)
 expect() { # expect 'message part' brisk args...
   local want=$1; shift
   set +e; out=$("$brisk" "$@" 2>&1); rc=$?; set -e
   [ $rc -eq 1 ] && grep -qF -- "$want" <<<"$out" || { echo "expected exit 1 and '$want', got $rc: $out"; exit 1; }
 }
-expect "data.images.size" train img.json --set data.images.size=0
-expect "data.images.std" train img.json --set 'data.images.std=[1,0,1]'
-expect "data.images.augment.flip" train img.json --set data.images.augment.flip=2
-expect "data.images.augment.crop" train img.json --set data.images.augment.crop=0
-expect "data.images.on_error" train img.json --set data.images.on_error=ignore
-expect "data.images.augment.flip_pairs" train img.json --set 'data.images.augment.flip_pairs=[0,1,2]'
+usage() { # usage 'message part' brisk args...: a --set value its key refuses is a bad command line, exit 2
+  local want=$1; shift
+  set +e; out=$("$brisk" "$@" 2>&1); rc=$?; set -e
+  [ $rc -eq 2 ] && grep -qF -- "$want" <<<"$out" || { echo "expected exit 2 and '$want', got $rc: $out"; exit 1; }
+}
+usage "data.images.size" train img.json --set data.images.size=0
+usage "data.images.std" train img.json --set 'data.images.std=[1,0,1]'
+usage "data.images.augment.flip" train img.json --set data.images.augment.flip=2
+usage "data.images.augment.crop" train img.json --set data.images.augment.crop=0
+usage "data.images.on_error" train img.json --set data.images.on_error=ignore
+usage "data.images.augment.flip_pairs" train img.json --set 'data.images.augment.flip_pairs=[0,1,2]'
 expect "flip pair 0 names keypoint 7" train img.json --set 'data.images.augment.flip_pairs=[0,7]'
 expect "give data.images alone" train img.json --set data.train=x.npz
 expect "data/img_000000.png: image of 64 x 64 pixels; expected 32 x 32" train img.json --set 'data.images.size=32'

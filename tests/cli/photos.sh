@@ -29,6 +29,11 @@ expect() { # expect 'message part' brisk args...
   set +e; out=$("$brisk" "$@" 2>&1); rc=$?; set -e
   [ $rc -eq 1 ] && grep -qF -- "$want" <<<"$out" || { echo "expected exit 1 and '$want', got $rc: $out"; exit 1; }
 }
+usage() { # usage 'message part' brisk args...: a --set value its key refuses is a bad command line, exit 2
+  local want=$1; shift
+  set +e; out=$("$brisk" "$@" 2>&1); rc=$?; set -e
+  [ $rc -eq 2 ] && grep -qF -- "$want" <<<"$out" || { echo "expected exit 2 and '$want', got $rc: $out"; exit 1; }
+}
 # An MLP over the flattened image regressing K keypoints: small and quick on 2 cores.
 config() { # config W H K [extra data.images keys]
   cat > run.json <<JSON
@@ -80,7 +85,7 @@ P
   # the stored frame is 48 x 32: the labels, drawn on the displayed picture, fall outside it
   config 48 32 1 ', "orientation": "raw"'
   expect "8 of the 8 labelled keypoints lie outside their images" train run.json --out raw
-  expect "data.images.orientation" train run.json --set data.images.orientation=sideways
+  usage "data.images.orientation" train run.json --set data.images.orientation=sideways
   ;;
 labels)
   # 8 Pillow PNGs of 32 x 32 with one keypoint each; labels.csv rewritten per check
@@ -332,8 +337,8 @@ P
   cp data/val.csv data/leak.csv && echo "../data/labels3.png,1,1,2,2,2,2" >> data/leak.csv
   expect "data/leak.csv: 1 of its images are also in data/labels.csv (the first: data/../data/labels3.png)" \
     train run.json --out leak --set data.validation=data/leak.csv
-  expect "data.images.fit" train run.json --set data.images.fit=squash
-  expect "data.images.fit: \"pad\" fits images of other sizes" train run.json --set data.images.fit=pad --set data.images.resize=false
+  usage "data.images.fit" train run.json --set data.images.fit=squash
+  usage "data.images.fit: \"pad\" fits images of other sizes" train run.json --set data.images.fit=pad --set data.images.resize=false
   ;;
 *) echo "unknown case $case"; exit 2 ;;
 esac

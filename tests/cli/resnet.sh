@@ -92,22 +92,27 @@ P
   "$brisk" train "$src/examples/resnet.json" --batch-size 4 --max-steps 2 --set data.images.labels=arr.npz --out arr |
     grep -q "data      arr.npz: 12 images of 12 listed, as 64 x 64; 4 keypoints, 2 categories"
 fi
-# bad values: one line naming the key or the file, exit 1
+# bad values: one line naming the key or the file, exit 1 (2 for a --set value)
 expect() { # expect 'message part' brisk args...
   local want=$1; shift
   set +e; out=$("$brisk" "$@" 2>&1); rc=$?; set -e
   [ $rc -eq 1 ] && grep -qF -- "$want" <<<"$out" || { echo "expected exit 1 and '$want', got $rc: $out"; exit 1; }
 }
-expect "model.depth" train "$src/examples/resnet.json" --set model.depth=20
-expect "model.keypoints" train "$src/examples/resnet.json" --set model.keypoints=0
-expect "model.size" train "$src/examples/resnet.json" --set 'model.size=[64]'
-expect "model.activation" train "$src/examples/resnet.json" --set model.activation=gelu
+usage() { # usage 'message part' brisk args...: a --set value its key refuses is a bad command line, exit 2
+  local want=$1; shift
+  set +e; out=$("$brisk" "$@" 2>&1); rc=$?; set -e
+  [ $rc -eq 2 ] && grep -qF -- "$want" <<<"$out" || { echo "expected exit 2 and '$want', got $rc: $out"; exit 1; }
+}
+usage "model.depth" train "$src/examples/resnet.json" --set model.depth=20
+usage "model.keypoints" train "$src/examples/resnet.json" --set model.keypoints=0
+usage "model.size" train "$src/examples/resnet.json" --set 'model.size=[64]'
+usage "model.activation" train "$src/examples/resnet.json" --set model.activation=gelu
 expect "field 'y' has samples of shape [4, 2], the model" train "$src/examples/resnet.json" --set model.keypoints=5
 expect "field 'x' has samples of shape [3, 64, 64], the model (" train "$src/examples/resnet.json" --set 'model.size=[32,32]'
 "$brisk" train "$src/examples/resnet.json" $small --set 'model.size=[64,64]' --max-steps 0 --out size64
 expect "train.batch_size is 8, but an episode (data.episodes) is 2 support + 2 query" train "$src/examples/resnet.json" \
   $small --set data.episodes.support=2 --set data.episodes.query=2
-expect "data.episodes.support" train "$src/examples/resnet.json" --set data.episodes.support=0
+usage "data.episodes.support" train "$src/examples/resnet.json" --set data.episodes.support=0
 expect "data.episodes" train "$src/examples/resnet.json" --batch-size 24 --set data.episodes.support=12 \
   --set data.episodes.query=12
 mkdir empty

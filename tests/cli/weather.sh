@@ -52,7 +52,7 @@ echo "not netcdf" > bad.nc
 expect "bad.nc: not a NetCDF file" train g.json --set data.train=bad.nc
 expect "w.nc: no variable 'q' (present: time, level, lat, lon, t2m, msl, t, z, orography, lsm)" train g.json --set 'data.netcdf.variables=["t2m","q"]'
 expect "w.nc: variables 'lat' and 'lon': the grid (16 x 16) is smaller than the mesh of model.mesh (32 x 32)" train g.json --set 'model.mesh=[32,32]'
-expect "g.json: model.grid: data.netcdf takes the grid from the files' latitude and longitude; remove model.grid" train g.json --set 'model.grid=[16,16]'
+expect "train: --set model.grid=[16,16]: model.grid: data.netcdf takes the grid from the files' latitude and longitude; remove model.grid" train g.json --set 'model.grid=[16,16]'
 expect "model.inputs 21 and model.outputs 8, but" train g.json --set model.inputs=21
 expect "data.netcdf.history" train g.json --set data.netcdf.history=0
 expect "data.netcdf.missing" train g.json --set data.netcdf.missing=ignore
