@@ -355,6 +355,11 @@ brisk_status brisk_trainer_run_more(brisk_trainer *t, int64_t steps, int epoch_s
 /* Steps per epoch over the current data (0: no data yet), and optimizer steps done. */
 int64_t brisk_trainer_batches_per_epoch(const brisk_trainer *t);
 int64_t brisk_trainer_steps_done(const brisk_trainer *t);
+/* 1 once a run of this trainer has begun in train.out_dir: its start is in metrics.jsonl. A run
+ * refused (a previous run there, the directory in use) or failed before its first step has
+ * not, and has changed nothing of the directory's record; brisk train writes report.html only
+ * after a run that began. */
+int brisk_trainer_run_began(const brisk_trainer *t);
 /* Writes a checkpoint of the current state (atomically: temp file, fsync, rename). */
 brisk_status brisk_trainer_save(brisk_trainer *t, const char *path, brisk_error *err);
 /* Checks that a file is an intact brisk checkpoint: it parses, its format is known and its

@@ -239,7 +239,7 @@ int cmd_train(int argc, char **argv) {
         goto done;
     }
     brisk_run_summary sum;
-    int resumed = 0, ran = 0;
+    int resumed = 0;
 
     /* A file-size limit (ulimit -f) must fail a write with EFBIG, which brisk reports,
      * rather than kill the process. */
@@ -249,13 +249,15 @@ int cmd_train(int argc, char **argv) {
         brisk_trainer_set_dist(t, dist, 0, &err) ||
         (resume && strcmp(resume, "auto") == 0 && brisk_trainer_resume_auto(t, &resumed, &err)) ||
         (resume && strcmp(resume, "auto") != 0 && brisk_trainer_resume(t, resume, &err)) ||
-        (ran = 1, brisk_trainer_run(t, &sum, &err)))
+        brisk_trainer_run(t, &sum, &err))
         rc = cli_fail_err(&err);
     else
         rc = sum.stopped_by_signal ? BRISK_EXIT_PREEMPTED : BRISK_EXIT_OK;
     cli_progress_end();
-    /* the run's report, also after a failed run (a NaN loss is worth seeing); rank 0 writes the run directory */
-    if (ran && cfg.train.out_dir[0] && brisk_dist_rank(dist) == 0) {
+    /* the run's report, also after a failed run (a NaN loss is worth seeing), but not after one
+     * refused or failed before its first step: the directory's report is still its previous
+     * run's, and stays; rank 0 writes the run directory */
+    if (brisk_trainer_run_began(t) && cfg.train.out_dir[0] && brisk_dist_rank(dist) == 0) {
         brisk_error rerr = {0};
         char written[BRISK_PATH_MAX + 64];
         if (brisk_report_run(cfg.train.out_dir, NULL, written, sizeof written, &lg, &rerr)) {

@@ -332,15 +332,6 @@ static brisk_status run_open(brisk_trainer *t, int64_t max_new_steps, run_state 
     if (!rs->files && t->rank == 0 && !t->no_files_told++)
         brisk_log(&t->log, t->from_files ? BRISK_LOG_WARN : BRISK_LOG_INFO, "checkpoints off: train.out_dir is \"\": "
                   "no checkpoints, metrics.jsonl, report or event file; a stop or a failure loses this run's work");
-    char path[BRISK_PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", tr->out_dir);
-    if (rs->files && t->rank == 0 && !t->metrics) {
-        if ((st = brisk_metrics_file_open(&t->metrics, path, &t->log, err))) return st;
-        brisk_run_dir_mark_start(t);
-    }
-    brisk_trainer_note_skips(t);
-    if (rs->files && t->rank == 0) open_tboard(t);
-
     brisk_loader_config lc = {.dataset = &t->data, .indices = t->split.train, .nindices = t->split.ntrain,
                               .batch_size = tr->batch_size, .seed = tr->seed, .shuffle = t->cfg.data.shuffle,
                               .start_epoch = t->epoch, .start_position = t->position,
@@ -355,6 +346,20 @@ static brisk_status run_open(brisk_trainer *t, int64_t max_new_steps, run_state 
         brisk_loader_destroy(rs->l);
         return st;
     }
+    /* metrics.jsonl and the event file only now, when nothing stands between the run and its
+     * first step: a run refused or failed before it leaves the directory's record (and so
+     * the report brisk train writes from it) as the previous run left it */
+    char path[BRISK_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", tr->out_dir);
+    if (rs->files && t->rank == 0 && !t->metrics) {
+        if ((st = brisk_metrics_file_open(&t->metrics, path, &t->log, err))) {
+            brisk_loader_destroy(rs->l);
+            return st;
+        }
+        brisk_run_dir_mark_start(t);
+    }
+    brisk_trainer_note_skips(t);
+    if (rs->files && t->rank == 0) open_tboard(t);
     rs->max_new_steps = max_new_steps;
     rs->end = t->total_steps;
     if (max_new_steps > 0 && t->step + max_new_steps < rs->end) rs->end = t->step + max_new_steps;

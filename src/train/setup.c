@@ -558,6 +558,8 @@ brisk_status brisk_trainer_save(brisk_trainer *t, const char *path, brisk_error 
 int64_t brisk_trainer_batches_per_epoch(const brisk_trainer *t) { return t->batches_per_epoch; }
 int64_t brisk_trainer_steps_done(const brisk_trainer *t) { return t->step; }
 
+int brisk_trainer_run_began(const brisk_trainer *t) { return t && t->metrics != NULL; }
+
 const float *brisk_trainer_losses(const brisk_trainer *t, int64_t *n) {
     *n = t->n_losses;
     return t->losses;

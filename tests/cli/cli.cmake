@@ -9,6 +9,9 @@ add_test(NAME cli.sequence COMMAND ${CMAKE_CURRENT_LIST_DIR}/sequence.sh $<TARGE
 add_test(NAME cli.sequence_variants COMMAND ${CMAKE_CURRENT_LIST_DIR}/sequence_variants.sh $<TARGET_FILE:brisk_cli>
   ${CMAKE_BINARY_DIR}/cli_sequence_variants ${CMAKE_BINARY_DIR}/pydeps)
 set_tests_properties(cli.sequence_variants PROPERTIES SKIP_RETURN_CODE 77)
+# A run refused (a previous run in its directory, the directory in use) rewrites neither
+# report.html nor metrics.jsonl.
+add_test(NAME cli.refused_run COMMAND ${CMAKE_CURRENT_LIST_DIR}/refused_run.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_refused_run)
 # Output paths: symlinks followed, devices and FIFOs written in place, "-" for stdout, folders made.
 add_test(NAME cli.outputs COMMAND ${CMAKE_CURRENT_LIST_DIR}/outputs.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_outputs)
 # The repository stands alone: no file names a folder beside the checkout, a machine's own paths, or

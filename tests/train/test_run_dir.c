@@ -1,7 +1,7 @@
 /* No work lost, nothing replaced by mistake: a run directory's previous run is refused
  * unless resumed or overwritten, each run marks its start in metrics.jsonl, a resumable
  * checkpoint is written at every epoch end, --resume auto also considers best.safetensors,
- * a restarted run never replaces a better best, --max-steps 0 writes the initial weights (-1,
+ * a restarted run never replaces a better best, a refused run leaves metrics.jsonl as it was, --max-steps 0 writes the initial weights (-1,
  * the default, lets the epochs decide),
  * and a run resumed at another batch size trains the epochs it was asked for. */
 #include <math.h>
@@ -33,6 +33,7 @@ typedef struct run_opts {
     int64_t batch;         /* 0: 128 */
     int64_t *steps_done;   /* optional */
     int64_t *n_losses;     /* optional: steps this process ran */
+    int *began;            /* optional: brisk_trainer_run_began after the run, also a refused one */
 } run_opts;
 
 static brisk_status run(const run_opts *o, brisk_run_summary *s, brisk_error *err) {
@@ -53,6 +54,7 @@ static brisk_status run(const run_opts *o, brisk_run_summary *s, brisk_error *er
     if (!st && o->resume && strcmp(o->resume, "auto") == 0) st = brisk_trainer_resume_auto(t, &resumed, err);
     else if (!st && o->resume) st = brisk_trainer_resume(t, o->resume, err);
     if (!st) st = brisk_trainer_run(t, s, err);
+    if (o->began) *o->began = brisk_trainer_run_began(t);
     if (!st && o->steps_done) *o->steps_done = brisk_trainer_steps_done(t);
     if (!st && o->n_losses) brisk_trainer_losses(t, o->n_losses);
     brisk_trainer_free(t);
@@ -93,12 +95,20 @@ static void test_previous_run_refused_resumed_or_overwritten(void) {
     snprintf(out, sizeof out, "%s/again", dir);
     snprintf(metrics, sizeof metrics, "%s/metrics.jsonl", out);
     /* batch 64: 15 steps an epoch; the overwriting run below takes 7 */
-    REQUIRE_OK(run(&(run_opts){.out = "again", .train = ", \"epochs\": 1", .batch = 64}, &s, &err), &err);
+    int began = 0;
+    REQUIRE_OK(run(&(run_opts){.out = "again", .train = ", \"epochs\": 1", .batch = 64, .began = &began}, &s, &err),
+               &err);
+    CHECK(began == 1);
     CHECK(exists("%s/step-%08lld.safetensors", out, 15));
-    brisk_status st = run(&(run_opts){.out = "again", .train = ", \"epochs\": 1"}, &s, &err);
+    char *before = tu_read(metrics, NULL);
+    brisk_status st = run(&(run_opts){.out = "again", .train = ", \"epochs\": 1", .began = &began}, &s, &err);
     CHECKF(st == BRISK_ERR_INVALID && strstr(err.msg, "holds a previous run") && strstr(err.msg, "--resume auto") &&
                strstr(err.msg, "--overwrite"), "%s", err.msg);
     CHECK(exists("%s/step-%08lld.safetensors", out, 15)); /* untouched */
+    /* the refused run did not begin: metrics.jsonl as the previous run left it, byte for byte */
+    char *after = tu_read(metrics, NULL);
+    CHECK(began == 0 && before && after && strcmp(before, after) == 0);
+    free(before), free(after);
     CHECK(count_lines(metrics, "\"event\":\"run_start\"") == 1);
     /* continued: a second start record, naming the checkpoint it resumed from */
     REQUIRE_OK(run(&(run_opts){.out = "again", .train = ", \"epochs\": 2", .batch = 64, .resume = "auto"}, &s,
