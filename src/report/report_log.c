@@ -11,7 +11,7 @@
 
 static const char *const step_keys[S_COLS] = {"step", "loss", "lr", "ms_per_step", "data_ms", "copy_ms",
                                               "samples_per_s", "mem_mib", "compute_ms"};
-static const char *const epoch_keys[E_COLS] = {"step", "train_loss", "val_loss"};
+static const char *const epoch_keys[E_COLS] = {"step", "train_loss", "val_loss", "val_accuracy"};
 
 
 static void table_free(log_table *t) {

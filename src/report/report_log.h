@@ -1,7 +1,8 @@
 /* A run directory's metrics.jsonl read back (report_log.c), for the run report and a
  * pipeline's comparison: the step lines (loss, learning rate, time split, throughput,
- * memory), the epoch lines (training and validation loss), the last run_start's list of
- * optimizations, the last run_end summary and the image files left out (data_skipped). A resumed run repeats step numbers after its
+ * memory), the epoch lines (training and validation loss, a classifier's validation
+ * accuracy), the last run_start's list of optimizations, the last run_end summary and the
+ * image files left out (data_skipped). A resumed run repeats step numbers after its
  * "run_start" line: the later lines replace the earlier ones, so the series are the
  * history the checkpoints hold. A last line without its newline (a run killed while
  * writing it) is left out and noted; so is a damaged line anywhere (not JSON: a record glued
@@ -15,7 +16,7 @@
 #include "brisk/train.h"
 
 enum { S_STEP, S_LOSS, S_LR, S_MS, S_DATA, S_COPY, S_SPS, S_MEM, S_COMPUTE, S_COLS };
-enum { E_STEP, E_TRAIN, E_VAL, E_COLS };
+enum { E_STEP, E_TRAIN, E_VAL, E_ACC, E_COLS }; /* E_ACC: a classifier's validation accuracy, else NaN */
 /* columns, each n long */
 typedef struct log_table {
     double *col[S_COLS];

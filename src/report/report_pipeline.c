@@ -28,11 +28,13 @@ static void loss_overlay(brisk_html *b, const char *out_dir, const brisk_pipelin
         const log_table *s = &logs[i].steps, *e = &logs[i].epochs;
         if (!ok[i] || s->n == 0) continue;
         x0 = fmin(x0, s->col[S_STEP][0]), x1 = fmax(x1, s->col[S_STEP][s->n - 1]);
+        if (e->n) x0 = fmin(x0, e->col[E_STEP][0]), x1 = fmax(x1, e->col[E_STEP][e->n - 1]); /* the dots */
         if (brisk_svg_range(s->col[S_LOSS], s->n, &lo, &hi)) y0 = fmin(y0, lo), y1 = fmax(y1, hi);
         if (e->n && brisk_svg_range(e->col[E_VAL], e->n, &lo, &hi)) y0 = fmin(y0, lo), y1 = fmax(y1, hi);
     }
     double xs[2] = {x0, x1}, ys[2] = {y0, y1};
     brisk_svg_range(xs, 2, &x0, &x1);
+    brisk_chart_pad_x(&x0, &x1, LOSS_W);
     brisk_svg_range(ys, 2, &y0, &y1);
     brisk_chart c;
     brisk_html_box_begin(b, 0, HEAD_H, LOSS_W, LOSS_H);

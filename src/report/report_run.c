@@ -10,8 +10,10 @@
 #include "report/report_log.h"
 #include "report/report_svg.h"
 
-/* the page's grid: two columns of fixed-size charts below a fixed-height header */
-enum { CHART_W = 570, CHART_H = 300, GAP = 20, HEAD_H = 150 };
+/* the page's grid: two columns of fixed-size charts below a fixed-height header, whose
+ * cards stand in rows of CARD_COLS (at most two rows: the charts begin at HEAD_H) */
+enum { CHART_W = 570, CHART_H = 300, GAP = 20, CARD_COLS = 6, CARD_ROWS = 2, CARD_H = 56, CARD_GAP = 8 };
+enum { TITLE_H = 66, HEAD_H = TITLE_H + CARD_ROWS * CARD_H + (CARD_ROWS - 1) * CARD_GAP + 14 };
 
 static double end_num(const run_log *r, const char *key) { return brisk_run_log_end(r, key); }
 
@@ -26,6 +28,22 @@ static double min_finite(const double *v, int n) {
     for (int i = 0; i < n; i++)
         if (isfinite(v[i]) && !(v[i] >= m)) m = v[i];
     return m;
+}
+
+static double max_finite(const double *v, int n) {
+    double m = NAN;
+    for (int i = 0; i < n; i++)
+        if (isfinite(v[i]) && !(v[i] <= m)) m = v[i];
+    return m;
+}
+
+/* A classifier's best validation accuracy: the epochs logged here, and run_end's best over
+ * every resumed part; NaN for other models. */
+static double best_accuracy(const run_log *r) {
+    const log_table *e = &r->epochs;
+    double best = e->n ? max_finite(e->col[E_ACC], e->n) : NAN, ended = end_num(r, "best_val_accuracy");
+    if (isfinite(ended) && !(best >= ended)) best = ended;
+    return best;
 }
 
 /* fmt NULL: the short form (12.3k, 4.5M) */
@@ -43,7 +61,8 @@ static void header(brisk_html *b, const char *dir, const run_log *r) {
     if (!isfinite(steps)) steps = fmax(s->n ? s->col[S_STEP][s->n - 1] : NAN, e->n ? e->col[E_STEP][e->n - 1] : NAN);
     double final = end_num(r, "final_loss");
     if (!isfinite(final) && s->n) final = last_finite(s->col[S_LOSS], s->n);
-    brisk_html_printf(b, "<div class=\"head\">\n<h1>brisk run report</h1>\n<div class=\"path\">");
+    brisk_html_printf(b, "<div class=\"head\" style=\"height:%dpx\">\n<h1>brisk run report</h1>\n<div class=\"path\">",
+                      HEAD_H);
     char *full = realpath(dir, NULL); /* "." or "run" say little once the page is opened elsewhere */
     brisk_html_escape(b, full ? full : dir);
     free(full);
@@ -52,7 +71,10 @@ static void header(brisk_html *b, const char *dir, const run_log *r) {
         brisk_html_escape(b, r->started);
     }
     if (r->runs > 1) brisk_html_printf(b, " &middot; resumed %d time%s", r->runs - 1, r->runs == 2 ? "" : "s");
-    brisk_html_printf(b, "</div>\n<div class=\"stats\">\n");
+    /* a grid of fixed rows, not a row that wraps wherever the fonts say: the charts below
+     * stand at a fixed height, and a card wrapped past it would hide under them */
+    brisk_html_printf(b, "</div>\n<div class=\"stats\" style=\"grid-template-columns:repeat(%d,1fr);"
+                      "grid-auto-rows:%dpx;gap:%dpx\">\n", CARD_COLS, CARD_H, CARD_GAP);
     stat_box(b, "steps", "%.0f", steps);
     stat_box(b, "final train loss", "%.5g", final);
     /* the epochs logged here, and run_end's best over every resumed part of the run (a run
@@ -60,6 +82,8 @@ static void header(brisk_html *b, const char *dir, const run_log *r) {
     double best = e->n ? min_finite(e->col[E_VAL], e->n) : NAN, ended = end_num(r, "best_val_loss");
     if (isfinite(ended) && !(best <= ended)) best = ended;
     stat_box(b, "best val loss", "%.5g", best);
+    double acc = best_accuracy(r);
+    if (isfinite(acc)) stat_box(b, "best val accuracy", "%.4f", acc); /* a classifier's */
     stat_box(b, "samples/s", NULL, end_num(r, "samples_per_s"));
     stat_box(b, "ms/step (median)", "%.3f", end_num(r, "ms_per_step_median"));
     stat_box(b, "GFLOP/s (products)", "%.1f", end_num(r, "gflops")); /* "-" for runs before it was logged */
@@ -76,7 +100,8 @@ static void slot_begin(brisk_html *b, int col, int row, int h) {
 
 static void slot_end(brisk_html *b) { brisk_html_box_end(b); }
 
-/* The x domain of every step chart: the first to the last step logged. */
+/* The x domain of every step chart: the first to the last step logged, and room for a dot
+ * at either end. */
 static void step_domain(const run_log *r, double *x0, double *x1) {
     double lo = INFINITY, hi = -INFINITY;
     const log_table *t[2] = {&r->steps, &r->epochs};
@@ -85,6 +110,7 @@ static void step_domain(const run_log *r, double *x0, double *x1) {
     if (lo == hi) lo -= 1, hi += 1; /* a single step: one step either side */
     double v[2] = {lo, hi};
     brisk_svg_range(v, 2, x0, x1);
+    brisk_chart_pad_x(x0, x1, CHART_W);
 }
 
 static void loss_chart(brisk_html *b, const run_log *r, double x0, double x1) {
@@ -266,19 +292,27 @@ static void optimization_table(brisk_html *b, const run_log *r) {
     brisk_html_printf(b, "</table>\n");
 }
 
+/* A table cell: the number with fmt, "-" when not finite. */
+static void num_cell(brisk_html *b, const char *fmt, double v) {
+    char s[400] = "-"; /* "%.0f" of a step logged as 1e300 */
+    if (isfinite(v)) snprintf(s, sizeof s, fmt, v);
+    brisk_html_printf(b, "<td class=\"num\">%s</td>", s);
+}
+
 static void epoch_table(brisk_html *b, const run_log *r) {
     const log_table *e = &r->epochs;
     if (!e->n) return;
+    int classifier = isfinite(max_finite(e->col[E_ACC], e->n)); /* a classifier logs its accuracy */
     brisk_html_printf(b, "<h2>Epochs</h2>\n<table id=\"epochs\">\n<tr><th>epoch</th><th>step</th>"
-                      "<th>train loss</th><th>validation loss</th></tr>\n");
+                      "<th>train loss</th><th>validation loss</th>%s</tr>\n",
+                      classifier ? "<th>validation accuracy</th>" : "");
     for (int i = 0; i < e->n; i++) {
-        char tl[32], vl[32];
-        brisk_svg_format(e->col[E_TRAIN][i], tl, sizeof tl);
-        brisk_svg_format(e->col[E_VAL][i], vl, sizeof vl);
-        if (isfinite(e->col[E_TRAIN][i])) snprintf(tl, sizeof tl, "%.6g", e->col[E_TRAIN][i]);
-        if (isfinite(e->col[E_VAL][i])) snprintf(vl, sizeof vl, "%.6g", e->col[E_VAL][i]);
-        brisk_html_printf(b, "<tr><td class=\"num\">%d</td><td class=\"num\">%.0f</td><td class=\"num\">%s</td>"
-                          "<td class=\"num\">%s</td></tr>\n", i + 1, e->col[E_STEP][i], tl, vl);
+        brisk_html_printf(b, "<tr><td class=\"num\">%d</td>", i + 1);
+        num_cell(b, "%.0f", e->col[E_STEP][i]);
+        num_cell(b, "%.6g", e->col[E_TRAIN][i]);
+        num_cell(b, "%.6g", e->col[E_VAL][i]);
+        if (classifier) num_cell(b, "%.4f", e->col[E_ACC][i]);
+        brisk_html_printf(b, "</tr>\n");
     }
     brisk_html_printf(b, "</table>\n");
 }

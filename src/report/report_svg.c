@@ -13,6 +13,7 @@
 
 enum { MARGIN_LEFT = 70, MARGIN_RIGHT = 24, MARGIN_TOP = 34, MARGIN_BOTTOM = 42, MAX_TICKS = 12 };
 enum { BAR_ROW = 28, BAR_TOP = 40, BAR_VALUE = 130 };
+static const double DOT_R = 4.5; /* brisk_chart_dots' radius, in pixels */
 
 void brisk_html_free(brisk_html *b) { brisk_strbuf_free(b); }
 
@@ -121,6 +122,12 @@ static void tick_label(double v, double step, double top, char *buf, size_t n) {
         int d = (int)ceil(-log10(step) - 1e-9);
         snprintf(buf, n, "%.*f", d < 0 ? 0 : d > 6 ? 6 : d, v);
     }
+}
+
+void brisk_chart_pad_x(double *x0, double *x1, int width) {
+    const double pad = DOT_R + 2, pw = width - MARGIN_LEFT - MARGIN_RIGHT; /* the dot and its white ring */
+    double d = (*x1 - *x0) * pad / (pw - 2 * pad);
+    if (pw > 4 * pad && *x1 > *x0 && isfinite(d) && isfinite(*x0 - d) && isfinite(*x1 + d)) *x0 -= d, *x1 += d;
 }
 
 double brisk_chart_x(const brisk_chart *c, double x) { return c->px + (x - c->x0) / (c->x1 - c->x0) * c->pw; }
@@ -255,7 +262,8 @@ int brisk_chart_dots(brisk_html *b, const brisk_chart *c, const double *x, const
         if (!isfinite(x[i]) || !isfinite(y[i])) continue;
         double X, Y;
         point(c, x[i], y[i], &X, &Y);
-        brisk_html_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"%s\" stroke=\"#fff\"/>\n", X, Y, colour);
+        brisk_html_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%g\" fill=\"%s\" stroke=\"#fff\"/>\n", X, Y, DOT_R,
+                          colour);
         drawn++;
     }
     return drawn;
@@ -412,12 +420,13 @@ static const char style[] =
     "body{margin:20px;font:14px/1.4 system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif;"
     "color:#222;background:#f4f5f7}\n"
     ".page{position:relative;width:1160px}\n"
-    ".head{height:150px;overflow:hidden}\n"
+    ".head{overflow:hidden}\n"
     "h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:24px 0 8px}\n"
     ".path{color:#555;font-family:monospace;margin-bottom:10px;white-space:nowrap;overflow:hidden;"
     "text-overflow:ellipsis}\n"
-    ".stats{display:flex;flex-wrap:wrap;gap:8px}\n"
-    ".stat{background:#fff;border:1px solid #dde;border-radius:6px;padding:5px 10px;min-width:110px}\n"
+    ".stats{display:grid;gap:8px}\n"
+    ".stat{background:#fff;border:1px solid #dde;border-radius:6px;padding:5px 10px;box-sizing:border-box;"
+    "min-width:0;overflow:hidden;white-space:nowrap;text-overflow:ellipsis}\n"
     ".stat b{display:block;font-size:16px}.stat span{color:#667;font-size:12px}\n"
     ".chart{position:absolute;background:#fff;border:1px solid #dde;border-radius:6px;overflow:hidden}\n"
     ".chart svg{display:block}\n"

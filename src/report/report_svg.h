@@ -59,6 +59,10 @@ double brisk_chart_y(const brisk_chart *c, double y);
 void brisk_chart_begin(brisk_html *b, brisk_chart *c, const char *id, const char *colour, int width, int height,
                        const char *title, const char *xlabel, const char *ylabel, double x0, double x1, double y0,
                        double y1);
+/* Widens a step domain [*x0, *x1] for a chart `width` pixels wide by a dot's width at each
+ * end, so that a dot at the first or last step (a validation loss at the run's last step)
+ * is drawn whole inside the plot's frame, not cut in half by it. */
+void brisk_chart_pad_x(double *x0, double *x1, int width);
 /* A line through the finite points (x[i], y[i]); a non-finite y breaks it; a lone point
  * is drawn as a dot. Returns the points drawn. */
 int brisk_chart_line(brisk_html *b, const brisk_chart *c, const double *x, const double *y, int n, const char *colour);

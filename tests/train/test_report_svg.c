@@ -317,6 +317,73 @@ static void run_reports(void) {
     CHECK(system(path) == 0);
 }
 
+/* The number after `key` at the first place it follows `after` in s; NaN when absent. */
+static double number_after(const char *s, const char *after, const char *key) {
+    const char *p = s ? strstr(s, after) : NULL;
+    p = p ? strstr(p, key) : NULL;
+    return p ? strtod(p + strlen(key), NULL) : NAN;
+}
+
+/* A classifier's run as brisk train logs it: epochs with val_accuracy, validated at the last
+ * step. The header's cards fit its fixed height (a card wrapped past it hid under the charts),
+ * every validation dot lies whole inside the loss plot's frame (the last one sat on it, half
+ * cut), and the validation accuracy is shown: the best in a card, each epoch's in the table. */
+static void run_report_layout(void) {
+    dir[0] = 0; /* run_reports removed its folder */
+    T_MAKE_DIR(dir, "report_layout");
+    char log[4096] = "{\"event\": \"run_start\", \"time\": \"2026-01-01T00:00:00Z\", \"step\": 0}\n";
+    for (int e = 1; e <= 5; e++) {
+        for (int k = 1; k <= 4; k++)
+            snprintf(log + strlen(log), sizeof log - strlen(log), "{\"step\": %d, \"loss\": %g, \"ms_per_step\": 2}\n",
+                     (e - 1) * 36 + 9 * k, 1.0 / (e + k));
+        snprintf(log + strlen(log), sizeof log - strlen(log), "{\"epoch\": %d, \"step\": %d, \"train_loss\": 0.5, "
+                 "\"val_loss\": %g, \"val_accuracy\": %g}\n", e, e * 36, 0.6 - 0.01 * e, e == 4 ? 0.8125 : 0.5 + 0.01 * e);
+    }
+    strcat(log, "{\"event\": \"run_end\", \"steps\": 180, \"wall_s\": 1, \"best_val_accuracy\": 0.8125, "
+                "\"params\": 1000, \"total_bytes\": 1048576, \"samples_per_s\": 1e4, \"gflops\": 1}\n");
+    write_file("metrics.jsonl", log);
+    brisk_error err = {0};
+    REQUIRE_OK(brisk_report_run(dir, NULL, NULL, 0, NULL, &err), &err);
+    char *html = read_report();
+    REQUIRE(html);
+    /* the cards: a grid of fixed rows inside the header's height */
+    int cards = count(html, "class=\"stat\""), cols = (int)number_after(html, "class=\"stats\"", "repeat(");
+    double row = number_after(html, "class=\"stats\"", "grid-auto-rows:"), gap = number_after(html, "class=\"stats\"", "gap:");
+    double head = number_after(html, "class=\"head\"", "height:"), first_chart = number_after(html, "data-box=", ",");
+    CHECKF(cards == 10 && cols > 0 && row > 0 && head > 0, "%d cards, %d columns, rows %g px, head %g px", cards, cols, row,
+           head);
+    int rows = cols > 0 ? (cards + cols - 1) / cols : 99;
+    /* the title and path above the cards take 66 px (22 px heading, 14 px path, their margins) */
+    CHECKF(66 + rows * row + (rows - 1) * gap <= head, "%d rows of %g px do not fit a header of %g px", rows, row, head);
+    CHECKF(first_chart >= 20 + head, "the first chart at %g px, inside the header (%g px)", first_chart, head);
+    CHECK(!strstr(html, "flex-wrap"));
+    /* the validation dots: whole inside the frame */
+    const char *loss = strstr(html, "id=\"loss\"");
+    REQUIRE(loss);
+    double fx = number_after(loss, "class=\"frame\"", " x=\""), fw = number_after(loss, "class=\"frame\"", " width=\"");
+    int dots = 0;
+    const char *end = strstr(loss, "</svg>");
+    for (const char *c = loss; (c = strstr(c, "<circle")) && c < end; c++, dots++) {
+        double cx = number_after(c, "<circle", "cx=\""), r = number_after(c, "<circle", " r=\"");
+        CHECKF(cx - r >= fx && cx + r <= fx + fw, "a dot at %g (r %g) outside the frame %g..%g", cx, r, fx, fx + fw);
+    }
+    CHECKF(dots == 5, "%d validation dots", dots);
+    /* the accuracy: the best in a card, each epoch's in the table */
+    CHECKF(strstr(html, "<span>best val accuracy</span><b>0.8125</b>"), "%.300s", strstr(html, "class=\"stats\""));
+    CHECK(strstr(html, "<th>validation accuracy</th>") && strstr(html, "<td class=\"num\">0.5300</td>"));
+    free(html);
+    /* a regression logs no accuracy: no such card or column */
+    write_file("metrics.jsonl", "{\"step\": 1, \"loss\": 1}\n{\"epoch\": 1, \"step\": 1, \"train_loss\": 1, \"val_loss\": 1}\n");
+    REQUIRE_OK(brisk_report_run(dir, NULL, NULL, 0, NULL, &err), &err);
+    html = read_report();
+    REQUIRE(html);
+    CHECK(!strstr(html, "accuracy") && count(html, "class=\"stat\"") == 9 && strstr(html, "<th>validation loss</th>"));
+    free(html);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
 /* The time-per-step chart draws the trainer's compute_ms (brisk_time_split's one definition);
  * a log older than compute_ms has none (NaN), and the chart works it out by the same rule. */
 static void compute_column(void) {
@@ -329,4 +396,4 @@ static void compute_column(void) {
     brisk_run_log_free(&r);
 }
 
-TEST_MAIN(T(escaping), T(ranges), T(ticks), T(formatting), T(scales_and_lines), T(empty_and_bars), T(dense_series), T(run_reports), T(compute_column))
+TEST_MAIN(T(escaping), T(ranges), T(ticks), T(formatting), T(scales_and_lines), T(empty_and_bars), T(dense_series), T(run_reports), T(run_report_layout), T(compute_column))
