@@ -4,9 +4,11 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: run test build deps test-deps sanitize tsan fuzz bench clean install
+.PHONY: run test build brisk configure deps test-deps sanitize tsan fuzz bench clean install
 
-run: deps build
+# The brisk command alone (and the library it links): what `make run` runs. The test programs,
+# their CUDA kernels and the Fortran examples are `make build`'s and `make test`'s.
+run: deps brisk
 	@mkdir -p data
 	@test -f data/diffusion.npz || $(BUILD)/brisk synth diffusion data/diffusion.npz
 	$(BUILD)/brisk train examples/diffusion.json --overwrite
@@ -14,9 +16,14 @@ run: deps build
 test: test-deps build
 	cd $(BUILD) && ctest --output-on-failure --no-tests=error -j2
 
-build:
+configure:
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
+
+build: configure
 	cmake --build $(BUILD) -j$(JOBS)
+
+brisk: configure
+	cmake --build $(BUILD) -j$(JOBS) --target brisk_cli
 
 deps:
 	@tools/install-deps.sh
