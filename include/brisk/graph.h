@@ -195,6 +195,21 @@ typedef enum brisk_op {
                              of H, i1 of W; out [N, C, H i0, W i1] */
     BRISK_OP_UPSAMPLE2D_GRAD, /* (dy): kind, i0, i1; dx, shape = x's: each input element sums
                              the dy it fed, in a fixed order (no atomics) */
+    /* sequence models, continued (a workspace after the output, as LSTM) */
+    BRISK_OP_GRU,         /* (xp [B, T, 3H], w_hh [3H, H], b_ih [3H], b_hh [3H]): one GRU layer
+                             over the whole sequence as torch.nn.GRU, batch-first, zero initial
+                             state, xp = x w_ih^T (no bias); kind = 1 runs t = T-1 .. 0. Gates
+                             in PyTorch's order r, z, n with hh = h_prev w_hh^T + b_hh:
+                             r = sigmoid(xp_r + b_ir + hh_r), z likewise,
+                             n = tanh(xp_n + b_in + r hh_n), h = n + z (h_prev - n). out h
+                             [B, T, H]; workspace after it: the gates r, z, n [B, T, 3H], hh_n
+                             [B, T, H] and the h each step started from, h_prev [B, T, H] */
+    BRISK_OP_GRU_GRAD,    /* (dh [B, T, H], gru, w_hh): d xp [B, T, 3H] (the pre-activation
+                             gradients of the input side: d b_ih is their row sum); workspace
+                             after it: d hh_n = d xp_n r [B, T, H], the recurrent side's n part */
+    BRISK_OP_GRU_GRAD_W,  /* (dxp, gru): out [3H, H]: d w_hh = sum dhh^T h_prev, or out [3H]:
+                             d b_hh = the row sum of dhh, where dhh = [d xp_r, d xp_z, d hh_n]
+                             (d hh_n from dxp's workspace) */
     BRISK_OP_COUNT
 } brisk_op;
 
@@ -224,7 +239,7 @@ typedef struct brisk_attr {
     int axis;                  /* CONCAT, SLICE, SLICE_GRAD */
     uint32_t axes;             /* SUM, MEAN: bit i set = reduce dim i */
     int keepdim;               /* SUM, MEAN */
-    int kind;                  /* GELU form; ACT_GRAD, BINARY_GRAD: forward op; LSTM: reverse;
+    int kind;                  /* GELU form; ACT_GRAD, BINARY_GRAD: forward op; LSTM, GRU: reverse;
                                   ATTENTION: causal; BATCHNORM: fused ReLU; POOL2D: max or avg;
                                   POINTWISE_LOSS: BRISK_LOSS_*; UPSAMPLE2D: mode */
     int perm[BRISK_MAX_DIMS];  /* TRANSPOSE */
@@ -266,7 +281,7 @@ typedef struct brisk_node {
     size_t offset;               /* bytes into its storage; SIZE_MAX for an ARENA node no
                                     schedule runs (the planner places only those) */
     size_t bytes;                /* numel * dtype size, plus the workspace that the fused
-                                    sequence ops (LSTM, ATTENTION) keep after their output */
+                                    sequence ops (LSTM, GRU, ATTENTION) keep after their output */
     int alias_of;                /* ALIAS: the node whose buffer this views */
     int segment;                 /* recompute segment (brisk_graph_recompute_begin), 0: none */
 } brisk_node;
@@ -408,6 +423,10 @@ int brisk_cast(brisk_graph *g, int x, brisk_dtype dt);
 /* One LSTM layer over the sequence (BRISK_OP_LSTM): xp = x w_ih^T, the input projection of
  * every step as one matmul; bias = b_ih + b_hh. Returns h [B, T, H]. */
 int brisk_lstm(brisk_graph *g, int xp, int w_hh, int bias, int reverse);
+/* One GRU layer over the sequence (BRISK_OP_GRU): xp = x w_ih^T, the input projection of
+ * every step as one matmul (no bias: b_ih and b_hh go in apart, since b_hh's n part sits
+ * inside the reset gate's product). Returns h [B, T, H]. */
+int brisk_gru(brisk_graph *g, int xp, int w_hh, int b_ih, int b_hh, int reverse);
 /* Self-attention over packed qkv [B, T, 3D] (BRISK_OP_ATTENTION); mask -1 for none. */
 int brisk_attention(brisk_graph *g, int qkv, int mask, int heads, int causal, float dropout);
 /* 32-bit words of ATTENTION's dropout mask per (sample, head): bit k % 32 of word k / 32 is
@@ -552,7 +571,7 @@ void brisk_plan_free(brisk_plan *plan);
 /* Total bytes a run needs on the device: arena + 4 param arenas + inputs + consts. */
 size_t brisk_plan_total_bytes(const brisk_plan *plan);
 /* Model FLOPs (src/ops/flops.c): the multiply-add work of one node, 2 flops per
- * multiply-add, for MATMUL, the LSTM and attention ops and the convolutions; 0 for the
+ * multiply-add, for MATMUL, the LSTM, GRU and attention ops and the convolutions; 0 for the
  * ops whose cost is memory traffic. Per training micro-step: the sum over train_order. */
 double brisk_node_flops(const brisk_graph *g, int id);
 double brisk_plan_train_flops(const brisk_graph *g, const brisk_plan *plan);

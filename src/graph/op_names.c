@@ -81,6 +81,9 @@ static const char *const names[BRISK_OP_COUNT] = {
     [BRISK_OP_POINTWISE_LOSS_GRAD] = "pointwise_loss_grad",
     [BRISK_OP_UPSAMPLE2D] = "upsample2d",
     [BRISK_OP_UPSAMPLE2D_GRAD] = "upsample2d_grad",
+    [BRISK_OP_GRU] = "gru",
+    [BRISK_OP_GRU_GRAD] = "gru_grad",
+    [BRISK_OP_GRU_GRAD_W] = "gru_grad_w",
 };
 
 _Static_assert(sizeof names / sizeof names[0] == BRISK_OP_COUNT, "every op has a name here");

@@ -1,5 +1,5 @@
 /* Model FLOPs: the multiply-add work of the ops a step's speed is judged by (MATMUL, the
- * LSTM and attention ops, the convolutions), 2 flops per multiply-add, as llm.c's MFU
+ * LSTM, GRU and attention ops, the convolutions), 2 flops per multiply-add, as llm.c's MFU
  * and PyTorch's flop counter count them. Pointwise, normalisation, reduction and data
  * ops count 0: their cost is memory traffic, not arithmetic. The count is of the
  * mathematics, not of a kernel's choices: attention's backward counts its four
@@ -29,6 +29,17 @@ double brisk_node_flops(const brisk_graph *g, int id) {
         double B = (double)l->shape.d[0], T = (double)l->shape.d[1], H = (double)l->shape.d[2];
         double steps = n->op == BRISK_OP_LSTM_GRAD_W ? T : T > 1 ? T - 1 : 0;
         return 2.0 * B * steps * 4 * H * H;
+    }
+    case BRISK_OP_GRU: /* as the LSTM's, with three gates; d b_hh (GRU_GRAD_W [3H]) is a sum */
+    case BRISK_OP_GRU_GRAD:
+    case BRISK_OP_GRU_GRAD_W: {
+        int gru = n->op == BRISK_OP_GRU ? id : n->in[1];
+        if (gru < 0 || gru >= g->n_nodes || g->nodes[gru].shape.ndim != 3) return 0;
+        if (n->op == BRISK_OP_GRU_GRAD_W && n->shape.ndim != 2) return 0;
+        const brisk_node *l = &g->nodes[gru];
+        double B = (double)l->shape.d[0], T = (double)l->shape.d[1], H = (double)l->shape.d[2];
+        double steps = n->op == BRISK_OP_GRU_GRAD_W ? T : T > 1 ? T - 1 : 0;
+        return 2.0 * B * steps * 3 * H * H;
     }
     case BRISK_OP_ATTENTION: /* q k^T and p v: two T x T x D products per sequence */
     case BRISK_OP_ATTENTION_GRAD: { /* dv, dp, dq and dk: four */

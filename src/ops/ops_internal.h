@@ -81,6 +81,7 @@ int brisk_bw_segment_sum(brisk_graph *g, int node, int dy, int which); /* and SC
 int brisk_bw_sinusoidal(brisk_graph *g, int node, int dy, int which);
 int brisk_bw_cast(brisk_graph *g, int node, int dy, int which);
 int brisk_bw_lstm(brisk_graph *g, int node, int dy, int which);
+int brisk_bw_gru(brisk_graph *g, int node, int dy, int which);
 int brisk_bw_attention(brisk_graph *g, int node, int dy, int which);
 int brisk_bw_conv2d(brisk_graph *g, int node, int dy, int which);
 int brisk_bw_batchnorm(brisk_graph *g, int node, int dy, int which);

@@ -83,12 +83,15 @@ const brisk_op_info brisk_op_table[BRISK_OP_COUNT] = {
     [BRISK_OP_POINTWISE_LOSS_GRAD] = {NULL},
     [BRISK_OP_UPSAMPLE2D] = {brisk_bw_upsample2d},
     [BRISK_OP_UPSAMPLE2D_GRAD] = {NULL},
+    [BRISK_OP_GRU] = {brisk_bw_gru},
+    [BRISK_OP_GRU_GRAD] = {NULL},
+    [BRISK_OP_GRU_GRAD_W] = {NULL},
 };
 
 /* C cannot check at compile time that each designated slot was filled, so, as in
  * ggml, the op count is pinned here: whoever adds an op lands on this line and the
  * table above (and graph/op_names.c). test_builder checks at run time that every op has a name. */
-_Static_assert(BRISK_OP_COUNT == 77, "an op was added or removed: update brisk_op_table and this count");
+_Static_assert(BRISK_OP_COUNT == 80, "an op was added or removed: update brisk_op_table and this count");
 _Static_assert(sizeof brisk_op_table / sizeof brisk_op_table[0] == BRISK_OP_COUNT,
                "brisk_op_table must have one entry per op");
 

@@ -1,10 +1,11 @@
-/* Fused sequence ops: LSTM (one layer over the whole sequence) and multi-head
+/* Fused sequence ops: LSTM and GRU (one layer over the whole sequence) and multi-head
  * self-attention, with their backward rules.
  *
- * Both keep what their backward needs in a workspace placed after the output in the
+ * Each keeps what its backward needs in a workspace placed after the output in the
  * same buffer (the node's bytes include it), so a node still has one output and the
  * gradient ops simply take the forward node as an input:
  *   LSTM       h [B, T, H], then gates [B, T, 4H] (activated), c [B, T, H], h_prev [B, T, H]
+ *   GRU        h [B, T, H], then gates [B, T, 3H] (activated), hh_n [B, T, H], h_prev [B, T, H]
  *   ATTENTION  out [B, T, D], then the log-sum-exp of each query's scores [B, heads, T],
  *              then with dropout the kept weights, brisk_attention_keep_words(T) per head
  * That is the CPU backend's layout; a backend may keep its own in the same bytes (the CUDA
@@ -17,6 +18,12 @@
  * over all steps) and d bias = the row sum of the gate gradients. Autodiff asks for
  * each input's gradient in turn, so the rules for w_hh and bias find the LSTM_GRAD
  * node the rule for xp appended rather than appending a second.
+ *
+ * GRU: the same split, with one difference: b_hh's n part is inside the reset gate's
+ * product, r (w_hn h_prev + b_hn), so the recurrent side's gradient differs from d xp in
+ * its n part, d hh_n = d xp_n r. GRU_GRAD hands back d xp and keeps d hh_n in a workspace
+ * after it (GRU_GRAD's node is [B, T, 3H] plus [B, T, H]); GRU_GRAD_W reads both for
+ * d w_hh and d b_hh, and d b_ih is the row sum of d xp.
  *
  * ATTENTION reads q, k and v from one packed [B, T, 3D] tensor (the in-projection's
  * output, as torch.nn.MultiheadAttention's in_proj_weight produces it), so its one
@@ -63,6 +70,44 @@ int brisk_bw_lstm(brisk_graph *g, int node, int dy, int which) {
     if (which == 2) return brisk_ops_sum_rows(g, dg);
     int win[2] = {dg, node};
     return brisk_graph_append(g, BRISK_OP_LSTM_GRAD_W, win, 2, BRISK_F32, g->nodes[n.in[1]].shape, &n.attr);
+}
+
+/* ---------------------------------------------------------------- GRU */
+
+int brisk_gru(brisk_graph *g, int xp, int w_hh, int b_ih, int b_hh, int reverse) {
+    int ids[4] = {xp, w_hh, b_ih, b_hh};
+    if (brisk_ops_check_dtype(g, "gru", ids, 4, BRISK_F32)) return -1;
+    brisk_shape sx = g->nodes[xp].shape, sw = g->nodes[w_hh].shape, si = g->nodes[b_ih].shape,
+                sh = g->nodes[b_hh].shape;
+    int64_t H = sw.ndim == 2 ? sw.d[1] : 0;
+    if (sx.ndim != 3 || sw.ndim != 2 || sw.d[0] != 3 * H || sx.d[2] != 3 * H || si.ndim != 1 || si.d[0] != 3 * H ||
+        sh.ndim != 1 || sh.d[0] != 3 * H) {
+        char bx[BRISK_SHAPE_STR], bw[BRISK_SHAPE_STR], bi[BRISK_SHAPE_STR], bh[BRISK_SHAPE_STR];
+        return brisk_graph_fail(g, BRISK_ERR_SHAPE,
+                                "gru: xp %s, w_hh %s, b_ih %s, b_hh %s (expected xp [B, T, 3H], w_hh [3H, H], "
+                                "b_ih [3H], b_hh [3H])",
+                                brisk_shape_str(&sx, bx, sizeof bx), brisk_shape_str(&sw, bw, sizeof bw),
+                                brisk_shape_str(&si, bi, sizeof bi), brisk_shape_str(&sh, bh, sizeof bh));
+    }
+    brisk_attr at = brisk_attr_none();
+    at.kind = !!reverse;
+    size_t ws = (size_t)(sx.d[0] * sx.d[1] * 5 * H) * sizeof(float);
+    return append_ws(g, BRISK_OP_GRU, ids, 4, brisk_shape3(sx.d[0], sx.d[1], H), &at, ws);
+}
+
+int brisk_bw_gru(brisk_graph *g, int node, int dy, int which) {
+    brisk_node n = g->nodes[node];
+    int gin[3] = {dy, node, n.in[1]};
+    /* d xp and its workspace d hh_n, shared by all four inputs' rules */
+    int dg = brisk_ops_find_recent(g, g->n_forward, BRISK_OP_GRU_GRAD, gin, 3);
+    if (dg < 0) {
+        brisk_shape s = g->nodes[n.in[0]].shape;
+        dg = append_ws(g, BRISK_OP_GRU_GRAD, gin, 3, s, &n.attr, (size_t)(s.d[0] * s.d[1] * (s.d[2] / 3)) * sizeof(float));
+    }
+    if (dg < 0 || which == 0) return dg;
+    if (which == 2) return brisk_ops_sum_rows(g, dg);
+    int win[2] = {dg, node};
+    return brisk_graph_append(g, BRISK_OP_GRU_GRAD_W, win, 2, BRISK_F32, g->nodes[n.in[which]].shape, &n.attr);
 }
 
 /* ---------------------------------------------------------------- attention */

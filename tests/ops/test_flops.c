@@ -1,6 +1,6 @@
 /* Model FLOPs per op (src/ops/flops.c), each against the count worked out by hand, and a
  * whole training step (forward, backward) against the sum of its products: a linear
- * layer's step is its forward GEMM and dw, an LSTM layer's 3 recurrent products, attention's
+ * layer's step is its forward GEMM and dw, an LSTM or GRU layer's 3 recurrent products, attention's
  * 3 x its forward, a convolution's 3. */
 #include "brisk/graph.h"
 #include "test.h"
@@ -54,6 +54,22 @@ static void lstm(void) {
     brisk_graph_free(g);
 }
 
+static void gru(void) {
+    const int64_t B = 3, T = 5, H = 4;
+    brisk_graph *g = brisk_graph_new();
+    int xp = brisk_input(g, "xp", BRISK_F32, sh(3, B, T, 3 * H, 0));
+    int whh = brisk_param(g, "w_hh", sh(2, 3 * H, H, 0, 0), BRISK_INIT_UNIFORM, 0.1f, 1);
+    int bi = brisk_param(g, "b_ih", sh(1, 3 * H, 0, 0, 0), BRISK_INIT_ZEROS, 0, 0);
+    int bh = brisk_param(g, "b_hh", sh(1, 3 * H, 0, 0, 0), BRISK_INIT_ZEROS, 0, 0);
+    int l = brisk_gru(g, xp, whh, bi, bh, 1);
+    double rec = 2.0 * B * (T - 1) * 3 * H * H;
+    CHECK(brisk_node_flops(g, l) == rec);
+    int loss = brisk_mean(g, l, 7, 0);
+    /* forward, dh_rec (T - 1 steps) and d w_hh (all T steps); d b_hh is a sum */
+    CHECK(step_flops(g, loss) == rec + rec + 2.0 * B * T * 3 * H * H);
+    brisk_graph_free(g);
+}
+
 static void attention(void) {
     const int64_t B = 2, T = 6, D = 8;
     brisk_graph *g = brisk_graph_new();
@@ -79,4 +95,4 @@ static void conv(void) {
     brisk_graph_free(g);
 }
 
-TEST_MAIN(T(matmul), T(lstm), T(attention), T(conv))
+TEST_MAIN(T(matmul), T(lstm), T(gru), T(attention), T(conv))

@@ -1,6 +1,6 @@
-/* LSTM and ATTENTION (and through them LSTM_GRAD, LSTM_GRAD_W, ATTENTION_GRAD):
- * forward vs float64 references written out here, every input's gradient vs finite
- * differences. Both directions of the LSTM; attention plain, causal, with a padding
+/* LSTM, GRU and ATTENTION (and through them LSTM_GRAD, LSTM_GRAD_W, GRU_GRAD, GRU_GRAD_W,
+ * ATTENTION_GRAD): forward vs float64 references written out here, every input's gradient
+ * vs finite differences. Both directions of the recurrences; attention plain, causal, with a padding
  * mask (one sample fully padded but for its first key) and with dropout. */
 #include "ops/opcheck.h"
 
@@ -57,6 +57,63 @@ static void test_lstm_bad_shapes(void) {
     CHECK(brisk_lstm(g, xp, w, b, 0) < 0);
     brisk_error e;
     CHECK(brisk_graph_error(g, &e) == BRISK_ERR_SHAPE && strstr(e.msg, "w_hh [4H, H]"));
+    brisk_graph_free(g);
+}
+
+/* torch.nn.GRU's cell in float64: gates r, z, n; b_hh's n part inside the reset product. */
+static void check_gru(int64_t B, int64_t T, int64_t H, int reverse, uint64_t seed) {
+    oc c;
+    oc_init(&c, seed);
+    int xp = oc_param(&c, "xp", brisk_shape3(B, T, 3 * H));
+    int w = oc_param_avoid(&c, "w_hh", brisk_shape2(3 * H, H), -0.8, 0.8, 0);
+    int bi = oc_param(&c, "b_ih", brisk_shape1(3 * H));
+    int bh = oc_param(&c, "b_hh", brisk_shape1(3 * H));
+    int out = brisk_gru(c.g, xp, w, bi, bh, reverse);
+    const float *vx = oc_val(&c, xp), *vw = oc_val(&c, w), *vi = oc_val(&c, bi), *vh = oc_val(&c, bh);
+    double *ref = calloc((size_t)(B * T * H), sizeof *ref), *h = calloc((size_t)H, sizeof *h),
+           *hh = calloc((size_t)(3 * H), sizeof *hh);
+    for (int64_t b = 0; b < B; b++) {
+        memset(h, 0, (size_t)H * sizeof *h);
+        for (int64_t s = 0; s < T; s++) {
+            int64_t t = reverse ? T - 1 - s : s;
+            const float *x = vx + (b * T + t) * 3 * H;
+            for (int64_t j = 0; j < 3 * H; j++) {
+                double v = vh[j];
+                for (int64_t k = 0; k < H; k++) v += h[k] * vw[j * H + k];
+                hh[j] = v;
+            }
+            for (int64_t j = 0; j < H; j++) {
+                double r = sigm((double)x[j] + vi[j] + hh[j]), z = sigm((double)x[H + j] + vi[H + j] + hh[H + j]);
+                double n = tanh((double)x[2 * H + j] + vi[2 * H + j] + r * hh[2 * H + j]);
+                h[j] = (1 - z) * n + z * h[j];
+                ref[(b * T + t) * H + j] = h[j];
+            }
+        }
+    }
+    char what[64];
+    snprintf(what, sizeof what, "gru B %lld T %lld H %lld%s", (long long)B, (long long)T, (long long)H,
+             reverse ? " reverse" : "");
+    c.max_fd = 32;
+    oc_check(&c, out, ref, what);
+    free(ref); free(h); free(hh);
+    oc_free(&c);
+}
+
+static void test_gru(void) { check_gru(3, 5, 4, 0, 11); }
+static void test_gru_reverse(void) { check_gru(2, 6, 5, 1, 12); }
+/* 20 rows run in two bands on two threads; H = 17 crosses the GEMM's register tiles */
+static void test_gru_wide(void) { check_gru(20, 4, 17, 0, 13); }
+static void test_gru_one_step(void) { check_gru(2, 1, 3, 1, 14); }
+
+static void test_gru_bad_shapes(void) {
+    brisk_graph *g = brisk_graph_new();
+    int xp = brisk_input(g, "xp", BRISK_F32, brisk_shape3(2, 3, 6));
+    int w = brisk_input(g, "w", BRISK_F32, brisk_shape2(6, 2));
+    int bi = brisk_input(g, "bi", BRISK_F32, brisk_shape1(6));
+    int bh = brisk_input(g, "bh", BRISK_F32, brisk_shape1(8)); /* 3H = 6 */
+    CHECK(brisk_gru(g, xp, w, bi, bh, 0) < 0);
+    brisk_error e;
+    CHECK(brisk_graph_error(g, &e) == BRISK_ERR_SHAPE && strstr(e.msg, "b_hh [3H]") && strstr(e.msg, "b_hh [8]"));
     brisk_graph_free(g);
 }
 
@@ -168,5 +225,6 @@ static void test_attention_bad(void) {
 }
 
 TEST_MAIN(T(test_lstm), T(test_lstm_reverse), T(test_lstm_wide), T(test_lstm_one_step), T(test_lstm_bad_shapes),
+          T(test_gru), T(test_gru_reverse), T(test_gru_wide), T(test_gru_one_step), T(test_gru_bad_shapes),
           T(test_attention), T(test_attention_causal), T(test_attention_masked), T(test_attention_causal_masked),
           T(test_attention_dropout), T(test_attention_all_masked), T(test_attention_bad))

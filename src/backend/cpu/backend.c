@@ -2,8 +2,8 @@
  * 64-byte-aligned heap blocks (one cache line, one AVX-512 vector), so upload and
  * download are memcpy. run_node is one switch over the op into the kernel
  * families (matmul.c, elementwise.c, unary.c, reduce.c, softmax_loss.c, loss.c, layernorm.c,
- * shape.c, gather.c, random.c, lstm.c, attention.c, conv.c, batchnorm.c, pool2d.c, upsample.c); the
- * optimizer lives in optim.c.
+ * shape.c, gather.c, random.c, lstm.c, gru.c, attention.c, conv.c, batchnorm.c, pool2d.c,
+ * upsample.c); the optimizer lives in optim.c.
  *
  * Threads: fixed at creation (0 = brisk_threads_resolve's default: the CPUs this
  * process may use, shared among the MPI ranks of the node) in the backend's own pool
@@ -196,6 +196,7 @@ static brisk_status cpu_run_node(brisk_backend *be, const brisk_graph *g, int id
     case BRISK_OP_LSTM: case BRISK_OP_LSTM_GRAD: case BRISK_OP_LSTM_GRAD_W:
         s = cpu_lstm_op(cb, g, id, in, out, err);
         break;
+    case BRISK_OP_GRU: case BRISK_OP_GRU_GRAD: case BRISK_OP_GRU_GRAD_W: s = cpu_gru_op(cb, g, id, in, out, err); break;
     case BRISK_OP_ATTENTION: case BRISK_OP_ATTENTION_GRAD: s = cpu_attention_op(cb, g, id, in, out, st, err); break;
     case BRISK_OP_CONV2D: case BRISK_OP_CONV2D_GRAD_X: case BRISK_OP_CONV2D_GRAD_W:
         s = cpu_conv_op(cb, g, id, in, out, err);

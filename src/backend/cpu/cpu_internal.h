@@ -267,9 +267,35 @@ brisk_status cpu_optim_update(brisk_backend *be, float *p, const float *g, float
                               int64_t n, const brisk_optim_args *args, const float *sumsq,
                               const uint8_t *decay_mask, brisk_error *err);
 
+/* ---- recurrent.c: what lstm.c and gru.c share */
+typedef struct cpu_rnn_dims {
+    int64_t B, T, H;
+    int reverse;
+} cpu_rnn_dims;
+/* 1 when n's shape is [a] (ndim 1), [a, b] (2) or [a, b, c] (3). */
+int cpu_shape_is(const brisk_node *n, int ndim, int64_t a, int64_t b, int64_t c);
+/* The dims of recurrent node id (op LSTM or GRU, [B, T, H]), checking that its buffer holds
+ * `planes` [B, T, H] planes (the output and its workspace). */
+brisk_status cpu_rnn_node(const brisk_graph *g, int id, brisk_op op, int planes, cpu_rnn_dims *d, brisk_error *err);
+/* The time index of processing step s of T: in the recurrence's own order (forward_order;
+ * reverse runs T-1 .. 0), or in the backward's, which runs it the other way. */
+static inline int64_t cpu_rnn_step_t(int64_t T, int reverse, int64_t s, int forward_order) {
+    int rev = forward_order ? reverse : !reverse;
+    return rev ? T - 1 - s : s;
+}
+/* w_hh [G, H] packed as the GEMM's B: w_hh^T ([H, G]) for the forward, w_hh for the
+ * backward; 64-byte aligned (free()), NULL when out of memory. */
+float *cpu_rnn_pack(const float *w_hh, int64_t G, int64_t H, int forward);
+/* Rows per cpu_parallel_dynamic chunk over a batch of B sequences. */
+int64_t cpu_rnn_chunk(const cpu_backend *cb, int64_t B, int64_t row_block);
+
 /* ---- lstm.c: LSTM, LSTM_GRAD, LSTM_GRAD_W */
 brisk_status cpu_lstm_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
                          brisk_error *err);
+
+/* ---- gru.c: GRU, GRU_GRAD, GRU_GRAD_W */
+brisk_status cpu_gru_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                        brisk_error *err);
 
 /* ---- conv.c: CONV2D, CONV2D_GRAD_X, CONV2D_GRAD_W */
 brisk_status cpu_conv_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,

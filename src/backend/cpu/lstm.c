@@ -46,13 +46,6 @@ static void planes(lstm_ctx *c, float *base) {
     c->hprev = c->c + n;
 }
 
-/* The time index of processing step s: in the recurrence's own order (forward_order),
- * or in the backward's, which runs it the other way. */
-static int64_t step_t(const lstm_ctx *c, int64_t s, int forward_order) {
-    int rev = forward_order ? c->reverse : !c->reverse;
-    return rev ? c->T - 1 - s : s;
-}
-
 static float *thread_scratch(const lstm_ctx *c) {
     return c->gemm_scratch + c->gemm_per * (size_t)cpu_worker_id();
 }
@@ -69,7 +62,7 @@ static void forward_band(const void *vctx, int64_t b0, int64_t b1) {
     for (int64_t s = 0; s < T; s++)
     for (int64_t r0 = b0; r0 < b1; r0 += ROW_BLOCK) {
         int64_t r1 = r0 + ROW_BLOCK < b1 ? r0 + ROW_BLOCK : b1;
-        int64_t t = step_t(c, s, 1), tp = c->reverse ? t + 1 : t - 1;
+        int64_t t = cpu_rnn_step_t(c->T, c->reverse, s, 1), tp = c->reverse ? t + 1 : t - 1;
         if (s > 0)
             cpu_sgemm_prepacked(0, r1 - r0, G, H, c->h + (r0 * T + tp) * H, T * H, c->w_packed,
                                 c->gates + (r0 * T + t) * G, T * G, 0, scratch);
@@ -110,7 +103,7 @@ static void backward_band(const void *vctx, int64_t b0, int64_t b1) {
     for (int64_t s = 0; s < T; s++)
     for (int64_t r0 = b0; r0 < b1; r0 += ROW_BLOCK) {
         int64_t r1 = r0 + ROW_BLOCK < b1 ? r0 + ROW_BLOCK : b1;
-        int64_t t = step_t(c, s, 0), tp = c->reverse ? t + 1 : t - 1;
+        int64_t t = cpu_rnn_step_t(c->T, c->reverse, s, 0), tp = c->reverse ? t + 1 : t - 1;
         int has_prev = s < T - 1;
         for (int64_t b = r0; b < r1; b++) {
             int64_t row = b * T + t;
@@ -137,47 +130,25 @@ static void backward_band(const void *vctx, int64_t b0, int64_t b1) {
     }
 }
 
-/* Shapes of the node's inputs against [B, T, H] from the LSTM node lstm_id. */
-static brisk_status check_lstm_node(const brisk_graph *g, int lstm_id, lstm_ctx *c, brisk_error *err) {
-    const brisk_node *l = NODE(g, lstm_id);
-    if (l->op != BRISK_OP_LSTM || l->shape.ndim != 3)
-        return brisk_errorf(err, BRISK_ERR_INVALID, "lstm: node %d is not an LSTM [B, T, H]", lstm_id);
-    c->B = l->shape.d[0];
-    c->T = l->shape.d[1];
-    c->H = l->shape.d[2];
-    c->reverse = l->attr.kind != 0;
-    if (l->bytes < (size_t)(7 * c->B * c->T * c->H) * sizeof(float))
-        return brisk_errorf(err, BRISK_ERR_INVALID, "lstm (node %d): %zu bytes leave no room for the workspace",
-                            lstm_id, l->bytes);
-    return BRISK_OK;
-}
-
-static int shape_is(const brisk_node *n, int ndim, int64_t a, int64_t b, int64_t d) {
-    int64_t want[3] = {a, b, d};
-    if (n->shape.ndim != ndim) return 0;
-    for (int i = 0; i < ndim; i++)
-        if (n->shape.d[i] != want[i]) return 0;
-    return 1;
-}
-
 brisk_status cpu_lstm_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
                          brisk_error *err) {
     const brisk_node *n = NODE(g, id);
     lstm_ctx c;
     memset(&c, 0, sizeof c);
-    int lstm_id = n->op == BRISK_OP_LSTM ? id : n->in[1];
-    brisk_status st = check_lstm_node(g, lstm_id, &c, err);
+    cpu_rnn_dims d;
+    brisk_status st = cpu_rnn_node(g, n->op == BRISK_OP_LSTM ? id : n->in[1], BRISK_OP_LSTM, 7, &d, err);
     if (st) return st;
-    const int64_t B = c.B, T = c.T, H = c.H, G = 4 * H;
+    const int64_t B = d.B, T = d.T, H = d.H, G = 4 * H;
+    c.B = B, c.T = T, c.H = H, c.reverse = d.reverse;
     int ok;
     if (n->op == BRISK_OP_LSTM)
-        ok = n->n_in == 3 && shape_is(IN_NODE(g, id, 0), 3, B, T, G) && shape_is(IN_NODE(g, id, 1), 2, G, H, 0) &&
-             shape_is(IN_NODE(g, id, 2), 1, G, 0, 0);
+        ok = n->n_in == 3 && cpu_shape_is(IN_NODE(g, id, 0), 3, B, T, G) &&
+             cpu_shape_is(IN_NODE(g, id, 1), 2, G, H, 0) && cpu_shape_is(IN_NODE(g, id, 2), 1, G, 0, 0);
     else if (n->op == BRISK_OP_LSTM_GRAD)
-        ok = n->n_in == 3 && shape_is(IN_NODE(g, id, 0), 3, B, T, H) && shape_is(IN_NODE(g, id, 2), 2, G, H, 0) &&
-             shape_is(n, 3, B, T, G);
+        ok = n->n_in == 3 && cpu_shape_is(IN_NODE(g, id, 0), 3, B, T, H) &&
+             cpu_shape_is(IN_NODE(g, id, 2), 2, G, H, 0) && cpu_shape_is(n, 3, B, T, G);
     else
-        ok = n->n_in == 2 && shape_is(IN_NODE(g, id, 0), 3, B, T, G) && shape_is(n, 2, G, H, 0);
+        ok = n->n_in == 2 && cpu_shape_is(IN_NODE(g, id, 0), 3, B, T, G) && cpu_shape_is(n, 2, G, H, 0);
     if (!ok)
         return brisk_errorf(err, BRISK_ERR_SHAPE, "%s (node %d): shapes do not fit an LSTM of B %lld, T %lld, H %lld",
                             brisk_op_name(n->op), id, (long long)B, (long long)T, (long long)H);
@@ -189,31 +160,19 @@ brisk_status cpu_lstm_op(cpu_backend *cb, const brisk_graph *g, int id, const vo
         return BRISK_OK;
     }
     int fwd = n->op == BRISK_OP_LSTM;
-    const float *w_hh = in[fwd ? 1 : 2];
-    float *packed = NULL; /* the micro-kernel loads whole aligned vectors from it */
-    if (posix_memalign((void **)&packed, 64, cpu_sgemm_packed_b_floats(fwd ? H : G, fwd ? G : H) * sizeof(float)))
-        packed = NULL;
+    /* forward multiplies by w_hh^T ([H, 4H]), backward by w_hh ([4H, H]) */
+    float *packed = cpu_rnn_pack(in[fwd ? 1 : 2], G, H, fwd);
     float *zeros = calloc((size_t)H, sizeof(float));
     float *tmp = fwd ? NULL : malloc((size_t)(2 * B * H) * sizeof(float));
     if (!packed || !zeros || (!fwd && !tmp)) {
         free(packed); free(zeros); free(tmp);
         return brisk_errorf(err, BRISK_ERR_NOMEM, "%s (node %d): out of memory", brisk_op_name(n->op), id);
     }
-    /* forward multiplies by w_hh^T ([H, 4H]), backward by w_hh ([4H, H]) */
-    cpu_sgemm_pack_b(fwd, fwd ? H : G, fwd ? G : H, w_hh, H, packed);
     c.w_packed = packed;
     c.zeros = zeros;
     c.gemm_scratch = cb->gemm_scratch;
     c.gemm_per = cpu_sgemm_scratch_floats();
-    /* sequences in chunks of ROW_BLOCK rows, each run through every step by one thread; a
-     * batch too small to give every thread a chunk (16 rows on 2 threads ran on one) is
-     * split evenly instead, down to 8 rows. A row's arithmetic does not depend on the rows
-     * beside it in its GEMM, so neither do the bits (test_cpu_sequence's 1 vs 2 threads). */
-    int64_t chunk = ROW_BLOCK;
-    if (cb->threads > 1 && B < (int64_t)cb->threads * ROW_BLOCK) {
-        chunk = (B + cb->threads - 1) / cb->threads;
-        if (chunk < 8) chunk = 8;
-    }
+    int64_t chunk = cpu_rnn_chunk(cb, B, ROW_BLOCK);
     if (fwd) {
         c.xp = in[0];
         c.bias = in[2];

@@ -1,0 +1,221 @@
+/* One GRU layer over a whole sequence, batch-first, f32 (graph.h, BRISK_OP_GRU), as
+ * torch.nn.GRU computes it:
+ *   GRU         (xp [B, T, 3H], w_hh [3H, H], b_ih [3H], b_hh [3H]) -> h [B, T, H] + workspace
+ *   GRU_GRAD    (dh [B, T, H], gru, w_hh) -> d xp [B, T, 3H] + workspace d hh_n [B, T, H]
+ *   GRU_GRAD_W  (dxp, gru) -> d w_hh [3H, H] or d b_hh [3H]
+ * The GRU node's buffer holds four planes, each row-major over (b, t):
+ *   h [B, T, H] | gates [B, T, 3H] (r, z, n after their nonlinearities) |
+ *   hh_n [B, T, H] (w_hn h_prev + b_hn, which r multiplies) | h_prev [B, T, H]
+ * attr.kind = 1 runs the recurrence from t = T-1 down to 0; "previous" below means
+ * previous in that order.
+ *
+ * Forward, per step: hh = h_prev w_hh^T (a GEMM straight into the gate plane), then one
+ * pass per row: r = sigmoid(xp_r + hh_r + b_ir + b_hr), z likewise, hh_n += b_hn,
+ * n = tanh(xp_n + b_in + r hh_n), h = n + z (h_prev - n) (PyTorch's form of
+ * (1 - z) n + z h_prev).
+ * Backward, per step in reverse, with dh_t = dh[t] + dh_rec from the later step:
+ *   dn = dh_t (1 - z) (1 - n^2);  dz = dh_t (h_prev - n) z (1 - z);
+ *   dr = dn hh_n r (1 - r);  d xp = [dr, dz, dn];  d hh = [dr, dz, dn r]
+ *   dh_rec = dh_t z + d hh w_hh (a GEMM from a per-thread block of d hh rows)
+ * d hh_n goes to GRU_GRAD's workspace, so GRU_GRAD_W's d w_hh = d hh^T h_prev is two GEMMs
+ * over all steps at once and d b_hh = the row sums of d hh.
+ *
+ * Threads: as lstm.c, each thread takes chunks of batch rows and runs them through every
+ * step alone; the results do not depend on the thread count. */
+#include "backend/cpu/cpu_internal.h"
+#include "backend/cpu/cpu_math.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct gru_ctx {
+    int64_t B, T, H;
+    int reverse;
+    const float *xp, *b_rz, *b_in, *b_hn, *w_packed, *zeros;
+    float *h, *gates, *hhn, *hprev; /* the planes of the GRU node's buffer */
+    const float *dh;                /* backward */
+    float *dxp, *dhn, *rec, *dhh;   /* backward: outputs, per-row dh_rec [B, H], d hh blocks */
+    float *gemm_scratch;
+    size_t gemm_per;
+} gru_ctx;
+
+/* Rows per block a thread runs through a step (the GEMM, then the cell pass over the
+ * block's rows while they are in cache), as lstm.c. */
+#define ROW_BLOCK 32
+
+static void planes(gru_ctx *c, float *base) {
+    int64_t n = c->B * c->T * c->H;
+    c->h = base;
+    c->gates = base + n;
+    c->hhn = c->gates + 3 * n;
+    c->hprev = c->hhn + n;
+}
+
+static void forward_band(const void *vctx, int64_t b0, int64_t b1) {
+    const gru_ctx *c = vctx;
+    const int64_t T = c->T, H = c->H, G = 3 * H;
+    float *scratch = c->gemm_scratch + c->gemm_per * (size_t)cpu_worker_id();
+    for (int64_t s = 0; s < T; s++)
+    for (int64_t r0 = b0; r0 < b1; r0 += ROW_BLOCK) {
+        int64_t r1 = r0 + ROW_BLOCK < b1 ? r0 + ROW_BLOCK : b1;
+        int64_t t = cpu_rnn_step_t(c->T, c->reverse, s, 1), tp = c->reverse ? t + 1 : t - 1;
+        if (s > 0)
+            cpu_sgemm_prepacked(0, r1 - r0, G, H, c->h + (r0 * T + tp) * H, T * H, c->w_packed,
+                                c->gates + (r0 * T + t) * G, T * G, 0, scratch);
+        for (int64_t b = r0; b < r1; b++) {
+            int64_t row = b * T + t;
+            float *restrict gr = c->gates + row * G;
+            const float *restrict x = c->xp + row * G, *restrict brz = c->b_rz, *restrict bin = c->b_in,
+                                  *restrict bhn = c->b_hn;
+            const float *restrict hp = s > 0 ? c->h + (b * T + tp) * H : c->zeros;
+            float *restrict hr = c->h + row * H, *restrict hn = c->hhn + row * H, *restrict hpr = c->hprev + row * H;
+            if (s == 0) memset(gr, 0, (size_t)G * sizeof(float)); /* no recurrent term yet */
+#pragma omp simd
+            for (int64_t j = 0; j < H; j++) {
+                float rg = cpu_sigmoidf(gr[j] + x[j] + brz[j]);
+                float zg = cpu_sigmoidf(gr[H + j] + x[H + j] + brz[H + j]);
+                float hv = gr[2 * H + j] + bhn[j];
+                float ng = cpu_tanhf(x[2 * H + j] + bin[j] + rg * hv);
+                gr[j] = rg;
+                gr[H + j] = zg;
+                gr[2 * H + j] = ng;
+                hn[j] = hv;
+                hpr[j] = hp[j];
+                hr[j] = ng + zg * (hp[j] - ng);
+            }
+        }
+    }
+}
+
+static void backward_band(const void *vctx, int64_t b0, int64_t b1) {
+    const gru_ctx *c = vctx;
+    const int64_t T = c->T, H = c->H, G = 3 * H;
+    int tid = cpu_worker_id();
+    float *scratch = c->gemm_scratch + c->gemm_per * (size_t)tid;
+    float *dhh = c->dhh + (size_t)tid * ROW_BLOCK * (size_t)G; /* this thread's block of d hh rows */
+    float *rec = c->rec; /* [B, H], rows b0 .. b1 are this band's */
+    memset(rec + b0 * H, 0, (size_t)((b1 - b0) * H) * sizeof(float));
+    for (int64_t s = 0; s < T; s++)
+    for (int64_t r0 = b0; r0 < b1; r0 += ROW_BLOCK) {
+        int64_t r1 = r0 + ROW_BLOCK < b1 ? r0 + ROW_BLOCK : b1;
+        int64_t t = cpu_rnn_step_t(c->T, c->reverse, s, 0);
+        int has_prev = s < T - 1;
+        for (int64_t b = r0; b < r1; b++) {
+            int64_t row = b * T + t;
+            const float *restrict gr = c->gates + row * G, *restrict dh = c->dh + row * H;
+            const float *restrict hn = c->hhn + row * H, *restrict hp = c->hprev + row * H;
+            float *restrict rr = rec + b * H, *restrict d = c->dxp + row * G, *restrict dn_ws = c->dhn + row * H;
+            float *restrict q = dhh + (b - r0) * G;
+#pragma omp simd
+            for (int64_t j = 0; j < H; j++) {
+                float rg = gr[j], zg = gr[H + j], ng = gr[2 * H + j];
+                float dht = dh[j] + rr[j];
+                float dn = dht * (1.0f - zg) * (1.0f - ng * ng);
+                float dz = dht * (hp[j] - ng) * zg * (1.0f - zg);
+                float dr = dn * hn[j] * rg * (1.0f - rg);
+                float dhn = dn * rg;
+                d[j] = dr;
+                d[H + j] = dz;
+                d[2 * H + j] = dn;
+                dn_ws[j] = dhn;
+                q[j] = dr;
+                q[H + j] = dz;
+                q[2 * H + j] = dhn;
+                rr[j] = dht * zg; /* the direct path to h_prev; the GEMM adds d hh w_hh */
+            }
+        }
+        if (has_prev)
+            cpu_sgemm_prepacked(0, r1 - r0, H, G, dhh, G, c->w_packed, rec + r0 * H, H, 1, scratch);
+    }
+}
+
+/* A GRU_GRAD node (or GRU_GRAD_W's input) is d xp [B, T, 3H] and d hh_n after it. */
+static int grad_is(const brisk_node *n, int64_t B, int64_t T, int64_t H) {
+    return cpu_shape_is(n, 3, B, T, 3 * H) && n->bytes >= (size_t)(4 * B * T * H) * sizeof(float);
+}
+
+/* GRU_GRAD_W: d w_hh = d hh^T h_prev, or d b_hh = the row sums of d hh. */
+static void grad_w(cpu_backend *cb, const gru_ctx *c, const float *dxp, const float *gru_buf, float *out, int bias) {
+    const int64_t BT = c->B * c->T, H = c->H;
+    const float *dhn = dxp + BT * 3 * H;
+    if (bias) { /* every column of d xp, then the n part again from d hh_n */
+        brisk_shape s3 = brisk_shape2(BT, 3 * H), s1 = brisk_shape2(BT, H);
+        cpu_reduce_sum(cb, dxp, &s3, 1u, 1.0f, out);
+        cpu_reduce_sum(cb, dhn, &s1, 1u, 1.0f, out + 2 * H);
+        return;
+    }
+    const float *hprev = gru_buf + BT * 5 * H;
+    cpu_gemm(cb, 1, 0, 2 * H, H, BT, dxp, 3 * H, hprev, H, out, H);
+    cpu_gemm(cb, 1, 0, H, H, BT, dhn, H, hprev, H, out + 2 * H * H, H);
+}
+
+brisk_status cpu_gru_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                        brisk_error *err) {
+    const brisk_node *n = NODE(g, id);
+    gru_ctx c;
+    memset(&c, 0, sizeof c);
+    cpu_rnn_dims d;
+    brisk_status st = cpu_rnn_node(g, n->op == BRISK_OP_GRU ? id : n->n_in > 1 ? n->in[1] : -1, BRISK_OP_GRU, 6, &d, err);
+    if (st) return st;
+    const int64_t B = d.B, T = d.T, H = d.H, G = 3 * H;
+    c.B = B, c.T = T, c.H = H, c.reverse = d.reverse;
+    int ok;
+    if (n->op == BRISK_OP_GRU)
+        ok = n->n_in == 4 && cpu_shape_is(IN_NODE(g, id, 0), 3, B, T, G) &&
+             cpu_shape_is(IN_NODE(g, id, 1), 2, G, H, 0) && cpu_shape_is(IN_NODE(g, id, 2), 1, G, 0, 0) &&
+             cpu_shape_is(IN_NODE(g, id, 3), 1, G, 0, 0);
+    else if (n->op == BRISK_OP_GRU_GRAD)
+        ok = n->n_in == 3 && cpu_shape_is(IN_NODE(g, id, 0), 3, B, T, H) &&
+             cpu_shape_is(IN_NODE(g, id, 2), 2, G, H, 0) && grad_is(n, B, T, H);
+    else
+        ok = n->n_in == 2 && grad_is(IN_NODE(g, id, 0), B, T, H) &&
+             (cpu_shape_is(n, 2, G, H, 0) || cpu_shape_is(n, 1, G, 0, 0));
+    if (!ok)
+        return brisk_errorf(err, BRISK_ERR_SHAPE, "%s (node %d): shapes do not fit a GRU of B %lld, T %lld, H %lld",
+                            brisk_op_name(n->op), id, (long long)B, (long long)T, (long long)H);
+    if (n->op == BRISK_OP_GRU_GRAD_W) {
+        if (B * T == 0) memset(out, 0, (size_t)cpu_numel(&n->shape) * sizeof(float));
+        else if (H > 0) grad_w(cb, &c, in[0], in[1], out, n->shape.ndim == 1);
+        return BRISK_OK;
+    }
+    if (B * T * H == 0) return BRISK_OK;
+    int fwd = n->op == BRISK_OP_GRU;
+    /* forward multiplies by w_hh^T ([H, 3H]), backward by w_hh ([3H, H]) */
+    float *packed = cpu_rnn_pack(in[fwd ? 1 : 2], G, H, fwd);
+    /* forward: zeros [H] and the summed r, z biases [2H]; backward: dh_rec [B, H] and each
+     * thread's block of d hh rows */
+    size_t tmp_floats = fwd ? (size_t)(3 * H) : (size_t)(B * H) + (size_t)cb->threads * ROW_BLOCK * (size_t)G;
+    float *tmp = calloc(tmp_floats, sizeof(float));
+    if (!packed || !tmp) {
+        free(packed);
+        free(tmp);
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "%s (node %d): out of memory", brisk_op_name(n->op), id);
+    }
+    c.w_packed = packed;
+    c.gemm_scratch = cb->gemm_scratch;
+    c.gemm_per = cpu_sgemm_scratch_floats();
+    int64_t chunk = cpu_rnn_chunk(cb, B, ROW_BLOCK);
+    if (fwd) {
+        const float *b_ih = in[2], *b_hh = in[3];
+        float *b_rz = tmp + H;
+        for (int64_t j = 0; j < 2 * H; j++) b_rz[j] = b_ih[j] + b_hh[j];
+        c.zeros = tmp;
+        c.b_rz = b_rz;
+        c.b_in = b_ih + 2 * H;
+        c.b_hn = b_hh + 2 * H;
+        c.xp = in[0];
+        planes(&c, out);
+        cpu_parallel_dynamic(cb, B, chunk, forward_band, &c);
+    } else {
+        c.dh = in[0];
+        planes(&c, (float *)in[1]);
+        c.dxp = out;
+        c.dhn = (float *)out + B * T * G;
+        c.rec = tmp;
+        c.dhh = tmp + B * H;
+        cpu_parallel_dynamic(cb, B, chunk, backward_band, &c);
+    }
+    free(packed);
+    free(tmp);
+    return BRISK_OK;
+}

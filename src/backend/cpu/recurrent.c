@@ -1,0 +1,49 @@
+/* What the recurrent kernels (lstm.c, gru.c) share: the recurrent node's dims, the
+ * packing of w_hh for the per-step GEMMs, and how a batch is cut into chunks of rows. */
+#include "backend/cpu/cpu_internal.h"
+
+#include <stdlib.h>
+
+int cpu_shape_is(const brisk_node *n, int ndim, int64_t a, int64_t b, int64_t c) {
+    int64_t want[3] = {a, b, c};
+    if (n->shape.ndim != ndim) return 0;
+    for (int i = 0; i < ndim; i++)
+        if (n->shape.d[i] != want[i]) return 0;
+    return 1;
+}
+
+brisk_status cpu_rnn_node(const brisk_graph *g, int id, brisk_op op, int planes, cpu_rnn_dims *d, brisk_error *err) {
+    const char *name = brisk_op_name(op), *what = op == BRISK_OP_LSTM ? "an LSTM" : "a GRU";
+    if (id < 0 || id >= g->n_nodes || g->nodes[id].op != op || g->nodes[id].shape.ndim != 3)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s: node %d is not %s [B, T, H]", name, id, what);
+    const brisk_node *l = NODE(g, id);
+    d->B = l->shape.d[0];
+    d->T = l->shape.d[1];
+    d->H = l->shape.d[2];
+    d->reverse = l->attr.kind != 0;
+    if (l->bytes < (size_t)(planes * d->B * d->T * d->H) * sizeof(float))
+        return brisk_errorf(err, BRISK_ERR_INVALID, "%s (node %d): %zu bytes leave no room for the workspace", name,
+                            id, l->bytes);
+    return BRISK_OK;
+}
+
+float *cpu_rnn_pack(const float *w_hh, int64_t G, int64_t H, int forward) {
+    float *packed = NULL; /* the micro-kernel loads whole aligned vectors from it */
+    int64_t K = forward ? H : G, N = forward ? G : H;
+    if (posix_memalign((void **)&packed, 64, cpu_sgemm_packed_b_floats(K, N) * sizeof(float))) return NULL;
+    cpu_sgemm_pack_b(forward, K, N, w_hh, H, packed);
+    return packed;
+}
+
+/* Sequences in chunks of row_block rows, each run through every step by one thread; a
+ * batch too small to give every thread a chunk (16 rows on 2 threads ran on one) is
+ * split evenly instead, down to 8 rows. A row's arithmetic does not depend on the rows
+ * beside it in its GEMM, so neither do the bits (test_cpu_sequence's 1 vs 2 threads). */
+int64_t cpu_rnn_chunk(const cpu_backend *cb, int64_t B, int64_t row_block) {
+    int64_t chunk = row_block;
+    if (cb->threads > 1 && B < (int64_t)cb->threads * row_block) {
+        chunk = (B + cb->threads - 1) / cb->threads;
+        if (chunk < 8) chunk = 8;
+    }
+    return chunk;
+}
