@@ -134,9 +134,10 @@ class GraphModel(nn.Module):
             return None, out
         if op == "embedding":
             return nn.Embedding(L["num"], L["dim"]), s + [L["dim"]]
-        if op == "lstm":
-            m = nn.LSTM(s[-1], L["hidden"], num_layers=L.get("layers", 1), batch_first=True,
-                        bidirectional=L.get("bidirectional", False), dropout=L.get("dropout", 0.0))
+        if op in ("lstm", "gru"):
+            m = (nn.LSTM if op == "lstm" else nn.GRU)(s[-1], L["hidden"], num_layers=L.get("layers", 1),
+                                                     batch_first=True, bidirectional=L.get("bidirectional", False),
+                                                     dropout=L.get("dropout", 0.0))
             return m, s[:-1] + [L["hidden"] * (2 if L.get("bidirectional", False) else 1)]
         if op in ("add", "sub", "mul"):
             return None, max(ins, key=len)
@@ -179,7 +180,7 @@ class GraphModel(nn.Module):
                 y = x[0].narrow(L["dim"], L["start"], L["length"])
             elif op == "concat":
                 y = torch.cat(x, dim=L.get("dim", -1))
-            elif op == "lstm":
+            elif op in ("lstm", "gru"):
                 y = m(x[0])[0]
             elif op == "add":
                 y = x[0] + x[1]

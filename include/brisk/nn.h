@@ -201,6 +201,10 @@ int brisk_nn_layernorm(brisk_graph *g, int x, int64_t n, const char *prefix);
  * parameters prefix.weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0 (and _reverse). */
 int brisk_nn_lstm(brisk_graph *g, int x, int64_t in, int64_t hidden, int layers, int bidirectional,
                   float dropout, const char *prefix);
+/* torch.nn.GRU(in, hidden, layers, batch_first=True, bidirectional, dropout) named `prefix`,
+ * with the LSTM's shapes and parameter names (three gates r, z, n instead of four). */
+int brisk_nn_gru(brisk_graph *g, int x, int64_t in, int64_t hidden, int layers, int bidirectional,
+                 float dropout, const char *prefix);
 /* torch.nn.TransformerEncoderLayer(d, heads, ffn, dropout, activation, batch_first=True,
  * norm_first) named `prefix` (self_attn.in_proj_weight, ..., linear1, linear2, norm1, norm2):
  * x [B, T, d] -> [B, T, d]. mask: f32 [B, T] key mask (0 = padding) or -1. */

@@ -117,7 +117,8 @@ static void read_embedding(brisk_json_reader *r, lg_attrs *a) {
     brisk_json_int64(r, "dim", 1, INT64_C(1) << 20, &a->i[1]);
 }
 
-static void read_lstm(brisk_json_reader *r, lg_attrs *a) {
+/* lstm, gru: i[0] hidden, i[1] layers, i[2] bidirectional; f[0] dropout */
+static void read_recurrent(brisk_json_reader *r, lg_attrs *a) {
     bool bi = false;
     brisk_json_int64(r, "hidden", 1, INT64_C(1) << 16, &a->i[0]);
     brisk_json_int64_or(r, "layers", 1, 1, 16, &a->i[1]);
@@ -466,6 +467,13 @@ static int build_lstm(const lg_build *b, const lg_attrs *a) {
     return brisk_nn_lstm(b->g, b->in[0], s->d[2], a->i[0], (int)a->i[1], (int)a->i[2], (float)a->f[0], b->name);
 }
 
+/* torch.nn.GRU(batch_first=True) over [N, T, F], with the LSTM's attributes */
+static int build_gru(const lg_build *b, const lg_attrs *a) {
+    const brisk_shape sv = *shape_of(b, 0), *s = &sv; /* a copy: parameters grow the node array */
+    if (s->ndim != 3) return fail(b, "%s: expected [N, T, features]", "gru");
+    return brisk_nn_gru(b->g, b->in[0], s->d[2], a->i[0], (int)a->i[1], (int)a->i[2], (float)a->f[0], b->name);
+}
+
 /* torch.nn.TransformerEncoderLayer(batch_first=True) over [N, T, d]; an optional second
  * input is a key mask [N, T] (0 = padding) */
 static int build_encoder(const lg_build *b, const lg_attrs *a) {
@@ -532,8 +540,11 @@ const lg_op lg_ops[] = {
     {"permute", 1, 1, read_permute, build_permute,
      "x.permute(0, dims...): dims lists every dim of a sample (1-based, the batch first and staying)"},
     {"embedding", 1, 1, read_embedding, build_embedding, "torch.nn.Embedding on i32 indices: num, dim"},
-    {"lstm", 1, 1, read_lstm, build_lstm,
+    {"lstm", 1, 1, read_recurrent, build_lstm,
      "torch.nn.LSTM(batch_first=True) on [N, T, F] -> [N, T, hidden x dirs]: hidden, layers (1), bidirectional "
+     "(false), dropout (0)"},
+    {"gru", 1, 1, read_recurrent, build_gru,
+     "torch.nn.GRU(batch_first=True) on [N, T, F] -> [N, T, hidden x dirs]: hidden, layers (1), bidirectional "
      "(false), dropout (0)"},
     {"encoder_layer", 1, 2, read_encoder, build_encoder,
      "torch.nn.TransformerEncoderLayer(batch_first=True) on [N, T, d] (second input: a key mask [N, T], 0 = padding): "

@@ -1,9 +1,10 @@
 /* Sequence layers as PyTorch defines them, with PyTorch's parameter names and
- * initialisation, so that a brisk checkpoint loads into torch.nn.LSTM and
+ * initialisation, so that a brisk checkpoint loads into torch.nn.LSTM, torch.nn.GRU and
  * torch.nn.TransformerEncoderLayer with load_state_dict:
  *   LSTM:  per layer l (and direction), xp = x weight_ih_l{l}^T as one matmul over every
  *          step, then the fused LSTM op with weight_hh_l{l} and bias_ih + bias_hh; all
  *          four tensors U(-1/sqrt(hidden), 1/sqrt(hidden)) as nn.LSTM.reset_parameters.
+ *   GRU:   the same with three gates, the fused GRU op taking bias_ih and bias_hh apart.
  *   Encoder layer: in_proj (xavier-uniform weight, zero bias, as nn.MultiheadAttention),
  *          the fused attention op, out_proj (Linear init, zero bias), dropout, residual,
  *          norm1; linear1, activation, dropout, linear2, dropout, residual, norm2 — the
@@ -21,37 +22,52 @@ static int linear_as(brisk_graph *g, int x, int64_t in, int64_t out, const char 
     return brisk_bias_add(g, brisk_matmul(g, x, w, 0, 1), b);
 }
 
-/* One direction of one layer: x [B, T, in] -> h [B, T, hidden]. */
-static int lstm_direction(brisk_graph *g, int x, int64_t in, int64_t hidden, const char *prefix, int layer,
-                          int reverse) {
-    char name[BRISK_NAME_MAX];
+/* One direction of one layer of an LSTM (gates 4) or a GRU (3): x [B, T, in] -> h [B, T, hidden]. */
+static int rnn_direction(brisk_graph *g, int x, int64_t in, int64_t hidden, int gates, const char *prefix, int layer,
+                         int reverse) {
+    static const char *const names[4] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh"};
     const char *sfx = reverse ? "_reverse" : "";
     float k = 1.0f / sqrtf((float)hidden);
-    snprintf(name, sizeof name, "%s.weight_ih_l%d%s", prefix, layer, sfx);
-    int w_ih = brisk_param(g, name, brisk_shape2(4 * hidden, in), BRISK_INIT_UNIFORM, k, 1);
-    snprintf(name, sizeof name, "%s.weight_hh_l%d%s", prefix, layer, sfx);
-    int w_hh = brisk_param(g, name, brisk_shape2(4 * hidden, hidden), BRISK_INIT_UNIFORM, k, 1);
-    snprintf(name, sizeof name, "%s.bias_ih_l%d%s", prefix, layer, sfx);
-    int b_ih = brisk_param(g, name, brisk_shape1(4 * hidden), BRISK_INIT_UNIFORM, k, 0);
-    snprintf(name, sizeof name, "%s.bias_hh_l%d%s", prefix, layer, sfx);
-    int b_hh = brisk_param(g, name, brisk_shape1(4 * hidden), BRISK_INIT_UNIFORM, k, 0);
+    int p[4];
+    for (int i = 0; i < 4; i++) {
+        char name[BRISK_NAME_MAX];
+        snprintf(name, sizeof name, "%s.%s_l%d%s", prefix, names[i], layer, sfx);
+        brisk_shape s = i < 2 ? brisk_shape2(gates * hidden, i == 0 ? in : hidden) : brisk_shape1(gates * hidden);
+        p[i] = brisk_param(g, name, s, BRISK_INIT_UNIFORM, k, i < 2);
+    }
+    int xp = brisk_matmul(g, x, p[0], 0, 1);
+    if (gates == 3) return brisk_gru(g, xp, p[1], p[2], p[3], reverse);
     /* the two biases only ever appear summed: one [4H] add instead of a pass over [B, T, 4H] */
-    return brisk_lstm(g, brisk_matmul(g, x, w_ih, 0, 1), w_hh, brisk_add(g, b_ih, b_hh), reverse);
+    return brisk_lstm(g, xp, p[1], brisk_add(g, p[2], p[3]), reverse);
 }
 
-int brisk_nn_lstm(brisk_graph *g, int x, int64_t in, int64_t hidden, int layers, int bidirectional, float dropout,
-                  const char *prefix) {
-    if (layers < 1) return brisk_graph_fail(g, BRISK_ERR_INVALID, "%s: %d LSTM layers (expected at least 1)", prefix, layers);
+/* Layers of one kind stacked as torch.nn.LSTM / GRU stack them: each direction reads the
+ * layer below (both halves concatenated), dropout between layers. */
+static int rnn_stack(brisk_graph *g, int x, int64_t in, int64_t hidden, int layers, int bidirectional, float dropout,
+                     int gates, const char *prefix) {
+    if (layers < 1)
+        return brisk_graph_fail(g, BRISK_ERR_INVALID, "%s: %d %s layers (expected at least 1)", prefix, layers,
+                                gates == 3 ? "GRU" : "LSTM");
     for (int l = 0; l < layers; l++) {
-        int h = lstm_direction(g, x, in, hidden, prefix, l, 0);
+        int h = rnn_direction(g, x, in, hidden, gates, prefix, l, 0);
         if (bidirectional) {
-            int parts[2] = {h, lstm_direction(g, x, in, hidden, prefix, l, 1)};
+            int parts[2] = {h, rnn_direction(g, x, in, hidden, gates, prefix, l, 1)};
             h = brisk_concat(g, parts, 2, 2);
         }
         in = hidden * (bidirectional ? 2 : 1);
         x = l < layers - 1 && dropout > 0 ? brisk_dropout(g, h, dropout) : h;
     }
     return x;
+}
+
+int brisk_nn_lstm(brisk_graph *g, int x, int64_t in, int64_t hidden, int layers, int bidirectional, float dropout,
+                  const char *prefix) {
+    return rnn_stack(g, x, in, hidden, layers, bidirectional, dropout, 4, prefix);
+}
+
+int brisk_nn_gru(brisk_graph *g, int x, int64_t in, int64_t hidden, int layers, int bidirectional, float dropout,
+                 const char *prefix) {
+    return rnn_stack(g, x, in, hidden, layers, bidirectional, dropout, 3, prefix);
 }
 
 int brisk_nn_encoder_layer(brisk_graph *g, int x, int mask, int64_t d, int heads, int64_t ffn, brisk_activation act,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The graph-model examples a user copies from (a CNN classifier, two heads with two losses, a
-# 1-D CNN over series windows, a U-Net downscaler) print their layer table and train a few steps from the data
+# 1-D CNN over series windows, a GRU regressor over them, a U-Net downscaler) print their layer table and train a few steps from the data
 # `brisk synth` writes; each loss of a model with several is logged on its own, in the log
 # and in metrics.jsonl, and the loss is their weighted sum.
 #   graph_examples.sh BRISK WORKDIR
@@ -12,7 +12,7 @@ rm -rf "$work" && mkdir -p "$work/data" && cd "$work" || exit 1
 "$brisk" synth images data >/dev/null && "$brisk" synth series data/series.csv --samples 3000 >/dev/null &&
   "$brisk" synth diffusion data/diffusion.npz --samples 512 >/dev/null ||
   { echo "FAIL synth"; exit 1; }
-for ex in cnn_classifier two_heads cnn1d unet_downscaler; do
+for ex in cnn_classifier two_heads cnn1d gru_regressor unet_downscaler; do
   "$brisk" info "$src/examples/$ex.json" >"$ex.info" 2>&1 && grep -q "^total: [0-9]* parameters in [0-9]* layers" "$ex.info" &&
     ok "$ex: brisk info prints the layer table" || { cat "$ex.info"; bad "$ex info"; }
   "$brisk" train "$src/examples/$ex.json" --out "run-$ex" --set train.max_steps=6 --set train.log_every=2 \

@@ -9,13 +9,13 @@ foreach(kind tabular diffusion lstm transformer meshgnn resnet)
 endforeach()
 # Graph models (examples/*.json of "type": "graph") against the module bench/reference/graph.py
 # builds from the same config.
-foreach(ex tabular_graph cnn1d two_heads cnn_classifier unet_downscaler)
+foreach(ex tabular_graph cnn1d gru_regressor two_heads cnn_classifier unet_downscaler)
   add_test(NAME reference.graph_${ex}
     COMMAND sh -c "$<TARGET_FILE:ref_dump> graph ${CMAKE_SOURCE_DIR}/examples/${ex}.json ${CMAKE_CURRENT_BINARY_DIR}/ref_graph_${ex}.npz && /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/check_graph.py ${CMAKE_SOURCE_DIR}/examples/${ex}.json ${CMAKE_CURRENT_BINARY_DIR}/ref_graph_${ex}.npz")
   set_tests_properties(reference.graph_${ex} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endforeach()
 # Every layer op of the second round in small models of tests/reference/graphs/.
-foreach(cfg unet_ops conv1d_ops)
+foreach(cfg unet_ops conv1d_ops gru_ops)
   add_test(NAME reference.graph_${cfg}
     COMMAND sh -c "$<TARGET_FILE:ref_dump> graph ${CMAKE_CURRENT_LIST_DIR}/graphs/${cfg}.json ${CMAKE_CURRENT_BINARY_DIR}/ref_graph_${cfg}.npz && /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/check_graph.py ${CMAKE_CURRENT_LIST_DIR}/graphs/${cfg}.json ${CMAKE_CURRENT_BINARY_DIR}/ref_graph_${cfg}.npz")
   set_tests_properties(reference.graph_${cfg} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
