@@ -1,6 +1,6 @@
 """`brisk export CKPT --onnx FILE`: ONNX Runtime loads the model and its outputs equal `brisk
 predict`'s to 1e-5 for mlp (classifier and regressor), lstm (also bidirectional, mean pool),
-transformer (pre- and post-norm, causal, learned and sinusoidal positions), the ResNet keypoint
+a graph model's GRU (one way and both), transformer (pre- and post-norm, causal, learned and sinusoidal positions), the ResNet keypoint
 regressors (18 and 34 with BasicBlock, 50 with Bottleneck; BatchNorm in inference with the
 trained running statistics) and the meshgnn (its graph's gathers and segment sums; the change
 in the fields' units, to 1e-5 of each channel's scale); the diffusion denoiser's equal a
@@ -192,6 +192,25 @@ def test_resnet_keypoints(images, tmp_path, brisk_bin, depth):
         assert s.get_inputs()[0].shape == ["N", 3, 32, 32] and y.shape == (5, 4, 2)
         err = np.abs(y.reshape(ref.shape) - ref).max()
         assert err < tol, (extra, err)
+
+
+@pytest.mark.parametrize("bidirectional", [False, True], ids=["gru", "gru_bidirectional"])
+def test_graph_gru(series, tmp_path, brisk_bin, bidirectional):
+    """A graph model's GRUs (2 layers, one way or both, reverse halves included) as ONNX's GRU
+    with linear_before_reset, a regressor over raw windows: the target's units come back."""
+    data, windows = series
+    layers = [{"name": "rnn", "op": "gru", "inputs": ["x"], "hidden": 8, "layers": 2,
+               "bidirectional": bidirectional, "dropout": 0.1},
+              {"name": "last", "op": "slice", "inputs": ["rnn"], "dim": 1, "start": 11, "length": 1},
+              {"name": "flat", "op": "flatten", "inputs": ["last"]},
+              {"name": "head", "op": "linear", "inputs": ["flat"], "out": 1}]
+    cfg = {"model": {"type": "graph", "inputs": [{"name": "x", "shape": [12, 5]}, {"name": "y", "shape": [1]}],
+                     "layers": layers, "outputs": ["head"], "losses": [{"output": "head", "target": "y", "type": "mse"}]},
+           "data": {"train": str(data), "validation_fraction": 0.2,
+                    "windows": {"features": FEATS, "length": 12, "horizon": 3,
+                                "target": {"column": "close", "kind": "change", "change": "relative"}}},
+           "train": {"batch_size": 32, "max_steps": 4, "out_dir": str(tmp_path / "gru")}}
+    export_and_compare(brisk_bin, tmp_path, train(brisk_bin, tmp_path, "gru", cfg), windows)
 
 
 def test_graph_model(images, tmp_path, brisk_bin):

@@ -3,8 +3,8 @@
  *
  * The model is not re-described here: its PREDICT graph is built from the config inside the
  * checkpoint and walked node by node, each brisk op becoming its ONNX equivalent (fused ops
- * as short ONNX subgraphs: ATTENTION as MatMul/Softmax, LSTM as ONNX's LSTM with the gates
- * reordered). The graph is built twice, for batches 2 and 3: the dimensions that differ are
+ * as short ONNX subgraphs: ATTENTION as MatMul/Softmax, LSTM and GRU as ONNX's LSTM and GRU
+ * with the gates reordered). The graph is built twice, for batches 2 and 3: the dimensions that differ are
  * the batch's, so the ONNX model takes any batch (dim "N") and its Reshapes say -1 there.
  * What `brisk predict` does around the graph is in the model too: the input normalisation of
  * windowed data, softmax for a classifier, the target's units for a regression, a meshgnn's

@@ -1,7 +1,7 @@
 /* Each brisk op of an inference graph as ONNX nodes (opset 17): elementwise ops one to one,
- * fused ops as short subgraphs (ATTENTION as MatMul/Softmax, LSTM as ONNX's LSTM with the gates
- * reordered), vision ops (NCHW) as Conv, BatchNormalization and the pools; the graph
- * networks' batched indices and segment sums in export_onnx_graphnet.c. */
+ * fused ops as short subgraphs (ATTENTION as MatMul/Softmax, LSTM and GRU as ONNX's LSTM and
+ * GRU with the gates reordered), vision ops (NCHW) as Conv, BatchNormalization and the pools;
+ * the graph networks' batched indices and segment sums in export_onnx_graphnet.c. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -135,28 +135,33 @@ static brisk_status attention(ox *o, int id, const char *out) {
     return BRISK_OK;
 }
 
-/* LSTM (xp [B, T, 4H] = x w_ih^T, w_hh, bias) as ONNX's LSTM, time-major: its
- * input weight is the identity with the gates reordered from PyTorch's i, f, g, o to ONNX's
- * i, o, f, c, so X = xp passes through exactly; R and B are w_hh and bias reordered. */
-static brisk_status lstm(ox *o, int id, const char *out) {
+/* LSTM (xp [B, T, 4H] = x w_ih^T, w_hh, bias) as ONNX's LSTM and GRU (xp [B, T, 3H], w_hh,
+ * b_ih, b_hh) as ONNX's GRU with linear_before_reset (torch's form: r multiplies
+ * h_prev w_hn^T + b_hn), time-major. The input weight is the identity with the gates
+ * reordered from PyTorch's (LSTM i, f, g, o; GRU r, z, n) to ONNX's (i, o, f, c; z, r, h), so
+ * X = xp passes through exactly; R and B are w_hh and the biases reordered (the LSTM's summed
+ * bias as ONNX's input bias, its recurrent bias zeros). */
+static brisk_status recurrent(ox *o, int id, const char *out) {
     const brisk_node *n = &o->g->nodes[id];
-    int64_t H = n->shape.d[2], G = 4 * H;
-    static const int order[4] = {0, 3, 1, 2}; /* ONNX gate k = PyTorch gate order[k] */
+    int gru = n->op == BRISK_OP_GRU, gates = gru ? 3 : 4;
+    int64_t H = n->shape.d[2], G = gates * H;
+    static const int lstm_order[4] = {0, 3, 1, 2}, gru_order[3] = {1, 0, 2}; /* ONNX gate k = PyTorch's order[k] */
+    const int *order = gru ? gru_order : lstm_order;
     int64_t *perm = malloc(sizeof(int64_t) * (size_t)G);
     float *w = calloc((size_t)(G * G), sizeof(float)), *zeros = calloc((size_t)G, sizeof(float));
     if (!perm || !w || !zeros) {
         free(perm), free(w), free(zeros);
         return brisk_errorf(o->err, BRISK_ERR_NOMEM, "export: out of memory");
     }
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < gates; k++)
         for (int64_t j = 0; j < H; j++) perm[k * H + j] = order[k] * H + j;
     for (int64_t r = 0; r < G; r++) w[r * G + perm[r]] = 1.0f;
     char W[BRISK_NAME_MAX + 8], idx[BRISK_NAME_MAX + 8], z[BRISK_NAME_MAX + 8], c[3][BRISK_NAME_MAX + 8],
-        t[5][BRISK_NAME_MAX + 8];
+        t[6][BRISK_NAME_MAX + 8];
     int64_t dw[3] = {1, G, G}, rs[3] = {1, G, H}, bs[2] = {1, 2 * G}, ys[3] = {0, 0, H};
     initializer(o, fresh(o, W), T_FLOAT, dw, 3, w, sizeof(float) * (size_t)(G * G));
     const_i64(o, idx, perm, (int)G);
-    const_f32(o, z, zeros, G);
+    if (!gru) const_f32(o, z, zeros, G);
     free(perm), free(w), free(zeros);
     attrs a = {0};
     attr_int(&a, "axis", 0);
@@ -164,8 +169,12 @@ static brisk_status lstm(ox *o, int id, const char *out) {
     NODE(o, "Reshape", fresh(o, t[1]), NULL, t[0], const_i64(o, c[0], rs, 3));
     attr_int(&a, "axis", 0);
     NODE(o, "Gather", fresh(o, t[2]), &a, o->name[n->in[2]], idx);
+    if (gru) {
+        attr_int(&a, "axis", 0);
+        NODE(o, "Gather", fresh(o, t[5]), &a, o->name[n->in[3]], idx);
+    }
     attr_int(&a, "axis", 0);
-    NODE(o, "Concat", fresh(o, t[3]), &a, t[2], z);
+    NODE(o, "Concat", fresh(o, t[3]), &a, t[2], gru ? t[5] : z);
     NODE(o, "Reshape", fresh(o, t[4]), NULL, t[3], const_i64(o, c[1], bs, 2));
     /* time-major: ONNX Runtime's CPU LSTM refuses layout 1 (batch-first) */
     static const int64_t to_tbh[3] = {1, 0, 2}, to_bt1h[4] = {2, 0, 1, 3};
@@ -174,7 +183,8 @@ static brisk_status lstm(ox *o, int id, const char *out) {
     NODE(o, "Transpose", fresh(o, xt), &a, o->name[n->in[0]]);
     attr_int(&a, "hidden_size", H);
     attr_str(&a, "direction", n->attr.kind == 1 ? "reverse" : "forward");
-    NODE(o, "LSTM", fresh(o, y), &a, xt, W, t[1], t[4]); /* Y [T, 1, B, H] */
+    if (gru) attr_int(&a, "linear_before_reset", 1);
+    NODE(o, gru ? "GRU" : "LSTM", fresh(o, y), &a, xt, W, t[1], t[4]); /* Y [T, 1, B, H] */
     attr_ints(&a, "perm", to_bt1h, 4);
     NODE(o, "Transpose", fresh(o, yb), &a, y);
     NODE(o, "Reshape", out, NULL, yb, const_i64(o, c[2], ys, 3)); /* [B, T, 1, H] -> [B, T, H] */
@@ -400,7 +410,7 @@ brisk_status brisk_onnx_emit(ox *o, int id) {
         return BRISK_OK;
     }
     case BRISK_OP_SEGMENT_SUM: case BRISK_OP_SCATTER_ADD: return brisk_onnx_segment_sum(o, id, out);
-    case BRISK_OP_LSTM: return lstm(o, id, out);
+    case BRISK_OP_LSTM: case BRISK_OP_GRU: return recurrent(o, id, out);
     case BRISK_OP_CONV2D: case BRISK_OP_BATCHNORM: case BRISK_OP_POOL2D: return vision(o, id, out);
     case BRISK_OP_CONV2D_GRAD_X: case BRISK_OP_UPSAMPLE2D: return vision(o, id, out);
     case BRISK_OP_EXP: unary(o, "Exp", x, out); return BRISK_OK;
