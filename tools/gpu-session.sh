@@ -22,7 +22,8 @@
 #             and fp16, parameters, moments, loss scaler and a forward's loss after the steps
 #             bit for bit the plain update's; fp16 with an injected inf: the step skipped and
 #             the scale halved; bf16 updated in two ranges of the arena (never run yet); the
-#             convolution, pooling and batch norm tests also on summary lines of their own, the
+#             convolution, pooling and batch norm tests and the GRU's (test_cuda_gru: cuDNN's GRU
+#             against the CPU, never run yet) also on summary lines of their own, the
 #             convolution once more per precision, with its worst error per graph layout and
 #             cuDNN layout (test_cuda_conv writes them to $BRISK_CONV_SUMMARY)); the ResNet
 #             example trained 16 steps with a CUDA graph, past its first validation; the
@@ -340,11 +341,12 @@ stage_test() {
     rm -f "$work/logs/conv-summary.tsv"
     ctest_run test "CUDA tests (ctest -R $CUDA_TESTS)" "$work/logs/ctest-cuda.log" \
       BRISK_CONV_SUMMARY="$work/logs/conv-summary.tsv" -- -R "$CUDA_TESTS" -j1
-    # the vision kernels (issue 12) and issue 31's layer ops on lines of their own: never run on a GPU before
+    # the vision kernels (issue 12), issue 31's layer ops and its GRU on lines of their own: never run on a GPU before
     local t line
     for t in "test_cuda_conv:cuDNN convolution" "test_cuda_vision:pooling and batch norm" \
              "test_cuda_grad:whole training graphs, ResNet-18 at the example's size among them," \
-             "test_cuda_layer_ops:issue 31's layer ops (math, losses, upsampling, transposed conv, group norm)"; do
+             "test_cuda_layer_ops:issue 31's layer ops (math, losses, upsampling, transposed conv, group norm)" \
+             "test_cuda_gru:issue 31's GRU (cuDNN CUDNN_GRU, r recomputed for d hh_n; ops, stacks, capture)"; do
       line=$(grep -E "Test +#[0-9]+: backend\.${t%%:*} " "$work/logs/ctest-cuda.log" | head -1 | tr -s ' ')
       case $line in
         *Passed*) record PASS test "${t#*:} vs CPU (${t%%:*})" "${line##* Passed }" ;;

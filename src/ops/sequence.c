@@ -9,8 +9,8 @@
  *   ATTENTION  out [B, T, D], then the log-sum-exp of each query's scores [B, heads, T],
  *              then with dropout the kept weights, brisk_attention_keep_words(T) per head
  * That is the CPU backend's layout; a backend may keep its own in the same bytes (the CUDA
- * backend's LSTM: cuDNN's reserve space and h_prev, src/backend/cuda/lstm_layout.h), since
- * only its own gradient kernels read the workspace.
+ * backend's LSTM and GRU: cuDNN's reserve space and h_prev, src/backend/cuda/rnn_layout.h),
+ * since only its own gradient kernels read the workspace.
  *
  * LSTM: xp = x w_ih^T is one matmul over every step outside the op (its gradients are
  * matmuls again); the op runs the recurrence. Its backward is LSTM_GRAD (the

@@ -223,4 +223,111 @@ static inline int ct_inputs_intact(ct_pair *p) {
     return ok;
 }
 
+/* First n floats of node id on both backends: relative error (INFINITY if a read fails). */
+static inline double ct_prefix_err(ct_pair *p, int id, int64_t n, brisk_error *err) {
+    const brisk_node *nd = &p->cpu->g->nodes[id];
+    float *a = malloc(nd->bytes + 16), *b = malloc(nd->bytes + 16);
+    double e = INFINITY;
+    if (!brisk_exec_read(p->gpu, id, a, err) && !brisk_exec_read(p->cpu, id, b, err)) e = ct_rel_err(a, b, n);
+    free(a);
+    free(b);
+    return e;
+}
+
+/* The loss and every parameter's gradient of both runs within tol; under fp16 the GPU's
+ * gradients carry the loss scale, divided out here. */
+static inline void ct_check_grads(ct_pair *p, brisk_backend *be, brisk_gemm_precision prec, double tol,
+                                  const char *what) {
+    const brisk_graph *g = p->cpu->g;
+    brisk_error err = {0};
+    CHECKF(ct_compare(p, g->loss, tol, what), "%s: loss", what);
+    float scale = 1.0f;
+    brisk_backend_stats st;
+    if (prec == BRISK_GEMM_FP16 && !be->stats(be, &st, &err) && st.loss_scale > 0) scale = st.loss_scale;
+    for (int k = 0; k < g->n_params; k++) {
+        const brisk_param_info *pi = &g->params[k];
+        size_t n = (size_t)pi->numel;
+        float *a = malloc(n * 4 + 4), *b = malloc(n * 4 + 4);
+        if (!brisk_exec_read(p->gpu, pi->grad_node, a, &err) && !brisk_exec_read(p->cpu, pi->grad_node, b, &err)) {
+            for (size_t i = 0; i < n; i++) a[i] /= scale;
+            double e = ct_rel_err(a, b, (int64_t)n);
+            CHECKF(e <= tol, "%s: gradient of %s: relative error %.3g > %.3g", what, pi->name, e, tol);
+        } else {
+            CHECKF(0, "%s: %s", what, err.msg);
+        }
+        free(a);
+        free(b);
+    }
+}
+
+/* One training step of g (backward built) on the CPU and on `be` from the same parameters and
+ * inputs, every gradient poisoned on the GPU first: the loss and gradients within tol. */
+static inline void ct_step_and_check_grads(brisk_graph *g, brisk_backend *be, brisk_gemm_precision prec, double tol,
+                                           const char *what) {
+    brisk_error err = {0};
+    ct_pair p;
+    if (ct_pair_make(g, be, &p, &err)) {
+        CHECKF(0, "%s: %s", what, err.msg);
+    } else {
+        for (int k = 0; k < g->n_params; k++) ct_poison(p.gpu, g->params[k].grad_node, &err);
+        if (brisk_exec_run(p.cpu, BRISK_RUN_TRAIN, &err) || brisk_exec_run(p.gpu, BRISK_RUN_TRAIN, &err) ||
+            be->sync(be, &err))
+            CHECKF(0, "%s: %s", what, err.msg);
+        else
+            ct_check_grads(&p, be, prec, tol, what);
+    }
+    ct_pair_free(&p);
+}
+
+/* Node id's whole buffer (workspace included) from ex, malloc'd; NULL when the read fails. */
+static inline void *ct_read_node(brisk_exec *ex, int id, brisk_error *err) {
+    void *a = malloc(ex->g->nodes[id].bytes + 16);
+    if (a && brisk_exec_read(ex, id, a, err)) {
+        free(a);
+        return NULL;
+    }
+    return a;
+}
+
+/* The GPU run again: captured into a CUDA graph and replayed (capture), or eagerly; synced. */
+static inline brisk_status ct_run_again(brisk_backend *be, brisk_exec *gpu, int capture, brisk_error *err) {
+    brisk_status st;
+    if (capture) {
+        int prog = -1;
+        st = be->capture_begin(be, err);
+        if (!st) st = brisk_exec_run(gpu, BRISK_RUN_TRAIN, err);
+        brisk_error e2 = {0};
+        brisk_status end = be->capture_end(be, &prog, st ? &e2 : err);
+        if (!st) st = end;
+        if (!st) st = be->replay(be, prog, err);
+    } else {
+        st = brisk_exec_run(gpu, BRISK_RUN_TRAIN, err);
+    }
+    return st ? st : be->sync(be, err);
+}
+
+/* A GPU run of p, then the same again captured and replayed (det 0) or eagerly with the
+ * backend's deterministic mode (det 1): nodes ids[0 .. n) must keep their bits, the first
+ * bytes[i] of each (the whole node where 0: a fused op's workspace may hold cuDNN's reserve
+ * space, whose bytes are its own). */
+static inline void ct_check_rerun(brisk_backend *be, ct_pair *p, const int *ids, const size_t *bytes, int n, int det,
+                                  const char *what) {
+    brisk_error err = {0};
+    void *eager[8] = {0}, *again[8] = {0};
+    if (n > 8 || brisk_exec_run(p->gpu, BRISK_RUN_TRAIN, &err) || be->sync(be, &err)) {
+        CHECKF(0, "%s: %s", what, n > 8 ? "more than 8 nodes" : err.msg);
+        return;
+    }
+    for (int i = 0; i < n; i++) eager[i] = ct_read_node(p->gpu, ids[i], &err), ct_poison(p->gpu, ids[i], &err);
+    brisk_status st = ct_run_again(be, p->gpu, !det, &err);
+    CHECKF(!st, "%s: %s", what, err.msg);
+    for (int i = 0; i < n && !st; i++) {
+        again[i] = ct_read_node(p->gpu, ids[i], &err);
+        size_t len = bytes[i] ? bytes[i] : p->gpu->g->nodes[ids[i]].bytes;
+        CHECKF(eager[i] && again[i] && memcmp(eager[i], again[i], len) == 0, "%s: node %d differs between runs",
+               what, ids[i]);
+    }
+    for (int i = 0; i < n; i++) free(eager[i]), free(again[i]);
+}
+
 #endif

@@ -24,17 +24,6 @@ static int lstm_on_gpu(brisk_backend *be) {
     return be->supports_op(be, &n, NULL, 0);
 }
 
-/* First n floats of node id on both backends: relative error. */
-static double prefix_err(ct_pair *p, int id, int64_t n, brisk_error *err) {
-    const brisk_node *nd = &p->cpu->g->nodes[id];
-    float *a = malloc(nd->bytes + 16), *b = malloc(nd->bytes + 16);
-    double e = INFINITY;
-    if (!brisk_exec_read(p->gpu, id, a, err) && !brisk_exec_read(p->cpu, id, b, err)) e = ct_rel_err(a, b, n);
-    free(a);
-    free(b);
-    return e;
-}
-
 typedef struct op_graph {
     brisk_graph *g;
     int lstm, dg, dw;
@@ -70,7 +59,7 @@ static void op_case(brisk_gemm_precision prec, int64_t B, int64_t T, int64_t H, 
         brisk_exec_run(p.gpu, BRISK_RUN_TRAIN, &err) || be->sync(be, &err)) {
         CHECKF(0, "%s: %s", what, err.msg);
     } else {
-        double e = prefix_err(&p, o.lstm, o.n_h, &err);
+        double e = ct_prefix_err(&p, o.lstm, o.n_h, &err);
         CHECKF(e <= tol, "%s: h relative error %.3g > %.3g", what, e, tol);
         CHECKF(ct_compare(&p, o.dg, tol, what), "%s: gate gradients", what);
         CHECKF(ct_compare(&p, o.dw, tol, what), "%s: d w_hh", what);
@@ -108,42 +97,13 @@ static void model_case(brisk_gemm_precision prec, int layers, int bidirectional,
     brisk_graph *g = brisk_graph_new();
     brisk_model_io io;
     brisk_error err = {0};
-    ct_pair p;
     char what[160];
     snprintf(what, sizeof what, "lstm model, %d layer%s, %s, %s", layers, layers > 1 ? "s" : "",
              bidirectional ? "bidirectional" : "unidirectional", brisk_gemm_precision_name(prec));
-    if (brisk_model_build(&s, 16, BRISK_BUILD_TRAIN, g, &io, &err) || brisk_backward(g, io.loss, &err) ||
-        ct_pair_make(g, be, &p, &err)) {
+    if (brisk_model_build(&s, 16, BRISK_BUILD_TRAIN, g, &io, &err) || brisk_backward(g, io.loss, &err))
         CHECKF(0, "%s: %s", what, err.msg);
-        brisk_graph_free(g);
-        be->destroy(be);
-        return;
-    }
-    for (int k = 0; k < g->n_params; k++) ct_poison(p.gpu, g->params[k].grad_node, &err);
-    if (brisk_exec_run(p.cpu, BRISK_RUN_TRAIN, &err) || brisk_exec_run(p.gpu, BRISK_RUN_TRAIN, &err) ||
-        be->sync(be, &err)) {
-        CHECKF(0, "%s: %s", what, err.msg);
-    } else {
-        CHECKF(ct_compare(&p, g->loss, tol, what), "%s: loss", what);
-        float scale = 1.0f;
-        brisk_backend_stats st;
-        if (prec == BRISK_GEMM_FP16 && !be->stats(be, &st, &err) && st.loss_scale > 0) scale = st.loss_scale;
-        for (int k = 0; k < g->n_params; k++) {
-            const brisk_param_info *pi = &g->params[k];
-            size_t n = (size_t)pi->numel;
-            float *a = malloc(n * 4 + 4), *b = malloc(n * 4 + 4);
-            if (!brisk_exec_read(p.gpu, pi->grad_node, a, &err) && !brisk_exec_read(p.cpu, pi->grad_node, b, &err)) {
-                for (size_t i = 0; i < n; i++) a[i] /= scale; /* fp16: the gradients carry the loss scale */
-                double e = ct_rel_err(a, b, (int64_t)n);
-                CHECKF(e <= tol, "%s: gradient of %s: relative error %.3g > %.3g", what, pi->name, e, tol);
-            } else {
-                CHECKF(0, "%s: %s", what, err.msg);
-            }
-            free(a);
-            free(b);
-        }
-    }
-    ct_pair_free(&p);
+    else
+        ct_step_and_check_grads(g, be, prec, tol, what);
     brisk_graph_free(g);
     be->destroy(be);
 }
@@ -163,55 +123,21 @@ static void test_models_low_precision(void) {
 
 /* ---------------------------------------------------------------- capture, determinism */
 
-static void *read_node(brisk_exec *ex, int id, brisk_error *err) {
-    void *a = malloc(ex->g->nodes[id].bytes + 16);
-    if (a && brisk_exec_read(ex, id, a, err)) {
-        free(a);
-        return NULL;
-    }
-    return a;
-}
-
 /* The ops of one reverse layer: an eager run, then a captured one replayed, must give the
- * same bits; with deterministic on, a second backend must too. */
+ * same bits; with deterministic on, a second run must too. The LSTM node's h only: its
+ * workspace also holds cuDNN's reserve space. */
 static void test_capture_and_determinism(void) {
     for (int det = 0; det < 2; det++) {
         brisk_backend *be = cuda_backend_for(BRISK_GEMM_FP32, 1, det);
         REQUIRE(be);
         op_graph o = op_build(29, 13, 40, 1);
         brisk_error err = {0};
-        ct_pair p;
-        int prog = -1;
+        ct_pair p = {0};
         const char *what = det ? "lstm: deterministic" : "lstm: capture";
-        void *eager[3] = {0}, *again[3] = {0};
         int ids[3] = {o.lstm, o.dg, o.dw};
-        if (brisk_graph_error(o.g, &err) || ct_pair_make(o.g, be, &p, &err) ||
-            brisk_exec_run(p.gpu, BRISK_RUN_TRAIN, &err) || be->sync(be, &err)) {
-            CHECKF(0, "%s: %s", what, err.msg);
-        } else {
-            for (int i = 0; i < 3; i++) eager[i] = read_node(p.gpu, ids[i], &err), ct_poison(p.gpu, ids[i], &err);
-            brisk_status st;
-            if (!det) {
-                st = be->capture_begin(be, &err);
-                if (!st) st = brisk_exec_run(p.gpu, BRISK_RUN_TRAIN, &err);
-                brisk_error e2 = {0};
-                brisk_status end = be->capture_end(be, &prog, st ? &e2 : &err);
-                if (!st) st = end;
-                if (!st) st = be->replay(be, prog, &err);
-            } else {
-                st = brisk_exec_run(p.gpu, BRISK_RUN_TRAIN, &err);
-            }
-            if (!st) st = be->sync(be, &err);
-            CHECKF(!st, "%s: %s", what, err.msg);
-            for (int i = 0; i < 3 && !st; i++) {
-                again[i] = read_node(p.gpu, ids[i], &err);
-                /* h only for the LSTM node: its workspace also holds cuDNN's reserve space */
-                size_t bytes = i == 0 ? (size_t)o.n_h * 4 : p.gpu->g->nodes[ids[i]].bytes;
-                CHECKF(eager[i] && again[i] && memcmp(eager[i], again[i], bytes) == 0, "%s: node %d differs between "
-                       "runs", what, ids[i]);
-            }
-        }
-        for (int i = 0; i < 3; i++) free(eager[i]), free(again[i]);
+        size_t bytes[3] = {(size_t)o.n_h * 4};
+        if (brisk_graph_error(o.g, &err) || ct_pair_make(o.g, be, &p, &err)) CHECKF(0, "%s: %s", what, err.msg);
+        else ct_check_rerun(be, &p, ids, bytes, 3, det, what);
         ct_pair_free(&p);
         brisk_graph_free(o.g);
         be->destroy(be);

@@ -119,7 +119,7 @@ static void test_supported_model_keeps_the_gpu(void) {
     built_free(&b);
 }
 
-/* The CUDA backend's answers need no GPU: LSTM says no only when cuDNN cannot be loaded, and
+/* The CUDA backend's answers need no GPU: LSTM and GRU say no only when cuDNN cannot be loaded, and
  * says so; attention only for heads wider than its kernel takes; everything else says yes. */
 static void test_cuda_capability_answers(void) {
     brisk_cuda_info info;
@@ -135,8 +135,8 @@ static void test_cuda_capability_answers(void) {
         int yes = brisk_cuda_op_supported(&n, why, sizeof why);
         CHECKF(yes || why[0], "%s: no without a reason", brisk_op_name(n.op));
         if (!info.built) CHECK(!yes && strstr(why, "without CUDA"));
-        int dnn = op == BRISK_OP_LSTM || op == BRISK_OP_LSTM_GRAD || op == BRISK_OP_LSTM_GRAD_W ||
-                  op == BRISK_OP_CONV2D || op == BRISK_OP_CONV2D_GRAD_X || op == BRISK_OP_CONV2D_GRAD_W;
+        int dnn = op == BRISK_OP_LSTM || op == BRISK_OP_LSTM_GRAD || op == BRISK_OP_LSTM_GRAD_W || op == BRISK_OP_GRU ||
+                  op == BRISK_OP_GRU_GRAD || op == BRISK_OP_GRU_GRAD_W || op == BRISK_OP_CONV2D || op == BRISK_OP_CONV2D_GRAD_X || op == BRISK_OP_CONV2D_GRAD_W;
         if (info.built && dnn) CHECKF(yes || strstr(why, "cuDNN"), "%s: %s", brisk_op_name(n.op), why);
     }
     n.op = BRISK_OP_MATMUL;

@@ -13,7 +13,7 @@
  *   autotune.c  timing heuristic candidates and the cache file
  *   step.c      per-step values, CUDA graphs, input staging, the loss log, the optimizer
  *   info.c      probe, measured rates, NVML (loaded at run time), describe, stats
- *   cudnn_rnn.c LSTM, LSTM_GRAD, LSTM_GRAD_W through cuDNN's RNN API (loaded at run time)
+ *   cudnn_rnn.c LSTM and GRU and their gradients through cuDNN's RNN API (loaded at run time)
  *   cudnn_conv.c CONV2D and its gradients through cuDNN (algorithm cache: conv_algo_cache.c)
  *   cudnn_load.c loads cuDNN once per process for both
  *   vision.c    POOL2D and BATCHNORM with their gradients (k_pool.cu, k_batchnorm.cu)
@@ -155,7 +155,7 @@ typedef struct cuda_backend {
     void *nvml_lib, *nvml_dev;
     int (*nvml_util)(void *dev, void *util);
     int (*nvml_mem)(void *dev, void *mem);
-    /* cuDNN's handle and the per-LSTM-node plans (cudnn_rnn.c) */
+    /* cuDNN's handle and the per-node plans of the LSTMs and GRUs (cudnn_rnn.c) */
     struct cuda_rnn *rnn;
     /* cuDNN's handle, the per-conv-node plans and the algorithm cache (cudnn_conv.c) */
     struct cuda_conv *conv;
@@ -301,13 +301,15 @@ brisk_status cuda_optim_update(brisk_backend *be, float *p, const float *g, floa
 brisk_status cuda_scaler_init(cuda_backend *cb, int on, brisk_error *err);
 
 /* ---- cudnn_rnn.c (and cudnn_rnn.h) */
-brisk_status cuda_run_lstm(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
-                           brisk_error *err);
-/* Plans every LSTM node of g (descriptors, weight space, workspaces): nothing allocated per step. */
+/* LSTM, LSTM_GRAD, LSTM_GRAD_W, GRU, GRU_GRAD, GRU_GRAD_W */
+brisk_status cuda_run_rnn(cuda_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
+                          brisk_error *err);
+/* Plans every LSTM and GRU node of g (descriptors, weight space, workspaces): nothing
+ * allocated per step. */
 brisk_status cuda_rnn_prepare(cuda_backend *cb, const brisk_graph *g, brisk_error *err);
 void cuda_rnn_forget(cuda_backend *cb); /* after the compute stream is idle */
 void cuda_rnn_free(cuda_backend *cb);
-/* How LSTM node id of g runs (cuDNN's math, sizes), for brisk profile; "" if unplanned. */
+/* How LSTM or GRU node id of g runs (cuDNN's math, sizes), for brisk profile; "" if unplanned. */
 void cuda_rnn_note(const cuda_backend *cb, const brisk_graph *g, int id, char *buf, size_t n);
 
 /* ---- vision.c: pooling, upsampling and batch norm (k_pool.cu, k_upsample.cu, k_batchnorm.cu) */

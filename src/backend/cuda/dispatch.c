@@ -47,7 +47,8 @@ int cuda_supports_op(brisk_backend *be, const brisk_node *node, char *why, size_
 int brisk_cuda_op_supported(const brisk_node *node, char *why, size_t why_size) {
     if (!brisk_op_dtype_ok(node, why, why_size)) return 0;
     const char *missing = missing_kernel(node->op);
-    int rnn = node->op == BRISK_OP_LSTM || node->op == BRISK_OP_LSTM_GRAD || node->op == BRISK_OP_LSTM_GRAD_W;
+    int rnn = node->op == BRISK_OP_LSTM || node->op == BRISK_OP_LSTM_GRAD || node->op == BRISK_OP_LSTM_GRAD_W ||
+              node->op == BRISK_OP_GRU || node->op == BRISK_OP_GRU_GRAD || node->op == BRISK_OP_GRU_GRAD_W;
     if (!missing && rnn) missing = cuda_rnn_missing(); /* cudnn_rnn.c: NULL when cuDNN loads */
     int conv = node->op == BRISK_OP_CONV2D || node->op == BRISK_OP_CONV2D_GRAD_X || node->op == BRISK_OP_CONV2D_GRAD_W;
     if (!missing && conv) missing = cuda_conv_missing(); /* cudnn_conv.c */
@@ -449,7 +450,8 @@ static brisk_status run_op(cuda_backend *cb, const brisk_graph *g, int id, const
     case BRISK_OP_SINUSOIDAL_GRAD:
         return cuda_run_index(cb, g, id, in, out, err);
     case BRISK_OP_LSTM: case BRISK_OP_LSTM_GRAD: case BRISK_OP_LSTM_GRAD_W:
-        return cuda_run_lstm(cb, g, id, in, out, err);
+    case BRISK_OP_GRU: case BRISK_OP_GRU_GRAD: case BRISK_OP_GRU_GRAD_W:
+        return cuda_run_rnn(cb, g, id, in, out, err);
     case BRISK_OP_CONV2D: case BRISK_OP_CONV2D_GRAD_X: case BRISK_OP_CONV2D_GRAD_W:
         return cuda_run_conv(cb, g, id, in, out, err);
     case BRISK_OP_POOL2D: case BRISK_OP_POOL2D_GRAD: return cuda_run_pool(cb, g, id, in, out, err);

@@ -212,12 +212,19 @@ cudaError_t cuk_optim_update(float *p, const float *g, float *m, float *v, const
                              cuda_optim_consts c, const cuda_optim_state *st, void *lp, int lp_fp16,
                              cudaStream_t s);
 
-/* ---- k_lstm.cu: around cuDNN's LSTM (cudnn_rnn.c, index math in lstm_layout.h) */
+/* ---- k_rnn.cu: around cuDNN's LSTM and GRU (cudnn_rnn.c, index math in rnn_layout.h) */
 /* dst [B, T, F] = src flipped in time. */
-cudaError_t cuk_lstm_flip(const float *src, float *dst, int64_t B, int64_t T, int64_t F, cudaStream_t s);
+cudaError_t cuk_rnn_flip(const float *src, float *dst, int64_t B, int64_t T, int64_t F, cudaStream_t s);
 /* hprev [B, T, H] = h one step earlier in the recurrence's order (zeros at its first step). */
-cudaError_t cuk_lstm_hprev(const float *h, float *hprev, int64_t B, int64_t T, int64_t H, int reverse,
-                           cudaStream_t s);
+cudaError_t cuk_rnn_hprev(const float *h, float *hprev, int64_t B, int64_t T, int64_t H, int reverse,
+                          cudaStream_t s);
+/* The GRU's reset gate: r [B, T, H] (holding h_prev w_hr^T) = sigmoid(r + xp_r + b_ir + b_hr),
+ * xp [B, T, 3H]. */
+cudaError_t cuk_gru_r(float *r, const float *xp, const float *b_ih, const float *b_hh, int64_t B, int64_t T,
+                      int64_t H, cudaStream_t s);
+/* dhn [B, T, H] = dxp_n r, dxp [B, T, 3H]. */
+cudaError_t cuk_gru_dhn(const float *dxp, const float *r, float *dhn, int64_t B, int64_t T, int64_t H,
+                        cudaStream_t s);
 
 /* ---- k_loss.cu: POINTWISE_LOSS (kind BRISK_LOSS_*, w NULL: the plain mean) and its gradient
  * for input `which` (0 pred, 1 target); sums in double over fixed ranges, deterministic.

@@ -90,7 +90,8 @@ static void cu_note(brisk_backend *be, const brisk_graph *g, int id, char *buf, 
                  cb->opt.precision == BRISK_GEMM_TF32 ? " (TF32)" : "");
     else if (nd->op == BRISK_OP_CONV2D || nd->op == BRISK_OP_CONV2D_GRAD_X || nd->op == BRISK_OP_CONV2D_GRAD_W)
         cuda_conv_note(cb, g, id, buf + at, n - at);
-    else if (nd->op == BRISK_OP_LSTM || nd->op == BRISK_OP_LSTM_GRAD || nd->op == BRISK_OP_LSTM_GRAD_W)
+    else if (nd->op == BRISK_OP_LSTM || nd->op == BRISK_OP_LSTM_GRAD || nd->op == BRISK_OP_LSTM_GRAD_W ||
+             nd->op == BRISK_OP_GRU || nd->op == BRISK_OP_GRU_GRAD || nd->op == BRISK_OP_GRU_GRAD_W)
         cuda_rnn_note(cb, g, id, buf + at, n - at);
     size_t len = strlen(buf); /* no trailing separator */
     if (len >= 2 && buf[len - 2] == ';') buf[len - 2] = 0;
