@@ -207,9 +207,10 @@ typedef enum brisk_op {
     BRISK_OP_GRU_GRAD,    /* (dh [B, T, H], gru, w_hh): d xp [B, T, 3H] (the pre-activation
                              gradients of the input side: d b_ih is their row sum); workspace
                              after it: d hh_n = d xp_n r [B, T, H], the recurrent side's n part */
-    BRISK_OP_GRU_GRAD_W,  /* (dxp, gru): out [3H, H]: d w_hh = sum dhh^T h_prev, or out [3H]:
-                             d b_hh = the row sum of dhh, where dhh = [d xp_r, d xp_z, d hh_n]
-                             (d hh_n from dxp's workspace) */
+    BRISK_OP_GRU_GRAD_W,  /* (dxp, gru): out [3H, H] d w_hh = sum dhh^T h_prev; or (dxp, gru,
+                             d b_ih [3H]): out [3H] d b_hh = the row sum of dhh; where dhh =
+                             [d xp_r, d xp_z, d hh_n] (d hh_n from dxp's workspace; the row sums
+                             of d xp_r and d xp_z are d b_ih's) */
     BRISK_OP_COUNT
 } brisk_op;
 

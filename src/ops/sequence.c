@@ -23,7 +23,7 @@
  * product, r (w_hn h_prev + b_hn), so the recurrent side's gradient differs from d xp in
  * its n part, d hh_n = d xp_n r. GRU_GRAD hands back d xp and keeps d hh_n in a workspace
  * after it (GRU_GRAD's node is [B, T, 3H] plus [B, T, H]); GRU_GRAD_W reads both for
- * d w_hh and d b_hh, and d b_ih is the row sum of d xp.
+ * d w_hh, and for d b_hh takes d b_ih (the row sum of d xp) for the r and z parts.
  *
  * ATTENTION reads q, k and v from one packed [B, T, 3D] tensor (the in-projection's
  * output, as torch.nn.MultiheadAttention's in_proj_weight produces it), so its one
@@ -105,9 +105,14 @@ int brisk_bw_gru(brisk_graph *g, int node, int dy, int which) {
         dg = append_ws(g, BRISK_OP_GRU_GRAD, gin, 3, s, &n.attr, (size_t)(s.d[0] * s.d[1] * (s.d[2] / 3)) * sizeof(float));
     }
     if (dg < 0 || which == 0) return dg;
-    if (which == 2) return brisk_ops_sum_rows(g, dg);
-    int win[2] = {dg, node};
-    return brisk_graph_append(g, BRISK_OP_GRU_GRAD_W, win, 2, BRISK_F32, g->nodes[n.in[which]].shape, &n.attr);
+    int win[3] = {dg, node, -1};
+    if (which >= 2) { /* d b_ih = the row sums of d xp; d b_hh shares its r and z parts */
+        win[2] = brisk_ops_find_recent(g, g->n_forward, BRISK_OP_SUM, &dg, 1);
+        if (win[2] < 0) win[2] = brisk_ops_sum_rows(g, dg);
+        if (which == 2 || win[2] < 0) return win[2];
+    }
+    return brisk_graph_append(g, BRISK_OP_GRU_GRAD_W, win, which == 3 ? 3 : 2, BRISK_F32, g->nodes[n.in[which]].shape,
+                              &n.attr);
 }
 
 /* ---------------------------------------------------------------- attention */

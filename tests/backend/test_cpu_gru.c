@@ -84,13 +84,17 @@ static void gru_run(brisk_backend *be, tgraph *t, int64_t B, int64_t T, int64_t 
     int l = tg_node_ws(t, BRISK_OP_GRU, BRISK_F32, brisk_shape3(B, T, H), &at, 4, fin, (size_t)(5 * B * T * H) * 4);
     int gin[3] = {dh, l, w};
     int dg = tg_node_ws(t, BRISK_OP_GRU_GRAD, BRISK_F32, brisk_shape3(B, T, G), &at, 3, gin, (size_t)(B * T * H) * 4);
-    int win[2] = {dg, l};
+    brisk_attr sum = tg_attr0();
+    sum.axes = 3u; /* d b_ih: d xp summed over (b, t) */
+    int dbi = tg_node(t, BRISK_OP_SUM, BRISK_F32, brisk_shape1(G), &sum, 1, &dg);
+    int win[3] = {dg, l, dbi};
     int dw = tg_node(t, BRISK_OP_GRU_GRAD_W, BRISK_F32, brisk_shape2(G, H), &at, 2, win);
-    int db = tg_node(t, BRISK_OP_GRU_GRAD_W, BRISK_F32, brisk_shape1(G), &at, 2, win);
+    int db = tg_node(t, BRISK_OP_GRU_GRAD_W, BRISK_F32, brisk_shape1(G), &at, 3, win);
     brisk_error err_s = {0}, *err = &err_s;
     REQUIRE_OK(tg_run(be, t, l, err), err);
     REQUIRE_OK(tg_run(be, t, dg, err), err);
     REQUIRE_OK(tg_run(be, t, dw, err), err);
+    REQUIRE_OK(tg_run(be, t, dbi, err), err);
     REQUIRE_OK(tg_run(be, t, db, err), err);
     ids[0] = l, ids[1] = dg, ids[2] = dw, ids[3] = db;
 }
@@ -151,10 +155,14 @@ static void test_gru_bad(void) {
     int gin[3] = {dh, good, w};
     int dg = tg_node(&t, BRISK_OP_GRU_GRAD, BRISK_F32, brisk_shape3(2, 3, 6), NULL, 3, gin);
     CHECK(tg_run(be1, &t, dg, &err) == BRISK_ERR_SHAPE);
-    /* GRU_GRAD_W whose second input is not a GRU */
+    /* GRU_GRAD_W whose second input is not a GRU; d b_hh without d b_ih */
     int win[2] = {dg, xp};
     int dw = tg_node(&t, BRISK_OP_GRU_GRAD_W, BRISK_F32, brisk_shape2(6, 2), NULL, 2, win);
     CHECK(tg_run(be1, &t, dw, &err) == BRISK_ERR_INVALID && strstr(err.msg, "not a GRU"));
+    int dg2 = tg_node_ws(&t, BRISK_OP_GRU_GRAD, BRISK_F32, brisk_shape3(2, 3, 6), NULL, 3, gin, 2 * 3 * 2 * 4);
+    int win2[2] = {dg2, good};
+    int db = tg_node(&t, BRISK_OP_GRU_GRAD_W, BRISK_F32, brisk_shape1(6), NULL, 2, win2);
+    CHECK(tg_run(be1, &t, db, &err) == BRISK_ERR_SHAPE);
     tg_free(&t);
 }
 

@@ -2,7 +2,7 @@
  * torch.nn.GRU computes it:
  *   GRU         (xp [B, T, 3H], w_hh [3H, H], b_ih [3H], b_hh [3H]) -> h [B, T, H] + workspace
  *   GRU_GRAD    (dh [B, T, H], gru, w_hh) -> d xp [B, T, 3H] + workspace d hh_n [B, T, H]
- *   GRU_GRAD_W  (dxp, gru) -> d w_hh [3H, H] or d b_hh [3H]
+ *   GRU_GRAD_W  (dxp, gru) -> d w_hh [3H, H]; (dxp, gru, d b_ih) -> d b_hh [3H]
  * The GRU node's buffer holds four planes, each row-major over (b, t):
  *   h [B, T, H] | gates [B, T, 3H] (r, z, n after their nonlinearities) |
  *   hh_n [B, T, H] (w_hn h_prev + b_hn, which r multiplies) | h_prev [B, T, H]
@@ -18,7 +18,8 @@
  *   dr = dn hh_n r (1 - r);  d xp = [dr, dz, dn];  d hh = [dr, dz, dn r]
  *   dh_rec = dh_t z + d hh w_hh (a GEMM from a per-thread block of d hh rows)
  * d hh_n goes to GRU_GRAD's workspace, so GRU_GRAD_W's d w_hh = d hh^T h_prev is two GEMMs
- * over all steps at once and d b_hh = the row sums of d hh.
+ * over all steps at once, and d b_hh = the row sums of d hh is d b_ih's r and z parts (the
+ * same sums) and the sums of d hh_n.
  *
  * Threads: as lstm.c, each thread takes chunks of batch rows and runs them through every
  * step alone; the results do not depend on the thread count. */
@@ -134,13 +135,15 @@ static int grad_is(const brisk_node *n, int64_t B, int64_t T, int64_t H) {
     return cpu_shape_is(n, 3, B, T, 3 * H) && n->bytes >= (size_t)(4 * B * T * H) * sizeof(float);
 }
 
-/* GRU_GRAD_W: d w_hh = d hh^T h_prev, or d b_hh = the row sums of d hh. */
-static void grad_w(cpu_backend *cb, const gru_ctx *c, const float *dxp, const float *gru_buf, float *out, int bias) {
+/* GRU_GRAD_W: d w_hh = d hh^T h_prev, or d b_hh = the row sums of d hh: d b_ih's r and z
+ * parts, then the sums of d hh_n. */
+static void grad_w(cpu_backend *cb, const gru_ctx *c, const float *dxp, const float *gru_buf, const float *dbi,
+                   float *out) {
     const int64_t BT = c->B * c->T, H = c->H;
     const float *dhn = dxp + BT * 3 * H;
-    if (bias) { /* every column of d xp, then the n part again from d hh_n */
-        brisk_shape s3 = brisk_shape2(BT, 3 * H), s1 = brisk_shape2(BT, H);
-        cpu_reduce_sum(cb, dxp, &s3, 1u, 1.0f, out);
+    if (dbi) {
+        brisk_shape s1 = brisk_shape2(BT, H);
+        memcpy(out, dbi, (size_t)(2 * H) * sizeof(float));
         cpu_reduce_sum(cb, dhn, &s1, 1u, 1.0f, out + 2 * H);
         return;
     }
@@ -167,15 +170,16 @@ brisk_status cpu_gru_op(cpu_backend *cb, const brisk_graph *g, int id, const voi
     else if (n->op == BRISK_OP_GRU_GRAD)
         ok = n->n_in == 3 && cpu_shape_is(IN_NODE(g, id, 0), 3, B, T, H) &&
              cpu_shape_is(IN_NODE(g, id, 2), 2, G, H, 0) && grad_is(n, B, T, H);
-    else
-        ok = n->n_in == 2 && grad_is(IN_NODE(g, id, 0), B, T, H) &&
-             (cpu_shape_is(n, 2, G, H, 0) || cpu_shape_is(n, 1, G, 0, 0));
+    else /* d w_hh from (dxp, gru); d b_hh from (dxp, gru, d b_ih) */
+        ok = grad_is(IN_NODE(g, id, 0), B, T, H) &&
+             ((n->n_in == 2 && cpu_shape_is(n, 2, G, H, 0)) ||
+              (n->n_in == 3 && cpu_shape_is(n, 1, G, 0, 0) && cpu_shape_is(IN_NODE(g, id, 2), 1, G, 0, 0)));
     if (!ok)
         return brisk_errorf(err, BRISK_ERR_SHAPE, "%s (node %d): shapes do not fit a GRU of B %lld, T %lld, H %lld",
                             brisk_op_name(n->op), id, (long long)B, (long long)T, (long long)H);
     if (n->op == BRISK_OP_GRU_GRAD_W) {
         if (B * T == 0) memset(out, 0, (size_t)cpu_numel(&n->shape) * sizeof(float));
-        else if (H > 0) grad_w(cb, &c, in[0], in[1], out, n->shape.ndim == 1);
+        else if (H > 0) grad_w(cb, &c, in[0], in[1], n->n_in == 3 ? in[2] : NULL, out);
         return BRISK_OK;
     }
     if (B * T * H == 0) return BRISK_OK;

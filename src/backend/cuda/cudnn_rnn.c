@@ -20,7 +20,8 @@
  * d xp in its n part, d hh_n = d xp_n r, and cuDNN keeps r in its reserve space, which is
  * opaque: the forward computes r again for every step (one [BT, H] x [H, H] GEMM of h_prev
  * and w_hr, and a pass adding xp_r and the biases, k_rnn.cu) into a plane of its workspace,
- * and GRU_GRAD writes d hh_n from it after cuDNN's dx. d b_hh sums d hh's rows (k_reduce.cu).
+ * and GRU_GRAD writes d hh_n from it after cuDNN's dx. d b_hh: d b_ih's r and z parts, and
+ * the column sums of d hh_n (k_reduce.cu).
  *
  * Memory (rnn_layout.h): per node a plan made at prepare (or, for a graph run without one,
  * at its first eager run) owns the descriptors, the weight space (identity written once;
@@ -107,9 +108,10 @@ static brisk_status check_node(const brisk_graph *g, int id, int *rnn_id, int64_
         ok = n->n_in == 3 && shape_is(&IN_NODE(g, id, 0)->shape, 3, B, T, H) &&
              shape_is(&IN_NODE(g, id, 2)->shape, 2, G, H, 0) &&
              (gru ? gru_grad_is(n, B, T, H) : shape_is(&n->shape, 3, B, T, G));
-    else if (gru)
-        ok = n->n_in == 2 && gru_grad_is(IN_NODE(g, id, 0), B, T, H) &&
-             (shape_is(&n->shape, 2, G, H, 0) || shape_is(&n->shape, 1, G, 0, 0));
+    else if (gru) /* d w_hh from (dxp, gru); d b_hh from (dxp, gru, d b_ih) */
+        ok = gru_grad_is(IN_NODE(g, id, 0), B, T, H) &&
+             ((n->n_in == 2 && shape_is(&n->shape, 2, G, H, 0)) ||
+              (n->n_in == 3 && shape_is(&n->shape, 1, G, 0, 0) && shape_is(&IN_NODE(g, id, 2)->shape, 1, G, 0, 0)));
     else
         ok = n->n_in == 2 && shape_is(&IN_NODE(g, id, 0)->shape, 3, B, T, G) && shape_is(&n->shape, 2, G, H, 0);
     if (!ok)
@@ -121,7 +123,8 @@ static brisk_status check_node(const brisk_graph *g, int id, int *rnn_id, int64_
 
 /* LSTM_GRAD_W, GRU_GRAD_W: d w_hh = d hh^T h_prev, or (GRU, out [3H]) d b_hh = d hh's row
  * sums; needs no cuDNN, only the h_prev plane the forward wrote. The GRU's d hh is d xp but
- * for its n part, d hh_n after d xp: one GEMM over all of d xp, then the n rows again. */
+ * for its n part, d hh_n after d xp: one GEMM over all of d xp, then the n rows again; d b_hh
+ * is d b_ih's r and z parts (input 2: the same sums) and the sums of d hh_n. */
 static brisk_status run_grad_w(cuda_backend *cb, const brisk_graph *g, int id, const int64_t d[3],
                                const void *const *in, void *out, brisk_error *err) {
     const brisk_node *n = NODE(g, id);
@@ -136,13 +139,13 @@ static brisk_status run_grad_w(cuda_backend *cb, const brisk_graph *g, int id, c
         return BRISK_OK;
     }
     const float *dhn = (const float *)in[0] + BT * G;
-    if (n->shape.ndim == 1) { /* GRU's d b_hh: every column of d xp, then the n part from d hh_n */
+    if (n->shape.ndim == 1) { /* GRU's d b_hh */
         void *scratch;
-        brisk_status st = cuda_scratch(cb, cuk_reduce_scratch_bytes(G, BT), &scratch, err);
+        brisk_status st = cuda_scratch(cb, cuk_reduce_scratch_bytes(H, BT), &scratch, err);
         if (st) return st;
-        int64_t d3[2] = {BT, G}, d1[2] = {BT, H};
+        int64_t d1[2] = {BT, H};
         int red[2] = {1, 0};
-        CU(cuk_reduce(in[0], out, 2, d3, red, 1.0f, scratch, cb->compute), what);
+        CU(cudaMemcpyAsync(out, in[2], (size_t)(2 * H) * sizeof(float), cudaMemcpyDeviceToDevice, cb->compute), what);
         CU(cuk_reduce(dhn, (float *)out + 2 * H, 2, d1, red, 1.0f, scratch, cb->compute), what);
         return BRISK_OK;
     }

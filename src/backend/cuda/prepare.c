@@ -202,7 +202,7 @@ static size_t scratch_need(const brisk_graph *g, const brisk_plan *pl) {
         const brisk_node *x = n->n_in ? &g->nodes[n->in[0]] : n;
         int64_t len = brisk_shape_numel(&x->shape), out = brisk_shape_numel(&n->shape), need = 0;
         if (n->op == BRISK_OP_SUM || n->op == BRISK_OP_MEAN || n->op == BRISK_OP_SUM_TO ||
-            (n->op == BRISK_OP_GRU_GRAD_W && n->shape.ndim == 1)) /* GRU_GRAD_W: d b_hh, column sums */
+            (n->op == BRISK_OP_GRU_GRAD_W && n->shape.ndim == 1)) /* d b_hh: sums as wide as d xp's */
             need = (int64_t)cuk_reduce_scratch_bytes(out, out ? len / out : 0);
         else if (n->op == BRISK_OP_CROSS_ENTROPY || n->op == BRISK_OP_MSE)
             need = (int64_t)cuk_reduce_scratch_bytes(1, len) + (len + 1) * 8;
