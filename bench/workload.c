@@ -5,6 +5,8 @@
  *
  *   brisk_bench --workload diffusion|tabular|lstm|transformer|resnet|meshgnn --steps 50 [--threads N] [--warmup 5]
  *               [--small] [--recompute] [--width W] [--seq T] [--batch B] [--heads H] [--ffn F] [--epoch-steps N]
+ *   brisk_bench --config CONFIG.json ...: the config's model (a graph model, say) at its train.batch_size and
+ *               optim.lr on synthetic batches, as bench/graph_timed.py times its PyTorch twin (bench/graph_vs_torch.sh)
  *
  * --small: bench/WORKLOADS.md's small sizes (resnet at 3 x 64 x 64, batch 4; meshgnn), as timed.py --small.
  * resnet clips the gradient norm to 1.0 and uses lr 1e-4, as bench/reference/workloads.py does.
@@ -20,6 +22,7 @@
 #include <string.h>
 
 #include "brisk/brisk.h"
+#include "brisk/train.h"
 #include "report/progress.h"
 
 static int spec_for(const char *w, int small, brisk_model_spec *s, int64_t *batch, float *lr) {
@@ -94,11 +97,12 @@ static int reshape(brisk_model_spec *s, int64_t *batch, int64_t width, int64_t s
 }
 
 int main(int argc, char **argv) {
-    const char *workload = "diffusion";
+    const char *workload = "diffusion", *config = NULL;
     int steps = 50, warmup = 5, threads = 0, n_batches = 8, small = 0, recompute = 0;
     long long width = 0, seq = 0, bsz = 0, heads = 0, ffn = 0, epoch_steps = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--workload") && i + 1 < argc) workload = argv[++i];
+        else if (!strcmp(argv[i], "--config") && i + 1 < argc) config = argv[++i];
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
@@ -111,19 +115,34 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--ffn") && i + 1 < argc) ffn = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--epoch-steps") && i + 1 < argc) epoch_steps = atoll(argv[++i]);
         else { fprintf(stderr, "usage: brisk_bench --workload diffusion|tabular|lstm|transformer|resnet|meshgnn [--small] [--recompute] [--steps N] [--warmup N] [--threads N] "
-                       "[--width W] [--seq T] [--batch B] [--heads H] [--ffn F]\n"); return 2; }
+                       "[--width W] [--seq T] [--batch B] [--heads H] [--ffn F]\n"
+                       "       brisk_bench --config CONFIG.json [--batch B] [--steps N] [--warmup N] [--threads N]\n"); return 2; }
     }
     if (steps < 1) steps = 1;
     brisk_model_spec spec;
     int64_t batch;
     float lr;
-    if (spec_for(workload, small, &spec, &batch, &lr)) {
+    brisk_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    if (config) { /* the config's model, batch and learning rate; the data stay synthetic */
+        brisk_error e = {0};
+        if (brisk_config_load(config, NULL, 0, &cfg, &e)) {
+            fprintf(stderr, "brisk_bench: %s\n", e.msg);
+            return 1;
+        }
+        const char *base = strrchr(config, '/');
+        workload = base ? base + 1 : config;
+        spec = cfg.model;
+        batch = bsz > 0 ? bsz : cfg.train.batch_size;
+        lr = cfg.optim.lr;
+    } else if (spec_for(workload, small, &spec, &batch, &lr)) {
         fprintf(stderr, "brisk_bench: workload '%s' is not built yet (diffusion, tabular, lstm, transformer, resnet, meshgnn)\n",
                 workload);
         return 2;
     }
-    spec.recompute = recompute;
-    if (width < 0 || seq < 0 || bsz < 0 || heads < 0 || ffn < 0 || reshape(&spec, &batch, width, seq, bsz, heads, ffn)) {
+    if (!config) spec.recompute = recompute;
+    if (width < 0 || seq < 0 || bsz < 0 || heads < 0 || ffn < 0 ||
+        (!config && reshape(&spec, &batch, width, seq, bsz, heads, ffn))) {
         fprintf(stderr, "brisk_bench: bad shape options for %s (negative, or width not a multiple of heads)\n", workload);
         return 2;
     }
@@ -136,7 +155,8 @@ int main(int argc, char **argv) {
     brisk_exec *ex = NULL;
     brisk_backend *be = brisk_backend_cpu_new(tp.threads);
     brisk_optim_spec os;
-    brisk_optim_spec_default(&os);
+    if (config) os = cfg.optim;
+    else brisk_optim_spec_default(&os);
     os.lr = lr;
     if (spec.type == BRISK_MODEL_RESNET) os.clip_norm = 1.0f;
     brisk_optimizer opt;
@@ -161,7 +181,8 @@ int main(int argc, char **argv) {
                 brisk_philox4x32(ctr, key, u);
                 brisk_philox_normal4(ctr, key, nv);
                 for (int k = 0; k < 4 && i + k < n; k++) {
-                    if (in->dtype == BRISK_I32) ((int32_t *)data[b][f])[i + k] = (int32_t)(u[k] % 3);
+                    if (in->dtype == BRISK_I32) /* class labels: below the model's classes (3 by default) */
+                        ((int32_t *)data[b][f])[i + k] = (int32_t)(u[k] % (uint32_t)(spec.outputs > 1 ? spec.outputs : 3));
                     else ((float *)data[b][f])[i + k] = nv[k];
                 }
             }
