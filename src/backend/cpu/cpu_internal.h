@@ -288,6 +288,32 @@ static inline int64_t cpu_rnn_step_t(int64_t T, int reverse, int64_t s, int forw
 float *cpu_rnn_pack(const float *w_hh, int64_t G, int64_t H, int forward);
 /* Rows per cpu_parallel_dynamic chunk over a batch of B sequences. */
 int64_t cpu_rnn_chunk(const cpu_backend *cb, int64_t B, int64_t row_block);
+/* A block of rows r0 .. r1 at processing step s: time t, and tp the time of the step before
+ * in the recurrence's order (meaningful from the second step on). */
+typedef struct cpu_rnn_block {
+    int64_t r0, r1, s, t, tp;
+} cpu_rnn_block;
+typedef void (*cpu_rnn_cell_fn)(const void *ctx, const cpu_rnn_block *k);
+/* How a chunk of rows walks the steps: G = gates x H, rows row_block at a time, w_hh packed
+ * by cpu_rnn_pack for the direction, this thread's GEMM scratch. Forward: the GEMM's A is h
+ * [B, T, H] at the step before, its C the gate plane [B, T, G]. Backward: the GEMM's A is
+ * the block's d hh rows (dhh gives them and their stride), its C dh_rec [B, H], added to
+ * what the cell pass left there (accumulate) or written; dhh NULL: the forward. */
+typedef struct cpu_rnn_walk {
+    int64_t T, H, G, row_block;
+    int reverse;
+    const float *packed;
+    float *scratch;
+    const float *h;
+    float *gates;
+    float *rec;
+    int accumulate;
+    const float *(*dhh)(const void *ctx, const cpu_rnn_block *k, int64_t *lda);
+} cpu_rnn_walk;
+/* Every step of rows [b0, b1) a block at a time. Forward (dhh NULL), in the recurrence's
+ * order: the GEMM (from the second step), then cell(ctx, block). Backward, the other way:
+ * cell(ctx, block), then the GEMM (but at the last step). */
+void cpu_rnn_walk_rows(const cpu_rnn_walk *w, int64_t b0, int64_t b1, cpu_rnn_cell_fn cell, const void *ctx);
 
 /* ---- lstm.c: LSTM, LSTM_GRAD, LSTM_GRAD_W */
 brisk_status cpu_lstm_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,

@@ -52,82 +52,91 @@ static void planes(gru_ctx *c, float *base) {
     c->hprev = c->hhn + n;
 }
 
-static void forward_band(const void *vctx, int64_t b0, int64_t b1) {
+static cpu_rnn_walk walk_of(const gru_ctx *c) {
+    cpu_rnn_walk w = {.T = c->T, .H = c->H, .G = 3 * c->H, .row_block = ROW_BLOCK, .reverse = c->reverse,
+                      .packed = c->w_packed, .scratch = c->gemm_scratch + c->gemm_per * (size_t)cpu_worker_id(),
+                      .h = c->h, .gates = c->gates, .rec = c->rec, .accumulate = 1};
+    return w;
+}
+
+static void forward_cell(const void *vctx, const cpu_rnn_block *k) {
     const gru_ctx *c = vctx;
-    const int64_t T = c->T, H = c->H, G = 3 * H;
-    float *scratch = c->gemm_scratch + c->gemm_per * (size_t)cpu_worker_id();
-    for (int64_t s = 0; s < T; s++)
-    for (int64_t r0 = b0; r0 < b1; r0 += ROW_BLOCK) {
-        int64_t r1 = r0 + ROW_BLOCK < b1 ? r0 + ROW_BLOCK : b1;
-        int64_t t = cpu_rnn_step_t(c->T, c->reverse, s, 1), tp = c->reverse ? t + 1 : t - 1;
-        if (s > 0)
-            cpu_sgemm_prepacked(0, r1 - r0, G, H, c->h + (r0 * T + tp) * H, T * H, c->w_packed,
-                                c->gates + (r0 * T + t) * G, T * G, 0, scratch);
-        for (int64_t b = r0; b < r1; b++) {
-            int64_t row = b * T + t;
-            float *restrict gr = c->gates + row * G;
-            const float *restrict x = c->xp + row * G, *restrict brz = c->b_rz, *restrict bin = c->b_in,
-                                  *restrict bhn = c->b_hn;
-            const float *restrict hp = s > 0 ? c->h + (b * T + tp) * H : c->zeros;
-            float *restrict hr = c->h + row * H, *restrict hn = c->hhn + row * H, *restrict hpr = c->hprev + row * H;
-            if (s == 0) memset(gr, 0, (size_t)G * sizeof(float)); /* no recurrent term yet */
+    const int64_t T = c->T, H = c->H, G = 3 * H, s = k->s, t = k->t, tp = k->tp;
+    for (int64_t b = k->r0; b < k->r1; b++) {
+        int64_t row = b * T + t;
+        float *restrict gr = c->gates + row * G;
+        const float *restrict x = c->xp + row * G, *restrict brz = c->b_rz, *restrict bin = c->b_in,
+                              *restrict bhn = c->b_hn;
+        const float *restrict hp = s > 0 ? c->h + (b * T + tp) * H : c->zeros;
+        float *restrict hr = c->h + row * H, *restrict hn = c->hhn + row * H, *restrict hpr = c->hprev + row * H;
+        if (s == 0) memset(gr, 0, (size_t)G * sizeof(float)); /* no recurrent term yet */
 #pragma omp simd
-            for (int64_t j = 0; j < H; j++) {
-                float rg = cpu_sigmoidf(gr[j] + x[j] + brz[j]);
-                float zg = cpu_sigmoidf(gr[H + j] + x[H + j] + brz[H + j]);
-                float hv = gr[2 * H + j] + bhn[j];
-                float ng = cpu_tanhf(x[2 * H + j] + bin[j] + rg * hv);
-                gr[j] = rg;
-                gr[H + j] = zg;
-                gr[2 * H + j] = ng;
-                hn[j] = hv;
-                hpr[j] = hp[j];
-                hr[j] = ng + zg * (hp[j] - ng);
-            }
+        for (int64_t j = 0; j < H; j++) {
+            float rg = cpu_sigmoidf(gr[j] + x[j] + brz[j]);
+            float zg = cpu_sigmoidf(gr[H + j] + x[H + j] + brz[H + j]);
+            float hv = gr[2 * H + j] + bhn[j];
+            float ng = cpu_tanhf(x[2 * H + j] + bin[j] + rg * hv);
+            gr[j] = rg;
+            gr[H + j] = zg;
+            gr[2 * H + j] = ng;
+            hn[j] = hv;
+            hpr[j] = hp[j];
+            hr[j] = ng + zg * (hp[j] - ng);
         }
     }
 }
 
+static void forward_band(const void *vctx, int64_t b0, int64_t b1) {
+    cpu_rnn_walk w = walk_of(vctx);
+    cpu_rnn_walk_rows(&w, b0, b1, forward_cell, vctx);
+}
+
+/* This thread's block of d hh rows [ROW_BLOCK, 3H]: the recurrent GEMM's A. */
+static float *dhh_block(const gru_ctx *c) { return c->dhh + (size_t)cpu_worker_id() * ROW_BLOCK * (size_t)(3 * c->H); }
+
+static void backward_cell(const void *vctx, const cpu_rnn_block *k) {
+    const gru_ctx *c = vctx;
+    const int64_t T = c->T, H = c->H, G = 3 * H, t = k->t;
+    float *dhh = dhh_block(c);
+    for (int64_t b = k->r0; b < k->r1; b++) {
+        int64_t row = b * T + t;
+        const float *restrict gr = c->gates + row * G, *restrict dh = c->dh + row * H;
+        const float *restrict hn = c->hhn + row * H, *restrict hp = c->hprev + row * H;
+        float *restrict rr = c->rec + b * H, *restrict d = c->dxp + row * G, *restrict dn_ws = c->dhn + row * H;
+        float *restrict q = dhh + (b - k->r0) * G;
+#pragma omp simd
+        for (int64_t j = 0; j < H; j++) {
+            float rg = gr[j], zg = gr[H + j], ng = gr[2 * H + j];
+            float dht = dh[j] + rr[j];
+            float dn = dht * (1.0f - zg) * (1.0f - ng * ng);
+            float dz = dht * (hp[j] - ng) * zg * (1.0f - zg);
+            float dr = dn * hn[j] * rg * (1.0f - rg);
+            float dhn = dn * rg;
+            d[j] = dr;
+            d[H + j] = dz;
+            d[2 * H + j] = dn;
+            dn_ws[j] = dhn;
+            q[j] = dr;
+            q[H + j] = dz;
+            q[2 * H + j] = dhn;
+            rr[j] = dht * zg; /* the direct path to h_prev; the GEMM adds d hh w_hh */
+        }
+    }
+}
+
+static const float *backward_dhh(const void *vctx, const cpu_rnn_block *k, int64_t *lda) {
+    (void)k;
+    const gru_ctx *c = vctx;
+    *lda = 3 * c->H;
+    return dhh_block(c);
+}
+
 static void backward_band(const void *vctx, int64_t b0, int64_t b1) {
     const gru_ctx *c = vctx;
-    const int64_t T = c->T, H = c->H, G = 3 * H;
-    int tid = cpu_worker_id();
-    float *scratch = c->gemm_scratch + c->gemm_per * (size_t)tid;
-    float *dhh = c->dhh + (size_t)tid * ROW_BLOCK * (size_t)G; /* this thread's block of d hh rows */
-    float *rec = c->rec; /* [B, H], rows b0 .. b1 are this band's */
-    memset(rec + b0 * H, 0, (size_t)((b1 - b0) * H) * sizeof(float));
-    for (int64_t s = 0; s < T; s++)
-    for (int64_t r0 = b0; r0 < b1; r0 += ROW_BLOCK) {
-        int64_t r1 = r0 + ROW_BLOCK < b1 ? r0 + ROW_BLOCK : b1;
-        int64_t t = cpu_rnn_step_t(c->T, c->reverse, s, 0);
-        int has_prev = s < T - 1;
-        for (int64_t b = r0; b < r1; b++) {
-            int64_t row = b * T + t;
-            const float *restrict gr = c->gates + row * G, *restrict dh = c->dh + row * H;
-            const float *restrict hn = c->hhn + row * H, *restrict hp = c->hprev + row * H;
-            float *restrict rr = rec + b * H, *restrict d = c->dxp + row * G, *restrict dn_ws = c->dhn + row * H;
-            float *restrict q = dhh + (b - r0) * G;
-#pragma omp simd
-            for (int64_t j = 0; j < H; j++) {
-                float rg = gr[j], zg = gr[H + j], ng = gr[2 * H + j];
-                float dht = dh[j] + rr[j];
-                float dn = dht * (1.0f - zg) * (1.0f - ng * ng);
-                float dz = dht * (hp[j] - ng) * zg * (1.0f - zg);
-                float dr = dn * hn[j] * rg * (1.0f - rg);
-                float dhn = dn * rg;
-                d[j] = dr;
-                d[H + j] = dz;
-                d[2 * H + j] = dn;
-                dn_ws[j] = dhn;
-                q[j] = dr;
-                q[H + j] = dz;
-                q[2 * H + j] = dhn;
-                rr[j] = dht * zg; /* the direct path to h_prev; the GEMM adds d hh w_hh */
-            }
-        }
-        if (has_prev)
-            cpu_sgemm_prepacked(0, r1 - r0, H, G, dhh, G, c->w_packed, rec + r0 * H, H, 1, scratch);
-    }
+    memset(c->rec + b0 * c->H, 0, (size_t)((b1 - b0) * c->H) * sizeof(float)); /* rows b0 .. b1: this band's */
+    cpu_rnn_walk w = walk_of(c);
+    w.dhh = backward_dhh;
+    cpu_rnn_walk_rows(&w, b0, b1, backward_cell, c);
 }
 
 /* A GRU_GRAD node (or GRU_GRAD_W's input) is d xp [B, T, 3H] and d hh_n after it. */

@@ -46,88 +46,92 @@ static void planes(lstm_ctx *c, float *base) {
     c->hprev = c->c + n;
 }
 
-static float *thread_scratch(const lstm_ctx *c) {
-    return c->gemm_scratch + c->gemm_per * (size_t)cpu_worker_id();
-}
-
-/* Rows per chunk a thread takes (cpu_parallel_dynamic): each step's GEMM then cell
- * pass over the chunk, whose pre-activations (ROW_BLOCK x 4H) are still in L1/L2 when
- * the cell pass reads them back. */
+/* Rows per block a thread runs through a step: each step's GEMM then cell pass over the
+ * block, whose pre-activations (ROW_BLOCK x 4H) are still in L1/L2 when the cell pass reads
+ * them back (recurrent.c's walk). */
 #define ROW_BLOCK 32
 
-static void forward_band(const void *vctx, int64_t b0, int64_t b1) {
+static cpu_rnn_walk walk_of(const lstm_ctx *c) {
+    cpu_rnn_walk w = {.T = c->T, .H = c->H, .G = 4 * c->H, .row_block = ROW_BLOCK, .reverse = c->reverse,
+                      .packed = c->w_packed, .scratch = c->gemm_scratch + c->gemm_per * (size_t)cpu_worker_id(),
+                      .h = c->h, .gates = c->gates, .rec = c->rec};
+    return w;
+}
+
+static void forward_cell(const void *vctx, const cpu_rnn_block *k) {
     const lstm_ctx *c = vctx;
-    const int64_t T = c->T, H = c->H, G = 4 * H;
-    float *scratch = thread_scratch(c);
-    for (int64_t s = 0; s < T; s++)
-    for (int64_t r0 = b0; r0 < b1; r0 += ROW_BLOCK) {
-        int64_t r1 = r0 + ROW_BLOCK < b1 ? r0 + ROW_BLOCK : b1;
-        int64_t t = cpu_rnn_step_t(c->T, c->reverse, s, 1), tp = c->reverse ? t + 1 : t - 1;
-        if (s > 0)
-            cpu_sgemm_prepacked(0, r1 - r0, G, H, c->h + (r0 * T + tp) * H, T * H, c->w_packed,
-                                c->gates + (r0 * T + t) * G, T * G, 0, scratch);
-        for (int64_t b = r0; b < r1; b++) {
-            int64_t row = b * T + t;
-            float *restrict gr = c->gates + row * G;
-            const float *restrict x = c->xp + row * G, *restrict bi = c->bias;
-            const float *restrict cp = s > 0 ? c->c + (b * T + tp) * H : c->zeros;
-            const float *restrict hp = s > 0 ? c->h + (b * T + tp) * H : c->zeros;
-            float *restrict cr = c->c + row * H, *restrict hr = c->h + row * H, *restrict hpr = c->hprev + row * H;
-            if (s == 0) memset(gr, 0, (size_t)G * sizeof(float)); /* no recurrent term yet */
+    const int64_t T = c->T, H = c->H, G = 4 * H, s = k->s, t = k->t, tp = k->tp;
+    for (int64_t b = k->r0; b < k->r1; b++) {
+        int64_t row = b * T + t;
+        float *restrict gr = c->gates + row * G;
+        const float *restrict x = c->xp + row * G, *restrict bi = c->bias;
+        const float *restrict cp = s > 0 ? c->c + (b * T + tp) * H : c->zeros;
+        const float *restrict hp = s > 0 ? c->h + (b * T + tp) * H : c->zeros;
+        float *restrict cr = c->c + row * H, *restrict hr = c->h + row * H, *restrict hpr = c->hprev + row * H;
+        if (s == 0) memset(gr, 0, (size_t)G * sizeof(float)); /* no recurrent term yet */
 #pragma omp simd
-            for (int64_t j = 0; j < H; j++) {
-                float ig = cpu_sigmoidf(gr[j] + x[j] + bi[j]);
-                float fg = cpu_sigmoidf(gr[H + j] + x[H + j] + bi[H + j]);
-                float gg = cpu_tanhf(gr[2 * H + j] + x[2 * H + j] + bi[2 * H + j]);
-                float og = cpu_sigmoidf(gr[3 * H + j] + x[3 * H + j] + bi[3 * H + j]);
-                float cv = fg * cp[j] + ig * gg;
-                gr[j] = ig;
-                gr[H + j] = fg;
-                gr[2 * H + j] = gg;
-                gr[3 * H + j] = og;
-                cr[j] = cv;
-                hpr[j] = hp[j];
-                hr[j] = og * cpu_tanhf(cv);
-            }
+        for (int64_t j = 0; j < H; j++) {
+            float ig = cpu_sigmoidf(gr[j] + x[j] + bi[j]);
+            float fg = cpu_sigmoidf(gr[H + j] + x[H + j] + bi[H + j]);
+            float gg = cpu_tanhf(gr[2 * H + j] + x[2 * H + j] + bi[2 * H + j]);
+            float og = cpu_sigmoidf(gr[3 * H + j] + x[3 * H + j] + bi[3 * H + j]);
+            float cv = fg * cp[j] + ig * gg;
+            gr[j] = ig;
+            gr[H + j] = fg;
+            gr[2 * H + j] = gg;
+            gr[3 * H + j] = og;
+            cr[j] = cv;
+            hpr[j] = hp[j];
+            hr[j] = og * cpu_tanhf(cv);
         }
     }
+}
+
+static void forward_band(const void *vctx, int64_t b0, int64_t b1) {
+    cpu_rnn_walk w = walk_of(vctx);
+    cpu_rnn_walk_rows(&w, b0, b1, forward_cell, vctx);
+}
+
+static void backward_cell(const void *vctx, const cpu_rnn_block *k) {
+    const lstm_ctx *c = vctx;
+    const int64_t T = c->T, H = c->H, G = 4 * H, t = k->t, tp = k->tp;
+    int has_prev = k->s < T - 1;
+    for (int64_t b = k->r0; b < k->r1; b++) {
+        int64_t row = b * T + t;
+        const float *restrict gr = c->gates + row * G, *restrict dh = c->dh + row * H;
+        const float *restrict cr = c->c + row * H;
+        const float *restrict cp = has_prev ? c->c + (b * T + tp) * H : c->zeros;
+        float *restrict rr = c->rec + b * H, *restrict dc = c->dc + b * H;
+        float *restrict d = c->dg + row * G;
+#pragma omp simd
+        for (int64_t j = 0; j < H; j++) {
+            float ig = gr[j], fg = gr[H + j], gg = gr[2 * H + j], og = gr[3 * H + j];
+            float tc = cpu_tanhf(cr[j]), dht = dh[j] + rr[j];
+            float dcv = dc[j] + dht * og * (1.0f - tc * tc);
+            d[j] = dcv * gg * ig * (1.0f - ig);
+            d[H + j] = dcv * cp[j] * fg * (1.0f - fg);
+            d[2 * H + j] = dcv * ig * (1.0f - gg * gg);
+            d[3 * H + j] = dht * tc * og * (1.0f - og);
+            dc[j] = dcv * fg;
+        }
+    }
+}
+
+/* dh_rec for the step before: the block's gate gradients (d xp's rows) times w_hh */
+static const float *backward_dhh(const void *vctx, const cpu_rnn_block *k, int64_t *lda) {
+    const lstm_ctx *c = vctx;
+    *lda = c->T * 4 * c->H;
+    return c->dg + (k->r0 * c->T + k->t) * 4 * c->H;
 }
 
 static void backward_band(const void *vctx, int64_t b0, int64_t b1) {
     const lstm_ctx *c = vctx;
-    const int64_t T = c->T, H = c->H, G = 4 * H;
-    float *scratch = thread_scratch(c);
-    float *rec = c->rec, *dcs = c->dc; /* [B, H], rows b0 .. b1 are this band's */
-    memset(rec + b0 * H, 0, (size_t)((b1 - b0) * H) * sizeof(float));
-    memset(dcs + b0 * H, 0, (size_t)((b1 - b0) * H) * sizeof(float));
-    for (int64_t s = 0; s < T; s++)
-    for (int64_t r0 = b0; r0 < b1; r0 += ROW_BLOCK) {
-        int64_t r1 = r0 + ROW_BLOCK < b1 ? r0 + ROW_BLOCK : b1;
-        int64_t t = cpu_rnn_step_t(c->T, c->reverse, s, 0), tp = c->reverse ? t + 1 : t - 1;
-        int has_prev = s < T - 1;
-        for (int64_t b = r0; b < r1; b++) {
-            int64_t row = b * T + t;
-            const float *restrict gr = c->gates + row * G, *restrict dh = c->dh + row * H;
-            const float *restrict cr = c->c + row * H;
-            const float *restrict cp = has_prev ? c->c + (b * T + tp) * H : c->zeros;
-            float *restrict rr = rec + b * H, *restrict dc = dcs + b * H;
-            float *restrict d = c->dg + row * G;
-#pragma omp simd
-            for (int64_t j = 0; j < H; j++) {
-                float ig = gr[j], fg = gr[H + j], gg = gr[2 * H + j], og = gr[3 * H + j];
-                float tc = cpu_tanhf(cr[j]), dht = dh[j] + rr[j];
-                float dcv = dc[j] + dht * og * (1.0f - tc * tc);
-                d[j] = dcv * gg * ig * (1.0f - ig);
-                d[H + j] = dcv * cp[j] * fg * (1.0f - fg);
-                d[2 * H + j] = dcv * ig * (1.0f - gg * gg);
-                d[3 * H + j] = dht * tc * og * (1.0f - og);
-                dc[j] = dcv * fg;
-            }
-        }
-        if (has_prev) /* dh_rec for the previous step: dgates_t w_hh */
-            cpu_sgemm_prepacked(0, r1 - r0, H, G, c->dg + (r0 * T + t) * G, T * G, c->w_packed, rec + r0 * H, H, 0,
-                                scratch);
-    }
+    const int64_t H = c->H; /* rec and dc [B, H]: rows b0 .. b1 are this band's */
+    memset(c->rec + b0 * H, 0, (size_t)((b1 - b0) * H) * sizeof(float));
+    memset(c->dc + b0 * H, 0, (size_t)((b1 - b0) * H) * sizeof(float));
+    cpu_rnn_walk w = walk_of(c);
+    w.dhh = backward_dhh;
+    cpu_rnn_walk_rows(&w, b0, b1, backward_cell, c);
 }
 
 brisk_status cpu_lstm_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,

@@ -1,5 +1,7 @@
 /* What the recurrent kernels (lstm.c, gru.c) share: the recurrent node's dims, the
- * packing of w_hh for the per-step GEMMs, and how a batch is cut into chunks of rows. */
+ * packing of w_hh for the per-step GEMMs, how a batch is cut into chunks of rows, and the
+ * walk of a chunk through every step, a block of rows at a time (the per-step GEMM, and the
+ * cell's pass over the block while its rows are in L1/L2). */
 #include "backend/cpu/cpu_internal.h"
 
 #include <stdlib.h>
@@ -46,4 +48,25 @@ int64_t cpu_rnn_chunk(const cpu_backend *cb, int64_t B, int64_t row_block) {
         if (chunk < 8) chunk = 8;
     }
     return chunk;
+}
+
+void cpu_rnn_walk_rows(const cpu_rnn_walk *w, int64_t b0, int64_t b1, cpu_rnn_cell_fn cell, const void *ctx) {
+    const int64_t T = w->T, H = w->H, G = w->G;
+    int fwd = w->dhh == NULL;
+    for (int64_t s = 0; s < T; s++)
+    for (int64_t r0 = b0; r0 < b1; r0 += w->row_block) {
+        cpu_rnn_block k = {r0, r0 + w->row_block < b1 ? r0 + w->row_block : b1, s, 0, 0};
+        k.t = cpu_rnn_step_t(T, w->reverse, s, fwd);
+        k.tp = w->reverse ? k.t + 1 : k.t - 1;
+        if (fwd && s > 0) /* the recurrent term h_prev w_hh^T straight into the gate plane */
+            cpu_sgemm_prepacked(0, k.r1 - r0, G, H, w->h + (r0 * T + k.tp) * H, T * H, w->packed,
+                                w->gates + (r0 * T + k.t) * G, T * G, 0, w->scratch);
+        cell(ctx, &k);
+        if (!fwd && s < T - 1) { /* dh_rec for the step before: the block's d hh rows times w_hh */
+            int64_t lda;
+            const float *a = w->dhh(ctx, &k, &lda);
+            cpu_sgemm_prepacked(0, k.r1 - r0, H, G, a, lda, w->packed, w->rec + r0 * H, H, w->accumulate,
+                                w->scratch);
+        }
+    }
 }
