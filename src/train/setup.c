@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strbuf.h"
 #include "train/trainer_internal.h"
 
 static int ends_with(const char *s, const char *suf) {
@@ -13,16 +14,9 @@ static int ends_with(const char *s, const char *suf) {
 }
 
 /* "; CPU fusion on; 2 MiB pages on; ...": the backend's own rows, by name and state. */
-typedef struct backend_names {
-    char text[400];
-    size_t len;
-} backend_names;
-
 static void name_state(void *user, const char *name, const char *state, const char *detail) {
     (void)detail;
-    backend_names *b = user;
-    int k = snprintf(b->text + b->len, sizeof b->text - b->len, "; %s %s", name, state);
-    if (k > 0 && b->len + (size_t)k < sizeof b->text) b->len += (size_t)k;
+    brisk_strbuf_printf(user, "; %s %s", name, state);
 }
 
 /* The start-of-run report of what is on, and why anything is off: logged, and kept for the
@@ -33,14 +27,15 @@ static void report_active(brisk_trainer *t) {
     char *r = t->active_report;
     size_t n = sizeof t->active_report;
     if (!t->be->describe) {
-        backend_names names = {{0}, 0};
+        brisk_strbuf names = {0};
         if (t->be->optimizations) t->be->optimizations(t->be, name_state, &names);
         snprintf(r, n,
                  "active    fp32 (CPU)%s; fused %s over one parameter arena; loader prefetch %d%s; "
                  "grad accumulation %d; clip %s",
-                 names.text, opt, cfg->speed.prefetch,
+                 names.s ? names.s : "", opt, cfg->speed.prefetch,
                  cfg->speed.prefetch ? " (background thread)" : " (off)",
                  cfg->train.accumulate, cfg->optim.clip_norm > 0 ? "on" : "off");
+        brisk_strbuf_free(&names);
     } else {
         char desc[2048];
         t->be->describe(t->be, desc, sizeof desc);
