@@ -1,0 +1,126 @@
+/* ONNX's layers with weights, and pooling: Conv, Gemm, MatMul, BatchNormalization,
+ * LayerNormalization, MaxPool, AveragePool, GlobalAveragePool. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx/onnx_import_internal.h"
+
+static int conv_window(ctx *c, int spatial, brisk_window *w) {
+    const int64_t *ks, *st, *pd, *dl;
+    size_t nk = ox_attr_ints(c, "kernel_shape", &ks), ns = ox_attr_ints(c, "strides", &st), np = ox_attr_ints(c, "pads", &pd),
+           nd = ox_attr_ints(c, "dilations", &dl);
+    const char *ap = "NOTSET";
+    brisk_error e;
+    brisk_onnx_attr_string(c->m, c->n, "auto_pad", "NOTSET", &ap, &e);
+    if (strcmp(ap, "NOTSET") && strcmp(ap, "VALID")) return ox_fail(c, "auto_pad %s (NOTSET or VALID taken)", ap);
+    int k[2] = {1, 1}, s[2] = {1, 1}, p[2] = {0, 0}, dd[2] = {1, 1};
+    for (int i = 0; i < spatial; i++) {
+        int j = 2 - spatial + i;
+        if (nk > (size_t)i) k[j] = (int)ks[i];
+        if (ns > (size_t)i) s[j] = (int)st[i];
+        if (nd > (size_t)i) dd[j] = (int)dl[i];
+        if (np == 2 * (size_t)spatial) {
+            if (pd[i] != pd[i + spatial]) return ox_fail(c, "pads %lld and %lld differ (brisk pads both sides alike)",
+                                                   (long long)pd[i], (long long)pd[i + spatial]);
+            p[j] = (int)pd[i];
+        }
+    }
+    *w = brisk_window_2d(k[0], s[0], p[0]);
+    w->kw = k[1], w->sw = s[1], w->pw = p[1], w->dh = dd[0], w->dw = dd[1];
+    w->groups = (int)ox_attr_i(c, "group", 1);
+    return 0;
+}
+
+/* y + b per channel of [N, C, spatial...] */
+static int channel_add(ctx *c, int y, int b, int spatial) {
+    if (y < 0 || b < 0) return -1;
+    int64_t d[BRISK_MAX_DIMS] = {ox_shape(c, b)->d[0], 1, 1, 1};
+    return brisk_add(c->g, y, brisk_reshape(c->g, b, brisk_shape_make(1 + spatial, d)));
+}
+
+int ox_build_conv(ctx *c) {
+    int x = ox_in(c, 0, 0), w = ox_in(c, 1, 0);
+    if (x < 0 || w < 0) return -1;
+    int rank = ox_shape(c, x)->ndim;
+    brisk_window win;
+    if (rank != 3 && rank != 4) return ox_fail(c, "Conv of a rank-%d input (1-D and 2-D taken)", rank);
+    if (conv_window(c, rank - 2, &win)) return -1;
+    int y = rank == 4 ? brisk_conv2d(c->g, x, w, win) : brisk_conv1d(c->g, x, w, win.sw, win.pw, win.dw, win.groups);
+    if (ox_has_in(c, 2)) y = channel_add(c, y, ox_in(c, 2, 0), rank - 2);
+    return y;
+}
+
+static int build_pool(ctx *c, int kind) {
+    int x = ox_in(c, 0, 0);
+    if (x < 0) return -1;
+    if (ox_shape(c, x)->ndim != 4) return ox_fail(c, "pooling of a rank-%d input (2-D taken)", ox_shape(c, x)->ndim);
+    if (ox_attr_i(c, "ceil_mode", 0)) return ox_fail(c, "ceil_mode 1 (0 taken)");
+    brisk_window win;
+    if (conv_window(c, 2, &win)) return -1;
+    if (win.dh != 1 || win.dw != 1) return ox_fail(c, "dilated pooling");
+    if (kind == BRISK_POOL_AVG && (win.ph || win.pw) && !ox_attr_i(c, "count_include_pad", 0))
+        return ox_fail(c, "padded AveragePool without count_include_pad");
+    win.groups = 1;
+    return brisk_pool2d(c->g, x, kind, win);
+}
+
+int ox_build_maxpool(ctx *c) { return build_pool(c, BRISK_POOL_MAX); }
+int ox_build_avgpool(ctx *c) { return build_pool(c, BRISK_POOL_AVG); }
+
+int ox_build_gemm(ctx *c) {
+    int a = ox_in(c, 0, 0), b = ox_in(c, 1, 0);
+    float alpha = ox_attr_f(c, "alpha", 1.0f), beta = ox_attr_f(c, "beta", 1.0f);
+    int y = brisk_matmul(c->g, a, b, (int)ox_attr_i(c, "transA", 0), (int)ox_attr_i(c, "transB", 0));
+    if (alpha != 1.0f) y = brisk_scale(c->g, y, alpha, 0.0f);
+    if (ox_has_in(c, 2)) {
+        int bias = ox_in(c, 2, 0);
+        if (bias >= 0 && beta != 1.0f) bias = brisk_scale(c->g, bias, beta, 0.0f);
+        if (bias >= 0 && y >= 0 && ox_shape(c, bias)->ndim == 1) y = brisk_bias_add(c->g, y, bias);
+        else y = brisk_add(c->g, y, bias);
+    }
+    return y;
+}
+
+int ox_build_matmul(ctx *c) {
+    int a = ox_in(c, 0, 0), b = ox_in(c, 1, 0);
+    if (a < 0 || b < 0) return -1;
+    brisk_shape sa = *ox_shape(c, a), sb = *ox_shape(c, b);
+    if (sb.ndim != 2 || sa.ndim < 2) return ox_fail(c, "MatMul of ranks %d and %d (a rank-2 right side taken)", sa.ndim, sb.ndim);
+    int64_t k = sa.d[sa.ndim - 1], rows = brisk_shape_numel(&sa) / k;
+    int x = sa.ndim == 2 ? a : brisk_reshape(c->g, a, brisk_shape2(rows, k));
+    int y = brisk_matmul(c->g, x, b, 0, 0);
+    if (sa.ndim == 2 || y < 0) return y;
+    sa.d[sa.ndim - 1] = sb.d[1];
+    return brisk_reshape(c->g, y, sa);
+}
+
+int ox_build_global_avgpool(ctx *c) {
+    int x = ox_in(c, 0, 0);
+    if (x < 0) return -1;
+    brisk_shape s = *ox_shape(c, x);
+    if (s.ndim != 4) return ox_fail(c, "GlobalAveragePool of a rank-%d input (2-D taken)", s.ndim);
+    s.d[2] = s.d[3] = 1;
+    return brisk_reshape(c->g, brisk_global_avg_pool2d(c->g, x, BRISK_LAYOUT_NCHW), s);
+}
+
+int ox_build_batchnorm(ctx *c) {
+    int x = ox_in(c, 0, 0), gamma = ox_in(c, 1, 0), beta = ox_in(c, 2, 0), mean = ox_in(c, 3, 1), var = ox_in(c, 4, 1);
+    if (x < 0 || gamma < 0 || beta < 0 || mean < 0 || var < 0) return -1;
+    /* ONNX's momentum weighs the old statistics, torch's the new batch's */
+    return brisk_batchnorm(c->g, x, gamma, beta, mean, var, -1, ox_attr_f(c, "epsilon", 1e-5f),
+                           1.0f - ox_attr_f(c, "momentum", 0.9f), 0);
+}
+
+int ox_build_layernorm(ctx *c) {
+    int x = ox_in(c, 0, 0);
+    if (x < 0) return -1;
+    int r = ox_shape(c, x)->ndim, a = ox_axis(c, ox_attr_i(c, "axis", -1), r);
+    if (a < 0) return -1;
+    if (a != r - 1) return ox_fail(c, "axis %d of a rank-%d input (the last taken)", a, r);
+    int gamma = ox_in(c, 1, 0), beta = ox_has_in(c, 2) ? ox_in(c, 2, 0) : -1;
+    if (gamma < 0) return -1;
+    if (beta < 0) return ox_fail(c, "LayerNormalization without a bias");
+    return brisk_layernorm(c->g, x, gamma, beta, ox_attr_f(c, "epsilon", 1e-5f));
+}

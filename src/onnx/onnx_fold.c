@@ -1,0 +1,139 @@
+/* Folding: ONNX ops whose inputs are all host constants (and Shape, whose output is known once
+ * its input is built) are evaluated on the host while importing: the shape chains that
+ * dynamic axes leave behind, Constant nodes. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx/onnx_import_internal.h"
+
+static konst *fold_binary(const char *op, const konst *a, const konst *b) {
+    const konst *big = a->rank >= b->rank ? a : b;
+    konst *o = ox_konst_new(big->rank, big->d, a->is_float || b->is_float);
+    if (!o) return NULL;
+    for (int64_t i = 0; i < o->numel; i++) {
+        /* broadcast by index arithmetic over the trailing dims */
+        int64_t ia = 0, ib = 0, rem = i, sa = 1, sb = 1;
+        for (int d = o->rank - 1; d >= 0; d--) {
+            int64_t x = rem % o->d[d];
+            rem /= o->d[d];
+            int da = d - (o->rank - a->rank), db = d - (o->rank - b->rank);
+            if (da >= 0) ia += (a->d[da] == 1 ? 0 : x) * sa, sa *= a->d[da];
+            if (db >= 0) ib += (b->d[db] == 1 ? 0 : x) * sb, sb *= b->d[db];
+        }
+        double x = a->v[ia], y = b->v[ib];
+        o->v[i] = !strcmp(op, "Add") ? x + y : !strcmp(op, "Sub") ? x - y : !strcmp(op, "Mul") ? x * y
+                  : o->is_float ? x / y : (double)(int64_t)(x / y);
+    }
+    return o;
+}
+
+static konst *fold_gather(ctx *c, const konst *data, const konst *idx) {
+    int axis = ox_axis(c, ox_attr_i(c, "axis", 0), data->rank);
+    if (axis < 0) return NULL;
+    int64_t d[BRISK_MAX_DIMS * 2];
+    int r = 0;
+    for (int k = 0; k < axis; k++) d[r++] = data->d[k];
+    for (int k = 0; k < idx->rank; k++) d[r++] = idx->d[k];
+    for (int k = axis + 1; k < data->rank; k++) d[r++] = data->d[k];
+    if (r > BRISK_MAX_DIMS) return NULL;
+    konst *o = ox_konst_new(r, d, data->is_float);
+    int64_t outer = 1, inner = 1;
+    for (int k = 0; k < axis; k++) outer *= data->d[k];
+    for (int k = axis + 1; k < data->rank; k++) inner *= data->d[k];
+    for (int64_t a = 0; o && a < outer; a++)
+        for (int64_t j = 0; j < idx->numel; j++) {
+            int64_t ix = (int64_t)idx->v[j];
+            if (ix < 0) ix += data->d[axis];
+            if (ix < 0 || ix >= data->d[axis]) return ox_konst_free(o), (void)ox_fail(c, "Gather index out of range"), NULL;
+            memcpy(o->v + (a * idx->numel + j) * inner, data->v + (a * data->d[axis] + ix) * inner,
+                   (size_t)inner * sizeof *o->v);
+        }
+    return o;
+}
+
+konst *ox_fold(ctx *c, int *handled) {
+    const char *op = c->n->op_type;
+    *handled = 1;
+    if (!strcmp(op, "Constant")) {
+        const brisk_onnx_attr *a = c->n->n_attrs ? &c->n->attrs[0] : NULL;
+        if (!a) return ox_fail(c, "Constant without a value"), NULL;
+        if (a->type == BRISK_ONNX_ATTR_TENSOR) return ox_from_tensor(a->t);
+        int64_t n = a->type == BRISK_ONNX_ATTR_INTS || a->type == BRISK_ONNX_ATTR_FLOATS ? (int64_t)a->n : 1;
+        konst *k = ox_konst_new(a->type == BRISK_ONNX_ATTR_INTS || a->type == BRISK_ONNX_ATTR_FLOATS, &n,
+                             a->type == BRISK_ONNX_ATTR_FLOAT || a->type == BRISK_ONNX_ATTR_FLOATS);
+        for (int64_t i = 0; k && i < n; i++)
+            k->v[i] = a->type == BRISK_ONNX_ATTR_INT ? (double)a->i : a->type == BRISK_ONNX_ATTR_FLOAT ? a->f
+                      : a->type == BRISK_ONNX_ATTR_INTS ? (double)a->ints[i] : a->floats[i];
+        return k;
+    }
+    if (!strcmp(op, "Shape")) { /* of a tensor: its shape is known once built */
+        konst *own, *k = ox_const_in(c, 0, &own);
+        int64_t d[BRISK_MAX_DIMS];
+        int r;
+        if (k) {
+            r = k->rank;
+            memcpy(d, k->d, sizeof d);
+        } else {
+            int x = ox_in(c, 0, 0);
+            if (x < 0) return NULL;
+            r = ox_shape(c, x)->ndim;
+            memcpy(d, ox_shape(c, x)->d, sizeof d);
+        }
+        ox_konst_free(own);
+        int64_t lo = ox_attr_i(c, "start", 0), hi = ox_attr_i(c, "end", r);
+        if (lo < 0) lo += r;
+        if (hi < 0) hi += r;
+        if (hi > r) hi = r;
+        int64_t n = hi > lo ? hi - lo : 0;
+        konst *o = ox_konst_new(1, &n, 0);
+        for (int64_t i = 0; o && i < n; i++) o->v[i] = (double)d[lo + i];
+        return o;
+    }
+    /* every input a constant? */
+    konst *in[8] = {0}, *own[8] = {0};
+    size_t n = c->n->n_inputs;
+    int all = n > 0 && n <= 8;
+    for (size_t k = 0; all && k < n; k++)
+        if (c->n->inputs[k][0] && !(in[k] = ox_const_in(c, k, &own[k]))) all = 0;
+    konst *o = NULL;
+    if (!all) *handled = 0;
+    else if (!strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") || !strcmp(op, "Div")) o = fold_binary(op, in[0], in[1]);
+    else if (!strcmp(op, "Gather")) o = fold_gather(c, in[0], in[1]);
+    else if (!strcmp(op, "Identity") || !strcmp(op, "Cast") || !strcmp(op, "Unsqueeze") || !strcmp(op, "Squeeze") ||
+             !strcmp(op, "Reshape")) {
+        int64_t d[BRISK_MAX_DIMS * 2];
+        int r = in[0]->rank;
+        memcpy(d, in[0]->d, sizeof in[0]->d);
+        if (op[0] == 'U' || op[0] == 'S') r = ox_squeeze_shape(c, op[0] == 'U', in[0]->d, in[0]->rank, d);
+        if (op[0] == 'R') {
+            int64_t known = 1, neg = -1;
+            r = (int)in[1]->numel;
+            for (int k = 0; k < r && k < BRISK_MAX_DIMS; k++) {
+                d[k] = (int64_t)in[1]->v[k];
+                if (!d[k] && k < in[0]->rank) d[k] = in[0]->d[k];
+                if (d[k] == -1) neg = k;
+                else known *= d[k];
+            }
+            if (neg >= 0) d[neg] = known ? in[0]->numel / known : 0;
+        }
+        int to = (int)ox_attr_i(c, "to", 0);
+        o = r < 0 ? NULL : ox_konst_new(r, d, op[0] == 'C' ? to == BRISK_ONNX_FLOAT || to == BRISK_ONNX_DOUBLE : in[0]->is_float);
+        for (int64_t i = 0; o && i < o->numel && i < in[0]->numel; i++) o->v[i] = o->is_float ? in[0]->v[i] : trunc(in[0]->v[i]);
+    } else if (!strcmp(op, "Concat")) {
+        int64_t total = 0;
+        for (size_t k = 0; k < n; k++) total += in[k]->numel;
+        if (in[0]->rank != 1) ox_fail(c, "Concat of constants of rank %d (1 folded)", in[0]->rank);
+        else if ((o = ox_konst_new(1, &total, in[0]->is_float)))
+            for (size_t k = 0, at = 0; k < n; at += (size_t)in[k]->numel, k++)
+                memcpy(o->v + at, in[k]->v, (size_t)in[k]->numel * sizeof *o->v);
+    } else {
+        *handled = 0;
+    }
+    for (size_t k = 0; k < 8; k++) ox_konst_free(own[k]);
+    if (*handled && !o && !c->g->err.code) ox_fail(c, "out of memory");
+    return o;
+}
+

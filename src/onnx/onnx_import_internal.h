@@ -1,0 +1,111 @@
+/* onnx-internal: the importer's working state (onnx_import.c's driver, onnx_fold.c's host
+ * constants, the onnx_build_*.c builders). Each ONNX value is a brisk node or a host constant
+ * (doubles: int64 shapes and indices are exact below 2^53). */
+#ifndef BRISK_ONNX_IMPORT_INTERNAL_H
+#define BRISK_ONNX_IMPORT_INTERNAL_H
+
+#include "onnx/onnx_import.h"
+
+struct brisk_onnx_net {
+    brisk_onnx_model *m;
+    int *data_inputs; /* indices into graph.inputs of those not initializers */
+    int n_data;
+};
+
+typedef struct konst {
+    int rank;
+    int64_t d[BRISK_MAX_DIMS];
+    int64_t numel;
+    int is_float;
+    double *v;
+} konst;
+
+typedef struct val {
+    int node;  /* brisk node, or -1 */
+    konst *c;  /* or a host constant */
+} val;
+
+typedef struct ctx {
+    const brisk_onnx_net *net;
+    const brisk_onnx_model *m;
+    brisk_graph *g;
+    val **out;       /* per ONNX node, per output */
+    int *init_node;  /* per initializer: its param node, or -1 */
+    const char *const *in_names;
+    const int *in_nodes;
+    int n_in;
+    const brisk_onnx_node *n; /* the node being built */
+    size_t ni;                /* its index */
+} ctx;
+
+
+/* A builder appends node c->n to the graph and returns its first output's node (further
+ * outputs through ox_set_out), -1 with the graph's error set. */
+typedef int (*ox_build_fn)(ctx *c);
+
+/* ---- onnx_import_util.c */
+int ox_fail(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+konst *ox_konst_new(int rank, const int64_t *d, int is_float);
+void ox_konst_free(konst *k);
+double ox_elem(const brisk_onnx_tensor *t, int64_t i);
+konst *ox_from_tensor(const brisk_onnx_tensor *t);
+/* a float array of an initializer (any float type converted) */
+float *ox_floats_of(const brisk_onnx_tensor *t);
+brisk_shape ox_shape_of(const int64_t *d, int rank);
+/* An initializer as a parameter (or a buffer) named as it is, from its values. */
+int ox_init_param(ctx *c, const brisk_onnx_tensor *t, int buffer);
+/* value `name` (NULL: not found) */
+val *ox_lookup(ctx *c, const char *name, val *tmp);
+/* input k of the node as a host constant, or NULL (a tensor, or absent); *owned is freed by
+ * the caller */
+konst *ox_const_in(ctx *c, size_t k, konst **owned);
+/* input k as a brisk node (initializers become parameters, or buffers with buffer = 1;
+ * constants become consts) */
+int ox_in(ctx *c, size_t k, int buffer);
+/* whether input k is given (ONNX marks a skipped optional input by an empty name) */
+int ox_has_in(ctx *c, size_t k);
+/* output j of the node being built (j = 0 is the builder's return value) */
+int ox_set_out(ctx *c, size_t j, int node);
+const brisk_shape *ox_shape(ctx *c, int id);
+int64_t ox_attr_i(ctx *c, const char *name, int64_t dflt);
+float ox_attr_f(ctx *c, const char *name, float dflt);
+size_t ox_attr_ints(ctx *c, const char *name, const int64_t **v);
+/* axis a (negative: from the end) of a rank-r value, or -1 with the error set */
+int ox_axis(ctx *c, int64_t a, int rank);
+int ox_scalar(const konst *k, double *v);
+/* the axes of Unsqueeze or Squeeze: input 1 from opset 13, else the attribute */
+int ox_axes(ctx *c, int64_t *axes);
+/* the shape after Unsqueeze (1) or Squeeze (0) of a value of shape d[rank] */
+int ox_squeeze_shape(ctx *c, int unsq, const int64_t *d, int rank, int64_t *o);
+
+/* ---- onnx_fold.c: the node's first output as a host constant when every input is one (or
+ * the op is Constant or Shape), else NULL with *handled = 0 */
+konst *ox_fold(ctx *c, int *handled);
+
+/* ---- the builders, by op type (onnx_import.c's table names them) */
+int ox_build_conv(ctx *c);
+int ox_build_maxpool(ctx *c);
+int ox_build_avgpool(ctx *c);
+int ox_build_global_avgpool(ctx *c);
+int ox_build_gemm(ctx *c);
+int ox_build_matmul(ctx *c);
+int ox_build_batchnorm(ctx *c);
+int ox_build_layernorm(ctx *c);
+int ox_build_binary(ctx *c); /* Add, Sub, Mul, Div */
+int ox_build_relu(ctx *c);
+int ox_build_leaky_relu(ctx *c);
+int ox_build_sigmoid(ctx *c);
+int ox_build_tanh(ctx *c);
+int ox_build_softmax(ctx *c);
+int ox_build_log_softmax(ctx *c);
+int ox_build_dropout(ctx *c);
+int ox_build_identity(ctx *c);
+int ox_build_flatten(ctx *c);
+int ox_build_reshape(ctx *c);
+int ox_build_transpose(ctx *c);
+int ox_build_concat(ctx *c);
+int ox_build_squeeze(ctx *c); /* and Unsqueeze */
+int ox_build_cast(ctx *c);
+int ox_build_fold_only(ctx *c); /* Constant, Shape, Gather of a tensor: an error */
+
+#endif
