@@ -5,9 +5,10 @@ Each module is exported by torch.onnx.export in training mode (BatchNorm kept, i
 named as the state_dict), brisk's step-0 checkpoint must hold exactly the state_dict's float
 entries with the module's values, and 50 full-batch SGD steps (momentum 0.9, fp32 on the CPU)
 must give PyTorch's losses step by step to 1e-5 relative (or, where PyTorch's fp32 trajectory
-is itself further than that from its fp64 one, within twice that distance). Then two bad
-models: one of unsupported ops (one error naming each) and one whose input shape is not known.
-  train_onnx.py BRISK WORKDIR
+is itself further than that from its fp64 one, within twice that distance). The modules of a
+group live in cases_GROUP.py (cases(torch): a list of Case); the group "basic" also checks two
+bad models: one of unsupported ops (one error naming each) and one whose input shape is not known.
+  train_onnx.py BRISK WORKDIR [GROUP]   (GROUP: basic by default)
 Exit 77 (skip) when PyTorch or NumPy is unavailable."""
 import json
 import os
@@ -25,58 +26,43 @@ def read_safetensors(path, np):
     return {k: v for k, v in read_all(path, np).items() if v.dtype == np.float32 and not k.startswith("optim.")}
 
 
-def modules(torch):
-    nn = torch.nn
-
-    class MLP(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.fc1 = nn.Linear(6, 16)
-            self.norm = nn.LayerNorm(16)
-            self.fc2 = nn.Linear(16, 3)
-
-        def forward(self, x):
-            return self.fc2(torch.tanh(self.norm(torch.relu(self.fc1(x)))))
-
-    class CNN(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv = nn.Conv2d(2, 4, 3, padding=1)
-            self.bn = nn.BatchNorm2d(4)
-            self.pool = nn.MaxPool2d(2)
-            self.drop = nn.Dropout(0.0)
-            self.head = nn.Linear(16, 5)
-
-        def forward(self, x):
-            y = self.drop(self.pool(torch.relu(self.bn(self.conv(x)))))
-            return self.head(y.reshape(x.shape[0], -1))
-
-    # name, module, sample shape, classes
-    return [("mlp", MLP(), [6], 3), ("cnn", CNN(), [2, 4, 4], 5)]
-
-
 def brisk_train(brisk, path):
     r = subprocess.run([brisk, "train", path], capture_output=True, text=True)
     return r.returncode, r.stdout + r.stderr
 
 
-def run_case(brisk, work, np, torch, name, module, sample, classes):
+def run_case(brisk, work, np, torch, case):
+    name, module, sample = case.name, case.module, case.sample
     d = os.path.join(work, name)
     os.makedirs(d)
     torch.manual_seed(0)
-    x0 = torch.randn([2] + sample)
-    torch.onnx.export(module, x0, os.path.join(d, "net.onnx"), opset_version=17, input_names=["x"], output_names=["logits"],
-                      dynamic_axes={"x": {0: "N"}, "logits": {0: "N"}}, training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False)
     rng = np.random.default_rng(5)
-    data = {"x": rng.standard_normal([N] + sample).astype(np.float32),
-            "y": rng.integers(0, classes, size=[N]).astype(np.int32)}
+    if case.vocab:  # integer ids (an embedding's input)
+        x0 = torch.randint(0, case.vocab, [2] + sample)
+        x = rng.integers(0, case.vocab, size=[N] + sample).astype(np.int32)
+    else:
+        x0 = torch.randn([2] + sample)
+        x = rng.standard_normal([N] + sample).astype(np.float32)
+    torch.onnx.export(module, x0, os.path.join(d, "net.onnx"), opset_version=case.opset, input_names=["x"],
+                      output_names=["out"], dynamic_axes={"x": {0: "N"}, "out": {0: "N"}},
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+    if case.classes:
+        y = rng.integers(0, case.classes, size=[N]).astype(np.int32)
+        target = {"name": "y", "shape": [], "dtype": "i32"}
+    else:
+        y = rng.standard_normal([N] + case.target).astype(np.float32)
+        target = {"name": "y", "shape": case.target}
+    data = {"x": x, "y": y}
     np.savez(os.path.join(d, "data.npz"), **data)
+    x_in = {"name": "x", "shape": sample}
+    if case.vocab:
+        x_in["dtype"] = "i32"
+    loss = "cross_entropy" if case.classes else "mse"
 
     def config(steps, out):
         return {"model": {"type": "onnx", "file": "net.onnx",
-                          "inputs": [{"name": "x", "shape": sample}, {"name": "y", "shape": [], "dtype": "i32"}],
-                          "losses": [{"output": "logits", "target": "y", "type": "cross_entropy"}]},
+                          "inputs": [x_in, target],
+                          "losses": [{"output": "out", "target": "y", "type": loss}]},
                 "data": {"train": "data.npz", "fields": {"x": "x", "y": "y"}, "validation_fraction": 0,
                          "shuffle": False},
                 "train": {"batch_size": N, "max_steps": steps, "log_every": 1, "seed": 3, "out_dir": os.path.join(d, out)},
@@ -116,12 +102,15 @@ def run_case(brisk, work, np, torch, name, module, sample, classes):
         m = module.to(dtype)
         m.train()
         opt = torch.optim.SGD(m.parameters(), lr=LR, momentum=0.9)
-        x = torch.from_numpy(data["x"]).to(dtype)
-        y = torch.from_numpy(data["y"]).long()
+        x = torch.from_numpy(data["x"])
+        x = x.long() if case.vocab else x.to(dtype)
+        y = torch.from_numpy(data["y"])
+        y = y.long() if case.classes else y.to(dtype)
+        lossf = torch.nn.functional.cross_entropy if case.classes else torch.nn.functional.mse_loss
         out = []
         for _ in range(STEPS):
             opt.zero_grad(set_to_none=True)
-            loss = torch.nn.functional.cross_entropy(m(x), y)
+            loss = lossf(m(x), y)
             loss.backward()
             opt.step()
             out.append(float(loss))
@@ -182,8 +171,19 @@ def bad_models(brisk, work, torch):
     return fails
 
 
+class Case:
+    """One module: its input x per sample (`sample`; integer ids below `vocab` when vocab is
+    set, else floats) and its target: a class of `classes` (cross-entropy) or, with classes 0,
+    floats of shape `target` (mean squared error)."""
+
+    def __init__(self, name, module, sample, classes=0, target=None, vocab=0, opset=17):
+        self.name, self.module, self.sample, self.classes = name, module, sample, classes
+        self.target, self.vocab, self.opset = target or [], vocab, opset
+
+
 def main():
     brisk, work = sys.argv[1], sys.argv[2]
+    group = sys.argv[3] if len(sys.argv) > 3 else "basic"
     try:
         import numpy as np
         import torch
@@ -193,8 +193,12 @@ def main():
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     torch.manual_seed(0)
-    fails = sum(run_case(brisk, work, np, torch, *c) for c in modules(torch))
-    return 1 if fails + bad_models(brisk, work, torch) else 0
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    cases = __import__("cases_" + group).cases(torch, Case)
+    fails = sum(run_case(brisk, work, np, torch, c) for c in cases)
+    if group == "basic":
+        fails += bad_models(brisk, work, torch)
+    return 1 if fails else 0
 
 
 if __name__ == "__main__":
