@@ -54,6 +54,38 @@ static konst *fold_gather(ctx *c, const konst *data, const konst *idx) {
     return o;
 }
 
+static konst *fold_slice(ctx *c, const konst *x) {
+    int64_t lo[BRISK_MAX_DIMS], n[BRISK_MAX_DIMS], step[BRISK_MAX_DIMS];
+    if (ox_slice_spec(c, x->rank, lo, n, step, x->d)) return NULL;
+    konst *o = ox_konst_new(x->rank, n, x->is_float);
+    for (int64_t i = 0; o && i < o->numel; i++) {
+        int64_t src = 0, rem = i, stride = 1;
+        for (int a = x->rank - 1; a >= 0; a--) {
+            int64_t j = rem % n[a];
+            rem /= n[a];
+            src += (lo[a] + j * step[a]) * stride;
+            stride *= x->d[a];
+        }
+        o->v[i] = x->v[src];
+    }
+    return o;
+}
+
+/* ConstantOfShape: a tensor of the shape given by input 0, filled with the value attribute
+ * (a float 0 by default) */
+static konst *fold_constant_of_shape(ctx *c, const konst *shape) {
+    if (shape->numel > BRISK_MAX_DIMS) return ox_fail(c, "a shape of %lld dims", (long long)shape->numel), NULL;
+    int64_t d[BRISK_MAX_DIMS];
+    for (int64_t k = 0; k < shape->numel; k++)
+        if ((d[k] = (int64_t)shape->v[k]) < 0) return ox_fail(c, "a negative dim %lld", (long long)d[k]), NULL;
+    const brisk_onnx_attr *a = brisk_onnx_attr_find(c->n, "value");
+    int is_float = !a || a->type != BRISK_ONNX_ATTR_TENSOR || a->t->dtype == BRISK_ONNX_FLOAT || a->t->dtype == BRISK_ONNX_DOUBLE;
+    double v = a && a->type == BRISK_ONNX_ATTR_TENSOR && a->t->numel == 1 ? ox_elem(a->t, 0) : 0.0;
+    konst *o = ox_konst_new((int)shape->numel, d, is_float);
+    for (int64_t i = 0; o && i < o->numel; i++) o->v[i] = v;
+    return o;
+}
+
 konst *ox_fold(ctx *c, int *handled) {
     const char *op = c->n->op_type;
     *handled = 1;
@@ -102,6 +134,8 @@ konst *ox_fold(ctx *c, int *handled) {
     if (!all) *handled = 0;
     else if (!strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") || !strcmp(op, "Div")) o = fold_binary(op, in[0], in[1]);
     else if (!strcmp(op, "Gather")) o = fold_gather(c, in[0], in[1]);
+    else if (!strcmp(op, "Slice")) o = fold_slice(c, in[0]);
+    else if (!strcmp(op, "ConstantOfShape")) o = fold_constant_of_shape(c, in[0]);
     else if (!strcmp(op, "Identity") || !strcmp(op, "Cast") || !strcmp(op, "Unsqueeze") || !strcmp(op, "Squeeze") ||
              !strcmp(op, "Reshape")) {
         int64_t d[BRISK_MAX_DIMS * 2];

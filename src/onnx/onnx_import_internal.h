@@ -78,6 +78,12 @@ int ox_axes(ctx *c, int64_t *axes);
 /* the shape after Unsqueeze (1) or Squeeze (0) of a value of shape d[rank] */
 int ox_squeeze_shape(ctx *c, int unsq, const int64_t *d, int rank, int64_t *o);
 
+/* ---- onnx_build_index.c: ONNX's slice rules (negative and out-of-range bounds clamped):
+ * the first index and the count along an axis of dim, and of every axis of a rank-dims value
+ * from node c->n's starts, ends, axes and steps inputs (constants) */
+int ox_slice_range(ctx *c, int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *lo, int64_t *n);
+int ox_slice_spec(ctx *c, int rank, int64_t *lo, int64_t *n, int64_t *step, const int64_t *dims);
+
 /* ---- onnx_fold.c: the node's first output as a host constant when every input is one (or
  * the op is Constant or Shape), else NULL with *handled = 0 */
 konst *ox_fold(ctx *c, int *handled);
@@ -106,6 +112,9 @@ int ox_build_transpose(ctx *c);
 int ox_build_concat(ctx *c);
 int ox_build_squeeze(ctx *c); /* and Unsqueeze */
 int ox_build_cast(ctx *c);
-int ox_build_fold_only(ctx *c); /* Constant, Shape, Gather of a tensor: an error */
+int ox_build_slice(ctx *c);
+int ox_build_split(ctx *c);
+int ox_build_gather(ctx *c);
+int ox_build_fold_only(ctx *c); /* Constant, Shape, ConstantOfShape: an error */
 
 #endif

@@ -1,5 +1,6 @@
 """The first imported modules (train_onnx.py's group "basic"): an MLP with LayerNorm, a CNN
-with batch norm, max pooling and dropout."""
+with batch norm, max pooling and dropout, and a module of slices, constant-index gathers and
+splits."""
 
 
 def cases(torch, Case):
@@ -28,4 +29,18 @@ def cases(torch, Case):
             y = self.drop(self.pool(torch.relu(self.bn(self.conv(x)))))
             return self.head(y.reshape(x.shape[0], -1))
 
-    return [Case("mlp", MLP(), [6], classes=3), Case("cnn", CNN(), [2, 4, 4], classes=5)]
+    class Picks(nn.Module):  # Slice, Gather with constant indices, Split of tensors
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 8)
+            self.head = nn.Linear(5 + 8 + 4 + 12 + 3, 3)
+
+        def forward(self, x):  # x [N, 5, 4]
+            h = torch.tanh(self.fc(x))              # [N, 5, 8]
+            a, b = torch.split(h, [3, 5], dim=2)    # Split
+            last = x[:, -1]                         # Gather, a scalar index
+            mid = x[:, 1:4].reshape(x.shape[0], 12)  # Slice
+            return self.head(torch.cat([b[:, 0], h[:, 2], last, mid, a[:, 0]], dim=1))
+
+    return [Case("mlp", MLP(), [6], classes=3), Case("cnn", CNN(), [2, 4, 4], classes=5),
+            Case("picks", Picks(), [5, 4], classes=3)]
