@@ -21,7 +21,9 @@
  * fits is found by re-planning the graph at candidate sizes: a plan is cheap (no
  * allocation), and the bytes grow with the batch, so a binary search needs about
  * log2(batch) plans. */
+#define _GNU_SOURCE
 #include <ctype.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,20 +251,64 @@ static int64_t largest_fitting(const brisk_config *cfg, int64_t hi, int64_t avai
 /* Address space a CPU run maps after the check, beyond the plan, which only an address-space
  * limit sees (reservations whose pages are mostly never touched, so MemAvailable and a cgroup
  * do not): OpenBLAS's GEMM buffer, one per thread that calls it (BUFFER_SIZE, 32 << 22 bytes
- * on x86_64: one 128 MiB mapping per calling thread, measured); glibc's malloc arena of each
- * pool worker (64 MiB reserved at its first allocation); the loader thread's stack
- * (RLIMIT_STACK, the default of a new thread). Unaccounted, they let a run 300 MiB over the
- * refusal point train and then fail to stage its checkpoint. */
+ * on x86_64: one 128 MiB mapping per calling thread, measured); and for every thread brisk
+ * starts (the pool's workers, the loader's producer when it prefetches, its image decoders)
+ * a stack (RLIMIT_STACK, a new thread's default) and the glibc malloc arena its first
+ * allocation reserves (64 MiB). Unaccounted, they let a run over the refusal point train and
+ * then fail to stage its checkpoint (the loader's arena alone: 64 MiB short, seen with
+ * --batch-size auto under ulimit -v, depending on when the producer first allocated). */
 #define BLAS_THREAD_BUFFER ((int64_t)128 << 20)
 #define THREAD_ARENA ((int64_t)64 << 20)
+
+/* OpenBLAS's own threads, started when it loads (its rule: OPENBLAS_NUM_THREADS, else
+ * GOTO_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs this process may use; one fewer
+ * server threads than that), each mapping its buffer when it first runs: before or after
+ * brisk measures the room, as the scheduler decides (measured: 115 or 243 MiB in use at the
+ * same point of one run). Counting them, and not counting those already mapped as used,
+ * makes the room the same either way. */
+static int blas_server_threads(void) {
+    if (!BRISK_HAVE_BLAS) return 0;
+    const char *vars[] = {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"};
+    long n = 0;
+    for (int k = 0; k < 3 && n <= 0; k++) {
+        const char *v = getenv(vars[k]);
+        n = v ? strtol(v, NULL, 10) : 0;
+    }
+    cpu_set_t set;
+    long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
+    if (n <= 0 || n > cpus) n = cpus;
+    return n > 1 ? (int)(n - 1) : 0;
+}
+
+/* Anonymous mappings of exactly a BLAS thread buffer's size: the buffers mapped so far. */
+static int blas_buffers_mapped(void) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[600];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long long lo, hi;
+        char path[512] = "";
+        if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %511s", &lo, &hi, path) >= 2 && !path[0] &&
+            (int64_t)(hi - lo) == BLAS_THREAD_BUFFER)
+            n++;
+    }
+    if (f) fclose(f);
+    return n;
+}
+
 static int64_t thread_address_space(const brisk_trainer *t, int threads) {
     struct rlimit rl;
     int64_t stack = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (int64_t)rl.rlim_cur
                                                                                       : (int64_t)8 << 20;
-    int64_t blas = BRISK_HAVE_BLAS ? (int64_t)threads * BLAS_THREAD_BUFFER : 0;
+    /* the buffers of brisk's GEMM-calling threads and of OpenBLAS's own, less those mapped
+     * already (the room measured excludes them) */
+    int buffers = BRISK_HAVE_BLAS ? threads + blas_server_threads() : 0, mapped = blas_buffers_mapped();
+    int64_t blas = (int64_t)(buffers > mapped ? buffers - mapped : 0) * BLAS_THREAD_BUFFER;
+    int loader = t->cfg.speed.prefetch > 0, decoders = brisk_loader_workers(&t->cfg);
+    int started = threads - 1 + loader + (decoders > 1 ? decoders - 1 : 0);
     /* and 32 MiB of headroom for what the run allocates along the way (log lines, metrics,
      * the checkpoint's names and header) */
-    return blas + (int64_t)(threads - 1) * THREAD_ARENA + (t->cfg.speed.prefetch > 0 ? stack : 0) + ((int64_t)32 << 20);
+    return blas + (int64_t)started * (stack + THREAD_ARENA) + ((int64_t)32 << 20);
 }
 
 /* Image decoding's scratch is a fixed cost beside the data: taken off what is available. The
@@ -341,14 +387,22 @@ brisk_status brisk_memory_auto_batch(brisk_trainer *t, int64_t max_batch, brisk_
         avail = available_for_run(t, 0, source, sizeof source);
         if (explicit_limit(source)) avail -= data_bytes(t);
     }
-    int64_t fit = avail > 0 ? largest_fitting(&t->cfg, max_batch, avail, where, nval) : 0;
+    /* The room is measured again by the fit check, after the graph and the loader exist (under
+     * ulimit -v it shrinks by what they map: a batch that filled it to the byte was then
+     * refused by brisk's own check). A margin of 1/32 of the room and 8 MiB keeps the pick
+     * clear of that check and of the run's own small allocations. An explicit limit is a
+     * budget that does not move: the pick may fill it. */
+    int64_t margin = avail > 0 && !explicit_limit(source) ? avail / 32 + ((int64_t)8 << 20) : 0;
+    int64_t fit = avail > margin ? largest_fitting(&t->cfg, max_batch, avail - margin, where, nval) : 0;
     if (fit == 0)
         return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: train.batch_size auto: not even a batch of 1 fits in the %.1f MiB "
                             "available (%s); this run needs %.1f MiB at batch 1", t->cfg.path, avail / MIB, source,
                             needed_at(&t->cfg, 1, where, nval) / MIB);
     t->cfg.train.batch_size = fit;
-    brisk_log(&t->log, BRISK_LOG_INFO, "batch     auto: %" PRId64 ", the largest that fits in %.1f MiB (%s)%s", fit,
-              avail / MIB, source, fit == max_batch ? ", capped at the training split's size" : "");
+    char kept[64] = "";
+    if (margin) snprintf(kept, sizeof kept, ", keeping %.1f MiB of it free", margin / MIB);
+    brisk_log(&t->log, BRISK_LOG_INFO, "batch     auto: %" PRId64 ", the largest that fits in %.1f MiB (%s)%s%s", fit,
+              avail / MIB, source, kept, fit == max_batch ? ", capped at the training split's size" : "");
     /* Checkpoints record the size chosen, so a resume can ask for it explicitly. */
     brisk_json *doc = NULL;
     brisk_status st = brisk_json_parse(t->cfg.json, strlen(t->cfg.json), t->cfg.path, &doc, err);

@@ -3,6 +3,7 @@
  * picks that batch; a failed allocation (injected into the backend, or a real one under
  * an address-space limit) is an error, never a crash. */
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "brisk/system.h"
 #include "test.h"
@@ -332,6 +333,40 @@ static void test_address_space_limit(void) {
     free(out);
 }
 
+/* --batch-size auto under an address-space limit: the batch it picks must train and write
+ * its checkpoints. It once filled the room to the byte, and brisk's own fit check, which
+ * measures the room again after the graph and the loader exist, then refused that batch
+ * ("needs 319.4 MiB ... 319.3 MiB are available"). Several limits, since where the room
+ * ends decides whether the last byte is missed. */
+static void test_auto_batch_trains_under_ulimit(void) {
+    if (TU_SANITIZED) { fprintf(stderr, "skipped under the sanitizers\n"); return; }
+    setup();
+    char cfg[700], log[700], json[2048];
+    snprintf(cfg, sizeof cfg, "%s/auto_as.json", dir);
+    snprintf(log, sizeof log, "%s/auto_as.log", dir);
+    snprintf(json, sizeof json,
+             "{\"model\": {\"type\": \"mlp\", \"inputs\": 64, \"hidden\": [2048, 2048], \"outputs\": 3},"
+             " \"data\": {\"train\": \"%s\"}, \"train\": {\"max_steps\": 1, \"out_dir\": \"%s/auto_as\"},"
+             " \"speed\": {\"threads\": 1}}", data_path, dir);
+    tu_write(cfg, json);
+    const char *argv[] = {BRISK_EXE, "train", cfg, "--batch-size", "auto", "--overwrite", NULL};
+    int trained = 0;
+    for (int extra = 330; extra <= 400; extra += 10) {
+        tu_child c = {argv, NULL, log, NULL, 0, start_vm_bytes() + ((long)extra << 20)};
+        int rc = tu_run(&c);
+        char *out = tu_read(log, NULL);
+        char ckpt[800];
+        snprintf(ckpt, sizeof ckpt, "%s/auto_as/last.safetensors", dir);
+        int picked = out && strstr(out, "batch     auto: ") != NULL;
+        CHECKF(!picked || (rc == 0 && access(ckpt, F_OK) == 0), "%d MiB over the start: exit %d: %s", extra, rc,
+               out ? out : "");
+        trained += picked && rc == 0;
+        free(out);
+    }
+    fprintf(stderr, "%d of 8 limits picked a batch and trained\n", trained);
+    CHECK(trained >= 4);
+}
+
 /* Every allocation site of brisk's own code that a resumed run reaches (config, data,
  * graph, plan, executor, loader thread, checkpoint reading and writing) fails once, in a
  * run of its own: each must end in one error line (or be absorbed: two sites have a
@@ -412,5 +447,5 @@ static void test_every_allocation_site_fails_cleanly(void) {
 }
 
 TEST_MAIN(T(test_small_run_under_600_mib), T(test_plan_that_does_not_fit_is_refused_with_largest_batch), T(test_validation_tail_counted), T(test_auto_batch_several_ranks), T(test_device_memory_fit), T(test_conv_reserve),
-          T(test_limits_parse), T(test_failed_allocation_is_an_error), T(test_address_space_limit),
+          T(test_limits_parse), T(test_failed_allocation_is_an_error), T(test_address_space_limit), T(test_auto_batch_trains_under_ulimit),
           T(test_every_allocation_site_fails_cleanly))
