@@ -150,6 +150,7 @@ static const struct {
     {"--checkpoint-epochs", "train.checkpoint_epochs", 1, 0},
     {"--bucket-mb", "dist.bucket_mb", 1, 0},
     {"--dist-timeout", "dist.timeout_s", 1, 0},
+    {"--model", "model.file", 1, 0}, /* train adds model.type=onnx and makes the path absolute */
 };
 _Static_assert(sizeof overrides / sizeof overrides[0] <= CLI_N_OVERRIDES, "CLI_N_OVERRIDES is too small");
 

@@ -94,7 +94,7 @@ enum { CLI_END = -1, CLI_POS = -2, CLI_HELP = -3, CLI_ERR = -4 };
  * checkpoints, output folder or epochs) and records each added option's override in
  * which[]; cli_override_arg is the override's "key=value" for brisk_config_load
  * (malloc'd; NULL: out of memory). */
-enum { CLI_N_OVERRIDES = 28 }; /* at least the table's size, for option arrays */
+enum { CLI_N_OVERRIDES = 29 }; /* at least the table's size, for option arrays */
 void cli_override_opts(cli_opt *opts, int *no, int profile, int *which);
 char *cli_override_arg(int which, const char *value);
 

@@ -1,6 +1,7 @@
 /* brisk train CONFIG [flags]: every flag is a config override, so the config's own
  * validation judges its value; one it refuses is a bad command line naming the flag and the
  * key (cli_config_fail). */
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,9 +12,16 @@
 
 static const char help[] =
     "usage: brisk train CONFIG [options]\n"
+    "       brisk train --model NET.onnx [CONFIG] [options]\n"
     "\n"
     "Trains the model a JSON config describes (see examples/); a config with \"models\" trains each\n"
     "in turn on the same data and prints a comparison. Options override the config:\n"
+    "  --model NET.onnx           train this ONNX file (e.g. torch.onnx.export's, in training mode):\n"
+    "                             model.type=onnx, model.file=NET.onnx (from the working directory);\n"
+    "                             the config gives the rest of \"model\" (inputs, losses, outputs)\n"
+    "                             and data, train, optim. Without CONFIG, give those with --set:\n"
+    "                             data.train, model.losses, and model.inputs when a loss's target\n"
+    "                             is not an input of the ONNX graph (docs/onnx.md)\n"
     "  --device auto|cpu|cuda     where to train (auto: the GPU when present)   speed.device\n"
     "  --precision auto|fp32|tf32|bf16|fp16                                    speed.precision\n"
     "  --batch-size N|auto       auto: the largest batch the memory fits      train.batch_size\n"
@@ -106,11 +114,24 @@ static int print_dist_plan(const brisk_config *cfg, const brisk_logger *lg, cons
     return 0;
 }
 
+/* --model FILE: model.type=onnx and model.file, both from the flag (an error on either names
+ * it); the path absolute, so it is the working directory's file and not one beside the config
+ * (the config's own relative "file" is looked for there too). 1: out of memory. */
+static int model_overrides(char **over, int *from, int *n, int which, const char *file) {
+    char real[PATH_MAX];
+    const char *path = realpath(file, real) ? real : file; /* a missing file: the config's error names it */
+    from[*n] = which;
+    over[(*n)++] = strdup("model.type=onnx");
+    from[*n] = which;
+    over[(*n)++] = cli_override_arg(which, path);
+    return !over[*n - 2] || !over[*n - 1];
+}
+
 int cmd_train(int argc, char **argv) {
-    const char *config = NULL, *resume = NULL, *plan = NULL;
+    const char *config = NULL, *resume = NULL, *plan = NULL, *model = NULL;
     int quiet = 0, overwrite = 0, n_over = 0, rc = 1;
-    char **over = calloc((size_t)argc + 1, sizeof *over);
-    int *from = calloc((size_t)argc + 1, sizeof *from); /* the flag of each override, -1: --set */
+    char **over = calloc(2 * (size_t)argc + 1, sizeof *over); /* --model=F gives two */
+    int *from = calloc(2 * (size_t)argc + 1, sizeof *from); /* the flag of each override, -1: --set */
     if (!over || !from) {
         free(over), free(from);
         return cli_fail("out of memory");
@@ -134,6 +155,9 @@ int cmd_train(int argc, char **argv) {
         if (k == CLI_POS) {
             if (config) { rc = cli_usage("train", "one config file expected, got '%s' and '%s'", config, v); goto done; }
             config = v;
+        } else if (k < opt_overwrite && strcmp(name, "--model") == 0) {
+            model = v;
+            if (model_overrides(over, from, &n_over, which[k], v)) { rc = cli_fail("out of memory"); goto done; }
         } else if (k < opt_overwrite) {
             from[n_over] = which[k];
             over[n_over++] = cli_override_arg(which[k], v);
@@ -149,7 +173,7 @@ int cmd_train(int argc, char **argv) {
         }
     }
     if (n_over && !over[n_over - 1]) { rc = cli_fail("out of memory"); goto done; }
-    if (!config) { rc = cli_usage("train", "a config file is required"); goto done; }
+    if (!config && !model) { rc = cli_usage("train", "a config file is required (or --model NET.onnx)"); goto done; }
     quiet = cli_quiet();
 
     brisk_error err = {0};
@@ -158,8 +182,17 @@ int cmd_train(int argc, char **argv) {
         int w = 1, r = brisk_dist_env_rank(&w);
         cli_set_rank(r, w);
     }
-    if (brisk_config_load(config, (const char *const *)over, n_over, &cfg, &err)) {
-        rc = cli_config_fail("train", config, over, from, n_over, &err);
+    char label[BRISK_PATH_MAX + 16]; /* a config of --model alone is named by the flag in errors */
+    if (!config) snprintf(label, sizeof label, "--model %s", model);
+    if (config ? brisk_config_load(config, (const char *const *)over, n_over, &cfg, &err)
+               : brisk_config_parse("{}", label, (const char *const *)over, n_over, &cfg, &err)) {
+        if (!config && strstr(err.msg, ": missing")) /* what a config would have given */
+            rc = cli_usage("train", "%s; without a config, --model needs the rest with --set: data.train=FILE, "
+                           "'model.losses=[{\"output\": ..., \"target\": ..., \"type\": ...}]' and, for a target the "
+                           "ONNX graph does not take, 'model.inputs=[...]' (each input and target: name, shape, dtype)",
+                           err.msg);
+        else
+            rc = cli_config_fail("train", config ? config : label, over, from, n_over, &err);
         goto done;
     }
     if (overwrite && resume && strcmp(resume, "auto") == 0) {
