@@ -1,10 +1,13 @@
-"""brisk.load: a checkpoint's tensors as NumPy arrays under their PyTorch names.
+"""brisk.load: a checkpoint's tensors under their PyTorch names, as torch tensors (NumPy
+arrays without torch), ready for `module.load_state_dict(brisk.load(path), strict=True)`.
 
 A brisk checkpoint is a safetensors file (an 8-byte little-endian header length, a JSON
 header of name -> dtype, shape, byte offsets, then the data); this reads that format, nothing
 of brisk's. Model tensors are named as PyTorch names the same modules (net.0.weight,
 lstm.weight_ih_l0, ...), so `model.load_state_dict({k: torch.from_numpy(v) ...})` takes them
 (README.md, "Python"); the optimizer's moments ("optim.*") come only with optimizer=True.
+What a torch state_dict holds and brisk does not keep is added: each BatchNorm's
+num_batches_tracked (an ONNX export drops it: it is no tensor the graph reads).
 """
 import json
 import os
@@ -58,10 +61,43 @@ def metadata(path):
     return out
 
 
-def load(path, optimizer=False):
-    """dict name -> numpy array of the checkpoint's parameters and buffers (BatchNorm
-    statistics); with optimizer=True also the AdamW moments (optim.exp_avg.<name>, ...)."""
-    path = os.fspath(path)
+def _checkpoint_in(path):
+    """A run directory's checkpoint: last.safetensors (the newest, as `brisk predict DIR`
+    would want), else its highest step-N; a file is itself."""
+    if not os.path.isdir(path):
+        return path
+    last = os.path.join(path, "last.safetensors")
+    if os.path.exists(last):
+        return last
+    steps = sorted(f for f in os.listdir(path) if f.startswith("step-") and f.endswith(".safetensors"))
+    if not steps:
+        raise BriskError(2, "%s: a directory without last.safetensors or step-N.safetensors; expected a brisk run "
+                         "directory or a checkpoint file" % path)
+    return os.path.join(path, steps[-1])
+
+
+def _batches_seen(header):
+    """The training batches the model's BatchNorm layers saw: steps times micro-batches a step
+    (train.accumulate), each a forward in training mode, as torch counts num_batches_tracked."""
+    meta = header.get("__metadata__", {})
+    try:
+        step = int(meta.get("step", 0))
+        cfg = json.loads(meta.get("config", "{}"))
+        acc = int((cfg.get("train") or {}).get("accumulate", 1) or 1) if isinstance(cfg, dict) else 1
+    except (TypeError, ValueError):
+        return 0
+    return max(0, step) * max(1, acc)
+
+
+def load(path, optimizer=False, numpy=False):
+    """dict name -> tensor of a checkpoint's parameters and buffers (BatchNorm statistics), as
+    a torch state_dict names them: torch tensors when torch is importable, else (or with
+    numpy=True) NumPy arrays. path: a checkpoint (.safetensors) or a run directory (its
+    last.safetensors, else its newest step-N). Each `<prefix>.running_mean` brings
+    `<prefix>.num_batches_tracked` (int64 scalar: the training batches seen), which torch's
+    BatchNorm has and the checkpoint does not, so `load_state_dict(..., strict=True)` takes it.
+    With optimizer=True also the AdamW moments (optim.exp_avg.<name>, ...)."""
+    path = _checkpoint_in(os.fspath(path))
     header, data = _read(path)
     out = {}
     for name, t in header.items():
@@ -83,4 +119,15 @@ def load(path, optimizer=False):
             out[name] = np.frombuffer(data[lo:hi], dtype=dt).reshape(t["shape"]).copy()
         except ValueError:
             raise _bad(path, "tensor %s: %d bytes for shape %s" % (name, hi - lo, t.get("shape"))) from None
-    return out
+    seen = _batches_seen(header)
+    for name in list(out):
+        if name.endswith(".running_mean") and not name.startswith("optim."):
+            tracked = name[:-len("running_mean")] + "num_batches_tracked"
+            out.setdefault(tracked, np.array(seen, dtype=np.int64))
+    if numpy:
+        return out
+    try:
+        import torch
+    except ImportError:
+        return out
+    return {k: torch.from_numpy(v) for k, v in out.items()}

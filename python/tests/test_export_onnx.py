@@ -153,7 +153,7 @@ def test_diffusion_denoiser(tmp_path, brisk_bin):
     assert sorted(i.name for i in s.get_inputs()) == ["coarse", "t", "x_t"]
     y = s.run(None, {"coarse": coarse, "x_t": xt, "t": t})[0]
     # the reference: bench/reference/models.py's Denoiser forward in float64 on brisk.load's weights
-    w = {k: v.astype(np.float64) for k, v in brisk.load(ckpt).items()}
+    w = {k: v.astype(np.float64) for k, v in brisk.load(ckpt, numpy=True).items()}
     half = 16
     f = np.exp(-np.log(10000.0) * np.arange(half) / half)
     a = t[:, None].astype(np.float64) * f[None, :]
@@ -181,7 +181,7 @@ def test_resnet_keypoints(images, tmp_path, brisk_bin, depth):
                                "mean": [0.5, 0.5, 0.5], "std": [0.25, 0.25, 0.25]}, "validation_fraction": 0.2},
            "train": {"batch_size": 8, "max_steps": 3, "out_dir": str(tmp_path / "rn")}}
     ckpt = train(brisk_bin, tmp_path, "rn", cfg)
-    w = brisk.load(ckpt)
+    w = brisk.load(ckpt, numpy=True)
     assert np.abs(w["stem.1.running_var"] - 1).max() > 1e-3 and np.abs(w["stem.1.running_mean"]).max() > 1e-3
     x = np.random.default_rng(depth).standard_normal((5, 3, 32, 32)).astype(np.float32)
     ref = predict(brisk_bin, tmp_path, ckpt, x)  # [N, 2K]: brisk predict writes rows

@@ -14,11 +14,11 @@ def test_load_names_and_optimizer(tabular, tmp_path):
     cfg = {"model": {"type": "mlp", "inputs": 64, "hidden": [16], "outputs": 3},
            "data": {"train": str(tabular)}, "train": {"batch_size": 128, "epochs": 1, "out_dir": str(tmp_path / "r")}}
     _, ckpt = brisk.train(cfg, progress=False)
-    w = brisk.load(ckpt)
+    w = brisk.load(ckpt, numpy=True)
     assert {k: v.shape for k, v in w.items()} == {"net.0.weight": (16, 64), "net.0.bias": (16,),
                                                    "net.2.weight": (3, 16), "net.2.bias": (3,)}
     assert all(v.dtype == np.float32 and v.flags.writeable for v in w.values())
-    full = brisk.load(ckpt, optimizer=True)
+    full = brisk.load(ckpt, optimizer=True, numpy=True)
     assert "optim.exp_avg.net.0.weight" in full and "optim.exp_avg_sq.net.2.bias" in full
     (tmp_path / "short").write_bytes(b"\x10\x00")
     with pytest.raises(brisk.BriskError, match="shorter than the 8-byte"):
@@ -53,7 +53,7 @@ def test_recipe_tabular(models, tabular, tmp_path, brisk_bin):
     x = np.random.default_rng(0).standard_normal((50, 64)).astype(np.float32)
     # the recipe (docs/python.md, "brisk weights in PyTorch")
     model = models.Tabular()
-    model.load_state_dict({k: torch.from_numpy(v) for k, v in brisk.load(ckpt).items()})
+    model.load_state_dict(brisk.load(ckpt))
     model.eval()
     with torch.no_grad():
         p = torch.softmax(model.net(torch.from_numpy(x)), dim=1).numpy()
@@ -74,7 +74,7 @@ def test_recipe_sequence(models, tmp_path, brisk_bin, kind):
     raw = rng.standard_normal((6, 60, 32)).astype(np.float32)  # raw windows, as brisk predict takes them
     # the recipe: the model's weights, and the inputs normalised as in training
     model = models.LSTMClassifier() if kind == "lstm" else models.TransformerClassifier()
-    model.load_state_dict({k: torch.from_numpy(v) for k, v in brisk.load(ckpt).items()})
+    model.load_state_dict(brisk.load(ckpt))
     model.eval()
     norm = brisk.metadata(ckpt)["normalization"]
     x = torch.from_numpy((raw - np.float32(norm["mean"])) / np.float32(norm["std"]))
@@ -96,7 +96,7 @@ def test_recipe_denoiser(models, tmp_path, brisk_bin):
                                                           "train.batch_size": 32, "train.max_steps": 2,
                                                           "train.out_dir": str(tmp_path / "d")})
     model = models.Denoiser()
-    missing = model.load_state_dict({k: torch.from_numpy(v) for k, v in brisk.load(ckpt).items()}, strict=False)
+    missing = model.load_state_dict(brisk.load(ckpt), strict=False)
     assert list(missing.missing_keys) == ["abar"] and not missing.unexpected_keys  # abar: the schedule, not a weight
     # brisk's own denoiser output, through the ONNX export when onnxruntime is there
     ort = pytest.importorskip("onnxruntime")

@@ -8,7 +8,10 @@ if(BRISK_SHARED AND NOT BRISK_SANITIZE)
   add_test(NAME python.package COMMAND ${CMAKE_CURRENT_LIST_DIR}/pytest.sh ${py_args} ${py_tests}/test_train.py
     ${py_tests}/test_session.py ${py_tests}/test_load_torch.py ${py_tests}/test_interrupt.py ${py_tests}/test_threads.py)
   add_test(NAME python.install COMMAND ${CMAKE_CURRENT_LIST_DIR}/pytest.sh ${py_args} ${py_tests}/test_install.py)
-  set_tests_properties(python.package python.install PROPERTIES SKIP_RETURN_CODE 77)
+  # a PyTorch module through brisk and back: brisk train --model, brisk.load strict, from_torch,
+  # export of the import run to ONNX Runtime (skipped without PyTorch)
+  add_test(NAME python.onnx_torch COMMAND ${CMAKE_CURRENT_LIST_DIR}/pytest.sh ${py_args} ${py_tests}/test_onnx_torch.py)
+  set_tests_properties(python.package python.install python.onnx_torch PROPERTIES SKIP_RETURN_CODE 77)
 endif()
 # brisk export --onnx against ONNX Runtime: a CLI feature, tested from Python (it runs the brisk
 # command, so the sanitizer build runs it too)
