@@ -2,13 +2,17 @@
 ! forward in time; every step each of its 80 columns yields a coarse field (7 values) and a
 ! fine field (256 values), pushed into a brisk session; every 48 steps (3840 samples) the
 ! diffusion denoiser trains for an epoch; at the end it samples fine fields from coarse ones.
+! Given MODEL.onnx (a network exported from PyTorch, examples/onnx_denoiser.py: input
+! "coarse" [7], output "fine_hat" [256]), the session trains that model instead, on the same
+! samples with the clean fine field as its target, and the end predicts fine fields from coarse
+! ones, which must then be closer to the truth than the coarse block values.
 !
 ! Built twice: plain, and with -DBRISK_EXAMPLE_MPI as an MPI program where every rank computes
 ! its share of the columns and rank 0 gathers them, trains, samples and scatters the sampled
 ! fields back. brisk never calls MPI itself. Stops with a non-zero code when the loss did not
 ! decrease or the samples do not have the right shape and finite values.
 !
-!   online_f [CHECKPOINT_OUT]          mpirun -np 2 online_f_mpi [CHECKPOINT_OUT]
+!   online_f [CHECKPOINT_OUT [MODEL.onnx]]     mpirun -np 2 online_f_mpi [CHECKPOINT_OUT [MODEL.onnx]]
 program online
   use, intrinsic :: iso_c_binding, only: c_float, c_double
   use, intrinsic :: iso_fortran_env, only: int64, error_unit
@@ -25,6 +29,16 @@ program online
        ' "data":  {"validation_fraction": 0, "buffer": {"capacity": 3840, "when_full": "drop_oldest"}},' // &
        ' "train": {"batch_size": 16, "seed": 0, "log_every": 240},' // &
        ' "speed": {"device": "auto", "threads": 0}}'  ! threads 0: OMP_NUM_THREADS
+  ! an imported model's config but its file: a regression of the clean field on the coarse one
+  character(len=*), parameter :: onnx_rest = &
+       '"inputs": [{"name": "coarse", "shape": [7]}, {"name": "fine", "shape": [256]}],' // &
+       '           "losses": [{"output": "fine_hat", "target": "fine", "type": "mse"}]},' // &
+       ' "data":  {"validation_fraction": 0, "buffer": {"capacity": 3840, "when_full": "drop_oldest"}},' // &
+       ' "train": {"batch_size": 16, "seed": 0, "log_every": 240},' // &
+       ' "speed": {"device": "auto", "threads": 0}}'
+  character(len=:), allocatable :: session_config
+  character(len=1024) :: onnx
+  logical :: imported
   real(c_float) :: coarse(ncoarse, columns), fine(nfine, columns), sampled(nfine, columns), guess(nfine, columns)
   real(c_double) :: loss(epochs), se, sb
   type(brisk_session) :: s
@@ -48,9 +62,16 @@ program online
   first = rank * nloc + 1
   bad = 0
   loss = 0
+  imported = command_argument_count() > 1
+  if (imported) then  ! a path without quotes or backslashes: it goes into the JSON as it is
+     call get_command_argument(2, onnx)
+     session_config = '{"model": {"type": "onnx", "file": "' // trim(onnx) // '", ' // onnx_rest
+  else
+     session_config = config
+  end if
 
   if (rank == 0) then
-     if (brisk_create(s, config, verbose=.true.) /= BRISK_OK) call fail('create')
+     if (brisk_create(s, session_config, verbose=.true.) /= BRISK_OK) call fail('create')
      if (bad == 0) then
         if (brisk_sizes(s, in_w, tg_w) /= BRISK_OK) call fail('sizes')
         if (in_w /= ncoarse .or. tg_w /= nfine) then
@@ -94,8 +115,11 @@ program online
   end if
   ! Downscale the last step's coarse fields (DDIM, 10 steps, eta 0), each chain starting from
   ! noise around the coarse block values (the model's last noise level keeps signal, so pure
-  ! noise would be the wrong start), and score them.
-  if (rank == 0 .and. bad == 0) then
+  ! noise would be the wrong start), and score them. The imported model predicts them.
+  if (rank == 0 .and. bad == 0 .and. imported) then
+     sampled = -huge(1.0_c_float)
+     if (brisk_predict(s, coarse, sampled) /= BRISK_OK) call fail('predict')
+  else if (rank == 0 .and. bad == 0) then
      do j = 1, columns
         do i = 1, nfine
            guess(i, j) = coarse(1 + ((i - 1) * ncoarse) / nfine, j)
@@ -119,9 +143,13 @@ program online
               sb = sb + (coarse(1 + ((i - 1) * ncoarse) / nfine, j) - fine(i, j))**2
            end do
         end do
-        write (*, '(a, i3, a, i4, a, f7.4, a, f7.4, a)') 'sampled ', columns, ' x ', nfine, &
-             ' fine values: RMSE to the truth ', sqrt(se / (columns * nfine)), ' (coarse block values: ', &
+        write (*, '(a, i3, a, i4, a, f7.4, a, f7.4, a)') merge('predicted', 'sampled  ', imported), columns, ' x ', &
+             nfine, ' fine values: RMSE to the truth ', sqrt(se / (columns * nfine)), ' (coarse block values: ', &
              sqrt(sb / (columns * nfine)), ')'
+        if (imported .and. .not. (se < sb)) then
+           write (error_unit, '(a)') 'online: the trained model is no closer to the truth than the coarse block values'
+           bad = 1
+        end if
      end if
      if (bad == 0 .and. command_argument_count() > 0) then
         call get_command_argument(1, ckpt)
