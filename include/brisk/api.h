@@ -137,8 +137,8 @@ typedef enum { BRISK_SAMPLER_DDPM = 0, BRISK_SAMPLER_DDIM = 1 } brisk_sampler_ki
 #endif
 
 /* Creates a session from a JSON config (the format of `brisk train`, comments allowed; see
- * examples/diffusion.json) of model.type "mlp", "diffusion", or "graph" with one f32 input, one
- * target and one output, whose rows are a sample's values in C order (an input of shape
+ * examples/diffusion.json) of model.type "mlp", "diffusion", or "graph" (or "onnx", an imported
+ * network) with one f32 input, one target and one output, whose rows are a sample's values in C order (an input of shape
  * [3, 64, 64] is a row of 12288; others are BRISK_ERR_UNSUPPORTED: they train from files, with
  * brisk_train_run). The "data" section is optional: its "train" file is not read,
  * since the data come from brisk_session_push; "data.buffer" sets the sample buffer:

@@ -79,9 +79,9 @@ static brisk_status setup(api_session *s, const char *json, const char *path) {
     }
     if (s->cfg.n_models || !rows)
         return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: %s: a session trains model.type \"mlp\", \"diffusion\", "
-                            "or a \"graph\" of one f32 input, one target and one output (a row each, of a sample's "
-                            "values in C order); train this model from files with `brisk train` (brisk.train in "
-                            "Python, brisk_train_run in C)", s->cfg.path,
+                            "or a \"graph\" or \"onnx\" model of one f32 input, one target and one output (a row "
+                            "each, of a sample's values in C order); train this model from files with `brisk train` "
+                            "(brisk.train in Python, brisk_train_run in C)", s->cfg.path,
                             s->cfg.n_models ? "a pipeline (\"models\")" : type == BRISK_MODEL_GRAPH
                             ? "this graph model" : brisk_model_type_name(type));
     if (s->cfg.data.train[0])
