@@ -182,8 +182,9 @@ int cmd_train(int argc, char **argv) {
         int w = 1, r = brisk_dist_env_rank(&w);
         cli_set_rank(r, w);
     }
-    char label[BRISK_PATH_MAX + 16]; /* a config of --model alone is named by the flag in errors */
-    if (!config) snprintf(label, sizeof label, "--model %s", model);
+    /* a config of --model alone is named as its file: in errors, and the default run directory
+     * runs/<stem> */
+    const char *label = config ? config : model;
     if (config ? brisk_config_load(config, (const char *const *)over, n_over, &cfg, &err)
                : brisk_config_parse("{}", label, (const char *const *)over, n_over, &cfg, &err)) {
         if (!config && strstr(err.msg, ": missing")) /* what a config would have given */
@@ -192,7 +193,7 @@ int cmd_train(int argc, char **argv) {
                            "ONNX graph does not take, 'model.inputs=[...]' (each input and target: name, shape, dtype)",
                            err.msg);
         else
-            rc = cli_config_fail("train", config ? config : label, over, from, n_over, &err);
+            rc = cli_config_fail("train", label, over, from, n_over, &err);
         goto done;
     }
     if (overwrite && resume && strcmp(resume, "auto") == 0) {
