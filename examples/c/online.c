@@ -2,14 +2,17 @@
  * 80 columns yields a coarse field (7 values) and a fine field (256 values); the fields go into
  * a brisk session's buffer, every 48 steps (3840 samples) the diffusion denoiser trains for an
  * epoch, and at the end it samples fine fields from coarse ones. examples/fortran/online.F90 is
- * the same program in Fortran.
+ * the same program in Fortran. Given MODEL.onnx (a network exported from PyTorch,
+ * examples/onnx_denoiser.py: input "coarse" [7], output "fine_hat" [256]), the session trains
+ * that model instead, the clean fine field its target, and the end predicts fine fields from
+ * coarse ones, which must then be closer to the truth than the coarse block values.
  *
  * Built twice: plain, and with -DBRISK_EXAMPLE_MPI as an MPI program where every rank computes
  * its share of the columns and rank 0 gathers them, trains, samples and scatters the sampled
  * fields back (the "rank 0 gathers" pattern of include/brisk/api.h). brisk itself never calls
  * MPI. Exits non-zero when the loss did not decrease or a sample is not finite.
  *
- *   online [CHECKPOINT_OUT]          mpirun -np 2 online_mpi [CHECKPOINT_OUT] */
+ *   online [CHECKPOINT_OUT [MODEL.onnx]]          mpirun -np 2 online_mpi [CHECKPOINT_OUT [MODEL.onnx]] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +33,16 @@ static const char *config =
     " \"data\":  {\"validation_fraction\": 0, \"buffer\": {\"capacity\": 3840, \"when_full\": \"drop_oldest\"}},"
     " \"train\": {\"batch_size\": 16, \"seed\": 0, \"log_every\": 240},"
     " \"speed\": {\"device\": \"auto\", \"threads\": 0}}"; /* 0: OMP_NUM_THREADS */
+
+/* An imported model's config but its file (%s: a path without quotes or backslashes): a
+ * regression of the clean fine field on the coarse one, trained as the denoiser is. */
+static const char *onnx_config =
+    "{\"model\": {\"type\": \"onnx\", \"file\": \"%s\","
+    "           \"inputs\": [{\"name\": \"coarse\", \"shape\": [7]}, {\"name\": \"fine\", \"shape\": [256]}],"
+    "           \"losses\": [{\"output\": \"fine_hat\", \"target\": \"fine\", \"type\": \"mse\"}]},"
+    " \"data\":  {\"validation_fraction\": 0, \"buffer\": {\"capacity\": 3840, \"when_full\": \"drop_oldest\"}},"
+    " \"train\": {\"batch_size\": 16, \"seed\": 0, \"log_every\": 240},"
+    " \"speed\": {\"device\": \"auto\", \"threads\": 0}}";
 
 /* The toy simulation: column j at time step k is a smooth field of three travelling modes and a
  * small-scale wave; its coarse field is the mean over 7 blocks of the fine grid. */
@@ -76,7 +89,10 @@ int main(int argc, char **argv) {
     brisk_session *s = NULL;
     int bad = 0;
     double loss[EPOCHS];
-    if (rank == 0 && brisk_session_create(config, print_log, NULL, &s) != BRISK_OK) bad = fail(s, "create");
+    const int imported = argc > 2;
+    char session_config[8192];
+    snprintf(session_config, sizeof session_config, imported ? onnx_config : "%s", imported ? argv[2] : config);
+    if (rank == 0 && brisk_session_create(session_config, print_log, NULL, &s) != BRISK_OK) bad = fail(s, "create");
 
     for (int k = 1; k <= STEPS_PER_EPOCH * EPOCHS && !bad; k++) {
         /* each rank computes its columns into its slice, then rank 0 holds all of them */
@@ -104,12 +120,14 @@ int main(int argc, char **argv) {
     }
     /* Downscale the last step's coarse fields (DDIM, 10 steps, eta 0), each chain starting from
      * noise around the coarse block values (the model's last noise level keeps signal, so pure
-     * noise would be the wrong start), and score them. */
+     * noise would be the wrong start), and score them. The imported model predicts them. */
     if (rank == 0 && !bad) {
         for (int j = 0; j < COLUMNS; j++)
             for (int i = 0; i < FINE; i++) sampled[j * FINE + i] = coarse[j * COARSE + i * COARSE / FINE];
-        if (brisk_session_sample_guided(s, COLUMNS, coarse, COARSE, sampled, FINE, sampled, FINE, BRISK_SAMPLER_DDIM, 10,
-                                        0.0, 1) != BRISK_OK)
+        if (imported && brisk_session_predict(s, COLUMNS, coarse, COARSE, sampled, FINE) != BRISK_OK)
+            bad = fail(s, "predict");
+        else if (!imported && brisk_session_sample_guided(s, COLUMNS, coarse, COARSE, sampled, FINE, sampled, FINE,
+                                                          BRISK_SAMPLER_DDIM, 10, 0.0, 1) != BRISK_OK)
             bad = fail(s, "sample");
         double se = 0, sb = 0;
         for (int j = 0; j < COLUMNS && !bad; j++)
@@ -121,8 +139,13 @@ int main(int argc, char **argv) {
             }
         if (bad) fprintf(stderr, "online: a sampled value is not finite\n");
         else
-            printf("sampled %d x %d fine values: RMSE to the truth %.4f (coarse block values: %.4f)\n", COLUMNS, FINE,
-                   sqrt(se / (COLUMNS * FINE)), sqrt(sb / (COLUMNS * FINE)));
+            printf("%s %d x %d fine values: RMSE to the truth %.4f (coarse block values: %.4f)\n",
+                   imported ? "predicted" : "sampled", COLUMNS, FINE, sqrt(se / (COLUMNS * FINE)),
+                   sqrt(sb / (COLUMNS * FINE)));
+        if (!bad && imported && !(se < sb)) {
+            fprintf(stderr, "online: the trained model is no closer to the truth than the coarse block values\n");
+            bad = 1;
+        }
         if (!bad && argc > 1 && brisk_session_save(s, argv[1]) != BRISK_OK) bad = fail(s, "save");
     }
 #ifdef BRISK_EXAMPLE_MPI
