@@ -23,7 +23,8 @@ def cnn():
 
 
 def mlp():
-    return nn.Sequential(nn.Linear(5, 16), nn.Tanh(), nn.Linear(16, 2))
+    """Dropout trains in brisk and is gone from predict and the exported inference graph."""
+    return nn.Sequential(nn.Linear(5, 16), nn.Tanh(), nn.Dropout(0.1), nn.Linear(16, 2))
 
 
 CNN_INPUTS = [{"name": "x", "shape": [2, 6, 6]}, {"name": "y", "shape": [], "dtype": "i32"}]
