@@ -117,6 +117,8 @@ def test_cnn_strict_load_equals_predict(tmp_path, brisk_bin):
     arrays = brisk.load(rundir / "last.safetensors", numpy=True)
     assert arrays["1.num_batches_tracked"].dtype == np.int64
     assert np.array_equal(arrays["5.weight"], sd["5.weight"].numpy())
+    with pytest.raises(brisk.BriskError, match="without last.safetensors or step-N"):
+        brisk.load(tmp_path)
 
 
 def test_from_torch(tmp_path, brisk_bin):
