@@ -47,6 +47,8 @@ static const struct {
     {"Unsqueeze", ox_build_squeeze},
     {"Squeeze", ox_build_squeeze},
     {"Cast", ox_build_cast},
+    {"LSTM", ox_build_lstm},
+    {"GRU", ox_build_gru},
 };
 enum { N_OPS = sizeof ops / sizeof ops[0] };
 
@@ -61,6 +63,18 @@ static ox_build_fn builder(const char *op) {
     for (int k = 0; k < N_OPS; k++)
         if (!strcmp(ops[k].name, op)) return ops[k].build;
     return NULL;
+}
+
+/* Whether node n reads a float initializer: a parameter, which stays a graph value that its
+ * gradient reaches rather than a host constant folded away (torch's LSTM and GRU export
+ * slices and joins weight_ih_l0 and the like). Shape reads only its shape. */
+static int reads_param(const brisk_onnx_model *m, const brisk_onnx_node *n) {
+    for (size_t k = 0; strcmp(n->op_type, "Shape") && k < n->n_inputs; k++) {
+        const brisk_onnx_tensor *t = n->inputs[k][0] ? brisk_onnx_initializer(m, n->inputs[k]) : NULL;
+        if (t && (t->dtype == BRISK_ONNX_FLOAT || t->dtype == BRISK_ONNX_DOUBLE || t->dtype == BRISK_ONNX_FLOAT16))
+            return 1;
+    }
+    return 0;
 }
 
 void brisk_onnx_net_free(brisk_onnx_net *net) {
@@ -126,8 +140,8 @@ int brisk_onnx_net_build(const brisk_onnx_net *net, brisk_graph *g, const char *
     for (size_t k = 0; !rc && k < og->n_nodes; k++) {
         size_t i = og->order[k];
         c.n = &og->nodes[i], c.ni = i;
-        int handled;
-        konst *kc = ox_fold(&c, &handled);
+        int handled = 0;
+        konst *kc = reads_param(c.m, c.n) ? NULL : ox_fold(&c, &handled);
         if (kc) c.out[i][0].c = kc;
         else if (!handled && !g->err.code) c.out[i][0].node = builder(c.n->op_type)(&c);
         if (g->err.code || (!kc && c.out[i][0].node < 0)) {

@@ -115,6 +115,8 @@ int ox_build_cast(ctx *c);
 int ox_build_slice(ctx *c);
 int ox_build_split(ctx *c);
 int ox_build_gather(ctx *c);
+int ox_build_lstm(ctx *c);           /* onnx_build_rnn.c */
+int ox_build_gru(ctx *c);
 int ox_build_fold_only(ctx *c); /* Constant, Shape, ConstantOfShape: an error */
 
 #endif
