@@ -7,7 +7,7 @@
 
 #include "onnx/onnx_import_internal.h"
 
-static int conv_window(ctx *c, int spatial, brisk_window *w) {
+int ox_conv_window(ctx *c, int spatial, brisk_window *w) {
     const int64_t *ks, *st, *pd, *dl;
     size_t nk = ox_attr_ints(c, "kernel_shape", &ks), ns = ox_attr_ints(c, "strides", &st), np = ox_attr_ints(c, "pads", &pd),
            nd = ox_attr_ints(c, "dilations", &dl);
@@ -33,8 +33,7 @@ static int conv_window(ctx *c, int spatial, brisk_window *w) {
     return 0;
 }
 
-/* y + b per channel of [N, C, spatial...] */
-static int channel_add(ctx *c, int y, int b, int spatial) {
+int ox_channel_add(ctx *c, int y, int b, int spatial) {
     if (y < 0 || b < 0) return -1;
     int64_t d[BRISK_MAX_DIMS] = {ox_shape(c, b)->d[0], 1, 1, 1};
     return brisk_add(c->g, y, brisk_reshape(c->g, b, brisk_shape_make(1 + spatial, d)));
@@ -46,24 +45,28 @@ int ox_build_conv(ctx *c) {
     int rank = ox_shape(c, x)->ndim;
     brisk_window win;
     if (rank != 3 && rank != 4) return ox_fail(c, "Conv of a rank-%d input (1-D and 2-D taken)", rank);
-    if (conv_window(c, rank - 2, &win)) return -1;
+    if (ox_conv_window(c, rank - 2, &win)) return -1;
     int y = rank == 4 ? brisk_conv2d(c->g, x, w, win) : brisk_conv1d(c->g, x, w, win.sw, win.pw, win.dw, win.groups);
-    if (ox_has_in(c, 2)) y = channel_add(c, y, ox_in(c, 2, 0), rank - 2);
+    if (ox_has_in(c, 2)) y = ox_channel_add(c, y, ox_in(c, 2, 0), rank - 2);
     return y;
 }
 
 static int build_pool(ctx *c, int kind) {
     int x = ox_in(c, 0, 0);
     if (x < 0) return -1;
-    if (ox_shape(c, x)->ndim != 4) return ox_fail(c, "pooling of a rank-%d input (2-D taken)", ox_shape(c, x)->ndim);
+    brisk_shape s = *ox_shape(c, x);
+    if (s.ndim != 3 && s.ndim != 4) return ox_fail(c, "pooling of a rank-%d input (1-D and 2-D taken)", s.ndim);
     if (ox_attr_i(c, "ceil_mode", 0)) return ox_fail(c, "ceil_mode 1 (0 taken)");
     brisk_window win;
-    if (conv_window(c, 2, &win)) return -1;
+    if (ox_conv_window(c, s.ndim - 2, &win)) return -1;
     if (win.dh != 1 || win.dw != 1) return ox_fail(c, "dilated pooling");
     if (kind == BRISK_POOL_AVG && (win.ph || win.pw) && !ox_attr_i(c, "count_include_pad", 0))
         return ox_fail(c, "padded AveragePool without count_include_pad");
     win.groups = 1;
-    return brisk_pool2d(c->g, x, kind, win);
+    if (s.ndim == 4) return brisk_pool2d(c->g, x, kind, win);
+    /* 1-D as 2-D of height 1 (views) */
+    int y = brisk_pool2d(c->g, brisk_reshape(c->g, x, brisk_shape4(s.d[0], s.d[1], 1, s.d[2])), kind, win);
+    return y < 0 ? -1 : brisk_reshape(c->g, y, brisk_shape3(s.d[0], s.d[1], ox_shape(c, y)->d[3]));
 }
 
 int ox_build_maxpool(ctx *c) { return build_pool(c, BRISK_POOL_MAX); }

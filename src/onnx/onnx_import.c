@@ -49,6 +49,8 @@ static const struct {
     {"Cast", ox_build_cast},
     {"LSTM", ox_build_lstm},
     {"GRU", ox_build_gru},
+    {"ConvTranspose", ox_build_conv_transpose},
+    {"Resize", ox_build_resize},
 };
 enum { N_OPS = sizeof ops / sizeof ops[0] };
 

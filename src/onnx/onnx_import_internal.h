@@ -84,6 +84,11 @@ int ox_squeeze_shape(ctx *c, int unsq, const int64_t *d, int rank, int64_t *o);
 int ox_slice_range(ctx *c, int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *lo, int64_t *n);
 int ox_slice_spec(ctx *c, int rank, int64_t *lo, int64_t *n, int64_t *step, const int64_t *dims);
 
+/* ---- onnx_build_nn.c: Conv's window from the node's attributes (spatial 1: the width of a
+ * height-1 window), and y + b per channel of y [N, C, spatial...] */
+int ox_conv_window(ctx *c, int spatial, brisk_window *w);
+int ox_channel_add(ctx *c, int y, int b, int spatial);
+
 /* ---- onnx_fold.c: the node's first output as a host constant when every input is one (or
  * the op is Constant or Shape), else NULL with *handled = 0 */
 konst *ox_fold(ctx *c, int *handled);
@@ -117,6 +122,8 @@ int ox_build_split(ctx *c);
 int ox_build_gather(ctx *c);
 int ox_build_lstm(ctx *c);           /* onnx_build_rnn.c */
 int ox_build_gru(ctx *c);
+int ox_build_conv_transpose(ctx *c); /* onnx_build_vision.c */
+int ox_build_resize(ctx *c);
 int ox_build_fold_only(ctx *c); /* Constant, Shape, ConstantOfShape: an error */
 
 #endif
