@@ -33,11 +33,6 @@ int ox_build_conv_transpose(ctx *c) {
     return y;
 }
 
-/* The integer factor of one axis from Resize's scales or sizes, or 0 */
-static int factor(double scale, int64_t size, int64_t dim) {
-    if (size > 0) return size % dim ? 0 : (int)(size / dim);
-    return scale >= 1 && scale == floor(scale) && scale < 65536 ? (int)scale : 0;
-}
 
 int ox_build_resize(ctx *c) {
     int x = ox_in(c, 0, 0);
@@ -69,18 +64,21 @@ int ox_build_resize(ctx *c) {
     if (ox_attr_ints(c, "axes", &axes) || ox_attr_i(c, "antialias", 0))
         return ox_fail(c, "axes or antialias (every axis, no antialiasing taken)");
     konst *o2, *o3, *sc = ox_const_in(c, 2, &o2), *sz = ox_const_in(c, 3, &o3);
-    int f[4] = {0, 0, 0, 0}, rc = 0;
+    double f[4] = {0, 0, 0, 0};
+    int rc = 0;
     if ((ox_has_in(c, 2) && !sc) || (ox_has_in(c, 3) && !sz))
         rc = ox_fail(c, "scales or sizes computed from tensors (constants taken)");
     else if (sc && sc->numel == 0 && !sz)
         rc = ox_fail(c, "neither scales nor sizes");
     else if (!(sc && sc->numel == 4) && !(sz && sz->numel == 4))
         rc = ox_fail(c, "scales or sizes not of 4 values");
-    for (int a = 0; !rc && a < 4; a++) f[a] = factor(sc && sc->numel == 4 ? sc->v[a] : 0, sz && sz->numel == 4 ? (int64_t)sz->v[a] : 0, s.d[a]);
+    /* each axis's factor: sizes when given, else scales */
+    for (int a = 0; !rc && a < 4; a++) f[a] = sz && sz->numel == 4 ? sz->v[a] / (double)s.d[a] : sc->v[a];
     ox_konst_free(o2), ox_konst_free(o3);
     if (rc) return -1;
-    if (f[0] != 1 || f[1] != 1 || f[2] < 1 || f[3] < 1)
-        return ox_fail(c, "a resize of [N, C, H, W] %lldx%lldx%lldx%lld (N and C kept, H and W by integer factors "
-                       "taken)", (long long)s.d[0], (long long)s.d[1], (long long)s.d[2], (long long)s.d[3]);
-    return brisk_upsample2d(c->g, x, kind, f[2], f[3]);
+    if (f[0] != 1 || f[1] != 1 || f[2] < 1 || f[3] < 1 || f[2] != floor(f[2]) || f[3] != floor(f[3]) || f[2] > 65536 ||
+        f[3] > 65536)
+        return ox_fail(c, "factors %g, %g, %g, %g of [N, C, H, W] (N and C kept, H and W by integer factors taken)",
+                       f[0], f[1], f[2], f[3]);
+    return brisk_upsample2d(c->g, x, kind, (int)f[2], (int)f[3]);
 }

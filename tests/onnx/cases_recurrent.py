@@ -29,3 +29,28 @@ def cases(torch, Case):
     return [Case("lstm", LastStep("LSTM"), [6, 3], target=[1]), Case("gru", LastStep("GRU"), [6, 3], target=[1]),
             Case("gru_state", LastState(), [6, 3], target=[1]),
             Case("bilstm", LastStep("LSTM", 2, True), [6, 3], target=[1])]
+
+
+def refused(torch):
+    """What brisk's fused LSTM and GRU ops cannot take: the last cell state read, initial
+    states that are not zeros."""
+    nn = torch.nn
+
+    class CellState(nn.Module):  # Y_c read: brisk's LSTM keeps only h
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.LSTM(3, 8, batch_first=True)
+
+        def forward(self, x):
+            return self.rnn(x)[1][1][-1]
+
+    class OnesState(nn.Module):  # initial_h and initial_c of ones
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.GRU(3, 8, batch_first=True)
+
+        def forward(self, x):
+            return self.rnn(x, torch.ones(1, x.shape[0], 8))[0]
+
+    return [("cell_state", CellState(), [6, 3], ["'/rnn/LSTM' (LSTM)", "Y_c is read", "take Y or Y_h"]),
+            ("ones_state", OnesState(), [6, 3], ["(GRU)", "initial_h of other values", "constant zeros taken"])]

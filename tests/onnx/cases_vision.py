@@ -59,3 +59,12 @@ def cases(torch, Case):
 
     return [Case("unet", UNet(), [2, 8, 8], target=[1, 8, 8]), Case("series", Series(), [2, 16], classes=3),
             Case("classifier", Classifier(), [3, 8, 8], classes=4)]
+
+
+def refused(torch):
+    """Resizes brisk's upsampling cannot do: corners aligned, a factor that is not an integer."""
+    nn = torch.nn
+    return [("aligned", nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True), [2, 4, 4],
+             ["(Resize)", "coordinate_transformation_mode align_corners", "half_pixel"]),
+            ("fraction", nn.Upsample(scale_factor=1.5, mode="nearest"), [2, 4, 4],
+             ["(Resize)", "integer factors"])]

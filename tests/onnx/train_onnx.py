@@ -7,7 +7,8 @@ entries with the module's values, and 50 full-batch SGD steps (momentum 0.9, fp3
 must give PyTorch's losses step by step to 1e-5 relative (or, where PyTorch's fp32 trajectory
 is itself further than that from its fp64 one, within twice that distance). The modules of a
 group live in cases_GROUP.py (cases(torch): a list of Case); the group "basic" also checks two
-bad models: one of unsupported ops (one error naming each) and one whose input shape is not known.
+bad models: one of unsupported ops (one error naming each) and one whose input shape is not known;
+a group's refused(torch) lists modules that brisk must refuse with a given error.
   train_onnx.py BRISK WORKDIR [GROUP]   (GROUP: basic by default)
 Exit 77 (skip) when PyTorch or NumPy is unavailable."""
 import json
@@ -154,20 +155,37 @@ def bad_models(brisk, work, torch):
 
     torch.onnx.export(Lin(), torch.randn(2, 3), os.path.join(d, "dyn.onnx"), opset_version=13, input_names=["x"],
                       output_names=["y"], dynamic_axes={"x": {0: "N", 1: "F"}})
+    return sum(expect_error(brisk, d, model, want) for model, want in (
+        ("odd", ["Sin", "Floor", "CumSum", "opset 13"]), ("dyn", ["input 'x'", "[N, F]", "shape"])))
+
+
+def expect_error(brisk, d, model, want):
+    """brisk train of d/model.onnx fails with one error holding each of `want`."""
+    path = os.path.join(d, model + ".json")
+    with open(path, "w") as f:
+        json.dump({"model": {"type": "onnx", "file": model + ".onnx",
+                             "losses": [{"output": "y", "target": "x", "type": "mse"}]},
+                   "data": {"train": "none.npz"}}, f)
+    rc, log = brisk_train(brisk, path)
+    missing = [w for w in want if w not in log]
+    if rc == 0 or missing or "Segmentation" in log:
+        print(f"FAIL: bad model {model}: exit {rc}, the error lacks {missing}:\n{log[-2000:]}")
+        return 1
+    print(f"bad model {model}: {log.strip().splitlines()[-1][:300]}")
+    return 0
+
+
+def refused(brisk, work, torch, bad):
+    """A group's modules that brisk must refuse, each (name, module, sample shape, words its
+    error must hold), exported as the trained ones are."""
+    d = os.path.join(work, "refused")
+    os.makedirs(d)
     fails = 0
-    for model, want in (("odd", ["Sin", "Floor", "CumSum", "opset 13"]), ("dyn", ["input 'x'", "[N, F]", "shape"])):
-        path = os.path.join(d, model + ".json")
-        with open(path, "w") as f:
-            json.dump({"model": {"type": "onnx", "file": model + ".onnx",
-                                 "losses": [{"output": "y", "target": "x", "type": "mse"}]},
-                       "data": {"train": "none.npz"}}, f)
-        rc, log = brisk_train(brisk, path)
-        missing = [w for w in want if w not in log]
-        if rc == 0 or missing or "Segmentation" in log:
-            print(f"FAIL: bad model {model}: exit {rc}, the error lacks {missing}:\n{log[-2000:]}")
-            fails += 1
-        else:
-            print(f"bad model {model}: {log.strip().splitlines()[-1][:300]}")
+    for name, module, sample, want in bad:
+        torch.onnx.export(module, torch.randn([2] + sample), os.path.join(d, name + ".onnx"), opset_version=17,
+                          input_names=["x"], output_names=["y"], dynamic_axes={"x": {0: "N"}},
+                          training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+        fails += expect_error(brisk, d, name, want)
     return fails
 
 
@@ -194,8 +212,10 @@ def main():
     os.makedirs(work)
     torch.manual_seed(0)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    cases = __import__("cases_" + group).cases(torch, Case)
-    fails = sum(run_case(brisk, work, np, torch, c) for c in cases)
+    group_module = __import__("cases_" + group)
+    fails = sum(run_case(brisk, work, np, torch, c) for c in group_module.cases(torch, Case))
+    if hasattr(group_module, "refused"):
+        fails += refused(brisk, work, torch, group_module.refused(torch))
     if group == "basic":
         fails += bad_models(brisk, work, torch)
     return 1 if fails else 0
