@@ -1,7 +1,8 @@
 """Vision modules (train_onnx.py's group "vision"): a small U-Net (convolutions and max
-pooling down, a transposed convolution and a nearest and a bilinear upsampling up, skips by
-concatenation; mean squared error against an image), a 1-D CNN over series and an image
-classifier with batch norm and dropout."""
+pooling down, a grouped, padded transposed convolution with output padding and a nearest and a
+bilinear upsampling up, skips by concatenation; mean squared error against an image), a 1-D
+CNN over series (a dilated transposed convolution) and an image classifier with batch norm
+and dropout."""
 
 
 def cases(torch, Case):
@@ -15,7 +16,7 @@ def cases(torch, Case):
             super().__init__()
             self.down1, self.down2, self.mid = block(2, 4), block(4, 8), block(8, 8)
             self.pool = nn.MaxPool2d(2)
-            self.up2 = nn.ConvTranspose2d(8, 8, 2, stride=2)
+            self.up2 = nn.ConvTranspose2d(8, 8, 3, stride=2, padding=1, output_padding=1, groups=2)
             self.dec2 = block(16, 4)
             self.up1 = nn.Upsample(scale_factor=2, mode="nearest")
             self.dec1 = block(8, 4)
@@ -36,7 +37,7 @@ def cases(torch, Case):
             self.conv1, self.bn1 = nn.Conv1d(2, 6, 5, padding=2), nn.BatchNorm1d(6)
             self.conv2, self.bn2 = nn.Conv1d(6, 8, 3, padding=1), nn.BatchNorm1d(8)
             self.pool = nn.MaxPool1d(2)
-            self.up = nn.ConvTranspose1d(8, 4, 2, stride=2)
+            self.up = nn.ConvTranspose1d(8, 4, 3, stride=2, padding=2, output_padding=1, dilation=2)
             self.head = nn.Linear(4 * 8, 3)
 
         def forward(self, x):  # x [N, 2, 16]

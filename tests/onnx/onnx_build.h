@@ -64,14 +64,27 @@ static inline void ob_node(brisk_pb *g, const char *op, const char *const *in, c
 }
 #define OB_LIST(...) ((const char *const[]){__VA_ARGS__, NULL})
 
+/* AttributeProto a (its value set) named `name`, of `type`, appended to attrs as NodeProto
+ * field 5; a is freed. */
+static inline void ob_attr(brisk_pb *attrs, brisk_pb *a, const char *name, int type) {
+    brisk_pb_string(a, 1, name);
+    brisk_pb_uint(a, 20, (uint64_t)type);
+    brisk_pb_message(attrs, 5, a);
+    brisk_pb_free(a);
+}
+
 /* An AttributeProto of type INT / FLOAT / INTS appended to attrs as NodeProto field 5. */
 static inline void ob_attr_int(brisk_pb *attrs, const char *name, int64_t v) {
     brisk_pb a = {0};
-    brisk_pb_string(&a, 1, name);
     brisk_pb_int(&a, 3, v);
-    brisk_pb_uint(&a, 20, BRISK_ONNX_ATTR_INT);
-    brisk_pb_message(attrs, 5, &a);
-    brisk_pb_free(&a);
+    ob_attr(attrs, &a, name, BRISK_ONNX_ATTR_INT);
+}
+
+/* An AttributeProto of type STRING. */
+static inline void ob_attr_string(brisk_pb *attrs, const char *name, const char *v) {
+    brisk_pb a = {0};
+    brisk_pb_string(&a, 4, v);
+    ob_attr(attrs, &a, name, BRISK_ONNX_ATTR_STRING);
 }
 
 /* ModelProto around a graph: ir_version, producer, graph, opset_import for "" at `opset`. */

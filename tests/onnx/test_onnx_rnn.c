@@ -55,15 +55,6 @@ static void ref_direction(int gates, const double *x, const float *w, const floa
     }
 }
 
-static void attr_string(brisk_pb *attrs, const char *name, const char *v) {
-    brisk_pb a = {0};
-    brisk_pb_string(&a, 1, name);
-    brisk_pb_string(&a, 4, v);
-    brisk_pb_uint(&a, 20, BRISK_ONNX_ATTR_STRING);
-    brisk_pb_message(attrs, 5, &a);
-    brisk_pb_free(&a);
-}
-
 static void add_init(brisk_pb *g, const char *name, const int64_t *d, int rank, const float *v) {
     brisk_pb t = {0};
     int64_t n = 1;
@@ -90,7 +81,7 @@ static void check_rnn(int gates, int layout, const char *direction) {
     ob_attr_int(&attrs, "hidden_size", H_);
     ob_attr_int(&attrs, "layout", layout);
     if (gates == 3) ob_attr_int(&attrs, "linear_before_reset", 1);
-    attr_string(&attrs, "direction", direction);
+    ob_attr_string(&attrs, "direction", direction);
     ob_node(&g, gates == 4 ? "LSTM" : "GRU", OB_LIST("x", "W", "R", "B"), OB_LIST("Y0", "Yh0"), &attrs);
     ob_node(&g, "Identity", OB_LIST("Yh0"), OB_LIST("Yh"), NULL);
     ob_node(&g, "Identity", OB_LIST("Y0"), OB_LIST("Y"), NULL);
