@@ -1,8 +1,8 @@
 /* ONNX LSTM and GRU nodes imported (src/onnx/onnx_build_rnn.c) against a float64 reference
  * written from the ONNX operator definitions (gates i, o, f, c and z, r, h; Wb + Rb; GRU's
  * linear_before_reset 1), in the layouts and directions torch's export does not write
- * (layout 1, reverse) and those it does: Y and Y_h forward, and the gradients of x, W, R and B
- * by finite differences. */
+ * (layout 1, reverse, no B) and those it does: Y and Y_h forward, and the gradients of x, W,
+ * R and B by finite differences. */
 #include <unistd.h>
 
 #include "onnx_build.h"
@@ -66,29 +66,32 @@ static void add_init(brisk_pb *g, const char *name, const int64_t *d, int rank, 
 
 /* An LSTM (gates 4) or GRU (3) node of the given layout and direction, its W, R and B
  * initializers, and Identity nodes naming Y and Y_h; checked forward and backward. */
-static void check_rnn(int gates, int layout, const char *direction) {
+static void check_rnn(int gates, int layout, const char *direction, int with_b) {
     int dirs = !strcmp(direction, "bidirectional") ? 2 : 1, gh = gates * H_;
     char what[80];
-    snprintf(what, sizeof what, "%s layout %d %s", gates == 4 ? "LSTM" : "GRU", layout, direction);
+    snprintf(what, sizeof what, "%s layout %d %s%s", gates == 4 ? "LSTM" : "GRU", layout, direction,
+             with_b ? "" : " without B");
     oc c;
     oc_init(&c, (uint64_t)(gates * 100 + layout * 10 + dirs + (direction[0] == 'r')));
     /* the weights as the file holds them (the importer makes them parameters) */
     float w[2 * 4 * H_ * I_], r[2 * 4 * H_ * H_], b[2 * 8 * H_];
     oc_fill(&c, w, dirs * gh * I_, -0.8, 0.8, 0);
     oc_fill(&c, r, dirs * gh * H_, -0.8, 0.8, 0);
-    oc_fill(&c, b, dirs * 2 * gh, -0.5, 0.5, 0);
+    memset(b, 0, sizeof b);
+    if (with_b) oc_fill(&c, b, dirs * 2 * gh, -0.5, 0.5, 0);
     brisk_pb g = {0}, attrs = {0}, model = {0};
     ob_attr_int(&attrs, "hidden_size", H_);
     ob_attr_int(&attrs, "layout", layout);
     if (gates == 3) ob_attr_int(&attrs, "linear_before_reset", 1);
     ob_attr_string(&attrs, "direction", direction);
-    ob_node(&g, gates == 4 ? "LSTM" : "GRU", OB_LIST("x", "W", "R", "B"), OB_LIST("Y0", "Yh0"), &attrs);
+    ob_node(&g, gates == 4 ? "LSTM" : "GRU", with_b ? OB_LIST("x", "W", "R", "B") : OB_LIST("x", "W", "R"),
+            OB_LIST("Y0", "Yh0"), &attrs);
     ob_node(&g, "Identity", OB_LIST("Yh0"), OB_LIST("Yh"), NULL);
     ob_node(&g, "Identity", OB_LIST("Y0"), OB_LIST("Y"), NULL);
     brisk_pb_string(&g, 2, "rnn");
     add_init(&g, "W", (const int64_t[]){dirs, gh, I_}, 3, w);
     add_init(&g, "R", (const int64_t[]){dirs, gh, H_}, 3, r);
-    add_init(&g, "B", (const int64_t[]){dirs, 2 * gh}, 2, b);
+    if (with_b) add_init(&g, "B", (const int64_t[]){dirs, 2 * gh}, 2, b);
     ob_value(&g, 11, "x", layout ? (const int64_t[]){N_, T_, I_} : (const int64_t[]){T_, N_, I_}, 3);
     ob_value(&g, 12, "Y", (const int64_t[]){T_, dirs, N_, H_}, 4);
     ob_model(&model, 8, 17, &g);
@@ -114,9 +117,9 @@ static void check_rnn(int gates, int layout, const char *direction) {
         oc_free(&c);
         return;
     }
-    /* W, R and B join x among the parameters the finite differences move */
+    /* W, R and B (when given) join x among the parameters the finite differences move */
     const float *vals[3] = {w, r, b};
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 2 + with_b; k++) {
         int pk = c.g->n_params - 1;
         while (pk >= 0 && strcmp(c.g->params[pk].name, (const char *[]){"W", "R", "B"}[k])) pk--;
         REQUIRE(pk >= 0);
@@ -153,12 +156,14 @@ static void check_rnn(int gates, int layout, const char *direction) {
     oc_free(&c);
 }
 
-static void lstm_layout0_forward(void) { check_rnn(4, 0, "forward"); }
-static void lstm_layout1_reverse(void) { check_rnn(4, 1, "reverse"); }
-static void lstm_layout1_bidirectional(void) { check_rnn(4, 1, "bidirectional"); }
-static void gru_layout0_reverse(void) { check_rnn(3, 0, "reverse"); }
-static void gru_layout1_forward(void) { check_rnn(3, 1, "forward"); }
-static void gru_layout0_bidirectional(void) { check_rnn(3, 0, "bidirectional"); }
+static void lstm_layout0_forward(void) { check_rnn(4, 0, "forward", 1); }
+static void lstm_layout1_reverse(void) { check_rnn(4, 1, "reverse", 1); }
+static void lstm_layout1_bidirectional(void) { check_rnn(4, 1, "bidirectional", 1); }
+static void gru_layout0_reverse(void) { check_rnn(3, 0, "reverse", 1); }
+static void gru_without_b(void) { check_rnn(3, 0, "forward", 0); }
+static void lstm_without_b(void) { check_rnn(4, 1, "forward", 0); }
+static void gru_layout1_forward(void) { check_rnn(3, 1, "forward", 1); }
+static void gru_layout0_bidirectional(void) { check_rnn(3, 0, "bidirectional", 1); }
 
 static void cleanup(void) {
     char cmd[700];
@@ -167,4 +172,4 @@ static void cleanup(void) {
 }
 
 TEST_MAIN(T(lstm_layout0_forward), T(lstm_layout1_reverse), T(lstm_layout1_bidirectional), T(gru_layout0_reverse),
-          T(gru_layout1_forward), T(gru_layout0_bidirectional), T(cleanup))
+          T(gru_layout1_forward), T(gru_layout0_bidirectional), T(gru_without_b), T(lstm_without_b), T(cleanup))
