@@ -32,6 +32,8 @@ for t in $targets; do
   rm -rf "$work" && mkdir -p "$work/corpus" "$work/artifacts"
   dict=()
   [ -f "tests/fuzz/$name.dict" ] && dict=(-dict="tests/fuzz/$name.dict")
+  # a target of a format's family (onnx_import) shares the format's tokens (onnx.dict)
+  [ ${#dict[@]} -eq 0 ] && [ -f "tests/fuzz/${name%%_*}.dict" ] && dict=(-dict="tests/fuzz/${name%%_*}.dict")
   "$build/tests/fuzz/$t" -max_total_time="$secs" -seed="$seed" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$work/artifacts/" "${dict[@]}" "$work/corpus" "tests/fuzz/corpus/$name" >"$work/log" 2>&1
   rc=$?

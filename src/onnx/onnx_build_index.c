@@ -36,10 +36,10 @@ int ox_slice_spec(ctx *c, int rank, int64_t *lo, int64_t *n, int64_t *step, cons
     else if ((ox_has_in(c, 3) && !ax) || (ox_has_in(c, 4) && !sp))
         rc = ox_fail(c, "axes or steps computed from tensors (constants taken)");
     for (int64_t k = 0; !rc && k < st->numel; k++) {
-        int a = ox_axis(c, ax ? (int64_t)ax->v[k] : k, rank);
+        int a = ox_axis(c, ax ? ox_i64(ax->v[k]) : k, rank);
         if (a < 0) rc = -1;
         else {
-            step[a] = sp ? (int64_t)sp->v[k] : 1;
+            step[a] = sp ? ox_i64(sp->v[k]) : 1;
             /* INT64_MAX and INT64_MIN ("to the end") arrive as doubles beyond any dim */
             double s = st->v[k], e = en->v[k], big = 9e18;
             rc = ox_slice_range(c, dims[a], s > big ? INT64_MAX / 2 : s < -big ? -INT64_MAX / 2 : (int64_t)s,
@@ -80,9 +80,13 @@ int ox_build_split(ctx *c) {
     if (ox_has_in(c, 1) && !sp) return ox_fail(c, "split sizes computed from tensors (constants taken)");
     int64_t total = 0;
     for (size_t k = 0; k < outs; k++) {
-        len[k] = sp && (size_t)sp->numel == outs ? (int64_t)sp->v[k] : na == outs ? at[k]
+        len[k] = sp && (size_t)sp->numel == outs ? ox_i64(sp->v[k]) : na == outs ? at[k]
                  : (s->d[a] + (int64_t)outs - 1) / (int64_t)outs; /* equal parts, the last smaller */
         if (!sp && na != outs && k == outs - 1) len[k] = s->d[a] - total;
+        if (len[k] < 0 || len[k] > s->d[a]) {
+            ox_konst_free(own);
+            return ox_fail(c, "a part of %lld of an axis of %lld", (long long)len[k], (long long)s->d[a]);
+        }
         total += len[k];
     }
     ox_konst_free(own);
@@ -116,7 +120,7 @@ int ox_build_gather(ctx *c) {
     int parts[64], np = 0, y = -1, ok = 1;
     if (ix->numel < 1 || ix->numel > 64) ok = 0, ox_fail(c, "%lld constant indices (1 to 64 taken)", (long long)ix->numel);
     for (int64_t k = 0; ok && k < ix->numel; k++) {
-        int64_t i = (int64_t)ix->v[k];
+        int64_t i = ox_i64(ix->v[k]);
         if (i < 0) i += s.d[a];
         if (i < 0 || i >= s.d[a])
             ok = 0, ox_fail(c, "index %lld out of range for axis %d of %lld", (long long)ix->v[k], a, (long long)s.d[a]);

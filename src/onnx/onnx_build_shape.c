@@ -9,17 +9,9 @@
 
 static int reshape_to(ctx *c, int x, const konst *shape) {
     const brisk_shape *s = ox_shape(c, x);
-    int64_t d[BRISK_MAX_DIMS], known = 1, numel = brisk_shape_numel(s);
-    int neg = -1;
-    if (shape->numel > BRISK_MAX_DIMS) return ox_fail(c, "a shape of %lld dims", (long long)shape->numel);
-    for (int64_t k = 0; k < shape->numel; k++) {
-        d[k] = (int64_t)shape->v[k];
-        if (d[k] == 0 && k < s->ndim) d[k] = s->d[k];
-        if (d[k] == -1) neg = (int)k;
-        else known *= d[k];
-    }
-    if (neg >= 0) d[neg] = known ? numel / known : 0;
-    return brisk_reshape(c->g, x, ox_shape_of(d, (int)shape->numel));
+    int64_t d[BRISK_MAX_DIMS];
+    int r = ox_reshape_dims(c, s->d, s->ndim, brisk_shape_numel(s), shape, d);
+    return r < 0 ? -1 : brisk_reshape(c->g, x, ox_shape_of(d, r));
 }
 
 int ox_build_identity(ctx *c) { return ox_in(c, 0, 0); }

@@ -9,23 +9,36 @@
 
 #include "onnx/onnx_import_internal.h"
 
-static konst *fold_binary(const char *op, const konst *a, const konst *b) {
-    const konst *big = a->rank >= b->rank ? a : b;
-    konst *o = ox_konst_new(big->rank, big->d, a->is_float || b->is_float);
+/* a op b of host constants with NumPy broadcasting (each dim equal, or 1 on one side) */
+static konst *fold_binary(ctx *c, const char *op, const konst *a, const konst *b) {
+    int r = a->rank > b->rank ? a->rank : b->rank;
+    int64_t d[BRISK_MAX_DIMS];
+    for (int k = 0; k < r; k++) {
+        int ka = k - (r - a->rank), kb = k - (r - b->rank);
+        int64_t x = ka >= 0 ? a->d[ka] : 1, y = kb >= 0 ? b->d[kb] : 1;
+        if (x != y && x != 1 && y != 1)
+            return ox_fail(c, "%s of constants of dims %lld and %lld (equal, or 1, taken)", op, (long long)x, (long long)y), NULL;
+        d[k] = x == 1 ? y : x;
+    }
+    konst *o = ox_konst_new(r, d, a->is_float || b->is_float);
     if (!o) return NULL;
     for (int64_t i = 0; i < o->numel; i++) {
         /* broadcast by index arithmetic over the trailing dims */
         int64_t ia = 0, ib = 0, rem = i, sa = 1, sb = 1;
-        for (int d = o->rank - 1; d >= 0; d--) {
-            int64_t x = rem % o->d[d];
-            rem /= o->d[d];
-            int da = d - (o->rank - a->rank), db = d - (o->rank - b->rank);
-            if (da >= 0) ia += (a->d[da] == 1 ? 0 : x) * sa, sa *= a->d[da];
-            if (db >= 0) ib += (b->d[db] == 1 ? 0 : x) * sb, sb *= b->d[db];
+        for (int k = r - 1; k >= 0; k--) {
+            int64_t x = rem % o->d[k];
+            rem /= o->d[k];
+            int ka = k - (r - a->rank), kb = k - (r - b->rank);
+            if (ka >= 0) ia += (a->d[ka] == 1 ? 0 : x) * sa, sa *= a->d[ka];
+            if (kb >= 0) ib += (b->d[kb] == 1 ? 0 : x) * sb, sb *= b->d[kb];
         }
         double x = a->v[ia], y = b->v[ib];
+        if (!o->is_float && !strcmp(op, "Div") && y == 0) {
+            ox_konst_free(o);
+            return ox_fail(c, "an integer division by zero among constants"), NULL;
+        }
         o->v[i] = !strcmp(op, "Add") ? x + y : !strcmp(op, "Sub") ? x - y : !strcmp(op, "Mul") ? x * y
-                  : o->is_float ? x / y : (double)(int64_t)(x / y);
+                  : o->is_float ? x / y : trunc(x / y);
     }
     return o;
 }
@@ -45,7 +58,7 @@ static konst *fold_gather(ctx *c, const konst *data, const konst *idx) {
     for (int k = axis + 1; k < data->rank; k++) inner *= data->d[k];
     for (int64_t a = 0; o && a < outer; a++)
         for (int64_t j = 0; j < idx->numel; j++) {
-            int64_t ix = (int64_t)idx->v[j];
+            int64_t ix = ox_i64(idx->v[j]);
             if (ix < 0) ix += data->d[axis];
             if (ix < 0 || ix >= data->d[axis]) return ox_konst_free(o), (void)ox_fail(c, "Gather index out of range"), NULL;
             memcpy(o->v + (a * idx->numel + j) * inner, data->v + (a * data->d[axis] + ix) * inner,
@@ -77,7 +90,7 @@ static konst *fold_constant_of_shape(ctx *c, const konst *shape) {
     if (shape->numel > BRISK_MAX_DIMS) return ox_fail(c, "a shape of %lld dims", (long long)shape->numel), NULL;
     int64_t d[BRISK_MAX_DIMS];
     for (int64_t k = 0; k < shape->numel; k++)
-        if ((d[k] = (int64_t)shape->v[k]) < 0) return ox_fail(c, "a negative dim %lld", (long long)d[k]), NULL;
+        if ((d[k] = ox_i64(shape->v[k])) < 0) return ox_fail(c, "a negative dim %lld", (long long)d[k]), NULL;
     const brisk_onnx_attr *a = brisk_onnx_attr_find(c->n, "value");
     int is_float = !a || a->type != BRISK_ONNX_ATTR_TENSOR || a->t->dtype == BRISK_ONNX_FLOAT || a->t->dtype == BRISK_ONNX_DOUBLE;
     double v = a && a->type == BRISK_ONNX_ATTR_TENSOR && a->t->numel == 1 ? ox_elem(a->t, 0) : 0.0;
@@ -93,6 +106,9 @@ konst *ox_fold(ctx *c, int *handled) {
         const brisk_onnx_attr *a = c->n->n_attrs ? &c->n->attrs[0] : NULL;
         if (!a) return ox_fail(c, "Constant without a value"), NULL;
         if (a->type == BRISK_ONNX_ATTR_TENSOR) return ox_from_tensor(a->t);
+        if (a->type != BRISK_ONNX_ATTR_INT && a->type != BRISK_ONNX_ATTR_INTS && a->type != BRISK_ONNX_ATTR_FLOAT &&
+            a->type != BRISK_ONNX_ATTR_FLOATS)
+            return ox_fail(c, "a Constant of %s (tensors, ints and floats taken)", brisk_onnx_attr_type_name(a->type)), NULL;
         int64_t n = a->type == BRISK_ONNX_ATTR_INTS || a->type == BRISK_ONNX_ATTR_FLOATS ? (int64_t)a->n : 1;
         konst *k = ox_konst_new(a->type == BRISK_ONNX_ATTR_INTS || a->type == BRISK_ONNX_ATTR_FLOATS, &n,
                              a->type == BRISK_ONNX_ATTR_FLOAT || a->type == BRISK_ONNX_ATTR_FLOATS);
@@ -132,7 +148,7 @@ konst *ox_fold(ctx *c, int *handled) {
         if (c->n->inputs[k][0] && !(in[k] = ox_const_in(c, k, &own[k]))) all = 0;
     konst *o = NULL;
     if (!all) *handled = 0;
-    else if (!strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") || !strcmp(op, "Div")) o = fold_binary(op, in[0], in[1]);
+    else if (!strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") || !strcmp(op, "Div")) o = fold_binary(c, op, in[0], in[1]);
     else if (!strcmp(op, "Gather")) o = fold_gather(c, in[0], in[1]);
     else if (!strcmp(op, "Slice")) o = fold_slice(c, in[0]);
     else if (!strcmp(op, "ConstantOfShape")) o = fold_constant_of_shape(c, in[0]);
@@ -142,17 +158,7 @@ konst *ox_fold(ctx *c, int *handled) {
         int r = in[0]->rank;
         memcpy(d, in[0]->d, sizeof in[0]->d);
         if (op[0] == 'U' || op[0] == 'S') r = ox_squeeze_shape(c, op[0] == 'U', in[0]->d, in[0]->rank, d);
-        if (op[0] == 'R') {
-            int64_t known = 1, neg = -1;
-            r = (int)in[1]->numel;
-            for (int k = 0; k < r && k < BRISK_MAX_DIMS; k++) {
-                d[k] = (int64_t)in[1]->v[k];
-                if (!d[k] && k < in[0]->rank) d[k] = in[0]->d[k];
-                if (d[k] == -1) neg = k;
-                else known *= d[k];
-            }
-            if (neg >= 0) d[neg] = known ? in[0]->numel / known : 0;
-        }
+        if (op[0] == 'R') r = ox_reshape_dims(c, in[0]->d, in[0]->rank, in[0]->numel, n > 1 ? in[1] : NULL, d);
         int to = (int)ox_attr_i(c, "to", 0);
         o = r < 0 ? NULL : ox_konst_new(r, d, op[0] == 'C' ? to == BRISK_ONNX_FLOAT || to == BRISK_ONNX_DOUBLE : in[0]->is_float);
         for (int64_t i = 0; o && i < o->numel && i < in[0]->numel; i++) o->v[i] = o->is_float ? in[0]->v[i] : trunc(in[0]->v[i]);
@@ -167,7 +173,9 @@ konst *ox_fold(ctx *c, int *handled) {
         *handled = 0;
     }
     for (size_t k = 0; k < 8; k++) ox_konst_free(own[k]);
-    if (*handled && !o && !c->g->err.code) ox_fail(c, "out of memory");
+    if (*handled && !o && !c->g->err.code)
+        ox_fail(c, "a constant of more than %lld values or a negative dim (folded on the host), or out of memory",
+                (long long)OX_KONST_MAX);
     return o;
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strbuf.h"
 #include "onnx/onnx_import_internal.h"
 
 /* the op types brisk imports, each with its builder (fold-only ops fold on constants and
@@ -86,37 +87,71 @@ void brisk_onnx_net_free(brisk_onnx_net *net) {
     free(net);
 }
 
-brisk_status brisk_onnx_net_open(const char *path, brisk_onnx_net **out, brisk_error *err) {
-    *out = NULL;
-    brisk_onnx_net *net = calloc(1, sizeof *net);
-    if (!net) return brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
-    brisk_status st = brisk_onnx_open(path, &net->m, err);
-    if (st) return free(net), st;
-    const brisk_onnx_graph *g = &net->m->graph;
-    int64_t opset = brisk_onnx_opset_version(net->m, "");
-    /* every node first: one error naming each node brisk cannot build */
-    char bad[800] = "";
-    int n_bad = 0;
+/* The nodes brisk cannot build, by op type: each type once, with its count and its first
+ * node names, so that a model of 40 unsupported Slices and one Pad names both types. */
+static brisk_status unsupported(const brisk_onnx_model *m, const char *path, brisk_error *err) {
+    const brisk_onnx_graph *g = &m->graph;
+    int64_t opset = brisk_onnx_opset_version(m, "");
+    brisk_strbuf b = {0};
+    size_t n_bad = 0, n_types = 0;
     for (size_t i = 0; i < g->n_nodes; i++) {
         const brisk_onnx_node *n = &g->nodes[i];
         int std = !n->domain[0] || !strcmp(n->domain, "ai.onnx");
         if (std && builder(n->op_type)) continue;
-        if (n_bad++ < 12)
-            snprintf(bad + strlen(bad), sizeof bad - strlen(bad), "%s%s%s%s '%s' (opset %lld)", n_bad > 1 ? ", " : "",
-                     std ? "" : n->domain, std ? "" : ".", n->op_type, n->name, (long long)opset);
+        n_bad++;
+        int seen = 0; /* an earlier node of this type listed it already */
+        for (size_t k = 0; k < i && !seen; k++) {
+            const brisk_onnx_node *o = &g->nodes[k];
+            int ostd = !o->domain[0] || !strcmp(o->domain, "ai.onnx");
+            seen = !(ostd && builder(o->op_type)) && !strcmp(o->op_type, n->op_type) && !strcmp(o->domain, n->domain);
+        }
+        if (seen) continue;
+        size_t count = 0;
+        brisk_strbuf names = {0};
+        for (size_t k = i; k < g->n_nodes; k++) {
+            const brisk_onnx_node *o = &g->nodes[k];
+            if (strcmp(o->op_type, n->op_type) || strcmp(o->domain, n->domain)) continue;
+            if (count++ < 3) brisk_strbuf_printf(&names, "%s'%s'", count > 1 ? ", " : "", o->name);
+        }
+        brisk_strbuf_printf(&b, "%s%s%s%s (%zu node%s: %s%s)", n_types++ ? "; " : "", std ? "" : n->domain, std ? "" : ".",
+                            n->op_type, count, count > 1 ? "s" : "", names.s ? names.s : "", count > 3 ? ", ..." : "");
+        brisk_strbuf_free(&names);
     }
-    if (n_bad) {
-        st = brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: %d node%s of ops brisk does not import: %s%s (it imports %s)", path,
-                          n_bad, n_bad > 1 ? "s" : "", bad, n_bad > 12 ? ", ..." : "", brisk_onnx_import_ops());
+    brisk_status st = brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: %zu node%s of %zu op type%s brisk does not import "
+                                   "(opset %lld): %s. It imports %s", path, n_bad, n_bad > 1 ? "s" : "", n_types,
+                                   n_types > 1 ? "s" : "", (long long)opset, b.oom || !b.s ? "(out of memory)" : b.s,
+                                   brisk_onnx_import_ops());
+    brisk_strbuf_free(&b);
+    return st;
+}
+
+brisk_status brisk_onnx_net_wrap(brisk_onnx_model *m, const char *path, brisk_onnx_net **out, brisk_error *err) {
+    *out = NULL;
+    brisk_onnx_net *net = calloc(1, sizeof *net);
+    if (!net) return brisk_onnx_free(m), brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
+    net->m = m;
+    const brisk_onnx_graph *g = &m->graph;
+    /* every node first: one error naming each node brisk cannot build */
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        const brisk_onnx_node *n = &g->nodes[i];
+        if ((!n->domain[0] || !strcmp(n->domain, "ai.onnx")) && builder(n->op_type)) continue;
+        brisk_status st = unsupported(m, path, err);
         brisk_onnx_net_free(net);
         return st;
     }
     net->data_inputs = calloc(g->n_inputs + 1, sizeof *net->data_inputs);
     if (!net->data_inputs) return brisk_onnx_net_free(net), brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
     for (size_t i = 0; i < g->n_inputs; i++)
-        if (!brisk_onnx_initializer(net->m, g->inputs[i].name)) net->data_inputs[net->n_data++] = (int)i;
+        if (!brisk_onnx_initializer(m, g->inputs[i].name)) net->data_inputs[net->n_data++] = (int)i;
     *out = net;
     return BRISK_OK;
+}
+
+brisk_status brisk_onnx_net_open(const char *path, brisk_onnx_net **out, brisk_error *err) {
+    *out = NULL;
+    brisk_onnx_model *m = NULL;
+    brisk_status st = brisk_onnx_open(path, &m, err);
+    return st ? st : brisk_onnx_net_wrap(m, path, out, err);
 }
 
 const brisk_onnx_model *brisk_onnx_net_model(const brisk_onnx_net *net) { return net->m; }

@@ -15,6 +15,9 @@
 typedef struct brisk_onnx_net brisk_onnx_net;
 
 brisk_status brisk_onnx_net_open(const char *path, brisk_onnx_net **out, brisk_error *err);
+/* The same from a parsed model, which the net then owns (freed on failure too); path names it
+ * in errors. */
+brisk_status brisk_onnx_net_wrap(brisk_onnx_model *m, const char *path, brisk_onnx_net **out, brisk_error *err);
 void brisk_onnx_net_free(brisk_onnx_net *net);
 const brisk_onnx_model *brisk_onnx_net_model(const brisk_onnx_net *net);
 /* The ONNX graph inputs that are data (not initializers): count, and the k-th's value info. */

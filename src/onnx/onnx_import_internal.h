@@ -43,10 +43,16 @@ typedef struct ctx {
  * outputs through ox_set_out), -1 with the graph's error set. */
 typedef int (*ox_build_fn)(ctx *c);
 
+/* Host constants are shapes, indices and small tables: at most this many values each. */
+#define OX_KONST_MAX ((int64_t)1 << 24)
+
 /* ---- onnx_import_util.c */
 int ox_fail(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* NULL when out of memory, or beyond OX_KONST_MAX values or a negative dim */
 konst *ox_konst_new(int rank, const int64_t *d, int is_float);
 void ox_konst_free(konst *k);
+/* a constant's value as an integer (shapes, axes, indices): NaN 0, beyond +-2^62 clamped */
+int64_t ox_i64(double v);
 double ox_elem(const brisk_onnx_tensor *t, int64_t i);
 konst *ox_from_tensor(const brisk_onnx_tensor *t);
 /* a float array of an initializer (any float type converted) */
@@ -73,6 +79,9 @@ size_t ox_attr_ints(ctx *c, const char *name, const int64_t **v);
 /* axis a (negative: from the end) of a rank-r value, or -1 with the error set */
 int ox_axis(ctx *c, int64_t a, int rank);
 int ox_scalar(const konst *k, double *v);
+/* ONNX Reshape's target shape d (0 copies the input's dim, one -1 takes the rest) for an
+ * input of shape in[rank] and numel values; its rank, or -1 with the error set */
+int ox_reshape_dims(ctx *c, const int64_t *in, int rank, int64_t numel, const konst *shape, int64_t *d);
 /* the axes of Unsqueeze or Squeeze: input 1 from opset 13, else the attribute */
 int ox_axes(ctx *c, int64_t *axes);
 /* the shape after Unsqueeze (1) or Squeeze (0) of a value of shape d[rank] */

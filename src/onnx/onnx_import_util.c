@@ -19,12 +19,20 @@ int ox_fail(ctx *c, const char *fmt, ...) {
 
 konst *ox_konst_new(int rank, const int64_t *d, int is_float) {
     konst *k = calloc(1, sizeof *k);
-    if (!k || rank > BRISK_MAX_DIMS) return free(k), NULL;
+    if (!k || rank < 0 || rank > BRISK_MAX_DIMS) return free(k), NULL;
     k->rank = rank, k->numel = 1, k->is_float = is_float;
-    for (int i = 0; i < rank; i++) k->d[i] = d[i], k->numel *= d[i];
+    for (int i = 0; i < rank; i++) {
+        if (d[i] < 0 || (d[i] > 0 && k->numel > OX_KONST_MAX / d[i])) return free(k), NULL;
+        k->d[i] = d[i], k->numel *= d[i];
+    }
     k->v = calloc((size_t)k->numel + 1, sizeof *k->v);
     if (!k->v) return free(k), NULL;
     return k;
+}
+
+int64_t ox_i64(double v) {
+    const double big = 4611686018427387904.0; /* 2^62: sums of a few stay in range */
+    return v != v ? 0 : v > big ? (int64_t)big : v < -big ? -(int64_t)big : (int64_t)v;
 }
 
 void ox_konst_free(konst *k) {
@@ -172,7 +180,7 @@ int ox_axes(ctx *c, int64_t *axes) {
     if (n) return (int)n;
     konst *own, *k1 = ox_const_in(c, 1, &own);
     int cnt = 0;
-    for (int64_t k = 0; k1 && k < k1->numel && k < BRISK_MAX_DIMS; k++) axes[cnt++] = (int64_t)k1->v[k];
+    for (int64_t k = 0; k1 && k < k1->numel && k < BRISK_MAX_DIMS; k++) axes[cnt++] = ox_i64(k1->v[k]);
     ox_konst_free(own);
     return cnt;
 }
@@ -197,3 +205,24 @@ int ox_squeeze_shape(ctx *c, int unsq, const int64_t *d, int rank, int64_t *o) {
     return out;
 }
 
+
+int ox_reshape_dims(ctx *c, const int64_t *in, int rank, int64_t numel, const konst *shape, int64_t *d) {
+    if (!shape) return ox_fail(c, "Reshape without a shape");
+    if (shape->numel < 1 || shape->numel > BRISK_MAX_DIMS)
+        return ox_fail(c, "a shape of %lld dims (1 to %d taken)", (long long)shape->numel, BRISK_MAX_DIMS);
+    int r = (int)shape->numel, neg = -1;
+    int64_t known = 1;
+    for (int k = 0; k < r; k++) {
+        d[k] = ox_i64(shape->v[k]);
+        if (d[k] == 0 && k < rank) d[k] = in[k]; /* allowzero 0: copy the input's dim */
+        if (d[k] == -1 && neg < 0) neg = k;
+        else if (d[k] < 0 || (d[k] > 0 && known > numel / d[k] + 1))
+            return ox_fail(c, "dim %lld of a Reshape of %lld values", (long long)d[k], (long long)numel);
+        else known *= d[k];
+    }
+    if (neg >= 0) d[neg] = known ? numel / known : 0;
+    if ((neg >= 0 ? d[neg] * known : known) != numel)
+        return ox_fail(c, "a Reshape of %lld values to a shape of %lld", (long long)numel,
+                       (long long)(neg >= 0 ? d[neg] * known : known));
+    return r;
+}

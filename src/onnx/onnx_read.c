@@ -270,6 +270,10 @@ static brisk_status read_attr(onnx_rd *rd, const uint8_t *p, size_t n, const cha
     if (have & ~(1u << a->type))
         return brisk_errorf(rd->err, BRISK_ERR_FORMAT, "%s: %s: attribute '%s' is of type %s but holds values of "
                             "another type", rd->m->path, node, an, brisk_onnx_attr_type_name(a->type));
+    /* a number or a list may be left at its default; a tensor has none */
+    if (a->type == BRISK_ONNX_ATTR_TENSOR && !(have & (1u << a->type)))
+        return brisk_errorf(rd->err, BRISK_ERR_FORMAT, "%s: %s: attribute '%s' is of type tensor but holds none",
+                            rd->m->path, node, an);
     switch (a->type) {
     case BRISK_ONNX_ATTR_GRAPH:
     case BRISK_ONNX_ATTR_GRAPHS:

@@ -30,3 +30,28 @@ i = cnn.index(b"\x10\x01\x42")
 open(f"{out}/cnn_string_dtype.onnx", "wb").write(cnn[:i] + b"\x10\x08" + cnn[i + 2 :])
 P
 ls -l "$out"
+# fuzz_onnx_import's seeds (corpus/onnx_import/): the two models above and one of each kind the
+# importer builds (tests/onnx/cases_*.py: slices and splits, LSTM, GRU, a U-Net with
+# transposed convolutions and resizing, a 1-D CNN, attention), exported as the tests do.
+imp=$here/corpus/onnx_import
+mkdir -p "$imp"
+cp "$out/mlp_opset13.onnx" "$out/cnn_opset17.onnx" "$imp/"
+/usr/bin/python3 - "$here/../onnx" "$imp" <<'P'
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import torch
+from train_onnx import Case
+torch.manual_seed(0)
+for group in ("basic", "recurrent", "vision", "transformer"):
+    try:
+        cases = __import__("cases_" + group).cases(torch, Case)
+    except ImportError:
+        continue
+    for c in cases:
+        x = torch.randint(0, c.vocab, [2] + c.sample) if c.vocab else torch.randn([2] + c.sample)
+        path = os.path.join(sys.argv[2], f"{group}_{c.name}.onnx")
+        torch.onnx.export(c.module, x, path, opset_version=c.opset, input_names=["x"], output_names=["out"],
+                          dynamic_axes={"x": {0: "N"}, "out": {0: "N"}}, training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=False)
+P
+ls -l "$imp"
