@@ -54,6 +54,11 @@
 #             CUDA graph of that many kernels replayed). For the open questions of the first GPU
 #             runs: --only 'resnet|lstm' (never run on a GPU yet)
 #   torch     bench/reference/timed.py in every mode (eager, amp, compile, amp-compile); builds nothing
+#   torchref  the PyTorch-equivalence tests of your own models with brisk on the GPU (fp32, no
+#             TF32; BRISK_TEST_DEVICE=cuda, bound 1e-4): every graph example's 50 steps against
+#             PyTorch (tests/reference/train_graph.py, the examples and learning rates of
+#             reference.train50_*) and every group of imported ONNX modules (tests/onnx/
+#             train_onnx.py: basic, recurrent, vision, transformer)
 #   all       every stage above, in that order (with --deadline 0 on a GPU machine of your own)
 # The examples are examples/*.json as found (a config with "models" is a pipeline: one run
 # per model); the workloads are bench/WORKLOADS.md's (bench/reference/workloads.py's WORKLOADS).
@@ -138,8 +143,8 @@ while [ $# -gt 0 ]; do
     --build-dir) build=${2:?}; shift ;;
     --no-build) nobuild=1 ;;
     --work) work=${2:?}; shift ;;
-    build|test|cputest|sanitize|agree|bench|profile|torch) stages+=("$1") ;;
-    all) stages+=(build test cputest sanitize agree bench profile torch) ;;
+    build|test|cputest|sanitize|agree|bench|profile|torch|torchref) stages+=("$1") ;;
+    all) stages+=(build test cputest sanitize agree bench profile torch torchref) ;;
     *) echo "gpu-session.sh: unknown argument '$1'" >&2; usage ;;
   esac
   shift
@@ -729,6 +734,40 @@ PY
   done
 }
 
+# One PyTorch-equivalence script (train_graph.py or train_onnx.py) with brisk on the GPU.
+torchref_run() {
+  local check=$1 log=$2; shift 2
+  done_before torchref "$check" && return
+  enough torchref "$check" 60 || return
+  if ! $py -c 'import torch, numpy' 2>/dev/null; then record SKIP torchref "$check" "$py has no PyTorch or NumPy"; return; fi
+  [ $cpu = 1 ] && { record SKIP torchref "$check" "--cpu: no GPU"; return; }
+  BRISK_TEST_DEVICE=cuda timeout "$(tmo 10 400)" $py "$@" >"$log" 2>&1
+  local rc=$?
+  if [ $rc = 0 ]; then record PASS torchref "$check" "$(grep -E 'worst relative' "$log" | sed -E 's/.*(worst relative difference to PyTorch( fp32)? [0-9.e+-]+).*/\1/' | sort -t' ' -k6 -g | tail -1) (${log##*/})"
+  elif [ $rc = 77 ]; then record SKIP torchref "$check" "$(lastline "$log")"
+  else record FAIL torchref "$check" "exit $rc: $(grep -m1 FAIL "$log" | cut -c1-200) (${log##*/})"; fi
+}
+
+stage_torchref() {
+  ensure_build cli
+  note torchref
+  local case ex lr n g
+  # the examples and learning rates of reference.train50_* (tests/reference/reference.cmake)
+  for case in $(sed -n 's/^foreach(case \(.*\)/\1/p; s/^ *\([a-z0-9_:. e-]*\))$/\1/p' \
+                "$root/tests/reference/reference.cmake" | tr ' ' '\n' | grep ':'); do
+    IFS=: read -r ex lr n <<<"$case"
+    echo "$ex" | grep -qE -- "$only" || continue
+    torchref_run "$ex: 50 steps on the GPU against PyTorch" "$work/logs/torchref-$ex.log" \
+      "$root/tests/reference/train_graph.py" "$brisk" "$root/examples/$ex.json" "$work/runs/torchref-$ex" "$lr" "$n"
+  done
+  for g in basic recurrent vision transformer; do
+    [ -f "$root/tests/onnx/cases_$g.py" ] || continue
+    echo "onnx-$g" | grep -qE -- "$only" || continue
+    torchref_run "ONNX imports, group $g: 50 steps on the GPU against PyTorch" "$work/logs/torchref-onnx-$g.log" \
+      "$root/tests/onnx/train_onnx.py" "$brisk" "$work/runs/torchref-onnx-$g" "$g"
+  done
+}
+
 for s in "${stages[@]}"; do
   t_stage=$(date +%s)
   case $s in
@@ -740,6 +779,7 @@ for s in "${stages[@]}"; do
     bench) stage_bench ;;
     profile) stage_profile ;;
     torch) note torch; torch_modes eager amp compile amp-compile ;;
+    torchref) stage_torchref ;;
   esac
   printf '%s\t%s\t%s\n' "$(date +%s)" "$s" "$(($(date +%s) - t_stage))" >>"$work/timings.tsv"
   render

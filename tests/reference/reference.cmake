@@ -25,7 +25,7 @@ endforeach()
 # (train_graph.py). A learning rate per example that keeps its training stable, and fewer
 # samples for the ResNet (its PyTorch fp64 reference is slow).
 foreach(case tabular_graph:0.01:32 cnn1d:0.01:32 cnn_classifier:0.01:32 unet_downscaler:0.01:32 two_heads:1e-4:32
-             resnet_graph:1e-5:8)
+             gru_regressor:0.01:32 resnet_graph:1e-5:8)
   string(REPLACE ":" ";" parts ${case})
   list(GET parts 0 ex)
   list(GET parts 1 lr)
