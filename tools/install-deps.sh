@@ -5,7 +5,7 @@
 #                                  OpenMPI (data-parallel training over mpirun/srun; optional:
 #                                  without it one process)
 #   tools/install-deps.sh --test   also what the tests compare against: NumPy, PyTorch (Debian's
-#                                  python3-torch), clang's sanitizer runtime, gfortran (the Fortran
+#                                  python3-torch, python3-torchvision), clang's sanitizer runtime, gfortran (the Fortran
 #                                  examples), ncgen (netcdf-bin: NetCDF test files written by
 #                                  another tool), pytest (the Python package's tests), chromium
 #                                  (headless screenshots of the HTML reports), Pillow (python3-pil:
@@ -15,7 +15,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake libcjson-dev zlib1g-dev libopenblas-dev libpng-dev libjpeg62-turbo-dev libnetcdf-dev libopenmpi-dev openmpi-bin)
 if [ "${1:-}" = "--test" ]; then
-  pkgs+=(python3 python3-numpy python3-torch python3-pip python3-pytest clang libclang-rt-14-dev gfortran netcdf-bin chromium python3-pil)
+  pkgs+=(python3 python3-numpy python3-torch python3-torchvision python3-pip python3-pytest clang libclang-rt-14-dev gfortran netcdf-bin chromium python3-pil)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
