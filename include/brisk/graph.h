@@ -211,6 +211,8 @@ typedef enum brisk_op {
                              d b_ih [3H]): out [3H] d b_hh = the row sum of dhh; where dhh =
                              [d xp_r, d xp_z, d hh_n] (d hh_n from dxp's workspace; the row sums
                              of d xp_r and d xp_z are d b_ih's) */
+    /* elementwise math, continued (an ACT_GRAD kind as EXP) */
+    BRISK_OP_ERF,         /* (x): erf x; gradient dy 2/sqrt(pi) e^(-x^2) */
     BRISK_OP_COUNT
 } brisk_op;
 
@@ -485,6 +487,7 @@ int brisk_exp(brisk_graph *g, int x);
 int brisk_ln(brisk_graph *g, int x); /* the natural log (brisk_log is the logger) */
 int brisk_sqrt(brisk_graph *g, int x);
 int brisk_abs(brisk_graph *g, int x);
+int brisk_erf(brisk_graph *g, int x);
 int brisk_pow(brisk_graph *g, int x, float p);
 /* lo or hi may be -INFINITY / INFINITY for a one-sided clamp */
 int brisk_clamp(brisk_graph *g, int x, float lo, float hi);

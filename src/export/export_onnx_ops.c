@@ -417,6 +417,7 @@ brisk_status brisk_onnx_emit(ox *o, int id) {
     case BRISK_OP_LOG: unary(o, "Log", x, out); return BRISK_OK;
     case BRISK_OP_SQRT: unary(o, "Sqrt", x, out); return BRISK_OK;
     case BRISK_OP_ABS: unary(o, "Abs", x, out); return BRISK_OK;
+    case BRISK_OP_ERF: unary(o, "Erf", x, out); return BRISK_OK;
     case BRISK_OP_POW: NODE(o, "Pow", out, NULL, x, scalar(o, c[0], n->attr.f0)); return BRISK_OK;
     case BRISK_OP_POW_XY: NODE(o, "Pow", out, NULL, x, y); return BRISK_OK;
     case BRISK_OP_MINIMUM: NODE(o, "Min", out, NULL, x, y); return BRISK_OK;

@@ -68,6 +68,7 @@ static const char *const names[BRISK_OP_COUNT] = {
     [BRISK_OP_LOG] = "log",
     [BRISK_OP_SQRT] = "sqrt",
     [BRISK_OP_ABS] = "abs",
+    [BRISK_OP_ERF] = "erf",
     [BRISK_OP_POW] = "pow",
     [BRISK_OP_CLAMP] = "clamp",
     [BRISK_OP_LEAKY_RELU] = "leaky_relu",

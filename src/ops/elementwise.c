@@ -126,6 +126,7 @@ int brisk_exp(brisk_graph *g, int x) { return unary(g, BRISK_OP_EXP, x, NULL); }
 int brisk_ln(brisk_graph *g, int x) { return unary(g, BRISK_OP_LOG, x, NULL); }
 int brisk_sqrt(brisk_graph *g, int x) { return unary(g, BRISK_OP_SQRT, x, NULL); }
 int brisk_abs(brisk_graph *g, int x) { return unary(g, BRISK_OP_ABS, x, NULL); }
+int brisk_erf(brisk_graph *g, int x) { return unary(g, BRISK_OP_ERF, x, NULL); }
 
 /* A unary op with attributes f0, f1, after `ok` (the attributes' check) passed. */
 static int unary_f(brisk_graph *g, brisk_op op, int x, float f0, float f1) {

@@ -70,6 +70,7 @@ const brisk_op_info brisk_op_table[BRISK_OP_COUNT] = {
     [BRISK_OP_LOG] = {brisk_bw_activation},
     [BRISK_OP_SQRT] = {brisk_bw_activation},
     [BRISK_OP_ABS] = {brisk_bw_activation},
+    [BRISK_OP_ERF] = {brisk_bw_activation},
     [BRISK_OP_POW] = {brisk_bw_activation},
     [BRISK_OP_CLAMP] = {brisk_bw_activation},
     [BRISK_OP_LEAKY_RELU] = {brisk_bw_activation},
@@ -91,7 +92,7 @@ const brisk_op_info brisk_op_table[BRISK_OP_COUNT] = {
 /* C cannot check at compile time that each designated slot was filled, so, as in
  * ggml, the op count is pinned here: whoever adds an op lands on this line and the
  * table above (and graph/op_names.c). test_builder checks at run time that every op has a name. */
-_Static_assert(BRISK_OP_COUNT == 80, "an op was added or removed: update brisk_op_table and this count");
+_Static_assert(BRISK_OP_COUNT == 81, "an op was added or removed: update brisk_op_table and this count");
 _Static_assert(sizeof brisk_op_table / sizeof brisk_op_table[0] == BRISK_OP_COUNT,
                "brisk_op_table must have one entry per op");
 
@@ -150,7 +151,7 @@ int brisk_act_grad_kind_ok(int kind) {
     switch (kind) {
     case BRISK_OP_RELU: case BRISK_OP_GELU: case BRISK_OP_SILU: case BRISK_OP_TANH: case BRISK_OP_SIGMOID:
     case BRISK_OP_LEAKY_RELU: case BRISK_OP_ELU: case BRISK_OP_SOFTPLUS: case BRISK_OP_EXP: case BRISK_OP_LOG:
-    case BRISK_OP_SQRT: case BRISK_OP_ABS: case BRISK_OP_POW: case BRISK_OP_CLAMP:
+    case BRISK_OP_SQRT: case BRISK_OP_ABS: case BRISK_OP_POW: case BRISK_OP_CLAMP: case BRISK_OP_ERF:
         return 1;
     default:
         return 0;

@@ -1,5 +1,5 @@
 /* The elementwise math ops and the activations with a parameter on the CPU backend (EXP,
- * LOG, SQRT, ABS, POW, CLAMP, LEAKY_RELU, ELU, SOFTPLUS, their ACT_GRAD; MINIMUM, MAXIMUM,
+ * LOG, SQRT, ABS, POW, CLAMP, ERF, LEAKY_RELU, ELU, SOFTPLUS, their ACT_GRAD; MINIMUM, MAXIMUM,
  * POW_XY and BINARY_GRAD with broadcasting): against float64 at sizes that run in parallel,
  * bit-identical on 1, 2 and 3 threads, exactly in place, NaN kept; and a GEMM + bias +
  * leaky ReLU / ELU / softplus MLP trained fused and unfused to the same bits. */
@@ -15,6 +15,7 @@ static const ucase ucases[] = {
     {BRISK_OP_POW, 0.5f, 0, 0, 9},        {BRISK_OP_POW, -1, 0, 0.1, 9},       {BRISK_OP_POW, 2.5f, 0, 0, 9},
     {BRISK_OP_POW, 0, 0, -3, 3},          {BRISK_OP_CLAMP, -1, 0.5f, -3, 3},   {BRISK_OP_LEAKY_RELU, 0.02f, 0, -5, 5},
     {BRISK_OP_ELU, 1.3f, 0, -20, 5},      {BRISK_OP_SOFTPLUS, 1, 20, -90, 90}, {BRISK_OP_SOFTPLUS, 3, 2, -10, 10},
+    {BRISK_OP_ERF, 0, 0, -5, 5},
 };
 
 static double ref_f(const ucase *u, double x) {
@@ -27,6 +28,7 @@ static double ref_f(const ucase *u, double x) {
     case BRISK_OP_CLAMP: return x < u->a ? u->a : x > u->b ? u->b : x;
     case BRISK_OP_LEAKY_RELU: return x > 0 ? x : u->a * x;
     case BRISK_OP_ELU: return x > 0 ? x : u->a * expm1(x);
+    case BRISK_OP_ERF: return erf(x);
     default: return (float)(x * u->a) > u->b ? x : log1p(exp(u->a * x)) / u->a;
     }
 }
@@ -42,6 +44,7 @@ static double ref_df(const ucase *u, double x, double y) {
     case BRISK_OP_CLAMP: return x >= u->a && x <= u->b;
     case BRISK_OP_LEAKY_RELU: return x > 0 ? 1 : u->a;
     case BRISK_OP_ELU: return x > 0 ? 1 : u->a * exp(x);
+    case BRISK_OP_ERF: return 1.1283791670955126 * exp(-x * x); /* 2/sqrt(pi) e^(-x^2) */
     default: return (float)(x * u->a) > u->b ? 1 : 1 / (1 + exp(-u->a * x));
     }
 }

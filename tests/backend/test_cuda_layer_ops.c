@@ -94,6 +94,7 @@ static void test_unary(void) {
         {BRISK_OP_POW, 0.5f, 0, 0.1f, 9},     {BRISK_OP_POW, -1, 0, 0.5f, 9},      {BRISK_OP_POW, 2.5f, 0, 0.1f, 4},
         {BRISK_OP_POW, 0, 0, -3, 3},          {BRISK_OP_CLAMP, -1, 0.5f, -3, 3},   {BRISK_OP_LEAKY_RELU, 0.02f, 0, -5, 5},
         {BRISK_OP_ELU, 1.3f, 0, -8, 5},       {BRISK_OP_SOFTPLUS, 1, 20, -40, 40}, {BRISK_OP_SOFTPLUS, 3, 2, -5, 5},
+        {BRISK_OP_ERF, 0, 0, -3, 3},
     };
     for (int n = 1000; n <= 1001; n++)
         for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
@@ -109,6 +110,7 @@ static void test_unary(void) {
             case BRISK_OP_CLAMP: y = brisk_clamp(g, x, cs[k].a, cs[k].b); break;
             case BRISK_OP_LEAKY_RELU: y = brisk_leaky_relu(g, x, cs[k].a); break;
             case BRISK_OP_ELU: y = brisk_elu(g, x, cs[k].a); break;
+            case BRISK_OP_ERF: y = brisk_erf(g, x); break;
             default: y = brisk_softplus(g, x, cs[k].a, cs[k].b); break;
             }
             char what[80];

@@ -1,12 +1,12 @@
 /* The elementwise math ops and the activations with a parameter (EXP, LOG, SQRT, ABS, POW,
- * CLAMP, LEAKY_RELU, ELU, SOFTPLUS; MINIMUM, MAXIMUM, POW_XY with broadcasting): forward vs
+ * CLAMP, ERF, LEAKY_RELU, ELU, SOFTPLUS; MINIMUM, MAXIMUM, POW_XY with broadcasting): forward vs
  * float64, backward vs finite differences, a few values PyTorch computed, and the
  * gradients at the kinks as PyTorch defines them (checked exactly, not by differences:
  * abs'(0) = 0, clamp passes dy on [lo, hi] inclusive, ties of min/max split dy in halves,
  * leaky ReLU and ELU take the negative side's slope at 0, x^0 has gradient 0). */
 #include "ops/opcheck.h"
 
-typedef enum { U_EXP, U_LOG, U_SQRT, U_ABS, U_POW, U_CLAMP, U_LEAKY, U_ELU, U_SOFTPLUS } ukind;
+typedef enum { U_EXP, U_LOG, U_SQRT, U_ABS, U_POW, U_CLAMP, U_LEAKY, U_ELU, U_SOFTPLUS, U_ERF } ukind;
 
 static int build_unary(brisk_graph *g, ukind k, int x, float a, float b) {
     switch (k) {
@@ -18,6 +18,7 @@ static int build_unary(brisk_graph *g, ukind k, int x, float a, float b) {
     case U_CLAMP: return brisk_clamp(g, x, a, b);
     case U_LEAKY: return brisk_leaky_relu(g, x, a);
     case U_ELU: return brisk_elu(g, x, a);
+    case U_ERF: return brisk_erf(g, x);
     default: return brisk_softplus(g, x, a, b);
     }
 }
@@ -32,6 +33,7 @@ static double ref_unary(ukind k, double x, double a, double b) {
     case U_CLAMP: return x < a ? a : x > b ? b : x;
     case U_LEAKY: return x > 0 ? x : a * x;
     case U_ELU: return x > 0 ? x : a * expm1(x);
+    case U_ERF: return erf(x);
     default: return x * a > b ? x : log1p(exp(a * x)) / a;
     }
 }
@@ -76,6 +78,7 @@ static void test_math_unary(void) {
     check_unary(U_ELU, 0.7f, 0, -6, 3, 0.01, 0, 0, "elu 0.7");
     check_unary(U_SOFTPLUS, 1, 20, -30, 30, 0, 20, 20, "softplus");
     check_unary(U_SOFTPLUS, 2, 3, -8, 4, 0, 1.5, 1.5, "softplus beta 2 threshold 3");
+    check_unary(U_ERF, 0, 0, -3, 3, 0, 0, 0, "erf");
 }
 
 /* the gradient an op sends back for dy = w at exactly these x */

@@ -158,6 +158,7 @@ static brisk_status cpu_run_node(brisk_backend *be, const brisk_graph *g, int id
     case BRISK_OP_SCALE: case BRISK_OP_RELU: case BRISK_OP_GELU: case BRISK_OP_SILU:
     case BRISK_OP_TANH: case BRISK_OP_SIGMOID: case BRISK_OP_LEAKY_RELU: case BRISK_OP_ELU: case BRISK_OP_SOFTPLUS:
     case BRISK_OP_EXP: case BRISK_OP_LOG: case BRISK_OP_SQRT: case BRISK_OP_ABS: case BRISK_OP_POW: case BRISK_OP_CLAMP:
+    case BRISK_OP_ERF:
         s = cpu_unary(cb, g, id, in, out, err);
         break;
     case BRISK_OP_ACT_GRAD: s = cpu_act_grad(cb, g, id, in, out, err); break;

@@ -4,7 +4,7 @@
  *   activations RELU, GELU (erf or tanh form, as PyTorch defines them), SILU, TANH,
  *               SIGMOID, LEAKY_RELU (f0 slope), ELU (f0 alpha), SOFTPLUS (f0 beta,
  *               f1 threshold)
- *   math        EXP, LOG, SQRT, ABS, POW (f0 the exponent), CLAMP (f0, f1 the bounds)
+ *   math        EXP, LOG, SQRT, ABS, POW (f0 the exponent), CLAMP (f0, f1 the bounds), ERF
  *   ACT_GRAD    out = dy * f'(x) for the forward op in attr.kind, its attributes in f0, f1
  *               (y = f(x) is given too, for the derivatives that read it)
  * Each element's formula has one definition (cpu_math.h, or here) that the GEMM epilogues
@@ -23,6 +23,8 @@ cpu_act cpu_act_of(const brisk_node *n) {
 
 /* x^p for a constant p, with PyTorch's special cases (its pow kernel takes these exponents
  * apart from powf, and so the results and their gradients match its bits there) */
+#define CPU_TWO_OVER_SQRT_PI 1.1283791670955126f
+
 static inline float pow_const(float x, float p) {
     if (p == 2.0f) return x * x;
     if (p == 3.0f) return x * x * x;
@@ -97,6 +99,9 @@ void cpu_act_span(const cpu_act *act, const float *restrict x, float *restrict o
     case BRISK_OP_POW:
         for (int64_t i = 0; i < n; i++) o[i] = pow_const(x[i], a);
         break;
+    case BRISK_OP_ERF: /* glibc's erff: within an ulp, as PyTorch's */
+        for (int64_t i = 0; i < n; i++) o[i] = erff(x[i]);
+        break;
     default: /* CLAMP: min(max(x, lo), hi) in compares that keep a NaN */
 #pragma omp simd
         for (int64_t i = 0; i < n; i++) {
@@ -167,6 +172,10 @@ void cpu_act_grad_span(const cpu_act *act, const float *dy, const float *x, cons
         break;
     case BRISK_OP_POW:
         for (int64_t i = 0; i < n; i++) o[i] = a == 0.0f ? 0.0f : dy[i] * (a * pow_const(x[i], a - 1.0f));
+        break;
+    case BRISK_OP_ERF:
+#pragma omp simd
+        for (int64_t i = 0; i < n; i++) o[i] = dy[i] * (CPU_TWO_OVER_SQRT_PI * cpu_expf(-x[i] * x[i]));
         break;
     default: /* CLAMP */
 #pragma omp simd

@@ -404,6 +404,7 @@ static brisk_status run_op(cuda_backend *cb, const brisk_graph *g, int id, const
     case BRISK_OP_SCALE: case BRISK_OP_RELU: case BRISK_OP_GELU: case BRISK_OP_SILU: case BRISK_OP_TANH:
     case BRISK_OP_SIGMOID: case BRISK_OP_EXP: case BRISK_OP_LOG: case BRISK_OP_SQRT: case BRISK_OP_ABS:
     case BRISK_OP_POW: case BRISK_OP_CLAMP: case BRISK_OP_LEAKY_RELU: case BRISK_OP_ELU: case BRISK_OP_SOFTPLUS:
+    case BRISK_OP_ERF:
         if (numel(&IN_NODE(g, id, 0)->shape) != len)
             return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: input and output sizes differ", brisk_op_name(n->op));
         LAUNCH(cuk_unary(n->op, n->attr.kind == BRISK_GELU_TANH, n->attr.f0, n->attr.f1, in[0], out, len, s),

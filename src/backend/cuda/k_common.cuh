@@ -148,6 +148,7 @@ __device__ __forceinline__ float dev_math(int op, float a, float b, float v) {
     case BRISK_OP_LOG: return logf(v);
     case BRISK_OP_SQRT: return sqrtf(v);
     case BRISK_OP_ABS: return fabsf(v);
+    case BRISK_OP_ERF: return erff(v);
     case BRISK_OP_POW: return dev_pow_const(v, a);
     case BRISK_OP_CLAMP: {
         float u = v < a ? a : v; /* keeps a NaN */

@@ -194,6 +194,7 @@ __device__ __forceinline__ float dev_act_grad(int kind, int gt, float a, float b
     case BRISK_OP_LOG: return dy / x;
     case BRISK_OP_SQRT: return dy / (2.0f * y);
     case BRISK_OP_ABS: return x > 0.0f ? dy : x < 0.0f ? -dy : 0.0f;
+    case BRISK_OP_ERF: return dy * (1.1283791670955126f * expf(-x * x)); /* 2/sqrt(pi) e^(-x^2) */
     case BRISK_OP_POW: return a == 0.0f ? 0.0f : dy * (a * dev_pow_const(x, a - 1.0f));
     case BRISK_OP_CLAMP: return x >= a && x <= b ? dy : 0.0f;
     case BRISK_OP_RELU: return y > 0.0f ? dy : 0.0f; /* y = relu(x) > 0 iff x > 0, NaN too */
