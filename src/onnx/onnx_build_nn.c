@@ -86,17 +86,46 @@ int ox_build_gemm(ctx *c) {
     return y;
 }
 
+/* MatMul with NumPy's rules: a 1-D side gains a dim of 1 for the product and loses it after;
+ * a right side of rank 2 (or whose batch dims are all 1, no more of them than the left's)
+ * multiplies the left's rows flattened; else both sides are broadcast to equal batch dims
+ * (EXPAND where they differ) for a batched MATMUL. */
 int ox_build_matmul(ctx *c) {
     int a = ox_in(c, 0, 0), b = ox_in(c, 1, 0);
     if (a < 0 || b < 0) return -1;
     brisk_shape sa = *ox_shape(c, a), sb = *ox_shape(c, b);
-    if (sb.ndim != 2 || sa.ndim < 2) return ox_fail(c, "MatMul of ranks %d and %d (a rank-2 right side taken)", sa.ndim, sb.ndim);
-    int64_t k = sa.d[sa.ndim - 1], rows = brisk_shape_numel(&sa) / k;
-    int x = sa.ndim == 2 ? a : brisk_reshape(c->g, a, brisk_shape2(rows, k));
-    int y = brisk_matmul(c->g, x, b, 0, 0);
-    if (sa.ndim == 2 || y < 0) return y;
-    sa.d[sa.ndim - 1] = sb.d[1];
-    return brisk_reshape(c->g, y, sa);
+    int a1 = sa.ndim == 1, b1 = sb.ndim == 1;
+    if (sa.ndim < 1 || sb.ndim < 1) return ox_fail(c, "MatMul of ranks %d and %d (1 and more taken)", sa.ndim, sb.ndim);
+    if (a1) a = brisk_reshape(c->g, a, sa = brisk_shape2(1, sa.d[0]));
+    if (b1) b = brisk_reshape(c->g, b, sb = brisk_shape2(sb.d[0], 1));
+    int flat = sb.ndim <= sa.ndim;
+    for (int k = 0; k < sb.ndim - 2; k++) flat &= sb.d[k] == 1;
+    int64_t m = sa.d[sa.ndim - 2], k = sa.d[sa.ndim - 1], n = sb.d[sb.ndim - 1];
+    if (sb.d[sb.ndim - 2] != k) return ox_fail(c, "MatMul of [.., %lld, %lld] and [.., %lld, %lld]", (long long)m, (long long)k,
+                                               (long long)sb.d[sb.ndim - 2], (long long)n);
+    brisk_shape so;
+    int y;
+    if (flat) {
+        int x = sa.ndim == 2 ? a : brisk_reshape(c->g, a, brisk_shape2(brisk_shape_numel(&sa) / k, k));
+        y = brisk_matmul(c->g, x, sb.ndim == 2 ? b : brisk_reshape(c->g, b, brisk_shape2(k, n)), 0, 0);
+        so = sa;
+    } else {
+        int64_t d[BRISK_MAX_DIMS];
+        int r = ox_broadcast(c, sa.d, sa.ndim - 2, sb.d, sb.ndim - 2, d);
+        if (r < 0) return -1;
+        if (r + 2 > BRISK_MAX_DIMS) return ox_fail(c, "rank %d is more than brisk's %d", r + 2, BRISK_MAX_DIMS);
+        brisk_shape ta = ox_shape_of(d, r + 2), tb = ta;
+        ta.d[r] = m, ta.d[r + 1] = k, tb.d[r] = k, tb.d[r + 1] = n;
+        if (!brisk_shape_equal(&ta, &sa)) a = brisk_expand(c->g, a, ta);
+        if (!brisk_shape_equal(&tb, &sb)) b = brisk_expand(c->g, b, tb);
+        y = brisk_matmul(c->g, a, b, 0, 0);
+        so = ta;
+    }
+    so.d[so.ndim - 1] = n;
+    /* the dims a 1-D side gained go */
+    if (b1) so.ndim--;
+    if (a1) so.d[so.ndim - (b1 ? 1 : 2)] = so.d[so.ndim - 1], so.ndim--;
+    return y < 0 || brisk_shape_equal(&so, ox_shape(c, y)) ? y : brisk_reshape(c->g, y, so);
 }
 
 int ox_build_global_avgpool(ctx *c) {

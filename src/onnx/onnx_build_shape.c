@@ -1,5 +1,5 @@
 /* ONNX's ops that move or view data: Identity, Flatten, Reshape, Transpose, Concat, Squeeze,
- * Unsqueeze, Cast; and the fold-only ops met with a tensor input. */
+ * Unsqueeze, Cast, Expand (and NumPy's broadcast of dims); and the fold-only ops met with a tensor input. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +12,46 @@ static int reshape_to(ctx *c, int x, const konst *shape) {
     int64_t d[BRISK_MAX_DIMS];
     int r = ox_reshape_dims(c, s->d, s->ndim, brisk_shape_numel(s), shape, d);
     return r < 0 ? -1 : brisk_reshape(c->g, x, ox_shape_of(d, r));
+}
+
+int ox_broadcast(ctx *c, const int64_t *a, int ra, const int64_t *b, int rb, int64_t *o) {
+    int r = ra > rb ? ra : rb;
+    int64_t t[BRISK_MAX_DIMS];
+    if (r > BRISK_MAX_DIMS) return ox_fail(c, "rank %d is more than brisk's %d", r, BRISK_MAX_DIMS);
+    for (int k = 0; k < r; k++) {
+        int64_t x = k >= r - ra ? a[k - (r - ra)] : 1, y = k >= r - rb ? b[k - (r - rb)] : 1;
+        if (x != y && x != 1 && y != 1) {
+            char sa[BRISK_SHAPE_STR], sb[BRISK_SHAPE_STR];
+            brisk_shape ba = ox_shape_of(a, ra), bb = ox_shape_of(b, rb);
+            return ox_fail(c, "shapes %s and %s do not broadcast", brisk_shape_str(&ba, sa, sizeof sa),
+                           brisk_shape_str(&bb, sb, sizeof sb));
+        }
+        t[k] = x == 1 ? y : x;
+    }
+    memcpy(o, t, (size_t)r * sizeof *o);
+    return r;
+}
+
+/* Expand of a tensor to a constant shape, broadcast both ways as ONNX's */
+int ox_build_expand(ctx *c) {
+    int x = ox_in(c, 0, 0);
+    if (x < 0) return -1;
+    konst *own, *sh = ox_const_in(c, 1, &own);
+    if (!sh) return ox_fail(c, "a shape computed from tensors (a constant shape taken)");
+    int64_t d[BRISK_MAX_DIMS];
+    int r = -1;
+    if (sh->rank != 1 || sh->numel > BRISK_MAX_DIMS) ox_fail(c, "a shape of rank %d and %lld dims (rank 1, at most %d taken)",
+                                                             sh->rank, (long long)sh->numel, BRISK_MAX_DIMS);
+    else {
+        int neg = 0;
+        for (int64_t k = 0; k < sh->numel; k++) neg |= (d[k] = ox_i64(sh->v[k])) < 0;
+        const brisk_shape *s = ox_shape(c, x);
+        r = neg ? ox_fail(c, "a negative dim in the shape") : ox_broadcast(c, s->d, s->ndim, d, (int)sh->numel, d);
+    }
+    ox_konst_free(own);
+    if (r < 0) return -1;
+    brisk_shape t = ox_shape_of(d, r);
+    return brisk_shape_equal(&t, ox_shape(c, x)) ? x : brisk_expand(c->g, x, t);
 }
 
 int ox_build_identity(ctx *c) { return ox_in(c, 0, 0); }

@@ -9,36 +9,53 @@
 
 #include "onnx/onnx_import_internal.h"
 
-/* a op b of host constants with NumPy broadcasting (each dim equal, or 1 on one side) */
-static konst *fold_binary(ctx *c, const char *op, const konst *a, const konst *b) {
-    int r = a->rank > b->rank ? a->rank : b->rank;
-    int64_t d[BRISK_MAX_DIMS];
-    for (int k = 0; k < r; k++) {
-        int ka = k - (r - a->rank), kb = k - (r - b->rank);
-        int64_t x = ka >= 0 ? a->d[ka] : 1, y = kb >= 0 ? b->d[kb] : 1;
-        if (x != y && x != 1 && y != 1)
-            return ox_fail(c, "%s of constants of dims %lld and %lld (equal, or 1, taken)", op, (long long)x, (long long)y), NULL;
-        d[k] = x == 1 ? y : x;
+/* one element of ONNX's elementwise op on v[] (the op's inputs); integer division truncates */
+static double elem(const char *op, const double *v, int is_float) {
+    double x = v[0], y = v[1];
+    switch (op[0]) {
+    case 'A': return op[1] == 'd' ? x + y : fabs(x); /* Add, Abs */
+    case 'S': return op[1] == 'u' ? x - y : sqrt(x); /* Sub, Sqrt */
+    case 'M': return x * y;
+    case 'D': return is_float ? x / y : trunc(x / y); /* y != 0: ox_fold_elementwise */
+    case 'P': return pow(x, y);
+    case 'E': return op[1] == 'q' ? x == y : op[1] == 'x' ? exp(x) : erf(x); /* Equal, Exp, Erf */
+    case 'L': return op[1] == 'e' ? x < y : log(x); /* Less, Log */
+    case 'G': return x > y;
+    case 'W': return x != 0.0 ? y : v[2];
+    case 'N': return op[1] == 'e' ? -x : x == 0.0; /* Neg, Not */
+    default: return 1.0 / x; /* Reciprocal */
     }
-    konst *o = ox_konst_new(r, d, a->is_float || b->is_float);
+}
+
+konst *ox_fold_elementwise(ctx *c, const char *op, konst *const *in, int n) {
+    int64_t d[BRISK_MAX_DIMS] = {0};
+    int r = 0, cmp = !strcmp(op, "Equal") || !strcmp(op, "Less") || !strcmp(op, "Greater") || !strcmp(op, "Not"),
+        is_float = 0;
+    for (int k = 0; k < n; k++) {
+        if ((r = ox_broadcast(c, d, r, in[k]->d, in[k]->rank, d)) < 0) return NULL;
+        /* Where's condition does not make the output a float */
+        if (!(op[0] == 'W' && k == 0)) is_float |= in[k]->is_float;
+    }
+    konst *o = ox_konst_new(r, d, cmp ? 0 : is_float);
     if (!o) return NULL;
     for (int64_t i = 0; i < o->numel; i++) {
-        /* broadcast by index arithmetic over the trailing dims */
-        int64_t ia = 0, ib = 0, rem = i, sa = 1, sb = 1;
-        for (int k = r - 1; k >= 0; k--) {
-            int64_t x = rem % o->d[k];
-            rem /= o->d[k];
-            int ka = k - (r - a->rank), kb = k - (r - b->rank);
-            if (ka >= 0) ia += (a->d[ka] == 1 ? 0 : x) * sa, sa *= a->d[ka];
-            if (kb >= 0) ib += (b->d[kb] == 1 ? 0 : x) * sb, sb *= b->d[kb];
+        double v[3];
+        for (int k = 0; k < n; k++) { /* broadcast by index arithmetic over the trailing dims */
+            const konst *a = in[k];
+            int64_t at = 0, rem = i, stride = 1;
+            for (int j = r - 1, ja = a->rank - 1; ja >= 0; j--, ja--) {
+                int64_t x = rem % d[j];
+                rem /= d[j];
+                at += (a->d[ja] == 1 ? 0 : x) * stride, stride *= a->d[ja];
+            }
+            v[k] = a->v[at];
         }
-        double x = a->v[ia], y = b->v[ib];
-        if (!o->is_float && !strcmp(op, "Div") && y == 0) {
+        if (op[0] == 'D' && !is_float && v[1] == 0.0) {
             ox_konst_free(o);
             return ox_fail(c, "an integer division by zero among constants"), NULL;
         }
-        o->v[i] = !strcmp(op, "Add") ? x + y : !strcmp(op, "Sub") ? x - y : !strcmp(op, "Mul") ? x * y
-                  : o->is_float ? x / y : trunc(x / y);
+        double y = elem(op, v, is_float);
+        o->v[i] = o->is_float ? (double)(float)y : y;
     }
     return o;
 }
@@ -99,6 +116,31 @@ static konst *fold_constant_of_shape(ctx *c, const konst *shape) {
     return o;
 }
 
+static int elementwise(const char *op, int n) {
+    static const char *const ops[] = {"Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "Greater", "Where", "Sqrt",
+                                      "Exp", "Log", "Abs", "Neg", "Reciprocal", "Erf", "Not"};
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
+        if (!strcmp(op, ops[k])) return n == (k == 8 ? 3 : k < 8 ? 2 : 1);
+    return 0;
+}
+
+/* Expand of a constant: ONNX's bidirectional broadcast, as a Where of a true condition of
+ * the shape asked */
+static konst *fold_expand(ctx *c, konst *x, const konst *shape) {
+    int64_t d[BRISK_MAX_DIMS];
+    if (shape->numel > BRISK_MAX_DIMS) return ox_fail(c, "a shape of %lld dims", (long long)shape->numel), NULL;
+    for (int64_t k = 0; k < shape->numel; k++)
+        if ((d[k] = ox_i64(shape->v[k])) < 0) return ox_fail(c, "a negative dim %lld", (long long)d[k]), NULL;
+    konst *ones = ox_konst_new((int)shape->numel, d, 0), *o = NULL;
+    if (ones) {
+        for (int64_t i = 0; i < ones->numel; i++) ones->v[i] = 1.0;
+        konst *in[3] = {ones, x, x};
+        o = ox_fold_elementwise(c, "Where", in, 3);
+    }
+    ox_konst_free(ones);
+    return o;
+}
+
 konst *ox_fold(ctx *c, int *handled) {
     const char *op = c->n->op_type;
     *handled = 1;
@@ -148,7 +190,8 @@ konst *ox_fold(ctx *c, int *handled) {
         if (c->n->inputs[k][0] && !(in[k] = ox_const_in(c, k, &own[k]))) all = 0;
     konst *o = NULL;
     if (!all) *handled = 0;
-    else if (!strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") || !strcmp(op, "Div")) o = fold_binary(c, op, in[0], in[1]);
+    else if (elementwise(op, (int)n)) o = ox_fold_elementwise(c, op, in, (int)n);
+    else if (!strcmp(op, "Expand")) o = fold_expand(c, in[0], in[1]);
     else if (!strcmp(op, "Gather")) o = fold_gather(c, in[0], in[1]);
     else if (!strcmp(op, "Slice")) o = fold_slice(c, in[0]);
     else if (!strcmp(op, "ConstantOfShape")) o = fold_constant_of_shape(c, in[0]);

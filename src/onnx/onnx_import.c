@@ -52,6 +52,23 @@ static const struct {
     {"GRU", ox_build_gru},
     {"ConvTranspose", ox_build_conv_transpose},
     {"Resize", ox_build_resize},
+    {"Pow", ox_build_pow},
+    {"Sqrt", ox_build_math},
+    {"Exp", ox_build_math},
+    {"Log", ox_build_math},
+    {"Abs", ox_build_math},
+    {"Neg", ox_build_math},
+    {"Reciprocal", ox_build_math},
+    {"Erf", ox_build_math},
+    {"Clip", ox_build_clip},
+    {"ReduceMean", ox_build_reduce},
+    {"ReduceSum", ox_build_reduce},
+    {"Where", ox_build_where},
+    {"Expand", ox_build_expand},
+    {"Equal", ox_build_fold_only},
+    {"Less", ox_build_fold_only},
+    {"Greater", ox_build_fold_only},
+    {"Not", ox_build_fold_only},
 };
 enum { N_OPS = sizeof ops / sizeof ops[0] };
 

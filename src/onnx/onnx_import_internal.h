@@ -62,12 +62,14 @@ brisk_shape ox_shape_of(const int64_t *d, int rank);
 int ox_init_param(ctx *c, const brisk_onnx_tensor *t, int buffer);
 /* value `name` (NULL: not found) */
 val *ox_lookup(ctx *c, const char *name, val *tmp);
-/* input k of the node as a host constant, or NULL (a tensor, or absent); *owned is freed by
- * the caller */
+/* input k of the node as a host constant, or NULL (a tensor, a float initializer: a
+ * parameter, or absent); *owned is freed by the caller */
 konst *ox_const_in(ctx *c, size_t k, konst **owned);
 /* input k as a brisk node (initializers become parameters, or buffers with buffer = 1;
  * constants become consts) */
 int ox_in(ctx *c, size_t k, int buffer);
+/* a host constant as a brisk const node (f32, or i32 for integers; a scalar as [1]) */
+int ox_const_node(ctx *c, const konst *kc);
 /* whether input k is given (ONNX marks a skipped optional input by an empty name) */
 int ox_has_in(ctx *c, size_t k);
 /* output j of the node being built (j = 0 is the builder's return value) */
@@ -98,7 +100,15 @@ int ox_slice_spec(ctx *c, int rank, int64_t *lo, int64_t *n, int64_t *step, cons
 int ox_conv_window(ctx *c, int spatial, brisk_window *w);
 int ox_channel_add(ctx *c, int y, int b, int spatial);
 
-/* ---- onnx_fold.c: the node's first output as a host constant when every input is one (or
+/* ---- onnx_build_shape.c: NumPy's broadcast of dims a[ra] and b[rb] into o: its rank, or -1
+ * with the error set */
+int ox_broadcast(ctx *c, const int64_t *a, int ra, const int64_t *b, int rb, int64_t *o);
+
+/* ---- onnx_fold.c: ONNX's elementwise op `op` (Add, Sub, Mul, Div, Pow, Equal, Less, Greater,
+ * Where, and the unary math ops) of n broadcast constants, evaluated on the host (floats
+ * rounded to f32 as the tensors would be) */
+konst *ox_fold_elementwise(ctx *c, const char *op, konst *const *in, int n);
+/* the node's first output as a host constant when every input is one (or
  * the op is Constant or Shape), else NULL with *handled = 0 */
 konst *ox_fold(ctx *c, int *handled);
 
@@ -133,6 +143,12 @@ int ox_build_lstm(ctx *c);           /* onnx_build_rnn.c */
 int ox_build_gru(ctx *c);
 int ox_build_conv_transpose(ctx *c); /* onnx_build_vision.c */
 int ox_build_resize(ctx *c);
-int ox_build_fold_only(ctx *c); /* Constant, Shape, ConstantOfShape: an error */
+int ox_build_fold_only(ctx *c); /* Constant, Shape, ConstantOfShape, Equal, ...: an error */
+int ox_build_math(ctx *c);      /* Sqrt, Exp, Log, Abs, Neg, Reciprocal, Erf */
+int ox_build_pow(ctx *c);
+int ox_build_clip(ctx *c);
+int ox_build_reduce(ctx *c);    /* ReduceMean, ReduceSum */
+int ox_build_where(ctx *c);
+int ox_build_expand(ctx *c);
 
 #endif

@@ -100,23 +100,14 @@ konst *ox_const_in(ctx *c, size_t k, konst **owned) {
     *owned = NULL;
     if (k >= c->n->n_inputs || !c->n->inputs[k][0]) return NULL;
     const brisk_onnx_tensor *t = brisk_onnx_initializer(c->m, c->n->inputs[k]);
+    /* a float initializer is a parameter (trained), never a host constant */
+    if (t && (t->dtype == BRISK_ONNX_FLOAT || t->dtype == BRISK_ONNX_DOUBLE || t->dtype == BRISK_ONNX_FLOAT16)) return NULL;
     if (t) return *owned = ox_from_tensor(t);
     val tmp, *v = ox_lookup(c, c->n->inputs[k], &tmp);
     return v ? v->c : NULL;
 }
 
-int ox_in(ctx *c, size_t k, int buffer) {
-    if (k >= c->n->n_inputs || !c->n->inputs[k][0]) return ox_fail(c, "input %zu is missing", k);
-    const char *name = c->n->inputs[k];
-    const brisk_onnx_tensor *t = brisk_onnx_initializer(c->m, name);
-    if (t && (t->dtype == BRISK_ONNX_FLOAT || t->dtype == BRISK_ONNX_DOUBLE || t->dtype == BRISK_ONNX_FLOAT16))
-        return ox_init_param(c, t, buffer);
-    konst *own = NULL, *kc = t ? (own = ox_from_tensor(t)) : NULL;
-    val tmp, *v = t ? NULL : ox_lookup(c, name, &tmp);
-    if (!t && !v) return ox_fail(c, "input '%s' is not known", name);
-    if (v && v->node >= 0) return v->node;
-    if (v) kc = v->c;
-    if (!kc) return ox_fail(c, "input '%s' has no value", name);
+int ox_const_node(ctx *c, const konst *kc) {
     int rank = kc->rank ? kc->rank : 1;
     int64_t one = 1;
     int id;
@@ -131,6 +122,22 @@ int ox_in(ctx *c, size_t k, int buffer) {
         id = f ? brisk_const(c->g, NULL, BRISK_I32, ox_shape_of(kc->rank ? kc->d : &one, rank), f) : ox_fail(c, "out of memory");
         free(f);
     }
+    return id;
+}
+
+int ox_in(ctx *c, size_t k, int buffer) {
+    if (k >= c->n->n_inputs || !c->n->inputs[k][0]) return ox_fail(c, "input %zu is missing", k);
+    const char *name = c->n->inputs[k];
+    const brisk_onnx_tensor *t = brisk_onnx_initializer(c->m, name);
+    if (t && (t->dtype == BRISK_ONNX_FLOAT || t->dtype == BRISK_ONNX_DOUBLE || t->dtype == BRISK_ONNX_FLOAT16))
+        return ox_init_param(c, t, buffer);
+    konst *own = NULL, *kc = t ? (own = ox_from_tensor(t)) : NULL;
+    val tmp, *v = t ? NULL : ox_lookup(c, name, &tmp);
+    if (!t && !v) return ox_fail(c, "input '%s' is not known", name);
+    if (v && v->node >= 0) return v->node;
+    if (v) kc = v->c;
+    if (!kc) return ox_fail(c, "input '%s' has no value", name);
+    int id = ox_const_node(c, kc);
     ox_konst_free(own);
     return id;
 }

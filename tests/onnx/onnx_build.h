@@ -80,11 +80,34 @@ static inline void ob_attr_int(brisk_pb *attrs, const char *name, int64_t v) {
     ob_attr(attrs, &a, name, BRISK_ONNX_ATTR_INT);
 }
 
+static inline void ob_attr_float(brisk_pb *attrs, const char *name, float v) {
+    brisk_pb a = {0};
+    brisk_pb_float(&a, 2, v);
+    ob_attr(attrs, &a, name, BRISK_ONNX_ATTR_FLOAT);
+}
+
+static inline void ob_attr_ints(brisk_pb *attrs, const char *name, const int64_t *v, size_t n) {
+    brisk_pb a = {0};
+    brisk_pb_packed_int(&a, 8, v, n);
+    ob_attr(attrs, &a, name, BRISK_ONNX_ATTR_INTS);
+}
+
 /* An AttributeProto of type STRING. */
 static inline void ob_attr_string(brisk_pb *attrs, const char *name, const char *v) {
     brisk_pb a = {0};
     brisk_pb_string(&a, 4, v);
     ob_attr(attrs, &a, name, BRISK_ONNX_ATTR_STRING);
+}
+
+/* A Constant node making `out`: a tensor of dtype and dims with raw values v. */
+static inline void ob_constant(brisk_pb *g, const char *out, int dtype, const int64_t *dims, int rank, const void *v,
+                               size_t bytes) {
+    brisk_pb a = {0}, t = {0}, attrs = {0};
+    ob_tensor(&t, NULL, dtype, dims, rank, v, bytes);
+    brisk_pb_message(&a, 5, &t);
+    ob_attr(&attrs, &a, "value", BRISK_ONNX_ATTR_TENSOR);
+    ob_node(g, "Constant", NULL, (const char *const[]){out, NULL}, &attrs);
+    brisk_pb_free(&t), brisk_pb_free(&attrs);
 }
 
 /* ModelProto around a graph: ir_version, producer, graph, opset_import for "" at `opset`. */
