@@ -102,7 +102,9 @@ static brisk_status bind_fields(brisk_trainer *t, const brisk_dataset *ds, int *
             return brisk_errorf(err, BRISK_ERR_SHAPE, "%s: field '%s' holds %s, the model (%s) expects %s", ds->source,
                                 f->name, brisk_dtype_name(ds->fields[k].tensor.dtype), t->cfg.path,
                                 brisk_dtype_name(f->dtype));
-        if (f->dtype == BRISK_I32 && t->cfg.model.task == BRISK_TASK_CLASSIFY && ds->fields[k].window == 0) {
+        /* the labels: the target field (an i32 input beside it holds ids, an embedding's) */
+        if (f->dtype == BRISK_I32 && t->cfg.model.task == BRISK_TASK_CLASSIFY && ds->fields[k].window == 0 &&
+            (t->io.target < 0 || i == t->io.target)) {
             brisk_status st = check_labels(t, ds, k, f, err);
             if (st) return st;
         }
