@@ -1,7 +1,7 @@
 /* ONNX's elementwise ops of tensors: Add, Sub, Mul, Div (a scalar constant side becomes SCALE,
- * which the fusion rules know), the math ops (Pow, Sqrt, Exp, Log, Abs, Neg, Reciprocal, Erf,
- * Clip), Where, the reductions ReduceMean and ReduceSum, the activations, Softmax and
- * LogSoftmax on any axis, Dropout. */
+ * which the fusion rules know; torch's GELU chain becomes GELU), the math ops (Pow, Sqrt, Exp,
+ * Log, Abs, Neg, Reciprocal, Erf, Clip), Where, the reductions ReduceMean and ReduceSum, the
+ * activations, Softmax and LogSoftmax on any axis, Dropout. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +14,46 @@ int ox_scalar(const konst *k, double *v) {
     return *v = k->v[0], 1;
 }
 
+/* the node of op type `op` making value `name`, or NULL */
+static const brisk_onnx_node *made_by(ctx *c, const char *name, const char *op) {
+    int64_t p = brisk_onnx_producer(c->m, name);
+    const brisk_onnx_node *n = p < 0 ? NULL : &c->m->graph.nodes[p];
+    return n && !strcmp(n->op_type, op) && n->n_inputs == (op[0] == 'E' ? 1u : 2u) ? n : NULL;
+}
+
+/* whether value `name` is a host constant scalar within tol of v */
+static int const_is(ctx *c, const char *name, double v, double tol) {
+    val tmp, *x = ox_lookup(c, name, &tmp);
+    double s;
+    return x && ox_scalar(x->c, &s) && fabs(s - v) <= tol;
+}
+
+/* nn.GELU() as torch exports it, Mul(Mul(x, Add(Erf(Div(x, sqrt 2)), 1)), 0.5), met at the
+ * last Mul: one GELU op (the erf form, which PyTorch's module runs) in place of five; the
+ * chain's nodes built before it go unused and the planner prunes them. -2: not the pattern */
+static int gelu_of(ctx *c) {
+    const brisk_onnx_node *n = c->n;
+    for (int h = 0; h < 2; h++) {
+        const brisk_onnx_node *mul = made_by(c, n->inputs[h], "Mul");
+        if (!mul || !const_is(c, n->inputs[1 - h], 0.5, 0.0)) continue;
+        for (int j = 0; j < 2; j++) {
+            const brisk_onnx_node *add = made_by(c, mul->inputs[j], "Add"), *erf = NULL, *div = NULL;
+            for (int i = 0; add && !div && i < 2; i++)
+                if ((erf = made_by(c, add->inputs[i], "Erf")) && const_is(c, add->inputs[1 - i], 1.0, 0.0))
+                    div = made_by(c, erf->inputs[0], "Div");
+            const char *x = mul->inputs[1 - j];
+            if (!div || strcmp(div->inputs[0], x) || !const_is(c, div->inputs[1], 1.4142135623730951, 1e-6)) continue;
+            val tmp, *v = ox_lookup(c, x, &tmp);
+            if (v && v->node >= 0 && c->g->nodes[v->node].dtype == BRISK_F32) return brisk_gelu(c->g, v->node, BRISK_GELU_ERF);
+        }
+    }
+    return -2;
+}
+
 int ox_build_binary(ctx *c) {
     const char *op = c->n->op_type;
+    int gelu = strcmp(op, "Mul") ? -2 : gelu_of(c);
+    if (gelu != -2) return gelu;
     konst *o0, *o1, *k0 = ox_const_in(c, 0, &o0), *k1 = ox_const_in(c, 1, &o1);
     double s;
     int y = -2;

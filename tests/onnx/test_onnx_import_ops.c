@@ -2,8 +2,8 @@
  * (onnx_build.h): each imported over a parameter x, its output against a float64 reference
  * and its gradient against finite differences (ops/opcheck.h) where torch's exports do not
  * reach (1-D MatMul sides, broadcast batch dims, opset-11 Softmax, opset-10 Clip, ReduceSum's
- * noop_with_empty_axes, Expand both ways, Where's constant branch), and the refusals, each an
- * error naming the node. */
+ * noop_with_empty_axes, Expand both ways, Where's constant branch, torch's GELU chain as one
+ * GELU op and its Erf as ERF otherwise), and the refusals, each an error naming the node. */
 #include <unistd.h>
 
 #include "core/protowire.h"
@@ -44,9 +44,10 @@ static int build_net(brisk_onnx_net *net, brisk_graph *g, int x) {
     return y;
 }
 
-/* model g over x [xs] (values in [lo, hi)) against ref(x values, out) of shape want */
-static void check_model(brisk_pb *g, int64_t opset, brisk_shape xs, double lo, double hi, brisk_shape want,
-                        void (*ref)(const float *x, double *out), const char *what) {
+/* model g over x [xs] (values in [lo, hi)) against ref(x values, out) of shape want; y_op:
+ * the op that makes y (BRISK_OP_COUNT: any) */
+static void check_model_op(brisk_pb *g, int64_t opset, brisk_shape xs, double lo, double hi, brisk_shape want,
+                           void (*ref)(const float *x, double *out), brisk_op y_op, const char *what) {
     brisk_onnx_net *net = open_net(g, opset, xs.d, xs.ndim);
     CHECKF(net != NULL, "%s: not opened", what);
     if (!net) return;
@@ -57,6 +58,8 @@ static void check_model(brisk_pb *g, int64_t opset, brisk_shape xs, double lo, d
     brisk_error e;
     if (y < 0) fprintf(stderr, "%s: %s\n", what, brisk_graph_error(c.g, &e) ? e.msg : "no y");
     CHECKF(y >= 0 && brisk_shape_equal(&c.g->nodes[y].shape, &want), "%s: output shape", what);
+    CHECKF(y < 0 || y_op == BRISK_OP_COUNT || c.g->nodes[y].op == y_op, "%s: y made by %s", what,
+           brisk_op_name(c.g->nodes[y].op));
     if (y >= 0 && brisk_shape_equal(&c.g->nodes[y].shape, &want)) {
         double *r = calloc((size_t)brisk_shape_numel(&want), sizeof *r);
         ref(oc_val(&c, x), r);
@@ -67,6 +70,11 @@ static void check_model(brisk_pb *g, int64_t opset, brisk_shape xs, double lo, d
     oc_free(&c);
     brisk_onnx_net_free(net);
     unlink(path);
+}
+
+static void check_model(brisk_pb *g, int64_t opset, brisk_shape xs, double lo, double hi, brisk_shape want,
+                        void (*ref)(const float *x, double *out), const char *what) {
+    check_model_op(g, opset, xs, lo, hi, want, ref, BRISK_OP_COUNT, what);
 }
 
 /* the model over x [xs] must fail to build, its error naming node `node` and holding `want` */
@@ -247,4 +255,31 @@ static void test_expand_where(void) {
     check_refused(&g, 17, brisk_shape2(3, 2), "node 'Expand'", "shapes [3, 2] and [2, 5] do not broadcast");
 }
 
-TEST_MAIN(T(test_matmul), T(test_softmax), T(test_clip_pow), T(test_reduce), T(test_expand_where))
+/* ---- torch's GELU, x (1 + erf(x / sqrt 2)) 0.5: one GELU op; with 0.25 for 0.5 it is no
+ * GELU, and its Erf is the ERF op */
+static void ref_gelu(const float *x, double *o) {
+    for (int i = 0; i < 12; i++) o[i] = 0.5 * x[i] * (1 + erf(x[i] / sqrt(2.0)));
+}
+
+static void ref_gelu_quarter(const float *x, double *o) {
+    for (int i = 0; i < 12; i++) o[i] = 0.25 * x[i] * (1 + erf(x[i] / sqrt(2.0)));
+}
+
+static void test_gelu_erf(void) {
+    brisk_shape s = brisk_shape2(3, 4);
+    for (int v = 0; v < 2; v++) {
+        brisk_pb g = {0};
+        f32_const(&g, "s2", NULL, 0, (const float[]){1.4142135381698608f}, 1);
+        f32_const(&g, "one", NULL, 0, (const float[]){1.0f}, 1);
+        f32_const(&g, "half", NULL, 0, (const float[]){v ? 0.25f : 0.5f}, 1);
+        ob_node(&g, "Div", OB_LIST("x", "s2"), OB_LIST("d"), NULL);
+        ob_node(&g, "Erf", OB_LIST("d"), OB_LIST("e"), NULL);
+        ob_node(&g, "Add", OB_LIST("one", "e"), OB_LIST("a"), NULL);
+        ob_node(&g, "Mul", OB_LIST("a", "x"), OB_LIST("m"), NULL);
+        ob_node(&g, "Mul", OB_LIST("half", "m"), OB_LIST("y"), NULL);
+        check_model_op(&g, 17, s, -3, 3, s, v ? ref_gelu_quarter : ref_gelu, v ? BRISK_OP_SCALE : BRISK_OP_GELU,
+                       v ? "erf chain" : "gelu");
+    }
+}
+
+TEST_MAIN(T(test_gelu_erf), T(test_matmul), T(test_softmax), T(test_clip_pow), T(test_reduce), T(test_expand_where))
