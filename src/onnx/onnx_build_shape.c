@@ -1,5 +1,6 @@
 /* ONNX's ops that move or view data: Identity, Flatten, Reshape, Transpose, Concat, Squeeze,
- * Unsqueeze, Cast, Expand (and NumPy's broadcast of dims); and the fold-only ops met with a tensor input. */
+ * Unsqueeze, Cast, Expand (and NumPy's broadcast of dims); and the fold-only ops met with a
+ * tensor input. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
