@@ -1,5 +1,5 @@
 /* ONNX's ops that move or view data: Identity, Flatten, Reshape, Transpose, Concat, Squeeze,
- * Unsqueeze, Cast, Expand (and NumPy's broadcast of dims); and the fold-only ops met with a
+ * Unsqueeze, Cast, Expand (and NumPy's broadcast of dims), Pad; and the fold-only ops met with a
  * tensor input. */
 #include <math.h>
 #include <stdio.h>
@@ -117,3 +117,70 @@ int ox_build_cast(ctx *c) {
 }
 
 int ox_build_fold_only(ctx *c) { return ox_fail(c, "%s of a tensor (brisk folds it on constants only)", c->n->op_type); }
+
+/* A block of the constant `value` shaped as x with `n` along `axis`: what Pad joins on. */
+static int pad_block(ctx *c, const brisk_shape *s, int axis, int64_t n, float value) {
+    brisk_shape b = *s;
+    b.d[axis] = n;
+    int64_t numel = brisk_shape_numel(&b);
+    float *v = malloc((size_t)numel * sizeof *v + 1);
+    if (!v) return ox_fail(c, "out of memory");
+    for (int64_t i = 0; i < numel; i++) v[i] = value;
+    int id = brisk_const(c->g, NULL, BRISK_F32, b, v);
+    free(v);
+    return id;
+}
+
+/* Pad, mode constant (torch's AvgPool2d exports one before its AveragePool, often of zeros):
+ * each axis's blocks of the value joined on by CONCAT, negative pads cut by SLICE, so the
+ * gradient is CONCAT's and SLICE's. Pads before opset 11 are an attribute, then an input. */
+int ox_build_pad(ctx *c) {
+    int x = ox_in(c, 0, 0);
+    if (x < 0) return -1;
+    const char *mode = "constant";
+    brisk_error e;
+    brisk_onnx_attr_string(c->m, c->n, "mode", "constant", &mode, &e);
+    if (strcmp(mode, "constant")) return ox_fail(c, "mode %s (constant taken)", mode);
+    brisk_shape s = *ox_shape(c, x);
+    int r = s.ndim;
+    int64_t pads[2 * BRISK_MAX_DIMS];
+    const int64_t *at;
+    size_t na = ox_attr_ints(c, "pads", &at);
+    konst *own = NULL, *kp = na ? NULL : ox_const_in(c, 1, &own);
+    size_t np = na ? na : kp ? (size_t)kp->numel : 0;
+    konst *own_v, *kv = ox_const_in(c, 2, &own_v), *own_a, *ka = ox_const_in(c, 3, &own_a);
+    double value = kv && kv->numel == 1 ? kv->v[0] : ox_attr_f(c, "value", 0.0f);
+    int rc = 0, axes[BRISK_MAX_DIMS], n_axes = r;
+    for (int k = 0; k < r; k++) axes[k] = k;
+    char src[300];
+    if (!na && !kp) rc = ox_fail(c, "pads computed from tensors (constants taken): %s", ox_from_node(c, 1, src, sizeof src));
+    if (!rc && ka) { /* opset 18: the axes the pads are for */
+        n_axes = (int)ka->numel;
+        for (int k = 0; k < n_axes && !rc && k < BRISK_MAX_DIMS; k++)
+            if ((axes[k] = ox_axis(c, ox_i64(ka->v[k]), r)) < 0) rc = -1;
+    }
+    if (!rc && np != 2 * (size_t)n_axes) rc = ox_fail(c, "%zu pads for %d axes", np, n_axes);
+    for (size_t k = 0; !rc && k < np; k++) pads[k] = na ? at[k] : ox_i64(kp->v[k]);
+    ox_konst_free(own), ox_konst_free(own_v), ox_konst_free(own_a);
+    if (rc) return -1;
+    for (int k = 0; k < n_axes && x >= 0; k++) {
+        int a = axes[k];
+        int64_t lo = pads[k], hi = pads[k + n_axes], d = ox_shape(c, x)->d[a];
+        if (lo < 0 || hi < 0) { /* a crop */
+            int64_t from = lo < 0 ? -lo : 0, len = d - from - (hi < 0 ? -hi : 0);
+            if (len < 1) return ox_fail(c, "pads %lld and %lld leave nothing of an axis of %lld", (long long)lo,
+                                        (long long)hi, (long long)d);
+            x = brisk_slice(c->g, x, a, from, len);
+            lo = lo < 0 ? 0 : lo, hi = hi < 0 ? 0 : hi;
+        }
+        if (x < 0 || (!lo && !hi)) continue;
+        if (lo > (1 << 20) || hi > (1 << 20)) return ox_fail(c, "a pad of %lld", (long long)(lo > hi ? lo : hi));
+        brisk_shape cur = *ox_shape(c, x);
+        int parts[3], n = 0;
+        if (lo && (parts[n++] = pad_block(c, &cur, a, lo, (float)value)) < 0) return -1;
+        parts[n++] = x;
+        if (hi && (parts[n++] = pad_block(c, &cur, a, hi, (float)value)) < 0) return -1;
+        x = brisk_concat(c->g, parts, n, a);
+    }
+    return x;
+}

@@ -101,6 +101,31 @@ static konst *fold_slice(ctx *c, const konst *x) {
     return o;
 }
 
+static konst *fold_transpose(ctx *c, const konst *x) {
+    int r = x->rank, perm[BRISK_MAX_DIMS];
+    const int64_t *p;
+    size_t n = ox_attr_ints(c, "perm", &p);
+    if (n && n != (size_t)r) return ox_fail(c, "perm of %zu axes for a rank-%d constant", n, r), NULL;
+    char seen[BRISK_MAX_DIMS] = {0};
+    int64_t d[BRISK_MAX_DIMS];
+    for (int k = 0; k < r; k++) {
+        perm[k] = n ? (int)p[k] : r - 1 - k;
+        if (perm[k] < 0 || perm[k] >= r || seen[perm[k]]++) return ox_fail(c, "perm is not a permutation"), NULL;
+        d[k] = x->d[perm[k]];
+    }
+    konst *o = ox_konst_new(r, d, x->is_float);
+    for (int64_t i = 0; o && i < o->numel; i++) { /* o's index i, digit by digit, is x's permuted */
+        int64_t rem = i, src = 0, stride[BRISK_MAX_DIMS], st = 1;
+        for (int k = r - 1; k >= 0; k--) stride[k] = st, st *= x->d[k];
+        for (int k = r - 1; k >= 0; k--) {
+            src += (rem % d[k]) * stride[perm[k]];
+            rem /= d[k];
+        }
+        o->v[i] = x->v[src];
+    }
+    return o;
+}
+
 /* ConstantOfShape: a tensor of the shape given by input 0, filled with the value attribute
  * (a float 0 by default) */
 static konst *fold_constant_of_shape(ctx *c, const konst *shape) {
@@ -194,6 +219,7 @@ konst *ox_fold(ctx *c, int *handled) {
     else if (!strcmp(op, "Expand")) o = fold_expand(c, in[0], in[1]);
     else if (!strcmp(op, "Gather")) o = fold_gather(c, in[0], in[1]);
     else if (!strcmp(op, "Slice")) o = fold_slice(c, in[0]);
+    else if (!strcmp(op, "Transpose")) o = fold_transpose(c, in[0]);
     else if (!strcmp(op, "ConstantOfShape")) o = fold_constant_of_shape(c, in[0]);
     else if (!strcmp(op, "Identity") || !strcmp(op, "Cast") || !strcmp(op, "Unsqueeze") || !strcmp(op, "Squeeze") ||
              !strcmp(op, "Reshape")) {

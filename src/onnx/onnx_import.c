@@ -65,6 +65,7 @@ static const struct {
     {"ReduceSum", ox_build_reduce},
     {"Where", ox_build_where},
     {"Expand", ox_build_expand},
+    {"Pad", ox_build_pad},
     {"Equal", ox_build_fold_only},
     {"Less", ox_build_fold_only},
     {"Greater", ox_build_fold_only},

@@ -70,6 +70,8 @@ konst *ox_const_in(ctx *c, size_t k, konst **owned);
 int ox_in(ctx *c, size_t k, int buffer);
 /* a host constant as a brisk const node (f32, or i32 for integers; a scalar as [1]) */
 int ox_const_node(ctx *c, const konst *kc);
+/* "input k, from node 'NAME' (OP)": where a value brisk needed as a constant came from */
+const char *ox_from_node(ctx *c, size_t k, char *buf, size_t cap);
 /* whether input k is given (ONNX marks a skipped optional input by an empty name) */
 int ox_has_in(ctx *c, size_t k);
 /* output j of the node being built (j = 0 is the builder's return value) */
@@ -136,6 +138,7 @@ int ox_build_transpose(ctx *c);
 int ox_build_concat(ctx *c);
 int ox_build_squeeze(ctx *c); /* and Unsqueeze */
 int ox_build_cast(ctx *c);
+int ox_build_pad(ctx *c);
 int ox_build_slice(ctx *c);
 int ox_build_split(ctx *c);
 int ox_build_gather(ctx *c);

@@ -233,3 +233,10 @@ int ox_reshape_dims(ctx *c, const int64_t *in, int rank, int64_t numel, const ko
                        (long long)(neg >= 0 ? d[neg] * known : known));
     return r;
 }
+
+const char *ox_from_node(ctx *c, size_t k, char *buf, size_t cap) {
+    int64_t p = k < c->n->n_inputs ? brisk_onnx_producer(c->m, c->n->inputs[k]) : -1;
+    if (p < 0) snprintf(buf, cap, "input %zu", k);
+    else snprintf(buf, cap, "input %zu, from node '%s' (%s)", k, c->m->graph.nodes[p].name, c->m->graph.nodes[p].op_type);
+    return buf;
+}
