@@ -180,6 +180,9 @@ brisk_status brisk_layer_graph_check(brisk_model_spec *spec, brisk_error *err);
 int brisk_model_row_widths(const brisk_model_spec *spec, int64_t *in, int64_t *out);
 /* Parameters of the model (by building it for one sample); -1 if the spec does not build. */
 int64_t brisk_model_param_count(const brisk_model_spec *spec);
+/* A warning about how the model will train, or NULL: an ONNX file exported for inference
+ * (BatchNorm folded into the weights, Dropout gone, parameters not named as the module's). */
+const char *brisk_model_note(const brisk_model_spec *spec);
 /* The model as a table (for a graph model: each layer's name, op, output shape per sample and
  * parameters; then the losses and the totals), malloc'd into *text. Builds it for one
  * sample, so it also checks every shape. */

@@ -118,3 +118,9 @@ void brisk_layer_graph_read_onnx(brisk_json_reader *model, const char *config_pa
     if (!lg->n_outputs) brisk_json_fail(model, "outputs", "%s: no output computed by a node", file);
     if (brisk_json_status(model->doc, NULL) == BRISK_OK) lg_check_inputs_used(model, lg);
 }
+
+const char *brisk_model_note(const brisk_model_spec *spec) {
+    const brisk_layer_graph *lg = spec && spec->type == BRISK_MODEL_GRAPH ? spec->graph : NULL;
+    const char *note = lg && lg->onnx ? brisk_onnx_net_note(lg->onnx) : NULL;
+    return note && note[0] ? note : NULL;
+}

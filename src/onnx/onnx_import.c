@@ -143,6 +143,43 @@ static brisk_status unsupported(const brisk_onnx_model *m, const char *path, bri
     return st;
 }
 
+/* An export for inference (torch's default, eval mode with constant folding) trains, but not
+ * as the module would: BatchNorm folded into the convolutions' weights (named onnx::Conv_16,
+ * not state_dict keys), Dropout gone, or BatchNormalization nodes marked training_mode 0. */
+static void inference_note(brisk_onnx_net *net) {
+    const brisk_onnx_graph *g = &net->m->graph;
+    size_t made_up = 0, bn = 0, bn_eval = 0;
+    const char *first = "";
+    for (size_t i = 0; i < g->n_initializers; i++) {
+        const brisk_onnx_tensor *t = &g->initializers[i];
+        int is_float = t->dtype == BRISK_ONNX_FLOAT || t->dtype == BRISK_ONNX_DOUBLE || t->dtype == BRISK_ONNX_FLOAT16;
+        if (is_float && !strncmp(t->name, "onnx::", 6) && !made_up++) first = t->name;
+    }
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        if (strcmp(g->nodes[i].op_type, "BatchNormalization")) continue;
+        bn++;
+        int64_t mode = 0;
+        brisk_error e;
+        if (!brisk_onnx_attr_int(net->m, &g->nodes[i], "training_mode", 0, &mode, &e) && !mode &&
+            g->nodes[i].n_outputs < 3)
+            bn_eval++;
+    }
+    brisk_strbuf b = {0};
+    if (made_up)
+        brisk_strbuf_printf(&b, "%zu parameter%s named by the export, not by the module ('%s'%s): the file was exported "
+                            "for inference (eval mode, constant folding), so BatchNorm is folded into the "
+                            "convolutions, Dropout is gone and a checkpoint's names are not the state_dict's",
+                            made_up, made_up > 1 ? "s" : "", first, made_up > 1 ? ", ..." : "");
+    if (bn_eval)
+        brisk_strbuf_printf(&b, "%s%zu of %zu BatchNormalization node%s exported for inference (training_mode 0): brisk "
+                            "trains them as train() does, on each batch's statistics, updating the running ones",
+                            b.s ? "; " : "", bn_eval, bn, bn > 1 ? "s" : "");
+    if (b.s && !b.oom)
+        snprintf(net->note, sizeof net->note, "%s: %s. To train the module as it is, export with "
+                 "training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False", net->m->path, b.s);
+    brisk_strbuf_free(&b);
+}
+
 brisk_status brisk_onnx_net_wrap(brisk_onnx_model *m, const char *path, brisk_onnx_net **out, brisk_error *err) {
     *out = NULL;
     brisk_onnx_net *net = calloc(1, sizeof *net);
@@ -161,6 +198,7 @@ brisk_status brisk_onnx_net_wrap(brisk_onnx_model *m, const char *path, brisk_on
     if (!net->data_inputs) return brisk_onnx_net_free(net), brisk_errorf(err, BRISK_ERR_NOMEM, "%s: out of memory", path);
     for (size_t i = 0; i < g->n_inputs; i++)
         if (!brisk_onnx_initializer(m, g->inputs[i].name)) net->data_inputs[net->n_data++] = (int)i;
+    inference_note(net);
     *out = net;
     return BRISK_OK;
 }
@@ -173,6 +211,7 @@ brisk_status brisk_onnx_net_open(const char *path, brisk_onnx_net **out, brisk_e
 }
 
 const brisk_onnx_model *brisk_onnx_net_model(const brisk_onnx_net *net) { return net->m; }
+const char *brisk_onnx_net_note(const brisk_onnx_net *net) { return net->note; }
 int brisk_onnx_net_n_inputs(const brisk_onnx_net *net) { return net->n_data; }
 const brisk_onnx_value_info *brisk_onnx_net_input(const brisk_onnx_net *net, int k) {
     return &net->m->graph.inputs[net->data_inputs[k]];

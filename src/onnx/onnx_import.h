@@ -20,6 +20,9 @@ brisk_status brisk_onnx_net_open(const char *path, brisk_onnx_net **out, brisk_e
 brisk_status brisk_onnx_net_wrap(brisk_onnx_model *m, const char *path, brisk_onnx_net **out, brisk_error *err);
 void brisk_onnx_net_free(brisk_onnx_net *net);
 const brisk_onnx_model *brisk_onnx_net_model(const brisk_onnx_net *net);
+/* What training this file means when it was exported for inference (eval mode: BatchNorm
+ * folded, Dropout gone, parameters named onnx::...), naming the file; "" for a training export. */
+const char *brisk_onnx_net_note(const brisk_onnx_net *net);
 /* The ONNX graph inputs that are data (not initializers): count, and the k-th's value info. */
 int brisk_onnx_net_n_inputs(const brisk_onnx_net *net);
 const brisk_onnx_value_info *brisk_onnx_net_input(const brisk_onnx_net *net, int k);

@@ -10,6 +10,7 @@ struct brisk_onnx_net {
     brisk_onnx_model *m;
     int *data_inputs; /* indices into graph.inputs of those not initializers */
     int n_data;
+    char note[700]; /* what an inference-mode export means for training; "" when none */
 };
 
 typedef struct konst {

@@ -197,6 +197,37 @@ def refused(brisk, work, torch, bad):
     return fails
 
 
+def eval_export(brisk, work, np, torch):
+    """A module exported for inference (eval mode, torch's default constant folding) trains,
+    with one warning saying what that export did (BatchNorm folded into the convolution under
+    a made-up name, Dropout gone) and how to export for training."""
+    nn = torch.nn
+    d = os.path.join(work, "eval")
+    os.makedirs(d)
+    net = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.Dropout(0.2), nn.Flatten(),
+                        nn.Linear(64, 3)).eval()
+    torch.onnx.export(net, torch.randn(2, 2, 4, 4), os.path.join(d, "net.onnx"), opset_version=17, input_names=["x"],
+                      output_names=["out"], dynamic_axes={"x": {0: "N"}})
+    rng = np.random.default_rng(1)
+    np.savez(os.path.join(d, "data.npz"), x=rng.standard_normal([16, 2, 4, 4]).astype(np.float32),
+             y=rng.integers(0, 3, size=[16]).astype(np.int32))
+    path = os.path.join(d, "eval.json")
+    with open(path, "w") as f:
+        json.dump({"model": {"type": "onnx", "file": "net.onnx",
+                             "inputs": [{"name": "x", "shape": [2, 4, 4]}, {"name": "y", "shape": [], "dtype": "i32"}],
+                             "losses": [{"output": "out", "target": "y", "type": "cross_entropy"}]},
+                   "data": {"train": "data.npz", "fields": {"x": "x", "y": "y"}},
+                   "train": {"batch_size": 8, "max_steps": 2, "out_dir": os.path.join(d, "run")}, "speed": SPEED}, f)
+    rc, log = brisk_train(brisk, path)
+    want = ["warning", "exported for inference", "onnx::Conv", "BatchNorm is folded", "TrainingMode.TRAINING"]
+    missing = [w for w in want if w not in log]
+    if rc != 0 or missing:
+        print(f"FAIL: an eval-mode export: exit {rc}, the log lacks {missing}:\n{log[-2000:]}")
+        return 1
+    print("eval-mode export: trains, and says: " + next(l for l in log.splitlines() if "exported for inference" in l)[:200])
+    return 0
+
+
 class Case:
     """One module: its input x per sample (`sample`; integer ids below `vocab` when vocab is
     set, else floats) and its target: a class of `classes` (cross-entropy) or, with classes 0,
@@ -229,7 +260,7 @@ def main():
     if hasattr(group_module, "refused"):
         fails += refused(brisk, work, torch, group_module.refused(torch))
     if group == "basic":
-        fails += bad_models(brisk, work, torch)
+        fails += bad_models(brisk, work, torch) + eval_export(brisk, work, np, torch)
     return 1 if fails else 0
 
 
