@@ -146,6 +146,9 @@ def test_graph_model_with_image_samples():
         np.testing.assert_array_equal(p, s.predict(x[:8].reshape(8, 32)))
         with pytest.raises(ValueError, match="expected \\(n, 32\\)"):
             s.predict(x[:8, :1])
+        # sampling is the diffusion family's: a graph (or imported) network predicts
+        with pytest.raises(brisk.BriskError, match="only a diffusion model samples.*a graph or an imported ONNX network"):
+            s.sample(x[:2].reshape(2, 32))
 
 
 def test_first_dropped_rows_warn():

@@ -48,7 +48,9 @@ brisk_status api_predict(api_session *s, const api_ctx *c, int64_t n, api_arg *i
 brisk_status api_sample(api_session *s, const api_ctx *c, int64_t n, api_arg *coarse, api_arg *guess, float *fine,
                         api_arg *fine_arg, int method, int steps, double eta, uint64_t seed, brisk_error *err) {
     if (s->cfg.model.type != BRISK_MODEL_DIFFUSION)
-        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: only a diffusion model samples; use %s for an mlp", c->fn,
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: only a diffusion model samples; this session's model "
+                            "(%s) predicts: use %s", c->fn,
+                            s->cfg.model.graph ? "a graph or an imported ONNX network" : brisk_model_type_name(s->cfg.model.type),
                             c->fortran ? "brisk_predict" : "brisk_session_predict");
     brisk_status st = infer_begin(s, c, n, coarse, fine, fine_arg, err);
     if (st) return st;
