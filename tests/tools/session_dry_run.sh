@@ -36,6 +36,15 @@ tar tzf "$OUT/logs.tar.gz" | grep -q 'runs/tabular-cpu/metrics.jsonl' && echo "o
 suite --only '^tabular$' profile
 check "profile: a line" "^PASS .* profile +brisk profile tabular fp32 +top [a-z_()+ ]+ [0-9]+% of [0-9.]+ ms; [0-9]+ node runs"
 
+# stage torchref: the wiring end to end, brisk on the CPU (Debian's PyTorch when there is one)
+if /usr/bin/python3 -c 'import torch, numpy' 2>/dev/null; then
+  PYTHON=/usr/bin/python3 suite --only '^tabular_graph$|^onnx-basic$' torchref
+  check "torchref: a graph example" "^PASS .* torchref +tabular_graph: 50 steps on the GPU against PyTorch +worst relative difference to PyTorch [0-9.e-]+ \(--cpu: brisk on the CPU\)"
+  check "torchref: an ONNX group" "^PASS .* torchref +ONNX imports, group basic: 50 steps .*worst relative difference to PyTorch fp32 [0-9.e-]+ \(--cpu"
+else
+  echo "skip torchref: no PyTorch in /usr/bin/python3"
+fi
+
 # every example is found (sanitize lists each as a SKIP without a GPU)
 suite sanitize
 for f in "$src"/examples/*.json; do check "found $(basename "$f")" "sanitize +memcheck, $(basename "$f" .json) "; done
