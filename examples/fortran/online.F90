@@ -80,6 +80,7 @@ program online
         end if
      end if
   end if
+  deallocate (session_config)  ! the session keeps its own copy; a main program's are never freed
 
   do k = 1, steps_per_epoch * epochs
      do j = first, first + nloc - 1
