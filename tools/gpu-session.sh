@@ -58,7 +58,7 @@
 #             TF32; BRISK_TEST_DEVICE=cuda, bound 1e-4): every graph example's 50 steps against
 #             PyTorch (tests/reference/train_graph.py, the examples and learning rates of
 #             reference.train50_*) and every group of imported ONNX modules (tests/onnx/
-#             train_onnx.py: basic, recurrent, vision, transformer, resnet)
+#             train_onnx.py: every cases_GROUP.py)
 #   all       every stage above, in that order (with --deadline 0 on a GPU machine of your own)
 # The examples are examples/*.json as found (a config with "models" is a pipeline: one run
 # per model); the workloads are bench/WORKLOADS.md's (bench/reference/workloads.py's WORKLOADS).
@@ -761,8 +761,7 @@ stage_torchref() {
     torchref_run "$ex: 50 steps on the GPU against PyTorch" "$work/logs/torchref-$ex.log" \
       "$root/tests/reference/train_graph.py" "$brisk" "$root/examples/$ex.json" "$work/runs/torchref-$ex" "$lr" "$n"
   done
-  for g in basic recurrent vision transformer resnet; do
-    [ -f "$root/tests/onnx/cases_$g.py" ] || continue
+  for g in $(cd "$root/tests/onnx" && ls cases_*.py | sed 's/^cases_//; s/\.py$//'); do
     echo "onnx-$g" | grep -qE -- "$only" || continue
     torchref_run "ONNX imports, group $g: 50 steps on the GPU against PyTorch" "$work/logs/torchref-onnx-$g.log" \
       "$root/tests/onnx/train_onnx.py" "$brisk" "$work/runs/torchref-onnx-$g" "$g"

@@ -443,7 +443,8 @@ static brisk_status create(const brisk_config *cfg, const brisk_logger *log, bri
               brisk_model_type_name(cfg->model.type), (long long)brisk_model_param_count(&cfg->model),
               t->data.count ? t->data.source : "(none yet)", (long long)t->split.ntrain,
               (long long)brisk_trainer_val_count(t));
-    if (brisk_model_note(&cfg->model)) brisk_log(&t->log, BRISK_LOG_WARN, "%s", brisk_model_note(&cfg->model));
+    const char *note = brisk_model_note(&cfg->model);
+    if (note) brisk_log(&t->log, BRISK_LOG_WARN, "%s", note);
     brisk_log(&t->log, BRISK_LOG_INFO,
               "memory    planned before running: activations %.2f MiB (peak live %.2f MiB), "
               "parameters+gradients+moments %.2f MiB, total %.2f MiB",

@@ -17,20 +17,16 @@ import shutil
 import subprocess
 import sys
 
-STEPS, N, LR = 50, 32, 0.01
+# the harness's settings and its judgement of a trajectory are train_graph.py's
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
+from train_graph import SPEED, STEPS, judge  # noqa: E402
+from train_graph import read_safetensors as read_all  # noqa: E402
 
+N, LR = 32, 0.01
 
-# BRISK_TEST_DEVICE=cuda (tools/gpu-session.sh, stage torchref): brisk trains on the GPU in
-# fp32 without TF32 and is held to 1e-4 (cuBLAS's and cuDNN's sums run in other orders);
-# PyTorch's trajectories stay on the CPU.
-DEVICE = os.environ.get("BRISK_TEST_DEVICE", "cpu")
-SPEED = {"device": DEVICE, "precision": "fp32", **({"tf32": False} if DEVICE == "cuda" else {})}
-TOL = 1e-4 if DEVICE == "cuda" else 1e-5
 
 def read_safetensors(path, np):
     """The checkpoint's float tensors but the optimizer's state."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
-    from train_graph import read_safetensors as read_all
     return {k: v for k, v in read_all(path, np).items() if v.dtype == np.float32 and not k.startswith("optim.")}
 
 
@@ -126,12 +122,7 @@ def run_case(brisk, work, np, torch, case):
         return out
 
     t32, t64 = trajectory(torch.float32), trajectory(torch.float64)
-    worst = worst32 = worst64 = 0.0
-    for s in range(1, STEPS + 1):
-        worst = max(worst, abs(losses[s] - t32[s - 1]) / abs(t32[s - 1]))
-        worst64 = max(worst64, abs(losses[s] - t64[s - 1]) / abs(t64[s - 1]))
-        worst32 = max(worst32, abs(t32[s - 1] - t64[s - 1]) / abs(t64[s - 1]))
-    bound = max(TOL, 2 * worst32)
+    worst, _, worst32, worst64, bound = judge(losses, t32, t64)
     print(f"{name}: step-0 checkpoint = state_dict ({len(sd)} tensors); {STEPS} steps, losses {losses[1]:.6f} .. "
           f"{losses[STEPS]:.6f}; worst relative difference to PyTorch fp32 {worst:.2e}, to fp64 {worst64:.2e} "
           f"(PyTorch fp32 from fp64 {worst32:.2e}; bound {bound:.1e})")

@@ -25,12 +25,31 @@ import sys
 STEPS, N, LR = 50, 32, 0.01
 
 
-# BRISK_TEST_DEVICE=cuda (tools/gpu-session.sh, stage torchref): brisk trains on the GPU in
-# fp32 without TF32 and is held to 1e-4 (cuBLAS's and cuDNN's sums run in other orders);
-# PyTorch's trajectories stay on the CPU.
+# BRISK_TEST_DEVICE=cuda (tools/gpu-session.sh, stage torchref; tests/onnx/train_onnx.py takes
+# these too): brisk trains on the GPU in fp32 without TF32 and is held to 1e-4 (cuBLAS's and
+# cuDNN's sums run in other orders); PyTorch's trajectories stay on the CPU.
 DEVICE = os.environ.get("BRISK_TEST_DEVICE", "cpu")
 SPEED = {"device": DEVICE, "precision": "fp32", **({"tf32": False} if DEVICE == "cuda" else {})}
 TOL = 1e-4 if DEVICE == "cuda" else 1e-5
+
+def judge(losses, t32, t64):
+    """brisk's losses (by step, from 1) against PyTorch's fp32 and fp64 trajectories: the worst
+    relative difference to fp32 and its step, PyTorch's own fp32 from fp64, brisk from fp64, and
+    the bound: TOL, unless fp32 itself is not that exact on this trajectory (BatchNorm's batch
+    sums): then brisk must be as close to the fp64 losses as PyTorch's fp32 is, within a factor 2."""
+    worst = worst32 = worst64 = 0.0
+    at = 0
+    for s in range(1, len(t32) + 1):
+        e = abs(losses[s] - t32[s - 1]) / max(abs(t32[s - 1]), 1e-30)
+        e64 = abs(losses[s] - t64[s - 1]) / abs(t64[s - 1])
+        e32 = abs(t32[s - 1] - t64[s - 1]) / abs(t64[s - 1])
+        if os.environ.get("TRAIN_GRAPH_VERBOSE"):
+            print(s, losses[s], t32[s - 1], t64[s - 1], e, e64, e32)
+        if e > worst:
+            worst, at = e, s
+        worst32, worst64 = max(worst32, e32), max(worst64, e64)
+    return worst, at, worst32, worst64, max(TOL, 2 * worst32)
+
 
 def read_safetensors(path, np):
     with open(path, "rb") as f:
@@ -131,24 +150,11 @@ def main():
         return out
 
     t32, t64 = trajectory(torch.float32), trajectory(torch.float64)
-    worst = worst32 = worst64 = 0.0
-    at = 0
-    for s in range(1, STEPS + 1):
-        e = abs(losses[s] - t32[s - 1]) / max(abs(t32[s - 1]), 1e-30)
-        e64 = abs(losses[s] - t64[s - 1]) / abs(t64[s - 1])
-        e32 = abs(t32[s - 1] - t64[s - 1]) / abs(t64[s - 1])
-        if os.environ.get("TRAIN_GRAPH_VERBOSE"):
-            print(s, losses[s], t32[s - 1], t64[s - 1], e, e64, e32)
-        if e > worst:
-            worst, at = e, s
-        worst32, worst64 = max(worst32, e32), max(worst64, e64)
+    worst, at, worst32, worst64, bound = judge(losses, t32, t64)
     name = os.path.basename(cfg_path)
     print(f"{name}: {STEPS} full-batch steps from brisk's step-0 checkpoint, losses {losses[1]:.6f} .. "
           f"{losses[STEPS]:.6f}; worst relative difference to PyTorch {worst:.2e} (step {at}); "
           f"from PyTorch in fp64 {worst64:.2e}, PyTorch's own fp32 from its fp64 {worst32:.2e}")
-    # 1e-5, unless fp32 itself is not that exact on this trajectory (BatchNorm's batch sums):
-    # then brisk must be as close to the fp64 losses as PyTorch's fp32 is, within a factor 2
-    bound = max(TOL, 2 * worst32)
     if worst > bound or worst64 > bound:
         print(f"FAIL: a step's loss differs by more than {bound:.2e}")
         return 1
