@@ -4,7 +4,7 @@ add_test(NAME cli.example_roundtrip COMMAND ${CMAKE_CURRENT_LIST_DIR}/roundtrip.
 add_test(NAME cli.checkpoint_in_pytorch COMMAND ${CMAKE_CURRENT_LIST_DIR}/checkpoint_in_pytorch.sh $<TARGET_FILE:brisk_cli>
   ${CMAKE_BINARY_DIR}/cli_ckpt_torch ${CMAKE_BINARY_DIR}/pydeps ${CMAKE_SOURCE_DIR})
 set_tests_properties(cli.checkpoint_in_pytorch PROPERTIES SKIP_RETURN_CODE 77)
-add_test(NAME cli.sequence COMMAND ${CMAKE_CURRENT_LIST_DIR}/sequence.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_sequence
+add_test(NAME cli.sequence COMMAND ${BRISK_CLEAN_ON_PASS} ${CMAKE_BINARY_DIR}/cli_sequence ${CMAKE_CURRENT_LIST_DIR}/sequence.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_sequence
   ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/pydeps)
 add_test(NAME cli.sequence_variants COMMAND ${CMAKE_CURRENT_LIST_DIR}/sequence_variants.sh $<TARGET_FILE:brisk_cli>
   ${CMAKE_BINARY_DIR}/cli_sequence_variants ${CMAKE_BINARY_DIR}/pydeps)
@@ -31,14 +31,14 @@ if(NOT BRISK_SANITIZE)
     ${CMAKE_COMMAND} ${CMAKE_C_COMPILER} "${CMAKE_CXX_COMPILER}" "${CMAKE_Fortran_COMPILER}")
 endif()
 if(PNG_FOUND) # brisk synth images writes PNG through libpng
-  add_test(NAME cli.images COMMAND ${CMAKE_CURRENT_LIST_DIR}/images.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_images)
+  add_test(NAME cli.images COMMAND ${BRISK_CLEAN_ON_PASS} ${CMAKE_BINARY_DIR}/cli_images ${CMAKE_CURRENT_LIST_DIR}/images.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_images)
   # examples/resnet.json: train, resume exactly, predict on a folder, the checkpoint in PyTorch
-  add_test(NAME cli.resnet COMMAND ${CMAKE_CURRENT_LIST_DIR}/resnet.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_resnet
+  add_test(NAME cli.resnet COMMAND ${BRISK_CLEAN_ON_PASS} ${CMAKE_BINARY_DIR}/cli_resnet ${CMAKE_CURRENT_LIST_DIR}/resnet.sh $<TARGET_FILE:brisk_cli> ${CMAKE_BINARY_DIR}/cli_resnet
     ${CMAKE_SOURCE_DIR})
   set_tests_properties(cli.resnet PROPERTIES ENVIRONMENT "OMP_NUM_THREADS=2")
   # images written by Pillow: EXIF orientation, label checks, pixels failing mid-run, predict on a folder, validation files, keypoint metrics and letterboxing (tests/cli/photos.sh; skipped without Pillow)
   foreach(case exif labels decode predict validation)
-    add_test(NAME cli.photos.${case} COMMAND ${CMAKE_CURRENT_LIST_DIR}/photos.sh $<TARGET_FILE:brisk_cli>
+    add_test(NAME cli.photos.${case} COMMAND ${BRISK_CLEAN_ON_PASS} ${CMAKE_BINARY_DIR}/cli_photos_${case} ${CMAKE_CURRENT_LIST_DIR}/photos.sh $<TARGET_FILE:brisk_cli>
       ${CMAKE_BINARY_DIR}/cli_photos_${case} ${case})
     set_tests_properties(cli.photos.${case} PROPERTIES SKIP_RETURN_CODE 77 ENVIRONMENT "OMP_NUM_THREADS=2")
   endforeach()

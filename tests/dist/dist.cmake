@@ -12,7 +12,7 @@ set(BRISK_MPIRUN ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 --allow-run-as-
 set(dist_env "ASAN_OPTIONS=detect_leaks=0" "OMPI_MCA_btl_vader_single_copy_mechanism=none")
 add_test(NAME dist.group_mpi COMMAND ${BRISK_MPIRUN} $<TARGET_FILE:dist_test_dist_group> mpi)
 foreach(mode equal resume fault signal launcher overlap shard)
-  add_test(NAME dist.train_mpi_${mode} COMMAND ${CMAKE_CURRENT_LIST_DIR}/train_mpi.sh ${mode} $<TARGET_FILE:brisk_cli>
+  add_test(NAME dist.train_mpi_${mode} COMMAND ${BRISK_CLEAN_ON_PASS} ${CMAKE_BINARY_DIR}/dist_${mode} ${CMAKE_CURRENT_LIST_DIR}/train_mpi.sh ${mode} $<TARGET_FILE:brisk_cli>
     $<TARGET_FILE:dist_weights_diff> ${CMAKE_BINARY_DIR}/dist_${mode} ${CMAKE_SOURCE_DIR} ${BRISK_MPIRUN})
   set_tests_properties(dist.train_mpi_${mode} PROPERTIES SKIP_RETURN_CODE 77)
 endforeach()
@@ -24,11 +24,11 @@ foreach(mode seed lr data batch out model)
 endforeach()
 # examples/slurm/cpu-mpirun.sbatch with SLURM's variables and a stand-in scontrol: SIGUSR1 to the
 # batch shell reaches the ranks through mpirun, exit 75, requeue; the requeued job resumes
-add_test(NAME dist.sbatch_mpirun COMMAND ${CMAKE_CURRENT_LIST_DIR}/sbatch_mpirun.sh $<TARGET_FILE:brisk_cli>
+add_test(NAME dist.sbatch_mpirun COMMAND ${BRISK_CLEAN_ON_PASS} ${CMAKE_BINARY_DIR}/sbatch_mpirun ${CMAKE_CURRENT_LIST_DIR}/sbatch_mpirun.sh $<TARGET_FILE:brisk_cli>
   ${CMAKE_BINARY_DIR}/sbatch_mpirun ${CMAKE_SOURCE_DIR})
 set_tests_properties(dist.sbatch_mpirun PROPERTIES TIMEOUT 180 ENVIRONMENT "${dist_env}")
 # 2 ranks killed (SIGKILL) after a mid-epoch checkpoint: rank 0's metrics.jsonl holds every step up to it
-add_test(NAME dist.run_logs_killed_mpi COMMAND ${CMAKE_SOURCE_DIR}/tests/train/run_logs.sh killed $<TARGET_FILE:brisk_cli>
+add_test(NAME dist.run_logs_killed_mpi COMMAND ${BRISK_CLEAN_ON_PASS} ${CMAKE_BINARY_DIR}/run_logs_killed_mpi ${CMAKE_SOURCE_DIR}/tests/train/run_logs.sh killed $<TARGET_FILE:brisk_cli>
   ${CMAKE_BINARY_DIR}/run_logs_killed_mpi ${CMAKE_BINARY_DIR}/pydeps ${BRISK_MPIRUN})
 set_tests_properties(dist.run_logs_killed_mpi PROPERTIES TIMEOUT 180 ENVIRONMENT "${dist_env}")
 add_executable(dist_session_mpi ${CMAKE_CURRENT_LIST_DIR}/session_mpi.c)

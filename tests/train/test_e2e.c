@@ -14,9 +14,9 @@ static char dir[256];
 
 static void make_dir(void) {
     if (dir[0]) return;
-    snprintf(dir, sizeof dir, "%s/e2e_%d", BRISK_BINARY_DIR, (int)getpid());
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
+    snprintf(dir, sizeof dir, "%s/train_e2e", BRISK_BINARY_DIR);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", dir, dir); /* one folder, not one per run */
     if (system(cmd) != 0) fprintf(stderr, "cannot create %s\n", dir);
 }
 

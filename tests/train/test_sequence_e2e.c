@@ -22,9 +22,9 @@ static char dir[256], series[300];
 
 static void setup(void) {
     if (dir[0]) return;
-    snprintf(dir, sizeof dir, "%s/seq_e2e_%d", BRISK_BINARY_DIR, (int)getpid());
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
+    snprintf(dir, sizeof dir, "%s/train_sequence_e2e", BRISK_BINARY_DIR);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", dir, dir); /* one folder, not one per run */
     if (system(cmd) != 0) fprintf(stderr, "cannot create %s\n", dir);
     snprintf(series, sizeof series, "%s/series.npz", dir);
     brisk_error err = {0};

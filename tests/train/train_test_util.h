@@ -18,6 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "test.h"
+
 #include "brisk/brisk.h"
 
 #define BRISK_EXE BRISK_BINARY_DIR "/brisk"
@@ -45,10 +47,23 @@ __attribute__((unused)) static void tu_sh(const char *fmt, ...) {
     if (system(cmd) != 0) fprintf(stderr, "command failed: %s\n", cmd);
 }
 
+/* The scratch directories of this process, removed at its exit when every test passed (a
+ * forked child exits before that is known, and removes nothing); BRISK_KEEP_TEST_OUTPUT=1
+ * keeps them. */
+__attribute__((unused)) static char tu_scratch_dirs[8][512];
+__attribute__((unused)) static int tu_n_scratch;
+
+__attribute__((unused)) static void tu_scratch_remove(void) {
+    if (!t_all_passed || getenv("BRISK_KEEP_TEST_OUTPUT")) return;
+    for (int i = 0; i < tu_n_scratch; i++) tu_sh("rm -rf '%s'", tu_scratch_dirs[i]);
+}
+
 /* A fresh scratch directory under the build tree, named for the test. */
 __attribute__((unused)) static void tu_scratch(char *out, size_t n, const char *name) {
     snprintf(out, n, "%s/%s_%d", BRISK_BINARY_DIR, name, (int)getpid());
     tu_sh("rm -rf '%s' && mkdir -p '%s'", out, out);
+    if (tu_n_scratch == 0) atexit(tu_scratch_remove);
+    if (tu_n_scratch < 8) snprintf(tu_scratch_dirs[tu_n_scratch++], sizeof tu_scratch_dirs[0], "%s", out);
 }
 
 __attribute__((unused)) static void tu_write(const char *path, const char *text) {
