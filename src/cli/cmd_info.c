@@ -1,6 +1,7 @@
 /* brisk info CKPT: tensors (name, dtype, shape) and training state of a checkpoint, or
  * of any safetensors file. Names and metadata come from the file: printed escaped.
- * brisk info CONFIG.json: the model as a table (a graph model's layers, as Keras' summary()). */
+ * brisk info CONFIG.json: the model as a table (a graph model's layers, as Keras' summary()),
+ * or with --graph a built-in preset family's model section as a graph, to edit. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,20 +9,22 @@
 #include "cli/cli.h"
 
 static const char help[] =
-    "usage: brisk info CKPT\n       brisk info CONFIG.json\n\nLists a safetensors file's tensors (name, dtype, shape) "
+    "usage: brisk info CKPT\n       brisk info CONFIG.json [--graph]\n\nLists a safetensors file's tensors (name, dtype, shape) "
     "and metadata:\nfor a brisk checkpoint, the step, epoch and position reached and the config, after\nchecking its "
     "checksum (a damaged checkpoint exits with status 1). Control characters in\nnames and metadata are shown as "
     "\\xNN.\n\nGiven a config (.json), prints its model: for a graph model each layer's name, op,\noutput shape per "
     "sample and parameters, its losses and the totals (every shape is\nchecked: a mistake is an error naming the "
-    "layer); for the other types the parameters.\n";
+    "layer); the mlp and resnet types are presets of the graph form and print as one;\nfor the other types the parameters. "
+    "With --graph, prints the config's mlp or resnet as the\n\"model\" section of \"type\": \"graph\" that builds it, "
+    "parameter for parameter: a start\nfor a model of your own.\n";
 
-/* the model of a config, as a table */
-static int config_summary(const char *path) {
+/* the model of a config, as a table or (graph) as a graph model section */
+static int config_summary(const char *path, int graph) {
     brisk_config cfg;
     brisk_error err = {0};
     char *text = NULL;
     if (brisk_config_load(path, NULL, 0, &cfg, &err)) return cli_fail_err(&err);
-    brisk_status st = brisk_model_summary(&cfg.model, &text, &err);
+    brisk_status st = graph ? brisk_model_graph_json(&cfg.model, &text, &err) : brisk_model_summary(&cfg.model, &text, &err);
     brisk_config_free(&cfg);
     if (st) return cli_fail_err(&err);
     fputs(text, stdout);
@@ -30,18 +33,21 @@ static int config_summary(const char *path) {
 }
 
 int cmd_info(int argc, char **argv) {
-    static const cli_opt opts[] = {{NULL, 0}};
+    static const cli_opt opts[] = {{"--graph", 0}, {NULL, 0}};
     cli_parser p = {"info", opts, argc, argv, 0, 0};
     const char *path = NULL, *name, *v;
+    int graph = 0;
     for (int k; (k = cli_next(&p, &name, &v)) != CLI_END;) {
         if (k == CLI_ERR) return BRISK_EXIT_USAGE;
         if (k == CLI_HELP) { cli_help(help); return 0; }
+        if (k == 0) { graph = 1; continue; }
         if (path) return cli_usage("info", "one checkpoint expected, got '%s' and '%s'", path, v);
         path = v;
     }
     if (!path) return cli_usage("info", "a checkpoint or a config is required");
     size_t L = strlen(path);
-    if (L > 5 && strcmp(path + L - 5, ".json") == 0) return config_summary(path);
+    if (L > 5 && strcmp(path + L - 5, ".json") == 0) return config_summary(path, graph);
+    if (graph) return cli_usage("info", "--graph takes a config (.json), not '%s'", path);
     brisk_error err = {0};
     brisk_safetensors *st = NULL;
     if (brisk_safetensors_open(path, &st, &err)) return cli_fail_err(&err);

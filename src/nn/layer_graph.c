@@ -268,10 +268,23 @@ void brisk_layer_graph_read(brisk_json_reader *model, brisk_layer_graph **out) {
 
 /* ---------------------------------------------------------------- building */
 
+/* The layers prediction builds: those the outputs depend on (a layer that only feeds a loss,
+ * as a keypoint mask, is training's), marked in need[] (n_layers). An imported ONNX net is
+ * built whole. */
+static void needed_layers(const brisk_layer_graph *lg, char *need) {
+    memset(need, lg->onnx != NULL, (size_t)lg->n_layers);
+    for (int o = 0; o < lg->n_outputs; o++) need[lg->outputs[o].index] = 1;
+    for (int k = lg->n_layers - 1; k >= 0; k--) { /* inputs come before their layers in order[] */
+        const lg_layer *l = &lg->layers[lg->order[k]];
+        for (int j = 0; need[lg->order[k]] && j < l->n_in; j++)
+            if (l->in[j].layer) need[l->in[j].index] = 1;
+    }
+}
+
 /* The inputs a mode needs: training all of them, prediction those the outputs depend on. */
-static int needed_for_outputs(const brisk_layer_graph *lg, int input) {
+static int needed_for_outputs(const brisk_layer_graph *lg, const char *need, int input) {
     for (int k = 0; k < lg->n_layers; k++)
-        for (int j = 0; j < lg->layers[k].n_in; j++)
+        for (int j = 0; need[k] && j < lg->layers[k].n_in; j++)
             if (!lg->layers[k].in[j].layer && lg->layers[k].in[j].index == input) return 1;
     return 0;
 }
@@ -279,9 +292,13 @@ static int needed_for_outputs(const brisk_layer_graph *lg, int input) {
 brisk_status nn_graph_fields(const brisk_model_spec *s, brisk_build_mode mode, brisk_model_io *io, brisk_error *err) {
     const brisk_layer_graph *lg = s->graph;
     if (!lg) return brisk_errorf(err, BRISK_ERR_INVALID, "graph model without layers");
+    char *need = malloc((size_t)lg->n_layers + 1);
+    if (!need) return brisk_errorf(err, BRISK_ERR_NOMEM, "graph model: out of memory");
+    needed_layers(lg, need);
     for (int i = 0; i < lg->n_inputs; i++)
-        if (mode == BRISK_BUILD_TRAIN || needed_for_outputs(lg, i))
+        if (mode == BRISK_BUILD_TRAIN || needed_for_outputs(lg, need, i))
             nn_field(io, lg->inputs[i].name, lg->inputs[i].dtype, lg->inputs[i].sample);
+    free(need);
     return BRISK_OK;
 }
 
@@ -303,8 +320,13 @@ int nn_graph_forward(const brisk_model_spec *s, brisk_graph *g, int64_t batch, c
                      int *node, int64_t *per, int *loss, int *terms) {
     const brisk_layer_graph *lg = s->graph;
     int in_node[BRISK_MAX_FIELDS], f = 0;
+    char *need = malloc((size_t)lg->n_layers + 1);
+    if (!need) return brisk_graph_fail(g, BRISK_ERR_NOMEM, "graph model: out of memory");
+    if (train) memset(need, 1, (size_t)lg->n_layers);
+    else needed_layers(lg, need);
     for (int i = 0; i < lg->n_inputs; i++)
-        in_node[i] = train || needed_for_outputs(lg, i) ? field_nodes[f++] : -1;
+        in_node[i] = train || needed_for_outputs(lg, need, i) ? field_nodes[f++] : -1;
+    free(need);
     if (lg->onnx) {
         const char *names[BRISK_MAX_FIELDS];
         for (int i = 0; i < lg->n_inputs; i++) names[i] = lg->inputs[i].name;
@@ -316,8 +338,18 @@ int nn_graph_forward(const brisk_model_spec *s, brisk_graph *g, int64_t batch, c
     for (int k = 0; !lg->onnx && k < lg->n_layers; k++) {
         int i = lg->order[k];
         const lg_layer *l = &lg->layers[i];
-        int in[LG_MAX_IN];
-        for (int j = 0; j < l->n_in; j++) in[j] = l->in[j].layer ? node[l->in[j].index] : in_node[l->in[j].index];
+        int in[LG_MAX_IN], missing = 0;
+        for (int j = 0; j < l->n_in; j++) {
+            in[j] = l->in[j].layer ? node[l->in[j].index] : in_node[l->in[j].index];
+            missing |= in[j] < 0;
+        }
+        if (missing && !train) { /* it reads an input only training has (a loss's mask, say) */
+            node[i] = -1;
+            if (per) per[i] = 0;
+            continue;
+        }
+        if (missing || g->err.code) /* an input that failed to build (out of memory): nothing to build on */
+            return g->err.code ? -1 : brisk_graph_fail(g, BRISK_ERR_INTERNAL, "layer \"%s\": an input was not built", l->name);
         int params_before = g->n_params;
         lg_build b = {g, batch, l->name, in, l->n_in, train};
         node[i] = l->op->build(&b, &l->a);
@@ -435,8 +467,10 @@ brisk_status brisk_model_summary(const brisk_model_spec *s, char **out, brisk_er
     }
     brisk_model_io io;
     brisk_status st = brisk_model_build(s, 1, BRISK_BUILD_TRAIN, g, &io, err);
-    if (!st && s->type == BRISK_MODEL_GRAPH) {
-        const brisk_layer_graph *lg = s->graph;
+    brisk_model_spec ps = *s; /* a preset family's table is its graph's */
+    if (!st && nn_has_preset(s->type)) st = nn_preset_graph(s, &ps.graph, err);
+    if (!st && ps.graph) {
+        const brisk_layer_graph *lg = ps.graph;
         int *node = calloc((size_t)lg->n_layers, sizeof *node), field[BRISK_MAX_FIELDS], loss;
         int64_t *per = calloc((size_t)lg->n_layers, sizeof *per);
         brisk_graph *g2 = brisk_graph_new();
@@ -446,7 +480,7 @@ brisk_status brisk_model_summary(const brisk_model_spec *s, char **out, brisk_er
             for (int k = 0; k < io.fields[i].sample.ndim; k++) d[k + 1] = io.fields[i].sample.d[k];
             field[i] = brisk_input(g2, io.fields[i].name, io.fields[i].dtype, brisk_shape_make(io.fields[i].sample.ndim + 1, d));
         }
-        if (!st && nn_graph_forward(s, g2, 1, field, 1, node, per, &loss, NULL) < 0) st = brisk_graph_error(g2, err);
+        if (!st && nn_graph_forward(&ps, g2, 1, field, 1, node, per, &loss, NULL) < 0) st = brisk_graph_error(g2, err);
         brisk_strbuf_printf(&t, "%-24s %-16s %-24s %12s\n", "layer", "op", "output (per sample)", "parameters");
         for (int i = 0; i < lg->n_inputs; i++) {
             char sh[96];
@@ -474,6 +508,7 @@ brisk_status brisk_model_summary(const brisk_model_spec *s, char **out, brisk_er
         brisk_strbuf_printf(&t, "%s: %lld parameters\n", brisk_model_type_name(s->type), (long long)brisk_model_param_count(s));
     }
     brisk_graph_free(g);
+    if (ps.graph != s->graph) brisk_layer_graph_unref(ps.graph);
     if (!st && t.oom) st = brisk_errorf(err, BRISK_ERR_NOMEM, "summary: out of memory");
     if (st) brisk_strbuf_free(&t);
     else *out = t.s;

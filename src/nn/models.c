@@ -17,13 +17,27 @@ const char *brisk_model_type_name(brisk_model_type t) {
     return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 
+static brisk_status resnet_fields(const brisk_model_spec *s, brisk_build_mode mode, brisk_model_io *io, brisk_error *err) {
+    if (s->depth != 18 && s->depth != 34 && s->depth != 50)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "resnet: depth %d; expected 18, 34 or 50", s->depth);
+    if (s->outputs < 2 || s->outputs % 2)
+        return brisk_errorf(err, BRISK_ERR_INVALID, "resnet: %lld outputs; expected 2 per keypoint", (long long)s->outputs);
+    int64_t dims[3] = {s->inputs, s->image_h, s->image_w};
+    field(io, "x", BRISK_F32, brisk_shape_make(3, dims));
+    if (mode == BRISK_BUILD_TRAIN) {
+        field(io, "y", BRISK_F32, brisk_shape2(s->outputs / 2, 2));
+        if (s->visibility) field(io, "visible", BRISK_F32, brisk_shape1(s->outputs / 2));
+    }
+    return BRISK_OK;
+}
+
 static brisk_status model_fields(const brisk_model_spec *spec, brisk_build_mode mode, brisk_model_io *io,
                                  brisk_error *err) {
     switch (spec->type) {
     case BRISK_MODEL_LSTM: case BRISK_MODEL_TRANSFORMER:
         return nn_seq_fields(spec, mode, io, err);
     case BRISK_MODEL_RESNET:
-        return nn_resnet_fields(spec, mode, io, err);
+        return resnet_fields(spec, mode, io, err);
     case BRISK_MODEL_GRAPH:
         return nn_graph_fields(spec, mode, io, err);
     case BRISK_MODEL_MLP:
@@ -81,17 +95,6 @@ static int batch_input(brisk_graph *g, const brisk_model_field *f, int64_t batch
     return brisk_input(g, f->name, f->dtype, brisk_shape_make(f->sample.ndim + 1, dims));
 }
 
-static int mlp_forward(const brisk_model_spec *s, brisk_graph *g, int64_t batch, int x) {
-    int64_t widths[BRISK_MAX_LAYERS + 1], in = s->inputs;
-    memcpy(widths, s->hidden, (size_t)s->n_hidden * sizeof widths[0]);
-    widths[s->n_hidden] = s->outputs;
-    if (s->seq_len > 0) { /* a window of steps, flattened: the same bytes, viewed */
-        in *= s->seq_len;
-        x = brisk_reshape(g, x, brisk_shape2(batch, in));
-    }
-    return brisk_nn_mlp(g, x, in, widths, s->n_hidden + 1, s->activation, s->dropout, "net");
-}
-
 /* DDPM noise-prediction loss: x_t = sqrt(abar_t) x0 + sqrt(1 - abar_t) eps, predict eps (or
  * x0 when spec->predict_x0) from [x_t | coarse | sinusoidal(t)]. The per-timestep factors are
  * constant tables gathered by t, so no square root runs per step. */
@@ -144,25 +147,28 @@ brisk_status brisk_model_build(const brisk_model_spec *spec, int64_t batch, bris
         in[i] = batch_input(g, &io->fields[i], batch);
         io->input_node[i] = g->n_inputs - 1;
     }
-    if (spec->type == BRISK_MODEL_GRAPH) {
-        int *node = calloc((size_t)nn_graph_n_layers(spec), sizeof *node), loss = -1;
-        if (!node) return brisk_errorf(err, BRISK_ERR_NOMEM, "graph model: out of memory");
-        io->output = nn_graph_forward(spec, g, batch, in, mode == BRISK_BUILD_TRAIN, node, NULL, &loss, &io->loss_terms);
+    if (spec->type == BRISK_MODEL_GRAPH || nn_has_preset(spec->type)) {
+        /* mlp and resnet are presets of the graph form (presets.c): built as the graph they write */
+        brisk_model_spec preset = *spec;
+        if (spec->type != BRISK_MODEL_GRAPH && (st = nn_preset_graph(spec, &preset.graph, err))) return st;
+        int *node = calloc((size_t)nn_graph_n_layers(&preset), sizeof *node), loss = -1;
+        if (!node) {
+            if (preset.graph != spec->graph) brisk_layer_graph_unref(preset.graph);
+            return brisk_errorf(err, BRISK_ERR_NOMEM, "graph model: out of memory");
+        }
+        io->output = nn_graph_forward(&preset, g, batch, in, mode == BRISK_BUILD_TRAIN, node, NULL, &loss, &io->loss_terms);
         io->loss = loss;
-        io->n_loss_terms = io->loss_terms >= 0 ? nn_graph_loss_names(spec, io->loss_term_names) : 0;
+        io->n_loss_terms = io->loss_terms >= 0 ? nn_graph_loss_names(&preset, io->loss_term_names) : 0;
         int out_layer;
-        nn_graph_task(spec, &out_layer);
+        nn_graph_task(&preset, &out_layer);
         if (io->output >= 0) io->output = node[out_layer];
         free(node);
-    } else if (spec->type == BRISK_MODEL_RESNET) {
-        io->output = nn_resnet_forward(spec, g, batch, in[0]);
-        if (mode == BRISK_BUILD_TRAIN)
-            io->loss = nn_resnet_loss(spec, g, batch, io->output, in[1], io->n_fields > 2 ? in[2] : -1);
+        if (preset.graph != spec->graph) brisk_layer_graph_unref(preset.graph);
     } else if (spec->type == BRISK_MODEL_MESHGNN) {
         io->output = nn_meshgnn_forward(spec, g, batch, in[0]);
         if (mode == BRISK_BUILD_TRAIN) io->loss = brisk_mse(g, io->output, in[1]);
-    } else if (spec->type == BRISK_MODEL_MLP || spec->type == BRISK_MODEL_LSTM || spec->type == BRISK_MODEL_TRANSFORMER) {
-        io->output = spec->type == BRISK_MODEL_MLP ? mlp_forward(spec, g, batch, in[0]) : nn_seq_forward(spec, g, batch, in);
+    } else if (spec->type == BRISK_MODEL_LSTM || spec->type == BRISK_MODEL_TRANSFORMER) {
+        io->output = nn_seq_forward(spec, g, batch, in);
         if (mode == BRISK_BUILD_TRAIN) {
             int y = in[io->n_fields - 1]; /* the target comes last */
             if (spec->task == BRISK_TASK_CLASSIFY) {

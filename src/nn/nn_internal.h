@@ -30,10 +30,10 @@ int nn_seq_forward(const brisk_model_spec *spec, brisk_graph *g, int64_t batch, 
  * inputs]. */
 int nn_meshgnn_forward(const brisk_model_spec *spec, brisk_graph *g, int64_t batch, int x);
 
-/* resnet.c: the fields (x, y [, visible]), the prediction [batch, K, 2] and the loss. */
-brisk_status nn_resnet_fields(const brisk_model_spec *spec, brisk_build_mode mode, brisk_model_io *io, brisk_error *err);
-int nn_resnet_forward(const brisk_model_spec *spec, brisk_graph *g, int64_t batch, int x);
-int nn_resnet_loss(const brisk_model_spec *spec, brisk_graph *g, int64_t batch, int pred, int y, int visible);
+/* presets.c: the families that are presets of the graph form (mlp, resnet), and a spec's
+ * preset as a layer graph (its inputs the family's fields, in order; released by the caller). */
+int nn_has_preset(brisk_model_type t);
+brisk_status nn_preset_graph(const brisk_model_spec *spec, brisk_layer_graph **out, brisk_error *err);
 
 /* layer_graph.c: a "graph" model's fields (its inputs; predict: those its outputs read), and
  * its layers built on the field nodes: the first output (node[] every layer's, per[] (may be

@@ -26,5 +26,37 @@ pair() { # pair BUILTIN GRAPH STEPS SETTINGS...
 }
 pair tabular tabular_graph 12 --set data.train=data/tabular.npz --set train.batch_size=128
 pair resnet resnet_graph 2 --set train.batch_size=8
+# mlp and resnet are presets of the graph form: `brisk info --graph` prints the graph a config's
+# family builds, and that graph, given as the model, trains as the family does (a ResNet-50
+# without visibility and a windowed regression MLP with tanh-GELU: variants the examples lack)
+preset() { # preset NAME CONFIG
+  local n=$1 cfg=$2 graph
+  "$brisk" train "$cfg" --out "run-$n" --quiet >"$n.log" 2>&1 || { cat "$n.log"; bad "$n trains"; return; }
+  graph=$("$brisk" info "$cfg" --graph) && grep -q '"type": "graph"' <<<"$graph" ||
+    { bad "$n: brisk info --graph"; return; }
+  "$brisk" train "$cfg" --out "run-$n-graph" --quiet --set "model=$graph" >"$n-graph.log" 2>&1 ||
+    { cat "$n-graph.log"; bad "$n as a graph trains"; return; }
+  [ -n "$(losses "run-$n")" ] && [ "$(losses "run-$n")" = "$(losses "run-$n-graph")" ] &&
+    "$wdiff" "run-$n/last.safetensors" "run-$n-graph/last.safetensors" 0 >/dev/null &&
+    ok "$n: brisk info --graph trains as the family, bit for bit" || bad "$n: the printed graph differs from the family"
+}
+cat > r50.json <<'J'
+{"model": {"type": "resnet", "depth": 50, "keypoints": 4, "visibility": false},
+ "data": {"images": {"labels": "data/labels.csv", "size": [32, 32], "resize": true}},
+ "train": {"batch_size": 4, "max_steps": 2, "log_every": 1, "seed": 1}, "speed": {"device": "cpu"}}
+J
+preset resnet50 r50.json
+cat > seq.json <<'J'
+{"model": {"type": "mlp", "seq_len": 4, "inputs": 3, "hidden": [16, 8], "outputs": 2, "activation": "gelu_tanh",
+           "task": "regress", "dropout": 0.2},
+ "data": {"train": "data/seq.npz", "fields": {"x": "x", "y": "y"}}, "optim": {"type": "adamw", "lr": 1e-3},
+ "train": {"batch_size": 32, "epochs": 1, "seed": 3, "log_every": 1}, "speed": {"device": "cpu"}}
+J
+if /usr/bin/python3 -c "import numpy as np; r = np.random.default_rng(0); np.savez('data/seq.npz', \
+    x=r.standard_normal((256, 4, 3)).astype('f4'), y=r.standard_normal((256, 2)).astype('f4'))" 2>/dev/null; then
+  preset mlp_windows seq.json
+else
+  echo "skip mlp_windows: no NumPy for /usr/bin/python3"
+fi
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
