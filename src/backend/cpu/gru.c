@@ -40,9 +40,7 @@ typedef struct gru_ctx {
     size_t gemm_per;
 } gru_ctx;
 
-/* Rows per block a thread runs through a step (the GEMM, then the cell pass over the
- * block's rows while they are in cache), as lstm.c. */
-#define ROW_BLOCK 32
+#define ROW_BLOCK CPU_RNN_ROW_BLOCK
 
 static void planes(gru_ctx *c, float *base) {
     int64_t n = c->B * c->T * c->H;

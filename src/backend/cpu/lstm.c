@@ -46,10 +46,9 @@ static void planes(lstm_ctx *c, float *base) {
     c->hprev = c->c + n;
 }
 
-/* Rows per block a thread runs through a step: each step's GEMM then cell pass over the
- * block, whose pre-activations (ROW_BLOCK x 4H) are still in L1/L2 when the cell pass reads
- * them back (recurrent.c's walk). */
-#define ROW_BLOCK 32
+/* Each step's GEMM then cell pass over a block of rows, whose pre-activations (ROW_BLOCK x
+ * 4H) are still in L1/L2 when the cell pass reads them back (recurrent.c's walk). */
+#define ROW_BLOCK CPU_RNN_ROW_BLOCK
 
 static cpu_rnn_walk walk_of(const lstm_ctx *c) {
     cpu_rnn_walk w = {.T = c->T, .H = c->H, .G = 4 * c->H, .row_block = ROW_BLOCK, .reverse = c->reverse,

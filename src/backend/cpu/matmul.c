@@ -26,11 +26,10 @@
 
 #if defined(__AVX512F__)
 #define VL 16
-#define MR 8
 #else
 #define VL 8
-#define MR 6
 #endif
+#define MR CPU_SGEMM_MR
 #define NR (2 * VL)
 #define KC 256
 #define MC (MR * 16)

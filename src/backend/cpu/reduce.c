@@ -103,6 +103,56 @@ static void red_cols_range(const void *vctx, int64_t j0, int64_t j1) {
     }
 }
 
+/* [R, K] with many rows (a bias gradient over B T rows): fixed chunks of ROW_CHUNK rows, each
+ * summed into its own partial row in double, then the partials in chunk order. Every element
+ * is read once, in memory order, with the accumulators of a 32-column block in registers (the
+ * column blocks above read each row R / COL_BLOCK times over with their accumulators spilled:
+ * 1.0 ms for a GRU's [15360, 192] d b_ih, 0.2 ms this way), and the sums do not depend on the
+ * thread count. */
+#define ROW_CHUNK 64
+#define ROW_COLS 32
+typedef struct rows_ctx {
+    const float *x;
+    double *part; /* [chunks, K] */
+    int64_t R, K;
+} rows_ctx;
+
+static void red_rows_range(const void *vctx, int64_t c0, int64_t c1) {
+    const rows_ctx *c = vctx;
+    const int64_t K = c->K;
+    for (int64_t k = c0; k < c1; k++) {
+        int64_t r0 = k * ROW_CHUNK, r1 = r0 + ROW_CHUNK < c->R ? r0 + ROW_CHUNK : c->R;
+        for (int64_t b0 = 0; b0 < K; b0 += ROW_COLS) {
+            int64_t nb = K - b0 < ROW_COLS ? K - b0 : ROW_COLS;
+            double a[ROW_COLS] = {0};
+            for (int64_t r = r0; r < r1; r++) {
+                const float *restrict x = c->x + r * K + b0;
+#pragma omp simd
+                for (int64_t j = 0; j < nb; j++) a[j] += x[j];
+            }
+            memcpy(c->part + k * K + b0, a, (size_t)nb * sizeof(double));
+        }
+    }
+}
+
+/* 0 when the partials do not fit (the caller then sums by column blocks) */
+static int red_rows(cpu_backend *cb, const float *x, int64_t R, int64_t K, float *out) {
+    int64_t chunks = (R + ROW_CHUNK - 1) / ROW_CHUNK;
+    double *part = cpu_partials(cb, (size_t)((chunks + 1) * K));
+    if (!part) return 0;
+    rows_ctx c = {x, part, R, K};
+    cpu_parallel(cb, chunks, (CPU_PAR_MIN + ROW_CHUNK * K - 1) / (ROW_CHUNK * K), red_rows_range, &c);
+    double *tot = part + chunks * K;
+    memcpy(tot, part, (size_t)K * sizeof(double));
+    for (int64_t k = 1; k < chunks; k++) {
+        const double *restrict pk = part + k * K;
+#pragma omp simd
+        for (int64_t j = 0; j < K; j++) tot[j] += pk[j];
+    }
+    for (int64_t j = 0; j < K; j++) out[j] = (float)tot[j];
+    return 1;
+}
+
 typedef struct flat_ctx { const float *x; } flat_ctx;
 
 static double sum_range(const void *vctx, int64_t i0, int64_t i1) {
@@ -135,7 +185,8 @@ void cpu_reduce_sum(cpu_backend *cb, const float *x, const brisk_shape *xs, uint
         int64_t per = total / p.d[0];
         cpu_parallel(cb, p.d[0], (CPU_PAR_MIN + per - 1) / per, red_outer_range, &c);
     } else if (p.nd == 2) {
-        cpu_parallel(cb, p.d[1], (CPU_PAR_MIN + p.d[0] - 1) / p.d[0], red_cols_range, &c);
+        if (p.d[0] < 4 * ROW_CHUNK || !red_rows(cb, x, p.d[0], p.d[1], out))
+            cpu_parallel(cb, p.d[1], (CPU_PAR_MIN + p.d[0] - 1) / p.d[0], red_cols_range, &c);
     } else {
         memset(out, 0, (size_t)outn * sizeof(float));
         red_serial(&p, 0, x, out);
