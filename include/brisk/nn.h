@@ -187,7 +187,7 @@ const char *brisk_model_note(const brisk_model_spec *spec);
  * parameters; then the losses and the totals), malloc'd into *text. Builds it for one
  * sample, so it also checks every shape. */
 brisk_status brisk_model_summary(const brisk_model_spec *spec, char **text, brisk_error *err);
-/* A built-in family that is a preset of the graph form (mlp, resnet) as the "model" section
+/* A built-in family that is a preset of the graph form (mlp, lstm, resnet) as the "model" section
  * of "type": "graph" that builds the same model, parameter for parameter (malloc'd JSON text
  * into *json); BRISK_ERR_INVALID for the other families. */
 brisk_status brisk_model_graph_json(const brisk_model_spec *spec, char **json, brisk_error *err);

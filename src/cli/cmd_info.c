@@ -14,8 +14,8 @@ static const char help[] =
     "checksum (a damaged checkpoint exits with status 1). Control characters in\nnames and metadata are shown as "
     "\\xNN.\n\nGiven a config (.json), prints its model: for a graph model each layer's name, op,\noutput shape per "
     "sample and parameters, its losses and the totals (every shape is\nchecked: a mistake is an error naming the "
-    "layer); the mlp and resnet types are presets of the graph form and print as one;\nfor the other types the parameters. "
-    "With --graph, prints the config's mlp or resnet as the\n\"model\" section of \"type\": \"graph\" that builds it, "
+    "layer); the mlp, lstm and resnet types are presets of the graph form and print as one;\nfor the other types the parameters. "
+    "With --graph, prints the config's mlp, lstm or resnet as the\n\"model\" section of \"type\": \"graph\" that builds it, "
     "parameter for parameter: a start\nfor a model of your own.\n";
 
 /* the model of a config, as a table or (graph) as a graph model section */

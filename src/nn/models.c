@@ -148,7 +148,7 @@ brisk_status brisk_model_build(const brisk_model_spec *spec, int64_t batch, bris
         io->input_node[i] = g->n_inputs - 1;
     }
     if (spec->type == BRISK_MODEL_GRAPH || nn_has_preset(spec->type)) {
-        /* mlp and resnet are presets of the graph form (presets.c): built as the graph they write */
+        /* mlp, lstm and resnet are presets of the graph form (presets.c): built as the graph they write */
         brisk_model_spec preset = *spec;
         if (spec->type != BRISK_MODEL_GRAPH && (st = nn_preset_graph(spec, &preset.graph, err))) return st;
         int *node = calloc((size_t)nn_graph_n_layers(&preset), sizeof *node), loss = -1;
@@ -167,7 +167,7 @@ brisk_status brisk_model_build(const brisk_model_spec *spec, int64_t batch, bris
     } else if (spec->type == BRISK_MODEL_MESHGNN) {
         io->output = nn_meshgnn_forward(spec, g, batch, in[0]);
         if (mode == BRISK_BUILD_TRAIN) io->loss = brisk_mse(g, io->output, in[1]);
-    } else if (spec->type == BRISK_MODEL_LSTM || spec->type == BRISK_MODEL_TRANSFORMER) {
+    } else if (spec->type == BRISK_MODEL_TRANSFORMER) {
         io->output = nn_seq_forward(spec, g, batch, in);
         if (mode == BRISK_BUILD_TRAIN) {
             int y = in[io->n_fields - 1]; /* the target comes last */

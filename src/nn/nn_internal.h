@@ -30,7 +30,7 @@ int nn_seq_forward(const brisk_model_spec *spec, brisk_graph *g, int64_t batch, 
  * inputs]. */
 int nn_meshgnn_forward(const brisk_model_spec *spec, brisk_graph *g, int64_t batch, int x);
 
-/* presets.c: the families that are presets of the graph form (mlp, resnet), and a spec's
+/* presets.c: the families that are presets of the graph form (mlp, lstm, resnet), and a spec's
  * preset as a layer graph (its inputs the family's fields, in order; released by the caller). */
 int nn_has_preset(brisk_model_type t);
 brisk_status nn_preset_graph(const brisk_model_spec *spec, brisk_layer_graph **out, brisk_error *err);

@@ -1,8 +1,8 @@
-/* The built-in families that are layer graphs, mlp and resnet, are presets of the graph
+/* The built-in families that are layer graphs, mlp, lstm and resnet, are presets of the graph
  * form: each is written out as the model section a user could write ("type": "graph") and
  * built through it, so the engine has one way to build them. The layers are named and listed
  * so that parameters keep the family's names and order of creation (torch's nn.Sequential
- * indices for the MLP, bench/reference/models.py's for the ResNet): checkpoints, seeds and
+ * indices for the MLP, bench/reference/models.py's for the LSTM and the ResNet): checkpoints, seeds and
  * losses are those of the family's own builder before it (tests/nn/graph_equivalence.sh).
  * `brisk info CONFIG --graph` prints a preset, to start a model of one's own from. */
 #include <stdlib.h>
@@ -154,18 +154,47 @@ static void resnet(const brisk_model_spec *s, brisk_strbuf *b) {
     brisk_strbuf_printf(b, "  \"losses\": [{\"output\": \"%s\", \"target\": \"%s\", \"type\": \"mse\"}]\n", pred, truth);
 }
 
-int nn_has_preset(brisk_model_type t) { return t == BRISK_MODEL_MLP || t == BRISK_MODEL_RESNET; }
+/* LSTMClassifier of bench/reference/models.py: nn.LSTM "lstm", the last step or the mean over
+ * the steps, Linear "head". */
+static void lstm(const brisk_model_spec *s, brisk_strbuf *b) {
+    int classify = s->task == BRISK_TASK_CLASSIFY;
+    char num[32], more[160];
+    brisk_strbuf_printf(b, "  \"inputs\": [{\"name\": \"x\", \"shape\": [%lld, %lld]}, {\"name\": \"y\", \"shape\": [",
+                        (long long)s->seq_len, (long long)s->inputs);
+    if (classify) brisk_strbuf_printf(b, "], \"dtype\": \"i32\"}],\n");
+    else brisk_strbuf_printf(b, "%lld]}],\n", (long long)s->outputs);
+    brisk_strbuf_printf(b, "  \"layers\": [\n");
+    int n = 0;
+    snprintf(more, sizeof more, ", \"hidden\": %lld, \"layers\": %d, \"bidirectional\": %s, \"dropout\": %s",
+             (long long)s->width, s->layers, s->bidirectional ? "true" : "false", shortest(s->dropout, num, sizeof num));
+    layer(b, &n, "lstm", "\"op\": \"lstm\"", "x", more);
+    if (s->pool == BRISK_POOL_MEAN) {
+        layer(b, &n, "pooled", "\"op\": \"mean\"", "lstm", ", \"dim\": 1");
+    } else {
+        snprintf(more, sizeof more, ", \"dim\": 1, \"start\": %lld, \"length\": 1", (long long)(s->seq_len - 1));
+        layer(b, &n, "last", "\"op\": \"slice\"", "lstm", more);
+        layer(b, &n, "pooled", "\"op\": \"flatten\"", "last", NULL);
+    }
+    snprintf(more, sizeof more, ", \"out\": %lld", (long long)s->outputs);
+    layer(b, &n, "head", "\"op\": \"linear\"", "pooled", more);
+    brisk_strbuf_printf(b, "\n  ],\n  \"outputs\": [\"head\"],\n");
+    brisk_strbuf_printf(b, "  \"losses\": [{\"output\": \"head\", \"target\": \"y\", \"type\": \"%s\"}]\n",
+                        classify ? "cross_entropy" : "mse");
+}
+
+int nn_has_preset(brisk_model_type t) { return t == BRISK_MODEL_MLP || t == BRISK_MODEL_RESNET || t == BRISK_MODEL_LSTM; }
 
 brisk_status brisk_model_graph_json(const brisk_model_spec *s, char **out, brisk_error *err) {
     *out = NULL;
     if (!nn_has_preset(s->type))
-        return brisk_errorf(err, BRISK_ERR_INVALID, "model type \"%s\" has no graph form; mlp and resnet have one",
+        return brisk_errorf(err, BRISK_ERR_INVALID, "model type \"%s\" has no graph form; mlp, lstm and resnet have one",
                             brisk_model_type_name(s->type));
     if (s->type == BRISK_MODEL_MLP && (unsigned)s->activation >= BRISK_ACT_COUNT)
         return brisk_errorf(err, BRISK_ERR_INVALID, "mlp: unknown activation %d", (int)s->activation);
     brisk_strbuf b = {0};
     brisk_strbuf_printf(&b, "{\n  \"type\": \"graph\",\n");
     if (s->type == BRISK_MODEL_MLP) mlp(s, &b);
+    else if (s->type == BRISK_MODEL_LSTM) lstm(s, &b);
     else resnet(s, &b);
     brisk_strbuf_printf(&b, "}\n");
     if (b.oom) {

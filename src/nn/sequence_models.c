@@ -1,7 +1,7 @@
-/* Sequence classifiers and regressors over windows x [B, seq_len, inputs]: the LSTM
- * and Transformer models of bench/WORKLOADS.md, named as LSTMClassifier and
- * TransformerClassifier of bench/reference/models.py so checkpoints load into them.
- *   lstm:        nn.LSTM "lstm" -> pool (last step or mean) -> Linear "head"
+/* Sequence classifiers and regressors over windows x [B, seq_len, inputs]: the fields of the
+ * LSTM and Transformer models of bench/WORKLOADS.md, and the Transformer, named as
+ * TransformerClassifier of bench/reference/models.py so checkpoints load into it (the LSTM is
+ * a preset of the graph form, presets.c):
  *   transformer: Linear "proj" -> [class token "cls"] -> + positions ("pos" learned
  *                [1, T, width], or a sinusoidal table) -> encoder layers "enc.layers.i"
  *                -> pool (mean, last, class token) -> LayerNorm "norm" -> Linear "head"
@@ -95,14 +95,6 @@ static int transformer_forward(const brisk_model_spec *s, brisk_graph *g, int64_
     return brisk_nn_linear(g, brisk_nn_layernorm(g, h, d, "norm"), d, s->outputs, "head");
 }
 
-static int lstm_forward(const brisk_model_spec *s, brisk_graph *g, int64_t batch, int x) {
-    int64_t w = s->width * (s->bidirectional ? 2 : 1);
-    int h = brisk_nn_lstm(g, x, s->inputs, s->width, s->layers, s->bidirectional, s->dropout, "lstm");
-    h = s->pool == BRISK_POOL_MEAN ? pool_mean(g, h, -1, batch, s->seq_len, w) : step_of(g, h, batch, s->seq_len - 1, w);
-    return brisk_nn_linear(g, h, w, s->outputs, "head");
-}
-
 int nn_seq_forward(const brisk_model_spec *s, brisk_graph *g, int64_t batch, const int *in) {
-    if (s->type == BRISK_MODEL_LSTM) return lstm_forward(s, g, batch, in[0]);
     return transformer_forward(s, g, batch, in[0], s->padding_mask ? in[1] : -1);
 }

@@ -26,9 +26,10 @@ pair() { # pair BUILTIN GRAPH STEPS SETTINGS...
 }
 pair tabular tabular_graph 12 --set data.train=data/tabular.npz --set train.batch_size=128
 pair resnet resnet_graph 2 --set train.batch_size=8
-# mlp and resnet are presets of the graph form: `brisk info --graph` prints the graph a config's
-# family builds, and that graph, given as the model, trains as the family does (a ResNet-50
-# without visibility and a windowed regression MLP with tanh-GELU: variants the examples lack)
+# mlp, lstm and resnet are presets of the graph form: `brisk info --graph` prints the graph a
+# config's family builds, and that graph, given as the model, trains as the family does (a
+# ResNet-50 without visibility, a bidirectional LSTM regressor pooling by the mean, and a
+# windowed regression MLP with tanh-GELU: variants the examples lack)
 preset() { # preset NAME CONFIG
   local n=$1 cfg=$2 graph
   "$brisk" train "$cfg" --out "run-$n" --quiet >"$n.log" 2>&1 || { cat "$n.log"; bad "$n trains"; return; }
@@ -52,6 +53,16 @@ cat > seq.json <<'J'
  "data": {"train": "data/seq.npz", "fields": {"x": "x", "y": "y"}}, "optim": {"type": "adamw", "lr": 1e-3},
  "train": {"batch_size": 32, "epochs": 1, "seed": 3, "log_every": 1}, "speed": {"device": "cpu"}}
 J
+"$brisk" synth series data/series.csv --samples 2000 >/dev/null
+cat > lstm.json <<'J'
+{"model": {"type": "lstm", "inputs": 3, "seq_len": 12, "hidden": 16, "layers": 2, "outputs": 1, "task": "regress",
+           "pool": "mean", "bidirectional": true, "dropout": 0.3},
+ "data": {"train": "data/series.csv", "windows": {"features": ["ret_1", "ret_4", "vol_16"], "length": 12, "horizon": 3,
+          "target": {"column": "close", "kind": "change", "change": "relative"}}},
+ "optim": {"type": "adamw", "lr": 1e-3}, "train": {"batch_size": 64, "max_steps": 4, "log_every": 1, "seed": 5},
+ "speed": {"device": "cpu"}}
+J
+preset lstm_bidirectional_mean lstm.json
 if /usr/bin/python3 -c "import numpy as np; r = np.random.default_rng(0); np.savez('data/seq.npz', \
     x=r.standard_normal((256, 4, 3)).astype('f4'), y=r.standard_normal((256, 2)).astype('f4'))" 2>/dev/null; then
   preset mlp_windows seq.json
