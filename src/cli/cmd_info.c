@@ -9,14 +9,19 @@
 #include "cli/cli.h"
 
 static const char help[] =
-    "usage: brisk info CKPT\n       brisk info CONFIG.json [--graph]\n\nLists a safetensors file's tensors (name, dtype, shape) "
-    "and metadata:\nfor a brisk checkpoint, the step, epoch and position reached and the config, after\nchecking its "
-    "checksum (a damaged checkpoint exits with status 1). Control characters in\nnames and metadata are shown as "
-    "\\xNN.\n\nGiven a config (.json), prints its model: for a graph model each layer's name, op,\noutput shape per "
-    "sample and parameters, its losses and the totals (every shape is\nchecked: a mistake is an error naming the "
-    "layer); the mlp, lstm and resnet types are presets of the graph form and print as one;\nfor the other types the parameters. "
-    "With --graph, prints the config's mlp, lstm or resnet as the\n\"model\" section of \"type\": \"graph\" that builds it, "
-    "parameter for parameter: a start\nfor a model of your own.\n";
+    "usage: brisk info CKPT\n"
+    "       brisk info CONFIG.json [--graph]\n\n"
+    "Lists a safetensors file's tensors (name, dtype, shape) and metadata:\n"
+    "for a brisk checkpoint, the step, epoch and position reached and the config, after\n"
+    "checking its checksum (a damaged checkpoint exits with status 1). Control characters in\n"
+    "names and metadata are shown as \\xNN.\n\n"
+    "Given a config (.json), prints its model: for a graph model each layer's name, op,\n"
+    "output shape per sample and parameters, its losses and the totals (every shape is\n"
+    "checked: a mistake is an error naming the layer). The mlp, lstm and resnet types are\n"
+    "presets of the graph form and print the same table; the other types, their parameters.\n"
+    "With --graph, prints the config's mlp, lstm or resnet as the \"model\" section of\n"
+    "\"type\": \"graph\" that builds it, parameter for parameter: a start for a model of\n"
+    "your own.\n";
 
 /* the model of a config, as a table or (graph) as a graph model section */
 static int config_summary(const char *path, int graph) {
