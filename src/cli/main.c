@@ -32,7 +32,7 @@ static const char usage[] =
     "  export CKPT        write the model as ONNX (--onnx FILE)\n"
     "  rollout CKPT       forecast autoregressively over a NetCDF file (meshgnn), RMSE per lead\n"
     "  sample CKPT        sample fine fields from a diffusion model, given coarse ones\n"
-    "  info CKPT          list a checkpoint's tensors and training state\n"
+    "  info CKPT|CONFIG   a checkpoint's tensors and training state, or a config's layer table\n"
     "  synth KIND PATH    write the example data set KIND (diffusion, tabular, series, images, weather)\n"
     "  bench CONFIG       time CONFIG with each GPU optimization added in turn\n"
     "  profile CONFIG     where a step's time goes: per op type and node, and the launch floor\n"
@@ -203,7 +203,7 @@ int main(int argc, char **argv) {
         {"check", cmd_check}, {"train", cmd_train}, {"predict", cmd_predict},
         {"info", cmd_info},   {"synth", cmd_synth},   {"bench", cmd_bench},
         {"sample", cmd_sample}, {"config", cmd_config}, {"export", cmd_export},
-        {"sample", cmd_sample}, {"config", cmd_config}, {"rollout", cmd_rollout},
+        {"rollout", cmd_rollout},
         {"report", cmd_report}, {"profile", cmd_profile},
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
