@@ -32,19 +32,19 @@ DEVICE = os.environ.get("BRISK_TEST_DEVICE", "cpu")
 SPEED = {"device": DEVICE, "precision": "fp32", **({"tf32": False} if DEVICE == "cuda" else {})}
 TOL = 1e-4 if DEVICE == "cuda" else 1e-5
 
-def judge(losses, t32, t64, t32b=None):
+def judge(losses, t32, t64, more32=()):
     """brisk's losses (by step, from 1) against PyTorch's fp32 and fp64 trajectories: the worst
     relative difference to fp32 and its step, PyTorch's own fp32 from fp64, brisk from fp64, and
     the bound: TOL, unless fp32 itself is not that exact on this trajectory (BatchNorm's batch
     sums): then brisk must be as close to the fp64 losses as PyTorch's fp32 is, within a factor 2.
-    t32b, a second fp32 trajectory of the same steps summed in another order (the batch
-    reversed), shows more of fp32's spread: the further of the two from fp64 sets it."""
+    more32, more fp32 trajectories of the same steps summed in other orders (the batch's samples
+    permuted), show more of fp32's spread: the furthest from fp64 sets it."""
     worst = worst32 = worst64 = 0.0
     at = 0
     for s in range(1, len(t32) + 1):
         e = abs(losses[s] - t32[s - 1]) / max(abs(t32[s - 1]), 1e-30)
         e64 = abs(losses[s] - t64[s - 1]) / abs(t64[s - 1])
-        e32 = max(abs(t[s - 1] - t64[s - 1]) / abs(t64[s - 1]) for t in ([t32, t32b] if t32b else [t32]))
+        e32 = max(abs(t[s - 1] - t64[s - 1]) / abs(t64[s - 1]) for t in [t32, *more32])
         if os.environ.get("TRAIN_GRAPH_VERBOSE"):
             print(s, losses[s], t32[s - 1], t64[s - 1], e, e64, e32)
         if e > worst:
@@ -127,9 +127,9 @@ def main():
         print(f"FAIL: metrics.jsonl has the losses of steps {sorted(losses)[:5]}..., expected 1..{STEPS}")
         return 1
 
-    def trajectory(dtype, reverse=False):
-        """The losses of STEPS steps of the torch module from brisk's step-0 weights (reverse: the
-        batch's samples in reverse order, the same sums in another order)."""
+    def trajectory(dtype, order=None):
+        """The losses of STEPS steps of the torch module from brisk's step-0 weights (order: the
+        batch's samples in that order, the same sums in another order)."""
         model = graph.GraphModel(spec, {i["name"]: list(i["shape"]) for i in spec["inputs"]}).to(dtype)
         named = model.named()
         missing = sorted(set(named) - set(p0))
@@ -141,8 +141,8 @@ def main():
         model.train()
         params = [t for t in named.values() if isinstance(t, torch.nn.Parameter)]
         opt = torch.optim.SGD(params, lr=LR, momentum=0.9)
-        ins = {k: torch.from_numpy(v[::-1].copy() if reverse else v).to(dtype) if v.dtype == np.float32
-               else torch.from_numpy(v[::-1].copy() if reverse else v) for k, v in data.items()}
+        ins = {k: torch.from_numpy(v if order is None else v[order]) for k, v in data.items()}
+        ins = {k: v.to(dtype) if v.dtype == torch.float32 else v for k, v in ins.items()}
         out = []
         for s in range(STEPS):
             opt.zero_grad(set_to_none=True)
@@ -153,8 +153,11 @@ def main():
         return out
 
     t32, t64 = trajectory(torch.float32), trajectory(torch.float64)
-    # fp32's own rounding on this trajectory, seen twice: the batch as given and reversed
-    worst, at, worst32, worst64, bound = judge(losses, t32, t64, trajectory(torch.float32, reverse=True))
+    # fp32's own rounding on this trajectory, seen four times: the batch as given, reversed and
+    # in two shuffled orders (the same sums, rounded in other orders)
+    n = len(next(iter(data.values())))
+    orders = [np.arange(n)[::-1].copy()] + [np.random.default_rng(s).permutation(n) for s in (1, 2)]
+    worst, at, worst32, worst64, bound = judge(losses, t32, t64, [trajectory(torch.float32, o) for o in orders])
     name = os.path.basename(cfg_path)
     print(f"{name}: {STEPS} full-batch steps from brisk's step-0 checkpoint, losses {losses[1]:.6f} .. "
           f"{losses[STEPS]:.6f}; worst relative difference to PyTorch {worst:.2e} (step {at}); "
