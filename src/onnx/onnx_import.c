@@ -106,39 +106,49 @@ void brisk_onnx_net_free(brisk_onnx_net *net) {
 }
 
 /* The nodes brisk cannot build, by op type: each type once, with its count and its first
- * node names, so that a model of 40 unsupported Slices and one Pad names both types. */
+ * node names, so that a model of 40 unsupported Slices and one Pad names both types. At most
+ * MAX_TYPES types are listed, so a file of many node types costs MAX_TYPES passes, not one
+ * per node. */
+#define MAX_TYPES 16
+static int same_type(const brisk_onnx_node *a, const brisk_onnx_node *b) {
+    return !strcmp(a->op_type, b->op_type) && !strcmp(a->domain, b->domain);
+}
+
 static brisk_status unsupported(const brisk_onnx_model *m, const char *path, brisk_error *err) {
     const brisk_onnx_graph *g = &m->graph;
     int64_t opset = brisk_onnx_opset_version(m, "");
     brisk_strbuf b = {0};
-    size_t n_bad = 0, n_types = 0;
+    size_t n_bad = 0, n_types = 0, listed[MAX_TYPES];
+    int more = 0; /* types beyond MAX_TYPES */
     for (size_t i = 0; i < g->n_nodes; i++) {
         const brisk_onnx_node *n = &g->nodes[i];
         int std = !n->domain[0] || !strcmp(n->domain, "ai.onnx");
         if (std && builder(n->op_type)) continue;
         n_bad++;
         int seen = 0; /* an earlier node of this type listed it already */
-        for (size_t k = 0; k < i && !seen; k++) {
-            const brisk_onnx_node *o = &g->nodes[k];
-            int ostd = !o->domain[0] || !strcmp(o->domain, "ai.onnx");
-            seen = !(ostd && builder(o->op_type)) && !strcmp(o->op_type, n->op_type) && !strcmp(o->domain, n->domain);
-        }
+        for (size_t k = 0; k < n_types && !seen; k++) seen = same_type(&g->nodes[listed[k]], n);
         if (seen) continue;
+        if (n_types == MAX_TYPES) {
+            more = 1;
+            continue;
+        }
+        listed[n_types] = i;
         size_t count = 0;
         brisk_strbuf names = {0};
         for (size_t k = i; k < g->n_nodes; k++) {
             const brisk_onnx_node *o = &g->nodes[k];
-            if (strcmp(o->op_type, n->op_type) || strcmp(o->domain, n->domain)) continue;
+            if (!same_type(o, n)) continue;
             if (count++ < 3) brisk_strbuf_printf(&names, "%s'%s'", count > 1 ? ", " : "", o->name);
         }
         brisk_strbuf_printf(&b, "%s%s%s%s (%zu node%s: %s%s)", n_types++ ? "; " : "", std ? "" : n->domain, std ? "" : ".",
                             n->op_type, count, count > 1 ? "s" : "", names.s ? names.s : "", count > 3 ? ", ..." : "");
         brisk_strbuf_free(&names);
     }
-    brisk_status st = brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: %zu node%s of %zu op type%s brisk does not import "
-                                   "(opset %lld): %s. It imports %s", path, n_bad, n_bad > 1 ? "s" : "", n_types,
-                                   n_types > 1 ? "s" : "", (long long)opset, b.oom || !b.s ? "(out of memory)" : b.s,
-                                   brisk_onnx_import_ops());
+    if (more) brisk_strbuf_printf(&b, "; and nodes of other types");
+    brisk_status st = brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "%s: %zu node%s of %s%zu op type%s brisk does not import "
+                                   "(opset %lld): %s. It imports %s", path, n_bad, n_bad > 1 ? "s" : "",
+                                   more ? "more than " : "", n_types, n_types > 1 || more ? "s" : "", (long long)opset,
+                                   b.oom || !b.s ? "(out of memory)" : b.s, brisk_onnx_import_ops());
     brisk_strbuf_free(&b);
     return st;
 }

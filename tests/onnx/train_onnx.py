@@ -144,6 +144,18 @@ def bad_models(brisk, work, torch):
     torch.onnx.export(Odd(), torch.randn(2, 3), os.path.join(d, "odd.onnx"), opset_version=13, input_names=["x"],
                       output_names=["y"], dynamic_axes={"x": {0: "N"}})
 
+    class Many(nn.Module):  # more op types than brisk lists in one error (16): it says so
+        def forward(self, x):
+            F = nn.functional
+            for f in (torch.sin, torch.cos, torch.tan, torch.asin, torch.acos, torch.atan, F.selu, F.celu,
+                      F.hardsigmoid, F.hardswish, F.elu, F.softplus, torch.floor, torch.ceil, torch.round,
+                      torch.sign, lambda v: v.cumsum(1), torch.isnan):
+                x = f(x)
+            return x.float()
+
+    torch.onnx.export(Many(), torch.randn(2, 3), os.path.join(d, "many.onnx"), opset_version=14, input_names=["x"],
+                      output_names=["y"], dynamic_axes={"x": {0: "N"}})
+
     class Lin(nn.Module):
         def __init__(self):
             super().__init__()
@@ -155,7 +167,8 @@ def bad_models(brisk, work, torch):
     torch.onnx.export(Lin(), torch.randn(2, 3), os.path.join(d, "dyn.onnx"), opset_version=13, input_names=["x"],
                       output_names=["y"], dynamic_axes={"x": {0: "N", 1: "F"}})
     return sum(expect_error(brisk, d, model, want) for model, want in (
-        ("odd", ["Sin", "Floor", "CumSum", "opset 13"]), ("dyn", ["input 'x'", "[N, F]", "shape"])))
+        ("odd", ["Sin", "Floor", "CumSum", "opset 13"]), ("dyn", ["input 'x'", "[N, F]", "shape"]),
+        ("many", ["of more than 16 op types", "Sin (1 node", "and nodes of other types"])))
 
 
 def expect_error(brisk, d, model, want):
