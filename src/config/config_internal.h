@@ -18,6 +18,12 @@ typedef void (*brisk_config_value_fn)(void *user, const char *key, const char *v
 brisk_status brisk_config_values(const char *json, const char *label, brisk_config_value_fn fn, void *user,
                                  brisk_error *err);
 
+/* config_model.c: "model" or "models" into cfg (errors through the reader), and a resnet's
+ * image size from data.images.size when the model does not give one. */
+struct brisk_json_reader;
+void brisk_config_read_models(struct brisk_json_reader *root, brisk_config *cfg);
+void brisk_config_resnet_size_default(brisk_model_spec *m, const brisk_data_spec *d);
+
 /* "123", "512MiB", "16G", "1.5 GB" -> bytes; 0 on success. */
 int brisk_parse_bytes(const char *s, int64_t *out);
 /* speed.precision's name as the config spells it ("auto", "bf16", ...) */
