@@ -80,6 +80,9 @@ brisk_shape brisk_shape4(int64_t a, int64_t b, int64_t c, int64_t e);
 /* The element count; 0 when any dimension is 0, INT64_MAX when the product overflows. */
 int64_t brisk_shape_numel(const brisk_shape *s);
 int brisk_shape_equal(const brisk_shape *a, const brisk_shape *b);
+/* NumPy broadcast of a and b into out (each dim equal, or 1 on one side); -1 when they do not
+ * broadcast. */
+int brisk_shape_broadcast(const brisk_shape *a, const brisk_shape *b, brisk_shape *out);
 /* Room for one printed shape: "[" + 6 x "-9223372036854775808, " + "]". */
 #define BRISK_SHAPE_STR 160
 /* "[16, 256]" into buf; returns buf. */

@@ -39,6 +39,21 @@ int brisk_shape_equal(const brisk_shape *a, const brisk_shape *b) {
     return 1;
 }
 
+int brisk_shape_broadcast(const brisk_shape *a, const brisk_shape *b, brisk_shape *out) {
+    int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+    brisk_shape r;
+    memset(&r, 0, sizeof r);
+    r.ndim = nd;
+    for (int i = 0; i < nd; i++) {
+        int ia = a->ndim - nd + i, ib = b->ndim - nd + i;
+        int64_t da = ia >= 0 ? a->d[ia] : 1, db = ib >= 0 ? b->d[ib] : 1;
+        if (da != db && da != 1 && db != 1) return -1;
+        r.d[i] = da == 1 ? db : da;
+    }
+    *out = r;
+    return 0;
+}
+
 char *brisk_shape_str(const brisk_shape *s, char *buf, size_t n) {
     size_t k = 0;
     k += (size_t)snprintf(buf + k, n > k ? n - k : 0, "[");

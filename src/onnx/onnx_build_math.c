@@ -14,11 +14,11 @@ int ox_scalar(const konst *k, double *v) {
     return *v = k->v[0], 1;
 }
 
-/* the node of op type `op` making value `name`, or NULL */
-static const brisk_onnx_node *made_by(ctx *c, const char *name, const char *op) {
+/* the node of op type `op` with `arity` inputs making value `name`, or NULL */
+static const brisk_onnx_node *made_by(ctx *c, const char *name, const char *op, size_t arity) {
     int64_t p = brisk_onnx_producer(c->m, name);
     const brisk_onnx_node *n = p < 0 ? NULL : &c->m->graph.nodes[p];
-    return n && !strcmp(n->op_type, op) && n->n_inputs == (op[0] == 'E' ? 1u : 2u) ? n : NULL;
+    return n && !strcmp(n->op_type, op) && n->n_inputs == arity ? n : NULL;
 }
 
 /* whether value `name` is a host constant scalar within tol of v */
@@ -34,13 +34,13 @@ static int const_is(ctx *c, const char *name, double v, double tol) {
 static int gelu_of(ctx *c) {
     const brisk_onnx_node *n = c->n;
     for (int h = 0; h < 2; h++) {
-        const brisk_onnx_node *mul = made_by(c, n->inputs[h], "Mul");
+        const brisk_onnx_node *mul = made_by(c, n->inputs[h], "Mul", 2);
         if (!mul || !const_is(c, n->inputs[1 - h], 0.5, 0.0)) continue;
         for (int j = 0; j < 2; j++) {
-            const brisk_onnx_node *add = made_by(c, mul->inputs[j], "Add"), *erf = NULL, *div = NULL;
+            const brisk_onnx_node *add = made_by(c, mul->inputs[j], "Add", 2), *erf = NULL, *div = NULL;
             for (int i = 0; add && !div && i < 2; i++)
-                if ((erf = made_by(c, add->inputs[i], "Erf")) && const_is(c, add->inputs[1 - i], 1.0, 0.0))
-                    div = made_by(c, erf->inputs[0], "Div");
+                if ((erf = made_by(c, add->inputs[i], "Erf", 1)) && const_is(c, add->inputs[1 - i], 1.0, 0.0))
+                    div = made_by(c, erf->inputs[0], "Div", 2);
             const char *x = mul->inputs[1 - j];
             if (!div || strcmp(div->inputs[0], x) || !const_is(c, div->inputs[1], 1.4142135623730951, 1e-6)) continue;
             val tmp, *v = ox_lookup(c, x, &tmp);

@@ -17,19 +17,14 @@ static int reshape_to(ctx *c, int x, const konst *shape) {
 
 int ox_broadcast(ctx *c, const int64_t *a, int ra, const int64_t *b, int rb, int64_t *o) {
     int r = ra > rb ? ra : rb;
-    int64_t t[BRISK_MAX_DIMS];
     if (r > BRISK_MAX_DIMS) return ox_fail(c, "rank %d is more than brisk's %d", r, BRISK_MAX_DIMS);
-    for (int k = 0; k < r; k++) {
-        int64_t x = k >= r - ra ? a[k - (r - ra)] : 1, y = k >= r - rb ? b[k - (r - rb)] : 1;
-        if (x != y && x != 1 && y != 1) {
-            char sa[BRISK_SHAPE_STR], sb[BRISK_SHAPE_STR];
-            brisk_shape ba = ox_shape_of(a, ra), bb = ox_shape_of(b, rb);
-            return ox_fail(c, "shapes %s and %s do not broadcast", brisk_shape_str(&ba, sa, sizeof sa),
-                           brisk_shape_str(&bb, sb, sizeof sb));
-        }
-        t[k] = x == 1 ? y : x;
+    brisk_shape ba = ox_shape_of(a, ra), bb = ox_shape_of(b, rb), t;
+    if (brisk_shape_broadcast(&ba, &bb, &t)) {
+        char sa[BRISK_SHAPE_STR], sb[BRISK_SHAPE_STR];
+        return ox_fail(c, "shapes %s and %s do not broadcast", brisk_shape_str(&ba, sa, sizeof sa),
+                       brisk_shape_str(&bb, sb, sizeof sb));
     }
-    memcpy(o, t, (size_t)r * sizeof *o);
+    memcpy(o, t.d, (size_t)r * sizeof *o);
     return r;
 }
 

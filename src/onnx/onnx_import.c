@@ -92,8 +92,7 @@ static ox_build_fn builder(const char *op) {
 static int reads_param(const brisk_onnx_model *m, const brisk_onnx_node *n) {
     for (size_t k = 0; strcmp(n->op_type, "Shape") && k < n->n_inputs; k++) {
         const brisk_onnx_tensor *t = n->inputs[k][0] ? brisk_onnx_initializer(m, n->inputs[k]) : NULL;
-        if (t && (t->dtype == BRISK_ONNX_FLOAT || t->dtype == BRISK_ONNX_DOUBLE || t->dtype == BRISK_ONNX_FLOAT16))
-            return 1;
+        if (t && ox_is_param(t)) return 1;
     }
     return 0;
 }
@@ -162,8 +161,7 @@ static void inference_note(brisk_onnx_net *net) {
     const char *first = "";
     for (size_t i = 0; i < g->n_initializers; i++) {
         const brisk_onnx_tensor *t = &g->initializers[i];
-        int is_float = t->dtype == BRISK_ONNX_FLOAT || t->dtype == BRISK_ONNX_DOUBLE || t->dtype == BRISK_ONNX_FLOAT16;
-        if (is_float && !strncmp(t->name, "onnx::", 6) && !made_up++) first = t->name;
+        if (ox_is_param(t) && !strncmp(t->name, "onnx::", 6) && !made_up++) first = t->name;
     }
     for (size_t i = 0; i < g->n_nodes; i++) {
         if (strcmp(g->nodes[i].op_type, "BatchNormalization")) continue;

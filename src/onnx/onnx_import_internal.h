@@ -56,6 +56,8 @@ void ox_konst_free(konst *k);
 int64_t ox_i64(double v);
 double ox_elem(const brisk_onnx_tensor *t, int64_t i);
 konst *ox_from_tensor(const brisk_onnx_tensor *t);
+/* a float initializer (float, double, float16): a parameter, trained, never a host constant */
+int ox_is_param(const brisk_onnx_tensor *t);
 /* a float array of an initializer (any float type converted) */
 float *ox_floats_of(const brisk_onnx_tensor *t);
 brisk_shape ox_shape_of(const int64_t *d, int rank);

@@ -69,10 +69,14 @@ float *ox_floats_of(const brisk_onnx_tensor *t) {
 
 brisk_shape ox_shape_of(const int64_t *d, int rank) { return brisk_shape_make(rank, d); }
 
+int ox_is_param(const brisk_onnx_tensor *t) {
+    return t->dtype == BRISK_ONNX_FLOAT || t->dtype == BRISK_ONNX_DOUBLE || t->dtype == BRISK_ONNX_FLOAT16;
+}
+
 int ox_init_param(ctx *c, const brisk_onnx_tensor *t, int buffer) {
     size_t idx = (size_t)(t - c->m->graph.initializers);
     if (c->init_node[idx] >= 0) return c->init_node[idx];
-    if (t->dtype != BRISK_ONNX_FLOAT && t->dtype != BRISK_ONNX_DOUBLE && t->dtype != BRISK_ONNX_FLOAT16)
+    if (!ox_is_param(t))
         return ox_fail(c, "initializer '%s' is %s where a float tensor is needed", t->name, brisk_onnx_dtype_name(t->dtype));
     if (t->rank < 1 || t->rank > BRISK_MAX_DIMS) return ox_fail(c, "initializer '%s': rank %d (1 to %d taken)", t->name, t->rank, BRISK_MAX_DIMS);
     brisk_shape s = ox_shape_of(t->dims, t->rank);
@@ -100,8 +104,7 @@ konst *ox_const_in(ctx *c, size_t k, konst **owned) {
     *owned = NULL;
     if (k >= c->n->n_inputs || !c->n->inputs[k][0]) return NULL;
     const brisk_onnx_tensor *t = brisk_onnx_initializer(c->m, c->n->inputs[k]);
-    /* a float initializer is a parameter (trained), never a host constant */
-    if (t && (t->dtype == BRISK_ONNX_FLOAT || t->dtype == BRISK_ONNX_DOUBLE || t->dtype == BRISK_ONNX_FLOAT16)) return NULL;
+    if (t && ox_is_param(t)) return NULL;
     if (t) return *owned = ox_from_tensor(t);
     val tmp, *v = ox_lookup(c, c->n->inputs[k], &tmp);
     return v ? v->c : NULL;
@@ -129,8 +132,7 @@ int ox_in(ctx *c, size_t k, int buffer) {
     if (k >= c->n->n_inputs || !c->n->inputs[k][0]) return ox_fail(c, "input %zu is missing", k);
     const char *name = c->n->inputs[k];
     const brisk_onnx_tensor *t = brisk_onnx_initializer(c->m, name);
-    if (t && (t->dtype == BRISK_ONNX_FLOAT || t->dtype == BRISK_ONNX_DOUBLE || t->dtype == BRISK_ONNX_FLOAT16))
-        return ox_init_param(c, t, buffer);
+    if (t && ox_is_param(t)) return ox_init_param(c, t, buffer);
     konst *own = NULL, *kc = t ? (own = ox_from_tensor(t)) : NULL;
     val tmp, *v = t ? NULL : ox_lookup(c, name, &tmp);
     if (!t && !v) return ox_fail(c, "input '%s' is not known", name);

@@ -27,22 +27,7 @@ int brisk_ops_check_dtype(brisk_graph *g, const char *op, const int *ids, int n,
     return 0;
 }
 
-int brisk_ops_broadcast(const brisk_shape *a, const brisk_shape *b, brisk_shape *out) {
-    int nd = a->ndim > b->ndim ? a->ndim : b->ndim;
-    brisk_shape r;
-    memset(&r, 0, sizeof r);
-    r.ndim = nd;
-    for (int i = 0; i < nd; i++) {
-        int ia = a->ndim - nd + i, ib = b->ndim - nd + i;
-        int64_t da = ia >= 0 ? a->d[ia] : 1, db = ib >= 0 ? b->d[ib] : 1;
-        if (da != db && da != 1 && db != 1) return -1;
-        r.d[i] = da == 1 ? db : da;
-    }
-    *out = r;
-    return 0;
-}
-
 int brisk_ops_broadcasts_to(const brisk_shape *from, const brisk_shape *to) {
     brisk_shape r;
-    return brisk_ops_broadcast(from, to, &r) == 0 && brisk_shape_equal(&r, to);
+    return brisk_shape_broadcast(from, to, &r) == 0 && brisk_shape_equal(&r, to);
 }

@@ -14,7 +14,7 @@ static int binary(brisk_graph *g, brisk_op op, int x, int y) {
     int ids[2] = {x, y};
     if (brisk_ops_check_dtype(g, name, ids, 2, BRISK_F32)) return -1;
     brisk_shape out;
-    if (brisk_ops_broadcast(&g->nodes[x].shape, &g->nodes[y].shape, &out)) {
+    if (brisk_shape_broadcast(&g->nodes[x].shape, &g->nodes[y].shape, &out)) {
         char bx[BRISK_SHAPE_STR], by[BRISK_SHAPE_STR];
         return brisk_graph_fail(g, BRISK_ERR_SHAPE, "%s: shapes do not broadcast: x %s, y %s", name,
                                 brisk_shape_str(&g->nodes[x].shape, bx, sizeof bx),

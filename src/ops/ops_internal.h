@@ -15,8 +15,6 @@ int brisk_ops_check(brisk_graph *g, const char *op, const int *ids, int n);
 /* Same as brisk_ops_check, plus every input must have dtype dt. */
 int brisk_ops_check_dtype(brisk_graph *g, const char *op, const int *ids, int n, brisk_dtype dt);
 
-/* NumPy broadcast of a and b into out; -1 when they do not broadcast. */
-int brisk_ops_broadcast(const brisk_shape *a, const brisk_shape *b, brisk_shape *out);
 /* 1 when `from` broadcasts to exactly `to`. */
 int brisk_ops_broadcasts_to(const brisk_shape *from, const brisk_shape *to);
 

@@ -21,9 +21,10 @@ cpu_act cpu_act_of(const brisk_node *n) {
     return a;
 }
 
+#define CPU_TWO_OVER_SQRT_PI 1.1283791670955126f /* erf's derivative: 2/sqrt(pi) e^(-x^2) */
+
 /* x^p for a constant p, with PyTorch's special cases (its pow kernel takes these exponents
  * apart from powf, and so the results and their gradients match its bits there) */
-#define CPU_TWO_OVER_SQRT_PI 1.1283791670955126f
 
 static inline float pow_const(float x, float p) {
     if (p == 2.0f) return x * x;
