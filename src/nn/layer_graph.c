@@ -268,10 +268,12 @@ void brisk_layer_graph_read(brisk_json_reader *model, brisk_layer_graph **out) {
 
 /* ---------------------------------------------------------------- building */
 
-/* The layers prediction builds: those the outputs depend on (a layer that only feeds a loss,
- * as a keypoint mask, is training's), marked in need[] (n_layers). An imported ONNX net is
- * built whole. */
-static void needed_layers(const brisk_layer_graph *lg, char *need) {
+/* The inputs prediction reads, marked in used[n_inputs]: those of the layers the outputs depend
+ * on (a layer that only feeds a loss, as a keypoint mask, is training's; an imported ONNX net
+ * is built whole). -1 out of memory. */
+static int predict_inputs(const brisk_layer_graph *lg, char *used) {
+    char *need = malloc((size_t)lg->n_layers + 1);
+    if (!need) return -1;
     memset(need, lg->onnx != NULL, (size_t)lg->n_layers);
     for (int o = 0; o < lg->n_outputs; o++) need[lg->outputs[o].index] = 1;
     for (int k = lg->n_layers - 1; k >= 0; k--) { /* inputs come before their layers in order[] */
@@ -279,26 +281,22 @@ static void needed_layers(const brisk_layer_graph *lg, char *need) {
         for (int j = 0; need[lg->order[k]] && j < l->n_in; j++)
             if (l->in[j].layer) need[l->in[j].index] = 1;
     }
-}
-
-/* The inputs a mode needs: training all of them, prediction those the outputs depend on. */
-static int needed_for_outputs(const brisk_layer_graph *lg, const char *need, int input) {
+    memset(used, 0, (size_t)lg->n_inputs);
     for (int k = 0; k < lg->n_layers; k++)
         for (int j = 0; need[k] && j < lg->layers[k].n_in; j++)
-            if (!lg->layers[k].in[j].layer && lg->layers[k].in[j].index == input) return 1;
+            if (!lg->layers[k].in[j].layer) used[lg->layers[k].in[j].index] = 1;
+    free(need);
     return 0;
 }
 
 brisk_status nn_graph_fields(const brisk_model_spec *s, brisk_build_mode mode, brisk_model_io *io, brisk_error *err) {
     const brisk_layer_graph *lg = s->graph;
     if (!lg) return brisk_errorf(err, BRISK_ERR_INVALID, "graph model without layers");
-    char *need = malloc((size_t)lg->n_layers + 1);
-    if (!need) return brisk_errorf(err, BRISK_ERR_NOMEM, "graph model: out of memory");
-    needed_layers(lg, need);
+    char used[BRISK_MAX_FIELDS];
+    if (mode != BRISK_BUILD_TRAIN && predict_inputs(lg, used))
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "graph model: out of memory");
     for (int i = 0; i < lg->n_inputs; i++)
-        if (mode == BRISK_BUILD_TRAIN || needed_for_outputs(lg, need, i))
-            nn_field(io, lg->inputs[i].name, lg->inputs[i].dtype, lg->inputs[i].sample);
-    free(need);
+        if (mode == BRISK_BUILD_TRAIN || used[i]) nn_field(io, lg->inputs[i].name, lg->inputs[i].dtype, lg->inputs[i].sample);
     return BRISK_OK;
 }
 
@@ -320,13 +318,9 @@ int nn_graph_forward(const brisk_model_spec *s, brisk_graph *g, int64_t batch, c
                      int *node, int64_t *per, int *loss, int *terms) {
     const brisk_layer_graph *lg = s->graph;
     int in_node[BRISK_MAX_FIELDS], f = 0;
-    char *need = malloc((size_t)lg->n_layers + 1);
-    if (!need) return brisk_graph_fail(g, BRISK_ERR_NOMEM, "graph model: out of memory");
-    if (train) memset(need, 1, (size_t)lg->n_layers);
-    else needed_layers(lg, need);
-    for (int i = 0; i < lg->n_inputs; i++)
-        in_node[i] = train || needed_for_outputs(lg, need, i) ? field_nodes[f++] : -1;
-    free(need);
+    char used[BRISK_MAX_FIELDS];
+    if (!train && predict_inputs(lg, used)) return brisk_graph_fail(g, BRISK_ERR_NOMEM, "graph model: out of memory");
+    for (int i = 0; i < lg->n_inputs; i++) in_node[i] = train || used[i] ? field_nodes[f++] : -1;
     if (lg->onnx) {
         const char *names[BRISK_MAX_FIELDS];
         for (int i = 0; i < lg->n_inputs; i++) names[i] = lg->inputs[i].name;

@@ -20,11 +20,30 @@ static const char *const act_layer[] = {
     [BRISK_ACT_SIGMOID] = "\"op\": \"sigmoid\"",
 };
 
-/* One layer line: its name, op (with any fixed attributes) and single input; `more` adds
- * attributes (", \"out\": 64"). The first layer has no comma before it. */
+/* One layer line: its name, op (with any fixed attributes) and its input, or two (in2 NULL:
+ * one); `more` adds attributes (", \"out\": 64"). The first layer has no comma before it. */
+static void layer2(brisk_strbuf *b, int *n, const char *name, const char *op, const char *in, const char *in2,
+                   const char *more) {
+    brisk_strbuf_printf(b, "%s    {\"name\": \"%s\", %s, \"inputs\": [\"%s\"%s%s%s]%s}", (*n)++ ? ",\n" : "", name, op, in,
+                        in2 ? ", \"" : "", in2 ? in2 : "", in2 ? "\"" : "", more ? more : "");
+}
+
 static void layer(brisk_strbuf *b, int *n, const char *name, const char *op, const char *in, const char *more) {
-    brisk_strbuf_printf(b, "%s    {\"name\": \"%s\", %s, \"inputs\": [\"%s\"]%s}", (*n)++ ? ",\n" : "", name, op, in,
-                        more ? more : "");
+    layer2(b, n, name, op, in, NULL, more);
+}
+
+/* The target input y of an mlp or lstm: class numbers, or `outputs` values; then the layers */
+static void target_input(const brisk_model_spec *s, brisk_strbuf *b) {
+    if (s->task == BRISK_TASK_CLASSIFY) brisk_strbuf_printf(b, "{\"name\": \"y\", \"shape\": [], \"dtype\": \"i32\"}],\n");
+    else brisk_strbuf_printf(b, "{\"name\": \"y\", \"shape\": [%lld]}],\n", (long long)s->outputs);
+    brisk_strbuf_printf(b, "  \"layers\": [\n");
+}
+
+/* The end of the layers, the output and the one loss */
+static void outputs_and_loss(brisk_strbuf *b, const char *output, const char *pred, const char *truth, const char *type) {
+    brisk_strbuf_printf(b, "\n  ],\n  \"outputs\": [\"%s\"],\n", output);
+    brisk_strbuf_printf(b, "  \"losses\": [{\"output\": \"%s\", \"target\": \"%s\", \"type\": \"%s\"}]\n", pred, truth,
+                        type);
 }
 
 /* The shortest decimal that reads back as the float v (0.1, not 0.100000001). */
@@ -39,13 +58,10 @@ static const char *shortest(float v, char *buf, size_t n) {
 
 /* nn.Sequential(Linear, act, [Dropout], ..., Linear) as brisk_nn_mlp builds it: net.0, net.1, ... */
 static void mlp(const brisk_model_spec *s, brisk_strbuf *b) {
-    int classify = s->task == BRISK_TASK_CLASSIFY;
     brisk_strbuf_printf(b, "  \"inputs\": [{\"name\": \"x\", \"shape\": [");
     if (s->seq_len > 0) brisk_strbuf_printf(b, "%lld, ", (long long)s->seq_len);
-    brisk_strbuf_printf(b, "%lld]}, {\"name\": \"y\", \"shape\": [", (long long)s->inputs);
-    if (classify) brisk_strbuf_printf(b, "], \"dtype\": \"i32\"}],\n");
-    else brisk_strbuf_printf(b, "%lld]}],\n", (long long)s->outputs);
-    brisk_strbuf_printf(b, "  \"layers\": [\n");
+    brisk_strbuf_printf(b, "%lld]}, ", (long long)s->inputs);
+    target_input(s, b);
     int n = 0, index = 0;
     char name[32], prev[32] = "x", more[64], num[32];
     if (s->seq_len > 0) { /* a window of steps, flattened: the same bytes, viewed */
@@ -69,9 +85,7 @@ static void mlp(const brisk_model_spec *s, brisk_strbuf *b) {
             snprintf(prev, sizeof prev, "%s", name);
         }
     }
-    brisk_strbuf_printf(b, "\n  ],\n  \"outputs\": [\"%s\"],\n", prev);
-    brisk_strbuf_printf(b, "  \"losses\": [{\"output\": \"%s\", \"target\": \"y\", \"type\": \"%s\"}]\n", prev,
-                        classify ? "cross_entropy" : "mse");
+    outputs_and_loss(b, prev, prev, "y", s->task == BRISK_TASK_CLASSIFY ? "cross_entropy" : "mse");
 }
 
 /* nn.Conv2d(bias=False) then nn.BatchNorm2d, ReLU fused in, a shortcut added before it */
@@ -81,13 +95,7 @@ static void conv_bn(brisk_strbuf *b, int *n, const char *conv, const char *bn, c
     snprintf(more, sizeof more, ", \"out\": %lld, \"kernel\": %d, \"stride\": %d, \"padding\": %d, \"bias\": false",
              (long long)out, k, stride, k / 2);
     layer(b, n, conv, "\"op\": \"conv2d\"", in, more);
-    if (residual) { /* two inputs: the layer() line has one */
-        brisk_strbuf_printf(b, ",\n    {\"name\": \"%s\", \"op\": \"batchnorm\", \"inputs\": [\"%s\", \"%s\"], \"relu\": true}",
-                            bn, conv, residual);
-        (*n)++;
-    } else {
-        layer(b, n, bn, "\"op\": \"batchnorm\"", conv, relu ? ", \"relu\": true" : NULL);
-    }
+    layer2(b, n, bn, "\"op\": \"batchnorm\"", conv, residual, relu ? ", \"relu\": true" : NULL);
 }
 
 /* ResNet18Keypoints of bench/reference/models.py, generalised to depth 18 / 34 (BasicBlock)
@@ -146,24 +154,20 @@ static void resnet(const brisk_model_spec *s, brisk_strbuf *b) {
          * (HRNet's JointsMSELoss with target weights): F.mse_loss when all are visible */
         snprintf(more, sizeof more, ", \"shape\": [%lld, 1]", k);
         layer(b, &n, "visible_k", "\"op\": \"reshape\"", "visible", more);
-        brisk_strbuf_printf(b, ",\n    {\"name\": \"pred_seen\", \"op\": \"mul\", \"inputs\": [\"keypoints\", \"visible_k\"]}"
-                               ",\n    {\"name\": \"true_seen\", \"op\": \"mul\", \"inputs\": [\"y\", \"visible_k\"]}");
+        layer2(b, &n, "pred_seen", "\"op\": \"mul\"", "keypoints", "visible_k", NULL);
+        layer2(b, &n, "true_seen", "\"op\": \"mul\"", "y", "visible_k", NULL);
         pred = "pred_seen", truth = "true_seen";
     }
-    brisk_strbuf_printf(b, "\n  ],\n  \"outputs\": [\"keypoints\"],\n");
-    brisk_strbuf_printf(b, "  \"losses\": [{\"output\": \"%s\", \"target\": \"%s\", \"type\": \"mse\"}]\n", pred, truth);
+    outputs_and_loss(b, "keypoints", pred, truth, "mse");
 }
 
 /* LSTMClassifier of bench/reference/models.py: nn.LSTM "lstm", the last step or the mean over
  * the steps, Linear "head". */
 static void lstm(const brisk_model_spec *s, brisk_strbuf *b) {
-    int classify = s->task == BRISK_TASK_CLASSIFY;
     char num[32], more[160];
-    brisk_strbuf_printf(b, "  \"inputs\": [{\"name\": \"x\", \"shape\": [%lld, %lld]}, {\"name\": \"y\", \"shape\": [",
-                        (long long)s->seq_len, (long long)s->inputs);
-    if (classify) brisk_strbuf_printf(b, "], \"dtype\": \"i32\"}],\n");
-    else brisk_strbuf_printf(b, "%lld]}],\n", (long long)s->outputs);
-    brisk_strbuf_printf(b, "  \"layers\": [\n");
+    brisk_strbuf_printf(b, "  \"inputs\": [{\"name\": \"x\", \"shape\": [%lld, %lld]}, ", (long long)s->seq_len,
+                        (long long)s->inputs);
+    target_input(s, b);
     int n = 0;
     snprintf(more, sizeof more, ", \"hidden\": %lld, \"layers\": %d, \"bidirectional\": %s, \"dropout\": %s",
              (long long)s->width, s->layers, s->bidirectional ? "true" : "false", shortest(s->dropout, num, sizeof num));
@@ -177,9 +181,7 @@ static void lstm(const brisk_model_spec *s, brisk_strbuf *b) {
     }
     snprintf(more, sizeof more, ", \"out\": %lld", (long long)s->outputs);
     layer(b, &n, "head", "\"op\": \"linear\"", "pooled", more);
-    brisk_strbuf_printf(b, "\n  ],\n  \"outputs\": [\"head\"],\n");
-    brisk_strbuf_printf(b, "  \"losses\": [{\"output\": \"head\", \"target\": \"y\", \"type\": \"%s\"}]\n",
-                        classify ? "cross_entropy" : "mse");
+    outputs_and_loss(b, "head", "head", "y", s->task == BRISK_TASK_CLASSIFY ? "cross_entropy" : "mse");
 }
 
 int nn_has_preset(brisk_model_type t) { return t == BRISK_MODEL_MLP || t == BRISK_MODEL_RESNET || t == BRISK_MODEL_LSTM; }

@@ -14,10 +14,7 @@ static char dir[256];
 
 static void make_dir(void) {
     if (dir[0]) return;
-    snprintf(dir, sizeof dir, "%s/train_e2e", BRISK_BINARY_DIR);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", dir, dir); /* one folder, not one per run */
-    if (system(cmd) != 0) fprintf(stderr, "cannot create %s\n", dir);
+    tu_scratch(dir, sizeof dir, "e2e");
 }
 
 static brisk_status train(const char *json, const char *resume, brisk_run_summary *sum, float **losses,

@@ -22,10 +22,7 @@ static char dir[256], series[300];
 
 static void setup(void) {
     if (dir[0]) return;
-    snprintf(dir, sizeof dir, "%s/train_sequence_e2e", BRISK_BINARY_DIR);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", dir, dir); /* one folder, not one per run */
-    if (system(cmd) != 0) fprintf(stderr, "cannot create %s\n", dir);
+    tu_scratch(dir, sizeof dir, "sequence_e2e");
     snprintf(series, sizeof series, "%s/series.npz", dir);
     brisk_error err = {0};
     if (brisk_synth_write("series", series, 6000, 3, &err)) fprintf(stderr, "synth: %s\n", err.msg);
