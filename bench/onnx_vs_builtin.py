@@ -19,7 +19,6 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 
 ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -35,6 +34,8 @@ a = ap.parse_args()
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from train_side_by_side import median_compute_ms  # noqa: E402
+
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 work = a.work or tempfile.mkdtemp(prefix="onnx-vs-builtin-")
 os.makedirs(work, exist_ok=True)
@@ -44,18 +45,11 @@ optim = {"type": "adamw", "lr": 1e-3, "weight_decay": 0.01}
 
 def run(cfg, name):
     """brisk train of cfg; the median compute ms of its steps after the warm-up."""
-    out = os.path.join(work, "runs", name)
-    cfg = dict(cfg, train=dict(cfg["train"], max_steps=a.steps + a.warmup, log_every=1, out_dir=out, epochs=1000),
-               speed=speed)
+    cfg = dict(cfg, train=dict(cfg["train"], epochs=1000), speed=speed)
     path = os.path.join(work, name + ".json")
     with open(path, "w") as f:
         json.dump(cfg, f)
-    r = subprocess.run([a.brisk, "train", path, "--overwrite", "--quiet"], capture_output=True, text=True, cwd=work)
-    if r.returncode:
-        sys.exit(f"{name}: brisk train exited {r.returncode}: {r.stderr[-2000:]}")
-    ms = [rec["compute_ms"] for rec in map(json.loads, open(os.path.join(out, "metrics.jsonl")))
-          if "compute_ms" in rec and rec.get("step", 0) > a.warmup]
-    return statistics.median(ms)
+    return median_compute_ms(a.brisk, path, os.path.join(work, "runs", name), a.steps, a.warmup, cwd=work)
 
 
 def export(module, x, name):
