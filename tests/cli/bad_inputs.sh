@@ -50,6 +50,12 @@ for c in train predict info synth check bench sample; do
   usage "unknown-option-$c" "$c: unknown option '--frob'" -- "$brisk" $c --frob
 done
 usage info-names-flag "info: unknown option '--frob'" -- "$brisk" info run/last.safetensors --frob
+usage info-graph-ckpt "info: --graph takes a config \(.json\), not 'run/last.safetensors'" -- \
+  "$brisk" info run/last.safetensors --graph
+usage info-graph-value "--graph takes no value" -- "$brisk" info good.json --graph=1
+printf '{"model": {"type": "transformer", "inputs": 2, "seq_len": 4, "width": 8, "heads": 2, "outputs": 3}}\n' > tf.json
+expect info-graph-family 'model type "transformer" has no graph form; mlp, lstm and resnet have one' -- \
+  "$brisk" info tf.json --graph
 usage predict-missing-value 'predict: --input: missing value' -- "$brisk" predict run/last.safetensors --input
 usage train-missing-value 'train: --lr: missing value' -- "$brisk" train good.json --lr
 usage switch-with-value "--quiet takes no value" -- "$brisk" train good.json --quiet=1
