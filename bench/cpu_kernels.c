@@ -113,6 +113,12 @@ static void bench_gemm(int threads, float *scratch) {
         {"attn32 S Q K^T    ", 60, 60, 32, 0, 1},
         {"attn32 O P V      ", 60, 32, 60, 0, 0},
         {"attn32 dV P^T dO  ", 60, 32, 60, 1, 0},
+        /* examples/cnn1d.json's convolutions as im2col GEMMs (a block of 109 windows) */
+        {"c1d1 fwd w col    ", 64, 6540, 160, 0, 0},
+        {"c1d1 dW dy col^T  ", 64, 160, 6540, 0, 1},
+        {"c1d2 fwd w col    ", 64, 3270, 320, 0, 0},
+        {"c1d2 dcol w^T dy  ", 320, 3270, 64, 1, 0},
+        {"c1d2 dW dy col^T  ", 64, 320, 3270, 0, 1},
     };
     cpu_pool *pool = threads > 1 ? cpu_pool_new(threads) : NULL;
     printf("GEMM (threads=%d)          M     N     K ta tb   own us  GF/s | blas us  GF/s\n", threads);

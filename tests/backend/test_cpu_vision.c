@@ -173,6 +173,70 @@ static void test_conv_nhwc(void) {
         for (int l = 0; l < 3; l++) nhwc_case_run(cases[i], limits[l]);
 }
 
+/* 1-D convolutions by Winograd F(4, r) (conv_winograd.c): kernels of 2 to 5 taps, paddings
+ * from 0 to r - 1, rows of several tiles with a partial last one, H > 1, and batches of many
+ * blocks (dw's sums over several chunks) against float64; 1 and 2 threads give the same bits;
+ * the same layer with Winograd turned off (im2col) differs in its bits, so Winograd ran. */
+static void winograd_case_run(conv_case k) {
+    vref_conv r;
+    vref_conv_init(&r, k.N, k.C, k.H, k.W, k.Co, k.kh, k.kw, k.w);
+    tgraph t[3];
+    int ids[3][3];
+    for (int b = 0; b < 3; b++) {
+        tg_rng_state = 0xBEEFull + (uint64_t)(k.N * 1000 + k.C * 100 + k.W + k.kw);
+        tg_init(&t[b]);
+        ((cpu_backend *)be1->impl)->conv_winograd = b < 2;
+        conv_run(b == 1 ? be2 : be1, &t[b], &k, &r, ids[b]);
+    }
+    ((cpu_backend *)be1->impl)->conv_winograd = 1;
+    tgraph *g = &t[0];
+    int64_t ny = k.N * k.Co * r.Ho * r.Wo, nx = k.N * k.C * k.H * k.W, nw = k.Co * k.C * k.kh * k.kw, nn[3] = {ny, nx, nw};
+    double *ref[3] = {malloc(8 * (size_t)ny), malloc(8 * (size_t)nx), malloc(8 * (size_t)nw)};
+    vref_conv_fwd(&r, tg_f(g, 0), tg_f(g, 1), ref[0]);
+    vref_conv_dx(&r, tg_f(g, 2), tg_f(g, 1), ref[1]);
+    vref_conv_dw(&r, tg_f(g, 2), tg_f(g, 0), ref[2]);
+    for (int i = 0; i < 3; i++) {
+        double e = tg_rel_err(tg_f(g, ids[0][i]), ref[i], nn[i]), e_off = tg_rel_err(tg_f(&t[2], ids[2][i]), ref[i], nn[i]);
+        if (getenv("WINO_VERBOSE")) printf("C %lld k %lld %d: %.3g %.3g\n", (long long)k.C, (long long)k.kw, i, e, e_off);
+        CHECKF(e <= 2e-6 && e_off <= 2e-6, "winograd conv N %lld C %lld H %lld W %lld Co %lld k %lld p %d: %s relative "
+               "error %.3g (im2col %.3g)", (long long)k.N, (long long)k.C, (long long)k.H, (long long)k.W,
+               (long long)k.Co, (long long)k.kw, k.w.pw, (const char *[]){"y", "dx", "dw"}[i], e, e_off);
+        size_t bytes = t[0].nodes[ids[0][i]].bytes;
+        CHECKF(memcmp(t[0].buf[ids[0][i]], t[1].buf[ids[1][i]], bytes) == 0,
+               "winograd conv C %lld k %lld: 1 and 2 threads differ in %s", (long long)k.C, (long long)k.kw,
+               (const char *[]){"y", "dx", "dw"}[i]);
+        CHECKF(memcmp(t[0].buf[ids[0][i]], t[2].buf[ids[2][i]], bytes) != 0,
+               "winograd conv C %lld k %lld: %s is im2col's to the bit (did Winograd run?)", (long long)k.C,
+               (long long)k.kw, (const char *[]){"y", "dx", "dw"}[i]);
+        free(ref[i]);
+    }
+    for (int b = 0; b < 3; b++) tg_free(&t[b]);
+}
+
+static brisk_window wnd1(int p) {
+    brisk_window w = {.sh = 1, .sw = 1, .ph = 0, .pw = p, .dh = 1, .dw = 1, .groups = 1};
+    return w;
+}
+
+static void test_conv_winograd(void) {
+    conv_case cases[] = {
+        {4, 32, 1, 60, 64, 1, 5, wnd1(2)},  /* examples/cnn1d.json's layers, 4 windows */
+        {3, 64, 1, 30, 64, 1, 5, wnd1(2)},
+        {64, 32, 1, 60, 48, 1, 5, wnd1(2)}, /* 960 tiles: 12 blocks, dw in 6 chunks */
+        {2, 16, 3, 13, 24, 1, 3, wnd1(1)},  /* H 3, a last tile of 1 output */
+        {2, 24, 2, 9, 16, 1, 2, wnd1(0)},
+        {3, 16, 1, 11, 20, 1, 4, wnd1(3)},  /* padding r - 1 */
+        {2, 20, 1, 6, 16, 1, 5, wnd1(0)},   /* Wo 2 < 4: im2col */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (cases[i].W + 2 * cases[i].w.pw - cases[i].kw + 1 < 4) {
+            conv_case_run(cases[i], CPU_CONV_COL_FLOATS); /* not Winograd's: checked as any other */
+            continue;
+        }
+        winograd_case_run(cases[i]);
+    }
+}
+
 /* The column scratch is bounded by the block limit, not by the batch: a fresh backend with
  * a 4096-float limit runs a layer whose whole-batch column matrix is 100x that. */
 static void test_conv_scratch_bound(void) {
@@ -373,7 +437,7 @@ static void test_pool_kernels(void) {
 int main(void) {
     be1 = brisk_backend_cpu_new(1);
     be2 = brisk_backend_cpu_new(2);
-    t_case c[] = {T(test_conv), T(test_conv_nhwc), T(test_conv_scratch_bound), T(test_conv_bad), T(test_conv_bad_layout),
+    t_case c[] = {T(test_conv), T(test_conv_nhwc), T(test_conv_winograd), T(test_conv_scratch_bound), T(test_conv_bad), T(test_conv_bad_layout),
                   T(test_batchnorm_threads), T(test_pool_kernels)};
     int r = t_run(c, (int)(sizeof c / sizeof c[0]));
     be1->destroy(be1);

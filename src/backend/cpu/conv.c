@@ -207,6 +207,7 @@ brisk_status cpu_conv_op(cpu_backend *cb, const brisk_graph *g, int id, const vo
     if (n->op == BRISK_OP_CONV2D_GRAD_X || (empty && n->op == BRISK_OP_CONV2D_GRAD_W))
         memset(o, 0, (size_t)cpu_numel(&n->shape) * sizeof(float));
     if (empty) return BRISK_OK;
+    if (cb->conv_winograd && cpu_conv_winograd_fits(&c)) return cpu_conv_winograd(cb, n->op, &c, x, w, dy, o, err);
     int64_t imgs, pix;
     block_size(&c, cb->conv_col_floats, &imgs, &pix);
     /* col [K, P]; cp [Cog, P] only for blocks of several images; tw [Cog, K] only for dw

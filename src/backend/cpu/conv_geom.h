@@ -20,4 +20,10 @@ float *cpu_conv_scratch(cpu_backend *cb, size_t floats, brisk_error *err);
 brisk_status cpu_conv_nhwc(cpu_backend *cb, brisk_op op, const conv_geom *c, const float *x, const float *w,
                            const float *dy, float *out, brisk_error *err);
 
+/* conv_winograd.c: whether a convolution is one it computes (1-D, [1, 2..5] kernel, stride and
+ * dilation 1, one group, NCHW, channels enough to pay for the transforms), and the op. */
+int cpu_conv_winograd_fits(const conv_geom *c);
+brisk_status cpu_conv_winograd(cpu_backend *cb, brisk_op op, const conv_geom *c, const float *x, const float *w,
+                               const float *dy, float *out, brisk_error *err);
+
 #endif

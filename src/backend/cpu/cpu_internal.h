@@ -52,6 +52,7 @@ typedef struct cpu_backend {
     float *conv_scratch;    /* conv.c's column matrix and staging, grown on demand */
     size_t conv_scratch_cap;  /* in floats */
     int64_t conv_col_floats;  /* bound on a column block (CPU_CONV_COL_FLOATS; tests lower it) */
+    int conv_winograd;      /* 1-D convolutions by Winograd (conv_winograd.c); tests turn it off */
     int fuse;               /* plan fusions in prepare (fuse.c); BRISK_CPU_FUSE=0 turns it off */
     struct cpu_prep *prep;  /* the prepared executor's fusions, or NULL */
 } cpu_backend;

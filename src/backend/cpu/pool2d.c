@@ -52,12 +52,48 @@ static int64_t plane_base(const pool_ctx *p, int64_t q, int64_t pixels) {
     return p->ps == 1 ? q * pixels : q / p->C * pixels * p->C + q % p->C;
 }
 
+/* Max pooling of an NCHW plane whose windows all lie inside (no padding, no dilation), a tap at
+ * a time over a whole output row: the same comparisons in the same order per window as below,
+ * without a window's bookkeeping per output (the 1-D CNN's [1, 2] pool: ~12 cycles an output
+ * that way), and in loops the compiler vectorises. */
+static void max_rows_inside(const pool_ctx *p, const float *x, float *y, int32_t *arg) {
+    const brisk_window w = p->w;
+    for (int64_t oh = 0; oh < p->Ho; oh++) {
+        float *yr = y + oh * p->Wo;
+        int32_t *ar = arg + oh * p->Wo;
+        for (int i = 0; i < w.kh; i++)
+            for (int j = 0; j < w.kw; j++) {
+                int32_t k0 = (int32_t)((oh * w.sh + i) * p->W + j), sw = w.sw;
+                const float *xr = x + k0;
+                if (i == 0 && j == 0) {
+                    for (int64_t ow = 0; ow < p->Wo; ow++) yr[ow] = xr[ow * sw], ar[ow] = k0 + (int32_t)ow * sw;
+                    continue;
+                }
+                for (int64_t ow = 0; ow < p->Wo; ow++) {
+                    float v = xr[ow * sw], m = yr[ow];
+                    int take = (v > m) | (v != v);
+                    uint32_t t = -(uint32_t)take, vb, mb;
+                    memcpy(&vb, &v, 4), memcpy(&mb, &m, 4);
+                    mb = (vb & t) | (mb & ~t);
+                    memcpy(&yr[ow], &mb, 4);
+                    ar[ow] = (int32_t)(((uint32_t)(k0 + (int32_t)ow * sw) & t) | ((uint32_t)ar[ow] & ~t));
+                }
+            }
+    }
+}
+
 static void pool_forward_planes(const void *vctx, int64_t q0, int64_t q1) {
     const pool_ctx *p = vctx;
     const brisk_window w = p->w;
     double inv = 1.0 / ((double)w.kh * w.kw);
     int64_t ps = p->ps;
+    int inside = p->max && ps == 1 && w.ph == 0 && w.pw == 0 && w.dh == 1 && w.dw == 1;
     for (int64_t q = q0; q < q1; q++) {
+        if (inside) {
+            int64_t yb = plane_base(p, q, p->Ho * p->Wo);
+            max_rows_inside(p, p->x + plane_base(p, q, p->H * p->W), p->out + yb, p->arg + yb);
+            continue;
+        }
         const float *x = p->x + plane_base(p, q, p->H * p->W);
         int64_t yb = plane_base(p, q, p->Ho * p->Wo);
         float *y = p->out + yb;

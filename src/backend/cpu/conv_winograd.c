@@ -1,0 +1,447 @@
+/* CONV2D, CONV2D_GRAD_X and CONV2D_GRAD_W of a 1-D convolution (a [1, r] kernel, 2 <= r <= 5,
+ * stride and dilation 1, one group, NCHW) by Winograd's minimal filtering F(4, r): each tile
+ * of 4 outputs of a row is computed from the n = r + 3 inputs it reads as
+ *   y = AT [(G w) . (BT d)]
+ * so a tile costs n multiplications per input and output channel pair instead of 4 r (8
+ * instead of 20 at r = 5). Summed over the channels, the n products are n GEMMs:
+ *   M[xi] [Co, tiles] = U[xi] [Co, C] V[xi] [C, tiles],  U = G w,  V = BT d.
+ * im2col + GEMM (conv.c) runs the 1-D CNN's two convolutions at 60-95 GFLOP/s of a 185 peak
+ * on 2 AVX2 cores, so only fewer multiplications make them much faster.
+ *
+ * The gradients are the same computation's: dx is a convolution of dy with the kernel
+ * flipped and its channels swapped (padding r - 1 - p), run by the same code; dw sums, over
+ * all tiles, dU[xi] [Co, C] = dM[xi] [Co, tiles] V[xi]^T with dM = A dy, then dw = G^T dU.
+ *
+ * Points 0, 1, -1, 2, -2, 1/2, -1/2 and infinity (the first r + 2 finite ones): BT's rows are
+ * the coefficients of the products of (x - p) over the other points, exact in float, and G
+ * carries the divisions. Measured against float64 (C 64, Co 64, r 5): 1.2e-6 of the largest
+ * output, against 3e-7 for the direct sum; F(6, 5) would save another 17 % of the
+ * multiplications at 1.2e-5, too far from fp32.
+ *
+ * Tiles are numbered row after row (N H rows of ceil(Wo / 4) tiles) and cut into blocks of
+ * a size fixed by the layer's channels, so that a block's transforms and products stay in
+ * L2; a block is one thread's, start to end, and its outputs are its own. dw's sums over
+ * blocks go into a fixed number of chunks (by the shape, not the thread count), each summed
+ * in block order and the chunks in chunk order: the bits do not depend on the threads.
+ * Scratch: the transformed weights, a block's buffers per thread and the chunks' partial dU,
+ * bounded by the layer's channels, never by N. */
+#include "backend/cpu/conv_geom.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WM 4 /* outputs per tile */
+#define WR_MAX 5
+#define WN_MAX (WM + WR_MAX - 1)
+#define DW_CHUNKS 8
+#define BLOCK_FLOATS 65536 /* a block's V and M: 256 KiB, half the L2 of the AMD EPYC it was tuned on */
+
+/* A row of a transform as its nonzero terms: sum over q < count of val[q] * in[idx[q]]. */
+typedef struct wino_row {
+    int count, idx[WN_MAX];
+    float val[WN_MAX];
+} wino_row;
+
+typedef struct wino_mats {
+    int r, n;
+    float AT[WM][WN_MAX], G[WN_MAX][WR_MAX], BT[WN_MAX][WN_MAX];
+    wino_row bt[WN_MAX], at[WM], a[WN_MAX]; /* BT's rows, AT's rows, AT's columns */
+} wino_mats;
+
+static void nonzeros(const float *v, int n, int stride, wino_row *row) {
+    row->count = 0;
+    for (int j = 0; j < n; j++)
+        if (v[j * stride] != 0.0f) row->idx[row->count] = j, row->val[row->count++] = v[j * stride];
+}
+
+static wino_mats g_mats[WR_MAX + 1];
+static pthread_once_t g_mats_once = PTHREAD_ONCE_INIT;
+static const double POINTS[WN_MAX - 1] = {0, 1, -1, 2, -2, 0.5, -0.5};
+
+/* Eight tiles at a time: their inputs (or outputs) loaded one tile to a vector and turned
+ * to one vector per position across the tiles (an 8 x 8 transpose in registers), so the
+ * transforms are whole-vector multiply-adds. */
+typedef float v8 __attribute__((vector_size(32)));
+typedef int v8i __attribute__((vector_size(32)));
+typedef float v8u __attribute__((vector_size(32), aligned(4))); /* an unaligned load */
+#if defined(__clang__)
+#define SHUF8(a, b, M) __builtin_shufflevector(a, b, M(0), M(1), M(2), M(3), M(4), M(5), M(6), M(7))
+#else
+#define SHUF8(a, b, M) __builtin_shuffle(a, b, (v8i){M(0), M(1), M(2), M(3), M(4), M(5), M(6), M(7)})
+#endif
+/* stage h swaps the off-diagonal h x h blocks of every 2h x 2h block */
+#define LO4(l) (((l) & 4) ? 8 + (l) - 4 : (l))
+#define HI4(l) (((l) & 4) ? 8 + (l) : (l) + 4)
+#define LO2(l) (((l) & 2) ? 8 + (l) - 2 : (l))
+#define HI2(l) (((l) & 2) ? 8 + (l) : (l) + 2)
+#define LO1(l) (((l) & 1) ? 8 + (l) - 1 : (l))
+#define HI1(l) (((l) & 1) ? 8 + (l) : (l) + 1)
+#define STAGE8(h)                                                                  \
+    for (int i = 0; i < 8; i++) {                                                  \
+        if (i & (h)) continue;                                                     \
+        v8 a = r[i], b = r[i + (h)];                                               \
+        r[i] = SHUF8(a, b, LO##h);                                                 \
+        r[i + (h)] = SHUF8(a, b, HI##h);                                           \
+    }
+static inline void transpose8(v8 r[8]) { STAGE8(4) STAGE8(2) STAGE8(1) }
+#define STAGE4(h)                                                                  \
+    for (int i = 0; i < 4; i++) {                                                  \
+        if (i & (h)) continue;                                                     \
+        v8 a = r[i], b = r[i + (h)];                                               \
+        r[i] = SHUF8(a, b, LO##h);                                                 \
+        r[i + (h)] = SHUF8(a, b, HI##h);                                           \
+    }
+
+static inline v8 combine(const wino_row *row, const v8 *in) {
+    v8 acc = row->val[0] * in[row->idx[0]];
+    for (int q = 1; q < row->count; q++) acc += row->val[q] * in[row->idx[q]];
+    return acc;
+}
+
+/* The three transforms of a tile, eight tiles a vector. For r = 3 and 5 (n = 6 and 8) they are
+ * written out: the points come in pairs +p, -p, whose rows of BT (and columns of AT) differ
+ * only in the sign of the odd terms, so each pair costs one even and one odd sum (36 vector
+ * operations for BT at n = 8 instead of 44 multiply-adds). The constants are the entries
+ * build_mats computes for these points (tests/backend/test_cpu_vision.c checks the result
+ * against float64); other r take the matrices' nonzero terms. */
+static inline void bt_apply(const wino_mats *m, const v8 *d, v8 *v) {
+    if (m->n == 8) {
+        v[0] = (d[6] - d[0]) + 5.25f * (d[2] - d[4]);
+        v[7] = (d[7] - d[1]) + 5.25f * (d[3] - d[5]);
+        v8 e = d[2] - 4.25f * d[4] + d[6], o = d[1] - 4.25f * d[3] + d[5];
+        v[1] = e + o, v[2] = e - o;
+        e = 0.25f * d[2] - 1.25f * d[4] + d[6], o = 0.5f * d[1] - 2.5f * d[3] + 2.0f * d[5];
+        v[3] = e + o, v[4] = e - o;
+        e = 4.0f * d[2] - 5.0f * d[4] + d[6], o = 2.0f * d[1] - 2.5f * d[3] + 0.5f * d[5];
+        v[5] = e + o, v[6] = e - o;
+    } else if (m->n == 6) {
+        v[0] = 4.0f * d[0] - 5.0f * d[2] + d[4];
+        v[5] = 4.0f * d[1] - 5.0f * d[3] + d[5];
+        v8 e = d[4] - 4.0f * d[2], o = d[3] - 4.0f * d[1];
+        v[1] = e + o, v[2] = e - o;
+        e = d[4] - d[2], o = 2.0f * (d[3] - d[1]);
+        v[3] = e + o, v[4] = e - o;
+    } else {
+        for (int xi = 0; xi < m->n; xi++) v[xi] = combine(&m->bt[xi], d);
+    }
+}
+
+/* y[0..3] = AT mx */
+static inline void at_apply(const wino_mats *m, const v8 *mx, v8 *y) {
+    if (m->n == 8) {
+        v8 s1 = mx[1] + mx[2], d1 = mx[1] - mx[2], s2 = mx[3] + mx[4], d2 = mx[3] - mx[4];
+        v8 s3 = mx[5] + mx[6], d3 = mx[5] - mx[6];
+        y[0] = mx[0] + s1 + s2 + s3;
+        y[1] = d1 + 2.0f * d2 + 0.5f * d3;
+        y[2] = s1 + 4.0f * s2 + 0.25f * s3;
+        y[3] = d1 + 8.0f * d2 + 0.125f * d3 + mx[7];
+    } else if (m->n == 6) {
+        v8 s1 = mx[1] + mx[2], d1 = mx[1] - mx[2], s2 = mx[3] + mx[4], d2 = mx[3] - mx[4];
+        y[0] = mx[0] + s1 + s2;
+        y[1] = d1 + 2.0f * d2;
+        y[2] = s1 + 4.0f * s2;
+        y[3] = d1 + 8.0f * d2 + mx[5];
+    } else {
+        for (int i = 0; i < WM; i++) y[i] = combine(&m->at[i], mx);
+    }
+}
+
+/* mo[0..n-1] = AT^T e (e[0..3]) */
+static inline void a_apply(const wino_mats *m, const v8 *e, v8 *mo) {
+    if (m->n == 8 || m->n == 6) {
+        static const float P[3] = {1.0f, 2.0f, 0.5f};
+        mo[0] = e[0];
+        mo[m->n - 1] = e[3];
+        for (int k = 0; k < (m->n - 2) / 2; k++) {
+            float p = P[k];
+            v8 ev = e[0] + (p * p) * e[2], od = p * e[1] + (p * p * p) * e[3];
+            mo[1 + 2 * k] = ev + od, mo[2 + 2 * k] = ev - od;
+        }
+    } else {
+        for (int xi = 0; xi < m->n; xi++) mo[xi] = combine(&m->a[xi], e);
+    }
+}
+
+/* 4 x 4 transposes within each half of r[0..3]: rows of 8 (two tiles' 4 values each) to the
+ * values by position, across the tiles, and back */
+static inline void transpose4x2(v8 r[4]) { STAGE4(2) STAGE4(1) }
+
+/* c[0..] = the coefficients (lowest degree first) of the product of (x - p_j) over the first
+ * np points but `skip` (-1: none) */
+static void poly_from_roots(int np, int skip, double *c) {
+    int deg = 0;
+    c[0] = 1.0;
+    for (int j = 0; j < np; j++) {
+        if (j == skip) continue;
+        c[deg + 1] = 0.0;
+        for (int k = deg + 1; k > 0; k--) c[k] = c[k - 1] - POINTS[j] * c[k];
+        c[0] *= -POINTS[j];
+        deg++;
+    }
+}
+
+static void build_mats(void) {
+    for (int r = 2; r <= WR_MAX; r++) {
+        wino_mats *m = &g_mats[r];
+        int n = WM + r - 1, nf = n - 1;
+        memset(m, 0, sizeof *m);
+        m->r = r, m->n = n;
+        for (int i = 0; i < WM; i++)
+            for (int j = 0; j < n; j++) m->AT[i][j] = j < nf ? (float)pow(POINTS[j], i) : (float)(i == WM - 1);
+        for (int j = 0; j < n; j++) {
+            double c[WN_MAX + 1] = {0};
+            poly_from_roots(nf, j < nf ? j : -1, c);
+            for (int k = 0; k < n; k++) m->BT[j][k] = (float)c[k];
+            double f = 1.0;
+            for (int l = 0; l < nf && j < nf; l++)
+                if (l != j) f *= POINTS[j] - POINTS[l];
+            for (int k = 0; k < r; k++) m->G[j][k] = j < nf ? (float)(pow(POINTS[j], k) / f) : (float)(k == r - 1);
+        }
+        for (int j = 0; j < n; j++) nonzeros(m->BT[j], n, 1, &m->bt[j]), nonzeros(&m->AT[0][j], WM, WN_MAX, &m->a[j]);
+        for (int i = 0; i < WM; i++) nonzeros(m->AT[i], n, 1, &m->at[i]);
+    }
+}
+
+int cpu_conv_winograd_fits(const conv_geom *c) {
+    const brisk_window *w = &c->w;
+    return w->layout == BRISK_LAYOUT_NCHW && c->G == 1 && w->kh == 1 && w->kw >= 2 && w->kw <= WR_MAX &&
+           w->sh == 1 && w->sw == 1 && w->dh == 1 && w->dw == 1 && w->ph == 0 && w->pw <= w->kw - 1 &&
+           c->Wo >= WM && c->C * c->Co >= 8 * (c->C + c->Co); /* the products must outweigh the transforms */
+}
+
+/* One pass: src [N, Cs, H, Ws] -> dst [N, Cd, H, Wd] (forward, dx), or the sums of dw. */
+typedef struct wino_run {
+    const wino_mats *m;
+    const float *src, *dy;
+    float *dst;
+    int64_t N, H, Cs, Ws, Cd, Wd, pad; /* dw: Cs C (x), Cd Co (dy), Wd Wo */
+    int64_t nt, T, tb, nblocks;        /* tiles a row, tiles in all, tiles a block, blocks */
+    const float *U;                    /* [n][Cd][Cs] */
+    float *work, *parts;               /* per thread: work_per floats; dw: per chunk [n][Cd][Cs] */
+    size_t work_per;
+    float *gemm_scratch;
+    size_t gemm_per;
+    int64_t chunk_blocks;
+} wino_run;
+
+/* Where block tiles [g0, g0 + nb) start: in channel 0 of src (may be before its row, by up to the
+ * padding), whether all n inputs lie in the row, and the tile's first output in channel 0 of
+ * dst and how many of its 4 outputs exist. */
+typedef struct tile_pos {
+    int64_t in, start, out, nout;
+    int inside;
+} tile_pos;
+
+static void tile_positions(const wino_run *r, int64_t g0, int64_t nb, int64_t Cin, int64_t Win, int64_t Cout,
+                           int64_t Wout, tile_pos *tp) {
+    for (int64_t t = 0; t < nb; t++) {
+        int64_t g = g0 + t, row = g / r->nt, tt = g % r->nt, img = row / r->H, h = row % r->H;
+        int64_t s = tt * WM - r->pad;
+        tp[t].start = s;
+        tp[t].in = (img * Cin * r->H + h) * Win + s;
+        tp[t].inside = s >= 0 && s + 8 <= Win; /* a whole vector of 8 inputs can be loaded */
+        tp[t].out = (img * Cout * r->H + h) * Wout + tt * WM;
+        tp[t].nout = Wout - tt * WM < WM ? Wout - tt * WM : WM;
+    }
+}
+
+/* V[xi][c][t] = sum_j BT[xi][j] d_t[j] for channel c of src, the block's nb tiles (row stride tb;
+ * written up to nb rounded up to 8). */
+static void transform_in(const wino_run *r, const tile_pos *tp, int64_t nb, int64_t c, float *V) {
+    const wino_mats *m = r->m;
+    const int n = m->n;
+    const int64_t tb = r->tb, Ws = r->Ws;
+    const float *s = r->src + c * r->H * Ws;
+    for (int64_t t0 = 0; t0 < nb; t0 += 8) {
+        v8 d[8];
+        float edge[8][8];
+        for (int l = 0; l < 8; l++) {
+            int64_t t = t0 + l;
+            const float *p = edge[l];
+            if (t < nb && tp[t].inside) {
+                p = s + tp[t].in;
+                /* the rows of a block are far apart (one per image): the next channels' rows
+                 * are fetched while this one is transformed */
+                if (c + 2 < r->Cs) __builtin_prefetch(p + 2 * r->H * Ws);
+            } else
+                for (int j = 0; j < 8; j++) {
+                    int64_t q = t < nb && j < n ? tp[t].start + j : -1;
+                    edge[l][j] = q >= 0 && q < Ws ? s[tp[t].in + j] : 0.0f;
+                }
+            d[l] = *(const v8u *)p;
+        }
+        transpose8(d);
+        v8 v[WN_MAX];
+        bt_apply(m, d, v);
+        for (int xi = 0; xi < n; xi++) memcpy(V + (xi * r->Cs + c) * tb + t0, &v[xi], sizeof v[xi]);
+    }
+}
+
+/* y_t[i] = sum_xi AT[i][xi] M[xi][co][t], written to dst channel co. */
+static void transform_out(const wino_run *r, const tile_pos *tp, int64_t nb, int64_t co, const float *M) {
+    const wino_mats *m = r->m;
+    const int64_t tb = r->tb;
+    float *dst = r->dst + co * r->H * r->Wd;
+    for (int64_t t0 = 0; t0 < nb; t0 += 8) {
+        v8 mx[WN_MAX], y[4];
+        for (int xi = 0; xi < m->n; xi++) memcpy(&mx[xi], M + (xi * r->Cd + co) * tb + t0, sizeof mx[xi]);
+        at_apply(m, mx, y);
+        transpose4x2(y); /* y[l % 4], half l / 4: tile t0 + l's 4 outputs */
+        for (int l = 0; l < 8 && t0 + l < nb; l++) {
+            const float *src = (const float *)&y[l % 4] + 4 * (l / 4);
+            float *o = dst + tp[t0 + l].out;
+            if (tp[t0 + l].nout == WM) memcpy(o, src, WM * sizeof(float));
+            else
+                for (int64_t i = 0; i < tp[t0 + l].nout; i++) o[i] = src[i];
+        }
+    }
+}
+
+static void apply_blocks(const void *vctx, int64_t b0, int64_t b1) {
+    const wino_run *r = vctx;
+    const int n = r->m->n;
+    const int64_t tb = r->tb;
+    int tid = cpu_worker_id();
+    float *V = r->work + r->work_per * (size_t)tid, *M = V + n * r->Cs * tb;
+    tile_pos *tp = (tile_pos *)(M + n * r->Cd * tb);
+    float *scratch = r->gemm_scratch + r->gemm_per * (size_t)tid;
+    for (int64_t blk = b0; blk < b1; blk++) {
+        int64_t g0 = blk * tb, nb = r->T - g0 < tb ? r->T - g0 : tb;
+        tile_positions(r, g0, nb, r->Cs, r->Ws, r->Cd, r->Wd, tp);
+        for (int64_t c = 0; c < r->Cs; c++) transform_in(r, tp, nb, c, V);
+        for (int xi = 0; xi < n; xi++)
+            cpu_gemm_local(0, 0, r->Cd, nb, r->Cs, r->U + xi * r->Cd * r->Cs, r->Cs, V + xi * r->Cs * tb, tb,
+                           M + xi * r->Cd * tb, tb, scratch);
+        for (int64_t co = 0; co < r->Cd; co++) transform_out(r, tp, nb, co, M);
+    }
+}
+
+/* dM[xi][co][t] = sum_i AT[i][xi] dy_t[i] (0 past the row's last output). */
+static void transform_dy(const wino_run *r, const tile_pos *tp, int64_t nb, int64_t co, float *dM) {
+    const wino_mats *m = r->m;
+    const int64_t tb = r->tb;
+    const float *s = r->dy + co * r->H * r->Wd;
+    for (int64_t t0 = 0; t0 < nb; t0 += 8) {
+        v8 e[4] = {{0}};
+        for (int l = 0; l < 8 && t0 + l < nb; l++) {
+            float *dst = (float *)&e[l % 4] + 4 * (l / 4);
+            const float *src = s + tp[t0 + l].out;
+            if (tp[t0 + l].nout == WM) memcpy(dst, src, WM * sizeof(float));
+            else
+                for (int64_t i = 0; i < tp[t0 + l].nout; i++) dst[i] = src[i];
+        }
+        transpose4x2(e);
+        v8 mo[WN_MAX];
+        a_apply(m, e, mo);
+        for (int xi = 0; xi < m->n; xi++) memcpy(dM + (xi * r->Cd + co) * tb + t0, &mo[xi], sizeof mo[xi]);
+    }
+}
+
+static void dw_chunks(const void *vctx, int64_t c0, int64_t c1) {
+    const wino_run *r = vctx;
+    const int n = r->m->n;
+    const int64_t tb = r->tb, plane = r->Cd * r->Cs;
+    int tid = cpu_worker_id();
+    float *V = r->work + r->work_per * (size_t)tid, *dM = V + n * r->Cs * tb, *tmp = dM + n * r->Cd * tb;
+    tile_pos *tp = (tile_pos *)(tmp + (plane + 15) / 16 * 16);
+    float *scratch = r->gemm_scratch + r->gemm_per * (size_t)tid;
+    for (int64_t ch = c0; ch < c1; ch++) {
+        float *part = r->parts + ch * n * plane;
+        int64_t blk1 = (ch + 1) * r->chunk_blocks < r->nblocks ? (ch + 1) * r->chunk_blocks : r->nblocks;
+        for (int64_t blk = ch * r->chunk_blocks; blk < blk1; blk++) {
+            int64_t g0 = blk * tb, nb = r->T - g0 < tb ? r->T - g0 : tb;
+            tile_positions(r, g0, nb, r->Cs, r->Ws, r->Cd, r->Wd, tp);
+            for (int64_t c = 0; c < r->Cs; c++) transform_in(r, tp, nb, c, V);
+            for (int64_t co = 0; co < r->Cd; co++) transform_dy(r, tp, nb, co, dM);
+            int first = blk == ch * r->chunk_blocks;
+            for (int xi = 0; xi < n; xi++) {
+                float *p = part + xi * plane;
+                cpu_gemm_local(0, 1, r->Cd, r->Cs, nb, dM + xi * r->Cd * tb, tb, V + xi * r->Cs * tb, tb,
+                               first ? p : tmp, r->Cs, scratch);
+                if (!first)
+                    for (int64_t k = 0; k < plane; k++) p[k] += tmp[k];
+            }
+        }
+    }
+}
+
+/* Tiles a block: its transforms and products (n (Cs + Cd) floats a tile) within BLOCK_FLOATS,
+ * a multiple of 16 from 16 to 512. */
+static int64_t block_tiles(int n, int64_t Cs, int64_t Cd) {
+    int64_t tb = BLOCK_FLOATS / (n * (Cs + Cd)) / 16 * 16;
+    return tb < 16 ? 16 : tb > 512 ? 512 : tb;
+}
+
+brisk_status cpu_conv_winograd(cpu_backend *cb, brisk_op op, const conv_geom *c, const float *x, const float *w,
+                               const float *dy, float *out, brisk_error *err) {
+    pthread_once(&g_mats_once, build_mats);
+    const int r_ = c->w.kw;
+    const wino_mats *m = &g_mats[r_];
+    const int n = m->n;
+    wino_run run = {.m = m, .N = c->N, .H = c->H};
+    int dw = op == BRISK_OP_CONV2D_GRAD_W;
+    if (op == BRISK_OP_CONV2D) {
+        run.src = x, run.dst = out, run.Cs = c->C, run.Ws = c->W, run.Cd = c->Co, run.Wd = c->Wo, run.pad = c->w.pw;
+    } else if (op == BRISK_OP_CONV2D_GRAD_X) {
+        run.src = dy, run.dst = out, run.Cs = c->Co, run.Ws = c->Wo, run.Cd = c->C, run.Wd = c->W;
+        run.pad = r_ - 1 - c->w.pw;
+    } else {
+        run.src = x, run.dy = dy, run.Cs = c->C, run.Ws = c->W, run.Cd = c->Co, run.Wd = c->Wo, run.pad = c->w.pw;
+    }
+    run.nt = (c->Wo + WM - 1) / WM;
+    if (op == BRISK_OP_CONV2D_GRAD_X) run.nt = (c->W + WM - 1) / WM;
+    run.T = c->N * c->H * run.nt;
+    run.tb = block_tiles(n, run.Cs, run.Cd);
+    run.nblocks = (run.T + run.tb - 1) / run.tb;
+    int64_t plane = run.Cd * run.Cs, nchunks = 0;
+    if (dw) {
+        nchunks = run.nblocks < DW_CHUNKS ? run.nblocks : DW_CHUNKS;
+        run.chunk_blocks = (run.nblocks + nchunks - 1) / nchunks;
+        nchunks = (run.nblocks + run.chunk_blocks - 1) / run.chunk_blocks;
+    }
+    /* per thread: V, M (or dM), dw's product, the tile positions */
+    size_t tp_floats = (size_t)((run.tb * (int64_t)sizeof(tile_pos) + sizeof(float) - 1) / sizeof(float));
+    int64_t plane16 = (plane + 15) / 16 * 16;
+    run.work_per = (size_t)(n * (run.Cs + run.Cd) * run.tb + (dw ? plane16 : 0)) + tp_floats;
+    run.work_per = (run.work_per + 15) / 16 * 16;
+    size_t u_floats = dw ? 0 : (size_t)(n * plane), parts_floats = (size_t)(nchunks * n * plane);
+    float *s = cpu_conv_scratch(cb, u_floats + parts_floats + run.work_per * (size_t)cb->threads, err);
+    if (!s) return BRISK_ERR_NOMEM;
+    float *U = s;
+    run.parts = s + u_floats;
+    run.work = run.parts + parts_floats;
+    run.U = U;
+    run.gemm_scratch = cb->gemm_scratch;
+    run.gemm_per = cpu_sgemm_scratch_floats();
+    if (!dw) {
+        /* U[xi][d][s] = sum_k G[xi][k] w_k, w_k the tap k of (d, s): forward w[d][s][k], dx w[s][d][r-1-k] */
+        int gx = op == BRISK_OP_CONV2D_GRAD_X;
+        for (int xi = 0; xi < n; xi++)
+            for (int64_t d = 0; d < run.Cd; d++)
+                for (int64_t si = 0; si < run.Cs; si++) {
+                    const float *wk = gx ? w + (si * c->C + d) * r_ : w + (d * c->C + si) * r_;
+                    float acc = 0.0f;
+                    for (int k = 0; k < r_; k++) acc += m->G[xi][k] * wk[gx ? r_ - 1 - k : k];
+                    U[(xi * run.Cd + d) * run.Cs + si] = acc;
+                }
+        cpu_parallel_dynamic(cb, run.nblocks, 1, apply_blocks, &run);
+        return BRISK_OK;
+    }
+    cpu_parallel_dynamic(cb, nchunks, 1, dw_chunks, &run);
+    /* dU = the chunks' sum in chunk order; dw[co][ci][k] = sum_xi G[xi][k] dU[xi][co][ci] */
+    float *dU = run.parts;
+    for (int64_t ch = 1; ch < nchunks; ch++) {
+        const float *p = run.parts + ch * n * plane;
+        for (int64_t k = 0; k < n * plane; k++) dU[k] += p[k];
+    }
+    for (int64_t co = 0; co < c->Co; co++)
+        for (int64_t ci = 0; ci < c->C; ci++)
+            for (int k = 0; k < r_; k++) {
+                float acc = 0.0f;
+                for (int xi = 0; xi < n; xi++) acc += m->G[xi][k] * dU[(xi * c->Co + co) * c->C + ci];
+                out[(co * c->C + ci) * r_ + k] = acc;
+            }
+    return BRISK_OK;
+}
