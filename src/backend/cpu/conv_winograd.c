@@ -211,6 +211,10 @@ int cpu_conv_winograd_fits(const conv_geom *c) {
            c->Wo >= WM && c->C * c->Co >= 8 * (c->C + c->Co); /* the products must outweigh the transforms */
 }
 
+/* The transforms write a block's rows to a multiple of 16 tiles, zeros past its last: the
+ * products read whole vectors */
+static int64_t round16(int64_t nb) { return (nb + 15) / 16 * 16; }
+
 /* One pass: src [N, Cs, H, Ws] -> dst [N, Cd, H, Wd] (forward, dx), or the sums of dw. */
 typedef struct wino_run {
     const wino_mats *m;
@@ -254,7 +258,7 @@ static void transform_in(const wino_run *r, const tile_pos *tp, int64_t nb, int6
     const int n = m->n;
     const int64_t tb = r->tb, Ws = r->Ws;
     const float *s = r->src + c * r->H * Ws;
-    for (int64_t t0 = 0; t0 < nb; t0 += 8) {
+    for (int64_t t0 = 0; t0 < round16(nb); t0 += 8) {
         v8 d[8];
         float edge[8][8];
         for (int l = 0; l < 8; l++) {
@@ -312,8 +316,8 @@ static void apply_blocks(const void *vctx, int64_t b0, int64_t b1) {
         tile_positions(r, g0, nb, r->Cs, r->Ws, r->Cd, r->Wd, tp);
         for (int64_t c = 0; c < r->Cs; c++) transform_in(r, tp, nb, c, V);
         for (int xi = 0; xi < n; xi++)
-            cpu_gemm_local(0, 0, r->Cd, nb, r->Cs, r->U + xi * r->Cd * r->Cs, r->Cs, V + xi * r->Cs * tb, tb,
-                           M + xi * r->Cd * tb, tb, scratch);
+            cpu_sgemm_b_rows(r->Cd, nb, r->Cs, r->U + xi * r->Cd * r->Cs, r->Cs, V + xi * r->Cs * tb, tb,
+                             M + xi * r->Cd * tb, tb, scratch);
         for (int64_t co = 0; co < r->Cd; co++) transform_out(r, tp, nb, co, M);
     }
 }
@@ -323,7 +327,7 @@ static void transform_dy(const wino_run *r, const tile_pos *tp, int64_t nb, int6
     const wino_mats *m = r->m;
     const int64_t tb = r->tb;
     const float *s = r->dy + co * r->H * r->Wd;
-    for (int64_t t0 = 0; t0 < nb; t0 += 8) {
+    for (int64_t t0 = 0; t0 < round16(nb); t0 += 8) {
         v8 e[4] = {{0}};
         for (int l = 0; l < 8 && t0 + l < nb; l++) {
             float *dst = (float *)&e[l % 4] + 4 * (l / 4);
@@ -344,9 +348,9 @@ static void dw_chunks(const void *vctx, int64_t c0, int64_t c1) {
     const int n = r->m->n;
     const int64_t tb = r->tb, plane = r->Cd * r->Cs;
     int tid = cpu_worker_id();
-    float *V = r->work + r->work_per * (size_t)tid, *dM = V + n * r->Cs * tb, *tmp = dM + n * r->Cd * tb;
-    tile_pos *tp = (tile_pos *)(tmp + (plane + 15) / 16 * 16);
-    float *scratch = r->gemm_scratch + r->gemm_per * (size_t)tid;
+    float *V = r->work + r->work_per * (size_t)tid, *dM = V + n * r->Cs * tb;
+    tile_pos *tp = (tile_pos *)(dM + n * r->Cd * tb);
+    const int64_t vl = cpu_sgemm_vl();
     for (int64_t ch = c0; ch < c1; ch++) {
         float *part = r->parts + ch * n * plane;
         int64_t blk1 = (ch + 1) * r->chunk_blocks < r->nblocks ? (ch + 1) * r->chunk_blocks : r->nblocks;
@@ -356,22 +360,18 @@ static void dw_chunks(const void *vctx, int64_t c0, int64_t c1) {
             for (int64_t c = 0; c < r->Cs; c++) transform_in(r, tp, nb, c, V);
             for (int64_t co = 0; co < r->Cd; co++) transform_dy(r, tp, nb, co, dM);
             int first = blk == ch * r->chunk_blocks;
-            for (int xi = 0; xi < n; xi++) {
-                float *p = part + xi * plane;
-                cpu_gemm_local(0, 1, r->Cd, r->Cs, nb, dM + xi * r->Cd * tb, tb, V + xi * r->Cs * tb, tb,
-                               first ? p : tmp, r->Cs, scratch);
-                if (!first)
-                    for (int64_t k = 0; k < plane; k++) p[k] += tmp[k];
-            }
+            for (int xi = 0; xi < n; xi++)
+                cpu_sgemm_abt_rows(r->Cd, r->Cs, (nb + vl - 1) / vl * vl, dM + xi * r->Cd * tb, tb,
+                                   V + xi * r->Cs * tb, tb, part + xi * plane, r->Cs, !first);
         }
     }
 }
 
-/* Tiles a block: its transforms and products (n (Cs + Cd) floats a tile) within BLOCK_FLOATS,
- * a multiple of 16 from 16 to 512. */
-static int64_t block_tiles(int n, int64_t Cs, int64_t Cd) {
-    int64_t tb = BLOCK_FLOATS / (n * (Cs + Cd)) / 16 * 16;
-    return tb < 16 ? 16 : tb > 512 ? 512 : tb;
+/* Tiles a block: its transforms and products (n (Cs + Cd) floats a tile) within `floats`, a
+ * multiple of 32 (whole B strips of the kernel, 16-float aligned rows) from 32 to 1024. */
+static int64_t block_tiles(int n, int64_t Cs, int64_t Cd, int64_t floats) {
+    int64_t tb = floats / (n * (Cs + Cd)) / 32 * 32;
+    return tb < 32 ? 32 : tb > 1024 ? 1024 : tb;
 }
 
 brisk_status cpu_conv_winograd(cpu_backend *cb, brisk_op op, const conv_geom *c, const float *x, const float *w,
@@ -393,7 +393,8 @@ brisk_status cpu_conv_winograd(cpu_backend *cb, brisk_op op, const conv_geom *c,
     run.nt = (c->Wo + WM - 1) / WM;
     if (op == BRISK_OP_CONV2D_GRAD_X) run.nt = (c->W + WM - 1) / WM;
     run.T = c->N * c->H * run.nt;
-    run.tb = block_tiles(n, run.Cs, run.Cd);
+    /* dw's products sum along the tiles, each sum finished once a block: longer blocks */
+    run.tb = block_tiles(n, run.Cs, run.Cd, dw ? 4 * BLOCK_FLOATS : BLOCK_FLOATS);
     run.nblocks = (run.T + run.tb - 1) / run.tb;
     int64_t plane = run.Cd * run.Cs, nchunks = 0;
     if (dw) {
@@ -401,12 +402,11 @@ brisk_status cpu_conv_winograd(cpu_backend *cb, brisk_op op, const conv_geom *c,
         run.chunk_blocks = (run.nblocks + nchunks - 1) / nchunks;
         nchunks = (run.nblocks + run.chunk_blocks - 1) / run.chunk_blocks;
     }
-    /* per thread: V, M (or dM), dw's product, the tile positions */
+    /* per thread: V, M (or dM), the tile positions; each part 64-byte aligned */
     size_t tp_floats = (size_t)((run.tb * (int64_t)sizeof(tile_pos) + sizeof(float) - 1) / sizeof(float));
-    int64_t plane16 = (plane + 15) / 16 * 16;
-    run.work_per = (size_t)(n * (run.Cs + run.Cd) * run.tb + (dw ? plane16 : 0)) + tp_floats;
+    run.work_per = (size_t)(n * (run.Cs + run.Cd) * run.tb) + tp_floats;
     run.work_per = (run.work_per + 15) / 16 * 16;
-    size_t u_floats = dw ? 0 : (size_t)(n * plane), parts_floats = (size_t)(nchunks * n * plane);
+    size_t u_floats = dw ? 0 : (size_t)(n * plane + 15) / 16 * 16, parts_floats = (size_t)(nchunks * n * plane + 15) / 16 * 16;
     float *s = cpu_conv_scratch(cb, u_floats + parts_floats + run.work_per * (size_t)cb->threads, err);
     if (!s) return BRISK_ERR_NOMEM;
     float *U = s;

@@ -127,6 +127,17 @@ void cpu_gemm_local(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, c
  * arithmetic, element for element, as cpu_sgemm. packed: cpu_sgemm_packed_b_floats(),
  * 64-byte aligned; scratch: cpu_sgemm_scratch_floats(). */
 size_t cpu_sgemm_packed_b_floats(int64_t K, int64_t N);
+/* Products on the calling thread whose operands are already laid out for the kernel, so
+ * nothing is packed (Winograd's per-point products, conv_winograd.c):
+ *  - C[M, N] = A[M, K] B[K, N], B's rows read in place: ldb and B 16-float aligned, each row
+ *    readable to N rounded up to 16 (or 32 with AVX-512); scratch: cpu_sgemm_scratch_floats().
+ *  - C[M, N] (+)= A[M, K] B[N, K]^T, both read along k: K a multiple of cpu_sgemm_vl(), rows
+ *    aligned to it. */
+void cpu_sgemm_b_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+                      float *C, int64_t ldc, float *scratch);
+void cpu_sgemm_abt_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+                        float *C, int64_t ldc, int add);
+int cpu_sgemm_vl(void);
 void cpu_sgemm_pack_b(int trans_b, int64_t K, int64_t N, const float *B, int64_t ldb, float *packed);
 void cpu_sgemm_prepacked(int trans_a, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                          const float *packed, float *C, int64_t ldc, int accumulate, float *scratch);

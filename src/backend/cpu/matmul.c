@@ -213,13 +213,13 @@ static inline void store_part(float *ci, vf v, int n, int add) {
  * packing left unused: the same multiply-adds on every element that is kept, so the same
  * bits, at half the work. */
 static inline __attribute__((always_inline)) void kernel_body(int64_t kc, const float *restrict a, int64_t ars,
-                                                              int64_t aks, const float *restrict b, float *restrict c,
-                                                              int64_t ldc, int mr, int nr, int add) {
+                                                              int64_t aks, const float *restrict b, int64_t bks,
+                                                              float *restrict c, int64_t ldc, int mr, int nr, int add) {
     vf c0[MR], c1[MR];
     for (int i = 0; i < MR; i++) { c0[i] = (vf){0}; c1[i] = (vf){0}; }
     if (nr <= VL) {
         for (int64_t k = 0; k < kc; k++) {
-            vf b0 = *(const vf *)(b + k * NR);
+            vf b0 = *(const vf *)(b + k * bks);
             const float *ak = a + k * aks;
 #pragma GCC unroll 8
             for (int i = 0; i < MR; i++) c0[i] += ak[i * ars] * b0;
@@ -228,7 +228,7 @@ static inline __attribute__((always_inline)) void kernel_body(int64_t kc, const 
         return;
     }
     for (int64_t k = 0; k < kc; k++) {
-        vf b0 = *(const vf *)(b + k * NR), b1 = *(const vf *)(b + k * NR + VL);
+        vf b0 = *(const vf *)(b + k * bks), b1 = *(const vf *)(b + k * bks + VL);
         const float *ak = a + k * aks;
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++) {
@@ -244,18 +244,25 @@ static inline __attribute__((always_inline)) void kernel_body(int64_t kc, const 
 
 static void micro_kernel(int64_t kc, const float *restrict a, const float *restrict b, float *restrict c,
                          int64_t ldc, int mr, int nr, int add) {
-    kernel_body(kc, a, 1, MR, b, c, ldc, mr, nr, add);
+    kernel_body(kc, a, 1, MR, b, NR, c, ldc, mr, nr, add);
 }
 
 /* A read in place: rows of A (not transposed, row stride lda) or columns (transposed) */
 static void micro_kernel_rows(int64_t kc, const float *restrict a, int64_t lda, const float *restrict b,
                               float *restrict c, int64_t ldc, int nr, int add) {
-    kernel_body(kc, a, lda, 1, b, c, ldc, MR, nr, add);
+    kernel_body(kc, a, lda, 1, b, NR, c, ldc, MR, nr, add);
 }
 
 static void micro_kernel_cols(int64_t kc, const float *restrict a, int64_t lda, const float *restrict b,
                               float *restrict c, int64_t ldc, int nr, int add) {
-    kernel_body(kc, a, 1, lda, b, c, ldc, MR, nr, add);
+    kernel_body(kc, a, 1, lda, b, NR, c, ldc, MR, nr, add);
+}
+
+/* B read in place, row k at b + k ldb (a multiple of VL floats apart, VL-aligned), A in
+ * place or packed as above */
+static void micro_kernel_b_rows(int64_t kc, const float *restrict a, int64_t ars, int64_t aks,
+                                const float *restrict b, int64_t ldb, float *restrict c, int64_t ldc, int mr, int nr) {
+    kernel_body(kc, a, ars, aks, b, ldb, c, ldc, mr, nr, 0);
 }
 
 /* The depth of the K slices: even slices, 295 = 148 + 147 rather than 256 + 39. */
@@ -551,6 +558,71 @@ int cpu_sgemm_one_band(int blas, int trans_a, int trans_b, int64_t M, int64_t N,
     else sgemm_band(trans_a, trans_b, m0, m1, n0, n1, K, A, lda, B, ldb, C, ldc, 0, scratch);
     return nb;
 }
+
+void cpu_sgemm_b_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+                      float *C, int64_t ldc, float *scratch) {
+    for (int64_t jr = 0; jr < N; jr += NR) {
+        int nr = (int)min64(NR, N - jr);
+        int64_t ir = 0;
+        for (; ir + MR <= M; ir += MR)
+            micro_kernel_b_rows(K, A + ir * lda, lda, 1, B + jr, ldb, C + ir * ldc + jr, ldc, MR, nr);
+        if (ir < M) { /* the last rows, packed with zeros to a whole strip */
+            if (jr == 0) pack_a(0, A, lda, ir, M - ir, 0, K, scratch);
+            micro_kernel_b_rows(K, scratch, 1, MR, B + jr, ldb, C + ir * ldc + jr, ldc, (int)(M - ir), nr);
+        }
+    }
+}
+
+/* C[i][j] (+)= sum_k A[i][k] B[j][k]: a block of NT_M x NT_N of C in vector accumulators along k,
+ * each summed across its lanes at the end; rows past M or N re-read the last one (not stored). */
+#define NT_M 3
+#define NT_N 4
+static inline float lanes_sum(vf v) {
+    float t[VL];
+    memcpy(t, &v, sizeof t);
+    for (int w = VL / 2; w > 0; w /= 2)
+        for (int l = 0; l < w; l++) t[l] += t[l + w];
+    return t[0];
+}
+
+void cpu_sgemm_abt_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+                        float *C, int64_t ldc, int add) {
+    for (int64_t i0 = 0; i0 < M; i0 += NT_M)
+        for (int64_t j0 = 0; j0 < N; j0 += NT_N) {
+            const float *a[NT_M], *b[NT_N];
+            for (int i = 0; i < NT_M; i++) a[i] = A + min64(i0 + i, M - 1) * lda;
+            for (int j = 0; j < NT_N; j++) b[j] = B + min64(j0 + j, N - 1) * ldb;
+            vf acc[NT_M][NT_N];
+            for (int i = 0; i < NT_M; i++)
+                for (int j = 0; j < NT_N; j++) acc[i][j] = (vf){0};
+            for (int64_t k = 0; k < K; k += VL) {
+                vf av[NT_M];
+                for (int i = 0; i < NT_M; i++) {
+                    av[i] = *(const vf *)(a[i] + k);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+                    __asm__("" : "+x"(av[i]));
+#endif
+                }
+                for (int j = 0; j < NT_N; j++) {
+                    vf bv = *(const vf *)(b[j] + k);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+                    /* av and bv in registers: GCC would fold their loads into each multiply-add,
+                     * 15 loads for 12 of them, more than the load ports take */
+                    __asm__("" : "+x"(bv));
+#endif
+                    for (int i = 0; i < NT_M; i++) acc[i][j] += av[i] * bv;
+                }
+            }
+            for (int i = 0; i < NT_M && i0 + i < M; i++)
+                for (int j = 0; j < NT_N && j0 + j < N; j++) {
+                    float v = lanes_sum(acc[i][j]);
+                    float *cij = C + (i0 + i) * ldc + j0 + j;
+                    *cij = add ? *cij + v : v;
+                }
+        }
+}
+
+int cpu_sgemm_vl(void) { return VL; }
 
 size_t cpu_sgemm_packed_b_floats(int64_t K, int64_t N) { return (size_t)(K * n_strips_cols(N)) + 64; }
 
