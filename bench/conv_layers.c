@@ -6,12 +6,15 @@
  * the stem's BatchNorm + ReLU and max pool, forward and backward.
  * Compare with the same shapes in PyTorch: bench/conv_layers_torch.py.
  *
- *   cmake --build build --target bench_conv_layers && build/bench/bench_conv_layers [threads] [full] */
+ *   cmake --build build --target bench_conv_layers && build/bench/bench_conv_layers [threads] [full | 1d]
+ * (1d: examples/cnn1d.json's two 1-D convolutions instead; the first layer's dx is not needed
+ * there either) */
 #include "brisk/graph.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 static double now_us(void) {
@@ -19,6 +22,16 @@ static double now_us(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
 }
+/* buffers on 2 MiB pages where they can be, as brisk's arena asks for them (a convolution's rows
+ * of one channel in many images are a page apart each) */
+static float *buffer(size_t floats) {
+    size_t bytes = (floats * 4 + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+    void *p = NULL;
+    if (posix_memalign(&p, 2u << 20, bytes)) abort();
+    madvise(p, bytes, MADV_HUGEPAGE);
+    return p;
+}
+
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -28,6 +41,7 @@ typedef struct layer { const char *what; int64_t cin, cout, hw, k, stride, count
 
 int main(int argc, char **argv) {
     int threads = argc > 1 ? atoi(argv[1]) : 0, full = argc > 2 && strcmp(argv[2], "full") == 0;
+    int one_d = argc > 2 && strcmp(argv[2], "1d") == 0;
     int64_t N = full ? 16 : 4, s0 = full ? 256 : 64; /* input side; the stem halves it, the max pool again */
     const layer ls[] = {
         {"stem 7x7/2     ", 3, 64, s0, 7, 2, 1},
@@ -42,17 +56,25 @@ int main(int argc, char **argv) {
         {"l4 3x3 512     ", 512, 512, s0 / 32, 3, 1, 3},
         {"l4 down 1x1/2  ", 256, 512, s0 / 16, 1, 2, 1},
     };
+    /* "1d": examples/cnn1d.json's two convolutions ([1, 5] kernels along 60 and 30 steps, batch
+     * 256; Winograd unless BRISK_CPU_WINOGRAD=0) */
+    const layer ls1[] = {{"cnn1d conv1    ", 32, 64, 60, 5, 1, 1}, {"cnn1d conv2    ", 64, 64, 30, 5, 1, 1}};
+    if (one_d) N = 256;
     brisk_backend *be = brisk_backend_cpu_new(threads);
     printf("conv layers, batch %lld, input %lldx%lld (threads %s)\n", (long long)N, (long long)s0, (long long)s0,
            argc > 1 ? argv[1] : "default");
     printf("layer             fwd us  GF/s   dx us  GF/s   dw us  GF/s\n");
     double total = 0;
-    for (size_t l = 0; l < sizeof ls / sizeof ls[0]; l++) {
-        const layer *L = &ls[l];
+    size_t nl = one_d ? 2 : sizeof ls / sizeof ls[0];
+    for (size_t l = 0; l < nl; l++) {
+        const layer *L = one_d ? &ls1[l] : &ls[l];
         brisk_graph *g = brisk_graph_new();
-        int x = brisk_input(g, "x", BRISK_F32, brisk_shape4(N, L->cin, L->hw, L->hw));
-        int w = brisk_input(g, "w", BRISK_F32, brisk_shape4(L->cout, L->cin, L->k, L->k));
-        int y = brisk_conv2d(g, x, w, brisk_window_2d((int)L->k, (int)L->stride, (int)(L->k / 2)));
+        int64_t kh = one_d ? 1 : L->k, hi = one_d ? 1 : L->hw;
+        brisk_window win = brisk_window_2d((int)L->k, (int)L->stride, (int)(L->k / 2));
+        if (one_d) win.kh = 1, win.ph = 0;
+        int x = brisk_input(g, "x", BRISK_F32, brisk_shape4(N, L->cin, hi, L->hw));
+        int w = brisk_input(g, "w", BRISK_F32, brisk_shape4(L->cout, L->cin, kh, L->k));
+        int y = brisk_conv2d(g, x, w, win);
         int dy = brisk_input(g, "dy", BRISK_F32, g->nodes[y].shape);
         const brisk_attr *at = &g->nodes[y].attr;
         int i1[2] = {dy, w}, i2[2] = {dy, x};
@@ -61,14 +83,14 @@ int main(int argc, char **argv) {
         void *buf[16] = {0};
         for (int i = 0; i < g->n_nodes; i++) {
             size_t n = g->nodes[i].bytes / 4;
-            float *p = aligned_alloc(64, (n * 4 + 63) / 64 * 64);
+            float *p = buffer(n);
             for (size_t k = 0; k < n; k++) p[k] = (float)rand() / RAND_MAX - 0.5f;
             buf[i] = p;
         }
         int ops[3] = {y, gx, gw};
         double us[3];
         const brisk_node *yn = &g->nodes[y];
-        double flop = 2.0 * (double)brisk_shape_numel(&yn->shape) * L->cin * L->k * L->k;
+        double flop = 2.0 * (double)brisk_shape_numel(&yn->shape) * L->cin * kh * L->k;
         brisk_error err;
         for (int o = 0; o < 3; o++) {
             const brisk_node *n = &g->nodes[ops[o]];
@@ -92,6 +114,10 @@ int main(int argc, char **argv) {
         brisk_graph_free(g);
     }
     printf("all convs of one step (fwd + dx + dw, by count): %.1f ms\n", total * 1e-3);
+    if (one_d) {
+        be->destroy(be);
+        return 0;
+    }
 
     /* the stem's BatchNorm + ReLU (training) and 3x3/2 max pool, forward and backward */
     int64_t S = s0 / 2;
@@ -112,7 +138,7 @@ int main(int argc, char **argv) {
     void *buf[32] = {0};
     for (int i = 0; i < g->n_nodes; i++) {
         size_t n = g->nodes[i].bytes / 4;
-        float *p = aligned_alloc(64, (n * 4 + 63) / 64 * 64);
+        float *p = buffer(n);
         for (size_t k = 0; k < n; k++) p[k] = (float)rand() / RAND_MAX - 0.5f;
         buf[i] = p;
     }

@@ -226,6 +226,8 @@ static void test_conv_winograd(void) {
         {2, 16, 3, 13, 24, 1, 3, wnd1(1)},  /* H 3, a last tile of 1 output */
         {2, 24, 2, 9, 16, 1, 2, wnd1(0)},
         {3, 16, 1, 11, 20, 1, 4, wnd1(3)},  /* padding r - 1 */
+        {5, 16, 1, 23, 16, 1, 5, wnd1(4)},  /* padding 4: three tiles of a row past its end */
+        {9, 16, 1, 7, 16, 1, 3, wnd1(1)},   /* rows shorter than a vector: every tile gathered */
         {2, 20, 1, 6, 16, 1, 5, wnd1(0)},   /* Wo 2 < 4: im2col */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

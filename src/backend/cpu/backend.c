@@ -280,7 +280,8 @@ brisk_backend *brisk_backend_cpu_new(int threads) {
     }
     cb->threads = threads < 1 ? 1 : threads;
     cb->conv_col_floats = CPU_CONV_COL_FLOATS;
-    cb->conv_winograd = 1;
+    const char *wino = getenv("BRISK_CPU_WINOGRAD");
+    cb->conv_winograd = !(wino && strcmp(wino, "0") == 0);
     const char *fuse = getenv("BRISK_CPU_FUSE");
     cb->fuse = !(fuse && strcmp(fuse, "0") == 0);
     size_t bytes = cpu_sgemm_scratch_floats() * sizeof(float) * (size_t)cb->threads;

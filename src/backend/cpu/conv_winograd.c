@@ -106,8 +106,8 @@ static inline v8 combine(const wino_row *row, const v8 *in) {
  * operations for BT at n = 8 instead of 44 multiply-adds). The constants are the entries
  * build_mats computes for these points (tests/backend/test_cpu_vision.c checks the result
  * against float64); other r take the matrices' nonzero terms. */
-static inline void bt_apply(const wino_mats *m, const v8 *d, v8 *v) {
-    if (m->n == 8) {
+static inline __attribute__((always_inline)) void bt_apply(const wino_mats *m, int n, const v8 *d, v8 *v) {
+    if (n == 8) {
         v[0] = (d[6] - d[0]) + 5.25f * (d[2] - d[4]);
         v[7] = (d[7] - d[1]) + 5.25f * (d[3] - d[5]);
         v8 e = d[2] - 4.25f * d[4] + d[6], o = d[1] - 4.25f * d[3] + d[5];
@@ -116,7 +116,7 @@ static inline void bt_apply(const wino_mats *m, const v8 *d, v8 *v) {
         v[3] = e + o, v[4] = e - o;
         e = 4.0f * d[2] - 5.0f * d[4] + d[6], o = 2.0f * d[1] - 2.5f * d[3] + 0.5f * d[5];
         v[5] = e + o, v[6] = e - o;
-    } else if (m->n == 6) {
+    } else if (n == 6) {
         v[0] = 4.0f * d[0] - 5.0f * d[2] + d[4];
         v[5] = 4.0f * d[1] - 5.0f * d[3] + d[5];
         v8 e = d[4] - 4.0f * d[2], o = d[3] - 4.0f * d[1];
@@ -129,15 +129,15 @@ static inline void bt_apply(const wino_mats *m, const v8 *d, v8 *v) {
 }
 
 /* y[0..3] = AT mx */
-static inline void at_apply(const wino_mats *m, const v8 *mx, v8 *y) {
-    if (m->n == 8) {
+static inline __attribute__((always_inline)) void at_apply(const wino_mats *m, int n, const v8 *mx, v8 *y) {
+    if (n == 8) {
         v8 s1 = mx[1] + mx[2], d1 = mx[1] - mx[2], s2 = mx[3] + mx[4], d2 = mx[3] - mx[4];
         v8 s3 = mx[5] + mx[6], d3 = mx[5] - mx[6];
         y[0] = mx[0] + s1 + s2 + s3;
         y[1] = d1 + 2.0f * d2 + 0.5f * d3;
         y[2] = s1 + 4.0f * s2 + 0.25f * s3;
         y[3] = d1 + 8.0f * d2 + 0.125f * d3 + mx[7];
-    } else if (m->n == 6) {
+    } else if (n == 6) {
         v8 s1 = mx[1] + mx[2], d1 = mx[1] - mx[2], s2 = mx[3] + mx[4], d2 = mx[3] - mx[4];
         y[0] = mx[0] + s1 + s2;
         y[1] = d1 + 2.0f * d2;
@@ -149,12 +149,12 @@ static inline void at_apply(const wino_mats *m, const v8 *mx, v8 *y) {
 }
 
 /* mo[0..n-1] = AT^T e (e[0..3]) */
-static inline void a_apply(const wino_mats *m, const v8 *e, v8 *mo) {
-    if (m->n == 8 || m->n == 6) {
+static inline __attribute__((always_inline)) void a_apply(const wino_mats *m, int n, const v8 *e, v8 *mo) {
+    if (n == 8 || n == 6) {
         static const float P[3] = {1.0f, 2.0f, 0.5f};
         mo[0] = e[0];
-        mo[m->n - 1] = e[3];
-        for (int k = 0; k < (m->n - 2) / 2; k++) {
+        mo[n - 1] = e[3];
+        for (int k = 0; k < (n - 2) / 2; k++) {
             float p = P[k];
             v8 ev = e[0] + (p * p) * e[2], od = p * e[1] + (p * p * p) * e[3];
             mo[1 + 2 * k] = ev + od, mo[2 + 2 * k] = ev - od;
@@ -162,6 +162,16 @@ static inline void a_apply(const wino_mats *m, const v8 *e, v8 *mo) {
     } else {
         for (int xi = 0; xi < m->n; xi++) mo[xi] = combine(&m->a[xi], e);
     }
+}
+
+typedef float v4 __attribute__((vector_size(16)));
+static inline v4 v8_lo(v8 a) { v4 h; memcpy(&h, &a, sizeof h); return h; }
+static inline v4 v8_hi(v8 a) { v4 h; memcpy(&h, (const float *)&a + 4, sizeof h); return h; }
+static inline v8 v4_join(v4 lo, v4 hi) {
+    v8 r;
+    memcpy(&r, &lo, sizeof lo);
+    memcpy((float *)&r + 4, &hi, sizeof hi);
+    return r;
 }
 
 /* 4 x 4 transposes within each half of r[0..3]: rows of 8 (two tiles' 4 values each) to the
@@ -235,72 +245,124 @@ typedef struct wino_run {
  * dst and how many of its 4 outputs exist. */
 typedef struct tile_pos {
     int64_t in, start, out, nout;
+    int64_t edge; /* not inside: its slot in the block's gathered edges */
     int inside;
 } tile_pos;
 
 static void tile_positions(const wino_run *r, int64_t g0, int64_t nb, int64_t Cin, int64_t Win, int64_t Cout,
                            int64_t Wout, tile_pos *tp) {
+    int64_t edges = 0;
     for (int64_t t = 0; t < nb; t++) {
         int64_t g = g0 + t, row = g / r->nt, tt = g % r->nt, img = row / r->H, h = row % r->H;
         int64_t s = tt * WM - r->pad;
         tp[t].start = s;
         tp[t].in = (img * Cin * r->H + h) * Win + s;
         tp[t].inside = s >= 0 && s + 8 <= Win; /* a whole vector of 8 inputs can be loaded */
+        tp[t].edge = tp[t].inside ? -1 : edges++;
         tp[t].out = (img * Cout * r->H + h) * Wout + tt * WM;
         tp[t].nout = Wout - tt * WM < WM ? Wout - tt * WM : WM;
     }
 }
 
-/* V[xi][c][t] = sum_j BT[xi][j] d_t[j] for channel c of src, the block's nb tiles (row stride tb;
- * written up to nb rounded up to 8). */
-static void transform_in(const wino_run *r, const tile_pos *tp, int64_t nb, int64_t c, float *V) {
-    const wino_mats *m = r->m;
-    const int n = m->n;
-    const int64_t tb = r->tb, Ws = r->Ws;
-    const float *s = r->src + c * r->H * Ws;
-    for (int64_t t0 = 0; t0 < round16(nb); t0 += 8) {
-        v8 d[8];
-        float edge[8][8];
-        for (int l = 0; l < 8; l++) {
-            int64_t t = t0 + l;
-            const float *p = edge[l];
-            if (t < nb && tp[t].inside) {
-                p = s + tp[t].in;
-                /* the rows of a block are far apart (one per image): the next channels' rows
-                 * are fetched while this one is transformed */
-                if (c + 2 < r->Cs) __builtin_prefetch(p + 2 * r->H * Ws);
-            } else
-                for (int j = 0; j < 8; j++) {
-                    int64_t q = t < nb && j < n ? tp[t].start + j : -1;
-                    edge[l][j] = q >= 0 && q < Ws ? s[tp[t].in + j] : 0.0f;
-                }
-            d[l] = *(const v8u *)p;
-        }
+/* The transforms run over a block a group of 8 tiles at a time, channel after channel within
+ * a group: a group's tiles lie in one or two rows (images), so consecutive channels read and
+ * write memory in order, and a group's positions are worked out once. A group of 8 whole
+ * tiles (all inputs inside their rows, all outputs present) takes the fast path. */
+typedef float v4u __attribute__((vector_size(16), aligned(4)));
+
+static inline __attribute__((always_inline)) void in_group(const wino_run *r, const tile_pos *tp, int64_t t0,
+                                                           int64_t nb, const float *E, const wino_mats *m, int n,
+                                                           float *V) {
+    const int64_t tb = r->tb, cs = r->H * r->Ws;
+    const float *p[8];
+    int64_t step[8];
+    for (int l = 0; l < 8; l++) {
+        int64_t t = t0 + l;
+        if (t < nb && tp[t].inside) p[l] = r->src + tp[t].in, step[l] = cs;
+        else if (t < nb) p[l] = E + tp[t].edge * r->Cs * 8, step[l] = 8;
+        else p[l] = E - 8, step[l] = 0; /* the zeros before the edges */
+    }
+    for (int64_t c = 0; c < r->Cs; c++) {
+        v8 d[8], v[WN_MAX];
+        for (int l = 0; l < 8; l++) d[l] = *(const v8u *)p[l], p[l] += step[l];
         transpose8(d);
-        v8 v[WN_MAX];
-        bt_apply(m, d, v);
-        for (int xi = 0; xi < n; xi++) memcpy(V + (xi * r->Cs + c) * tb + t0, &v[xi], sizeof v[xi]);
+        bt_apply(m, n, d, v);
+        for (int xi = 0; xi < n; xi++) *(v8 *)(V + (xi * r->Cs + c) * tb + t0) = v[xi];
     }
 }
 
-/* y_t[i] = sum_xi AT[i][xi] M[xi][co][t], written to dst channel co. */
-static void transform_out(const wino_run *r, const tile_pos *tp, int64_t nb, int64_t co, const float *M) {
+/* V[xi][c][t] = sum_j BT[xi][j] d_t[j] for every channel c of src and the block's nb tiles
+ * (row stride tb; written to nb rounded up to 16, zeros past nb). A tile whose 8 inputs are
+ * not all inside its row (the first and last of a row) has them gathered first, every
+ * channel's, into E (8 zeros, then Cs x 8 floats a tile): gathered in the group's loop,
+ * the vector load right after the scalar stores stalls. */
+static void transform_in(const wino_run *r, const tile_pos *tp, int64_t nb, float *V, float *E) {
     const wino_mats *m = r->m;
-    const int64_t tb = r->tb;
-    float *dst = r->dst + co * r->H * r->Wd;
-    for (int64_t t0 = 0; t0 < nb; t0 += 8) {
+    const int n = m->n;
+    const int64_t Ws = r->Ws, cs = r->H * Ws;
+    memset(E, 0, 8 * sizeof(float));
+    E += 8;
+    for (int64_t t = 0; t < nb; t++) {
+        if (tp[t].inside) continue;
+        float *e = E + tp[t].edge * r->Cs * 8;
+        for (int64_t c = 0; c < r->Cs; c++)
+            for (int j = 0; j < 8; j++) {
+                int64_t q = j < n ? tp[t].start + j : -1;
+                e[c * 8 + j] = q >= 0 && q < Ws ? r->src[c * cs + tp[t].in + j] : 0.0f;
+            }
+    }
+    for (int64_t t0 = 0; t0 < round16(nb); t0 += 8) {
+        if (n == 8) in_group(r, tp, t0, nb, E, m, 8, V); /* a constant n: the pairs' code, in registers */
+        else if (n == 6) in_group(r, tp, t0, nb, E, m, 6, V);
+        else in_group(r, tp, t0, nb, E, m, n, V);
+    }
+}
+
+static inline __attribute__((always_inline)) void out_group(const wino_run *r, const tile_pos *tp, int64_t t0,
+                                                            int64_t nb, const wino_mats *m, int n, const float *M) {
+    const int64_t tb = r->tb, cs = r->H * r->Wd;
+    int whole = t0 + 8 <= nb;
+    for (int l = 0; l < 8 && whole; l++) whole = tp[t0 + l].nout == WM;
+    for (int64_t co = 0; co < r->Cd; co++) {
         v8 mx[WN_MAX], y[4];
-        for (int xi = 0; xi < m->n; xi++) memcpy(&mx[xi], M + (xi * r->Cd + co) * tb + t0, sizeof mx[xi]);
-        at_apply(m, mx, y);
+        for (int xi = 0; xi < n; xi++) mx[xi] = *(const v8 *)(M + (xi * r->Cd + co) * tb + t0);
+        at_apply(m, n, mx, y);
         transpose4x2(y); /* y[l % 4], half l / 4: tile t0 + l's 4 outputs */
+        float *d = r->dst + co * cs;
+        if (whole) {
+            for (int l = 0; l < 8; l++) {
+                v4 h = l < 4 ? v8_lo(y[l]) : v8_hi(y[l - 4]);
+                *(v4u *)(d + tp[t0 + l].out) = h;
+            }
+            continue;
+        }
         for (int l = 0; l < 8 && t0 + l < nb; l++) {
             const float *src = (const float *)&y[l % 4] + 4 * (l / 4);
-            float *o = dst + tp[t0 + l].out;
-            if (tp[t0 + l].nout == WM) memcpy(o, src, WM * sizeof(float));
-            else
-                for (int64_t i = 0; i < tp[t0 + l].nout; i++) o[i] = src[i];
+            for (int64_t i = 0; i < tp[t0 + l].nout; i++) d[tp[t0 + l].out + i] = src[i];
         }
     }
+}
+
+/* y_t[i] = sum_xi AT[i][xi] M[xi][co][t], written to every channel co of dst. */
+static void transform_out(const wino_run *r, const tile_pos *tp, int64_t nb, const float *M) {
+    for (int64_t t0 = 0; t0 < nb; t0 += 8) {
+        if (r->m->n == 8) out_group(r, tp, t0, nb, r->m, 8, M);
+        else if (r->m->n == 6) out_group(r, tp, t0, nb, r->m, 6, M);
+        else out_group(r, tp, t0, nb, r->m, r->m->n, M);
+    }
+}
+
+/* The gathered edges of a block: 8 zeros, then Cs x 8 floats for each tile not inside, as many
+ * as a row has times the rows a block touches (or the block's tiles, if fewer) */
+static int64_t edge_floats(const wino_run *r) {
+    int64_t per_row = 0;
+    for (int64_t tt = 0; tt < r->nt; tt++) {
+        int64_t s = tt * WM - r->pad;
+        per_row += !(s >= 0 && s + 8 <= r->Ws);
+    }
+    int64_t edges = (r->tb / r->nt + 2) * per_row;
+    if (edges > r->tb) edges = r->tb;
+    return (8 + edges * r->Cs * 8 + 15) / 16 * 16;
 }
 
 static void apply_blocks(const void *vctx, int64_t b0, int64_t b1) {
@@ -308,38 +370,49 @@ static void apply_blocks(const void *vctx, int64_t b0, int64_t b1) {
     const int n = r->m->n;
     const int64_t tb = r->tb;
     int tid = cpu_worker_id();
-    float *V = r->work + r->work_per * (size_t)tid, *M = V + n * r->Cs * tb;
-    tile_pos *tp = (tile_pos *)(M + n * r->Cd * tb);
+    float *V = r->work + r->work_per * (size_t)tid, *M = V + n * r->Cs * tb, *E = M + n * r->Cd * tb;
+    tile_pos *tp = (tile_pos *)(E + edge_floats(r));
     float *scratch = r->gemm_scratch + r->gemm_per * (size_t)tid;
     for (int64_t blk = b0; blk < b1; blk++) {
         int64_t g0 = blk * tb, nb = r->T - g0 < tb ? r->T - g0 : tb;
         tile_positions(r, g0, nb, r->Cs, r->Ws, r->Cd, r->Wd, tp);
-        for (int64_t c = 0; c < r->Cs; c++) transform_in(r, tp, nb, c, V);
+        transform_in(r, tp, nb, V, E);
         for (int xi = 0; xi < n; xi++)
             cpu_sgemm_b_rows(r->Cd, nb, r->Cs, r->U + xi * r->Cd * r->Cs, r->Cs, V + xi * r->Cs * tb, tb,
                              M + xi * r->Cd * tb, tb, scratch);
-        for (int64_t co = 0; co < r->Cd; co++) transform_out(r, tp, nb, co, M);
+        transform_out(r, tp, nb, M);
     }
 }
 
-/* dM[xi][co][t] = sum_i AT[i][xi] dy_t[i] (0 past the row's last output). */
-static void transform_dy(const wino_run *r, const tile_pos *tp, int64_t nb, int64_t co, float *dM) {
-    const wino_mats *m = r->m;
-    const int64_t tb = r->tb;
-    const float *s = r->dy + co * r->H * r->Wd;
-    for (int64_t t0 = 0; t0 < round16(nb); t0 += 8) {
-        v8 e[4] = {{0}};
-        for (int l = 0; l < 8 && t0 + l < nb; l++) {
-            float *dst = (float *)&e[l % 4] + 4 * (l / 4);
-            const float *src = s + tp[t0 + l].out;
-            if (tp[t0 + l].nout == WM) memcpy(dst, src, WM * sizeof(float));
-            else
-                for (int64_t i = 0; i < tp[t0 + l].nout; i++) dst[i] = src[i];
+static inline __attribute__((always_inline)) void dy_group(const wino_run *r, const tile_pos *tp, int64_t t0,
+                                                           int64_t nb, const wino_mats *m, int n, float *dM) {
+    const int64_t tb = r->tb, cs = r->H * r->Wd;
+    int whole = t0 + 8 <= nb;
+    for (int l = 0; l < 8 && whole; l++) whole = tp[t0 + l].nout == WM;
+    for (int64_t co = 0; co < r->Cd; co++) {
+        const float *s = r->dy + co * cs;
+        v8 e[4], mo[WN_MAX];
+        if (whole) {
+            for (int l = 0; l < 4; l++) e[l] = v4_join(*(const v4u *)(s + tp[t0 + l].out), *(const v4u *)(s + tp[t0 + l + 4].out));
+        } else {
+            float q[4][8] = {{0}};
+            for (int l = 0; l < 8 && t0 + l < nb; l++)
+                for (int64_t i = 0; i < tp[t0 + l].nout; i++) q[l % 4][4 * (l / 4) + i] = s[tp[t0 + l].out + i];
+            for (int l = 0; l < 4; l++) e[l] = *(const v8u *)q[l];
         }
         transpose4x2(e);
-        v8 mo[WN_MAX];
-        a_apply(m, e, mo);
-        for (int xi = 0; xi < m->n; xi++) memcpy(dM + (xi * r->Cd + co) * tb + t0, &mo[xi], sizeof mo[xi]);
+        a_apply(m, n, e, mo);
+        for (int xi = 0; xi < n; xi++) *(v8 *)(dM + (xi * r->Cd + co) * tb + t0) = mo[xi];
+    }
+}
+
+/* dM[xi][co][t] = sum_i AT[i][xi] dy_t[i] for every channel co of dy (0 past a row's last
+ * output, and past nb to nb rounded up to 16). */
+static void transform_dy(const wino_run *r, const tile_pos *tp, int64_t nb, float *dM) {
+    for (int64_t t0 = 0; t0 < round16(nb); t0 += 8) {
+        if (r->m->n == 8) dy_group(r, tp, t0, nb, r->m, 8, dM);
+        else if (r->m->n == 6) dy_group(r, tp, t0, nb, r->m, 6, dM);
+        else dy_group(r, tp, t0, nb, r->m, r->m->n, dM);
     }
 }
 
@@ -348,8 +421,8 @@ static void dw_chunks(const void *vctx, int64_t c0, int64_t c1) {
     const int n = r->m->n;
     const int64_t tb = r->tb, plane = r->Cd * r->Cs;
     int tid = cpu_worker_id();
-    float *V = r->work + r->work_per * (size_t)tid, *dM = V + n * r->Cs * tb;
-    tile_pos *tp = (tile_pos *)(dM + n * r->Cd * tb);
+    float *V = r->work + r->work_per * (size_t)tid, *dM = V + n * r->Cs * tb, *E = dM + n * r->Cd * tb;
+    tile_pos *tp = (tile_pos *)(E + edge_floats(r));
     const int64_t vl = cpu_sgemm_vl();
     for (int64_t ch = c0; ch < c1; ch++) {
         float *part = r->parts + ch * n * plane;
@@ -357,8 +430,8 @@ static void dw_chunks(const void *vctx, int64_t c0, int64_t c1) {
         for (int64_t blk = ch * r->chunk_blocks; blk < blk1; blk++) {
             int64_t g0 = blk * tb, nb = r->T - g0 < tb ? r->T - g0 : tb;
             tile_positions(r, g0, nb, r->Cs, r->Ws, r->Cd, r->Wd, tp);
-            for (int64_t c = 0; c < r->Cs; c++) transform_in(r, tp, nb, c, V);
-            for (int64_t co = 0; co < r->Cd; co++) transform_dy(r, tp, nb, co, dM);
+            transform_in(r, tp, nb, V, E);
+            transform_dy(r, tp, nb, dM);
             int first = blk == ch * r->chunk_blocks;
             for (int xi = 0; xi < n; xi++)
                 cpu_sgemm_abt_rows(r->Cd, r->Cs, (nb + vl - 1) / vl * vl, dM + xi * r->Cd * tb, tb,
@@ -402,9 +475,9 @@ brisk_status cpu_conv_winograd(cpu_backend *cb, brisk_op op, const conv_geom *c,
         run.chunk_blocks = (run.nblocks + nchunks - 1) / nchunks;
         nchunks = (run.nblocks + run.chunk_blocks - 1) / run.chunk_blocks;
     }
-    /* per thread: V, M (or dM), the tile positions; each part 64-byte aligned */
+    /* per thread: V, M (or dM), the gathered edges, the tile positions; each 64-byte aligned */
     size_t tp_floats = (size_t)((run.tb * (int64_t)sizeof(tile_pos) + sizeof(float) - 1) / sizeof(float));
-    run.work_per = (size_t)(n * (run.Cs + run.Cd) * run.tb) + tp_floats;
+    run.work_per = (size_t)(n * (run.Cs + run.Cd) * run.tb + edge_floats(&run)) + tp_floats;
     run.work_per = (run.work_per + 15) / 16 * 16;
     size_t u_floats = dw ? 0 : (size_t)(n * plane + 15) / 16 * 16, parts_floats = (size_t)(nchunks * n * plane + 15) / 16 * 16;
     float *s = cpu_conv_scratch(cb, u_floats + parts_floats + run.work_per * (size_t)cb->threads, err);
