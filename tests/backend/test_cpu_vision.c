@@ -367,10 +367,13 @@ static void test_batchnorm_threads(void) {
 }
 
 static void test_pool_kernels(void) {
-    const int64_t N = 3, C = 5, H = 13, W = 11;
-    brisk_window ws[3] = {{3, 3, 2, 2, 1, 1, 1, 1, 1, 0}, {2, 3, 1, 2, 0, 1, 2, 1, 1, 0}, {3, 3, 2, 2, 1, 1, 1, 1, 1, 0}};
-    int kinds[3] = {BRISK_POOL_MAX, BRISK_POOL_MAX, BRISK_POOL_AVG};
-    for (int k = 0; k < 3; k++) {
+    const int64_t N = 3, C = 5, H = 13, W = 37;
+    /* the last three max pools have every window inside: NCHW takes the tap-at-a-time rows
+     * (vectors of 8 outputs at strides 1 and 2), NHWC the window loop; ties and a NaN in them */
+    brisk_window ws[6] = {{3, 3, 2, 2, 1, 1, 1, 1, 1, 0}, {2, 3, 1, 2, 0, 1, 2, 1, 1, 0}, {3, 3, 2, 2, 1, 1, 1, 1, 1, 0},
+                          {1, 2, 1, 2, 0, 0, 1, 1, 1, 0}, {2, 2, 2, 2, 0, 0, 1, 1, 1, 0}, {1, 3, 1, 1, 0, 0, 1, 1, 1, 0}};
+    int kinds[6] = {BRISK_POOL_MAX, BRISK_POOL_MAX, BRISK_POOL_AVG, BRISK_POOL_MAX, BRISK_POOL_MAX, BRISK_POOL_MAX};
+    for (int k = 0; k < 6; k++) {
         brisk_window w = ws[k];
         int64_t Ho = (H + 2 * w.ph - w.dh * (w.kh - 1) - 1) / w.sh + 1, Wo = (W + 2 * w.pw - w.dw * (w.kw - 1) - 1) / w.sw + 1;
         tgraph t[2];
@@ -380,7 +383,8 @@ static void test_pool_kernels(void) {
             tg_init(&t[b]);
             int x = tg_input(&t[b], BRISK_F32, brisk_shape4(N, C, H, W));
             int dy = tg_input(&t[b], BRISK_F32, brisk_shape4(N, C, Ho, Wo));
-            if (k == 0) tg_f(&t[b], x)[17] = NAN; /* NaN wins its windows, as in PyTorch */
+            if (k == 0 || k >= 3) tg_f(&t[b], x)[17] = NAN; /* NaN wins its windows, as in PyTorch */
+            for (int64_t q = 40; q < 48 && k >= 3; q++) tg_f(&t[b], x)[q] = 0.5f; /* ties: the first wins */
             brisk_attr at = tg_attr0();
             at.kind = kinds[k], at.win = w;
             size_t argb = kinds[k] == BRISK_POOL_MAX ? (size_t)(N * C * Ho * Wo) * 4 : 0; /* the argmax */

@@ -55,28 +55,66 @@ static int64_t plane_base(const pool_ctx *p, int64_t q, int64_t pixels) {
 /* Max pooling of an NCHW plane whose windows all lie inside (no padding, no dilation), a tap at
  * a time over a whole output row: the same comparisons in the same order per window as below,
  * without a window's bookkeeping per output (the 1-D CNN's [1, 2] pool: ~12 cycles an output
- * that way), and in loops the compiler vectorises. */
+ * that way), 8 outputs a vector where the stride is 1 or 2. */
+typedef float pv8 __attribute__((vector_size(32)));
+typedef int32_t pv8i __attribute__((vector_size(32)));
+typedef float pv8u __attribute__((vector_size(32), aligned(4)));
+typedef int32_t pv8iu __attribute__((vector_size(32), aligned(4)));
+
+static inline void take_scalar(float v, int32_t k, float *m, int32_t *a) {
+    int take = (v > *m) | (v != v);
+    uint32_t t = -(uint32_t)take, vb, mb;
+    memcpy(&vb, &v, 4), memcpy(&mb, m, 4);
+    mb = (vb & t) | (mb & ~t);
+    memcpy(m, &mb, 4);
+    *a = (int32_t)(((uint32_t)k & t) | ((uint32_t)*a & ~t));
+}
+
 static void max_rows_inside(const pool_ctx *p, const float *x, float *y, int32_t *arg) {
     const brisk_window w = p->w;
+    const int sw = w.sw;
+    const pv8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
     for (int64_t oh = 0; oh < p->Ho; oh++) {
         float *yr = y + oh * p->Wo;
         int32_t *ar = arg + oh * p->Wo;
         for (int i = 0; i < w.kh; i++)
             for (int j = 0; j < w.kw; j++) {
-                int32_t k0 = (int32_t)((oh * w.sh + i) * p->W + j), sw = w.sw;
+                int32_t k0 = (int32_t)((oh * w.sh + i) * p->W + j);
                 const float *xr = x + k0;
-                if (i == 0 && j == 0) {
-                    for (int64_t ow = 0; ow < p->Wo; ow++) yr[ow] = xr[ow * sw], ar[ow] = k0 + (int32_t)ow * sw;
-                    continue;
-                }
-                for (int64_t ow = 0; ow < p->Wo; ow++) {
-                    float v = xr[ow * sw], m = yr[ow];
-                    int take = (v > m) | (v != v);
-                    uint32_t t = -(uint32_t)take, vb, mb;
-                    memcpy(&vb, &v, 4), memcpy(&mb, &m, 4);
-                    mb = (vb & t) | (mb & ~t);
-                    memcpy(&yr[ow], &mb, 4);
-                    ar[ow] = (int32_t)(((uint32_t)(k0 + (int32_t)ow * sw) & t) | ((uint32_t)ar[ow] & ~t));
+                int first = i == 0 && j == 0;
+                int64_t ow = 0;
+                if (sw <= 2) /* whole vectors read inside the row: stride 2 loads 16 from column j + 2 ow */
+                    for (; ow + 8 <= p->Wo && (sw == 1 || j + 2 * ow + 16 <= p->W); ow += 8) {
+                        pv8 v;
+                        if (sw == 1) v = *(const pv8u *)(xr + ow);
+                        else {
+#if defined(__clang__)
+                            v = __builtin_shufflevector(*(const pv8u *)(xr + 2 * ow), *(const pv8u *)(xr + 2 * ow + 8), 0, 2, 4,
+                                                        6, 8, 10, 12, 14);
+#else
+                            v = __builtin_shuffle(*(const pv8u *)(xr + 2 * ow), *(const pv8u *)(xr + 2 * ow + 8),
+                                                  (pv8i){0, 2, 4, 6, 8, 10, 12, 14});
+#endif
+                        }
+                        pv8i k = (k0 + (int32_t)ow * sw) + lane * sw;
+                        if (first) {
+                            *(pv8u *)(yr + ow) = v;
+                            *(pv8iu *)(ar + ow) = k;
+                            continue;
+                        }
+                        pv8 m = *(const pv8u *)(yr + ow);
+                        pv8i t = (v > m) | (v != v), vb, mb;
+                        memcpy(&vb, &v, sizeof vb), memcpy(&mb, &m, sizeof mb);
+                        mb = (vb & t) | (mb & ~t);
+                        memcpy(&m, &mb, sizeof m);
+                        *(pv8u *)(yr + ow) = m;
+                        *(pv8iu *)(ar + ow) = (k & t) | (*(const pv8iu *)(ar + ow) & ~t);
+                    }
+                for (; ow < p->Wo; ow++) {
+                    float v = xr[ow * sw];
+                    int32_t k = k0 + (int32_t)ow * sw;
+                    if (first) yr[ow] = v, ar[ow] = k;
+                    else take_scalar(v, k, &yr[ow], &ar[ow]);
                 }
             }
     }
