@@ -305,11 +305,11 @@ static void transform_in(const wino_run *r, const tile_pos *tp, int64_t nb, floa
     for (int64_t t = 0; t < nb; t++) {
         if (tp[t].inside) continue;
         float *e = E + tp[t].edge * r->Cs * 8;
+        int64_t j0 = tp[t].start < 0 ? -tp[t].start : 0, j1 = Ws - tp[t].start < n ? Ws - tp[t].start : n;
+        if (j1 < j0) j1 = j0;
+        memset(e, 0, (size_t)r->Cs * 8 * sizeof(float));
         for (int64_t c = 0; c < r->Cs; c++)
-            for (int j = 0; j < 8; j++) {
-                int64_t q = j < n ? tp[t].start + j : -1;
-                e[c * 8 + j] = q >= 0 && q < Ws ? r->src[c * cs + tp[t].in + j] : 0.0f;
-            }
+            memcpy(e + c * 8 + j0, r->src + c * cs + tp[t].in + j0, (size_t)(j1 - j0) * sizeof(float));
     }
     for (int64_t t0 = 0; t0 < round16(nb); t0 += 8) {
         if (n == 8) in_group(r, tp, t0, nb, E, m, 8, V); /* a constant n: the pairs' code, in registers */
@@ -321,24 +321,19 @@ static void transform_in(const wino_run *r, const tile_pos *tp, int64_t nb, floa
 static inline __attribute__((always_inline)) void out_group(const wino_run *r, const tile_pos *tp, int64_t t0,
                                                             int64_t nb, const wino_mats *m, int n, const float *M) {
     const int64_t tb = r->tb, cs = r->H * r->Wd;
-    int whole = t0 + 8 <= nb;
-    for (int l = 0; l < 8 && whole; l++) whole = tp[t0 + l].nout == WM;
     for (int64_t co = 0; co < r->Cd; co++) {
         v8 mx[WN_MAX], y[4];
         for (int xi = 0; xi < n; xi++) mx[xi] = *(const v8 *)(M + (xi * r->Cd + co) * tb + t0);
         at_apply(m, n, mx, y);
         transpose4x2(y); /* y[l % 4], half l / 4: tile t0 + l's 4 outputs */
         float *d = r->dst + co * cs;
-        if (whole) {
-            for (int l = 0; l < 8; l++) {
-                v4 h = l < 4 ? v8_lo(y[l]) : v8_hi(y[l - 4]);
-                *(v4u *)(d + tp[t0 + l].out) = h;
-            }
-            continue;
-        }
-        for (int l = 0; l < 8 && t0 + l < nb; l++) {
-            const float *src = (const float *)&y[l % 4] + 4 * (l / 4);
-            for (int64_t i = 0; i < tp[t0 + l].nout; i++) d[tp[t0 + l].out + i] = src[i];
+        for (int l = 0; l < 8; l++) {
+            v4 h = l < 4 ? v8_lo(y[l]) : v8_hi(y[l - 4]);
+            int64_t t = t0 + l;
+            if (t >= nb) break;
+            if (tp[t].nout == WM) *(v4u *)(d + tp[t].out) = h;
+            else
+                for (int64_t i = 0; i < tp[t].nout; i++) d[tp[t].out + i] = h[i];
         }
     }
 }
@@ -384,22 +379,21 @@ static void apply_blocks(const void *vctx, int64_t b0, int64_t b1) {
     }
 }
 
+/* Tile t's 4 outputs in a row of s (zeros past the row's last, or past the block) */
+static inline v4 load_out4(const float *s, const tile_pos *tp, int64_t t, int64_t nb) {
+    if (t < nb && tp[t].nout == WM) return *(const v4u *)(s + tp[t].out);
+    v4 q = {0};
+    for (int64_t i = 0; t < nb && i < tp[t].nout; i++) q[i] = s[tp[t].out + i];
+    return q;
+}
+
 static inline __attribute__((always_inline)) void dy_group(const wino_run *r, const tile_pos *tp, int64_t t0,
                                                            int64_t nb, const wino_mats *m, int n, float *dM) {
     const int64_t tb = r->tb, cs = r->H * r->Wd;
-    int whole = t0 + 8 <= nb;
-    for (int l = 0; l < 8 && whole; l++) whole = tp[t0 + l].nout == WM;
     for (int64_t co = 0; co < r->Cd; co++) {
         const float *s = r->dy + co * cs;
         v8 e[4], mo[WN_MAX];
-        if (whole) {
-            for (int l = 0; l < 4; l++) e[l] = v4_join(*(const v4u *)(s + tp[t0 + l].out), *(const v4u *)(s + tp[t0 + l + 4].out));
-        } else {
-            float q[4][8] = {{0}};
-            for (int l = 0; l < 8 && t0 + l < nb; l++)
-                for (int64_t i = 0; i < tp[t0 + l].nout; i++) q[l % 4][4 * (l / 4) + i] = s[tp[t0 + l].out + i];
-            for (int l = 0; l < 4; l++) e[l] = *(const v8u *)q[l];
-        }
+        for (int l = 0; l < 4; l++) e[l] = v4_join(load_out4(s, tp, t0 + l, nb), load_out4(s, tp, t0 + l + 4, nb));
         transpose4x2(e);
         a_apply(m, n, e, mo);
         for (int xi = 0; xi < n; xi++) *(v8 *)(dM + (xi * r->Cd + co) * tb + t0) = mo[xi];
