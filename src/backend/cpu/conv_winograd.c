@@ -165,14 +165,10 @@ static inline __attribute__((always_inline)) void a_apply(const wino_mats *m, in
 }
 
 typedef float v4 __attribute__((vector_size(16)));
-static inline v4 v8_lo(v8 a) { v4 h; memcpy(&h, &a, sizeof h); return h; }
-static inline v4 v8_hi(v8 a) { v4 h; memcpy(&h, (const float *)&a + 4, sizeof h); return h; }
-static inline v8 v4_join(v4 lo, v4 hi) {
-    v8 r;
-    memcpy(&r, &lo, sizeof lo);
-    memcpy((float *)&r + 4, &hi, sizeof hi);
-    return r;
-}
+/* halves and joins by shuffles (through memory they stall: a load of what two stores just wrote) */
+static inline v4 v8_lo(v8 a) { return __builtin_shufflevector(a, a, 0, 1, 2, 3); }
+static inline v4 v8_hi(v8 a) { return __builtin_shufflevector(a, a, 4, 5, 6, 7); }
+static inline v8 v4_join(v4 lo, v4 hi) { return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7); }
 
 /* 4 x 4 transposes within each half of r[0..3]: rows of 8 (two tiles' 4 values each) to the
  * values by position, across the tiles, and back */
@@ -307,9 +303,10 @@ static void transform_in(const wino_run *r, const tile_pos *tp, int64_t nb, floa
         float *e = E + tp[t].edge * r->Cs * 8;
         int64_t j0 = tp[t].start < 0 ? -tp[t].start : 0, j1 = Ws - tp[t].start < n ? Ws - tp[t].start : n;
         if (j1 < j0) j1 = j0;
-        memset(e, 0, (size_t)r->Cs * 8 * sizeof(float));
-        for (int64_t c = 0; c < r->Cs; c++)
-            memcpy(e + c * 8 + j0, r->src + c * cs + tp[t].in + j0, (size_t)(j1 - j0) * sizeof(float));
+        for (int64_t c = 0; c < r->Cs; c++) {
+            const float *src = r->src + c * cs + tp[t].in; /* read at [j0, j1) only */
+            for (int j = 0; j < 8; j++) e[c * 8 + j] = j >= j0 && j < j1 ? src[j] : 0.0f;
+        }
     }
     for (int64_t t0 = 0; t0 < round16(nb); t0 += 8) {
         if (n == 8) in_group(r, tp, t0, nb, E, m, 8, V); /* a constant n: the pairs' code, in registers */
