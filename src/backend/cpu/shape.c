@@ -99,14 +99,13 @@ typedef struct tr_plan {
 
 #define TILE 32
 
+/* outer matrices [r0, r1) of the output, each A x B */
 #define TRANSPOSE_T(T)                                                                           \
-    static void transpose_##T(const tr_plan *p, const T *restrict x, T *restrict o) {           \
+    static void transpose_##T(const tr_plan *p, const T *restrict x, T *restrict o, int64_t r0, int64_t r1) { \
         int nd = p->nd;                                                                          \
         int64_t A = nd >= 2 ? p->d[nd - 2] : 1, B = p->d[nd - 1];                               \
         int64_t sa = nd >= 2 ? p->s[nd - 2] : 0, sb = p->s[nd - 1];                              \
-        int64_t outer = 1;                                                                       \
-        for (int i = 0; i < nd - 2; i++) outer *= p->d[i];                                       \
-        for (int64_t r = 0; r < outer; r++) {                                                    \
+        for (int64_t r = r0; r < r1; r++) {                                                      \
             int64_t base = 0, q = r;                                                             \
             for (int i = nd - 3; i >= 0; i--) { base += (q % p->d[i]) * p->s[i]; q /= p->d[i]; } \
             const T *xb = x + base;                                                              \
@@ -131,7 +130,26 @@ TRANSPOSE_T(uint16_t)
 TRANSPOSE_T(uint32_t)
 TRANSPOSE_T(uint64_t)
 
-static brisk_status transpose(const brisk_graph *g, int id, const void *const *in, void *out,
+typedef struct tr_ctx {
+    tr_plan p;
+    const void *x;
+    void *o;
+    size_t es;
+} tr_ctx;
+
+static void transpose_range(const void *vctx, int64_t r0, int64_t r1) {
+    const tr_ctx *c = vctx;
+    switch (c->es) {
+    case 1: transpose_uint8_t(&c->p, c->x, c->o, r0, r1); break;
+    case 2: transpose_uint16_t(&c->p, c->x, c->o, r0, r1); break;
+    case 4: transpose_uint32_t(&c->p, c->x, c->o, r0, r1); break;
+    default: transpose_uint64_t(&c->p, c->x, c->o, r0, r1); break;
+    }
+}
+
+/* The outer matrices are independent: split over the threads (a 1-D CNN's [256, 60, 32]
+ * windows turned channels-first took 0.4 ms on one). */
+static brisk_status transpose(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
                               brisk_error *err) {
     const brisk_node *n = NODE(g, id);
     const brisk_shape *xs = &IN_NODE(g, id, 0)->shape;
@@ -163,20 +181,18 @@ static brisk_status transpose(const brisk_graph *g, int id, const void *const *i
         }
     }
     if (p.nd == 0) { p.nd = 1; p.d[0] = 1; p.s[0] = 1; }
-    switch (brisk_dtype_size(n->dtype)) {
-    case 1: transpose_uint8_t(&p, in[0], out); break;
-    case 2: transpose_uint16_t(&p, in[0], out); break;
-    case 4: transpose_uint32_t(&p, in[0], out); break;
-    case 8: transpose_uint64_t(&p, in[0], out); break;
-    default: return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "transpose: element size %zu",
-                                 brisk_dtype_size(n->dtype));
-    }
+    size_t es = brisk_dtype_size(n->dtype);
+    if (es != 1 && es != 2 && es != 4 && es != 8)
+        return brisk_errorf(err, BRISK_ERR_UNSUPPORTED, "transpose: element size %zu", es);
+    int64_t outer = 1, per = p.nd >= 2 ? p.d[p.nd - 2] * p.d[p.nd - 1] : p.d[0];
+    for (int i = 0; i < p.nd - 2; i++) outer *= p.d[i];
+    tr_ctx c = {.p = p, .x = in[0], .o = out, .es = es};
+    cpu_parallel(cb, outer, CPU_PAR_MIN / (per > 0 ? per : 1) + 1, transpose_range, &c);
     return BRISK_OK;
 }
 
 brisk_status cpu_shape_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in,
                           void *out, brisk_error *err) {
-    (void)cb;
     const brisk_node *n = NODE(g, id);
     for (int k = 0; k < n->n_in; k++)
         if (IN_NODE(g, id, k)->dtype != n->dtype)
@@ -185,7 +201,7 @@ brisk_status cpu_shape_op(cpu_backend *cb, const brisk_graph *g, int id, const v
     switch (n->op) {
     case BRISK_OP_CONCAT: return concat(g, id, in, out, err);
     case BRISK_OP_SLICE: case BRISK_OP_SLICE_GRAD: return slice(g, id, in, out, err);
-    case BRISK_OP_TRANSPOSE: return transpose(g, id, in, out, err);
+    case BRISK_OP_TRANSPOSE: return transpose(cb, g, id, in, out, err);
     default: { /* EXPAND */
         const brisk_shape *xs = &IN_NODE(g, id, 0)->shape, *os = &n->shape;
         int off = os->ndim - xs->ndim;
