@@ -24,6 +24,10 @@
  * Act-grad + bias gradient (the CPU's): Q = ACT_GRAD(dy, x, y) and S = SUM over all but
  * the last dim of Q, at Q's place, S written early.
  *
+ * Convolution epilogues (the CPU's Winograd convolutions): Y = CONV2D; B = ADD(Y, bias) with
+ * the bias [Co, 1, 1]; [A = an activation of B, as the GEMM's]: at Y's place, B always
+ * written, Y never.
+ *
  * Residual + layernorm: forward, ADD then a LAYERNORM of its output runs at the ADD's
  * place, writing both (the norm's buffer early, checked as above); backward,
  * ADD(r, LAYERNORM_GRAD_X(dy, x, gamma)) with the ADD the norm gradient's only reader runs
@@ -151,19 +155,14 @@ static int act_dropout(const brisk_exec *ex, const life *l, int act, int s, int 
     return dr;
 }
 
-static int plan_forward(const brisk_exec *ex, const life *l, const brisk_fusion_rules *r, brisk_fusion_plan *p,
-                        int m) {
+/* The activation A reading B that an epilogue at m (step s) can apply too, set in f (kind
+ * `act_kind` for a ReLU, `other_kind` or the GELU kind else): the only reader of B but the
+ * activation's gradients, which must match it; A and, where it is written, B writable
+ * early. N: the product's columns (GELU's multiple). Returns whether f took it. */
+static int pick_act(const brisk_exec *ex, const life *l, const brisk_fusion_rules *r, int m, int b, int s, int64_t N,
+                    int b_written, brisk_fusion *f, brisk_fusion_kind relu_kind, brisk_fusion_kind gelu_kind,
+                    brisk_fusion_kind other_kind) {
     const brisk_graph *g = ex->g;
-    int64_t N;
-    if (!r->gemm_2d(g, m, &N) || l->readers[m] != 1) return 0;
-    int b = -1;
-    for (int t = 0; t < g->n_nodes && b < 0; t++)
-        if (l->pos[t] >= 0 && g->nodes[t].op == BRISK_OP_BIAS_ADD && g->nodes[t].in[0] == m && g->nodes[t].in[1] != m)
-            b = t;
-    if (b < 0 || !only_reader_is(g, l, m, b)) return 0;
-    int s = l->pos[m];
-    if (l->pos[base_of(g, g->nodes[b].in[1])] >= s) return 0; /* the bias must exist when the GEMM runs */
-    /* an activation reading B, every other reader of B a matching ACT_GRAD */
     int act = -1, others_ok = 1, n_act = 0;
     for (int t = 0; t < g->n_nodes; t++) {
         const brisk_node *nt = &g->nodes[t];
@@ -180,34 +179,83 @@ static int plan_forward(const brisk_exec *ex, const life *l, const brisk_fusion_
             else if (!(nt->op == BRISK_OP_ACT_GRAD && j == 1)) others_ok = 0;
         }
     }
+    if (act < 0 || n_act != 1 || !others_ok || l->readers[b] >= 1000) return 0;
+    const brisk_node *na = &g->nodes[act];
+    int grads_match = 1;
+    for (int t = 0; t < g->n_nodes; t++) {
+        const brisk_node *nt = &g->nodes[t];
+        if (l->pos[t] >= 0 && nt->op == BRISK_OP_ACT_GRAD && nt->in[1] == b)
+            grads_match &= nt->attr.kind == (int)na->op && (na->op != BRISK_OP_GELU || nt->attr.i1 == na->attr.kind) &&
+                           nt->attr.f0 == na->attr.f0 && nt->attr.f1 == na->attr.f1 && nt->in[2] == act;
+    }
+    if (!grads_match) return 0;
+    if (na->op == BRISK_OP_RELU && early_write_ok(ex, l, act, s, m, 1) &&
+        (!b_written || early_write_ok(ex, l, b, s, m, 1))) {
+        f->kind = relu_kind;
+    } else if (na->op != BRISK_OP_RELU && (na->op != BRISK_OP_GELU || N % r->gelu_n_multiple == 0) &&
+               early_write_ok(ex, l, act, s, m, 0) && early_write_ok(ex, l, b, s, m, 1)) {
+        f->kind = na->op == BRISK_OP_GELU ? gelu_kind : other_kind;
+    } else {
+        return 0;
+    }
+    f->act = act;
+    return 1;
+}
+
+static int plan_forward(const brisk_exec *ex, const life *l, const brisk_fusion_rules *r, brisk_fusion_plan *p,
+                        int m) {
+    const brisk_graph *g = ex->g;
+    int64_t N;
+    if (!r->gemm_2d(g, m, &N) || l->readers[m] != 1) return 0;
+    int b = -1;
+    for (int t = 0; t < g->n_nodes && b < 0; t++)
+        if (l->pos[t] >= 0 && g->nodes[t].op == BRISK_OP_BIAS_ADD && g->nodes[t].in[0] == m && g->nodes[t].in[1] != m)
+            b = t;
+    if (b < 0 || !only_reader_is(g, l, m, b)) return 0;
+    int s = l->pos[m];
+    if (l->pos[base_of(g, g->nodes[b].in[1])] >= s) return 0; /* the bias must exist when the GEMM runs */
     brisk_fusion f = {.kind = BRISK_FUSE_GEMM_BIAS, .at = m, .matmul = m, .bias = b, .act = -1, .grad = -1, .sum = -1,
                       .ln = -1, .drop = -1};
-    if (act >= 0 && n_act == 1 && others_ok && l->readers[b] < 1000) {
-        const brisk_node *na = &g->nodes[act];
-        int grads_match = 1;
-        for (int t = 0; t < g->n_nodes; t++) {
-            const brisk_node *nt = &g->nodes[t];
-            if (l->pos[t] >= 0 && nt->op == BRISK_OP_ACT_GRAD && nt->in[1] == b)
-                grads_match &= nt->attr.kind == (int)na->op &&
-                               (na->op != BRISK_OP_GELU || nt->attr.i1 == na->attr.kind) &&
-                               nt->attr.f0 == na->attr.f0 && nt->attr.f1 == na->attr.f1 && nt->in[2] == act;
-        }
-        if (grads_match && na->op == BRISK_OP_RELU && early_write_ok(ex, l, act, s, m, 1) &&
-            (!r->relu_writes_pre || early_write_ok(ex, l, b, s, m, 1))) {
-            f.kind = BRISK_FUSE_GEMM_BIAS_RELU;
-            f.act = act;
-        } else if (grads_match && na->op != BRISK_OP_RELU && (na->op != BRISK_OP_GELU || N % r->gelu_n_multiple == 0) &&
-                   early_write_ok(ex, l, act, s, m, 0) && early_write_ok(ex, l, b, s, m, 1)) {
-            f.kind = na->op == BRISK_OP_GELU ? BRISK_FUSE_GEMM_BIAS_GELU : BRISK_FUSE_GEMM_BIAS_ACT;
-            f.act = act;
-        }
-    }
+    pick_act(ex, l, r, m, b, s, N, r->relu_writes_pre, &f, BRISK_FUSE_GEMM_BIAS_RELU, BRISK_FUSE_GEMM_BIAS_GELU,
+             BRISK_FUSE_GEMM_BIAS_ACT);
     if (f.kind == BRISK_FUSE_GEMM_BIAS && !early_write_ok(ex, l, b, s, m, 1)) return 0;
     if (f.act >= 0 && r->act_dropout) f.drop = act_dropout(ex, l, f.act, s, m);
     if (add_fusion(p, f)) return -1;
     p->skip[b] = 1;
     if (f.act >= 0) p->skip[f.act] = 1;
     if (f.drop >= 0) p->skip[f.drop] = 1;
+    return 0;
+}
+
+/* The convolution's: Y = CONV2D (NCHW) read only by B = ADD(Y, bias) (either order), the bias
+ * [Co, 1, 1] or [1, Co, 1, 1] and existing before Y is made, then an activation as above.
+ * B is always written. */
+static int plan_conv(const brisk_exec *ex, const life *l, const brisk_fusion_rules *r, brisk_fusion_plan *p, int m) {
+    const brisk_graph *g = ex->g;
+    const brisk_node *nm = &g->nodes[m];
+    if (!r->conv_epilogue(g, m) || l->readers[m] != 1 || nm->shape.ndim != 4 || nm->dtype != BRISK_F32) return 0;
+    int b = -1, bias = -1;
+    for (int t = 0; t < g->n_nodes && b < 0; t++) {
+        const brisk_node *nt = &g->nodes[t];
+        if (l->pos[t] < 0 || nt->op != BRISK_OP_ADD || nt->n_in != 2 || (nt->in[0] == m) == (nt->in[1] == m)) continue;
+        int o = nt->in[0] == m ? nt->in[1] : nt->in[0];
+        const brisk_shape *bs = &g->nodes[o].shape;
+        int64_t co = nm->shape.d[1];
+        int ok = (bs->ndim == 3 && bs->d[0] == co && bs->d[1] == 1 && bs->d[2] == 1) ||
+                 (bs->ndim == 4 && bs->d[0] == 1 && bs->d[1] == co && bs->d[2] == 1 && bs->d[3] == 1);
+        if (ok && g->nodes[o].dtype == BRISK_F32 && nt->dtype == BRISK_F32 && brisk_shape_equal(&nt->shape, &nm->shape))
+            b = t, bias = o;
+    }
+    if (b < 0 || !only_reader_is(g, l, m, b)) return 0;
+    int s = l->pos[m];
+    if (l->pos[base_of(g, bias)] >= s) return 0;
+    brisk_fusion f = {.kind = BRISK_FUSE_CONV_BIAS, .at = m, .matmul = m, .bias = b, .act = -1, .grad = -1, .sum = -1,
+                      .ln = -1, .drop = -1};
+    pick_act(ex, l, r, m, b, s, 1, 1, &f, BRISK_FUSE_CONV_BIAS_ACT, BRISK_FUSE_CONV_BIAS_ACT, BRISK_FUSE_CONV_BIAS_ACT);
+    if (!early_write_ok(ex, l, b, s, m, 1)) return 0;
+    if (add_fusion(p, f)) return -1;
+    p->skip[b] = 1;
+    if (f.act >= 0) p->skip[f.act] = 1;
     return 0;
 }
 
@@ -408,6 +456,10 @@ static int plan_all(const brisk_exec *ex, life *l, const brisk_fusion_rules *r, 
     for (int s = 0; r->gemm_2d && s < pl->n_train; s++) {
         int id = pl->train_order[s];
         if (g->nodes[id].op == BRISK_OP_MATMUL && plan_forward(ex, l, r, p, id)) return -1;
+    }
+    for (int s = 0; r->conv_epilogue && s < pl->n_train; s++) {
+        int id = pl->train_order[s];
+        if (g->nodes[id].op == BRISK_OP_CONV2D && plan_conv(ex, l, r, p, id)) return -1;
     }
     for (int s = 0; s < pl->n_train; s++) {
         int id = pl->train_order[s];

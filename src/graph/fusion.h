@@ -23,10 +23,13 @@ typedef enum {
     BRISK_FUSE_GEMM_ACTGRAD,     /* H = MATMUL; [D = DROPOUT(H)]; Q = ACT_GRAD(H or D, x, y): writes Q */
     BRISK_FUSE_ADD_NORM,         /* S = ADD(a, b); Y = LAYERNORM(S, gamma, beta), at the add */
     BRISK_FUSE_ADD_NORM_GRAD,    /* ADD(r, LAYERNORM_GRAD_X(dy, x, gamma)), the grad unwritten */
+    BRISK_FUSE_CONV_BIAS,        /* Y = CONV2D; B = ADD(Y, bias [Co, 1, 1]): writes B */
+    BRISK_FUSE_CONV_BIAS_ACT,    /* ... A = an activation of B as the GEMM's (no dropout): writes A and B */
 } brisk_fusion_kind;
 
 /* One fusion: `at` is the node at whose schedule place it all runs (the matmul, the
- * act_grad or the add); the other fields are -1 where the kind has no such node. */
+ * act_grad or the add); the other fields are -1 where the kind has no such node (`matmul`
+ * is the CONV2D of the convolution kinds). */
 typedef struct brisk_fusion {
     brisk_fusion_kind kind;
     int at;
@@ -50,6 +53,9 @@ typedef struct brisk_fusion_rules {
     int actgrad_sum;       /* plan BRISK_FUSE_ACTGRAD_BGRAD */
     int gemm_actgrad;      /* plan BRISK_FUSE_GEMM_ACTGRAD (before act-grad + bias-grad) */
     int norms;             /* plan the residual + layernorm pairs */
+    /* 1 when CONV2D node c is one the backend computes with a bias and activation epilogue;
+     * NULL: no convolution patterns */
+    int (*conv_epilogue)(const brisk_graph *g, int c);
 } brisk_fusion_rules;
 
 typedef struct brisk_fusion_plan {

@@ -1,7 +1,8 @@
 /* The CPU backend's fusions (backend/cpu/fuse.c, planned by graph/fusion.c): training steps
  * with them give bit-identical losses, gradients and parameters, and then an eval loss, to
  * the same steps without them, on 1 and 2 threads, for the MLP (ReLU, GELU in both forms,
- * tanh, sigmoid), the Transformer (post-LN and pre-LN) and the diffusion denoiser; each
+ * tanh, sigmoid), the Transformer (post-LN and pre-LN), the diffusion denoiser and a 1-D CNN
+ * (Winograd convolutions with their bias and activation); each
  * model gets the fusions its pattern allows; the lifetime check refuses a fusion whose
  * early write would clobber a live buffer; and gradients planned in place change no bit. */
 #include "brisk/brisk.h"
@@ -11,15 +12,43 @@
 
 #include <stdint.h>
 
-#define N_MODELS 8
+#define N_MODELS 9
 
 static const char *model_name(int which) {
     return (const char *[]){"mlp-relu", "mlp-gelu", "mlp-gelu-tanh", "transformer-post-ln", "transformer-pre-ln",
-                            "diffusion", "mlp-tanh", "mlp-sigmoid"}[which];
+                            "diffusion", "mlp-tanh", "mlp-sigmoid", "cnn1d"}[which];
 }
+
+/* A 1-D CNN as a graph model (examples/cnn1d.json in small): Winograd convolutions, the
+ * first with its bias and ReLU fused, the second (a 3-tap kernel) with its bias only. */
+static const char CNN1D[] =
+    "{\"model\": {\"type\": \"graph\", \"inputs\": [{\"name\": \"x\", \"shape\": [30, 24]},"
+    " {\"name\": \"y\", \"shape\": [], \"dtype\": \"i32\"}], \"layers\": ["
+    " {\"name\": \"cf\", \"op\": \"permute\", \"inputs\": [\"x\"], \"dims\": [2, 1]},"
+    " {\"name\": \"im\", \"op\": \"reshape\", \"inputs\": [\"cf\"], \"shape\": [24, 1, 30]},"
+    " {\"name\": \"c1\", \"op\": \"conv2d\", \"inputs\": [\"im\"], \"out\": 32, \"kernel\": [1, 5], \"padding\": [0, 2]},"
+    " {\"name\": \"a1\", \"op\": \"relu\", \"inputs\": [\"c1\"]},"
+    " {\"name\": \"p1\", \"op\": \"maxpool2d\", \"inputs\": [\"a1\"], \"kernel\": [1, 2]},"
+    " {\"name\": \"c2\", \"op\": \"conv2d\", \"inputs\": [\"p1\"], \"out\": 32, \"kernel\": [1, 3], \"padding\": [0, 1]},"
+    " {\"name\": \"g\", \"op\": \"global_avgpool\", \"inputs\": [\"c2\"]},"
+    " {\"name\": \"head\", \"op\": \"linear\", \"inputs\": [\"g\"], \"out\": 3}],"
+    " \"outputs\": [\"head\"], \"losses\": [{\"output\": \"head\", \"target\": \"y\", \"type\": \"cross_entropy\"}]}}";
 
 static void model_for(int which, brisk_model_spec *s, int64_t *batch) {
     memset(s, 0, sizeof *s);
+    if (which == 8) {
+        brisk_config cfg;
+        brisk_error err = {0};
+        if (brisk_config_parse(CNN1D, "cnn1d.json", NULL, 0, &cfg, &err)) {
+            fprintf(stderr, "cnn1d: %s\n", err.msg);
+            abort();
+        }
+        *s = cfg.model;
+        s->graph = brisk_layer_graph_ref(s->graph); /* kept past the config */
+        brisk_config_free(&cfg);
+        *batch = 24;
+        return;
+    }
     if (which <= 2 || which >= 6) {
         /* tanh and sigmoid: their gradients read the activation's output (y) */
         static const brisk_activation acts[] = {BRISK_ACT_RELU, BRISK_ACT_GELU, BRISK_ACT_GELU_TANH, 0, 0, 0,
@@ -49,7 +78,9 @@ static int train(int which, int threads, int fuse, model_run_out *o) {
     brisk_model_spec spec;
     int64_t batch;
     model_for(which, &spec, &batch);
-    return model_run(&spec, batch, threads, fuse, 1, 0, model_name(which), o);
+    int rc = model_run(&spec, batch, threads, fuse, 1, 0, model_name(which), o);
+    if (spec.graph) brisk_layer_graph_unref(spec.graph);
+    return rc;
 }
 
 static void test_fused_equals_unfused(void) {
@@ -60,7 +91,8 @@ static void test_fused_equals_unfused(void) {
         "on (2 GEMM+bias+GELU, 1 GEMM+bias, 1 GEMM+act-grad, 1 act-grad+bias-grad)",
         NULL, NULL, "on (2 GEMM+bias+activation, 1 GEMM+bias, 1 GEMM+act-grad)",
         "on (2 GEMM+bias+activation, 1 GEMM+bias, 1 GEMM+act-grad, 1 act-grad+bias-grad)",
-        "on (2 GEMM+bias+activation, 1 GEMM+bias, 1 GEMM+act-grad, 1 act-grad+bias-grad)"};
+        "on (2 GEMM+bias+activation, 1 GEMM+bias, 1 GEMM+act-grad, 1 act-grad+bias-grad)",
+        "on (1 GEMM+bias, 1 conv+bias+activation, 1 conv+bias)"};
     for (int which = 0; which < N_MODELS; which++) {
         model_run_out ref = {0};
         REQUIRE(train(which, 1, 0, &ref) == 0);

@@ -6,7 +6,15 @@ to 1e-5 relative, each gradient tensor to 1e-4 (a bias gradient that is a nearly
 sum has large relative rounding in any fp32 sum), fp32 on the CPU with dropout off. A model with BatchNorm runs 10 batches in
 training mode on fixed weights (see ref_dump.c): gradients and running statistics to 1e-4
 (sums of a small batch that nearly cancel; PyTorch's own fp32 and fp64 differ at 1e-5 there).
-  check_graph.py CONFIG.json DUMP.npz
+  check_graph.py CONFIG.json DUMP.npz [--winograd]
+--winograd: brisk ran 1-D convolutions by Winograd F(4, r) (its default on the CPU). Outputs,
+losses and gradients are held as above; the final parameters to 1e-4: a weight whose gradient
+is exactly zero in a direct sum (a kernel tap that reads only padding where the output
+gradient is nonzero, a channel whose ReLU is dead but at the edges) gets rounding noise of
+~1e-9 by Winograd's transforms, and AdamW's division by the root of its second moment
+(eps 1e-8) turns that into steps of ~0.1 lr that PyTorch's direct sum never takes (the 1-D
+CNN: 27 of 20480 elements of conv2.weight, one output channel's last two taps, 6.6e-5 apart
+after 20 steps).
 Exit 77 (skip) when PyTorch or NumPy is unavailable."""
 import os
 import sys
@@ -14,6 +22,7 @@ import sys
 
 def main():
     cfg_path, dump = sys.argv[1], sys.argv[2]
+    winograd = "--winograd" in sys.argv[3:]
     import reference_env
     env = reference_env.load()
     if env is None:
@@ -76,7 +85,8 @@ def main():
     tol = 1e-4 if fixed else 1e-5
     # a tensor's own error may reach 1e-4: a bias whose gradient is a sum that nearly cancels
     # (the output layer's, once the model fits the mean) has large relative rounding in any fp32 sum
-    bad = {k: x for k, x in worst.items() if not x <= (1e-4 if k == "grad tensor" else tol)}
+    bad = {k: x for k, x in worst.items()
+           if not x <= (1e-4 if k == "grad tensor" or (k == "final" and winograd) else tol)}
     if bad:
         print(f"FAIL: above {tol:g}: {bad}")
         return 1

@@ -207,7 +207,7 @@ brisk_status cpu_conv_op(cpu_backend *cb, const brisk_graph *g, int id, const vo
     if (n->op == BRISK_OP_CONV2D_GRAD_X || (empty && n->op == BRISK_OP_CONV2D_GRAD_W))
         memset(o, 0, (size_t)cpu_numel(&n->shape) * sizeof(float));
     if (empty) return BRISK_OK;
-    if (cb->conv_winograd && cpu_conv_winograd_fits(&c)) return cpu_conv_winograd(cb, n->op, &c, x, w, dy, o, err);
+    if (cb->conv_winograd && cpu_conv_winograd_fits(&c)) return cpu_conv_winograd(cb, n->op, &c, x, w, dy, o, NULL, err);
     int64_t imgs, pix;
     block_size(&c, cb->conv_col_floats, &imgs, &pix);
     /* col [K, P]; cp [Cog, P] only for blocks of several images; tw [Cog, K] only for dw
@@ -267,4 +267,25 @@ brisk_status cpu_conv_op(cpu_backend *cb, const brisk_graph *g, int id, const vo
                 }
             }
     return BRISK_OK;
+}
+
+int cpu_conv_epilogue_ok(const brisk_graph *g, int id) {
+    const brisk_node *n = NODE(g, id);
+    conv_geom c;
+    brisk_error err;
+    if (n->op != BRISK_OP_CONV2D || n->n_in != 2 || n->dtype != BRISK_F32 ||
+        conv_geometry(&IN_NODE(g, id, 0)->shape, &IN_NODE(g, id, 1)->shape, &n->shape, &n->attr.win, &c, &err))
+        return 0;
+    return c.N > 0 && c.HWo > 0 && c.Co > 0 && c.K > 0 && cpu_conv_winograd_fits(&c);
+}
+
+brisk_status cpu_conv_epilogue_run(cpu_backend *cb, const brisk_graph *g, int id, const float *x, const float *w,
+                                   float *out, const cpu_conv_epi *epi, brisk_error *err) {
+    const brisk_node *n = NODE(g, id);
+    conv_geom c;
+    brisk_status st = conv_geometry(&IN_NODE(g, id, 0)->shape, &IN_NODE(g, id, 1)->shape, &n->shape, &n->attr.win, &c, err);
+    if (st) return st;
+    if (!cpu_conv_epilogue_ok(g, id))
+        return brisk_errorf(err, BRISK_ERR_INTERNAL, "conv2d (node %d): not a convolution with an epilogue", id);
+    return cpu_conv_winograd(cb, BRISK_OP_CONV2D, &c, x, w, NULL, out, epi, err);
 }

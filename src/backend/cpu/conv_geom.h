@@ -24,6 +24,6 @@ brisk_status cpu_conv_nhwc(cpu_backend *cb, brisk_op op, const conv_geom *c, con
  * dilation 1, one group, NCHW, channels enough to pay for the transforms), and the op. */
 int cpu_conv_winograd_fits(const conv_geom *c);
 brisk_status cpu_conv_winograd(cpu_backend *cb, brisk_op op, const conv_geom *c, const float *x, const float *w,
-                               const float *dy, float *out, brisk_error *err);
+                               const float *dy, float *out, const cpu_conv_epi *epi, brisk_error *err);
 
 #endif

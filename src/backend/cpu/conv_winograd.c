@@ -234,6 +234,9 @@ typedef struct wino_run {
     float *gemm_scratch;
     size_t gemm_per;
     int64_t chunk_blocks;
+    const float *bias;                 /* forward epilogue (fuse.c): dst = y + bias[co], */
+    float *act_out;                    /* and act_out = act(dst), or NULL */
+    cpu_act act;
 } wino_run;
 
 /* Where block tiles [g0, g0 + nb) start: in channel 0 of src (may be before its row, by up to the
@@ -322,6 +325,8 @@ static inline __attribute__((always_inline)) void out_group(const wino_run *r, c
         v8 mx[WN_MAX], y[4];
         for (int xi = 0; xi < n; xi++) mx[xi] = *(const v8 *)(M + (xi * r->Cd + co) * tb + t0);
         at_apply(m, n, mx, y);
+        if (r->bias)
+            for (int i = 0; i < 4; i++) y[i] += r->bias[co]; /* the ADD's one rounding */
         transpose4x2(y); /* y[l % 4], half l / 4: tile t0 + l's 4 outputs */
         float *d = r->dst + co * cs;
         for (int l = 0; l < 8; l++) {
@@ -357,6 +362,20 @@ static int64_t edge_floats(const wino_run *r) {
     return (8 + edges * r->Cs * 8 + 15) / 16 * 16;
 }
 
+/* The activation of the block's outputs, a row's run of them at a time (cpu_act_span, as the
+ * activation's node computes it), while they are in cache. */
+static void act_rows(const wino_run *r, const tile_pos *tp, int64_t nb) {
+    const int64_t cs = r->H * r->Wd;
+    for (int64_t t = 0; t < nb;) {
+        int64_t t1 = t + 1;
+        while (t1 < nb && tp[t1].out == tp[t1 - 1].out + WM) t1++;
+        int64_t o = tp[t].out, len = tp[t1 - 1].out + tp[t1 - 1].nout - o;
+        for (int64_t co = 0; co < r->Cd; co++)
+            cpu_act_span(&r->act, r->dst + co * cs + o, r->act_out + co * cs + o, len);
+        t = t1;
+    }
+}
+
 static void apply_blocks(const void *vctx, int64_t b0, int64_t b1) {
     const wino_run *r = vctx;
     const int n = r->m->n;
@@ -373,6 +392,7 @@ static void apply_blocks(const void *vctx, int64_t b0, int64_t b1) {
             cpu_sgemm_b_rows(r->Cd, nb, r->Cs, r->U + xi * r->Cd * r->Cs, r->Cs, V + xi * r->Cs * tb, tb,
                              M + xi * r->Cd * tb, tb, scratch);
         transform_out(r, tp, nb, M);
+        if (r->act_out) act_rows(r, tp, nb);
     }
 }
 
@@ -439,12 +459,16 @@ static int64_t block_tiles(int n, int64_t Cs, int64_t Cd, int64_t floats) {
 }
 
 brisk_status cpu_conv_winograd(cpu_backend *cb, brisk_op op, const conv_geom *c, const float *x, const float *w,
-                               const float *dy, float *out, brisk_error *err) {
+                               const float *dy, float *out, const cpu_conv_epi *epi, brisk_error *err) {
     pthread_once(&g_mats_once, build_mats);
     const int r_ = c->w.kw;
     const wino_mats *m = &g_mats[r_];
     const int n = m->n;
     wino_run run = {.m = m, .N = c->N, .H = c->H};
+    if (epi && op == BRISK_OP_CONV2D) {
+        run.bias = epi->bias, run.act_out = epi->act_out;
+        if (epi->act_out) run.act = epi->act;
+    }
     int dw = op == BRISK_OP_CONV2D_GRAD_W;
     if (op == BRISK_OP_CONV2D) {
         run.src = x, run.dst = out, run.Cs = c->C, run.Ws = c->W, run.Cd = c->Co, run.Wd = c->Wo, run.pad = c->w.pw;

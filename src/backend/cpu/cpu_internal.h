@@ -349,6 +349,17 @@ brisk_status cpu_gru_op(cpu_backend *cb, const brisk_graph *g, int id, const voi
 /* ---- conv.c: CONV2D, CONV2D_GRAD_X, CONV2D_GRAD_W */
 brisk_status cpu_conv_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
                          brisk_error *err);
+/* A forward convolution's epilogue (fuse.c): out = conv + bias[c] (a [Co] bias over N, H, W),
+ * and act_out = act(out) when act_out is not NULL. Only where cpu_conv_epilogue_ok says so
+ * (the Winograd convolutions, whose output transform applies it in cache). */
+typedef struct cpu_conv_epi {
+    const float *bias;
+    float *act_out;
+    cpu_act act;
+} cpu_conv_epi;
+int cpu_conv_epilogue_ok(const brisk_graph *g, int id);
+brisk_status cpu_conv_epilogue_run(cpu_backend *cb, const brisk_graph *g, int id, const float *x, const float *w,
+                                   float *out, const cpu_conv_epi *epi, brisk_error *err);
 /* ---- batchnorm.c: BATCHNORM, BATCHNORM_GRAD_GB, BATCHNORM_GRAD_X */
 brisk_status cpu_batchnorm_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
                               const brisk_step_state *st, brisk_error *err);
