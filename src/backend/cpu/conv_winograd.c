@@ -64,6 +64,10 @@ static const double POINTS[WN_MAX - 1] = {0, 1, -1, 2, -2, 0.5, -0.5};
  * to one vector per position across the tiles (an 8 x 8 transpose in registers), so the
  * transforms are whole-vector multiply-adds. */
 typedef float v8 __attribute__((vector_size(32)));
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__AVX__)
+/* a portable (non-AVX) build: these helpers are all inlined, no call passes a v8 */
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 typedef int v8i __attribute__((vector_size(32)));
 typedef float v8u __attribute__((vector_size(32), aligned(4))); /* an unaligned load */
 #if defined(__clang__)

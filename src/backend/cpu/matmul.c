@@ -577,6 +577,15 @@ void cpu_sgemm_b_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t l
  * each summed across its lanes at the end; rows past M or N re-read the last one (not stored). */
 #define NT_M 3
 #define NT_N 4
+/* av and bv held in registers: GCC would fold their loads into each multiply-add, 15 loads for
+ * 12 of them, more than the load ports take (an empty asm that claims to change the value) */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__)
+#define KEEP_IN_REGISTER(v) __asm__("" : "+v"(v))
+#elif defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && defined(__AVX__)
+#define KEEP_IN_REGISTER(v) __asm__("" : "+x"(v))
+#else
+#define KEEP_IN_REGISTER(v) ((void)0)
+#endif
 static inline float lanes_sum(vf v) {
     float t[VL];
     memcpy(t, &v, sizeof t);
@@ -599,17 +608,11 @@ void cpu_sgemm_abt_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t
                 vf av[NT_M];
                 for (int i = 0; i < NT_M; i++) {
                     av[i] = *(const vf *)(a[i] + k);
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-                    __asm__("" : "+x"(av[i]));
-#endif
+                    KEEP_IN_REGISTER(av[i]);
                 }
                 for (int j = 0; j < NT_N; j++) {
                     vf bv = *(const vf *)(b[j] + k);
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-                    /* av and bv in registers: GCC would fold their loads into each multiply-add,
-                     * 15 loads for 12 of them, more than the load ports take */
-                    __asm__("" : "+x"(bv));
-#endif
+                    KEEP_IN_REGISTER(bv);
                     for (int i = 0; i < NT_M; i++) acc[i][j] += av[i] * bv;
                 }
             }
