@@ -260,6 +260,7 @@ static void test_grads_in_place(void) {
                "%s: gradients or parameters differ in place vs copied", model_name(which));
         model_run_free(&copied);
         model_run_free(&placed);
+        if (spec.graph) brisk_layer_graph_unref(spec.graph);
     }
 }
 

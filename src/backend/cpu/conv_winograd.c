@@ -36,6 +36,7 @@
 #define WR_MAX 5
 #define WN_MAX (WM + WR_MAX - 1)
 #define DW_CHUNKS 8
+#define DW_PART_FLOATS (1 << 22)
 #define BLOCK_FLOATS 65536 /* a block's V and M: 256 KiB, half the L2 of the AMD EPYC it was tuned on */
 
 /* A row of a transform as its nonzero terms: sum over q < count of val[q] * in[idx[q]]. */
@@ -490,7 +491,9 @@ brisk_status cpu_conv_winograd(cpu_backend *cb, brisk_op op, const conv_geom *c,
     run.nblocks = (run.T + run.tb - 1) / run.tb;
     int64_t plane = run.Cd * run.Cs, nchunks = 0;
     if (dw) {
-        nchunks = run.nblocks < DW_CHUNKS ? run.nblocks : DW_CHUNKS;
+        /* partial sums of at most DW_PART_FLOATS in all (wide layers: fewer chunks) */
+        int64_t fit = DW_PART_FLOATS / (n * plane), most = fit < 1 ? 1 : fit < DW_CHUNKS ? fit : DW_CHUNKS;
+        nchunks = run.nblocks < most ? run.nblocks : most;
         run.chunk_blocks = (run.nblocks + nchunks - 1) / nchunks;
         nchunks = (run.nblocks + run.chunk_blocks - 1) / run.chunk_blocks;
     }
