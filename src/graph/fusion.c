@@ -25,8 +25,8 @@
  * the last dim of Q, at Q's place, S written early.
  *
  * Convolution epilogues (the CPU's Winograd convolutions): Y = CONV2D; B = ADD(Y, bias) with
- * the bias [Co, 1, 1]; [A = an activation of B, as the GEMM's]: at Y's place, B always
- * written, Y never.
+ * the bias [Co, 1, 1]; [A = an activation of B, as the GEMM's]: at Y's place, Y never
+ * written, B as in the GEMM's.
  *
  * Residual + layernorm: forward, ADD then a LAYERNORM of its output runs at the ADD's
  * place, writing both (the norm's buffer early, checked as above); backward,
@@ -228,8 +228,8 @@ static int plan_forward(const brisk_exec *ex, const life *l, const brisk_fusion_
 }
 
 /* The convolution's: Y = CONV2D (NCHW) read only by B = ADD(Y, bias) (either order), the bias
- * [Co, 1, 1] or [1, Co, 1, 1] and existing before Y is made, then an activation as above.
- * B is always written. */
+ * [Co, 1, 1] or [1, Co, 1, 1] and existing before Y is made, then an activation as above
+ * (B written but for a ReLU's, as the GEMM's). */
 static int plan_conv(const brisk_exec *ex, const life *l, const brisk_fusion_rules *r, brisk_fusion_plan *p, int m) {
     const brisk_graph *g = ex->g;
     const brisk_node *nm = &g->nodes[m];
@@ -251,8 +251,10 @@ static int plan_conv(const brisk_exec *ex, const life *l, const brisk_fusion_rul
     if (l->pos[base_of(g, bias)] >= s) return 0;
     brisk_fusion f = {.kind = BRISK_FUSE_CONV_BIAS, .at = m, .matmul = m, .bias = b, .act = -1, .grad = -1, .sum = -1,
                       .ln = -1, .drop = -1};
-    pick_act(ex, l, r, m, b, s, 1, 1, &f, BRISK_FUSE_CONV_BIAS_ACT, BRISK_FUSE_CONV_BIAS_ACT, BRISK_FUSE_CONV_BIAS_ACT);
-    if (!early_write_ok(ex, l, b, s, m, 1)) return 0;
+    pick_act(ex, l, r, m, b, s, 1, r->relu_writes_pre, &f, BRISK_FUSE_CONV_BIAS_ACT, BRISK_FUSE_CONV_BIAS_ACT,
+             BRISK_FUSE_CONV_BIAS_ACT);
+    int relu = f.act >= 0 && g->nodes[f.act].op == BRISK_OP_RELU;
+    if ((!relu || r->relu_writes_pre) && !early_write_ok(ex, l, b, s, m, 1)) return 0;
     if (add_fusion(p, f)) return -1;
     p->skip[b] = 1;
     if (f.act >= 0) p->skip[f.act] = 1;

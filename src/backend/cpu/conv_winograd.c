@@ -240,8 +240,9 @@ typedef struct wino_run {
     size_t gemm_per;
     int64_t chunk_blocks;
     const float *bias;                 /* forward epilogue (fuse.c): dst = y + bias[co], */
-    float *act_out;                    /* and act_out = act(dst), or NULL */
+    float *act_out;                    /* and act_out = act(dst), or NULL; */
     cpu_act act;
+    int relu;                          /* or dst = relu(y + bias[co]) */
 } wino_run;
 
 /* Where block tiles [g0, g0 + nb) start: in channel 0 of src (may be before its row, by up to the
@@ -323,6 +324,15 @@ static void transform_in(const wino_run *r, const tile_pos *tp, int64_t nb, floa
     }
 }
 
+/* cpu_relu (v < 0 ? 0 : v, NaN and -0 kept) on the bits */
+static inline v8 relu8(v8 v) {
+    v8i neg = v < 0.0f, b;
+    memcpy(&b, &v, sizeof b);
+    b &= ~neg;
+    memcpy(&v, &b, sizeof v);
+    return v;
+}
+
 static inline __attribute__((always_inline)) void out_group(const wino_run *r, const tile_pos *tp, int64_t t0,
                                                             int64_t nb, const wino_mats *m, int n, const float *M) {
     const int64_t tb = r->tb, cs = r->H * r->Wd;
@@ -332,6 +342,8 @@ static inline __attribute__((always_inline)) void out_group(const wino_run *r, c
         at_apply(m, n, mx, y);
         if (r->bias)
             for (int i = 0; i < 4; i++) y[i] += r->bias[co]; /* the ADD's one rounding */
+        if (r->relu)
+            for (int i = 0; i < 4; i++) y[i] = relu8(y[i]);
         transpose4x2(y); /* y[l % 4], half l / 4: tile t0 + l's 4 outputs */
         float *d = r->dst + co * cs;
         for (int l = 0; l < 8; l++) {
@@ -471,7 +483,7 @@ brisk_status cpu_conv_winograd(cpu_backend *cb, brisk_op op, const conv_geom *c,
     const int n = m->n;
     wino_run run = {.m = m, .N = c->N, .H = c->H};
     if (epi && op == BRISK_OP_CONV2D) {
-        run.bias = epi->bias, run.act_out = epi->act_out;
+        run.bias = epi->bias, run.act_out = epi->act_out, run.relu = epi->relu;
         if (epi->act_out) run.act = epi->act;
     }
     int dw = op == BRISK_OP_CONV2D_GRAD_W;

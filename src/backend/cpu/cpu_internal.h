@@ -179,7 +179,8 @@ void cpu_act_grad_span(const cpu_act *a, const float *dy, const float *x, const 
  * C's element i is the dropout's element i. */
 typedef struct cpu_epilogue {
     const float *bias;  /* [N] */
-    float *act_out;     /* NULL: bias only */
+    float *act_out;     /* NULL: bias only (or relu_in_place) */
+    int relu_in_place;  /* C = relu(C + bias): C is the ReLU's buffer, its input never written */
     cpu_act act;        /* the activation (RELU, GELU, SILU, TANH, SIGMOID, LEAKY_RELU, ELU, SOFTPLUS) */
     float *drop_out;
     cpu_act grad;       /* op 0, or the activation whose gradient this is */
@@ -356,6 +357,7 @@ typedef struct cpu_conv_epi {
     const float *bias;
     float *act_out;
     cpu_act act;
+    int relu; /* out = relu(conv + bias), act_out unused: the ReLU's input never written */
 } cpu_conv_epi;
 int cpu_conv_epilogue_ok(const brisk_graph *g, int id);
 brisk_status cpu_conv_epilogue_run(cpu_backend *cb, const brisk_graph *g, int id, const float *x, const float *w,

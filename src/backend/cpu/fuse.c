@@ -4,9 +4,9 @@
  *     softplus): the bias and activation
  *     applied to each band of C right after the band is computed (cpu_sgemm_epi), while it
  *     is in cache; C is the BIAS_ADD's buffer (the matmul's own is never written), the
- *     activation writes its own (the GPU's ReLU leaves B unwritten; the CPU's ReLU gradient
- *     reads B, so here B is always written); a dropout of the activation writes its output
- *     from the band too;
+ *     activation writes its own, but a ReLU's (its gradient reads its output, so B is never
+ *     written: the band goes to A's buffer, made positive in place, as on the GPU); a dropout
+ *     of the activation writes its output from the band too;
  *   GEMM (+ dropout backward) + ACT_GRAD: the band of C, written in the gradient's buffer,
  *     turned into the gradient in place (the FFN's backward: its 15360 x 512 gradient was
  *     made by three passes over memory, the GEMM's, the dropout's and the act-grad's);
@@ -16,14 +16,16 @@
  *   ADD(r, LAYERNORM_GRAD_X): per row, the norm gradient into a scratch row, then the add
  *     (the norm gradient's buffer is never written);
  *   CONV2D + ADD of a [Co] bias (+ an activation): the Winograd convolutions (conv_winograd.c)
- *     add the bias in their output transform and apply the activation to each row of a block
- *     of outputs while it is in cache (the 1-D CNN: 0.56 ms of separate add and ReLU a step).
+ *     add the bias in their output transform, a ReLU too (writing only A), another activation
+ *     to each row of a block of outputs while it is in cache (the 1-D CNN: 0.56 ms of separate
+ *     add and ReLU a step).
  * Every fused pass does the same float operations in the same order as the nodes it
  * replaces (unary.c's per-element spans, layernorm.c's own row function),
  * so fused and unfused runs give the same bits, on any thread count (tested). The nodes
  * fused away return at once from run_node. BRISK_CPU_FUSE=0 (or speed.fuse = false, through
  * brisk_backend_cpu_set_fuse) turns the pass off. */
 #include "backend/cpu/cpu_internal.h"
+#include "backend/cpu/cpu_math.h"
 #include "graph/fusion.h"
 
 #include <stdio.h>
@@ -54,6 +56,9 @@ void cpu_epilogue_apply(const cpu_epilogue *e, float *C, int64_t ldc, int64_t m0
         float *c = C + i * ldc;
 #pragma omp simd
         for (int64_t j = n0; j < n1; j++) c[j] = c[j] + b[j];
+        if (e->relu_in_place)
+#pragma omp simd
+            for (int64_t j = n0; j < n1; j++) c[j] = cpu_relu(c[j]);
         float *a = c; /* what a dropout reads */
         if (e->act_out) {
             a = e->act_out + i * ldc;
@@ -119,14 +124,18 @@ static brisk_status run_gemm(cpu_backend *cb, const brisk_graph *g, const brisk_
         cpu_numel(&nb->shape) != a.M * a.N)
         return brisk_errorf(err, BRISK_ERR_INTERNAL, "cpu: fused matmul (node %d) + bias_add (node %d): shapes "
                             "changed since prepare", f->matmul, f->bias);
-    cpu_epilogue e = {.bias = ptr[nb->in[1]], .act_out = f->act >= 0 ? ptr[f->act] : NULL};
+    /* a ReLU's input is not written: the product goes to the ReLU's buffer, made positive there */
+    int relu = f->kind == BRISK_FUSE_GEMM_BIAS_RELU;
+    cpu_epilogue e = {.bias = ptr[nb->in[1]], .act_out = f->act >= 0 && !relu ? ptr[f->act] : NULL,
+                      .relu_in_place = relu};
     if (f->act >= 0) e.act = cpu_act_of(&g->nodes[f->act]);
     if (f->drop >= 0) {
         e.drop_out = ptr[f->drop];
         brisk_status s = epilogue_dropout(g, f->drop, a.M * a.N, st, &e, err);
         if (s) return s;
     }
-    cpu_gemm_epi(cb, a.ta, a.tb, a.M, a.N, a.K, in[0], a.lda, in[1], a.ldb, ptr[f->bias], a.N, &e);
+    cpu_gemm_epi(cb, a.ta, a.tb, a.M, a.N, a.K, in[0], a.lda, in[1], a.ldb, relu ? ptr[f->act] : ptr[f->bias], a.N,
+                 &e);
     return BRISK_OK;
 }
 
@@ -178,9 +187,13 @@ static brisk_status run_conv(cpu_backend *cb, const brisk_graph *g, const brisk_
     if (cpu_numel(&g->nodes[o].shape) != nm->shape.d[1] || !brisk_shape_equal(&nb->shape, &nm->shape))
         return brisk_errorf(err, BRISK_ERR_INTERNAL, "cpu: fused conv2d (node %d) + add (node %d): shapes changed "
                             "since prepare", f->matmul, f->bias);
-    cpu_conv_epi e = {.bias = ptr[o], .act_out = f->act >= 0 ? ptr[f->act] : NULL};
-    if (f->act >= 0) e.act = cpu_act_of(&g->nodes[f->act]);
-    return cpu_conv_epilogue_run(cb, g, f->matmul, in[0], in[1], ptr[f->bias], &e, err);
+    cpu_conv_epi e = {.bias = ptr[o]};
+    if (f->act >= 0) {
+        e.act = cpu_act_of(&g->nodes[f->act]);
+        e.relu = e.act.op == BRISK_OP_RELU; /* straight into the ReLU's buffer, its input unwritten */
+        if (!e.relu) e.act_out = ptr[f->act];
+    }
+    return cpu_conv_epilogue_run(cb, g, f->matmul, in[0], in[1], e.relu ? ptr[f->act] : ptr[f->bias], &e, err);
 }
 
 /* ---------------------------------------------------------------- act grad + bias grad */
@@ -340,9 +353,9 @@ brisk_status cpu_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *e
     cpu_backend *cb = be->impl;
     cpu_forget(be, NULL);
     if (!cb->fuse) return BRISK_OK;
-    /* the ReLU's gradient reads its input here (not its output, as on CUDA): B is written */
+    /* the ReLU's gradient reads its output (unary.c), as on CUDA: its input need not be written */
     const brisk_fusion_rules rules = {.gemm_2d = gemm_2d, .gelu_n_multiple = 1, .gelu_erf = 1,
-                                      .other_acts = 1, .relu_writes_pre = 1, .act_dropout = 1,
+                                      .other_acts = 1, .relu_writes_pre = 0, .act_dropout = 1,
                                       .gemm_actgrad = 1, .actgrad_sum = 1, .norms = 1,
                                       .conv_epilogue = cb->conv_winograd ? cpu_conv_epilogue_ok : NULL};
     struct cpu_prep *p = calloc(1, sizeof *p);

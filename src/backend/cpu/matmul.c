@@ -596,8 +596,11 @@ static inline float lanes_sum(vf v) {
 
 void cpu_sgemm_abt_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
                         float *C, int64_t ldc, int add) {
-    for (int64_t i0 = 0; i0 < M; i0 += NT_M)
-        for (int64_t j0 = 0; j0 < N; j0 += NT_N) {
+    /* B's rows outer: NT_N of them stay in L1 while A streams past (Winograd's dw: A is the
+     * output gradient's Co rows, B the input's C rows; B outer reads A C / NT_N times, 16 for
+     * C 64, where A outer read B Co / NT_M times, 21) */
+    for (int64_t j0 = 0; j0 < N; j0 += NT_N)
+        for (int64_t i0 = 0; i0 < M; i0 += NT_M) {
             const float *a[NT_M], *b[NT_N];
             for (int i = 0; i < NT_M; i++) a[i] = A + min64(i0 + i, M - 1) * lda;
             for (int j = 0; j < NT_N; j++) b[j] = B + min64(j0 + j, N - 1) * ldb;

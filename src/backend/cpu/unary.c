@@ -118,9 +118,11 @@ void cpu_act_span(const cpu_act *act, const float *restrict x, float *restrict o
 void cpu_act_grad_span(const cpu_act *act, const float *dy, const float *x, const float *y, float *o, int64_t n) {
     float a = act->a, b = act->b;
     switch (act->op) {
-    case BRISK_OP_RELU:
+    case BRISK_OP_RELU: /* from the output, positive exactly where the input is (NaN and -0 included):
+                           a fused ReLU need not write its input (graph/fusion.c's relu_writes_pre) */
+        (void)x;
 #pragma omp simd
-        for (int64_t i = 0; i < n; i++) o[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+        for (int64_t i = 0; i < n; i++) o[i] = y[i] > 0.0f ? dy[i] : 0.0f;
         break;
     case BRISK_OP_GELU:
         if (act->gelu_tanh) {
