@@ -153,6 +153,24 @@ static int red_rows(cpu_backend *cb, const float *x, int64_t R, int64_t K, float
     return 1;
 }
 
+/* [A, K, I] summed over A and I (a convolution's bias gradient over N and the pixels): each
+ * of the K outputs by one thread, over a then i in order, in double (it ran serially, with a
+ * float sum per a: a 1-D CNN's [256, 64, 60] took 0.25 ms) */
+static void red_mid_range(const void *vctx, int64_t k0, int64_t k1) {
+    const red_ctx *c = vctx;
+    const red_plan *p = c->p;
+    int64_t A = p->d[0], K = p->d[1], I = p->d[2];
+    for (int64_t k = k0; k < k1; k++) {
+        double s = 0.0;
+        for (int64_t a = 0; a < A; a++) {
+            const float *x = c->x + (a * K + k) * I;
+#pragma omp simd reduction(+ : s)
+            for (int64_t i = 0; i < I; i++) s += x[i];
+        }
+        c->out[k] = (float)s;
+    }
+}
+
 typedef struct flat_ctx { const float *x; } flat_ctx;
 
 static double sum_range(const void *vctx, int64_t i0, int64_t i1) {
@@ -187,6 +205,8 @@ void cpu_reduce_sum(cpu_backend *cb, const float *x, const brisk_shape *xs, uint
     } else if (p.nd == 2) {
         if (p.d[0] < 4 * ROW_CHUNK || !red_rows(cb, x, p.d[0], p.d[1], out))
             cpu_parallel(cb, p.d[1], (CPU_PAR_MIN + p.d[0] - 1) / p.d[0], red_cols_range, &c);
+    } else if (p.nd == 3 && !p.red[1]) {
+        cpu_parallel(cb, p.d[1], (CPU_PAR_MIN + p.d[0] * p.d[2] - 1) / (p.d[0] * p.d[2]), red_mid_range, &c);
     } else {
         memset(out, 0, (size_t)outn * sizeof(float));
         red_serial(&p, 0, x, out);
