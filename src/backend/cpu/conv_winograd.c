@@ -243,6 +243,10 @@ typedef struct wino_run {
     float *act_out;                    /* and act_out = act(dst), or NULL; */
     cpu_act act;
     int relu;                          /* or dst = relu(y + bias[co]) */
+    const float *w;                    /* the weights [Co, C, 1, r] (forward, dx) */
+    int64_t C, nchunks;
+    int gx;                            /* dx: U from w flipped, channels swapped */
+    float *dw_out;                     /* dw: [Co, C, 1, r] */
 } wino_run;
 
 /* Where block tiles [g0, g0 + nb) start: in channel 0 of src (may be before its row, by up to the
@@ -468,6 +472,43 @@ static void dw_chunks(const void *vctx, int64_t c0, int64_t c1) {
     }
 }
 
+/* U[xi][d][s] = sum_k G[xi][k] w_k for rows d of [d0, d1), w_k the tap k of (d, s): forward
+ * w[d][s][k], dx w[s][d][r-1-k] */
+static void weights_rows(const void *vctx, int64_t d0, int64_t d1) {
+    const wino_run *r = vctx;
+    const wino_mats *m = r->m;
+    const int rk = m->r;
+    for (int xi = 0; xi < m->n; xi++)
+        for (int64_t d = d0; d < d1; d++)
+            for (int64_t si = 0; si < r->Cs; si++) {
+                const float *wk = r->gx ? r->w + (si * r->C + d) * rk : r->w + (d * r->C + si) * rk;
+                float acc = 0.0f;
+                for (int k = 0; k < rk; k++) acc += m->G[xi][k] * wk[r->gx ? rk - 1 - k : k];
+                ((float *)r->U)[(xi * r->Cd + d) * r->Cs + si] = acc;
+            }
+}
+
+/* dw for (co, ci) pairs [q0, q1): the chunks' partial dU summed in chunk order, then G^T */
+static void dw_finish(const void *vctx, int64_t q0, int64_t q1) {
+    const wino_run *r = vctx;
+    const wino_mats *m = r->m;
+    const int n = m->n, rk = m->r;
+    const int64_t plane = r->Cd * r->Cs;
+    for (int64_t q = q0; q < q1; q++) {
+        float du[WN_MAX];
+        for (int xi = 0; xi < n; xi++) {
+            float v = r->parts[xi * plane + q];
+            for (int64_t ch = 1; ch < r->nchunks; ch++) v += r->parts[(ch * n + xi) * plane + q];
+            du[xi] = v;
+        }
+        for (int k = 0; k < rk; k++) {
+            float acc = 0.0f;
+            for (int xi = 0; xi < n; xi++) acc += m->G[xi][k] * du[xi];
+            r->dw_out[q * rk + k] = acc;
+        }
+    }
+}
+
 /* Tiles a block: its transforms and products (n (Cs + Cd) floats a tile) within `floats`, a
  * multiple of 32 (whole B strips of the kernel, 16-float aligned rows) from 32 to 1024. */
 static int64_t block_tiles(int n, int64_t Cs, int64_t Cd, int64_t floats) {
@@ -523,32 +564,14 @@ brisk_status cpu_conv_winograd(cpu_backend *cb, brisk_op op, const conv_geom *c,
     run.gemm_scratch = cb->gemm_scratch;
     run.gemm_per = cpu_sgemm_scratch_floats();
     if (!dw) {
-        /* U[xi][d][s] = sum_k G[xi][k] w_k, w_k the tap k of (d, s): forward w[d][s][k], dx w[s][d][r-1-k] */
-        int gx = op == BRISK_OP_CONV2D_GRAD_X;
-        for (int xi = 0; xi < n; xi++)
-            for (int64_t d = 0; d < run.Cd; d++)
-                for (int64_t si = 0; si < run.Cs; si++) {
-                    const float *wk = gx ? w + (si * c->C + d) * r_ : w + (d * c->C + si) * r_;
-                    float acc = 0.0f;
-                    for (int k = 0; k < r_; k++) acc += m->G[xi][k] * wk[gx ? r_ - 1 - k : k];
-                    U[(xi * run.Cd + d) * run.Cs + si] = acc;
-                }
+        run.w = w, run.C = c->C, run.gx = op == BRISK_OP_CONV2D_GRAD_X;
+        cpu_parallel(cb, run.Cd, CPU_PAR_MIN / (n * run.Cs * r_) + 1, weights_rows, &run);
         cpu_parallel_dynamic(cb, run.nblocks, 1, apply_blocks, &run);
         return BRISK_OK;
     }
     cpu_parallel_dynamic(cb, nchunks, 1, dw_chunks, &run);
-    /* dU = the chunks' sum in chunk order; dw[co][ci][k] = sum_xi G[xi][k] dU[xi][co][ci] */
-    float *dU = run.parts;
-    for (int64_t ch = 1; ch < nchunks; ch++) {
-        const float *p = run.parts + ch * n * plane;
-        for (int64_t k = 0; k < n * plane; k++) dU[k] += p[k];
-    }
-    for (int64_t co = 0; co < c->Co; co++)
-        for (int64_t ci = 0; ci < c->C; ci++)
-            for (int k = 0; k < r_; k++) {
-                float acc = 0.0f;
-                for (int xi = 0; xi < n; xi++) acc += m->G[xi][k] * dU[(xi * c->Co + co) * c->C + ci];
-                out[(co * c->C + ci) * r_ + k] = acc;
-            }
+    /* dU = the chunks' sum in chunk order, then dw = G^T dU: each element by one thread */
+    run.nchunks = nchunks, run.dw_out = out;
+    cpu_parallel(cb, plane, CPU_PAR_MIN / (n * (nchunks + r_)) + 1, dw_finish, &run);
     return BRISK_OK;
 }
