@@ -164,41 +164,11 @@ static void pool_forward_planes(const void *vctx, int64_t q0, int64_t q1) {
     }
 }
 
-/* The max gradient of an NCHW plane tiled by its windows (stride = kernel, no padding or
- * dilation): each input is in at most one window, so each is written once, dy where it was
- * the window's maximum (0 + dy, the scatter's one addition), else 0, with no zeroing pass
- * first (the 1-D CNN's [1, 2] pool). */
-static void max_grad_tiled(const pool_ctx *p, const float *dy, const int32_t *arg, float *dx) {
-    const brisk_window w = p->w;
-    for (int64_t oh = 0; oh < p->Ho; oh++)
-        for (int i = 0; i < w.kh; i++) {
-            int64_t ih = oh * w.kh + i;
-            float *row = dx + ih * p->W;
-            const float *d = dy + oh * p->Wo;
-            const int32_t *a = arg + oh * p->Wo;
-            for (int64_t ow = 0; ow < p->Wo; ow++)
-                for (int j = 0; j < w.kw; j++) {
-                    int32_t k = (int32_t)(ih * p->W + ow * w.kw + j);
-                    row[ow * w.kw + j] = a[ow] == k ? 0.0f + d[ow] : 0.0f;
-                }
-            for (int64_t iw = p->Wo * w.kw; iw < p->W; iw++) row[iw] = 0.0f;
-        }
-    for (int64_t ih = p->Ho * w.kh; ih < p->H; ih++) memset(dx + ih * p->W, 0, (size_t)p->W * sizeof(float));
-}
-
 static void pool_grad_planes(const void *vctx, int64_t q0, int64_t q1) {
     const pool_ctx *p = vctx;
     float inv = (float)(1.0 / ((double)p->w.kh * p->w.kw));
     int64_t hw = p->H * p->W, ps = p->ps;
-    const brisk_window *w = &p->w;
-    int tiled = p->max && ps == 1 && w->ph == 0 && w->pw == 0 && w->dh == 1 && w->dw == 1 && w->sh == w->kh &&
-                w->sw == w->kw;
     for (int64_t q = q0; q < q1; q++) {
-        if (tiled) {
-            int64_t yb = plane_base(p, q, p->Ho * p->Wo);
-            max_grad_tiled(p, p->dy + yb, p->argr + yb, p->out + plane_base(p, q, hw));
-            continue;
-        }
         float *dx = p->out + plane_base(p, q, hw);
         int64_t yb = plane_base(p, q, p->Ho * p->Wo);
         const float *dy = p->dy + yb;
