@@ -478,35 +478,44 @@ static void weights_rows(const void *vctx, int64_t d0, int64_t d1) {
     const wino_run *r = vctx;
     const wino_mats *m = r->m;
     const int rk = m->r;
-    for (int xi = 0; xi < m->n; xi++)
-        for (int64_t d = d0; d < d1; d++)
-            for (int64_t si = 0; si < r->Cs; si++) {
-                const float *wk = r->gx ? r->w + (si * r->C + d) * rk : r->w + (d * r->C + si) * rk;
+    float *U = (float *)r->U;
+    for (int64_t d = d0; d < d1; d++)
+        for (int64_t si = 0; si < r->Cs; si++) {
+            const float *wk = r->gx ? r->w + (si * r->C + d) * rk : r->w + (d * r->C + si) * rk;
+            float tap[WR_MAX];
+            for (int k = 0; k < rk; k++) tap[k] = wk[r->gx ? rk - 1 - k : k];
+            for (int xi = 0; xi < m->n; xi++) {
                 float acc = 0.0f;
-                for (int k = 0; k < rk; k++) acc += m->G[xi][k] * wk[r->gx ? rk - 1 - k : k];
-                ((float *)r->U)[(xi * r->Cd + d) * r->Cs + si] = acc;
+                for (int k = 0; k < rk; k++) acc += m->G[xi][k] * tap[k];
+                U[(xi * r->Cd + d) * r->Cs + si] = acc;
             }
+        }
 }
 
-/* dw for (co, ci) pairs [q0, q1): the chunks' partial dU summed in chunk order, then G^T */
+/* dU elements [k0, k1): the chunks' partials summed in chunk order into chunk 0's */
+static void dw_sum_chunks(const void *vctx, int64_t k0, int64_t k1) {
+    const wino_run *r = vctx;
+    const int64_t all = r->m->n * r->Cd * r->Cs;
+    float *dU = r->parts;
+    for (int64_t ch = 1; ch < r->nchunks; ch++) {
+        const float *p = r->parts + ch * all;
+#pragma omp simd
+        for (int64_t k = k0; k < k1; k++) dU[k] += p[k];
+    }
+}
+
+/* dw for (co, ci) pairs [q0, q1): G^T dU */
 static void dw_finish(const void *vctx, int64_t q0, int64_t q1) {
     const wino_run *r = vctx;
     const wino_mats *m = r->m;
     const int n = m->n, rk = m->r;
     const int64_t plane = r->Cd * r->Cs;
-    for (int64_t q = q0; q < q1; q++) {
-        float du[WN_MAX];
-        for (int xi = 0; xi < n; xi++) {
-            float v = r->parts[xi * plane + q];
-            for (int64_t ch = 1; ch < r->nchunks; ch++) v += r->parts[(ch * n + xi) * plane + q];
-            du[xi] = v;
-        }
+    for (int64_t q = q0; q < q1; q++)
         for (int k = 0; k < rk; k++) {
             float acc = 0.0f;
-            for (int xi = 0; xi < n; xi++) acc += m->G[xi][k] * du[xi];
+            for (int xi = 0; xi < n; xi++) acc += m->G[xi][k] * r->parts[xi * plane + q];
             r->dw_out[q * rk + k] = acc;
         }
-    }
 }
 
 /* Tiles a block: its transforms and products (n (Cs + Cd) floats a tile) within `floats`, a
@@ -571,8 +580,10 @@ brisk_status cpu_conv_winograd(cpu_backend *cb, brisk_op op, const conv_geom *c,
         return BRISK_OK;
     }
     cpu_parallel_dynamic(cb, nchunks, 1, dw_chunks, &run);
-    /* dU = the chunks' sum in chunk order, then dw = G^T dU: each element by one thread */
+    /* dU = the chunks' sum in chunk order, then dw = G^T dU: each element by one thread, the
+     * same additions in the same order whatever the threads */
     run.nchunks = nchunks, run.dw_out = out;
-    cpu_parallel(cb, plane, CPU_PAR_MIN / (n * (nchunks + r_)) + 1, dw_finish, &run);
+    if (nchunks > 1) cpu_parallel(cb, n * plane, CPU_PAR_MIN / nchunks + 1, dw_sum_chunks, &run);
+    cpu_parallel(cb, plane, CPU_PAR_MIN / (n * r_) + 1, dw_finish, &run);
     return BRISK_OK;
 }
