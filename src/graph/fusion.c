@@ -22,7 +22,9 @@
  * H's place, D never written.
  *
  * Act-grad + bias gradient (the CPU's): Q = ACT_GRAD(dy, x, y) and S = SUM over all but
- * the last dim of Q, at Q's place, S written early.
+ * the last dim of Q (or, rules.actgrad_channel_sum, SUM_TO of an NCHW Q to its channels), at
+ * Q's place, S written early; where S's buffer is not free that early
+ * (rules.actgrad_sum_deferred), the backend keeps the sums and writes S at its own place.
  *
  * Convolution epilogues (the CPU's Winograd convolutions): Y = CONV2D; B = ADD(Y, bias) with
  * the bias [Co, 1, 1]; [A = an activation of B, as the GEMM's]: at Y's place, Y never
@@ -330,7 +332,17 @@ static int plan_gemm_actgrad(const brisk_exec *ex, const life *l, const brisk_fu
 
 /* Q = ACT_GRAD(dy, x, y) whose sum over rows S (the bias gradient) is computed in the same
  * pass, S written at Q's place. */
-static int plan_actgrad_sum(const brisk_exec *ex, const life *l, brisk_fusion_plan *p, int q) {
+/* SUM_TO node t of a 4-D Q to Q's channels ([C, 1, 1] or [1, C, 1, 1]) */
+static int channel_sum(const brisk_node *nt, const brisk_node *nq) {
+    const brisk_shape *t = &nt->attr.shape2;
+    int64_t C = nq->shape.d[1];
+    return nt->op == BRISK_OP_SUM_TO && nq->shape.ndim == 4 &&
+           ((t->ndim == 3 && t->d[0] == C && t->d[1] == 1 && t->d[2] == 1) ||
+            (t->ndim == 4 && t->d[0] == 1 && t->d[1] == C && t->d[2] == 1 && t->d[3] == 1));
+}
+
+static int plan_actgrad_sum(const brisk_exec *ex, const life *l, const brisk_fusion_rules *r, brisk_fusion_plan *p,
+                            int q) {
     const brisk_graph *g = ex->g;
     const brisk_node *nq = &g->nodes[q];
     int nd = nq->shape.ndim;
@@ -338,15 +350,22 @@ static int plan_actgrad_sum(const brisk_exec *ex, const life *l, brisk_fusion_pl
     int sum = -1;
     for (int t = 0; t < g->n_nodes && sum < 0; t++) {
         const brisk_node *nt = &g->nodes[t];
-        if (l->pos[t] > l->pos[q] && nt->op == BRISK_OP_SUM && nt->in[0] == q && !nt->attr.keepdim &&
-            nt->attr.axes == (1u << (nd - 1)) - 1u && l->readers[t] < 1000 && !p->skip[t])
+        if (l->pos[t] > l->pos[q] && nt->in[0] == q && (l->readers[t] < 1000 || r->actgrad_sum_deferred) &&
+            !p->skip[t] &&
+            ((nt->op == BRISK_OP_SUM && !nt->attr.keepdim && nt->attr.axes == (1u << (nd - 1)) - 1u) ||
+             (r->actgrad_channel_sum && channel_sum(nt, nq))))
             sum = t;
     }
-    if (sum < 0 || !early_write_ok(ex, l, sum, l->pos[q], -1, 0)) return 0;
+    if (sum < 0) return 0;
+    /* S written early where that is safe, else kept by the backend until S's own place (also
+     * a sum read after the run: a parameter's gradient) */
+    int deferred = l->readers[sum] >= 1000 || !early_write_ok(ex, l, sum, l->pos[q], -1, 0);
+    if (deferred && !r->actgrad_sum_deferred) return 0;
     brisk_fusion f = {.kind = BRISK_FUSE_ACTGRAD_BGRAD, .at = q, .matmul = -1, .bias = -1, .act = -1, .grad = q,
-                      .sum = sum, .ln = -1, .drop = -1};
+                      .sum = sum, .ln = -1, .drop = -1, .sum_deferred = deferred};
     if (add_fusion(p, f)) return -1;
-    p->skip[sum] = 1;
+    if (deferred) p->fusion_at[sum] = p->n - 1;
+    else p->skip[sum] = 1;
     return 0;
 }
 
@@ -468,7 +487,7 @@ static int plan_all(const brisk_exec *ex, life *l, const brisk_fusion_rules *r, 
         if (g->nodes[id].op != BRISK_OP_ACT_GRAD || p->skip[id]) continue;
         if (r->gemm_backward && r->gemm_2d && plan_backward(ex, l, r, p, id)) return -1;
         if (r->gemm_actgrad && r->gemm_2d && !p->skip[id] && plan_gemm_actgrad(ex, l, r, p, id)) return -1;
-        if (r->actgrad_sum && !p->skip[id] && plan_actgrad_sum(ex, l, p, id)) return -1;
+        if (r->actgrad_sum && !p->skip[id] && plan_actgrad_sum(ex, l, r, p, id)) return -1;
     }
     return 0;
 }

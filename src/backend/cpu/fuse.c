@@ -11,7 +11,8 @@
  *     turned into the gradient in place (the FFN's backward: its 15360 x 512 gradient was
  *     made by three passes over memory, the GEMM's, the dropout's and the act-grad's);
  *   ACT_GRAD + SUM over rows (the bias gradient): one pass down column blocks that writes the
- *     gradient and sums it, in the order reduce.c's column sums use;
+ *     gradient and sums it, in the order reduce.c's column sums use; and + SUM_TO the channels
+ *     of an NCHW gradient (a convolution's bias), a channel's rows made and summed in turn;
  *   ADD + LAYERNORM: per row, the sum then its norm, while the row is in L1;
  *   ADD(r, LAYERNORM_GRAD_X): per row, the norm gradient into a scratch row, then the add
  *     (the norm gradient's buffer is never written);
@@ -37,6 +38,7 @@ struct cpu_prep {
     const brisk_graph *g;
     int n_nodes;
     brisk_fusion_plan plan;
+    float **kept; /* per fusion: a deferred sum's values, from Q's place to S's (sum_deferred) */
 };
 
 /* ---------------------------------------------------------------- GEMM epilogue */
@@ -233,9 +235,48 @@ static void ag_cols(const void *vctx, int64_t j0, int64_t j1) {
     }
 }
 
+/* The channel sum's: each channel k of an NCHW Q [A, K, I] by one thread, its rows made and
+ * summed in turn, the sum as reduce.c's [A, K, I] sums run it (cpu_row_sum_d). */
+typedef struct agc_ctx {
+    cpu_act act;
+    const float *dy, *x, *y;
+    float *q, *s;
+    int64_t A, K, I;
+} agc_ctx;
+
+static void agc_channels(const void *vctx, int64_t k0, int64_t k1) {
+    const agc_ctx *c = vctx;
+    for (int64_t k = k0; k < k1; k++) {
+        double s = 0.0;
+        for (int64_t a = 0; a < c->A; a++) {
+            int64_t o = (a * c->K + k) * c->I;
+            cpu_act_grad_span(&c->act, c->dy + o, c->x + o, c->y + o, c->q + o, c->I);
+            s = cpu_row_sum_d(c->q + o, c->I, s);
+        }
+        c->s[k] = (float)s;
+    }
+}
+
 static brisk_status run_actgrad_sum(cpu_backend *cb, const brisk_graph *g, const brisk_fusion *f,
-                                    const void *const *in, void *out, void *const *ptr, brisk_error *err) {
+                                    const void *const *in, void *out, float *sum_out, brisk_error *err) {
     const brisk_node *n = NODE(g, f->grad), *ns = NODE(g, f->sum);
+    if (ns->op == BRISK_OP_SUM_TO) {
+        const brisk_shape *qs = &n->shape;
+        int64_t A = qs->d[0], K = qs->d[1], I = qs->d[2] * qs->d[3];
+        int kind = n->attr.kind;
+        /* reduce.c sums [A, K, I] this way only when no dim is 1 (it drops them from its plan) */
+        if (qs->ndim != 4 || A < 2 || K < 2 || I < 2 || !brisk_act_grad_kind_ok(kind) || cpu_numel(&ns->shape) != K) {
+            brisk_status st = cpu_act_grad(cb, g, f->grad, in, out, err);
+            if (!st) st = cpu_reduce(cb, g, f->sum, (const void *const[]){out}, sum_out, err);
+            return st;
+        }
+        for (int k = 0; k < 3; k++)
+            if (cpu_numel(&IN_NODE(g, f->grad, k)->shape) != A * K * I)
+                return brisk_errorf(err, BRISK_ERR_SHAPE, "act_grad: input %d size differs from the output", k);
+        agc_ctx c = {cpu_act_of(n), in[0], in[1], in[2], out, sum_out, A, K, I};
+        cpu_parallel(cb, K, (CPU_PAR_MIN + A * I - 1) / (A * I), agc_channels, &c);
+        return BRISK_OK;
+    }
     int64_t len = cpu_numel(&n->shape), N = n->shape.d[n->shape.ndim - 1];
     int64_t R = N ? len / N : 0;
     int kind = n->attr.kind;
@@ -244,7 +285,7 @@ static brisk_status run_actgrad_sum(cpu_backend *cb, const brisk_graph *g, const
      * drop out of its plan); elsewhere the two kernels run one after the other, here */
     if (R < 2 || N < 2 || !brisk_act_grad_kind_ok(kind)) {
         brisk_status st = cpu_act_grad(cb, g, f->grad, in, out, err);
-        if (!st) cpu_reduce_sum(cb, out, &n->shape, mask, 1.0f, ptr[f->sum]);
+        if (!st) cpu_reduce_sum(cb, out, &n->shape, mask, 1.0f, sum_out);
         return st;
     }
     for (int k = 0; k < 3; k++)
@@ -253,7 +294,7 @@ static brisk_status run_actgrad_sum(cpu_backend *cb, const brisk_graph *g, const
     if (cpu_numel(&ns->shape) != N)
         return brisk_errorf(err, BRISK_ERR_SHAPE, "sum (node %d): output has %lld elements, expected %lld", f->sum,
                             (long long)cpu_numel(&ns->shape), (long long)N);
-    ag_ctx c = {cpu_act_of(n), in[0], in[1], in[2], out, ptr[f->sum], R, N};
+    ag_ctx c = {cpu_act_of(n), in[0], in[1], in[2], out, sum_out, R, N};
     /* wide column chunks, two per thread, so each sweep reads long runs of every row */
     int64_t per = kind == BRISK_OP_RELU ? CPU_PAR_MIN : CPU_PAR_MIN_HEAVY, grain = (per + R - 1) / R;
     int64_t wide = (N + 2 * cb->threads - 1) / (2 * cb->threads);
@@ -344,6 +385,8 @@ static const struct cpu_prep *prep_for(const cpu_backend *cb, const brisk_graph 
 void cpu_forget(brisk_backend *be, const brisk_exec *ex) {
     cpu_backend *cb = be->impl;
     if (!cb->prep || (ex && cb->prep->ex != ex)) return;
+    for (int i = 0; cb->prep->kept && i < cb->prep->plan.n; i++) free(cb->prep->kept[i]);
+    free(cb->prep->kept);
     brisk_fusion_plan_free(&cb->prep->plan);
     free(cb->prep);
     cb->prep = NULL;
@@ -356,10 +399,16 @@ brisk_status cpu_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *e
     /* the ReLU's gradient reads its output (unary.c), as on CUDA: its input need not be written */
     const brisk_fusion_rules rules = {.gemm_2d = gemm_2d, .gelu_n_multiple = 1, .gelu_erf = 1,
                                       .other_acts = 1, .relu_writes_pre = 0, .act_dropout = 1,
-                                      .gemm_actgrad = 1, .actgrad_sum = 1, .norms = 1,
+                                      .gemm_actgrad = 1, .actgrad_sum = 1, .actgrad_channel_sum = 1,
+                                      .actgrad_sum_deferred = 1, .norms = 1,
                                       .conv_epilogue = cb->conv_winograd ? cpu_conv_epilogue_ok : NULL};
     struct cpu_prep *p = calloc(1, sizeof *p);
     if (!p || brisk_fusion_plan_build(ex, &rules, &p->plan)) {
+        free(p);
+        return brisk_errorf(err, BRISK_ERR_NOMEM, "cpu prepare: out of memory");
+    }
+    if (!(p->kept = calloc((size_t)p->plan.n + 1, sizeof *p->kept))) {
+        brisk_fusion_plan_free(&p->plan);
         free(p);
         return brisk_errorf(err, BRISK_ERR_NOMEM, "cpu prepare: out of memory");
     }
@@ -390,7 +439,21 @@ brisk_status cpu_prep_run(cpu_backend *cb, const brisk_graph *g, int id, const v
     case BRISK_FUSE_GEMM_BIAS_ACT:
         return run_gemm(cb, g, f, in, ptr, st, err);
     case BRISK_FUSE_GEMM_ACTGRAD: return run_gemm_actgrad(cb, g, f, in, ptr, st, err);
-    case BRISK_FUSE_ACTGRAD_BGRAD: return run_actgrad_sum(cb, g, f, in, out, ptr, err);
+    case BRISK_FUSE_ACTGRAD_BGRAD: {
+        size_t bytes = (size_t)cpu_numel(&g->nodes[f->sum].shape) * sizeof(float);
+        if (!f->sum_deferred) return run_actgrad_sum(cb, g, f, in, out, ptr[f->sum], err);
+        float **kept = &((struct cpu_prep *)p)->kept[k];
+        if (id == f->sum) { /* S's own place: the sums kept since Q's */
+            if (!*kept)
+                return brisk_errorf(err, BRISK_ERR_INTERNAL, "cpu: sum (node %d) ran before its act_grad (node %d)",
+                                    f->sum, f->grad);
+            memcpy(out, *kept, bytes);
+            return BRISK_OK;
+        }
+        if (!*kept && !(*kept = malloc(bytes ? bytes : 1)))
+            return brisk_errorf(err, BRISK_ERR_NOMEM, "cpu: act_grad (node %d): out of memory", id);
+        return run_actgrad_sum(cb, g, f, in, out, *kept, err);
+    }
     case BRISK_FUSE_ADD_NORM: case BRISK_FUSE_ADD_NORM_GRAD: return run_norm(cb, g, f, in, out, ptr, err);
     case BRISK_FUSE_CONV_BIAS: case BRISK_FUSE_CONV_BIAS_ACT: return run_conv(cb, g, f, in, ptr, err);
     default:
@@ -419,6 +482,8 @@ void cpu_note(brisk_backend *be, const brisk_graph *g, int id, char *buf, size_t
     if (!p || id < 0 || id >= g->n_nodes) return;
     int k = p->plan.fusion_at[id];
     if (p->plan.skip[id]) snprintf(buf, n, "computed by a fused neighbour (nothing run here)");
+    else if (k >= 0 && p->plan.list[k].sum_deferred && p->plan.list[k].sum == id)
+        snprintf(buf, n, "sums made by a fused neighbour, copied here");
     else if (k >= 0 && (unsigned)p->plan.list[k].kind < sizeof kinds / sizeof kinds[0] && kinds[p->plan.list[k].kind])
         snprintf(buf, n, "fused pass: %s%s", kinds[p->plan.list[k].kind],
                  p->plan.list[k].drop < 0 ? "" : p->plan.list[k].kind == BRISK_FUSE_GEMM_ACTGRAD ? " (after dropout)"

@@ -162,11 +162,7 @@ static void red_mid_range(const void *vctx, int64_t k0, int64_t k1) {
     int64_t A = p->d[0], K = p->d[1], I = p->d[2];
     for (int64_t k = k0; k < k1; k++) {
         double s = 0.0;
-        for (int64_t a = 0; a < A; a++) {
-            const float *x = c->x + (a * K + k) * I;
-#pragma omp simd reduction(+ : s)
-            for (int64_t i = 0; i < I; i++) s += x[i];
-        }
+        for (int64_t a = 0; a < A; a++) s = cpu_row_sum_d(c->x + (a * K + k) * I, I, s);
         c->out[k] = (float)s;
     }
 }
