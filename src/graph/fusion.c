@@ -22,8 +22,7 @@
  * H's place, D never written.
  *
  * Act-grad + bias gradient (the CPU's): Q = ACT_GRAD(dy, x, y) and S = SUM over all but
- * the last dim of Q (or, rules.actgrad_channel_sum, SUM_TO of an NCHW Q to its channels), at
- * Q's place, S written early; where S's buffer is not free that early
+ * the last dim of Q, at Q's place, S written early; where S's buffer is not free that early
  * (rules.actgrad_sum_deferred), the backend keeps the sums and writes S at its own place.
  *
  * Convolution epilogues (the CPU's Winograd convolutions): Y = CONV2D; B = ADD(Y, bias) with
@@ -332,15 +331,6 @@ static int plan_gemm_actgrad(const brisk_exec *ex, const life *l, const brisk_fu
 
 /* Q = ACT_GRAD(dy, x, y) whose sum over rows S (the bias gradient) is computed in the same
  * pass, S written at Q's place. */
-/* SUM_TO node t of a 4-D Q to Q's channels ([C, 1, 1] or [1, C, 1, 1]) */
-static int channel_sum(const brisk_node *nt, const brisk_node *nq) {
-    const brisk_shape *t = &nt->attr.shape2;
-    int64_t C = nq->shape.d[1];
-    return nt->op == BRISK_OP_SUM_TO && nq->shape.ndim == 4 &&
-           ((t->ndim == 3 && t->d[0] == C && t->d[1] == 1 && t->d[2] == 1) ||
-            (t->ndim == 4 && t->d[0] == 1 && t->d[1] == C && t->d[2] == 1 && t->d[3] == 1));
-}
-
 static int plan_actgrad_sum(const brisk_exec *ex, const life *l, const brisk_fusion_rules *r, brisk_fusion_plan *p,
                             int q) {
     const brisk_graph *g = ex->g;
@@ -352,8 +342,7 @@ static int plan_actgrad_sum(const brisk_exec *ex, const life *l, const brisk_fus
         const brisk_node *nt = &g->nodes[t];
         if (l->pos[t] > l->pos[q] && nt->in[0] == q && (l->readers[t] < 1000 || r->actgrad_sum_deferred) &&
             !p->skip[t] &&
-            ((nt->op == BRISK_OP_SUM && !nt->attr.keepdim && nt->attr.axes == (1u << (nd - 1)) - 1u) ||
-             (r->actgrad_channel_sum && channel_sum(nt, nq))))
+            nt->op == BRISK_OP_SUM && !nt->attr.keepdim && nt->attr.axes == (1u << (nd - 1)) - 1u)
             sum = t;
     }
     if (sum < 0) return 0;

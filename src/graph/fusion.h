@@ -19,7 +19,7 @@ typedef enum {
                                     (rules.other_acts): writes A and B */
                                  /* (the three: and D = DROPOUT(A) (rules.act_dropout): writes D too) */
     BRISK_FUSE_GEMM_DGELU_BGRAD, /* H = MATMUL; Q = ACT_GRAD_gelu_tanh(H, B, A); S = SUM_rows(Q) */
-    BRISK_FUSE_ACTGRAD_BGRAD,    /* Q = ACT_GRAD(dy, x, y); S = SUM_rows(Q) (or SUM_TO its channels), at Q's place */
+    BRISK_FUSE_ACTGRAD_BGRAD,    /* Q = ACT_GRAD(dy, x, y); S = SUM_rows(Q), at Q's place */
     BRISK_FUSE_GEMM_ACTGRAD,     /* H = MATMUL; [D = DROPOUT(H)]; Q = ACT_GRAD(H or D, x, y): writes Q */
     BRISK_FUSE_ADD_NORM,         /* S = ADD(a, b); Y = LAYERNORM(S, gamma, beta), at the add */
     BRISK_FUSE_ADD_NORM_GRAD,    /* ADD(r, LAYERNORM_GRAD_X(dy, x, gamma)), the grad unwritten */
@@ -53,8 +53,6 @@ typedef struct brisk_fusion_rules {
     int act_dropout;       /* a forward epilogue applies the activation's dropout too */
     int gemm_backward;     /* plan BRISK_FUSE_GEMM_DGELU_BGRAD */
     int actgrad_sum;       /* plan BRISK_FUSE_ACTGRAD_BGRAD */
-    int actgrad_channel_sum; /* ... also with S = SUM_TO(Q) of a 4-D (NCHW) Q to its channels,
-                                [C, 1, 1] or [1, C, 1, 1] (a convolution's bias gradient) */
     int actgrad_sum_deferred; /* ... also where S cannot be written at Q's place (sum_deferred) */
     int gemm_actgrad;      /* plan BRISK_FUSE_GEMM_ACTGRAD (before act-grad + bias-grad) */
     int norms;             /* plan the residual + layernorm pairs */

@@ -347,15 +347,6 @@ brisk_status cpu_lstm_op(cpu_backend *cb, const brisk_graph *g, int id, const vo
 brisk_status cpu_gru_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
                         brisk_error *err);
 
-/* s + the sum of x[0..n) in double, vectorised: the one loop a row of a channel's sum goes
- * through (reduce.c's [A, K, I] sums and fuse.c's activation gradient + channel sum), so the
- * two give the same bits */
-static inline double cpu_row_sum_d(const float *x, int64_t n, double s) {
-#pragma omp simd reduction(+ : s)
-    for (int64_t i = 0; i < n; i++) s += x[i];
-    return s;
-}
-
 /* ---- conv.c: CONV2D, CONV2D_GRAD_X, CONV2D_GRAD_W */
 brisk_status cpu_conv_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
                          brisk_error *err);

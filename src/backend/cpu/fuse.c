@@ -11,8 +11,8 @@
  *     turned into the gradient in place (the FFN's backward: its 15360 x 512 gradient was
  *     made by three passes over memory, the GEMM's, the dropout's and the act-grad's);
  *   ACT_GRAD + SUM over rows (the bias gradient): one pass down column blocks that writes the
- *     gradient and sums it, in the order reduce.c's column sums use; and + SUM_TO the channels
- *     of an NCHW gradient (a convolution's bias), a channel's rows made and summed in turn;
+ *     gradient and sums it, in the order reduce.c's column sums use (a sum whose buffer is not
+ *     free that early is kept and copied at its own place);
  *   ADD + LAYERNORM: per row, the sum then its norm, while the row is in L1;
  *   ADD(r, LAYERNORM_GRAD_X): per row, the norm gradient into a scratch row, then the add
  *     (the norm gradient's buffer is never written);
@@ -235,48 +235,9 @@ static void ag_cols(const void *vctx, int64_t j0, int64_t j1) {
     }
 }
 
-/* The channel sum's: each channel k of an NCHW Q [A, K, I] by one thread, its rows made and
- * summed in turn, the sum as reduce.c's [A, K, I] sums run it (cpu_row_sum_d). */
-typedef struct agc_ctx {
-    cpu_act act;
-    const float *dy, *x, *y;
-    float *q, *s;
-    int64_t A, K, I;
-} agc_ctx;
-
-static void agc_channels(const void *vctx, int64_t k0, int64_t k1) {
-    const agc_ctx *c = vctx;
-    for (int64_t k = k0; k < k1; k++) {
-        double s = 0.0;
-        for (int64_t a = 0; a < c->A; a++) {
-            int64_t o = (a * c->K + k) * c->I;
-            cpu_act_grad_span(&c->act, c->dy + o, c->x + o, c->y + o, c->q + o, c->I);
-            s = cpu_row_sum_d(c->q + o, c->I, s);
-        }
-        c->s[k] = (float)s;
-    }
-}
-
 static brisk_status run_actgrad_sum(cpu_backend *cb, const brisk_graph *g, const brisk_fusion *f,
                                     const void *const *in, void *out, float *sum_out, brisk_error *err) {
     const brisk_node *n = NODE(g, f->grad), *ns = NODE(g, f->sum);
-    if (ns->op == BRISK_OP_SUM_TO) {
-        const brisk_shape *qs = &n->shape;
-        int64_t A = qs->d[0], K = qs->d[1], I = qs->d[2] * qs->d[3];
-        int kind = n->attr.kind;
-        /* reduce.c sums [A, K, I] this way only when no dim is 1 (it drops them from its plan) */
-        if (qs->ndim != 4 || A < 2 || K < 2 || I < 2 || !brisk_act_grad_kind_ok(kind) || cpu_numel(&ns->shape) != K) {
-            brisk_status st = cpu_act_grad(cb, g, f->grad, in, out, err);
-            if (!st) st = cpu_reduce(cb, g, f->sum, (const void *const[]){out}, sum_out, err);
-            return st;
-        }
-        for (int k = 0; k < 3; k++)
-            if (cpu_numel(&IN_NODE(g, f->grad, k)->shape) != A * K * I)
-                return brisk_errorf(err, BRISK_ERR_SHAPE, "act_grad: input %d size differs from the output", k);
-        agc_ctx c = {cpu_act_of(n), in[0], in[1], in[2], out, sum_out, A, K, I};
-        cpu_parallel(cb, K, (CPU_PAR_MIN + A * I - 1) / (A * I), agc_channels, &c);
-        return BRISK_OK;
-    }
     int64_t len = cpu_numel(&n->shape), N = n->shape.d[n->shape.ndim - 1];
     int64_t R = N ? len / N : 0;
     int kind = n->attr.kind;
@@ -399,8 +360,7 @@ brisk_status cpu_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *e
     /* the ReLU's gradient reads its output (unary.c), as on CUDA: its input need not be written */
     const brisk_fusion_rules rules = {.gemm_2d = gemm_2d, .gelu_n_multiple = 1, .gelu_erf = 1,
                                       .other_acts = 1, .relu_writes_pre = 0, .act_dropout = 1,
-                                      .gemm_actgrad = 1, .actgrad_sum = 1, .actgrad_channel_sum = 1,
-                                      .actgrad_sum_deferred = 1, .norms = 1,
+                                      .gemm_actgrad = 1, .actgrad_sum = 1, .actgrad_sum_deferred = 1, .norms = 1,
                                       .conv_epilogue = cb->conv_winograd ? cpu_conv_epilogue_ok : NULL};
     struct cpu_prep *p = calloc(1, sizeof *p);
     if (!p || brisk_fusion_plan_build(ex, &rules, &p->plan)) {
