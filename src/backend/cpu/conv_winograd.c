@@ -26,6 +26,7 @@
  * Scratch: the transformed weights, a block's buffers per thread and the chunks' partial dU,
  * bounded by the layer's channels, never by N. */
 #include "backend/cpu/conv_geom.h"
+#include "backend/cpu/vec8.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -62,43 +63,8 @@ static pthread_once_t g_mats_once = PTHREAD_ONCE_INIT;
 static const double POINTS[WN_MAX - 1] = {0, 1, -1, 2, -2, 0.5, -0.5};
 
 /* Eight tiles at a time: their inputs (or outputs) loaded one tile to a vector and turned
- * to one vector per position across the tiles (an 8 x 8 transpose in registers), so the
- * transforms are whole-vector multiply-adds. */
-typedef float v8 __attribute__((vector_size(32)));
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__AVX__)
-/* a portable (non-AVX) build: these helpers are all inlined, no call passes a v8 */
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
-typedef int v8i __attribute__((vector_size(32)));
-typedef float v8u __attribute__((vector_size(32), aligned(4))); /* an unaligned load */
-#if defined(__clang__)
-#define SHUF8(a, b, M) __builtin_shufflevector(a, b, M(0), M(1), M(2), M(3), M(4), M(5), M(6), M(7))
-#else
-#define SHUF8(a, b, M) __builtin_shuffle(a, b, (v8i){M(0), M(1), M(2), M(3), M(4), M(5), M(6), M(7)})
-#endif
-/* stage h swaps the off-diagonal h x h blocks of every 2h x 2h block */
-#define LO4(l) (((l) & 4) ? 8 + (l) - 4 : (l))
-#define HI4(l) (((l) & 4) ? 8 + (l) : (l) + 4)
-#define LO2(l) (((l) & 2) ? 8 + (l) - 2 : (l))
-#define HI2(l) (((l) & 2) ? 8 + (l) : (l) + 2)
-#define LO1(l) (((l) & 1) ? 8 + (l) - 1 : (l))
-#define HI1(l) (((l) & 1) ? 8 + (l) : (l) + 1)
-#define STAGE8(h)                                                                  \
-    for (int i = 0; i < 8; i++) {                                                  \
-        if (i & (h)) continue;                                                     \
-        v8 a = r[i], b = r[i + (h)];                                               \
-        r[i] = SHUF8(a, b, LO##h);                                                 \
-        r[i + (h)] = SHUF8(a, b, HI##h);                                           \
-    }
-static inline void transpose8(v8 r[8]) { STAGE8(4) STAGE8(2) STAGE8(1) }
-#define STAGE4(h)                                                                  \
-    for (int i = 0; i < 4; i++) {                                                  \
-        if (i & (h)) continue;                                                     \
-        v8 a = r[i], b = r[i + (h)];                                               \
-        r[i] = SHUF8(a, b, LO##h);                                                 \
-        r[i + (h)] = SHUF8(a, b, HI##h);                                           \
-    }
-
+ * to one vector per position across the tiles (an 8 x 8 transpose in registers, vec8.h), so
+ * the transforms are whole-vector multiply-adds. */
 static inline v8 combine(const wino_row *row, const v8 *in) {
     v8 acc = row->val[0] * in[row->idx[0]];
     for (int q = 1; q < row->count; q++) acc += row->val[q] * in[row->idx[q]];
