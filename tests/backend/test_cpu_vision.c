@@ -197,7 +197,6 @@ static void winograd_case_run(conv_case k) {
     vref_conv_dw(&r, tg_f(g, 2), tg_f(g, 0), ref[2]);
     for (int i = 0; i < 3; i++) {
         double e = tg_rel_err(tg_f(g, ids[0][i]), ref[i], nn[i]), e_off = tg_rel_err(tg_f(&t[2], ids[2][i]), ref[i], nn[i]);
-        if (getenv("WINO_VERBOSE")) printf("C %lld k %lld %d: %.3g %.3g\n", (long long)k.C, (long long)k.kw, i, e, e_off);
         CHECKF(e <= 2e-6 && e_off <= 2e-6, "winograd conv N %lld C %lld H %lld W %lld Co %lld k %lld p %d: %s relative "
                "error %.3g (im2col %.3g)", (long long)k.N, (long long)k.C, (long long)k.H, (long long)k.W,
                (long long)k.Co, (long long)k.kw, k.w.pw, (const char *[]){"y", "dx", "dw"}[i], e, e_off);

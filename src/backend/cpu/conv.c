@@ -269,14 +269,18 @@ brisk_status cpu_conv_op(cpu_backend *cb, const brisk_graph *g, int id, const vo
     return BRISK_OK;
 }
 
+/* a non-empty convolution that conv_winograd.c computes (its output pass takes the epilogue) */
+static int epilogue_fits(const conv_geom *c) {
+    return c->N > 0 && c->HWo > 0 && c->Co > 0 && c->K > 0 && cpu_conv_winograd_fits(c);
+}
+
 int cpu_conv_epilogue_ok(const brisk_graph *g, int id) {
     const brisk_node *n = NODE(g, id);
     conv_geom c;
     brisk_error err;
-    if (n->op != BRISK_OP_CONV2D || n->n_in != 2 || n->dtype != BRISK_F32 ||
-        conv_geometry(&IN_NODE(g, id, 0)->shape, &IN_NODE(g, id, 1)->shape, &n->shape, &n->attr.win, &c, &err))
-        return 0;
-    return c.N > 0 && c.HWo > 0 && c.Co > 0 && c.K > 0 && cpu_conv_winograd_fits(&c);
+    return n->op == BRISK_OP_CONV2D && n->n_in == 2 && n->dtype == BRISK_F32 &&
+           !conv_geometry(&IN_NODE(g, id, 0)->shape, &IN_NODE(g, id, 1)->shape, &n->shape, &n->attr.win, &c, &err) &&
+           epilogue_fits(&c);
 }
 
 brisk_status cpu_conv_epilogue_run(cpu_backend *cb, const brisk_graph *g, int id, const float *x, const float *w,
@@ -285,7 +289,7 @@ brisk_status cpu_conv_epilogue_run(cpu_backend *cb, const brisk_graph *g, int id
     conv_geom c;
     brisk_status st = conv_geometry(&IN_NODE(g, id, 0)->shape, &IN_NODE(g, id, 1)->shape, &n->shape, &n->attr.win, &c, err);
     if (st) return st;
-    if (!cpu_conv_epilogue_ok(g, id))
+    if (n->op != BRISK_OP_CONV2D || !epilogue_fits(&c))
         return brisk_errorf(err, BRISK_ERR_INTERNAL, "conv2d (node %d): not a convolution with an epilogue", id);
     return cpu_conv_winograd(cb, BRISK_OP_CONV2D, &c, x, w, NULL, out, epi, err);
 }

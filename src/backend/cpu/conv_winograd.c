@@ -141,9 +141,6 @@ static inline v4 v8_lo(v8 a) { return __builtin_shufflevector(a, a, 0, 1, 2, 3);
 static inline v4 v8_hi(v8 a) { return __builtin_shufflevector(a, a, 4, 5, 6, 7); }
 static inline v8 v4_join(v4 lo, v4 hi) { return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7); }
 
-/* 4 x 4 transposes within each half of r[0..3]: rows of 8 (two tiles' 4 values each) to the
- * values by position, across the tiles, and back */
-static inline void transpose4x2(v8 r[4]) { STAGE4(2) STAGE4(1) }
 
 /* c[0..] = the coefficients (lowest degree first) of the product of (x - p_j) over the first
  * np points but `skip` (-1: none) */
@@ -199,7 +196,8 @@ typedef struct wino_run {
     float *dst;
     int64_t N, H, Cs, Ws, Cd, Wd, pad; /* dw: Cs C (x), Cd Co (dy), Wd Wo */
     int64_t nt, T, tb, nblocks;        /* tiles a row, tiles in all, tiles a block, blocks */
-    const float *U;                    /* [n][Cd][Cs] */
+    int64_t edge_floats;               /* a block's gathered edges (edge_floats()) */
+    float *U;                          /* [n][Cd][Cs], made by weights_rows */
     float *work, *parts;               /* per thread: work_per floats; dw: per chunk [n][Cd][Cs] */
     size_t work_per;
     float *gemm_scratch;
@@ -369,7 +367,7 @@ static void apply_blocks(const void *vctx, int64_t b0, int64_t b1) {
     const int64_t tb = r->tb;
     int tid = cpu_worker_id();
     float *V = r->work + r->work_per * (size_t)tid, *M = V + n * r->Cs * tb, *E = M + n * r->Cd * tb;
-    tile_pos *tp = (tile_pos *)(E + edge_floats(r));
+    tile_pos *tp = (tile_pos *)(E + r->edge_floats);
     float *scratch = r->gemm_scratch + r->gemm_per * (size_t)tid;
     for (int64_t blk = b0; blk < b1; blk++) {
         int64_t g0 = blk * tb, nb = r->T - g0 < tb ? r->T - g0 : tb;
@@ -420,7 +418,7 @@ static void dw_chunks(const void *vctx, int64_t c0, int64_t c1) {
     const int64_t tb = r->tb, plane = r->Cd * r->Cs;
     int tid = cpu_worker_id();
     float *V = r->work + r->work_per * (size_t)tid, *dM = V + n * r->Cs * tb, *E = dM + n * r->Cd * tb;
-    tile_pos *tp = (tile_pos *)(E + edge_floats(r));
+    tile_pos *tp = (tile_pos *)(E + r->edge_floats);
     const int64_t vl = cpu_sgemm_vl();
     for (int64_t ch = c0; ch < c1; ch++) {
         float *part = r->parts + ch * n * plane;
@@ -444,7 +442,7 @@ static void weights_rows(const void *vctx, int64_t d0, int64_t d1) {
     const wino_run *r = vctx;
     const wino_mats *m = r->m;
     const int rk = m->r;
-    float *U = (float *)r->U;
+    float *U = r->U;
     for (int64_t d = d0; d < d1; d++)
         for (int64_t si = 0; si < r->Cs; si++) {
             const float *wk = r->gx ? r->w + (si * r->C + d) * rk : r->w + (d * r->C + si) * rk;
@@ -511,26 +509,26 @@ brisk_status cpu_conv_winograd(cpu_backend *cb, brisk_op op, const conv_geom *c,
     } else {
         run.src = x, run.dy = dy, run.Cs = c->C, run.Ws = c->W, run.Cd = c->Co, run.Wd = c->Wo, run.pad = c->w.pw;
     }
-    run.nt = (c->Wo + WM - 1) / WM;
-    if (op == BRISK_OP_CONV2D_GRAD_X) run.nt = (c->W + WM - 1) / WM;
+    run.nt = (run.Wd + WM - 1) / WM; /* tiles cover the rows of outputs: y, dx, or dy for dw */
     run.T = c->N * c->H * run.nt;
     /* dw's products sum along the tiles, each sum finished once a block: longer blocks (8x:
      * the 1-D CNN's second layer 1.6 ms, 4x 1.9 ms; bench_conv_layers 2 1d, 5 runs each) */
     run.tb = block_tiles(n, run.Cs, run.Cd, dw ? 8 * BLOCK_FLOATS : BLOCK_FLOATS);
     run.nblocks = (run.T + run.tb - 1) / run.tb;
-    int64_t plane = run.Cd * run.Cs, nchunks = 0;
+    int64_t plane = run.Cd * run.Cs;
     if (dw) {
         /* partial sums of at most DW_PART_FLOATS in all (wide layers: fewer chunks) */
         int64_t fit = DW_PART_FLOATS / (n * plane), most = fit < 1 ? 1 : fit < DW_CHUNKS ? fit : DW_CHUNKS;
-        nchunks = run.nblocks < most ? run.nblocks : most;
-        run.chunk_blocks = (run.nblocks + nchunks - 1) / nchunks;
-        nchunks = (run.nblocks + run.chunk_blocks - 1) / run.chunk_blocks;
+        int64_t want = run.nblocks < most ? run.nblocks : most;
+        run.chunk_blocks = (run.nblocks + want - 1) / want;
+        run.nchunks = (run.nblocks + run.chunk_blocks - 1) / run.chunk_blocks;
     }
     /* per thread: V, M (or dM), the gathered edges, the tile positions; each 64-byte aligned */
     size_t tp_floats = (size_t)((run.tb * (int64_t)sizeof(tile_pos) + sizeof(float) - 1) / sizeof(float));
-    run.work_per = (size_t)(n * (run.Cs + run.Cd) * run.tb + edge_floats(&run)) + tp_floats;
+    run.edge_floats = edge_floats(&run);
+    run.work_per = (size_t)(n * (run.Cs + run.Cd) * run.tb + run.edge_floats) + tp_floats;
     run.work_per = (run.work_per + 15) / 16 * 16;
-    size_t u_floats = dw ? 0 : (size_t)(n * plane + 15) / 16 * 16, parts_floats = (size_t)(nchunks * n * plane + 15) / 16 * 16;
+    size_t u_floats = dw ? 0 : (size_t)(n * plane + 15) / 16 * 16, parts_floats = (size_t)(run.nchunks * n * plane + 15) / 16 * 16;
     float *s = cpu_conv_scratch(cb, u_floats + parts_floats + run.work_per * (size_t)cb->threads, err);
     if (!s) return BRISK_ERR_NOMEM;
     float *U = s;
@@ -545,11 +543,11 @@ brisk_status cpu_conv_winograd(cpu_backend *cb, brisk_op op, const conv_geom *c,
         cpu_parallel_dynamic(cb, run.nblocks, 1, apply_blocks, &run);
         return BRISK_OK;
     }
-    cpu_parallel_dynamic(cb, nchunks, 1, dw_chunks, &run);
+    cpu_parallel_dynamic(cb, run.nchunks, 1, dw_chunks, &run);
     /* dU = the chunks' sum in chunk order, then dw = G^T dU: each element by one thread, the
      * same additions in the same order whatever the threads */
-    run.nchunks = nchunks, run.dw_out = out;
-    if (nchunks > 1) cpu_parallel(cb, n * plane, CPU_PAR_MIN / nchunks + 1, dw_sum_chunks, &run);
+    run.dw_out = out;
+    if (run.nchunks > 1) cpu_parallel(cb, n * plane, CPU_PAR_MIN / run.nchunks + 1, dw_sum_chunks, &run);
     cpu_parallel(cb, plane, CPU_PAR_MIN / (n * r_) + 1, dw_finish, &run);
     return BRISK_OK;
 }

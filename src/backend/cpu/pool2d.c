@@ -61,15 +61,6 @@ typedef int32_t pv8i __attribute__((vector_size(32)));
 typedef float pv8u __attribute__((vector_size(32), aligned(4)));
 typedef int32_t pv8iu __attribute__((vector_size(32), aligned(4)));
 
-static inline void take_scalar(float v, int32_t k, float *m, int32_t *a) {
-    int take = (v > *m) | (v != v);
-    uint32_t t = -(uint32_t)take, vb, mb;
-    memcpy(&vb, &v, 4), memcpy(&mb, m, 4);
-    mb = (vb & t) | (mb & ~t);
-    memcpy(m, &mb, 4);
-    *a = (int32_t)(((uint32_t)k & t) | ((uint32_t)*a & ~t));
-}
-
 static void max_rows_inside(const pool_ctx *p, const float *x, float *y, int32_t *arg) {
     const brisk_window w = p->w;
     const int sw = w.sw;
@@ -114,7 +105,7 @@ static void max_rows_inside(const pool_ctx *p, const float *x, float *y, int32_t
                     float v = xr[ow * sw];
                     int32_t k = k0 + (int32_t)ow * sw;
                     if (first) yr[ow] = v, ar[ow] = k;
-                    else take_scalar(v, k, &yr[ow], &ar[ow]);
+                    else max_take(v, k, (v > yr[ow]) | (v != v), &yr[ow], &ar[ow]);
                 }
             }
     }

@@ -100,6 +100,16 @@ typedef struct tr_plan {
 
 #define TILE 32
 
+/* Where outer matrix r of the output starts in x (the dims before the last two). */
+static int64_t outer_base(const tr_plan *p, int64_t r) {
+    int64_t base = 0, q = r;
+    for (int i = p->nd - 3; i >= 0; i--) {
+        base += (q % p->d[i]) * p->s[i];
+        q /= p->d[i];
+    }
+    return base;
+}
+
 /* outer matrices [r0, r1) of the output, each A x B */
 #define TRANSPOSE_T(T)                                                                           \
     static void transpose_##T(const tr_plan *p, const T *restrict x, T *restrict o, int64_t r0, int64_t r1) { \
@@ -107,9 +117,7 @@ typedef struct tr_plan {
         int64_t A = nd >= 2 ? p->d[nd - 2] : 1, B = p->d[nd - 1];                               \
         int64_t sa = nd >= 2 ? p->s[nd - 2] : 0, sb = p->s[nd - 1];                              \
         for (int64_t r = r0; r < r1; r++) {                                                      \
-            int64_t base = 0, q = r;                                                             \
-            for (int i = nd - 3; i >= 0; i--) { base += (q % p->d[i]) * p->s[i]; q /= p->d[i]; } \
-            const T *xb = x + base;                                                              \
+            const T *xb = x + outer_base(p, r);                                                  \
             T *ob = o + r * A * B;                                                               \
             if (sb == 1) {                                                                       \
                 for (int64_t a = 0; a < A; a++) memcpy(ob + a * B, xb + a * sa, (size_t)B * sizeof(T)); \
@@ -137,9 +145,7 @@ static void transpose_f32_cols(const tr_plan *p, const float *restrict x, float 
     int nd = p->nd;
     int64_t A = p->d[nd - 2], B = p->d[nd - 1], sb = p->s[nd - 1];
     for (int64_t r = r0; r < r1; r++) {
-        int64_t base = 0, q = r;
-        for (int i = nd - 3; i >= 0; i--) { base += (q % p->d[i]) * p->s[i]; q /= p->d[i]; }
-        const float *xb = x + base;
+        const float *xb = x + outer_base(p, r);
         float *ob = o + r * A * B;
         int64_t a8 = A / 8 * 8, b8 = B / 8 * 8;
         for (int64_t a0 = 0; a0 < a8; a0 += 8)

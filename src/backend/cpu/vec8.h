@@ -23,22 +23,18 @@ typedef float v8u __attribute__((vector_size(32), aligned(4))); /* an unaligned 
 #define HI2(l) (((l) & 2) ? 8 + (l) : (l) + 2)
 #define LO1(l) (((l) & 1) ? 8 + (l) - 1 : (l))
 #define HI1(l) (((l) & 1) ? 8 + (l) : (l) + 1)
-#define STAGE8(h)                                                                  \
-    for (int i = 0; i < 8; i++) {                                                  \
+/* stage h over rows r[0..rows) */
+#define STAGE_ROWS(rows, h)                                                        \
+    for (int i = 0; i < (rows); i++) {                                             \
         if (i & (h)) continue;                                                     \
         v8 a = r[i], b = r[i + (h)];                                               \
         r[i] = SHUF8(a, b, LO##h);                                                 \
         r[i + (h)] = SHUF8(a, b, HI##h);                                           \
     }
 /* r[i][k] -> r[k][i] */
-static inline void transpose8(v8 r[8]) { STAGE8(4) STAGE8(2) STAGE8(1) }
-/* the stages on r[0..3]: a 4 x 4 transpose within each half */
-#define STAGE4(h)                                                                  \
-    for (int i = 0; i < 4; i++) {                                                  \
-        if (i & (h)) continue;                                                     \
-        v8 a = r[i], b = r[i + (h)];                                               \
-        r[i] = SHUF8(a, b, LO##h);                                                 \
-        r[i + (h)] = SHUF8(a, b, HI##h);                                           \
-    }
+static inline void transpose8(v8 r[8]) { STAGE_ROWS(8, 4) STAGE_ROWS(8, 2) STAGE_ROWS(8, 1) }
+/* a 4 x 4 transpose within each half of r[0..3]: rows of two tiles' 4 values to the values by
+ * position across the tiles, and back */
+static inline void transpose4x2(v8 r[4]) { STAGE_ROWS(4, 2) STAGE_ROWS(4, 1) }
 
 #endif
