@@ -216,6 +216,9 @@ static inline __attribute__((always_inline)) void kernel_body(int64_t kc, const 
                                                               int64_t aks, const float *restrict b, int64_t bks,
                                                               float *restrict c, int64_t ldc, int mr, int nr, int add) {
     vf c0[MR], c1[MR];
+    /* unrolled: as a loop GCC makes the zeroing two memset calls a tile (perf: memset 3-5 %
+     * of the GRU's and the 1-D CNN's steps), though the accumulators live in registers */
+#pragma GCC unroll 16
     for (int i = 0; i < MR; i++) { c0[i] = (vf){0}; c1[i] = (vf){0}; }
     if (nr <= VL) {
         for (int64_t k = 0; k < kc; k++) {
