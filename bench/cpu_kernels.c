@@ -119,6 +119,13 @@ static void bench_gemm(int threads, float *scratch) {
         {"c1d2 fwd w col    ", 64, 3270, 320, 0, 0},
         {"c1d2 dcol w^T dy  ", 320, 3270, 64, 1, 0},
         {"c1d2 dW dy col^T  ", 64, 320, 3270, 0, 1},
+        /* examples/gru_regressor.json (H 64, batch 256 x T 60): the input projections, their
+         * input gradient and weight gradients over every (b, t) */
+        {"gru1 x Wih^T      ", 15360, 192, 32, 0, 1},
+        {"gru2 h1 Wih^T     ", 15360, 192, 64, 0, 1},
+        {"gru2 dh1 dg Wih   ", 15360, 64, 192, 0, 0},
+        {"gru2 dWih dg^T h1 ", 192, 64, 15360, 1, 0},
+        {"gru1 dWih dg^T x  ", 192, 32, 15360, 1, 0},
     };
     cpu_pool *pool = threads > 1 ? cpu_pool_new(threads) : NULL;
     printf("GEMM (threads=%d)          M     N     K ta tb   own us  GF/s | blas us  GF/s\n", threads);

@@ -5,6 +5,7 @@
  * multiples of 4 and sizes that run on 2 threads. Also: dropout's keep rule
  * (unit(u) > p) and scale, identity in eval and at p = 0, all zeros at p = 1, a
  * different mask for another stream or step, and RANDINT/RAND_UNIFORM ranges. */
+#include "backend/cpu/cpu_internal.h"
 #include "cpu_test_util.h"
 
 static brisk_backend *be1, *be2;
@@ -160,10 +161,36 @@ static void test_dropout_masks(void) {
     tg_free(&t);
 }
 
+/* cpu_dropout_factors from any element on, as the fused kernels and a rank's shard start: a
+ * span beginning inside a block and running past a batch of 64 blocks keeps element
+ * e0 + i's word i of the stream */
+static void test_dropout_spans(void) {
+    brisk_step_state st = tg_state(3);
+    const uint32_t stream = 7;
+    const float p = 0.3f, scale = 1.0f / (1.0f - p);
+    const int64_t starts[] = {0, 1, 2, 3, 5, 255, 1000001}, lens[] = {1, 3, 7, 257, 1029};
+    float out[1029];
+    int64_t bad = 0;
+    for (int a = 0; a < 7; a++)
+        for (int l = 0; l < 5; l++) {
+            int64_t e0 = starts[a], n = lens[l];
+            cpu_dropout_factors((uint32_t)st.seed, (uint32_t)(st.seed >> 32), stream, st.rng_step, (uint64_t)e0, n, p,
+                                out);
+            for (int64_t i = 0; i < n; i++) {
+                uint32_t w[4];
+                words(&st, stream, e0 + i, w);
+                float want = brisk_u32_to_unit(w[(e0 + i) % 4]) > p ? scale : 0.0f;
+                bad += memcmp(&want, &out[i], 4) != 0;
+            }
+        }
+    CHECKF(bad == 0, "dropout factors from mid-block starts: %lld differ from brisk_philox4x32", (long long)bad);
+}
+
 int main(void) {
     be1 = brisk_backend_cpu_new(1);
     be2 = brisk_backend_cpu_new(2);
-    t_case c[] = {T(test_randn), T(test_uniform_and_randint), T(test_dropout), T(test_dropout_masks)};
+    t_case c[] = {T(test_randn), T(test_uniform_and_randint), T(test_dropout), T(test_dropout_masks),
+                   T(test_dropout_spans)};
     int r = t_run(c, (int)(sizeof c / sizeof c[0]));
     be1->destroy(be1);
     be2->destroy(be2);

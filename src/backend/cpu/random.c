@@ -25,7 +25,45 @@
 
 #define PHILOX_BATCH 64
 
-/* Words of blocks b0 .. b0 + nb - 1 (nb <= PHILOX_BATCH), element-major: u[4 j + w]. */
+/* Words of blocks b0 .. b0 + nb - 1 (nb <= PHILOX_BATCH), element-major: u[4 j + w]. On
+ * AVX2, written with vpmuludq, which multiplies the low 32 bits of each 64-bit lane into all
+ * 64: the words live in the low halves of 64-bit lanes and are never masked (what lies above
+ * them never reaches a low half). GCC vectorises the portable form below with a full 64-bit
+ * multiply emulated in 3 vpmuludq and shifts each: the GRU regressor's dropout (983,040
+ * elements) took 1.8 ms a pass on 2 threads. The blocks go 4 at a time, so up to 3 blocks
+ * past b0 + nb are computed too: u must hold 4 (nb rounded up to 4) words. */
+#if defined(__AVX2__)
+#include <immintrin.h>
+
+static void philox_blocks(uint64_t b0, int nb, uint32_t stream, uint32_t step, uint32_t k0,
+                          uint32_t k1, uint32_t *restrict u) {
+    const __m256i m0 = _mm256_set1_epi64x(0xD2511F53u), m1 = _mm256_set1_epi64x(0xCD9E8D57u);
+    __m256i ka[10], kb[10];
+    for (int r = 0; r < 10; r++) {
+        ka[r] = _mm256_set1_epi64x((uint32_t)(k0 + (uint32_t)r * 0x9E3779B9u));
+        kb[r] = _mm256_set1_epi64x((uint32_t)(k1 + (uint32_t)r * 0xBB67AE85u));
+    }
+    const __m256i c2_0 = _mm256_set1_epi64x(stream), c3_0 = _mm256_set1_epi64x(step);
+    for (int j = 0; j < nb; j += 4) {
+        uint64_t b = b0 + (uint64_t)j;
+        __m256i ctr = _mm256_set_epi64x((long long)(b + 3), (long long)(b + 2), (long long)(b + 1), (long long)b);
+        __m256i c0 = ctr, c1 = _mm256_srli_epi64(ctr, 32), c2 = c2_0, c3 = c3_0;
+        for (int r = 0; r < 10; r++) {
+            __m256i p0 = _mm256_mul_epu32(c0, m0), p1 = _mm256_mul_epu32(c2, m1);
+            c0 = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p1, 32), c1), ka[r]);
+            c2 = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p0, 32), c3), kb[r]);
+            c1 = p1;
+            c3 = p0;
+        }
+        /* block l's words (w0 w1 w2 w3) = the low halves of lane l of c0 .. c3 */
+        __m256i w01 = _mm256_blend_epi32(c0, _mm256_slli_epi64(c1, 32), 0xAA);
+        __m256i w23 = _mm256_blend_epi32(c2, _mm256_slli_epi64(c3, 32), 0xAA);
+        __m256i lo = _mm256_unpacklo_epi64(w01, w23), hi = _mm256_unpackhi_epi64(w01, w23); /* blocks 0 2, 1 3 */
+        _mm256_storeu_si256((__m256i *)(u + 4 * j), _mm256_permute2x128_si256(lo, hi, 0x20));
+        _mm256_storeu_si256((__m256i *)(u + 4 * j + 8), _mm256_permute2x128_si256(lo, hi, 0x31));
+    }
+}
+#else
 static void philox_blocks(uint64_t b0, int nb, uint32_t stream, uint32_t step, uint32_t k0,
                           uint32_t k1, uint32_t *restrict u) {
     uint32_t w0[PHILOX_BATCH], w1[PHILOX_BATCH], w2[PHILOX_BATCH], w3[PHILOX_BATCH];
@@ -56,6 +94,7 @@ static void philox_blocks(uint64_t b0, int nb, uint32_t stream, uint32_t step, u
         u[4 * j + 3] = w3[j];
     }
 }
+#endif
 
 typedef struct rng_ctx {
     brisk_op op;
