@@ -220,6 +220,8 @@ typedef struct tile_pos {
     int64_t in, start, out, nout;
     int64_t edge; /* not inside: its slot in the block's gathered edges */
     int inside;
+    const float *p; /* transform_in: channel c's inputs at p + c step (src, or the gathered edges) */
+    int64_t step;
 } tile_pos;
 
 static void tile_positions(const wino_run *r, int64_t g0, int64_t nb, int64_t Cin, int64_t Win, int64_t Cout,
@@ -237,31 +239,28 @@ static void tile_positions(const wino_run *r, int64_t g0, int64_t nb, int64_t Ci
     }
 }
 
-/* The transforms run over a block a group of 8 tiles at a time, channel after channel within
- * a group: a group's tiles lie in one or two rows (images), so consecutive channels read and
- * write memory in order, and a group's positions are worked out once. A group of 8 whole
- * tiles (all inputs inside their rows, all outputs present) takes the fast path. */
+/* The transforms run over a block a group of 8 tiles at a time, all of a block's groups for
+ * one channel before the next channel: each of the n rows of V (dM, M) a channel's pass
+ * writes (reads) is then one run along the tiles, whole cache lines in order. Channels
+ * outside and groups inside wrote 8 half lines of V 512 lines apart per group and channel:
+ * the input transform waited on its stores (perf: the instructions after them hot, a
+ * quarter of the step in the three transforms). */
 typedef float v4u __attribute__((vector_size(16), aligned(4)));
 
-static inline __attribute__((always_inline)) void in_group(const wino_run *r, const tile_pos *tp, int64_t t0,
-                                                           int64_t nb, const float *E, const wino_mats *m, int n,
-                                                           float *V) {
-    const int64_t tb = r->tb, cs = r->H * r->Ws;
-    const float *p[8];
-    int64_t step[8];
-    for (int l = 0; l < 8; l++) {
-        int64_t t = t0 + l;
-        if (t < nb && tp[t].inside) p[l] = r->src + tp[t].in, step[l] = cs;
-        else if (t < nb) p[l] = E + tp[t].edge * r->Cs * 8, step[l] = 8;
-        else p[l] = E - 8, step[l] = 0; /* the zeros before the edges */
-    }
-    for (int64_t c = 0; c < r->Cs; c++) {
-        v8 d[8], v[WN_MAX];
-        for (int l = 0; l < 8; l++) d[l] = *(const v8u *)p[l], p[l] += step[l];
-        transpose8(d);
-        bt_apply(m, n, d, v);
-        for (int xi = 0; xi < n; xi++) *(v8 *)(V + (xi * r->Cs + c) * tb + t0) = v[xi];
-    }
+static inline __attribute__((always_inline)) void in_group(const wino_run *r, const tile_pos *tp, int64_t c,
+                                                           int64_t t0, const wino_mats *m, int n, float *V) {
+    const int64_t tb = r->tb;
+    v8 d[8], v[WN_MAX];
+    for (int l = 0; l < 8; l++) d[l] = *(const v8u *)(tp[t0 + l].p + c * tp[t0 + l].step);
+    transpose8(d);
+    bt_apply(m, n, d, v);
+    for (int xi = 0; xi < n; xi++) *(v8 *)(V + (xi * r->Cs + c) * tb + t0) = v[xi];
+}
+
+static inline __attribute__((always_inline)) void in_channels(const wino_run *r, const tile_pos *tp, int64_t nb,
+                                                              const wino_mats *m, int n, float *V) {
+    for (int64_t c = 0; c < r->Cs; c++)
+        for (int64_t t0 = 0; t0 < round16(nb); t0 += 8) in_group(r, tp, c, t0, m, n, V);
 }
 
 /* V[xi][c][t] = sum_j BT[xi][j] d_t[j] for every channel c of src and the block's nb tiles
@@ -269,15 +268,23 @@ static inline __attribute__((always_inline)) void in_group(const wino_run *r, co
  * not all inside its row (the first and last of a row) has them gathered first, every
  * channel's, into E (8 zeros, then Cs x 8 floats a tile): gathered in the group's loop,
  * the vector load right after the scalar stores stalls. */
-static void transform_in(const wino_run *r, const tile_pos *tp, int64_t nb, float *V, float *E) {
+static void transform_in(const wino_run *r, tile_pos *tp, int64_t nb, float *V, float *E) {
     const wino_mats *m = r->m;
     const int n = m->n;
     const int64_t Ws = r->Ws, cs = r->H * Ws;
     memset(E, 0, 8 * sizeof(float));
     E += 8;
-    for (int64_t t = 0; t < nb; t++) {
-        if (tp[t].inside) continue;
+    for (int64_t t = 0; t < round16(nb); t++) {
+        if (t >= nb) { /* the zeros before the edges */
+            tp[t].p = E - 8, tp[t].step = 0;
+            continue;
+        }
+        if (tp[t].inside) {
+            tp[t].p = r->src + tp[t].in, tp[t].step = cs;
+            continue;
+        }
         float *e = E + tp[t].edge * r->Cs * 8;
+        tp[t].p = e, tp[t].step = 8;
         int64_t j0 = tp[t].start < 0 ? -tp[t].start : 0, j1 = Ws - tp[t].start < n ? Ws - tp[t].start : n;
         if (j1 < j0) j1 = j0;
         for (int64_t c = 0; c < r->Cs; c++) {
@@ -285,11 +292,9 @@ static void transform_in(const wino_run *r, const tile_pos *tp, int64_t nb, floa
             for (int j = 0; j < 8; j++) e[c * 8 + j] = j >= j0 && j < j1 ? src[j] : 0.0f;
         }
     }
-    for (int64_t t0 = 0; t0 < round16(nb); t0 += 8) {
-        if (n == 8) in_group(r, tp, t0, nb, E, m, 8, V); /* a constant n: the pairs' code, in registers */
-        else if (n == 6) in_group(r, tp, t0, nb, E, m, 6, V);
-        else in_group(r, tp, t0, nb, E, m, n, V);
-    }
+    if (n == 8) in_channels(r, tp, nb, m, 8, V); /* a constant n: the pairs' code, in registers */
+    else if (n == 6) in_channels(r, tp, nb, m, 6, V);
+    else in_channels(r, tp, nb, m, n, V);
 }
 
 /* cpu_relu (v < 0 ? 0 : v, NaN and -0 kept) on the bits */
@@ -301,37 +306,40 @@ static inline v8 relu8(v8 v) {
     return v;
 }
 
-static inline __attribute__((always_inline)) void out_group(const wino_run *r, const tile_pos *tp, int64_t t0,
-                                                            int64_t nb, const wino_mats *m, int n, const float *M) {
+static inline __attribute__((always_inline)) void out_group(const wino_run *r, const tile_pos *tp, int64_t co,
+                                                            int64_t t0, int64_t nb, const wino_mats *m, int n,
+                                                            const float *M) {
     const int64_t tb = r->tb, cs = r->H * r->Wd;
-    for (int64_t co = 0; co < r->Cd; co++) {
-        v8 mx[WN_MAX], y[4];
-        for (int xi = 0; xi < n; xi++) mx[xi] = *(const v8 *)(M + (xi * r->Cd + co) * tb + t0);
-        at_apply(m, n, mx, y);
-        if (r->bias)
-            for (int i = 0; i < 4; i++) y[i] += r->bias[co]; /* the ADD's one rounding */
-        if (r->relu)
-            for (int i = 0; i < 4; i++) y[i] = relu8(y[i]);
-        transpose4x2(y); /* y[l % 4], half l / 4: tile t0 + l's 4 outputs */
-        float *d = r->dst + co * cs;
-        for (int l = 0; l < 8; l++) {
-            v4 h = l < 4 ? v8_lo(y[l]) : v8_hi(y[l - 4]);
-            int64_t t = t0 + l;
-            if (t >= nb) break;
-            if (tp[t].nout == WM) *(v4u *)(d + tp[t].out) = h;
-            else
-                for (int64_t i = 0; i < tp[t].nout; i++) d[tp[t].out + i] = h[i];
-        }
+    v8 mx[WN_MAX], y[4];
+    for (int xi = 0; xi < n; xi++) mx[xi] = *(const v8 *)(M + (xi * r->Cd + co) * tb + t0);
+    at_apply(m, n, mx, y);
+    if (r->bias)
+        for (int i = 0; i < 4; i++) y[i] += r->bias[co]; /* the ADD's one rounding */
+    if (r->relu)
+        for (int i = 0; i < 4; i++) y[i] = relu8(y[i]);
+    transpose4x2(y); /* y[l % 4], half l / 4: tile t0 + l's 4 outputs */
+    float *d = r->dst + co * cs;
+    for (int l = 0; l < 8; l++) {
+        v4 h = l < 4 ? v8_lo(y[l]) : v8_hi(y[l - 4]);
+        int64_t t = t0 + l;
+        if (t >= nb) break;
+        if (tp[t].nout == WM) *(v4u *)(d + tp[t].out) = h;
+        else
+            for (int64_t i = 0; i < tp[t].nout; i++) d[tp[t].out + i] = h[i];
     }
+}
+
+static inline __attribute__((always_inline)) void out_channels(const wino_run *r, const tile_pos *tp, int64_t nb,
+                                                               const wino_mats *m, int n, const float *M) {
+    for (int64_t co = 0; co < r->Cd; co++)
+        for (int64_t t0 = 0; t0 < nb; t0 += 8) out_group(r, tp, co, t0, nb, m, n, M);
 }
 
 /* y_t[i] = sum_xi AT[i][xi] M[xi][co][t], written to every channel co of dst. */
 static void transform_out(const wino_run *r, const tile_pos *tp, int64_t nb, const float *M) {
-    for (int64_t t0 = 0; t0 < nb; t0 += 8) {
-        if (r->m->n == 8) out_group(r, tp, t0, nb, r->m, 8, M);
-        else if (r->m->n == 6) out_group(r, tp, t0, nb, r->m, 6, M);
-        else out_group(r, tp, t0, nb, r->m, r->m->n, M);
-    }
+    if (r->m->n == 8) out_channels(r, tp, nb, r->m, 8, M);
+    else if (r->m->n == 6) out_channels(r, tp, nb, r->m, 6, M);
+    else out_channels(r, tp, nb, r->m, r->m->n, M);
 }
 
 /* The gathered edges of a block: 8 zeros, then Cs x 8 floats for each tile not inside, as many
@@ -389,27 +397,30 @@ static inline v4 load_out4(const float *s, const tile_pos *tp, int64_t t, int64_
     return q;
 }
 
-static inline __attribute__((always_inline)) void dy_group(const wino_run *r, const tile_pos *tp, int64_t t0,
-                                                           int64_t nb, const wino_mats *m, int n, float *dM) {
+static inline __attribute__((always_inline)) void dy_group(const wino_run *r, const tile_pos *tp, int64_t co,
+                                                           int64_t t0, int64_t nb, const wino_mats *m, int n,
+                                                           float *dM) {
     const int64_t tb = r->tb, cs = r->H * r->Wd;
-    for (int64_t co = 0; co < r->Cd; co++) {
-        const float *s = r->dy + co * cs;
-        v8 e[4], mo[WN_MAX];
-        for (int l = 0; l < 4; l++) e[l] = v4_join(load_out4(s, tp, t0 + l, nb), load_out4(s, tp, t0 + l + 4, nb));
-        transpose4x2(e);
-        a_apply(m, n, e, mo);
-        for (int xi = 0; xi < n; xi++) *(v8 *)(dM + (xi * r->Cd + co) * tb + t0) = mo[xi];
-    }
+    const float *s = r->dy + co * cs;
+    v8 e[4], mo[WN_MAX];
+    for (int l = 0; l < 4; l++) e[l] = v4_join(load_out4(s, tp, t0 + l, nb), load_out4(s, tp, t0 + l + 4, nb));
+    transpose4x2(e);
+    a_apply(m, n, e, mo);
+    for (int xi = 0; xi < n; xi++) *(v8 *)(dM + (xi * r->Cd + co) * tb + t0) = mo[xi];
+}
+
+static inline __attribute__((always_inline)) void dy_channels(const wino_run *r, const tile_pos *tp, int64_t nb,
+                                                              const wino_mats *m, int n, float *dM) {
+    for (int64_t co = 0; co < r->Cd; co++)
+        for (int64_t t0 = 0; t0 < round16(nb); t0 += 8) dy_group(r, tp, co, t0, nb, m, n, dM);
 }
 
 /* dM[xi][co][t] = sum_i AT[i][xi] dy_t[i] for every channel co of dy (0 past a row's last
  * output, and past nb to nb rounded up to 16). */
 static void transform_dy(const wino_run *r, const tile_pos *tp, int64_t nb, float *dM) {
-    for (int64_t t0 = 0; t0 < round16(nb); t0 += 8) {
-        if (r->m->n == 8) dy_group(r, tp, t0, nb, r->m, 8, dM);
-        else if (r->m->n == 6) dy_group(r, tp, t0, nb, r->m, 6, dM);
-        else dy_group(r, tp, t0, nb, r->m, r->m->n, dM);
-    }
+    if (r->m->n == 8) dy_channels(r, tp, nb, r->m, 8, dM);
+    else if (r->m->n == 6) dy_channels(r, tp, nb, r->m, 6, dM);
+    else dy_channels(r, tp, nb, r->m, r->m->n, dM);
 }
 
 static void dw_chunks(const void *vctx, int64_t c0, int64_t c1) {
