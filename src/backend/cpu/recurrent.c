@@ -37,17 +37,41 @@ float *cpu_rnn_pack(const float *w_hh, int64_t G, int64_t H, int forward) {
     return packed;
 }
 
-/* Sequences in chunks of row_block rows, each run through every step by one thread; a
- * batch too small to give every thread a chunk (16 rows on 2 threads ran on one) is
- * split evenly instead, down to 8 rows. A row's arithmetic does not depend on the rows
- * beside it in its GEMM, so neither do the bits (test_cpu_sequence's 1 vs 2 threads). */
-int64_t cpu_rnn_chunk(const cpu_backend *cb, int64_t B, int64_t row_block) {
-    int64_t chunk = row_block;
-    if (cb->threads > 1 && B < (int64_t)cb->threads * row_block) {
-        chunk = (B + cb->threads - 1) / cb->threads;
-        if (chunk < 8) chunk = 8;
+/* The longest any thread works when the pool hands out m chunks of cs strips (the last
+ * `last`) in order, each to the thread that is free first, all threads equally fast. */
+static int64_t makespan(int64_t threads, int64_t m, int64_t cs, int64_t last) {
+    int64_t busy[64] = {0}, worst = 0;
+    if (threads > 64) threads = 64;
+    for (int64_t c = 0; c < m; c++) {
+        int64_t t = 0;
+        for (int64_t i = 1; i < threads; i++)
+            if (busy[i] < busy[t]) t = i;
+        busy[t] += c == m - 1 ? last : cs;
+        if (busy[t] > worst) worst = busy[t];
     }
-    return chunk;
+    return worst;
+}
+
+/* Sequences in chunks of rows, each run through every step by one thread (in row blocks of
+ * row_block). A step's work goes by the GEMM's strips of MR rows, so the chunks are whole
+ * strips, as many per thread as keep the threads' shares as even as one chunk per thread
+ * would (up to one row block a chunk): 256 rows on 2 threads as 9 chunks of 30 rows left
+ * one thread 23 strips against 20 (43 in all; now 4 chunks of 66, 66, 66, 58 rows: 22 and
+ * 21), and more chunks than threads let a thread that is descheduled hold up less. A row's
+ * arithmetic does not depend on the rows beside it in its GEMM, so neither do the bits
+ * (test_cpu_sequence's 1 vs 2 threads). */
+int64_t cpu_rnn_chunk(const cpu_backend *cb, int64_t B, int64_t row_block) {
+    const int64_t T = cb->threads > 1 ? cb->threads : 1, mr = CPU_SGEMM_MR;
+    const int64_t strips = (B + mr - 1) / mr, block = row_block / mr > 0 ? row_block / mr : 1;
+    if (T == 1 || strips <= 1) return row_block;
+    const int64_t best = (strips + T - 1) / T;
+    int64_t kmax = (strips + T * block - 1) / (T * block);
+    if (kmax > 16) kmax = 16;
+    for (int64_t k = kmax; k > 1; k--) {
+        int64_t cs = (strips + T * k - 1) / (T * k), m = (strips + cs - 1) / cs;
+        if (makespan(T, m, cs, strips - (m - 1) * cs) == best) return cs * mr;
+    }
+    return best * mr;
 }
 
 void cpu_rnn_walk_rows(const cpu_rnn_walk *w, int64_t b0, int64_t b1, cpu_rnn_cell_fn cell, const void *ctx) {
