@@ -81,6 +81,14 @@ static void forward_cell(const void *vctx, const cpu_rnn_block *k) {
             hpr[j] = hp[j];
             hr[j] = ng + zg * (hp[j] - ng);
         }
+        if (k->tn >= 0) { /* the next step's rows of this sequence: read xp, the GEMM writes the gates */
+            int64_t nx = b * T + k->tn;
+            cpu_prefetch_read(c->xp + nx * G, G);
+            cpu_prefetch_write(c->gates + nx * G, G);
+            cpu_prefetch_write(c->h + nx * H, H);
+            cpu_prefetch_write(c->hhn + nx * H, H);
+            cpu_prefetch_write(c->hprev + nx * H, H);
+        }
     }
 }
 
@@ -118,6 +126,15 @@ static void backward_cell(const void *vctx, const cpu_rnn_block *k) {
             q[H + j] = dz;
             q[2 * H + j] = dhn;
             rr[j] = dht * zg; /* the direct path to h_prev; the GEMM adds d hh w_hh */
+        }
+        if (k->tn >= 0) {
+            int64_t nx = b * T + k->tn;
+            cpu_prefetch_read(c->gates + nx * G, G);
+            cpu_prefetch_read(c->dh + nx * H, H);
+            cpu_prefetch_read(c->hhn + nx * H, H);
+            cpu_prefetch_read(c->hprev + nx * H, H);
+            cpu_prefetch_write(c->dxp + nx * G, G);
+            cpu_prefetch_write(c->dhn + nx * H, H);
         }
     }
 }

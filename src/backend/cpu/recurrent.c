@@ -79,8 +79,9 @@ void cpu_rnn_walk_rows(const cpu_rnn_walk *w, int64_t b0, int64_t b1, cpu_rnn_ce
     int fwd = w->dhh == NULL;
     for (int64_t s = 0; s < T; s++)
     for (int64_t r0 = b0; r0 < b1; r0 += w->row_block) {
-        cpu_rnn_block k = {r0, r0 + w->row_block < b1 ? r0 + w->row_block : b1, s, 0, 0};
+        cpu_rnn_block k = {r0, r0 + w->row_block < b1 ? r0 + w->row_block : b1, s, 0, 0, -1};
         k.t = cpu_rnn_step_t(T, w->reverse, s, fwd);
+        if (s + 1 < T) k.tn = cpu_rnn_step_t(T, w->reverse, s + 1, fwd);
         k.tp = w->reverse ? k.t + 1 : k.t - 1;
         if (fwd && s > 0) /* the recurrent term h_prev w_hh^T straight into the gate plane */
             cpu_sgemm_prepacked(0, k.r1 - r0, G, H, w->h + (r0 * T + k.tp) * H, T * H, w->packed,
