@@ -457,8 +457,21 @@ static void weights_rows(const void *vctx, int64_t d0, int64_t d1) {
     const wino_mats *m = r->m;
     const int rk = m->r;
     float *U = r->U;
-    for (int64_t d = d0; d < d1; d++)
-        for (int64_t si = 0; si < r->Cs; si++) {
+    for (int64_t d = d0; d < d1; d++) {
+        int64_t si = 0;
+        for (; si + 8 <= r->Cs; si += 8) { /* 8 source channels a vector: whole-vector stores into U */
+            v8 tap[WR_MAX];
+            for (int l = 0; l < 8; l++) {
+                const float *wk = r->gx ? r->w + ((si + l) * r->C + d) * rk : r->w + (d * r->C + si + l) * rk;
+                for (int k = 0; k < rk; k++) tap[k][l] = wk[r->gx ? rk - 1 - k : k];
+            }
+            for (int xi = 0; xi < m->n; xi++) {
+                v8 acc = m->G[xi][0] * tap[0]; /* the scalar loop's 0 + G t, the same rounding */
+                for (int k = 1; k < rk; k++) acc += m->G[xi][k] * tap[k];
+                *(v8u *)(U + (xi * r->Cd + d) * r->Cs + si) = acc;
+            }
+        }
+        for (; si < r->Cs; si++) {
             const float *wk = r->gx ? r->w + (si * r->C + d) * rk : r->w + (d * r->C + si) * rk;
             float tap[WR_MAX];
             for (int k = 0; k < rk; k++) tap[k] = wk[r->gx ? rk - 1 - k : k];
@@ -468,6 +481,7 @@ static void weights_rows(const void *vctx, int64_t d0, int64_t d1) {
                 U[(xi * r->Cd + d) * r->Cs + si] = acc;
             }
         }
+    }
 }
 
 /* dU elements [k0, k1): the chunks' partials summed in chunk order into chunk 0's */
