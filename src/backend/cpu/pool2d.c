@@ -155,14 +155,56 @@ static void pool_forward_planes(const void *vctx, int64_t q0, int64_t q1) {
     }
 }
 
+/* The max gradient of an NCHW plane whose rows the windows tile exactly (kh 1, stride = kw, no
+ * padding or dilation, W = kw Wo): every input is in one window, so each is written once,
+ * 0 + dy where it was its window's maximum and 0 elsewhere (what zeroing and scattering leave),
+ * 8 inputs a vector at kw 2 (the 1-D CNN's [1, 2] pool: no zeroing pass before the scatter). */
+static void max_grad_tiled(const pool_ctx *p, const int32_t *arg, const float *dy, float *dx) {
+    const int kw = p->w.kw;
+    const pv8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
+    for (int64_t oh = 0; oh < p->Ho; oh++) {
+        const int32_t *ar = arg + oh * p->Wo;
+        const float *dr = dy + oh * p->Wo;
+        float *xr = dx + oh * p->W;
+        const int32_t base = (int32_t)(oh * p->W);
+        int64_t iw = 0;
+        if (kw == 2)
+            for (; iw + 8 <= p->W; iw += 8) {
+                typedef int32_t pv4i __attribute__((vector_size(16), aligned(4)));
+                typedef float pv4 __attribute__((vector_size(16), aligned(4)));
+                pv4i a4 = *(const pv4i *)(ar + iw / 2);
+                pv4 d4 = *(const pv4 *)(dr + iw / 2);
+                pv8i a = __builtin_shufflevector(a4, a4, 0, 0, 1, 1, 2, 2, 3, 3);
+                pv8 d = __builtin_shufflevector(d4, d4, 0, 0, 1, 1, 2, 2, 3, 3);
+                pv8i hit = a == (base + (int32_t)iw) + lane, db;
+                d += 0.0f;
+                memcpy(&db, &d, sizeof db);
+                db &= hit;
+                memcpy(&d, &db, sizeof d);
+                *(pv8u *)(xr + iw) = d;
+            }
+        for (; iw < p->W; iw++) {
+            int64_t o = iw / kw;
+            xr[iw] = ar[o] == base + (int32_t)iw ? 0.0f + dr[o] : 0.0f;
+        }
+    }
+}
+
 static void pool_grad_planes(const void *vctx, int64_t q0, int64_t q1) {
     const pool_ctx *p = vctx;
     float inv = (float)(1.0 / ((double)p->w.kh * p->w.kw));
     int64_t hw = p->H * p->W, ps = p->ps;
+    const brisk_window *w = &p->w;
+    int tiled = p->max && ps == 1 && w->kh == 1 && w->sh == 1 && w->sw == w->kw && w->ph == 0 && w->pw == 0 &&
+                w->dh == 1 && w->dw == 1 && p->H == p->Ho && p->W == (int64_t)w->kw * p->Wo;
     for (int64_t q = q0; q < q1; q++) {
         float *dx = p->out + plane_base(p, q, hw);
         int64_t yb = plane_base(p, q, p->Ho * p->Wo);
         const float *dy = p->dy + yb;
+        if (tiled) {
+            max_grad_tiled(p, p->argr + yb, dy, dx);
+            continue;
+        }
         if (ps == 1) memset(dx, 0, (size_t)hw * sizeof(float));
         else
             for (int64_t k = 0; k < hw; k++) dx[k * ps] = 0.0f;
