@@ -29,6 +29,11 @@
  * the bias [Co, 1, 1]; [A = an activation of B, as the GEMM's]: at Y's place, Y never
  * written, B as in the GEMM's.
  *
+ * Broadcast + ReLU gradient (the CPU's): E = EXPAND(s) repeating each element of s over E's
+ * trailing dims (a global average pool's gradient), read only by Q = ACT_GRAD_relu(E, x, y):
+ * at E's place, from s, E never written, Q written early (it may take s's bytes: the backend
+ * reads s before it writes Q).
+ *
  * Residual + layernorm: forward, ADD then a LAYERNORM of its output runs at the ADD's
  * place, writing both (the norm's buffer early, checked as above); backward,
  * ADD(r, LAYERNORM_GRAD_X(dy, x, gamma)) with the ADD the norm gradient's only reader runs
@@ -442,6 +447,44 @@ static int plan_norm(const brisk_exec *ex, life *l, brisk_fusion_plan *p, int a)
     return 0;
 }
 
+/* ---------------------------------------------------------------- broadcast + ReLU gradient */
+
+/* s's elements each repeated over a run of E's trailing elements: s's shape is E's leading
+ * dims, then ones (or nothing) */
+static int trailing_broadcast(const brisk_shape *s, const brisk_shape *e) {
+    if (s->ndim > e->ndim || s->ndim < 1) return 0;
+    int lead = 0;
+    while (lead < s->ndim && s->d[lead] == e->d[lead] && s->d[lead] != 1) lead++;
+    for (int i = lead; i < s->ndim; i++)
+        if (s->d[i] != 1) return 0;
+    return lead >= 1 && brisk_shape_numel(s) > 0;
+}
+
+static int plan_expand_actgrad(const brisk_exec *ex, const life *l, brisk_fusion_plan *p, int q) {
+    const brisk_graph *g = ex->g;
+    const brisk_node *nq = &g->nodes[q];
+    if (nq->attr.kind != BRISK_OP_RELU || nq->n_in < 3 || nq->dtype != BRISK_F32 || l->pos[q] < 0 ||
+        p->fusion_at[q] >= 0)
+        return 0;
+    int e = nq->in[0];
+    const brisk_node *ne = &g->nodes[e];
+    if (ne->op != BRISK_OP_EXPAND || ne->n_in != 1 || ne->dtype != BRISK_F32 || l->pos[e] < 0 || p->skip[e] ||
+        p->fusion_at[e] >= 0 || !only_reader_is(g, l, e, q) || nq->in[1] == e || nq->in[2] == e ||
+        !brisk_shape_equal(&ne->shape, &nq->shape))
+        return 0;
+    int src = ne->in[0], s = l->pos[e];
+    if (g->nodes[src].dtype != BRISK_F32 || !trailing_broadcast(&g->nodes[src].shape, &ne->shape) ||
+        l->pos[base_of(g, nq->in[2])] >= s)
+        return 0;
+    /* Q may take s's bytes: the backend reads s first (fuse.c copies it where they overlap) */
+    if (!early_write_ok_but(ex, l, q, s, e, 0, base_of(g, src))) return 0;
+    brisk_fusion f = {.kind = BRISK_FUSE_EXPAND_ACTGRAD, .at = e, .matmul = e, .bias = -1, .act = -1, .grad = q,
+                      .sum = -1, .ln = -1, .drop = -1};
+    if (add_fusion(p, f)) return -1;
+    p->skip[q] = 1;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- the plan */
 
 void brisk_fusion_plan_free(brisk_fusion_plan *p) {
@@ -476,6 +519,7 @@ static int plan_all(const brisk_exec *ex, life *l, const brisk_fusion_rules *r, 
         if (g->nodes[id].op != BRISK_OP_ACT_GRAD || p->skip[id]) continue;
         if (r->gemm_backward && r->gemm_2d && plan_backward(ex, l, r, p, id)) return -1;
         if (r->gemm_actgrad && r->gemm_2d && !p->skip[id] && plan_gemm_actgrad(ex, l, r, p, id)) return -1;
+        if (r->expand_actgrad && !p->skip[id] && plan_expand_actgrad(ex, l, p, id)) return -1;
         if (r->actgrad_sum && !p->skip[id] && plan_actgrad_sum(ex, l, r, p, id)) return -1;
     }
     return 0;

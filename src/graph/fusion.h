@@ -25,11 +25,13 @@ typedef enum {
     BRISK_FUSE_ADD_NORM_GRAD,    /* ADD(r, LAYERNORM_GRAD_X(dy, x, gamma)), the grad unwritten */
     BRISK_FUSE_CONV_BIAS,        /* Y = CONV2D; B = ADD(Y, bias [Co, 1, 1]): writes B */
     BRISK_FUSE_CONV_BIAS_ACT,    /* ... A = an activation of B as the GEMM's (no dropout): writes A and B */
+    BRISK_FUSE_EXPAND_ACTGRAD,   /* E = EXPAND(s) over trailing dims; Q = ACT_GRAD_relu(E, x, y): at E's place,
+                                    E never written */
 } brisk_fusion_kind;
 
 /* One fusion: `at` is the node at whose schedule place it all runs (the matmul, the
  * act_grad or the add); the other fields are -1 where the kind has no such node (`matmul`
- * is the CONV2D of the convolution kinds). */
+ * is the CONV2D of the convolution kinds; `matmul` is the EXPAND of BRISK_FUSE_EXPAND_ACTGRAD). */
 typedef struct brisk_fusion {
     brisk_fusion_kind kind;
     int at;
@@ -56,6 +58,7 @@ typedef struct brisk_fusion_rules {
     int actgrad_sum_deferred; /* ... also where S cannot be written at Q's place (sum_deferred) */
     int gemm_actgrad;      /* plan BRISK_FUSE_GEMM_ACTGRAD (before act-grad + bias-grad) */
     int norms;             /* plan the residual + layernorm pairs */
+    int expand_actgrad;    /* plan BRISK_FUSE_EXPAND_ACTGRAD */
     /* 1 when CONV2D node c is one the backend computes with a bias and activation epilogue;
      * NULL: no convolution patterns */
     int (*conv_epilogue)(const brisk_graph *g, int c);

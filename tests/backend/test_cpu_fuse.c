@@ -1,8 +1,9 @@
 /* The CPU backend's fusions (backend/cpu/fuse.c, planned by graph/fusion.c): training steps
  * with them give bit-identical losses, gradients and parameters, and then an eval loss, to
  * the same steps without them, on 1 and 2 threads, for the MLP (ReLU, GELU in both forms,
- * tanh, sigmoid), the Transformer (post-LN and pre-LN), the diffusion denoiser and a 1-D CNN
- * (Winograd convolutions with their bias and activation); each
+ * tanh, sigmoid), the Transformer (post-LN and pre-LN), the diffusion denoiser and two 1-D CNNs
+ * (Winograd convolutions with their bias and activation; a global average pool's gradient with
+ * the ReLU's before it); each
  * model gets the fusions its pattern allows; the lifetime check refuses a fusion whose
  * early write would clobber a live buffer; and gradients planned in place change no bit. */
 #include "brisk/brisk.h"
@@ -12,34 +13,43 @@
 
 #include <stdint.h>
 
-#define N_MODELS 9
+#define N_MODELS 10
 
 static const char *model_name(int which) {
     return (const char *[]){"mlp-relu", "mlp-gelu", "mlp-gelu-tanh", "transformer-post-ln", "transformer-pre-ln",
-                            "diffusion", "mlp-tanh", "mlp-sigmoid", "cnn1d"}[which];
+                            "diffusion", "mlp-tanh", "mlp-sigmoid", "cnn1d", "cnn1d-relu"}[which];
 }
 
 /* A 1-D CNN as a graph model (examples/cnn1d.json in small): Winograd convolutions, the
  * first with its bias and ReLU fused, the second (a 3-tap kernel) with its bias only. */
-static const char CNN1D[] =
-    "{\"model\": {\"type\": \"graph\", \"inputs\": [{\"name\": \"x\", \"shape\": [30, 24]},"
-    " {\"name\": \"y\", \"shape\": [], \"dtype\": \"i32\"}], \"layers\": ["
-    " {\"name\": \"cf\", \"op\": \"permute\", \"inputs\": [\"x\"], \"dims\": [2, 1]},"
-    " {\"name\": \"im\", \"op\": \"reshape\", \"inputs\": [\"cf\"], \"shape\": [24, 1, 30]},"
-    " {\"name\": \"c1\", \"op\": \"conv2d\", \"inputs\": [\"im\"], \"out\": 32, \"kernel\": [1, 5], \"padding\": [0, 2]},"
-    " {\"name\": \"a1\", \"op\": \"relu\", \"inputs\": [\"c1\"]},"
+#define CNN1D_FIRST_LAYERS \
+    "{\"model\": {\"type\": \"graph\", \"inputs\": [{\"name\": \"x\", \"shape\": [30, 24]}," \
+    " {\"name\": \"y\", \"shape\": [], \"dtype\": \"i32\"}], \"layers\": [" \
+    " {\"name\": \"cf\", \"op\": \"permute\", \"inputs\": [\"x\"], \"dims\": [2, 1]}," \
+    " {\"name\": \"im\", \"op\": \"reshape\", \"inputs\": [\"cf\"], \"shape\": [24, 1, 30]}," \
+    " {\"name\": \"c1\", \"op\": \"conv2d\", \"inputs\": [\"im\"], \"out\": 32, \"kernel\": [1, 5], \"padding\": [0, 2]}," \
+    " {\"name\": \"a1\", \"op\": \"relu\", \"inputs\": [\"c1\"]}," \
     " {\"name\": \"p1\", \"op\": \"maxpool2d\", \"inputs\": [\"a1\"], \"kernel\": [1, 2]},"
+#define CNN1D_HEAD_LAYER \
+    " {\"name\": \"head\", \"op\": \"linear\", \"inputs\": [\"g\"], \"out\": 3}]," \
+    " \"outputs\": [\"head\"], \"losses\": [{\"output\": \"head\", \"target\": \"y\", \"type\": \"cross_entropy\"}]}}"
+static const char CNN1D[] = CNN1D_FIRST_LAYERS
     " {\"name\": \"c2\", \"op\": \"conv2d\", \"inputs\": [\"p1\"], \"out\": 32, \"kernel\": [1, 3], \"padding\": [0, 1]},"
-    " {\"name\": \"g\", \"op\": \"global_avgpool\", \"inputs\": [\"c2\"]},"
-    " {\"name\": \"head\", \"op\": \"linear\", \"inputs\": [\"g\"], \"out\": 3}],"
-    " \"outputs\": [\"head\"], \"losses\": [{\"output\": \"head\", \"target\": \"y\", \"type\": \"cross_entropy\"}]}}";
+    " {\"name\": \"g\", \"op\": \"global_avgpool\", \"inputs\": [\"c2\"]}," CNN1D_HEAD_LAYER;
+
+/* The same with a ReLU after the second convolution, as examples/cnn1d.json: the global
+ * average pool's gradient (a broadcast) and the ReLU's run as one pass. */
+static const char CNN1D_RELU[] = CNN1D_FIRST_LAYERS
+    " {\"name\": \"c2\", \"op\": \"conv2d\", \"inputs\": [\"p1\"], \"out\": 32, \"kernel\": [1, 5], \"padding\": [0, 2]},"
+    " {\"name\": \"a2\", \"op\": \"relu\", \"inputs\": [\"c2\"]},"
+    " {\"name\": \"g\", \"op\": \"global_avgpool\", \"inputs\": [\"a2\"]}," CNN1D_HEAD_LAYER;
 
 static void model_for(int which, brisk_model_spec *s, int64_t *batch) {
     memset(s, 0, sizeof *s);
-    if (which == 8) {
+    if (which >= 8) {
         brisk_config cfg;
         brisk_error err = {0};
-        if (brisk_config_parse(CNN1D, "cnn1d.json", NULL, 0, &cfg, &err)) {
+        if (brisk_config_parse(which == 8 ? CNN1D : CNN1D_RELU, "cnn1d.json", NULL, 0, &cfg, &err)) {
             fprintf(stderr, "cnn1d: %s\n", err.msg);
             abort();
         }
@@ -92,7 +102,8 @@ static void test_fused_equals_unfused(void) {
         NULL, NULL, "on (2 GEMM+bias+activation, 1 GEMM+bias, 1 GEMM+act-grad, 1 act-grad+bias-grad)",
         "on (2 GEMM+bias+activation, 1 GEMM+bias, 1 GEMM+act-grad, 1 act-grad+bias-grad)",
         "on (2 GEMM+bias+activation, 1 GEMM+bias, 1 GEMM+act-grad, 1 act-grad+bias-grad)",
-        "on (1 GEMM+bias, 1 conv+bias+activation, 1 conv+bias)"};
+        "on (1 GEMM+bias, 1 conv+bias+activation, 1 conv+bias)",
+        "on (1 GEMM+bias, 2 conv+bias+activation, 1 broadcast+ReLU-grad)"};
     for (int which = 0; which < N_MODELS; which++) {
         model_run_out ref = {0};
         REQUIRE(train(which, 1, 0, &ref) == 0);

@@ -38,7 +38,8 @@ struct cpu_prep {
     const brisk_graph *g;
     int n_nodes;
     brisk_fusion_plan plan;
-    float **kept; /* per fusion: a deferred sum's values, from Q's place to S's (sum_deferred) */
+    float **kept; /* per fusion: a deferred sum's values, from Q's place to S's (sum_deferred); a
+                     broadcast's source where its ReLU gradient takes its bytes */
 };
 
 /* ---------------------------------------------------------------- GEMM epilogue */
@@ -196,6 +197,46 @@ static brisk_status run_conv(cpu_backend *cb, const brisk_graph *g, const brisk_
         if (!e.relu) e.act_out = ptr[f->act];
     }
     return cpu_conv_epilogue_run(cb, g, f->matmul, in[0], in[1], e.relu ? ptr[f->act] : ptr[f->bias], &e, err);
+}
+
+/* ---------------------------------------------------------------- broadcast + ReLU gradient */
+
+/* Q = y > 0 ? E : 0 with E = s repeated over runs of `run` elements (unary.c's ReLU gradient
+ * on the broadcast's values), E never written */
+typedef struct eg_ctx {
+    const float *s, *y;
+    float *q;
+    int64_t run;
+} eg_ctx;
+
+static void eg_runs(const void *vctx, int64_t k0, int64_t k1) {
+    const eg_ctx *c = vctx;
+    for (int64_t k = k0; k < k1; k++) {
+        const float v = c->s[k], *restrict y = c->y + k * c->run;
+        float *restrict q = c->q + k * c->run;
+#pragma omp simd
+        for (int64_t i = 0; i < c->run; i++) q[i] = y[i] > 0.0f ? v : 0.0f;
+    }
+}
+
+/* at E's place: Q from s (a copy of s where Q takes its bytes, in *copy, made once) */
+static brisk_status run_expand_actgrad(cpu_backend *cb, const brisk_graph *g, const brisk_fusion *f,
+                                       void *const *ptr, float **copy, brisk_error *err) {
+    const brisk_node *nq = NODE(g, f->grad), *ne = NODE(g, f->matmul);
+    int64_t ns = cpu_numel(&NODE(g, ne->in[0])->shape), nq_ = cpu_numel(&nq->shape);
+    if (ns <= 0 || nq_ % ns != 0 || cpu_numel(&ne->shape) != nq_ || cpu_numel(&NODE(g, nq->in[2])->shape) != nq_)
+        return brisk_errorf(err, BRISK_ERR_INTERNAL, "cpu: fused expand (node %d) + act_grad (node %d): shapes changed "
+                            "since prepare", f->matmul, f->grad);
+    eg_ctx c = {.s = ptr[ne->in[0]], .y = ptr[nq->in[2]], .q = ptr[f->grad], .run = nq_ / ns};
+    const char *sb = (const char *)c.s, *qb = (const char *)c.q;
+    if (sb < qb + nq_ * (int64_t)sizeof(float) && qb < sb + ns * (int64_t)sizeof(float)) {
+        if (!*copy && !(*copy = malloc((size_t)ns * sizeof(float))))
+            return brisk_errorf(err, BRISK_ERR_NOMEM, "cpu: expand (node %d): out of memory", f->matmul);
+        memcpy(*copy, c.s, (size_t)ns * sizeof(float));
+        c.s = *copy;
+    }
+    cpu_parallel(cb, ns, CPU_PAR_MIN / c.run + 1, eg_runs, &c);
+    return BRISK_OK;
 }
 
 /* ---------------------------------------------------------------- act grad + bias grad */
@@ -361,6 +402,7 @@ brisk_status cpu_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *e
     const brisk_fusion_rules rules = {.gemm_2d = gemm_2d, .gelu_n_multiple = 1, .gelu_erf = 1,
                                       .other_acts = 1, .relu_writes_pre = 0, .act_dropout = 1,
                                       .gemm_actgrad = 1, .actgrad_sum = 1, .actgrad_sum_deferred = 1, .norms = 1,
+                                      .expand_actgrad = 1,
                                       .conv_epilogue = cb->conv_winograd ? cpu_conv_epilogue_ok : NULL};
     struct cpu_prep *p = calloc(1, sizeof *p);
     if (!p || brisk_fusion_plan_build(ex, &rules, &p->plan)) {
@@ -416,6 +458,7 @@ brisk_status cpu_prep_run(cpu_backend *cb, const brisk_graph *g, int id, const v
     }
     case BRISK_FUSE_ADD_NORM: case BRISK_FUSE_ADD_NORM_GRAD: return run_norm(cb, g, f, in, out, ptr, err);
     case BRISK_FUSE_CONV_BIAS: case BRISK_FUSE_CONV_BIAS_ACT: return run_conv(cb, g, f, in, ptr, err);
+    case BRISK_FUSE_EXPAND_ACTGRAD: return run_expand_actgrad(cb, g, f, ptr, &((struct cpu_prep *)p)->kept[k], err);
     default:
         return brisk_errorf(err, BRISK_ERR_INTERNAL, "cpu: fusion kind %d at node %d has no CPU pass", (int)f->kind,
                             id);
@@ -435,6 +478,7 @@ void cpu_note(brisk_backend *be, const brisk_graph *g, int id, char *buf, size_t
         [BRISK_FUSE_ADD_NORM_GRAD] = "residual add + layernorm gradient",
         [BRISK_FUSE_CONV_BIAS] = "convolution + bias",
         [BRISK_FUSE_CONV_BIAS_ACT] = "convolution + bias + activation",
+        [BRISK_FUSE_EXPAND_ACTGRAD] = "broadcast + ReLU gradient",
     };
     if (!n) return;
     buf[0] = 0;
@@ -478,6 +522,7 @@ void brisk_backend_cpu_fusions(const brisk_backend *be, char *buf, size_t n) {
         {BRISK_FUSE_ADD_NORM_GRAD, "residual+layernorm-grad"},
         {BRISK_FUSE_CONV_BIAS_ACT, "conv+bias+activation"},
         {BRISK_FUSE_CONV_BIAS, "conv+bias"},
+        {BRISK_FUSE_EXPAND_ACTGRAD, "broadcast+ReLU-grad"},
     };
     size_t used = (size_t)snprintf(buf, n, "on (");
     int any = 0;
