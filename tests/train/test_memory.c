@@ -238,6 +238,18 @@ static void inner_free(brisk_backend *be, void *p) {
     f->inner->free(f->inner, p);
 }
 
+/* the inner backend's prepare and forget, on its own state (the wrapper's impl is not a CPU
+ * backend's) */
+static brisk_status inner_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *err) {
+    failing *f = be->impl;
+    return f->inner->prepare(f->inner, ex, err);
+}
+
+static void inner_forget(brisk_backend *be, const brisk_exec *ex) {
+    failing *f = be->impl;
+    f->inner->forget(f->inner, ex);
+}
+
 static void test_failed_allocation_is_an_error(void) {
     brisk_model_spec spec = {.type = BRISK_MODEL_MLP, .inputs = 64, .outputs = 3, .n_hidden = 1, .hidden = {32},
                              .activation = BRISK_ACT_RELU, .task = BRISK_TASK_CLASSIFY};
@@ -257,6 +269,8 @@ static void test_failed_allocation_is_an_error(void) {
         wrapped.impl = &f;
         wrapped.alloc = failing_alloc;
         wrapped.free = inner_free;
+        if (cpu->prepare) wrapped.prepare = inner_prepare;
+        if (cpu->forget) wrapped.forget = inner_forget;
         brisk_exec *ex = NULL;
         brisk_optimizer opt;
         brisk_optim_spec os;

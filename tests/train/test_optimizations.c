@@ -12,15 +12,17 @@
 
 static char dir[512], data[600];
 
-static brisk_trainer *make_trainer(const char *extra, brisk_config *cfg, brisk_error *err) {
+#define MLP "{\"type\": \"mlp\", \"inputs\": 64, \"hidden\": [8], \"outputs\": 3}"
+
+static brisk_trainer *make_model(const char *model, const char *extra, brisk_config *cfg, brisk_error *err) {
     T_MAKE_DIR(dir, "optimizations");
     snprintf(data, sizeof data, "%s/tab.npz", dir);
     if (access(data, F_OK) != 0 && brisk_synth_write("tabular", data, 256, 2, err)) return NULL;
-    char json[2048];
+    char json[4096];
     snprintf(json, sizeof json,
-             "{\"model\": {\"type\": \"mlp\", \"inputs\": 64, \"hidden\": [8], \"outputs\": 3},"
+             "{\"model\": %s,"
              " \"data\": {\"train\": \"%s\"}, \"train\": {\"batch_size\": 32, \"out_dir\": \"\"%s},"
-             " \"speed\": {\"threads\": 1, \"device\": \"cpu\"}}", data, extra);
+             " \"speed\": {\"threads\": 1, \"device\": \"cpu\"}}", model, data, extra);
     if (brisk_config_parse(json, "<test>", NULL, 0, cfg, err)) return NULL;
     brisk_logger quiet = {0};
     brisk_trainer *t = NULL;
@@ -32,6 +34,10 @@ static brisk_trainer *make_trainer(const char *extra, brisk_config *cfg, brisk_e
 }
 
 /* The row named name: its state and detail, or NULL. */
+static brisk_trainer *make_trainer(const char *extra, brisk_config *cfg, brisk_error *err) {
+    return make_model(MLP, extra, cfg, err);
+}
+
 static const cJSON *row(const cJSON *list, const char *name) {
     for (const cJSON *it = list ? list->child : NULL; it; it = it->next) {
         const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "name");
@@ -68,6 +74,46 @@ static void cpu_rows(void) {
     cJSON_Delete(list);
     brisk_trainer_free(t);
     brisk_config_free(&cfg);
+}
+
+/* A 1-D convolution over the 64 features seen as 16 channels of 4 steps: its forward and
+ * weight gradient run by Winograd, and the report says so; BRISK_CPU_WINOGRAD=0 turns it off,
+ * said too; a model without convolutions has no such row. */
+static void winograd_row(void) {
+    static const char *model =
+        "{\"type\": \"graph\", \"inputs\": [{\"name\": \"x\", \"shape\": [64]},"
+        " {\"name\": \"y\", \"shape\": [], \"dtype\": \"i32\"}], \"layers\": ["
+        " {\"name\": \"im\", \"op\": \"reshape\", \"inputs\": [\"x\"], \"shape\": [16, 1, 4]},"
+        " {\"name\": \"c\", \"op\": \"conv2d\", \"inputs\": [\"im\"], \"out\": 16, \"kernel\": [1, 3],"
+        " \"padding\": [0, 1]},"
+        " {\"name\": \"g\", \"op\": \"global_avgpool\", \"inputs\": [\"c\"]},"
+        " {\"name\": \"head\", \"op\": \"linear\", \"inputs\": [\"g\"], \"out\": 3}],"
+        " \"outputs\": [\"head\"], \"losses\": [{\"output\": \"head\", \"target\": \"y\","
+        " \"type\": \"cross_entropy\"}]}";
+    for (int off = 0; off < 3; off++) {
+        if (off == 1) setenv("BRISK_CPU_WINOGRAD", "0", 1);
+        brisk_error err = {0};
+        brisk_config cfg;
+        brisk_trainer *t = off < 2 ? make_model(model, "", &cfg, &err) : make_trainer("", &cfg, &err);
+        unsetenv("BRISK_CPU_WINOGRAD");
+        CHECKF(t != NULL, "%s", err.msg);
+        REQUIRE(t);
+        cJSON *list = brisk_trainer_optimizations(t);
+        REQUIRE(list);
+        const cJSON *w = row(list, "Winograd convolutions");
+        if (off == 0)
+            CHECKF(strcmp(field(w, "state"), "on") == 0 && strstr(field(w, "detail"), "2 of the step's 2 convolution"),
+                   "%s: %s", field(w, "state"), field(w, "detail"));
+        else if (off == 1)
+            CHECKF(strcmp(field(w, "state"), "off") == 0 && strstr(field(w, "detail"), "0 of the step's 2") &&
+                       strstr(field(w, "detail"), "BRISK_CPU_WINOGRAD=0"),
+                   "%s: %s", field(w, "state"), field(w, "detail"));
+        else
+            CHECKF(w == NULL, "an MLP has a Winograd row: %s", field(w, "detail"));
+        cJSON_Delete(list);
+        brisk_trainer_free(t);
+        brisk_config_free(&cfg);
+    }
 }
 
 static void fake_cuda_describe(brisk_backend *be, char *buf, size_t n) {
@@ -107,4 +153,4 @@ static void described_rows(void) {
     CHECK(system(cmd) == 0);
 }
 
-TEST_MAIN(T(cpu_rows), T(described_rows))
+TEST_MAIN(T(cpu_rows), T(winograd_row), T(described_rows))

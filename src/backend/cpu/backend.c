@@ -255,6 +255,15 @@ static void cpu_optimizations(brisk_backend *be, brisk_backend_row_fn row, void 
     } else if (fus[0]) {
         row(user, "CPU fusion", "off", "speed.fuse is false (--no-fuse) or BRISK_CPU_FUSE=0");
     }
+    const cpu_backend *cb = be->impl;
+    char wino[256];
+    if (cb->convs > 0) {
+        snprintf(wino, sizeof wino, "%d of the step's %d convolution passes (forward, input and weight gradients) "
+                 "by Winograd F(4, k)%s", cb->convs_winograd, cb->convs,
+                 cb->conv_winograd ? " (1-D kernels of 2 to 5 taps, stride 1; the others im2col + GEMM)"
+                                   : ": BRISK_CPU_WINOGRAD=0, all im2col + GEMM");
+        row(user, "Winograd convolutions", cb->convs_winograd > 0 ? "on" : "off", wino);
+    }
     if (brisk_backend_cpu_pool_note(be, pool, sizeof pool) > 0) row(user, "CPU pool throttle", "on", pool);
     int never = 0;
     if (brisk_backend_cpu_huge_pages(huge, sizeof huge, &never) >= 0) {

@@ -274,6 +274,24 @@ static int epilogue_fits(const conv_geom *c) {
     return c->N > 0 && c->HWo > 0 && c->Co > 0 && c->K > 0 && cpu_conv_winograd_fits(c);
 }
 
+int cpu_conv_node_winograd(const brisk_graph *g, int id, int winograd) {
+    const brisk_node *n = NODE(g, id);
+    if (n->n_in < 2) return -1;
+    const brisk_shape *s0 = &IN_NODE(g, id, 0)->shape, *s1 = &IN_NODE(g, id, 1)->shape;
+    conv_geom c;
+    brisk_error err;
+    brisk_status st;
+    switch (n->op) { /* the geometries cpu_conv_op works out */
+    case BRISK_OP_CONV2D: st = conv_geometry(s0, s1, &n->shape, &n->attr.win, &c, &err); break;
+    case BRISK_OP_CONV2D_GRAD_X: st = conv_geometry(&n->shape, s1, s0, &n->attr.win, &c, &err); break;
+    case BRISK_OP_CONV2D_GRAD_W: st = conv_geometry(s1, &n->shape, s0, &n->attr.win, &c, &err); break;
+    default: return -1;
+    }
+    if (st) return -1;
+    int empty = c.N == 0 || c.HWo == 0 || c.Co == 0 || c.K == 0;
+    return winograd && !empty && c.w.layout != BRISK_LAYOUT_NHWC && cpu_conv_winograd_fits(&c);
+}
+
 int cpu_conv_epilogue_ok(const brisk_graph *g, int id) {
     const brisk_node *n = NODE(g, id);
     conv_geom c;

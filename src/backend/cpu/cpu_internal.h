@@ -53,6 +53,8 @@ typedef struct cpu_backend {
     size_t conv_scratch_cap;  /* in floats */
     int64_t conv_col_floats;  /* bound on a column block (CPU_CONV_COL_FLOATS; tests lower it) */
     int conv_winograd;      /* 1-D convolutions by Winograd (conv_winograd.c); tests turn it off */
+    int convs, convs_winograd; /* the prepared training step's convolution passes, and those that
+                                  Winograd runs (the report's row) */
     int fuse;               /* plan fusions in prepare (fuse.c); BRISK_CPU_FUSE=0 turns it off */
     struct cpu_prep *prep;  /* the prepared executor's fusions, or NULL */
 } cpu_backend;
@@ -370,6 +372,9 @@ typedef struct cpu_conv_epi {
     int relu; /* out = relu(conv + bias), act_out unused: the ReLU's input never written */
 } cpu_conv_epi;
 int cpu_conv_epilogue_ok(const brisk_graph *g, int id);
+/* CONV2D, CONV2D_GRAD_X or CONV2D_GRAD_W node id: 1 when Winograd runs it (winograd on), 0 when
+ * im2col or the NHWC kernel does, -1 when it is not a convolution the CPU can run */
+int cpu_conv_node_winograd(const brisk_graph *g, int id, int winograd);
 brisk_status cpu_conv_epilogue_run(cpu_backend *cb, const brisk_graph *g, int id, const float *x, const float *w,
                                    float *out, const cpu_conv_epi *epi, brisk_error *err);
 /* ---- batchnorm.c: BATCHNORM, BATCHNORM_GRAD_GB, BATCHNORM_GRAD_X */

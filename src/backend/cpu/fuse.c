@@ -397,6 +397,12 @@ void cpu_forget(brisk_backend *be, const brisk_exec *ex) {
 brisk_status cpu_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *err) {
     cpu_backend *cb = be->impl;
     cpu_forget(be, NULL);
+    cb->convs = cb->convs_winograd = 0;
+    for (int s = 0; s < ex->plan->n_train; s++) {
+        int w = cpu_conv_node_winograd(ex->g, ex->plan->train_order[s], cb->conv_winograd);
+        cb->convs += w >= 0;
+        cb->convs_winograd += w > 0;
+    }
     if (!cb->fuse) return BRISK_OK;
     /* the ReLU's gradient reads its output (unary.c), as on CUDA: its input need not be written */
     const brisk_fusion_rules rules = {.gemm_2d = gemm_2d, .gelu_n_multiple = 1, .gelu_erf = 1,
