@@ -55,7 +55,7 @@ static int64_t makespan(int64_t threads, int64_t m, int64_t cs, int64_t last) {
 /* Sequences in chunks of rows, each run through every step by one thread (in row blocks of
  * row_block). A step's work goes by the GEMM's strips of MR rows, so the chunks are whole
  * strips, as many per thread as keep the threads' shares as even as one chunk per thread
- * would (up to one row block a chunk): 256 rows on 2 threads as 9 chunks of 30 rows left
+ * would (none much smaller than a row block): 256 rows on 2 threads as 9 chunks of 30 rows left
  * one thread 23 strips against 20 (43 in all; now 4 chunks of 66, 66, 66, 58 rows: 22 and
  * 21), and more chunks than threads let a thread that is descheduled hold up less. A row's
  * arithmetic does not depend on the rows beside it in its GEMM, so neither do the bits
