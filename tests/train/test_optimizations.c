@@ -33,11 +33,11 @@ static brisk_trainer *make_model(const char *model, const char *extra, brisk_con
     return t;
 }
 
-/* The row named name: its state and detail, or NULL. */
 static brisk_trainer *make_trainer(const char *extra, brisk_config *cfg, brisk_error *err) {
     return make_model(MLP, extra, cfg, err);
 }
 
+/* The row named name: its state and detail, or NULL. */
 static const cJSON *row(const cJSON *list, const char *name) {
     for (const cJSON *it = list ? list->child : NULL; it; it = it->next) {
         const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "name");

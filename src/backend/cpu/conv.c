@@ -186,20 +186,30 @@ static void add_rows(const void *vctx, int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; i++) d[i] += p[1][i];
 }
 
+/* The geometry of convolution pass id (CONV2D, or a gradient: x, w and y from its inputs and
+ * output as each pass has them) */
+static brisk_status pass_geometry(const brisk_graph *g, int id, conv_geom *c, brisk_error *err) {
+    const brisk_node *n = NODE(g, id);
+    if (n->n_in < 2) return brisk_errorf(err, BRISK_ERR_INTERNAL, "conv: node %d has no operands", id);
+    const brisk_shape *s0 = &IN_NODE(g, id, 0)->shape, *s1 = &IN_NODE(g, id, 1)->shape;
+    switch (n->op) {
+    case BRISK_OP_CONV2D: return conv_geometry(s0, s1, &n->shape, &n->attr.win, c, err);
+    case BRISK_OP_CONV2D_GRAD_X: return conv_geometry(&n->shape, s1, s0, &n->attr.win, c, err);
+    case BRISK_OP_CONV2D_GRAD_W: return conv_geometry(s1, &n->shape, s0, &n->attr.win, c, err);
+    default: return brisk_errorf(err, BRISK_ERR_INTERNAL, "conv: not a conv op");
+    }
+}
+
 brisk_status cpu_conv_op(cpu_backend *cb, const brisk_graph *g, int id, const void *const *in, void *out,
                          brisk_error *err) {
     const brisk_node *n = NODE(g, id);
-    const brisk_shape *s0 = &IN_NODE(g, id, 0)->shape, *s1 = &IN_NODE(g, id, 1)->shape;
     conv_geom c;
-    brisk_status st;
-    const float *x = NULL, *w = NULL, *dy = NULL;
-    switch (n->op) {
-    case BRISK_OP_CONV2D: st = conv_geometry(s0, s1, &n->shape, &n->attr.win, &c, err); x = in[0], w = in[1]; break;
-    case BRISK_OP_CONV2D_GRAD_X: st = conv_geometry(&n->shape, s1, s0, &n->attr.win, &c, err); dy = in[0], w = in[1]; break;
-    case BRISK_OP_CONV2D_GRAD_W: st = conv_geometry(s1, &n->shape, s0, &n->attr.win, &c, err); dy = in[0], x = in[1]; break;
-    default: return brisk_errorf(err, BRISK_ERR_INTERNAL, "conv: not a conv op");
-    }
+    brisk_status st = pass_geometry(g, id, &c, err);
     if (st) return st;
+    const float *x = NULL, *w = NULL, *dy = NULL;
+    if (n->op == BRISK_OP_CONV2D) x = in[0], w = in[1];
+    else if (n->op == BRISK_OP_CONV2D_GRAD_X) dy = in[0], w = in[1];
+    else dy = in[0], x = in[1];
     if (c.w.layout == BRISK_LAYOUT_NHWC) return cpu_conv_nhwc(cb, n->op, &c, x, w, dy, out, err);
     float *o = out;
     int empty = c.N == 0 || c.HWo == 0 || c.Co == 0 || c.K == 0;
@@ -269,45 +279,44 @@ brisk_status cpu_conv_op(cpu_backend *cb, const brisk_graph *g, int id, const vo
     return BRISK_OK;
 }
 
-/* a non-empty convolution that conv_winograd.c computes (its output pass takes the epilogue) */
-static int epilogue_fits(const conv_geom *c) {
+/* a non-empty convolution that conv_winograd.c computes (what cpu_conv_op sends there; its
+ * output pass takes the epilogue) */
+static int by_winograd(const conv_geom *c) {
     return c->N > 0 && c->HWo > 0 && c->Co > 0 && c->K > 0 && cpu_conv_winograd_fits(c);
 }
 
-int cpu_conv_node_winograd(const brisk_graph *g, int id, int winograd) {
-    const brisk_node *n = NODE(g, id);
-    if (n->n_in < 2) return -1;
-    const brisk_shape *s0 = &IN_NODE(g, id, 0)->shape, *s1 = &IN_NODE(g, id, 1)->shape;
-    conv_geom c;
-    brisk_error err;
-    brisk_status st;
-    switch (n->op) { /* the geometries cpu_conv_op works out */
-    case BRISK_OP_CONV2D: st = conv_geometry(s0, s1, &n->shape, &n->attr.win, &c, &err); break;
-    case BRISK_OP_CONV2D_GRAD_X: st = conv_geometry(&n->shape, s1, s0, &n->attr.win, &c, &err); break;
-    case BRISK_OP_CONV2D_GRAD_W: st = conv_geometry(s1, &n->shape, s0, &n->attr.win, &c, &err); break;
-    default: return -1;
+void cpu_conv_count_passes(cpu_backend *cb, const brisk_exec *ex) {
+    cb->convs = cb->convs_winograd = 0;
+    for (int s = 0; s < ex->plan->n_train; s++) {
+        int id = ex->plan->train_order[s];
+        brisk_op op = ex->g->nodes[id].op;
+        conv_geom c;
+        brisk_error err;
+        if ((op != BRISK_OP_CONV2D && op != BRISK_OP_CONV2D_GRAD_X && op != BRISK_OP_CONV2D_GRAD_W) ||
+            pass_geometry(ex->g, id, &c, &err))
+            continue;
+        cb->convs++;
+        cb->convs_winograd += cb->conv_winograd && by_winograd(&c); /* cpu_conv_op's choice */
     }
-    if (st) return -1;
-    int empty = c.N == 0 || c.HWo == 0 || c.Co == 0 || c.K == 0;
-    return winograd && !empty && c.w.layout != BRISK_LAYOUT_NHWC && cpu_conv_winograd_fits(&c);
 }
 
 int cpu_conv_epilogue_ok(const brisk_graph *g, int id) {
     const brisk_node *n = NODE(g, id);
     conv_geom c;
     brisk_error err;
-    return n->op == BRISK_OP_CONV2D && n->n_in == 2 && n->dtype == BRISK_F32 &&
-           !conv_geometry(&IN_NODE(g, id, 0)->shape, &IN_NODE(g, id, 1)->shape, &n->shape, &n->attr.win, &c, &err) &&
-           epilogue_fits(&c);
+    return n->op == BRISK_OP_CONV2D && n->n_in == 2 && n->dtype == BRISK_F32 && !pass_geometry(g, id, &c, &err) &&
+           by_winograd(&c);
 }
 
 brisk_status cpu_conv_epilogue_run(cpu_backend *cb, const brisk_graph *g, int id, const float *x, const float *w,
                                    float *out, const cpu_conv_epi *epi, brisk_error *err) {
     const brisk_node *n = NODE(g, id);
     conv_geom c;
-    brisk_status st = conv_geometry(&IN_NODE(g, id, 0)->shape, &IN_NODE(g, id, 1)->shape, &n->shape, &n->attr.win, &c, err);
+    if (n->op != BRISK_OP_CONV2D)
+        return brisk_errorf(err, BRISK_ERR_INTERNAL, "conv2d (node %d): not a convolution with an epilogue", id);
+    brisk_status st = pass_geometry(g, id, &c, err);
     if (st) return st;
-    if (n->op != BRISK_OP_CONV2D || !epilogue_fits(&c))
+    if (!by_winograd(&c))
         return brisk_errorf(err, BRISK_ERR_INTERNAL, "conv2d (node %d): not a convolution with an epilogue", id);
     return cpu_conv_winograd(cb, BRISK_OP_CONV2D, &c, x, w, NULL, out, epi, err);
 }

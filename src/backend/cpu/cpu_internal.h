@@ -372,9 +372,8 @@ typedef struct cpu_conv_epi {
     int relu; /* out = relu(conv + bias), act_out unused: the ReLU's input never written */
 } cpu_conv_epi;
 int cpu_conv_epilogue_ok(const brisk_graph *g, int id);
-/* CONV2D, CONV2D_GRAD_X or CONV2D_GRAD_W node id: 1 when Winograd runs it (winograd on), 0 when
- * im2col or the NHWC kernel does, -1 when it is not a convolution the CPU can run */
-int cpu_conv_node_winograd(const brisk_graph *g, int id, int winograd);
+/* cb->convs and cb->convs_winograd for ex's training step (cpu_prepare) */
+void cpu_conv_count_passes(cpu_backend *cb, const brisk_exec *ex);
 brisk_status cpu_conv_epilogue_run(cpu_backend *cb, const brisk_graph *g, int id, const float *x, const float *w,
                                    float *out, const cpu_conv_epi *epi, brisk_error *err);
 /* ---- batchnorm.c: BATCHNORM, BATCHNORM_GRAD_GB, BATCHNORM_GRAD_X */

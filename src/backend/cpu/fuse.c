@@ -144,9 +144,10 @@ static brisk_status run_gemm(cpu_backend *cb, const brisk_graph *g, const brisk_
 
 /* H = MATMUL; [D = DROPOUT(H)]; Q = ACT_GRAD(H or D, x, y), per band of the GEMM, which
  * writes Q's buffer (the plan keeps it apart from x's and y's: graph/fusion.c). */
-static int overlaps(const void *a, const void *b, size_t bytes) {
+/* whether [a, a + na) and [b, b + nb) share a byte */
+static int overlaps(const void *a, size_t na, const void *b, size_t nb) {
     const char *x = a, *y = b;
-    return x < y + bytes && y < x + bytes;
+    return x < y + nb && y < x + na;
 }
 
 static brisk_status run_gemm_actgrad(cpu_backend *cb, const brisk_graph *g, const brisk_fusion *f,
@@ -166,7 +167,7 @@ static brisk_status run_gemm_actgrad(cpu_backend *cb, const brisk_graph *g, cons
     float *q = ptr[f->grad];
     const float *x = ptr[nq->in[1]], *y = ptr[nq->in[2]];
     size_t bytes = (size_t)len * sizeof(float);
-    if (overlaps(q, x, bytes) || overlaps(q, y, bytes))
+    if (overlaps(q, bytes, x, bytes) || overlaps(q, bytes, y, bytes))
         return brisk_errorf(err, BRISK_ERR_INTERNAL, "cpu: fused matmul (node %d) + act_grad (node %d): the "
                             "gradient's buffer overlaps its inputs'", f->matmul, f->grad);
     cpu_epilogue e = {.grad = cpu_act_of(nq), .gx = x, .gy = y};
@@ -228,8 +229,7 @@ static brisk_status run_expand_actgrad(cpu_backend *cb, const brisk_graph *g, co
         return brisk_errorf(err, BRISK_ERR_INTERNAL, "cpu: fused expand (node %d) + act_grad (node %d): shapes changed "
                             "since prepare", f->matmul, f->grad);
     eg_ctx c = {.s = ptr[ne->in[0]], .y = ptr[nq->in[2]], .q = ptr[f->grad], .run = nq_ / ns};
-    const char *sb = (const char *)c.s, *qb = (const char *)c.q;
-    if (sb < qb + nq_ * (int64_t)sizeof(float) && qb < sb + ns * (int64_t)sizeof(float)) {
+    if (overlaps(c.s, (size_t)ns * sizeof(float), c.q, (size_t)nq_ * sizeof(float))) {
         if (!*copy && !(*copy = malloc((size_t)ns * sizeof(float))))
             return brisk_errorf(err, BRISK_ERR_NOMEM, "cpu: expand (node %d): out of memory", f->matmul);
         memcpy(*copy, c.s, (size_t)ns * sizeof(float));
@@ -397,12 +397,7 @@ void cpu_forget(brisk_backend *be, const brisk_exec *ex) {
 brisk_status cpu_prepare(brisk_backend *be, const brisk_exec *ex, brisk_error *err) {
     cpu_backend *cb = be->impl;
     cpu_forget(be, NULL);
-    cb->convs = cb->convs_winograd = 0;
-    for (int s = 0; s < ex->plan->n_train; s++) {
-        int w = cpu_conv_node_winograd(ex->g, ex->plan->train_order[s], cb->conv_winograd);
-        cb->convs += w >= 0;
-        cb->convs_winograd += w > 0;
-    }
+    cpu_conv_count_passes(cb, ex); /* the report's Winograd row */
     if (!cb->fuse) return BRISK_OK;
     /* the ReLU's gradient reads its output (unary.c), as on CUDA: its input need not be written */
     const brisk_fusion_rules rules = {.gemm_2d = gemm_2d, .gelu_n_multiple = 1, .gelu_erf = 1,

@@ -60,6 +60,8 @@ typedef float pv8 __attribute__((vector_size(32)));
 typedef int32_t pv8i __attribute__((vector_size(32)));
 typedef float pv8u __attribute__((vector_size(32), aligned(4)));
 typedef int32_t pv8iu __attribute__((vector_size(32), aligned(4)));
+typedef float pv4u __attribute__((vector_size(16), aligned(4)));
+typedef int32_t pv4iu __attribute__((vector_size(16), aligned(4)));
 
 static void max_rows_inside(const pool_ctx *p, const float *x, float *y, int32_t *arg) {
     const brisk_window w = p->w;
@@ -170,10 +172,8 @@ static void max_grad_tiled(const pool_ctx *p, const int32_t *arg, const float *d
         int64_t iw = 0;
         if (kw == 2)
             for (; iw + 8 <= p->W; iw += 8) {
-                typedef int32_t pv4i __attribute__((vector_size(16), aligned(4)));
-                typedef float pv4 __attribute__((vector_size(16), aligned(4)));
-                pv4i a4 = *(const pv4i *)(ar + iw / 2);
-                pv4 d4 = *(const pv4 *)(dr + iw / 2);
+                pv4iu a4 = *(const pv4iu *)(ar + iw / 2);
+                pv4u d4 = *(const pv4u *)(dr + iw / 2);
                 pv8i a = __builtin_shufflevector(a4, a4, 0, 0, 1, 1, 2, 2, 3, 3);
                 pv8 d = __builtin_shufflevector(d4, d4, 0, 0, 1, 1, 2, 2, 3, 3);
                 pv8i hit = a == (base + (int32_t)iw) + lane, db;
