@@ -366,18 +366,20 @@ static void test_batchnorm_threads(void) {
 }
 
 static void test_pool_kernels(void) {
-    const int64_t N = 3, C = 5, H = 13;
-    /* the last four max pools have every window inside: NCHW takes the tap-at-a-time rows
+    const int64_t N = 3, C = 5;
+    /* the last six max pools have every window inside: NCHW takes the tap-at-a-time rows
      * (vectors of 8 outputs at strides 1 and 2), NHWC the window loop; ties and a NaN in them.
-     * The last tiles its 44-wide rows exactly: its NCHW gradient writes each input once (8 a
-     * vector, then a tail of 4), NHWC's zeroes and scatters */
-    brisk_window ws[7] = {{3, 3, 2, 2, 1, 1, 1, 1, 1, 0}, {2, 3, 1, 2, 0, 1, 2, 1, 1, 0}, {3, 3, 2, 2, 1, 1, 1, 1, 1, 0},
+     * The last three tile their rows exactly, so NCHW runs across the planes, writing each
+     * input of the gradient once: [1, 2] over 13 rows of 44 (286 outputs a plane: vectors
+     * cross planes), [1, 2] over one row of 6 (3 outputs a plane: plane by plane, scalar
+     * gradient) and [1, 3] over 13 rows of 39 (scalar); NHWC's zeroes and scatters */
+    brisk_window ws[9] = {{3, 3, 2, 2, 1, 1, 1, 1, 1, 0}, {2, 3, 1, 2, 0, 1, 2, 1, 1, 0}, {3, 3, 2, 2, 1, 1, 1, 1, 1, 0},
                           {1, 2, 1, 2, 0, 0, 1, 1, 1, 0}, {2, 2, 2, 2, 0, 0, 1, 1, 1, 0}, {1, 3, 1, 1, 0, 0, 1, 1, 1, 0},
-                          {1, 2, 1, 2, 0, 0, 1, 1, 1, 0}};
-    int kinds[7] = {BRISK_POOL_MAX, BRISK_POOL_MAX, BRISK_POOL_AVG, BRISK_POOL_MAX, BRISK_POOL_MAX, BRISK_POOL_MAX,
-                    BRISK_POOL_MAX};
-    for (int k = 0; k < 7; k++) {
-        const int64_t W = k == 6 ? 44 : 37;
+                          {1, 2, 1, 2, 0, 0, 1, 1, 1, 0}, {1, 2, 1, 2, 0, 0, 1, 1, 1, 0}, {1, 3, 1, 3, 0, 0, 1, 1, 1, 0}};
+    int kinds[9] = {BRISK_POOL_MAX, BRISK_POOL_MAX, BRISK_POOL_AVG, BRISK_POOL_MAX, BRISK_POOL_MAX, BRISK_POOL_MAX,
+                    BRISK_POOL_MAX, BRISK_POOL_MAX, BRISK_POOL_MAX};
+    for (int k = 0; k < 9; k++) {
+        const int64_t W = k == 6 ? 44 : k == 7 ? 6 : k == 8 ? 39 : 37, H = k == 7 ? 1 : 13;
         brisk_window w = ws[k];
         int64_t Ho = (H + 2 * w.ph - w.dh * (w.kh - 1) - 1) / w.sh + 1, Wo = (W + 2 * w.pw - w.dw * (w.kw - 1) - 1) / w.sw + 1;
         tgraph t[2];

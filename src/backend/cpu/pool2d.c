@@ -113,12 +113,65 @@ static void max_rows_inside(const pool_ctx *p, const float *x, float *y, int32_t
     }
 }
 
+/* Whether the windows tile an NCHW plane's rows exactly (kh 1, stride = kw, no padding or
+ * dilation, W = kw Wo): every input is in one window. */
+static int tiled_rows(const pool_ctx *p) {
+    const brisk_window *w = &p->w;
+    return p->max && p->ps == 1 && w->kh == 1 && w->sh == 1 && w->sw == w->kw && w->ph == 0 && w->pw == 0 &&
+           w->dh == 1 && w->dw == 1 && p->H == p->Ho && p->W == (int64_t)w->kw * p->Wo;
+}
+
+/* Planes [q0, q1) of a [1, 2] max pool that tiles its rows (tiled_rows), as one run of outputs
+ * across the planes: a plane's outputs are consecutive pairs of its inputs, and its argmax is
+ * 2 o + 1 where the second of pair o was taken, o counted from the plane's start (rel, one lane
+ * an output, wrapped at the plane's P outputs: at least 8, so a vector crosses one boundary at
+ * most). Per plane, a row of 30 outputs left a scalar tail of 6 (0.72 ms of the 1-D CNN's
+ * step went to its [1, 2] pool). The same comparisons as the window loop: the first tap, then
+ * the second where larger or NaN. */
+static void max2_run(const pool_ctx *p, int64_t q0, int64_t q1) {
+    const int64_t P = p->Ho * p->Wo, n = (q1 - q0) * P;
+    const float *x = p->x + q0 * 2 * P;
+    float *y = p->out + q0 * P;
+    int32_t *arg = p->arg + q0 * P;
+    pv8i rel = {0, 1, 2, 3, 4, 5, 6, 7};
+    int64_t o = 0;
+    for (; o + 8 <= n; o += 8) {
+        pv8 lo = *(const pv8u *)(x + 2 * o), hi = *(const pv8u *)(x + 2 * o + 8);
+#if defined(__clang__)
+        pv8 a = __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14);
+        pv8 b = __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15);
+#else
+        pv8 a = __builtin_shuffle(lo, hi, (pv8i){0, 2, 4, 6, 8, 10, 12, 14});
+        pv8 b = __builtin_shuffle(lo, hi, (pv8i){1, 3, 5, 7, 9, 11, 13, 15});
+#endif
+        pv8i t = (b > a) | (b != b), ab, bb;
+        memcpy(&ab, &a, sizeof ab), memcpy(&bb, &b, sizeof bb);
+        ab = (bb & t) | (ab & ~t);
+        memcpy(&a, &ab, sizeof a);
+        *(pv8u *)(y + o) = a;
+        *(pv8iu *)(arg + o) = 2 * rel + (t & 1);
+        rel += 8;
+        rel -= (rel >= (int32_t)P) & (int32_t)P;
+    }
+    for (; o < n; o++) {
+        int32_t k = (int32_t)(2 * (o % P));
+        float m = x[2 * o];
+        int32_t best = k;
+        max_take(x[2 * o + 1], k + 1, (x[2 * o + 1] > m) | (x[2 * o + 1] != x[2 * o + 1]), &m, &best);
+        y[o] = m, arg[o] = best;
+    }
+}
+
 static void pool_forward_planes(const void *vctx, int64_t q0, int64_t q1) {
     const pool_ctx *p = vctx;
     const brisk_window w = p->w;
     double inv = 1.0 / ((double)w.kh * w.kw);
     int64_t ps = p->ps;
     int inside = p->max && ps == 1 && w.ph == 0 && w.pw == 0 && w.dh == 1 && w.dw == 1;
+    if (w.kw == 2 && p->Ho * p->Wo >= 8 && tiled_rows(p)) {
+        max2_run(p, q0, q1);
+        return;
+    }
     for (int64_t q = q0; q < q1; q++) {
         if (inside) {
             int64_t yb = plane_base(p, q, p->Ho * p->Wo);
@@ -157,36 +210,37 @@ static void pool_forward_planes(const void *vctx, int64_t q0, int64_t q1) {
     }
 }
 
-/* The max gradient of an NCHW plane whose rows the windows tile exactly (kh 1, stride = kw, no
- * padding or dilation, W = kw Wo): every input is in one window, so each is written once,
- * 0 + dy where it was its window's maximum and 0 elsewhere (what zeroing and scattering leave),
- * 8 inputs a vector at kw 2 (the 1-D CNN's [1, 2] pool: no zeroing pass before the scatter). */
-static void max_grad_tiled(const pool_ctx *p, const int32_t *arg, const float *dy, float *dx) {
+/* The max gradient of planes [q0, q1) whose rows the windows tile (tiled_rows): every input is
+ * in one window, so each is written once, 0 + dy where it was its window's maximum and 0
+ * elsewhere (what zeroing and scattering leave). One run across the planes, as max2_run: 8
+ * inputs a vector at kw 2, each lane's index from its plane's start wrapped at the plane's
+ * kw P inputs (no zeroing pass before the scatter, no tail a row). */
+static void max_grad_run(const pool_ctx *p, int64_t q0, int64_t q1) {
     const int kw = p->w.kw;
-    const pv8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
-    for (int64_t oh = 0; oh < p->Ho; oh++) {
-        const int32_t *ar = arg + oh * p->Wo;
-        const float *dr = dy + oh * p->Wo;
-        float *xr = dx + oh * p->W;
-        const int32_t base = (int32_t)(oh * p->W);
-        int64_t iw = 0;
-        if (kw == 2)
-            for (; iw + 8 <= p->W; iw += 8) {
-                pv4iu a4 = *(const pv4iu *)(ar + iw / 2);
-                pv4u d4 = *(const pv4u *)(dr + iw / 2);
-                pv8i a = __builtin_shufflevector(a4, a4, 0, 0, 1, 1, 2, 2, 3, 3);
-                pv8 d = __builtin_shufflevector(d4, d4, 0, 0, 1, 1, 2, 2, 3, 3);
-                pv8i hit = a == (base + (int32_t)iw) + lane, db;
-                d += 0.0f;
-                memcpy(&db, &d, sizeof db);
-                db &= hit;
-                memcpy(&d, &db, sizeof d);
-                *(pv8u *)(xr + iw) = d;
-            }
-        for (; iw < p->W; iw++) {
-            int64_t o = iw / kw;
-            xr[iw] = ar[o] == base + (int32_t)iw ? 0.0f + dr[o] : 0.0f;
+    const int64_t P = p->Ho * p->Wo, PI = kw * P, n = (q1 - q0) * PI;
+    const int32_t *arg = p->argr + q0 * P;
+    const float *dy = p->dy + q0 * P;
+    float *dx = p->out + q0 * PI;
+    pv8i rin = {0, 1, 2, 3, 4, 5, 6, 7};
+    int64_t i = 0;
+    if (kw == 2 && PI >= 8)
+        for (; i + 8 <= n; i += 8) {
+            pv4iu a4 = *(const pv4iu *)(arg + i / 2);
+            pv4u d4 = *(const pv4u *)(dy + i / 2);
+            pv8i a = __builtin_shufflevector(a4, a4, 0, 0, 1, 1, 2, 2, 3, 3);
+            pv8 d = __builtin_shufflevector(d4, d4, 0, 0, 1, 1, 2, 2, 3, 3);
+            pv8i hit = a == rin, db;
+            d += 0.0f;
+            memcpy(&db, &d, sizeof db);
+            db &= hit;
+            memcpy(&d, &db, sizeof d);
+            *(pv8u *)(dx + i) = d;
+            rin += 8;
+            rin -= (rin >= (int32_t)PI) & (int32_t)PI;
         }
+    for (; i < n; i++) {
+        int64_t o = i / kw;
+        dx[i] = arg[o] == (int32_t)(i % PI) ? 0.0f + dy[o] : 0.0f;
     }
 }
 
@@ -194,17 +248,14 @@ static void pool_grad_planes(const void *vctx, int64_t q0, int64_t q1) {
     const pool_ctx *p = vctx;
     float inv = (float)(1.0 / ((double)p->w.kh * p->w.kw));
     int64_t hw = p->H * p->W, ps = p->ps;
-    const brisk_window *w = &p->w;
-    int tiled = p->max && ps == 1 && w->kh == 1 && w->sh == 1 && w->sw == w->kw && w->ph == 0 && w->pw == 0 &&
-                w->dh == 1 && w->dw == 1 && p->H == p->Ho && p->W == (int64_t)w->kw * p->Wo;
+    if (tiled_rows(p)) {
+        max_grad_run(p, q0, q1);
+        return;
+    }
     for (int64_t q = q0; q < q1; q++) {
         float *dx = p->out + plane_base(p, q, hw);
         int64_t yb = plane_base(p, q, p->Ho * p->Wo);
         const float *dy = p->dy + yb;
-        if (tiled) {
-            max_grad_tiled(p, p->argr + yb, dy, dx);
-            continue;
-        }
         if (ps == 1) memset(dx, 0, (size_t)hw * sizeof(float));
         else
             for (int64_t k = 0; k < hw; k++) dx[k * ps] = 0.0f;
