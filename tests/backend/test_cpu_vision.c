@@ -238,6 +238,37 @@ static void test_conv_winograd(void) {
     }
 }
 
+/* The tiles at a row's ends read no inputs of the rows beside it (another channel's, in
+ * memory): a NaN at the start of one channel's row and at the end of another's reaches only
+ * the outputs of their own row's tiles (Winograd mixes a tile's 8 inputs: all 4 of its
+ * outputs), never the edge tiles of the rows beside them. */
+static void test_conv_winograd_row_edges(void) {
+    conv_case k = {2, 4, 1, 60, 3, 1, 5, wnd1(2)};
+    vref_conv r;
+    vref_conv_init(&r, k.N, k.C, k.H, k.W, k.Co, k.kh, k.kw, k.w);
+    tgraph t;
+    tg_rng_state = 0xED6Eull;
+    tg_init(&t);
+    int ids[3];
+    conv_run(be2, &t, &k, &r, ids);
+    float *x = tg_f(&t, 0);
+    x[(1 * 4 + 2) * 60 + 0] = NAN;  /* image 1, channel 2, the first input: its tile 0 */
+    x[(0 * 4 + 1) * 60 + 59] = NAN; /* image 0, channel 1, the last: its tile 14 */
+    brisk_error err = {0};
+    REQUIRE_OK(tg_run(be2, &t, ids[0], &err), &err);
+    const float *y = tg_f(&t, ids[0]);
+    int wrong = 0;
+    for (int64_t n = 0; n < 2; n++)
+        for (int64_t co = 0; co < 3; co++)
+            for (int64_t wo = 0; wo < 60; wo++) {
+                int own = (n == 1 && wo < 4) || (n == 0 && wo >= 56), nan = isnan(y[(n * 3 + co) * 60 + wo]);
+                int needed = (n == 1 && wo < 3) || (n == 0 && wo >= 57); /* windows that hold the NaN */
+                wrong += needed ? !nan : !own && nan;
+            }
+    CHECKF(wrong == 0, "%d outputs NaN where no window or tile holds the NaN, or finite where one does", wrong);
+    tg_free(&t);
+}
+
 /* The column scratch is bounded by the block limit, not by the batch: a fresh backend with
  * a 4096-float limit runs a layer whose whole-batch column matrix is 100x that. */
 static void test_conv_scratch_bound(void) {
@@ -449,7 +480,7 @@ static void test_pool_kernels(void) {
 int main(void) {
     be1 = brisk_backend_cpu_new(1);
     be2 = brisk_backend_cpu_new(2);
-    t_case c[] = {T(test_conv), T(test_conv_nhwc), T(test_conv_winograd), T(test_conv_scratch_bound), T(test_conv_bad), T(test_conv_bad_layout),
+    t_case c[] = {T(test_conv), T(test_conv_nhwc), T(test_conv_winograd), T(test_conv_winograd_row_edges), T(test_conv_scratch_bound), T(test_conv_bad), T(test_conv_bad_layout),
                   T(test_batchnorm_threads), T(test_pool_kernels)};
     int r = t_run(c, (int)(sizeof c / sizeof c[0]));
     be1->destroy(be1);
