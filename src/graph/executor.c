@@ -238,12 +238,44 @@ brisk_status brisk_exec_shard_moments(brisk_exec *ex, int64_t off, int64_t n, br
     return BRISK_OK;
 }
 
-brisk_status brisk_exec_set_input(brisk_exec *ex, int input, const void *host, brisk_error *err) {
+/* Input node `node` at p, and the views of it (and of views of it: alias_of < i) with it. */
+static void point_input(brisk_exec *ex, int node, void *p) {
+    ex->ptr[node] = p;
+    for (int i = node + 1; i < ex->g->n_nodes; i++)
+        if (ex->g->nodes[i].storage == BRISK_STORE_ALIAS) ex->ptr[i] = ex->ptr[ex->g->nodes[i].alias_of];
+}
+
+void brisk_exec_release_inputs(brisk_exec *ex) {
+    if (!ex || !ex->inputs_bound) return;
+    for (int k = 0; k < ex->g->n_inputs; k++) {
+        const brisk_input_info *in = &ex->g->inputs[k];
+        point_input(ex, in->node, (char *)ex->inputs + in->offset);
+    }
+    ex->inputs_bound = 0;
+}
+
+static brisk_status check_input(const brisk_exec *ex, int input, const void *host, brisk_error *err) {
     if (!ex || !host) return brisk_errorf(err, BRISK_ERR_INVALID, "set input: NULL executor or data");
     if (input < 0 || input >= ex->g->n_inputs)
         return brisk_errorf(err, BRISK_ERR_INVALID, "set input: %d is not an input (the graph has %d)", input,
                             ex->g->n_inputs);
+    return BRISK_OK;
+}
+
+brisk_status brisk_exec_use_input(brisk_exec *ex, int input, const void *host, brisk_error *err) {
+    brisk_status st = check_input(ex, input, host, err);
+    if (st) return st;
+    if (!ex->be->host_memory || (uintptr_t)host % 64 != 0) return brisk_exec_set_input(ex, input, host, err);
+    point_input(ex, ex->g->inputs[input].node, (void *)host); /* read only: no node writes an input */
+    ex->inputs_bound = 1;
+    return BRISK_OK;
+}
+
+brisk_status brisk_exec_set_input(brisk_exec *ex, int input, const void *host, brisk_error *err) {
+    brisk_status cs = check_input(ex, input, host, err);
+    if (cs) return cs;
     const brisk_input_info *in = &ex->g->inputs[input];
+    if (ex->inputs_bound) point_input(ex, in->node, (char *)ex->inputs + in->offset);
     brisk_status st = ex->be->upload(ex->be, (char *)ex->inputs + in->offset, host, in->bytes, err);
     if (st != BRISK_OK) brisk_error_prefix(err, "set input \"%s\"", in->name);
     return st;

@@ -123,15 +123,16 @@ static brisk_status eval_batch(brisk_trainer *t, brisk_exec *ex, const brisk_mod
     for (int i = 0; i < io->n_fields && !st; i++) {
         int k = field_index(ds, io->fields[i].name);
         if (k < 0) return brisk_errorf(err, BRISK_ERR_INTERNAL, "validation: no field '%s'", io->fields[i].name);
-        st = brisk_exec_set_input(ex, io->input_node[i], b->fields[k].data, err);
+        st = brisk_exec_use_input(ex, io->input_node[i], b->fields[k].data, err);
     }
     brisk_step_state saved = ex->step;
     ex->step = t->ex->step; /* the seed; the counter is validation's own */
     ex->step.rng_step = rng;
     float v[BRISK_LOSS_LOG_WIDTH] = {0};
     const int nt = io->n_loss_terms < m->n_loss_terms ? io->n_loss_terms : m->n_loss_terms;
-    if (!st && !(st = brisk_exec_run(ex, BRISK_RUN_EVAL, err)) &&
-        !(st = brisk_exec_read(ex, nt ? io->loss_terms : io->loss, v, err))) {
+    if (!st) st = brisk_exec_run(ex, BRISK_RUN_EVAL, err);
+    brisk_exec_release_inputs(ex); /* b is the loader's again after this */
+    if (!st && !(st = brisk_exec_read(ex, nt ? io->loss_terms : io->loss, v, err))) {
         *sum += (double)v[0] * (double)rows;
         for (int k = 0; k < nt; k++) m->loss_terms[k] += (double)v[k + 1] * (double)rows;
         int yf = io->target >= 0 ? field_index(ds, io->fields[io->target].name) : -1;

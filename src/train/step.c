@@ -84,8 +84,9 @@ static brisk_status feed(brisk_trainer *t, const brisk_batch *b, brisk_error *er
     for (int i = 0; i < t->io.n_fields; i++) {
         const brisk_input_info *in = &t->g->inputs[t->io.input_node[i]];
         const void *src = b->fields[t->field_of_input[i]].data;
+        /* on the CPU the nodes read the batch where the loader put it (it is released after the run) */
         brisk_status st = staged ? be->upload_input(be, (char *)t->ex->inputs + in->offset, src, in->bytes, err)
-                                 : brisk_exec_set_input(t->ex, t->io.input_node[i], src, err);
+                                 : brisk_exec_use_input(t->ex, t->io.input_node[i], src, err);
         if (st) return st;
     }
     t->copy_s += brisk_now() - t0;
@@ -180,7 +181,9 @@ brisk_status brisk_step_micro(brisk_trainer *t, const brisk_batch *b, int micro,
     if (!on_device(t)) {
         float v[BRISK_LOSS_LOG_WIDTH] = {0};
         brisk_dist_overlap_begin_step(t, micro);
-        if ((st = brisk_exec_run(t->ex, BRISK_RUN_TRAIN, err)) || (st = brisk_exec_read(t->ex, loss_node(t), v, err))) {
+        st = brisk_exec_run(t->ex, BRISK_RUN_TRAIN, err);
+        brisk_exec_release_inputs(t->ex); /* the batch goes back to the loader after this */
+        if (st || (st = brisk_exec_read(t->ex, loss_node(t), v, err))) {
             brisk_dist_overlap_finish(t, 1, err);
             return st;
         }

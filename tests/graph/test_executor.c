@@ -151,6 +151,50 @@ static void test_buffers_and_runs(void) {
     brisk_graph_free(g);
 }
 
+/* brisk_exec_use_input: on a host-memory backend an aligned batch is read in place, by the input
+ * node and by a view of it, until released; elsewhere (or misaligned) it is copied. */
+static void test_use_input(void) {
+    brisk_graph *g = brisk_graph_new();
+    int x = brisk_input(g, "x", BRISK_F32, brisk_shape2(4, 6));
+    int v = brisk_reshape(g, x, brisk_shape1(24));
+    int r = brisk_relu(g, v);
+    g->output = r;
+    brisk_plan p;
+    brisk_error e, *ep = &e;
+    fake f;
+    brisk_backend be;
+    brisk_exec *ex;
+    REQUIRE_OK(on_fake(g, &p, &f, &be, &ex, &e), ep);
+    REQUIRE(g->nodes[v].storage == BRISK_STORE_ALIAS && ex->ptr[v] == ex->inputs);
+    float *buf = NULL;
+    REQUIRE(posix_memalign((void **)&buf, 64, 32 * sizeof(float)) == 0);
+    for (int i = 0; i < 32; i++) buf[i] = (float)i;
+    /* a device backend (host_memory 0): copied */
+    REQUIRE_OK(brisk_exec_use_input(ex, 0, buf, &e), ep);
+    CHECK(ex->ptr[x] == ex->inputs && memcmp(ex->inputs, buf, 24 * sizeof(float)) == 0);
+    be.host_memory = 1;
+    REQUIRE_OK(brisk_exec_use_input(ex, 0, buf, &e), ep);
+    CHECK(ex->ptr[x] == buf && ex->ptr[v] == buf);
+    f.n_calls = 0;
+    REQUIRE_OK(brisk_exec_run(ex, BRISK_RUN_PREDICT, &e), ep);
+    CHECK(f.n_calls == 1 && f.calls[0] == r && f.in0[0] == buf);
+    brisk_exec_release_inputs(ex);
+    CHECK(ex->ptr[x] == ex->inputs && ex->ptr[v] == ex->inputs);
+    /* misaligned: copied; a copy after a binding puts the node back on the input area */
+    REQUIRE_OK(brisk_exec_use_input(ex, 0, buf + 1, &e), ep);
+    CHECK(ex->ptr[x] == ex->inputs && memcmp(ex->inputs, buf + 1, 24 * sizeof(float)) == 0);
+    REQUIRE_OK(brisk_exec_use_input(ex, 0, buf, &e), ep);
+    REQUIRE_OK(brisk_exec_set_input(ex, 0, buf + 8, &e), ep);
+    CHECK(ex->ptr[x] == ex->inputs && ex->ptr[v] == ex->inputs && memcmp(ex->inputs, buf + 8, 24 * sizeof(float)) == 0);
+    CHECK(brisk_exec_use_input(ex, 1, buf, &e) == BRISK_ERR_INVALID);
+    CHECK(brisk_exec_use_input(ex, 0, NULL, &e) == BRISK_ERR_INVALID);
+    free(buf);
+    brisk_exec_free(ex);
+    CHECK(f.allocs == 0);
+    brisk_plan_free(&p);
+    brisk_graph_free(g);
+}
+
 static void test_init_params(void) {
     model m = build();
     brisk_graph *g = m.g;
@@ -321,4 +365,4 @@ static void test_node_hook(void) {
     brisk_graph_free(g);
 }
 
-TEST_MAIN(T(test_buffers_and_runs), T(test_init_params), T(test_create_errors), T(test_grad_hook), T(test_node_hook))
+TEST_MAIN(T(test_buffers_and_runs), T(test_use_input), T(test_init_params), T(test_create_errors), T(test_grad_hook), T(test_node_hook))

@@ -306,6 +306,7 @@ brisk_backend *brisk_backend_cpu_new(int threads) {
     openblas_set_num_threads(1);
 #endif
     be->name = "cpu";
+    be->host_memory = 1;
     be->impl = cb;
     be->alloc = cpu_alloc;
     be->free = cpu_free;
