@@ -45,11 +45,10 @@ static void red_plan_build(red_plan *p, const brisk_shape *xs, uint32_t mask) {
 }
 
 /* s + the sum of x[0, n) in double: 8 floats a step into two 4-double accumulators, one
- * horizontal sum at the end (the compiler's reduction of the same loop peeled, and summed
- * across lanes, per call: the rows it gets are short, a 1-D CNN's 30 or 60 pixels, and its
- * global-average pool and bias gradients went at 0.9 ns a float; this way 0.4). */
+ * horizontal sum at the end. The compiler's reduction of the same loop peeled, and summed
+ * across lanes, per call, and the rows it gets are short (a 1-D CNN's 30 or 60 pixels): its
+ * global-average pool took 0.22 ms that way, 0.115 this way. */
 typedef float rv8 __attribute__((vector_size(32), aligned(4)));
-typedef float rv4 __attribute__((vector_size(16)));
 typedef double rv4d __attribute__((vector_size(32)));
 static inline double row_sum_d(const float *x, int64_t n, double s) {
     rv4d a = {0, 0, 0, 0}, b = {0, 0, 0, 0};
