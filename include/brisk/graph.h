@@ -314,6 +314,10 @@ typedef struct brisk_param_info {
     size_t given;               /* GIVEN: floats into the graph's given_data */
 } brisk_param_info;
 
+/* Bytes every buffer in an executor's areas starts at a multiple of: the arena's (the planner),
+ * the inputs' and the constants' (the builder); a caller's batch read in place must be too. */
+#define BRISK_AREA_ALIGN 64
+
 typedef struct brisk_input_info {
     char name[BRISK_NAME_MAX];
     int node;
@@ -877,7 +881,7 @@ brisk_status brisk_exec_shard_moments(brisk_exec *ex, int64_t off, int64_t n, br
 /* Copies a whole batch into input i (host pointer, g->inputs[i].bytes bytes). */
 brisk_status brisk_exec_set_input(brisk_exec *ex, int input, const void *host, brisk_error *err);
 /* brisk_exec_set_input without the copy where the backend's buffers are host memory and host
- * is 64-byte aligned (as the input area is): input i's node, and its views, read host in place
+ * is BRISK_AREA_ALIGN-aligned (as the input area is): input i's node, and its views, read host in place
  * until brisk_exec_release_inputs, which the caller calls before host is freed or reused. A
  * batch the CPU copied only to read it once was 2.5 % of a 1-D CNN's step. */
 brisk_status brisk_exec_use_input(brisk_exec *ex, int input, const void *host, brisk_error *err);

@@ -265,7 +265,8 @@ static brisk_status check_input(const brisk_exec *ex, int input, const void *hos
 brisk_status brisk_exec_use_input(brisk_exec *ex, int input, const void *host, brisk_error *err) {
     brisk_status st = check_input(ex, input, host, err);
     if (st) return st;
-    if (!ex->be->host_memory || (uintptr_t)host % 64 != 0) return brisk_exec_set_input(ex, input, host, err);
+    if (!ex->be->host_memory || (uintptr_t)host % BRISK_AREA_ALIGN != 0)
+        return brisk_exec_set_input(ex, input, host, err);
     point_input(ex, ex->g->inputs[input].node, (void *)host); /* read only: no node writes an input */
     ex->inputs_bound = 1;
     return BRISK_OK;

@@ -10,7 +10,6 @@
 /* Params start on 16-float boundaries so vector kernels (and the optimizer) see
  * aligned slices; inputs and consts on 64 bytes, a cache line. */
 #define PARAM_ALIGN_FLOATS 16
-#define AREA_ALIGN_BYTES 64
 
 static size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
@@ -153,7 +152,7 @@ int brisk_input(brisk_graph *g, const char *name, brisk_dtype dt, brisk_shape s)
     if (id < 0) return brisk_error_prefix(&g->err, "input \"%s\"", name), -1;
     brisk_node *n = &g->nodes[id];
     n->storage = BRISK_STORE_INPUT;
-    n->offset = align_up(g->input_bytes, AREA_ALIGN_BYTES);
+    n->offset = align_up(g->input_bytes, BRISK_AREA_ALIGN);
     snprintf(n->name, sizeof n->name, "%s", name);
     g->input_bytes = n->offset + n->bytes;
 
@@ -251,7 +250,7 @@ int brisk_const(brisk_graph *g, const char *name, brisk_dtype dt, brisk_shape s,
     int id = brisk_graph_append(g, BRISK_OP_CONST, NULL, 0, dt, s, NULL);
     if (id < 0) return brisk_error_prefix(&g->err, "const \"%s\"", shown), -1;
     brisk_node *n = &g->nodes[id];
-    size_t off = align_up(g->const_bytes, AREA_ALIGN_BYTES), end = off + n->bytes;
+    size_t off = align_up(g->const_bytes, BRISK_AREA_ALIGN), end = off + n->bytes;
     if (end > g->const_cap) {
         size_t cap = g->const_cap ? g->const_cap : 4096;
         while (cap < end) cap *= 2;

@@ -14,11 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ARENA_ALIGN 64
-
 typedef struct buf {
     int node;
-    size_t size;      /* bytes, rounded up to ARENA_ALIGN */
+    size_t size;      /* bytes, rounded up to BRISK_AREA_ALIGN */
     int def, last;    /* first and last step (inclusive) it must hold its value */
     size_t offset;
 } buf;
@@ -127,7 +125,8 @@ static brisk_status plan_arena(brisk_graph *g, brisk_plan *plan, brisk_error *er
         int id = plan->train_order[s];
         if (g->nodes[id].storage != BRISK_STORE_ARENA) continue;
         pos[id] = nb;
-        bufs[nb++] = (buf){id, (g->nodes[id].bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN, s, s, 0};
+        size_t size = (g->nodes[id].bytes + BRISK_AREA_ALIGN - 1) / BRISK_AREA_ALIGN * BRISK_AREA_ALIGN;
+        bufs[nb++] = (buf){id, size, s, s, 0};
     }
     for (int s = 0; s < T; s++) {
         const brisk_node *nd = &g->nodes[plan->train_order[s]];

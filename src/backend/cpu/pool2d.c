@@ -63,6 +63,32 @@ typedef int32_t pv8iu __attribute__((vector_size(32), aligned(4)));
 typedef float pv4u __attribute__((vector_size(16), aligned(4)));
 typedef int32_t pv4iu __attribute__((vector_size(16), aligned(4)));
 
+/* The even (0, 2, .., 14) or odd floats of the 16 at p: a stride-2 load of 8 */
+static inline pv8 even8(const float *p) {
+    pv8 lo = *(const pv8u *)p, hi = *(const pv8u *)(p + 8);
+    return __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14);
+}
+static inline pv8 odd8(const float *p) {
+    pv8 lo = *(const pv8u *)p, hi = *(const pv8u *)(p + 8);
+    return __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15);
+}
+
+/* b where t is set, else a, on the bits (max_take's select, 8 lanes) */
+static inline pv8 select8(pv8i t, pv8 b, pv8 a) {
+    pv8i ab, bb;
+    memcpy(&ab, &a, sizeof ab), memcpy(&bb, &b, sizeof bb);
+    ab = (bb & t) | (ab & ~t);
+    memcpy(&a, &ab, sizeof a);
+    return a;
+}
+
+/* each lane's index from its plane's start, 8 further on, wrapped at the plane's n (n >= 8: a
+ * lane passes one plane's end at most) */
+static inline pv8i wrap_next8(pv8i rel, int32_t n) {
+    rel += 8;
+    return rel - ((rel >= n) & n);
+}
+
 static void max_rows_inside(const pool_ctx *p, const float *x, float *y, int32_t *arg) {
     const brisk_window w = p->w;
     const int sw = w.sw;
@@ -78,17 +104,7 @@ static void max_rows_inside(const pool_ctx *p, const float *x, float *y, int32_t
                 int64_t ow = 0;
                 if (sw <= 2) /* whole vectors read inside the row: stride 2 loads 16 from column j + 2 ow */
                     for (; ow + 8 <= p->Wo && (sw == 1 || j + 2 * ow + 16 <= p->W); ow += 8) {
-                        pv8 v;
-                        if (sw == 1) v = *(const pv8u *)(xr + ow);
-                        else {
-#if defined(__clang__)
-                            v = __builtin_shufflevector(*(const pv8u *)(xr + 2 * ow), *(const pv8u *)(xr + 2 * ow + 8), 0, 2, 4,
-                                                        6, 8, 10, 12, 14);
-#else
-                            v = __builtin_shuffle(*(const pv8u *)(xr + 2 * ow), *(const pv8u *)(xr + 2 * ow + 8),
-                                                  (pv8i){0, 2, 4, 6, 8, 10, 12, 14});
-#endif
-                        }
+                        pv8 v = sw == 1 ? *(const pv8u *)(xr + ow) : even8(xr + 2 * ow);
                         pv8i k = (k0 + (int32_t)ow * sw) + lane * sw;
                         if (first) {
                             *(pv8u *)(yr + ow) = v;
@@ -96,11 +112,8 @@ static void max_rows_inside(const pool_ctx *p, const float *x, float *y, int32_t
                             continue;
                         }
                         pv8 m = *(const pv8u *)(yr + ow);
-                        pv8i t = (v > m) | (v != v), vb, mb;
-                        memcpy(&vb, &v, sizeof vb), memcpy(&mb, &m, sizeof mb);
-                        mb = (vb & t) | (mb & ~t);
-                        memcpy(&m, &mb, sizeof m);
-                        *(pv8u *)(yr + ow) = m;
+                        pv8i t = (v > m) | (v != v);
+                        *(pv8u *)(yr + ow) = select8(t, v, m);
                         *(pv8iu *)(ar + ow) = (k & t) | (*(const pv8iu *)(ar + ow) & ~t);
                     }
                 for (; ow < p->Wo; ow++) {
@@ -124,8 +137,7 @@ static int tiled_rows(const pool_ctx *p) {
 /* Planes [q0, q1) of a [1, 2] max pool that tiles its rows (tiled_rows), as one run of outputs
  * across the planes: a plane's outputs are consecutive pairs of its inputs, and its argmax is
  * 2 o + 1 where the second of pair o was taken, o counted from the plane's start (rel, one lane
- * an output, wrapped at the plane's P outputs: at least 8, so a vector crosses one boundary at
- * most). Per plane, a row of 30 outputs left a scalar tail of 6 (0.72 ms of the 1-D CNN's
+ * an output, wrap_next8 at the plane's P outputs, at least 8). Per plane, a row of 30 outputs left a scalar tail of 6 (0.72 ms of the 1-D CNN's
  * step went to its [1, 2] pool). The same comparisons as the window loop: the first tap, then
  * the second where larger or NaN. */
 static void max2_run(const pool_ctx *p, int64_t q0, int64_t q1) {
@@ -136,22 +148,11 @@ static void max2_run(const pool_ctx *p, int64_t q0, int64_t q1) {
     pv8i rel = {0, 1, 2, 3, 4, 5, 6, 7};
     int64_t o = 0;
     for (; o + 8 <= n; o += 8) {
-        pv8 lo = *(const pv8u *)(x + 2 * o), hi = *(const pv8u *)(x + 2 * o + 8);
-#if defined(__clang__)
-        pv8 a = __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14);
-        pv8 b = __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15);
-#else
-        pv8 a = __builtin_shuffle(lo, hi, (pv8i){0, 2, 4, 6, 8, 10, 12, 14});
-        pv8 b = __builtin_shuffle(lo, hi, (pv8i){1, 3, 5, 7, 9, 11, 13, 15});
-#endif
-        pv8i t = (b > a) | (b != b), ab, bb;
-        memcpy(&ab, &a, sizeof ab), memcpy(&bb, &b, sizeof bb);
-        ab = (bb & t) | (ab & ~t);
-        memcpy(&a, &ab, sizeof a);
-        *(pv8u *)(y + o) = a;
+        pv8 a = even8(x + 2 * o), b = odd8(x + 2 * o);
+        pv8i t = (b > a) | (b != b);
+        *(pv8u *)(y + o) = select8(t, b, a);
         *(pv8iu *)(arg + o) = 2 * rel + (t & 1);
-        rel += 8;
-        rel -= (rel >= (int32_t)P) & (int32_t)P;
+        rel = wrap_next8(rel, (int32_t)P);
     }
     for (; o < n; o++) {
         int32_t k = (int32_t)(2 * (o % P));
@@ -229,14 +230,8 @@ static void max_grad_run(const pool_ctx *p, int64_t q0, int64_t q1) {
             pv4u d4 = *(const pv4u *)(dy + i / 2);
             pv8i a = __builtin_shufflevector(a4, a4, 0, 0, 1, 1, 2, 2, 3, 3);
             pv8 d = __builtin_shufflevector(d4, d4, 0, 0, 1, 1, 2, 2, 3, 3);
-            pv8i hit = a == rin, db;
-            d += 0.0f;
-            memcpy(&db, &d, sizeof db);
-            db &= hit;
-            memcpy(&d, &db, sizeof d);
-            *(pv8u *)(dx + i) = d;
-            rin += 8;
-            rin -= (rin >= (int32_t)PI) & (int32_t)PI;
+            *(pv8u *)(dx + i) = select8(a == rin, d + 0.0f, (pv8){0});
+            rin = wrap_next8(rin, (int32_t)PI);
         }
     for (; i < n; i++) {
         int64_t o = i / kw;
