@@ -227,6 +227,7 @@ static void test_conv_winograd(void) {
         {3, 16, 1, 11, 20, 1, 4, wnd1(3)},  /* padding r - 1 */
         {5, 16, 1, 23, 16, 1, 5, wnd1(4)},  /* padding 4: three tiles of a row past its end */
         {9, 16, 1, 7, 16, 1, 3, wnd1(1)},   /* rows shorter than a vector: every tile gathered */
+        {3, 20, 1, 17, 28, 1, 3, wnd1(1)},  /* channels not a multiple of 8: dw's last groups partial */
         {2, 20, 1, 6, 16, 1, 5, wnd1(0)},   /* Wo 2 < 4: im2col */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -10,7 +10,12 @@
  *
  * The gradients are the same computation's: dx is a convolution of dy with the kernel
  * flipped and its channels swapped (padding r - 1 - p), run by the same code; dw sums, over
- * all tiles, dU[xi] [Co, C] = dM[xi] [Co, tiles] V[xi]^T with dM = A dy, then dw = G^T dU.
+ * all tiles, dU[xi] [Co, C] = dM[xi]^T V[xi] with dM = A dy, then dw = G^T dU. For dw the
+ * transforms write tile-major ([xi][tile][channel]), so that this sum along the tiles is an
+ * outer-product GEMM, the register tile of every other product here (channel-major, it was
+ * a dot product per (co, c) pair, each finished by a sum across a vector's lanes: the 1-D
+ * CNN's two dw 2.5 and 2.9 ms, now 1.4 and 1.4, bench_conv_layers 2 1d on a 2-core AVX-512
+ * Xeon, 8 interleaved runs each).
  *
  * Points 0, 1, -1, 2, -2, 1/2, -1/2 and infinity (the first r + 2 finite ones): BT's rows are
  * the coefficients of the products of (x - p) over the other points, exact in float, and G
@@ -197,6 +202,8 @@ typedef struct wino_run {
     int64_t N, H, Cs, Ws, Cd, Wd, pad; /* dw: Cs C (x), Cd Co (dy), Wd Wo */
     int64_t nt, T, tb, nblocks;        /* tiles a row, tiles in all, tiles a block, blocks */
     int64_t edge_floats;               /* a block's gathered edges (edge_floats()) */
+    int64_t ldv, ldm;                  /* dw: the rows of its tile-major V [n][tb][ldv], dM [n][tb][ldm] */
+    int64_t v_floats, m_floats;        /* a block's V and M (or dM) */
     float *U;                          /* [n][Cd][Cs], made by weights_rows */
     float *work, *parts;               /* per thread: work_per floats; dw: per chunk [n][Cd][Cs] */
     size_t work_per;
@@ -266,12 +273,35 @@ static inline __attribute__((always_inline)) void in_channels(const wino_run *r,
         for (int64_t t0 = 0; t0 < round16(nb); t0 += 8) in_group(r, tp, c, t0, m, n, V);
 }
 
+/* dw's V, tile-major: tile t's 8 inputs of 8 channels turned to one vector per position
+ * across the channels, so each point's row of V[xi][t] is written whole (channels past Cs:
+ * zeros) */
+static inline __attribute__((always_inline)) void in_tile_group(const wino_run *r, const tile_pos *tp, int64_t t,
+                                                                int64_t c0, int nc, const wino_mats *m, int n,
+                                                                float *V) {
+    v8 d[8], v[WN_MAX];
+    for (int l = 0; l < 8; l++) d[l] = l < nc ? *(const v8u *)(tp[t].p + (c0 + l) * tp[t].step) : (v8){0};
+    transpose8(d);
+    bt_apply(m, n, d, v);
+    for (int xi = 0; xi < n; xi++) *(v8 *)(V + (xi * r->tb + t) * r->ldv + c0) = v[xi];
+}
+
+static inline __attribute__((always_inline)) void in_tiles(const wino_run *r, const tile_pos *tp, int64_t nb,
+                                                           const wino_mats *m, int n, float *V) {
+    const int64_t full = r->Cs / 8 * 8;
+    for (int64_t t = 0; t < nb; t++) {
+        for (int64_t c0 = 0; c0 < full; c0 += 8) in_tile_group(r, tp, t, c0, 8, m, n, V);
+        if (full < r->Cs) in_tile_group(r, tp, t, full, (int)(r->Cs - full), m, n, V);
+    }
+}
+
 /* V[xi][c][t] = sum_j BT[xi][j] d_t[j] for every channel c of src and the block's nb tiles
- * (row stride tb; written to nb rounded up to 16, zeros past nb). A tile whose 8 inputs are
+ * (row stride tb; written to nb rounded up to 16, zeros past nb), or tile-major V[xi][t][c]
+ * (dw's: row stride ldv, nb rows). A tile whose 8 inputs are
  * not all inside its row (the first and last of a row) has them gathered first, every
  * channel's, into E (8 zeros, then Cs x 8 floats a tile): gathered in the group's loop,
  * the vector load right after the scalar stores stalls. */
-static void transform_in(const wino_run *r, tile_pos *tp, int64_t nb, float *V, float *E) {
+static void transform_in(const wino_run *r, tile_pos *tp, int64_t nb, float *V, float *E, int tile_major) {
     const wino_mats *m = r->m;
     const int n = m->n;
     const int64_t Ws = r->Ws, cs = r->H * Ws;
@@ -295,7 +325,11 @@ static void transform_in(const wino_run *r, tile_pos *tp, int64_t nb, float *V, 
             for (int j = 0; j < 8; j++) e[c * 8 + j] = j >= j0 && j < j1 ? src[j] : 0.0f;
         }
     }
-    if (n == 8) in_channels(r, tp, nb, m, 8, V); /* a constant n: the pairs' code, in registers */
+    if (tile_major) { /* a constant n: the pairs' code, in registers */
+        if (n == 8) in_tiles(r, tp, nb, m, 8, V);
+        else if (n == 6) in_tiles(r, tp, nb, m, 6, V);
+        else in_tiles(r, tp, nb, m, n, V);
+    } else if (n == 8) in_channels(r, tp, nb, m, 8, V);
     else if (n == 6) in_channels(r, tp, nb, m, 6, V);
     else in_channels(r, tp, nb, m, n, V);
 }
@@ -377,13 +411,13 @@ static void apply_blocks(const void *vctx, int64_t b0, int64_t b1) {
     const int n = r->m->n;
     const int64_t tb = r->tb;
     int tid = cpu_worker_id();
-    float *V = r->work + r->work_per * (size_t)tid, *M = V + n * r->Cs * tb, *E = M + n * r->Cd * tb;
+    float *V = r->work + r->work_per * (size_t)tid, *M = V + r->v_floats, *E = M + r->m_floats;
     tile_pos *tp = (tile_pos *)(E + r->edge_floats);
     float *scratch = r->gemm_scratch + r->gemm_per * (size_t)tid;
     for (int64_t blk = b0; blk < b1; blk++) {
         int64_t g0 = blk * tb, nb = r->T - g0 < tb ? r->T - g0 : tb;
         tile_positions(r, g0, nb, r->Cs, r->Ws, r->Cd, r->Wd, tp);
-        transform_in(r, tp, nb, V, E);
+        transform_in(r, tp, nb, V, E, 0);
         for (int xi = 0; xi < n; xi++)
             cpu_sgemm_b_rows(r->Cd, nb, r->Cs, r->U + xi * r->Cd * r->Cs, r->Cs, V + xi * r->Cs * tb, tb,
                              M + xi * r->Cd * tb, tb, scratch);
@@ -400,30 +434,37 @@ static inline v4 load_out4(const float *s, const tile_pos *tp, int64_t t, int64_
     return q;
 }
 
-static inline __attribute__((always_inline)) void dy_group(const wino_run *r, const tile_pos *tp, int64_t co,
-                                                           int64_t t0, int64_t nb, const wino_mats *m, int n,
-                                                           float *dM) {
-    const int64_t tb = r->tb, cs = r->H * r->Wd;
-    const float *s = r->dy + co * cs;
+/* dM[xi][t][co] = sum_i AT[i][xi] dy_t[i], tile-major as dw's V: tile t's 4 outputs of 8
+ * channels turned to one vector per position (0 past a row's last output, and for channels
+ * past Cd). */
+static inline __attribute__((always_inline)) void dy_tile_group(const wino_run *r, const tile_pos *tp, int64_t t,
+                                                                int64_t co0, int nc, int64_t nb, const wino_mats *m,
+                                                                int n, float *dM) {
+    const int64_t cs = r->H * r->Wd;
+    const float *s = r->dy + co0 * cs;
+    const v4 zero = {0};
     v8 e[4], mo[WN_MAX];
-    for (int l = 0; l < 4; l++) e[l] = v4_join(load_out4(s, tp, t0 + l, nb), load_out4(s, tp, t0 + l + 4, nb));
+    for (int l = 0; l < 4; l++)
+        e[l] = v4_join(l < nc ? load_out4(s + l * cs, tp, t, nb) : zero,
+                       l + 4 < nc ? load_out4(s + (l + 4) * cs, tp, t, nb) : zero);
     transpose4x2(e);
     a_apply(m, n, e, mo);
-    for (int xi = 0; xi < n; xi++) *(v8 *)(dM + (xi * r->Cd + co) * tb + t0) = mo[xi];
+    for (int xi = 0; xi < n; xi++) *(v8 *)(dM + (xi * r->tb + t) * r->ldm + co0) = mo[xi];
 }
 
-static inline __attribute__((always_inline)) void dy_channels(const wino_run *r, const tile_pos *tp, int64_t nb,
-                                                              const wino_mats *m, int n, float *dM) {
-    for (int64_t t0 = 0; t0 < round16(nb); t0 += 8)
-        for (int64_t co = 0; co < r->Cd; co++) dy_group(r, tp, co, t0, nb, m, n, dM);
+static inline __attribute__((always_inline)) void dy_tiles(const wino_run *r, const tile_pos *tp, int64_t nb,
+                                                           const wino_mats *m, int n, float *dM) {
+    const int64_t full = r->Cd / 8 * 8;
+    for (int64_t t = 0; t < nb; t++) {
+        for (int64_t co0 = 0; co0 < full; co0 += 8) dy_tile_group(r, tp, t, co0, 8, nb, m, n, dM);
+        if (full < r->Cd) dy_tile_group(r, tp, t, full, (int)(r->Cd - full), nb, m, n, dM);
+    }
 }
 
-/* dM[xi][co][t] = sum_i AT[i][xi] dy_t[i] for every channel co of dy (0 past a row's last
- * output, and past nb to nb rounded up to 16). */
 static void transform_dy(const wino_run *r, const tile_pos *tp, int64_t nb, float *dM) {
-    if (r->m->n == 8) dy_channels(r, tp, nb, r->m, 8, dM);
-    else if (r->m->n == 6) dy_channels(r, tp, nb, r->m, 6, dM);
-    else dy_channels(r, tp, nb, r->m, r->m->n, dM);
+    if (r->m->n == 8) dy_tiles(r, tp, nb, r->m, 8, dM);
+    else if (r->m->n == 6) dy_tiles(r, tp, nb, r->m, 6, dM);
+    else dy_tiles(r, tp, nb, r->m, r->m->n, dM);
 }
 
 static void dw_chunks(const void *vctx, int64_t c0, int64_t c1) {
@@ -431,21 +472,21 @@ static void dw_chunks(const void *vctx, int64_t c0, int64_t c1) {
     const int n = r->m->n;
     const int64_t tb = r->tb, plane = r->Cd * r->Cs;
     int tid = cpu_worker_id();
-    float *V = r->work + r->work_per * (size_t)tid, *dM = V + n * r->Cs * tb, *E = dM + n * r->Cd * tb;
+    float *V = r->work + r->work_per * (size_t)tid, *dM = V + r->v_floats, *E = dM + r->m_floats;
     tile_pos *tp = (tile_pos *)(E + r->edge_floats);
-    const int64_t vl = cpu_sgemm_vl();
+    float *scratch = r->gemm_scratch + r->gemm_per * (size_t)tid;
     for (int64_t ch = c0; ch < c1; ch++) {
         float *part = r->parts + ch * n * plane;
         int64_t blk1 = (ch + 1) * r->chunk_blocks < r->nblocks ? (ch + 1) * r->chunk_blocks : r->nblocks;
         for (int64_t blk = ch * r->chunk_blocks; blk < blk1; blk++) {
             int64_t g0 = blk * tb, nb = r->T - g0 < tb ? r->T - g0 : tb;
             tile_positions(r, g0, nb, r->Cs, r->Ws, r->Cd, r->Wd, tp);
-            transform_in(r, tp, nb, V, E);
+            transform_in(r, tp, nb, V, E, 1);
             transform_dy(r, tp, nb, dM);
             int first = blk == ch * r->chunk_blocks;
             for (int xi = 0; xi < n; xi++)
-                cpu_sgemm_abt_rows(r->Cd, r->Cs, (nb + vl - 1) / vl * vl, dM + xi * r->Cd * tb, tb,
-                                   V + xi * r->Cs * tb, tb, part + xi * plane, r->Cs, !first);
+                cpu_sgemm_atb_rows(r->Cd, r->Cs, nb, dM + xi * tb * r->ldm, r->ldm, V + xi * tb * r->ldv, r->ldv,
+                                   part + xi * plane, r->Cs, !first, scratch);
         }
     }
 }
@@ -539,9 +580,10 @@ brisk_status cpu_conv_winograd(cpu_backend *cb, brisk_op op, const conv_geom *c,
     }
     run.nt = (run.Wd + WM - 1) / WM; /* tiles cover the rows of outputs: y, dx, or dy for dw */
     run.T = c->N * c->H * run.nt;
-    /* dw's products sum along the tiles, each sum finished once a block: longer blocks (8x:
-     * the 1-D CNN's second layer 1.6 ms, 4x 1.9 ms; bench_conv_layers 2 1d, 5 runs each) */
-    run.tb = block_tiles(n, run.Cs, run.Cd, dw ? 8 * BLOCK_FLOATS : BLOCK_FLOATS);
+    /* dw's tile-major rows: whole register strips of channels (the widest NR is 32) */
+    run.ldv = dw ? (run.Cs + 31) / 32 * 32 : run.Cs, run.ldm = dw ? (run.Cd + 7) / 8 * 8 : run.Cd;
+    run.tb = block_tiles(n, run.ldv, run.ldm, BLOCK_FLOATS);
+    run.v_floats = n * run.ldv * run.tb, run.m_floats = n * run.ldm * run.tb;
     run.nblocks = (run.T + run.tb - 1) / run.tb;
     int64_t plane = run.Cd * run.Cs;
     if (dw) {
@@ -554,7 +596,7 @@ brisk_status cpu_conv_winograd(cpu_backend *cb, brisk_op op, const conv_geom *c,
     /* per thread: V, M (or dM), the gathered edges, the tile positions; each 64-byte aligned */
     size_t tp_floats = (size_t)((run.tb * (int64_t)sizeof(tile_pos) + sizeof(float) - 1) / sizeof(float));
     run.edge_floats = edge_floats(&run);
-    run.work_per = (size_t)(n * (run.Cs + run.Cd) * run.tb + run.edge_floats) + tp_floats;
+    run.work_per = (size_t)(run.v_floats + run.m_floats + run.edge_floats) + tp_floats;
     run.work_per = (run.work_per + 15) / 16 * 16;
     size_t u_floats = dw ? 0 : (size_t)(n * plane + 15) / 16 * 16, parts_floats = (size_t)(run.nchunks * n * plane + 15) / 16 * 16;
     float *s = cpu_conv_scratch(cb, u_floats + parts_floats + run.work_per * (size_t)cb->threads, err);

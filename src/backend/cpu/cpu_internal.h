@@ -133,13 +133,12 @@ size_t cpu_sgemm_packed_b_floats(int64_t K, int64_t N);
  * nothing is packed (Winograd's per-point products, conv_winograd.c):
  *  - C[M, N] = A[M, K] B[K, N], B's rows read in place: ldb and B 16-float aligned, each row
  *    readable to N rounded up to 16 (or 32 with AVX-512); scratch: cpu_sgemm_scratch_floats().
- *  - C[M, N] (+)= A[M, K] B[N, K]^T, both read along k: K a multiple of cpu_sgemm_vl(), rows
- *    aligned to it. */
+ *  - C[M, N] (+)= A^T B, A [K, M] and B [K, N] row after row: B's rows as above, A's any;
+ *    scratch: cpu_sgemm_scratch_floats() (K at most its MC * KC / CPU_SGEMM_MR). */
 void cpu_sgemm_b_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
                       float *C, int64_t ldc, float *scratch);
-void cpu_sgemm_abt_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
-                        float *C, int64_t ldc, int add);
-int cpu_sgemm_vl(void);
+void cpu_sgemm_atb_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+                        float *C, int64_t ldc, int add, float *scratch);
 void cpu_sgemm_pack_b(int trans_b, int64_t K, int64_t N, const float *B, int64_t ldb, float *packed);
 void cpu_sgemm_prepacked(int trans_a, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                          const float *packed, float *C, int64_t ldc, int accumulate, float *scratch);

@@ -576,62 +576,24 @@ void cpu_sgemm_b_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t l
     }
 }
 
-/* C[i][j] (+)= sum_k A[i][k] B[j][k]: a block of NT_M x NT_N of C in vector accumulators along k,
- * each summed across its lanes at the end; rows past M or N re-read the last one (not stored). */
-#define NT_M 3
-#define NT_N 4
-/* av and bv held in registers: GCC would fold their loads into each multiply-add, 15 loads for
- * 12 of them, more than the load ports take (an empty asm that claims to change the value) */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && defined(__AVX512F__)
-#define KEEP_IN_REGISTER(v) __asm__("" : "+v"(v))
-#elif defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && defined(__AVX__)
-#define KEEP_IN_REGISTER(v) __asm__("" : "+x"(v))
-#else
-#define KEEP_IN_REGISTER(v) ((void)0)
-#endif
-static inline float lanes_sum(vf v) {
-    float t[VL];
-    memcpy(t, &v, sizeof t);
-    for (int w = VL / 2; w > 0; w /= 2)
-        for (int l = 0; l < w; l++) t[l] += t[l + w];
-    return t[0];
-}
-
-void cpu_sgemm_abt_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
-                        float *C, int64_t ldc, int add) {
-    /* B's rows outer: NT_N of them stay in L1 while A streams past (Winograd's dw: A is the
-     * output gradient's Co rows, B the input's C rows; B outer reads A C / NT_N times, 16 for
-     * C 64, where A outer read B Co / NT_M times, 21) */
-    for (int64_t j0 = 0; j0 < N; j0 += NT_N)
-        for (int64_t i0 = 0; i0 < M; i0 += NT_M) {
-            const float *a[NT_M], *b[NT_N];
-            for (int i = 0; i < NT_M; i++) a[i] = A + min64(i0 + i, M - 1) * lda;
-            for (int j = 0; j < NT_N; j++) b[j] = B + min64(j0 + j, N - 1) * ldb;
-            vf acc[NT_M][NT_N];
-            for (int i = 0; i < NT_M; i++)
-                for (int j = 0; j < NT_N; j++) acc[i][j] = (vf){0};
-            for (int64_t k = 0; k < K; k += VL) {
-                vf av[NT_M];
-                for (int i = 0; i < NT_M; i++) {
-                    av[i] = *(const vf *)(a[i] + k);
-                    KEEP_IN_REGISTER(av[i]);
-                }
-                for (int j = 0; j < NT_N; j++) {
-                    vf bv = *(const vf *)(b[j] + k);
-                    KEEP_IN_REGISTER(bv);
-                    for (int i = 0; i < NT_M; i++) acc[i][j] += av[i] * bv;
-                }
-            }
-            for (int i = 0; i < NT_M && i0 + i < M; i++)
-                for (int j = 0; j < NT_N && j0 + j < N; j++) {
-                    float v = lanes_sum(acc[i][j]);
-                    float *cij = C + (i0 + i) * ldc + j0 + j;
-                    *cij = add ? *cij + v : v;
-                }
+/* C[M, N] (+)= A^T B, A [K, M] and B [K, N] both row after row along k (Winograd's dw: the
+ * tiles' transforms, written tile-major). The register tile is the one of every product
+ * here, with A's MR values of a step k side by side in its row k: whole strips read in place,
+ * the last partial one packed. B's strip stays in L1 while A's strips pass it. */
+void cpu_sgemm_atb_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+                        float *C, int64_t ldc, int add, float *scratch) {
+    for (int64_t jr = 0; jr < N; jr += NR) {
+        int nr = (int)min64(NR, N - jr);
+        int64_t ir = 0;
+        for (; ir + MR <= M; ir += MR)
+            kernel_body(K, A + ir, 1, lda, B + jr, ldb, C + ir * ldc + jr, ldc, MR, nr, add);
+        if (ir < M) {
+            if (jr == 0) pack_a(1, A, lda, ir, M - ir, 0, K, scratch);
+            kernel_body(K, scratch, 1, MR, B + jr, ldb, C + ir * ldc + jr, ldc, (int)(M - ir), nr, add);
         }
+    }
 }
 
-int cpu_sgemm_vl(void) { return VL; }
 
 size_t cpu_sgemm_packed_b_floats(int64_t K, int64_t N) { return (size_t)(K * n_strips_cols(N)) + 64; }
 
