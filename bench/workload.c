@@ -174,7 +174,7 @@ int main(int argc, char **argv) {
         for (int f = 0; f < io.n_fields; f++) {
             const brisk_input_info *in = &g->inputs[io.input_node[f]];
             int64_t n = brisk_shape_numel(&in->shape);
-            data[b][f] = malloc(in->bytes);
+            data[b][f] = aligned_alloc(64, (in->bytes + 63) / 64 * 64); /* as the loader's: read in place */
             for (int64_t i = 0; i < n; i += 4) {
                 uint32_t ctr[4] = {(uint32_t)(i / 4), (uint32_t)b, (uint32_t)f, 0}, u[4];
                 float nv[4];
@@ -193,13 +193,14 @@ int main(int argc, char **argv) {
         double t0 = brisk_now();
         int b = s % n_batches;
         for (int f = 0; f < io.n_fields; f++)
-            if (brisk_exec_set_input(ex, io.input_node[f], data[b][f], &err)) goto fail;
+            if (brisk_exec_use_input(ex, io.input_node[f], data[b][f], &err)) goto fail; /* as the trainer feeds */
         ex->step.rng_step = (uint32_t)s;
         ex->step.first_micro = 1;
         ex->step.training = 1;
         if (brisk_exec_run(ex, BRISK_RUN_TRAIN, &err) || brisk_optimizer_step(&opt, s + 1, lr, 1, &err) ||
             brisk_exec_read(ex, io.loss, &loss, &err))
             goto fail;
+        brisk_exec_release_inputs(ex);
         if (s == warmup) first_loss = loss;
         if (s >= warmup) times[s - warmup] = brisk_now() - t0;
     }
