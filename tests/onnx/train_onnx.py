@@ -19,7 +19,7 @@ import sys
 
 # the harness's settings and its judgement of a trajectory are train_graph.py's
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
-from train_graph import SPEED, STEPS, judge  # noqa: E402
+from train_graph import SPEED, STEPS, judge, other_orders  # noqa: E402
 from train_graph import read_safetensors as read_all  # noqa: E402
 
 N, LR = 32, 0.01
@@ -122,13 +122,10 @@ def run_case(brisk, work, np, torch, case):
         return out
 
     t32, t64 = trajectory(torch.float32), trajectory(torch.float64)
-    # fp32's own spread on this trajectory, as train_graph.py sees it: the batch reversed and in
-    # two shuffled orders (the same sums rounded in other orders). A trajectory through ReLUs and
-    # BatchNorm is chaotic: ResNet-18's fp32 run was 3.7e-5 from fp64 in one run and 1.2e-3 in
-    # another (PyTorch's threads), and brisk, whose sums run in its own orders, 1.5e-3.
-    n = len(data["x"])
-    orders = [np.arange(n)[::-1].copy()] + [np.random.default_rng(s).permutation(n) for s in (1, 2)]
-    more32 = [trajectory(torch.float32, o) for o in orders]
+    # fp32's own spread on this trajectory, as train_graph.py sees it. A trajectory through
+    # ReLUs and BatchNorm is chaotic: ResNet-18's fp32 run was 3.7e-5 from fp64 in one run and
+    # 1.2e-3 in another (PyTorch's threads), and brisk, whose sums run in its own orders, 1.5e-3.
+    more32 = [trajectory(torch.float32, o) for o in other_orders(len(data["x"]), np)]
     worst, _, worst32, worst64, bound = judge(losses, t32, t64, more32)
     print(f"{name}: step-0 checkpoint = state_dict ({len(sd)} tensors); {STEPS} steps, losses {losses[1]:.6f} .. "
           f"{losses[STEPS]:.6f}; worst relative difference to PyTorch fp32 {worst:.2e}, to fp64 {worst64:.2e} "

@@ -53,6 +53,12 @@ def judge(losses, t32, t64, more32=()):
     return worst, at, worst32, worst64, max(TOL, 2 * worst32)
 
 
+def other_orders(n, np):
+    """The batch's samples reversed and in two shuffled orders: fp32 trajectories over them are
+    the same sums rounded in other orders, fp32's own spread for judge's more32."""
+    return [np.arange(n)[::-1].copy()] + [np.random.default_rng(s).permutation(n) for s in (1, 2)]
+
+
 def read_safetensors(path, np):
     with open(path, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
@@ -155,8 +161,7 @@ def main():
     t32, t64 = trajectory(torch.float32), trajectory(torch.float64)
     # fp32's own rounding on this trajectory, seen four times: the batch as given, reversed and
     # in two shuffled orders (the same sums, rounded in other orders)
-    n = len(next(iter(data.values())))
-    orders = [np.arange(n)[::-1].copy()] + [np.random.default_rng(s).permutation(n) for s in (1, 2)]
+    orders = other_orders(len(next(iter(data.values()))), np)
     worst, at, worst32, worst64, bound = judge(losses, t32, t64, [trajectory(torch.float32, o) for o in orders])
     name = os.path.basename(cfg_path)
     print(f"{name}: {STEPS} full-batch steps from brisk's step-0 checkpoint, losses {losses[1]:.6f} .. "

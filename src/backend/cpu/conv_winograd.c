@@ -202,7 +202,7 @@ typedef struct wino_run {
     int64_t N, H, Cs, Ws, Cd, Wd, pad; /* dw: Cs C (x), Cd Co (dy), Wd Wo */
     int64_t nt, T, tb, nblocks;        /* tiles a row, tiles in all, tiles a block, blocks */
     int64_t edge_floats;               /* a block's gathered edges (edge_floats()) */
-    int64_t ldv, ldm;                  /* dw: the rows of its tile-major V [n][tb][ldv], dM [n][tb][ldm] */
+    int64_t ldv, ldm;                  /* dw: the rows of its tile-major V [n][tb][ldv], dM [n][tb][ldm]; else Cs, Cd */
     int64_t v_floats, m_floats;        /* a block's V and M (or dM) */
     float *U;                          /* [n][Cd][Cs], made by weights_rows */
     float *work, *parts;               /* per thread: work_per floats; dw: per chunk [n][Cd][Cs] */
